@@ -1,0 +1,1 @@
+# arch/ build fragment, included by the top Makefile.am

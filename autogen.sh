@@ -1,0 +1,6 @@
+#!/bin/sh
+# Generate ./configure from configure.ac (needs autoconf, automake, libtool, pkg-config).
+set -e
+cd "$(dirname "$0")"
+mkdir -p m4
+autoreconf -fi

@@ -1,0 +1,1 @@
+# client/ build fragment, included by the top Makefile.am

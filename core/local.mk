@@ -1,0 +1,1 @@
+# core/ build fragment, included by the top Makefile.am

@@ -1,0 +1,135 @@
+/*
+ * core/semaphore.h - the generic counting semaphore.
+ *
+ * A userspace port of the Linux kernel's generic semaphore (Matthew Wilcox,
+ * 2008): a spinlock guarding a count and a strict FIFO wait list. up() with
+ * waiters present hands the permits straight to the first waiter (count is
+ * not incremented), so there is no barging and no thundering herd.
+ *
+ * Two faces over one struct semaphore:
+ *  - blocking, for threads: sema_down*() sleep on a futex-backed waiter that
+ *    lives on the sleeping thread's stack;
+ *  - asynchronous, for an event loop: the caller owns a struct sema_waiter
+ *    with a wake callback; sema_down_async() grants at once or queues it, and
+ *    up/cancel/adjust call the callbacks of granted waiters in FIFO order,
+ *    after the lock has been dropped.
+ *
+ * Extensions over the kernel: n permits at a time with the same FIFO rule (a
+ * head waiter that needs 3 blocks a later one that needs 1, so large requests
+ * cannot starve), a fencing token per grant, and sema_adjust() for changing
+ * the limit of a live semaphore.
+ */
+#ifndef SEMD_SEMAPHORE_H
+#define SEMD_SEMAPHORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/arch.h"
+#include "core/list.h"
+
+#if defined(__GNUC__)
+#define __must_check __attribute__((warn_unused_result))
+#else
+#define __must_check
+#endif
+
+struct semaphore {
+	struct spinlock		lock;
+	long			count;		/* free permits; < 0 after a shrink */
+	struct list_head	wait_list;	/* struct sema_waiter, FIFO */
+	uint64_t		token;		/* last fencing token granted */
+};
+
+enum sema_state {
+	SEMA_WAITING = 0,	/* on wait_list */
+	SEMA_GRANTED,		/* permits handed over; token valid */
+	SEMA_CANCELLED,		/* taken off the list without permits */
+};
+
+/*
+ * An asynchronous waiter. It lives with whoever waits (a request in the
+ * daemon) and must stay valid while state == SEMA_WAITING. The callback runs
+ * after the semaphore lock is dropped, at most once, only on a grant; it may
+ * free the waiter and may call back into the semaphore.
+ */
+struct sema_waiter {
+	struct list_head	list;
+	unsigned int		n;		/* permits wanted */
+	int			state;		/* enum sema_state, under sem->lock */
+	uint64_t		token;		/* fencing token, once granted */
+	void			(*wake)(struct sema_waiter *w);
+	struct sema_waiter	*wake_next;	/* private: wake queue */
+};
+
+/* Initialise sem with count free permits. */
+void sema_init(struct semaphore *sem, long count);
+
+/* --- blocking API, for threads ------------------------------------------ */
+
+/*
+ * A thread's "signals", the userspace stand-in for the kernel's
+ * signal_pending(): every thread has one struct sema_task (sema_current()).
+ * sema_task_signal() is async-signal-safe and may be called from a signal
+ * handler or another thread: it marks the task and wakes it if it sleeps in
+ * the down family. sema_down_interruptible() gives up on any signal,
+ * sema_down_killable() only on a fatal one, sema_down() and
+ * sema_down_timeout() on none. Pending signals stay pending until
+ * sema_task_clear().
+ */
+struct sema_task;
+struct sema_task *sema_current(void);
+void sema_task_signal(struct sema_task *t, bool fatal);
+void sema_task_clear(struct sema_task *t);
+
+void sema_down(struct semaphore *sem);
+int sema_down_interruptible(struct semaphore *sem) __must_check;	/* 0, -EINTR */
+int sema_down_killable(struct semaphore *sem) __must_check;		/* 0, -EINTR */
+int sema_down_timeout(struct semaphore *sem, long timeout_ns) __must_check; /* 0, -ETIME */
+/*
+ * Take one permit if free, without waiting. Returns true when acquired: note
+ * this is the inverse of the kernel's down_trylock(), which returns 0 on
+ * success.
+ */
+bool sema_down_trylock(struct semaphore *sem) __must_check;
+void sema_up(struct semaphore *sem);
+
+/* n-permit forms; timeout_ns < 0 waits forever. */
+int sema_down_n(struct semaphore *sem, unsigned int n, long timeout_ns) __must_check;
+bool sema_trydown_n(struct semaphore *sem, unsigned int n, uint64_t *token) __must_check;
+void sema_up_n(struct semaphore *sem, unsigned int n);
+
+/* --- asynchronous API, for an event loop --------------------------------- */
+
+/*
+ * Take w->n = n permits. Returns 0 when granted at once (w->state ==
+ * SEMA_GRANTED, w->token set, wake is NOT called), or 1 when queued (wake is
+ * called later, on grant). A trydown is sema_trydown_n().
+ */
+int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
+    unsigned int n, void (*wake)(struct sema_waiter *)) __must_check;
+
+/*
+ * Take a queued waiter off the list (deadline passed, owner gone). Returns
+ * true if it was removed without permits (state SEMA_CANCELLED), false if it
+ * had already been granted: then the caller owns w->n permits and must give
+ * them back with sema_up_n() or keep them. Removing a waiter can let the ones
+ * behind it proceed; their callbacks run before this returns.
+ */
+bool sema_cancel(struct semaphore *sem, struct sema_waiter *w) __must_check;
+
+/*
+ * Give back n permits beyond what is free, but never above max free permits
+ * when nobody waits (signal-mode semaphores). Returns 0, or -EOVERFLOW and
+ * changes nothing.
+ */
+int sema_up_max(struct semaphore *sem, unsigned int n, long max) __must_check;
+
+/* Add delta (may be negative) to the free count: a live limit change. */
+void sema_adjust(struct semaphore *sem, long delta);
+
+/* Snapshot readers (take the lock). */
+long sema_count(struct semaphore *sem);
+unsigned long sema_waiters(struct semaphore *sem);
+
+#endif

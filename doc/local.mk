@@ -1,0 +1,1 @@
+# doc/ build fragment, included by the top Makefile.am

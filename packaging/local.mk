@@ -1,0 +1,1 @@
+# packaging/ build fragment, included by the top Makefile.am

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Install the Debian 12 packages semd needs to build, test and package.
+# Runs apt-get as root (or through sudo when not root).
+set -e
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+pkgs="build-essential autoconf automake libtool pkg-config \
+libevent-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsystemd-dev \
+clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+systemd openssl python3 valgrind cppcheck clang-tidy redis-server \
+debhelper devscripts lintian fakeroot"
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,1 @@
+# tests/client.mk: build fragment, included by the top Makefile.am

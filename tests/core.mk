@@ -1,0 +1,1 @@
+# tests/core.mk: build fragment, included by the top Makefile.am

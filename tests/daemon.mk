@@ -1,0 +1,1 @@
+# tests/daemon.mk: build fragment, included by the top Makefile.am

@@ -1,0 +1,1 @@
+# tests/fuzz.mk: build fragment, included by the top Makefile.am

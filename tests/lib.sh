@@ -1,0 +1,93 @@
+# tests/lib.sh - shared helpers for the shell tests. Source it:
+#   . "$top_srcdir/tests/lib.sh"
+# It gives each test a private directory, starts real daemons on private
+# sockets and free ports (port 0 + --ready-file), waits for readiness with
+# bounded retries, kills what it started on exit, and prints the daemon's log
+# when the test fails.
+set -u
+
+: "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${top_srcdir:=$top_builddir}"
+SEMD=${SEMD:-$top_builddir/semd}
+SEMCTL=${SEMCTL:-$top_builddir/semctl}
+T=$(mktemp -d "${TMPDIR:-/tmp}/semd-test.XXXXXX")
+PIDS_TO_KILL=""
+TEST_NAME=$(basename "$0")
+t_failed=0
+t_passed=0
+
+t_cleanup() {
+	rc=$?
+	for p in $PIDS_TO_KILL; do kill -TERM "$p" 2>/dev/null; done
+	for p in $PIDS_TO_KILL; do
+		i=0
+		while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+		kill -KILL "$p" 2>/dev/null
+	done
+	if [ "$rc" != 0 ] || [ "$t_failed" != 0 ]; then
+		for f in "$T"/*.log; do
+			[ -f "$f" ] || continue
+			echo "---- $f ----"; tail -n 60 "$f"
+		done
+	fi
+	rm -rf "$T"
+	exit "$rc"
+}
+trap t_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A watchdog: the whole test is killed after $1 seconds (default 120).
+t_watchdog() {
+	( sleep "${1:-120}"; echo "$TEST_NAME: watchdog fired after ${1:-120}s" >&2; kill -TERM $$ ) &
+	PIDS_TO_KILL="$PIDS_TO_KILL $!"
+}
+
+# ok COND-DESCRIPTION CMD... : run CMD, count a pass or a failure.
+ok() {
+	desc=$1; shift
+	if "$@"; then t_passed=$((t_passed + 1)); echo "ok - $desc"
+	else t_failed=$((t_failed + 1)); echo "not ok - $desc"; fi
+}
+
+# expect_eq DESC WANT GOT
+expect_eq() {
+	if [ "$2" = "$3" ]; then t_passed=$((t_passed + 1)); echo "ok - $1"
+	else t_failed=$((t_failed + 1)); echo "not ok - $1: want '$2', got '$3'"; fi
+}
+
+# t_wait_for SECONDS CMD... : poll CMD every 50 ms until it succeeds.
+t_wait_for() {
+	limit=$(( $1 * 20 )); shift
+	i=0
+	while [ $i -lt $limit ]; do
+		if "$@" 2>/dev/null; then return 0; fi
+		sleep 0.05; i=$((i + 1))
+	done
+	return 1
+}
+
+# start_semd NAME [ARGS...]: start a daemon listening on $T/NAME.sock and
+# tcp:127.0.0.1:0; sets NAME_PID, NAME_UNIX (unix:PATH), NAME_TCP
+# (tcp:HOST:PORT) from its ready file. Log in $T/NAME.log.
+start_semd() {
+	name=$1; shift
+	rm -f "$T/$name.ready"
+	"$SEMD" --listen "unix:$T/$name.sock" --listen tcp:127.0.0.1:0 \
+		--ready-file "$T/$name.ready" "$@" >"$T/$name.log" 2>&1 &
+	pid=$!
+	PIDS_TO_KILL="$PIDS_TO_KILL $pid"
+	if ! t_wait_for 10 test -s "$T/$name.ready"; then
+		echo "semd '$name' did not become ready" >&2
+		cat "$T/$name.log" >&2
+		return 1
+	fi
+	eval "${name}_PID=$pid"
+	eval "${name}_UNIX=\$(grep -m1 '^unix:' \"\$T/\$name.ready\")"
+	eval "${name}_TCP=\$(grep -m1 '^tcp:' \"\$T/\$name.ready\")"
+}
+
+# t_done: print the plain summary line and exit with the right status.
+t_done() {
+	echo "$t_passed passed, $t_failed failed"
+	[ "$t_failed" = 0 ]
+}

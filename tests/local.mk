@@ -1,0 +1,2 @@
+# tests/: shared test helpers. Each area's tests live in tests/<area>.mk.
+EXTRA_DIST += tests/lib.sh
