@@ -1,0 +1,1 @@
+# security/: ACLs, TLS contexts, identities (built as a library the daemon links)

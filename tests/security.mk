@@ -1,0 +1,1 @@
+# tests/security.mk: build fragment, included by the top Makefile.am
