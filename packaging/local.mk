@@ -1,1 +1,53 @@
-# packaging/ build fragment, included by the top Makefile.am
+# packaging/ build fragment, included by the top Makefile.am:
+# systemd units, the example configuration, the Debian packaging and their tests.
+
+systemdunit_DATA = packaging/systemd/semd.socket packaging/systemd/semd.service
+systemdunitdir = $(systemdsystemunitdir)
+
+semdconfdir = $(sysconfdir)/semd
+semdconf_DATA = packaging/semd.conf
+
+# The example is installed as the real configuration: every key commented out
+# with its default, so an untouched file changes nothing.
+packaging/semd.conf: packaging/semd.conf.example
+	$(AM_V_GEN)$(MKDIR_P) packaging && cp $(srcdir)/packaging/semd.conf.example $@
+CLEANFILES += packaging/semd.conf
+
+# distcheck installs as an ordinary user under its own prefix: keep the units
+# there too, not in the system's unit directory that systemd.pc names.
+AM_DISTCHECK_CONFIGURE_FLAGS = --with-systemdsystemunitdir='$${dc_install_base}/lib/systemd/system'
+
+EXTRA_DIST += \
+	packaging/semd.conf.example \
+	packaging/systemd/semd.socket \
+	packaging/systemd/semd.service \
+	packaging/build-deb.sh \
+	packaging/debian/changelog \
+	packaging/debian/control \
+	packaging/debian/copyright \
+	packaging/debian/rules \
+	packaging/debian/source/format \
+	packaging/debian/semd.install \
+	packaging/debian/semd.postinst \
+	packaging/debian/semctl.install \
+	packaging/debian/libsemclient1.install \
+	packaging/debian/libsemclient-dev.install \
+	packaging/debian/not-installed \
+	packaging/tests/units-verify.sh \
+	packaging/tests/install.sh \
+	packaging/tests/man-lint.sh
+
+TESTS += packaging/tests/units-verify.sh packaging/tests/install.sh packaging/tests/man-lint.sh
+
+# Print the installation directories, fully expanded, for packaging/tests/install.sh.
+packaging-print-dirs:
+	@echo "prefix=$(prefix)"; \
+	echo "bindir=$(bindir)"; \
+	echo "sbindir=$(sbindir)"; \
+	echo "libdir=$(libdir)"; \
+	echo "includedir=$(includedir)"; \
+	echo "pkgconfigdir=$(pkgconfigdir)"; \
+	echo "mandir=$(mandir)"; \
+	echo "sysconfdir=$(sysconfdir)"; \
+	echo "systemdunitdir=$(systemdunitdir)"
+.PHONY: packaging-print-dirs

@@ -1,0 +1,104 @@
+#!/bin/sh
+# packaging/build-deb.sh OUTDIR - build semd's Debian packages and check them.
+# Copies the git-tracked files of the source tree (as they are in the working
+# tree) to a temporary directory, puts packaging/debian at debian/ there, runs
+# `dpkg-buildpackage -us -uc -b` (tests skipped: they run in `make check`),
+# checks that each .deb holds the files it must, runs lintian (errors fail,
+# warnings are shown), and copies the .deb files to OUTDIR.
+# Set SEMD_DEB_SOURCE=head to package the last commit instead.
+set -eu
+
+usage() { echo "usage: $0 OUTDIR" >&2; exit 64; }
+[ $# -eq 1 ] || usage
+top=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+
+for tool in git dpkg-buildpackage dpkg-deb lintian dh; do
+	command -v "$tool" >/dev/null 2>&1 || {
+		echo "$0: $tool is missing: run scripts/deps.sh" >&2; exit 69; }
+done
+
+version=$(dpkg-parsechangelog -l "$top/packaging/debian/changelog" -S Version)
+work=$(mktemp -d "${TMPDIR:-/tmp}/semd-deb.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+src=$work/semd-$version
+mkdir -p "$src"
+
+echo "== copying the source tree to $src"
+if [ "${SEMD_DEB_SOURCE:-worktree}" = head ]; then
+	git -C "$top" archive --format=tar HEAD | tar -x -C "$src"
+else
+	# Tracked files only (no build trees, no generated files), skipping
+	# any deleted from the working tree but not yet committed.
+	(cd "$top" && git ls-files -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+		tar --null -T - -cf -) | tar -x -C "$src"
+fi
+rm -rf "$src/debian"
+cp -r "$top/packaging/debian" "$src/debian"
+
+echo "== dpkg-buildpackage -us -uc -b (log: $out/build.log)"
+if ! (cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=${JOBS:-2}" \
+		dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1; then
+	tail -n 40 "$out/build.log" >&2
+	echo "$0: dpkg-buildpackage failed; the whole log is $out/build.log" >&2
+	exit 1
+fi
+
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+failed=0
+
+# expect PACKAGE PATH...: the package's .deb holds every PATH (globs allowed).
+expect() {
+	pkg=$1; shift
+	deb=$work/${pkg}_${version}_$arch.deb
+	if [ ! -f "$deb" ]; then
+		echo "not ok - $pkg: $deb was not built"; failed=1; return
+	fi
+	list=$(dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|')
+	for want; do
+		found=no
+		for got in $list; do
+			# shellcheck disable=SC2254
+			case $got in $want) found=yes; break;; esac
+		done
+		if [ $found = yes ]; then echo "ok - $pkg has $want"
+		else echo "not ok - $pkg lacks $want"; failed=1; fi
+	done
+}
+
+echo "== package contents"
+expect semd /usr/sbin/semd /usr/bin/semd-benchmark \
+	/lib/systemd/system/semd.socket /lib/systemd/system/semd.service \
+	/etc/semd/semd.conf /usr/share/man/man8/semd.8.gz /usr/share/man/man5/semd.conf.5.gz
+expect semctl /usr/bin/semctl /usr/share/man/man1/semctl.1.gz
+expect libsemclient1 "/usr/lib/$ma/libsemclient.so.1" "/usr/lib/$ma/libsemclient.so.1.*"
+expect libsemclient-dev /usr/include/semclient.h "/usr/lib/$ma/libsemclient.so" \
+	"/usr/lib/$ma/libsemclient.a" "/usr/lib/$ma/pkgconfig/semclient.pc" \
+	/usr/share/man/man3/semclient.3.gz
+
+# The maintainer scripts: the system user, and the units enabled.
+ctl=$work/ctl
+dpkg-deb -e "$work/semd_${version}_$arch.deb" "$ctl" 2>/dev/null || true
+if grep -q 'adduser --quiet --system --group' "$ctl/postinst" 2>/dev/null &&
+   grep -q 'deb-systemd-helper.*enable.*semd.socket' "$ctl/postinst"; then
+	echo "ok - semd's postinst creates the user and enables semd.socket"
+else
+	echo "not ok - semd's postinst does not create the user and enable semd.socket"; failed=1
+fi
+
+echo "== lintian"
+changes=$work/semd_${version}_$arch.changes
+if lintian --fail-on error --info "$changes" >"$work/lintian.log" 2>&1; then
+	echo "ok - lintian finds no errors"
+else
+	echo "not ok - lintian finds errors"; failed=1
+fi
+sed 's/^/  /' "$work/lintian.log"
+
+cp "$work"/*.deb "$out"/
+echo "== packages in $out:"
+(cd "$out" && ls -1 ./*.deb)
+[ $failed = 0 ] || { echo "$0: some checks failed" >&2; exit 1; }
+echo "all checks passed"
