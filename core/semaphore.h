@@ -76,6 +76,20 @@ void sema_init(struct semaphore *sem, long count);
  * sema_down_killable() only on a fatal one, sema_down() and
  * sema_down_timeout() on none. Pending signals stay pending until
  * sema_task_clear().
+ *
+ * What that means for a thread:
+ *  - "interruptible": the thread asked to be woken for any reason to stop,
+ *    e.g. a SIGINT/SIGTERM handler that calls sema_task_signal(t, false), or
+ *    a supervising thread cancelling a request;
+ *  - "killable": the thread only gives up for a reason it cannot ignore, e.g.
+ *    shutdown or the owner (client session) gone: sema_task_signal(t, true);
+ *  - like the kernel, a free permit is taken even with a signal pending (the
+ *    check happens before sleeping), and a permit handed over while the
+ *    signal arrives is kept: the call then returns 0.
+ * A thread sleeps on one futex word in its task, which both a grant and a
+ * signal bump, so neither wake-up can be lost. Call sema_current() once in
+ * the thread before handing its task to a signal handler (the first touch of
+ * thread-local storage in a shared library may allocate).
  */
 struct sema_task;
 struct sema_task *sema_current(void);
@@ -85,6 +99,7 @@ void sema_task_clear(struct sema_task *t);
 void sema_down(struct semaphore *sem);
 int sema_down_interruptible(struct semaphore *sem) __must_check;	/* 0, -EINTR */
 int sema_down_killable(struct semaphore *sem) __must_check;		/* 0, -EINTR */
+/* Waits up to timeout_ns on CLOCK_MONOTONIC (<= 0: only a free permit). */
 int sema_down_timeout(struct semaphore *sem, long timeout_ns) __must_check; /* 0, -ETIME */
 /*
  * Take one permit if free, without waiting. Returns true when acquired: note
@@ -94,7 +109,12 @@ int sema_down_timeout(struct semaphore *sem, long timeout_ns) __must_check; /* 0
 bool sema_down_trylock(struct semaphore *sem) __must_check;
 void sema_up(struct semaphore *sem);
 
-/* n-permit forms; timeout_ns < 0 waits forever. */
+/*
+ * n-permit forms; timeout_ns < 0 waits forever. sema_down_n() returns 0,
+ * -ETIME, or -EINVAL for n == 0; it ignores task signals. sema_trydown_n()
+ * never takes permits past a queued waiter (strict FIFO) and sets *token
+ * (may be NULL) to the grant's fencing token. sema_up_n(sem, 0) does nothing.
+ */
 int sema_down_n(struct semaphore *sem, unsigned int n, long timeout_ns) __must_check;
 bool sema_trydown_n(struct semaphore *sem, unsigned int n, uint64_t *token) __must_check;
 void sema_up_n(struct semaphore *sem, unsigned int n);
@@ -104,7 +124,8 @@ void sema_up_n(struct semaphore *sem, unsigned int n);
 /*
  * Take w->n = n permits. Returns 0 when granted at once (w->state ==
  * SEMA_GRANTED, w->token set, wake is NOT called), or 1 when queued (wake is
- * called later, on grant). A trydown is sema_trydown_n().
+ * called later, on grant). A trydown is sema_trydown_n(). -EINVAL for
+ * n == 0 or a NULL wake.
  */
 int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
     unsigned int n, void (*wake)(struct sema_waiter *)) __must_check;
@@ -114,7 +135,11 @@ int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
  * true if it was removed without permits (state SEMA_CANCELLED), false if it
  * had already been granted: then the caller owns w->n permits and must give
  * them back with sema_up_n() or keep them. Removing a waiter can let the ones
- * behind it proceed; their callbacks run before this returns.
+ * behind it proceed; their callbacks run before this returns. Cancelling a
+ * cancelled waiter again returns true and does nothing. If another thread
+ * may be running up(), "false" can come before w's callback has run (it is
+ * on that thread's wake queue): do not free w until the callback has run.
+ * On a single event-loop thread the callback has always run by then.
  */
 bool sema_cancel(struct semaphore *sem, struct sema_waiter *w) __must_check;
 

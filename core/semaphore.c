@@ -1,0 +1,488 @@
+/*
+ * core/semaphore.c - the generic counting semaphore.
+ *
+ * The Linux kernel's kernel/locking/semaphore.c, in userspace: a spinlock
+ * guards count and a FIFO wait_list. A waiter lives with whoever waits (on
+ * the sleeping thread's stack, or in the daemon's request). A hand-off takes
+ * the head waiter off the list, marks it granted with a fresh fencing token
+ * and puts it on a wake queue; count never rises while a waiter could use
+ * the permits, so nobody barges past the queue. The wake queue is run after
+ * the lock is dropped, as the kernel's wake_q does.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+
+#include "arch/arch.h"
+#include "arch/futex.h"
+#include "core/semaphore.h"
+
+/* Task "signal" bits in sema_task.pending. */
+#define TASK_SIGNAL	0x1u
+#define TASK_FATAL	0x2u
+
+/* How a blocking waiter reacts to its task's signals. */
+enum sema_sleep {
+	SLEEP_UNINTERRUPTIBLE,
+	SLEEP_INTERRUPTIBLE,
+	SLEEP_KILLABLE,
+};
+
+/*
+ * A thread's signal state. The thread sleeps on futex, a wake-up counter
+ * that both a grant and a signal increment, so a sleeper never misses
+ * either: it reads futex, checks its conditions, and sleeps only while
+ * futex still holds what it read.
+ */
+struct sema_task {
+	arch_atomic32_t		pending;	/* TASK_SIGNAL | TASK_FATAL */
+	arch_atomic32_t		futex;		/* wake-up counter */
+};
+
+/*
+ * A sleeping thread's waiter, on its stack. done is the hand-over word: the
+ * waker writes it last, and the sleeper does not return (so its stack and
+ * thread stay alive) until it reads done == 1.
+ */
+struct sema_thread_waiter {
+	struct sema_waiter	w;
+	struct sema_task	*task;
+	arch_atomic32_t		done;
+};
+
+/* Granted waiters whose callbacks are due once the lock is dropped. */
+struct sema_wakeq {
+	struct sema_waiter	*first;
+	struct sema_waiter	**tail;
+};
+
+static _Thread_local struct sema_task sema_current_task;
+
+/* Initialise an empty wake queue. */
+static void sema_wakeq_init(struct sema_wakeq *q)
+{
+	q->first = NULL;
+	q->tail = &q->first;
+}
+
+/* Hand w its permits: off the list, granted, a new token, onto q. */
+static void do_grant_locked(struct semaphore *sem, struct sema_waiter *w,
+    struct sema_wakeq *q)
+{
+	list_del_init(&w->list);
+	w->state = SEMA_GRANTED;
+	w->token = ++sem->token;
+	w->wake_next = NULL;
+	*q->tail = w;
+	q->tail = &w->wake_next;
+}
+
+/*
+ * Grant waiters from the head of the list while the free count covers the
+ * head's request. Strict FIFO: a head that needs more than is free blocks
+ * everyone behind it, even those that would fit.
+ */
+static void do_wake_locked(struct semaphore *sem, struct sema_wakeq *q)
+{
+	struct sema_waiter *w;
+
+	while (!list_empty(&sem->wait_list)) {
+		w = list_first_entry(&sem->wait_list, struct sema_waiter, list);
+		if (sem->count < (long)w->n)
+			break;
+		sem->count -= (long)w->n;
+		do_grant_locked(sem, w, q);
+	}
+}
+
+/*
+ * Run the callbacks of q, lock not held. A callback may free its waiter,
+ * so the next pointer is read first.
+ */
+static void sema_wakeq_run(struct sema_wakeq *q)
+{
+	struct sema_waiter *w, *next;
+
+	for (w = q->first; w != NULL; w = next) {
+		next = w->wake_next;
+		w->wake(w);
+	}
+}
+
+/* Initialise sem with count free permits. */
+void sema_init(struct semaphore *sem, long count)
+{
+	spin_lock_init(&sem->lock);
+	sem->count = count;
+	INIT_LIST_HEAD(&sem->wait_list);
+	sem->token = 0;
+}
+
+/* Take n permits now if free and nobody queues; true when taken. */
+static bool do_trydown_locked(struct semaphore *sem, unsigned int n,
+    uint64_t *token)
+{
+	if (!list_empty(&sem->wait_list) || sem->count < (long)n)
+		return false;
+	sem->count -= (long)n;
+	++sem->token;
+	if (token != NULL)
+		*token = sem->token;
+	return true;
+}
+
+/* --- tasks --------------------------------------------------------------- */
+
+/* The calling thread's task. */
+struct sema_task *sema_current(void)
+{
+	return &sema_current_task;
+}
+
+/* Or bits into *p (an atomic read-modify-write). */
+static void sema_atomic_or(arch_atomic32_t *p, uint32_t bits)
+{
+	uint32_t old, seen;
+
+	old = arch_load_relaxed32(p);
+	while ((seen = arch_cmpxchg32(p, old, old | bits)) != old)
+		old = seen;
+}
+
+/* Send t a signal (fatal or not) and wake it; async-signal-safe. */
+void sema_task_signal(struct sema_task *t, bool fatal)
+{
+	int saved = errno;
+
+	sema_atomic_or(&t->pending, fatal ? TASK_SIGNAL | TASK_FATAL : TASK_SIGNAL);
+	arch_fetch_add32(&t->futex, 1);
+	futex_wake(&t->futex, 1);
+	errno = saved;
+}
+
+/* Forget t's pending signals. */
+void sema_task_clear(struct sema_task *t)
+{
+	arch_store_release32(&t->pending, 0);
+}
+
+/* Does a signal pending on t end a sleep of this kind? */
+static bool sema_task_interrupted(struct sema_task *t, enum sema_sleep how)
+{
+	uint32_t p = arch_load_acquire32(&t->pending);
+
+	switch (how) {
+	case SLEEP_INTERRUPTIBLE:
+		return p != 0;
+	case SLEEP_KILLABLE:
+		return (p & TASK_FATAL) != 0;
+	default:
+		return false;
+	}
+}
+
+/* --- blocking API ---------------------------------------------------------- */
+
+/*
+ * Wake callback of a sleeping thread. The counter goes up first (the thread
+ * cannot leave before done is set, so its task is alive), then done, after
+ * which the thread may return and its stack vanish; futex_wake only uses
+ * the address. A wake-up that lands on reused memory is spurious, which
+ * every futex user tolerates.
+ */
+static void sema_thread_wake(struct sema_waiter *w)
+{
+	struct sema_thread_waiter *tw = container_of(w, struct sema_thread_waiter, w);
+	struct sema_task *task = tw->task;
+
+	arch_fetch_add32(&task->futex, 1);
+	arch_store_release32(&tw->done, 1);
+	futex_wake(&task->futex, 1);
+}
+
+/* Wait, lock not held, until the waker has finished with tw. */
+static void sema_thread_wait_done(struct sema_thread_waiter *tw)
+{
+	uint32_t seq;
+
+	while (arch_load_acquire32(&tw->done) == 0) {
+		seq = arch_load_acquire32(&tw->task->futex);
+		if (arch_load_acquire32(&tw->done) != 0)
+			break;
+		futex_wait(&tw->task->futex, seq, NULL);
+	}
+}
+
+/*
+ * The slow path, entered with the lock held and the fast path failed:
+ * queue a waiter on this stack and sleep until granted, signalled (as how
+ * allows) or past deadline (NULL: none). Returns with the lock dropped.
+ */
+static int do_down_common_locked(struct semaphore *sem, unsigned int n,
+    enum sema_sleep how, const struct timespec *deadline)
+{
+	struct sema_thread_waiter tw;
+	struct sema_task *task = sema_current();
+	uint32_t seq;
+	int r;
+
+	tw.w.n = n;
+	tw.w.state = SEMA_WAITING;
+	tw.w.token = 0;
+	tw.w.wake = sema_thread_wake;
+	tw.w.wake_next = NULL;
+	tw.task = task;
+	arch_store_relaxed32(&tw.done, 0);
+	list_add_tail(&tw.w.list, &sem->wait_list);
+
+	for (;;) {
+		if (tw.w.state == SEMA_GRANTED) {
+			spin_unlock(&sem->lock);
+			sema_thread_wait_done(&tw);
+			return 0;
+		}
+		/* Read the counter before the conditions: see struct sema_task. */
+		seq = arch_load_acquire32(&task->futex);
+		if (sema_task_interrupted(task, how)) {
+			r = -EINTR;
+			break;
+		}
+		if (deadline != NULL && futex_deadline_passed(deadline)) {
+			r = -ETIME;
+			break;
+		}
+		spin_unlock(&sem->lock);
+		futex_wait(&task->futex, seq, deadline);
+		spin_lock(&sem->lock);
+	}
+
+	/* Give up: off the list; if we were the head, others may fit now. */
+	{
+		struct sema_wakeq q;
+		bool head = sem->wait_list.next == &tw.w.list;
+
+		sema_wakeq_init(&q);
+		list_del_init(&tw.w.list);
+		tw.w.state = SEMA_CANCELLED;
+		if (head)
+			do_wake_locked(sem, &q);
+		spin_unlock(&sem->lock);
+		sema_wakeq_run(&q);
+	}
+	return r;
+}
+
+/* Take n permits, sleeping as how says, until deadline (NULL: none). */
+static int sema_down_common(struct semaphore *sem, unsigned int n,
+    enum sema_sleep how, const struct timespec *deadline)
+{
+	spin_lock(&sem->lock);
+	if (do_trydown_locked(sem, n, NULL)) {
+		spin_unlock(&sem->lock);
+		return 0;
+	}
+	return do_down_common_locked(sem, n, how, deadline);
+}
+
+/* Take one permit, sleeping as long as it takes; signals are ignored. */
+void sema_down(struct semaphore *sem)
+{
+	(void)sema_down_common(sem, 1, SLEEP_UNINTERRUPTIBLE, NULL);
+}
+
+/* Take one permit; give up with -EINTR on any pending signal. */
+int sema_down_interruptible(struct semaphore *sem)
+{
+	return sema_down_common(sem, 1, SLEEP_INTERRUPTIBLE, NULL);
+}
+
+/* Take one permit; give up with -EINTR on a pending fatal signal. */
+int sema_down_killable(struct semaphore *sem)
+{
+	return sema_down_common(sem, 1, SLEEP_KILLABLE, NULL);
+}
+
+/* Take one permit within timeout_ns; -ETIME when it passes. */
+int sema_down_timeout(struct semaphore *sem, long timeout_ns)
+{
+	return sema_down_n(sem, 1, timeout_ns < 0 ? 0 : timeout_ns);
+}
+
+/* Take one permit if one is free and nobody waits; true when taken. */
+bool sema_down_trylock(struct semaphore *sem)
+{
+	return sema_trydown_n(sem, 1, NULL);
+}
+
+/* Give back one permit, handing it to the first waiter if any. */
+void sema_up(struct semaphore *sem)
+{
+	sema_up_n(sem, 1);
+}
+
+/* Take n permits, waiting up to timeout_ns (< 0: forever). */
+int sema_down_n(struct semaphore *sem, unsigned int n, long timeout_ns)
+{
+	struct timespec deadline;
+
+	if (n == 0)
+		return -EINVAL;
+	if (timeout_ns < 0)
+		return sema_down_common(sem, n, SLEEP_UNINTERRUPTIBLE, NULL);
+	futex_deadline(&deadline, timeout_ns);
+	return sema_down_common(sem, n, SLEEP_UNINTERRUPTIBLE, &deadline);
+}
+
+/* Take n permits now if free and nobody waits; token gets the grant's. */
+bool sema_trydown_n(struct semaphore *sem, unsigned int n, uint64_t *token)
+{
+	bool ok;
+
+	if (n == 0)
+		return false;
+	spin_lock(&sem->lock);
+	ok = do_trydown_locked(sem, n, token);
+	spin_unlock(&sem->lock);
+	return ok;
+}
+
+/* Give back n permits; hand them to waiters in FIFO order. */
+void sema_up_n(struct semaphore *sem, unsigned int n)
+{
+	struct sema_wakeq q;
+
+	if (n == 0)
+		return;
+	sema_wakeq_init(&q);
+	spin_lock(&sem->lock);
+	sem->count += (long)n;
+	do_wake_locked(sem, &q);
+	spin_unlock(&sem->lock);
+	sema_wakeq_run(&q);
+}
+
+/* --- asynchronous API ------------------------------------------------------- */
+
+/* Take n permits for w now (0) or queue it for a later callback (1). */
+int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
+    unsigned int n, void (*wake)(struct sema_waiter *))
+{
+	if (n == 0 || wake == NULL)
+		return -EINVAL;
+	w->n = n;
+	w->wake = wake;
+	w->wake_next = NULL;
+	w->token = 0;
+	spin_lock(&sem->lock);
+	if (do_trydown_locked(sem, n, &w->token)) {
+		w->state = SEMA_GRANTED;
+		spin_unlock(&sem->lock);
+		return 0;
+	}
+	w->state = SEMA_WAITING;
+	list_add_tail(&w->list, &sem->wait_list);
+	spin_unlock(&sem->lock);
+	return 1;
+}
+
+/* Take w off the queue without permits; false if it was already granted. */
+bool sema_cancel(struct semaphore *sem, struct sema_waiter *w)
+{
+	struct sema_wakeq q;
+	bool head;
+
+	sema_wakeq_init(&q);
+	spin_lock(&sem->lock);
+	if (w->state == SEMA_GRANTED) {
+		spin_unlock(&sem->lock);
+		return false;
+	}
+	if (w->state == SEMA_WAITING) {
+		head = sem->wait_list.next == &w->list;
+		list_del_init(&w->list);
+		w->state = SEMA_CANCELLED;
+		if (head)
+			do_wake_locked(sem, &q);
+	}
+	spin_unlock(&sem->lock);
+	sema_wakeq_run(&q);
+	return true;
+}
+
+/*
+ * Give back n permits unless that would leave more than max free once the
+ * waiters that fit have been served; then -EOVERFLOW and nothing changes.
+ * The walk over the queue is O(waiters served), the same as the hand-off.
+ */
+int sema_up_max(struct semaphore *sem, unsigned int n, long max)
+{
+	struct sema_wakeq q;
+	struct list_head *pos;
+	struct sema_waiter *w;
+	long avail;
+
+	sema_wakeq_init(&q);
+	spin_lock(&sem->lock);
+	if (sem->count > LONG_MAX - (long)n) {
+		spin_unlock(&sem->lock);
+		return -EOVERFLOW;
+	}
+	avail = sem->count + (long)n;
+	list_for_each(pos, &sem->wait_list) {
+		w = list_entry(pos, struct sema_waiter, list);
+		if (avail < (long)w->n)
+			break;
+		avail -= (long)w->n;
+	}
+	if (avail > max) {
+		spin_unlock(&sem->lock);
+		return -EOVERFLOW;
+	}
+	sem->count += (long)n;
+	do_wake_locked(sem, &q);
+	spin_unlock(&sem->lock);
+	sema_wakeq_run(&q);
+	return 0;
+}
+
+/* Change the number of permits by delta; growing hands off to waiters. */
+void sema_adjust(struct semaphore *sem, long delta)
+{
+	struct sema_wakeq q;
+
+	sema_wakeq_init(&q);
+	spin_lock(&sem->lock);
+	sem->count += delta;
+	if (delta > 0)
+		do_wake_locked(sem, &q);
+	spin_unlock(&sem->lock);
+	sema_wakeq_run(&q);
+}
+
+/* Free permits now (negative after a shrink below the held ones). */
+long sema_count(struct semaphore *sem)
+{
+	long c;
+
+	spin_lock(&sem->lock);
+	c = sem->count;
+	spin_unlock(&sem->lock);
+	return c;
+}
+
+/* Number of queued waiters now. */
+unsigned long sema_waiters(struct semaphore *sem)
+{
+	struct list_head *pos;
+	unsigned long n = 0;
+
+	spin_lock(&sem->lock);
+	list_for_each(pos, &sem->wait_list)
+		n++;
+	spin_unlock(&sem->lock);
+	return n;
+}

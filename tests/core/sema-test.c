@@ -1,0 +1,835 @@
+/*
+ * tests/core/sema-test.c - unit tests of every semaphore operation, blocking
+ * and asynchronous, and of the races the core must get right.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+
+#include "core/semaphore.h"
+#include "tests/core/test.h"
+
+/* --- asynchronous waiters that log their grants ------------------------- */
+
+#define LOG_MAX 64
+
+struct rec {
+	struct sema_waiter	w;
+	int			id;
+	int			woken;
+};
+
+static int log_ids[LOG_MAX];
+static uint64_t log_tokens[LOG_MAX];
+static int log_len;
+
+/* Wake callback: record who was granted, in order, with its token. */
+static void rec_wake(struct sema_waiter *w)
+{
+	struct rec *r = container_of(w, struct rec, w);
+
+	if (w->state != SEMA_GRANTED) {
+		fprintf(stderr, "wake callback on a waiter not granted\n");
+		exit(1);
+	}
+	r->woken++;
+	if (log_len < LOG_MAX) {
+		log_ids[log_len] = r->id;
+		log_tokens[log_len] = w->token;
+	}
+	log_len++;
+}
+
+/* Queue r (id) for n permits; expect it to queue. */
+static void rec_queue(struct semaphore *s, struct rec *r, int id, unsigned int n)
+{
+	r->id = id;
+	r->woken = 0;
+	T_EQ(sema_down_async(s, &r->w, n, rec_wake), 1);
+	T_EQ(r->w.state, SEMA_WAITING);
+}
+
+/* --- blocking threads ------------------------------------------------------ */
+
+enum op { OP_DOWN, OP_INTR, OP_KILL, OP_TIMEOUT, OP_DOWN_N, OP_DOWN_N_TIMEOUT };
+
+struct thr {
+	pthread_t		tid;
+	struct semaphore	*sem;
+	enum op			op;
+	long			arg;		/* timeout ns or n */
+	int			id;
+	int			result;
+	struct sema_task	*task;
+	arch_atomic32_t		started;
+	arch_atomic32_t		finished;
+};
+
+static arch_atomic32_t order_len;
+static int order[16];
+
+/* Thread body: run one down-family call, record result and finishing order. */
+static void *thr_main(void *arg)
+{
+	struct thr *t = arg;
+
+	t->task = sema_current();
+	arch_store_release32(&t->started, 1);
+	switch (t->op) {
+	case OP_DOWN:
+		sema_down(t->sem);
+		t->result = 0;
+		break;
+	case OP_INTR:
+		t->result = sema_down_interruptible(t->sem);
+		break;
+	case OP_KILL:
+		t->result = sema_down_killable(t->sem);
+		break;
+	case OP_TIMEOUT:
+		t->result = sema_down_timeout(t->sem, t->arg);
+		break;
+	case OP_DOWN_N:
+		t->result = sema_down_n(t->sem, (unsigned int)t->arg, -1);
+		break;
+	case OP_DOWN_N_TIMEOUT:
+		t->result = sema_down_n(t->sem, 2, t->arg);
+		break;
+	}
+	order[arch_fetch_add32(&order_len, 1) % 16] = t->id;
+	arch_store_release32(&t->finished, 1);
+	return NULL;
+}
+
+/* Start a thread running op on s and wait until it has its task. */
+static void thr_start(struct thr *t, struct semaphore *s, enum op op, long arg, int id)
+{
+	t->sem = s;
+	t->op = op;
+	t->arg = arg;
+	t->id = id;
+	t->result = -12345;
+	arch_store_relaxed32(&t->started, 0);
+	arch_store_relaxed32(&t->finished, 0);
+	T_OK(pthread_create(&t->tid, NULL, thr_main, t));
+	while (arch_load_acquire32(&t->started) == 0)
+		sched_yield();
+}
+
+/* Wait (at most 5 s) until s has n waiters. */
+static void wait_waiters(struct semaphore *s, unsigned long n)
+{
+	long long end = t_now_ns() + 5000000000LL;
+
+	while (sema_waiters(s) != n && t_now_ns() < end)
+		t_sleep_ms(1);
+	T_EQ(sema_waiters(s), n);
+}
+
+/* Join t, failing if it does not finish within 5 s. */
+static void thr_join(struct thr *t)
+{
+	long long end = t_now_ns() + 5000000000LL;
+
+	while (arch_load_acquire32(&t->finished) == 0 && t_now_ns() < end)
+		t_sleep_ms(1);
+	T_EQ(arch_load_acquire32(&t->finished), 1);
+	T_OK(pthread_join(t->tid, NULL));
+}
+
+/* --- tests ------------------------------------------------------------------ */
+
+/* Trylock takes free permits, returns true on success, never blocks. */
+static void test_trylock(void)
+{
+	struct semaphore s;
+	uint64_t tok = 0;
+
+	TEST_START("trylock returns true when it takes a permit (kernel's inverse)");
+	sema_init(&s, 2);
+	T_EQ(sema_count(&s), 2);
+	T_EQ(sema_waiters(&s), 0);
+	T_TRUE(sema_down_trylock(&s));
+	T_TRUE(sema_down_trylock(&s));
+	T_FALSE(sema_down_trylock(&s));
+	T_EQ(sema_count(&s), 0);
+	sema_up(&s);
+	T_EQ(sema_count(&s), 1);
+	T_TRUE(sema_trydown_n(&s, 1, &tok));
+	T_U64_EQ(tok, 3);	/* the third grant */
+	sema_up_n(&s, 3);
+	T_FALSE(sema_trydown_n(&s, 4, &tok));
+	T_TRUE(sema_trydown_n(&s, 3, &tok));
+	T_U64_EQ(tok, 4);
+	T_FALSE(sema_trydown_n(&s, 0, NULL));
+	T_EQ(sema_down_n(&s, 0, 0), -EINVAL);
+	sema_up_n(&s, 0);
+	T_EQ(sema_count(&s), 0);
+}
+
+/* An async down with permits free is granted at once, no callback. */
+static void test_async_immediate(void)
+{
+	struct semaphore s;
+	struct rec r = { .id = 1 };
+
+	TEST_START("async down with free permits is granted at once without a callback");
+	sema_init(&s, 3);
+	log_len = 0;
+	T_EQ(sema_down_async(&s, &r.w, 2, rec_wake), 0);
+	T_EQ(r.w.state, SEMA_GRANTED);
+	T_U64_EQ(r.w.token, 1);
+	T_EQ(r.woken, 0);
+	T_EQ(sema_count(&s), 1);
+	T_FALSE(sema_cancel(&s, &r.w));	/* granted: the caller owns it */
+	T_EQ(sema_down_async(&s, &r.w, 0, rec_wake), -EINVAL);
+	T_EQ(sema_down_async(&s, &r.w, 1, NULL), -EINVAL);
+	sema_up_n(&s, 2);
+	T_EQ(sema_count(&s), 3);
+	T_EQ(log_len, 0);
+}
+
+/* Waiters are granted strictly in arrival order, count stays 0. */
+static void test_async_fifo(void)
+{
+	struct semaphore s;
+	struct rec r[5];
+	int i;
+
+	TEST_START("up hands permits to waiters in FIFO order, count stays 0");
+	sema_init(&s, 0);
+	log_len = 0;
+	for (i = 0; i < 5; i++)
+		rec_queue(&s, &r[i], i, 1);
+	T_EQ(sema_waiters(&s), 5);
+	for (i = 0; i < 5; i++) {
+		sema_up(&s);
+		T_EQ(log_len, i + 1);
+		T_EQ(log_ids[i], i);
+		T_U64_EQ(log_tokens[i], (uint64_t)i + 1);
+		T_EQ(r[i].w.state, SEMA_GRANTED);
+		T_EQ(sema_count(&s), 0);
+	}
+	T_EQ(sema_waiters(&s), 0);
+}
+
+/* A head needing 3 blocks later waiters needing 1 (no barging). */
+static void test_nperm_head_blocks(void)
+{
+	struct semaphore s;
+	struct rec r[3];
+
+	TEST_START("head waiter needing 3 blocks later ones needing 1");
+	sema_init(&s, 0);
+	log_len = 0;
+	rec_queue(&s, &r[0], 0, 3);
+	rec_queue(&s, &r[1], 1, 1);
+	rec_queue(&s, &r[2], 2, 1);
+	sema_up(&s);
+	sema_up(&s);
+	T_EQ(log_len, 0);
+	T_EQ(sema_count(&s), 2);
+	T_FALSE(sema_down_trylock(&s));		/* trylock does not barge either */
+	T_FALSE(sema_trydown_n(&s, 1, NULL));
+	sema_up(&s);
+	T_EQ(log_len, 1);
+	T_EQ(log_ids[0], 0);
+	T_EQ(sema_count(&s), 0);
+	sema_up_n(&s, 2);
+	T_EQ(log_len, 3);
+	T_EQ(log_ids[1], 1);
+	T_EQ(log_ids[2], 2);
+	T_EQ(sema_count(&s), 0);
+}
+
+/* One up_n serves several waiters in order, with consecutive tokens. */
+static void test_nperm_handoff(void)
+{
+	struct semaphore s;
+	struct rec r[4];
+
+	TEST_START("n-permit hand-off across several waiters");
+	sema_init(&s, 0);
+	log_len = 0;
+	rec_queue(&s, &r[0], 0, 2);
+	rec_queue(&s, &r[1], 1, 2);
+	rec_queue(&s, &r[2], 2, 1);
+	rec_queue(&s, &r[3], 3, 4);
+	sema_up_n(&s, 5);
+	T_EQ(log_len, 3);
+	T_EQ(log_ids[0], 0);
+	T_EQ(log_ids[1], 1);
+	T_EQ(log_ids[2], 2);
+	T_U64_EQ(log_tokens[0], 1);
+	T_U64_EQ(log_tokens[1], 2);
+	T_U64_EQ(log_tokens[2], 3);
+	T_EQ(sema_count(&s), 0);
+	T_EQ(sema_waiters(&s), 1);
+	sema_up_n(&s, 3);
+	T_EQ(log_len, 3);
+	T_EQ(sema_count(&s), 3);
+	sema_up(&s);
+	T_EQ(log_len, 4);
+	T_EQ(log_ids[3], 3);
+	T_U64_EQ(r[3].w.token, 4);
+	T_EQ(sema_count(&s), 0);
+	T_EQ(sema_waiters(&s), 0);
+}
+
+/* Cancel: queued -> true; head cancel lets others go; granted -> false. */
+static void test_cancel(void)
+{
+	struct semaphore s;
+	struct rec r[4];
+
+	TEST_START("cancel takes a queued waiter off without permits");
+	sema_init(&s, 0);
+	log_len = 0;
+	rec_queue(&s, &r[0], 0, 3);
+	rec_queue(&s, &r[1], 1, 1);
+	rec_queue(&s, &r[2], 2, 1);
+	rec_queue(&s, &r[3], 3, 1);
+	T_TRUE(sema_cancel(&s, &r[2].w));
+	T_EQ(r[2].w.state, SEMA_CANCELLED);
+	T_TRUE(sema_cancel(&s, &r[2].w));	/* again: no-op */
+	T_EQ(sema_waiters(&s), 3);
+
+	TEST_START("cancelling the head lets the next ones proceed before cancel returns");
+	sema_up(&s);
+	T_EQ(log_len, 0);
+	T_TRUE(sema_cancel(&s, &r[0].w));
+	T_EQ(log_len, 1);
+	T_EQ(log_ids[0], 1);
+	T_EQ(sema_count(&s), 0);
+	T_EQ(sema_waiters(&s), 1);
+
+	TEST_START("cancelling a granted waiter returns false, the caller owns the permits");
+	T_FALSE(sema_cancel(&s, &r[1].w));
+	T_EQ(r[1].w.state, SEMA_GRANTED);
+	sema_up(&s);			/* r[1] gives its permit back: goes to r[3] */
+	T_EQ(log_len, 2);
+	T_EQ(log_ids[1], 3);
+	T_FALSE(sema_cancel(&s, &r[3].w));
+	sema_up(&s);
+	T_EQ(sema_count(&s), 1);
+	T_EQ(sema_waiters(&s), 0);
+	T_EQ(r[0].woken + r[2].woken, 0);
+}
+
+static struct semaphore reenter_sem;
+static int reenter_freed;
+
+/* Callback that gives its permit straight back and frees its waiter. */
+static void reenter_wake(struct sema_waiter *w)
+{
+	struct rec *r = container_of(w, struct rec, w);
+
+	log_ids[log_len++ % LOG_MAX] = r->id;
+	sema_up_n(&reenter_sem, w->n);
+	free(r);
+	reenter_freed++;
+}
+
+/* Callbacks run with the lock dropped: they may re-enter and free. */
+static void test_callback_reenter_free(void)
+{
+	struct rec *r;
+	int i;
+
+	TEST_START("a wake callback may call up and free its waiter");
+	sema_init(&reenter_sem, 0);
+	log_len = 0;
+	reenter_freed = 0;
+	for (i = 0; i < 4; i++) {
+		r = calloc(1, sizeof(*r));
+		T_TRUE(r != NULL);
+		r->id = i;
+		T_EQ(sema_down_async(&reenter_sem, &r->w, 1, reenter_wake), 1);
+	}
+	sema_up(&reenter_sem);
+	T_EQ(reenter_freed, 4);
+	for (i = 0; i < 4; i++)
+		T_EQ(log_ids[i], i);
+	T_EQ(sema_count(&reenter_sem), 1);
+	T_EQ(sema_waiters(&reenter_sem), 0);
+}
+
+/* up_max refuses to leave more than max free permits. */
+static void test_up_max(void)
+{
+	struct semaphore s;
+	struct rec r;
+
+	TEST_START("up_max bounds the free count");
+	sema_init(&s, 0);
+	log_len = 0;
+	T_EQ(sema_up_max(&s, 1, 1), 0);
+	T_EQ(sema_count(&s), 1);
+	T_EQ(sema_up_max(&s, 1, 1), -EOVERFLOW);
+	T_EQ(sema_count(&s), 1);
+	T_EQ(sema_up_max(&s, 0, 1), 0);
+	T_EQ(sema_up_max(&s, 2, 3), 0);
+	T_EQ(sema_count(&s), 3);
+
+	TEST_START("up_max counts the permits that waiters take");
+	sema_init(&s, 0);
+	rec_queue(&s, &r, 7, 2);
+	T_EQ(sema_up_max(&s, 4, 1), -EOVERFLOW);	/* 4 - 2 = 2 left > 1 */
+	T_EQ(log_len, 0);
+	T_EQ(sema_count(&s), 0);
+	T_EQ(sema_up_max(&s, 3, 1), 0);			/* 3 - 2 = 1 left */
+	T_EQ(log_len, 1);
+	T_EQ(log_ids[0], 7);
+	T_EQ(sema_count(&s), 1);
+	T_EQ(sema_waiters(&s), 0);
+}
+
+/* adjust changes the limit live: shrink below zero, grow hands off. */
+static void test_adjust(void)
+{
+	struct semaphore s;
+	struct rec r[2];
+
+	TEST_START("adjust shrinks below zero and grows with hand-off");
+	sema_init(&s, 1);
+	log_len = 0;
+	sema_adjust(&s, -3);
+	T_EQ(sema_count(&s), -2);
+	T_FALSE(sema_down_trylock(&s));
+	sema_up(&s);
+	T_EQ(sema_count(&s), -1);
+	rec_queue(&s, &r[0], 0, 1);
+	rec_queue(&s, &r[1], 1, 1);
+	sema_up(&s);
+	T_EQ(sema_count(&s), 0);
+	T_EQ(log_len, 0);
+	sema_adjust(&s, 1);
+	T_EQ(log_len, 1);
+	T_EQ(log_ids[0], 0);
+	T_EQ(sema_count(&s), 0);
+	sema_adjust(&s, 0);
+	T_EQ(log_len, 1);
+	sema_adjust(&s, 5);
+	T_EQ(log_len, 2);
+	T_EQ(log_ids[1], 1);
+	T_EQ(sema_count(&s), 4);
+	T_EQ(sema_waiters(&s), 0);
+}
+
+/* Blocking down sleeps until up; several sleepers wake in FIFO order. */
+static void test_blocking_fifo(void)
+{
+	struct semaphore s;
+	struct thr t[4];
+	int i;
+
+	TEST_START("blocking down sleeps until up, sleepers wake in FIFO order");
+	sema_init(&s, 0);
+	arch_store_relaxed32(&order_len, 0);
+	for (i = 0; i < 4; i++) {
+		thr_start(&t[i], &s, OP_DOWN, 0, i);
+		wait_waiters(&s, (unsigned long)i + 1);
+	}
+	for (i = 0; i < 4; i++) {
+		sema_up(&s);
+		thr_join(&t[i]);
+		T_EQ(order[i], i);
+		T_EQ(sema_count(&s), 0);
+	}
+	T_EQ(sema_waiters(&s), 0);
+
+	TEST_START("blocking down of n permits waits for all n");
+	thr_start(&t[0], &s, OP_DOWN_N, 3, 0);
+	wait_waiters(&s, 1);
+	sema_up(&s);
+	sema_up(&s);
+	t_sleep_ms(20);
+	T_EQ(arch_load_acquire32(&t[0].finished), 0);
+	T_EQ(sema_count(&s), 2);
+	sema_up(&s);
+	thr_join(&t[0]);
+	T_EQ(t[0].result, 0);
+	T_EQ(sema_count(&s), 0);
+}
+
+/* down_timeout: -ETIME after the timeout, 0 when a permit comes in time. */
+static void test_timeout(void)
+{
+	struct semaphore s;
+	struct thr t;
+	long long t0, el;
+
+	TEST_START("down_timeout returns -ETIME after the timeout");
+	sema_init(&s, 0);
+	t0 = t_now_ns();
+	T_EQ(sema_down_timeout(&s, 30 * 1000000L), -ETIME);
+	el = t_now_ns() - t0;
+	T_GE(el, 30 * 1000000LL);
+	T_EQ(sema_waiters(&s), 0);
+	T_EQ(sema_down_timeout(&s, 0), -ETIME);
+	T_EQ(sema_down_n(&s, 2, 1000000L), -ETIME);
+
+	TEST_START("down_timeout with a free permit returns 0 at once");
+	sema_up(&s);
+	T_EQ(sema_down_timeout(&s, 0), 0);
+	T_EQ(sema_count(&s), 0);
+
+	TEST_START("down_timeout woken by up before the timeout returns 0");
+	thr_start(&t, &s, OP_TIMEOUT, 5000000000L, 0);
+	wait_waiters(&s, 1);
+	sema_up(&s);
+	thr_join(&t);
+	T_EQ(t.result, 0);
+	T_EQ(sema_count(&s), 0);
+
+	TEST_START("a timed-out head lets the waiter behind it proceed");
+	{
+		struct rec r;
+
+		sema_init(&s, 1);
+		log_len = 0;
+		thr_start(&t, &s, OP_DOWN_N_TIMEOUT, 300 * 1000000L, 0);
+		wait_waiters(&s, 1);		/* needs 2, 1 free: queued */
+		rec_queue(&s, &r, 9, 1);	/* would fit, but FIFO: queued */
+		T_EQ(log_len, 0);
+		thr_join(&t);
+		T_EQ(t.result, -ETIME);
+		T_EQ(log_len, 1);		/* granted by the timing-out thread */
+		T_EQ(log_ids[0], 9);
+		T_EQ(sema_count(&s), 0);
+		T_EQ(sema_waiters(&s), 0);
+	}
+}
+
+#define RACE_ROUNDS 2000
+
+/*
+ * A partner thread that, for each round, waits for the go signal, spins a
+ * round-dependent number of times and calls sema_up(): the main thread does
+ * its side (cancel, signal) with its own jitter, so both orders happen.
+ */
+struct race {
+	pthread_t		tid;
+	struct semaphore	*sem;
+	arch_atomic32_t		go;	/* round number to play */
+	arch_atomic32_t		done;	/* last round played */
+	arch_atomic32_t		quit;
+};
+
+/* Spin n times. */
+static void spin_n(unsigned int n)
+{
+	while (n-- > 0)
+		cpu_relax();
+}
+
+/* Partner body: one up per round. */
+static void *race_partner(void *arg)
+{
+	struct race *rc = arg;
+	uint32_t round, last = 0;
+
+	for (;;) {
+		while ((round = arch_load_acquire32(&rc->go)) == last &&
+		    arch_load_acquire32(&rc->quit) == 0)
+			cpu_relax();
+		if (arch_load_acquire32(&rc->quit) != 0)
+			return NULL;
+		spin_n((round * 7u) % 64u);
+		sema_up(rc->sem);
+		last = round;
+		arch_store_release32(&rc->done, round);
+	}
+}
+
+/* Start the partner. */
+static void race_start(struct race *rc, struct semaphore *s)
+{
+	rc->sem = s;
+	arch_store_relaxed32(&rc->go, 0);
+	arch_store_relaxed32(&rc->done, 0);
+	arch_store_relaxed32(&rc->quit, 0);
+	T_OK(pthread_create(&rc->tid, NULL, race_partner, rc));
+}
+
+/* Play round (the partner ups) and return at once. */
+static void race_go(struct race *rc, uint32_t round)
+{
+	arch_store_release32(&rc->go, round);
+}
+
+/* Wait (at most 5 s) for the partner to finish round. */
+static void race_wait(struct race *rc, uint32_t round)
+{
+	long long end = t_now_ns() + 5000000000LL;
+
+	while (arch_load_acquire32(&rc->done) != round && t_now_ns() < end)
+		sched_yield();
+	T_EQ(arch_load_acquire32(&rc->done), round);
+}
+
+/* Stop the partner. */
+static void race_stop(struct race *rc)
+{
+	arch_store_release32(&rc->quit, 1);
+	T_OK(pthread_join(rc->tid, NULL));
+}
+
+/* cancel racing with up: the permit is never lost nor duplicated. */
+static void test_race_cancel_vs_handoff(void)
+{
+	struct semaphore s;
+	struct race rc;
+	struct rec r;
+	uint32_t i;
+	int cancelled = 0, granted = 0;
+
+	TEST_START("cancel racing with hand-off never loses or duplicates a permit");
+	sema_init(&s, 0);
+	race_start(&rc, &s);
+	for (i = 1; i <= RACE_ROUNDS; i++) {
+		rec_queue(&s, &r, (int)i, 1);
+		race_go(&rc, i);
+		spin_n((i * 13u) % 64u);
+		if (sema_cancel(&s, &r.w)) {
+			race_wait(&rc, i);
+			T_EQ(r.w.state, SEMA_CANCELLED);
+			T_EQ(r.woken, 0);
+			T_EQ(sema_count(&s), 1);	/* the up stayed free */
+			T_TRUE(sema_down_trylock(&s));
+			cancelled++;
+		} else {
+			race_wait(&rc, i);		/* its callback has run */
+			T_EQ(r.w.state, SEMA_GRANTED);
+			T_EQ(r.woken, 1);		/* exactly one callback */
+			T_EQ(sema_count(&s), 0);	/* we own the permit */
+			granted++;
+		}
+		T_EQ(sema_waiters(&s), 0);
+		T_EQ(sema_count(&s), 0);
+	}
+	race_stop(&rc);
+	printf("  %d cancelled first, %d granted first\n", cancelled, granted);
+	T_EQ(cancelled + granted, RACE_ROUNDS);
+}
+
+/* Wait, spinning, until t has started its call. */
+static void thr_wait_started(struct thr *t)
+{
+	while (arch_load_acquire32(&t->started) == 0)
+		sched_yield();
+}
+
+/* A timeout expiring just as up comes in: one owner of the permit. */
+static void test_race_timeout_vs_up(void)
+{
+	struct semaphore s;
+	struct thr t;
+	long long t0;
+	int i, got = 0, timed = 0;
+
+	TEST_START("timeout at the moment of up never loses or duplicates a permit");
+	sema_init(&s, 0);
+	for (i = 0; i < 300; i++) {
+		t.sem = &s;
+		t.op = OP_TIMEOUT;
+		t.arg = 1000000L;		/* 1 ms */
+		t.id = 0;
+		arch_store_relaxed32(&t.started, 0);
+		arch_store_relaxed32(&t.finished, 0);
+		T_OK(pthread_create(&t.tid, NULL, thr_main, &t));
+		thr_wait_started(&t);
+		t0 = t_now_ns();
+		while (t_now_ns() < t0 + 600000LL + (i % 9) * 100000LL)
+			cpu_relax();
+		sema_up(&s);
+		thr_join(&t);
+		if (t.result == 0) {
+			T_EQ(sema_count(&s), 0);
+			got++;
+		} else {
+			T_EQ(t.result, -ETIME);
+			T_EQ(sema_count(&s), 1);
+			T_TRUE(sema_down_trylock(&s));
+			timed++;
+		}
+		T_EQ(sema_waiters(&s), 0);
+	}
+	printf("  %d granted, %d timed out\n", got, timed);
+}
+
+/* A signal arriving with a grant: either outcome, one owner. */
+static void test_race_signal_vs_up(void)
+{
+	struct semaphore s;
+	struct race rc;
+	struct thr t;
+	uint32_t i;
+	int got = 0, intr = 0;
+
+	TEST_START("a signal racing with hand-off never loses or duplicates a permit");
+	sema_init(&s, 0);
+	race_start(&rc, &s);
+	for (i = 1; i <= 300; i++) {
+		thr_start(&t, &s, OP_INTR, 0, 0);
+		wait_waiters(&s, 1);
+		race_go(&rc, i);
+		spin_n((i * 13u) % 64u);
+		sema_task_signal(t.task, false);
+		race_wait(&rc, i);
+		thr_join(&t);
+		if (t.result == 0) {
+			T_EQ(sema_count(&s), 0);
+			got++;
+		} else {
+			T_EQ(t.result, -EINTR);
+			T_EQ(sema_count(&s), 1);
+			T_TRUE(sema_down_trylock(&s));
+			intr++;
+		}
+		T_EQ(sema_waiters(&s), 0);
+	}
+	race_stop(&rc);
+	printf("  %d granted, %d interrupted\n", got, intr);
+}
+
+/* Interruptible gives up on any signal, killable only on a fatal one. */
+static void test_signals_from_thread(void)
+{
+	struct semaphore s;
+	struct thr t;
+
+	TEST_START("down_interruptible returns -EINTR on a signal from another thread");
+	sema_init(&s, 0);
+	thr_start(&t, &s, OP_INTR, 0, 0);
+	wait_waiters(&s, 1);
+	sema_task_signal(t.task, false);
+	thr_join(&t);
+	T_EQ(t.result, -EINTR);
+	T_EQ(sema_waiters(&s), 0);
+	T_EQ(sema_count(&s), 0);
+
+	TEST_START("down_killable ignores a non-fatal signal, stops on a fatal one");
+	thr_start(&t, &s, OP_KILL, 0, 0);
+	wait_waiters(&s, 1);
+	sema_task_signal(t.task, false);
+	t_sleep_ms(30);
+	T_EQ(arch_load_acquire32(&t.finished), 0);
+	T_EQ(sema_waiters(&s), 1);
+	sema_task_signal(t.task, true);
+	thr_join(&t);
+	T_EQ(t.result, -EINTR);
+	T_EQ(sema_waiters(&s), 0);
+
+	TEST_START("down ignores every signal and returns on up");
+	thr_start(&t, &s, OP_DOWN, 0, 0);
+	wait_waiters(&s, 1);
+	sema_task_signal(t.task, true);
+	t_sleep_ms(30);
+	T_EQ(arch_load_acquire32(&t.finished), 0);
+	sema_up(&s);
+	thr_join(&t);
+	T_EQ(sema_count(&s), 0);
+
+	TEST_START("down_timeout ignores signals");
+	thr_start(&t, &s, OP_TIMEOUT, 50 * 1000000L, 0);
+	wait_waiters(&s, 1);
+	sema_task_signal(t.task, true);
+	thr_join(&t);
+	T_EQ(t.result, -ETIME);
+}
+
+/* Handler: SIGUSR1 is an ordinary signal, SIGUSR2 a fatal one. */
+static void on_signal(int sig)
+{
+	sema_task_signal(sema_current(), sig == SIGUSR2);
+}
+
+/* The same, with real signals delivered by pthread_kill to a handler. */
+static void test_signals_from_handler(void)
+{
+	struct sigaction sa;
+	struct semaphore s;
+	struct thr t;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	T_OK(sigaction(SIGUSR1, &sa, NULL));
+	T_OK(sigaction(SIGUSR2, &sa, NULL));
+
+	TEST_START("down_interruptible returns -EINTR on SIGUSR1 via a handler");
+	sema_init(&s, 0);
+	thr_start(&t, &s, OP_INTR, 0, 0);
+	wait_waiters(&s, 1);
+	T_OK(pthread_kill(t.tid, SIGUSR1));
+	thr_join(&t);
+	T_EQ(t.result, -EINTR);
+	T_EQ(sema_waiters(&s), 0);
+
+	TEST_START("down_killable sleeps through SIGUSR1, stops on SIGUSR2 (fatal)");
+	thr_start(&t, &s, OP_KILL, 0, 0);
+	wait_waiters(&s, 1);
+	T_OK(pthread_kill(t.tid, SIGUSR1));
+	t_sleep_ms(30);
+	T_EQ(arch_load_acquire32(&t.finished), 0);
+	T_EQ(sema_waiters(&s), 1);
+	T_OK(pthread_kill(t.tid, SIGUSR2));
+	thr_join(&t);
+	T_EQ(t.result, -EINTR);
+	T_EQ(sema_waiters(&s), 0);
+	T_EQ(sema_count(&s), 0);
+
+	signal(SIGUSR1, SIG_DFL);
+	signal(SIGUSR2, SIG_DFL);
+}
+
+/* Signals stay pending until cleared; a free permit is still taken. */
+static void test_pending_signal(void)
+{
+	struct semaphore s;
+	struct sema_task *me = sema_current();
+
+	TEST_START("a pending signal fails interruptible waits until cleared");
+	sema_init(&s, 0);
+	sema_task_signal(me, false);
+	T_EQ(sema_down_interruptible(&s), -EINTR);
+	T_EQ(sema_down_interruptible(&s), -EINTR);
+	T_EQ(sema_waiters(&s), 0);
+	sema_up(&s);
+	T_EQ(sema_down_interruptible(&s), 0);	/* free permit: taken */
+	sema_task_signal(me, true);
+	T_EQ(sema_down_killable(&s), -EINTR);
+	sema_task_clear(me);
+	sema_up(&s);
+	T_EQ(sema_down_killable(&s), 0);
+	T_EQ(sema_count(&s), 0);
+}
+
+int main(void)
+{
+	test_trylock();
+	test_async_immediate();
+	test_async_fifo();
+	test_nperm_head_blocks();
+	test_nperm_handoff();
+	test_cancel();
+	test_callback_reenter_free();
+	test_up_max();
+	test_adjust();
+	test_blocking_fifo();
+	test_timeout();
+	test_signals_from_thread();
+	test_signals_from_handler();
+	test_pending_signal();
+	test_race_cancel_vs_handoff();
+	test_race_timeout_vs_up();
+	test_race_signal_vs_up();
+	printf("sema-test: all passed\n");
+	return 0;
+}
