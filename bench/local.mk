@@ -1,1 +1,14 @@
 # bench/ build fragment, included by the top Makefile.am
+# semd-benchmark: the load generator and latency meter (installed).
+bin_PROGRAMS += semd-benchmark
+semd_benchmark_SOURCES = bench/semd-benchmark.c bench/engine.c bench/bench.h \
+	bench/wire.c bench/wire.h bench/hist.c bench/hist.h
+semd_benchmark_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -pthread
+semd_benchmark_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
+
+# Unit tests of the histogram and the wire helpers.
+check_PROGRAMS += bench/test-bench
+bench_test_bench_SOURCES = bench/test-bench.c bench/wire.c bench/hist.c
+bench_test_bench_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+bench_test_bench_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
+TESTS += bench/test-bench

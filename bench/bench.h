@@ -1,0 +1,150 @@
+/*
+ * bench/bench.h - semd-benchmark's engine: worker threads, each with its own
+ * epoll set and its own connections, driving a closed loop (every connection
+ * keeps `pipeline` operations in flight) for one test at a time.
+ */
+#ifndef SEMD_BENCH_BENCH_H
+#define SEMD_BENCH_BENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "bench/hist.h"
+#include "bench/wire.h"
+
+#define BENCH_PIPELINE_MAX	4096
+#define BENCH_HELLO_CHAIN	0xffffu		/* churn: the Hello's id */
+#define BENCH_NAMES_CAP_S	600		/* names: give up after this */
+#define ECHO_SIZE		32		/* the reference server's frame */
+
+enum bench_test {
+	T_PING,
+	T_DOWN_UP,
+	T_TRYDOWN_UP,
+	T_CONTENDED,
+	T_HANDOFF,
+	T_CHURN,
+	T_NAMES,
+	T_ECHO,
+	T_COUNT
+};
+
+/* What a chain (one op in flight) waits for. */
+enum chain_step {
+	S_IDLE,
+	S_PING,
+	S_DOWN,
+	S_UP,
+	S_CREATE,
+	S_DELETE,
+	S_ECHO1,
+	S_ECHO2,
+};
+
+struct bench_opts {
+	struct wire_addr	addr;
+	unsigned		conns;
+	int			conns_set;
+	unsigned		pipeline;
+	unsigned		threads;
+	double			duration;
+	double			warmup;
+	uint32_t		limit;
+	uint64_t		names;
+	int64_t			timeout_ms;
+	int			json;
+	int			tests[T_COUNT];
+};
+
+struct chain {
+	uint64_t	id;	/* outstanding request, 0 when none */
+	uint64_t	t_op;	/* when this op's first request went out */
+	uint64_t	t_req;	/* when the outstanding request went out */
+	int		step;
+};
+
+struct conn {
+	struct worker	*w;
+	int		 fd;
+	unsigned	 idx;		/* 0..conns-1 over all workers */
+	int		 want_out;
+	int		 reconnect;	/* churn: op done, open a new session */
+	struct wbuf	 out;
+	struct wbuf	 in;
+	struct chain	*chains;
+	unsigned	 nchains;
+	uint64_t	 seq;
+	uint64_t	 hello_id;
+	uint64_t	 grants;	/* grants inside the window */
+	char		 name[64];
+};
+
+struct worker {
+	struct run		*run;
+	pthread_t		 tid;
+	int			 ep;
+	struct conn		**conns;
+	unsigned		 nconns;
+	struct wire_arena	 arena;
+	struct hist		 lat;
+	struct hist		 wait;
+	uint64_t		 ops;
+	uint64_t		 rts;
+	uint64_t		 refused;
+	uint64_t		 timeouts;
+	uint64_t		 direct;	/* handoff: grants that were not hand-offs */
+	uint64_t		 outstanding;
+	uint64_t		 next;		/* names: next index to create/delete */
+	uint64_t		 end;
+	int			 failed;
+	char			 err[256];
+};
+
+/* One measured run of one test. */
+struct run {
+	const struct bench_opts	*o;
+	int			 test;
+	int			 step;		/* names: S_CREATE or S_DELETE */
+	unsigned		 conns;
+	unsigned		 pipeline;
+	unsigned		 nworkers;
+	uint32_t		 limit;
+	char			 prefix[48];	/* per-process name prefix */
+	struct worker		*workers;
+	uint64_t		 t0;
+	uint64_t		 t_meas;
+	uint64_t		 t_end;
+	uint64_t		 t_stop;
+	_Atomic uint64_t	 last_up;	/* handoff: when the last up went out */
+	atomic_int		 stop;
+	pthread_barrier_t	 barrier;
+	double			 cpu_s;		/* this process, whole run */
+	/* results, merged */
+	struct hist		 lat;
+	struct hist		 wait;
+	uint64_t		 ops;
+	uint64_t		 rts;
+	uint64_t		 refused;
+	uint64_t		 timeouts;
+	uint64_t		 direct;
+	uint64_t		 grants_min;
+	uint64_t		 grants_max;
+	double			 elapsed_s;	/* measured window actually run */
+};
+
+/* Monotonic clock in nanoseconds. */
+uint64_t bench_now(void);
+
+/* Name of connection i's semaphore in run r. */
+void bench_conn_name(const struct run *r, unsigned i, char *buf, size_t len);
+/* The 32-byte name number i of the names test. */
+void bench_names_name(const struct run *r, uint64_t i, char *buf, size_t len);
+
+/*
+ * Open the run's connections, run the workers for the window, merge the
+ * results into r. Returns 0, or -1 with a message printed.
+ */
+int bench_run(struct run *r);
+
+#endif

@@ -1,0 +1,768 @@
+/*
+ * bench/engine.c - the closed loop: worker threads, their connections, and
+ * what each test does when a reply comes back.
+ *
+ * A connection runs `pipeline` chains. A chain is one operation in flight:
+ * it sends a request, and the reply (matched by id, since replies may come
+ * out of order) decides the next request of the same chain. A request id is
+ * (sequence << 16 | chain), so the chain is found without a lookup and a
+ * stale or foreign id is caught. Each worker reads every connection once per
+ * wake-up, handles every whole frame, and writes once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+#define READ_CHUNK	(64u * 1024u)
+
+/* Monotonic clock in nanoseconds. */
+uint64_t bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Name of connection i's semaphore (one shared name for the contended tests). */
+void bench_conn_name(const struct run *r, unsigned i, char *buf, size_t len)
+{
+	static const char *const tag[T_COUNT] = {
+		[T_DOWN_UP] = "du", [T_TRYDOWN_UP] = "tdu", [T_CONTENDED] = "cont",
+		[T_HANDOFF] = "hand", [T_CHURN] = "churn",
+	};
+	const char *t = tag[r->test] != NULL ? tag[r->test] : "x";
+
+	if (r->test == T_CONTENDED || r->test == T_HANDOFF)
+		snprintf(buf, len, "%s/%s", r->prefix, t);
+	else
+		snprintf(buf, len, "%s/%s/%u", r->prefix, t, i);
+}
+
+/* The names test's name number i, padded to 32 bytes. */
+void bench_names_name(const struct run *r, uint64_t i, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/n/", r->prefix);
+	int width = 32 - n;
+
+	if (n < 0 || (size_t)n >= len)
+		return;
+	if (width < 1)
+		width = 1;
+	snprintf(buf + n, len - (size_t)n, "%0*llu", width, (unsigned long long)i);
+}
+
+/* Record the first failure of a worker and stop the run. */
+__attribute__((format(printf, 2, 3)))
+static void worker_fail(struct worker *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!w->failed) {
+		va_start(ap, fmt);
+		vsnprintf(w->err, sizeof(w->err), fmt, ap);
+		va_end(ap);
+		w->failed = 1;
+	}
+	atomic_store(&w->run->stop, 1);
+}
+
+/* Is t inside the measured window? */
+static int in_window(const struct run *r, uint64_t t)
+{
+	return t >= r->t_meas && t < r->t_end;
+}
+
+/* One operation finished with latency lat. */
+static void op_done(struct worker *w, uint64_t lat, uint64_t now)
+{
+	if (!in_window(w->run, now))
+		return;
+	w->ops++;
+	hist_record(&w->lat, lat);
+}
+
+/* Queue chain i's next request of kind step. Returns 0, or -1 when idle. */
+static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
+{
+	struct worker *w = c->w;
+	struct run *r = w->run;
+	struct chain *ch = &c->chains[i];
+	uint64_t id = (++c->seq << 16) | i;
+	char name[96];
+	int rc = 0;
+
+	switch (step) {
+	case S_PING:
+		rc = wire_put_ping(&c->out, id, NULL, 0);
+		break;
+	case S_DOWN:
+		rc = wire_put_down(&c->out, id, c->name,
+		    r->test == T_TRYDOWN_UP ? 0 : r->o->timeout_ms);
+		break;
+	case S_UP:
+		rc = wire_put_up(&c->out, id, c->name, 0);
+		break;
+	case S_CREATE:
+	case S_DELETE:
+		if (w->next >= w->end) {
+			ch->id = 0;
+			ch->step = S_IDLE;
+			return -1;
+		}
+		bench_names_name(r, w->next++, name, sizeof(name));
+		if (step == S_CREATE)
+			rc = wire_put_create(&c->out, id, name, 1, 0);
+		else
+			rc = wire_put_delete(&c->out, id, name, 1);
+		break;
+	case S_ECHO1:
+	case S_ECHO2:
+		if ((rc = wbuf_reserve(&c->out, ECHO_SIZE)) == 0) {
+			uint8_t *p = c->out.p + c->out.len;
+
+			memset(p, 0, ECHO_SIZE);
+			p[0] = step == S_ECHO1 ? 'D' : 'U';
+			memcpy(p + 8, &id, sizeof(id));
+			c->out.len += ECHO_SIZE;
+		}
+		break;
+	}
+	if (rc != 0) {
+		worker_fail(w, "out of memory");
+		return -1;
+	}
+	ch->id = id;
+	ch->t_req = now;
+	ch->step = step;
+	w->outstanding++;
+	return 0;
+}
+
+/* The reply to chain i's request came with code: take the next step. */
+static void chain_next(struct conn *c, unsigned i, int code, uint64_t now)
+{
+	struct worker *w = c->w;
+	struct run *r = w->run;
+	struct chain *ch = &c->chains[i];
+	int step = ch->step;
+	uint64_t last;
+
+	ch->id = 0;
+	ch->step = S_IDLE;
+	w->outstanding--;
+	w->rts++;
+	switch (step) {
+	case S_PING:
+		if (code != SEMD__CODE__OK)
+			goto bad;
+		op_done(w, now - ch->t_req, now);
+		ch->t_op = now;
+		conn_send(c, i, S_PING, now);
+		return;
+	case S_ECHO1:
+		conn_send(c, i, S_ECHO2, now);
+		return;
+	case S_ECHO2:
+		op_done(w, now - ch->t_op, now);
+		ch->t_op = now;
+		conn_send(c, i, S_ECHO1, now);
+		return;
+	case S_DOWN:
+		if (code == SEMD__CODE__WOULD_BLOCK && r->test == T_TRYDOWN_UP) {
+			if (in_window(r, now))
+				w->refused++;
+			conn_send(c, i, S_DOWN, now);
+			return;
+		}
+		if (code == SEMD__CODE__TIMEOUT) {
+			w->timeouts++;
+			conn_send(c, i, S_DOWN, now);
+			return;
+		}
+		if (code != SEMD__CODE__OK)
+			goto bad;
+		if (in_window(r, now)) {
+			c->grants++;
+			if (r->test == T_CONTENDED)
+				hist_record(&w->wait, now - ch->t_op);
+		}
+		if (r->test == T_HANDOFF) {
+			/*
+			 * A hand-off is a grant to a down that was already
+			 * queued when the holder's up went out; a down that
+			 * came after the up found the permit free.
+			 */
+			last = atomic_load_explicit(&r->last_up, memory_order_acquire);
+			if (last != 0 && ch->t_req < last)
+				op_done(w, now - last, now);
+			else if (in_window(r, now))
+				w->direct++;
+			atomic_store_explicit(&r->last_up, now, memory_order_release);
+		}
+		conn_send(c, i, S_UP, now);
+		return;
+	case S_UP:
+		if (code != SEMD__CODE__OK)
+			goto bad;
+		if (r->test == T_HANDOFF) {
+			ch->t_op = now;
+			conn_send(c, i, S_DOWN, now);
+			return;
+		}
+		op_done(w, now - ch->t_op, now);
+		if (r->test == T_CHURN) {
+			c->reconnect = 1;
+			return;
+		}
+		ch->t_op = now;
+		conn_send(c, i, S_DOWN, now);
+		return;
+	case S_CREATE:
+	case S_DELETE:
+		if (code != SEMD__CODE__OK)
+			goto bad;
+		op_done(w, now - ch->t_req, now);
+		conn_send(c, i, step, now);
+		return;
+	}
+bad:
+	worker_fail(w, "connection %u: unexpected reply %s to a request of step %d",
+	    c->idx, wire_code_name(code), step);
+}
+
+/* Watch or stop watching c for writability. */
+static void conn_want_out(struct conn *c, int on)
+{
+	struct epoll_event ev;
+
+	if (c->want_out == on)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | (on ? EPOLLOUT : 0);
+	ev.data.ptr = c;
+	if (epoll_ctl(c->w->ep, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+		worker_fail(c->w, "epoll_ctl: %s", strerror(errno));
+	c->want_out = on;
+}
+
+/* Write what is pending on c without blocking. */
+static void conn_flush(struct conn *c)
+{
+	ssize_t n;
+
+	while (c->out.off < c->out.len) {
+		n = send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out.off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			conn_want_out(c, 1);
+			return;
+		}
+		worker_fail(c->w, "connection %u: write: %s", c->idx,
+		    n < 0 ? strerror(errno) : "short write");
+		return;
+	}
+	c->out.off = c->out.len = 0;
+	conn_want_out(c, 0);
+}
+
+/* Write all of c's output, blocking (before the socket is non-blocking). */
+static int conn_write_all(struct conn *c)
+{
+	ssize_t n;
+
+	while (c->out.off < c->out.len) {
+		n = send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		c->out.off += (size_t)n;
+	}
+	c->out.off = c->out.len = 0;
+	return 0;
+}
+
+/* Say Hello on a fresh blocking connection and wait for the answer. */
+static int conn_hello(struct conn *c)
+{
+	struct worker *w = c->w;
+	const uint8_t *p;
+	Semd__Reply *rep;
+	size_t len;
+	ssize_t n;
+	int rc, code;
+
+	if (wire_put_hello(&c->out, 1, "semd-benchmark") != 0 || conn_write_all(c) != 0)
+		return -1;
+	for (;;) {
+		rc = wire_next_frame(&c->in, WIRE_REPLY_MAX, &p, &len);
+		if (rc < 0)
+			return -1;
+		if (rc == 1)
+			break;
+		if (wbuf_reserve(&c->in, READ_CHUNK) != 0)
+			return -1;
+		n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		c->in.len += (size_t)n;
+	}
+	rep = wire_reply_unpack(&w->arena, p, len);
+	if (rep == NULL)
+		return -1;
+	code = rep->code;
+	if (code != SEMD__CODE__OK || rep->id != 1)
+		fprintf(stderr, "semd-benchmark: Hello refused: %s %s\n",
+		    wire_code_name(code), rep->message);
+	wire_reply_done(&w->arena, rep);
+	wbuf_compact(&c->in);
+	return code == SEMD__CODE__OK ? 0 : -1;
+}
+
+/* Connect c, say Hello (blocking), and put it in the worker's epoll set. */
+static int conn_open(struct conn *c, int hello)
+{
+	struct worker *w = c->w;
+	const struct bench_opts *o = w->run->o;
+	struct epoll_event ev;
+	int fd;
+
+	fd = wire_connect(&o->addr, 0);
+	if (fd < 0) {
+		fprintf(stderr, "semd-benchmark: connect %s: %s\n", o->addr.text, strerror(-fd));
+		return -1;
+	}
+	c->fd = fd;
+	c->in.off = c->in.len = 0;
+	c->out.off = c->out.len = 0;
+	if (hello && conn_hello(c) != 0) {
+		fprintf(stderr, "semd-benchmark: Hello on %s failed\n", o->addr.text);
+		goto fail;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+		goto fail;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = c;
+	if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+		goto fail;
+	c->want_out = 0;
+	return 0;
+fail:
+	close(fd);
+	c->fd = -1;
+	return -1;
+}
+
+/* Churn: open a new session and queue its Hello and Down in one write. */
+static void conn_churn_start(struct conn *c, uint64_t t_op)
+{
+	struct worker *w = c->w;
+	struct epoll_event ev;
+	int fd;
+
+	fd = wire_connect(&w->run->o->addr, 1);
+	if (fd < 0) {
+		worker_fail(w, "connect %s: %s", w->run->o->addr.text, strerror(-fd));
+		return;
+	}
+	c->fd = fd;
+	c->in.off = c->in.len = 0;
+	c->out.off = c->out.len = 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = c;
+	c->want_out = 0;
+	if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		worker_fail(w, "epoll_ctl: %s", strerror(errno));
+		return;
+	}
+	c->hello_id = (++c->seq << 16) | BENCH_HELLO_CHAIN;
+	if (wire_put_hello(&c->out, c->hello_id, "semd-benchmark") != 0) {
+		worker_fail(w, "out of memory");
+		return;
+	}
+	w->outstanding++;
+	conn_send(c, 0, S_DOWN, t_op);
+	c->chains[0].t_op = t_op;
+}
+
+/* Churn: the op is over; close the session and start the next. */
+static void conn_churn_again(struct conn *c)
+{
+	uint64_t now;
+
+	c->reconnect = 0;
+	close(c->fd);
+	c->fd = -1;
+	if (atomic_load(&c->w->run->stop))
+		return;
+	now = bench_now();
+	conn_churn_start(c, now);
+}
+
+/* Handle one decoded reply on c. */
+static void conn_reply(struct conn *c, const Semd__Reply *rep, uint64_t now)
+{
+	unsigned i;
+
+	if (rep->id == 0) {
+		worker_fail(c->w, "connection %u: notice from the daemon: %s %s",
+		    c->idx, wire_code_name(rep->code), rep->message);
+		return;
+	}
+	if (rep->id == c->hello_id) {
+		c->hello_id = 0;
+		c->w->outstanding--;
+		c->w->rts++;
+		if (rep->code != SEMD__CODE__OK)
+			worker_fail(c->w, "Hello refused: %s %s",
+			    wire_code_name(rep->code), rep->message);
+		return;
+	}
+	i = (unsigned)(rep->id & 0xffffu);
+	if (i >= c->nchains || c->chains[i].id != rep->id) {
+		worker_fail(c->w, "connection %u: reply to unknown request id %llu",
+		    c->idx, (unsigned long long)rep->id);
+		return;
+	}
+	if (rep->code != SEMD__CODE__OK && rep->code != SEMD__CODE__WOULD_BLOCK &&
+	    rep->code != SEMD__CODE__TIMEOUT) {
+		worker_fail(c->w, "connection %u: %s %s", c->idx,
+		    wire_code_name(rep->code), rep->message);
+		return;
+	}
+	chain_next(c, i, rep->code, now);
+}
+
+/* Read what c has, handle every whole reply. */
+static void conn_read(struct conn *c)
+{
+	struct worker *w = c->w;
+	const uint8_t *p;
+	Semd__Reply *rep;
+	uint64_t now, id;
+	size_t len;
+	ssize_t n;
+	unsigned i;
+	int rc;
+
+	if (wbuf_reserve(&c->in, READ_CHUNK / 4) != 0) {
+		worker_fail(w, "out of memory");
+		return;
+	}
+	n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+	if (n == 0) {
+		worker_fail(w, "connection %u: the server closed the connection", c->idx);
+		return;
+	}
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			worker_fail(w, "connection %u: read: %s", c->idx, strerror(errno));
+		return;
+	}
+	c->in.len += (size_t)n;
+	now = bench_now();
+	if (w->run->test == T_ECHO) {
+		while (c->in.len - c->in.off >= ECHO_SIZE && !w->failed) {
+			memcpy(&id, c->in.p + c->in.off + 8, sizeof(id));
+			c->in.off += ECHO_SIZE;
+			i = (unsigned)(id & 0xffffu);
+			if (i >= c->nchains || c->chains[i].id != id) {
+				worker_fail(w, "connection %u: echo reply out of place", c->idx);
+				return;
+			}
+			chain_next(c, i, SEMD__CODE__OK, now);
+		}
+		wbuf_compact(&c->in);
+		return;
+	}
+	while ((rc = wire_next_frame(&c->in, WIRE_REPLY_MAX, &p, &len)) == 1) {
+		rep = wire_reply_unpack(&w->arena, p, len);
+		if (rep == NULL) {
+			worker_fail(w, "connection %u: undecodable reply (%zu bytes)", c->idx, len);
+			return;
+		}
+		conn_reply(c, rep, now);
+		wire_reply_done(&w->arena, rep);
+		if (w->failed)
+			return;
+	}
+	if (rc < 0) {
+		worker_fail(w, "connection %u: reply frame over %u bytes", c->idx, WIRE_REPLY_MAX);
+		return;
+	}
+	wbuf_compact(&c->in);
+	if (c->reconnect)
+		conn_churn_again(c);
+}
+
+/* Queue the first request of every chain of c. */
+static void conn_start(struct conn *c, uint64_t now)
+{
+	const struct run *r = c->w->run;
+	unsigned i;
+
+	if (r->test == T_CHURN) {
+		conn_churn_start(c, now);
+		return;
+	}
+	for (i = 0; i < c->nchains; i++) {
+		c->chains[i].t_op = now;
+		switch (r->test) {
+		case T_PING:
+			conn_send(c, i, S_PING, now);
+			break;
+		case T_ECHO:
+			conn_send(c, i, S_ECHO1, now);
+			break;
+		case T_NAMES:
+			conn_send(c, i, r->step, now);
+			break;
+		default:
+			conn_send(c, i, S_DOWN, now);
+			break;
+		}
+	}
+}
+
+/* A worker thread: the closed loop over its connections until the window ends. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct run *r = w->run;
+	struct epoll_event evs[256];
+	struct conn *c;
+	uint64_t now;
+	unsigned i;
+	int n, k, ms;
+
+	pthread_barrier_wait(&r->barrier);
+	now = bench_now();
+	for (i = 0; i < w->nconns && !w->failed; i++) {
+		conn_start(w->conns[i], now);
+		if (!w->failed && w->conns[i]->fd >= 0)
+			conn_flush(w->conns[i]);
+	}
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed) && !w->failed) {
+		now = bench_now();
+		if (now >= r->t_end)
+			break;
+		if (r->test == T_NAMES && w->outstanding == 0)
+			break;
+		ms = (int)((r->t_end - now) / 1000000u) + 1;
+		if (ms > 100)
+			ms = 100;
+		n = epoll_wait(w->ep, evs, 256, ms);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			worker_fail(w, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (k = 0; k < n && !w->failed; k++) {
+			c = evs[k].data.ptr;
+			if (evs[k].events & EPOLLOUT)
+				conn_flush(c);
+			if (!w->failed && (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+				conn_read(c);
+			if (!w->failed && c->fd >= 0)
+				conn_flush(c);
+		}
+	}
+	return NULL;
+}
+
+/* Free a worker's connections and buffers. */
+static void worker_free(struct worker *w)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nconns; i++) {
+		struct conn *c = w->conns[i];
+
+		if (c == NULL)
+			continue;
+		if (c->fd >= 0)
+			close(c->fd);
+		wbuf_free(&c->out);
+		wbuf_free(&c->in);
+		free(c->chains);
+		free(c);
+	}
+	free(w->conns);
+	if (w->ep >= 0)
+		close(w->ep);
+	wire_arena_free(&w->arena);
+}
+
+/* Process CPU time in seconds. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Set up the workers and connections of r. */
+static int run_setup(struct run *r)
+{
+	const struct bench_opts *o = r->o;
+	struct worker *w;
+	struct conn *c;
+	unsigned i, k;
+
+	r->nworkers = o->threads < r->conns ? o->threads : r->conns;
+	if (r->nworkers == 0)
+		r->nworkers = 1;
+	r->workers = calloc(r->nworkers, sizeof(*r->workers));
+	if (r->workers == NULL)
+		return -1;
+	for (k = 0; k < r->nworkers; k++)
+		r->workers[k].ep = -1;
+	for (k = 0; k < r->nworkers; k++) {
+		w = &r->workers[k];
+		w->run = r;
+		w->ep = epoll_create1(EPOLL_CLOEXEC);
+		w->conns = calloc(r->conns / r->nworkers + 1, sizeof(*w->conns));
+		if (w->ep < 0 || w->conns == NULL || wire_arena_init(&w->arena, 64 * 1024) != 0)
+			return -1;
+		hist_init(&w->lat);
+		hist_init(&w->wait);
+		if (r->test == T_NAMES) {
+			w->next = o->names * k / r->nworkers;
+			w->end = o->names * (k + 1) / r->nworkers;
+		}
+	}
+	for (i = 0; i < r->conns; i++) {
+		w = &r->workers[i % r->nworkers];
+		c = calloc(1, sizeof(*c));
+		if (c == NULL)
+			return -1;
+		w->conns[w->nconns++] = c;
+		c->w = w;
+		c->fd = -1;
+		c->idx = i;
+		c->nchains = r->pipeline;
+		c->chains = calloc(r->pipeline, sizeof(*c->chains));
+		if (c->chains == NULL)
+			return -1;
+		bench_conn_name(r, i, c->name, sizeof(c->name));
+		if (r->test != T_CHURN && conn_open(c, r->test != T_ECHO) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Merge the workers' results into r. */
+static void run_merge(struct run *r)
+{
+	unsigned k, i;
+
+	hist_init(&r->lat);
+	hist_init(&r->wait);
+	r->grants_min = UINT64_MAX;
+	r->grants_max = 0;
+	for (k = 0; k < r->nworkers; k++) {
+		struct worker *w = &r->workers[k];
+
+		hist_merge(&r->lat, &w->lat);
+		hist_merge(&r->wait, &w->wait);
+		r->ops += w->ops;
+		r->rts += w->rts;
+		r->refused += w->refused;
+		r->timeouts += w->timeouts;
+		r->direct += w->direct;
+		for (i = 0; i < w->nconns; i++) {
+			uint64_t g = w->conns[i]->grants;
+
+			if (g < r->grants_min)
+				r->grants_min = g;
+			if (g > r->grants_max)
+				r->grants_max = g;
+		}
+	}
+	if (r->grants_min == UINT64_MAX)
+		r->grants_min = 0;
+}
+
+/* Open the connections, run the window, merge the results. */
+int bench_run(struct run *r)
+{
+	const struct bench_opts *o = r->o;
+	uint64_t end;
+	double cpu0;
+	unsigned k;
+	int rc = -1;
+
+	atomic_store(&r->stop, 0);
+	atomic_store(&r->last_up, 0);
+	if (run_setup(r) != 0) {
+		fprintf(stderr, "semd-benchmark: %s: could not open %u connections\n",
+		    o->addr.text, r->conns);
+		goto out;
+	}
+	if (pthread_barrier_init(&r->barrier, NULL, r->nworkers + 1) != 0)
+		goto out;
+	for (k = 0; k < r->nworkers; k++) {
+		if (pthread_create(&r->workers[k].tid, NULL, worker_main, &r->workers[k]) != 0) {
+			/* the others wait on the barrier, which can not be passed now */
+			fprintf(stderr, "semd-benchmark: pthread_create failed\n");
+			exit(1);
+		}
+	}
+	cpu0 = cpu_seconds();
+	r->t0 = bench_now();
+	if (r->test == T_NAMES) {
+		/* runs until every name is done, within a bound */
+		r->t_meas = r->t0;
+		r->t_end = r->t0 + BENCH_NAMES_CAP_S * 1000000000ull;
+	} else {
+		r->t_meas = r->t0 + (uint64_t)(o->warmup * 1e9);
+		r->t_end = r->t_meas + (uint64_t)(o->duration * 1e9);
+	}
+	pthread_barrier_wait(&r->barrier);
+	for (k = 0; k < r->nworkers; k++)
+		pthread_join(r->workers[k].tid, NULL);
+	r->t_stop = bench_now();
+	r->cpu_s = cpu_seconds() - cpu0;
+	pthread_barrier_destroy(&r->barrier);
+	end = r->t_stop < r->t_end ? r->t_stop : r->t_end;
+	r->elapsed_s = end > r->t_meas ? (double)(end - r->t_meas) / 1e9 : 0.0;
+	run_merge(r);
+	rc = 0;
+	for (k = 0; k < r->nworkers; k++) {
+		if (r->workers[k].failed) {
+			fprintf(stderr, "semd-benchmark: %s\n", r->workers[k].err);
+			rc = -1;
+		}
+	}
+out:
+	if (r->workers != NULL) {
+		for (k = 0; k < r->nworkers; k++)
+			worker_free(&r->workers[k]);
+		free(r->workers);
+		r->workers = NULL;
+	}
+	return rc;
+}

@@ -1,0 +1,637 @@
+/*
+ * bench/semd-benchmark.c - load generator and latency meter for semd, in the
+ * manner of redis-benchmark: it speaks the wire protocol directly, keeps
+ * `-P` operations in flight on each of `-c` connections from one epoll
+ * thread per core, and prints throughput and a latency summary per test.
+ *
+ * Set-up and clean-up (creating the names a test uses, reading Stats) go
+ * over one blocking control connection, outside the measured window.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+static const char *const test_names[T_COUNT] = {
+	[T_PING] = "ping", [T_DOWN_UP] = "down-up", [T_TRYDOWN_UP] = "trydown-up",
+	[T_CONTENDED] = "contended", [T_HANDOFF] = "handoff", [T_CHURN] = "churn",
+	[T_NAMES] = "names", [T_ECHO] = "echo",
+};
+
+/* Round trips per op, for reading ops/s against the anchors. */
+static const int test_rts[T_COUNT] = {
+	[T_PING] = 1, [T_DOWN_UP] = 2, [T_TRYDOWN_UP] = 2, [T_CONTENDED] = 2,
+	[T_HANDOFF] = 0, [T_CHURN] = 3, [T_NAMES] = 1, [T_ECHO] = 2,
+};
+
+/* The blocking control connection. */
+struct ctl {
+	int			fd;
+	struct wbuf		out;
+	struct wbuf		in;
+	struct wire_arena	arena;
+	uint64_t		seq;
+};
+
+/* Stats counters read around the names test. */
+struct names_mem {
+	int		have_mem;
+	int		have_names;
+	char		mem_counter[64];
+	char		names_counter[64];
+	uint64_t	mem[3];
+	uint64_t	names[3];
+	char		counters[512];	/* what the daemon exposes, when one is missing */
+};
+
+/* Print the usage text to f. */
+static void usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: semd-benchmark -s ADDR [-c CONNS] [-P PIPELINE] [-d SECONDS] [-t TEST[,TEST...]]\n"
+	    "                      [--limit K] [--names N] [--threads T] [--warmup SECONDS]\n"
+	    "                      [--timeout MS] [--json]\n"
+	    "  -s ADDR       unix:PATH or tcp:HOST:PORT (tls: not supported yet)\n"
+	    "  -c CONNS      connections (default 16; handoff: 2)\n"
+	    "  -P PIPELINE   operations in flight per connection (default 1)\n"
+	    "  -d SECONDS    measured time per test (default 5)\n"
+	    "  -t TESTS      ping,down-up,trydown-up,contended,handoff,churn,names\n"
+	    "                (default: all of them); echo = raw 32-byte frames, to\n"
+	    "                calibrate this tool against the reference echo server\n"
+	    "  --limit K     the contended name's limit (default 1)\n"
+	    "  --names N     names created by the names test (default 100000)\n"
+	    "  --threads T   worker threads (default: one per core)\n"
+	    "  --warmup S    seconds run before measuring, discarded (default 0.5)\n"
+	    "  --timeout MS  down's timeout_ms (default -1: wait forever)\n"
+	    "  --json        one JSON document instead of the table\n"
+	    "One op: ping = 1 round trip; down-up, trydown-up, contended = down + up;\n"
+	    "handoff = an up to the next waiter's grant; churn = connect, hello, down, up,\n"
+	    "close; names = one create.\n");
+}
+
+/* Parse a non-negative integer option within [min, max]. */
+static int opt_uint(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || x < min || x > max) {
+		fprintf(stderr, "semd-benchmark: %s must be an integer in [%" PRIu64 ", %" PRIu64 "]\n",
+		    what, min, max);
+		return -1;
+	}
+	*v = x;
+	return 0;
+}
+
+/* Parse a duration in seconds (> 0 unless zero_ok). */
+static int opt_seconds(const char *what, const char *s, int zero_ok, double *v)
+{
+	char *end;
+	double x;
+
+	x = strtod(s, &end);
+	if (end == s || *end != '\0' || !(x >= 0) || (x == 0 && !zero_ok) || x > 86400) {
+		fprintf(stderr, "semd-benchmark: %s must be a number of seconds\n", what);
+		return -1;
+	}
+	*v = x;
+	return 0;
+}
+
+/* Parse a comma-separated list of tests. */
+static int opt_tests(const char *s, int tests[T_COUNT])
+{
+	char buf[256], *tok, *save = NULL;
+	int i, found;
+
+	memset(tests, 0, sizeof(int) * T_COUNT);
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		found = 0;
+		for (i = 0; i < T_COUNT; i++) {
+			if (strcmp(tok, test_names[i]) == 0) {
+				tests[i] = 1;
+				found = 1;
+			}
+		}
+		if (!found) {
+			fprintf(stderr, "semd-benchmark: unknown test '%s'\n", tok);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Parse argv into o. Returns 0, 1 for --help, -1 on a usage error. */
+static int opts_parse(int argc, char **argv, struct bench_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "server", required_argument, NULL, 's' },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "pipeline", required_argument, NULL, 'P' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "tests", required_argument, NULL, 't' },
+		{ "limit", required_argument, NULL, 'L' },
+		{ "names", required_argument, NULL, 'N' },
+		{ "threads", required_argument, NULL, 'T' },
+		{ "warmup", required_argument, NULL, 'W' },
+		{ "timeout", required_argument, NULL, 'O' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *server = NULL;
+	char err[256];
+	uint64_t v;
+	long ncpu;
+	int ch, i;
+
+	memset(o, 0, sizeof(*o));
+	o->conns = 16;
+	o->pipeline = 1;
+	o->duration = 5;
+	o->warmup = 0.5;
+	o->limit = 1;
+	o->names = 100000;
+	o->timeout_ms = -1;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	o->threads = ncpu > 0 ? (unsigned)ncpu : 1;
+	for (i = 0; i < T_COUNT; i++)
+		o->tests[i] = i != T_ECHO;
+	while ((ch = getopt_long(argc, argv, "s:c:P:d:t:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			server = optarg;
+			break;
+		case 'c':
+			if (opt_uint("-c", optarg, 1, 100000, &v) != 0)
+				return -1;
+			o->conns = (unsigned)v;
+			o->conns_set = 1;
+			break;
+		case 'P':
+			if (opt_uint("-P", optarg, 1, BENCH_PIPELINE_MAX, &v) != 0)
+				return -1;
+			o->pipeline = (unsigned)v;
+			break;
+		case 'd':
+			if (opt_seconds("-d", optarg, 0, &o->duration) != 0)
+				return -1;
+			break;
+		case 't':
+			if (opt_tests(optarg, o->tests) != 0)
+				return -1;
+			break;
+		case 'L':
+			if (opt_uint("--limit", optarg, 1, UINT32_MAX, &v) != 0)
+				return -1;
+			o->limit = (uint32_t)v;
+			break;
+		case 'N':
+			if (opt_uint("--names", optarg, 1, 100000000, &v) != 0)
+				return -1;
+			o->names = v;
+			break;
+		case 'T':
+			if (opt_uint("--threads", optarg, 1, 1024, &v) != 0)
+				return -1;
+			o->threads = (unsigned)v;
+			break;
+		case 'W':
+			if (opt_seconds("--warmup", optarg, 1, &o->warmup) != 0)
+				return -1;
+			break;
+		case 'O': {
+			char *end;
+
+			o->timeout_ms = strtoll(optarg, &end, 10);
+			if (end == optarg || *end != '\0' || o->timeout_ms == 0) {
+				fprintf(stderr, "semd-benchmark: --timeout must be a non-zero number of ms\n");
+				return -1;
+			}
+			break;
+		}
+		case 'j':
+			o->json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc || server == NULL) {
+		if (server == NULL)
+			fprintf(stderr, "semd-benchmark: -s ADDR is required\n");
+		usage(stderr);
+		return -1;
+	}
+	if (wire_addr_parse(server, &o->addr, err, sizeof(err)) != 0) {
+		fprintf(stderr, "semd-benchmark: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Close the control connection. */
+static void ctl_close(struct ctl *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	wbuf_free(&c->out);
+	wbuf_free(&c->in);
+	wire_arena_free(&c->arena);
+}
+
+/* Write everything queued on the control connection. */
+static int ctl_flush(struct ctl *c)
+{
+	ssize_t n;
+
+	while (c->out.off < c->out.len) {
+		n = write(c->fd, c->out.p + c->out.off, c->out.len - c->out.off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		c->out.off += (size_t)n;
+	}
+	c->out.off = c->out.len = 0;
+	return 0;
+}
+
+/* Read the next reply on the control connection (NULL on error or EOF). */
+static Semd__Reply *ctl_read(struct ctl *c)
+{
+	const uint8_t *p;
+	size_t len;
+	ssize_t n;
+	int rc;
+
+	for (;;) {
+		rc = wire_next_frame(&c->in, WIRE_REPLY_MAX, &p, &len);
+		if (rc < 0)
+			return NULL;
+		if (rc == 1)
+			return wire_reply_unpack(&c->arena, p, len);
+		wbuf_compact(&c->in);
+		if (wbuf_reserve(&c->in, 64 * 1024) != 0)
+			return NULL;
+		n = read(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		c->in.len += (size_t)n;
+	}
+}
+
+/*
+ * Send what is queued and collect n replies. A reply whose code is not OK
+ * (nor EXISTS/NOT_FOUND when tolerated) is a failure, reported once.
+ */
+static int ctl_collect(struct ctl *c, unsigned n, int tolerate, const char *what)
+{
+	Semd__Reply *rep;
+	int rc = 0;
+
+	if (ctl_flush(c) != 0) {
+		fprintf(stderr, "semd-benchmark: %s: write failed\n", what);
+		return -1;
+	}
+	while (n-- > 0) {
+		rep = ctl_read(c);
+		if (rep == NULL) {
+			fprintf(stderr, "semd-benchmark: %s: connection lost or bad reply\n", what);
+			return -1;
+		}
+		if (rep->code != SEMD__CODE__OK &&
+		    !(tolerate && (rep->code == SEMD__CODE__EXISTS || rep->code == SEMD__CODE__NOT_FOUND)) &&
+		    rc == 0) {
+			fprintf(stderr, "semd-benchmark: %s: %s %s\n", what,
+			    wire_code_name(rep->code), rep->message);
+			rc = -1;
+		}
+		wire_reply_done(&c->arena, rep);
+	}
+	return rc;
+}
+
+/* Connect the control connection and say Hello. */
+static int ctl_open(struct ctl *c, const struct bench_opts *o)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	if (wire_arena_init(&c->arena, 64 * 1024) != 0)
+		return -1;
+	c->fd = wire_connect(&o->addr, 0);
+	if (c->fd < 0) {
+		fprintf(stderr, "semd-benchmark: connect %s: %s\n", o->addr.text, strerror(-c->fd));
+		return -1;
+	}
+	if (wire_put_hello(&c->out, ++c->seq, "semd-benchmark") != 0)
+		return -1;
+	return ctl_collect(c, 1, 0, "hello");
+}
+
+/* Create (or delete) the names a test's connections use, in batches. */
+static int ctl_names(struct ctl *c, const struct run *r, int create)
+{
+	unsigned i, batch = 0, n = r->test == T_CONTENDED || r->test == T_HANDOFF ? 1 : r->conns;
+	char name[96];
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		bench_conn_name(r, i, name, sizeof(name));
+		if (create)
+			rc = wire_put_create(&c->out, ++c->seq, name, r->limit, 1);
+		else
+			rc = wire_put_delete(&c->out, ++c->seq, name, 1);
+		if (rc != 0)
+			return -1;
+		if (++batch == 256 || i + 1 == n) {
+			if (ctl_collect(c, batch, !create, create ? "create" : "delete") != 0)
+				return -1;
+			batch = 0;
+		}
+	}
+	return 0;
+}
+
+/* Read Stats; pick the memory and name-count counters into m at slot k. */
+static int ctl_stats(struct ctl *c, struct names_mem *m, int k)
+{
+	static const char *const mem_names[] = {
+		"memory_bytes", "mem_bytes", "memory", "used_memory", "allocated_bytes", NULL,
+	};
+	static const char *const count_names[] = {
+		"semaphores", "names", "names_count", NULL,
+	};
+	Semd__Reply *rep;
+	size_t i, off = 0;
+	int j;
+
+	if (wire_put_stats(&c->out, ++c->seq) != 0 || ctl_flush(c) != 0)
+		return -1;
+	rep = ctl_read(c);
+	if (rep == NULL)
+		return -1;
+	if (rep->code != SEMD__CODE__OK) {
+		fprintf(stderr, "semd-benchmark: stats: %s %s\n", wire_code_name(rep->code), rep->message);
+		wire_reply_done(&c->arena, rep);
+		return -1;
+	}
+	m->have_mem = m->have_names = 0;
+	for (j = 0; mem_names[j] != NULL && !m->have_mem; j++) {
+		if (wire_stats_get(rep, mem_names[j], &m->mem[k])) {
+			m->have_mem = 1;
+			snprintf(m->mem_counter, sizeof(m->mem_counter), "%s", mem_names[j]);
+		}
+	}
+	for (j = 0; count_names[j] != NULL && !m->have_names; j++) {
+		if (wire_stats_get(rep, count_names[j], &m->names[k])) {
+			m->have_names = 1;
+			snprintf(m->names_counter, sizeof(m->names_counter), "%s", count_names[j]);
+		}
+	}
+	m->counters[0] = '\0';
+	if (rep->body_case == SEMD__REPLY__BODY_STATS && rep->stats != NULL) {
+		for (i = 0; i < rep->stats->n_counters && off + 1 < sizeof(m->counters); i++) {
+			int w = snprintf(m->counters + off, sizeof(m->counters) - off, "%s%s",
+			    i ? "," : "", rep->stats->counters[i]->name);
+
+			if (w < 0)
+				break;
+			off += (size_t)w;
+		}
+	}
+	wire_reply_done(&c->arena, rep);
+	return 0;
+}
+
+/* Microseconds from nanoseconds. */
+static double us(uint64_t ns)
+{
+	return (double)ns / 1000.0;
+}
+
+/* Print one result row (table) or object (JSON). */
+static void report(const struct bench_opts *o, const struct run *r, const struct names_mem *m,
+    double delete_rate, int *first)
+{
+	const struct hist *h = &r->lat;
+	double ops_s = r->elapsed_s > 0 ? (double)r->ops / r->elapsed_s : 0;
+	double cpu_pct = r->elapsed_s > 0 ? 100.0 * r->cpu_s / ((double)(r->t_stop - r->t0) / 1e9) : 0;
+	double cpu_ns_rt = r->rts ? r->cpu_s * 1e9 / (double)r->rts : 0;
+	double fair = r->grants_min ? (double)r->grants_max / (double)r->grants_min : 0;
+	double per_name = 0;
+	uint64_t created = o->names;
+
+	if (m != NULL && m->have_names && m->names[1] > m->names[0])
+		created = m->names[1] - m->names[0];
+	if (m != NULL && m->have_mem && m->mem[1] >= m->mem[0] && created > 0)
+		per_name = (double)(m->mem[1] - m->mem[0]) / (double)created;
+	if (o->json) {
+		printf("%s\n    {\"test\": \"%s\", \"conns\": %u, \"pipeline\": %u, \"threads\": %u, "
+		    "\"duration_s\": %.3f, \"ops\": %" PRIu64 ", \"ops_per_sec\": %.0f, "
+		    "\"round_trips_per_op\": %d, \"round_trips\": %" PRIu64 ", "
+		    "\"latency_us\": {\"p50\": %.1f, \"p99\": %.1f, \"p999\": %.1f, \"max\": %.1f, \"mean\": %.1f}, "
+		    "\"refused\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", "
+		    "\"client_cpu_pct\": %.0f, \"client_cpu_ns_per_round_trip\": %.0f",
+		    *first ? "" : ",", test_names[r->test], r->conns, r->pipeline, r->nworkers,
+		    r->elapsed_s, r->ops, ops_s, test_rts[r->test], r->rts,
+		    us(hist_quantile(h, 0.5)), us(hist_quantile(h, 0.99)), us(hist_quantile(h, 0.999)),
+		    us(h->count ? h->max : 0), hist_mean(h) / 1000.0,
+		    r->refused, r->timeouts, cpu_pct, cpu_ns_rt);
+		if (r->test == T_CONTENDED)
+			printf(", \"limit\": %u, \"wait_us\": {\"p50\": %.1f, \"p99\": %.1f, \"p999\": %.1f, "
+			    "\"max\": %.1f}, \"grants_min\": %" PRIu64 ", \"grants_max\": %" PRIu64
+			    ", \"fairness_max_over_min\": %.3f",
+			    r->limit, us(hist_quantile(&r->wait, 0.5)), us(hist_quantile(&r->wait, 0.99)),
+			    us(hist_quantile(&r->wait, 0.999)), us(r->wait.count ? r->wait.max : 0),
+			    r->grants_min, r->grants_max, fair);
+		if (r->test == T_HANDOFF)
+			printf(", \"direct_grants\": %" PRIu64, r->direct);
+		if (m != NULL) {
+			printf(", \"names\": %" PRIu64 ", \"deletes_per_sec\": %.0f", o->names, delete_rate);
+			if (m->have_mem)
+				printf(", \"memory_counter\": \"%s\", \"memory_before\": %" PRIu64
+				    ", \"memory_after\": %" PRIu64 ", \"memory_after_delete\": %" PRIu64
+				    ", \"bytes_per_name\": %.1f",
+				    m->mem_counter, m->mem[0], m->mem[1], m->mem[2], per_name);
+			else
+				printf(", \"memory_counter\": null, \"stats_counters\": \"%s\"", m->counters);
+		}
+		printf("}");
+		*first = 0;
+		return;
+	}
+	if (*first) {
+		printf("%-11s %6s %4s %3s %11s %3s %9s %9s %9s %9s  %s\n", "test", "conns", "P", "thr",
+		    "ops/s", "rt", "p50_us", "p99_us", "p99.9_us", "max_us", "notes");
+		*first = 0;
+	}
+	printf("%-11s %6u %4u %3u %11.0f %3d %9.1f %9.1f %9.1f %9.1f  ", test_names[r->test],
+	    r->conns, r->pipeline, r->nworkers, ops_s, test_rts[r->test],
+	    us(hist_quantile(h, 0.5)), us(hist_quantile(h, 0.99)), us(hist_quantile(h, 0.999)),
+	    us(h->count ? h->max : 0));
+	if (r->test == T_TRYDOWN_UP)
+		printf("refused=%" PRIu64 " ", r->refused);
+	if (r->test == T_CONTENDED)
+		printf("limit=%u wait_us p50=%.1f p99=%.1f p99.9=%.1f max=%.1f fairness(max/min)=%.2f ",
+		    r->limit, us(hist_quantile(&r->wait, 0.5)), us(hist_quantile(&r->wait, 0.99)),
+		    us(hist_quantile(&r->wait, 0.999)), us(r->wait.count ? r->wait.max : 0), fair);
+	if (r->test == T_HANDOFF)
+		printf("up->next grant; direct=%" PRIu64 " ", r->direct);
+	if (m != NULL) {
+		printf("%" PRIu64 " creates, %.0f deletes/s, ", o->names, delete_rate);
+		if (m->have_mem)
+			printf("%.1f bytes/name (%s) ", per_name, m->mem_counter);
+		else
+			printf("memory per name: the daemon's Stats has no memory counter (has: %s) ",
+			    m->counters);
+	}
+	if (r->timeouts)
+		printf("timeouts=%" PRIu64 " ", r->timeouts);
+	printf("cpu=%.0f%%\n", cpu_pct);
+	fflush(stdout);
+}
+
+/* Fill in the shape of test t's run from the options. */
+static void run_init(struct run *r, const struct bench_opts *o, int t)
+{
+	memset(r, 0, sizeof(*r));
+	r->o = o;
+	r->test = t;
+	r->conns = o->conns;
+	r->pipeline = o->pipeline;
+	r->limit = o->pipeline;
+	snprintf(r->prefix, sizeof(r->prefix), "bench/%ld", (long)getpid());
+	switch (t) {
+	case T_CONTENDED:
+		r->limit = o->limit;
+		break;
+	case T_HANDOFF:
+		if (!o->conns_set)
+			r->conns = 2;
+		r->pipeline = 1;
+		r->limit = 1;
+		break;
+	case T_CHURN:
+		r->pipeline = 1;
+		r->limit = 1;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Run test t with its set-up and clean-up; print its result. */
+static int bench_test(const struct bench_opts *o, int t, int *first)
+{
+	struct run r, del;
+	struct names_mem m;
+	struct ctl c;
+	double delete_rate = 0;
+	int rc = -1, named = t != T_PING && t != T_ECHO && t != T_NAMES;
+
+	run_init(&r, o, t);
+	memset(&m, 0, sizeof(m));
+	if (t == T_HANDOFF && r.conns < 2) {
+		fprintf(stderr, "semd-benchmark: handoff needs at least 2 connections\n");
+		return -1;
+	}
+	if (t == T_ECHO) {
+		rc = bench_run(&r);
+		if (rc == 0)
+			report(o, &r, NULL, 0, first);
+		return rc;
+	}
+	if (ctl_open(&c, o) != 0)
+		goto out;
+	if (named && ctl_names(&c, &r, 1) != 0)
+		goto out;
+	if (t == T_NAMES && ctl_stats(&c, &m, 0) != 0)
+		goto out;
+	if (bench_run(&r) != 0)
+		goto out;
+	if (t == T_NAMES) {
+		if (r.ops != o->names) {
+			fprintf(stderr, "semd-benchmark: names: only %" PRIu64 " of %" PRIu64
+			    " creates done in %d s\n", r.ops, o->names, BENCH_NAMES_CAP_S);
+			goto out;
+		}
+		if (ctl_stats(&c, &m, 1) != 0)
+			goto out;
+		run_init(&del, o, t);
+		del.step = S_DELETE;
+		if (bench_run(&del) != 0)
+			goto out;
+		delete_rate = del.elapsed_s > 0 ? (double)del.ops / del.elapsed_s : 0;
+		if (ctl_stats(&c, &m, 2) != 0)
+			goto out;
+	}
+	report(o, &r, t == T_NAMES ? &m : NULL, delete_rate, first);
+	rc = 0;
+out:
+	if (named && c.fd >= 0)
+		(void)ctl_names(&c, &r, 0);
+	ctl_close(&c);
+	return rc;
+}
+
+/* Raise the open-file limit to what many connections need. */
+static void raise_nofile(unsigned conns)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur >= (rlim_t)conns + 64)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o;
+	int t, rc, failed = 0, first = 1;
+
+	rc = opts_parse(argc, argv, &o);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile(o.conns);
+	if (o.json)
+		printf("{\"server\": \"%s\", \"results\": [", o.addr.text);
+	else
+		printf("semd-benchmark %s: %u connections, pipeline %u, up to %u threads, %.1f s per test (+%.1f s warm-up)\n",
+		    o.addr.text, o.conns, o.pipeline, o.threads, o.duration, o.warmup);
+	for (t = 0; t < T_COUNT; t++) {
+		if (!o.tests[t])
+			continue;
+		if (t == T_NAMES && o.names == 0)
+			continue;
+		if (bench_test(&o, t, &first) != 0) {
+			fprintf(stderr, "semd-benchmark: test %s failed\n", test_names[t]);
+			failed = 1;
+		}
+	}
+	if (o.json)
+		printf("\n]}\n");
+	return failed ? 1 : 0;
+}

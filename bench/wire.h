@@ -1,0 +1,106 @@
+/*
+ * bench/wire.h - the benchmark's side of the semd wire protocol: addresses,
+ * connecting, output and input buffers of frames, request encoding straight
+ * into the output buffer, and reply decoding into a per-thread arena (no
+ * malloc per reply on the measured path).
+ */
+#ifndef SEMD_BENCH_WIRE_H
+#define SEMD_BENCH_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "proto/frame.h"
+#include "proto/semd.pb-c.h"
+
+/* Replies (Stats, List) may be bigger than requests. */
+#define WIRE_REPLY_MAX	(4u * 1024u * 1024u)
+
+struct wire_addr {
+	struct sockaddr_storage	ss;
+	socklen_t		len;
+	int			is_unix;
+	char			text[128];
+};
+
+/*
+ * Parse "unix:PATH", "tcp:HOST:PORT" (HOST may be "[v6]"). Returns 0, or
+ * -ENOTSUP for "tls:" (not supported by this tool yet), -EINVAL otherwise;
+ * err gets a message for the user.
+ */
+int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen);
+
+/* A connected stream socket (TCP_NODELAY on TCP), or -errno. */
+int wire_connect(const struct wire_addr *a, int nonblock);
+
+/* Growable byte buffer: pending output, or received input. */
+struct wbuf {
+	uint8_t	*p;
+	size_t	 off;	/* consumed (output: written) */
+	size_t	 len;	/* filled */
+	size_t	 cap;
+};
+
+/* Make room for n more bytes after len. Returns 0 or -ENOMEM. */
+int wbuf_reserve(struct wbuf *b, size_t n);
+
+/* Drop the consumed prefix. */
+void wbuf_compact(struct wbuf *b);
+
+/* Release the memory of b. */
+void wbuf_free(struct wbuf *b);
+
+/* Append one framed request. Returns 0 or -ENOMEM. */
+int wire_put_request(struct wbuf *b, const Semd__Request *req);
+
+/* Append Hello (version 1). */
+int wire_put_hello(struct wbuf *b, uint64_t id, const char *client_name);
+/* Append Ping with an optional payload. */
+int wire_put_ping(struct wbuf *b, uint64_t id, const uint8_t *payload, size_t len);
+/* Append Down of one permit; timeout_ms as in the protocol. */
+int wire_put_down(struct wbuf *b, uint64_t id, const char *name, int64_t timeout_ms);
+/* Append Up of one permit (permit_id 0: any one the session holds). */
+int wire_put_up(struct wbuf *b, uint64_t id, const char *name, uint64_t permit_id);
+/* Append Create (if_not_exists as given, OWNED mode). */
+int wire_put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limit, int if_not_exists);
+/* Append Delete. */
+int wire_put_delete(struct wbuf *b, uint64_t id, const char *name, int force);
+/* Append Stats. */
+int wire_put_stats(struct wbuf *b, uint64_t id);
+
+/*
+ * Cut the next frame off the front of b (input). Returns 1 and sets the
+ * payload and its length, 0 if incomplete, -EMSGSIZE if its header exceeds max.
+ */
+int wire_next_frame(struct wbuf *b, size_t max, const uint8_t **payload, size_t *len);
+
+/*
+ * A bump allocator for decoded replies: wire_reply_unpack() allocates the
+ * Reply there (falling back to malloc when a reply outgrows it), and
+ * wire_reply_done() frees what fell back and rewinds the arena.
+ */
+struct wire_arena {
+	uint8_t			*base;
+	size_t			 used;
+	size_t			 cap;
+	ProtobufCAllocator	 alloc;
+};
+
+/* Set up an arena of cap bytes. Returns 0 or -ENOMEM. */
+int wire_arena_init(struct wire_arena *a, size_t cap);
+/* Free the arena's memory. */
+void wire_arena_free(struct wire_arena *a);
+
+/* Decode one Reply payload; NULL when it is not a valid Reply. */
+Semd__Reply *wire_reply_unpack(struct wire_arena *a, const uint8_t *p, size_t len);
+/* Done with r (may be NULL): release it and rewind the arena. */
+void wire_reply_done(struct wire_arena *a, Semd__Reply *r);
+
+/* Name of a result code ("OK", "WOULD_BLOCK", ...). */
+const char *wire_code_name(int code);
+
+/* Find a Stats counter by exact name; returns 1 and sets *v when present. */
+int wire_stats_get(const Semd__Reply *r, const char *name, uint64_t *v);
+
+#endif
