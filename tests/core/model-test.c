@@ -1,0 +1,318 @@
+/*
+ * tests/core/model-test.c - random sequences of asynchronous operations
+ * checked step by step against a reference model: a counter and a FIFO
+ * queue. After every step the semaphore must agree with the model on the
+ * free count, the queue length, which waiters were granted, in which order,
+ * and with which fencing tokens.
+ *
+ * Usage: model-test [-s seed] [-n steps]   (the seed is printed; rerun a
+ * failure with the same -s)
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <unistd.h>
+
+#include "core/semaphore.h"
+#include "tests/core/test.h"
+
+#define SLOTS 48
+
+enum slot_state { SLOT_FREE, SLOT_WAITING, SLOT_HELD };
+
+struct slot {
+	struct sema_waiter	w;
+	int			id;
+	enum slot_state		model;	/* what the model thinks */
+	unsigned int		n;
+};
+
+static struct slot slots[SLOTS];
+
+/* The reference model. */
+static long m_count;
+static int m_queue[SLOTS];
+static int m_qlen;
+static uint64_t m_token;
+static long m_anon;		/* permits held from trydown */
+
+/* Grants the model expects and the callbacks that actually ran. */
+static int exp_ids[SLOTS], got_ids[SLOTS];
+static uint64_t exp_tok[SLOTS], got_tok[SLOTS];
+static int exp_len, got_len;
+
+static uint64_t rng;
+static unsigned long step;
+
+/* xorshift64*: the next pseudo-random number. */
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ULL;
+}
+
+/* A pseudo-random number in [0, n). */
+static unsigned int rnd_below(unsigned int n)
+{
+	return (unsigned int)(rnd() % n);
+}
+
+/* Wake callback: log the grant. */
+static void slot_wake(struct sema_waiter *w)
+{
+	struct slot *s = container_of(w, struct slot, w);
+
+	if (got_len >= SLOTS) {
+		fprintf(stderr, "step %lu: too many callbacks\n", step);
+		exit(1);
+	}
+	got_ids[got_len] = s->id;
+	got_tok[got_len] = w->token;
+	got_len++;
+}
+
+/* Model: hand permits from the head of the queue while they fit. */
+static void model_wake(void)
+{
+	struct slot *s;
+
+	while (m_qlen > 0) {
+		s = &slots[m_queue[0]];
+		if (m_count < (long)s->n)
+			break;
+		m_count -= (long)s->n;
+		s->model = SLOT_HELD;
+		exp_ids[exp_len] = s->id;
+		exp_tok[exp_len] = ++m_token;
+		exp_len++;
+		memmove(m_queue, m_queue + 1, (size_t)(m_qlen - 1) * sizeof(m_queue[0]));
+		m_qlen--;
+	}
+}
+
+/* Model: take slot i off the queue; true if it was the head. */
+static bool model_unqueue(int i)
+{
+	int k;
+
+	for (k = 0; k < m_qlen; k++)
+		if (m_queue[k] == i)
+			break;
+	T_TRUE(k < m_qlen);
+	memmove(m_queue + k, m_queue + k + 1, (size_t)(m_qlen - k - 1) * sizeof(m_queue[0]));
+	m_qlen--;
+	return k == 0;
+}
+
+/* Compare semaphore and model after a step. */
+static void check(struct semaphore *sem, const char *op)
+{
+	int k;
+
+	if (got_len != exp_len)
+		TEST_FAIL_("step %lu (%s): %d grants, model expects %d", step, op, got_len, exp_len);
+	for (k = 0; k < exp_len; k++) {
+		if (got_ids[k] != exp_ids[k] || got_tok[k] != exp_tok[k])
+			TEST_FAIL_("step %lu (%s): grant %d went to %d token %" PRIu64
+			    ", model: %d token %" PRIu64, step, op, k, got_ids[k],
+			    got_tok[k], exp_ids[k], exp_tok[k]);
+		T_EQ(slots[got_ids[k]].w.state, SEMA_GRANTED);
+	}
+	if (sema_count(sem) != m_count)
+		TEST_FAIL_("step %lu (%s): count %ld, model %ld", step, op, sema_count(sem), m_count);
+	if (sema_waiters(sem) != (unsigned long)m_qlen)
+		TEST_FAIL_("step %lu (%s): %lu waiters, model %d", step, op, sema_waiters(sem), m_qlen);
+	T_U64_EQ(sem->token, m_token);
+	if (m_qlen > 0 && (long)slots[m_queue[0]].n <= m_count)
+		TEST_FAIL_("step %lu (%s): head needs %u, %ld free, yet waits",
+		    step, op, slots[m_queue[0]].n, m_count);
+	got_len = exp_len = 0;
+}
+
+/* A random slot in state st, or -1. */
+static int pick(enum slot_state st)
+{
+	int k, start = (int)rnd_below(SLOTS);
+
+	for (k = 0; k < SLOTS; k++)
+		if (slots[(start + k) % SLOTS].model == st)
+			return (start + k) % SLOTS;
+	return -1;
+}
+
+/* down n on a free slot. */
+static void op_down(struct semaphore *sem)
+{
+	int i = pick(SLOT_FREE), r;
+	unsigned int n = 1 + rnd_below(4);
+	struct slot *s;
+
+	if (i < 0)
+		return;
+	s = &slots[i];
+	s->n = n;
+	r = sema_down_async(sem, &s->w, n, slot_wake);
+	if (m_qlen == 0 && m_count >= (long)n) {
+		T_EQ(r, 0);
+		m_count -= (long)n;
+		T_U64_EQ(s->w.token, ++m_token);
+		T_EQ(s->w.state, SEMA_GRANTED);
+		s->model = SLOT_HELD;
+	} else {
+		T_EQ(r, 1);
+		T_EQ(s->w.state, SEMA_WAITING);
+		m_queue[m_qlen++] = i;
+		s->model = SLOT_WAITING;
+	}
+	check(sem, "down");
+}
+
+/* trydown n. */
+static void op_trydown(struct semaphore *sem)
+{
+	unsigned int n = 1 + rnd_below(3);
+	uint64_t tok = 0;
+	bool ok = sema_trydown_n(sem, n, &tok);
+
+	if (m_qlen == 0 && m_count >= (long)n) {
+		T_TRUE(ok);
+		m_count -= (long)n;
+		T_U64_EQ(tok, ++m_token);
+		m_anon += n;
+	} else {
+		T_FALSE(ok);
+	}
+	check(sem, "trydown");
+}
+
+/* up: a holder gives its permits back (or a free up when nobody holds). */
+static void op_up(struct semaphore *sem)
+{
+	int i = pick(SLOT_HELD);
+	unsigned int n;
+
+	if (i >= 0 && rnd_below(3) != 0) {
+		n = slots[i].n;
+		slots[i].model = SLOT_FREE;
+	} else if (m_anon > 0) {
+		n = 1 + rnd_below((unsigned int)(m_anon < 3 ? m_anon : 3));
+		m_anon -= n;
+	} else {
+		n = 1;
+	}
+	sema_up_n(sem, n);
+	m_count += (long)n;
+	model_wake();
+	check(sem, "up");
+}
+
+/* cancel a waiting or held slot. */
+static void op_cancel(struct semaphore *sem)
+{
+	int i = pick(rnd_below(2) ? SLOT_WAITING : SLOT_HELD);
+	bool r;
+
+	if (i < 0)
+		return;
+	r = sema_cancel(sem, &slots[i].w);
+	if (slots[i].model == SLOT_WAITING) {
+		T_TRUE(r);
+		T_EQ(slots[i].w.state, SEMA_CANCELLED);
+		slots[i].model = SLOT_FREE;
+		if (model_unqueue(i))
+			model_wake();
+	} else {
+		T_FALSE(r);	/* granted: still held, given back by op_up */
+	}
+	check(sem, "cancel");
+}
+
+/* adjust by -3..3, steering the count back into [-10, 20]. */
+static void op_adjust(struct semaphore *sem)
+{
+	long d = (long)rnd_below(7) - 3;
+
+	if (m_count > 20)
+		d = -3;
+	else if (m_count < -10)
+		d = 3;
+	sema_adjust(sem, d);
+	m_count += d;
+	if (d > 0)
+		model_wake();
+	check(sem, "adjust");
+}
+
+/* up_max n with a random bound. */
+static void op_up_max(struct semaphore *sem)
+{
+	unsigned int n = 1 + rnd_below(3);
+	long max = (long)rnd_below(6);
+	long avail = m_count + (long)n;
+	int k, r;
+
+	for (k = 0; k < m_qlen && avail >= (long)slots[m_queue[k]].n; k++)
+		avail -= (long)slots[m_queue[k]].n;
+	r = sema_up_max(sem, n, max);
+	if (avail > max) {
+		T_EQ(r, -EOVERFLOW);
+	} else {
+		T_EQ(r, 0);
+		m_count += (long)n;
+		model_wake();
+	}
+	check(sem, "up_max");
+}
+
+int main(int argc, char **argv)
+{
+	struct semaphore sem;
+	unsigned long steps = 200000;
+	uint64_t seed = (uint64_t)t_now_ns() ^ (uint64_t)getpid();
+	unsigned long counts[6] = { 0 };
+	int c, k;
+
+	while ((c = getopt(argc, argv, "s:n:")) != -1) {
+		switch (c) {
+		case 's':
+			seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'n':
+			steps = strtoul(optarg, NULL, 0);
+			break;
+		default:
+			fprintf(stderr, "usage: model-test [-s seed] [-n steps]\n");
+			return 2;
+		}
+	}
+	printf("model-test: seed %" PRIu64 ", %lu steps (rerun: -s %" PRIu64 ")\n",
+	    seed, steps, seed);
+	fflush(stdout);
+	rng = seed ? seed : 1;
+	TEST_START("random async operations agree with the counter+queue model");
+	for (k = 0; k < SLOTS; k++)
+		slots[k].id = k;
+	m_count = (long)rnd_below(4);
+	sema_init(&sem, m_count);
+	for (step = 0; step < steps; step++) {
+		c = (int)rnd_below(6);
+		counts[c]++;
+		switch (c) {
+		case 0: op_down(&sem); break;
+		case 1: op_trydown(&sem); break;
+		case 2: op_up(&sem); break;
+		case 3: op_cancel(&sem); break;
+		case 4: op_adjust(&sem); break;
+		default: op_up_max(&sem); break;
+		}
+	}
+	printf("  down %lu trydown %lu up %lu cancel %lu adjust %lu up_max %lu; "
+	    "%" PRIu64 " grants\n", counts[0], counts[1], counts[2], counts[3],
+	    counts[4], counts[5], m_token);
+	printf("model-test: all passed\n");
+	return 0;
+}
