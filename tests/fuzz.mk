@@ -1,1 +1,18 @@
 # tests/fuzz.mk: build fragment, included by the top Makefile.am
+# Fuzz targets (tests/fuzz/fuzz_*.c) are built with libFuzzer by
+# tests/fuzz/run.sh; here the same entry points are linked with a plain
+# driver that replays the seed corpus, so `make check` runs every seed.
+
+# The seed corpus generator; its output is committed in tests/fuzz/corpus/.
+check_PROGRAMS += tests/fuzz/gen-corpus
+tests_fuzz_gen_corpus_SOURCES = tests/fuzz/gen-corpus.c tests/fuzz/fuzz.h
+tests_fuzz_gen_corpus_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_fuzz_gen_corpus_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
+
+check_PROGRAMS += tests/fuzz/replay-frame
+tests_fuzz_replay_frame_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_frame.c tests/fuzz/fuzz.h
+tests_fuzz_replay_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_fuzz_replay_frame_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
+
+TESTS += tests/fuzz/replay-frame tests/fuzz/corpus-fresh.sh
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus-fresh.sh tests/fuzz/corpus

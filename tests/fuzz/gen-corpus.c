@@ -1,0 +1,364 @@
+/*
+ * tests/fuzz/gen-corpus.c - write the seed corpus: small valid inputs for
+ * each fuzz target, built with protobuf-c so they track semd.proto.
+ *   gen-corpus OUTDIR   -> OUTDIR/fuzz_frame/..., OUTDIR/fuzz_dispatch/...
+ * Its output is committed under tests/fuzz/corpus/.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "proto/frame.h"
+#include "proto/semd.pb-c.h"
+#include "tests/fuzz/fuzz.h"
+
+struct out {
+	uint8_t	buf[8192];
+	size_t	len;
+};
+
+static const char *outdir;
+
+/* Append raw bytes. */
+static void out_bytes(struct out *o, const void *p, size_t n)
+{
+	if (o->len + n > sizeof(o->buf)) {
+		fprintf(stderr, "gen-corpus: input too big\n");
+		exit(1);
+	}
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+}
+
+/* Append one framed request. */
+static void out_req(struct out *o, const Semd__Request *req)
+{
+	uint8_t tmp[4096], hdr[FRAME_HDR];
+	size_t n = semd__request__get_packed_size(req);
+
+	if (n > sizeof(tmp))
+		exit(1);
+	semd__request__pack(req, tmp);
+	frame_put_header(hdr, (uint32_t)n);
+	out_bytes(o, hdr, FRAME_HDR);
+	out_bytes(o, tmp, n);
+}
+
+/* Write o to OUTDIR/target/name. */
+static void out_write(const struct out *o, const char *target, const char *name)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", outdir, target);
+	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+		perror(path);
+		exit(1);
+	}
+	snprintf(path, sizeof(path), "%s/%s/%s", outdir, target, name);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(o->buf, 1, o->len, f) != o->len || fclose(f) != 0) {
+		perror(path);
+		exit(1);
+	}
+}
+
+/* Request builders: one framed request each, appended to o. */
+static void req_hello(struct out *o, uint64_t id, uint32_t lease_ms)
+{
+	Semd__Request r = SEMD__REQUEST__INIT;
+	Semd__Hello m = SEMD__HELLO__INIT;
+
+	m.version = 1;
+	m.client_name = "fuzz";
+	m.host = "localhost";
+	m.pid = 4242;
+	m.lease_ms = lease_ms;
+	r.id = id;
+	r.op_case = SEMD__REQUEST__OP_HELLO;
+	r.hello = &m;
+	out_req(o, &r);
+}
+
+static void req_create(struct out *o, uint64_t id, const char *name, uint32_t limit, int signal)
+{
+	Semd__Request r = SEMD__REQUEST__INIT;
+	Semd__Create m = SEMD__CREATE__INIT;
+
+	m.name = (char *)name;
+	m.limit = limit;
+	m.mode = signal ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
+	r.id = id;
+	r.op_case = SEMD__REQUEST__OP_CREATE;
+	r.create = &m;
+	out_req(o, &r);
+}
+
+static void req_down(struct out *o, uint64_t id, const char *name, uint32_t n, int64_t timeout_ms,
+    uint32_t lease_ms)
+{
+	Semd__Request r = SEMD__REQUEST__INIT;
+	Semd__Down m = SEMD__DOWN__INIT;
+
+	m.name = (char *)name;
+	m.n = n;
+	m.timeout_ms = timeout_ms;
+	m.lease_ms = lease_ms;
+	r.id = id;
+	r.op_case = SEMD__REQUEST__OP_DOWN;
+	r.down = &m;
+	out_req(o, &r);
+}
+
+static void req_up(struct out *o, uint64_t id, const char *name, uint32_t n, uint64_t permit)
+{
+	Semd__Request r = SEMD__REQUEST__INIT;
+	Semd__Up m = SEMD__UP__INIT;
+
+	m.name = (char *)name;
+	m.n = n;
+	m.permit_id = permit;
+	r.id = id;
+	r.op_case = SEMD__REQUEST__OP_UP;
+	r.up = &m;
+	out_req(o, &r);
+}
+
+static void req_name_op(struct out *o, uint64_t id, int op, const char *name)
+{
+	Semd__Request r = SEMD__REQUEST__INIT;
+	Semd__Info info = SEMD__INFO__INIT;
+	Semd__Delete del = SEMD__DELETE__INIT;
+	Semd__List list = SEMD__LIST__INIT;
+	Semd__Validate val = SEMD__VALIDATE__INIT;
+	Semd__Release rel = SEMD__RELEASE__INIT;
+	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
+
+	r.id = id;
+	r.op_case = op;
+	switch (op) {
+	case SEMD__REQUEST__OP_INFO:
+		info.name = (char *)name;
+		r.info = &info;
+		break;
+	case SEMD__REQUEST__OP_DELETE:
+		del.name = (char *)name;
+		del.force = 1;
+		r.delete_ = &del;
+		break;
+	case SEMD__REQUEST__OP_LIST:
+		list.prefix = (char *)name;
+		list.max = 2;
+		r.list = &list;
+		break;
+	case SEMD__REQUEST__OP_VALIDATE:
+		val.name = (char *)name;
+		val.token = 1;
+		r.validate = &val;
+		break;
+	case SEMD__REQUEST__OP_RELEASE:
+		rel.name = (char *)name;
+		rel.permit_id = 1;
+		r.release = &rel;
+		break;
+	case SEMD__REQUEST__OP_SET_LIMIT:
+		sl.name = (char *)name;
+		sl.limit = 3;
+		r.set_limit = &sl;
+		break;
+	default:
+		exit(1);
+	}
+	out_req(o, &r);
+}
+
+static void req_simple(struct out *o, uint64_t id, int op)
+{
+	Semd__Request r = SEMD__REQUEST__INIT;
+	Semd__Ping ping = SEMD__PING__INIT;
+	Semd__Stats stats = SEMD__STATS__INIT;
+	Semd__Cancel cancel = SEMD__CANCEL__INIT;
+	static uint8_t payload[] = "payload";
+
+	r.id = id;
+	r.op_case = op;
+	switch (op) {
+	case SEMD__REQUEST__OP_PING:
+		ping.payload.data = payload;
+		ping.payload.len = sizeof(payload) - 1;
+		r.ping = &ping;
+		break;
+	case SEMD__REQUEST__OP_STATS:
+		r.stats = &stats;
+		break;
+	case SEMD__REQUEST__OP_CANCEL:
+		cancel.request_id = id - 1;
+		r.cancel = &cancel;
+		break;
+	default:
+		break;
+	}
+	out_req(o, &r);
+}
+
+/* Control bytes of the dispatch scripts. */
+static void ctl(struct out *o, int kind, int client)
+{
+	uint8_t c = FUZZ_CTL(kind, client);
+
+	out_bytes(o, &c, 1);
+}
+
+static void tick(struct out *o, uint8_t root_ms)
+{
+	ctl(o, FUZZ_OP_TICK, 0);
+	out_bytes(o, &root_ms, 1);
+}
+
+/* The fuzz_frame seeds: one of each request, streams, and broken frames. */
+static void gen_frame(void)
+{
+	static const int name_ops[] = {
+		SEMD__REQUEST__OP_INFO, SEMD__REQUEST__OP_DELETE, SEMD__REQUEST__OP_LIST,
+		SEMD__REQUEST__OP_VALIDATE, SEMD__REQUEST__OP_RELEASE, SEMD__REQUEST__OP_SET_LIMIT,
+	};
+	static const char *const op_files[] = {
+		"info", "delete", "list", "validate", "release", "set-limit",
+	};
+	struct out o;
+	uint8_t hdr[FRAME_HDR];
+	size_t i;
+
+	memset(&o, 0, sizeof(o)); req_hello(&o, 1, 0); out_write(&o, "fuzz_frame", "hello");
+	memset(&o, 0, sizeof(o)); req_create(&o, 2, "jobs/a", 2, 0); out_write(&o, "fuzz_frame", "create");
+	memset(&o, 0, sizeof(o)); req_down(&o, 3, "jobs/a", 1, -1, 0); out_write(&o, "fuzz_frame", "down");
+	memset(&o, 0, sizeof(o)); req_down(&o, 3, "jobs/a", 2, 250, 1000); out_write(&o, "fuzz_frame", "down-lease");
+	memset(&o, 0, sizeof(o)); req_up(&o, 4, "jobs/a", 1, 7); out_write(&o, "fuzz_frame", "up");
+	memset(&o, 0, sizeof(o)); req_simple(&o, 5, SEMD__REQUEST__OP_PING); out_write(&o, "fuzz_frame", "ping");
+	memset(&o, 0, sizeof(o)); req_simple(&o, 6, SEMD__REQUEST__OP_STATS); out_write(&o, "fuzz_frame", "stats");
+	memset(&o, 0, sizeof(o)); req_simple(&o, 7, SEMD__REQUEST__OP_CANCEL); out_write(&o, "fuzz_frame", "cancel");
+	for (i = 0; i < sizeof(name_ops) / sizeof(name_ops[0]); i++) {
+		memset(&o, 0, sizeof(o));
+		req_name_op(&o, 10 + i, name_ops[i], "jobs/a");
+		out_write(&o, "fuzz_frame", op_files[i]);
+	}
+	/* a pipelined session */
+	memset(&o, 0, sizeof(o));
+	req_hello(&o, 1, 0);
+	req_create(&o, 2, "db/replica-1", 1, 0);
+	req_down(&o, 3, "db/replica-1", 1, -1, 0);
+	req_up(&o, 4, "db/replica-1", 1, 0);
+	req_simple(&o, 5, SEMD__REQUEST__OP_PING);
+	out_write(&o, "fuzz_frame", "stream");
+	/* zero-length frame: an empty Request */
+	memset(&o, 0, sizeof(o));
+	frame_put_header(hdr, 0);
+	out_bytes(&o, hdr, FRAME_HDR);
+	out_write(&o, "fuzz_frame", "empty-frame");
+	/* a header over the cap */
+	memset(&o, 0, sizeof(o));
+	frame_put_header(hdr, FRAME_MAX_DEFAULT + 1);
+	out_bytes(&o, hdr, FRAME_HDR);
+	out_write(&o, "fuzz_frame", "oversized");
+	/* found by fuzz_frame: a field-0 tag in an overlong varint, unframed */
+	memset(&o, 0, sizeof(o));
+	out_bytes(&o, "\x08\x01\x80\x00\x00", 5);
+	out_write(&o, "fuzz_frame", "regress-overlong-tag0");
+	/* a truncated frame */
+	memset(&o, 0, sizeof(o));
+	req_down(&o, 3, "jobs/a", 1, -1, 0);
+	o.len -= 3;
+	out_write(&o, "fuzz_frame", "truncated");
+}
+
+/* The fuzz_dispatch seeds: short scripts over a few sessions. */
+static void gen_dispatch(void)
+{
+	struct out o;
+
+	/* hand-off: 0 holds, 1 waits, 0 ups, 1 gets it */
+	memset(&o, 0, sizeof(o));
+	ctl(&o, 0, 0); req_hello(&o, 1, 0);
+	ctl(&o, 0, 1); req_hello(&o, 1, 0);
+	ctl(&o, 0, 0); req_create(&o, 2, "a", 1, 0);
+	ctl(&o, 0, 0); req_down(&o, 3, "a", 1, -1, 0);
+	ctl(&o, 0, 1); req_down(&o, 2, "a", 1, -1, 0);
+	ctl(&o, 0, 0); req_up(&o, 4, "a", 1, 0);
+	ctl(&o, 0, 1); req_up(&o, 3, "a", 1, 0);
+	out_write(&o, "fuzz_dispatch", "handoff");
+
+	/* a waiter times out, another is cancelled, a holder disconnects */
+	memset(&o, 0, sizeof(o));
+	ctl(&o, 0, 0); req_hello(&o, 1, 0);
+	ctl(&o, 0, 1); req_hello(&o, 1, 0);
+	ctl(&o, 0, 2); req_hello(&o, 1, 0);
+	ctl(&o, 0, 0); req_down(&o, 2, "b", 1, -1, 0);
+	ctl(&o, 0, 1); req_down(&o, 2, "b", 1, 50, 0);
+	ctl(&o, 0, 2); req_down(&o, 2, "b", 1, -1, 0);
+	ctl(&o, 0, 2); req_simple(&o, 3, SEMD__REQUEST__OP_CANCEL);
+	tick(&o, 10);
+	ctl(&o, FUZZ_OP_RECONNECT, 0);
+	ctl(&o, 0, 1); req_name_op(&o, 4, SEMD__REQUEST__OP_INFO, "b");
+	out_write(&o, "fuzz_dispatch", "timeout-cancel-disconnect");
+
+	/* counting: limit 3, n = 2 each, set-limit, delete --force with waiters */
+	memset(&o, 0, sizeof(o));
+	ctl(&o, 0, 0); req_hello(&o, 1, 0);
+	ctl(&o, 0, 1); req_hello(&o, 1, 0);
+	ctl(&o, 0, 0); req_create(&o, 2, "c", 3, 0);
+	ctl(&o, 0, 0); req_down(&o, 3, "c", 2, -1, 0);
+	ctl(&o, 0, 1); req_down(&o, 2, "c", 2, 1000, 0);
+	ctl(&o, 0, 0); req_name_op(&o, 4, SEMD__REQUEST__OP_SET_LIMIT, "c");
+	ctl(&o, 0, 1); req_name_op(&o, 3, SEMD__REQUEST__OP_LIST, "");
+	ctl(&o, 0, 0); req_name_op(&o, 5, SEMD__REQUEST__OP_DELETE, "c");
+	ctl(&o, 0, 1); req_simple(&o, 4, SEMD__REQUEST__OP_STATS);
+	out_write(&o, "fuzz_dispatch", "counting-delete");
+
+	/* leases: a detached hold and a session lease outliving the connection */
+	memset(&o, 0, sizeof(o));
+	ctl(&o, 0, 0); req_hello(&o, 1, 2000);
+	ctl(&o, 0, 0); req_down(&o, 2, "d", 1, 0, 500);
+	ctl(&o, 0, 0); req_down(&o, 3, "e", 1, -1, 0);
+	ctl(&o, FUZZ_OP_RECONNECT, 0);
+	ctl(&o, 0, 1); req_hello(&o, 1, 0);
+	ctl(&o, 0, 1); req_down(&o, 2, "e", 1, -1, 0);
+	tick(&o, 30);
+	tick(&o, 50);
+	ctl(&o, 0, 1); req_name_op(&o, 3, SEMD__REQUEST__OP_VALIDATE, "e");
+	out_write(&o, "fuzz_dispatch", "leases");
+
+	/* signal mode, up without a hold, release by an admin */
+	memset(&o, 0, sizeof(o));
+	ctl(&o, 0, 0); req_hello(&o, 1, 0);
+	ctl(&o, 0, 1); req_hello(&o, 1, 0);
+	ctl(&o, 0, 0); req_create(&o, 2, "s", 2, 1);
+	ctl(&o, 0, 1); req_down(&o, 2, "s", 1, -1, 0);
+	ctl(&o, 0, 0); req_up(&o, 3, "s", 1, 0);
+	ctl(&o, 0, 0); req_name_op(&o, 4, SEMD__REQUEST__OP_RELEASE, "s");
+	ctl(&o, 0, 1); req_simple(&o, 3, SEMD__REQUEST__OP_PING);
+	out_write(&o, "fuzz_dispatch", "signal-release");
+
+	/* no Hello first, then garbage */
+	memset(&o, 0, sizeof(o));
+	ctl(&o, 0, 3); req_down(&o, 1, "x", 1, -1, 0);
+	ctl(&o, 0, 2); out_bytes(&o, "\0\0\0\3\xff\xff\xff", 7);
+	out_write(&o, "fuzz_dispatch", "no-hello-garbage");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: gen-corpus OUTDIR\n");
+		return 2;
+	}
+	outdir = argv[1];
+	if (mkdir(outdir, 0755) != 0 && errno != EEXIST) {
+		perror(outdir);
+		return 1;
+	}
+	gen_frame();
+	gen_dispatch();
+	return 0;
+}

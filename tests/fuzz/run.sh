@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# tests/fuzz/run.sh BUILD_DIR SECONDS - build every libFuzzer target with
+# clang (-fsanitize=fuzzer,address,undefined) in BUILD_DIR and run each for
+# SECONDS from the seed corpus in tests/fuzz/corpus/<target>/. Exits non-zero
+# when a target crashes, leaks, hits undefined behaviour or does not build;
+# the input that did it is kept in BUILD_DIR/artifacts/.
+#
+# The tree's libraries are built by a clang configure of their own in
+# BUILD_DIR (instrumented with -fsanitize=fuzzer-no-link), so the targets
+# link the same objects the daemon is made of.
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+	echo "usage: $0 BUILD_DIR SECONDS" >&2
+	exit 2
+fi
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$1
+SECONDS_EACH=$2
+CC=${FUZZ_CC:-clang}
+JOBS=${JOBS:-2}
+mkdir -p "$BUILD"
+BUILD=$(cd "$BUILD" && pwd)
+
+command -v "$CC" >/dev/null || { echo "fuzz: $CC not found (apt-get install clang)" >&2; exit 1; }
+[ -x "$TOP/configure" ] || (cd "$TOP" && ./autogen.sh)
+
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1"
+if [ ! -f "$BUILD/Makefile" ]; then
+	(cd "$BUILD" && "$TOP/configure" -q CC="$CC" --without-systemd \
+		CFLAGS="$SAN -fsanitize=fuzzer-no-link")
+fi
+
+# target name -> the libraries it needs, in link order (paths under BUILD)
+declare -A LIBS
+LIBS[fuzz_frame]="proto/libsemproto.a"
+if [ -f "$TOP/tests/fuzz/fuzz_dispatch.c" ]; then
+	LIBS[fuzz_dispatch]="daemon/libsemstate.a core/libsemcore.a arch/libsemarch.a proto/libsemproto.a"
+fi
+
+want=""
+for t in "${!LIBS[@]}"; do want="$want ${LIBS[$t]}"; done
+# build only the libraries that this tree's Makefile knows
+make_targets=""
+for lib in $(printf '%s\n' $want | sort -u); do
+	if grep -q "^${lib//\//_}_" "$BUILD/Makefile" 2>/dev/null ||
+	   grep -q "$lib" "$BUILD/Makefile" 2>/dev/null; then
+		make_targets="$make_targets $lib"
+	fi
+done
+# shellcheck disable=SC2086
+make -s -C "$BUILD" -j"$JOBS" $make_targets
+
+PROTOBUF=$(pkg-config --cflags --libs libprotobuf-c)
+failed=0
+summary=()
+mkdir -p "$BUILD/artifacts"
+for t in $(printf '%s\n' "${!LIBS[@]}" | sort); do
+	libs=""
+	for lib in ${LIBS[$t]}; do
+		[ -f "$BUILD/$lib" ] && libs="$libs $BUILD/$lib"
+	done
+	echo "=== fuzz: building $t"
+	# shellcheck disable=SC2086
+	if ! "$CC" $SAN -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -I"$TOP" -I"$BUILD" \
+		-o "$BUILD/$t" "$TOP/tests/fuzz/$t.c" $libs $PROTOBUF -lpthread; then
+		summary+=("$t: BUILD FAILED"); failed=1; continue
+	fi
+	work=$BUILD/corpus/$t
+	mkdir -p "$work"
+	echo "=== fuzz: running $t for ${SECONDS_EACH}s"
+	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		"$BUILD/$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+		-max_len=4096 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t-" \
+		"$work" "$TOP/tests/fuzz/corpus/$t" >"$BUILD/$t.log" 2>&1; then
+		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$BUILD/$t.log")
+		summary+=("$t: ok (${runs:-?} runs, corpus $(ls "$work" | wc -l) files)")
+	else
+		tail -n 40 "$BUILD/$t.log"
+		summary+=("$t: FAILED (see $BUILD/$t.log and $BUILD/artifacts/)"); failed=1
+	fi
+done
+echo "=== fuzz summary"
+printf '%s\n' "${summary[@]}"
+exit $failed
