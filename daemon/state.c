@@ -1,0 +1,2092 @@
+/*
+ * daemon/state.c - semaphore table, sessions, holds, waiters, deadlines.
+ *
+ * Plain logic: no I/O, no clock, no randomness (see state.h). Every permit a
+ * client holds is a struct sm_hold, owned by its session or, for a detached
+ * hold, by the principal until its lease runs out. Every down that waits is a
+ * struct sm_wait around a core struct sema_waiter; the core decides who gets
+ * permits (strict FIFO, direct hand-off) and calls wait_wake() on a grant.
+ *
+ * For an OWNED semaphore, held + count == limit at all times: permits only
+ * move between the core's free count and hold records, and a limit change
+ * moves the free count by the same delta (so after a shrink count may be
+ * negative while the holders drain). A SIGNAL semaphore has no holds: a down
+ * consumes permits, any up adds them back, and count never exceeds limit.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/semaphore.h"
+#include "daemon/hmap.h"
+#include "daemon/state.h"
+
+#define SM_LIMIT_MAX	(1u << 30)
+#define SM_STR_MAX	255	/* client name, host: longer is cut */
+
+enum { T_WAIT = 1, T_HOLD, T_SESSION };
+
+struct sm_timer {
+	uint64_t	when;
+	uint64_t	seq;		/* ties broken in arming order */
+	size_t		idx;		/* in the heap, or SIZE_MAX */
+	int		kind;
+};
+
+/* Who a session is; shared by the session and its detached holds. */
+struct sm_ident {
+	unsigned int	refs;
+	uint32_t	pid;
+	char		*principal;
+	char		*client_name;
+	char		*host;
+};
+
+struct sm_sem {
+	struct hnode		node;		/* sm->names */
+	struct semaphore	sem;
+	uint32_t		limit;
+	int			mode;		/* Semd__Mode */
+	bool			auto_created;
+	uint32_t		nholders;
+	uint32_t		nwaiters;
+	uint64_t		held;		/* permits in hold records */
+	struct list_head	holders;	/* sm_hold.sem_entry, grant order */
+	struct list_head	waiters;	/* sm_wait.sem_entry, queue order */
+	size_t			len;
+	char			name[];
+};
+
+/* Key of the idempotency index: (session id, request id). */
+struct sm_reqkey {
+	struct hnode	node;
+	uint64_t	session_id;
+	uint64_t	request_id;
+	bool		is_hold;
+	bool		indexed;
+};
+
+struct sm_hold {
+	struct hnode		permit_node;	/* sm->permits */
+	struct hnode		token_node;	/* sm->tokens */
+	struct sm_reqkey	req;		/* sm->requests */
+	uint64_t		permit_id;
+	uint64_t		token;
+	uint32_t		n;
+	struct sm_sem		*sem;
+	struct sm_session	*session;	/* NULL: detached */
+	struct sm_ident		*ident;
+	struct list_head	sem_entry;
+	struct list_head	owner_entry;	/* session->holds or sm->detached */
+	uint64_t		since_wall;
+	uint64_t		expires_wall;	/* detached only */
+	struct sm_timer		expiry;		/* detached only */
+};
+
+struct sm_wait {
+	struct sema_waiter	w;
+	struct sm_reqkey	req;
+	struct sm		*sm;
+	uint32_t		n;
+	uint32_t		lease_ms;
+	struct sm_sem		*sem;
+	struct sm_session	*session;
+	struct list_head	sem_entry;
+	struct list_head	session_entry;
+	uint64_t		since_ms;
+	uint64_t		since_wall;
+	uint64_t		deadline_wall;	/* 0: none */
+	struct sm_timer		deadline;
+};
+
+struct sm_session {
+	struct hnode		node;		/* sm->sessions */
+	uint64_t		id;
+	uint8_t			secret[SM_SECRET_LEN];
+	struct sm_client	*client;	/* NULL while lingering */
+	struct sm_ident		*ident;
+	uint32_t		lease_ms;
+	uint32_t		nholds;
+	uint32_t		nwaiters;
+	struct list_head	holds;
+	struct list_head	waiters;
+	struct sm_timer		expiry;
+};
+
+struct sm_client {
+	void			*conn;
+	char			*principal;
+	uint8_t			secret[SM_SECRET_LEN];
+	bool			hello;
+	struct sm_session	*session;
+	struct list_head	entry;
+};
+
+struct sm {
+	struct sm_config	cfg;
+	struct sm_out		out;
+	uint64_t		start_ms;
+	uint64_t		token_base;
+	uint64_t		token_hwm;	/* highest token of freed semaphores */
+	struct hmap		names;
+	struct hmap		sessions;
+	struct hmap		permits;
+	struct hmap		tokens;
+	struct hmap		requests;
+	struct sm_timer		**heap;
+	size_t			heap_n;
+	size_t			heap_cap;
+	uint64_t		timer_seq;
+	uint64_t		next_session;
+	uint64_t		next_permit;
+	struct list_head	clients;
+	struct list_head	detached;
+	struct sm_counters	ctr;
+	uint64_t		mem;
+	bool			shutting_down;
+	uint64_t		now;		/* of the call in progress */
+};
+
+static void hold_release(struct sm *sm, struct sm_hold *h, bool up);
+static void sem_maybe_free(struct sm *sm, struct sm_sem *sem);
+
+/* Default configuration. */
+void sm_config_defaults(struct sm_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->default_limit = 1;
+	cfg->max_semaphores = 1000000;
+	cfg->max_sessions = 100000;
+	cfg->max_waiters_per_session = 1024;
+	cfg->max_holds_per_session = 4096;
+	cfg->max_lease_ms = 24u * 3600u * 1000u;
+	cfg->server = "semd";
+}
+
+/* --- memory, with accounting --------------------------------------------- */
+
+/* Zeroed allocation counted in the memory figure. */
+static void *sm_alloc(struct sm *sm, size_t size)
+{
+	void *p = calloc(1, size);
+
+	if (p != NULL)
+		sm->mem += size;
+	return p;
+}
+
+/* Free what sm_alloc() gave. */
+static void sm_dealloc(struct sm *sm, void *p, size_t size)
+{
+	if (p == NULL)
+		return;
+	sm->mem -= size;
+	free(p);
+}
+
+/* Counted strndup. */
+static char *sm_strdup(struct sm *sm, const char *s, size_t len)
+{
+	char *p = sm_alloc(sm, len + 1);
+
+	if (p != NULL)
+		memcpy(p, s, len);
+	return p;
+}
+
+/* Free a string from sm_strdup(). */
+static void sm_strfree(struct sm *sm, char *s)
+{
+	if (s != NULL)
+		sm_dealloc(sm, s, strlen(s) + 1);
+}
+
+/* Unix time in ms for a monotonic now. */
+static uint64_t sm_wall(const struct sm *sm, uint64_t now)
+{
+	return sm->cfg.wall_ms + (now - sm->start_ms);
+}
+
+/* --- names ------------------------------------------------------------------ */
+
+/* Decode one UTF-8 sequence; returns its length or 0 if invalid. */
+static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
+{
+	size_t need, i;
+	uint32_t c, min;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	} else if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		need = 1; c = s[0] & 0x1f; min = 0x80;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		need = 2; c = s[0] & 0x0f; min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		need = 3; c = s[0] & 0x07; min = 0x10000;
+	} else
+		return 0;
+	if (len < need + 1)
+		return 0;
+	for (i = 1; i <= need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return need + 1;
+}
+
+/* 1-255 bytes of valid UTF-8 with no C0, DEL or C1 control characters. */
+bool sm_name_valid(const char *name, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	size_t i = 0, k;
+	uint32_t cp;
+
+	if (len == 0 || len > SM_NAME_MAX)
+		return false;
+	while (i < len) {
+		k = utf8_decode(s + i, len - i, &cp);
+		if (k == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+/* Copy a client-supplied label, cut at max bytes, bad bytes become '?'. */
+static char *sm_label(struct sm *sm, const char *s)
+{
+	size_t len = strlen(s), i = 0, k, o = 0;
+	char *p;
+	uint32_t cp;
+
+	if (len > SM_STR_MAX)
+		len = SM_STR_MAX;
+	p = sm_alloc(sm, len + 1);
+	if (p == NULL)
+		return NULL;
+	while (i < len) {
+		k = utf8_decode((const unsigned char *)s + i, len - i, &cp);
+		if (k == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			p[o++] = '?';
+			i++;
+			continue;
+		}
+		memcpy(p + o, s + i, k);
+		o += k;
+		i += k;
+	}
+	return p;	/* o <= len: the rest stays zero */
+}
+
+/* --- hashing and indexes --------------------------------------------------- */
+
+/* Hash of a name. */
+static uint64_t name_hash(const struct sm *sm, const char *name, size_t len)
+{
+	return hmap_siphash(sm->cfg.hash_key, name, len);
+}
+
+/* Hash of two 64-bit values. */
+static uint64_t pair_hash(const struct sm *sm, uint64_t a, uint64_t b)
+{
+	uint8_t buf[16];
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		buf[i] = (uint8_t)(a >> (8 * i));
+		buf[8 + i] = (uint8_t)(b >> (8 * i));
+	}
+	return hmap_siphash(sm->cfg.hash_key, buf, sizeof buf);
+}
+
+struct name_key {
+	const char	*name;
+	size_t		len;
+};
+
+/* Does a table node carry this name? */
+static bool name_eq(const struct hnode *n, const void *key)
+{
+	const struct sm_sem *sem = container_of(n, struct sm_sem, node);
+	const struct name_key *k = key;
+
+	return sem->len == k->len && memcmp(sem->name, k->name, k->len) == 0;
+}
+
+/* Look up a semaphore by name. */
+static struct sm_sem *sem_find(const struct sm *sm, const char *name)
+{
+	struct name_key k = { name, strlen(name) };
+	struct hnode *n;
+
+	n = hmap_find(&sm->names, name_hash(sm, k.name, k.len), name_eq, &k);
+	return n ? container_of(n, struct sm_sem, node) : NULL;
+}
+
+/* Does a session node have this id? */
+static bool session_eq(const struct hnode *n, const void *key)
+{
+	return container_of(n, struct sm_session, node)->id ==
+	    *(const uint64_t *)key;
+}
+
+/* Look up a session by id. */
+static struct sm_session *session_find(const struct sm *sm, uint64_t id)
+{
+	struct hnode *n;
+
+	n = hmap_find(&sm->sessions, pair_hash(sm, id, 0), session_eq, &id);
+	return n ? container_of(n, struct sm_session, node) : NULL;
+}
+
+/* Does a permit node have this id? */
+static bool permit_eq(const struct hnode *n, const void *key)
+{
+	return container_of(n, struct sm_hold, permit_node)->permit_id ==
+	    *(const uint64_t *)key;
+}
+
+/* Look up a hold by permit id. */
+static struct sm_hold *permit_find(const struct sm *sm, uint64_t id)
+{
+	struct hnode *n;
+
+	n = hmap_find(&sm->permits, pair_hash(sm, id, 1), permit_eq, &id);
+	return n ? container_of(n, struct sm_hold, permit_node) : NULL;
+}
+
+struct token_key {
+	const struct sm_sem	*sem;
+	uint64_t		token;
+};
+
+/* Does a token node match (semaphore, token)? */
+static bool token_eq(const struct hnode *n, const void *key)
+{
+	const struct sm_hold *h = container_of(n, struct sm_hold, token_node);
+	const struct token_key *k = key;
+
+	return h->sem == k->sem && h->token == k->token;
+}
+
+/* Look up the hold of a semaphore with this fencing token. */
+static struct sm_hold *token_find(const struct sm *sm, const struct sm_sem *sem,
+    uint64_t token)
+{
+	struct token_key k = { sem, token };
+	struct hnode *n;
+
+	n = hmap_find(&sm->tokens, pair_hash(sm, sem->node.hash, token),
+	    token_eq, &k);
+	return n ? container_of(n, struct sm_hold, token_node) : NULL;
+}
+
+/* Does a request node match (session, request id)? */
+static bool req_eq(const struct hnode *n, const void *key)
+{
+	const struct sm_reqkey *r = container_of(n, struct sm_reqkey, node);
+	const struct sm_reqkey *k = key;
+
+	return r->session_id == k->session_id && r->request_id == k->request_id;
+}
+
+/* Find the hold or waiter made by a session's down with this id. */
+static struct sm_reqkey *req_find(const struct sm *sm, uint64_t session_id,
+    uint64_t request_id)
+{
+	struct sm_reqkey k = { .session_id = session_id, .request_id = request_id };
+	struct hnode *n;
+
+	n = hmap_find(&sm->requests, pair_hash(sm, session_id, request_id),
+	    req_eq, &k);
+	return n ? container_of(n, struct sm_reqkey, node) : NULL;
+}
+
+/* Index a down's request key (id 0 is never indexed). */
+static void req_index(struct sm *sm, struct sm_reqkey *r, uint64_t session_id,
+    uint64_t request_id, bool is_hold)
+{
+	r->session_id = session_id;
+	r->request_id = request_id;
+	r->is_hold = is_hold;
+	r->indexed = request_id != 0;
+	if (r->indexed)
+		hmap_insert(&sm->requests, &r->node,
+		    pair_hash(sm, session_id, request_id));
+}
+
+/* Drop a request key from the index. */
+static void req_unindex(struct sm *sm, struct sm_reqkey *r)
+{
+	if (r->indexed)
+		hmap_remove(&sm->requests, &r->node);
+	r->indexed = false;
+}
+
+/* --- the deadline heap ------------------------------------------------------ */
+
+/* Does timer a fire before timer b? */
+static bool timer_before(const struct sm_timer *a, const struct sm_timer *b)
+{
+	return a->when < b->when || (a->when == b->when && a->seq < b->seq);
+}
+
+/* Put heap slot i's timer in place, moving it up or down. */
+static void heap_fix(struct sm *sm, size_t i)
+{
+	struct sm_timer **h = sm->heap, *t = h[i];
+	size_t p, c;
+
+	while (i > 0 && timer_before(t, h[p = (i - 1) / 2])) {
+		h[i] = h[p];
+		h[i]->idx = i;
+		i = p;
+	}
+	for (;;) {
+		c = 2 * i + 1;
+		if (c >= sm->heap_n)
+			break;
+		if (c + 1 < sm->heap_n && timer_before(h[c + 1], h[c]))
+			c++;
+		if (!timer_before(h[c], t))
+			break;
+		h[i] = h[c];
+		h[i]->idx = i;
+		i = c;
+	}
+	h[i] = t;
+	t->idx = i;
+}
+
+/* Arm a timer; -ENOMEM if the heap cannot grow. */
+static int timer_arm(struct sm *sm, struct sm_timer *t, int kind, uint64_t when)
+{
+	struct sm_timer **h;
+	size_t cap;
+
+	if (sm->heap_n == sm->heap_cap) {
+		cap = sm->heap_cap ? sm->heap_cap * 2 : 64;
+		h = realloc(sm->heap, cap * sizeof *h);
+		if (h == NULL)
+			return -ENOMEM;
+		sm->heap = h;
+		sm->heap_cap = cap;
+	}
+	t->kind = kind;
+	t->when = when;
+	t->seq = sm->timer_seq++;
+	sm->heap[sm->heap_n] = t;
+	t->idx = sm->heap_n++;
+	heap_fix(sm, t->idx);
+	return 0;
+}
+
+/* Disarm a timer (no-op when not armed). */
+static void timer_disarm(struct sm *sm, struct sm_timer *t)
+{
+	size_t i = t->idx;
+
+	if (i == SIZE_MAX)
+		return;
+	t->idx = SIZE_MAX;
+	if (i == --sm->heap_n)
+		return;
+	sm->heap[i] = sm->heap[sm->heap_n];
+	sm->heap[i]->idx = i;
+	heap_fix(sm, i);
+}
+
+/* --- replies --------------------------------------------------------------- */
+
+/* Hand a reply to the I/O layer if the client is still connected. */
+static void reply_send(struct sm *sm, struct sm_client *c, Semd__Reply *r)
+{
+	if (r->code != SEMD__CODE__OK)
+		sm->ctr.errors++;
+	if (c != NULL && c->conn != NULL && sm->out.reply != NULL)
+		sm->out.reply(sm->out.ctx, c->conn, r);
+}
+
+/* Send an error reply with a formatted message. */
+static void __attribute__((format(printf, 5, 6)))
+reply_err(struct sm *sm, struct sm_client *c, uint64_t id, int code,
+    const char *fmt, ...)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	r.id = id;
+	r.code = code;
+	r.message = msg;
+	reply_send(sm, c, &r);
+}
+
+/* Send a bare OK. */
+static void reply_ok(struct sm *sm, struct sm_client *c, uint64_t id)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+
+	r.id = id;
+	reply_send(sm, c, &r);
+}
+
+/* Send a Grant. */
+static void reply_grant(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint64_t permit_id, uint64_t token, uint32_t n, uint64_t waited_ms)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Grant g = SEMD__GRANT__INIT;
+
+	g.permit_id = permit_id;
+	g.token = token;
+	g.n = n;
+	g.waited_us = waited_ms * 1000;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_GRANT;
+	r.grant = &g;
+	reply_send(sm, c, &r);
+}
+
+/* Send Released{n}. */
+static void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint32_t n)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Released rel = SEMD__RELEASED__INIT;
+
+	rel.n = n;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_RELEASED;
+	r.released = &rel;
+	reply_send(sm, c, &r);
+}
+
+/* --- identities, semaphores --------------------------------------------- */
+
+/* Take a reference. */
+static struct sm_ident *ident_get(struct sm_ident *id)
+{
+	id->refs++;
+	return id;
+}
+
+/* Drop a reference; free on the last. */
+static void ident_put(struct sm *sm, struct sm_ident *id)
+{
+	if (id == NULL || --id->refs > 0)
+		return;
+	sm_strfree(sm, id->principal);
+	sm_strfree(sm, id->client_name);
+	sm_strfree(sm, id->host);
+	sm_dealloc(sm, id, sizeof *id);
+}
+
+/* Make an identity from a principal and a Hello. */
+static struct sm_ident *ident_new(struct sm *sm, const char *principal,
+    const Semd__Hello *h)
+{
+	struct sm_ident *id = sm_alloc(sm, sizeof *id);
+
+	if (id == NULL)
+		return NULL;
+	id->refs = 1;
+	id->pid = h->pid;
+	id->principal = sm_strdup(sm, principal, strlen(principal));
+	id->client_name = sm_label(sm, h->client_name);
+	id->host = sm_label(sm, h->host);
+	if (id->principal == NULL || id->client_name == NULL || id->host == NULL) {
+		ident_put(sm, id);
+		return NULL;
+	}
+	return id;
+}
+
+/* Create a semaphore; NULL when out of memory. */
+static struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
+    int mode, bool auto_created, uint64_t now)
+{
+	size_t len = strlen(name);
+	struct sm_sem *sem = sm_alloc(sm, sizeof *sem + len + 1);
+
+	if (sem == NULL)
+		return NULL;
+	memcpy(sem->name, name, len);
+	sem->len = len;
+	sema_init(&sem->sem, limit);
+	sem->sem.token = sm->token_base + (now - sm->start_ms) * 1000;
+	if (sem->sem.token < sm->token_hwm)
+		sem->sem.token = sm->token_hwm;
+	sem->limit = limit;
+	sem->mode = mode;
+	sem->auto_created = auto_created;
+	INIT_LIST_HEAD(&sem->holders);
+	INIT_LIST_HEAD(&sem->waiters);
+	hmap_insert(&sm->names, &sem->node, name_hash(sm, name, len));
+	sm->ctr.semaphores++;
+	return sem;
+}
+
+/* Remove a semaphore that has no holders and no waiters. */
+static void sem_free(struct sm *sm, struct sm_sem *sem)
+{
+	/* A name created again later must not reuse its tokens. */
+	if (sem->sem.token > sm->token_hwm)
+		sm->token_hwm = sem->sem.token;
+	hmap_remove(&sm->names, &sem->node);
+	sm->ctr.semaphores--;
+	sm_dealloc(sm, sem, sizeof *sem + sem->len + 1);
+}
+
+/* Free an auto-created semaphore nobody uses any more. */
+static void sem_maybe_free(struct sm *sm, struct sm_sem *sem)
+{
+	if (sem->auto_created && sem->nholders == 0 && sem->nwaiters == 0)
+		sem_free(sm, sem);
+}
+
+/* --- holds -------------------------------------------------------------- */
+
+/* Record a grant of n permits as a hold; NULL when out of memory. */
+static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
+    struct sm_session *s, uint64_t request_id, uint32_t n, uint64_t token,
+    uint32_t lease_ms, uint64_t now)
+{
+	struct sm_hold *h = sm_alloc(sm, sizeof *h);
+
+	if (h == NULL)
+		return NULL;
+	h->permit_id = ++sm->next_permit;
+	h->token = token;
+	h->n = n;
+	h->sem = sem;
+	h->ident = ident_get(s->ident);
+	h->since_wall = sm_wall(sm, now);
+	h->expiry.idx = SIZE_MAX;
+	if (lease_ms > 0) {
+		if (lease_ms > sm->cfg.max_lease_ms)
+			lease_ms = sm->cfg.max_lease_ms;
+		if (timer_arm(sm, &h->expiry, T_HOLD, now + lease_ms) != 0) {
+			ident_put(sm, h->ident);
+			sm_dealloc(sm, h, sizeof *h);
+			return NULL;
+		}
+		h->expires_wall = sm_wall(sm, now) + lease_ms;
+		list_add_tail(&h->owner_entry, &sm->detached);
+	} else {
+		h->session = s;
+		list_add_tail(&h->owner_entry, &s->holds);
+		s->nholds++;
+	}
+	list_add_tail(&h->sem_entry, &sem->holders);
+	sem->nholders++;
+	sem->held += n;
+	hmap_insert(&sm->permits, &h->permit_node, pair_hash(sm, h->permit_id, 1));
+	hmap_insert(&sm->tokens, &h->token_node,
+	    pair_hash(sm, sem->node.hash, token));
+	req_index(sm, &h->req, s->id, request_id, true);
+	sm->ctr.holders++;
+	return h;
+}
+
+/* Forget a hold; with up, its permits go back to the semaphore. */
+static void hold_release(struct sm *sm, struct sm_hold *h, bool up)
+{
+	struct sm_sem *sem = h->sem;
+	uint32_t n = h->n;
+
+	timer_disarm(sm, &h->expiry);
+	list_del_init(&h->owner_entry);
+	if (h->session != NULL)
+		h->session->nholds--;
+	list_del_init(&h->sem_entry);
+	sem->nholders--;
+	sem->held -= n;
+	hmap_remove(&sm->permits, &h->permit_node);
+	hmap_remove(&sm->tokens, &h->token_node);
+	req_unindex(sm, &h->req);
+	ident_put(sm, h->ident);
+	sm_dealloc(sm, h, sizeof *h);
+	sm->ctr.holders--;
+	if (up)
+		sema_up_n(&sem->sem, n);
+}
+
+/* Does the session (or its principal, for detached holds) own h? */
+static bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s)
+{
+	if (h->session != NULL)
+		return h->session == s;
+	return strcmp(h->ident->principal, s->ident->principal) == 0;
+}
+
+/* Turn a grant into a hold and answer it (owned), or just answer (signal). */
+static void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
+    uint64_t request_id, uint32_t n, uint64_t token, uint32_t lease_ms,
+    uint64_t since, uint64_t now)
+{
+	struct sm_hold *h;
+
+	sm->ctr.grants++;
+	if (sem->mode == SEMD__MODE__SIGNAL) {
+		reply_grant(sm, s->client, request_id, 0, token, n, now - since);
+		return;
+	}
+	h = hold_new(sm, sem, s, request_id, n, token, lease_ms, now);
+	if (h == NULL) {
+		/* Out of memory: the permits go back, the client hears why. */
+		sema_up_n(&sem->sem, n);
+		reply_err(sm, s->client, request_id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory recording the grant on %s", sem->name);
+		return;
+	}
+	reply_grant(sm, s->client, request_id, h->permit_id, token, n,
+	    now - since);
+}
+
+/* --- waiters ------------------------------------------------------------ */
+
+/* Take a waiter out of our lists, index and heap (not the core's list). */
+static void wait_unlink(struct sm *sm, struct sm_wait *w)
+{
+	timer_disarm(sm, &w->deadline);
+	list_del_init(&w->sem_entry);
+	list_del_init(&w->session_entry);
+	w->sem->nwaiters--;
+	w->session->nwaiters--;
+	req_unindex(sm, &w->req);
+	sm->ctr.waiters--;
+}
+
+/* Unlink and free a waiter the core no longer knows. */
+static void wait_free(struct sm *sm, struct sm_wait *w)
+{
+	wait_unlink(sm, w);
+	sm_dealloc(sm, w, sizeof *w);
+}
+
+/* Core callback: a queued waiter was granted its permits. */
+static void wait_wake(struct sema_waiter *sw)
+{
+	struct sm_wait *w = container_of(sw, struct sm_wait, w);
+	struct sm *sm = w->sm;
+	struct sm_sem *sem = w->sem;
+	struct sm_session *s = w->session;
+	uint64_t id = w->req.request_id, token = sw->token, since = w->since_ms;
+	uint32_t n = w->n, lease = w->lease_ms;
+
+	wait_free(sm, w);
+	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now);
+}
+
+/*
+ * Cancel a queued waiter and answer it with code (no answer when code is
+ * OK). The answer goes out before the core hands the freed place on, so a
+ * client sees the cancellation before the grant it caused. The state is
+ * only touched from one thread, so a waiter in our lists is still queued in
+ * the core (wait_wake unlinks a granted one before anything else).
+ */
+static void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
+    const char *why)
+{
+	struct sm_session *s = w->session;
+	bool removed;
+
+	if (code != SEMD__CODE__OK)
+		reply_err(sm, s->client, w->req.request_id, code, "%s", why);
+	wait_unlink(sm, w);
+	removed = sema_cancel(&w->sem->sem, &w->w);
+	if (!removed) {
+		/* Cannot happen single-threaded; never lose the permits. */
+		sema_up_n(&w->sem->sem, w->n);
+	}
+	sm_dealloc(sm, w, sizeof *w);
+}
+
+/* --- sessions ------------------------------------------------------------ */
+
+/* Free a session: it has no client and no waiters; its holds go back. */
+static void session_free(struct sm *sm, struct sm_session *s)
+{
+	struct sm_hold *h;
+	struct sm_sem *sem;
+
+	while (!list_empty(&s->holds)) {
+		h = list_first_entry(&s->holds, struct sm_hold, owner_entry);
+		sem = h->sem;
+		hold_release(sm, h, true);
+		sem_maybe_free(sm, sem);
+	}
+	timer_disarm(sm, &s->expiry);
+	hmap_remove(&sm->sessions, &s->node);
+	ident_put(sm, s->ident);
+	sm_dealloc(sm, s, sizeof *s);
+	sm->ctr.sessions--;
+}
+
+/* The connection of a session went away: down_killable's fatal signal. */
+static void session_detach(struct sm *sm, struct sm_session *s, uint64_t now)
+{
+	struct sm_wait *w;
+	struct sm_sem *sem;
+
+	s->client = NULL;
+	/* Cancelling may grant later waiters of this session: loop on head. */
+	while (!list_empty(&s->waiters)) {
+		w = list_first_entry(&s->waiters, struct sm_wait, session_entry);
+		sem = w->sem;
+		wait_cancel(sm, w, SEMD__CODE__OK, NULL);
+		sm->ctr.cancels_disconnect++;
+		sem_maybe_free(sm, sem);
+	}
+	if (s->lease_ms > 0 && !sm->shutting_down &&
+	    timer_arm(sm, &s->expiry, T_SESSION, now + s->lease_ms) == 0)
+		return;
+	session_free(sm, s);
+}
+
+/* --- lifecycle --------------------------------------------------------- */
+
+/* Make a state machine. */
+struct sm *sm_new(const struct sm_config *cfg, const struct sm_out *out,
+    uint64_t now_ms)
+{
+	struct sm *sm = calloc(1, sizeof *sm);
+
+	if (sm == NULL)
+		return NULL;
+	sm->cfg = *cfg;
+	if (out != NULL)
+		sm->out = *out;
+	sm->start_ms = now_ms;
+	sm->token_base = cfg->wall_ms * 1000;
+	INIT_LIST_HEAD(&sm->clients);
+	INIT_LIST_HEAD(&sm->detached);
+	if (hmap_init(&sm->names, 64) != 0 || hmap_init(&sm->sessions, 64) != 0 ||
+	    hmap_init(&sm->permits, 64) != 0 || hmap_init(&sm->tokens, 64) != 0 ||
+	    hmap_init(&sm->requests, 64) != 0)
+		goto fail;
+	return sm;
+fail:
+	sm_free(sm);
+	return NULL;
+}
+
+/* Free everything, answering nobody. */
+void sm_free(struct sm *sm)
+{
+	struct sm_client *c;
+	struct hmap_iter it;
+	struct hnode *n;
+	struct sm_sem *sem;
+	struct sm_session *s;
+
+	if (sm == NULL)
+		return;
+	sm->out.reply = NULL;
+	sm->shutting_down = true;
+	while (!list_empty(&sm->clients)) {
+		c = list_first_entry(&sm->clients, struct sm_client, entry);
+		sm_client_close(sm, c, sm->start_ms);
+	}
+	if (sm->sessions.tab[0] != NULL) {
+		hmap_iter_init(&it, &sm->sessions);
+		while ((n = hmap_iter_next(&it)) != NULL) {
+			s = container_of(n, struct sm_session, node);
+			session_free(sm, s);
+		}
+	}
+	while (!list_empty(&sm->detached))
+		hold_release(sm, list_first_entry(&sm->detached, struct sm_hold,
+		    owner_entry), false);
+	if (sm->names.tab[0] != NULL) {
+		hmap_iter_init(&it, &sm->names);
+		while ((n = hmap_iter_next(&it)) != NULL) {
+			sem = container_of(n, struct sm_sem, node);
+			sem_free(sm, sem);
+		}
+	}
+	hmap_destroy(&sm->names);
+	hmap_destroy(&sm->sessions);
+	hmap_destroy(&sm->permits);
+	hmap_destroy(&sm->tokens);
+	hmap_destroy(&sm->requests);
+	free(sm->heap);
+	free(sm);
+}
+
+/* Apply new limits; existing objects over a lowered limit stay. */
+void sm_reconfigure(struct sm *sm, const struct sm_config *cfg)
+{
+	uint8_t key[16];
+	uint64_t wall = sm->cfg.wall_ms;
+	const char *server = sm->cfg.server;
+
+	memcpy(key, sm->cfg.hash_key, sizeof key);
+	sm->cfg = *cfg;
+	memcpy(sm->cfg.hash_key, key, sizeof key);	/* tables depend on it */
+	sm->cfg.wall_ms = wall;
+	sm->cfg.server = server;
+}
+
+/* A new connection. */
+struct sm_client *sm_client_open(struct sm *sm, void *conn,
+    const char *principal, const uint8_t secret[SM_SECRET_LEN],
+    uint64_t now_ms)
+{
+	struct sm_client *c = sm_alloc(sm, sizeof *c);
+
+	if (c == NULL)
+		return NULL;
+	c->principal = sm_strdup(sm, principal, strlen(principal));
+	if (c->principal == NULL) {
+		sm_dealloc(sm, c, sizeof *c);
+		return NULL;
+	}
+	c->conn = conn;
+	memcpy(c->secret, secret, SM_SECRET_LEN);
+	list_add_tail(&c->entry, &sm->clients);
+	sm->ctr.clients++;
+	return c;
+}
+
+/* The connection is gone. */
+void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
+{
+	if (c == NULL)
+		return;
+	sm->now = now_ms;
+	c->conn = NULL;
+	if (c->session != NULL)
+		session_detach(sm, c->session, now_ms);
+	c->session = NULL;
+	list_del_init(&c->entry);
+	sm_strfree(sm, c->principal);
+	sm_dealloc(sm, c, sizeof *c);
+	sm->ctr.clients--;
+}
+
+/* Session id of a client. */
+uint64_t sm_client_session(const struct sm_client *c)
+{
+	return c->session ? c->session->id : 0;
+}
+
+/* Undecodable input from a client. */
+void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why)
+{
+	reply_err(sm, c, 0, SEMD__CODE__PROTOCOL_ERROR, "%s", why);
+}
+
+/* --- operations ---------------------------------------------------------- */
+
+/* Hello: start or resume a session. */
+static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Hello *h, uint64_t now)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__HelloReply hr = SEMD__HELLO_REPLY__INIT;
+	struct sm_session *s;
+	uint32_t lease;
+
+	if (h->version != SM_PROTO_VERSION) {
+		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
+		    "unsupported protocol version %u (this daemon speaks %u)",
+		    h->version, SM_PROTO_VERSION);
+		return SM_CLOSE;
+	}
+	if (c->hello) {
+		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
+		    "hello was already received on this connection");
+		return SM_OK;
+	}
+	lease = h->lease_ms;
+	if (lease > sm->cfg.max_lease_ms)
+		lease = sm->cfg.max_lease_ms;
+	if (h->resume_session != 0) {
+		s = session_find(sm, h->resume_session);
+		if (s == NULL || h->resume_secret.len != SM_SECRET_LEN ||
+		    memcmp(h->resume_secret.data, s->secret, SM_SECRET_LEN) != 0) {
+			reply_err(sm, c, id, SEMD__CODE__SESSION_EXPIRED,
+			    "session %" PRIu64 " does not exist (expired, or a wrong secret)",
+			    h->resume_session);
+			return SM_OK;
+		}
+		if (strcmp(s->ident->principal, c->principal) != 0) {
+			reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+			    "session %" PRIu64 " belongs to %s, not %s", s->id,
+			    s->ident->principal, c->principal);
+			return SM_OK;
+		}
+		if (s->client != NULL) {
+			/* Taken over: the old connection loses the session. */
+			s->client->session = NULL;
+		}
+		timer_disarm(sm, &s->expiry);
+		s->client = c;
+		s->lease_ms = lease;
+		hr.resumed = true;
+	} else {
+		if (sm->ctr.sessions >= sm->cfg.max_sessions) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "too many sessions (max-sessions %u)",
+			    sm->cfg.max_sessions);
+			return SM_CLOSE;
+		}
+		s = sm_alloc(sm, sizeof *s);
+		if (s == NULL || (s->ident = ident_new(sm, c->principal, h)) == NULL) {
+			sm_dealloc(sm, s, sizeof *s);
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			return SM_CLOSE;
+		}
+		s->id = ++sm->next_session;
+		memcpy(s->secret, c->secret, SM_SECRET_LEN);
+		s->client = c;
+		s->lease_ms = lease;
+		s->expiry.idx = SIZE_MAX;
+		INIT_LIST_HEAD(&s->holds);
+		INIT_LIST_HEAD(&s->waiters);
+		hmap_insert(&sm->sessions, &s->node, pair_hash(sm, s->id, 0));
+		sm->ctr.sessions++;
+	}
+	c->session = s;
+	c->hello = true;
+	hr.version = SM_PROTO_VERSION;
+	hr.session = s->id;
+	hr.secret.data = s->secret;
+	hr.secret.len = SM_SECRET_LEN;
+	hr.lease_ms = s->lease_ms;
+	hr.principal = s->ident->principal;
+	hr.server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_HELLO;
+	r.hello = &hr;
+	reply_send(sm, c, &r);
+	return SM_OK;
+}
+
+/* Check a name field; answers INVALID_ARGUMENT when bad. */
+static bool check_name(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "a semaphore name is required");
+		return false;
+	}
+	if (len > SM_NAME_MAX) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "semaphore name is %zu bytes long (max %d)", len, SM_NAME_MAX);
+		return false;
+	}
+	if (!sm_name_valid(name, len)) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "semaphore name is not valid UTF-8 or has control characters");
+		return false;
+	}
+	return true;
+}
+
+/* Find a semaphore or answer NOT_FOUND. */
+static struct sm_sem *need_sem(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name)
+{
+	struct sm_sem *sem;
+
+	if (!check_name(sm, c, id, name))
+		return NULL;
+	sem = sem_find(sm, name);
+	if (sem == NULL)
+		reply_err(sm, c, id, SEMD__CODE__NOT_FOUND,
+		    "no semaphore named %s", name);
+	return sem;
+}
+
+/* Check a limit; answers INVALID_ARGUMENT when bad. */
+static bool check_limit(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint32_t limit)
+{
+	if (limit >= 1 && limit <= SM_LIMIT_MAX)
+		return true;
+	reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+	    "limit %u is out of range (1..%u)", limit, SM_LIMIT_MAX);
+	return false;
+}
+
+/* Create: a named semaphore with a limit and a mode. */
+static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Create *cr, uint64_t now)
+{
+	struct sm_sem *sem;
+
+	if (!check_name(sm, c, id, cr->name) || !check_limit(sm, c, id, cr->limit))
+		return;
+	if (cr->mode != SEMD__MODE__OWNED && cr->mode != SEMD__MODE__SIGNAL) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "unknown mode %d", (int)cr->mode);
+		return;
+	}
+	sem = sem_find(sm, cr->name);
+	if (sem != NULL) {
+		if (!cr->if_not_exists) {
+			reply_err(sm, c, id, SEMD__CODE__EXISTS,
+			    "semaphore %s exists (limit %u)", sem->name,
+			    sem->limit);
+			return;
+		}
+		sem->auto_created = false;	/* explicitly wanted now */
+		reply_ok(sm, c, id);
+		return;
+	}
+	if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "too many semaphores (max-semaphores %u)",
+		    sm->cfg.max_semaphores);
+		return;
+	}
+	if (sem_new(sm, cr->name, cr->limit, cr->mode, false, now) == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		return;
+	}
+	reply_ok(sm, c, id);
+}
+
+/* Down: take n permits now, or wait for them until a deadline. */
+static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Down *d, uint64_t now)
+{
+	struct sm_session *s = c->session;
+	struct sm_reqkey *prev;
+	struct sm_hold *h;
+	struct sm_sem *sem;
+	struct sm_wait *w;
+	uint32_t n = d->n ? d->n : 1;
+	uint64_t token, deadline = 0;
+	int r;
+
+	if (!check_name(sm, c, id, d->name))
+		return;
+	if (n > SM_LIMIT_MAX) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "n = %u is out of range", n);
+		return;
+	}
+	if (id != 0 && (prev = req_find(sm, s->id, id)) != NULL) {
+		/* A retried down: answer what the first one got. */
+		if (prev->is_hold) {
+			h = container_of(prev, struct sm_hold, req);
+			if (strcmp(h->sem->name, d->name) == 0) {
+				reply_grant(sm, c, id, h->permit_id, h->token,
+				    h->n, 0);
+				return;
+			}
+		} else {
+			w = container_of(prev, struct sm_wait, req);
+			if (strcmp(w->sem->name, d->name) == 0)
+				return;	/* the pending waiter will answer */
+		}
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "request id %" PRIu64 " is in use by a down on another name", id);
+		return;
+	}
+	if (s->nholds + s->nwaiters >= sm->cfg.max_holds_per_session) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "session holds or waits for too many permits (max-holds-per-session %u)",
+		    sm->cfg.max_holds_per_session);
+		return;
+	}
+	sem = sem_find(sm, d->name);
+	if (sem == NULL) {
+		if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "too many semaphores (max-semaphores %u)",
+			    sm->cfg.max_semaphores);
+			return;
+		}
+		sem = sem_new(sm, d->name, sm->cfg.default_limit,
+		    SEMD__MODE__OWNED, true, now);
+		if (sem == NULL) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			return;
+		}
+	}
+	if (n > sem->limit) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "n = %u is more than the limit of %s (%u)", n, sem->name,
+		    sem->limit);
+		goto out;
+	}
+	if (d->timeout_ms == 0) {
+		if (sema_trydown_n(&sem->sem, n, &token)) {
+			grant_deliver(sm, sem, s, id, n, token, d->lease_ms,
+			    now, now);
+		} else {
+			reply_err(sm, c, id, SEMD__CODE__WOULD_BLOCK,
+			    "%s: %ld of %u permits free, %u waiting", sem->name,
+			    sema_count(&sem->sem), sem->limit, sem->nwaiters);
+		}
+		goto out;
+	}
+	if (sm->shutting_down) {
+		reply_err(sm, c, id, SEMD__CODE__UNAVAILABLE,
+		    "semd is shutting down");
+		goto out;
+	}
+	if (s->nwaiters >= sm->cfg.max_waiters_per_session) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "session has too many waiting downs (max-waiters-per-session %u)",
+		    sm->cfg.max_waiters_per_session);
+		goto out;
+	}
+	w = sm_alloc(sm, sizeof *w);
+	if (w == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		goto out;
+	}
+	w->sm = sm;
+	w->n = n;
+	w->lease_ms = d->lease_ms;
+	w->sem = sem;
+	w->session = s;
+	w->since_ms = now;
+	w->since_wall = sm_wall(sm, now);
+	w->deadline.idx = SIZE_MAX;
+	w->req.request_id = id;
+	if (d->timeout_ms > 0) {
+		deadline = (uint64_t)d->timeout_ms > UINT64_MAX / 4 - now ?
+		    UINT64_MAX / 4 : now + (uint64_t)d->timeout_ms;
+		if (timer_arm(sm, &w->deadline, T_WAIT, deadline) != 0) {
+			sm_dealloc(sm, w, sizeof *w);
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			goto out;
+		}
+		w->deadline_wall = sm_wall(sm, deadline);
+	}
+	r = sema_down_async(&sem->sem, &w->w, n, wait_wake);
+	if (r < 0) {
+		timer_disarm(sm, &w->deadline);
+		sm_dealloc(sm, w, sizeof *w);
+		reply_err(sm, c, id, SEMD__CODE__INTERNAL,
+		    "the core refused the down (%d)", r);
+		goto out;
+	}
+	if (r == 0) {
+		timer_disarm(sm, &w->deadline);
+		token = w->w.token;
+		sm_dealloc(sm, w, sizeof *w);
+		grant_deliver(sm, sem, s, id, n, token, d->lease_ms, now, now);
+		goto out;
+	}
+	list_add_tail(&w->sem_entry, &sem->waiters);
+	list_add_tail(&w->session_entry, &s->waiters);
+	sem->nwaiters++;
+	s->nwaiters++;
+	sm->ctr.waiters++;
+	req_index(sm, &w->req, s->id, id, false);
+	return;
+out:
+	sem_maybe_free(sm, sem);
+}
+
+/* Up in signal mode: anyone adds permits, up to the limit. */
+static void up_signal(struct sm *sm, struct sm_client *c, uint64_t id,
+    struct sm_sem *sem, uint32_t n)
+{
+	if (sema_up_max(&sem->sem, n, sem->limit) != 0) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "%s: up %u would exceed the limit %u (%ld free)", sem->name,
+		    n, sem->limit, sema_count(&sem->sem));
+		return;
+	}
+	reply_released(sm, c, id, n);
+}
+
+/* Up: give back permits the caller holds (owned) or add permits (signal). */
+static void op_up(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Up *u, uint64_t now)
+{
+	struct sm_session *s = c->session;
+	struct list_head *pos, *tmp;
+	struct sm_hold *h;
+	struct sm_sem *sem;
+	uint32_t n = u->n ? u->n : 1, take;
+	uint64_t have = 0, left;
+
+	if ((sem = need_sem(sm, c, id, u->name)) == NULL)
+		return;
+	if (sem->mode == SEMD__MODE__SIGNAL && u->permit_id == 0) {
+		if (n > SM_LIMIT_MAX) {
+			reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+			    "n = %u is out of range", n);
+			return;
+		}
+		up_signal(sm, c, id, sem, n);
+		return;
+	}
+	if (u->permit_id != 0) {
+		h = permit_find(sm, u->permit_id);
+		if (h == NULL || h->sem != sem || !hold_owned_by(h, s)) {
+			reply_err(sm, c, id, SEMD__CODE__NOT_HOLDER,
+			    "permit %" PRIu64 " of %s is not held by you",
+			    u->permit_id, sem->name);
+			return;
+		}
+		n = h->n;
+		hold_release(sm, h, true);
+		reply_released(sm, c, id, n);
+		sem_maybe_free(sm, sem);
+		return;
+	}
+	/* Count what the caller holds: session holds, then detached ones. */
+	list_for_each(pos, &s->holds) {
+		h = list_entry(pos, struct sm_hold, owner_entry);
+		if (h->sem == sem)
+			have += h->n;
+	}
+	if (have < n) {
+		list_for_each(pos, &sem->holders) {
+			h = list_entry(pos, struct sm_hold, sem_entry);
+			if (h->session == NULL && hold_owned_by(h, s))
+				have += h->n;
+		}
+	}
+	if (have < n) {
+		reply_err(sm, c, id, SEMD__CODE__NOT_HOLDER,
+		    "you hold %" PRIu64 " permit(s) of %s, cannot up %u", have,
+		    sem->name, n);
+		return;
+	}
+	/*
+	 * Shrink the records first (newest first), then hand all n back to
+	 * the core in one go, so the grants it makes see consistent counts.
+	 */
+	left = n;
+	for (pos = s->holds.prev, tmp = pos->prev; left > 0 && pos != &s->holds;
+	    pos = tmp, tmp = pos->prev) {
+		h = list_entry(pos, struct sm_hold, owner_entry);
+		if (h->sem != sem)
+			continue;
+		take = h->n < left ? h->n : (uint32_t)left;
+		left -= take;
+		if (take == h->n) {
+			hold_release(sm, h, false);
+		} else {
+			h->n -= take;
+			sem->held -= take;
+		}
+	}
+	for (pos = sem->holders.prev, tmp = pos->prev;
+	    left > 0 && pos != &sem->holders; pos = tmp, tmp = pos->prev) {
+		h = list_entry(pos, struct sm_hold, sem_entry);
+		if (h->session != NULL || !hold_owned_by(h, s))
+			continue;
+		take = h->n < left ? h->n : (uint32_t)left;
+		left -= take;
+		if (take == h->n) {
+			hold_release(sm, h, false);
+		} else {
+			h->n -= take;
+			sem->held -= take;
+		}
+	}
+	sema_up_n(&sem->sem, n);
+	reply_released(sm, c, id, n);
+	sem_maybe_free(sm, sem);
+}
+
+/* Release: force-release anyone's hold by permit id (admin). */
+static void op_release(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Release *rl, uint64_t now)
+{
+	struct sm_sem *sem;
+	struct sm_hold *h;
+	uint32_t n;
+
+	if ((sem = need_sem(sm, c, id, rl->name)) == NULL)
+		return;
+	h = permit_find(sm, rl->permit_id);
+	if (h == NULL || h->sem != sem) {
+		reply_err(sm, c, id, SEMD__CODE__NOT_FOUND,
+		    "%s has no permit %" PRIu64, sem->name, rl->permit_id);
+		return;
+	}
+	n = h->n;
+	hold_release(sm, h, true);
+	reply_released(sm, c, id, n);
+	sem_maybe_free(sm, sem);
+}
+
+/* Cancel a pending down of this session. */
+static void op_cancel(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Cancel *cn, uint64_t now)
+{
+	struct sm_reqkey *k = req_find(sm, c->session->id, cn->request_id);
+	struct sm_wait *w;
+	struct sm_sem *sem;
+	char why[96];
+
+	if (k == NULL || k->is_hold) {
+		reply_err(sm, c, id, SEMD__CODE__NOT_FOUND,
+		    "no pending down with id %" PRIu64, cn->request_id);
+		return;
+	}
+	w = container_of(k, struct sm_wait, req);
+	sem = w->sem;
+	snprintf(why, sizeof why, "cancelled by request %" PRIu64, id);
+	wait_cancel(sm, w, SEMD__CODE__CANCELLED, why);
+	sm->ctr.cancels++;
+	reply_ok(sm, c, id);
+	sem_maybe_free(sm, sem);
+}
+
+/* Info: a semaphore's limit, holders and waiters in queue order. */
+static void op_info(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Info *in, uint64_t now)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__InfoReply ir = SEMD__INFO_REPLY__INIT;
+	Semd__Holder *hv = NULL, **hp = NULL;
+	Semd__Waiter *wv = NULL, **wp = NULL;
+	struct list_head *pos;
+	struct sm_sem *sem;
+	struct sm_hold *h;
+	struct sm_wait *w;
+	size_t i;
+
+	if ((sem = need_sem(sm, c, id, in->name)) == NULL)
+		return;
+	if (sem->nholders > 0) {
+		hv = calloc(sem->nholders, sizeof *hv);
+		hp = calloc(sem->nholders, sizeof *hp);
+	}
+	if (sem->nwaiters > 0) {
+		wv = calloc(sem->nwaiters, sizeof *wv);
+		wp = calloc(sem->nwaiters, sizeof *wp);
+	}
+	if ((sem->nholders > 0 && (hv == NULL || hp == NULL)) ||
+	    (sem->nwaiters > 0 && (wv == NULL || wp == NULL))) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		goto out;
+	}
+	i = 0;
+	list_for_each(pos, &sem->holders) {
+		h = list_entry(pos, struct sm_hold, sem_entry);
+		semd__holder__init(&hv[i]);
+		hv[i].permit_id = h->permit_id;
+		hv[i].token = h->token;
+		hv[i].n = h->n;
+		hv[i].client_name = h->ident->client_name;
+		hv[i].host = h->ident->host;
+		hv[i].pid = h->ident->pid;
+		hv[i].principal = h->ident->principal;
+		hv[i].since_ms = h->since_wall;
+		hv[i].detached = h->session == NULL;
+		hv[i].expires_ms = h->session ? 0 : h->expires_wall;
+		if (h->session != NULL && h->session->client == NULL)
+			hv[i].expires_ms = sm_wall(sm, h->session->expiry.when);
+		hp[i] = &hv[i];
+		i++;
+	}
+	i = 0;
+	list_for_each(pos, &sem->waiters) {
+		w = list_entry(pos, struct sm_wait, sem_entry);
+		semd__waiter__init(&wv[i]);
+		wv[i].request_id = w->req.request_id;
+		wv[i].n = w->n;
+		wv[i].client_name = w->session->ident->client_name;
+		wv[i].host = w->session->ident->host;
+		wv[i].pid = w->session->ident->pid;
+		wv[i].principal = w->session->ident->principal;
+		wv[i].since_ms = w->since_wall;
+		wv[i].deadline_ms = w->deadline_wall;
+		wp[i] = &wv[i];
+		i++;
+	}
+	ir.name = sem->name;
+	ir.limit = sem->limit;
+	ir.available = sema_count(&sem->sem);
+	ir.mode = sem->mode;
+	ir.auto_created = sem->auto_created;
+	ir.n_holders = sem->nholders;
+	ir.holders = hp;
+	ir.n_waiters = sem->nwaiters;
+	ir.waiters = wp;
+	ir.last_token = sem->sem.token;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_INFO;
+	r.info = &ir;
+	reply_send(sm, c, &r);
+out:
+	free(hv);
+	free(hp);
+	free(wv);
+	free(wp);
+}
+
+/* Max-heap order for op_list: is a's name greater than b's? */
+static bool list_greater(const struct sm_sem *a, const struct sm_sem *b)
+{
+	return strcmp(a->name, b->name) > 0;
+}
+
+/* Restore the max-heap at slot i (sift down). */
+static void list_sift(struct sm_sem **h, size_t n, size_t i)
+{
+	struct sm_sem *t;
+	size_t c;
+
+	for (;;) {
+		c = 2 * i + 1;
+		if (c >= n)
+			return;
+		if (c + 1 < n && list_greater(h[c + 1], h[c]))
+			c++;
+		if (!list_greater(h[c], h[i]))
+			return;
+		t = h[i]; h[i] = h[c]; h[c] = t;
+		i = c;
+	}
+}
+
+/* Sort order for the final page. */
+static int list_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct sm_sem *const *)a)->name,
+	    (*(struct sm_sem *const *)b)->name);
+}
+
+/*
+ * List: names with a prefix, in byte order, after a cursor. The table is a
+ * hash, so a page scans every name keeping the max+1 smallest candidates in
+ * a bounded heap: O(N log max) per page. At a million names that is tens of
+ * milliseconds, acceptable for an administrative listing.
+ */
+static void op_list(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__List *l, uint64_t now)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__ListReply lr = SEMD__LIST_REPLY__INIT;
+	Semd__Summary *sv = NULL, **sp = NULL;
+	struct sm_sem **heap = NULL, *sem, *t;
+	size_t max = l->max ? l->max : SM_LIST_DEFAULT, k, n = 0, i, j;
+	size_t plen = strlen(l->prefix);
+	struct hmap_iter it;
+	struct hnode *node;
+
+	if (max > SM_LIST_MAX)
+		max = SM_LIST_MAX;
+	k = max + 1;
+	heap = calloc(k, sizeof *heap);
+	sv = calloc(max, sizeof *sv);
+	sp = calloc(max, sizeof *sp);
+	if (heap == NULL || sv == NULL || sp == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		goto out;
+	}
+	hmap_iter_init(&it, &sm->names);
+	while ((node = hmap_iter_next(&it)) != NULL) {
+		sem = container_of(node, struct sm_sem, node);
+		if (strncmp(sem->name, l->prefix, plen) != 0 ||
+		    strcmp(sem->name, l->after) <= 0)
+			continue;
+		if (n < k) {
+			/* Sift up. */
+			j = n++;
+			heap[j] = sem;
+			while (j > 0 && list_greater(heap[j], heap[(j - 1) / 2])) {
+				i = (j - 1) / 2;
+				t = heap[i]; heap[i] = heap[j]; heap[j] = t;
+				j = i;
+			}
+		} else if (list_greater(heap[0], sem)) {
+			heap[0] = sem;
+			list_sift(heap, n, 0);
+		}
+	}
+	qsort(heap, n, sizeof *heap, list_cmp);
+	for (i = 0; i < n && i < max; i++) {
+		sem = heap[i];
+		semd__summary__init(&sv[i]);
+		sv[i].name = sem->name;
+		sv[i].limit = sem->limit;
+		sv[i].available = sema_count(&sem->sem);
+		sv[i].mode = sem->mode;
+		sv[i].holders = sem->nholders;
+		sv[i].waiters = sem->nwaiters;
+		sp[i] = &sv[i];
+	}
+	lr.n_entries = i;
+	lr.entries = sp;
+	if (n > max)
+		lr.next = heap[max - 1]->name;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_LIST;
+	r.list = &lr;
+	reply_send(sm, c, &r);
+out:
+	free(heap);
+	free(sv);
+	free(sp);
+}
+
+/* Tell a session it lost a hold (unsolicited notice, id 0). */
+static void notice_lost(struct sm *sm, struct sm_hold *h, const char *why)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Grant g = SEMD__GRANT__INIT;
+	char msg[384];
+
+	if (h->session == NULL || h->session->client == NULL)
+		return;
+	snprintf(msg, sizeof msg, "hold on %s (permit %" PRIu64 ") dropped: %s",
+	    h->sem->name, h->permit_id, why);
+	g.permit_id = h->permit_id;
+	g.token = h->token;
+	g.n = h->n;
+	r.code = SEMD__CODE__CANCELLED;
+	r.message = msg;
+	r.body_case = SEMD__REPLY__BODY_GRANT;
+	r.grant = &g;
+	reply_send(sm, h->session->client, &r);
+}
+
+/* Delete: remove a semaphore; busy ones only with force. */
+static void op_delete(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Delete *dl, uint64_t now)
+{
+	struct sm_sem *sem;
+	struct sm_wait *w;
+	struct sm_hold *h;
+
+	if ((sem = need_sem(sm, c, id, dl->name)) == NULL)
+		return;
+	if ((sem->nholders > 0 || sem->nwaiters > 0) && !dl->force) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "%s is in use (%u holders, %u waiters): delete with force",
+		    sem->name, sem->nholders, sem->nwaiters);
+		return;
+	}
+	/*
+	 * Cancel from the tail: taking the last waiter off never lets anyone
+	 * in front of it through, so nobody is granted a dying semaphore.
+	 */
+	while (!list_empty(&sem->waiters)) {
+		w = list_entry(sem->waiters.prev, struct sm_wait, sem_entry);
+		wait_cancel(sm, w, SEMD__CODE__CANCELLED, "semaphore deleted");
+	}
+	while (!list_empty(&sem->holders)) {
+		h = list_first_entry(&sem->holders, struct sm_hold, sem_entry);
+		notice_lost(sm, h, "semaphore deleted");
+		hold_release(sm, h, false);
+	}
+	sem_free(sm, sem);
+	reply_ok(sm, c, id);
+}
+
+/* SetLimit: grow or shrink live; shrinking revokes nobody. */
+static void op_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__SetLimit *sl, uint64_t now)
+{
+	struct list_head *pos, *tmp;
+	struct sm_sem *sem;
+	struct sm_wait *w;
+	long delta;
+
+	if ((sem = need_sem(sm, c, id, sl->name)) == NULL)
+		return;
+	if (!check_limit(sm, c, id, sl->limit))
+		return;
+	delta = (long)sl->limit - (long)sem->limit;
+	sem->limit = sl->limit;
+	sem->auto_created = false;
+	/* A waiter wanting more than the new limit would block the queue. */
+	list_for_each_safe(pos, tmp, &sem->waiters) {
+		w = list_entry(pos, struct sm_wait, sem_entry);
+		if (w->n > sem->limit) {
+			wait_cancel(sm, w, SEMD__CODE__INVALID_ARGUMENT,
+			    "the limit shrank below the permits asked for");
+			/* tmp may have been granted and freed: restart. */
+			pos = &sem->waiters;
+			tmp = pos->next;
+		}
+	}
+	sema_adjust(&sem->sem, delta);
+	reply_ok(sm, c, id);
+}
+
+/* Validate: does this fencing token still hold a permit? */
+static void op_validate(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Validate *v, uint64_t now)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__ValidateReply vr = SEMD__VALIDATE_REPLY__INIT;
+	struct sm_sem *sem;
+
+	if (!check_name(sm, c, id, v->name))
+		return;
+	sem = sem_find(sm, v->name);
+	vr.valid = sem != NULL && token_find(sm, sem, v->token) != NULL;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_VALIDATE;
+	r.validate = &vr;
+	reply_send(sm, c, &r);
+}
+
+/* Ping: echo the payload. */
+static void op_ping(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Ping *p)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Pong pong = SEMD__PONG__INIT;
+
+	pong.payload = p->payload;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_PONG;
+	r.pong = &pong;
+	reply_send(sm, c, &r);
+}
+
+static const char *const op_names[15] = {
+	[SEMD__REQUEST__OP_HELLO] = "hello",
+	[SEMD__REQUEST__OP_CREATE] = "create",
+	[SEMD__REQUEST__OP_DOWN] = "down",
+	[SEMD__REQUEST__OP_UP] = "up",
+	[SEMD__REQUEST__OP_CANCEL] = "cancel",
+	[SEMD__REQUEST__OP_INFO] = "info",
+	[SEMD__REQUEST__OP_LIST] = "list",
+	[SEMD__REQUEST__OP_DELETE] = "delete",
+	[SEMD__REQUEST__OP_SET_LIMIT] = "set_limit",
+	[SEMD__REQUEST__OP_PING] = "ping",
+	[SEMD__REQUEST__OP_STATS] = "stats",
+	[SEMD__REQUEST__OP_VALIDATE] = "validate",
+	[SEMD__REQUEST__OP_RELEASE] = "release",
+};
+
+/* Stats: the counters, by name. */
+static void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__StatsReply sr = SEMD__STATS_REPLY__INIT;
+	Semd__Counter cv[40], *cp[40];
+	char names[15][24];
+	struct sm_counters k;
+	size_t n = 0, i;
+
+	sm_get_counters(sm, &k);
+#define COUNTER(nm, v) do {						\
+	semd__counter__init(&cv[n]);					\
+	cv[n].name = (char *)(nm);					\
+	cv[n].value = (v);						\
+	cp[n] = &cv[n];							\
+	n++;								\
+} while (0)
+	COUNTER("semaphores", k.semaphores);
+	COUNTER("holders", k.holders);
+	COUNTER("waiters", k.waiters);
+	COUNTER("sessions", k.sessions);
+	COUNTER("connections", k.clients);
+	COUNTER("grants", k.grants);
+	COUNTER("timeouts", k.timeouts);
+	COUNTER("cancels", k.cancels);
+	COUNTER("cancels_disconnect", k.cancels_disconnect);
+	COUNTER("leases_expired", k.leases_expired);
+	COUNTER("sessions_expired", k.sessions_expired);
+	COUNTER("errors", k.errors);
+	COUNTER("memory_bytes", k.memory_bytes);
+	for (i = 0; i < 15; i++) {
+		if (op_names[i] == NULL)
+			continue;
+		snprintf(names[i], sizeof names[i], "ops_%s", op_names[i]);
+		COUNTER(names[i], k.ops[i]);
+	}
+#undef COUNTER
+	sr.n_counters = n;
+	sr.counters = cp;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_STATS;
+	r.stats = &sr;
+	reply_send(sm, c, &r);
+}
+
+/* Dispatch one request. */
+int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now)
+{
+	uint64_t id = req->id;
+
+	sm->now = now;
+	if ((unsigned)req->op_case < 15)
+		sm->ctr.ops[req->op_case]++;
+	if (req->op_case == SEMD__REQUEST__OP_HELLO)
+		return op_hello(sm, c, id, req->hello, now);
+	if (!c->hello) {
+		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
+		    "the first request must be hello");
+		return SM_CLOSE;
+	}
+	if (c->session == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__SESSION_EXPIRED,
+		    "this connection's session was resumed by another connection");
+		return SM_CLOSE;
+	}
+	switch (req->op_case) {
+	case SEMD__REQUEST__OP_CREATE:
+		op_create(sm, c, id, req->create, now);
+		break;
+	case SEMD__REQUEST__OP_DOWN:
+		op_down(sm, c, id, req->down, now);
+		break;
+	case SEMD__REQUEST__OP_UP:
+		op_up(sm, c, id, req->up, now);
+		break;
+	case SEMD__REQUEST__OP_CANCEL:
+		op_cancel(sm, c, id, req->cancel, now);
+		break;
+	case SEMD__REQUEST__OP_INFO:
+		op_info(sm, c, id, req->info, now);
+		break;
+	case SEMD__REQUEST__OP_LIST:
+		op_list(sm, c, id, req->list, now);
+		break;
+	case SEMD__REQUEST__OP_DELETE:
+		op_delete(sm, c, id, req->delete_, now);
+		break;
+	case SEMD__REQUEST__OP_SET_LIMIT:
+		op_set_limit(sm, c, id, req->set_limit, now);
+		break;
+	case SEMD__REQUEST__OP_PING:
+		op_ping(sm, c, id, req->ping);
+		break;
+	case SEMD__REQUEST__OP_STATS:
+		op_stats(sm, c, id);
+		break;
+	case SEMD__REQUEST__OP_VALIDATE:
+		op_validate(sm, c, id, req->validate, now);
+		break;
+	case SEMD__REQUEST__OP_RELEASE:
+		op_release(sm, c, id, req->release, now);
+		break;
+	default:
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "unknown or missing operation");
+		break;
+	}
+	return SM_OK;
+}
+
+/* --- time ------------------------------------------------------------------- */
+
+/* Earliest deadline. */
+uint64_t sm_next_deadline(const struct sm *sm)
+{
+	return sm->heap_n ? sm->heap[0]->when : UINT64_MAX;
+}
+
+/* Fire every timer due at or before now. */
+void sm_tick(struct sm *sm, uint64_t now)
+{
+	struct sm_timer *t;
+	struct sm_wait *w;
+	struct sm_hold *h;
+	struct sm_sem *sem;
+	char why[320];
+
+	sm->now = now;
+	while (sm->heap_n > 0 && sm->heap[0]->when <= now) {
+		t = sm->heap[0];
+		timer_disarm(sm, t);
+		switch (t->kind) {
+		case T_WAIT:
+			w = container_of(t, struct sm_wait, deadline);
+			sem = w->sem;
+			snprintf(why, sizeof why,
+			    "no permit of %s within %" PRIu64 " ms", sem->name,
+			    now - w->since_ms);
+			sm->ctr.timeouts++;
+			wait_cancel(sm, w, SEMD__CODE__TIMEOUT, why);
+			sem_maybe_free(sm, sem);
+			break;
+		case T_HOLD:
+			h = container_of(t, struct sm_hold, expiry);
+			sem = h->sem;
+			sm->ctr.leases_expired++;
+			hold_release(sm, h, true);
+			sem_maybe_free(sm, sem);
+			break;
+		case T_SESSION:
+			sm->ctr.sessions_expired++;
+			session_free(sm, container_of(t, struct sm_session, expiry));
+			break;
+		}
+	}
+}
+
+/* Shutting down: waiters hear UNAVAILABLE, new waits are refused. */
+void sm_shutdown(struct sm *sm, uint64_t now)
+{
+	struct hmap_iter it;
+	struct hnode *n;
+	struct sm_sem *sem;
+	struct sm_wait *w;
+
+	sm->now = now;
+	sm->shutting_down = true;
+	hmap_iter_init(&it, &sm->names);
+	while ((n = hmap_iter_next(&it)) != NULL) {
+		sem = container_of(n, struct sm_sem, node);
+		while (!list_empty(&sem->waiters)) {
+			w = list_entry(sem->waiters.prev, struct sm_wait,
+			    sem_entry);
+			wait_cancel(sm, w, SEMD__CODE__UNAVAILABLE,
+			    "semd is shutting down");
+		}
+		sem_maybe_free(sm, sem);
+	}
+}
+
+/* Current counters. */
+void sm_get_counters(const struct sm *sm, struct sm_counters *out)
+{
+	*out = sm->ctr;
+	out->memory_bytes = sm->mem + sizeof *sm + sm->heap_cap * sizeof *sm->heap +
+	    hmap_bytes(&sm->names) + hmap_bytes(&sm->sessions) +
+	    hmap_bytes(&sm->permits) + hmap_bytes(&sm->tokens) +
+	    hmap_bytes(&sm->requests);
+}
+
+/* --- invariants, for tests ---------------------------------------------------- */
+
+#define CHECK(cond, ...) do {						\
+	if (!(cond)) {							\
+		snprintf(err, errlen, __VA_ARGS__);			\
+		return -1;						\
+	}								\
+} while (0)
+
+/* Check one semaphore's invariants. */
+static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
+    size_t errlen, uint64_t *nholds, uint64_t *nwaits)
+{
+	struct list_head *pos, *cpos;
+	const struct sm_hold *h;
+	const struct sm_wait *w;
+	uint64_t held = 0, nh = 0, nw = 0;
+	long count = sem->sem.count;
+
+	list_for_each(pos, &sem->holders) {
+		h = list_entry(pos, struct sm_hold, sem_entry);
+		CHECK(h->sem == sem, "%s: holder of another semaphore", sem->name);
+		CHECK(h->n > 0, "%s: empty hold", sem->name);
+		CHECK(h->token <= sem->sem.token, "%s: token %" PRIu64
+		    " above last %" PRIu64, sem->name, h->token, sem->sem.token);
+		CHECK(token_find(sm, sem, h->token) == h,
+		    "%s: token %" PRIu64 " not indexed", sem->name, h->token);
+		CHECK(permit_find(sm, h->permit_id) == h,
+		    "%s: permit %" PRIu64 " not indexed", sem->name, h->permit_id);
+		held += h->n;
+		nh++;
+	}
+	CHECK(held == sem->held, "%s: held %" PRIu64 " != records %" PRIu64,
+	    sem->name, sem->held, held);
+	CHECK(nh == sem->nholders, "%s: nholders", sem->name);
+	if (sem->mode == SEMD__MODE__OWNED)
+		CHECK((long)held + count == (long)sem->limit,
+		    "%s: held %" PRIu64 " + free %ld != limit %u", sem->name,
+		    held, count, sem->limit);
+	else
+		CHECK(held == 0 && count <= (long)sem->limit,
+		    "%s: signal semaphore over its limit", sem->name);
+	/* Our waiter list mirrors the core's FIFO list exactly. */
+	cpos = sem->sem.wait_list.next;
+	list_for_each(pos, &sem->waiters) {
+		w = list_entry(pos, struct sm_wait, sem_entry);
+		CHECK(cpos != &sem->sem.wait_list && cpos == &w->w.list,
+		    "%s: waiter order differs from the core", sem->name);
+		CHECK(w->w.state == SEMA_WAITING, "%s: queued waiter not waiting",
+		    sem->name);
+		if (nw == 0)
+			CHECK(count < (long)w->n,
+			    "%s: head waiter wants %u while %ld are free",
+			    sem->name, w->n, count);
+		cpos = cpos->next;
+		nw++;
+	}
+	CHECK(cpos == &sem->sem.wait_list, "%s: core has extra waiters", sem->name);
+	CHECK(nw == sem->nwaiters, "%s: nwaiters", sem->name);
+	CHECK(!(sem->auto_created && nh == 0 && nw == 0),
+	    "%s: idle auto-created semaphore not freed", sem->name);
+	*nholds += nh;
+	*nwaits += nw;
+	return 0;
+}
+
+/* Check everything. */
+int sm_check(const struct sm *sm, char *err, size_t errlen)
+{
+	struct hmap_iter it;
+	struct hnode *n;
+	struct list_head *pos;
+	const struct sm_session *s;
+	uint64_t nholds = 0, nwaits = 0, nsess = 0, k, sh;
+	size_t i;
+
+	hmap_iter_init(&it, &sm->names);
+	k = 0;
+	while ((n = hmap_iter_next(&it)) != NULL) {
+		if (check_sem(sm, container_of(n, struct sm_sem, node), err,
+		    errlen, &nholds, &nwaits) != 0)
+			return -1;
+		k++;
+	}
+	CHECK(k == sm->ctr.semaphores, "semaphore count %" PRIu64 " != %" PRIu64,
+	    sm->ctr.semaphores, k);
+	CHECK(nholds == sm->ctr.holders, "holder count");
+	CHECK(nwaits == sm->ctr.waiters, "waiter count");
+	CHECK(hmap_count(&sm->permits) == nholds, "permit index size");
+	CHECK(hmap_count(&sm->tokens) == nholds, "token index size");
+	hmap_iter_init(&it, &sm->sessions);
+	while ((n = hmap_iter_next(&it)) != NULL) {
+		s = container_of(n, struct sm_session, node);
+		k = 0;
+		list_for_each(pos, &s->holds)
+			k++;
+		CHECK(k == s->nholds, "session %" PRIu64 ": nholds", s->id);
+		sh = 0;
+		list_for_each(pos, &s->waiters)
+			sh++;
+		CHECK(sh == s->nwaiters, "session %" PRIu64 ": nwaiters", s->id);
+		CHECK(s->client != NULL || s->nwaiters == 0,
+		    "session %" PRIu64 ": waiters without a connection", s->id);
+		CHECK(s->client != NULL || s->expiry.idx != SIZE_MAX,
+		    "session %" PRIu64 ": lingering without a lease timer", s->id);
+		nsess++;
+	}
+	CHECK(nsess == sm->ctr.sessions, "session count");
+	for (i = 0; i < sm->heap_n; i++) {
+		CHECK(sm->heap[i]->idx == i, "heap index %zu", i);
+		if (i > 0)
+			CHECK(!timer_before(sm->heap[i], sm->heap[(i - 1) / 2]),
+			    "heap order at %zu", i);
+	}
+	return 0;
+}

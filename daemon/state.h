@@ -1,0 +1,126 @@
+/*
+ * daemon/state.h - the semaphore table and the sessions: all of semd's
+ * logic, with no I/O and no clock reads.
+ *
+ * Time comes in as now_ms (a monotonic clock in milliseconds) on every call;
+ * effects go out as values through struct sm_out (a reply for a connection).
+ * Ids come from counters and random bytes (session secrets, the hash key) are
+ * passed in, so a log of calls replays to the same replies: that is what a
+ * replicated log will feed on every node.
+ *
+ * Objects:
+ *  - struct sm_client: one per connection, opened by the I/O layer;
+ *  - a session, made by Hello, owns the holds and waiters of its client; with
+ *    a lease it outlives its connection for lease_ms and can be resumed;
+ *  - a named semaphore wraps the core's struct semaphore with a limit, a mode,
+ *    its holders and (through the core) its FIFO wait list.
+ * Deadlines (down timeouts, detached-hold leases, session leases) live in one
+ * min-heap: the event loop arms a single timer for sm_next_deadline() and
+ * calls sm_tick() when it fires.
+ *
+ * Fencing tokens: each new semaphore starts its token counter at the wall
+ * clock in microseconds (cfg.wall_ms * 1000 plus the time elapsed since
+ * sm_new), or at the highest token of any semaphore freed before (so a name
+ * freed and created again never goes back), and every grant takes the next
+ * value. A restarted daemon therefore
+ * starts above every token it issued before, unless a semaphore averaged more
+ * than one grant per microsecond over its whole life.
+ */
+#ifndef SEMD_STATE_H
+#define SEMD_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/semd.pb-c.h"
+
+#define SM_SECRET_LEN	16
+#define SM_NAME_MAX	255
+#define SM_LIST_DEFAULT	100
+#define SM_LIST_MAX	1000
+#define SM_PROTO_VERSION 1
+
+struct sm_config {
+	uint32_t	default_limit;		/* limit of auto-created names */
+	uint32_t	max_semaphores;
+	uint32_t	max_sessions;		/* live and lingering sessions */
+	uint32_t	max_waiters_per_session;
+	uint32_t	max_holds_per_session;
+	uint32_t	max_lease_ms;		/* cap on session and hold leases */
+	uint64_t	wall_ms;		/* unix time in ms at sm_new() */
+	uint8_t		hash_key[16];		/* random: SipHash key */
+	const char	*server;		/* "semd 0.1.0" for HelloReply */
+};
+
+/* Effects of the state machine. conn is what sm_client_open() was given. */
+struct sm_out {
+	void	(*reply)(void *ctx, void *conn, const Semd__Reply *r);
+	void	*ctx;
+};
+
+/* Return values of sm_request(). */
+#define SM_OK		0
+#define SM_CLOSE	1	/* flush the replies, then close the connection */
+
+struct sm;
+struct sm_client;
+
+/* Counters reported by Stats. */
+struct sm_counters {
+	uint64_t	semaphores;
+	uint64_t	holders;
+	uint64_t	waiters;
+	uint64_t	sessions;
+	uint64_t	clients;
+	uint64_t	grants;
+	uint64_t	timeouts;
+	uint64_t	cancels;
+	uint64_t	cancels_disconnect;
+	uint64_t	leases_expired;
+	uint64_t	sessions_expired;
+	uint64_t	errors;
+	uint64_t	memory_bytes;
+	uint64_t	ops[15];		/* by Semd__Request__OpCase */
+};
+
+void sm_config_defaults(struct sm_config *cfg);
+struct sm *sm_new(const struct sm_config *cfg, const struct sm_out *out,
+    uint64_t now_ms);
+void sm_free(struct sm *sm);
+/* Apply new limits (default limit, maxima) to a running state. */
+void sm_reconfigure(struct sm *sm, const struct sm_config *cfg);
+
+/* A connection came: principal is who the peer is ("uid:1000"). */
+struct sm_client *sm_client_open(struct sm *sm, void *conn,
+    const char *principal, const uint8_t secret[SM_SECRET_LEN],
+    uint64_t now_ms);
+/* The connection went away: the client is freed. */
+void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms);
+/* One decoded request. Returns SM_OK or SM_CLOSE. */
+int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now_ms);
+/* Answer a frame the I/O layer could not decode: PROTOCOL_ERROR, id 0. */
+void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
+
+/* Earliest deadline in the heap, or UINT64_MAX. */
+uint64_t sm_next_deadline(const struct sm *sm);
+/* Expire everything due at or before now_ms. */
+void sm_tick(struct sm *sm, uint64_t now_ms);
+/* Shutting down: every waiter is answered UNAVAILABLE. */
+void sm_shutdown(struct sm *sm, uint64_t now_ms);
+
+void sm_get_counters(const struct sm *sm, struct sm_counters *out);
+/* Session id of a client after Hello, 0 before. */
+uint64_t sm_client_session(const struct sm_client *c);
+
+/*
+ * Check every invariant (counts, lists, indexes, FIFO, tokens); returns 0 or
+ * -1 with a description in err. For tests.
+ */
+int sm_check(const struct sm *sm, char *err, size_t errlen);
+
+/* Is this a valid semaphore name: 1-255 bytes of UTF-8, no controls? */
+bool sm_name_valid(const char *name, size_t len);
+
+#endif

@@ -1,0 +1,1272 @@
+/*
+ * tests/daemon/test_state.c - the semaphore table and sessions, driven
+ * directly: fake time, replies captured through the sink (packed and
+ * unpacked again, so they are real wire messages).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/state.h"
+
+static int failures;
+static const char *current;
+
+#define TEST_START(name) do { current = (name); printf("# %s\n", name); } while (0)
+#define FAIL(...) do {							\
+	failures++;							\
+	printf("not ok - %s: %s:%d: ", current, __FILE__, __LINE__);	\
+	printf(__VA_ARGS__);						\
+	printf("\n");							\
+} while (0)
+#define EXPECT(cond) do { if (!(cond)) FAIL("%s", #cond); } while (0)
+#define EXPECT_U64(want, got) do {					\
+	uint64_t w_ = (uint64_t)(want), g_ = (uint64_t)(got);		\
+	if (w_ != g_)							\
+		FAIL("%s: want %" PRIu64 ", got %" PRIu64, #got, w_, g_); \
+} while (0)
+#define EXPECT_I64(want, got) do {					\
+	int64_t w_ = (int64_t)(want), g_ = (int64_t)(got);		\
+	if (w_ != g_)							\
+		FAIL("%s: want %" PRId64 ", got %" PRId64, #got, w_, g_); \
+} while (0)
+#define CHECK_SM(sm) do {						\
+	char e_[256];							\
+	if (sm_check((sm), e_, sizeof e_) != 0)				\
+		FAIL("invariant: %s", e_);				\
+} while (0)
+
+/* --- captured replies --------------------------------------------------- */
+
+#define MAX_CAPS 20000
+
+struct cap {
+	uintptr_t	conn;
+	Semd__Reply	*r;
+	int		used;
+};
+
+static struct cap caps[MAX_CAPS];
+static int ncaps;
+
+/* The sink: deep-copy a reply through the wire format. */
+static void cap_reply(void *ctx, void *conn, const Semd__Reply *r)
+{
+	size_t len = semd__reply__get_packed_size(r);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	semd__reply__pack(r, buf);
+	if (ncaps == MAX_CAPS) {
+		FAIL("too many replies captured");
+		free(buf);
+		return;
+	}
+	caps[ncaps].conn = (uintptr_t)conn;
+	caps[ncaps].r = semd__reply__unpack(NULL, len, buf);
+	caps[ncaps].used = 0;
+	ncaps++;
+	free(buf);
+}
+
+/* Forget every captured reply. */
+static void caps_clear(void)
+{
+	int i;
+
+	for (i = 0; i < ncaps; i++)
+		semd__reply__free_unpacked(caps[i].r, NULL);
+	ncaps = 0;
+}
+
+/* Take the first unused reply for (conn, id), or NULL. */
+static Semd__Reply *take(uintptr_t conn, uint64_t id)
+{
+	int i;
+
+	for (i = 0; i < ncaps; i++) {
+		if (!caps[i].used && caps[i].conn == conn && caps[i].r->id == id) {
+			caps[i].used = 1;
+			return caps[i].r;
+		}
+	}
+	return NULL;
+}
+
+/* Take a reply and check its code; prints the message on mismatch. */
+static Semd__Reply *expect_code_(int line, uintptr_t conn, uint64_t id, int code)
+{
+	Semd__Reply *r = take(conn, id);
+
+	if (r == NULL) {
+		FAIL("line %d: no reply for conn %lu id %" PRIu64 " (want code %d)",
+		    line, (unsigned long)conn, id, code);
+		return NULL;
+	}
+	if ((int)r->code != code)
+		FAIL("line %d: conn %lu id %" PRIu64 ": want code %d, got %d (%s)",
+		    line, (unsigned long)conn, id, code, r->code, r->message);
+	return r;
+}
+#define expect_code(conn, id, code) expect_code_(__LINE__, conn, id, code)
+
+/* No (unused) reply for (conn, id) yet. */
+static int none(uintptr_t conn, uint64_t id)
+{
+	int i;
+
+	for (i = 0; i < ncaps; i++)
+		if (!caps[i].used && caps[i].conn == conn && caps[i].r->id == id)
+			return 0;
+	return 1;
+}
+
+/* --- building requests ------------------------------------------------ */
+
+static uint64_t now = 1000;
+static const uint8_t secret_a[SM_SECRET_LEN] = "0123456789abcdef";
+
+/* A state machine with a fixed clock and hash key. */
+static struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
+{
+	struct sm_config cfg;
+	struct sm_out out = { cap_reply, NULL };
+
+	sm_config_defaults(&cfg);
+	cfg.wall_ms = wall_ms;
+	memcpy(cfg.hash_key, "fixed hash key!!", 16);
+	if (tune != NULL)
+		tune(&cfg);
+	caps_clear();
+	return sm_new(&cfg, &out, now);
+}
+
+/* Send one request. */
+static int t_req(struct sm *sm, struct sm_client *c, Semd__Request *req)
+{
+	return sm_request(sm, c, req, now);
+}
+
+/* Hello with a lease and optional resume. */
+static int t_hello(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint32_t lease, uint64_t resume, const uint8_t *secret)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Hello h = SEMD__HELLO__INIT;
+
+	h.version = 1;
+	h.client_name = "test";
+	h.host = "localhost";
+	h.pid = 42;
+	h.lease_ms = lease;
+	h.resume_session = resume;
+	if (secret != NULL) {
+		h.resume_secret.data = (uint8_t *)secret;
+		h.resume_secret.len = SM_SECRET_LEN;
+	}
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_HELLO;
+	req.hello = &h;
+	return t_req(sm, c, &req);
+}
+
+/* Open a client on conn k with a principal and say hello. */
+static struct sm_client *t_client(struct sm *sm, uintptr_t k,
+    const char *principal, uint32_t lease)
+{
+	struct sm_client *c = sm_client_open(sm, (void *)k, principal, secret_a,
+	    now);
+
+	t_hello(sm, c, 1, lease, 0, NULL);
+	expect_code(k, 1, SEMD__CODE__OK);
+	return c;
+}
+
+/* Down. */
+static void t_down(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t n, int64_t timeout, uint32_t lease)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Down d = SEMD__DOWN__INIT;
+
+	d.name = (char *)name;
+	d.n = n;
+	d.timeout_ms = timeout;
+	d.lease_ms = lease;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_DOWN;
+	req.down = &d;
+	t_req(sm, c, &req);
+}
+
+/* Up by n or by permit id. */
+static void t_up(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t n, uint64_t permit)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Up u = SEMD__UP__INIT;
+
+	u.name = (char *)name;
+	u.n = n;
+	u.permit_id = permit;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_UP;
+	req.up = &u;
+	t_req(sm, c, &req);
+}
+
+/* Create. */
+static void t_create(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t limit, int mode, int ine)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Create cr = SEMD__CREATE__INIT;
+
+	cr.name = (char *)name;
+	cr.limit = limit;
+	cr.mode = mode;
+	cr.if_not_exists = ine;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_CREATE;
+	req.create = &cr;
+	t_req(sm, c, &req);
+}
+
+/* Info; returns the reply (or NULL). */
+static Semd__Reply *t_info(struct sm *sm, struct sm_client *c, uintptr_t k,
+    uint64_t id, const char *name, int code)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Info in = SEMD__INFO__INIT;
+
+	in.name = (char *)name;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_INFO;
+	req.info = &in;
+	t_req(sm, c, &req);
+	return expect_code(k, id, code);
+}
+
+/* SetLimit. */
+static void t_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t limit)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
+
+	sl.name = (char *)name;
+	sl.limit = limit;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_SET_LIMIT;
+	req.set_limit = &sl;
+	t_req(sm, c, &req);
+}
+
+/* Delete. */
+static void t_delete(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, int force)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Delete dl = SEMD__DELETE__INIT;
+
+	dl.name = (char *)name;
+	dl.force = force;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_DELETE;
+	req.delete_ = &dl;
+	t_req(sm, c, &req);
+}
+
+/* Cancel. */
+static void t_cancel(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint64_t which)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Cancel cn = SEMD__CANCEL__INIT;
+
+	cn.request_id = which;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_CANCEL;
+	req.cancel = &cn;
+	t_req(sm, c, &req);
+}
+
+/* Validate; returns validity, -1 on an error reply. */
+static int t_validate(struct sm *sm, struct sm_client *c, uintptr_t k,
+    uint64_t id, const char *name, uint64_t token)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Validate v = SEMD__VALIDATE__INIT;
+	Semd__Reply *r;
+
+	v.name = (char *)name;
+	v.token = token;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_VALIDATE;
+	req.validate = &v;
+	t_req(sm, c, &req);
+	r = expect_code(k, id, SEMD__CODE__OK);
+	if (r == NULL || r->body_case != SEMD__REPLY__BODY_VALIDATE)
+		return -1;
+	return r->validate->valid;
+}
+
+/* Value of a stats counter. */
+static uint64_t t_stat(struct sm *sm, struct sm_client *c, uintptr_t k,
+    const char *name)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Stats st = SEMD__STATS__INIT;
+	Semd__Reply *r;
+	size_t i;
+
+	req.id = 999999;
+	req.op_case = SEMD__REQUEST__OP_STATS;
+	req.stats = &st;
+	t_req(sm, c, &req);
+	r = expect_code(k, 999999, SEMD__CODE__OK);
+	if (r == NULL || r->body_case != SEMD__REPLY__BODY_STATS)
+		return UINT64_MAX;
+	for (i = 0; i < r->stats->n_counters; i++)
+		if (strcmp(r->stats->counters[i]->name, name) == 0)
+			return r->stats->counters[i]->value;
+	FAIL("no counter %s", name);
+	return UINT64_MAX;
+}
+
+/* The Grant of a reply, checked. */
+static Semd__Grant *grant_of_(int line, uintptr_t k, uint64_t id)
+{
+	Semd__Reply *r = expect_code_(line, k, id, SEMD__CODE__OK);
+
+	if (r == NULL || r->body_case != SEMD__REPLY__BODY_GRANT) {
+		FAIL("line %d: reply %" PRIu64 " is not a grant", line, id);
+		return NULL;
+	}
+	return r->grant;
+}
+#define grant_of(k, id) grant_of_(__LINE__, k, id)
+
+/* --- the tests ---------------------------------------------------------- */
+
+/* Hello must come first and speak version 1. */
+static void test_hello(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *c = sm_client_open(sm, (void *)1, "uid:1", secret_a, now);
+	Semd__Reply *r;
+
+	TEST_START("hello must be first, version 1");
+	t_down(sm, c, 5, "x", 1, 0, 0);
+	expect_code(1, 5, SEMD__CODE__PROTOCOL_ERROR);
+	EXPECT_I64(SM_OK, t_hello(sm, c, 6, 0, 0, NULL));
+	r = expect_code(1, 6, SEMD__CODE__OK);
+	EXPECT(r && r->body_case == SEMD__REPLY__BODY_HELLO && r->hello->session > 0);
+	EXPECT(r && strcmp(r->hello->principal, "uid:1") == 0);
+	EXPECT(r && r->hello->secret.len == SM_SECRET_LEN);
+	t_hello(sm, c, 7, 0, 0, NULL);
+	expect_code(1, 7, SEMD__CODE__PROTOCOL_ERROR);
+	sm_client_close(sm, c, now);
+	c = sm_client_open(sm, (void *)2, "uid:1", secret_a, now);
+	{
+		Semd__Request req = SEMD__REQUEST__INIT;
+		Semd__Hello h = SEMD__HELLO__INIT;
+
+		h.version = 2;
+		req.id = 8;
+		req.op_case = SEMD__REQUEST__OP_HELLO;
+		req.hello = &h;
+		EXPECT_I64(SM_CLOSE, sm_request(sm, c, &req, now));
+		expect_code(2, 8, SEMD__CODE__PROTOCOL_ERROR);
+	}
+	sm_client_close(sm, c, now);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Every basic operation. */
+static void test_ops(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	Semd__Grant *g1, *g2;
+	Semd__Reply *r;
+	uint64_t p1, t1, t2;
+
+	TEST_START("create, down, up, info, list, delete, ping, stats");
+	t_create(sm, a, 2, "db/main", 2, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, SEMD__CODE__OK);
+	t_create(sm, a, 3, "db/main", 2, SEMD__MODE__OWNED, 0);
+	expect_code(1, 3, SEMD__CODE__EXISTS);
+	t_create(sm, a, 4, "db/main", 5, SEMD__MODE__OWNED, 1);
+	expect_code(1, 4, SEMD__CODE__OK);
+	t_down(sm, a, 10, "db/main", 1, 0, 0);
+	g1 = grant_of(1, 10);
+	t_down(sm, b, 11, "db/main", 1, 1000, 0);
+	g2 = grant_of(2, 11);
+	if (g1 == NULL || g2 == NULL)
+		goto out;
+	EXPECT(g2->token > g1->token);
+	EXPECT(g1->permit_id != g2->permit_id);
+	p1 = g1->permit_id;
+	t1 = g1->token;
+	t2 = g2->token;
+	t_down(sm, b, 12, "db/main", 1, 0, 0);
+	expect_code(2, 12, SEMD__CODE__WOULD_BLOCK);
+	r = t_info(sm, a, 1, 13, "db/main", SEMD__CODE__OK);
+	if (r != NULL) {
+		EXPECT_U64(2, r->info->limit);
+		EXPECT_I64(0, r->info->available);
+		EXPECT_U64(2, r->info->n_holders);
+		EXPECT_U64(p1, r->info->holders[0]->permit_id);
+		EXPECT(strcmp(r->info->holders[0]->principal, "uid:1") == 0);
+		EXPECT(strcmp(r->info->holders[0]->client_name, "test") == 0);
+		EXPECT_U64(1700000000000ULL, r->info->holders[0]->since_ms);
+		EXPECT_U64(t2, r->info->last_token);
+	}
+	/* b cannot up a's permit, nor more than it holds. */
+	t_up(sm, b, 14, "db/main", 0, p1);
+	expect_code(2, 14, SEMD__CODE__NOT_HOLDER);
+	t_up(sm, b, 15, "db/main", 2, 0);
+	expect_code(2, 15, SEMD__CODE__NOT_HOLDER);
+	EXPECT_I64(1, t_validate(sm, b, 2, 16, "db/main", t1));
+	t_up(sm, a, 17, "db/main", 0, p1);
+	r = expect_code(1, 17, SEMD__CODE__OK);
+	EXPECT(r && r->body_case == SEMD__REPLY__BODY_RELEASED && r->released->n == 1);
+	EXPECT_I64(0, t_validate(sm, b, 2, 18, "db/main", t1));
+	t_up(sm, a, 19, "db/main", 1, 0);
+	expect_code(1, 19, SEMD__CODE__NOT_HOLDER);	/* double up */
+	t_up(sm, b, 20, "db/main", 1, 0);
+	expect_code(2, 20, SEMD__CODE__OK);
+	t_up(sm, a, 21, "nope", 1, 0);
+	expect_code(1, 21, SEMD__CODE__NOT_FOUND);
+	/* list with paging */
+	t_create(sm, a, 22, "db/aux", 1, SEMD__MODE__OWNED, 0);
+	t_create(sm, a, 23, "db/zed", 1, SEMD__MODE__OWNED, 0);
+	t_create(sm, a, 24, "other", 1, SEMD__MODE__OWNED, 0);
+	expect_code(1, 22, 0); expect_code(1, 23, 0); expect_code(1, 24, 0);
+	{
+		Semd__Request req = SEMD__REQUEST__INIT;
+		Semd__List l = SEMD__LIST__INIT;
+
+		l.prefix = "db/";
+		l.max = 2;
+		req.id = 25;
+		req.op_case = SEMD__REQUEST__OP_LIST;
+		req.list = &l;
+		t_req(sm, a, &req);
+		r = expect_code(1, 25, SEMD__CODE__OK);
+		if (r != NULL) {
+			EXPECT_U64(2, r->list->n_entries);
+			EXPECT(strcmp(r->list->entries[0]->name, "db/aux") == 0);
+			EXPECT(strcmp(r->list->entries[1]->name, "db/main") == 0);
+			EXPECT(strcmp(r->list->next, "db/main") == 0);
+		}
+		l.after = "db/main";
+		req.id = 26;
+		t_req(sm, a, &req);
+		r = expect_code(1, 26, SEMD__CODE__OK);
+		if (r != NULL) {
+			EXPECT_U64(1, r->list->n_entries);
+			EXPECT(strcmp(r->list->entries[0]->name, "db/zed") == 0);
+			EXPECT(strcmp(r->list->next, "") == 0);
+		}
+	}
+	{
+		Semd__Request req = SEMD__REQUEST__INIT;
+		Semd__Ping p = SEMD__PING__INIT;
+
+		p.payload.data = (uint8_t *)"hi";
+		p.payload.len = 2;
+		req.id = 27;
+		req.op_case = SEMD__REQUEST__OP_PING;
+		req.ping = &p;
+		t_req(sm, a, &req);
+		r = expect_code(1, 27, SEMD__CODE__OK);
+		EXPECT(r && r->body_case == SEMD__REPLY__BODY_PONG &&
+		    r->pong->payload.len == 2 && memcmp(r->pong->payload.data, "hi", 2) == 0);
+	}
+	t_delete(sm, a, 28, "other", 0);
+	expect_code(1, 28, SEMD__CODE__OK);
+	t_info(sm, a, 1, 29, "other", SEMD__CODE__NOT_FOUND);
+	EXPECT_U64(3, t_stat(sm, a, 1, "semaphores"));
+	EXPECT_U64(2, t_stat(sm, a, 1, "connections"));
+	EXPECT_U64(2, t_stat(sm, a, 1, "grants"));
+	EXPECT_U64(2, t_stat(sm, a, 1, "ops_down") - 1);
+	EXPECT(t_stat(sm, a, 1, "memory_bytes") > 1000);
+	{
+		Semd__Request req = SEMD__REQUEST__INIT;
+
+		req.id = 30;	/* no op set */
+		t_req(sm, a, &req);
+		expect_code(1, 30, SEMD__CODE__INVALID_ARGUMENT);
+	}
+out:
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* FIFO hand-off across many sessions. */
+static void test_fifo(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *c[51];
+	Semd__Grant *g;
+	uint64_t last = 0;
+	int i;
+
+	TEST_START("FIFO across 50 sessions");
+	for (i = 0; i <= 50; i++)
+		c[i] = t_client(sm, 100 + i, "uid:1", 0);
+	t_down(sm, c[0], 2, "q", 1, -1, 0);
+	g = grant_of(100, 2);
+	for (i = 1; i <= 50; i++) {
+		t_down(sm, c[i], 2, "q", 1, -1, 0);
+		EXPECT(none(100 + i, 2));
+		now++;
+	}
+	CHECK_SM(sm);
+	t_up(sm, c[0], 3, "q", 1, 0);
+	expect_code(100, 3, SEMD__CODE__OK);
+	for (i = 1; i <= 50; i++) {
+		g = grant_of(100 + i, 2);
+		if (g != NULL) {
+			EXPECT(g->token > last);
+			last = g->token;
+		}
+		if (i < 50)
+			EXPECT(none(100 + i + 1, 2));
+		t_up(sm, c[i], 3, "q", 1, 0);
+		expect_code(100 + i, 3, SEMD__CODE__OK);
+		CHECK_SM(sm);
+	}
+	for (i = 0; i <= 50; i++)
+		sm_client_close(sm, c[i], now);
+	CHECK_SM(sm);
+	EXPECT_U64(UINT64_MAX, sm_next_deadline(sm));
+	sm_free(sm);
+}
+
+/* n permits: a big head blocks small later ones (no barging). */
+static void test_npermits(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *c = t_client(sm, 3, "uid:1", 0);
+	Semd__Grant *g;
+
+	TEST_START("n-permit hand-off");
+	t_create(sm, a, 2, "pool", 3, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, 0);
+	t_down(sm, a, 3, "pool", 2, -1, 0);
+	grant_of(1, 3);
+	t_down(sm, b, 3, "pool", 3, -1, 0);
+	t_down(sm, c, 3, "pool", 1, -1, 0);
+	EXPECT(none(2, 3));
+	EXPECT(none(3, 3));	/* one is free, but b is first */
+	t_down(sm, c, 4, "pool", 1, 0, 0);
+	expect_code(3, 4, SEMD__CODE__WOULD_BLOCK);
+	t_down(sm, c, 5, "pool", 4, 0, 0);
+	expect_code(3, 5, SEMD__CODE__INVALID_ARGUMENT);
+	CHECK_SM(sm);
+	t_up(sm, a, 6, "pool", 1, 0);
+	expect_code(1, 6, 0);
+	EXPECT(none(2, 3));
+	t_up(sm, a, 7, "pool", 1, 0);
+	g = grant_of(2, 3);
+	EXPECT(g && g->n == 3);
+	EXPECT(none(3, 3));
+	t_up(sm, b, 8, "pool", 2, 0);	/* partial up of a 3-permit hold */
+	expect_code(2, 8, 0);
+	grant_of(3, 3);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* A deadline fires exactly at its tick. */
+static void test_deadline(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	Semd__Reply *r;
+
+	TEST_START("deadline expiry exactly at the tick");
+	t_down(sm, a, 2, "m", 1, -1, 0);
+	grant_of(1, 2);
+	t_down(sm, b, 2, "m", 1, 250, 0);
+	t_down(sm, b, 3, "m", 1, 100, 0);
+	EXPECT_U64(now + 100, sm_next_deadline(sm));
+	sm_tick(sm, now + 99);
+	EXPECT(none(2, 3));
+	sm_tick(sm, now + 100);
+	r = expect_code(2, 3, SEMD__CODE__TIMEOUT);
+	EXPECT(r && strstr(r->message, "100 ms") != NULL);
+	EXPECT(none(2, 2));
+	EXPECT_U64(now + 250, sm_next_deadline(sm));
+	sm_tick(sm, now + 250);
+	expect_code(2, 2, SEMD__CODE__TIMEOUT);
+	EXPECT_U64(UINT64_MAX, sm_next_deadline(sm));
+	EXPECT_U64(2, t_stat(sm, a, 1, "timeouts"));
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Disconnect: waiters cancelled, holds back at once. */
+static void test_disconnect(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+
+	TEST_START("disconnect frees holds at once");
+	t_down(sm, a, 2, "m", 1, -1, 0);
+	grant_of(1, 2);
+	t_down(sm, a, 3, "other", 1, -1, 0);
+	grant_of(1, 3);
+	t_down(sm, b, 4, "other", 1, -1, 0);	/* b waits on other */
+	t_down(sm, a, 4, "m2", 1, -1, 0);
+	grant_of(1, 4);
+	t_down(sm, b, 5, "m", 1, 5000, 0);
+	EXPECT(none(2, 5));
+	sm_client_close(sm, a, now);
+	grant_of(2, 5);
+	grant_of(2, 4);
+	EXPECT_U64(2, t_stat(sm, b, 2, "semaphores"));	/* m2 freed */
+	sm_client_close(sm, b, now);
+	CHECK_SM(sm);
+	EXPECT_U64(0, t_stat(sm, t_client(sm, 3, "x", 0), 3, "semaphores"));
+	sm_free(sm);
+}
+
+/* Session lease: holds survive a disconnect, resume, expiry. */
+static void test_lease(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 5000);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a2;
+	uint8_t bad[SM_SECRET_LEN];
+	uint64_t sid = sm_client_session(a), permit;
+	Semd__Reply *r;
+	Semd__Grant *g;
+
+	TEST_START("lease keep, resume, expiry");
+	t_down(sm, a, 2, "m", 1, -1, 0);
+	g = grant_of(1, 2);
+	permit = g ? g->permit_id : 0;
+	t_down(sm, a, 3, "n", 1, -1, 0);
+	grant_of(1, 3);
+	t_down(sm, b, 2, "m", 1, -1, 0);
+	sm_client_close(sm, a, now);
+	EXPECT(none(2, 2));		/* kept for the lease */
+	now += 4000;
+	sm_tick(sm, now);
+	EXPECT(none(2, 2));
+	a2 = sm_client_open(sm, (void *)3, "uid:1", secret_a, now);
+	memcpy(bad, secret_a, sizeof bad);
+	bad[0] ^= 1;
+	t_hello(sm, a2, 1, 5000, sid, bad);
+	expect_code(3, 1, SEMD__CODE__SESSION_EXPIRED);
+	t_hello(sm, a2, 2, 5000, sid, secret_a);
+	r = expect_code(3, 2, SEMD__CODE__OK);
+	EXPECT(r && r->hello->resumed && r->hello->session == sid);
+	/* The retried down finds the grant it had. */
+	t_down(sm, a2, 2, "m", 1, -1, 0);
+	g = grant_of(3, 2);
+	EXPECT(g && g->permit_id == permit);
+	now += 2000;
+	sm_tick(sm, now);		/* past the old expiry: nothing */
+	EXPECT(none(2, 2));
+	sm_client_close(sm, a2, now);
+	EXPECT_U64(now + 5000, sm_next_deadline(sm));
+	sm_tick(sm, now + 4999);
+	EXPECT(none(2, 2));
+	sm_tick(sm, now + 5000);
+	grant_of(2, 2);
+	a2 = sm_client_open(sm, (void *)4, "uid:1", secret_a, now);
+	t_hello(sm, a2, 1, 0, sid, secret_a);
+	expect_code(4, 1, SEMD__CODE__SESSION_EXPIRED);
+	/* a resume by another principal is refused */
+	{
+		struct sm_client *x = t_client(sm, 5, "uid:1", 1000);
+		struct sm_client *y = sm_client_open(sm, (void *)6, "uid:2", secret_a, now);
+		uint64_t xs = sm_client_session(x);
+
+		sm_client_close(sm, x, now);
+		t_hello(sm, y, 1, 0, xs, secret_a);
+		expect_code(6, 1, SEMD__CODE__PERMISSION_DENIED);
+	}
+	EXPECT_U64(1, t_stat(sm, b, 2, "sessions_expired"));
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Detached holds belong to the principal. */
+static void test_detached(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b, *c;
+	Semd__Reply *r;
+
+	TEST_START("detached hold outlives its connection");
+	t_down(sm, a, 2, "job", 1, 0, 60000);
+	grant_of(1, 2);
+	sm_client_close(sm, a, now);
+	b = t_client(sm, 2, "uid:2", 0);
+	t_down(sm, b, 2, "job", 1, 0, 0);
+	expect_code(2, 2, SEMD__CODE__WOULD_BLOCK);
+	r = t_info(sm, b, 2, 3, "job", SEMD__CODE__OK);
+	EXPECT(r && r->info->n_holders == 1 && r->info->holders[0]->detached &&
+	    r->info->holders[0]->expires_ms == 1700000000000ULL + 60000);
+	t_up(sm, b, 4, "job", 1, 0);
+	expect_code(2, 4, SEMD__CODE__NOT_HOLDER);
+	c = t_client(sm, 3, "uid:1", 0);
+	t_up(sm, c, 4, "job", 1, 0);
+	expect_code(3, 4, SEMD__CODE__OK);
+	t_info(sm, c, 3, 5, "job", SEMD__CODE__NOT_FOUND);	/* auto, freed */
+	/* expiry hands the permit to the next waiter */
+	t_down(sm, c, 6, "job", 1, 0, 1000);
+	grant_of(3, 6);
+	t_down(sm, b, 7, "job", 1, -1, 0);
+	sm_tick(sm, now + 999);
+	EXPECT(none(2, 7));
+	sm_tick(sm, now + 1000);
+	grant_of(2, 7);
+	EXPECT_U64(1, t_stat(sm, b, 2, "leases_expired"));
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* A retried down does not take a second permit. */
+static void test_idempotent(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	Semd__Grant *g1, *g2;
+	Semd__Reply *r;
+
+	TEST_START("idempotent retry");
+	t_create(sm, a, 2, "r", 3, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, 0);
+	t_down(sm, a, 7, "r", 1, -1, 0);
+	g1 = grant_of(1, 7);
+	t_down(sm, a, 7, "r", 1, -1, 0);
+	g2 = grant_of(1, 7);
+	EXPECT(g1 && g2 && g1->permit_id == g2->permit_id && g1->token == g2->token);
+	r = t_info(sm, a, 1, 8, "r", SEMD__CODE__OK);
+	EXPECT(r && r->info->available == 2);
+	t_down(sm, a, 7, "other", 1, -1, 0);
+	expect_code(1, 7, SEMD__CODE__INVALID_ARGUMENT);
+	/* a waiting down retried stays one waiter */
+	t_down(sm, b, 3, "r", 2, -1, 0);
+	grant_of(2, 3);
+	t_down(sm, a, 9, "r", 1, -1, 0);
+	t_down(sm, a, 9, "r", 1, -1, 0);
+	EXPECT(none(1, 9));
+	r = t_info(sm, a, 1, 10, "r", SEMD__CODE__OK);
+	EXPECT(r && r->info->n_waiters == 1);
+	t_up(sm, b, 4, "r", 1, 0);
+	grant_of(1, 9);
+	EXPECT(none(1, 9));
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* set-limit shrink revokes nobody; grow wakes waiters. */
+static void test_set_limit(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	Semd__Reply *r;
+
+	TEST_START("set-limit shrink and grow");
+	t_create(sm, a, 2, "s", 3, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, 0);
+	t_down(sm, a, 3, "s", 3, -1, 0);
+	grant_of(1, 3);
+	t_down(sm, b, 3, "s", 1, -1, 0);
+	t_down(sm, b, 4, "s", 2, -1, 0);
+	t_set_limit(sm, a, 4, "s", 1);
+	expect_code(1, 4, 0);
+	expect_code(2, 4, SEMD__CODE__INVALID_ARGUMENT);	/* wants 2 > 1 */
+	r = t_info(sm, a, 1, 5, "s", SEMD__CODE__OK);
+	EXPECT(r && r->info->available == -2 && r->info->n_holders == 1);
+	CHECK_SM(sm);
+	t_up(sm, a, 6, "s", 2, 0);
+	expect_code(1, 6, 0);
+	EXPECT(none(2, 3));		/* still at the limit */
+	t_up(sm, a, 7, "s", 1, 0);
+	grant_of(2, 3);
+	t_down(sm, a, 8, "s", 1, -1, 0);
+	EXPECT(none(1, 8));
+	t_set_limit(sm, a, 9, "s", 2);
+	expect_code(1, 9, 0);
+	grant_of(1, 8);
+	t_set_limit(sm, a, 10, "s", 0);
+	expect_code(1, 10, SEMD__CODE__INVALID_ARGUMENT);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* delete --force cancels waiters and drops holders. */
+static void test_delete(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	Semd__Reply *r;
+
+	TEST_START("delete with force");
+	t_create(sm, a, 2, "d", 1, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, 0);
+	t_down(sm, a, 3, "d", 1, -1, 0);
+	grant_of(1, 3);
+	t_down(sm, b, 3, "d", 1, 1000, 0);
+	t_down(sm, a, 4, "d", 1, -1, 0);
+	t_delete(sm, b, 4, "d", 0);
+	expect_code(2, 4, SEMD__CODE__INVALID_ARGUMENT);
+	t_delete(sm, b, 5, "d", 1);
+	expect_code(2, 5, SEMD__CODE__OK);
+	expect_code(2, 3, SEMD__CODE__CANCELLED);
+	expect_code(1, 4, SEMD__CODE__CANCELLED);
+	r = expect_code(1, 0, SEMD__CODE__CANCELLED);	/* lost-hold notice */
+	EXPECT(r && r->body_case == SEMD__REPLY__BODY_GRANT);
+	EXPECT_U64(UINT64_MAX, sm_next_deadline(sm));
+	t_info(sm, a, 1, 6, "d", SEMD__CODE__NOT_FOUND);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Auto-created names are freed when idle; explicit ones stay. */
+static void test_autocreate(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	Semd__Reply *r;
+
+	TEST_START("auto-create and freeing");
+	t_down(sm, a, 2, "auto/x", 1, -1, 0);
+	grant_of(1, 2);
+	r = t_info(sm, a, 1, 3, "auto/x", SEMD__CODE__OK);
+	EXPECT(r && r->info->auto_created && r->info->limit == 1);
+	t_up(sm, a, 4, "auto/x", 1, 0);
+	expect_code(1, 4, 0);
+	t_info(sm, a, 1, 5, "auto/x", SEMD__CODE__NOT_FOUND);
+	t_down(sm, a, 6, "auto/y", 1, 0, 0);
+	grant_of(1, 6);
+	t_down(sm, a, 7, "auto/y", 1, 0, 0);
+	expect_code(1, 7, SEMD__CODE__WOULD_BLOCK);
+	t_cancel(sm, a, 8, 77);
+	expect_code(1, 8, SEMD__CODE__NOT_FOUND);
+	t_down(sm, a, 9, "auto/y", 1, -1, 0);
+	t_cancel(sm, a, 10, 9);
+	expect_code(1, 10, SEMD__CODE__OK);
+	expect_code(1, 9, SEMD__CODE__CANCELLED);
+	sm_client_close(sm, a, now);
+	a = t_client(sm, 2, "uid:1", 0);
+	EXPECT_U64(0, t_stat(sm, a, 2, "semaphores"));
+	EXPECT_U64(1, t_stat(sm, a, 2, "cancels"));
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+static void tune_tiny(struct sm_config *cfg)
+{
+	cfg->max_semaphores = 2;
+	cfg->max_waiters_per_session = 2;
+	cfg->max_holds_per_session = 4;
+	cfg->default_limit = 2;
+}
+
+/* Limits give RESOURCE_EXHAUSTED with a message. */
+static void test_limits(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, tune_tiny);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	Semd__Reply *r;
+
+	TEST_START("limits: semaphores, waiters and holds per session");
+	t_down(sm, a, 2, "l1", 2, -1, 0);
+	grant_of(1, 2);
+	t_create(sm, a, 3, "l2", 1, SEMD__MODE__OWNED, 0);
+	expect_code(1, 3, 0);
+	t_create(sm, a, 4, "l3", 1, SEMD__MODE__OWNED, 0);
+	r = expect_code(1, 4, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r && strstr(r->message, "max-semaphores") != NULL);
+	t_down(sm, a, 5, "l4", 1, -1, 0);
+	expect_code(1, 5, SEMD__CODE__RESOURCE_EXHAUSTED);
+	t_down(sm, b, 5, "l1", 1, -1, 0);
+	t_down(sm, b, 6, "l1", 1, -1, 0);
+	t_down(sm, b, 7, "l1", 1, -1, 0);
+	r = expect_code(2, 7, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r && strstr(r->message, "max-waiters-per-session") != NULL);
+	t_down(sm, a, 8, "l2", 1, -1, 0);
+	grant_of(1, 8);
+	t_down(sm, a, 9, "l2", 1, -1, 0);	/* 2 holds + 1 waiter */
+	t_down(sm, a, 10, "l1", 1, -1, 0);	/* 4th */
+	t_down(sm, a, 11, "l1", 1, -1, 0);
+	r = expect_code(1, 11, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r && strstr(r->message, "max-holds-per-session") != NULL);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Bad names and counts are INVALID_ARGUMENT. */
+static void test_invalid(void)
+{
+	static const char *bad[] = {
+		"", "a\001b", "tab\there", "del\177", "\xc3\x28", "\xc0\xaf",
+		"\xed\xa0\x80", "\xc2\x85", "\xf4\x90\x80\x80", "\xe2\x82",
+		"\xff",
+	};
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	char longname[300];
+	size_t i;
+
+	TEST_START("bad names and counts");
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		EXPECT(!sm_name_valid(bad[i], strlen(bad[i])) || i == 0);
+		t_down(sm, a, 100 + i, bad[i], 1, 0, 0);
+		expect_code(1, 100 + i, SEMD__CODE__INVALID_ARGUMENT);
+	}
+	EXPECT(sm_name_valid("jobs/\xc3\xa9t\xc3\xa9", 10));
+	EXPECT(sm_name_valid("\xf0\x9f\x94\x92", 4));
+	memset(longname, 'x', sizeof longname);
+	longname[255] = 0;
+	t_down(sm, a, 2, longname, 1, 0, 0);
+	grant_of(1, 2);
+	longname[255] = 'x';
+	longname[256] = 0;
+	t_down(sm, a, 3, longname, 1, 0, 0);
+	expect_code(1, 3, SEMD__CODE__INVALID_ARGUMENT);
+	t_create(sm, a, 4, "c", 0, SEMD__MODE__OWNED, 0);
+	expect_code(1, 4, SEMD__CODE__INVALID_ARGUMENT);
+	t_create(sm, a, 5, "c", 1, 7, 0);
+	expect_code(1, 5, SEMD__CODE__INVALID_ARGUMENT);
+	t_down(sm, a, 6, "c2", 2, 0, 0);	/* default limit 1 */
+	expect_code(1, 6, SEMD__CODE__INVALID_ARGUMENT);
+	t_down(sm, a, 7, "c3", 0xffffffffu, -1, 0);
+	expect_code(1, 7, SEMD__CODE__INVALID_ARGUMENT);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Signal mode: anyone ups, bounded by the limit. */
+static void test_signal(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	Semd__Reply *r;
+
+	TEST_START("signal mode");
+	t_create(sm, a, 2, "sig", 2, SEMD__MODE__SIGNAL, 0);
+	expect_code(1, 2, 0);
+	t_up(sm, b, 3, "sig", 1, 0);
+	expect_code(2, 3, SEMD__CODE__RESOURCE_EXHAUSTED);	/* full */
+	t_down(sm, a, 4, "sig", 2, 0, 0);
+	grant_of(1, 4);
+	t_down(sm, a, 5, "sig", 1, -1, 0);
+	EXPECT(none(1, 5));
+	sm_client_close(sm, a, now);	/* consumption: nothing comes back */
+	a = t_client(sm, 3, "uid:1", 0);
+	r = t_info(sm, a, 3, 6, "sig", SEMD__CODE__OK);
+	EXPECT(r && r->info->available == 0 && r->info->n_holders == 0);
+	t_down(sm, a, 7, "sig", 1, -1, 0);
+	t_up(sm, b, 8, "sig", 2, 0);	/* one to the waiter, one free */
+	expect_code(2, 8, 0);
+	grant_of(3, 7);
+	t_up(sm, b, 9, "sig", 2, 0);
+	expect_code(2, 9, SEMD__CODE__RESOURCE_EXHAUSTED);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Tokens grow per semaphore, across re-creation and restarts. */
+static void test_tokens(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	Semd__Grant *g;
+	uint64_t last = 0;
+	int i;
+
+	TEST_START("fencing tokens only grow");
+	for (i = 0; i < 20; i++) {
+		t_down(sm, a, 10 + i, "tok", 1, 0, 0);	/* auto, freed each time */
+		g = grant_of(1, 10 + i);
+		if (g == NULL)
+			break;
+		EXPECT(g->token > last);
+		EXPECT(g->token > 1700000000000ULL * 1000);
+		last = g->token;
+		t_up(sm, a, 100 + i, "tok", 1, 0);
+		expect_code(1, 100 + i, 0);
+	}
+	sm_free(sm);
+	/* a "restart" a millisecond later starts above */
+	sm = t_new(1700000000001ULL, NULL);
+	a = t_client(sm, 1, "uid:1", 0);
+	t_down(sm, a, 2, "tok", 1, 0, 0);
+	g = grant_of(1, 2);
+	EXPECT(g && g->token > last);
+	sm_free(sm);
+}
+
+/* Shutdown answers every waiter UNAVAILABLE. */
+static void test_shutdown(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+
+	TEST_START("shutdown");
+	t_down(sm, a, 2, "x", 1, -1, 0);
+	grant_of(1, 2);
+	t_down(sm, b, 2, "x", 1, -1, 0);
+	t_down(sm, b, 3, "x", 1, 5000, 0);
+	sm_shutdown(sm, now);
+	expect_code(2, 2, SEMD__CODE__UNAVAILABLE);
+	expect_code(2, 3, SEMD__CODE__UNAVAILABLE);
+	t_down(sm, b, 4, "x", 1, -1, 0);
+	expect_code(2, 4, SEMD__CODE__UNAVAILABLE);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* --- randomized model check -------------------------------------------- */
+
+#define R_SESS 8
+#define R_NAMES 4
+#define R_STEPS 20000
+#define R_QMAX 256
+
+struct r_pending {
+	int		sess;
+	uint64_t	id;
+};
+
+static const char *r_names[R_NAMES] = { "ra", "rb", "rc", "rd" };
+static struct r_pending r_queue[R_NAMES][R_QMAX];
+static int r_qlen[R_NAMES];
+static uint64_t r_last_token[R_NAMES];
+static uint64_t r_last_permit;
+static uint64_t rng = 88172645463325252ULL;
+
+/* xorshift64: deterministic. */
+static uint64_t r_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* Drop (sess, id) from the model queues. */
+static void r_unqueue(int sess, uint64_t id)
+{
+	int q, i;
+
+	for (q = 0; q < R_NAMES; q++) {
+		for (i = 0; i < r_qlen[q]; i++) {
+			if (r_queue[q][i].sess != sess || r_queue[q][i].id != id)
+				continue;
+			memmove(&r_queue[q][i], &r_queue[q][i + 1],
+			    (size_t)(r_qlen[q] - i - 1) * sizeof r_queue[q][0]);
+			r_qlen[q]--;
+			return;
+		}
+	}
+}
+
+/*
+ * Check the replies from index from on against the model: every grant has a
+ * new permit id and a larger token; an immediate grant (the down just sent,
+ * down_id) finds nobody queued; any other grant goes to the head of the
+ * name's queue.
+ */
+static void r_consume(int from, int down_sess, uint64_t down_id)
+{
+	Semd__Reply *r;
+	int i, q, sess;
+
+	for (i = from; i < ncaps; i++) {
+		r = caps[i].r;
+		caps[i].used = 1;
+		sess = (int)caps[i].conn - 1;
+		if (r->code != SEMD__CODE__OK) {
+			if (r->id != 0)
+				r_unqueue(sess, r->id);
+			continue;
+		}
+		if (r->body_case != SEMD__REPLY__BODY_GRANT)
+			continue;
+		q = (int)(r->id % R_NAMES);
+		if (r->grant->permit_id <= r_last_permit)
+			FAIL("permit %" PRIu64 " after %" PRIu64 ": granted twice?",
+			    r->grant->permit_id, r_last_permit);
+		r_last_permit = r->grant->permit_id;
+		if (r->grant->token <= r_last_token[q])
+			FAIL("token of %s went from %" PRIu64 " to %" PRIu64,
+			    r_names[q], r_last_token[q], r->grant->token);
+		r_last_token[q] = r->grant->token;
+		if (sess == down_sess && r->id == down_id) {
+			if (r_qlen[q] != 0)
+				FAIL("immediate grant on %s with %d queued (barging)",
+				    r_names[q], r_qlen[q]);
+			continue;
+		}
+		if (r_qlen[q] == 0 || r_queue[q][0].id != r->id ||
+		    r_queue[q][0].sess != sess)
+			FAIL("grant of %s to %d/%" PRIu64 " is not the queue head (%d/%" PRIu64 " of %d)",
+			    r_names[q], sess, r->id, r_qlen[q] ? r_queue[q][0].sess : -1,
+			    r_qlen[q] ? r_queue[q][0].id : 0, r_qlen[q]);
+		else
+			r_unqueue(sess, r->id);
+	}
+}
+
+static void tune_random(struct sm_config *cfg)
+{
+	cfg->default_limit = 3;
+}
+
+/* Random operations across sessions; invariants after every step. */
+static void test_random(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, tune_random);
+	struct sm_client *c[R_SESS];
+	struct sm_counters k;
+	uint64_t next_id[R_SESS], id;
+	struct r_pending p;
+	uint32_t n, lease;
+	int64_t t;
+	int i, j, step, s, q, from, op, failed = failures;
+	char err[256];
+
+	TEST_START("randomized invariants (20000 steps)");
+	for (i = 0; i < R_SESS; i++) {
+		c[i] = t_client(sm, (uintptr_t)i + 1, i % 2 ? "uid:1" : "uid:2", 0);
+		next_id[i] = 8;
+	}
+	caps_clear();
+	for (step = 0; step < R_STEPS && failures == failed; step++) {
+		s = (int)(r_rand() % R_SESS);
+		q = (int)(r_rand() % R_NAMES);
+		from = ncaps;
+		op = (int)(r_rand() % 10);
+		if (getenv("T_TRACE"))
+			printf("# step %d: op %d sess %d name %s\n", step, op, s, r_names[q]);
+		switch (op) {
+		case 0: case 1: case 2: case 3:
+			t = (int64_t)(r_rand() % 4) - 1;	/* -1, 0, 50, 100 */
+			t = t > 0 ? t * 50 : t;
+			id = next_id[s]++ * R_NAMES + (uint64_t)q;
+			n = 1 + (uint32_t)(r_rand() % 2);
+			lease = r_rand() % 8 == 0 ? 200 : 0;
+			t_down(sm, c[s], id, r_names[q], n, t, lease);
+			if (ncaps == from) {
+				if (r_qlen[q] == R_QMAX) {
+					FAIL("model queue full");
+					break;
+				}
+				r_queue[q][r_qlen[q]].sess = s;
+				r_queue[q][r_qlen[q]++].id = id;
+			}
+			r_consume(from, s, id);
+			break;
+		case 4: case 5:
+			t_up(sm, c[s], 1, r_names[q], 1, 0);
+			r_consume(from, -1, 0);
+			break;
+		case 6:
+			now += r_rand() % 120;
+			sm_tick(sm, now);
+			r_consume(from, -1, 0);
+			break;
+		case 7:
+			if (r_rand() % 4 != 0)
+				break;
+			/* its waiters leave the queues before anyone is granted */
+			for (i = 0; i < R_NAMES; i++)
+				for (j = r_qlen[i] - 1; j >= 0; j--)
+					if (r_queue[i][j].sess == s)
+						r_unqueue(s, r_queue[i][j].id);
+			sm_client_close(sm, c[s], now);
+			c[s] = sm_client_open(sm, (void *)((uintptr_t)s + 1),
+			    s % 2 ? "uid:1" : "uid:2", secret_a, now);
+			t_hello(sm, c[s], 1, 0, 0, NULL);
+			r_consume(from, -1, 0);
+			break;
+		case 8:
+			if (r_qlen[q] == 0)
+				break;
+			p = r_queue[q][r_rand() % (uint64_t)r_qlen[q]];
+			t_cancel(sm, c[p.sess], 2, p.id);
+			r_consume(from, -1, 0);
+			break;
+		case 9:
+			if (r_rand() % 4 != 0)
+				break;
+			t_create(sm, c[s], 3, r_names[q], 3, SEMD__MODE__OWNED, 1);
+			t_set_limit(sm, c[s], 4, r_names[q],
+			    1 + (uint32_t)(r_rand() % 4));
+			r_consume(from, -1, 0);
+			break;
+		}
+		if (sm_check(sm, err, sizeof err) != 0)
+			FAIL("step %d: %s", step, err);
+		if (ncaps > MAX_CAPS - 100)
+			caps_clear();
+	}
+	for (i = 0; i < R_SESS; i++)
+		sm_client_close(sm, c[i], now);
+	CHECK_SM(sm);
+	sm_get_counters(sm, &k);
+	EXPECT_U64(0, k.waiters);
+	EXPECT_U64(0, k.clients);
+	EXPECT(k.grants > 1000);
+	EXPECT(k.timeouts > 100);
+	printf("# %" PRIu64 " grants, %" PRIu64 " timeouts, %" PRIu64
+	    " cancels, %" PRIu64 " disconnect cancels, %" PRIu64 " lease expiries\n",
+	    k.grants, k.timeouts, k.cancels, k.cancels_disconnect,
+	    k.leases_expired);
+	sm_free(sm);
+}
+
+int main(void)
+{
+	test_hello();
+	test_ops();
+	test_fifo();
+	test_npermits();
+	test_deadline();
+	test_disconnect();
+	test_lease();
+	test_detached();
+	test_idempotent();
+	test_set_limit();
+	test_delete();
+	test_autocreate();
+	test_limits();
+	test_invalid();
+	test_signal();
+	test_tokens();
+	test_shutdown();
+	test_random();
+	caps_clear();
+	if (failures) {
+		printf("%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("all state tests passed\n");
+	return 0;
+}
