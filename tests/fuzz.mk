@@ -14,5 +14,11 @@ tests_fuzz_replay_frame_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_frame.c te
 tests_fuzz_replay_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_replay_frame_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 
-TESTS += tests/fuzz/replay-frame tests/fuzz/corpus-fresh.sh
+check_PROGRAMS += tests/fuzz/replay-dispatch
+tests_fuzz_replay_dispatch_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_dispatch.c tests/fuzz/fuzz.h
+tests_fuzz_replay_dispatch_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_fuzz_replay_dispatch_LDADD = daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a \
+	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
+
+TESTS += tests/fuzz/replay-frame tests/fuzz/replay-dispatch tests/fuzz/corpus-fresh.sh
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus-fresh.sh tests/fuzz/corpus

@@ -34,22 +34,10 @@ fi
 # target name -> the libraries it needs, in link order (paths under BUILD)
 declare -A LIBS
 LIBS[fuzz_frame]="proto/libsemproto.a"
-if [ -f "$TOP/tests/fuzz/fuzz_dispatch.c" ]; then
-	LIBS[fuzz_dispatch]="daemon/libsemstate.a core/libsemcore.a arch/libsemarch.a proto/libsemproto.a"
-fi
+LIBS[fuzz_dispatch]="daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 
-want=""
-for t in "${!LIBS[@]}"; do want="$want ${LIBS[$t]}"; done
-# build only the libraries that this tree's Makefile knows
-make_targets=""
-for lib in $(printf '%s\n' $want | sort -u); do
-	if grep -q "^${lib//\//_}_" "$BUILD/Makefile" 2>/dev/null ||
-	   grep -q "$lib" "$BUILD/Makefile" 2>/dev/null; then
-		make_targets="$make_targets $lib"
-	fi
-done
-# shellcheck disable=SC2086
-make -s -C "$BUILD" -j"$JOBS" $make_targets
+# shellcheck disable=SC2046
+make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
 
 PROTOBUF=$(pkg-config --cflags --libs libprotobuf-c)
 failed=0
