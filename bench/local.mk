@@ -12,3 +12,9 @@ bench_test_bench_SOURCES = bench/test-bench.c bench/wire.c bench/hist.c
 bench_test_bench_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 bench_test_bench_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 TESTS += bench/test-bench
+
+# make bench: a private semd and the standard suite, one table.
+EXTRA_DIST += bench/suite.sh bench/compare.sh
+bench: all
+	top_builddir='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/bench/suite.sh
+.PHONY: bench

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# bench/compare.sh - semd next to the anchors of ../shared/bench, measured in
+# one run on this machine with the same shape (one op = acquire + release =
+# two round trips; closed loop; C connections with P ops in flight each):
+#   limit = the reference request/reply server (limitd, loadgen -d echo)
+#   redis = redis-server with the Lua semaphore (loadgen -d redis)
+#   semd  = a private semd driven by semd-benchmark -t down-up --threads 1
+#           (single-threaded, as loadgen is)
+# Cells: C=1 P=1, C=16 P=1, C=16 P=16, over unix and tcp, back to back.
+# Also: semd ping vs limit echo round trips, semd handoff vs the limit's
+# one-connection round trip, and the tool's own overhead (loadgen echo vs
+# semd-benchmark -t echo against the same limitd).
+#
+# Usage: bench/compare.sh   (from a build directory, or set top_builddir)
+# Knobs: D (seconds per cell, 3), WARM (0.5), ANCHORS (the shared bench dir),
+#        SEMD, BENCH (binaries), OUT (also save the table there).
+# The anchors' sources are copied to a temp dir and built there: the shared
+# folder stays read-only and nothing of it enters this tree.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+: "${top_builddir:=$(pwd)}"
+ANCHORS=${ANCHORS:-$(cd "$TOP/../shared/bench" 2>/dev/null && pwd || echo /work/shared/bench)}
+SEMD=${SEMD:-$top_builddir/semd}
+BENCH=${BENCH:-$top_builddir/semd-benchmark}
+D=${D:-3}
+WARM=${WARM:-0.5}
+
+for b in "$SEMD" "$BENCH"; do
+	[ -x "$b" ] || { echo "compare: $b not built (run make first, or set SEMD/BENCH)" >&2; exit 1; }
+done
+[ -f "$ANCHORS/limit/limitd.c" ] || { echo "compare: no anchors in $ANCHORS (set ANCHORS)" >&2; exit 1; }
+command -v redis-server >/dev/null || { echo "compare: need redis-server (apt-get install redis-server)" >&2; exit 1; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/semd-compare.XXXXXX")
+chmod 755 "$T"
+PIDS=()
+cleanup() {
+	set +e
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cp -r "$ANCHORS/limit" "$ANCHORS/load" "$T/"
+chmod -R u+w "$T/limit" "$T/load"
+make -s -C "$T/limit" >/dev/null
+make -s -C "$T/load" >/dev/null
+LG=$T/load/loadgen
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port() {
+	local p i
+	for i in $(seq 50); do
+		p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+		port_busy "$p" || { echo "$p"; return 0; }
+	done
+	echo "compare: no free port found" >&2
+	return 1
+}
+LIMIT_PORT=$(free_port)
+REDIS_PORT=$(free_port)
+
+"$T/limit/limitd" -p "$LIMIT_PORT" -u "$T/limit.sock" 2>"$T/limitd.log" &
+PIDS+=($!)
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode no \
+	--unixsocket "$T/redis.sock" --unixsocketperm 700 \
+	--save "" --appendonly no --dir "$T" --logfile "$T/redis.log" \
+	--daemonize no >/dev/null 2>&1 &
+PIDS+=($!)
+"$SEMD" --listen "unix:$T/semd.sock" --listen tcp:127.0.0.1:0 \
+	--ready-file "$T/semd.ready" >"$T/semd.log" 2>&1 &
+PIDS+=($!)
+
+ready=0
+for _ in $(seq 200); do
+	if [ -S "$T/limit.sock" ] && port_busy "$LIMIT_PORT" && [ -s "$T/semd.ready" ] &&
+	   [ "$(redis-cli -s "$T/redis.sock" ping 2>/dev/null)" = PONG ] &&
+	   [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then ready=1; break; fi
+	sleep 0.05
+done
+[ "$ready" = 1 ] || { echo "compare: servers did not come up" >&2; cat "$T"/*.log >&2; exit 1; }
+SEMD_UNIX=$(grep -m1 '^unix:' "$T/semd.ready")
+SEMD_TCP=$(grep -m1 '^tcp:' "$T/semd.ready")
+
+# loadgen's key=value lines
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
+# semd-benchmark's JSON: a field of the latency object, or a top-level field
+lat() { sed -n "s/.*\"latency_us\": {[^}]*\"$1\": \([0-9.]*\).*/\1/p" <<<"$2"; }
+top() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+
+lg() { # driver transport C P
+	local target
+	if [ "$2" = tcp ]; then
+		[ "$1" = redis ] && target="-t 127.0.0.1:$REDIS_PORT" || target="-t 127.0.0.1:$LIMIT_PORT"
+	else
+		[ "$1" = redis ] && target="-u $T/redis.sock" || target="-u $T/limit.sock"
+	fi
+	# shellcheck disable=SC2086
+	"$LG" -d "$1" $target -c "$3" -P "$4" -D "$D" -w "$WARM" | tee -a "$T/raw"
+}
+sb() { # test transport C P [args]: semd-benchmark on semd (or on limitd for echo)
+	local test=$1 tr=$2 c=$3 p=$4 addr
+	shift 4
+	case $test/$tr in
+	echo/unix) addr="unix:$T/limit.sock" ;;
+	echo/tcp) addr="tcp:127.0.0.1:$LIMIT_PORT" ;;
+	*/unix) addr=$SEMD_UNIX ;;
+	*) addr=$SEMD_TCP ;;
+	esac
+	"$BENCH" -s "$addr" -t "$test" -c "$c" -P "$p" -d "$D" --warmup "$WARM" --threads 1 --json "$@" |
+		grep '"test"' | sed "s/^ */transport=$tr /" | tee -a "$T/raw"
+}
+
+: >"$T/raw"
+DU=() PING=() CAL=()
+for cfg in "1 1" "16 1" "16 16"; do
+	set -- $cfg
+	for tr in unix tcp; do
+		L=$(lg echo "$tr" "$1" "$2")
+		R=$(lg redis "$tr" "$1" "$2")
+		S=$(sb down-up "$tr" "$1" "$2")
+		P=$(sb ping "$tr" "$1" "$2")
+		DU+=("$tr|$1|$2|$L|$R|$S")
+		PING+=("$tr|$1|$2|$L|$P")
+	done
+done
+for cfg in "16 1" "16 16"; do
+	set -- $cfg
+	L=$(lg echo unix "$1" "$2")
+	E=$(sb echo unix "$1" "$2")
+	CAL+=("unix|$1|$2|$L|$E")
+done
+L1=$(lg echo unix 1 1)
+H=$(sb handoff unix 2 1)
+
+{
+echo "# semd vs anchors $(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cpus=$(nproc) D=${D}s warm-up=${WARM}s"
+echo "# down-up: 1 op = acquire + release = 2 round trips; latency per op in us; semd-benchmark --threads 1"
+printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s | %9s %7s %7s | %7s %7s\n' \
+	tr C P "limit/s" p50 p99 "redis/s" p50 p99 "semd/s" p50 p99 "s/limit" "s/redis"
+for row in "${DU[@]}"; do
+	IFS='|' read -r tr c p L R S <<<"$row"
+	lo=$(field ops_s "$L"); ro=$(field ops_s "$R"); so=$(top ops_per_sec "$S")
+	printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s | %9s %7s %7s | %7s %7s\n' "$tr" "$c" "$p" \
+		"$lo" "$(field p50_us "$L")" "$(field p99_us "$L")" \
+		"$ro" "$(field p50_us "$R")" "$(field p99_us "$R")" \
+		"$so" "$(lat p50 "$S")" "$(lat p99 "$S")" "$(ratio "$so" "$lo")" "$(ratio "$so" "$ro")"
+done
+echo
+echo "# ping: semd round trips/s (Ping) vs the limit's echo round trips/s (2 per loadgen op)"
+printf '%-4s %3s %3s | %11s | %11s %7s %7s | %7s\n' tr C P "limit rt/s" "semd rt/s" p50 p99 "s/limit"
+for row in "${PING[@]}"; do
+	IFS='|' read -r tr c p L P <<<"$row"
+	lr=$(awk -v a="$(field ops_s "$L")" 'BEGIN { printf "%.0f", 2 * a }')
+	sr=$(top ops_per_sec "$P")
+	printf '%-4s %3s %3s | %11s | %11s %7s %7s | %7s\n' "$tr" "$c" "$p" "$lr" "$sr" \
+		"$(lat p50 "$P")" "$(lat p99 "$P")" "$(ratio "$sr" "$lr")"
+done
+echo
+echo "# handoff: semd, 2 connections on a limit-1 name, from sending up to the other's grant (us)"
+echo "#          vs one round trip of the limit at 1 connection (its 2-round-trip op / 2)"
+printf 'semd handoff p50 %s p99 %s p99.9 %s | limit rt p50 %s p99 %s | p99 ratio %s\n' \
+	"$(lat p50 "$H")" "$(lat p99 "$H")" "$(lat p999 "$H")" \
+	"$(awk -v a="$(field p50_us "$L1")" 'BEGIN { printf "%.1f", a / 2 }')" \
+	"$(awk -v a="$(field p99_us "$L1")" 'BEGIN { printf "%.1f", a / 2 }')" \
+	"$(ratio "$(lat p99 "$H")" "$(awk -v a="$(field p99_us "$L1")" 'BEGIN { print a / 2 }')")"
+echo
+echo "# tool overhead: the same limitd driven by loadgen -d echo and by semd-benchmark -t echo"
+printf '%-4s %3s %3s | %11s %5s | %11s %5s %9s | %7s\n' tr C P "loadgen/s" "cpu%" "semd-bm/s" "cpu%" "ns/rt" "ratio"
+for row in "${CAL[@]}"; do
+	IFS='|' read -r tr c p L E <<<"$row"
+	printf '%-4s %3s %3s | %11s %5s | %11s %5s %9s | %7s\n' "$tr" "$c" "$p" \
+		"$(field ops_s "$L")" "$(field loadgen_cpu_pct "$L")" "$(top ops_per_sec "$E")" \
+		"$(top client_cpu_pct "$E")" "$(top client_cpu_ns_per_round_trip "$E")" \
+		"$(ratio "$(top ops_per_sec "$E")" "$(field ops_s "$L")")"
+done
+} >"$T/table"
+echo
+cat "$T/table"
+if [ -n "${OUT:-}" ]; then
+	{ cat "$T/table"; echo; echo "# raw lines"; cat "$T/raw"; } >"$OUT"
+	echo "(saved to $OUT)"
+fi
