@@ -6,3 +6,12 @@ noinst_LIBRARIES += daemon/libsemstate.a
 daemon_libsemstate_a_SOURCES = daemon/state.c daemon/state.h \
 	daemon/hmap.c daemon/hmap.h
 daemon_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
+
+# semd: the daemon. The libevent shell (server, conn, listen) around the state.
+sbin_PROGRAMS += semd
+semd_SOURCES = daemon/main.c daemon/server.c daemon/server.h daemon/conn.c \
+	daemon/listen.c daemon/log.c daemon/log.h daemon/config.c daemon/config.h
+semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS)
+semd_LDADD = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) $(SYSTEMD_LIBS) $(OPENSSL_LIBS) \
+	$(PTHREAD_LIBS)

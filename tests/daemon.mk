@@ -7,3 +7,9 @@ tests_daemon_test_state_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_test_state_LDADD = daemon/libsemstate.a proto/libsemproto.a \
 	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/daemon/test_state
+
+# semd_probe: a protocol client for the shell tests below.
+check_PROGRAMS += tests/daemon/semd_probe
+tests_daemon_semd_probe_SOURCES = tests/daemon/semd_probe.c
+tests_daemon_semd_probe_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)

@@ -1,0 +1,329 @@
+/* daemon/config.c - defaults, config file and flag values. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "proto/frame.h"
+
+enum cfg_type { CFG_LISTEN, CFG_PATH, CFG_UINT, CFG_DURATION, CFG_LEVEL, CFG_MODE };
+
+struct cfg_key {
+	const char	*name;
+	enum cfg_type	type;
+	size_t		offset;
+	uint32_t	min;
+	uint32_t	max;
+};
+
+#define OFF(f) offsetof(struct semd_config, f)
+static const struct cfg_key cfg_keys[] = {
+	{ "listen", CFG_LISTEN, 0, 0, 0 },
+	{ "ready-file", CFG_PATH, OFF(ready_file), 0, 0 },
+	{ "default-limit", CFG_UINT, OFF(default_limit), 1, 1u << 30 },
+	{ "max-frame", CFG_UINT, OFF(max_frame), 64, FRAME_MAX_LIMIT },
+	{ "max-connections", CFG_UINT, OFF(max_connections), 1, 10000000 },
+	{ "log-level", CFG_LEVEL, OFF(log_level), 0, 0 },
+	{ "max-semaphores", CFG_UINT, OFF(max_semaphores), 1, UINT32_MAX },
+	{ "max-sessions", CFG_UINT, OFF(max_sessions), 1, UINT32_MAX },
+	{ "max-waiters-per-session", CFG_UINT, OFF(max_waiters_per_session), 1, UINT32_MAX },
+	{ "max-holds-per-session", CFG_UINT, OFF(max_holds_per_session), 1, UINT32_MAX },
+	{ "max-lease", CFG_DURATION, OFF(max_lease_ms), 0, UINT32_MAX },
+	{ "handshake-timeout", CFG_DURATION, OFF(handshake_timeout_ms), 1, UINT32_MAX },
+	{ "idle-timeout", CFG_DURATION, OFF(idle_timeout_ms), 0, UINT32_MAX },
+	{ "max-output", CFG_UINT, OFF(max_output), 4096, UINT32_MAX },
+	{ "keepalive", CFG_DURATION, OFF(keepalive_s), 0, UINT32_MAX },
+	{ "unix-mode", CFG_MODE, OFF(unix_mode), 0, 07777 },
+};
+#undef OFF
+
+/* Defaults. */
+void config_init(struct semd_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->default_limit = 1;
+	c->max_frame = FRAME_MAX_DEFAULT;
+	c->max_connections = 10000;
+	c->log_level = LOG_INFO;
+	c->max_semaphores = 1000000;
+	c->max_sessions = 100000;
+	c->max_waiters_per_session = 1024;
+	c->max_holds_per_session = 4096;
+	c->max_lease_ms = 24u * 3600u * 1000u;
+	c->handshake_timeout_ms = 10000;
+	c->idle_timeout_ms = 0;
+	c->max_output = 4u << 20;
+	c->keepalive_s = 60;
+	c->unix_mode = 0600;
+}
+
+/* Drop the listen list. */
+static void config_clear_listen(struct semd_config *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nlisten; i++)
+		free(c->listen[i]);
+	free(c->listen);
+	c->listen = NULL;
+	c->nlisten = 0;
+}
+
+/* Free the strings (the struct itself is the caller's). */
+void config_free(struct semd_config *c)
+{
+	if (c == NULL)
+		return;
+	config_clear_listen(c);
+	free(c->ready_file);
+	c->ready_file = NULL;
+}
+
+/* Find a key's description. */
+static const struct cfg_key *config_key(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof cfg_keys / sizeof cfg_keys[0]; i++)
+		if (strcmp(cfg_keys[i].name, key) == 0)
+			return &cfg_keys[i];
+	return NULL;
+}
+
+/* Is this a setting? */
+bool config_known(const char *key)
+{
+	return config_key(key) != NULL;
+}
+
+/* Parse an unsigned decimal number with nothing after it. */
+static int parse_u64(const char *s, unsigned long long *out, char **end)
+{
+	errno = 0;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	*out = strtoull(s, end, 10);
+	return errno == ERANGE ? -ERANGE : 0;
+}
+
+/*
+ * A duration: a number with an optional unit (ms, s, m, h). A bare number
+ * is in seconds. keepalive is stored in seconds, the others in ms.
+ */
+static int parse_duration(const char *s, unsigned long long *ms)
+{
+	unsigned long long v, mul;
+	char *end;
+
+	if (parse_u64(s, &v, &end) != 0)
+		return -EINVAL;
+	if (strcmp(end, "ms") == 0)
+		mul = 1;
+	else if (*end == '\0' || strcmp(end, "s") == 0)
+		mul = 1000;
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+		mul = 60000;
+	else if (strcmp(end, "h") == 0)
+		mul = 3600000;
+	else
+		return -EINVAL;
+	if (v > ULLONG_MAX / mul)
+		return -ERANGE;
+	*ms = v * mul;
+	return 0;
+}
+
+/* Check the syntax of a listen address. */
+static int check_listen(const char *v, char *err, size_t errlen)
+{
+	const char *port;
+
+	if (strncmp(v, "unix:", 5) == 0) {
+		if (v[5] == '\0') {
+			snprintf(err, errlen, "listen %s: empty socket path", v);
+			return -EINVAL;
+		}
+		if (strlen(v + 5) >= 108) {
+			snprintf(err, errlen, "listen %s: socket path too long", v);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strncmp(v, "tcp:", 4) == 0) {
+		port = strrchr(v + 4, ':');
+		if (port == NULL || port == v + 4 || port[1] == '\0' ||
+		    strspn(port + 1, "0123456789") != strlen(port + 1) ||
+		    atol(port + 1) > 65535) {
+			snprintf(err, errlen,
+			    "listen %s: expected tcp:HOST:PORT or tcp:[ADDR6]:PORT", v);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	snprintf(err, errlen,
+	    "listen %s: unknown address kind (use unix:PATH or tcp:HOST:PORT)", v);
+	return -EINVAL;
+}
+
+/* Set one key. */
+int config_set(struct semd_config *c, const char *key, const char *value,
+    char *err, size_t errlen)
+{
+	const struct cfg_key *k = config_key(key);
+	unsigned long long v = 0;
+	char **list, *end, *dup;
+	int level;
+
+	if (k == NULL) {
+		snprintf(err, errlen, "unknown setting '%s'", key);
+		return -EINVAL;
+	}
+	if (*value == '\0') {
+		snprintf(err, errlen, "%s needs a value", key);
+		return -EINVAL;
+	}
+	switch (k->type) {
+	case CFG_LISTEN:
+		if (check_listen(value, err, errlen) != 0)
+			return -EINVAL;
+		list = realloc(c->listen, (c->nlisten + 1) * sizeof *list);
+		if (list == NULL || (dup = strdup(value)) == NULL) {
+			if (list != NULL)
+				c->listen = list;
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		c->listen = list;
+		c->listen[c->nlisten++] = dup;
+		return 0;
+	case CFG_PATH:
+		dup = strdup(value);
+		if (dup == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		free(*(char **)((char *)c + k->offset));
+		*(char **)((char *)c + k->offset) = dup;
+		return 0;
+	case CFG_LEVEL:
+		level = log_parse_level(value);
+		if (level < 0) {
+			snprintf(err, errlen,
+			    "log-level '%s': use debug, info, notice, warning or error",
+			    value);
+			return -EINVAL;
+		}
+		c->log_level = level;
+		return 0;
+	case CFG_UINT:
+		if (parse_u64(value, &v, &end) != 0 || *end != '\0') {
+			snprintf(err, errlen, "%s '%s': not a number", key, value);
+			return -EINVAL;
+		}
+		break;
+	case CFG_DURATION:
+		if (parse_duration(value, &v) != 0) {
+			snprintf(err, errlen,
+			    "%s '%s': not a duration (e.g. 500ms, 10s, 5m, 1h)",
+			    key, value);
+			return -EINVAL;
+		}
+		if (strcmp(key, "keepalive") == 0)
+			v /= 1000;
+		break;
+	case CFG_MODE:
+		errno = 0;
+		v = strtoull(value, &end, 8);
+		if (errno != 0 || *end != '\0' || *value == '\0') {
+			snprintf(err, errlen, "%s '%s': not an octal mode", key, value);
+			return -EINVAL;
+		}
+		break;
+	}
+	if (v < k->min || v > k->max) {
+		snprintf(err, errlen, "%s %s: out of range (%u..%u)", key, value,
+		    k->min, k->max);
+		return -EINVAL;
+	}
+	*(uint32_t *)((char *)c + k->offset) = (uint32_t)v;
+	return 0;
+}
+
+/* Read a config file. */
+int config_load(struct semd_config *c, const char *path, char *err,
+    size_t errlen)
+{
+	char line[4096], why[512], *p, *key, *value, *e;
+	unsigned int lineno = 0;
+	FILE *f;
+	int r = 0;
+
+	f = fopen(path, "r");
+	if (f == NULL) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return r;
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			snprintf(err, errlen, "%s:%u: line too long", path, lineno);
+			r = -EINVAL;
+			break;
+		}
+		p = line + strspn(line, " \t");
+		if (*p == '#' || *p == '\n' || *p == '\0')
+			continue;
+		e = p + strlen(p);
+		while (e > p && isspace((unsigned char)e[-1]))
+			*--e = '\0';
+		key = p;
+		p += strcspn(p, " \t");
+		if (*p != '\0')
+			*p++ = '\0';
+		value = p + strspn(p, " \t");
+		if (config_set(c, key, value, why, sizeof why) != 0) {
+			snprintf(err, errlen, "%s:%u: %s", path, lineno, why);
+			r = -EINVAL;
+			break;
+		}
+	}
+	if (r == 0 && ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		r = -EIO;
+	}
+	fclose(f);
+	return r;
+}
+
+/* Defaults, then the file, then the command line. */
+int config_build(struct semd_config *c, const char *path,
+    const struct config_override *ov, size_t nov, char *err, size_t errlen)
+{
+	char why[512];
+	bool listen_reset = false;
+	size_t i;
+	int r;
+
+	config_init(c);
+	if (path != NULL && (r = config_load(c, path, err, errlen)) != 0)
+		goto fail;
+	for (i = 0; i < nov; i++) {
+		if (strcmp(ov[i].key, "listen") == 0 && !listen_reset) {
+			config_clear_listen(c);
+			listen_reset = true;
+		}
+		if ((r = config_set(c, ov[i].key, ov[i].value, why, sizeof why)) != 0) {
+			snprintf(err, errlen, "--%s: %s", ov[i].key, why);
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	config_free(c);
+	return r;
+}

@@ -1,0 +1,63 @@
+/*
+ * daemon/config.h - semd's settings: defaults, the config file, the flags.
+ *
+ * Every setting has one name, used both as the long option (--max-frame) and
+ * as the config file key (max-frame 65536). The file is "key value" a line,
+ * '#' starts a comment; errors name the file, the line and what is wrong.
+ * Flags override the file; listen lines on the command line replace the
+ * file's.
+ */
+#ifndef SEMD_CONFIG_H
+#define SEMD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEMD_DEFAULT_UNIX	"unix:/run/semd/semd.sock"
+#define SEMD_DEFAULT_TCP	"tcp:127.0.0.1:7385"
+
+struct semd_config {
+	char		**listen;
+	size_t		nlisten;
+	char		*ready_file;
+	uint32_t	default_limit;
+	uint32_t	max_frame;
+	uint32_t	max_connections;
+	int		log_level;
+	uint32_t	max_semaphores;
+	uint32_t	max_sessions;
+	uint32_t	max_waiters_per_session;
+	uint32_t	max_holds_per_session;
+	uint32_t	max_lease_ms;
+	uint32_t	handshake_timeout_ms;
+	uint32_t	idle_timeout_ms;	/* 0: never */
+	uint32_t	max_output;		/* bytes queued to one client */
+	uint32_t	keepalive_s;		/* TCP keepalive idle; 0: off */
+	uint32_t	unix_mode;
+};
+
+/* A key=value pair from the command line, kept to re-apply on reload. */
+struct config_override {
+	const char	*key;
+	const char	*value;
+};
+
+void config_init(struct semd_config *c);
+void config_free(struct semd_config *c);
+/* Is key a setting (so also a --key flag)? */
+bool config_known(const char *key);
+/* Set one key; on error returns -EINVAL with the reason in err. */
+int config_set(struct semd_config *c, const char *key, const char *value,
+    char *err, size_t errlen);
+/* Read a file; on error returns -errno/-EINVAL with "file:line: why". */
+int config_load(struct semd_config *c, const char *path, char *err,
+    size_t errlen);
+/*
+ * Build the effective configuration: defaults, then the file (if any), then
+ * the overrides in order. Returns 0 or an error with err filled.
+ */
+int config_build(struct semd_config *c, const char *path,
+    const struct config_override *ov, size_t nov, char *err, size_t errlen);
+
+#endif

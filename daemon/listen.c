@@ -1,0 +1,320 @@
+/*
+ * daemon/listen.c - listening sockets: unix:PATH, tcp:HOST:PORT,
+ * tcp:[ADDR6]:PORT, or sockets passed by systemd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+#define LISTEN_BACKLOG 4096
+
+/* A client arrived. */
+static void listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct listener *l = arg;
+
+	conn_accept(l->srv, fd, sa, salen, l->is_unix);
+}
+
+/* accept() failed: on EMFILE/ENFILE pause a second instead of spinning. */
+static void listener_error_cb(struct evconnlistener *evl, void *arg)
+{
+	struct listener *l = arg;
+	struct timeval tv = { 1, 0 };
+	int err = EVUTIL_SOCKET_ERROR();
+
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		log_warn("accept on %s: %s; pausing accepts for 1 s", l->addr,
+		    strerror(err));
+		listeners_pause(l->srv);
+		evtimer_add(l->srv->accept_resume, &tv);
+		return;
+	}
+	log_warn("accept on %s: %s", l->addr, strerror(err));
+}
+
+/* Format a bound address in the listen syntax. */
+static char *listener_name(int fd, bool *is_unix)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	char host[INET6_ADDRSTRLEN], buf[256];
+
+	memset(&ss, 0, sizeof ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+		return NULL;
+	*is_unix = ss.ss_family == AF_UNIX;
+	if (ss.ss_family == AF_UNIX) {
+		struct sockaddr_un *sun = (struct sockaddr_un *)&ss;
+
+		if (sun->sun_path[0] == '\0')
+			snprintf(buf, sizeof buf, "unix:@%s", sun->sun_path + 1);
+		else
+			snprintf(buf, sizeof buf, "unix:%s", sun->sun_path);
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+		snprintf(buf, sizeof buf, "tcp:[%s]:%u", host, ntohs(s6->sin6_port));
+	} else if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+		snprintf(buf, sizeof buf, "tcp:%s:%u", host, ntohs(s4->sin_port));
+	} else {
+		return NULL;
+	}
+	return strdup(buf);
+}
+
+/* Wrap a listening fd in a listener. */
+static int listener_add(struct server *srv, int fd, char *unlink_path)
+{
+	struct listener *l = calloc(1, sizeof *l);
+
+	if (l == NULL)
+		return -ENOMEM;
+	l->srv = srv;
+	l->addr = listener_name(fd, &l->is_unix);
+	if (l->addr == NULL) {
+		free(l);
+		return -errno ? -errno : -EINVAL;
+	}
+	l->evl = evconnlistener_new(srv->base, listener_accept_cb, l,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	if (l->evl == NULL) {
+		free(l->addr);
+		free(l);
+		return -ENOMEM;
+	}
+	evconnlistener_set_error_cb(l->evl, listener_error_cb);
+	l->unlink_path = unlink_path;
+	list_add_tail(&l->entry, &srv->listeners);
+	log_notice("listening on %s", l->addr);
+	return 0;
+}
+
+/* Is something accepting on this UNIX socket path? */
+static bool unix_path_live(const struct sockaddr_un *sun)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	live = connect(fd, (const struct sockaddr *)sun, sizeof *sun) == 0;
+	close(fd);
+	return live;
+}
+
+/* Bind a UNIX socket under a restrictive umask, replacing a stale one. */
+static int listener_open_unix(struct server *srv, const char *path)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	mode_t old;
+	char *dup = NULL;
+	int fd, r;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		log_err("unix:%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sun.sun_path, path);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_err("unix:%s exists and is not a socket; remove it or pick another path",
+			    path);
+			return -EEXIST;
+		}
+		if (unix_path_live(&sun)) {
+			log_err("unix:%s: another daemon is accepting there", path);
+			return -EADDRINUSE;
+		}
+		log_info("removing stale socket %s", path);
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	old = umask(0077);
+	r = bind(fd, (struct sockaddr *)&sun, sizeof sun);
+	umask(old);
+	if (r != 0) {
+		r = -errno;
+		log_err_errno(r, "bind unix:%s", path);
+		goto fail;
+	}
+	if (chmod(path, srv->cfg.unix_mode) != 0)
+		log_warn_errno(errno, "chmod %o %s", srv->cfg.unix_mode, path);
+	if (listen(fd, LISTEN_BACKLOG) != 0) {
+		r = -errno;
+		log_err_errno(r, "listen unix:%s", path);
+		goto fail;
+	}
+	dup = strdup(path);
+	if ((r = listener_add(srv, fd, dup)) != 0)
+		goto fail;
+	return 0;
+fail:
+	free(dup);
+	close(fd);
+	return r;
+}
+
+/* Bind a TCP socket: tcp:HOST:PORT or tcp:[ADDR6]:PORT. */
+static int listener_open_tcp(struct server *srv, const char *spec)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char host[256], *port;
+	int fd = -1, one = 1, r;
+
+	snprintf(host, sizeof host, "%s", spec + 4);
+	port = strrchr(host, ':');
+	if (port == NULL)
+		return -EINVAL;
+	*port++ = '\0';
+	if (host[0] == '[') {
+		size_t n = strlen(host);
+
+		if (n < 2 || host[n - 1] != ']')
+			return -EINVAL;
+		host[n - 1] = '\0';
+		memmove(host, host + 1, n - 1);
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	r = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (r != 0) {
+		log_err("%s: %s", spec, gai_strerror(r));
+		return -EINVAL;
+	}
+	r = -EADDRNOTAVAIL;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+		    SOCK_NONBLOCK, ai->ai_protocol);
+		if (fd < 0) {
+			r = -errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    listen(fd, LISTEN_BACKLOG) == 0)
+			break;
+		r = -errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		log_err_errno(r, "bind %s", spec);
+		return r;
+	}
+	if ((r = listener_add(srv, fd, NULL)) != 0) {
+		close(fd);
+		return r;
+	}
+	return 0;
+}
+
+/* Open one configured listener. */
+int listener_open(struct server *srv, const char *spec)
+{
+	if (strncmp(spec, "unix:", 5) == 0)
+		return listener_open_unix(srv, spec + 5);
+	if (strncmp(spec, "tcp:", 4) == 0)
+		return listener_open_tcp(srv, spec);
+	log_err("%s: unknown address kind", spec);
+	return -EINVAL;
+}
+
+/* Take over a listening socket passed by systemd. */
+int listener_adopt(struct server *srv, int fd)
+{
+	int r;
+
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if ((r = listener_add(srv, fd, NULL)) != 0)
+		log_err_errno(r, "socket-activated fd %d", fd);
+	return r;
+}
+
+/* Stop listening; remove our socket file. */
+void listener_free(struct listener *l)
+{
+	if (l == NULL)
+		return;
+	list_del_init(&l->entry);
+	evconnlistener_free(l->evl);
+	if (l->unlink_path != NULL)
+		unlink(l->unlink_path);
+	free(l->unlink_path);
+	free(l->addr);
+	free(l);
+}
+
+/* Stop accepting for a while (EMFILE). */
+void listeners_pause(struct server *srv)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &srv->listeners)
+		evconnlistener_disable(list_entry(pos, struct listener, entry)->evl);
+}
+
+/* Accept again. */
+void listeners_resume(struct server *srv)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &srv->listeners)
+		evconnlistener_enable(list_entry(pos, struct listener, entry)->evl);
+}
+
+/* Write the bound addresses to path, atomically (temporary file + rename). */
+int listeners_write_ready(struct server *srv, const char *path)
+{
+	struct list_head *pos;
+	char tmp[4096];
+	FILE *f;
+	int r;
+
+	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
+	    (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		return -errno;
+	list_for_each(pos, &srv->listeners)
+		fprintf(f, "%s\n", list_entry(pos, struct listener, entry)->addr);
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		r = -errno;
+		fclose(f);
+		unlink(tmp);
+		return r;
+	}
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		r = -errno;
+		unlink(tmp);
+		return r;
+	}
+	return 0;
+}

@@ -1,0 +1,163 @@
+/*
+ * daemon/main.c - semd: command line, configuration, wiring.
+ */
+#include <config.h>	/* autoconf's, not daemon/config.h */
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+struct semd_args {
+	const char		*config_path;
+	struct config_override	*ov;
+	size_t			nov;
+};
+
+/* Usage text. */
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: semd [--listen ADDR]... [--config FILE] [--ready-file FILE]\n"
+"            [--default-limit N] [--max-frame BYTES] [--max-connections N]\n"
+"            [--log-level debug|info|notice|warning|error] [-t|--check-config]\n"
+"            [--version] [--help]\n"
+"\n"
+"Named counting semaphores over UNIX and TCP sockets.\n"
+"\n"
+"  -l, --listen ADDR         unix:PATH, tcp:HOST:PORT or tcp:[ADDR6]:PORT\n"
+"                            (repeatable; port 0 binds a free port; default\n"
+"                            " SEMD_DEFAULT_UNIX " and " SEMD_DEFAULT_TCP ")\n"
+"  -c, --config FILE         read settings from FILE (key value per line)\n"
+"      --ready-file FILE     write the bound addresses to FILE once ready\n"
+"      --default-limit N     limit of names created by a down (1)\n"
+"      --max-frame BYTES     largest request frame (65536)\n"
+"      --max-connections N   clients served at once (10000)\n"
+"      --log-level LEVEL     least severe messages logged (info)\n"
+"      --max-semaphores N, --max-sessions N, --max-waiters-per-session N,\n"
+"      --max-holds-per-session N, --max-output BYTES (per client),\n"
+"      --max-lease DURATION, --handshake-timeout DURATION (10s),\n"
+"      --idle-timeout DURATION (0: off), --keepalive DURATION (60s),\n"
+"      --unix-mode OCTAL (0600)\n"
+"  -t, --check-config        check the configuration and exit\n"
+"  -V, --version             print the version\n"
+"  -h, --help                print this help\n"
+"Every long option is also a config file key. Durations: 500ms, 10s, 5m, 1h.\n");
+}
+
+/* SIGHUP: the file again, then the same flags. */
+static int semd_reload(void *arg, struct semd_config *out, char *err,
+    size_t errlen)
+{
+	struct semd_args *a = arg;
+
+	return config_build(out, a->config_path, a->ov, a->nov, err, errlen);
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_BASE = 256 };
+	static const char *const keys[] = {
+		"listen", "ready-file", "default-limit", "max-frame",
+		"max-connections", "log-level", "max-semaphores", "max-sessions",
+		"max-waiters-per-session", "max-holds-per-session", "max-lease",
+		"handshake-timeout", "idle-timeout", "max-output", "keepalive",
+		"unix-mode",
+	};
+	enum { NKEYS = sizeof keys / sizeof keys[0] };
+	struct option opts[NKEYS + 5];
+	struct semd_args args = { NULL, NULL, 0 };
+	struct semd_config cfg;
+	struct server *srv;
+	bool check = false;
+	char err[1024];
+	int c, i, code;
+
+	log_open();
+	for (i = 0; i < NKEYS; i++) {
+		opts[i].name = keys[i];
+		opts[i].has_arg = required_argument;
+		opts[i].flag = NULL;
+		opts[i].val = OPT_BASE + i;
+	}
+	opts[NKEYS] = (struct option){ "config", required_argument, NULL, 'c' };
+	opts[NKEYS + 1] = (struct option){ "check-config", no_argument, NULL, 't' };
+	opts[NKEYS + 2] = (struct option){ "version", no_argument, NULL, 'V' };
+	opts[NKEYS + 3] = (struct option){ "help", no_argument, NULL, 'h' };
+	opts[NKEYS + 4] = (struct option){ NULL, 0, NULL, 0 };
+	args.ov = calloc((size_t)argc, sizeof *args.ov);
+	if (args.ov == NULL) {
+		fprintf(stderr, "semd: out of memory\n");
+		return EX_OSERR;
+	}
+	while ((c = getopt_long(argc, argv, "l:c:tVh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			args.ov[args.nov].key = "listen";
+			args.ov[args.nov++].value = optarg;
+			break;
+		case 'c':
+			args.config_path = optarg;
+			break;
+		case 't':
+			check = true;
+			break;
+		case 'V':
+			printf("semd %s\n", PACKAGE_VERSION);
+			free(args.ov);
+			return 0;
+		case 'h':
+			usage(stdout);
+			free(args.ov);
+			return 0;
+		default:
+			if (c >= OPT_BASE && c < OPT_BASE + NKEYS) {
+				args.ov[args.nov].key = keys[c - OPT_BASE];
+				args.ov[args.nov++].value = optarg;
+				break;
+			}
+			fprintf(stderr, "semd: try --help\n");
+			free(args.ov);
+			return EX_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "semd: unexpected argument '%s'; try --help\n",
+		    argv[optind]);
+		free(args.ov);
+		return EX_USAGE;
+	}
+	if (config_build(&cfg, args.config_path, args.ov, args.nov, err,
+	    sizeof err) != 0) {
+		fprintf(stderr, "semd: %s\n", err);
+		free(args.ov);
+		return EX_CONFIG;
+	}
+	if (check) {
+		printf("semd: configuration OK\n");
+		config_free(&cfg);
+		free(args.ov);
+		return 0;
+	}
+	log_set_level(cfg.log_level);
+	srv = server_new(&cfg, semd_reload, &args, &code);
+	if (srv == NULL) {
+		log_err("start-up failed");
+		config_free(&cfg);
+		free(args.ov);
+		return code;
+	}
+	code = server_listen(srv);
+	if (code == 0)
+		code = server_run(srv);
+	else
+		log_err("cannot listen: check the addresses, permissions, and that no other semd runs there");
+	server_free(srv);
+	free(args.ov);
+	return code;
+}

@@ -1,0 +1,102 @@
+/*
+ * daemon/server.h - the libevent shell around the state machine.
+ *
+ * server.c owns the event base, the state (struct sm), the one deadline
+ * timer, signals and systemd notification; listen.c the listening sockets;
+ * conn.c the client connections (frames in, replies out). None of them
+ * decides anything about semaphores: they decode, call state.c, encode.
+ */
+#ifndef SEMD_SERVER_H
+#define SEMD_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include "core/list.h"
+#include "daemon/config.h"
+#include "daemon/state.h"
+
+/* Re-read the configuration for SIGHUP; 0 or an error with err filled. */
+typedef int (*server_reload_fn)(void *arg, struct semd_config *out,
+    char *err, size_t errlen);
+
+struct server {
+	struct event_base	*base;
+	struct semd_config	cfg;
+	struct sm		*sm;
+	struct list_head	listeners;
+	struct list_head	conns;
+	size_t			nconns;
+	struct event		*deadline;	/* armed for sm_next_deadline() */
+	uint64_t		deadline_at;
+	struct event		*sigs[4];
+	struct event		*watchdog;
+	struct event		*accept_resume;	/* after EMFILE */
+	struct event		*stop_timer;	/* hard stop after a grace time */
+	bool			stopping;
+	bool			systemd;	/* NOTIFY_SOCKET is set */
+	server_reload_fn	reload;
+	void			*reload_arg;
+	uint64_t		dropped;	/* clients cut off */
+};
+
+struct listener {
+	struct server		*srv;
+	struct evconnlistener	*evl;
+	char			*addr;		/* the bound address, unix:/tcp: */
+	char			*unlink_path;	/* our UNIX socket file */
+	bool			is_unix;
+	struct list_head	entry;
+};
+
+struct conn {
+	struct server		*srv;
+	struct bufferevent	*bev;
+	struct sm_client	*client;
+	struct event		*timer;		/* handshake, then idle */
+	struct event		*kill;		/* deferred close */
+	char			peer[80];
+	bool			closing;	/* close once output is flushed */
+	bool			dead;		/* close now, write nothing more */
+	bool			hello;
+	uint64_t		last_input_ms;
+	struct list_head	entry;
+};
+
+/* server.c */
+uint64_t server_now(void);
+struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
+    void *arg, int *exit_code);
+void server_free(struct server *srv);
+/* Open the listeners (socket activation, or cfg.listen, or the defaults). */
+int server_listen(struct server *srv);
+/* Run until stopped; returns the exit code. */
+int server_run(struct server *srv);
+/* Re-arm the deadline timer after the state changed. */
+void server_arm(struct server *srv);
+/* Start a graceful stop. */
+void server_stop(struct server *srv, const char *why);
+
+/* listen.c */
+int listener_open(struct server *srv, const char *spec);
+int listener_adopt(struct server *srv, int fd);
+void listener_free(struct listener *l);
+void listeners_pause(struct server *srv);
+void listeners_resume(struct server *srv);
+int listeners_write_ready(struct server *srv, const char *path);
+
+/* conn.c */
+void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
+    bool is_unix);
+void conn_free(struct conn *c);
+/* Close after the queued replies are written (or at once if none). */
+void conn_close_later(struct conn *c);
+/* The sm_out sink: pack a reply into the connection's output. */
+void conn_reply(void *ctx, void *conn, const Semd__Reply *r);
+
+#endif

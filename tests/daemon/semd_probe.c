@@ -1,0 +1,704 @@
+/*
+ * tests/daemon/semd_probe.c - a small client that speaks semd's protocol for
+ * the daemon's shell tests (independent of libsemclient on purpose).
+ *
+ *   semd_probe ADDR CMD...     run commands on one connection, print replies
+ *   semd_probe --fifo ADDR N   N waiters on N connections are granted in order
+ *   semd_probe --many ADDR N   N connections at once, each served
+ *   semd_probe --timeout ADDR MS  measure how late a TIMEOUT comes
+ *
+ * ADDR is unix:PATH or tcp:HOST:PORT (tcp:[::1]:PORT). Commands, one argument
+ * each: "hello [lease=MS] [resume=SID secret=HEX] [version=V]",
+ * "down NAME [n=N] [timeout=MS] [lease=MS] [id=ID] [nowait]",
+ * "up NAME [n=N] [permit=P]", "create NAME LIMIT [signal] [ine]",
+ * "info NAME", "list [prefix=P] [after=A] [max=M]", "delete NAME [force]",
+ * "setlimit NAME L", "ping [PAYLOAD]", "stats", "validate NAME TOKEN",
+ * "cancel ID", "release NAME PERMIT", "wait ID", "read", "sleep MS",
+ * "raw HEX" (bytes as they are), "expect-eof". Every wait is bounded
+ * (10 s). Exit 0, or 2 on a timeout or I/O error, 3 if it cannot connect.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/frame.h"
+#include "proto/semd.pb-c.h"
+
+#define WAIT_MS 10000
+
+struct pconn {
+	int		fd;
+	uint8_t		buf[1 << 20];
+	size_t		len;
+	uint64_t	next_id;
+	bool		eof;
+};
+
+static bool quiet;	/* p_print prints nothing */
+
+static const char *code_names[] = {
+	"OK", "TIMEOUT", "WOULD_BLOCK", "NOT_FOUND", "EXISTS", "NOT_HOLDER",
+	"PERMISSION_DENIED", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED",
+	"CANCELLED", "UNAVAILABLE", "PROTOCOL_ERROR", "INTERNAL",
+	"SESSION_EXPIRED",
+};
+
+/* Milliseconds on the monotonic clock, with a fraction. */
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Name of a code. */
+static const char *code_name(int c)
+{
+	if (c >= 0 && c < (int)(sizeof code_names / sizeof code_names[0]))
+		return code_names[c];
+	return "?";
+}
+
+/* Connect to unix:PATH or tcp:HOST:PORT; -1 on failure. */
+static int p_connect(const char *addr)
+{
+	struct addrinfo hints, *res, *ai;
+	char host[256], *port;
+	int fd = -1;
+
+	if (strncmp(addr, "unix:", 5) == 0) {
+		struct sockaddr_un sun;
+
+		memset(&sun, 0, sizeof sun);
+		sun.sun_family = AF_UNIX;
+		snprintf(sun.sun_path, sizeof sun.sun_path, "%s", addr + 5);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+			close(fd);
+			fd = -1;
+		}
+		return fd;
+	}
+	if (strncmp(addr, "tcp:", 4) != 0)
+		return -1;
+	snprintf(host, sizeof host, "%s", addr + 4);
+	port = strrchr(host, ':');
+	if (port == NULL)
+		return -1;
+	*port++ = '\0';
+	if (host[0] == '[') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, port, &hints, &res) != 0)
+		return -1;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* Write all bytes. */
+static int p_write(struct pconn *c, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(c->fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Send a request as one frame. */
+static int p_send(struct pconn *c, Semd__Request *req)
+{
+	size_t len = semd__request__get_packed_size(req);
+	uint8_t *buf = malloc(FRAME_HDR + len);
+	int r;
+
+	if (buf == NULL)
+		return -1;
+	frame_put_header(buf, (uint32_t)len);
+	semd__request__pack(req, buf + FRAME_HDR);
+	r = p_write(c, buf, FRAME_HDR + len);
+	free(buf);
+	return r;
+}
+
+/* Read one reply, waiting up to ms; NULL on timeout, EOF or error. */
+static Semd__Reply *p_read(struct pconn *c, int ms)
+{
+	struct pollfd pfd = { c->fd, POLLIN, 0 };
+	double until = now_ms() + ms;
+	Semd__Reply *r;
+	size_t plen;
+	ssize_t n;
+	int left;
+
+	for (;;) {
+		if (frame_peek(c->buf, c->len, sizeof c->buf - FRAME_HDR, &plen) == 1) {
+			r = semd__reply__unpack(NULL, plen, c->buf + FRAME_HDR);
+			memmove(c->buf, c->buf + FRAME_HDR + plen,
+			    c->len - FRAME_HDR - plen);
+			c->len -= FRAME_HDR + plen;
+			if (r == NULL)
+				fprintf(stderr, "semd_probe: undecodable reply\n");
+			return r;
+		}
+		left = (int)(until - now_ms());
+		if (left <= 0 || poll(&pfd, 1, left) <= 0)
+			return NULL;
+		n = read(c->fd, c->buf + c->len, sizeof c->buf - c->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			c->eof = true;
+			return NULL;
+		}
+		c->len += (size_t)n;
+	}
+}
+
+/* Print a reply on one line. */
+static void p_print(const Semd__Reply *r)
+{
+	size_t i;
+
+	if (quiet)
+		return;
+	printf("reply id=%" PRIu64 " code=%s", r->id, code_name(r->code));
+	switch (r->body_case) {
+	case SEMD__REPLY__BODY_HELLO:
+		printf(" session=%" PRIu64 " secret=", r->hello->session);
+		for (i = 0; i < r->hello->secret.len; i++)
+			printf("%02x", r->hello->secret.data[i]);
+		printf(" lease=%u principal=%s resumed=%d", r->hello->lease_ms,
+		    r->hello->principal, r->hello->resumed);
+		break;
+	case SEMD__REPLY__BODY_GRANT:
+		printf(" permit=%" PRIu64 " token=%" PRIu64 " n=%u waited_us=%" PRIu64,
+		    r->grant->permit_id, r->grant->token, r->grant->n,
+		    r->grant->waited_us);
+		break;
+	case SEMD__REPLY__BODY_INFO:
+		printf(" name=%s limit=%u available=%" PRId64 " mode=%d auto=%d holders=%zu waiters=%zu",
+		    r->info->name, r->info->limit, r->info->available,
+		    r->info->mode, r->info->auto_created, r->info->n_holders,
+		    r->info->n_waiters);
+		for (i = 0; i < r->info->n_holders; i++)
+			printf(" holder=%s/%" PRIu64 "/%u%s", r->info->holders[i]->principal,
+			    r->info->holders[i]->permit_id, r->info->holders[i]->n,
+			    r->info->holders[i]->detached ? "/detached" : "");
+		for (i = 0; i < r->info->n_waiters; i++)
+			printf(" waiter=%" PRIu64 "/%u", r->info->waiters[i]->request_id,
+			    r->info->waiters[i]->n);
+		break;
+	case SEMD__REPLY__BODY_LIST:
+		printf(" entries=%zu", r->list->n_entries);
+		for (i = 0; i < r->list->n_entries; i++)
+			printf(" %s", r->list->entries[i]->name);
+		printf(" next=%s", r->list->next);
+		break;
+	case SEMD__REPLY__BODY_STATS:
+		for (i = 0; i < r->stats->n_counters; i++)
+			printf(" %s=%" PRIu64, r->stats->counters[i]->name,
+			    r->stats->counters[i]->value);
+		break;
+	case SEMD__REPLY__BODY_VALIDATE:
+		printf(" valid=%d", r->validate->valid);
+		break;
+	case SEMD__REPLY__BODY_PONG:
+		printf(" pong=%.*s", (int)r->pong->payload.len,
+		    (const char *)r->pong->payload.data);
+		break;
+	case SEMD__REPLY__BODY_RELEASED:
+		printf(" released=%u", r->released->n);
+		break;
+	default:
+		break;
+	}
+	if (r->message != NULL && r->message[0] != '\0')
+		printf(" msg=\"%s\"", r->message);
+	printf("\n");
+	fflush(stdout);
+}
+
+/* Read and print replies until one with this id; -1 on timeout. */
+static int p_wait(struct pconn *c, uint64_t id)
+{
+	Semd__Reply *r;
+	bool found;
+
+	for (;;) {
+		r = p_read(c, WAIT_MS);
+		if (r == NULL) {
+			printf("%s waiting for reply %" PRIu64 "\n",
+			    c->eof ? "eof" : "timeout", id);
+			fflush(stdout);
+			return -1;
+		}
+		p_print(r);
+		found = r->id == id;
+		semd__reply__free_unpacked(r, NULL);
+		if (found)
+			return 0;
+	}
+}
+
+/* Value of key=... among the words, or NULL. */
+static const char *opt(char **w, int n, const char *key)
+{
+	size_t k = strlen(key);
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strncmp(w[i], key, k) == 0 && w[i][k] == '=')
+			return w[i] + k + 1;
+	return NULL;
+}
+
+/* Is the bare word there? */
+static bool flag(char **w, int n, const char *word)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(w[i], word) == 0)
+			return true;
+	return false;
+}
+
+/* Hex string to bytes; returns the length. */
+static size_t unhex(const char *s, uint8_t *out, size_t max)
+{
+	size_t n = 0;
+	unsigned int b;
+
+	while (s[0] && s[1] && n < max && sscanf(s, "%2x", &b) == 1) {
+		out[n++] = (uint8_t)b;
+		s += 2;
+	}
+	return n;
+}
+
+/* Run one script command. */
+static int p_command(struct pconn *c, char *line)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Hello hello = SEMD__HELLO__INIT;
+	Semd__Create create = SEMD__CREATE__INIT;
+	Semd__Down down = SEMD__DOWN__INIT;
+	Semd__Up up = SEMD__UP__INIT;
+	Semd__Cancel cancel = SEMD__CANCEL__INIT;
+	Semd__Info info = SEMD__INFO__INIT;
+	Semd__List list = SEMD__LIST__INIT;
+	Semd__Delete del = SEMD__DELETE__INIT;
+	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
+	Semd__Ping ping = SEMD__PING__INIT;
+	Semd__Stats stats = SEMD__STATS__INIT;
+	Semd__Validate val = SEMD__VALIDATE__INIT;
+	Semd__Release rel = SEMD__RELEASE__INIT;
+	static uint8_t secret[64], raw[65536];
+	char *w[32], *save = NULL, *tok;
+	const char *v;
+	int n = 0;
+	Semd__Reply *r;
+
+	for (tok = strtok_r(line, " ", &save); tok && n < 32;
+	    tok = strtok_r(NULL, " ", &save))
+		w[n++] = tok;
+	if (n == 0)
+		return 0;
+#define ARG(i) (n > (i) ? w[i] : "")
+#define NUM(k, d) ((v = opt(w, n, k)) ? strtoll(v, NULL, 10) : (d))
+	req.id = (uint64_t)NUM("id", (long long)c->next_id);
+	c->next_id = req.id + 1;
+	if (strcmp(w[0], "hello") == 0) {
+		hello.version = (uint32_t)NUM("version", 1);
+		hello.client_name = "semd_probe";
+		hello.host = "localhost";
+		hello.pid = (uint32_t)getpid();
+		hello.lease_ms = (uint32_t)NUM("lease", 0);
+		hello.resume_session = (uint64_t)NUM("resume", 0);
+		if ((v = opt(w, n, "secret")) != NULL) {
+			hello.resume_secret.data = secret;
+			hello.resume_secret.len = unhex(v, secret, sizeof secret);
+		}
+		req.op_case = SEMD__REQUEST__OP_HELLO;
+		req.hello = &hello;
+	} else if (strcmp(w[0], "create") == 0) {
+		create.name = ARG(1);
+		create.limit = (uint32_t)atol(ARG(2));
+		create.mode = flag(w, n, "signal") ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
+		create.if_not_exists = flag(w, n, "ine");
+		req.op_case = SEMD__REQUEST__OP_CREATE;
+		req.create = &create;
+	} else if (strcmp(w[0], "down") == 0) {
+		down.name = ARG(1);
+		down.n = (uint32_t)NUM("n", 1);
+		down.timeout_ms = NUM("timeout", -1);
+		down.lease_ms = (uint32_t)NUM("lease", 0);
+		req.op_case = SEMD__REQUEST__OP_DOWN;
+		req.down = &down;
+	} else if (strcmp(w[0], "up") == 0) {
+		up.name = ARG(1);
+		up.n = (uint32_t)NUM("n", 0);
+		up.permit_id = (uint64_t)NUM("permit", 0);
+		req.op_case = SEMD__REQUEST__OP_UP;
+		req.up = &up;
+	} else if (strcmp(w[0], "cancel") == 0) {
+		cancel.request_id = strtoull(ARG(1), NULL, 10);
+		req.op_case = SEMD__REQUEST__OP_CANCEL;
+		req.cancel = &cancel;
+	} else if (strcmp(w[0], "info") == 0) {
+		info.name = ARG(1);
+		req.op_case = SEMD__REQUEST__OP_INFO;
+		req.info = &info;
+	} else if (strcmp(w[0], "list") == 0) {
+		list.prefix = (char *)((v = opt(w, n, "prefix")) ? v : "");
+		list.after = (char *)((v = opt(w, n, "after")) ? v : "");
+		list.max = (uint32_t)NUM("max", 0);
+		req.op_case = SEMD__REQUEST__OP_LIST;
+		req.list = &list;
+	} else if (strcmp(w[0], "delete") == 0) {
+		del.name = ARG(1);
+		del.force = flag(w, n, "force");
+		req.op_case = SEMD__REQUEST__OP_DELETE;
+		req.delete_ = &del;
+	} else if (strcmp(w[0], "setlimit") == 0) {
+		sl.name = ARG(1);
+		sl.limit = (uint32_t)atol(ARG(2));
+		req.op_case = SEMD__REQUEST__OP_SET_LIMIT;
+		req.set_limit = &sl;
+	} else if (strcmp(w[0], "ping") == 0) {
+		ping.payload.data = (uint8_t *)ARG(1);
+		ping.payload.len = strlen(ARG(1));
+		req.op_case = SEMD__REQUEST__OP_PING;
+		req.ping = &ping;
+	} else if (strcmp(w[0], "stats") == 0) {
+		req.op_case = SEMD__REQUEST__OP_STATS;
+		req.stats = &stats;
+	} else if (strcmp(w[0], "validate") == 0) {
+		val.name = ARG(1);
+		val.token = strtoull(ARG(2), NULL, 10);
+		req.op_case = SEMD__REQUEST__OP_VALIDATE;
+		req.validate = &val;
+	} else if (strcmp(w[0], "release") == 0) {
+		rel.name = ARG(1);
+		rel.permit_id = strtoull(ARG(2), NULL, 10);
+		req.op_case = SEMD__REQUEST__OP_RELEASE;
+		req.release = &rel;
+	} else if (strcmp(w[0], "wait") == 0) {
+		return p_wait(c, strtoull(ARG(1), NULL, 10));
+	} else if (strcmp(w[0], "read") == 0) {
+		r = p_read(c, WAIT_MS);
+		if (r == NULL) {
+			printf("%s\n", c->eof ? "eof" : "timeout");
+			return -1;
+		}
+		p_print(r);
+		semd__reply__free_unpacked(r, NULL);
+		return 0;
+	} else if (strcmp(w[0], "sleep") == 0) {
+		usleep((useconds_t)atol(ARG(1)) * 1000);
+		return 0;
+	} else if (strcmp(w[0], "raw") == 0) {
+		return p_write(c, raw, unhex(ARG(1), raw, sizeof raw));
+	} else if (strcmp(w[0], "expect-eof") == 0) {
+		while ((r = p_read(c, WAIT_MS)) != NULL) {
+			p_print(r);
+			semd__reply__free_unpacked(r, NULL);
+		}
+		printf("%s\n", c->eof ? "eof" : "timeout (no eof)");
+		fflush(stdout);
+		return c->eof ? 0 : -1;
+	} else {
+		fprintf(stderr, "semd_probe: unknown command %s\n", w[0]);
+		return -1;
+	}
+	if (p_send(c, &req) != 0) {
+		printf("write failed: %s\n", strerror(errno));
+		return -1;
+	}
+	if (flag(w, n, "nowait"))
+		return 0;
+	return p_wait(c, req.id);
+#undef ARG
+#undef NUM
+}
+
+/* Send hello and check the reply, printing nothing. */
+static int p_hello(struct pconn *c)
+{
+	char line[] = "hello";
+	int r;
+
+	quiet = true;
+	r = p_command(c, line);
+	quiet = false;
+	return r;
+}
+
+/* A request built on the stack and sent; returns its id. */
+static uint64_t p_down(struct pconn *c, const char *name, int64_t timeout)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Down d = SEMD__DOWN__INIT;
+
+	d.name = (char *)name;
+	d.n = 1;
+	d.timeout_ms = timeout;
+	req.id = c->next_id++;
+	req.op_case = SEMD__REQUEST__OP_DOWN;
+	req.down = &d;
+	return p_send(c, &req) == 0 ? req.id : 0;
+}
+
+/* Send a ping and wait for its pong (a barrier). */
+static int p_sync(struct pconn *c)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Ping p = SEMD__PING__INIT;
+	Semd__Reply *r;
+	uint64_t id;
+
+	req.id = id = c->next_id++;
+	req.op_case = SEMD__REQUEST__OP_PING;
+	req.ping = &p;
+	if (p_send(c, &req) != 0)
+		return -1;
+	while ((r = p_read(c, WAIT_MS)) != NULL) {
+		bool done = r->id == id;
+
+		semd__reply__free_unpacked(r, NULL);
+		if (done)
+			return 0;
+	}
+	return -1;
+}
+
+/* Up one permit and wait for the answer. */
+static int p_up(struct pconn *c, const char *name)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Up u = SEMD__UP__INIT;
+	Semd__Reply *r;
+	int code;
+
+	u.name = (char *)name;
+	req.id = c->next_id++;
+	req.op_case = SEMD__REQUEST__OP_UP;
+	req.up = &u;
+	if (p_send(c, &req) != 0 || (r = p_read(c, WAIT_MS)) == NULL)
+		return -1;
+	code = r->code;
+	semd__reply__free_unpacked(r, NULL);
+	return code;
+}
+
+/* Open n connections with hello. */
+static struct pconn **p_open_many(const char *addr, int n)
+{
+	struct pconn **cs = calloc((size_t)n, sizeof *cs);
+	int i;
+
+	for (i = 0; cs != NULL && i < n; i++) {
+		cs[i] = calloc(1, sizeof **cs);
+		if (cs[i] == NULL)
+			return NULL;
+		cs[i]->next_id = 1;
+		cs[i]->fd = p_connect(addr);
+		if (cs[i]->fd < 0) {
+			printf("connection %d: cannot connect: %s\n", i, strerror(errno));
+			return NULL;
+		}
+	}
+	for (i = 0; cs != NULL && i < n; i++) {
+		if (p_hello(cs[i]) != 0) {
+			printf("connection %d: no hello reply\n", i);
+			return NULL;
+		}
+	}
+	return cs;
+}
+
+/* N waiters on N connections: granted strictly in arrival order. */
+static int mode_fifo(const char *addr, int n)
+{
+	struct pconn **cs = p_open_many(addr, n + 1);
+	Semd__Reply *r;
+	char name[64];
+	int i, bad = 0;
+
+	if (cs == NULL)
+		return 2;
+	snprintf(name, sizeof name, "fifo/%d", (int)getpid());
+	if (p_down(cs[0], name, -1) == 0 || (r = p_read(cs[0], WAIT_MS)) == NULL ||
+	    r->code != 0) {
+		printf("first down failed\n");
+		return 2;
+	}
+	semd__reply__free_unpacked(r, NULL);
+	for (i = 1; i <= n; i++) {
+		/* The ping answer proves the down is queued before the next. */
+		if (p_down(cs[i], name, -1) == 0 || p_sync(cs[i]) != 0) {
+			printf("connection %d: down not queued\n", i);
+			return 2;
+		}
+	}
+	if (p_up(cs[0], name) != 0) {
+		printf("up failed\n");
+		return 2;
+	}
+	for (i = 1; i <= n; i++) {
+		/* Nobody later may have been granted before i. */
+		r = p_read(cs[i], WAIT_MS);
+		if (r == NULL || r->code != 0 || r->body_case != SEMD__REPLY__BODY_GRANT) {
+			printf("connection %d: no grant\n", i);
+			return 2;
+		}
+		semd__reply__free_unpacked(r, NULL);
+		if (i < n) {
+			struct pollfd pfd = { cs[i + 1]->fd, POLLIN, 0 };
+
+			if (poll(&pfd, 1, 0) > 0) {
+				printf("connection %d has data before %d released\n",
+				    i + 1, i);
+				bad++;
+			}
+		}
+		if (p_up(cs[i], name) != 0) {
+			printf("connection %d: up failed\n", i);
+			return 2;
+		}
+	}
+	printf("fifo %d waiters granted in order, %d out of order\n", n, bad);
+	return bad ? 1 : 0;
+}
+
+/* n connections open at once, each doing a down/up and a ping. */
+static int mode_many(const char *addr, int n)
+{
+	struct rlimit rl;
+	struct pconn **cs;
+	Semd__Reply *r;
+	char name[64];
+	int i, ok = 0;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < (rlim_t)n + 64) {
+		rl.rlim_cur = rl.rlim_max < (rlim_t)n + 64 ? rl.rlim_max : (rlim_t)n + 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	cs = p_open_many(addr, n);
+	if (cs == NULL)
+		return 2;
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "many/%d", i % 10);
+		if (p_down(cs[i], name, 0) == 0)
+			return 2;
+	}
+	for (i = 0; i < n; i++) {
+		r = p_read(cs[i], WAIT_MS);
+		if (r == NULL) {
+			printf("connection %d: no reply\n", i);
+			return 2;
+		}
+		/* ten names, limit 1: ten grants, the rest WOULD_BLOCK */
+		if (r->code == SEMD__CODE__OK || r->code == SEMD__CODE__WOULD_BLOCK)
+			ok++;
+		semd__reply__free_unpacked(r, NULL);
+		if (p_sync(cs[i]) != 0) {
+			printf("connection %d: no pong\n", i);
+			return 2;
+		}
+	}
+	printf("many %d connections open, %d served\n", n, ok);
+	for (i = 0; i < n; i++)
+		close(cs[i]->fd);
+	return ok == n ? 0 : 1;
+}
+
+/* How late does the TIMEOUT of a down with timeout ms come? */
+static int mode_timeout(const char *addr, int ms)
+{
+	struct pconn **cs = p_open_many(addr, 2);
+	Semd__Reply *r;
+	char name[64];
+	double t0, dt;
+
+	if (cs == NULL)
+		return 2;
+	snprintf(name, sizeof name, "timeout/%d", (int)getpid());
+	if (p_down(cs[0], name, -1) == 0 || (r = p_read(cs[0], WAIT_MS)) == NULL)
+		return 2;
+	semd__reply__free_unpacked(r, NULL);
+	t0 = now_ms();
+	if (p_down(cs[1], name, ms) == 0 || (r = p_read(cs[1], ms + WAIT_MS)) == NULL)
+		return 2;
+	dt = now_ms() - t0;
+	printf("timeout %d ms: code=%s after %.2f ms (error %+.2f ms)\n", ms,
+	    code_name(r->code), dt, dt - ms);
+	semd__reply__free_unpacked(r, NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct pconn c;
+	int i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 4 && strcmp(argv[1], "--fifo") == 0)
+		return mode_fifo(argv[2], atoi(argv[3]));
+	if (argc >= 4 && strcmp(argv[1], "--many") == 0)
+		return mode_many(argv[2], atoi(argv[3]));
+	if (argc >= 4 && strcmp(argv[1], "--timeout") == 0)
+		return mode_timeout(argv[2], atoi(argv[3]));
+	if (argc < 2) {
+		fprintf(stderr, "usage: semd_probe ADDR CMD...\n");
+		return 2;
+	}
+	c.next_id = 1;
+	c.fd = p_connect(argv[1]);
+	if (c.fd < 0) {
+		printf("cannot connect to %s: %s\n", argv[1], strerror(errno));
+		return 3;
+	}
+	for (i = 2; i < argc; i++) {
+		char *line = strdup(argv[i]);
+		int r = p_command(&c, line);
+
+		free(line);
+		if (r != 0)
+			return 2;
+	}
+	close(c.fd);
+	return 0;
+}
