@@ -1,0 +1,154 @@
+/*
+ * client/client-int.h - libsemclient internals shared by its files.
+ *
+ * Threading (see semclient(3)): one mutex `lock` guards the state below;
+ * `wlock` serialises whole frames onto the socket. There is no background
+ * thread. A thread waiting for a reply becomes "the reader" when nobody
+ * else is reading: it polls the socket, decodes frames and hands replies
+ * to their requests (waking waiters through `cond`); when its own reply
+ * arrives it gives the role up and another waiter takes it (leader and
+ * followers). semc_process() takes the same role without blocking, for
+ * event loops. Callbacks run after the role and the lock are released.
+ *
+ * A struct semc_conn is one socket: reference-counted so a reader or a
+ * writer that still uses a broken connection never sees its fd closed and
+ * reused under it.
+ */
+#ifndef SEMC_CLIENT_INT_H
+#define SEMC_CLIENT_INT_H
+
+#include <pthread.h>
+#include <openssl/ssl.h>
+
+#include "client/semclient.h"
+#include "proto/semd.pb-c.h"
+
+enum semc_addr_kind { SEMC_ADDR_UNIX = 1, SEMC_ADDR_TCP, SEMC_ADDR_TLS };
+
+struct semc_addr {
+	enum semc_addr_kind kind;
+	char path[108];		/* UNIX */
+	char host[256];		/* TCP/TLS, without brackets */
+	unsigned port;
+	char canon[400];
+};
+
+struct semc_conn {
+	int fd;
+	SSL *ssl;
+	pthread_mutex_t iolock;	/* SSL objects are not thread-safe */
+	int refs;
+	uint64_t gen;
+};
+
+struct semc_req {
+	struct semc_req *next;
+	uint64_t id;
+	int op;			/* Semd__Request__OpCase */
+	uint8_t *frame;		/* encoded, kept to resend after a resume */
+	size_t frame_len;
+	uint64_t sent_gen;	/* connection it was last written to (0: none) */
+	char *name;		/* down/up: for hold bookkeeping */
+	uint32_t n;
+	uint32_t lease_ms;
+	uint64_t permit_id;
+	bool done;
+	bool internal;		/* library's own (cancel, give-back): no waiter */
+	int error;		/* client-side failure when reply is NULL */
+	Semd__Reply *reply;
+	semc_done_fn fn;
+	void *arg;
+};
+
+struct semc_hold {
+	struct semc_hold *next;
+	char *name;
+	uint64_t permit_id;
+	uint64_t token;
+	uint32_t n;
+};
+
+/* Callbacks and events gathered under the lock, delivered after it. */
+struct semc_evq {
+	struct semc_evq *next;
+	struct semc_event ev;
+	char *name;
+	char *message;
+};
+
+struct semc_deliver {
+	struct semc_req *done;		/* completed async requests */
+	struct semc_evq *events;
+	struct semc_evq **events_tail;
+};
+
+struct semc {
+	pthread_mutex_t lock;
+	pthread_mutex_t wlock;
+	pthread_cond_t cond;
+
+	struct semc_addr addr;
+	bool addr_set;
+	char *client_name;
+	uint32_t lease_ms;
+	int timeout_ms;
+	bool reconnect;
+	char *tls_ca, *tls_cert, *tls_key;
+	SSL_CTX *ssl_ctx;
+	semc_event_fn ev_fn;
+	void *ev_arg;
+
+	struct semc_conn *conn;	/* NULL while disconnected */
+	uint64_t gen;
+	bool ever_connected;
+	bool reading;
+	bool connecting;
+	bool closing;
+	uint64_t next_id;
+	struct semc_req *pending;
+	struct semc_hold *holds;
+
+	uint64_t session;
+	uint8_t secret[256];
+	size_t secret_len;
+	uint32_t granted_lease;
+	char *principal;
+	char *server;
+	bool resumed;
+	int64_t lost_at;	/* monotonic ms of the cut, with a live session */
+	int64_t next_retry;
+	int backoff;
+
+	uint8_t *rbuf;		/* the reader's: partial frames */
+	size_t rlen, rcap;
+	uint64_t rbuf_gen;
+};
+
+/* util.c */
+int64_t semc_now_ms(void);
+int64_t semc_wall_ms(void);
+int semc_addr_parse(const char *s, struct semc_addr *a);
+int semc_code_error(int code);
+int semc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void semc_clear_message(void);
+
+/* conn.c */
+struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq);
+void semc_req_free(struct semc_req *r);
+int semc_submit(struct semc *c, struct semc_req *r);
+int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost);
+int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out);
+int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg);
+
+/* ops.c */
+void semc_result_deliver(struct semc *c, struct semc_req *r);
+int semc_reply_error(const Semd__Reply *rp);
+
+/* tls.c */
+int semc_tls_setup(struct semc *c);
+int semc_tls_handshake(struct semc *c, struct semc_conn *conn, int64_t deadline);
+ssize_t semc_tls_read(struct semc_conn *conn, void *buf, size_t len);
+ssize_t semc_tls_write(struct semc_conn *conn, const void *buf, size_t len, int *want);
+void semc_tls_free(struct semc *c);
+
+#endif

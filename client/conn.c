@@ -1,0 +1,1227 @@
+/*
+ * client/conn.c - libsemclient's connection: sockets, frames, request
+ * multiplexing by id, the reader role, reconnection and session resume.
+ *
+ * Lock order: wlock before lock. Nobody holding `lock` takes `wlock`.
+ * Callbacks and events are gathered in a struct semc_deliver while the lock
+ * is held and delivered after it is dropped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "client/client-int.h"
+#include "proto/frame.h"
+
+#define SEMC_RBUF_MAX	(FRAME_HDR + FRAME_MAX_LIMIT)
+#define SEMC_BACKOFF_MIN	50
+#define SEMC_BACKOFF_MAX	1000
+
+/* Allocate an unconnected handle. */
+struct semc *semc_new(void)
+{
+	struct semc *c;
+	pthread_condattr_t ca;
+
+	c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return NULL;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->wlock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	c->timeout_ms = 10000;
+	c->reconnect = true;
+	c->next_id = 1;
+	return c;
+}
+
+/* Set the daemon's address. */
+int semc_set_address(struct semc *c, const char *address)
+{
+	struct semc_addr a;
+
+	if (semc_addr_parse(address, &a) != 0)
+		return semc_fail(SEMC_E_ADDRESS, "bad server address '%s'", address ? address : "");
+	c->addr = a;
+	c->addr_set = true;
+	return 0;
+}
+
+/* Replace *dst by a copy of s (NULL clears). */
+static int str_set(char **dst, const char *s)
+{
+	char *d = NULL;
+
+	if (s != NULL && (d = strdup(s)) == NULL)
+		return SEMC_E_NOMEM;
+	free(*dst);
+	*dst = d;
+	return 0;
+}
+
+/* Set the client name sent in Hello. */
+int semc_set_client_name(struct semc *c, const char *name)
+{
+	return str_set(&c->client_name, name);
+}
+
+/* Ask for a session lease. */
+void semc_set_lease(struct semc *c, uint32_t lease_ms)
+{
+	c->lease_ms = lease_ms;
+}
+
+/* Set the reply timeout of ordinary requests. */
+void semc_set_timeout(struct semc *c, int timeout_ms)
+{
+	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+}
+
+/* Turn automatic reconnection on or off. */
+void semc_set_reconnect(struct semc *c, bool on)
+{
+	c->reconnect = on;
+}
+
+/* Set the TLS files. */
+int semc_set_tls(struct semc *c, const char *ca_file, const char *cert_file, const char *key_file)
+{
+	int r;
+
+	if ((r = str_set(&c->tls_ca, ca_file)) != 0 ||
+	    (r = str_set(&c->tls_cert, cert_file)) != 0 ||
+	    (r = str_set(&c->tls_key, key_file)) != 0)
+		return r;
+	return 0;
+}
+
+/* Set the event callback. */
+void semc_set_event_callback(struct semc *c, semc_event_fn fn, void *arg)
+{
+	c->ev_fn = fn;
+	c->ev_arg = arg;
+}
+
+/* The address in use. */
+const char *semc_address(const struct semc *c)
+{
+	return c->addr.canon;
+}
+
+/* Drop a reference to a connection; the last one closes it. */
+static void conn_put_locked(struct semc_conn *k)
+{
+	if (k == NULL || --k->refs > 0)
+		return;
+	if (k->ssl != NULL)
+		SSL_free(k->ssl);
+	if (k->fd >= 0)
+		close(k->fd);
+	pthread_mutex_destroy(&k->iolock);
+	free(k);
+}
+
+/* Queue an event for delivery after the lock is dropped. */
+static void event_push(struct semc_deliver *d, enum semc_event_type type, int error,
+		       const char *message, const struct semc_hold *h)
+{
+	struct semc_evq *e = calloc(1, sizeof *e);
+
+	if (e == NULL)
+		return;
+	e->ev.type = type;
+	e->ev.error = error;
+	if (message != NULL)
+		e->message = strdup(message);
+	e->ev.message = e->message ? e->message : "";
+	if (h != NULL) {
+		e->name = strdup(h->name);
+		e->ev.name = e->name;
+		e->ev.permit_id = h->permit_id;
+		e->ev.token = h->token;
+		e->ev.n = h->n;
+	}
+	*d->events_tail = e;
+	d->events_tail = &e->next;
+}
+
+/* Initialise an empty delivery list. */
+static void deliver_init(struct semc_deliver *d)
+{
+	d->done = NULL;
+	d->events = NULL;
+	d->events_tail = &d->events;
+}
+
+/* Run gathered events and completion callbacks (lock not held). */
+static void deliver_run(struct semc *c, struct semc_deliver *d)
+{
+	struct semc_evq *e, *en;
+	struct semc_req *r, *rn;
+
+	for (e = d->events; e != NULL; e = en) {
+		en = e->next;
+		if (c->ev_fn != NULL)
+			c->ev_fn(c, &e->ev, c->ev_arg);
+		free(e->name);
+		free(e->message);
+		free(e);
+	}
+	for (r = d->done; r != NULL; r = rn) {
+		rn = r->next;
+		semc_result_deliver(c, r);
+		semc_req_free(r);
+	}
+	deliver_init(d);
+}
+
+/* Free a request. */
+void semc_req_free(struct semc_req *r)
+{
+	if (r == NULL)
+		return;
+	if (r->reply != NULL)
+		semd__reply__free_unpacked(r->reply, NULL);
+	free(r->frame);
+	free(r->name);
+	free(r);
+}
+
+/* Encode rq (giving it a fresh id) into a new request. */
+struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq)
+{
+	struct semc_req *r;
+	size_t len;
+
+	r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	r->id = c->next_id++;
+	pthread_mutex_unlock(&c->lock);
+	rq->id = r->id;
+	r->op = rq->op_case;
+	if (rq->op_case == SEMD__REQUEST__OP_DOWN) {
+		r->name = strdup(rq->down->name);
+		r->n = rq->down->n ? rq->down->n : 1;
+		r->lease_ms = rq->down->lease_ms;
+	} else if (rq->op_case == SEMD__REQUEST__OP_UP) {
+		r->name = strdup(rq->up->name);
+		r->n = rq->up->n ? rq->up->n : 1;
+		r->permit_id = rq->up->permit_id;
+	}
+	len = semd__request__get_packed_size(rq);
+	r->frame = malloc(FRAME_HDR + len);
+	if (r->frame == NULL || ((r->op == SEMD__REQUEST__OP_DOWN ||
+				  r->op == SEMD__REQUEST__OP_UP) && r->name == NULL)) {
+		semc_req_free(r);
+		return NULL;
+	}
+	frame_put_header(r->frame, (uint32_t)len);
+	semd__request__pack(rq, r->frame + FRAME_HDR);
+	r->frame_len = FRAME_HDR + len;
+	return r;
+}
+
+/* Append a library-internal request (cancel, give back) to the queue. */
+static void internal_push_locked(struct semc *c, Semd__Request *rq)
+{
+	struct semc_req *r, **pp;
+	size_t len;
+
+	r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return;
+	r->id = c->next_id++;
+	rq->id = r->id;
+	r->op = rq->op_case;
+	r->internal = true;
+	len = semd__request__get_packed_size(rq);
+	r->frame = malloc(FRAME_HDR + len);
+	if (r->frame == NULL) {
+		free(r);
+		return;
+	}
+	frame_put_header(r->frame, (uint32_t)len);
+	semd__request__pack(rq, r->frame + FRAME_HDR);
+	r->frame_len = FRAME_HDR + len;
+	for (pp = &c->pending; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = r;
+}
+
+/* Queue giving back a permit nobody waits for any more. */
+static void give_back_locked(struct semc *c, const char *name, uint64_t permit_id)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Up up = SEMD__UP__INIT;
+
+	up.name = (char *)name;
+	up.permit_id = permit_id;
+	rq.op_case = SEMD__REQUEST__OP_UP;
+	rq.up = &up;
+	internal_push_locked(c, &rq);
+}
+
+/* Add a session-bound hold to the bookkeeping. */
+static void hold_add_locked(struct semc *c, const char *name, const Semd__Grant *g)
+{
+	struct semc_hold *h = calloc(1, sizeof *h);
+
+	if (h == NULL || (h->name = strdup(name)) == NULL) {
+		free(h);
+		return;
+	}
+	h->permit_id = g->permit_id;
+	h->token = g->token;
+	h->n = g->n ? g->n : 1;
+	h->next = c->holds;
+	c->holds = h;
+}
+
+/* Remove holds given back by an up (one permit id, or n permits of name). */
+static void hold_drop_locked(struct semc *c, const char *name, uint64_t permit_id, uint32_t n)
+{
+	struct semc_hold **pp = &c->holds, *h;
+
+	while ((h = *pp) != NULL && (permit_id != 0 || n > 0)) {
+		bool match = permit_id ? h->permit_id == permit_id : strcmp(h->name, name) == 0;
+
+		if (!match) {
+			pp = &h->next;
+			continue;
+		}
+		if (permit_id == 0 && h->n > n) {
+			h->n -= n;
+			return;
+		}
+		if (permit_id == 0)
+			n -= h->n;
+		*pp = h->next;
+		free(h->name);
+		free(h);
+		if (permit_id != 0)
+			return;
+	}
+}
+
+/* Take r off the pending list. */
+static void pending_unlink_locked(struct semc *c, struct semc_req *r)
+{
+	struct semc_req **pp;
+
+	for (pp = &c->pending; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			r->next = NULL;
+			return;
+		}
+	}
+}
+
+/* Finish a request with a reply or a client-side error. */
+static void req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *rp, int err,
+				struct semc_deliver *d)
+{
+	pending_unlink_locked(c, r);
+	r->done = true;
+	r->reply = rp;
+	r->error = rp ? semc_code_error(rp->code) : err;
+	if (r->internal && rp != NULL && rp->code == SEMD__CODE__OK &&
+	    r->op == SEMD__REQUEST__OP_DOWN && rp->body_case == SEMD__REPLY__BODY_GRANT) {
+		/* a grant for a down its caller gave up on: return it at once */
+		give_back_locked(c, r->name, rp->grant->permit_id);
+	} else if (rp != NULL && rp->code == SEMD__CODE__OK && !r->internal) {
+		if (r->op == SEMD__REQUEST__OP_DOWN && r->lease_ms == 0 &&
+		    rp->body_case == SEMD__REPLY__BODY_GRANT)
+			hold_add_locked(c, r->name, rp->grant);
+		else if (r->op == SEMD__REQUEST__OP_UP)
+			hold_drop_locked(c, r->name, r->permit_id,
+					 rp->body_case == SEMD__REPLY__BODY_RELEASED &&
+					 rp->released->n ? rp->released->n : r->n);
+	}
+	if (r->internal) {
+		semc_req_free(r);
+	} else if (r->fn != NULL) {
+		r->next = d->done;
+		d->done = r;
+	}
+	pthread_cond_broadcast(&c->cond);
+}
+
+/* The session is gone: report every session-bound hold as lost and fail
+ * the requests that were sent on it. */
+static void session_lost_locked(struct semc *c, int err, const char *why, struct semc_deliver *d)
+{
+	struct semc_hold *h, *hn;
+	struct semc_req *r, *rn;
+
+	for (h = c->holds; h != NULL; h = hn) {
+		hn = h->next;
+		event_push(d, SEMC_EV_HOLD_LOST, err, why, h);
+		free(h->name);
+		free(h);
+	}
+	c->holds = NULL;
+	for (r = c->pending; r != NULL; r = rn) {
+		rn = r->next;
+		if (r->sent_gen != 0)
+			req_complete_locked(c, r, NULL, SEMC_E_DISCONNECTED, d);
+	}
+	c->session = 0;
+	c->secret_len = 0;
+	c->lost_at = 0;
+	pthread_cond_broadcast(&c->cond);
+}
+
+/* Forget connection k after an error; keep the session if it can resume. */
+static void conn_broken_locked(struct semc *c, struct semc_conn *k, const char *why,
+			       struct semc_deliver *d)
+{
+	if (c->conn != k || k == NULL)
+		return;
+	c->conn = NULL;
+	shutdown(k->fd, SHUT_RDWR);
+	conn_put_locked(k);
+	if (!c->closing)
+		event_push(d, SEMC_EV_DISCONNECTED, SEMC_E_DISCONNECTED, why, NULL);
+	if (c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0) {
+		c->lost_at = semc_now_ms();
+		c->next_retry = c->lost_at;
+		c->backoff = 0;
+	} else {
+		session_lost_locked(c, SEMC_E_DISCONNECTED, why, d);
+	}
+	pthread_cond_broadcast(&c->cond);
+}
+
+/* While disconnected: give the session up once its lease has run out. */
+static void lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d)
+{
+	if (c->conn == NULL && c->session != 0 && c->lost_at != 0 &&
+	    now >= c->lost_at + (int64_t)c->granted_lease)
+		session_lost_locked(c, SEMC_E_SESSION_EXPIRED,
+				    "session lease ran out while disconnected", d);
+}
+
+/* Wait for fd to become ready for events until deadline (-1: forever). */
+static int fd_wait(int fd, short events, int64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int64_t left;
+	int r;
+
+	for (;;) {
+		left = deadline < 0 ? -1 : deadline - semc_now_ms();
+		if (deadline >= 0 && left < 0)
+			left = 0;
+		r = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r == 0 && deadline >= 0 && semc_now_ms() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+/* Read what the socket has (never blocks): n, 0 at EOF, -1 with errno. */
+static ssize_t io_read(struct semc_conn *k, void *buf, size_t len)
+{
+	if (k->ssl != NULL)
+		return semc_tls_read(k, buf, len);
+	return recv(k->fd, buf, len, MSG_DONTWAIT);
+}
+
+/* Write all of buf before deadline. */
+static int io_write_all(struct semc_conn *k, const uint8_t *buf, size_t len, int64_t deadline)
+{
+	ssize_t n;
+	int want;
+
+	while (len > 0) {
+		want = POLLOUT;
+		if (k->ssl != NULL)
+			n = semc_tls_write(k, buf, len, &want);
+		else
+			n = send(k->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (fd_wait(k->fd, (short)want, deadline) != 0)
+				return -ETIMEDOUT;
+			continue;
+		}
+		return n < 0 ? -errno : -EPIPE;
+	}
+	return 0;
+}
+
+/* Read exactly len bytes before deadline (handshake only). */
+static int io_read_exact(struct semc_conn *k, uint8_t *buf, size_t len, int64_t deadline)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		n = io_read(k, buf, len);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		if (fd_wait(k->fd, POLLIN, deadline) != 0)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Finish a non-blocking connect() before deadline. */
+static int sock_finish_connect(int fd, int64_t deadline)
+{
+	int err = 0;
+	socklen_t el = sizeof err;
+	int r;
+
+	if ((r = fd_wait(fd, POLLOUT, deadline)) != 0)
+		return r;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
+		return -errno;
+	return -err;
+}
+
+/* Open a socket to the configured address; returns the fd or an error. */
+static int sock_connect(struct semc *c, int64_t deadline)
+{
+	struct addrinfo hints = { 0 }, *res = NULL, *ai;
+	char port[16];
+	int fd = -1, r, one = 1;
+
+	if (c->addr.kind == SEMC_ADDR_UNIX) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+		memcpy(sun.sun_path, c->addr.path, strlen(c->addr.path) + 1);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return semc_fail(SEMC_E_SYSTEM, "socket: %s", strerror(errno));
+		r = connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0 ? 0 : -errno;
+		if (r == -EINPROGRESS || r == -EAGAIN)
+			r = sock_finish_connect(fd, deadline);
+		if (r != 0) {
+			close(fd);
+			return semc_fail(SEMC_E_CONNECT, "cannot connect to %s: %s",
+					 c->addr.canon, strerror(-r));
+		}
+		return fd;
+	}
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_family = AF_UNSPEC;
+	snprintf(port, sizeof port, "%u", c->addr.port);
+	if ((r = getaddrinfo(c->addr.host, port, &hints, &res)) != 0)
+		return semc_fail(SEMC_E_CONNECT, "cannot resolve %s: %s", c->addr.host,
+				 gai_strerror(r));
+	r = -ECONNREFUSED;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			r = -errno;
+			continue;
+		}
+		r = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : -errno;
+		if (r == -EINPROGRESS)
+			r = sock_finish_connect(fd, deadline);
+		if (r == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return semc_fail(SEMC_E_CONNECT, "cannot connect to %s: %s", c->addr.canon,
+				 strerror(-r));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+	return fd;
+}
+
+/* Send Hello on a fresh connection and read its reply. */
+static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
+			  uint64_t resume, const uint8_t *secret, size_t secret_len,
+			  Semd__Reply **out)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Hello h = SEMD__HELLO__INIT;
+	uint8_t hdr[FRAME_HDR], *buf = NULL;
+	char host[256] = "";
+	size_t len;
+	int r;
+
+	*out = NULL;
+	gethostname(host, sizeof host - 1);
+	h.version = 1;
+	h.client_name = c->client_name ? c->client_name : (char *)"libsemclient";
+	h.host = host;
+	h.pid = (uint32_t)getpid();
+	h.lease_ms = c->lease_ms;
+	h.resume_session = resume;
+	h.resume_secret.data = (uint8_t *)secret;
+	h.resume_secret.len = secret_len;
+	rq.op_case = SEMD__REQUEST__OP_HELLO;
+	rq.hello = &h;
+	pthread_mutex_lock(&c->lock);
+	rq.id = c->next_id++;
+	pthread_mutex_unlock(&c->lock);
+	len = semd__request__get_packed_size(&rq);
+	if ((buf = malloc(FRAME_HDR + len)) == NULL)
+		return semc_fail(SEMC_E_NOMEM, NULL);
+	frame_put_header(buf, (uint32_t)len);
+	semd__request__pack(&rq, buf + FRAME_HDR);
+	r = io_write_all(k, buf, FRAME_HDR + len, deadline);
+	free(buf);
+	buf = NULL;
+	if (r != 0)
+		goto fail;
+	if ((r = io_read_exact(k, hdr, FRAME_HDR, deadline)) != 0)
+		goto fail;
+	if (frame_peek(hdr, FRAME_HDR, SEMC_RBUF_MAX, &len) < 0 || len == 0)
+		return semc_fail(SEMC_E_PROTOCOL, "bad frame from %s", c->addr.canon);
+	if ((buf = malloc(len)) == NULL)
+		return semc_fail(SEMC_E_NOMEM, NULL);
+	if ((r = io_read_exact(k, buf, len, deadline)) != 0)
+		goto fail;
+	*out = semd__reply__unpack(NULL, len, buf);
+	free(buf);
+	if (*out == NULL)
+		return semc_fail(SEMC_E_PROTOCOL, "undecodable reply from %s", c->addr.canon);
+	return 0;
+fail:
+	free(buf);
+	if (r == -ETIMEDOUT)
+		return semc_fail(SEMC_E_NO_REPLY, "no answer to Hello from %s", c->addr.canon);
+	return semc_fail(SEMC_E_CONNECT, "handshake with %s failed: %s", c->addr.canon,
+			 strerror(-r));
+}
+
+/* Make the connection and session live (after a successful Hello). */
+static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd__HelloReply *hr,
+				struct semc_deliver *d)
+{
+	bool again = c->ever_connected;
+
+	if (!hr->resumed && c->session != 0)
+		session_lost_locked(c, SEMC_E_SESSION_EXPIRED, "the session could not be resumed", d);
+	k->gen = ++c->gen;
+	c->conn = k;
+	c->session = hr->session;
+	c->secret_len = hr->secret.len <= sizeof c->secret ? hr->secret.len : 0;
+	memcpy(c->secret, hr->secret.data, c->secret_len);
+	c->granted_lease = hr->lease_ms;
+	c->resumed = hr->resumed;
+	str_set(&c->principal, hr->principal);
+	str_set(&c->server, hr->server);
+	c->lost_at = 0;
+	c->backoff = 0;
+	c->ever_connected = true;
+	if (again)
+		event_push(d, hr->resumed ? SEMC_EV_RESUMED : SEMC_EV_RECONNECTED, 0,
+			   hr->resumed ? "session resumed" : "new session", NULL);
+	pthread_cond_broadcast(&c->cond);
+}
+
+/* Connect, handshake (resuming the session if there is one) and publish. */
+static int conn_open(struct semc *c, int64_t deadline, struct semc_deliver *d)
+{
+	struct semc_conn *k = NULL;
+	Semd__Reply *rp = NULL;
+	uint8_t secret[sizeof c->secret];
+	size_t secret_len;
+	uint64_t resume;
+	int fd, r;
+
+again:
+	pthread_mutex_lock(&c->lock);
+	resume = c->granted_lease > 0 ? c->session : 0;
+	secret_len = c->secret_len;
+	memcpy(secret, c->secret, secret_len);
+	pthread_mutex_unlock(&c->lock);
+
+	if ((fd = sock_connect(c, deadline)) < 0)
+		return fd;
+	k = calloc(1, sizeof *k);
+	if (k == NULL) {
+		close(fd);
+		return semc_fail(SEMC_E_NOMEM, NULL);
+	}
+	k->fd = fd;
+	k->refs = 1;
+	pthread_mutex_init(&k->iolock, NULL);
+	if (c->addr.kind == SEMC_ADDR_TLS && (r = semc_tls_handshake(c, k, deadline)) != 0)
+		goto fail;
+	if ((r = hello_exchange(c, k, deadline, resume, secret, secret_len, &rp)) != 0)
+		goto fail;
+	if (rp->code != SEMD__CODE__OK && resume != 0) {
+		/* The daemon forgot us (restart, lease over): start afresh. */
+		pthread_mutex_lock(&c->lock);
+		session_lost_locked(c, semc_code_error(rp->code),
+				    *rp->message ? rp->message : "session could not be resumed", d);
+		pthread_mutex_unlock(&c->lock);
+		semd__reply__free_unpacked(rp, NULL);
+		rp = NULL;
+		pthread_mutex_lock(&c->lock);
+		conn_put_locked(k);
+		pthread_mutex_unlock(&c->lock);
+		goto again;
+	}
+	if (rp->code != SEMD__CODE__OK) {
+		r = semc_fail(semc_code_error(rp->code), "%s refused the handshake: %s",
+			      c->addr.canon, *rp->message ? rp->message :
+			      semc_strerror(semc_code_error(rp->code)));
+		goto fail;
+	}
+	if (rp->body_case != SEMD__REPLY__BODY_HELLO) {
+		r = semc_fail(SEMC_E_PROTOCOL, "%s answered Hello without a HelloReply",
+			      c->addr.canon);
+		goto fail;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (c->closing) {
+		pthread_mutex_unlock(&c->lock);
+		r = semc_fail(SEMC_E_DISCONNECTED, "handle is closing");
+		goto fail;
+	}
+	conn_publish_locked(c, k, rp->hello, d);
+	pthread_mutex_unlock(&c->lock);
+	semd__reply__free_unpacked(rp, NULL);
+	return 0;
+fail:
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	pthread_mutex_lock(&c->lock);
+	conn_put_locked(k);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+/* Write every queued request not yet sent on the current connection. */
+static void flush(struct semc *c)
+{
+	struct semc_deliver d;
+	struct semc_conn *k;
+	struct semc_req *r;
+	uint8_t *frame;
+	size_t len;
+	int rc;
+
+	deliver_init(&d);
+	pthread_mutex_lock(&c->wlock);
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		k = c->conn;
+		for (r = c->pending; k != NULL && r != NULL; r = r->next)
+			if (r->sent_gen != k->gen)
+				break;
+		if (k == NULL || r == NULL) {
+			pthread_mutex_unlock(&c->lock);
+			break;
+		}
+		r->sent_gen = k->gen;
+		len = r->frame_len;
+		frame = malloc(len);
+		if (frame == NULL) {
+			req_complete_locked(c, r, NULL, SEMC_E_NOMEM, &d);
+			pthread_mutex_unlock(&c->lock);
+			continue;
+		}
+		memcpy(frame, r->frame, len);
+		k->refs++;
+		pthread_mutex_unlock(&c->lock);
+		rc = io_write_all(k, frame, len, semc_now_ms() + c->timeout_ms);
+		free(frame);
+		pthread_mutex_lock(&c->lock);
+		if (rc != 0)
+			conn_broken_locked(c, k, rc == -ETIMEDOUT ? "write timed out" :
+					   "write failed", &d);
+		conn_put_locked(k);
+		pthread_mutex_unlock(&c->lock);
+		if (rc != 0)
+			break;
+	}
+	pthread_mutex_unlock(&c->wlock);
+	deliver_run(c, &d);
+}
+
+/* Hand a decoded reply to its request (or report a notice). */
+static void dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver *d)
+{
+	struct semc_req *r;
+
+	if (rp->id == 0) {
+		event_push(d, SEMC_EV_NOTICE, semc_code_error(rp->code), rp->message, NULL);
+		semd__reply__free_unpacked(rp, NULL);
+		return;
+	}
+	for (r = c->pending; r != NULL; r = r->next)
+		if (r->id == rp->id)
+			break;
+	if (r == NULL) {
+		/* a late answer to a request given up on: nothing holds it */
+		semd__reply__free_unpacked(rp, NULL);
+		return;
+	}
+	req_complete_locked(c, r, rp, 0, d);
+}
+
+/* As the reader: wait up to timeout_ms for input on k, decode and dispatch
+ * every whole frame. Returns replies dispatched or a negative error. */
+static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, struct semc_deliver *d)
+{
+	const char *why = NULL;
+	Semd__Reply *rp;
+	size_t plen;
+	ssize_t n;
+	int count = 0, r;
+
+	if (c->rbuf_gen != k->gen) {
+		c->rlen = 0;
+		c->rbuf_gen = k->gen;
+	}
+	if (timeout_ms != 0 && (k->ssl == NULL || SSL_pending(k->ssl) == 0)) {
+		struct pollfd p = { .fd = k->fd, .events = POLLIN };
+
+		if (poll(&p, 1, timeout_ms) <= 0)
+			return 0;
+	}
+	for (;;) {
+		if (c->rcap - c->rlen < 4096) {
+			size_t ncap = c->rcap ? c->rcap * 2 : 16384;
+			uint8_t *nb;
+
+			if (ncap > SEMC_RBUF_MAX + 4096)
+				ncap = SEMC_RBUF_MAX + 4096;
+			if (ncap <= c->rcap || (nb = realloc(c->rbuf, ncap)) == NULL) {
+				why = "out of memory for a reply";
+				break;
+			}
+			c->rbuf = nb;
+			c->rcap = ncap;
+		}
+		n = io_read(k, c->rbuf + c->rlen, c->rcap - c->rlen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			why = n == 0 ? "the server closed the connection" : "read failed";
+			break;
+		}
+		c->rlen += (size_t)n;
+		while ((r = frame_peek(c->rbuf, c->rlen, FRAME_MAX_LIMIT, &plen)) == 1) {
+			rp = semd__reply__unpack(NULL, plen, c->rbuf + FRAME_HDR);
+			memmove(c->rbuf, c->rbuf + FRAME_HDR + plen, c->rlen - FRAME_HDR - plen);
+			c->rlen -= FRAME_HDR + plen;
+			if (rp == NULL) {
+				why = "undecodable reply";
+				break;
+			}
+			pthread_mutex_lock(&c->lock);
+			dispatch_locked(c, rp, d);
+			pthread_mutex_unlock(&c->lock);
+			count++;
+		}
+		if (r < 0)
+			why = "oversized reply frame";
+		if (why != NULL)
+			break;
+	}
+	if (why == NULL)
+		return count;
+	pthread_mutex_lock(&c->lock);
+	conn_broken_locked(c, k, why, d);
+	pthread_mutex_unlock(&c->lock);
+	return SEMC_E_DISCONNECTED;
+}
+
+/* Take the reader role for one turn (called and returns with lock held). */
+static int reader_turn_locked(struct semc *c, int timeout_ms)
+{
+	struct semc_deliver d;
+	struct semc_conn *k = c->conn;
+	int n;
+
+	deliver_init(&d);
+	k->refs++;
+	c->reading = true;
+	pthread_mutex_unlock(&c->lock);
+	n = reader_run(c, k, timeout_ms, &d);
+	pthread_mutex_lock(&c->lock);
+	c->reading = false;
+	conn_put_locked(k);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	deliver_run(c, &d);
+	flush(c);
+	pthread_mutex_lock(&c->lock);
+	return n;
+}
+
+/* Try to (re)connect if nobody else is and the back-off allows. */
+static int conn_try(struct semc *c, int64_t deadline)
+{
+	struct semc_deliver d;
+	int64_t now = semc_now_ms(), dl;
+	int r;
+
+	deliver_init(&d);
+	pthread_mutex_lock(&c->lock);
+	lease_check_locked(c, now, &d);
+	if (c->conn != NULL || c->connecting || c->closing || now < c->next_retry) {
+		pthread_mutex_unlock(&c->lock);
+		deliver_run(c, &d);
+		return 0;
+	}
+	c->connecting = true;
+	dl = now + c->timeout_ms;
+	if (deadline >= 0 && deadline < dl)
+		dl = deadline;
+	if (c->lost_at != 0 && c->lost_at + (int64_t)c->granted_lease < dl)
+		dl = c->lost_at + c->granted_lease;
+	if (dl < now + 100)
+		dl = now + 100;
+	pthread_mutex_unlock(&c->lock);
+	r = conn_open(c, dl, &d);
+	pthread_mutex_lock(&c->lock);
+	c->connecting = false;
+	if (r != 0) {
+		now = semc_now_ms();
+		c->backoff = c->backoff ? c->backoff * 2 : SEMC_BACKOFF_MIN;
+		if (c->backoff > SEMC_BACKOFF_MAX)
+			c->backoff = SEMC_BACKOFF_MAX;
+		c->next_retry = now + c->backoff;
+		lease_check_locked(c, now, &d);
+	}
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	deliver_run(c, &d);
+	if (r == 0)
+		flush(c);
+	return r;
+}
+
+/* Resolve the address (SEMD_SERVER or the default) if none was set. */
+static int addr_default(struct semc *c)
+{
+	const char *env = getenv("SEMD_SERVER");
+
+	if (c->addr_set)
+		return 0;
+	if (env != NULL && *env != '\0')
+		return semc_set_address(c, env);
+	return semc_set_address(c, "unix:" SEMC_DEFAULT_UNIX);
+}
+
+/* Connect and say Hello. */
+int semc_connect(struct semc *c, int timeout_ms)
+{
+	struct semc_deliver d;
+	int64_t deadline;
+	int r;
+
+	if (c == NULL)
+		return SEMC_E_ARG;
+	semc_clear_message();
+	if ((r = addr_default(c)) != 0)
+		return r;
+	if (c->addr.kind == SEMC_ADDR_TLS && (r = semc_tls_setup(c)) != 0)
+		return r;
+	deadline = semc_now_ms() + (timeout_ms >= 0 ? timeout_ms : c->timeout_ms);
+	deliver_init(&d);
+	pthread_mutex_lock(&c->lock);
+	if (c->conn != NULL || c->connecting) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	c->connecting = true;
+	pthread_mutex_unlock(&c->lock);
+	r = conn_open(c, deadline, &d);
+	pthread_mutex_lock(&c->lock);
+	c->connecting = false;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	deliver_run(c, &d);
+	if (r == 0)
+		flush(c);
+	return r;
+}
+
+/* The handshake's result. */
+int semc_session(struct semc *c, struct semc_session *out)
+{
+	pthread_mutex_lock(&c->lock);
+	out->session = c->session;
+	out->lease_ms = c->granted_lease;
+	out->principal = c->principal ? c->principal : "";
+	out->server = c->server ? c->server : "";
+	out->resumed = c->resumed;
+	pthread_mutex_unlock(&c->lock);
+	return c->conn != NULL ? 0 : SEMC_E_DISCONNECTED;
+}
+
+/* Queue r and write it if connected. */
+int semc_submit(struct semc *c, struct semc_req *r)
+{
+	struct semc_req **pp;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->closing || (c->conn == NULL && (!c->reconnect || !c->ever_connected))) {
+		pthread_mutex_unlock(&c->lock);
+		return semc_fail(SEMC_E_DISCONNECTED, "not connected to %s",
+				 c->addr.canon[0] ? c->addr.canon : "a server");
+	}
+	for (pp = &c->pending; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = r;
+	r->next = NULL;
+	pthread_mutex_unlock(&c->lock);
+	flush(c);
+	return 0;
+}
+
+/* Wait for r's reply until deadline (-1: forever), reading or reconnecting
+ * when it is this thread's turn. r is off the pending list on return. */
+int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
+{
+	struct semc_deliver d;
+	struct timespec ts;
+	int64_t now;
+	int slice;
+
+	deliver_init(&d);
+	*ghost = false;
+	pthread_mutex_lock(&c->lock);
+	while (!r->done) {
+		now = semc_now_ms();
+		if (deadline >= 0 && now >= deadline) {
+			if (r->op == SEMD__REQUEST__OP_DOWN && r->sent_gen != 0) {
+				/* Keep it queued as the library's own: a late grant is
+				 * given back, and the daemon is asked to cancel. */
+				Semd__Request rq = SEMD__REQUEST__INIT;
+				Semd__Cancel cn = SEMD__CANCEL__INIT;
+
+				r->internal = true;
+				*ghost = true;
+				cn.request_id = r->id;
+				rq.op_case = SEMD__REQUEST__OP_CANCEL;
+				rq.cancel = &cn;
+				internal_push_locked(c, &rq);
+			} else {
+				pending_unlink_locked(c, r);
+				r->done = true;
+			}
+			r->error = SEMC_E_NO_REPLY;
+			pthread_mutex_unlock(&c->lock);
+			flush(c);
+			return semc_fail(SEMC_E_NO_REPLY, "no reply from %s in time", c->addr.canon);
+		}
+		slice = 1000;
+		if (deadline >= 0 && deadline - now < slice)
+			slice = (int)(deadline - now);
+		if (c->conn != NULL && !c->reading) {
+			reader_turn_locked(c, slice);
+			continue;
+		}
+		if (c->conn == NULL) {
+			lease_check_locked(c, now, &d);
+			if (r->done)
+				break;
+			if (!c->reconnect || c->closing) {
+				req_complete_locked(c, r, NULL, SEMC_E_DISCONNECTED, &d);
+				break;
+			}
+			if (!c->connecting && now >= c->next_retry) {
+				pthread_mutex_unlock(&c->lock);
+				deliver_run(c, &d);
+				conn_try(c, deadline);
+				pthread_mutex_lock(&c->lock);
+				continue;
+			}
+			if (!c->connecting && c->next_retry - now < slice)
+				slice = (int)(c->next_retry - now);
+		}
+		if (slice < 1)
+			slice = 1;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += slice / 1000;
+		ts.tv_nsec += (long)(slice % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+	}
+	pthread_mutex_unlock(&c->lock);
+	deliver_run(c, &d);
+	if (r->reply == NULL) {
+		if (r->error == SEMC_E_DISCONNECTED)
+			return semc_fail(r->error, "connection to %s lost", c->addr.canon);
+		return semc_fail(r->error, NULL);
+	}
+	return semc_reply_error(r->reply);
+}
+
+/* Send rq and wait for its reply; extra_ms (< 0: forever) is added to the
+ * handle's timeout. On success *out owns the reply. */
+int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out)
+{
+	struct semc_req *r;
+	int64_t deadline;
+	bool ghost;
+	int err;
+
+	*out = NULL;
+	semc_clear_message();
+	if ((r = semc_req_new(c, rq)) == NULL)
+		return semc_fail(SEMC_E_NOMEM, NULL);
+	if ((err = semc_submit(c, r)) != 0) {
+		semc_req_free(r);
+		return err;
+	}
+	deadline = extra_ms < 0 ? -1 : semc_now_ms() + c->timeout_ms + extra_ms;
+	err = semc_wait(c, r, deadline, &ghost);
+	if (ghost)
+		return err;	/* abandoned down: the queue owns it now */
+	*out = r->reply;
+	r->reply = NULL;
+	semc_req_free(r);
+	return err;
+}
+
+/* Send rq; fn gets the outcome later. Returns the request id. */
+int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg)
+{
+	struct semc_req *r;
+	int err;
+
+	semc_clear_message();
+	if ((r = semc_req_new(c, rq)) == NULL)
+		return semc_fail(SEMC_E_NOMEM, NULL);
+	r->fn = fn;
+	r->arg = arg;
+	if ((err = semc_submit(c, r)) != 0) {
+		semc_req_free(r);
+		return err;
+	}
+	return (int64_t)rq->id;
+}
+
+/* The socket to poll. */
+int semc_fd(struct semc *c)
+{
+	int fd;
+
+	pthread_mutex_lock(&c->lock);
+	fd = c->conn ? c->conn->fd : -1;
+	pthread_mutex_unlock(&c->lock);
+	return fd;
+}
+
+/* Non-blocking: read and dispatch what is there; reconnect if due. */
+int semc_process(struct semc *c)
+{
+	struct semc_deliver d;
+	int n = 0;
+
+	deliver_init(&d);
+	pthread_mutex_lock(&c->lock);
+	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->closing) {
+		pthread_mutex_unlock(&c->lock);
+		conn_try(c, -1);
+		pthread_mutex_lock(&c->lock);
+	}
+	if (c->conn != NULL && !c->reading)
+		n = reader_turn_locked(c, 0);
+	else if (c->conn == NULL)
+		n = SEMC_E_DISCONNECTED;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/* Requests sent and not answered. */
+size_t semc_pending(struct semc *c)
+{
+	struct semc_req *r;
+	size_t n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (r = c->pending; r != NULL; r = r->next)
+		if (!r->internal)
+			n++;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/* Close and free everything. Pending asynchronous requests are dropped
+ * without their callbacks. */
+void semc_free(struct semc *c)
+{
+	struct semc_req *r, *rn;
+	struct semc_hold *h, *hn;
+	struct semc_conn *k;
+
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	k = c->conn;
+	c->conn = NULL;
+	if (k != NULL)
+		shutdown(k->fd, SHUT_RDWR);
+	while (c->reading || c->connecting)
+		pthread_cond_wait(&c->cond, &c->lock);
+	conn_put_locked(k);
+	for (r = c->pending; r != NULL; r = rn) {
+		rn = r->next;
+		semc_req_free(r);
+	}
+	for (h = c->holds; h != NULL; h = hn) {
+		hn = h->next;
+		free(h->name);
+		free(h);
+	}
+	pthread_mutex_unlock(&c->lock);
+	semc_tls_free(c);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->wlock);
+	pthread_cond_destroy(&c->cond);
+	free(c->client_name);
+	free(c->tls_ca);
+	free(c->tls_cert);
+	free(c->tls_key);
+	free(c->principal);
+	free(c->server);
+	free(c->rbuf);
+	free(c);
+}

@@ -1,0 +1,618 @@
+/* client/ops.c - libsemclient's operations: requests in, results out. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client-int.h"
+
+/* The error of a reply, recording its message for the calling thread. */
+int semc_reply_error(const Semd__Reply *rp)
+{
+	int err = semc_code_error(rp->code);
+
+	if (err == 0)
+		return 0;
+	if (rp->message != NULL && *rp->message != '\0')
+		return semc_fail(err, "%s", rp->message);
+	return semc_fail(err, NULL);
+}
+
+/* strdup that maps NULL to "". */
+static char *dup0(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* Copy a Grant. */
+static void grant_copy(struct semc_grant *g, const Semd__Grant *pg)
+{
+	g->permit_id = pg->permit_id;
+	g->token = pg->token;
+	g->n = pg->n;
+	g->waited_us = pg->waited_us;
+}
+
+/* Free an info result. */
+void semc_info_free(struct semc_info *info)
+{
+	size_t i;
+
+	if (info == NULL)
+		return;
+	for (i = 0; i < info->n_holders; i++) {
+		free(info->holders[i].client_name);
+		free(info->holders[i].host);
+		free(info->holders[i].principal);
+	}
+	for (i = 0; i < info->n_waiters; i++) {
+		free(info->waiters[i].client_name);
+		free(info->waiters[i].host);
+		free(info->waiters[i].principal);
+	}
+	free(info->holders);
+	free(info->waiters);
+	free(info->name);
+	free(info);
+}
+
+/* Convert an InfoReply. */
+static struct semc_info *info_convert(const Semd__InfoReply *p)
+{
+	struct semc_info *in = calloc(1, sizeof *in);
+	size_t i;
+
+	if (in == NULL)
+		return NULL;
+	in->name = dup0(p->name);
+	in->limit = p->limit;
+	in->available = p->available;
+	in->mode = p->mode == SEMD__MODE__SIGNAL ? SEMC_MODE_SIGNAL : SEMC_MODE_OWNED;
+	in->auto_created = p->auto_created;
+	in->last_token = p->last_token;
+	in->holders = calloc(p->n_holders + 1, sizeof *in->holders);
+	in->waiters = calloc(p->n_waiters + 1, sizeof *in->waiters);
+	if (in->name == NULL || in->holders == NULL || in->waiters == NULL)
+		goto fail;
+	for (i = 0; i < p->n_holders; i++) {
+		const Semd__Holder *ph = p->holders[i];
+		struct semc_holder *h = &in->holders[i];
+
+		in->n_holders++;
+		h->permit_id = ph->permit_id;
+		h->token = ph->token;
+		h->n = ph->n;
+		h->pid = ph->pid;
+		h->since_ms = ph->since_ms;
+		h->detached = ph->detached;
+		h->expires_ms = ph->expires_ms;
+		h->client_name = dup0(ph->client_name);
+		h->host = dup0(ph->host);
+		h->principal = dup0(ph->principal);
+		if (!h->client_name || !h->host || !h->principal)
+			goto fail;
+	}
+	for (i = 0; i < p->n_waiters; i++) {
+		const Semd__Waiter *pw = p->waiters[i];
+		struct semc_waiter *w = &in->waiters[i];
+
+		in->n_waiters++;
+		w->request_id = pw->request_id;
+		w->n = pw->n;
+		w->pid = pw->pid;
+		w->since_ms = pw->since_ms;
+		w->deadline_ms = pw->deadline_ms;
+		w->client_name = dup0(pw->client_name);
+		w->host = dup0(pw->host);
+		w->principal = dup0(pw->principal);
+		if (!w->client_name || !w->host || !w->principal)
+			goto fail;
+	}
+	return in;
+fail:
+	semc_info_free(in);
+	return NULL;
+}
+
+/* Free a list result. */
+void semc_list_free(struct semc_list *list)
+{
+	size_t i;
+
+	if (list == NULL)
+		return;
+	for (i = 0; i < list->n; i++)
+		free(list->entries[i].name);
+	free(list->entries);
+	free(list->next);
+	free(list);
+}
+
+/* Convert a ListReply. */
+static struct semc_list *list_convert(const Semd__ListReply *p)
+{
+	struct semc_list *l = calloc(1, sizeof *l);
+	size_t i;
+
+	if (l == NULL)
+		return NULL;
+	l->entries = calloc(p->n_entries + 1, sizeof *l->entries);
+	l->next = dup0(p->next);
+	if (l->entries == NULL || l->next == NULL)
+		goto fail;
+	for (i = 0; i < p->n_entries; i++) {
+		const Semd__Summary *ps = p->entries[i];
+		struct semc_summary *s = &l->entries[i];
+
+		l->n++;
+		s->limit = ps->limit;
+		s->available = ps->available;
+		s->mode = ps->mode == SEMD__MODE__SIGNAL ? SEMC_MODE_SIGNAL : SEMC_MODE_OWNED;
+		s->holders = ps->holders;
+		s->waiters = ps->waiters;
+		if ((s->name = dup0(ps->name)) == NULL)
+			goto fail;
+	}
+	return l;
+fail:
+	semc_list_free(l);
+	return NULL;
+}
+
+/* Free a stats result. */
+void semc_stats_free(struct semc_stats *stats)
+{
+	size_t i;
+
+	if (stats == NULL)
+		return;
+	for (i = 0; i < stats->n; i++)
+		free(stats->counters[i].name);
+	free(stats->counters);
+	free(stats);
+}
+
+/* Convert a StatsReply. */
+static struct semc_stats *stats_convert(const Semd__StatsReply *p)
+{
+	struct semc_stats *st = calloc(1, sizeof *st);
+	size_t i;
+
+	if (st == NULL)
+		return NULL;
+	if ((st->counters = calloc(p->n_counters + 1, sizeof *st->counters)) == NULL)
+		goto fail;
+	for (i = 0; i < p->n_counters; i++) {
+		st->n++;
+		st->counters[i].value = p->counters[i]->value;
+		if ((st->counters[i].name = dup0(p->counters[i]->name)) == NULL)
+			goto fail;
+	}
+	return st;
+fail:
+	semc_stats_free(st);
+	return NULL;
+}
+
+/* Call r's completion callback with the converted outcome. */
+void semc_result_deliver(struct semc *c, struct semc_req *r)
+{
+	const Semd__Reply *rp = r->reply;
+	struct semc_result res = { .request_id = r->id, .error = r->error, .message = "" };
+	struct semc_grant g;
+	struct semc_info *info = NULL;
+	struct semc_list *list = NULL;
+	struct semc_stats *stats = NULL;
+
+	if (rp != NULL) {
+		res.error = semc_code_error(rp->code);
+		if (rp->message != NULL)
+			res.message = rp->message;
+		switch (rp->body_case) {
+		case SEMD__REPLY__BODY_GRANT:
+			grant_copy(&g, rp->grant);
+			res.grant = &g;
+			break;
+		case SEMD__REPLY__BODY_INFO:
+			res.info = info = info_convert(rp->info);
+			break;
+		case SEMD__REPLY__BODY_LIST:
+			res.list = list = list_convert(rp->list);
+			break;
+		case SEMD__REPLY__BODY_STATS:
+			res.stats = stats = stats_convert(rp->stats);
+			break;
+		case SEMD__REPLY__BODY_VALIDATE:
+			res.valid = rp->validate->valid;
+			break;
+		case SEMD__REPLY__BODY_RELEASED:
+			res.released = rp->released->n;
+			break;
+		default:
+			break;
+		}
+		if (res.error == 0 && ((rp->body_case == SEMD__REPLY__BODY_INFO && !info) ||
+				       (rp->body_case == SEMD__REPLY__BODY_LIST && !list) ||
+				       (rp->body_case == SEMD__REPLY__BODY_STATS && !stats)))
+			res.error = SEMC_E_NOMEM;
+	} else {
+		res.message = semc_strerror(r->error);
+	}
+	if (r->fn != NULL)
+		r->fn(c, &res, r->arg);
+	semc_info_free(info);
+	semc_list_free(list);
+	semc_stats_free(stats);
+}
+
+/* Reject names the daemon would reject anyway, before a round trip. */
+static int name_check(const char *name)
+{
+	size_t len;
+
+	if (name == NULL)
+		return semc_fail(SEMC_E_ARG, "no semaphore name");
+	len = strlen(name);
+	if (len == 0 || len > 255)
+		return semc_fail(SEMC_E_INVALID, "a name is 1 to 255 bytes long");
+	return 0;
+}
+
+/* Check a reply's body kind. */
+static int body_expect(Semd__Reply *rp, Semd__Reply__BodyCase want)
+{
+	if (rp->body_case != want)
+		return semc_fail(SEMC_E_PROTOCOL, "reply without the expected body");
+	return 0;
+}
+
+/* Create a semaphore. */
+int semc_create(struct semc *c, const char *name, uint32_t limit, enum semc_mode mode,
+		bool if_not_exists)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Create op = SEMD__CREATE__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.limit = limit;
+	op.mode = mode == SEMC_MODE_SIGNAL ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
+	op.if_not_exists = if_not_exists;
+	rq.op_case = SEMD__REQUEST__OP_CREATE;
+	rq.create = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Fill a Down request. */
+static void down_fill(Semd__Request *rq, Semd__Down *op, const char *name, uint32_t n,
+		      int64_t timeout_ms, uint32_t lease_ms)
+{
+	op->name = (char *)name;
+	op->n = n;
+	op->timeout_ms = timeout_ms;
+	op->lease_ms = lease_ms;
+	rq->op_case = SEMD__REQUEST__OP_DOWN;
+	rq->down = op;
+}
+
+/* Take n permits, waiting up to timeout_ms. */
+int semc_down(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
+	      uint32_t lease_ms, struct semc_grant *out)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Down op = SEMD__DOWN__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	down_fill(&rq, &op, name, n, timeout_ms, lease_ms);
+	r = semc_call(c, &rq, timeout_ms < 0 ? -1 : timeout_ms, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_GRANT)) == 0 && out != NULL)
+		grant_copy(out, rp->grant);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Take n permits only if that is possible now. */
+int semc_trydown(struct semc *c, const char *name, uint32_t n, struct semc_grant *out)
+{
+	return semc_down(c, name, n, 0, 0, out);
+}
+
+/* Give permits back. */
+int semc_up(struct semc *c, const char *name, uint32_t n, uint64_t permit_id,
+	    uint32_t *released)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Up op = SEMD__UP__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.n = n;
+	op.permit_id = permit_id;
+	rq.op_case = SEMD__REQUEST__OP_UP;
+	rq.up = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (released != NULL)
+		*released = r == 0 && rp->body_case == SEMD__REPLY__BODY_RELEASED ?
+			    rp->released->n : 0;
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Cancel a pending down of this session. */
+int semc_cancel(struct semc *c, uint64_t request_id)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Cancel op = SEMD__CANCEL__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	op.request_id = request_id;
+	rq.op_case = SEMD__REQUEST__OP_CANCEL;
+	rq.cancel = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Describe a semaphore. */
+int semc_info(struct semc *c, const char *name, struct semc_info **out)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Info op = SEMD__INFO__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	*out = NULL;
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	rq.op_case = SEMD__REQUEST__OP_INFO;
+	rq.info = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_INFO)) == 0 &&
+	    (*out = info_convert(rp->info)) == NULL)
+		r = semc_fail(SEMC_E_NOMEM, NULL);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* One page of names. */
+int semc_list(struct semc *c, const char *prefix, const char *after, uint32_t max,
+	      struct semc_list **out)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__List op = SEMD__LIST__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	*out = NULL;
+	op.prefix = (char *)(prefix ? prefix : "");
+	op.after = (char *)(after ? after : "");
+	op.max = max;
+	rq.op_case = SEMD__REQUEST__OP_LIST;
+	rq.list = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_LIST)) == 0 &&
+	    (*out = list_convert(rp->list)) == NULL)
+		r = semc_fail(SEMC_E_NOMEM, NULL);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Delete a semaphore. */
+int semc_delete(struct semc *c, const char *name, bool force)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Delete op = SEMD__DELETE__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.force = force;
+	rq.op_case = SEMD__REQUEST__OP_DELETE;
+	rq.delete_ = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Change a semaphore's limit. */
+int semc_set_limit(struct semc *c, const char *name, uint32_t limit)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__SetLimit op = SEMD__SET_LIMIT__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.limit = limit;
+	rq.op_case = SEMD__REQUEST__OP_SET_LIMIT;
+	rq.set_limit = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Ask whether a fencing token still holds a permit. */
+int semc_validate(struct semc *c, const char *name, uint64_t token, bool *valid)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Validate op = SEMD__VALIDATE__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	*valid = false;
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.token = token;
+	rq.op_case = SEMD__REQUEST__OP_VALIDATE;
+	rq.validate = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_VALIDATE)) == 0)
+		*valid = rp->validate->valid;
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* The daemon's counters. */
+int semc_stats(struct semc *c, struct semc_stats **out)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Stats op = SEMD__STATS__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	*out = NULL;
+	rq.op_case = SEMD__REQUEST__OP_STATS;
+	rq.stats = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_STATS)) == 0 &&
+	    (*out = stats_convert(rp->stats)) == NULL)
+		r = semc_fail(SEMC_E_NOMEM, NULL);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* A round trip. */
+int semc_ping(struct semc *c, uint64_t *rtt_us)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Ping op = SEMD__PING__INIT;
+	Semd__Reply *rp;
+	struct timespec t0, t1;
+	int r;
+
+	rq.op_case = SEMD__REQUEST__OP_PING;
+	rq.ping = &op;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = semc_call(c, &rq, 0, &rp);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (rtt_us != NULL)
+		*rtt_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000LL +
+				     (t1.tv_nsec - t0.tv_nsec) / 1000);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Force-release someone's permit (admin). */
+int semc_release(struct semc *c, const char *name, uint64_t permit_id, uint32_t *released)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Release op = SEMD__RELEASE__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.permit_id = permit_id;
+	rq.op_case = SEMD__REQUEST__OP_RELEASE;
+	rq.release = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (released != NULL)
+		*released = r == 0 && rp->body_case == SEMD__REPLY__BODY_RELEASED ?
+			    rp->released->n : 0;
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Asynchronous down. */
+int64_t semc_down_async(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
+			uint32_t lease_ms, semc_done_fn fn, void *arg)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Down op = SEMD__DOWN__INIT;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	down_fill(&rq, &op, name, n, timeout_ms, lease_ms);
+	return semc_call_async(c, &rq, fn, arg);
+}
+
+/* Asynchronous up. */
+int64_t semc_up_async(struct semc *c, const char *name, uint32_t n, uint64_t permit_id,
+		      semc_done_fn fn, void *arg)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Up op = SEMD__UP__INIT;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.n = n;
+	op.permit_id = permit_id;
+	rq.op_case = SEMD__REQUEST__OP_UP;
+	rq.up = &op;
+	return semc_call_async(c, &rq, fn, arg);
+}
+
+/* Asynchronous info. */
+int64_t semc_info_async(struct semc *c, const char *name, semc_done_fn fn, void *arg)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Info op = SEMD__INFO__INIT;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	rq.op_case = SEMD__REQUEST__OP_INFO;
+	rq.info = &op;
+	return semc_call_async(c, &rq, fn, arg);
+}
+
+/* Asynchronous validate. */
+int64_t semc_validate_async(struct semc *c, const char *name, uint64_t token,
+			    semc_done_fn fn, void *arg)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Validate op = SEMD__VALIDATE__INIT;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.token = token;
+	rq.op_case = SEMD__REQUEST__OP_VALIDATE;
+	rq.validate = &op;
+	return semc_call_async(c, &rq, fn, arg);
+}
+
+/* Asynchronous ping. */
+int64_t semc_ping_async(struct semc *c, semc_done_fn fn, void *arg)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Ping op = SEMD__PING__INIT;
+
+	rq.op_case = SEMD__REQUEST__OP_PING;
+	rq.ping = &op;
+	return semc_call_async(c, &rq, fn, arg);
+}

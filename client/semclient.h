@@ -1,0 +1,285 @@
+/*
+ * semclient.h - the C client library of semd, the networked counting
+ * semaphore service.
+ *
+ * One struct semc is one connection (one daemon session). It is safe to
+ * share between threads: requests are multiplexed by id over the one
+ * socket. Every operation exists in a blocking form (with a timeout) and
+ * most in an asynchronous form (a completion callback) for event loops,
+ * which poll semc_fd() and call semc_process().
+ *
+ * Errors are negative enum semc_error values; semc_strerror() names them
+ * and semc_last_message() gives the server's (or the library's) text for
+ * the calling thread's last failed call. See semclient(3).
+ *
+ * ABI: only semc_* symbols are exported; the SONAME is libsemclient.so.1.
+ * struct semc is opaque; result structs only ever grow at their end and
+ * are allocated by the library (free them with their *_free function).
+ */
+#ifndef SEMCLIENT_H
+#define SEMCLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SEMC_DEFAULT_UNIX	"/run/semd/semd.sock"
+#define SEMC_DEFAULT_PORT	7385
+
+/* Results: 0 or a negative code. -1..-13 mirror the protocol's codes. */
+enum semc_error {
+	SEMC_OK = 0,
+	SEMC_E_TIMEOUT = -1,		/* the down's deadline passed */
+	SEMC_E_WOULD_BLOCK = -2,	/* trydown could not be granted now */
+	SEMC_E_NOT_FOUND = -3,
+	SEMC_E_EXISTS = -4,
+	SEMC_E_NOT_HOLDER = -5,
+	SEMC_E_PERMISSION = -6,
+	SEMC_E_INVALID = -7,
+	SEMC_E_EXHAUSTED = -8,
+	SEMC_E_CANCELLED = -9,
+	SEMC_E_UNAVAILABLE = -10,	/* daemon shutting down */
+	SEMC_E_PROTOCOL = -11,
+	SEMC_E_INTERNAL = -12,
+	SEMC_E_SESSION_EXPIRED = -13,
+	/* client side */
+	SEMC_E_CONNECT = -100,		/* cannot connect to the daemon */
+	SEMC_E_DISCONNECTED = -101,	/* connection lost, request not answered */
+	SEMC_E_HOLD_LOST = -102,	/* a session-bound hold was lost */
+	SEMC_E_NO_REPLY = -103,		/* the daemon did not answer in time */
+	SEMC_E_NOMEM = -104,
+	SEMC_E_ADDRESS = -105,		/* malformed address */
+	SEMC_E_NOT_SUPPORTED = -106,
+	SEMC_E_TLS = -107,		/* TLS setup, handshake or verification */
+	SEMC_E_SYSTEM = -108,		/* a system call failed (see message) */
+	SEMC_E_ARG = -109,		/* invalid argument to a library call */
+};
+
+enum semc_mode {
+	SEMC_MODE_OWNED = 0,	/* only a holder can up, only what it holds */
+	SEMC_MODE_SIGNAL = 1,	/* any client may up, bounded by the limit */
+};
+
+struct semc;
+
+/* A granted permit. */
+struct semc_grant {
+	uint64_t permit_id;
+	uint64_t token;		/* fencing token, strictly increasing per name */
+	uint32_t n;
+	uint64_t waited_us;
+};
+
+struct semc_holder {
+	uint64_t permit_id;
+	uint64_t token;
+	uint32_t n;
+	char *client_name;
+	char *host;
+	uint32_t pid;
+	char *principal;
+	uint64_t since_ms;	/* unix time, ms */
+	bool detached;
+	uint64_t expires_ms;	/* 0: tied to a live connection */
+};
+
+struct semc_waiter {
+	uint64_t request_id;
+	uint32_t n;
+	char *client_name;
+	char *host;
+	uint32_t pid;
+	char *principal;
+	uint64_t since_ms;
+	uint64_t deadline_ms;	/* 0: none */
+};
+
+struct semc_info {
+	char *name;
+	uint32_t limit;
+	int64_t available;	/* negative after a shrinking set-limit */
+	enum semc_mode mode;
+	bool auto_created;
+	uint64_t last_token;
+	size_t n_holders;
+	struct semc_holder *holders;
+	size_t n_waiters;
+	struct semc_waiter *waiters;	/* queue order */
+};
+
+struct semc_summary {
+	char *name;
+	uint32_t limit;
+	int64_t available;
+	enum semc_mode mode;
+	uint32_t holders;
+	uint32_t waiters;
+};
+
+struct semc_list {
+	size_t n;
+	struct semc_summary *entries;
+	char *next;		/* non-empty: pass as `after` for the next page */
+};
+
+struct semc_counter {
+	char *name;
+	uint64_t value;
+};
+
+struct semc_stats {
+	size_t n;
+	struct semc_counter *counters;
+};
+
+/* What the daemon said in the handshake. */
+struct semc_session {
+	uint64_t session;
+	uint32_t lease_ms;	/* granted session lease (0: none) */
+	const char *principal;
+	const char *server;	/* "semd 0.1.0" */
+	bool resumed;
+};
+
+/* Connection events, reported through the event callback. */
+enum semc_event_type {
+	SEMC_EV_DISCONNECTED = 1,	/* the connection broke */
+	SEMC_EV_RECONNECTED,		/* a new session (nothing was held) */
+	SEMC_EV_RESUMED,		/* the session and its holds survived */
+	SEMC_EV_HOLD_LOST,		/* one session-bound hold is gone */
+	SEMC_EV_NOTICE,			/* unsolicited message from the daemon */
+};
+
+struct semc_event {
+	enum semc_event_type type;
+	int error;		/* HOLD_LOST/NOTICE/DISCONNECTED: why */
+	const char *message;
+	const char *name;	/* HOLD_LOST: the semaphore */
+	uint64_t permit_id;	/* HOLD_LOST */
+	uint64_t token;		/* HOLD_LOST */
+	uint32_t n;		/* HOLD_LOST */
+};
+
+typedef void (*semc_event_fn)(struct semc *c, const struct semc_event *ev, void *arg);
+
+/* The outcome of an asynchronous request, valid only during the callback. */
+struct semc_result {
+	uint64_t request_id;
+	int error;			/* 0 or enum semc_error */
+	const char *message;		/* never NULL */
+	const struct semc_grant *grant;	/* down/trydown */
+	const struct semc_info *info;	/* info */
+	const struct semc_list *list;	/* list */
+	const struct semc_stats *stats;	/* stats */
+	bool valid;			/* validate */
+	uint32_t released;		/* up/release: permits given back */
+};
+
+typedef void (*semc_done_fn)(struct semc *c, const struct semc_result *r, void *arg);
+
+/* --- connection ------------------------------------------------------- */
+
+/* Allocate an unconnected handle; NULL when out of memory. */
+struct semc *semc_new(void);
+/* Close the connection and free everything; pending requests fail. */
+void semc_free(struct semc *c);
+
+/* Options, set before semc_connect(). address NULL: $SEMD_SERVER, else
+ * unix:/run/semd/semd.sock. Forms: unix:PATH, tcp:HOST[:PORT],
+ * tls:HOST[:PORT] (HOST may be [IPv6]), /PATH, HOST[:PORT]. */
+int semc_set_address(struct semc *c, const char *address);
+int semc_set_client_name(struct semc *c, const char *name);
+/* Session lease: holds survive a cut this long and are resumed. 0: none. */
+void semc_set_lease(struct semc *c, uint32_t lease_ms);
+/* Reply timeout of ordinary requests (default 10 s). */
+void semc_set_timeout(struct semc *c, int timeout_ms);
+/* Automatic reconnection (default on). */
+void semc_set_reconnect(struct semc *c, bool on);
+/* TLS files (PEM); NULL keeps $SEMD_TLS_CA / $SEMD_TLS_CERT / $SEMD_TLS_KEY. */
+int semc_set_tls(struct semc *c, const char *ca_file, const char *cert_file, const char *key_file);
+void semc_set_event_callback(struct semc *c, semc_event_fn fn, void *arg);
+
+/* Connect and say Hello, waiting at most timeout_ms (< 0: default). */
+int semc_connect(struct semc *c, int timeout_ms);
+/* The handshake's result; valid until the next reconnect or semc_free(). */
+int semc_session(struct semc *c, struct semc_session *out);
+/* The address in use, canonical form ("unix:/run/semd/semd.sock"). */
+const char *semc_address(const struct semc *c);
+
+/* --- blocking operations -------------------------------------------------
+ * Each waits for the reply at most the handle's timeout (semc_set_timeout);
+ * down waits its own timeout_ms plus that. */
+
+int semc_create(struct semc *c, const char *name, uint32_t limit, enum semc_mode mode,
+		bool if_not_exists);
+/* timeout_ms: < 0 forever, 0 trydown, > 0 deadline. lease_ms > 0: a
+ * detached hold owned by the principal, kept lease_ms after we go. */
+int semc_down(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
+	      uint32_t lease_ms, struct semc_grant *out);
+int semc_trydown(struct semc *c, const char *name, uint32_t n, struct semc_grant *out);
+/* Give back n permits of name, or exactly permit_id when it is non-zero. */
+int semc_up(struct semc *c, const char *name, uint32_t n, uint64_t permit_id,
+	    uint32_t *released);
+/* Cancel a pending asynchronous down by its request id. */
+int semc_cancel(struct semc *c, uint64_t request_id);
+int semc_info(struct semc *c, const char *name, struct semc_info **out);
+/* One page of names starting with prefix and greater than after. */
+int semc_list(struct semc *c, const char *prefix, const char *after, uint32_t max,
+	      struct semc_list **out);
+int semc_delete(struct semc *c, const char *name, bool force);
+int semc_set_limit(struct semc *c, const char *name, uint32_t limit);
+/* *valid: whether token still holds a permit of name. */
+int semc_validate(struct semc *c, const char *name, uint64_t token, bool *valid);
+int semc_stats(struct semc *c, struct semc_stats **out);
+/* Round trip; *rtt_us (may be NULL) gets its duration. */
+int semc_ping(struct semc *c, uint64_t *rtt_us);
+/* Admin: force-release someone else's permit. */
+int semc_release(struct semc *c, const char *name, uint64_t permit_id, uint32_t *released);
+
+void semc_info_free(struct semc_info *info);
+void semc_list_free(struct semc_list *list);
+void semc_stats_free(struct semc_stats *stats);
+
+/* --- asynchronous form ----------------------------------------------------
+ * Each returns the request id (> 0) or a negative error; fn is called once,
+ * from semc_process() (or from a thread blocked in a blocking call on the
+ * same handle), never with the library's lock held. fn may start new
+ * requests, including blocking ones. */
+
+int64_t semc_down_async(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
+			uint32_t lease_ms, semc_done_fn fn, void *arg);
+int64_t semc_up_async(struct semc *c, const char *name, uint32_t n, uint64_t permit_id,
+		      semc_done_fn fn, void *arg);
+int64_t semc_info_async(struct semc *c, const char *name, semc_done_fn fn, void *arg);
+int64_t semc_validate_async(struct semc *c, const char *name, uint64_t token,
+			    semc_done_fn fn, void *arg);
+int64_t semc_ping_async(struct semc *c, semc_done_fn fn, void *arg);
+
+/* The socket to poll for reading; -1 while disconnected. It may change
+ * after semc_process(): fetch it again before each poll. */
+int semc_fd(struct semc *c);
+/* Read what is available without blocking, dispatch replies and events.
+ * While disconnected, retry the connection (with back-off). Returns the
+ * number of requests completed, or a negative error. */
+int semc_process(struct semc *c);
+/* Requests sent and not answered yet. */
+size_t semc_pending(struct semc *c);
+
+/* --- helpers ---------------------------------------------------------- */
+
+const char *semc_strerror(int error);
+/* The message of the calling thread's last failed call ("" if none). */
+const char *semc_last_message(void);
+/* Parse "250ms", "5s", "2m", "1h", "1.5s" or a bare number of seconds. */
+int semc_parse_duration(const char *s, int64_t *ms);
+/* The library's version, "0.1.0". */
+const char *semc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,183 @@
+/*
+ * client/tls.c - TLS for tls:HOST:PORT addresses (OpenSSL).
+ *
+ * TLS 1.2 at least; the server certificate is verified against the CA file
+ * ($SEMD_TLS_CA, else the system store) and the host name. A client
+ * certificate and key are presented when given (mutual TLS). The socket is
+ * non-blocking; every SSL call on a connection is made under its iolock,
+ * because the reader and the writers use one SSL object.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "client/client-int.h"
+
+/* The most recent OpenSSL error as text. */
+static const char *tls_errstr(void)
+{
+	static _Thread_local char buf[256];
+	unsigned long e = ERR_get_error();
+
+	if (e == 0)
+		return "unknown error";
+	ERR_error_string_n(e, buf, sizeof buf);
+	ERR_clear_error();
+	return buf;
+}
+
+/* Pick a TLS file: the one set on the handle, else the environment. */
+static const char *tls_file(const char *set, const char *env)
+{
+	const char *v = getenv(env);
+
+	if (set != NULL)
+		return set;
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/* Build the SSL_CTX once. */
+int semc_tls_setup(struct semc *c)
+{
+	const char *ca = tls_file(c->tls_ca, "SEMD_TLS_CA");
+	const char *cert = tls_file(c->tls_cert, "SEMD_TLS_CERT");
+	const char *key = tls_file(c->tls_key, "SEMD_TLS_KEY");
+	SSL_CTX *ctx;
+
+	if (c->ssl_ctx != NULL)
+		return 0;
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		return semc_fail(SEMC_E_TLS, "TLS: %s", tls_errstr());
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+			 SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (ca != NULL ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1 :
+	    SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		semc_fail(SEMC_E_TLS, "TLS CA %s: %s", ca ? ca : "(system)", tls_errstr());
+		goto fail;
+	}
+	if (cert != NULL && SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+		semc_fail(SEMC_E_TLS, "TLS certificate %s: %s", cert, tls_errstr());
+		goto fail;
+	}
+	if (key != NULL || cert != NULL) {
+		if (SSL_CTX_use_PrivateKey_file(ctx, key ? key : cert, SSL_FILETYPE_PEM) != 1) {
+			semc_fail(SEMC_E_TLS, "TLS key %s: %s", key ? key : cert, tls_errstr());
+			goto fail;
+		}
+	}
+	c->ssl_ctx = ctx;
+	return 0;
+fail:
+	SSL_CTX_free(ctx);
+	return SEMC_E_TLS;
+}
+
+/* Free the SSL_CTX. */
+void semc_tls_free(struct semc *c)
+{
+	if (c->ssl_ctx != NULL)
+		SSL_CTX_free(c->ssl_ctx);
+	c->ssl_ctx = NULL;
+}
+
+/* Whether host is a literal IP address. */
+static bool tls_is_ip(const char *host)
+{
+	unsigned char buf[16];
+
+	return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
+/* Run the TLS handshake on a fresh connection, verifying the server. */
+int semc_tls_handshake(struct semc *c, struct semc_conn *k, int64_t deadline)
+{
+	struct pollfd p = { .fd = k->fd };
+	int r, e;
+	long v;
+
+	if (c->ssl_ctx == NULL && (r = semc_tls_setup(c)) != 0)
+		return r;
+	if ((k->ssl = SSL_new(c->ssl_ctx)) == NULL || SSL_set_fd(k->ssl, k->fd) != 1)
+		return semc_fail(SEMC_E_TLS, "TLS: %s", tls_errstr());
+	if (tls_is_ip(c->addr.host)) {
+		X509_VERIFY_PARAM *vp = SSL_get0_param(k->ssl);
+
+		X509_VERIFY_PARAM_set1_ip_asc(vp, c->addr.host);
+	} else {
+		SSL_set_tlsext_host_name(k->ssl, c->addr.host);
+		SSL_set1_host(k->ssl, c->addr.host);
+	}
+	for (;;) {
+		int64_t left = deadline - semc_now_ms();
+
+		ERR_clear_error();
+		r = SSL_connect(k->ssl);
+		if (r == 1)
+			return 0;
+		e = SSL_get_error(k->ssl, r);
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+			break;
+		if (left <= 0)
+			return semc_fail(SEMC_E_NO_REPLY, "TLS handshake with %s timed out",
+					 c->addr.canon);
+		p.events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			break;
+	}
+	v = SSL_get_verify_result(k->ssl);
+	if (v != X509_V_OK)
+		return semc_fail(SEMC_E_TLS, "TLS: cannot verify %s: %s", c->addr.canon,
+				 X509_verify_cert_error_string(v));
+	return semc_fail(SEMC_E_TLS, "TLS handshake with %s failed: %s", c->addr.canon,
+			 tls_errstr());
+}
+
+/* Read decrypted bytes without blocking: n, 0 at EOF, -1 with errno. */
+ssize_t semc_tls_read(struct semc_conn *k, void *buf, size_t len)
+{
+	int r, e;
+
+	pthread_mutex_lock(&k->iolock);
+	ERR_clear_error();
+	r = SSL_read(k->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+	e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(k->ssl, r);
+	pthread_mutex_unlock(&k->iolock);
+	if (r > 0)
+		return r;
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	errno = ECONNRESET;
+	return -1;
+}
+
+/* Write without blocking; *want gets the poll event to wait for. */
+ssize_t semc_tls_write(struct semc_conn *k, const void *buf, size_t len, int *want)
+{
+	int r, e;
+
+	pthread_mutex_lock(&k->iolock);
+	ERR_clear_error();
+	r = SSL_write(k->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+	e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(k->ssl, r);
+	pthread_mutex_unlock(&k->iolock);
+	if (r > 0)
+		return r;
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		*want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+		errno = EAGAIN;
+		return -1;
+	}
+	errno = EPIPE;
+	return -1;
+}
