@@ -35,9 +35,11 @@ EXTRA_DIST += \
 	packaging/debian/not-installed \
 	packaging/tests/units-verify.sh \
 	packaging/tests/install.sh \
-	packaging/tests/man-lint.sh
+	packaging/tests/man-lint.sh \
+	packaging/tests/docs-match.sh
 
-TESTS += packaging/tests/units-verify.sh packaging/tests/install.sh packaging/tests/man-lint.sh
+TESTS += packaging/tests/units-verify.sh packaging/tests/install.sh \
+	packaging/tests/man-lint.sh packaging/tests/docs-match.sh
 
 # Print the installation directories, fully expanded, for packaging/tests/install.sh.
 packaging-print-dirs:

@@ -10,10 +10,6 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
 	echo "SKIP: systemd-analyze is not installed (scripts/deps.sh installs systemd)"
 	exit 77
 fi
-if [ ! -x "$top_builddir/semd" ]; then
-	echo "SKIP: $top_builddir/semd is not built yet"
-	exit 77
-fi
 
 mkdir -p "$T/units" "$T/man/man1" "$T/man/man5" "$T/man/man8"
 for u in semd.socket semd.service; do

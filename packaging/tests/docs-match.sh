@@ -1,0 +1,58 @@
+#!/bin/sh
+# packaging/tests/docs-match.sh - the manual pages and the example
+# configuration tell the truth about the semd that is built: every option in
+# `semd --help` is in semd(8), every setting is in semd.conf(5) and in
+# semd.conf.example, neither documents an option semd does not have, and the
+# example is a valid configuration both as shipped and with every setting
+# uncommented.
+. "$top_srcdir/tests/lib.sh"
+t_watchdog 60
+
+SEMD=$top_builddir/semd
+man8=$top_srcdir/doc/semd.8
+man5=$top_srcdir/doc/semd.conf.5
+example=$top_srcdir/packaging/semd.conf.example
+
+"$SEMD" --help >"$T/help" 2>&1
+ok "semd --help works" test -s "$T/help"
+
+# Long options in the help, and the settings among them.
+grep -o -- '--[a-z][a-z-]*' "$T/help" | sort -u | sed 's/^--//' >"$T/opts"
+grep -v -x -e config -e check-config -e version -e help "$T/opts" >"$T/keys"
+ok "the help lists settings ($(wc -l <"$T/keys"))" test "$(wc -l <"$T/keys")" -ge 6
+
+# roff writes a dash as \-.
+roff() { printf '%s' "$1" | sed 's/-/\\\\-/g'; }
+
+while read -r o; do
+	ok "semd(8) documents --$o" grep -q -- "^\.B[IR]* .*\\\\-\\\\-$(roff "$o")\\b" "$man8"
+done <"$T/opts"
+for s in l c t V h; do
+	ok "semd(8) documents -$s" grep -q -- "\\\\-$s\\b" "$man8"
+	ok "semd --help lists -$s" grep -q -- "-$s," "$T/help"
+done
+while read -r k; do
+	ok "semd.conf(5) documents $k" grep -q -- "^\.BI $(roff "$k") " "$man5"
+	ok "semd.conf.example shows $k" grep -q -- "^#$k " "$example"
+done <"$T/keys"
+
+# Nothing documented that semd does not know.
+sed -n 's/^\.B[IR]* \\-\\-\([a-z\\-]*\).*/\1/p' "$man8" | sed 's/\\-/-/g' | sort -u >"$T/man8-opts"
+while read -r o; do
+	ok "--$o in semd(8) is a real option" grep -qx -- "$o" "$T/opts"
+done <"$T/man8-opts"
+sed -n '/^\.SH KEYS/,/^\.SH /s/^\.BI \([a-z\\-]*\) .*/\1/p' "$man5" | sed 's/\\-/-/g' | sort -u >"$T/man5-keys"
+ok "semd.conf(5) lists as many keys as semd has" test "$(wc -l <"$T/man5-keys")" -eq "$(wc -l <"$T/keys")"
+while read -r k; do
+	ok "$k in semd.conf(5) is a real setting" grep -qx -- "$k" "$T/keys"
+done <"$T/man5-keys"
+
+out=$("$SEMD" --check-config --config "$example" 2>&1)
+expect_eq "the example as shipped is valid" "semd: configuration OK" "$out"
+sed 's/^#\([a-z][a-z-]* \)/\1/' "$example" >"$T/all.conf"
+n=$(grep -c '^[a-z]' "$T/all.conf")
+ok "uncommenting gives a setting for every key ($n lines)" test "$n" -ge "$(wc -l <"$T/keys")"
+out=$("$SEMD" --check-config --config "$T/all.conf" 2>&1)
+expect_eq "the example with every setting uncommented is valid" "semd: configuration OK" "$out"
+
+t_done
