@@ -47,6 +47,14 @@ while read -r k; do
 	ok "$k in semd.conf(5) is a real setting" grep -qx -- "$k" "$T/keys"
 done <"$T/man5-keys"
 
+# semd-benchmark(1) has every option of semd-benchmark --help.
+"$top_builddir/semd-benchmark" --help >"$T/bhelp" 2>&1
+grep -o -- ' --*[a-zA-Z][a-z-]*' "$T/bhelp" | sed 's/^ //' | sort -u >"$T/bopts"
+ok "semd-benchmark --help lists options ($(wc -l <"$T/bopts"))" test "$(wc -l <"$T/bopts")" -ge 8
+while read -r o; do
+	ok "semd-benchmark(1) documents $o" grep -q -- "^\.B[IR]* .*$(roff "$o")\b" "$top_srcdir/doc/semd-benchmark.1"
+done <"$T/bopts"
+
 out=$("$SEMD" --check-config --config "$example" 2>&1)
 expect_eq "the example as shipped is valid" "semd: configuration OK" "$out"
 sed 's/^#\([a-z][a-z-]* \)/\1/' "$example" >"$T/all.conf"

@@ -38,6 +38,7 @@ piece() { # NAME FILE
 has_exec "daemon" "$sbindir/semd"
 has "semd(8)" "$mandir/man8/semd.8"
 has_exec "benchmark" "$bindir/semd-benchmark"
+has "semd-benchmark(1)" "$mandir/man1/semd-benchmark.1"
 if piece semctl "$top_builddir/semctl"; then
 	has_exec "client" "$bindir/semctl"
 fi
