@@ -607,7 +607,8 @@ static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
 		goto fail;
 	if ((r = io_read_exact(k, hdr, FRAME_HDR, deadline)) != 0)
 		goto fail;
-	if (frame_peek(hdr, FRAME_HDR, SEMC_RBUF_MAX, &len) < 0 || len == 0)
+	len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+	if (len == 0 || len > FRAME_MAX_LIMIT)
 		return semc_fail(SEMC_E_PROTOCOL, "bad frame from %s", c->addr.canon);
 	if ((buf = malloc(len)) == NULL)
 		return semc_fail(SEMC_E_NOMEM, NULL);

@@ -21,3 +21,8 @@ client_libsemclient_la_LIBADD = $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) $(PTHREAD_LIB
 pkgconfig_DATA += client/semclient.pc
 DISTCLEANFILES += client/semclient.pc
 EXTRA_DIST += client/semclient.pc.in client/libsemclient.map
+
+# semctl: the command line, on the public API only.
+bin_PROGRAMS += semctl
+semctl_SOURCES = client/semctl.c
+semctl_LDADD = client/libsemclient.la
