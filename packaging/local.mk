@@ -31,6 +31,7 @@ EXTRA_DIST += \
 	packaging/debian/semd.postinst \
 	packaging/debian/semctl.install \
 	packaging/debian/libsemclient1.install \
+	packaging/debian/libsemclient1.symbols \
 	packaging/debian/libsemclient-dev.install \
 	packaging/debian/not-installed \
 	packaging/tests/units-verify.sh \
