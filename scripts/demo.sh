@@ -9,8 +9,21 @@ TOP=$PWD
 JOBS=${JOBS:-$(nproc)}
 B=$TOP/build/demo
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-show() { printf '$ %s\n' "$*"; "$@"; }
+bold= plain=
+if [ -t 1 ]; then bold=$(printf '\033[1m'); plain=$(printf '\033[0m'); fi
+step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
+# show CMD...: print the command as a shell would read it, then run it.
+show() {
+	local a line='$'
+	for a; do
+		case $a in
+		*[!A-Za-z0-9_./:=@%+,-]*|'') line+=" '${a//\'/\'\\\'\'}'" ;;
+		*) line+=" $a" ;;
+		esac
+	done
+	printf '%s\n' "$line"
+	"$@"
+}
 
 step "Installing the build dependencies (scripts/deps.sh)"
 scripts/deps.sh
@@ -19,13 +32,6 @@ scripts/deps.sh
 step "Configuring and building in build/demo"
 mkdir -p "$B"
 (cd "$B" && { [ -f Makefile ] || "$TOP/configure" -q; } && make -s -j"$JOBS")
-
-if [ ! -x "$B/semd" ] || [ ! -x "$B/semctl" ]; then
-	step "semd and semctl are not built yet: running the core benchmark instead"
-	make -s -C "$B" tests/core/core-bench
-	show "$B/tests/core/core-bench"
-	exit 0
-fi
 
 D=$(mktemp -d "${TMPDIR:-/tmp}/semd-demo.XXXXXX")
 SEMD_PID=
