@@ -54,6 +54,7 @@ struct semc_req {
 	uint64_t permit_id;
 	bool done;
 	bool internal;		/* library's own (cancel, give-back): no waiter */
+	bool async;		/* completed through deliver_run(), fn may be NULL */
 	int error;		/* client-side failure when reply is NULL */
 	Semd__Reply *reply;
 	semc_done_fn fn;

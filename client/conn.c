@@ -355,7 +355,7 @@ static void req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply 
 	}
 	if (r->internal) {
 		semc_req_free(r);
-	} else if (r->fn != NULL) {
+	} else if (r->async) {
 		r->next = d->done;
 		d->done = r;
 	}
@@ -1131,6 +1131,7 @@ int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void
 		return semc_fail(SEMC_E_NOMEM, NULL);
 	r->fn = fn;
 	r->arg = arg;
+	r->async = true;
 	if ((err = semc_submit(c, r)) != 0) {
 		semc_req_free(r);
 		return err;

@@ -1,1 +1,10 @@
 # tests/client.mk: build fragment, included by the top Makefile.am
+#
+# libsemclient and semctl against the real semd ($top_builddir/semd).
+check_PROGRAMS += tests/client/test_unit tests/client/test_api
+noinst_HEADERS += tests/client/daemon.h
+tests_client_test_unit_SOURCES = tests/client/test_unit.c
+tests_client_test_unit_LDADD = client/libsemclient.la
+tests_client_test_api_SOURCES = tests/client/test_api.c
+tests_client_test_api_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
+TESTS += tests/client/test_unit tests/client/test_api

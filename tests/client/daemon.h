@@ -1,0 +1,162 @@
+/*
+ * tests/client/daemon.h - start the real semd for a C test: fork/exec
+ * $top_builddir/semd on a private UNIX socket and 127.0.0.1:0, wait for its
+ * ready file (bounded), read the bound addresses. Plus tiny test macros.
+ */
+#ifndef TESTS_CLIENT_DAEMON_H
+#define TESTS_CLIENT_DAEMON_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int t_failures, t_checks;
+
+#define CHECK(cond, ...) do {						\
+	t_checks++;							\
+	if (!(cond)) {							\
+		t_failures++;						\
+		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+		fprintf(stderr, __VA_ARGS__);				\
+		fprintf(stderr, "\n");					\
+	}								\
+} while (0)
+
+#define CHECK_EQ(want, got) do {					\
+	long long w_ = (long long)(want), g_ = (long long)(got);	\
+	t_checks++;							\
+	if (w_ != g_) {							\
+		t_failures++;						\
+		fprintf(stderr, "FAIL %s:%d: %s == %s: want %lld, got %lld (%s)\n", \
+			__FILE__, __LINE__, #want, #got, w_, g_, semc_last_message()); \
+	}								\
+} while (0)
+
+#define TEST_START(name) fprintf(stderr, "== %s\n", name)
+
+struct tdaemon {
+	pid_t pid;
+	char dir[64];
+	char unix_addr[300];
+	char tcp_addr[300];
+	char log[128];
+};
+
+/* Monotonic milliseconds. */
+static inline long long t_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleep ms milliseconds. */
+static inline void t_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Start semd in d->dir (created if empty) with extra args; 0 on success. */
+static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
+{
+	const char *top = getenv("top_builddir");
+	char semd[512], sock[128], ready[128], line[256];
+	const char *argv[32];
+	int i = 0, j, tries;
+	FILE *f;
+
+	if (d->dir[0] == '\0') {
+		strcpy(d->dir, "/tmp/semc-test.XXXXXX");
+		if (mkdtemp(d->dir) == NULL)
+			return -1;
+	}
+	snprintf(semd, sizeof semd, "%s/semd", top ? top : ".");
+	snprintf(sock, sizeof sock, "unix:%s/s.sock", d->dir);
+	snprintf(ready, sizeof ready, "%s/ready", d->dir);
+	snprintf(d->log, sizeof d->log, "%s/semd.log", d->dir);
+	unlink(ready);
+	argv[i++] = semd;
+	argv[i++] = "--listen";
+	argv[i++] = sock;
+	argv[i++] = "--listen";
+	argv[i++] = "tcp:127.0.0.1:0";
+	argv[i++] = "--ready-file";
+	argv[i++] = ready;
+	for (j = 0; extra != NULL && extra[j] != NULL && i < 30; j++)
+		argv[i++] = extra[j];
+	argv[i] = NULL;
+	d->pid = fork();
+	if (d->pid < 0)
+		return -1;
+	if (d->pid == 0) {
+		FILE *lf = fopen(d->log, "a");
+
+		if (lf != NULL) {
+			dup2(fileno(lf), 1);
+			dup2(fileno(lf), 2);
+		}
+		execv(semd, (char *const *)argv);
+		_exit(127);
+	}
+	/* the ready file appears once it accepts: at most 10 s */
+	for (tries = 0; tries < 200; tries++) {
+		struct stat st;
+
+		if (stat(ready, &st) == 0 && st.st_size > 0)
+			break;
+		if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
+			fprintf(stderr, "semd exited at start; see %s\n", d->log);
+			return -1;
+		}
+		t_sleep_ms(50);
+	}
+	if ((f = fopen(ready, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "unix:", 5) == 0)
+			snprintf(d->unix_addr, sizeof d->unix_addr, "%s", line);
+		else if (strncmp(line, "tcp:", 4) == 0)
+			snprintf(d->tcp_addr, sizeof d->tcp_addr, "%s", line);
+	}
+	fclose(f);
+	return d->unix_addr[0] && d->tcp_addr[0] ? 0 : -1;
+}
+
+/* Stop semd with sig and reap it. */
+static inline void tdaemon_stop(struct tdaemon *d, int sig)
+{
+	if (d->pid <= 0)
+		return;
+	kill(d->pid, sig);
+	waitpid(d->pid, NULL, 0);
+	d->pid = 0;
+}
+
+/* Stop semd, print its log if the test failed, remove the directory. */
+static inline void tdaemon_cleanup(struct tdaemon *d)
+{
+	char cmd[256];
+
+	tdaemon_stop(d, SIGTERM);
+	if (t_failures > 0) {
+		snprintf(cmd, sizeof cmd, "tail -n 40 %s >&2", d->log);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no daemon log)\n");
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", d->dir);
+	if (d->dir[0] && system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", d->dir);
+}
+
+#endif

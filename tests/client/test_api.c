@@ -1,0 +1,661 @@
+/*
+ * tests/client/test_api.c - libsemclient against the real semd: every
+ * blocking operation and its error codes, over UNIX and TCP; threads sharing
+ * one connection; the asynchronous form driven by poll(); session resume
+ * across a network cut (a byte relay between client and daemon that the
+ * test can cut); holds lost to a daemon restart and to an expired lease.
+ */
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+
+#include "client/semclient.h"
+#include "tests/client/daemon.h"
+
+static struct tdaemon D;
+
+/* Connect a handle to addr with a lease. */
+static struct semc *open_client(const char *addr, uint32_t lease_ms)
+{
+	struct semc *c = semc_new();
+	int r;
+
+	if (c == NULL)
+		return NULL;
+	semc_set_address(c, addr);
+	semc_set_client_name(c, "test_api");
+	semc_set_lease(c, lease_ms);
+	semc_set_timeout(c, 5000);
+	if ((r = semc_connect(c, 5000)) != 0) {
+		fprintf(stderr, "connect %s: %s\n", addr, semc_last_message());
+		semc_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Every operation and its answers, on one connection. */
+static void test_operations(const char *addr, bool is_unix)
+{
+	struct semc *c = open_client(addr, 0), *c2 = open_client(addr, 0);
+	struct semc_session s;
+	struct semc_grant g1, g2, g3;
+	struct semc_info *in = NULL;
+	struct semc_list *l = NULL;
+	struct semc_stats *st = NULL;
+	uint32_t released;
+	uint64_t rtt;
+	long long t0, el;
+	bool valid;
+	char name[64];
+	int i, pages;
+	size_t total;
+
+	TEST_START(is_unix ? "operations over UNIX" : "operations over TCP");
+	CHECK(c != NULL && c2 != NULL, "connect to %s", addr);
+	if (c == NULL || c2 == NULL)
+		goto out;
+	CHECK_EQ(0, semc_session(c, &s));
+	if (is_unix)
+		CHECK(strncmp(s.principal, "uid:", 4) == 0, "principal over UNIX is '%s'", s.principal);
+	else
+		CHECK(strcmp(s.principal, "anonymous") == 0, "principal over TCP is '%s'", s.principal);
+	CHECK(strncmp(s.server, "semd", 4) == 0, "server '%s'", s.server);
+
+	CHECK_EQ(0, semc_create(c, "ops/a", 2, SEMC_MODE_OWNED, false));
+	CHECK_EQ(SEMC_E_EXISTS, semc_create(c, "ops/a", 2, SEMC_MODE_OWNED, false));
+	CHECK(strstr(semc_last_message(), "ops/a") != NULL, "message names the semaphore: '%s'",
+	      semc_last_message());
+	CHECK_EQ(0, semc_create(c, "ops/a", 5, SEMC_MODE_OWNED, true));
+	CHECK_EQ(SEMC_E_INVALID, semc_create(c, "", 1, SEMC_MODE_OWNED, false));
+	CHECK_EQ(SEMC_E_INVALID, semc_create(c, "ops/zero", 0, SEMC_MODE_OWNED, false));
+
+	CHECK_EQ(0, semc_down(c, "ops/a", 1, 1000, 0, &g1));
+	CHECK_EQ(0, semc_trydown(c, "ops/a", 1, &g2));
+	CHECK(g2.token > g1.token, "tokens grow: %" PRIu64 " then %" PRIu64, g1.token, g2.token);
+	CHECK(g1.permit_id != g2.permit_id, "distinct permit ids");
+	CHECK_EQ(SEMC_E_WOULD_BLOCK, semc_trydown(c2, "ops/a", 1, &g3));
+	t0 = t_now_ms();
+	CHECK_EQ(SEMC_E_TIMEOUT, semc_down(c2, "ops/a", 1, 200, 0, &g3));
+	el = t_now_ms() - t0;
+	CHECK(el >= 150 && el < 2000, "a 200 ms down timed out after %lld ms", el);
+
+	CHECK_EQ(0, semc_validate(c2, "ops/a", g1.token, &valid));
+	CHECK(valid, "token %" PRIu64 " is valid while held", g1.token);
+	CHECK_EQ(SEMC_E_NOT_HOLDER, semc_up(c2, "ops/a", 1, 0, NULL));
+	CHECK_EQ(SEMC_E_NOT_HOLDER, semc_up(c2, "ops/a", 0, g1.permit_id, NULL));
+
+	CHECK_EQ(0, semc_info(c2, "ops/a", &in));
+	if (in != NULL) {
+		CHECK_EQ(2, in->limit);
+		CHECK_EQ(0, in->available);
+		CHECK_EQ(2, in->n_holders);
+		CHECK_EQ(0, in->n_waiters);
+		CHECK(in->n_holders > 0 && strcmp(in->holders[0].client_name, "test_api") == 0,
+		      "holder's client name");
+		CHECK(in->n_holders > 0 && in->holders[0].pid == (uint32_t)getpid(), "holder's pid");
+		CHECK_EQ(g2.token, in->last_token);
+	}
+	semc_info_free(in);
+	in = NULL;
+
+	released = 0;
+	CHECK_EQ(0, semc_up(c, "ops/a", 0, g1.permit_id, &released));
+	CHECK_EQ(1, released);
+	CHECK_EQ(0, semc_validate(c2, "ops/a", g1.token, &valid));
+	CHECK(!valid, "token %" PRIu64 " is invalid once given back", g1.token);
+	CHECK_EQ(0, semc_up(c, "ops/a", 1, 0, &released));
+	CHECK_EQ(SEMC_E_NOT_HOLDER, semc_up(c, "ops/a", 1, 0, NULL));
+
+	/* set-limit: shrink below what is held, grow again */
+	CHECK_EQ(0, semc_down(c, "ops/a", 2, 1000, 0, &g1));
+	CHECK_EQ(0, semc_set_limit(c, "ops/a", 1));
+	CHECK_EQ(0, semc_info(c, "ops/a", &in));
+	if (in != NULL)
+		CHECK_EQ(-1, in->available);
+	semc_info_free(in);
+	in = NULL;
+	CHECK_EQ(0, semc_up(c, "ops/a", 2, 0, NULL));
+	CHECK_EQ(0, semc_set_limit(c, "ops/a", 3));
+	CHECK_EQ(SEMC_E_NOT_FOUND, semc_set_limit(c, "ops/none", 3));
+
+	/* release (admin) of another client's permit */
+	CHECK_EQ(0, semc_down(c2, "ops/a", 1, 1000, 0, &g3));
+	CHECK_EQ(0, semc_release(c, "ops/a", g3.permit_id, &released));
+	CHECK_EQ(1, released);
+	CHECK_EQ(SEMC_E_NOT_FOUND, semc_release(c, "ops/a", g3.permit_id, NULL));
+
+	/* list with paging: 7 names, pages of 3 */
+	for (i = 0; i < 7; i++) {
+		snprintf(name, sizeof name, "page/%02d", i);
+		CHECK_EQ(0, semc_create(c, name, 1, SEMC_MODE_OWNED, false));
+	}
+	total = 0;
+	{
+		char after[256] = "";
+
+		for (pages = 0; pages < 10; pages++) {
+			CHECK_EQ(0, semc_list(c, "page/", after, 3, &l));
+			if (l == NULL)
+				break;
+			total += l->n;
+			CHECK(l->n <= 3, "page of %zu", l->n);
+			if (l->n > 0 && pages == 0)
+				CHECK(strcmp(l->entries[0].name, "page/00") == 0, "first is %s",
+				      l->entries[0].name);
+			snprintf(after, sizeof after, "%s", l->next);
+			semc_list_free(l);
+			l = NULL;
+			if (after[0] == '\0')
+				break;
+		}
+	}
+	CHECK_EQ(7, total);
+	CHECK(pages >= 2, "paged (%d pages)", pages + 1);
+
+	CHECK_EQ(0, semc_delete(c, "page/03", false));
+	CHECK_EQ(SEMC_E_NOT_FOUND, semc_delete(c, "page/03", false));
+	CHECK_EQ(SEMC_E_NOT_FOUND, semc_info(c, "page/03", &in));
+	CHECK(semc_last_message()[0] != '\0', "a message for NOT_FOUND");
+
+	/* signal mode: anyone may up, bounded by the limit */
+	CHECK_EQ(0, semc_create(c, "ops/sig", 1, SEMC_MODE_SIGNAL, false));
+	CHECK_EQ(0, semc_down(c, "ops/sig", 1, 1000, 0, &g1));
+	CHECK_EQ(0, semc_up(c2, "ops/sig", 1, 0, NULL));
+	CHECK_EQ(SEMC_E_EXHAUSTED, semc_up(c2, "ops/sig", 1, 0, NULL));
+
+	CHECK_EQ(0, semc_stats(c, &st));
+	CHECK(st != NULL && st->n > 0, "stats has counters");
+	semc_stats_free(st);
+	CHECK_EQ(0, semc_ping(c, &rtt));
+	CHECK(rtt < 5000000, "rtt %" PRIu64 " us", rtt);
+	CHECK_EQ(0, semc_pending(c));
+	/* leave nothing behind for the next transport's run */
+	CHECK_EQ(0, semc_delete(c, "ops/a", true));
+	CHECK_EQ(0, semc_delete(c, "ops/sig", true));
+	for (i = 0; i < 7; i++) {
+		snprintf(name, sizeof name, "page/%02d", i);
+		if (i != 3)
+			CHECK_EQ(0, semc_delete(c, name, false));
+	}
+out:
+	semc_free(c);
+	semc_free(c2);
+}
+
+/* Connection failures and argument errors, no server needed. */
+static void test_errors(void)
+{
+	struct semc *c = semc_new();
+	char path[200];
+
+	TEST_START("errors without a server");
+	snprintf(path, sizeof path, "unix:%s/nothing.sock", D.dir);
+	CHECK_EQ(0, semc_set_address(c, path));
+	CHECK_EQ(SEMC_E_CONNECT, semc_connect(c, 1000));
+	CHECK(strstr(semc_last_message(), "nothing.sock") != NULL, "message names the socket: %s",
+	      semc_last_message());
+	CHECK_EQ(SEMC_E_DISCONNECTED, semc_ping(c, NULL));
+	CHECK_EQ(SEMC_E_ADDRESS, semc_set_address(c, "tcp:"));
+	semc_free(c);
+	semc_free(NULL);
+}
+
+/* --- threads sharing one connection ------------------------------------ */
+
+#define T_THREADS	8
+#define T_ITERS		60
+#define T_LIMIT		3
+
+static struct semc *shared;
+static atomic_int inside, max_inside, thread_errors;
+
+/* One worker: down, count who is inside, up. */
+static void *worker(void *arg)
+{
+	struct semc_grant g;
+	int i, now, m, r;
+
+	for (i = 0; i < T_ITERS; i++) {
+		if ((r = semc_down(shared, "threads", 1, 10000, 0, &g)) != 0) {
+			fprintf(stderr, "thread down: %s\n", semc_last_message());
+			atomic_fetch_add(&thread_errors, 1);
+			continue;
+		}
+		now = atomic_fetch_add(&inside, 1) + 1;
+		while ((m = atomic_load(&max_inside)) < now &&
+		       !atomic_compare_exchange_weak(&max_inside, &m, now))
+			;
+		if (i % 7 == 0) {
+			bool v;
+
+			if (semc_validate(shared, "threads", g.token, &v) != 0 || !v)
+				atomic_fetch_add(&thread_errors, 1);
+		}
+		atomic_fetch_sub(&inside, 1);
+		if (semc_up(shared, "threads", 0, g.permit_id, NULL) != 0) {
+			fprintf(stderr, "thread up: %s\n", semc_last_message());
+			atomic_fetch_add(&thread_errors, 1);
+		}
+	}
+	return arg;
+}
+
+/* Several threads on one handle: replies reach the right thread. */
+static void test_threads(void)
+{
+	pthread_t th[T_THREADS];
+	struct semc_info *in = NULL;
+	int i;
+
+	TEST_START("threads sharing one connection");
+	shared = open_client(D.unix_addr, 0);
+	CHECK(shared != NULL, "connect");
+	if (shared == NULL)
+		return;
+	CHECK_EQ(0, semc_create(shared, "threads", T_LIMIT, SEMC_MODE_OWNED, false));
+	for (i = 0; i < T_THREADS; i++)
+		pthread_create(&th[i], NULL, worker, NULL);
+	for (i = 0; i < T_THREADS; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(0, atomic_load(&thread_errors));
+	CHECK(atomic_load(&max_inside) <= T_LIMIT, "at most %d inside, saw %d", T_LIMIT,
+	      atomic_load(&max_inside));
+	CHECK(atomic_load(&max_inside) >= 2, "threads overlapped (max %d)",
+	      atomic_load(&max_inside));
+	CHECK_EQ(0, semc_info(shared, "threads", &in));
+	if (in != NULL) {
+		CHECK_EQ(T_LIMIT, in->available);
+		CHECK_EQ(0, in->n_holders);
+	}
+	semc_info_free(in);
+	CHECK_EQ(0, semc_pending(shared));
+	semc_free(shared);
+}
+
+/* --- the asynchronous form --------------------------------------------- */
+
+struct async_state {
+	int granted, released, failed, cancelled, inside, max_inside;
+	uint64_t last_token;
+	bool token_order_ok;
+};
+
+/* An up completed. */
+static void on_up(struct semc *c, const struct semc_result *r, void *arg)
+{
+	struct async_state *s = arg;
+
+	if (r->error == 0)
+		s->released++;
+	else
+		s->failed++;
+}
+
+/* A down completed: note it and give the permit back at once. */
+static void on_down(struct semc *c, const struct semc_result *r, void *arg)
+{
+	struct async_state *s = arg;
+
+	if (r->error == SEMC_E_CANCELLED) {
+		s->cancelled++;
+		return;
+	}
+	if (r->error != 0 || r->grant == NULL) {
+		fprintf(stderr, "async down: %d %s\n", r->error, r->message);
+		s->failed++;
+		return;
+	}
+	s->granted++;
+	if (r->grant->token <= s->last_token)
+		s->token_order_ok = false;
+	s->last_token = r->grant->token;
+	if (semc_up_async(c, "async", 0, r->grant->permit_id, on_up, s) <= 0)
+		s->failed++;
+}
+
+/* Pump the handle with poll() until cond holds or ms pass. */
+#define PUMP_UNTIL(c, cond, ms) do {					\
+	long long end_ = t_now_ms() + (ms);				\
+	while (!(cond) && t_now_ms() < end_) {				\
+		struct pollfd p_ = { .fd = semc_fd(c), .events = POLLIN }; \
+		if (p_.fd >= 0)						\
+			poll(&p_, 1, 50);				\
+		else							\
+			t_sleep_ms(20);					\
+		semc_process(c);					\
+	}								\
+} while (0)
+
+/* Async downs and ups completed by callbacks from semc_process(). */
+static void test_async(void)
+{
+	struct async_state s = { .token_order_ok = true };
+	struct semc *c = open_client(D.unix_addr, 0), *c2 = open_client(D.unix_addr, 0);
+	struct semc_grant g;
+	int64_t ids[20], id;
+	int i;
+
+	TEST_START("asynchronous form");
+	CHECK(c != NULL && c2 != NULL, "connect");
+	if (c == NULL || c2 == NULL)
+		goto out;
+	CHECK_EQ(0, semc_create(c, "async", 1, SEMC_MODE_OWNED, false));
+	for (i = 0; i < 20; i++) {
+		ids[i] = semc_down_async(c, "async", 1, 5000, 0, on_down, &s);
+		CHECK(ids[i] > 0, "request id %" PRId64, ids[i]);
+	}
+	PUMP_UNTIL(c, s.released + s.failed >= 20, 10000);
+	CHECK_EQ(20, s.granted);
+	CHECK_EQ(20, s.released);
+	CHECK_EQ(0, s.failed);
+	CHECK(s.token_order_ok, "FIFO: tokens granted in request order");
+	CHECK_EQ(0, semc_pending(c));
+
+	/* cancel a waiting async down */
+	CHECK_EQ(0, semc_down(c2, "async", 1, 1000, 0, &g));
+	id = semc_down_async(c, "async", 1, -1, 0, on_down, &s);
+	CHECK(id > 0, "queued");
+	PUMP_UNTIL(c, false, 100);
+	CHECK_EQ(0, semc_cancel(c, (uint64_t)id));
+	PUMP_UNTIL(c, s.cancelled > 0, 5000);
+	CHECK_EQ(1, s.cancelled);
+	CHECK_EQ(0, semc_up(c2, "async", 1, 0, NULL));
+out:
+	semc_free(c);
+	semc_free(c2);
+}
+
+/* --- a byte relay the test can cut (simulates a network failure) ---------- */
+
+struct relay {
+	int lfd;
+	int port;
+	int target_port;
+	int ctl[2];
+	pthread_t th;
+	int pairs[16][2];
+	int npairs;
+};
+
+/* Connect to 127.0.0.1:port. */
+static int tcp_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Close every relayed connection. */
+static void relay_cut_all(struct relay *r)
+{
+	int i;
+
+	for (i = 0; i < r->npairs; i++) {
+		close(r->pairs[i][0]);
+		close(r->pairs[i][1]);
+	}
+	r->npairs = 0;
+}
+
+/* The relay thread: accept, connect onwards, copy bytes both ways. */
+static void *relay_main(void *arg)
+{
+	struct relay *r = arg;
+	char buf[16384];
+
+	/* bounded: the test stops it with 'q' */
+	for (;;) {
+		struct pollfd p[2 + 32];
+		int n = 0, i, j;
+
+		p[n++] = (struct pollfd){ .fd = r->ctl[0], .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = r->lfd, .events = POLLIN };
+		for (i = 0; i < r->npairs; i++)
+			for (j = 0; j < 2; j++)
+				p[n++] = (struct pollfd){ .fd = r->pairs[i][j], .events = POLLIN };
+		if (poll(p, (nfds_t)n, 1000) < 0)
+			continue;
+		if (p[0].revents) {
+			char cmd = 0;
+
+			if (read(r->ctl[0], &cmd, 1) != 1 || cmd == 'q') {
+				relay_cut_all(r);
+				return NULL;
+			}
+			relay_cut_all(r);
+			if (write(r->ctl[0], "k", 1) != 1)
+				return NULL;
+			continue;
+		}
+		if (p[1].revents && r->npairs < 16) {
+			int a = accept(r->lfd, NULL, NULL), b;
+
+			if (a >= 0 && (b = tcp_connect(r->target_port)) >= 0) {
+				r->pairs[r->npairs][0] = a;
+				r->pairs[r->npairs][1] = b;
+				r->npairs++;
+			} else if (a >= 0) {
+				close(a);
+			}
+			continue;
+		}
+		for (i = 0; i < r->npairs; i++) {
+			for (j = 0; j < 2; j++) {
+				ssize_t got;
+
+				if (!p[2 + i * 2 + j].revents)
+					continue;
+				got = read(r->pairs[i][j], buf, sizeof buf);
+				if (got <= 0 || write(r->pairs[i][!j], buf, (size_t)got) != got) {
+					close(r->pairs[i][0]);
+					close(r->pairs[i][1]);
+					r->pairs[i][0] = r->pairs[r->npairs - 1][0];
+					r->pairs[i][1] = r->pairs[r->npairs - 1][1];
+					r->npairs--;
+					goto next;
+				}
+			}
+		}
+next:
+		;
+	}
+}
+
+/* Start a relay to the daemon's TCP port. */
+static int relay_start(struct relay *r, const char *tcp_addr)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof sa;
+
+	memset(r, 0, sizeof *r);
+	r->target_port = atoi(strrchr(tcp_addr, ':') + 1);
+	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (r->lfd < 0 || bind(r->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+	    listen(r->lfd, 16) != 0 || getsockname(r->lfd, (struct sockaddr *)&sa, &sl) != 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM, 0, r->ctl) != 0)
+		return -1;
+	r->port = ntohs(sa.sin_port);
+	return pthread_create(&r->th, NULL, relay_main, r);
+}
+
+/* Cut every connection through the relay and wait until it is done. */
+static void relay_cut(struct relay *r)
+{
+	char k;
+
+	if (write(r->ctl[1], "c", 1) != 1 || read(r->ctl[1], &k, 1) != 1)
+		fprintf(stderr, "relay: control failed\n");
+}
+
+/* Stop the relay. */
+static void relay_stop(struct relay *r)
+{
+	if (write(r->ctl[1], "q", 1) == 1)
+		pthread_join(r->th, NULL);
+	close(r->ctl[0]);
+	close(r->ctl[1]);
+	close(r->lfd);
+}
+
+struct events {
+	int disconnected, resumed, reconnected, lost, notices;
+	int last_lost_error;
+	uint64_t lost_permit;
+};
+
+/* Count connection events. */
+static void on_event(struct semc *c, const struct semc_event *ev, void *arg)
+{
+	struct events *e = arg;
+
+	switch (ev->type) {
+	case SEMC_EV_DISCONNECTED: e->disconnected++; break;
+	case SEMC_EV_RESUMED: e->resumed++; break;
+	case SEMC_EV_RECONNECTED: e->reconnected++; break;
+	case SEMC_EV_HOLD_LOST:
+		e->lost++;
+		e->last_lost_error = ev->error;
+		e->lost_permit = ev->permit_id;
+		break;
+	case SEMC_EV_NOTICE: e->notices++; break;
+	}
+}
+
+/* A cut with a lease: the session and its hold survive. Without: lost. */
+static void test_resume(void)
+{
+	struct relay r;
+	struct events ev = { 0 }, ev2 = { 0 };
+	struct semc *c = NULL, *c2 = NULL, *obs = open_client(D.unix_addr, 0);
+	struct semc_grant g, g2;
+	char addr[64];
+	bool valid = false;
+
+	TEST_START("session resume after a network cut");
+	CHECK(relay_start(&r, D.tcp_addr) == 0, "relay");
+	snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", r.port);
+	c = open_client(addr, 10000);
+	c2 = open_client(addr, 0);
+	CHECK(c != NULL && c2 != NULL && obs != NULL, "connect through the relay");
+	if (c == NULL || c2 == NULL || obs == NULL)
+		goto out;
+	semc_set_event_callback(c, on_event, &ev);
+	semc_set_event_callback(c2, on_event, &ev2);
+	CHECK_EQ(0, semc_down(c, "resume/a", 1, 1000, 0, &g));
+	CHECK_EQ(0, semc_down(c2, "resume/b", 1, 1000, 0, &g2));
+	relay_cut(&r);
+	/* the next call notices, reconnects and resumes */
+	CHECK_EQ(0, semc_ping(c, NULL));
+	CHECK_EQ(1, ev.disconnected);
+	CHECK_EQ(1, ev.resumed);
+	CHECK_EQ(0, ev.lost);
+	CHECK_EQ(0, semc_validate(obs, "resume/a", g.token, &valid));
+	CHECK(valid, "the leased hold survived the cut");
+	CHECK_EQ(0, semc_up(c, "resume/a", 0, g.permit_id, NULL));
+
+	/* no lease: the hold goes with the connection, and the caller is told */
+	PUMP_UNTIL(c2, ev2.lost > 0, 5000);
+	CHECK_EQ(1, ev2.lost);
+	CHECK_EQ(g2.permit_id, ev2.lost_permit);
+	CHECK_EQ(SEMC_E_DISCONNECTED, ev2.last_lost_error);
+	CHECK_EQ(0, semc_validate(obs, "resume/b", g2.token, &valid));
+	CHECK(!valid, "the unleased hold was freed");
+	CHECK_EQ(0, semc_ping(c2, NULL));
+	CHECK_EQ(1, ev2.reconnected);
+
+	/* a down waiting during the cut is resent with its id: one permit only */
+	{
+		struct semc_info *in = NULL;
+
+		CHECK_EQ(0, semc_down(obs, "resume/c", 1, 1000, 0, &g2));
+		CHECK(semc_down_async(c, "resume/c", 1, 5000, 0, NULL, NULL) > 0, "queued");
+		PUMP_UNTIL(c, false, 200);
+		relay_cut(&r);
+		PUMP_UNTIL(c, ev.resumed >= 2, 5000);
+		CHECK_EQ(2, ev.resumed);
+		CHECK_EQ(0, semc_up(obs, "resume/c", 1, 0, NULL));
+		PUMP_UNTIL(c, semc_pending(c) == 0, 5000);
+		CHECK_EQ(0, semc_info(obs, "resume/c", &in));
+		if (in != NULL) {
+			CHECK_EQ(1, in->n_holders);
+			CHECK_EQ(0, in->n_waiters);
+		}
+		semc_info_free(in);
+	}
+out:
+	semc_free(c);
+	semc_free(c2);
+	semc_free(obs);
+	relay_stop(&r);
+}
+
+/* The daemon restarts: the session cannot resume and the hold is reported
+ * lost; with the daemon gone for longer than the lease, too. */
+static void test_restart(void)
+{
+	struct events ev = { 0 }, ev2 = { 0 };
+	struct semc *c = open_client(D.unix_addr, 3000), *c2 = open_client(D.unix_addr, 800);
+	struct semc_grant g;
+	long long t0;
+
+	TEST_START("holds lost to a daemon restart and to lease expiry");
+	CHECK(c != NULL && c2 != NULL, "connect");
+	if (c == NULL || c2 == NULL)
+		goto out;
+	semc_set_event_callback(c, on_event, &ev);
+	semc_set_event_callback(c2, on_event, &ev2);
+	CHECK_EQ(0, semc_down(c, "restart/a", 1, 1000, 0, &g));
+	CHECK_EQ(0, semc_down(c2, "restart/b", 1, 1000, 0, &g));
+	tdaemon_stop(&D, SIGKILL);
+
+	/* lease 800 ms, daemon gone: lost after the lease */
+	t0 = t_now_ms();
+	PUMP_UNTIL(c2, ev2.lost > 0, 5000);
+	CHECK_EQ(1, ev2.lost);
+	CHECK_EQ(SEMC_E_SESSION_EXPIRED, ev2.last_lost_error);
+	CHECK(t_now_ms() - t0 < 4000, "lost after %lld ms", t_now_ms() - t0);
+
+	CHECK(tdaemon_start(&D, NULL) == 0, "restart semd");
+	PUMP_UNTIL(c, ev.lost > 0, 5000);
+	CHECK_EQ(1, ev.lost);
+	CHECK(ev.reconnected >= 1, "reconnected with a new session");
+	CHECK_EQ(0, semc_ping(c, NULL));
+	CHECK_EQ(0, semc_ping(c2, NULL));
+out:
+	semc_free(c);
+	semc_free(c2);
+}
+
+int main(void)
+{
+	alarm(120);	/* watchdog */
+	signal(SIGPIPE, SIG_IGN);
+	if (tdaemon_start(&D, NULL) != 0) {
+		fprintf(stderr, "FAIL: cannot start semd (top_builddir=%s)\n",
+			getenv("top_builddir") ? getenv("top_builddir") : "unset");
+		tdaemon_cleanup(&D);
+		return 1;
+	}
+	test_errors();
+	test_operations(D.unix_addr, true);
+	test_operations(D.tcp_addr, false);
+	test_threads();
+	test_async();
+	test_resume();
+	test_restart();
+	fprintf(stderr, "%d checks, %d failed\n", t_checks, t_failures);
+	tdaemon_cleanup(&D);
+	return t_failures ? 1 : 0;
+}
