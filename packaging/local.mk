@@ -37,10 +37,12 @@ EXTRA_DIST += \
 	packaging/tests/units-verify.sh \
 	packaging/tests/install.sh \
 	packaging/tests/man-lint.sh \
-	packaging/tests/docs-match.sh
+	packaging/tests/docs-match.sh \
+	packaging/tests/socket-activate.sh
 
 TESTS += packaging/tests/units-verify.sh packaging/tests/install.sh \
-	packaging/tests/man-lint.sh packaging/tests/docs-match.sh
+	packaging/tests/man-lint.sh packaging/tests/docs-match.sh \
+	packaging/tests/socket-activate.sh
 
 # Print the installation directories, fully expanded, for packaging/tests/install.sh.
 packaging-print-dirs:

@@ -39,9 +39,7 @@ has_exec "daemon" "$sbindir/semd"
 has "semd(8)" "$mandir/man8/semd.8"
 has_exec "benchmark" "$bindir/semd-benchmark"
 has "semd-benchmark(1)" "$mandir/man1/semd-benchmark.1"
-if piece semctl "$top_builddir/semctl"; then
-	has_exec "client" "$bindir/semctl"
-fi
+has_exec "client" "$bindir/semctl"
 if piece "semctl(1)" "$top_srcdir/doc/semctl.1"; then
 	has "semctl(1)" "$mandir/man1/semctl.1"
 fi

@@ -45,7 +45,8 @@ for want in Type=notify WatchdogSec=30s User=semd RuntimeDirectory=semd \
     'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6' RestrictNamespaces=yes \
     LockPersonality=yes MemoryDenyWriteExecute=yes RestrictRealtime=yes \
     SystemCallFilter=@system-service SystemCallArchitectures=native \
-    CapabilityBoundingSet= LimitNOFILE=65536 'ExecReload=/bin/kill -HUP $MAINPID'; do
+    CapabilityBoundingSet= LimitNOFILE=65536 'ExecReload=/bin/kill -HUP $MAINPID' \
+    NonBlocking=yes; do
 	ok "semd.service has $want" grep -qxF "$want" semd.service
 done
 for want in ListenStream=/run/semd/semd.sock ListenStream=127.0.0.1:7385 \
