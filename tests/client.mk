@@ -8,3 +8,5 @@ tests_client_test_unit_LDADD = client/libsemclient.la
 tests_client_test_api_SOURCES = tests/client/test_api.c
 tests_client_test_api_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 TESTS += tests/client/test_unit tests/client/test_api
+TESTS += tests/client/semctl.sh
+EXTRA_DIST += tests/client/semctl.sh

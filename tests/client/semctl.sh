@@ -1,0 +1,166 @@
+# tests/client/semctl.sh - every semctl command and exit code against the
+# real semd; JSON output parsed by python3; run's environment, exit status,
+# signal forwarding, and its lost-hold handling (kill -9 of the daemon).
+. "$top_srcdir/tests/lib.sh"
+t_watchdog 150
+
+json_ok() { python3 -c 'import json,sys; json.load(sys.stdin)'; }
+# jget EXPR: evaluate a python expression on the JSON document j from stdin
+jget() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
+# rc CMD...: run CMD, print its exit status (stdout discarded)
+rc() { "$@" >/dev/null 2>&1; echo $?; }
+
+start_semd d || exit 1
+S() { "$SEMCTL" -s "$d_UNIX" "$@"; }
+ST() { "$SEMCTL" -s "$d_TCP" "$@"; }
+
+# --- usage and global options -------------------------------------------------
+expect_eq "--help exits 0" 0 "$(rc "$SEMCTL" --help)"
+ok "--help lists the commands" sh -c "'$SEMCTL' --help | grep -q 'set-limit NAME N'"
+expect_eq "--version" "semctl 0.1.0" "$("$SEMCTL" --version)"
+expect_eq "no command is a usage error" 2 "$(rc "$SEMCTL")"
+expect_eq "unknown command" 2 "$(rc S frobnicate)"
+expect_eq "unknown option" 2 "$(rc S ping --bogus)"
+expect_eq "option of another command" 2 "$(rc S info x --force)"
+expect_eq "bad duration" 2 "$(rc S down x --timeout 5parsecs)"
+expect_eq "bad count" 2 "$(rc S down x -n 0)"
+expect_eq "bad address" 2 "$(rc "$SEMCTL" -s 'tcp:' ping)"
+expect_eq "missing argument" 2 "$(rc S info)"
+expect_eq "create needs --limit" 2 "$(rc S create x)"
+expect_eq "bad mode" 2 "$(rc S create x --limit 1 --mode shared)"
+expect_eq "cannot reach the server" 3 "$(rc "$SEMCTL" -s "unix:$T/none.sock" ping)"
+expect_eq "SEMD_SERVER is the default address" 0 "$(SEMD_SERVER=$d_UNIX rc "$SEMCTL" ping)"
+out=$("$SEMCTL" -s "unix:$T/none.sock" --json ping 2>/dev/null)
+expect_eq "unreachable: JSON error" "connect 3" "$(echo "$out" | jget 'j["error"], j["exit"]')"
+
+# --- ping, stats --------------------------------------------------------------
+ok "ping over UNIX" S ping
+expect_eq "ping --json over TCP: anonymous" anonymous "$(ST --json ping | jget 'j["principal"]')"
+ok "stats" sh -c "'$SEMCTL' -s '$d_UNIX' stats | grep -q semaphores"
+ok "stats --json parses" sh -c "'$SEMCTL' -s '$d_UNIX' --json stats | python3 -c 'import json,sys; assert isinstance(json.load(sys.stdin)[\"counters\"], dict)'"
+
+# --- create, down, info, validate, up ------------------------------------------
+expect_eq "create" 0 "$(rc S create jobs --limit 2)"
+expect_eq "create again: exists" 6 "$(rc S create jobs --limit 2)"
+expect_eq "create --json" "sig 3 signal" "$(S create sig --limit 3 --mode signal --json | jget 'j["name"], j["limit"], j["mode"]')"
+tok=$(S down jobs)
+expect_eq "down exits 0" 0 $?
+ok "down prints a numeric token" sh -c "echo '$tok' | grep -Eq '^[0-9]+$'"
+info=$(S --json info jobs)
+echo "$info" | json_ok
+expect_eq "the hold outlives the CLI (detached)" "1 True 1" "$(echo "$info" | jget 'len(j["holders"]), j["holders"][0]["detached"], j["available"]')"
+expect_eq "info holder token" "$tok" "$(echo "$info" | jget 'j["holders"][0]["token"]')"
+expect_eq "info holder client" semctl "$(echo "$info" | jget 'j["holders"][0]["client_name"]')"
+ok "info plain shows the holder" sh -c "'$SEMCTL' -s '$d_UNIX' info jobs | grep -q '$tok'"
+expect_eq "validate a held token" 0 "$(rc S validate jobs "$tok")"
+expect_eq "validate --json" True "$(S --json validate jobs "$tok" | jget 'j["valid"]')"
+tok2=$(S down jobs -n 1 --timeout 1s)
+expect_eq "trydown on a full semaphore would block" 1 "$(rc S trydown jobs)"
+t0=$(date +%s%N)
+expect_eq "down --timeout 300ms times out" 1 "$(rc S down jobs --timeout 300ms)"
+el=$(( ($(date +%s%N) - t0) / 1000000 ))
+ok "the timeout took about 300 ms ($el ms)" test "$el" -ge 250 -a "$el" -lt 3000
+out=$(S --json trydown jobs 2>/dev/null)
+expect_eq "would block: JSON" "would_block 1" "$(echo "$out" | jget 'j["error"], j["exit"]')"
+
+# a waiter in the queue shows in info, with its wait time
+S down jobs --timeout 5s >"$T/waiter.out" 2>&1 &
+wpid=$!
+t_wait_for 5 sh -c "'$SEMCTL' -s '$d_UNIX' --json info jobs | python3 -c 'import json,sys; assert len(json.load(sys.stdin)[\"waiters\"]) == 1'"
+expect_eq "info shows the waiter" 1 "$(S --json info jobs | jget 'len(j["waiters"])')"
+ok "info plain shows the waiter" sh -c "'$SEMCTL' -s '$d_UNIX' info jobs | grep -q '^waiters: 1'"
+expect_eq "up" 0 "$(rc S up jobs)"
+wait $wpid
+expect_eq "the waiter got the permit" 0 $?
+expect_eq "up --json" 1 "$(S --json up jobs | jget 'j["released"]')"
+expect_eq "up again (the waiter's permit is ours too: same uid)" 0 "$(rc S up jobs)"
+expect_eq "up with nothing held: not holder" 6 "$(rc S up jobs)"
+expect_eq "validate a released token" 6 "$(rc S validate jobs "$tok")"
+expect_eq "validate --json of a released token" False "$(S --json validate jobs "$tok2" 2>/dev/null | jget 'j["valid"]')"
+
+# a lease ends a detached hold
+S down jobs --lease 500ms >/dev/null
+ok "a leased hold expires" t_wait_for 5 sh -c "'$SEMCTL' -s '$d_UNIX' --json info jobs | python3 -c 'import json,sys; assert json.load(sys.stdin)[\"available\"] == 2'"
+expect_eq "down --json" "jobs 2" "$(S --json down jobs -n 2 | jget 'j["name"], j["n"]')"
+expect_eq "up -n 2" 0 "$(rc S up jobs -n 2)"
+
+# --- list, set-limit, release, delete ------------------------------------------
+S create 'list/a' --limit 1 >/dev/null
+S create 'list/b' --limit 4 >/dev/null
+S create 'we"ird\name' --limit 1 >/dev/null
+expect_eq "list PREFIX" 2 "$(S list list/ | tail -n +2 | wc -l)"
+expect_eq "list --json PREFIX" "2 list/a" "$(S --json list list/ | jget 'j["count"], j["semaphores"][0]["name"]')"
+expect_eq "JSON escapes quotes and backslashes" 'we"ird\name' "$(S --json list we | jget 'j["semaphores"][0]["name"]')"
+expect_eq "list everything" 5 "$(S --json list | jget 'j["count"]')"
+expect_eq "set-limit" 0 "$(rc S set-limit list/a 3)"
+expect_eq "set-limit took" 3 "$(S --json info list/a | jget 'j["limit"]')"
+expect_eq "set-limit --json" 5 "$(S --json set-limit list/a 5 | jget 'j["limit"]')"
+expect_eq "set-limit of a missing name" 6 "$(rc S set-limit nothing 3)"
+expect_eq "set-limit N must be a number" 2 "$(rc S set-limit list/a many)"
+pid=$(S --json down list/b | jget 'j["permit_id"]')
+expect_eq "release --holder" 0 "$(rc S release list/b --holder "$pid")"
+expect_eq "release freed it" 4 "$(S --json info list/b | jget 'j["available"]')"
+expect_eq "release of a missing permit" 6 "$(rc S release list/b --holder "$pid")"
+expect_eq "release needs --holder" 2 "$(rc S release list/b)"
+S down list/b >/dev/null
+expect_eq "delete" 0 "$(rc S delete list/a)"
+expect_eq "delete again: not found" 6 "$(rc S delete list/a)"
+expect_eq "info of a missing name" 6 "$(rc S info list/a)"
+expect_eq "delete --force with a holder" 0 "$(rc S delete list/b --force)"
+expect_eq "delete --json" True "$(S --json delete 'we"ird\name' | jget 'j["ok"]')"
+
+# --- run -----------------------------------------------------------------------
+S create r --limit 1 >/dev/null
+out=$(S run r -- sh -c 'echo "$SEMD_NAME $SEMD_TOKEN"; exit 3')
+expect_eq "run exits with the command's status" 3 $?
+set -- $out
+expect_eq "run exports SEMD_NAME" r "$1"
+ok "run exports SEMD_TOKEN" sh -c "echo '$2' | grep -Eq '^[0-9]+$'"
+expect_eq "run: the token was valid while it ran" 0 "$(S run r -- sh -c "'$SEMCTL' -s '$d_UNIX' validate r \"\$SEMD_TOKEN\" >/dev/null" ; echo $?)"
+expect_eq "run released the permit" 1 "$(S --json info r | jget 'j["available"]')"
+expect_eq "run: status 0" 0 "$(rc S run r -- true)"
+expect_eq "run: command killed by a signal" 137 "$(rc S run r -- sh -c 'kill -9 $$')"
+expect_eq "run: command not found" 127 "$(rc S run r -- /nonexistent/cmd)"
+expect_eq "run without a command" 2 "$(rc S run r)"
+S down r >/dev/null
+expect_eq "run --timeout on a held semaphore" 1 "$(rc S run r --timeout 200ms -- touch "$T/ran")"
+ok "the command did not run" test ! -e "$T/ran"
+S up r >/dev/null
+
+# signal forwarding: TERM, INT and HUP reach the command; run exits with its status
+for sig in TERM INT HUP; do
+	rm -f "$T/started" "$T/got"
+	"$SEMCTL" -s "$d_UNIX" run r -- sh -c "trap 'echo $sig > \"$T/got\"; exit 42' $sig; touch '$T/started'; i=0; while [ \$i -lt 200 ]; do sleep 0.05; i=\$((i+1)); done" &
+	rpid=$!
+	t_wait_for 5 test -e "$T/started"
+	kill -s "$sig" "$rpid"
+	wait "$rpid"
+	expect_eq "run forwards SIG$sig and exits with the command's status" 42 $?
+	expect_eq "the command saw SIG$sig" "$sig" "$(cat "$T/got" 2>/dev/null)"
+done
+
+# lost hold: the daemon dies under a running command
+rm -f "$T/started" "$T/got"
+"$SEMCTL" -s "$d_UNIX" run r -- sh -c "trap 'echo lost > \"$T/got\"; exit 0' TERM; touch '$T/started'; i=0; while [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done" 2>"$T/run.err" &
+rpid=$!
+t_wait_for 5 test -e "$T/started"
+t0=$(date +%s)
+kill -9 "$d_PID"
+wait "$rpid"
+expect_eq "run exits 5 when the hold is lost" 5 $?
+expect_eq "the command was terminated" lost "$(cat "$T/got" 2>/dev/null)"
+el=$(( $(date +%s) - t0 ))
+ok "within the session lease and a grace ($el s)" test "$el" -le 12
+ok "run said why" grep -q "hold was lost" "$T/run.err"
+
+# a command that ignores SIGTERM is killed after the grace period
+start_semd e || exit 1
+rm -f "$T/started"
+"$SEMCTL" -s "$e_UNIX" run r -- sh -c "trap '' TERM; touch '$T/started'; i=0; while [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done" 2>/dev/null &
+rpid=$!
+t_wait_for 5 test -e "$T/started"
+kill -9 "$e_PID"
+wait "$rpid"
+expect_eq "a command ignoring SIGTERM is killed; run exits 5" 5 $?
+
+t_done
