@@ -26,3 +26,8 @@ EXTRA_DIST += client/semclient.pc.in client/libsemclient.map
 bin_PROGRAMS += semctl
 semctl_SOURCES = client/semctl.c
 semctl_LDADD = client/libsemclient.la
+
+# examples/: a distributed job whose workers share a limit through semd.
+noinst_PROGRAMS += examples/jobs
+examples_jobs_SOURCES = examples/jobs.c
+examples_jobs_LDADD = client/libsemclient.la

@@ -10,3 +10,5 @@ tests_client_test_api_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 TESTS += tests/client/test_unit tests/client/test_api
 TESTS += tests/client/semctl.sh
 EXTRA_DIST += tests/client/semctl.sh
+TESTS += tests/client/example.sh
+EXTRA_DIST += tests/client/example.sh
