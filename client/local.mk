@@ -31,3 +31,13 @@ semctl_LDADD = client/libsemclient.la
 noinst_PROGRAMS += examples/jobs
 examples_jobs_SOURCES = examples/jobs.c
 examples_jobs_LDADD = client/libsemclient.la
+
+# Manual pages and bash completion of the client.
+dist_man_MANS += doc/semctl.1 doc/semclient.3
+bashcompletiondir = $(datadir)/bash-completion/completions
+# installed as "semctl" (bash-completion loads completions by command name)
+bashcompletion_DATA = client/completion/semctl
+CLEANFILES += client/completion/semctl
+EXTRA_DIST += client/semctl.bash-completion
+client/completion/semctl: $(top_srcdir)/client/semctl.bash-completion
+	$(AM_V_GEN)$(MKDIR_P) client/completion && cp $(top_srcdir)/client/semctl.bash-completion $@
