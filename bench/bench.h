@@ -61,6 +61,7 @@ struct chain {
 	uint64_t	id;	/* outstanding request, 0 when none */
 	uint64_t	t_op;	/* when this op's first request went out */
 	uint64_t	t_req;	/* when the outstanding request went out */
+	uint64_t	permit;	/* the grant's permit id, released by the up */
 	int		step;
 };
 

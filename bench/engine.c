@@ -111,7 +111,7 @@ static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 		    r->test == T_TRYDOWN_UP ? 0 : r->o->timeout_ms);
 		break;
 	case S_UP:
-		rc = wire_put_up(&c->out, id, c->name, 0);
+		rc = wire_put_up(&c->out, id, c->name, ch->permit);
 		break;
 	case S_CREATE:
 	case S_DELETE:
@@ -137,6 +137,9 @@ static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 			c->out.len += ECHO_SIZE;
 		}
 		break;
+	default:
+		worker_fail(w, "internal error: no request for step %d", step);
+		return -1;
 	}
 	if (rc != 0) {
 		worker_fail(w, "out of memory");
@@ -149,8 +152,11 @@ static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 	return 0;
 }
 
-/* The reply to chain i's request came with code: take the next step. */
-static void chain_next(struct conn *c, unsigned i, int code, uint64_t now)
+/*
+ * The reply to chain i's request came with code (and, for a grant, its
+ * permit id): take the next step.
+ */
+static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, uint64_t now)
 {
 	struct worker *w = c->w;
 	struct run *r = w->run;
@@ -192,6 +198,7 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t now)
 		}
 		if (code != SEMD__CODE__OK)
 			goto bad;
+		ch->permit = permit;
 		if (in_window(r, now)) {
 			c->grants++;
 			if (r->test == T_CONTENDED)
@@ -450,7 +457,9 @@ static void conn_reply(struct conn *c, const Semd__Reply *rep, uint64_t now)
 		    wire_code_name(rep->code), rep->message);
 		return;
 	}
-	chain_next(c, i, rep->code, now);
+	chain_next(c, i, rep->code,
+	    rep->body_case == SEMD__REPLY__BODY_GRANT && rep->grant != NULL ? rep->grant->permit_id : 0,
+	    now);
 }
 
 /* Read what c has, handle every whole reply. */
@@ -490,7 +499,7 @@ static void conn_read(struct conn *c)
 				worker_fail(w, "connection %u: echo reply out of place", c->idx);
 				return;
 			}
-			chain_next(c, i, SEMD__CODE__OK, now);
+			chain_next(c, i, SEMD__CODE__OK, 0, now);
 		}
 		wbuf_compact(&c->in);
 		return;

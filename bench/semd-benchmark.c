@@ -534,6 +534,9 @@ static void run_init(struct run *r, const struct bench_opts *o, int t)
 		r->pipeline = 1;
 		r->limit = 1;
 		break;
+	case T_NAMES:
+		r->step = S_CREATE;
+		break;
 	default:
 		break;
 	}

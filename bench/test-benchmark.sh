@@ -1,0 +1,59 @@
+#!/bin/sh
+# semd-benchmark end to end: every test against a private semd, over UNIX and
+# TCP, briefly; the JSON must show completed operations and sane latencies,
+# the names test must find the daemon's memory counter, and bad addresses
+# and options must fail clearly.
+. "$top_srcdir/tests/lib.sh"
+t_watchdog 120
+BENCH=$top_builddir/semd-benchmark
+
+start_semd d || exit 1
+
+# field NAME FILE: the first number after "NAME": in the JSON
+field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$2" | head -n 1; }
+positive() { awk -v v="$1" 'BEGIN { exit !(v > 0) }'; }
+
+for test in ping down-up trydown-up contended handoff churn; do
+	out=$T/$test.json
+	ok "$test over unix runs" "$BENCH" -s "$d_UNIX" -t "$test" -c 4 -P 2 -d 0.3 \
+		--warmup 0.1 --threads 2 --json >"$out" 2>"$T/$test.err"
+	[ -s "$T/$test.err" ] && cat "$T/$test.err"
+	ops=$(field ops "$out")
+	ok "$test completed operations ($ops)" positive "${ops:-0}"
+	p50=$(field p50 "$out"); max=$(field max "$out")
+	ok "$test latency p50 $p50 <= max $max" awk -v a="${p50:-0}" -v b="${max:-0}" 'BEGIN { exit !(a > 0 && a <= b) }'
+done
+
+out=$T/tcp.json
+ok "down-up over tcp runs" "$BENCH" -s "$d_TCP" -t down-up -c 2 -P 4 -d 0.3 --warmup 0.1 --json >"$out"
+ok "down-up over tcp completed operations" positive "$(field ops "$out")"
+
+out=$T/contended.json
+ok "contended with limit 2 runs" "$BENCH" -s "$d_UNIX" -t contended -c 4 --limit 2 -d 0.3 \
+	--warmup 0.1 --json >"$out"
+ok "contended reports fairness" grep -q '"fairness_max_over_min": [0-9]' "$out"
+expect_eq "contended reports its limit" 2 "$(field limit "$out")"
+
+out=$T/names.json
+ok "names runs" "$BENCH" -s "$d_UNIX" -t names --names 2000 -c 2 -P 8 --json >"$out"
+expect_eq "names created every name" 2000 "$(field ops "$out")"
+ok "names reports bytes per name" positive "$(field bytes_per_name "$out")"
+
+# the table form has a header and one row per test
+"$BENCH" -s "$d_UNIX" -t ping,down-up -c 2 -d 0.2 --warmup 0 >"$T/table" 2>&1
+ok "table has a header" grep -q '^test .*ops/s.*p50_us.*p99_us.*p99.9_us.*max_us' "$T/table"
+expect_eq "table has two rows" 2 "$(grep -c '^\(ping\|down-up\) ' "$T/table")"
+
+# errors
+"$BENCH" -s tls:127.0.0.1:1 -t ping >/dev/null 2>"$T/tls.err"
+expect_eq "tls: exits 2" 2 $?
+ok "tls: says it is not supported" grep -q "TLS is not supported" "$T/tls.err"
+"$BENCH" -s "$d_UNIX" -t nosuchtest >/dev/null 2>"$T/bad.err"
+expect_eq "unknown test exits 2" 2 $?
+"$BENCH" -s "unix:$T/nobody.sock" -t ping -d 0.1 >/dev/null 2>"$T/conn.err"
+expect_eq "no server exits 1" 1 $?
+ok "no server says connect" grep -q "connect" "$T/conn.err"
+
+# the daemon is still serving after all of it
+ok "daemon still alive" kill -0 "$d_PID"
+t_done
