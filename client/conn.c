@@ -981,14 +981,17 @@ int semc_connect(struct semc *c, int timeout_ms)
 /* The handshake's result. */
 int semc_session(struct semc *c, struct semc_session *out)
 {
+	int r;
+
 	pthread_mutex_lock(&c->lock);
 	out->session = c->session;
 	out->lease_ms = c->granted_lease;
 	out->principal = c->principal ? c->principal : "";
 	out->server = c->server ? c->server : "";
 	out->resumed = c->resumed;
+	r = c->conn != NULL ? 0 : SEMC_E_DISCONNECTED;
 	pthread_mutex_unlock(&c->lock);
-	return c->conn != NULL ? 0 : SEMC_E_DISCONNECTED;
+	return r;
 }
 
 /* Queue r and write it if connected. */
@@ -1160,7 +1163,7 @@ int semc_process(struct semc *c)
 	pthread_mutex_lock(&c->lock);
 	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->closing) {
 		pthread_mutex_unlock(&c->lock);
-		conn_try(c, -1);
+		conn_try(c, semc_now_ms() + 1000);	/* an event loop must not stall */
 		pthread_mutex_lock(&c->lock);
 	}
 	if (c->conn != NULL && !c->reading)

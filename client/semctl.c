@@ -20,6 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "client/semclient.h"
 
@@ -896,13 +899,20 @@ static void run_on_pong(struct semc *c, const struct semc_result *r, void *arg)
 /* Start the command with SEMD_TOKEN and SEMD_NAME in its environment. */
 static pid_t run_spawn(char **cmd, const char *name, const struct semc_grant *gr)
 {
+	pid_t pid, parent = getpid();
 	char buf[32];
-	pid_t pid;
 
 	fflush(NULL);
 	pid = fork();
 	if (pid != 0)
 		return pid;
+#ifdef __linux__
+	/* if semctl dies, the permit goes: the command must not run on */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(128 + SIGTERM);
+#endif
+	(void)parent;
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);

@@ -139,6 +139,15 @@ for sig in TERM INT HUP; do
 	expect_eq "the command saw SIG$sig" "$sig" "$(cat "$T/got" 2>/dev/null)"
 done
 
+# semctl itself killed: its command must not run on without the permit
+rm -f "$T/started" "$T/got"
+"$SEMCTL" -s "$d_UNIX" run r -- sh -c "trap 'echo orphan > \"$T/got\"; exit 0' TERM; touch '$T/started'; i=0; while [ \$i -lt 200 ]; do sleep 0.05; i=\$((i+1)); done" &
+rpid=$!
+t_wait_for 5 test -e "$T/started"
+kill -9 "$rpid"
+wait "$rpid" 2>/dev/null
+ok "the command of a killed semctl run gets SIGTERM" t_wait_for 5 test -s "$T/got"
+
 # lost hold: the daemon dies under a running command
 rm -f "$T/started" "$T/got"
 "$SEMCTL" -s "$d_UNIX" run r -- sh -c "trap 'echo lost > \"$T/got\"; exit 0' TERM; touch '$T/started'; i=0; while [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done" 2>"$T/run.err" &
