@@ -13,3 +13,9 @@ check_PROGRAMS += tests/daemon/semd_probe
 tests_daemon_semd_probe_SOURCES = tests/daemon/semd_probe.c
 tests_daemon_semd_probe_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
+
+# Shell tests against a real semd on private sockets (tests/lib.sh).
+TESTS += tests/daemon/ops.sh tests/daemon/sessions.sh tests/daemon/load.sh \
+	tests/daemon/frames.sh
+EXTRA_DIST += tests/daemon/ops.sh tests/daemon/sessions.sh \
+	tests/daemon/load.sh tests/daemon/frames.sh

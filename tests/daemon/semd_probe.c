@@ -14,7 +14,8 @@
  * "info NAME", "list [prefix=P] [after=A] [max=M]", "delete NAME [force]",
  * "setlimit NAME L", "ping [PAYLOAD]", "stats", "validate NAME TOKEN",
  * "cancel ID", "release NAME PERMIT", "wait ID", "read", "sleep MS",
- * "raw HEX" (bytes as they are), "expect-eof". Every wait is bounded
+ * "raw HEX" (bytes as they are), "slow" (toggle: write requests one byte
+ * at a time), "expect-eof". Names may be given as hex:HEX. Every wait is bounded
  * (10 s). Exit 0, or 2 on a timeout or I/O error, 3 if it cannot connect.
  */
 #include <errno.h>
@@ -38,7 +39,8 @@
 
 struct pconn {
 	int		fd;
-	uint8_t		buf[1 << 20];
+	uint8_t		buf[256 << 10];
+	bool		slow;		/* write one byte at a time */
 	size_t		len;
 	uint64_t	next_id;
 	bool		eof;
@@ -124,7 +126,9 @@ static int p_write(struct pconn *c, const void *data, size_t len)
 	ssize_t n;
 
 	while (len > 0) {
-		n = write(c->fd, p, len);
+		n = write(c->fd, p, c->slow ? 1 : len);
+		if (c->slow)
+			usleep(500);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -307,6 +311,21 @@ static size_t unhex(const char *s, uint8_t *out, size_t max)
 	return n;
 }
 
+/* A name argument: "hex:6101" gives raw bytes (for invalid names). */
+static char *name_arg(char *s)
+{
+	static char buf[8][1024];
+	static int k;
+	size_t n;
+
+	if (strncmp(s, "hex:", 4) != 0)
+		return s;
+	k = (k + 1) % 8;
+	n = unhex(s + 4, (uint8_t *)buf[k], sizeof buf[k] - 1);
+	buf[k][n] = '\0';
+	return buf[k];
+}
+
 /* Run one script command. */
 static int p_command(struct pconn *c, char *line)
 {
@@ -335,10 +354,14 @@ static int p_command(struct pconn *c, char *line)
 		w[n++] = tok;
 	if (n == 0)
 		return 0;
-#define ARG(i) (n > (i) ? w[i] : "")
+#define ARG(i) (n > (i) ? name_arg(w[i]) : "")
 #define NUM(k, d) ((v = opt(w, n, k)) ? strtoll(v, NULL, 10) : (d))
-	req.id = (uint64_t)NUM("id", (long long)c->next_id);
-	c->next_id = req.id + 1;
+	/* Only requests take an id; local commands (sleep, raw...) do not. */
+	if (strstr(" wait read slow sleep raw expect-eof ", w[0]) == NULL ||
+	    strchr(w[0], ' ') != NULL) {
+		req.id = (uint64_t)NUM("id", (long long)c->next_id);
+		c->next_id = req.id + 1;
+	}
 	if (strcmp(w[0], "hello") == 0) {
 		hello.version = (uint32_t)NUM("version", 1);
 		hello.client_name = "semd_probe";
@@ -424,6 +447,9 @@ static int p_command(struct pconn *c, char *line)
 		}
 		p_print(r);
 		semd__reply__free_unpacked(r, NULL);
+		return 0;
+	} else if (strcmp(w[0], "slow") == 0) {
+		c->slow = !c->slow;
 		return 0;
 	} else if (strcmp(w[0], "sleep") == 0) {
 		usleep((useconds_t)atol(ARG(1)) * 1000);

@@ -1,0 +1,42 @@
+#!/bin/sh
+# FIFO across 50 connections, 1,000 concurrent connections, timeout
+# precision (the measured error is printed).
+. "$top_srcdir/tests/lib.sh"
+PROBE=$top_builddir/tests/daemon/semd_probe
+t_watchdog 120
+# 1,000 clients need more than the usual 1,024 descriptors in the daemon.
+ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
+start_semd d || exit 1
+
+for ADDR in "$d_UNIX" "$d_TCP"; do
+	k=$(echo "$ADDR" | cut -d: -f1)
+	$PROBE --fifo "$ADDR" 50 >"$T/fifo-$k.out" 2>&1
+	rc=$?
+	cat "$T/fifo-$k.out"
+	expect_eq "$k: 50 waiters on 50 connections granted in FIFO order" 0 "$rc"
+done
+
+if [ "$(ulimit -n)" -ge 2200 ]; then
+	for ADDR in "$d_UNIX" "$d_TCP"; do
+		k=$(echo "$ADDR" | cut -d: -f1)
+		$PROBE --many "$ADDR" 1000 >"$T/many-$k.out" 2>&1
+		rc=$?
+		cat "$T/many-$k.out"
+		expect_eq "$k: 1,000 concurrent connections served" 0 "$rc"
+	done
+else
+	echo "# skipped 1,000 connections: ulimit -n is $(ulimit -n)"
+fi
+$PROBE "$d_UNIX" hello ping >"$T/after.out"
+ok "daemon still serves after the load" grep -q 'code=OK pong' "$T/after.out"
+
+for ms in 50 200; do
+	$PROBE --timeout "$d_UNIX" "$ms" >"$T/to.out" 2>&1
+	cat "$T/to.out"
+	ok "timeout $ms ms answered TIMEOUT" grep -q 'code=TIMEOUT' "$T/to.out"
+	err=$(sed -n 's/.*(error \([-+][0-9.]*\) ms).*/\1/p' "$T/to.out")
+	# never more than a millisecond early (ms clock), never 100 ms late
+	ok "timeout $ms ms error $err ms within [-1, +100]" \
+		awk -v e="$err" 'BEGIN { exit !(e >= -1.0 && e <= 100.0) }'
+done
+t_done
