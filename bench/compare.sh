@@ -12,7 +12,8 @@
 # semd-benchmark -t echo against the same limitd).
 #
 # Usage: bench/compare.sh   (from a build directory, or set top_builddir)
-# Knobs: D (seconds per cell, 3), WARM (0.5), ANCHORS (the shared bench dir),
+# Knobs: D (seconds per cell, 3), WARM (0.5), REPS (3: median of that many
+#        interleaved runs), ANCHORS (the shared bench dir),
 #        SEMD, BENCH (binaries), OUT (also save the table there).
 # The anchors' sources are copied to a temp dir and built there: the shared
 # folder stays read-only and nothing of it enters this tree.
@@ -25,6 +26,7 @@ SEMD=${SEMD:-$top_builddir/semd}
 BENCH=${BENCH:-$top_builddir/semd-benchmark}
 D=${D:-3}
 WARM=${WARM:-0.5}
+REPS=${REPS:-3}
 
 for b in "$SEMD" "$BENCH"; do
 	[ -x "$b" ] || { echo "compare: $b not built (run make first, or set SEMD/BENCH)" >&2; exit 1; }
@@ -116,36 +118,51 @@ sb() { # test transport C P [args]: semd-benchmark on semd (or on limitd for ech
 }
 
 : >"$T/raw"
-DU=() PING=() CAL=()
-for cfg in "1 1" "16 1" "16 16"; do
-	set -- $cfg
-	for tr in unix tcp; do
-		L=$(lg echo "$tr" "$1" "$2")
-		R=$(lg redis "$tr" "$1" "$2")
-		S=$(sb down-up "$tr" "$1" "$2")
-		P=$(sb ping "$tr" "$1" "$2")
-		DU+=("$tr|$1|$2|$L|$R|$S")
-		PING+=("$tr|$1|$2|$L|$P")
+# Every measurement is repeated REPS times, interleaved (limit, redis, semd,
+# then again), and the run with the median throughput is reported: this
+# machine is shared and single runs swing by tens of percent.
+declare -A RES
+add() { RES[$1]+="$2"$'\n'; }
+ops_of() { # a loadgen line or a semd-benchmark JSON line -> its ops/s
+	case $1 in
+	*ops_s=*) field ops_s "$1" ;;
+	*) top ops_per_sec "$1" ;;
+	esac
+}
+median() { # key -> the line with the median ops/s
+	local line
+	while IFS= read -r line; do
+		if [ -n "$line" ]; then printf '%s\t%s\n' "$(ops_of "$line")" "$line"; fi
+	done <<<"${RES[$1]:-}" | sort -n | awk -F'\t' '{ l[NR] = $2 } END { if (NR) print l[int((NR + 1) / 2)] }'
+}
+CELLS=("unix 1 1" "tcp 1 1" "unix 16 1" "tcp 16 1" "unix 16 16" "tcp 16 16")
+for rep in $(seq "$REPS"); do
+	for cell in "${CELLS[@]}"; do
+		set -- $cell
+		add "L|$cell" "$(lg echo "$1" "$2" "$3")"
+		add "R|$cell" "$(lg redis "$1" "$2" "$3")"
+		add "S|$cell" "$(sb down-up "$1" "$2" "$3")"
+		add "P|$cell" "$(sb ping "$1" "$2" "$3")"
 	done
+	for cell in "unix 16 1" "unix 16 16"; do
+		set -- $cell
+		add "CL|$cell" "$(lg echo "$1" "$2" "$3")"
+		add "CE|$cell" "$(sb echo "$1" "$2" "$3")"
+	done
+	add "L1" "$(lg echo unix 1 1)"
+	add "H" "$(sb handoff unix 2 1)"
 done
-for cfg in "16 1" "16 16"; do
-	set -- $cfg
-	L=$(lg echo unix "$1" "$2")
-	E=$(sb echo unix "$1" "$2")
-	CAL+=("unix|$1|$2|$L|$E")
-done
-L1=$(lg echo unix 1 1)
-H=$(sb handoff unix 2 1)
 
 {
-echo "# semd vs anchors $(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cpus=$(nproc) D=${D}s warm-up=${WARM}s"
+echo "# semd vs anchors $(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cpus=$(nproc) D=${D}s warm-up=${WARM}s, median of $REPS runs"
 echo "# down-up: 1 op = acquire + release = 2 round trips; latency per op in us; semd-benchmark --threads 1"
 printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s | %9s %7s %7s | %7s %7s\n' \
 	tr C P "limit/s" p50 p99 "redis/s" p50 p99 "semd/s" p50 p99 "s/limit" "s/redis"
-for row in "${DU[@]}"; do
-	IFS='|' read -r tr c p L R S <<<"$row"
+for cell in "${CELLS[@]}"; do
+	set -- $cell
+	L=$(median "L|$cell"); R=$(median "R|$cell"); S=$(median "S|$cell")
 	lo=$(field ops_s "$L"); ro=$(field ops_s "$R"); so=$(top ops_per_sec "$S")
-	printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s | %9s %7s %7s | %7s %7s\n' "$tr" "$c" "$p" \
+	printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s | %9s %7s %7s | %7s %7s\n' "$1" "$2" "$3" \
 		"$lo" "$(field p50_us "$L")" "$(field p99_us "$L")" \
 		"$ro" "$(field p50_us "$R")" "$(field p99_us "$R")" \
 		"$so" "$(lat p50 "$S")" "$(lat p99 "$S")" "$(ratio "$so" "$lo")" "$(ratio "$so" "$ro")"
@@ -153,14 +170,16 @@ done
 echo
 echo "# ping: semd round trips/s (Ping) vs the limit's echo round trips/s (2 per loadgen op)"
 printf '%-4s %3s %3s | %11s | %11s %7s %7s | %7s\n' tr C P "limit rt/s" "semd rt/s" p50 p99 "s/limit"
-for row in "${PING[@]}"; do
-	IFS='|' read -r tr c p L P <<<"$row"
+for cell in "${CELLS[@]}"; do
+	set -- $cell
+	L=$(median "L|$cell"); P=$(median "P|$cell")
 	lr=$(awk -v a="$(field ops_s "$L")" 'BEGIN { printf "%.0f", 2 * a }')
 	sr=$(top ops_per_sec "$P")
-	printf '%-4s %3s %3s | %11s | %11s %7s %7s | %7s\n' "$tr" "$c" "$p" "$lr" "$sr" \
+	printf '%-4s %3s %3s | %11s | %11s %7s %7s | %7s\n' "$1" "$2" "$3" "$lr" "$sr" \
 		"$(lat p50 "$P")" "$(lat p99 "$P")" "$(ratio "$sr" "$lr")"
 done
 echo
+L1=$(median L1); H=$(median H)
 echo "# handoff: semd, 2 connections on a limit-1 name, from sending up to the other's grant (us)"
 echo "#          vs one round trip of the limit at 1 connection (its 2-round-trip op / 2)"
 printf 'semd handoff p50 %s p99 %s p99.9 %s | limit rt p50 %s p99 %s | p99 ratio %s\n' \
@@ -171,9 +190,10 @@ printf 'semd handoff p50 %s p99 %s p99.9 %s | limit rt p50 %s p99 %s | p99 ratio
 echo
 echo "# tool overhead: the same limitd driven by loadgen -d echo and by semd-benchmark -t echo"
 printf '%-4s %3s %3s | %11s %5s | %11s %5s %9s | %7s\n' tr C P "loadgen/s" "cpu%" "semd-bm/s" "cpu%" "ns/rt" "ratio"
-for row in "${CAL[@]}"; do
-	IFS='|' read -r tr c p L E <<<"$row"
-	printf '%-4s %3s %3s | %11s %5s | %11s %5s %9s | %7s\n' "$tr" "$c" "$p" \
+for cell in "unix 16 1" "unix 16 16"; do
+	set -- $cell
+	L=$(median "CL|$cell"); E=$(median "CE|$cell")
+	printf '%-4s %3s %3s | %11s %5s | %11s %5s %9s | %7s\n' "$1" "$2" "$3" \
 		"$(field ops_s "$L")" "$(field loadgen_cpu_pct "$L")" "$(top ops_per_sec "$E")" \
 		"$(top client_cpu_pct "$E")" "$(top client_cpu_ns_per_round_trip "$E")" \
 		"$(ratio "$(top ops_per_sec "$E")" "$(field ops_s "$L")")"
