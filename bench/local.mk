@@ -13,6 +13,10 @@ bench_test_bench_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 bench_test_bench_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 TESTS += bench/test-bench
 
+# semd-benchmark against a private semd: every test, briefly.
+TESTS += bench/test-benchmark.sh
+EXTRA_DIST += bench/test-benchmark.sh
+
 # make bench: a private semd and the standard suite, one table.
 EXTRA_DIST += bench/suite.sh bench/compare.sh
 bench: all
