@@ -12,3 +12,5 @@ TESTS += tests/client/semctl.sh
 EXTRA_DIST += tests/client/semctl.sh
 TESTS += tests/client/example.sh
 EXTRA_DIST += tests/client/example.sh
+TESTS += tests/client/tls.sh
+EXTRA_DIST += tests/client/tls.sh

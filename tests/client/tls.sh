@@ -1,0 +1,62 @@
+# tests/client/tls.sh - the client side of tls: addresses, against
+# `openssl s_server` (semd's TLS listener belongs to the security work):
+# the server certificate is verified against the CA and the host name or
+# IP, a client certificate is presented for mutual TLS, and bytes flow
+# through the session (the server's garbage reply is reported as such).
+. "$top_srcdir/tests/lib.sh"
+t_watchdog 90
+command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
+
+cd "$T" || exit 1
+gen() { # NAME SUBJECT SAN: a key and a certificate signed by the test CA
+	openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null &&
+	printf 'subjectAltName=%s\n' "$3" >"$1.ext" &&
+	openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -out "$1.pem" \
+		-days 2 -extfile "$1.ext" 2>/dev/null
+}
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj "/CN=semd test CA" 2>/dev/null
+openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out otherca.pem -days 2 -subj "/CN=other CA" 2>/dev/null
+gen srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" || exit 1
+gen wrongname "/CN=elsewhere" "DNS:elsewhere.example" || exit 1
+gen cli "/CN=worker-1" "DNS:worker-1" || exit 1
+
+# serve CERT [s_server args...]: one connection; sets PORT. The server sends
+# a frame semd would never send (length 2, bytes ff ff) once a client is in.
+serve() {
+	cert=$1; shift
+	rm -f srv.out
+	( printf '\000\000\000\002\377\377'; sleep 8 ) |
+		timeout 20 openssl s_server -accept 127.0.0.1:0 -naccept 1 -cert "$cert.pem" \
+			-key "$cert.key" "$@" >srv.out 2>&1 &
+	PIDS_TO_KILL="$PIDS_TO_KILL $!"
+	t_wait_for 10 grep -q '^ACCEPT' srv.out || { echo "s_server did not start"; cat srv.out; return 1; }
+	PORT=$(sed -n 's/^ACCEPT .*:\([0-9]*\)$/\1/p' srv.out | head -n1)
+}
+# probe ARGS...: semctl ping through TLS; sets RC and ERR (stderr)
+probe() {
+	ERR=$("$SEMCTL" "$@" ping 2>&1 >/dev/null)
+	RC=$?
+}
+
+serve srv && probe -s "tls:127.0.0.1:$PORT" --tls-ca ca.pem
+expect_eq "verified server: the reply went through TLS (and is garbage)" 3 "$RC"
+ok "... reported as an undecodable reply ($ERR)" sh -c "echo '$ERR' | grep -q undecodable"
+
+serve srv && probe -s "tls:localhost:$PORT" --tls-ca ca.pem
+ok "host name checked against DNS SAN ($ERR)" sh -c "echo '$ERR' | grep -q undecodable"
+
+serve srv && probe -s "tls:127.0.0.1:$PORT" --tls-ca otherca.pem
+expect_eq "unknown CA: cannot talk to the server" 3 "$RC"
+ok "... certificate verification failed ($ERR)" sh -c "echo '$ERR' | grep -q 'cannot verify'"
+
+serve wrongname && probe -s "tls:127.0.0.1:$PORT" --tls-ca ca.pem
+ok "wrong name in the certificate is refused ($ERR)" sh -c "echo '$ERR' | grep -q 'cannot verify'"
+
+serve srv -Verify 1 -CAfile ca.pem && SEMD_TLS_CA=ca.pem SEMD_TLS_CERT=cli.pem SEMD_TLS_KEY=cli.key probe -s "tls:127.0.0.1:$PORT"
+ok "mutual TLS: the client certificate from the environment ($ERR)" sh -c "echo '$ERR' | grep -q undecodable"
+ok "... the server saw worker-1" grep -q "worker-1" srv.out
+
+probe -s "tls:127.0.0.1:$PORT" --tls-ca missing.pem
+expect_eq "missing CA file" 3 "$RC"
+ok "... named in the message ($ERR)" sh -c "echo '$ERR' | grep -q missing.pem"
+t_done
