@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 
 #include "arch/arch.h"
@@ -36,23 +38,42 @@ enum sema_sleep {
  * A thread's signal state. The thread sleeps on futex, a wake-up counter
  * that both a grant and a signal increment, so a sleeper never misses
  * either: it reads futex, checks its conditions, and sleeps only while
- * futex still holds what it read.
+ * futex still holds what it read. refs counts wakers still touching the
+ * task; a thread does not exit (freeing its thread-local task) until it is
+ * 0, see sema_task_exit().
  */
 struct sema_task {
 	arch_atomic32_t		pending;	/* TASK_SIGNAL | TASK_FATAL */
 	arch_atomic32_t		futex;		/* wake-up counter */
+	arch_atomic32_t		refs;		/* wakers in sema_thread_wake */
+	int			registered;	/* exit hook installed */
 };
 
+/* Bits of struct sema_thread_waiter's word. */
+#define TW_SLEEPING	0x1u	/* the sleeper is (about to be) in futex_wait */
+#define TW_DONE		0x2u	/* granted, and the waker is done with tw */
+
 /*
- * A sleeping thread's waiter, on its stack. done is the hand-over word: the
- * waker writes it last, and the sleeper does not return (so its stack and
- * thread stay alive) until it reads done == 1.
+ * A sleeping thread's waiter, on its stack. word is the hand-over: the
+ * waker's exchange of TW_DONE is its last access to the waiter, after which
+ * the sleeper may return and its stack vanish. Whether the waker must issue
+ * a futex wake-up is decided by the same atomic exchange (TW_SLEEPING), so
+ * a waiter that is still spinning costs no system call.
  */
 struct sema_thread_waiter {
 	struct sema_waiter	w;
 	struct sema_task	*task;
-	arch_atomic32_t		done;
+	arch_atomic32_t		word;		/* TW_SLEEPING | TW_DONE */
 };
+
+/*
+ * How long the head waiter spins on its word before it sleeps. Not in the
+ * kernel's semaphore (its waiters always sleep); it is the kernel mutex's
+ * optimistic spinning, bounded: a hand-off to a waiter that is still
+ * running then costs a cache-line transfer instead of a futex wake-up and a
+ * context switch. FIFO order and the hand-off rule are unchanged.
+ */
+#define SEMA_SPIN_LOOPS 200
 
 /* Granted waiters whose callbacks are due once the lock is dropped. */
 struct sema_wakeq {
@@ -137,10 +158,41 @@ static bool do_trydown_locked(struct semaphore *sem, unsigned int n,
 
 /* --- tasks --------------------------------------------------------------- */
 
+static pthread_once_t sema_task_once = PTHREAD_ONCE_INIT;
+static pthread_key_t sema_task_key;
+static bool sema_task_key_ok;
+
+/*
+ * Thread exit hook: wait until no waker touches the task any more (a few
+ * instructions and at most one futex_wake), as the thread-local task is
+ * freed with the thread.
+ */
+static void sema_task_exit(void *arg)
+{
+	struct sema_task *t = arg;
+
+	while (arch_load_acquire32(&t->refs) != 0)
+		sched_yield();
+}
+
+/* Create the key whose destructor runs sema_task_exit(). */
+static void sema_task_key_init(void)
+{
+	sema_task_key_ok = pthread_key_create(&sema_task_key, sema_task_exit) == 0;
+}
+
 /* The calling thread's task. */
 struct sema_task *sema_current(void)
 {
-	return &sema_current_task;
+	struct sema_task *t = &sema_current_task;
+
+	if (!t->registered) {
+		pthread_once(&sema_task_once, sema_task_key_init);
+		if (sema_task_key_ok)
+			pthread_setspecific(sema_task_key, t);
+		t->registered = 1;
+	}
+	return t;
 }
 
 /* Or bits into *p (an atomic read-modify-write). */
@@ -188,32 +240,67 @@ static bool sema_task_interrupted(struct sema_task *t, enum sema_sleep how)
 /* --- blocking API ---------------------------------------------------------- */
 
 /*
- * Wake callback of a sleeping thread. The counter goes up first (the thread
- * cannot leave before done is set, so its task is alive), then done, after
- * which the thread may return and its stack vanish; futex_wake only uses
- * the address. A wake-up that lands on reused memory is spurious, which
- * every futex user tolerates.
+ * Wake callback of a sleeping thread. The exchange of TW_DONE is the last
+ * access to the waiter; if it finds the thread asleep (or about to be), the
+ * counter is bumped and the thread woken. The task outlives that: refs
+ * holds back the thread's exit until we are done with it.
  */
 static void sema_thread_wake(struct sema_waiter *w)
 {
 	struct sema_thread_waiter *tw = container_of(w, struct sema_thread_waiter, w);
 	struct sema_task *task = tw->task;
 
-	arch_fetch_add32(&task->futex, 1);
-	arch_store_release32(&tw->done, 1);
-	futex_wake(&task->futex, 1);
+	arch_fetch_add32(&task->refs, 1);
+	if (arch_xchg32(&tw->word, TW_DONE) & TW_SLEEPING) {
+		arch_fetch_add32(&task->futex, 1);
+		futex_wake(&task->futex, 1);
+	}
+	arch_fetch_add32(&task->refs, (uint32_t)-1);
 }
 
-/* Wait, lock not held, until the waker has finished with tw. */
+/*
+ * Sleep on the task's counter while it holds seq (read before the caller
+ * checked its conditions) or until deadline. Returns true if the waiter
+ * turned out to be done instead. Marking TW_SLEEPING with a
+ * compare-and-swap from 0 orders us against the waker's exchange: either
+ * the waker sees the mark and bumps the counter after our read of seq (so
+ * futex_wait returns), or the swap fails on TW_DONE.
+ */
+static bool sema_thread_sleep(struct sema_thread_waiter *tw, uint32_t seq,
+    const struct timespec *deadline)
+{
+	if (arch_cmpxchg32(&tw->word, 0, TW_SLEEPING) != 0)
+		return true;
+	futex_wait(&tw->task->futex, seq, deadline);
+	return arch_cmpxchg32(&tw->word, TW_SLEEPING, 0) != TW_SLEEPING;
+}
+
+/* Spin a while for TW_DONE or a change of the task's counter; true if done. */
+static bool sema_thread_spin(struct sema_thread_waiter *tw, uint32_t seq)
+{
+	int i;
+
+	for (i = 0; i < SEMA_SPIN_LOOPS; i++) {
+		if (arch_load_acquire32(&tw->word) & TW_DONE)
+			return true;
+		if (arch_load_relaxed32(&tw->task->futex) != seq)
+			return false;
+		cpu_relax();
+	}
+	return false;
+}
+
+/* Wait, lock not held, until a granted waiter's waker is done with it. */
 static void sema_thread_wait_done(struct sema_thread_waiter *tw)
 {
 	uint32_t seq;
 
-	while (arch_load_acquire32(&tw->done) == 0) {
+	for (;;) {
 		seq = arch_load_acquire32(&tw->task->futex);
-		if (arch_load_acquire32(&tw->done) != 0)
-			break;
-		futex_wait(&tw->task->futex, seq, NULL);
+		if (arch_load_acquire32(&tw->word) & TW_DONE)
+			return;
+		if (sema_thread_spin(tw, seq) || sema_thread_sleep(tw, seq, NULL))
+			return;
 	}
 }
 
@@ -227,7 +314,9 @@ static int do_down_common_locked(struct semaphore *sem, unsigned int n,
 {
 	struct sema_thread_waiter tw;
 	struct sema_task *task = sema_current();
+	struct sema_wakeq q;
 	uint32_t seq;
+	bool head;
 	int r;
 
 	tw.w.n = n;
@@ -236,7 +325,7 @@ static int do_down_common_locked(struct semaphore *sem, unsigned int n,
 	tw.w.wake = sema_thread_wake;
 	tw.w.wake_next = NULL;
 	tw.task = task;
-	arch_store_relaxed32(&tw.done, 0);
+	arch_store_relaxed32(&tw.word, 0);
 	list_add_tail(&tw.w.list, &sem->wait_list);
 
 	for (;;) {
@@ -255,24 +344,23 @@ static int do_down_common_locked(struct semaphore *sem, unsigned int n,
 			r = -ETIME;
 			break;
 		}
+		head = sem->wait_list.next == &tw.w.list;
 		spin_unlock(&sem->lock);
-		futex_wait(&task->futex, seq, deadline);
+		if ((head && sema_thread_spin(&tw, seq)) ||
+		    sema_thread_sleep(&tw, seq, deadline))
+			return 0;	/* granted, and the waker is done */
 		spin_lock(&sem->lock);
 	}
 
 	/* Give up: off the list; if we were the head, others may fit now. */
-	{
-		struct sema_wakeq q;
-		bool head = sem->wait_list.next == &tw.w.list;
-
-		sema_wakeq_init(&q);
-		list_del_init(&tw.w.list);
-		tw.w.state = SEMA_CANCELLED;
-		if (head)
-			do_wake_locked(sem, &q);
-		spin_unlock(&sem->lock);
-		sema_wakeq_run(&q);
-	}
+	head = sem->wait_list.next == &tw.w.list;
+	sema_wakeq_init(&q);
+	list_del_init(&tw.w.list);
+	tw.w.state = SEMA_CANCELLED;
+	if (head)
+		do_wake_locked(sem, &q);
+	spin_unlock(&sem->lock);
+	sema_wakeq_run(&q);
 	return r;
 }
 

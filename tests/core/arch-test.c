@@ -179,6 +179,7 @@ static void test_futex(void)
 
 int main(void)
 {
+	t_watchdog(120);
 	printf("arch: %s\n", SEMD_ARCH_NAME);
 	test_ops32();
 	test_ops64();

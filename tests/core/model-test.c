@@ -276,6 +276,7 @@ int main(int argc, char **argv)
 	unsigned long counts[6] = { 0 };
 	int c, k;
 
+	t_watchdog(300);
 	while ((c = getopt(argc, argv, "s:n:")) != -1) {
 		switch (c) {
 		case 's':

@@ -813,6 +813,7 @@ static void test_pending_signal(void)
 
 int main(void)
 {
+	t_watchdog(300);
 	test_trylock();
 	test_async_immediate();
 	test_async_fifo();

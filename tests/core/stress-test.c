@@ -263,6 +263,7 @@ int main(int argc, char **argv)
 		    MAX_THREADS);
 		return 2;
 	}
+	t_watchdog((unsigned int)seconds + 120);
 	printf("stress-test: %d threads, %.1f s, count %ld, arch %s, seed %" PRIu64 "\n",
 	    T, seconds, K, SEMD_ARCH_NAME, seed);
 	fflush(stdout);

@@ -92,4 +92,25 @@ static inline void t_sleep_ms(long ms)
 	while (nanosleep(&ts, &ts) != 0)
 		;
 }
+#include <signal.h>
+#include <unistd.h>
+
+/* SIGALRM handler: report a hang and fail (async-signal-safe). */
+static inline void t_watchdog_fire(int sig)
+{
+	static const char msg[] = "FAIL: watchdog: test still running, presumed hung\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(1);
+	_exit(1);
+}
+
+/* Fail the test if it has not finished within seconds. */
+static inline void t_watchdog(unsigned int seconds)
+{
+	signal(SIGALRM, t_watchdog_fire);
+	alarm(seconds);
+}
+
 #endif
