@@ -108,6 +108,8 @@ struct semc {
 	uint64_t next_id;
 	struct semc_req *pending;
 	struct semc_hold *holds;
+	uint64_t lost_ids[64];	/* recently lost permits, a ring */
+	unsigned lost_next;
 
 	uint64_t session;
 	uint8_t secret[256];
@@ -139,6 +141,7 @@ void semc_req_free(struct semc_req *r);
 int semc_submit(struct semc *c, struct semc_req *r);
 int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost);
 int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out);
+bool semc_permit_lost(struct semc *c, uint64_t permit_id);
 int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg);
 
 /* ops.c */

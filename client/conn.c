@@ -280,7 +280,11 @@ static void give_back_locked(struct semc *c, const char *name, uint64_t permit_i
 static void hold_add_locked(struct semc *c, const char *name, const Semd__Grant *g)
 {
 	struct semc_hold *h = calloc(1, sizeof *h);
+	unsigned i;
 
+	for (i = 0; i < 64; i++)	/* a new daemon may reuse the id */
+		if (c->lost_ids[i] == g->permit_id)
+			c->lost_ids[i] = 0;
 	if (h == NULL || (h->name = strdup(name)) == NULL) {
 		free(h);
 		return;
@@ -372,6 +376,7 @@ static void session_lost_locked(struct semc *c, int err, const char *why, struct
 	for (h = c->holds; h != NULL; h = hn) {
 		hn = h->next;
 		event_push(d, SEMC_EV_HOLD_LOST, err, why, h);
+		c->lost_ids[c->lost_next++ % 64] = h->permit_id;
 		free(h->name);
 		free(h);
 	}
@@ -385,6 +390,20 @@ static void session_lost_locked(struct semc *c, int err, const char *why, struct
 	c->secret_len = 0;
 	c->lost_at = 0;
 	pthread_cond_broadcast(&c->cond);
+}
+
+/* Whether permit_id was one of the recently lost session holds. */
+bool semc_permit_lost(struct semc *c, uint64_t permit_id)
+{
+	bool lost = false;
+	unsigned i;
+
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < 64 && permit_id != 0; i++)
+		if (c->lost_ids[i] == permit_id)
+			lost = true;
+	pthread_mutex_unlock(&c->lock);
+	return lost;
 }
 
 /* Forget connection k after an error; keep the session if it can resume. */

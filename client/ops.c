@@ -342,6 +342,9 @@ int semc_up(struct semc *c, const char *name, uint32_t n, uint64_t permit_id,
 	rq.op_case = SEMD__REQUEST__OP_UP;
 	rq.up = &op;
 	r = semc_call(c, &rq, 0, &rp);
+	if ((r == SEMC_E_NOT_HOLDER || r == SEMC_E_NOT_FOUND) && semc_permit_lost(c, permit_id))
+		r = semc_fail(SEMC_E_HOLD_LOST, "permit %llu of %s was lost with the session",
+			      (unsigned long long)permit_id, name);
 	if (released != NULL)
 		*released = r == 0 && rp->body_case == SEMD__REPLY__BODY_RELEASED ?
 			    rp->released->n : 0;

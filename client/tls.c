@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,16 +162,32 @@ ssize_t semc_tls_read(struct semc_conn *k, void *buf, size_t len)
 	return -1;
 }
 
-/* Write without blocking; *want gets the poll event to wait for. */
+/* Write without blocking; *want gets the poll event to wait for. OpenSSL
+ * writes with write(2), so SIGPIPE is blocked around it and a SIGPIPE it
+ * raised is consumed: a library must not kill its caller. */
 ssize_t semc_tls_write(struct semc_conn *k, const void *buf, size_t len, int *want)
 {
+	sigset_t pipe_set, old, pending;
+	struct timespec zero = { 0, 0 };
+	bool was_pending;
 	int r, e;
 
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
 	pthread_mutex_lock(&k->iolock);
 	ERR_clear_error();
 	r = SSL_write(k->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
 	e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(k->ssl, r);
 	pthread_mutex_unlock(&k->iolock);
+	if (!was_pending) {
+		sigpending(&pending);
+		if (sigismember(&pending, SIGPIPE))
+			sigtimedwait(&pipe_set, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r > 0)
 		return r;
 	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {

@@ -631,6 +631,8 @@ static void test_restart(void)
 	PUMP_UNTIL(c, ev.lost > 0, 5000);
 	CHECK_EQ(1, ev.lost);
 	CHECK(ev.reconnected >= 1, "reconnected with a new session");
+	CHECK_EQ(SEMC_E_HOLD_LOST, semc_up(c, "restart/a", 0, ev.lost_permit, NULL));
+	CHECK(strstr(semc_last_message(), "lost") != NULL, "message: %s", semc_last_message());
 	CHECK_EQ(0, semc_ping(c, NULL));
 	CHECK_EQ(0, semc_ping(c2, NULL));
 out:
