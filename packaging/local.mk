@@ -51,11 +51,13 @@ TESTS += packaging/tests/units-verify.sh packaging/tests/install.sh \
 
 # Print the installation directories, fully expanded, for packaging/tests/install.sh.
 packaging-print-dirs:
-	@echo "prefix=$(prefix)"; \
+	@echo "VERSION=$(VERSION)"; \
+	echo "prefix=$(prefix)"; \
 	echo "bindir=$(bindir)"; \
 	echo "sbindir=$(sbindir)"; \
 	echo "libdir=$(libdir)"; \
 	echo "includedir=$(includedir)"; \
+	echo "datadir=$(datadir)"; \
 	echo "pkgconfigdir=$(pkgconfigdir)"; \
 	echo "mandir=$(mandir)"; \
 	echo "sysconfdir=$(sysconfdir)"; \
