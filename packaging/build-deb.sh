@@ -92,7 +92,7 @@ fi
 
 echo "== lintian"
 changes=$work/semd_${version}_$arch.changes
-if lintian --fail-on error --info "$changes" >"$work/lintian.log" 2>&1; then
+if lintian --fail-on error --display-info "$changes" >"$work/lintian.log" 2>&1; then
 	echo "ok - lintian finds no errors"
 else
 	echo "not ok - lintian finds errors"; failed=1
