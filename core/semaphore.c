@@ -307,13 +307,14 @@ static void sema_thread_wait_done(struct sema_thread_waiter *tw)
 /*
  * The slow path, entered with the lock held and the fast path failed:
  * queue a waiter on this stack and sleep until granted, signalled (as how
- * allows) or past deadline (NULL: none). Returns with the lock dropped.
+ * allows) or past deadline (NULL: none). task is the caller's
+ * sema_current(). Returns with the lock dropped.
  */
 static int do_down_common_locked(struct semaphore *sem, unsigned int n,
-    enum sema_sleep how, const struct timespec *deadline)
+    enum sema_sleep how, const struct timespec *deadline,
+    struct sema_task *task)
 {
 	struct sema_thread_waiter tw;
-	struct sema_task *task = sema_current();
 	struct sema_wakeq q;
 	uint32_t seq;
 	bool head;
@@ -368,12 +369,22 @@ static int do_down_common_locked(struct semaphore *sem, unsigned int n,
 static int sema_down_common(struct semaphore *sem, unsigned int n,
     enum sema_sleep how, const struct timespec *deadline)
 {
+	struct sema_task *task;
+
 	spin_lock(&sem->lock);
 	if (do_trydown_locked(sem, n, NULL)) {
 		spin_unlock(&sem->lock);
 		return 0;
 	}
-	return do_down_common_locked(sem, n, how, deadline);
+	/* About to sleep: find our task (may register it) outside the lock. */
+	spin_unlock(&sem->lock);
+	task = sema_current();
+	spin_lock(&sem->lock);
+	if (do_trydown_locked(sem, n, NULL)) {
+		spin_unlock(&sem->lock);
+		return 0;
+	}
+	return do_down_common_locked(sem, n, how, deadline, task);
 }
 
 /* Take one permit, sleeping as long as it takes; signals are ignored. */
