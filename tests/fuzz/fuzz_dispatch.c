@@ -7,7 +7,8 @@
  * as the I/O layer does: an oversized or undecodable frame is a protocol
  * error and closes that connection. After every step sm_check() must hold;
  * every reply must go to an open connection and pack into a frame the
- * client can read. At the end every connection closes and the clock passes
+ * client can read. Inputs of odd length end with a shutdown, which must
+ * leave no waiter. At the end every connection closes and the clock passes
  * every lease: nothing may be left held, waiting or in a session.
  */
 #include <stdio.h>
@@ -180,6 +181,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_check(&f);
 	}
 
+	/* inputs of odd length end with a shutdown: every waiter is answered */
+	if (size % 2 == 1) {
+		sm_shutdown(f.sm, f.now);
+		fz_check(&f);
+		sm_get_counters(f.sm, &cnt);
+		FUZZ_ASSERT(cnt.waiters == 0);
+	}
 	/* everyone leaves; after every lease, nothing is left behind */
 	for (k = 0; k < FUZZ_CLIENTS; k++)
 		fz_close(&f, k);

@@ -66,6 +66,24 @@ static void out_write(const struct out *o, const char *target, const char *name)
 }
 
 /* Request builders: one framed request each, appended to o. */
+static void req_hello_resume(struct out *o, uint64_t id, uint32_t lease_ms, uint64_t session,
+    const uint8_t *secret, size_t secret_len)
+{
+	Semd__Request r = SEMD__REQUEST__INIT;
+	Semd__Hello m = SEMD__HELLO__INIT;
+
+	m.version = 1;
+	m.client_name = "fuzz";
+	m.lease_ms = lease_ms;
+	m.resume_session = session;
+	m.resume_secret.data = (uint8_t *)secret;
+	m.resume_secret.len = secret_len;
+	r.id = id;
+	r.op_case = SEMD__REQUEST__OP_HELLO;
+	r.hello = &m;
+	out_req(o, &r);
+}
+
 static void req_hello(struct out *o, uint64_t id, uint32_t lease_ms)
 {
 	Semd__Request r = SEMD__REQUEST__INIT;
@@ -339,6 +357,26 @@ static void gen_dispatch(void)
 	ctl(&o, 0, 0); req_name_op(&o, 4, SEMD__REQUEST__OP_RELEASE, "s");
 	ctl(&o, 0, 1); req_simple(&o, 3, SEMD__REQUEST__OP_PING);
 	out_write(&o, "fuzz_dispatch", "signal-release");
+
+	/*
+	 * resume: fuzz_dispatch gives the n-th connection it opens the secret
+	 * {slot, n, n >> 8, 0...}; the first session (id 1) is slot 0's, n = 0
+	 */
+	memset(&o, 0, sizeof(o));
+	{
+		static const uint8_t zero[16];
+
+		ctl(&o, 0, 0); req_hello(&o, 1, 5000);
+		ctl(&o, 0, 0); req_down(&o, 2, "r", 1, -1, 0);
+		ctl(&o, 0, 1); req_hello_resume(&o, 1, 0, 1, zero, sizeof(zero));
+		ctl(&o, FUZZ_OP_RECONNECT, 0);
+		ctl(&o, 0, 0); req_hello_resume(&o, 1, 5000, 1, zero, sizeof(zero));
+		ctl(&o, 0, 0); req_up(&o, 3, "r", 1, 0);
+		ctl(&o, 0, 2); req_hello_resume(&o, 1, 0, 1, zero, 15);
+		tick(&o, 80);
+		ctl(&o, 0, 3); req_hello_resume(&o, 1, 0, 1, zero, sizeof(zero));
+		out_write(&o, "fuzz_dispatch", "resume");
+	}
 
 	/* no Hello first, then garbage */
 	memset(&o, 0, sizeof(o));
