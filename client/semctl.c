@@ -612,32 +612,48 @@ static int cmd_info(int argc, char **argv)
 	return 0;
 }
 
-/* list [PREFIX]: every page. */
+/* list [PREFIX]: every page, fetched before anything is printed. */
 static int cmd_list(int argc, char **argv)
 {
 	struct cmd_args a;
-	struct semc_list *l = NULL;
+	struct semc_list **pages = NULL, **np;
 	struct semc *c;
-	char *after = NULL;
-	size_t i, total = 0;
-	int r, pages = 0;
+	const char *after = NULL;
+	size_t i, k, npages = 0, total = 0;
+	int r = 0;
 
 	cmd_parse(argc, argv, "", &a);
 	need_args(&a, 0, 1, "list [PREFIX]");
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
+	/* bounded: at most a million pages of up to 1000 names */
+	while (npages < 1000000) {
+		if ((np = realloc(pages, (npages + 1) * sizeof *pages)) == NULL) {
+			r = SEMC_E_NOMEM;
+			break;
+		}
+		pages = np;
+		if ((r = semc_list(c, a.argc ? a.argv[0] : "", after, 1000, &pages[npages])) != 0)
+			break;
+		after = pages[npages]->next;
+		if (pages[npages++]->n == 0 || after == NULL || *after == '\0')
+			break;
+	}
+	semc_free(c);
+	if (r != 0) {
+		for (k = 0; k < npages; k++)
+			semc_list_free(pages[k]);
+		free(pages);
+		return fail(r, "list");
+	}
 	if (g.json)
 		printf("{\"ok\":true,\"semaphores\":[");
 	else
 		printf("%-40s %8s %10s %-7s %8s %8s\n", "NAME", "LIMIT", "AVAILABLE", "MODE",
 		       "HOLDERS", "WAITERS");
-	/* bounded: at most a million pages of up to 1000 names */
-	while (pages++ < 1000000) {
-		r = semc_list(c, a.argc ? a.argv[0] : "", after, 1000, &l);
-		if (r != 0)
-			break;
-		for (i = 0; i < l->n; i++, total++) {
-			const struct semc_summary *s = &l->entries[i];
+	for (k = 0; k < npages; k++) {
+		for (i = 0; i < pages[k]->n; i++, total++) {
+			const struct semc_summary *s = &pages[k]->entries[i];
 
 			if (g.json) {
 				printf("%s{\"name\":", total ? "," : "");
@@ -650,24 +666,9 @@ static int cmd_list(int argc, char **argv)
 				       s->available, mode_name(s->mode), s->holders, s->waiters);
 			}
 		}
-		free(after);
-		after = NULL;
-		if (l->next == NULL || *l->next == '\0' || l->n == 0)
-			break;
-		after = strdup(l->next);
-		semc_list_free(l);
-		l = NULL;
-		if (after == NULL)
-			break;
+		semc_list_free(pages[k]);
 	}
-	semc_list_free(l);
-	free(after);
-	semc_free(c);
-	if (r != 0) {
-		if (g.json)
-			printf("]}\n");
-		return fail(r, "list");
-	}
+	free(pages);
 	if (g.json)
 		printf("],\"count\":%zu}\n", total);
 	return 0;

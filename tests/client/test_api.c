@@ -640,6 +640,116 @@ out:
 	semc_free(c2);
 }
 
+/* --- a blocked thread reads for an event loop; late replies ---------------- */
+
+static atomic_int pong_seen;
+static struct semc *mixed;
+
+/* An async ping came back. */
+static void on_pong(struct semc *c, const struct semc_result *r, void *arg)
+{
+	if (r->error == 0)
+		atomic_store(&pong_seen, 1);
+}
+
+/* A thread blocked in a long down. */
+static void *blocked_down(void *arg)
+{
+	struct semc_grant g;
+	int *rc = arg;
+
+	*rc = semc_down(mixed, "mixed", 1, 3000, 0, &g);
+	return NULL;
+}
+
+/* While one thread waits in a down (and holds the reader role), another
+ * thread's async request completes; a late grant is given back. */
+static void test_mixed(void)
+{
+	struct semc *obs = open_client(D.unix_addr, 0);
+	struct semc_grant g;
+	struct semc_info *in = NULL;
+	pthread_t th;
+	int rc = 1, i, r, held;
+	long long end;
+
+	TEST_START("blocking and async on one handle; late replies");
+	mixed = open_client(D.unix_addr, 0);
+	CHECK(mixed != NULL && obs != NULL, "connect");
+	if (mixed == NULL || obs == NULL)
+		goto out;
+	CHECK_EQ(0, semc_down(obs, "mixed", 1, 1000, 0, &g));
+	pthread_create(&th, NULL, blocked_down, &rc);
+	t_sleep_ms(100);
+	CHECK(semc_ping_async(mixed, on_pong, NULL) > 0, "async ping sent");
+	end = t_now_ms() + 2000;
+	while (!atomic_load(&pong_seen) && t_now_ms() < end) {
+		semc_process(mixed);	/* returns at once: the blocked thread reads */
+		t_sleep_ms(10);
+	}
+	CHECK(atomic_load(&pong_seen), "the pong was dispatched while another thread waited");
+	CHECK_EQ(0, semc_up(obs, "mixed", 1, 0, NULL));
+	pthread_join(th, NULL);
+	CHECK_EQ(0, rc);
+	CHECK_EQ(0, semc_up(mixed, "mixed", 1, 0, NULL));
+
+	/* the daemon is stopped: the client gives up, then the reply comes late */
+	semc_set_timeout(mixed, 300);
+	kill(D.pid, SIGSTOP);
+	CHECK_EQ(SEMC_E_NO_REPLY, semc_ping(mixed, NULL));
+	CHECK_EQ(SEMC_E_NO_REPLY, semc_trydown(mixed, "late", 1, &g));
+	kill(D.pid, SIGCONT);
+	semc_set_timeout(mixed, 5000);
+	CHECK_EQ(0, semc_ping(mixed, NULL));
+	/* the late grant was given back: nobody holds "late" */
+	held = 1;
+	for (i = 0; i < 100 && held != 0; i++) {
+		semc_process(mixed);
+		r = semc_info(obs, "late", &in);
+		held = r == SEMC_E_NOT_FOUND ? 0 : r == 0 ? (int)in->n_holders : -1;
+		semc_info_free(in);
+		in = NULL;
+		if (held != 0)
+			t_sleep_ms(20);
+	}
+	CHECK(held == 0, "a grant nobody waited for was given back (%d holders)", held);
+	CHECK_EQ(0, semc_pending(mixed));
+out:
+	semc_free(mixed);
+	semc_free(obs);
+}
+
+/* semctl list fetches every page (the daemon's pages hold at most 1000). */
+static void test_semctl_paging(void)
+{
+	struct semc *c = open_client(D.unix_addr, 0);
+	char name[64], cmd[1024], out[256] = "";
+	const char *top = getenv("top_builddir");
+	FILE *p;
+	int i, bad = 0;
+
+	TEST_START("semctl list pages through 1205 names");
+	CHECK(c != NULL, "connect");
+	if (c == NULL)
+		return;
+	for (i = 0; i < 1205; i++) {
+		snprintf(name, sizeof name, "many/%04d", i);
+		if (semc_create(c, name, 1, SEMC_MODE_OWNED, false) != 0)
+			bad++;
+	}
+	CHECK_EQ(0, bad);
+	snprintf(cmd, sizeof cmd, "'%s/semctl' -s '%s' --json list many/ | python3 -c "
+		 "'import json,sys; j=json.load(sys.stdin); n=[s[\"name\"] for s in j[\"semaphores\"]];"
+		 " print(j[\"count\"], len(set(n)), n == sorted(n))'", top ? top : ".", D.unix_addr);
+	if ((p = popen(cmd, "r")) != NULL) {
+		if (fgets(out, sizeof out, p) == NULL)
+			out[0] = '\0';
+		pclose(p);
+	}
+	CHECK(strcmp(out, "1205 1205 True\n") == 0, "semctl --json list many/: '%s'", out);
+	semc_free(c);
+}
+
 int main(void)
 {
 	alarm(120);	/* watchdog */
@@ -655,6 +765,8 @@ int main(void)
 	test_operations(D.tcp_addr, false);
 	test_threads();
 	test_async();
+	test_mixed();
+	test_semctl_paging();
 	test_resume();
 	test_restart();
 	fprintf(stderr, "%d checks, %d failed\n", t_checks, t_failures);
