@@ -439,6 +439,7 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 	double fair = r->grants_min ? (double)r->grants_max / (double)r->grants_min : 0;
 	double per_name = 0;
 	uint64_t created = o->names;
+	char rt[16];
 
 	if (m != NULL && m->have_names && m->names[1] > m->names[0])
 		created = m->names[1] - m->names[0];
@@ -484,8 +485,9 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 		    "ops/s", "rt", "p50_us", "p99_us", "p99.9_us", "max_us", "notes");
 		*first = 0;
 	}
-	printf("%-11s %6u %4u %3u %11.0f %3d %9.1f %9.1f %9.1f %9.1f  ", test_names[r->test],
-	    r->conns, r->pipeline, r->nworkers, ops_s, test_rts[r->test],
+	snprintf(rt, sizeof(rt), "%d", test_rts[r->test]);
+	printf("%-11s %6u %4u %3u %11.0f %3s %9.1f %9.1f %9.1f %9.1f  ", test_names[r->test],
+	    r->conns, r->pipeline, r->nworkers, ops_s, test_rts[r->test] ? rt : "-",
 	    us(hist_quantile(h, 0.5)), us(hist_quantile(h, 0.99)), us(hist_quantile(h, 0.999)),
 	    us(h->count ? h->max : 0));
 	if (r->test == T_TRYDOWN_UP)

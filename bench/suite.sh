@@ -67,7 +67,7 @@ row() { # transport address test C P [extra args]
 	notes=""
 	case $test in
 	contended) notes="limit=$(json limit "$line") wait_us p50=$(json p50 "$(obj wait_us "$line")") p99=$(json p99 "$(obj wait_us "$line")") fairness(max/min)=$(json fairness_max_over_min "$line")" ;;
-	handoff) notes="up -> next waiter's grant" ;;
+	handoff) notes="up -> next waiter's grant (rt: not round trips)" ;;
 	names) notes="$(json names "$line") names, $(json deletes_per_sec "$line") deletes/s, $(json bytes_per_name "$line") bytes/name ($(json memory_counter "$line"))" ;;
 	trydown-up) notes="refused=$(json refused "$line")" ;;
 	esac
