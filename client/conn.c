@@ -1085,10 +1085,16 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 				break;
 			}
 			if (!c->connecting && now >= c->next_retry) {
+				int rc;
+
 				pthread_mutex_unlock(&c->lock);
 				deliver_run(c, &d);
-				conn_try(c, deadline);
+				rc = conn_try(c, deadline);
 				pthread_mutex_lock(&c->lock);
+				/* nothing to resume: no point waiting for a
+				 * server that is not there; say why at once */
+				if (rc < 0 && c->conn == NULL && c->session == 0 && !r->done)
+					req_complete_locked(c, r, NULL, rc, &d);
 				continue;
 			}
 			if (!c->connecting && c->next_retry - now < slice)
@@ -1110,6 +1116,8 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 	if (r->reply == NULL) {
 		if (r->error == SEMC_E_DISCONNECTED)
 			return semc_fail(r->error, "connection to %s lost", c->addr.canon);
+		if (semc_last_message()[0] != '\0')
+			return r->error;	/* the reconnect attempt said why */
 		return semc_fail(r->error, NULL);
 	}
 	return semc_reply_error(r->reply);

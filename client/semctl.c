@@ -1029,8 +1029,10 @@ static int cmd_run(int argc, char **argv)
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 	}
-	if (!rs.lost)
+	if (!rs.lost) {
+		semc_set_timeout(c, 2000);	/* best effort: the session ends anyway */
 		semc_up(c, a.argv[0], 0, rs.permit_id, NULL);
+	}
 	semc_free(c);
 	if (rs.lost)
 		return EX_LOST_;

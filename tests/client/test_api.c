@@ -635,6 +635,17 @@ static void test_restart(void)
 	CHECK(strstr(semc_last_message(), "lost") != NULL, "message: %s", semc_last_message());
 	CHECK_EQ(0, semc_ping(c, NULL));
 	CHECK_EQ(0, semc_ping(c2, NULL));
+
+	/* no session to resume and no daemon: a call fails at once, saying why */
+	tdaemon_stop(&D, SIGKILL);
+	semc_set_lease(c2, 0);
+	t0 = t_now_ms();
+	PUMP_UNTIL(c2, semc_fd(c2) < 0, 3000);
+	CHECK_EQ(SEMC_E_CONNECT, semc_ping(c2, NULL));
+	CHECK(strstr(semc_last_message(), "s.sock") != NULL, "message: %s", semc_last_message());
+	CHECK(t_now_ms() - t0 < 2500, "failed after %lld ms", t_now_ms() - t0);
+	CHECK(tdaemon_start(&D, NULL) == 0, "restart semd");
+	CHECK_EQ(0, semc_ping(c2, NULL));
 out:
 	semc_free(c);
 	semc_free(c2);
