@@ -2,10 +2,12 @@
 # The core tests: arch/ atomics, semaphore unit tests, the model test against
 # a reference counter+queue, and the synchro-test style stress test.
 # `make check-core` runs only these (the TSan stage of tests/run uses it).
-CORE_TESTS = tests/core/arch-test tests/core/sema-test \
+CORE_TEST_PROGS = tests/core/arch-test tests/core/sema-test \
 	tests/core/model-test tests/core/stress-test
-check_PROGRAMS += $(CORE_TESTS)
+CORE_TESTS = $(CORE_TEST_PROGS) tests/core/stress-oversub.sh
+check_PROGRAMS += $(CORE_TEST_PROGS)
 TESTS += $(CORE_TESTS)
+EXTRA_DIST += tests/core/stress-oversub.sh
 noinst_HEADERS += tests/core/test.h
 EXTRA_DIST += tests/cross-aarch64.sh
 
@@ -24,6 +26,8 @@ noinst_PROGRAMS += tests/core/core-bench
 tests_core_core_bench_SOURCES = tests/core/core-bench.c
 tests_core_core_bench_LDADD = $(CORE_TEST_LIBS)
 
-check-core:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(CORE_TESTS)"
+# Builds only what the core tests need (not the daemon or client), then runs
+# them through automake's test harness with its usual summary.
+check-core: $(CORE_TEST_PROGS)
+	$(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS="$(CORE_TESTS)"
 .PHONY: check-core

@@ -811,6 +811,47 @@ static void test_pending_signal(void)
 	T_EQ(sema_count(&s), 0);
 }
 
+struct exiter {
+	pthread_t		tid;
+	struct semaphore	*sem;
+};
+
+/* Sleep for a permit and exit at once: the thread's task goes with it. */
+static void *exiter_main(void *arg)
+{
+	struct exiter *e = arg;
+
+	sema_down(e->sem);
+	return NULL;
+}
+
+/*
+ * A thread may exit the moment its down returns, while the thread that
+ * handed it the permit may still be in its wake-up path.
+ */
+static void test_exit_after_grant(void)
+{
+	struct semaphore s;
+	struct exiter e[4];
+	int round, i;
+
+	TEST_START("a thread may exit as soon as its down returns");
+	sema_init(&s, 0);
+	for (round = 0; round < 50; round++) {
+		for (i = 0; i < 4; i++) {
+			e[i].sem = &s;
+			T_OK(pthread_create(&e[i].tid, NULL, exiter_main, &e[i]));
+		}
+		if (round % 2)
+			wait_waiters(&s, 4);	/* all asleep first */
+		sema_up_n(&s, 4);
+		for (i = 0; i < 4; i++)
+			T_OK(pthread_join(e[i].tid, NULL));
+		T_EQ(sema_count(&s), 0);
+		T_EQ(sema_waiters(&s), 0);
+	}
+}
+
 int main(void)
 {
 	t_watchdog(300);
@@ -831,6 +872,7 @@ int main(void)
 	test_race_cancel_vs_handoff();
 	test_race_timeout_vs_up();
 	test_race_signal_vs_up();
+	test_exit_after_grant();
 	printf("sema-test: all passed\n");
 	return 0;
 }
