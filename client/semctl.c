@@ -388,6 +388,7 @@ static void json_ok(const char *name, const char *extra_key, int64_t extra)
 	printf("}\n");
 }
 
+/* The mode as semctl spells it. */
 static const char *mode_name(enum semc_mode m)
 {
 	return m == SEMC_MODE_SIGNAL ? "signal" : "owned";

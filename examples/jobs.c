@@ -113,6 +113,7 @@ static int job_int(const char *s, const char *what)
 	return (int)v;
 }
 
+/* Set the semaphore up, run the workers, check the limit held. */
 int main(int argc, char **argv)
 {
 	struct job j = { NULL, "examples/jobs", 4, 2, 5, 20 };

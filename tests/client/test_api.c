@@ -761,6 +761,7 @@ static void test_semctl_paging(void)
 	semc_free(c);
 }
 
+/* Start semd, run every test, report. */
 int main(void)
 {
 	alarm(120);	/* watchdog */

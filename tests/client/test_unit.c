@@ -56,6 +56,7 @@ static long long dur(const char *s)
 	return ms;
 }
 
+/* Run the checks. */
 int main(void)
 {
 	struct semc *c;
