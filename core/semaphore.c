@@ -134,6 +134,16 @@ static void sema_wakeq_run(struct sema_wakeq *q)
 	}
 }
 
+/* count + delta, saturated at LONG_MIN and LONG_MAX. */
+static long sema_add_sat(long count, long delta)
+{
+	if (delta > 0 && count > LONG_MAX - delta)
+		return LONG_MAX;
+	if (delta < 0 && count < LONG_MIN - delta)
+		return LONG_MIN;
+	return count + delta;
+}
+
 /* Initialise sem with count free permits. */
 void sema_init(struct semaphore *sem, long count)
 {
@@ -458,7 +468,7 @@ void sema_up_n(struct semaphore *sem, unsigned int n)
 		return;
 	sema_wakeq_init(&q);
 	spin_lock(&sem->lock);
-	sem->count += (long)n;
+	sem->count = sema_add_sat(sem->count, (long)n);
 	do_wake_locked(sem, &q);
 	spin_unlock(&sem->lock);
 	sema_wakeq_run(&q);
@@ -555,7 +565,7 @@ void sema_adjust(struct semaphore *sem, long delta)
 
 	sema_wakeq_init(&q);
 	spin_lock(&sem->lock);
-	sem->count += delta;
+	sem->count = sema_add_sat(sem->count, delta);
 	if (delta > 0)
 		do_wake_locked(sem, &q);
 	spin_unlock(&sem->lock);

@@ -150,7 +150,12 @@ bool sema_cancel(struct semaphore *sem, struct sema_waiter *w) __must_check;
  */
 int sema_up_max(struct semaphore *sem, unsigned int n, long max) __must_check;
 
-/* Add delta (may be negative) to the free count: a live limit change. */
+/*
+ * Add delta (may be negative) to the free count: a live limit change. The
+ * count may go below zero (more held than the new limit); then ups refill it
+ * before anyone is served. Growing hands permits to waiters. The count
+ * saturates at LONG_MIN/LONG_MAX (as does sema_up_n()).
+ */
 void sema_adjust(struct semaphore *sem, long delta);
 
 /* Snapshot readers (take the lock). */

@@ -7,6 +7,7 @@
 #endif
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -419,6 +420,17 @@ static void test_adjust(void)
 	T_EQ(log_ids[1], 1);
 	T_EQ(sema_count(&s), 4);
 	T_EQ(sema_waiters(&s), 0);
+
+	TEST_START("the count saturates instead of overflowing");
+	sema_init(&s, LONG_MAX - 1);
+	sema_up_n(&s, 5);
+	T_EQ(sema_count(&s), LONG_MAX);
+	sema_adjust(&s, LONG_MAX);
+	T_EQ(sema_count(&s), LONG_MAX);
+	T_EQ(sema_up_max(&s, 1, LONG_MAX), -EOVERFLOW);
+	sema_init(&s, -5);
+	sema_adjust(&s, LONG_MIN);
+	T_EQ(sema_count(&s), LONG_MIN);
 }
 
 /* Blocking down sleeps until up; several sleepers wake in FIFO order. */
