@@ -251,7 +251,15 @@ int listener_adopt(struct server *srv, int fd)
 {
 	int r;
 
+	/*
+	 * The passed socket may be blocking; libevent's listener accepts in a
+	 * loop until EAGAIN, which would then block the whole daemon.
+	 */
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (evutil_make_socket_nonblocking(fd) != 0) {
+		log_err("socket-activated fd %d: cannot make it non-blocking", fd);
+		return -EINVAL;
+	}
 	if ((r = listener_add(srv, fd, NULL)) != 0)
 		log_err_errno(r, "socket-activated fd %d", fd);
 	return r;

@@ -15,7 +15,8 @@ tests_daemon_semd_probe_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 
 # Shell tests against a real semd on private sockets (tests/lib.sh).
-TESTS += tests/daemon/ops.sh tests/daemon/sessions.sh tests/daemon/load.sh \
-	tests/daemon/frames.sh
-EXTRA_DIST += tests/daemon/ops.sh tests/daemon/sessions.sh \
-	tests/daemon/load.sh tests/daemon/frames.sh
+DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
+	tests/daemon/load.sh tests/daemon/frames.sh tests/daemon/config.sh \
+	tests/daemon/activation.sh
+TESTS += $(DAEMON_SH_TESTS)
+EXTRA_DIST += $(DAEMON_SH_TESTS)

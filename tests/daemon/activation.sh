@@ -1,0 +1,66 @@
+#!/bin/sh
+# Socket activation: systemd-socket-activate owns a UNIX and a TCP socket and
+# starts semd on the first connection; that connection, made before semd was
+# running, is served. READY=1 arrives on a NOTIFY_SOCKET owned by this test.
+. "$top_srcdir/tests/lib.sh"
+PROBE=$top_builddir/tests/daemon/semd_probe
+t_watchdog 60
+if ! command -v systemd-socket-activate >/dev/null 2>&1 ||
+    ! command -v python3 >/dev/null 2>&1; then
+	echo "# skipped: systemd-socket-activate or python3 missing"
+	exit 77
+fi
+if ! "$SEMD" --help | grep -q listen; then
+	exit 99
+fi
+has() { grep -q -- "$1" "$2"; }
+
+# The notify socket: a datagram socket that records what semd says.
+python3 - "$T/notify.sock" "$T/notify.out" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(0.2)
+end = time.time() + 50
+with open(sys.argv[2], "a", buffering=1) as out:
+    while time.time() < end:
+        try:
+            msg = s.recv(4096).decode()
+        except socket.timeout:
+            continue
+        for line in msg.split("\n"):
+            out.write(line + "\n")
+        if "STOPPING=1" in msg:
+            break
+PY
+PIDS_TO_KILL="$PIDS_TO_KILL $!"
+t_wait_for 5 test -S "$T/notify.sock"
+
+# systemd-socket-activate wants a port number: ask the kernel for a free one.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+NOTIFY_SOCKET=$T/notify.sock systemd-socket-activate -E NOTIFY_SOCKET \
+	-l "$T/act.sock" -l "127.0.0.1:$port" \
+	"$SEMD" --ready-file "$T/act.ready" --log-level debug >"$T/act.log" 2>&1 &
+act=$!
+PIDS_TO_KILL="$PIDS_TO_KILL $act"
+ok "activator listening" t_wait_for 5 test -S "$T/act.sock"
+ok "semd not started before a connection" test ! -e "$T/act.ready"
+
+# The first connection starts semd; it is served.
+$PROBE "unix:$T/act.sock" hello "down act" ping >"$T/first.out" 2>&1
+ok "connection made before semd ran is served" has '^reply id=2 code=OK permit=' "$T/first.out"
+ok "ready file written" t_wait_for 5 test -s "$T/act.ready"
+ok "READY=1 on the notify socket" t_wait_for 5 has '^READY=1' "$T/notify.out"
+ok "STATUS on the notify socket" has '^STATUS=listening on' "$T/notify.out"
+ok "ready file lists the passed UNIX socket" has "^unix:$T/act.sock\$" "$T/act.ready"
+tcp=$(grep -m1 '^tcp:' "$T/act.ready")
+expect_eq "ready file lists the passed TCP socket" "tcp:127.0.0.1:$port" "$tcp"
+$PROBE "$tcp" hello "down act timeout=0" >"$T/tcp.out" 2>&1
+ok "TCP socket served" has '^reply id=2 code=OK permit=' "$T/tcp.out"
+ok "journal priority prefixes under systemd" has '^<5>listening on' "$T/act.log"
+
+kill -TERM "$act"
+wait "$act"
+expect_eq "SIGTERM: exit 0" 0 "$?"
+ok "STOPPING=1 on the notify socket" t_wait_for 5 has '^STOPPING=1' "$T/notify.out"
+t_done

@@ -1,0 +1,87 @@
+#!/bin/sh
+# The command line and the config file: -t, errors with file:line, flags
+# over the file, SIGHUP reload, start-up failures with sysexits codes, a
+# stale UNIX socket replaced.
+. "$top_srcdir/tests/lib.sh"
+PROBE=$top_builddir/tests/daemon/semd_probe
+t_watchdog 60
+has() { grep -q -- "$1" "$2"; }
+
+"$SEMD" --version >"$T/v.out"
+ok "--version" has '^semd [0-9]' "$T/v.out"
+"$SEMD" --help >"$T/h.out"
+ok "--help names --listen and --check-config" sh -c "grep -q -- --listen '$T/h.out' && grep -q -- --check-config '$T/h.out'"
+"$SEMD" --no-such-flag >/dev/null 2>&1
+expect_eq "unknown flag: EX_USAGE" 64 "$?"
+
+cat >"$T/good.conf" <<CONF
+# a comment
+listen unix:$T/c.sock
+
+listen tcp:127.0.0.1:0
+default-limit 2
+max-frame 4096
+log-level info
+handshake-timeout 5s
+CONF
+"$SEMD" --config "$T/good.conf" -t >"$T/t.out" 2>&1
+expect_eq "-t on a good file: exit 0" 0 "$?"
+printf 'default-limit 2\n\nmax-frobs 3\n' >"$T/bad.conf"
+"$SEMD" --config "$T/bad.conf" --check-config >"$T/t.out" 2>&1
+expect_eq "-t on a bad key: EX_CONFIG" 78 "$?"
+ok "bad key: file:line and the key" has "bad.conf:3: unknown setting 'max-frobs'" "$T/t.out"
+printf 'default-limit many\n' >"$T/bad2.conf"
+"$SEMD" --config "$T/bad2.conf" -t >"$T/t.out" 2>&1
+ok "bad value: file:line and why" has "bad2.conf:1: default-limit 'many': not a number" "$T/t.out"
+printf 'listen udp:1.2.3.4:5\n' >"$T/bad3.conf"
+"$SEMD" --config "$T/bad3.conf" -t >"$T/t.out" 2>&1
+ok "bad listen address explained" has "bad3.conf:1: listen udp:1.2.3.4:5: unknown address kind" "$T/t.out"
+"$SEMD" --config "$T/missing.conf" -t >"$T/t.out" 2>&1
+expect_eq "missing file: EX_CONFIG" 78 "$?"
+"$SEMD" --max-frame 10 -t >"$T/t.out" 2>&1
+ok "flag out of range explained" has "max-frame 10: out of range" "$T/t.out"
+
+# The file's listen lines are used; a flag overrides the file.
+"$SEMD" --config "$T/good.conf" --default-limit 3 --ready-file "$T/c.ready" >"$T/c.log" 2>&1 &
+c=$!
+PIDS_TO_KILL="$PIDS_TO_KILL $c"
+ok "started from the file" t_wait_for 10 test -s "$T/c.ready"
+ok "file listen lines used" has "^unix:$T/c.sock\$" "$T/c.ready"
+ok "port 0 reported as the bound port" sh -c "grep -q '^tcp:127.0.0.1:[1-9][0-9]*\$' '$T/c.ready'"
+ok "bound addresses logged" has "listening on unix:$T/c.sock" "$T/c.log"
+ok "start-up line with the libevent version and backend" has 'libevent 2\..*backend ' "$T/c.log"
+$PROBE "unix:$T/c.sock" hello "down x1" "info x1" >"$T/x1.out"
+ok "flag beats the file (default-limit 3)" has 'name=x1 limit=3 ' "$T/x1.out"
+
+# SIGHUP: re-read the file (the flag still wins for default-limit).
+sed -i 's/^max-frame 4096/max-frame 8192/; s/^log-level info/log-level debug/' "$T/good.conf"
+kill -HUP "$c"
+ok "reload logged" t_wait_for 5 has 'reload: max-frame 4096 -> 8192' "$T/c.log"
+ok "reload: log level changed" has 'reload: log-level info -> debug' "$T/c.log"
+$PROBE "unix:$T/c.sock" hello "down x2" "info x2" >"$T/x2.out"
+ok "after reload the flag still wins" has 'name=x2 limit=3 ' "$T/x2.out"
+echo 'bogus line' >>"$T/good.conf"
+kill -HUP "$c"
+ok "bad reload refused, named" t_wait_for 5 has 'reload failed.*good.conf:9: unknown setting' "$T/c.log"
+$PROBE "unix:$T/c.sock" hello ping >"$T/p.out"
+ok "still serving after a bad reload" has 'code=OK pong' "$T/p.out"
+
+# A second daemon on the same UNIX path refuses to steal it.
+"$SEMD" --listen "unix:$T/c.sock" >"$T/dup.log" 2>&1
+expect_eq "live socket path: EX_OSERR" 71 "$?"
+ok "live socket path explained" has 'another daemon is accepting there' "$T/dup.log"
+kill -TERM "$c"
+wait "$c"
+
+# A stale socket file is replaced.
+python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$T/stale.sock"
+ok "stale socket file exists" test -S "$T/stale.sock"
+start_semd stale || exit 1
+$PROBE "unix:$T/stale.sock" hello ping >"$T/st.out"
+ok "stale socket replaced and served" has 'code=OK pong' "$T/st.out"
+ok "socket mode 0600" sh -c "[ \"\$(stat -c %a '$T/stale.sock')\" = 600 ]"
+
+"$SEMD" --listen "unix:$T/no/such/dir/s.sock" >"$T/nd.log" 2>&1
+expect_eq "socket in a missing directory: EX_CANTCREAT" 73 "$?"
+ok "missing directory explained" has "bind unix:$T/no/such/dir/s.sock: No such file or directory" "$T/nd.log"
+t_done
