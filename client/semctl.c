@@ -282,6 +282,7 @@ static const struct option cmd_longopts[] = {
 	{ "force", no_argument, NULL, O_FORCE },
 	{ "holder", required_argument, NULL, O_HOLDER },
 	{ "json", no_argument, NULL, O_JSON },
+	{ "server", required_argument, NULL, 's' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -312,7 +313,7 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 	a->lease_ms = -1;
 	optind = 0;	/* glibc: start over */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":n:hj", cmd_longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":n:s:hj", cmd_longopts, NULL)) != -1) {
 		const char *letter = NULL;
 
 		switch (ch) {
@@ -324,6 +325,7 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 		case O_FORCE: letter = "f"; break;
 		case O_HOLDER: letter = "H"; break;
 		case O_JSON: case 'j': g.json = true; continue;
+		case 's': g.server = optarg; continue;	/* global, accepted here too */
 		case 'h': fputs(usage_text, stdout); exit(EX_OK_);
 		case ':': usage_fail("%s: option '%s' needs a value", g.cmd, argv[optind - 1]);
 		default: usage_fail("%s: unknown option '%s'", g.cmd, argv[optind - 1]);

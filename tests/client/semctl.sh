@@ -29,6 +29,7 @@ expect_eq "missing argument" 2 "$(rc S info)"
 expect_eq "create needs --limit" 2 "$(rc S create x)"
 expect_eq "bad mode" 2 "$(rc S create x --limit 1 --mode shared)"
 expect_eq "cannot reach the server" 3 "$(rc "$SEMCTL" -s "unix:$T/none.sock" ping)"
+expect_eq "-s after the command" 0 "$(rc "$SEMCTL" ping -s "$d_UNIX")"
 expect_eq "SEMD_SERVER is the default address" 0 "$(SEMD_SERVER=$d_UNIX rc "$SEMCTL" ping)"
 out=$("$SEMCTL" -s "unix:$T/none.sock" --json ping 2>/dev/null)
 expect_eq "unreachable: JSON error" "connect 3" "$(echo "$out" | jget 'j["error"], j["exit"]')"
