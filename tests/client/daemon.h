@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -100,6 +101,9 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 		return -1;
 	if (d->pid == 0) {
 		FILE *lf = fopen(d->log, "a");
+
+		/* a test that crashes or is killed takes its daemon along */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 
 		if (lf != NULL) {
 			dup2(fileno(lf), 1);
