@@ -39,7 +39,7 @@
 
 struct pconn {
 	int		fd;
-	uint8_t		buf[256 << 10];
+	uint8_t		buf[128 << 10];
 	bool		slow;		/* write one byte at a time */
 	size_t		len;
 	uint64_t	next_id;
@@ -574,6 +574,19 @@ static struct pconn **p_open_many(const char *addr, int n)
 	return cs;
 }
 
+/* Close and free what p_open_many() made. */
+static void p_close_many(struct pconn **cs, int n)
+{
+	int i;
+
+	for (i = 0; cs != NULL && i < n; i++) {
+		if (cs[i] != NULL && cs[i]->fd >= 0)
+			close(cs[i]->fd);
+		free(cs[i]);
+	}
+	free(cs);
+}
+
 /* N waiters on N connections: granted strictly in arrival order. */
 static int mode_fifo(const char *addr, int n)
 {
@@ -625,6 +638,7 @@ static int mode_fifo(const char *addr, int n)
 		}
 	}
 	printf("fifo %d waiters granted in order, %d out of order\n", n, bad);
+	p_close_many(cs, n + 1);
 	return bad ? 1 : 0;
 }
 
@@ -666,8 +680,7 @@ static int mode_many(const char *addr, int n)
 		}
 	}
 	printf("many %d connections open, %d served\n", n, ok);
-	for (i = 0; i < n; i++)
-		close(cs[i]->fd);
+	p_close_many(cs, n);
 	return ok == n ? 0 : 1;
 }
 
@@ -692,6 +705,7 @@ static int mode_timeout(const char *addr, int ms)
 	printf("timeout %d ms: code=%s after %.2f ms (error %+.2f ms)\n", ms,
 	    code_name(r->code), dt, dt - ms);
 	semd__reply__free_unpacked(r, NULL);
+	p_close_many(cs, 2);
 	return 0;
 }
 
