@@ -38,7 +38,8 @@ t_wait_for 5 test -S "$T/notify.sock"
 
 # systemd-socket-activate wants a port number: ask the kernel for a free one.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-NOTIFY_SOCKET=$T/notify.sock systemd-socket-activate -E NOTIFY_SOCKET \
+NOTIFY_SOCKET=$T/notify.sock WATCHDOG_USEC=200000 \
+    systemd-socket-activate -E NOTIFY_SOCKET -E WATCHDOG_USEC \
 	-l "$T/act.sock" -l "127.0.0.1:$port" \
 	"$SEMD" --ready-file "$T/act.ready" --log-level debug >"$T/act.log" 2>&1 &
 act=$!
@@ -58,6 +59,8 @@ expect_eq "ready file lists the passed TCP socket" "tcp:127.0.0.1:$port" "$tcp"
 $PROBE "$tcp" hello "down act timeout=0" >"$T/tcp.out" 2>&1
 ok "TCP socket served" has '^reply id=2 code=OK permit=' "$T/tcp.out"
 ok "journal priority prefixes under systemd" has '^<5>listening on' "$T/act.log"
+ok "WATCHDOG=1 pings (WATCHDOG_USEC=200000)" t_wait_for 5 \
+	eval '[ "$(grep -c "^WATCHDOG=1" "$T/notify.out")" -ge 3 ]'
 
 kill -TERM "$act"
 wait "$act"
