@@ -34,6 +34,21 @@ expect_eq "SEMD_SERVER is the default address" 0 "$(SEMD_SERVER=$d_UNIX rc "$SEM
 out=$("$SEMCTL" -s "unix:$T/none.sock" --json ping 2>/dev/null)
 expect_eq "unreachable: JSON error" "connect 3" "$(echo "$out" | jget 'j["error"], j["exit"]')"
 
+# --- bash completion ------------------------------------------------------------
+comp() { # WORDS...: what the completion offers for the last word
+	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _semctl; echo "${COMPREPLY[*]}"' \
+		_ "$top_srcdir/client/semctl.bash-completion" "$@"
+}
+expect_eq "completion: commands" "create" "$(comp semctl cr)"
+expect_eq "completion: after -s ADDR" "info" "$(comp semctl -s unix:/x inf)"
+expect_eq "completion: options" "--mode" "$(comp semctl create x --mo)"
+expect_eq "completion: --mode values" "owned signal" "$(comp semctl create x --mode '')"
+expect_eq "completion: delete --force" "--force" "$(comp semctl delete x --f)"
+ok "completion: the command after run --" sh -c "test -n \"\$(bash -c '. \"$top_srcdir/client/semctl.bash-completion\"; COMP_WORDS=(semctl run x -- ech); COMP_CWORD=4; _semctl; echo \"\${COMPREPLY[*]}\"')\""
+help_cmds=$("$SEMCTL" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }' | sort | tr '\n' ' ')
+comp_cmds=$(comp semctl '' | tr ' ' '\n' | sort | tr '\n' ' ')
+expect_eq "completion offers exactly the commands of --help" "$help_cmds" "$comp_cmds"
+
 # --- ping, stats --------------------------------------------------------------
 ok "ping over UNIX" S ping
 expect_eq "ping --json over TCP: anonymous" anonymous "$(ST --json ping | jget 'j["principal"]')"
