@@ -189,12 +189,16 @@ printf 'semd handoff p50 %s p99 %s p99.9 %s | limit rt p50 %s p99 %s | p99 ratio
 	"$(ratio "$(lat p99 "$H")" "$(awk -v a="$(field p99_us "$L1")" 'BEGIN { print a / 2 }')")"
 echo
 echo "# tool overhead: the same limitd driven by loadgen -d echo and by semd-benchmark -t echo"
-printf '%-4s %3s %3s | %11s %5s | %11s %5s %9s | %7s\n' tr C P "loadgen/s" "cpu%" "semd-bm/s" "cpu%" "ns/rt" "ratio"
+echo "#   (ns/rt: the client's CPU time per round trip; loadgen's from its cpu% over D + warm-up)"
+printf '%-4s %3s %3s | %11s %5s %7s | %11s %5s %7s | %7s\n' tr C P "loadgen/s" "cpu%" "ns/rt" "semd-bm/s" "cpu%" "ns/rt" "ratio"
 for cell in "unix 16 1" "unix 16 16"; do
 	set -- $cell
 	L=$(median "CL|$cell"); E=$(median "CE|$cell")
-	printf '%-4s %3s %3s | %11s %5s | %11s %5s %9s | %7s\n' "$1" "$2" "$3" \
-		"$(field ops_s "$L")" "$(field loadgen_cpu_pct "$L")" "$(top ops_per_sec "$E")" \
+	printf '%-4s %3s %3s | %11s %5s %7s | %11s %5s %7s | %7s\n' "$1" "$2" "$3" \
+		"$(field ops_s "$L")" "$(field loadgen_cpu_pct "$L")" \
+		"$(awk -v c="$(field loadgen_cpu_pct "$L")" -v r="$(field rts "$L")" -v d="$D" -v w="$WARM" \
+			'BEGIN { if (r > 0) printf "%.0f", c / 100 * (d + w) * 1e9 / r; else printf "-" }')" \
+		"$(top ops_per_sec "$E")" \
 		"$(top client_cpu_pct "$E")" "$(top client_cpu_ns_per_round_trip "$E")" \
 		"$(ratio "$(top ops_per_sec "$E")" "$(field ops_s "$L")")"
 done
