@@ -81,6 +81,17 @@ $PROBE "unix:$T/stale.sock" hello ping >"$T/st.out"
 ok "stale socket replaced and served" has 'code=OK pong' "$T/st.out"
 ok "socket mode 0600" sh -c "[ \"\$(stat -c %a '$T/stale.sock')\" = 600 ]"
 
+# IPv6 loopback, when the machine has it.
+if python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
+	start_semd v6 --listen 'tcp:[::1]:0' || exit 1
+	v6=$(grep -m1 '^tcp:\[::1\]:[1-9]' "$T/v6.ready")
+	ok "tcp:[::1]:0 bound and reported" test -n "$v6"
+	$PROBE "$v6" hello ping >"$T/v6.out" 2>&1
+	ok "served over IPv6" has 'code=OK pong' "$T/v6.out"
+else
+	echo "# skipped IPv6: no ::1"
+fi
+
 "$SEMD" --listen "unix:$T/no/such/dir/s.sock" >"$T/nd.log" 2>&1
 expect_eq "socket in a missing directory: EX_CANTCREAT" 73 "$?"
 ok "missing directory explained" has "bind unix:$T/no/such/dir/s.sock: No such file or directory" "$T/nd.log"
