@@ -65,7 +65,9 @@ static void out_write(const struct out *o, const char *target, const char *name)
 	}
 }
 
-/* Request builders: one framed request each, appended to o. */
+/* Request builders, each appending one framed request to o. */
+
+/* Hello resuming a session with a secret. */
 static void req_hello_resume(struct out *o, uint64_t id, uint32_t lease_ms, uint64_t session,
     const uint8_t *secret, size_t secret_len)
 {
@@ -84,6 +86,7 @@ static void req_hello_resume(struct out *o, uint64_t id, uint32_t lease_ms, uint
 	out_req(o, &r);
 }
 
+/* Hello, version 1, with an optional session lease. */
 static void req_hello(struct out *o, uint64_t id, uint32_t lease_ms)
 {
 	Semd__Request r = SEMD__REQUEST__INIT;
@@ -100,6 +103,7 @@ static void req_hello(struct out *o, uint64_t id, uint32_t lease_ms)
 	out_req(o, &r);
 }
 
+/* Create NAME with a limit, owned or signal mode. */
 static void req_create(struct out *o, uint64_t id, const char *name, uint32_t limit, int signal)
 {
 	Semd__Request r = SEMD__REQUEST__INIT;
@@ -114,6 +118,7 @@ static void req_create(struct out *o, uint64_t id, const char *name, uint32_t li
 	out_req(o, &r);
 }
 
+/* Down of n permits with a timeout and an optional detached lease. */
 static void req_down(struct out *o, uint64_t id, const char *name, uint32_t n, int64_t timeout_ms,
     uint32_t lease_ms)
 {
@@ -130,6 +135,7 @@ static void req_down(struct out *o, uint64_t id, const char *name, uint32_t n, i
 	out_req(o, &r);
 }
 
+/* Up of n permits, or of one permit by id. */
 static void req_up(struct out *o, uint64_t id, const char *name, uint32_t n, uint64_t permit)
 {
 	Semd__Request r = SEMD__REQUEST__INIT;
@@ -144,6 +150,7 @@ static void req_up(struct out *o, uint64_t id, const char *name, uint32_t n, uin
 	out_req(o, &r);
 }
 
+/* One of the requests that only name a semaphore (info, delete, ...). */
 static void req_name_op(struct out *o, uint64_t id, int op, const char *name)
 {
 	Semd__Request r = SEMD__REQUEST__INIT;
@@ -192,6 +199,7 @@ static void req_name_op(struct out *o, uint64_t id, int op, const char *name)
 	out_req(o, &r);
 }
 
+/* Ping, Stats or Cancel (of the previous id). */
 static void req_simple(struct out *o, uint64_t id, int op)
 {
 	Semd__Request r = SEMD__REQUEST__INIT;
@@ -221,7 +229,7 @@ static void req_simple(struct out *o, uint64_t id, int op)
 	out_req(o, &r);
 }
 
-/* Control bytes of the dispatch scripts. */
+/* Control bytes of the dispatch scripts: a record of kind for client. */
 static void ctl(struct out *o, int kind, int client)
 {
 	uint8_t c = FUZZ_CTL(kind, client);
@@ -229,6 +237,7 @@ static void ctl(struct out *o, int kind, int client)
 	out_bytes(o, &c, 1);
 }
 
+/* A clock advance of root_ms squared milliseconds. */
 static void tick(struct out *o, uint8_t root_ms)
 {
 	ctl(o, FUZZ_OP_TICK, 0);
