@@ -27,7 +27,11 @@ show() {
 
 step "Installing the build dependencies (scripts/deps.sh)"
 scripts/deps.sh
-[ -x configure ] || { step "Generating ./configure (autogen.sh)"; ./autogen.sh; }
+if [ ! -x configure ]; then
+	step "Generating ./configure (autogen.sh)"
+	./autogen.sh >autogen.log 2>&1 || { cat autogen.log; exit 1; }
+	rm -f autogen.log
+fi
 
 step "Configuring and building in build/demo"
 mkdir -p "$B"
