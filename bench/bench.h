@@ -95,6 +95,7 @@ struct worker {
 	uint64_t		 refused;
 	uint64_t		 timeouts;
 	uint64_t		 direct;	/* handoff: grants that were not hand-offs */
+	uint64_t		 grants_all;	/* every grant, window or not */
 	uint64_t		 outstanding;
 	uint64_t		 next;		/* names: next index to create/delete */
 	uint64_t		 end;
@@ -129,6 +130,7 @@ struct run {
 	uint64_t		 refused;
 	uint64_t		 timeouts;
 	uint64_t		 direct;
+	uint64_t		 grants_all;
 	uint64_t		 grants_min;
 	uint64_t		 grants_max;
 	double			 elapsed_s;	/* measured window actually run */

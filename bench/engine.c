@@ -199,6 +199,7 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 		if (code != SEMD__CODE__OK)
 			goto bad;
 		ch->permit = permit;
+		w->grants_all++;
 		if (in_window(r, now)) {
 			c->grants++;
 			if (r->test == T_CONTENDED)
@@ -702,6 +703,7 @@ static void run_merge(struct run *r)
 		r->refused += w->refused;
 		r->timeouts += w->timeouts;
 		r->direct += w->direct;
+		r->grants_all += w->grants_all;
 		for (i = 0; i < w->nconns; i++) {
 			uint64_t g = w->conns[i]->grants;
 

@@ -51,6 +51,23 @@ struct names_mem {
 	char		counters[512];	/* what the daemon exposes, when one is missing */
 };
 
+/* All Stats counters at one moment. */
+#define SNAP_MAX	64
+struct snap {
+	unsigned	n;
+	char		name[SNAP_MAX][48];
+	uint64_t	v[SNAP_MAX];
+};
+
+/* What the daemon counted during a test (Stats after minus before). */
+struct server_delta {
+	int		have;
+	uint64_t	grants;
+	uint64_t	errors;
+	int		have_allocs;
+	uint64_t	allocs;
+};
+
 /* Print the usage text to f. */
 static void usage(FILE *f)
 {
@@ -422,6 +439,48 @@ static int ctl_stats(struct ctl *c, struct names_mem *m, int k)
 	return 0;
 }
 
+/* Read every Stats counter into s. */
+static int ctl_snapshot(struct ctl *c, struct snap *s)
+{
+	Semd__Reply *rep;
+	size_t i;
+
+	s->n = 0;
+	if (wire_put_stats(&c->out, ++c->seq) != 0 || ctl_flush(c) != 0)
+		return -1;
+	rep = ctl_read(c);
+	if (rep == NULL)
+		return -1;
+	if (rep->code == SEMD__CODE__OK && rep->body_case == SEMD__REPLY__BODY_STATS &&
+	    rep->stats != NULL) {
+		for (i = 0; i < rep->stats->n_counters && s->n < SNAP_MAX; i++) {
+			snprintf(s->name[s->n], sizeof(s->name[s->n]), "%s",
+			    rep->stats->counters[i]->name);
+			s->v[s->n++] = rep->stats->counters[i]->value;
+		}
+	}
+	wire_reply_done(&c->arena, rep);
+	return 0;
+}
+
+/* The growth of counter name between two snapshots; 1 when it is in both. */
+static int snap_delta(const struct snap *a, const struct snap *b, const char *name, uint64_t *d)
+{
+	unsigned i, j;
+
+	for (i = 0; i < a->n; i++) {
+		if (strcmp(a->name[i], name) != 0)
+			continue;
+		for (j = 0; j < b->n; j++) {
+			if (strcmp(b->name[j], name) == 0) {
+				*d = b->v[j] >= a->v[i] ? b->v[j] - a->v[i] : 0;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 /* Microseconds from nanoseconds. */
 static double us(uint64_t ns)
 {
@@ -430,7 +489,7 @@ static double us(uint64_t ns)
 
 /* Print one result row (table) or object (JSON). */
 static void report(const struct bench_opts *o, const struct run *r, const struct names_mem *m,
-    double delete_rate, int *first)
+    const struct server_delta *sd, double delete_rate, int *first)
 {
 	const struct hist *h = &r->lat;
 	double ops_s = r->elapsed_s > 0 ? (double)r->ops / r->elapsed_s : 0;
@@ -466,6 +525,13 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 			    r->grants_min, r->grants_max, fair);
 		if (r->test == T_HANDOFF)
 			printf(", \"direct_grants\": %" PRIu64, r->direct);
+		if (sd != NULL && sd->have) {
+			printf(", \"client_grants\": %" PRIu64 ", \"server_grants\": %" PRIu64
+			    ", \"server_errors\": %" PRIu64, r->grants_all, sd->grants, sd->errors);
+			if (sd->have_allocs)
+				printf(", \"server_allocations_per_round_trip\": %.3f",
+				    r->rts ? (double)sd->allocs / (double)r->rts : 0.0);
+		}
 		if (m != NULL) {
 			printf(", \"names\": %" PRIu64 ", \"deletes_per_sec\": %.0f", o->names, delete_rate);
 			if (m->have_mem)
@@ -508,6 +574,10 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 	}
 	if (r->timeouts)
 		printf("timeouts=%" PRIu64 " ", r->timeouts);
+	if (sd != NULL && sd->have && sd->errors)
+		printf("server_errors=%" PRIu64 " ", sd->errors);
+	if (sd != NULL && sd->have_allocs)
+		printf("allocs/rt=%.3f ", r->rts ? (double)sd->allocs / (double)r->rts : 0.0);
 	printf("cpu=%.0f%%\n", cpu_pct);
 	fflush(stdout);
 }
@@ -549,12 +619,15 @@ static int bench_test(const struct bench_opts *o, int t, int *first)
 {
 	struct run r, del;
 	struct names_mem m;
+	struct server_delta sd;
+	struct snap before, after;
 	struct ctl c;
 	double delete_rate = 0;
 	int rc = -1, named = t != T_PING && t != T_ECHO && t != T_NAMES;
 
 	run_init(&r, o, t);
 	memset(&m, 0, sizeof(m));
+	memset(&sd, 0, sizeof(sd));
 	if (t == T_HANDOFF && r.conns < 2) {
 		fprintf(stderr, "semd-benchmark: handoff needs at least 2 connections\n");
 		return -1;
@@ -562,7 +635,7 @@ static int bench_test(const struct bench_opts *o, int t, int *first)
 	if (t == T_ECHO) {
 		rc = bench_run(&r);
 		if (rc == 0)
-			report(o, &r, NULL, 0, first);
+			report(o, &r, NULL, NULL, 0, first);
 		return rc;
 	}
 	if (ctl_open(&c, o) != 0)
@@ -571,8 +644,15 @@ static int bench_test(const struct bench_opts *o, int t, int *first)
 		goto out;
 	if (t == T_NAMES && ctl_stats(&c, &m, 0) != 0)
 		goto out;
+	if (ctl_snapshot(&c, &before) != 0)
+		goto out;
 	if (bench_run(&r) != 0)
 		goto out;
+	if (ctl_snapshot(&c, &after) != 0)
+		goto out;
+	sd.have = snap_delta(&before, &after, "grants", &sd.grants) &&
+	    snap_delta(&before, &after, "errors", &sd.errors);
+	sd.have_allocs = snap_delta(&before, &after, "allocations", &sd.allocs);
 	if (t == T_NAMES) {
 		if (r.ops != o->names) {
 			fprintf(stderr, "semd-benchmark: names: only %" PRIu64 " of %" PRIu64
@@ -589,7 +669,7 @@ static int bench_test(const struct bench_opts *o, int t, int *first)
 		if (ctl_stats(&c, &m, 2) != 0)
 			goto out;
 	}
-	report(o, &r, t == T_NAMES ? &m : NULL, delete_rate, first);
+	report(o, &r, t == T_NAMES ? &m : NULL, &sd, delete_rate, first);
 	rc = 0;
 out:
 	if (named && c.fd >= 0)

@@ -24,6 +24,14 @@ for test in ping down-up trydown-up contended handoff churn; do
 	ok "$test latency p50 $p50 <= max $max" awk -v a="${p50:-0}" -v b="${max:-0}" 'BEGIN { exit !(a > 0 && a <= b) }'
 done
 
+# the daemon counted the grants the tool counted (plus at most the ops still
+# in flight when the window closed: 4 connections x 2)
+out=$T/down-up.json
+cg=$(field client_grants "$out"); sg=$(field server_grants "$out")
+ok "server grants $sg = client grants $cg + in flight" \
+	awk -v c="${cg:-0}" -v s="${sg:-0}" 'BEGIN { exit !(c > 0 && s >= c && s - c <= 8) }'
+expect_eq "the daemon counted no errors" 0 "$(field server_errors "$out")"
+
 out=$T/tcp.json
 ok "down-up over tcp runs" "$BENCH" -s "$d_TCP" -t down-up -c 2 -P 4 -d 0.3 --warmup 0.1 --json >"$out"
 ok "down-up over tcp completed operations" positive "$(field ops "$out")"
