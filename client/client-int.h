@@ -55,6 +55,7 @@ struct semc_req {
 	bool done;
 	bool internal;		/* library's own (cancel, give-back): no waiter */
 	bool async;		/* completed through deliver_run(), fn may be NULL */
+	bool resent;		/* written again after a resume */
 	int error;		/* client-side failure when reply is NULL */
 	Semd__Reply *reply;
 	semc_done_fn fn;

@@ -336,11 +336,32 @@ static void pending_unlink_locked(struct semc *c, struct semc_req *r)
 	}
 }
 
+/* Whether code, answering a request sent again after a resume, only says
+ * that the first sending already did the work (e.g. the permit it gives
+ * back is gone, the name it deletes is gone). */
+static bool resend_succeeded(const struct semc_req *r, Semd__Code code)
+{
+	switch (r->op) {
+	case SEMD__REQUEST__OP_UP:
+		return r->permit_id != 0 && code == SEMD__CODE__NOT_HOLDER;
+	case SEMD__REQUEST__OP_RELEASE:
+	case SEMD__REQUEST__OP_DELETE:
+	case SEMD__REQUEST__OP_CANCEL:
+		return code == SEMD__CODE__NOT_FOUND;
+	case SEMD__REQUEST__OP_CREATE:
+		return code == SEMD__CODE__EXISTS;
+	default:
+		return false;
+	}
+}
+
 /* Finish a request with a reply or a client-side error. */
 static void req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *rp, int err,
 				struct semc_deliver *d)
 {
 	pending_unlink_locked(c, r);
+	if (rp != NULL && r->resent && resend_succeeded(r, rp->code))
+		rp->code = SEMD__CODE__OK;	/* error replies carry no body */
 	r->done = true;
 	r->reply = rp;
 	r->error = rp ? semc_code_error(rp->code) : err;
@@ -768,6 +789,16 @@ static void flush(struct semc *c)
 			pthread_mutex_unlock(&c->lock);
 			break;
 		}
+		if (r->sent_gen != 0 && r->op == SEMD__REQUEST__OP_UP && r->permit_id == 0) {
+			/* Ups are not idempotent: sent again, an up by count
+			 * could give back a second permit. The outcome of the
+			 * first is unknown, and the caller is told so. */
+			req_complete_locked(c, r, NULL, SEMC_E_DISCONNECTED, &d);
+			pthread_mutex_unlock(&c->lock);
+			continue;
+		}
+		if (r->sent_gen != 0)
+			r->resent = true;
 		r->sent_gen = k->gen;
 		len = r->frame_len;
 		frame = malloc(len);

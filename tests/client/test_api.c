@@ -601,6 +601,82 @@ out:
 	relay_stop(&r);
 }
 
+/* --- threads through repeated cuts ------------------------------------------ */
+
+static struct semc *cut_handle;
+static atomic_int cut_errors, cut_done;
+
+/* Down and up by permit id, over and over, while the relay is cut. */
+static void *cut_worker(void *arg)
+{
+	struct semc_grant g;
+	int i, r;
+
+	for (i = 0; i < 80; i++) {
+		if ((r = semc_down(cut_handle, "cuts", 1, 10000, 0, &g)) != 0) {
+			fprintf(stderr, "cut worker down: %d %s\n", r, semc_last_message());
+			atomic_fetch_add(&cut_errors, 1);
+			continue;
+		}
+		if ((r = semc_up(cut_handle, "cuts", 0, g.permit_id, NULL)) != 0) {
+			fprintf(stderr, "cut worker up: %d %s\n", r, semc_last_message());
+			atomic_fetch_add(&cut_errors, 1);
+		}
+	}
+	atomic_fetch_add(&cut_done, 1);
+	return arg;
+}
+
+/* Four threads share a leased session while the network is cut under them
+ * again and again: every call completes, nothing is taken twice. */
+static void test_cut_threads(void)
+{
+	struct relay r;
+	struct events ev = { 0 };
+	struct semc *obs = open_client(D.unix_addr, 0);
+	struct semc_info *in = NULL;
+	pthread_t th[4];
+	char addr[64];
+	int i, cuts = 0;
+
+	TEST_START("threads on one session through repeated network cuts");
+	CHECK(relay_start(&r, D.tcp_addr) == 0, "relay");
+	snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", r.port);
+	cut_handle = open_client(addr, 10000);
+	CHECK(cut_handle != NULL && obs != NULL, "connect");
+	if (cut_handle == NULL || obs == NULL)
+		goto out;
+	semc_set_event_callback(cut_handle, on_event, &ev);
+	CHECK_EQ(0, semc_create(obs, "cuts", 2, SEMC_MODE_OWNED, false));
+	for (i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, cut_worker, NULL);
+	/* bounded: at most 40 cuts, 60 ms apart */
+	while (atomic_load(&cut_done) < 4 && cuts < 40) {
+		t_sleep_ms(60);
+		relay_cut(&r);
+		cuts++;
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(0, atomic_load(&cut_errors));
+	CHECK(cuts >= 3, "cut %d times", cuts);
+	CHECK(ev.resumed >= 1, "resumed %d times", ev.resumed);
+	CHECK_EQ(0, ev.lost);
+	CHECK_EQ(0, semc_pending(cut_handle));
+	CHECK_EQ(0, semc_info(obs, "cuts", &in));
+	if (in != NULL) {
+		CHECK_EQ(2, in->available);
+		CHECK_EQ(0, in->n_holders);
+		CHECK_EQ(0, in->n_waiters);
+	}
+	semc_info_free(in);
+	fprintf(stderr, "   %d cuts, %d resumes\n", cuts, ev.resumed);
+out:
+	semc_free(cut_handle);
+	semc_free(obs);
+	relay_stop(&r);
+}
+
 /* The daemon restarts: the session cannot resume and the hold is reported
  * lost; with the daemon gone for longer than the lease, too. */
 static void test_restart(void)
@@ -793,6 +869,7 @@ int main(void)
 	test_mixed();
 	test_semctl_paging();
 	test_resume();
+	test_cut_threads();
 	test_restart();
 	fprintf(stderr, "%d checks, %d failed\n", t_checks, t_failures);
 	tdaemon_cleanup(&D);
