@@ -1469,26 +1469,31 @@ static void op_info(struct sm *sm, struct sm_client *c, uint64_t id,
 	struct sm_sem *sem;
 	struct sm_hold *h;
 	struct sm_wait *w;
-	size_t i;
+	size_t i, nh, nw;
 
 	if ((sem = need_sem(sm, c, id, in->name)) == NULL)
 		return;
-	if (sem->nholders > 0) {
-		hv = calloc(sem->nholders, sizeof *hv);
-		hp = calloc(sem->nholders, sizeof *hp);
+	/* Bounded, so one reply stays far below any frame or output limit. */
+	nh = sem->nholders < SM_INFO_MAX ? sem->nholders : SM_INFO_MAX;
+	nw = sem->nwaiters < SM_INFO_MAX ? sem->nwaiters : SM_INFO_MAX;
+	if (nh > 0) {
+		hv = calloc(nh, sizeof *hv);
+		hp = calloc(nh, sizeof *hp);
 	}
-	if (sem->nwaiters > 0) {
-		wv = calloc(sem->nwaiters, sizeof *wv);
-		wp = calloc(sem->nwaiters, sizeof *wp);
+	if (nw > 0) {
+		wv = calloc(nw, sizeof *wv);
+		wp = calloc(nw, sizeof *wp);
 	}
-	if ((sem->nholders > 0 && (hv == NULL || hp == NULL)) ||
-	    (sem->nwaiters > 0 && (wv == NULL || wp == NULL))) {
+	if ((nh > 0 && (hv == NULL || hp == NULL)) ||
+	    (nw > 0 && (wv == NULL || wp == NULL))) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 		goto out;
 	}
 	i = 0;
 	list_for_each(pos, &sem->holders) {
+		if (i == nh)
+			break;
 		h = list_entry(pos, struct sm_hold, sem_entry);
 		semd__holder__init(&hv[i]);
 		hv[i].permit_id = h->permit_id;
@@ -1508,6 +1513,8 @@ static void op_info(struct sm *sm, struct sm_client *c, uint64_t id,
 	}
 	i = 0;
 	list_for_each(pos, &sem->waiters) {
+		if (i == nw)
+			break;
 		w = list_entry(pos, struct sm_wait, sem_entry);
 		semd__waiter__init(&wv[i]);
 		wv[i].request_id = w->req.request_id;
@@ -1526,10 +1533,12 @@ static void op_info(struct sm *sm, struct sm_client *c, uint64_t id,
 	ir.available = sema_count(&sem->sem);
 	ir.mode = sem->mode;
 	ir.auto_created = sem->auto_created;
-	ir.n_holders = sem->nholders;
+	ir.n_holders = nh;
 	ir.holders = hp;
-	ir.n_waiters = sem->nwaiters;
+	ir.n_waiters = nw;
 	ir.waiters = wp;
+	ir.holders_total = sem->nholders;
+	ir.waiters_total = sem->nwaiters;
 	ir.last_token = sem->sem.token;
 	r.id = id;
 	r.body_case = SEMD__REPLY__BODY_INFO;

@@ -39,6 +39,7 @@
 #define SM_NAME_MAX	255
 #define SM_LIST_DEFAULT	100
 #define SM_LIST_MAX	1000
+#define SM_INFO_MAX	10000	/* holders and waiters listed by Info */
 #define SM_PROTO_VERSION 1
 
 struct sm_config {

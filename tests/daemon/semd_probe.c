@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -715,6 +716,7 @@ int main(int argc, char **argv)
 	int i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);	/* a closed connection is a result */
 	if (argc >= 4 && strcmp(argv[1], "--fifo") == 0)
 		return mode_fifo(argv[2], atoi(argv[3]));
 	if (argc >= 4 && strcmp(argv[1], "--many") == 0)

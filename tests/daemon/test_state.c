@@ -424,6 +424,8 @@ static void test_ops(void)
 		EXPECT(strcmp(r->info->holders[0]->client_name, "test") == 0);
 		EXPECT_U64(1700000000000ULL, r->info->holders[0]->since_ms);
 		EXPECT_U64(t2, r->info->last_token);
+		EXPECT_U64(2, r->info->holders_total);
+		EXPECT_U64(0, r->info->waiters_total);
 	}
 	/* b cannot up a's permit, nor more than it holds. */
 	t_up(sm, b, 14, "db/main", 0, p1);
@@ -918,6 +920,35 @@ static void test_limits(void)
 	sm_free(sm);
 }
 
+static void tune_big(struct sm_config *cfg)
+{
+	cfg->max_holds_per_session = 20000;
+}
+
+/* Info lists at most SM_INFO_MAX holders and says how many there are. */
+static void test_info_cap(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, tune_big);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	Semd__Reply *r;
+	int i;
+
+	TEST_START("info of a semaphore with 10,005 holders is bounded");
+	t_create(sm, a, 2, "big", 20000, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, 0);
+	for (i = 0; i < SM_INFO_MAX + 5; i++)
+		t_down(sm, a, 100 + (uint64_t)i, "big", 1, 0, 0);
+	caps_clear();
+	r = t_info(sm, a, 1, 3, "big", SEMD__CODE__OK);
+	if (r != NULL) {
+		EXPECT_U64(SM_INFO_MAX, r->info->n_holders);
+		EXPECT_U64(SM_INFO_MAX + 5, r->info->holders_total);
+		EXPECT_I64(20000 - SM_INFO_MAX - 5, r->info->available);
+	}
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
 /* Bad names and counts are INVALID_ARGUMENT. */
 static void test_invalid(void)
 {
@@ -1258,6 +1289,7 @@ int main(void)
 	test_autocreate();
 	test_limits();
 	test_invalid();
+	test_info_cap();
 	test_signal();
 	test_tokens();
 	test_shutdown();
