@@ -22,6 +22,7 @@
 
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "proto/frame.h"
 
 #define STOP_GRACE_S 5
 
@@ -147,6 +148,7 @@ static void server_reload(struct server *srv)
 {
 	struct semd_config nc;
 	struct sm_config sc;
+	struct list_head *pos;
 	char err[512];
 	size_t i;
 	bool same;
@@ -187,6 +189,10 @@ static void server_reload(struct server *srv)
 	/* Keep the running listeners and ready file. */
 	config_free(&srv->cfg);
 	srv->cfg = nc;
+	/* Connections buffer up to one whole frame: follow max-frame. */
+	list_for_each(pos, &srv->conns)
+		bufferevent_setwatermark(list_entry(pos, struct conn, entry)->bev,
+		    EV_READ, 0, nc.max_frame + FRAME_HDR + 4096);
 	sm_config_defaults(&sc);
 	sc.default_limit = nc.default_limit;
 	sc.max_semaphores = nc.max_semaphores;

@@ -54,9 +54,17 @@ $PROBE "unix:$T/c.sock" hello "down x1" "info x1" >"$T/x1.out"
 ok "flag beats the file (default-limit 3)" has 'name=x1 limit=3 ' "$T/x1.out"
 
 # SIGHUP: re-read the file (the flag still wins for default-limit).
-sed -i 's/^max-frame 4096/max-frame 8192/; s/^log-level info/log-level debug/' "$T/good.conf"
+$PROBE "unix:$T/c.sock" hello "ping $(printf 'x%.0s' $(seq 12000))" >"$T/big1.out" 2>&1
+ok "a 12000-byte request is over max-frame 4096" has 'code=PROTOCOL_ERROR msg="frame of 120[0-9][0-9] bytes is over max-frame 4096"' "$T/big1.out"
+# A connection open across the reload gets the new max-frame too.
+$PROBE "unix:$T/c.sock" hello "sleep 1500" "ping $(printf 'x%.0s' $(seq 12000))" >"$T/big2.out" 2>&1 &
+big=$!
+sed -i 's/^max-frame 4096/max-frame 20000/; s/^log-level info/log-level debug/' "$T/good.conf"
+sleep 0.5
 kill -HUP "$c"
-ok "reload logged" t_wait_for 5 has 'reload: max-frame 4096 -> 8192' "$T/c.log"
+ok "reload logged" t_wait_for 5 has 'reload: max-frame 4096 -> 20000' "$T/c.log"
+wait "$big"
+ok "after reload a 12000-byte request is served on an old connection" has 'code=OK pong=xxxx' "$T/big2.out"
 ok "reload: log level changed" has 'reload: log-level info -> debug' "$T/c.log"
 $PROBE "unix:$T/c.sock" hello "down x2" "info x2" >"$T/x2.out"
 ok "after reload the flag still wins" has 'name=x2 limit=3 ' "$T/x2.out"
