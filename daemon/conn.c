@@ -89,6 +89,9 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 
 	if (c->dead)
 		return;
+	/* Abnormal events get a log line: limits hit, internal errors. */
+	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
+		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
 	out = bufferevent_get_output(c->bev);
 	len = semd__reply__get_packed_size(r);
 	if (evbuffer_reserve_space(out, (ev_ssize_t)(FRAME_HDR + len), &v, 1) < 1) {
@@ -163,6 +166,12 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			conn_close_later(c);
 			break;
 		}
+		if (req->op_case == SEMD__REQUEST__OP_RELEASE)
+			log_notice("%s: force-release of permit %" PRIu64 " of %s",
+			    c->peer, req->release->permit_id,
+			    sm_name_valid(req->release->name,
+			    strlen(req->release->name)) ?
+			    req->release->name : "(an invalid name)");
 		r = sm_request(srv->sm, c->client, req, server_now());
 		semd__request__free_unpacked(req, NULL);
 		if (!c->hello && sm_client_session(c->client) != 0) {
