@@ -54,6 +54,8 @@ struct bench_opts {
 	uint64_t		names;
 	int64_t			timeout_ms;
 	int			json;
+	struct wire_tls		tls;
+	SSL_CTX			*tls_ctx;	/* tls: addresses */
 	int			tests[T_COUNT];
 };
 
@@ -68,6 +70,7 @@ struct chain {
 struct conn {
 	struct worker	*w;
 	int		 fd;
+	SSL		*ssl;		/* tls: only */
 	unsigned	 idx;		/* 0..conns-1 over all workers */
 	int		 want_out;
 	int		 reconnect;	/* churn: op done, open a new session */

@@ -270,7 +270,7 @@ static void conn_flush(struct conn *c)
 	ssize_t n;
 
 	while (c->out.off < c->out.len) {
-		n = send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+		n = wire_send(c->fd, c->ssl, c->out.p + c->out.off, c->out.len - c->out.off);
 		if (n > 0) {
 			c->out.off += (size_t)n;
 			continue;
@@ -295,7 +295,7 @@ static int conn_write_all(struct conn *c)
 	ssize_t n;
 
 	while (c->out.off < c->out.len) {
-		n = send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+		n = wire_send(c->fd, c->ssl, c->out.p + c->out.off, c->out.len - c->out.off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -326,7 +326,7 @@ static int conn_hello(struct conn *c)
 			break;
 		if (wbuf_reserve(&c->in, READ_CHUNK) != 0)
 			return -1;
-		n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+		n = wire_recv(c->fd, c->ssl, c->in.p + c->in.len, c->in.cap - c->in.len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -345,38 +345,75 @@ static int conn_hello(struct conn *c)
 	return code == SEMD__CODE__OK ? 0 : -1;
 }
 
-/* Connect c, say Hello (blocking), and put it in the worker's epoll set. */
-static int conn_open(struct conn *c, int hello)
+/* Connect c (and run the TLS handshake), blocking. */
+static int conn_connect(struct conn *c, char *err, size_t errlen)
 {
-	struct worker *w = c->w;
-	const struct bench_opts *o = w->run->o;
-	struct epoll_event ev;
+	const struct bench_opts *o = c->w->run->o;
 	int fd;
 
 	fd = wire_connect(&o->addr, 0);
 	if (fd < 0) {
-		fprintf(stderr, "semd-benchmark: connect %s: %s\n", o->addr.text, strerror(-fd));
+		snprintf(err, errlen, "connect %s: %s", o->addr.text, strerror(-fd));
 		return -1;
 	}
 	c->fd = fd;
+	c->ssl = NULL;
 	c->in.off = c->in.len = 0;
 	c->out.off = c->out.len = 0;
+	c->want_out = 0;
+	if (o->addr.is_tls) {
+		c->ssl = wire_tls_handshake(o->tls_ctx, fd, o->addr.host, o->tls.insecure, err, errlen);
+		if (c->ssl == NULL) {
+			close(fd);
+			c->fd = -1;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Close c's connection. */
+static void conn_close(struct conn *c)
+{
+	wire_tls_close(c->ssl);
+	c->ssl = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+/* Make c non-blocking and put it in the worker's epoll set. */
+static int conn_watch(struct conn *c)
+{
+	struct epoll_event ev;
+
+	if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0)
+		return -1;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = c;
+	return epoll_ctl(c->w->ep, EPOLL_CTL_ADD, c->fd, &ev);
+}
+
+/* Connect c, say Hello (blocking), and put it in the worker's epoll set. */
+static int conn_open(struct conn *c, int hello)
+{
+	const struct bench_opts *o = c->w->run->o;
+	char err[512];
+
+	if (conn_connect(c, err, sizeof(err)) != 0) {
+		fprintf(stderr, "semd-benchmark: %s\n", err);
+		return -1;
+	}
 	if (hello && conn_hello(c) != 0) {
 		fprintf(stderr, "semd-benchmark: Hello on %s failed\n", o->addr.text);
 		goto fail;
 	}
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+	if (conn_watch(c) != 0)
 		goto fail;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = c;
-	if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
-		goto fail;
-	c->want_out = 0;
 	return 0;
 fail:
-	close(fd);
-	c->fd = -1;
+	conn_close(c);
 	return -1;
 }
 
@@ -384,22 +421,13 @@ fail:
 static void conn_churn_start(struct conn *c, uint64_t t_op)
 {
 	struct worker *w = c->w;
-	struct epoll_event ev;
-	int fd;
+	char err[512];
 
-	fd = wire_connect(&w->run->o->addr, 1);
-	if (fd < 0) {
-		worker_fail(w, "connect %s: %s", w->run->o->addr.text, strerror(-fd));
+	if (conn_connect(c, err, sizeof(err)) != 0) {
+		worker_fail(w, "%s", err);
 		return;
 	}
-	c->fd = fd;
-	c->in.off = c->in.len = 0;
-	c->out.off = c->out.len = 0;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = c;
-	c->want_out = 0;
-	if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+	if (conn_watch(c) != 0) {
 		worker_fail(w, "epoll_ctl: %s", strerror(errno));
 		return;
 	}
@@ -419,8 +447,7 @@ static void conn_churn_again(struct conn *c)
 	uint64_t now;
 
 	c->reconnect = 0;
-	close(c->fd);
-	c->fd = -1;
+	conn_close(c);
 	if (atomic_load(&c->w->run->stop))
 		return;
 	now = bench_now();
@@ -475,21 +502,28 @@ static void conn_read(struct conn *c)
 	unsigned i;
 	int rc;
 
-	if (wbuf_reserve(&c->in, READ_CHUNK / 4) != 0) {
-		worker_fail(w, "out of memory");
+	/* TLS may hold decrypted bytes that epoll knows nothing of: drain them */
+	do {
+		if (wbuf_reserve(&c->in, READ_CHUNK / 4) != 0) {
+			worker_fail(w, "out of memory");
+			return;
+		}
+		n = wire_recv(c->fd, c->ssl, c->in.p + c->in.len, c->in.cap - c->in.len);
+		if (n == 0) {
+			worker_fail(w, "connection %u: the server closed the connection", c->idx);
+			return;
+		}
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				worker_fail(w, "connection %u: read: %s", c->idx, strerror(errno));
+				return;
+			}
+			break;
+		}
+		c->in.len += (size_t)n;
+	} while (c->ssl != NULL && SSL_pending(c->ssl) > 0);
+	if (c->in.len == c->in.off)
 		return;
-	}
-	n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
-	if (n == 0) {
-		worker_fail(w, "connection %u: the server closed the connection", c->idx);
-		return;
-	}
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			worker_fail(w, "connection %u: read: %s", c->idx, strerror(errno));
-		return;
-	}
-	c->in.len += (size_t)n;
 	now = bench_now();
 	if (w->run->test == T_ECHO) {
 		while (c->in.len - c->in.off >= ECHO_SIZE && !w->failed) {
@@ -611,8 +645,7 @@ static void worker_free(struct worker *w)
 
 		if (c == NULL)
 			continue;
-		if (c->fd >= 0)
-			close(c->fd);
+		conn_close(c);
 		wbuf_free(&c->out);
 		wbuf_free(&c->in);
 		free(c->chains);

@@ -34,6 +34,7 @@ static const int test_rts[T_COUNT] = {
 /* The blocking control connection. */
 struct ctl {
 	int			fd;
+	SSL			*ssl;
 	struct wbuf		out;
 	struct wbuf		in;
 	struct wire_arena	arena;
@@ -75,7 +76,8 @@ static void usage(FILE *f)
 	    "usage: semd-benchmark -s ADDR [-c CONNS] [-P PIPELINE] [-d SECONDS] [-t TEST[,TEST...]]\n"
 	    "                      [--limit K] [--names N] [--threads T] [--warmup SECONDS]\n"
 	    "                      [--timeout MS] [--json]\n"
-	    "  -s ADDR       unix:PATH or tcp:HOST:PORT (tls: not supported yet)\n"
+	    "                      [--tls-ca FILE] [--tls-cert FILE] [--tls-key FILE] [--tls-insecure]\n"
+	    "  -s ADDR       unix:PATH, tcp:HOST:PORT or tls:HOST:PORT\n"
 	    "  -c CONNS      connections (default 16; handoff: 2)\n"
 	    "  -P PIPELINE   operations in flight per connection (default 1)\n"
 	    "  -d SECONDS    measured time per test (default 5)\n"
@@ -88,6 +90,10 @@ static void usage(FILE *f)
 	    "  --warmup S    seconds run before measuring, discarded (default 0.5)\n"
 	    "  --timeout MS  down's timeout_ms (default -1: wait forever)\n"
 	    "  --json        one JSON document instead of the table\n"
+	    "  --tls-ca FILE   CAs to verify the server with (default: the system's;\n"
+	    "                  also SEMD_TLS_CA), --tls-cert/--tls-key FILE: client\n"
+	    "                  certificate for mutual TLS (SEMD_TLS_CERT, SEMD_TLS_KEY),\n"
+	    "                  --tls-insecure: do not verify the server\n"
 	    "One op: ping = 1 round trip; down-up, trydown-up, contended = down + up;\n"
 	    "handoff = an up to the next waiter's grant; churn = connect, hello, down, up,\n"
 	    "close; names = one create.\n");
@@ -164,6 +170,10 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "warmup", required_argument, NULL, 'W' },
 		{ "timeout", required_argument, NULL, 'O' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "tls-ca", required_argument, NULL, 'A' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "tls-insecure", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -181,6 +191,9 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 	o->limit = 1;
 	o->names = 100000;
 	o->timeout_ms = -1;
+	o->tls.ca_file = getenv("SEMD_TLS_CA");
+	o->tls.cert_file = getenv("SEMD_TLS_CERT");
+	o->tls.key_file = getenv("SEMD_TLS_KEY");
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	for (i = 0; i < T_COUNT; i++)
@@ -241,6 +254,18 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		case 'j':
 			o->json = 1;
 			break;
+		case 'A':
+			o->tls.ca_file = optarg;
+			break;
+		case 'C':
+			o->tls.cert_file = optarg;
+			break;
+		case 'K':
+			o->tls.key_file = optarg;
+			break;
+		case 'I':
+			o->tls.insecure = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -259,12 +284,21 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		fprintf(stderr, "semd-benchmark: %s\n", err);
 		return -1;
 	}
+	if (o->addr.is_tls) {
+		o->tls_ctx = wire_tls_ctx_new(&o->tls, err, sizeof(err));
+		if (o->tls_ctx == NULL) {
+			fprintf(stderr, "semd-benchmark: %s\n", err);
+			return -1;
+		}
+	}
 	return 0;
 }
 
 /* Close the control connection. */
 static void ctl_close(struct ctl *c)
 {
+	wire_tls_close(c->ssl);
+	c->ssl = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -279,7 +313,7 @@ static int ctl_flush(struct ctl *c)
 	ssize_t n;
 
 	while (c->out.off < c->out.len) {
-		n = write(c->fd, c->out.p + c->out.off, c->out.len - c->out.off);
+		n = wire_send(c->fd, c->ssl, c->out.p + c->out.off, c->out.len - c->out.off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -307,7 +341,7 @@ static Semd__Reply *ctl_read(struct ctl *c)
 		wbuf_compact(&c->in);
 		if (wbuf_reserve(&c->in, 64 * 1024) != 0)
 			return NULL;
-		n = read(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len);
+		n = wire_recv(c->fd, c->ssl, c->in.p + c->in.len, c->in.cap - c->in.len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -358,6 +392,16 @@ static int ctl_open(struct ctl *c, const struct bench_opts *o)
 	if (c->fd < 0) {
 		fprintf(stderr, "semd-benchmark: connect %s: %s\n", o->addr.text, strerror(-c->fd));
 		return -1;
+	}
+	if (o->addr.is_tls) {
+		char err[512];
+
+		c->ssl = wire_tls_handshake(o->tls_ctx, c->fd, o->addr.host, o->tls.insecure,
+		    err, sizeof(err));
+		if (c->ssl == NULL) {
+			fprintf(stderr, "semd-benchmark: %s\n", err);
+			return -1;
+		}
 	}
 	if (wire_put_hello(&c->out, ++c->seq, "semd-benchmark") != 0)
 		return -1;
@@ -718,5 +762,6 @@ int main(int argc, char **argv)
 	}
 	if (o.json)
 		printf("\n]}\n");
+	SSL_CTX_free(o.tls_ctx);
 	return failed ? 1 : 0;
 }

@@ -53,9 +53,12 @@ ok "table has a header" grep -q '^test .*ops/s.*p50_us.*p99_us.*p99.9_us.*max_us
 expect_eq "table has two rows" 2 "$(grep -c '^\(ping\|down-up\) ' "$T/table")"
 
 # errors
-"$BENCH" -s tls:127.0.0.1:1 -t ping >/dev/null 2>"$T/tls.err"
-expect_eq "tls: exits 2" 2 $?
-ok "tls: says it is not supported" grep -q "TLS is not supported" "$T/tls.err"
+"$BENCH" -s tls:127.0.0.1:1 --tls-ca "$T/nonexistent.pem" -t ping >/dev/null 2>"$T/tls.err"
+expect_eq "a missing CA file exits 2" 2 $?
+ok "a missing CA file is named" grep -q "nonexistent.pem" "$T/tls.err"
+"$BENCH" -s udp:127.0.0.1:1 -t ping >/dev/null 2>"$T/addr.err"
+expect_eq "a bad address exits 2" 2 $?
+ok "a bad address says what is expected" grep -q "unix:PATH, tcp:HOST:PORT or tls:HOST:PORT" "$T/addr.err"
 "$BENCH" -s "$d_UNIX" -t nosuchtest >/dev/null 2>"$T/bad.err"
 expect_eq "unknown test exits 2" 2 $?
 "$BENCH" -s "unix:$T/nobody.sock" -t ping -d 0.1 >/dev/null 2>"$T/conn.err"

@@ -4,12 +4,16 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
 
 #include "bench/wire.h"
 
@@ -38,12 +42,10 @@ int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen
 		a->is_unix = 1;
 		return 0;
 	}
-	if (strncmp(s, "tls:", 4) == 0) {
-		snprintf(err, errlen, "%s: TLS is not supported by semd-benchmark yet; use unix: or tcp:", s);
-		return -ENOTSUP;
-	}
-	if (strncmp(s, "tcp:", 4) != 0) {
-		snprintf(err, errlen, "%s: address must be unix:PATH or tcp:HOST:PORT", s);
+	if (strncmp(s, "tls:", 4) == 0)
+		a->is_tls = 1;
+	else if (strncmp(s, "tcp:", 4) != 0) {
+		snprintf(err, errlen, "%s: address must be unix:PATH, tcp:HOST:PORT or tls:HOST:PORT", s);
 		return -EINVAL;
 	}
 	hp = s + 4;
@@ -78,6 +80,7 @@ int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen
 		snprintf(err, errlen, "%s: expected tcp:HOST:PORT", s);
 		return -EINVAL;
 	}
+	snprintf(a->host, sizeof(a->host), "%s", host);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -116,6 +119,158 @@ int wire_connect(const struct wire_addr *a, int nonblock)
 		return r;
 	}
 	return fd;
+}
+
+/* The latest OpenSSL error as text, or what. */
+static void tls_error(char *err, size_t errlen, const char *what)
+{
+	unsigned long e = ERR_get_error();
+	char buf[256];
+
+	if (e != 0) {
+		ERR_error_string_n(e, buf, sizeof(buf));
+		snprintf(err, errlen, "%s: %s", what, buf);
+	} else {
+		snprintf(err, errlen, "%s", what);
+	}
+	ERR_clear_error();
+}
+
+/* A client SSL_CTX from t. */
+SSL_CTX *wire_tls_ctx_new(const struct wire_tls *t, char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (ctx == NULL) {
+		tls_error(err, errlen, "SSL_CTX_new");
+		return NULL;
+	}
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
+		goto fail_ssl;
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (t->ca_file != NULL) {
+		if (SSL_CTX_load_verify_locations(ctx, t->ca_file, NULL) != 1) {
+			tls_error(err, errlen, t->ca_file);
+			goto fail;
+		}
+	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		goto fail_ssl;
+	}
+	if (t->cert_file != NULL) {
+		if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
+			tls_error(err, errlen, t->cert_file);
+			goto fail;
+		}
+		if (SSL_CTX_use_PrivateKey_file(ctx, t->key_file != NULL ? t->key_file : t->cert_file,
+		    SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+			tls_error(err, errlen, t->key_file != NULL ? t->key_file : t->cert_file);
+			goto fail;
+		}
+	}
+	SSL_CTX_set_verify(ctx, t->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+	return ctx;
+fail_ssl:
+	tls_error(err, errlen, "TLS context");
+fail:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* TLS handshake on a connected blocking fd. */
+SSL *wire_tls_handshake(SSL_CTX *ctx, int fd, const char *host, int insecure,
+    char *err, size_t errlen)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	long vr;
+	SSL *ssl;
+
+	ssl = SSL_new(ctx);
+	if (ssl == NULL || SSL_set_fd(ssl, fd) != 1) {
+		tls_error(err, errlen, "SSL_new");
+		SSL_free(ssl);
+		return NULL;
+	}
+	/* names get SNI and a host name check, addresses an IP check */
+	if (inet_pton(AF_INET, host, &a4) != 1 && inet_pton(AF_INET6, host, &a6) != 1)
+		(void)SSL_set_tlsext_host_name(ssl, host);
+	if (!insecure && SSL_set1_host(ssl, host) != 1) {
+		tls_error(err, errlen, "SSL_set1_host");
+		SSL_free(ssl);
+		return NULL;
+	}
+	if (SSL_connect(ssl) != 1) {
+		vr = SSL_get_verify_result(ssl);
+		if (vr != X509_V_OK)
+			snprintf(err, errlen, "TLS handshake with %s: certificate: %s", host,
+			    X509_verify_cert_error_string(vr));
+		else
+			tls_error(err, errlen, "TLS handshake");
+		SSL_free(ssl);
+		return NULL;
+	}
+	return ssl;
+}
+
+/* Send a close_notify and free ssl. */
+void wire_tls_close(SSL *ssl)
+{
+	if (ssl == NULL)
+		return;
+	(void)SSL_shutdown(ssl);
+	SSL_free(ssl);
+	ERR_clear_error();
+}
+
+/* Map an SSL_read/SSL_write result to the send()/recv() convention. */
+static ssize_t tls_result(SSL *ssl, int r)
+{
+	switch (SSL_get_error(ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+	case SSL_ERROR_WANT_WRITE:
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		ERR_clear_error();
+		if (errno == 0)
+			errno = ECONNRESET;
+		return -1;
+	default:
+		ERR_clear_error();
+		errno = EPROTO;
+		return -1;
+	}
+}
+
+/* send() over fd or ssl. */
+ssize_t wire_send(int fd, SSL *ssl, const void *p, size_t n)
+{
+	int r;
+
+	if (ssl == NULL)
+		return send(fd, p, n, MSG_NOSIGNAL);
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	errno = 0;
+	r = SSL_write(ssl, p, (int)n);
+	return r > 0 ? r : tls_result(ssl, r);
+}
+
+/* recv() over fd or ssl. */
+ssize_t wire_recv(int fd, SSL *ssl, void *p, size_t n)
+{
+	int r;
+
+	if (ssl == NULL)
+		return recv(fd, p, n, 0);
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	errno = 0;
+	r = SSL_read(ssl, p, (int)n);
+	return r > 0 ? r : tls_result(ssl, r);
 }
 
 /* Make room for n more bytes after len. */

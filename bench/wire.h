@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
+
+#include <openssl/ssl.h>
 
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
@@ -21,18 +24,47 @@ struct wire_addr {
 	struct sockaddr_storage	ss;
 	socklen_t		len;
 	int			is_unix;
+	int			is_tls;
+	char			host[256];	/* tcp/tls: for certificate checks */
 	char			text[128];
 };
 
 /*
- * Parse "unix:PATH", "tcp:HOST:PORT" (HOST may be "[v6]"). Returns 0, or
- * -ENOTSUP for "tls:" (not supported by this tool yet), -EINVAL otherwise;
- * err gets a message for the user.
+ * Parse "unix:PATH", "tcp:HOST:PORT" or "tls:HOST:PORT" (HOST may be
+ * "[v6]"). Returns 0, or -EINVAL with a message for the user in err.
  */
 int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen);
 
 /* A connected stream socket (TCP_NODELAY on TCP), or -errno. */
 int wire_connect(const struct wire_addr *a, int nonblock);
+
+/* Where the TLS client's trust and identity come from. */
+struct wire_tls {
+	const char	*ca_file;	/* NULL: the system's trust store */
+	const char	*cert_file;	/* client certificate for mutual TLS, or NULL */
+	const char	*key_file;	/* its key (NULL: in cert_file) */
+	int		 insecure;	/* do not verify the server (tests only) */
+};
+
+/* A client SSL_CTX (TLS 1.2 at least), or NULL with a message in err. */
+SSL_CTX *wire_tls_ctx_new(const struct wire_tls *t, char *err, size_t errlen);
+
+/*
+ * Run the TLS handshake on a connected blocking fd; the server certificate
+ * is checked against host unless insecure. NULL with a message in err.
+ */
+SSL *wire_tls_handshake(SSL_CTX *ctx, int fd, const char *host, int insecure,
+    char *err, size_t errlen);
+
+/* Send a close_notify (without waiting for the peer's) and free ssl. */
+void wire_tls_close(SSL *ssl);
+
+/*
+ * send()/recv() over fd, or over ssl when it is not NULL: bytes moved, 0 at
+ * the end of the stream (recv), or -1 with errno (EAGAIN: would block).
+ */
+ssize_t wire_send(int fd, SSL *ssl, const void *p, size_t n);
+ssize_t wire_recv(int fd, SSL *ssl, void *p, size_t n);
 
 /* Growable byte buffer: pending output, or received input. */
 struct wbuf {
