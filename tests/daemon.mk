@@ -8,6 +8,12 @@ tests_daemon_test_state_LDADD = daemon/libsemstate.a proto/libsemproto.a \
 	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/daemon/test_state
 
+# test_hmap: the hash table and SipHash.
+check_PROGRAMS += tests/daemon/test_hmap
+tests_daemon_test_hmap_SOURCES = tests/daemon/test_hmap.c
+tests_daemon_test_hmap_LDADD = daemon/libsemstate.a
+TESTS += tests/daemon/test_hmap
+
 # semd_probe: a protocol client for the shell tests below.
 check_PROGRAMS += tests/daemon/semd_probe
 tests_daemon_semd_probe_SOURCES = tests/daemon/semd_probe.c
