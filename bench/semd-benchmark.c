@@ -525,6 +525,21 @@ static int snap_delta(const struct snap *a, const struct snap *b, const char *na
 	return 0;
 }
 
+/* Print s as the inside of a JSON string. */
+static void json_str(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+}
+
 /* Microseconds from nanoseconds. */
 static double us(uint64_t ns)
 {
@@ -583,8 +598,11 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 				    ", \"memory_after\": %" PRIu64 ", \"memory_after_delete\": %" PRIu64
 				    ", \"bytes_per_name\": %.1f",
 				    m->mem_counter, m->mem[0], m->mem[1], m->mem[2], per_name);
-			else
-				printf(", \"memory_counter\": null, \"stats_counters\": \"%s\"", m->counters);
+			else {
+				printf(", \"memory_counter\": null, \"stats_counters\": \"");
+				json_str(m->counters);
+				printf("\"");
+			}
 		}
 		printf("}");
 		*first = 0;
@@ -745,11 +763,14 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile(o.conns);
-	if (o.json)
-		printf("{\"server\": \"%s\", \"results\": [", o.addr.text);
-	else
+	if (o.json) {
+		printf("{\"server\": \"");
+		json_str(o.addr.text);
+		printf("\", \"results\": [");
+	} else {
 		printf("semd-benchmark %s: %u connections, pipeline %u, up to %u threads, %.1f s per test (+%.1f s warm-up)\n",
 		    o.addr.text, o.conns, o.pipeline, o.threads, o.duration, o.warmup);
+	}
 	for (t = 0; t < T_COUNT; t++) {
 		if (!o.tests[t])
 			continue;
