@@ -68,6 +68,9 @@ static struct semc_info *info_convert(const Semd__InfoReply *p)
 	in->mode = p->mode == SEMD__MODE__SIGNAL ? SEMC_MODE_SIGNAL : SEMC_MODE_OWNED;
 	in->auto_created = p->auto_created;
 	in->last_token = p->last_token;
+	/* a daemon older than these fields sends 0: the lists are complete */
+	in->holders_total = p->holders_total > p->n_holders ? p->holders_total : p->n_holders;
+	in->waiters_total = p->waiters_total > p->n_waiters ? p->waiters_total : p->n_waiters;
 	in->holders = calloc(p->n_holders + 1, sizeof *in->holders);
 	in->waiters = calloc(p->n_waiters + 1, sizeof *in->waiters);
 	if (in->name == NULL || in->holders == NULL || in->waiters == NULL)

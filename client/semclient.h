@@ -109,6 +109,8 @@ struct semc_info {
 	struct semc_holder *holders;
 	size_t n_waiters;
 	struct semc_waiter *waiters;	/* queue order */
+	size_t holders_total;	/* all holders (the daemon lists at most 10,000) */
+	size_t waiters_total;	/* all waiters (the first 10,000 are listed) */
 };
 
 struct semc_summary {

@@ -563,7 +563,7 @@ static int cmd_info(int argc, char **argv)
 			       "\"expires_ms\":%" PRIu64 "}", h->since_ms, now - (int64_t)h->since_ms,
 			       h->detached ? "true" : "false", h->expires_ms);
 		}
-		printf("],\"waiters\":[");
+		printf("],\"holders_total\":%zu,\"waiters\":[", in->holders_total);
 		for (i = 0; i < in->n_waiters; i++) {
 			const struct semc_waiter *w = &in->waiters[i];
 
@@ -577,14 +577,17 @@ static int cmd_info(int argc, char **argv)
 			printf(",\"since_ms\":%" PRIu64 ",\"waited_ms\":%" PRId64 ",\"deadline_ms\":%"
 			       PRIu64 "}", w->since_ms, now - (int64_t)w->since_ms, w->deadline_ms);
 		}
-		printf("]}\n");
+		printf("],\"waiters_total\":%zu}\n", in->waiters_total);
 		semc_info_free(in);
 		return 0;
 	}
 	printf("%s: limit %u, available %" PRId64 ", mode %s%s, last token %" PRIu64 "\n",
 	       in->name, in->limit, in->available, mode_name(in->mode),
 	       in->auto_created ? " (auto-created)" : "", in->last_token);
-	printf("holders: %zu\n", in->n_holders);
+	printf("holders: %zu", in->holders_total);
+	if (in->holders_total > in->n_holders)
+		printf(" (%zu shown)", in->n_holders);
+	printf("\n");
 	if (in->n_holders > 0)
 		printf("  %-8s %-18s %-3s %-14s %-16s %-7s %-12s %-19s %-9s %s\n", "PERMIT", "TOKEN",
 		       "N", "CLIENT", "HOST", "PID", "PRINCIPAL", "SINCE", "HELD", "EXPIRES");
@@ -599,7 +602,10 @@ static int cmd_info(int argc, char **argv)
 		       h->expires_ms ? fmt_time(h->expires_ms, b3, sizeof b3) :
 		       (h->detached ? "-" : "with its connection"));
 	}
-	printf("waiters: %zu\n", in->n_waiters);
+	printf("waiters: %zu", in->waiters_total);
+	if (in->waiters_total > in->n_waiters)
+		printf(" (the first %zu shown)", in->n_waiters);
+	printf("\n");
 	if (in->n_waiters > 0)
 		printf("  %-3s %-8s %-3s %-14s %-16s %-7s %-12s %-19s %s\n", "#", "REQUEST", "N",
 		       "CLIENT", "HOST", "PID", "PRINCIPAL", "SINCE", "WAITING");

@@ -83,7 +83,7 @@ expect_eq "would block: JSON" "would_block 1" "$(echo "$out" | jget 'j["error"],
 S down jobs --timeout 5s >"$T/waiter.out" 2>&1 &
 wpid=$!
 t_wait_for 5 sh -c "'$SEMCTL' -s '$d_UNIX' --json info jobs | python3 -c 'import json,sys; assert len(json.load(sys.stdin)[\"waiters\"]) == 1'"
-expect_eq "info shows the waiter" 1 "$(S --json info jobs | jget 'len(j["waiters"])')"
+expect_eq "info shows the waiter" "1 1 2" "$(S --json info jobs | jget 'len(j["waiters"]), j["waiters_total"], j["holders_total"]')"
 ok "info plain shows the waiter" sh -c "'$SEMCTL' -s '$d_UNIX' info jobs | grep -q '^waiters: 1'"
 expect_eq "up" 0 "$(rc S up jobs)"
 wait $wpid
