@@ -30,6 +30,29 @@ fi
 $PROBE "$d_UNIX" hello ping >"$T/after.out"
 ok "daemon still serves after the load" grep -q 'code=OK pong' "$T/after.out"
 
+# Out of descriptors: accept pauses for a second instead of spinning, and
+# serves again once descriptors are free.
+( ulimit -n 32; exec "$SEMD" --listen "unix:$T/fd.sock" --ready-file "$T/fd.ready" ) >"$T/fd.log" 2>&1 &
+fdpid=$!
+PIDS_TO_KILL="$PIDS_TO_KILL $fdpid"
+ok "low-descriptor daemon ready" t_wait_for 10 test -s "$T/fd.ready"
+python3 - "$T/fd.sock" <<'PY' >"$T/fdclients.out" 2>&1
+import socket, sys, time
+conns = []
+for i in range(60):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    conns.append(s)
+time.sleep(1.5)
+for s in conns:
+    s.close()
+print("closed", len(conns))
+PY
+ok "EMFILE: accepts paused with a log line" grep -q 'pausing accepts for 1 s' "$T/fd.log"
+pauses=$(grep -c 'pausing accepts' "$T/fd.log")
+ok "EMFILE: no accept spinning ($pauses pauses in 1.5 s)" test "$pauses" -le 5
+ok "EMFILE: served again afterwards" t_wait_for 10 sh -c "$PROBE unix:$T/fd.sock hello ping | grep -q 'code=OK pong'"
+
 for ms in 50 200; do
 	$PROBE --timeout "$d_UNIX" "$ms" >"$T/to.out" 2>&1
 	cat "$T/to.out"
