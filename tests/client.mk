@@ -14,3 +14,5 @@ TESTS += tests/client/example.sh
 EXTRA_DIST += tests/client/example.sh
 TESTS += tests/client/tls.sh
 EXTRA_DIST += tests/client/tls.sh
+TESTS += tests/client/run-resume.sh
+EXTRA_DIST += tests/client/run-resume.sh
