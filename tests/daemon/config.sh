@@ -89,6 +89,17 @@ $PROBE "unix:$T/stale.sock" hello ping >"$T/st.out"
 ok "stale socket replaced and served" has 'code=OK pong' "$T/st.out"
 ok "socket mode 0600" sh -c "[ \"\$(stat -c %a '$T/stale.sock')\" = 600 ]"
 
+# TCP keepalive probes are armed on client connections.
+if command -v ss >/dev/null 2>&1; then
+	start_semd ka --keepalive 7s || exit 1
+	$PROBE "$ka_TCP" hello "sleep 1500" >/dev/null 2>&1 &
+	ka=$!
+	port=${ka_TCP##*:}
+	ok "keepalive timer on the daemon's side of a TCP client" t_wait_for 5 \
+		sh -c "ss -tno state established '( sport = :$port )' | grep -q 'timer:(keepalive'"
+	wait "$ka"
+fi
+
 # IPv6 loopback, when the machine has it.
 if python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
 	start_semd v6 --listen 'tcp:[::1]:0' || exit 1
