@@ -15,6 +15,10 @@ for tool in systemd-socket-activate python3; do
 		exit 77
 	fi
 done
+if ! grep -q '^#define HAVE_SYSTEMD 1' "$top_builddir/config.h"; then
+	echo "SKIP: semd is built --without-systemd (no socket activation)"
+	exit 77
+fi
 socket=$top_srcdir/packaging/systemd/semd.socket
 service=$top_srcdir/packaging/systemd/semd.service
 
