@@ -4,8 +4,11 @@
 # two round trips; closed loop; C connections with P ops in flight each):
 #   limit = the reference request/reply server (limitd, loadgen -d echo)
 #   redis = redis-server with the Lua semaphore (loadgen -d redis)
-#   semd  = a private semd driven by semd-benchmark -t down-up --threads 1
-#           (single-threaded, as loadgen is)
+#   semd  = a private semd driven by the same loadgen with our wire driver
+#           bench/drv_semd.c (loadgen -d semd: trydown + up on one name of
+#           the same limit as redis' key)
+#   sbm   = the same semd driven by semd-benchmark -t down-up --threads 1
+#           (single-threaded, as loadgen is; each connection its own name)
 # Cells: C=1 P=1, C=16 P=1, C=16 P=16, over unix and tcp, back to back.
 # Also: semd ping vs limit echo round trips, semd handoff vs the limit's
 # one-connection round trip, and the tool's own overhead (loadgen echo vs
@@ -16,7 +19,9 @@
 #        interleaved runs), ANCHORS (the shared bench dir),
 #        SEMD, BENCH (binaries), OUT (also save the table there).
 # The anchors' sources are copied to a temp dir and built there: the shared
-# folder stays read-only and nothing of it enters this tree.
+# folder stays read-only and nothing of it enters this tree. loadgen is built
+# there with bench/drv_semd.c added (its reserved drivers[] entry enabled by
+# a sed on the temp copy).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,7 +54,12 @@ trap 'exit 130' INT TERM
 cp -r "$ANCHORS/limit" "$ANCHORS/load" "$T/"
 chmod -R u+w "$T/limit" "$T/load"
 make -s -C "$T/limit" >/dev/null
-make -s -C "$T/load" >/dev/null
+sed -i 's|^/\* *extern const struct lg_driver lg_drv_semd;.*|extern const struct lg_driver lg_drv_semd;|
+s|^\( *\)/\* *&lg_drv_semd,.*|\1\&lg_drv_semd,|' "$T/load/loadgen.c"
+grep -q '^ *&lg_drv_semd,' "$T/load/loadgen.c" ||
+	{ echo "compare: cannot enable the semd driver in loadgen.c" >&2; exit 1; }
+${CC:-gcc} -O2 -Wall -Wextra -I"$T/load" -o "$T/load/loadgen" "$T/load/loadgen.c" \
+	"$T/load/drv_echo.c" "$T/load/drv_redis.c" "$TOP/bench/drv_semd.c"
 LG=$T/load/loadgen
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -96,11 +106,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 
 lg() { # driver transport C P
 	local target
-	if [ "$2" = tcp ]; then
-		[ "$1" = redis ] && target="-t 127.0.0.1:$REDIS_PORT" || target="-t 127.0.0.1:$LIMIT_PORT"
-	else
-		[ "$1" = redis ] && target="-u $T/redis.sock" || target="-u $T/limit.sock"
-	fi
+	case $1/$2 in
+	redis/tcp) target="-t 127.0.0.1:$REDIS_PORT" ;;
+	redis/unix) target="-u $T/redis.sock" ;;
+	semd/tcp) target="-t ${SEMD_TCP#tcp:}" ;;
+	semd/unix) target="-u ${SEMD_UNIX#unix:}" ;;
+	*/tcp) target="-t 127.0.0.1:$LIMIT_PORT" ;;
+	*) target="-u $T/limit.sock" ;;
+	esac
 	# shellcheck disable=SC2086
 	"$LG" -d "$1" $target -c "$3" -P "$4" -D "$D" -w "$WARM" | tee -a "$T/raw"
 }
@@ -141,6 +154,7 @@ for rep in $(seq "$REPS"); do
 		set -- $cell
 		add "L|$cell" "$(lg echo "$1" "$2" "$3")"
 		add "R|$cell" "$(lg redis "$1" "$2" "$3")"
+		add "G|$cell" "$(lg semd "$1" "$2" "$3")"
 		add "S|$cell" "$(sb down-up "$1" "$2" "$3")"
 		add "P|$cell" "$(sb ping "$1" "$2" "$3")"
 	done
@@ -155,17 +169,18 @@ done
 
 {
 echo "# semd vs anchors $(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hostname) cpus=$(nproc) D=${D}s warm-up=${WARM}s, median of $REPS runs"
-echo "# down-up: 1 op = acquire + release = 2 round trips; latency per op in us; semd-benchmark --threads 1"
-printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s | %9s %7s %7s | %7s %7s\n' \
-	tr C P "limit/s" p50 p99 "redis/s" p50 p99 "semd/s" p50 p99 "s/limit" "s/redis"
+echo "# down-up: 1 op = acquire + release = 2 round trips; latency per op in us"
+echo "#   semd = loadgen -d semd (the anchors' own client); sbm = semd-benchmark --threads 1"
+printf '%-4s %3s %3s | %9s %7s | %9s %7s | %9s %7s %7s | %9s %7s | %7s %7s | %7s\n' \
+	tr C P "limit/s" p99 "redis/s" p99 "semd/s" p50 p99 "sbm/s" p99 "s/limit" "s/redis" "sbm/lim"
 for cell in "${CELLS[@]}"; do
 	set -- $cell
-	L=$(median "L|$cell"); R=$(median "R|$cell"); S=$(median "S|$cell")
-	lo=$(field ops_s "$L"); ro=$(field ops_s "$R"); so=$(top ops_per_sec "$S")
-	printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s | %9s %7s %7s | %7s %7s\n' "$1" "$2" "$3" \
-		"$lo" "$(field p50_us "$L")" "$(field p99_us "$L")" \
-		"$ro" "$(field p50_us "$R")" "$(field p99_us "$R")" \
-		"$so" "$(lat p50 "$S")" "$(lat p99 "$S")" "$(ratio "$so" "$lo")" "$(ratio "$so" "$ro")"
+	L=$(median "L|$cell"); R=$(median "R|$cell"); G=$(median "G|$cell"); S=$(median "S|$cell")
+	lo=$(field ops_s "$L"); ro=$(field ops_s "$R"); go=$(field ops_s "$G"); so=$(top ops_per_sec "$S")
+	printf '%-4s %3s %3s | %9s %7s | %9s %7s | %9s %7s %7s | %9s %7s | %7s %7s | %7s\n' "$1" "$2" "$3" \
+		"$lo" "$(field p99_us "$L")" "$ro" "$(field p99_us "$R")" \
+		"$go" "$(field p50_us "$G")" "$(field p99_us "$G")" "$so" "$(lat p99 "$S")" \
+		"$(ratio "$go" "$lo")" "$(ratio "$go" "$ro")" "$(ratio "$so" "$lo")"
 done
 echo
 echo "# ping: semd round trips/s (Ping) vs the limit's echo round trips/s (2 per loadgen op)"
