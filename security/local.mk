@@ -1,1 +1,11 @@
 # security/: ACLs, TLS contexts, identities (built as a library the daemon links)
+# libsemsec.a is position-independent so it can also go into libsemclient.
+# Link users with: security/libsemsec.a $(OPENSSL_LIBS) $(LIBEVENT_LIBS)
+# (tls_bev.o needs libevent_openssl; a user of acl/peer/tls alone needs only OpenSSL).
+noinst_LIBRARIES += security/libsemsec.a
+security_libsemsec_a_SOURCES = \
+	security/acl.c security/acl.h \
+	security/peer.c security/peer.h \
+	security/tls.c security/tls.h \
+	security/tls_bev.c security/tls_bev.h
+security_libsemsec_a_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(LIBEVENT_CFLAGS) -fPIC

@@ -1,1 +1,20 @@
 # tests/security.mk: build fragment, included by the top Makefile.am
+SECURITY_TEST_LIBS = security/libsemsec.a $(LIBEVENT_LIBS) $(OPENSSL_LIBS) $(PTHREAD_LIBS)
+SECURITY_TEST_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(LIBEVENT_CFLAGS)
+
+check_PROGRAMS += tests/security/acl_test tests/security/peer_test tests/security/tls_test
+TESTS += tests/security/acl_test tests/security/peer_test tests/security/tls.sh
+EXTRA_DIST += tests/security/tls.sh tests/security/gen-certs.sh
+noinst_HEADERS += tests/security/check.h
+
+tests_security_acl_test_SOURCES = tests/security/acl_test.c
+tests_security_acl_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
+tests_security_acl_test_LDADD = $(SECURITY_TEST_LIBS)
+
+tests_security_peer_test_SOURCES = tests/security/peer_test.c
+tests_security_peer_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
+tests_security_peer_test_LDADD = $(SECURITY_TEST_LIBS)
+
+tests_security_tls_test_SOURCES = tests/security/tls_test.c
+tests_security_tls_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
+tests_security_tls_test_LDADD = $(SECURITY_TEST_LIBS)

@@ -1,0 +1,611 @@
+/* security/tls.c - TLS contexts (OpenSSL) for the daemon and the client. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "security/tls.h"
+
+struct tls_server {
+	pthread_mutex_t lock;		/* guards ctx and the paths */
+	SSL_CTX *ctx;
+	char *cert_file;
+	char *key_file;
+	char *ca_file;
+	enum tls_client_auth client_auth;
+};
+
+static const char *const client_auth_names[] = {
+	[TLS_CLIENT_AUTH_NONE] = "none",
+	[TLS_CLIENT_AUTH_OPTIONAL] = "optional",
+	[TLS_CLIENT_AUTH_REQUIRED] = "required",
+};
+
+/* Format a message into err and return code. */
+__attribute__((format(printf, 4, 5)))
+static int tls_fail(int code, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* Append the pending OpenSSL errors (and clear them) as text to err. */
+void tls_errors(char *err, size_t errlen)
+{
+	unsigned long e;
+	size_t used;
+	char one[256];
+
+	while ((e = ERR_get_error()) != 0) {
+		if (err == NULL || errlen == 0)
+			continue;
+		used = strnlen(err, errlen);
+		ERR_error_string_n(e, one, sizeof one);
+		snprintf(err + used, errlen - used, "%s%s", used > 0 ? "; " : "", one);
+	}
+}
+
+/* Format "what: <openssl errors>" into err and return code. */
+__attribute__((format(printf, 4, 5)))
+static int tls_fail_ssl(int code, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	size_t used;
+
+	if (err == NULL || errlen == 0) {
+		ERR_clear_error();
+		return code;
+	}
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	used = strnlen(err, errlen);
+	if (ERR_peek_error() != 0 && used + 3 < errlen) {
+		memcpy(err + used, ": ", 3);
+		/* tls_errors() appends after the ": " (with "; " between errors) */
+		tls_errors(err + used + 2, errlen - used - 2);
+	}
+	ERR_clear_error();
+	return code;
+}
+
+/* Tell whether the last OpenSSL error is a key that does not match its certificate. */
+static bool tls_key_mismatch(void)
+{
+	unsigned long e = ERR_peek_last_error();
+
+	return ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
+}
+
+/* Parse "none", "optional" or "required". */
+int tls_client_auth_parse(const char *text, enum tls_client_auth *out)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof client_auth_names / sizeof client_auth_names[0]; i++) {
+		if (strcmp(text, client_auth_names[i]) == 0) {
+			*out = (enum tls_client_auth)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Options shared by server and client contexts. */
+static int tls_ctx_common(SSL_CTX *ctx)
+{
+	/*
+	 * TLS 1.2 is the floor, 1.3 is negotiated whenever both ends have it
+	 * (OpenSSL prefers the highest version); the cipher lists stay at the
+	 * library's defaults, which the system policy (Debian: SECLEVEL=2)
+	 * already restricts. Renegotiation is refused: TLS 1.3 has none and in
+	 * 1.2 it is only a way for a client to make the server work.
+	 */
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
+		return -EPROTO;
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	/* Many idle connections: give read/write buffers back when idle. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	return 0;
+}
+
+/* Build a server SSL_CTX from the files of ts-like settings. */
+static SSL_CTX *tls_server_build(const struct tls_server_config *cfg, char *err, size_t errlen)
+{
+	STACK_OF(X509_NAME) *names;
+	SSL_CTX *ctx;
+	int mode;
+
+	ERR_clear_error();
+	if (cfg->cert_file == NULL || cfg->key_file == NULL) {
+		tls_fail(-EINVAL, err, errlen, "TLS needs a certificate and a key (--tls-cert, --tls-key)");
+		return NULL;
+	}
+	if ((unsigned)cfg->client_auth > TLS_CLIENT_AUTH_REQUIRED) {
+		tls_fail(-EINVAL, err, errlen, "invalid client authentication mode %d", (int)cfg->client_auth);
+		return NULL;
+	}
+	if (cfg->client_auth != TLS_CLIENT_AUTH_NONE && cfg->ca_file == NULL) {
+		tls_fail(-EINVAL, err, errlen, "client authentication '%s' needs a CA file (--tls-ca)",
+		    client_auth_names[cfg->client_auth]);
+		return NULL;
+	}
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL) {
+		tls_fail_ssl(-ENOMEM, err, errlen, "cannot create a TLS context");
+		return NULL;
+	}
+	if (tls_ctx_common(ctx) != 0) {
+		tls_fail_ssl(-EPROTO, err, errlen, "cannot set the minimum TLS version");
+		goto fail;
+	}
+	/*
+	 * No session resumption: no tickets (TLS 1.2 and 1.3) and no server
+	 * cache. semd connections are long-lived, so a full handshake per
+	 * connection costs little; in exchange every connection proves its
+	 * client certificate against the CA loaded now (a reload that drops a
+	 * CA takes effect at once, with no ticket to outlive it), there is no
+	 * ticket key to rotate or leak (it would break forward secrecy), and
+	 * no cache memory to bound.
+	 */
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_num_tickets(ctx, 0);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"semd", 4);
+
+	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file) != 1) {
+		tls_fail_ssl(-EINVAL, err, errlen, "cannot load certificate chain '%s'", cfg->cert_file);
+		goto fail;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM) != 1 &&
+	    !tls_key_mismatch()) {
+		tls_fail_ssl(-EINVAL, err, errlen, "cannot load private key '%s'", cfg->key_file);
+		goto fail;
+	}
+	if (tls_key_mismatch() || SSL_CTX_check_private_key(ctx) != 1) {
+		tls_fail_ssl(-EINVAL, err, errlen, "private key '%s' does not match certificate '%s'",
+		    cfg->key_file, cfg->cert_file);
+		goto fail;
+	}
+	if (cfg->client_auth != TLS_CLIENT_AUTH_NONE) {
+		if (SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL) != 1) {
+			tls_fail_ssl(-EINVAL, err, errlen, "cannot load CA file '%s'", cfg->ca_file);
+			goto fail;
+		}
+		if ((names = SSL_load_client_CA_file(cfg->ca_file)) == NULL) {
+			tls_fail_ssl(-EINVAL, err, errlen, "no CA certificate in '%s'", cfg->ca_file);
+			goto fail;
+		}
+		SSL_CTX_set_client_CA_list(ctx, names);
+		mode = SSL_VERIFY_PEER;
+		if (cfg->client_auth == TLS_CLIENT_AUTH_REQUIRED)
+			mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+		SSL_CTX_set_verify(ctx, mode, NULL);
+	} else {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	}
+	ERR_clear_error();
+	return ctx;
+fail:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* Duplicate a possibly NULL string; *ok goes false on allocation failure. */
+static char *tls_strdup(const char *s, bool *ok)
+{
+	char *d;
+
+	if (s == NULL)
+		return NULL;
+	if ((d = strdup(s)) == NULL)
+		*ok = false;
+	return d;
+}
+
+/* Build a server context from cfg; on error, a message for the log in err. */
+int tls_server_new(struct tls_server **out, const struct tls_server_config *cfg,
+    char *err, size_t errlen)
+{
+	struct tls_server *ts;
+	bool ok = true;
+
+	*out = NULL;
+	if ((ts = calloc(1, sizeof *ts)) == NULL)
+		return tls_fail(-ENOMEM, err, errlen, "out of memory");
+	if (pthread_mutex_init(&ts->lock, NULL) != 0) {
+		free(ts);
+		return tls_fail(-ENOMEM, err, errlen, "cannot create a mutex");
+	}
+	if ((ts->ctx = tls_server_build(cfg, err, errlen)) == NULL)
+		goto fail;
+	ts->cert_file = tls_strdup(cfg->cert_file, &ok);
+	ts->key_file = tls_strdup(cfg->key_file, &ok);
+	ts->ca_file = tls_strdup(cfg->ca_file, &ok);
+	ts->client_auth = cfg->client_auth;
+	if (!ok) {
+		tls_fail(-ENOMEM, err, errlen, "out of memory");
+		goto fail;
+	}
+	*out = ts;
+	return 0;
+fail:
+	tls_server_free(ts);
+	return -EINVAL;
+}
+
+/* Rebuild the context from the files and swap it in only if it loads. */
+int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg,
+    char *err, size_t errlen)
+{
+	struct tls_server_config cur;
+	char *cert = NULL, *key = NULL, *ca = NULL;
+	SSL_CTX *ctx, *old;
+	bool ok = true;
+
+	pthread_mutex_lock(&ts->lock);
+	if (cfg == NULL) {
+		cur.cert_file = ts->cert_file;
+		cur.key_file = ts->key_file;
+		cur.ca_file = ts->ca_file;
+		cur.client_auth = ts->client_auth;
+		cfg = &cur;
+	}
+	cert = tls_strdup(cfg->cert_file, &ok);
+	key = tls_strdup(cfg->key_file, &ok);
+	ca = tls_strdup(cfg->ca_file, &ok);
+	pthread_mutex_unlock(&ts->lock);
+	if (!ok) {
+		tls_fail(-ENOMEM, err, errlen, "out of memory");
+		goto fail;
+	}
+	cur.cert_file = cert;
+	cur.key_file = key;
+	cur.ca_file = ca;
+	cur.client_auth = cfg->client_auth;
+	/* The slow part (file reads, key checks) runs without the lock. */
+	if ((ctx = tls_server_build(&cur, err, errlen)) == NULL)
+		goto fail;
+
+	pthread_mutex_lock(&ts->lock);
+	old = ts->ctx;
+	ts->ctx = ctx;
+	free(ts->cert_file);
+	free(ts->key_file);
+	free(ts->ca_file);
+	ts->cert_file = cert;
+	ts->key_file = key;
+	ts->ca_file = ca;
+	ts->client_auth = cur.client_auth;
+	pthread_mutex_unlock(&ts->lock);
+	/* Live SSLs hold their own reference: this only drops ours. */
+	SSL_CTX_free(old);
+	return 0;
+fail:
+	free(cert);
+	free(key);
+	free(ca);
+	return -EINVAL;
+}
+
+/* A new server-side SSL for one accepted connection (from the current context). */
+SSL *tls_server_ssl_new(struct tls_server *ts)
+{
+	SSL *ssl;
+
+	pthread_mutex_lock(&ts->lock);
+	ssl = SSL_new(ts->ctx);
+	pthread_mutex_unlock(&ts->lock);
+	if (ssl != NULL)
+		SSL_set_accept_state(ssl);
+	return ssl;
+}
+
+/* The current context, with a reference the caller must SSL_CTX_free(). */
+SSL_CTX *tls_server_ctx(struct tls_server *ts)
+{
+	SSL_CTX *ctx;
+
+	pthread_mutex_lock(&ts->lock);
+	ctx = ts->ctx;
+	SSL_CTX_up_ref(ctx);
+	pthread_mutex_unlock(&ts->lock);
+	return ctx;
+}
+
+/* Free a server; NULL is a no-op. Live connections keep their context. */
+void tls_server_free(struct tls_server *ts)
+{
+	if (ts == NULL)
+		return;
+	SSL_CTX_free(ts->ctx);
+	free(ts->cert_file);
+	free(ts->key_file);
+	free(ts->ca_file);
+	pthread_mutex_destroy(&ts->lock);
+	free(ts);
+}
+
+/* Build a client context from cfg; on error, a message in err. */
+int tls_client_ctx_new(SSL_CTX **out, const struct tls_client_config *cfg,
+    char *err, size_t errlen)
+{
+	const char *key;
+	SSL_CTX *ctx;
+	int e = -EINVAL;
+
+	*out = NULL;
+	ERR_clear_error();
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		return tls_fail_ssl(-ENOMEM, err, errlen, "cannot create a TLS context");
+	if (tls_ctx_common(ctx) != 0) {
+		tls_fail_ssl(-EPROTO, err, errlen, "cannot set the minimum TLS version");
+		goto fail;
+	}
+	if (cfg->ca_file != NULL) {
+		if (SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL) != 1) {
+			tls_fail_ssl(e, err, errlen, "cannot load CA file '%s'", cfg->ca_file);
+			goto fail;
+		}
+	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		tls_fail_ssl(e, err, errlen, "cannot load the system's trusted CAs");
+		goto fail;
+	}
+	if (cfg->cert_file != NULL) {
+		key = cfg->key_file != NULL ? cfg->key_file : cfg->cert_file;
+		if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file) != 1) {
+			tls_fail_ssl(e, err, errlen, "cannot load certificate chain '%s'", cfg->cert_file);
+			goto fail;
+		}
+		if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 &&
+		    !tls_key_mismatch()) {
+			tls_fail_ssl(e, err, errlen, "cannot load private key '%s'", key);
+			goto fail;
+		}
+		if (tls_key_mismatch() || SSL_CTX_check_private_key(ctx) != 1) {
+			tls_fail_ssl(e, err, errlen, "private key '%s' does not match certificate '%s'",
+			    key, cfg->cert_file);
+			goto fail;
+		}
+	} else if (cfg->key_file != NULL) {
+		tls_fail(e, err, errlen, "a TLS key without a certificate (--tls-cert)");
+		goto fail;
+	}
+	SSL_CTX_set_verify(ctx, cfg->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+	*out = ctx;
+	return 0;
+fail:
+	SSL_CTX_free(ctx);
+	return e;
+}
+
+/* A new client-side SSL that will verify the server against host. */
+int tls_client_ssl_new(SSL_CTX *ctx, const char *host, SSL **out, char *err, size_t errlen)
+{
+	unsigned char addr[16];
+	char bare[256];
+	size_t len = strlen(host);
+	SSL *ssl;
+
+	*out = NULL;
+	if (len >= 2 && host[0] == '[' && host[len - 1] == ']') {
+		host++;
+		len -= 2;
+	}
+	if (len == 0 || len >= sizeof bare)
+		return tls_fail(-EINVAL, err, errlen, "invalid TLS server host name '%.64s'", host);
+	memcpy(bare, host, len);
+	bare[len] = '\0';
+	ERR_clear_error();
+	if ((ssl = SSL_new(ctx)) == NULL)
+		return tls_fail_ssl(-ENOMEM, err, errlen, "cannot create a TLS connection");
+	if (inet_pton(AF_INET, bare, addr) == 1 || inet_pton(AF_INET6, bare, addr) == 1) {
+		/* An address: checked against IP SANs; no SNI for literals (RFC 6066). */
+		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), bare) != 1) {
+			tls_fail_ssl(-EINVAL, err, errlen, "cannot verify against address '%s'", bare);
+			goto fail;
+		}
+	} else {
+		SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+		if (SSL_set_tlsext_host_name(ssl, bare) != 1 || SSL_set1_host(ssl, bare) != 1) {
+			tls_fail_ssl(-EINVAL, err, errlen, "cannot verify against host name '%s'", bare);
+			goto fail;
+		}
+	}
+	SSL_set_connect_state(ssl);
+	*out = ssl;
+	return 0;
+fail:
+	SSL_free(ssl);
+	return -EINVAL;
+}
+
+/* Milliseconds on the monotonic clock. */
+static long long tls_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Describe why a handshake step failed; returns a negative errno. */
+static int tls_handshake_error(SSL *ssl, int r, int sslerr, int sys_errno,
+    char *err, size_t errlen)
+{
+	long v = SSL_get_verify_result(ssl);
+
+	if (sslerr == SSL_ERROR_SSL && v != X509_V_OK) {
+		ERR_clear_error();
+		return tls_fail(-EPROTO, err, errlen, "TLS handshake failed: certificate verify failed: %s",
+		    X509_verify_cert_error_string(v));
+	}
+	if (sslerr == SSL_ERROR_SSL &&
+	    ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+		ERR_clear_error();
+		return tls_fail(-ECONNRESET, err, errlen, "TLS handshake failed: connection closed by peer");
+	}
+	if (sslerr == SSL_ERROR_SSL)
+		return tls_fail_ssl(-EPROTO, err, errlen, "TLS handshake failed");
+	if (sslerr == SSL_ERROR_SYSCALL && ERR_peek_error() != 0)
+		return tls_fail_ssl(-EPROTO, err, errlen, "TLS handshake failed");
+	if (sslerr == SSL_ERROR_SYSCALL && r < 0 && sys_errno != 0)
+		return tls_fail(-sys_errno, err, errlen, "TLS handshake failed: %s", strerror(sys_errno));
+	ERR_clear_error();
+	return tls_fail(-ECONNRESET, err, errlen, "TLS handshake failed: connection closed by peer");
+}
+
+/* Run the handshake of ssl on its socket, waiting at most timeout_ms. */
+int tls_handshake(SSL *ssl, int timeout_ms, char *err, size_t errlen)
+{
+	long long deadline = tls_now_ms() + timeout_ms, left;
+	struct pollfd pfd;
+	int fd = SSL_get_fd(ssl), flags, r, e, rc;
+
+	if (fd < 0)
+		return tls_fail(-EBADF, err, errlen, "TLS connection has no socket");
+	if ((flags = fcntl(fd, F_GETFL)) < 0)
+		return tls_fail(-errno, err, errlen, "fcntl: %s", strerror(errno));
+	if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return tls_fail(-errno, err, errlen, "fcntl: %s", strerror(errno));
+	for (;;) {
+		ERR_clear_error();
+		errno = 0;
+		r = SSL_do_handshake(ssl);
+		if (r == 1) {
+			rc = 0;
+			break;
+		}
+		e = SSL_get_error(ssl, r);
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+			rc = tls_handshake_error(ssl, r, e, errno, err, errlen);
+			break;
+		}
+		left = deadline - tls_now_ms();
+		if (left <= 0) {
+			rc = tls_fail(-ETIMEDOUT, err, errlen, "TLS handshake timed out after %d ms", timeout_ms);
+			break;
+		}
+		pfd.fd = fd;
+		pfd.events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {
+			rc = tls_fail(-errno, err, errlen, "poll: %s", strerror(errno));
+			break;
+		}
+	}
+	if (!(flags & O_NONBLOCK))
+		(void)fcntl(fd, F_SETFL, flags);
+	return rc;
+}
+
+/* Accept a certificate name as a principal: printable, no spaces, not empty. */
+static bool tls_name_usable(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > ACL_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (p[i] <= 0x20 || p[i] == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* Copy "cn:NAME" or "anonymous" into out. */
+static int tls_put_principal(char *out, size_t outlen, const unsigned char *name, size_t len)
+{
+	if (name == NULL) {
+		if (outlen < sizeof "anonymous")
+			return -ENOSPC;
+		memcpy(out, "anonymous", sizeof "anonymous");
+		return 0;
+	}
+	if (outlen < len + 4)
+		return -ENOSPC;
+	memcpy(out, "cn:", 3);
+	memcpy(out + 3, name, len);
+	out[3 + len] = '\0';
+	return 0;
+}
+
+/* The principal of the peer: cn:NAME of a verified certificate, else anonymous. */
+int tls_peer_principal(SSL *ssl, char *out, size_t outlen)
+{
+	GENERAL_NAMES *gens;
+	const GENERAL_NAME *g;
+	unsigned char *utf8 = NULL;
+	X509_NAME *subject;
+	X509_NAME_ENTRY *entry;
+	X509 *cert;
+	int i, n, idx, rc;
+
+	if (outlen < sizeof "anonymous")
+		return -ENOSPC;
+	cert = SSL_get0_peer_certificate(ssl);
+	if (cert == NULL || SSL_get_verify_result(ssl) != X509_V_OK)
+		return tls_put_principal(out, outlen, NULL, 0);
+	gens = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+	if (gens != NULL) {
+		n = sk_GENERAL_NAME_num(gens);
+		for (i = 0; i < n; i++) {
+			const unsigned char *p;
+			int len;
+
+			g = sk_GENERAL_NAME_value(gens, i);
+			if (g->type != GEN_DNS)
+				continue;
+			p = ASN1_STRING_get0_data(g->d.dNSName);
+			len = ASN1_STRING_length(g->d.dNSName);
+			if (len < 0 || !tls_name_usable(p, (size_t)len))
+				rc = -EINVAL;
+			else
+				rc = tls_put_principal(out, outlen, p, (size_t)len);
+			GENERAL_NAMES_free(gens);
+			if (rc == -EINVAL)
+				(void)tls_put_principal(out, outlen, NULL, 0);
+			return rc;
+		}
+		GENERAL_NAMES_free(gens);
+	}
+	subject = X509_get_subject_name(cert);
+	idx = subject != NULL ? X509_NAME_get_index_by_NID(subject, NID_commonName, -1) : -1;
+	entry = idx >= 0 ? X509_NAME_get_entry(subject, idx) : NULL;
+	n = entry != NULL ? ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(entry)) : -1;
+	if (n < 0 || !tls_name_usable(utf8, (size_t)n) || memchr(utf8, '\0', (size_t)n) != NULL)
+		rc = -EINVAL;
+	else
+		rc = tls_put_principal(out, outlen, utf8, (size_t)n);
+	OPENSSL_free(utf8);
+	if (rc == -EINVAL)
+		(void)tls_put_principal(out, outlen, NULL, 0);
+	return rc;
+}
+
+/* The same identity as an acl_subject (cn kind, or anonymous). */
+int tls_peer_subject(SSL *ssl, struct acl_subject *s)
+{
+	char p[ACL_PRINCIPAL_MAX];
+	int rc;
+
+	acl_subject_clear(s);
+	rc = tls_peer_principal(ssl, p, sizeof p);
+	if (rc == 0 && strncmp(p, "cn:", 3) == 0)
+		rc = acl_subject_set_cn(s, p + 3, strlen(p + 3));
+	return rc;
+}
