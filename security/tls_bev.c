@@ -48,14 +48,21 @@ static void tls_bev_fail(struct tls_bev_pending *p, const char *why)
 	fail(why, arg);
 }
 
-/* Describe the failure behind a bufferevent error event. */
-static void tls_bev_describe(struct tls_bev_pending *p, short what, char *why, size_t len)
+/*
+ * Describe the failure behind a bufferevent error event. libevent queues the
+ * OpenSSL errors of the failed step, followed by the SSL_get_error() code
+ * itself (library 0): those codes say nothing to an operator and are skipped;
+ * a system call failure is reported with errno, saved by the caller before
+ * anything could clobber it.
+ */
+static void tls_bev_describe(struct tls_bev_pending *p, short what, int sockerr,
+    char *why, size_t len)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(p->bev);
 	unsigned long e;
-	int sockerr = EVUTIL_SOCKET_ERROR();
-	long v;
+	bool eof = (what & BEV_EVENT_EOF) != 0;
 	size_t used;
+	long v;
 	char one[256];
 
 	v = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
@@ -67,25 +74,32 @@ static void tls_bev_describe(struct tls_bev_pending *p, short what, char *why, s
 		return;
 	}
 	snprintf(why, len, "TLS handshake failed");
-	used = strlen(why);
-	if ((e = bufferevent_get_openssl_error(p->bev)) != 0) {
-		do {
-			ERR_error_string_n(e, one, sizeof one);
-			used = strlen(why);
-			snprintf(why + used, len - used, "%s%s", used > 20 ? "; " : ": ", one);
-		} while ((e = bufferevent_get_openssl_error(p->bev)) != 0);
-	} else if (what & BEV_EVENT_EOF) {
-		snprintf(why + used, len - used, ": connection closed by peer");
-	} else if (sockerr != 0) {
-		snprintf(why + used, len - used, ": %s", evutil_socket_error_to_string(sockerr));
-	} else {
-		snprintf(why + used, len - used, ": connection closed by peer");
+	while ((e = bufferevent_get_openssl_error(p->bev)) != 0) {
+		if (ERR_GET_LIB(e) == 0)
+			continue;
+		if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
+		    ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+			eof = true;
+			continue;
+		}
+		ERR_error_string_n(e, one, sizeof one);
+		used = strlen(why);
+		snprintf(why + used, len - used, "%s%s",
+		    strchr(why, ':') != NULL ? "; " : ": ", one);
 	}
+	if (strchr(why, ':') != NULL)
+		return;
+	used = strlen(why);
+	if (!eof && sockerr != 0)
+		snprintf(why + used, len - used, ": %s", evutil_socket_error_to_string(sockerr));
+	else
+		snprintf(why + used, len - used, ": connection closed by peer");
 }
 
 /* The handshake ended (CONNECTED) or failed (ERROR, EOF). */
 static void tls_bev_eventcb(struct bufferevent *bev, short what, void *ctx)
 {
+	int sockerr = EVUTIL_SOCKET_ERROR();
 	struct tls_bev_pending *p = ctx;
 	tls_bev_ready_cb ready = p->ready;
 	void *arg = p->arg;
@@ -99,7 +113,7 @@ static void tls_bev_eventcb(struct bufferevent *bev, short what, void *ctx)
 		ready(bev, arg);
 		return;
 	}
-	tls_bev_describe(p, what, why, sizeof why);
+	tls_bev_describe(p, what, sockerr, why, sizeof why);
 	tls_bev_fail(p, why);
 }
 

@@ -2,7 +2,8 @@
 SECURITY_TEST_LIBS = security/libsemsec.a $(LIBEVENT_LIBS) $(OPENSSL_LIBS) $(PTHREAD_LIBS)
 SECURITY_TEST_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(LIBEVENT_CFLAGS)
 
-check_PROGRAMS += tests/security/acl_test tests/security/peer_test tests/security/tls_test
+check_PROGRAMS += tests/security/acl_test tests/security/peer_test \
+	tests/security/tls_test tests/security/tls_bev_test
 TESTS += tests/security/acl_test tests/security/peer_test tests/security/tls.sh
 EXTRA_DIST += tests/security/tls.sh tests/security/gen-certs.sh
 noinst_HEADERS += tests/security/check.h
@@ -18,3 +19,7 @@ tests_security_peer_test_LDADD = $(SECURITY_TEST_LIBS)
 tests_security_tls_test_SOURCES = tests/security/tls_test.c
 tests_security_tls_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
 tests_security_tls_test_LDADD = $(SECURITY_TEST_LIBS)
+
+tests_security_tls_bev_test_SOURCES = tests/security/tls_bev_test.c
+tests_security_tls_bev_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
+tests_security_tls_bev_test_LDADD = $(SECURITY_TEST_LIBS)

@@ -12,8 +12,6 @@ ok "generate CA, server and client certificates" \
 	sh "$top_srcdir/tests/security/gen-certs.sh" "$T/certs"
 ok "tls_test: handshakes, verification, client auth, reload" \
 	"$top_builddir/tests/security/tls_test" "$T/certs"
-if [ -x "$top_builddir/tests/security/tls_bev_test" ]; then
-	ok "tls_bev_test: bufferevent_openssl echo over loopback TCP" \
-		"$top_builddir/tests/security/tls_bev_test" "$T/certs"
-fi
+ok "tls_bev_test: bufferevent_openssl echo over loopback TCP" \
+	"$top_builddir/tests/security/tls_bev_test" "$T/certs"
 t_done
