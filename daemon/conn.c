@@ -79,12 +79,106 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	conn_close_later(c);
 }
 
-/* Pack one reply as a frame into the output buffer. */
+/*
+ * Requests are unpacked into this arena: a bump allocator reset after each
+ * request, so decoding a small request never touches the heap. A request
+ * that does not fit (a big Ping payload) spills to malloc for the rest.
+ * The state machine copies what it keeps, and runs on this thread only.
+ */
+#define ARENA_SIZE	4096
+
+static struct {
+	_Alignas(16) uint8_t	buf[ARENA_SIZE];
+	size_t			used;
+	unsigned int		spilled;	/* heap blocks handed out */
+} conn_arena;
+
+/* ProtobufCAllocator.alloc: bump, or malloc when the arena is full. */
+static void *conn_arena_alloc(void *data, size_t size)
+{
+	size_t sz = (size + 15) & ~(size_t)15;
+	void *p;
+
+	if (sz >= size && ARENA_SIZE - conn_arena.used >= sz) {
+		p = conn_arena.buf + conn_arena.used;
+		conn_arena.used += sz;
+		return p;
+	}
+	p = malloc(size);
+	if (p != NULL)
+		conn_arena.spilled++;
+	return p;
+}
+
+/* ProtobufCAllocator.free: only spilled blocks go back to the heap. */
+static void conn_arena_free(void *data, void *p)
+{
+	uint8_t *b = p;
+
+	if (b >= conn_arena.buf && b < conn_arena.buf + ARENA_SIZE)
+		return;
+	free(p);
+}
+
+static ProtobufCAllocator conn_allocator = {
+	.alloc = conn_arena_alloc,
+	.free = conn_arena_free,
+	.allocator_data = NULL,
+};
+
+/* Let go of an unpacked request and reset the arena. */
+static void conn_arena_reset(Semd__Request *req)
+{
+	if (req != NULL && conn_arena.spilled > 0)
+		semd__request__free_unpacked(req, &conn_allocator);
+	conn_arena.used = 0;
+	conn_arena.spilled = 0;
+}
+
+/* Make room for len more staged bytes. */
+static int conn_wbuf_grow(struct conn *c, size_t len)
+{
+	size_t cap = c->wcap ? c->wcap : 512;
+	uint8_t *p;
+
+	while (cap - c->wlen < len) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	p = realloc(c->wbuf, cap);
+	if (p == NULL)
+		return -ENOMEM;
+	c->wbuf = p;
+	c->wcap = cap;
+	return 0;
+}
+
+/* Take a connection off the flush queue (if it is on it). */
+static void conn_unqueue(struct conn *c)
+{
+	if (c->flush_entry.next != NULL)
+		list_del_init(&c->flush_entry);
+}
+
+/* Cut a client off: nothing more is written, it is freed soon. */
+static void conn_drop(struct conn *c)
+{
+	c->dead = true;
+	c->wlen = 0;
+	conn_unqueue(c);
+	c->srv->dropped++;
+	event_active(c->kill, EV_TIMEOUT, 0);
+}
+
+/*
+ * Pack one reply as a frame into the connection's staging buffer; the
+ * staged replies go out in one write at the end of the loop turn.
+ */
 void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 {
 	struct conn *c = conn;
-	struct evbuffer *out;
-	struct evbuffer_iovec v;
+	struct server *srv = c->srv;
 	size_t len, queued;
 
 	if (c->dead)
@@ -92,62 +186,180 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 	/* Abnormal events get a log line: limits hit, internal errors. */
 	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
 		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
-	out = bufferevent_get_output(c->bev);
 	len = semd__reply__get_packed_size(r);
-	if (evbuffer_reserve_space(out, (ev_ssize_t)(FRAME_HDR + len), &v, 1) < 1) {
+	if (c->wcap - c->wlen < FRAME_HDR + len &&
+	    conn_wbuf_grow(c, FRAME_HDR + len) != 0) {
 		log_warn("%s: out of memory for a reply, dropping the client",
 		    c->peer);
-		goto drop;
+		conn_drop(c);
+		return;
 	}
-	frame_put_header(v.iov_base, (uint32_t)len);
-	semd__reply__pack(r, (uint8_t *)v.iov_base + FRAME_HDR);
-	v.iov_len = FRAME_HDR + len;
-	evbuffer_commit_space(out, &v, 1);
-	queued = evbuffer_get_length(out);
-	if (queued > c->srv->cfg.max_output) {
+	frame_put_header(c->wbuf + c->wlen, (uint32_t)len);
+	semd__reply__pack(r, c->wbuf + c->wlen + FRAME_HDR);
+	c->wlen += FRAME_HDR + len;
+	queued = c->wlen + evbuffer_get_length(bufferevent_get_output(c->bev));
+	if (queued > srv->cfg.max_output) {
 		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
-		    c->peer, queued, c->srv->cfg.max_output);
-		goto drop;
+		    c->peer, queued, srv->cfg.max_output);
+		conn_drop(c);
+		return;
 	}
-	return;
-drop:
-	c->dead = true;
-	c->srv->dropped++;
-	event_active(c->kill, EV_TIMEOUT, 0);
+	if (c->flush_entry.next == NULL || list_empty(&c->flush_entry)) {
+		list_add_tail(&c->flush_entry, &srv->flushq);
+		if (!srv->in_read)
+			event_active(srv->flush_ev, EV_TIMEOUT, 0);
+	}
 }
 
-/* Decode and run every whole frame in the input buffer. */
+/*
+ * Send the staged replies: straight to the socket when nothing is queued
+ * before them (one write(2), as a plain request/reply server does), the
+ * rest through the bufferevent, which writes it when the socket drains.
+ */
+static void conn_flush(struct conn *c)
+{
+	struct evbuffer *out;
+	size_t off = 0;
+	ssize_t n;
+
+	conn_unqueue(c);
+	if (c->wlen == 0 || c->dead)
+		return;
+	out = bufferevent_get_output(c->bev);
+	if (c->direct && evbuffer_get_length(out) == 0) {
+		do
+			n = write(bufferevent_getfd(c->bev), c->wbuf, c->wlen);
+		while (n < 0 && errno == EINTR);
+		if (n > 0)
+			off = (size_t)n;
+		/* On an error the bufferevent's own write reports it. */
+	}
+	if (off < c->wlen && evbuffer_add(out, c->wbuf + off, c->wlen - off) != 0) {
+		log_warn("%s: out of memory for replies, dropping the client",
+		    c->peer);
+		conn_drop(c);
+		return;
+	}
+	c->wlen = 0;
+	/* A big reply's buffer is not kept for an idle connection. */
+	if (c->wcap > 16384) {
+		free(c->wbuf);
+		c->wbuf = NULL;
+		c->wcap = 0;
+	}
+}
+
+/* Write every connection's staged replies (one write each). */
+void conn_flush_all(struct server *srv)
+{
+	while (!list_empty(&srv->flushq))
+		conn_flush(list_first_entry(&srv->flushq, struct conn,
+		    flush_entry));
+}
+
+/* Decode one frame's payload and run it. Returns false to stop reading. */
+static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
+{
+	struct server *srv = c->srv;
+	Semd__Request *req;
+	int r;
+
+	req = semd__request__unpack(&conn_allocator, plen, data);
+	if (req == NULL) {
+		conn_arena_reset(NULL);
+		log_notice("%s: undecodable request of %zu bytes, closing",
+		    c->peer, plen);
+		sm_protocol_error(srv->sm, c->client,
+		    "undecodable request (not a semd.Request)");
+		conn_close_later(c);
+		return false;
+	}
+	if (req->op_case == SEMD__REQUEST__OP_RELEASE)
+		log_notice("%s: force-release of permit %" PRIu64 " of %s",
+		    c->peer, req->release->permit_id,
+		    sm_name_valid(req->release->name,
+		    strlen(req->release->name)) ?
+		    req->release->name : "(an invalid name)");
+	r = sm_request(srv->sm, c->client, req, server_now());
+	conn_arena_reset(req);
+	if (!c->hello && sm_client_session(c->client) != 0) {
+		c->hello = true;
+		conn_arm_timer(c);
+	}
+	if (r == SM_CLOSE) {
+		log_info("%s: protocol error, closing", c->peer);
+		conn_close_later(c);
+		return false;
+	}
+	return !c->closing && !c->dead;
+}
+
+/* A frame over max-frame: answer PROTOCOL_ERROR and close. */
+static void conn_too_big(struct conn *c, size_t plen)
+{
+	char why[128];
+
+	snprintf(why, sizeof why, "frame of %zu bytes is over max-frame %u",
+	    plen, c->srv->cfg.max_frame);
+	log_notice("%s: %s, closing", c->peer, why);
+	sm_protocol_error(c->srv->sm, c->client, why);
+	conn_close_later(c);
+}
+
+/*
+ * Decode and run every whole frame in the input buffer: the frames inside
+ * its first chunk in place (the usual case), a frame that straddles chunks
+ * after a pullup. The replies go out in one write per connection at the end.
+ */
 static void conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct server *srv = c->srv;
 	struct evbuffer *in = bufferevent_get_input(bev);
-	Semd__Request *req;
+	struct evbuffer_iovec v;
+	const uint8_t *p;
 	uint8_t hdr[FRAME_HDR], *data;
-	size_t plen, avail;
-	char why[128];
-	int r;
+	size_t plen, avail, off;
+	bool go = true, was_in_read = srv->in_read;
 
+	srv->in_read = true;
 	c->last_input_ms = server_now();
-	while (!c->closing && !c->dead) {
+	while (go && !c->closing && !c->dead) {
 		avail = evbuffer_get_length(in);
 		if (avail < FRAME_HDR)
 			break;
-		evbuffer_copyout(in, hdr, FRAME_HDR);
-		r = frame_peek(hdr, FRAME_HDR, srv->cfg.max_frame, &plen);
-		if (r == -EMSGSIZE) {
-			snprintf(why, sizeof why,
-			    "frame of %u bytes is over max-frame %u",
-			    (unsigned)hdr[0] << 24 | (unsigned)hdr[1] << 16 |
-			    (unsigned)hdr[2] << 8 | hdr[3], srv->cfg.max_frame);
-			log_notice("%s: %s, closing", c->peer, why);
-			sm_protocol_error(srv->sm, c->client, why);
-			conn_close_later(c);
-			break;
+		off = 0;
+		if (evbuffer_peek(in, -1, NULL, &v, 1) >= 1) {
+			p = v.iov_base;
+			while (go && v.iov_len - off >= FRAME_HDR) {
+				plen = (size_t)p[off] << 24 |
+				    (size_t)p[off + 1] << 16 |
+				    (size_t)p[off + 2] << 8 | p[off + 3];
+				if (plen > srv->cfg.max_frame) {
+					conn_too_big(c, plen);
+					go = false;
+					break;
+				}
+				if (v.iov_len - off - FRAME_HDR < plen)
+					break;
+				go = conn_handle(c, p + off + FRAME_HDR, plen);
+				off += FRAME_HDR + plen;
+			}
 		}
-		/* frame_peek on the header alone says "need more": read plen. */
+		if (off > 0) {
+			evbuffer_drain(in, off);
+			continue;
+		}
+		if (!go)
+			break;
+		/* The next frame (or its header) straddles chunks. */
+		evbuffer_copyout(in, hdr, FRAME_HDR);
 		plen = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
 		    (size_t)hdr[2] << 8 | hdr[3];
+		if (plen > srv->cfg.max_frame) {
+			conn_too_big(c, plen);
+			break;
+		}
 		if (avail < FRAME_HDR + plen)
 			break;
 		data = evbuffer_pullup(in, (ev_ssize_t)(FRAME_HDR + plen));
@@ -156,33 +368,12 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			conn_close_later(c);
 			break;
 		}
-		req = semd__request__unpack(NULL, plen, data + FRAME_HDR);
+		go = conn_handle(c, data + FRAME_HDR, plen);
 		evbuffer_drain(in, FRAME_HDR + plen);
-		if (req == NULL) {
-			log_notice("%s: undecodable request of %zu bytes, closing",
-			    c->peer, plen);
-			sm_protocol_error(srv->sm, c->client,
-			    "undecodable request (not a semd.Request)");
-			conn_close_later(c);
-			break;
-		}
-		if (req->op_case == SEMD__REQUEST__OP_RELEASE)
-			log_notice("%s: force-release of permit %" PRIu64 " of %s",
-			    c->peer, req->release->permit_id,
-			    sm_name_valid(req->release->name,
-			    strlen(req->release->name)) ?
-			    req->release->name : "(an invalid name)");
-		r = sm_request(srv->sm, c->client, req, server_now());
-		semd__request__free_unpacked(req, NULL);
-		if (!c->hello && sm_client_session(c->client) != 0) {
-			c->hello = true;
-			conn_arm_timer(c);
-		}
-		if (r == SM_CLOSE) {
-			log_info("%s: protocol error, closing", c->peer);
-			conn_close_later(c);
-		}
 	}
+	srv->in_read = was_in_read;
+	if (!was_in_read)
+		conn_flush_all(srv);
 	server_arm(srv);
 }
 
@@ -222,6 +413,7 @@ void conn_close_later(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	conn_flush(c);
 	bufferevent_disable(c->bev, EV_READ);
 	evtimer_add(c->timer, &tv);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
@@ -307,6 +499,8 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 	if (c == NULL)
 		goto fail;
 	c->srv = srv;
+	INIT_LIST_HEAD(&c->flush_entry);
+	c->direct = true;	/* a plain socket bufferevent, made below */
 	if (!is_unix)
 		conn_tune_tcp(c, fd);
 	conn_principal(c, fd, sa, is_unix, principal, sizeof principal);
@@ -356,10 +550,12 @@ void conn_free(struct conn *c)
 	list_del_init(&c->entry);
 	srv->nconns--;
 	c->dead = true;
+	conn_unqueue(c);
 	sm_client_close(srv->sm, c->client, server_now());
 	event_free(c->timer);
 	event_free(c->kill);
 	bufferevent_free(c->bev);
+	free(c->wbuf);
 	free(c);
 	server_arm(srv);
 	if (srv->stopping && srv->nconns == 0)

@@ -83,6 +83,12 @@ void server_arm(struct server *srv)
 	evtimer_add(srv->deadline, &tv);
 }
 
+/* Replies staged outside a read callback (timers, closes, stop). */
+static void server_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	conn_flush_all(arg);
+}
+
 /* Resume accepting after an EMFILE pause. */
 static void server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -258,6 +264,7 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 		return NULL;
 	INIT_LIST_HEAD(&srv->listeners);
 	INIT_LIST_HEAD(&srv->conns);
+	INIT_LIST_HEAD(&srv->flushq);
 	srv->cfg = *cfg;
 	srv->reload = fn;
 	srv->reload_arg = arg;
@@ -288,8 +295,10 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	srv->deadline = evtimer_new(srv->base, server_deadline_cb, srv);
 	srv->accept_resume = evtimer_new(srv->base, server_accept_resume_cb, srv);
 	srv->stop_timer = evtimer_new(srv->base, server_stop_timer_cb, srv);
+	srv->flush_ev = event_new(srv->base, -1, 0, server_flush_cb, srv);
 	if (srv->sm == NULL || srv->deadline == NULL ||
-	    srv->accept_resume == NULL || srv->stop_timer == NULL)
+	    srv->accept_resume == NULL || srv->stop_timer == NULL ||
+	    srv->flush_ev == NULL)
 		goto fail;
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		srv->sigs[i] = evsignal_new(srv->base, sigs[i], server_signal_cb, srv);
@@ -327,6 +336,8 @@ void server_free(struct server *srv)
 		event_free(srv->stop_timer);
 	if (srv->watchdog)
 		event_free(srv->watchdog);
+	if (srv->flush_ev)
+		event_free(srv->flush_ev);
 	sm_free(srv->sm);
 	if (srv->base)
 		event_base_free(srv->base);

@@ -43,6 +43,9 @@ struct server {
 	server_reload_fn	reload;
 	void			*reload_arg;
 	uint64_t		dropped;	/* clients cut off */
+	struct list_head	flushq;		/* conns with staged replies */
+	struct event		*flush_ev;	/* flushes flushq later */
+	bool			in_read;	/* a read callback will flush */
 };
 
 struct listener {
@@ -64,8 +67,13 @@ struct conn {
 	bool			closing;	/* close once output is flushed */
 	bool			dead;		/* close now, write nothing more */
 	bool			hello;
+	bool			direct;		/* plain socket: write(2) it */
 	uint64_t		last_input_ms;
 	struct list_head	entry;
+	uint8_t			*wbuf;		/* replies staged this turn */
+	size_t			wlen;
+	size_t			wcap;
+	struct list_head	flush_entry;	/* srv->flushq, when wlen > 0 */
 };
 
 /* server.c */
@@ -98,5 +106,7 @@ void conn_free(struct conn *c);
 void conn_close_later(struct conn *c);
 /* The sm_out sink: pack a reply into the connection's output. */
 void conn_reply(void *ctx, void *conn, const Semd__Reply *r);
+/* Write every connection's staged replies (one write each). */
+void conn_flush_all(struct server *srv);
 
 #endif
