@@ -539,8 +539,11 @@ bool acl_allows(const struct acl *acl, const struct acl_subject *who,
 		return true;
 	end = acl->rules + acl->nrules;
 	for (r = acl->rules; r < end; r++) {
+		/* principal first: an int compare for uid/kind rules; groups last */
+		if (r->who.who != WHO_GROUP && !acl_principal_matches(&r->who, who))
+			continue;
 		if (acl_pattern_matches(&r->pattern, name, name_len) &&
-		    acl_principal_matches(&r->who, who))
+		    (r->who.who != WHO_GROUP || acl_principal_matches(&r->who, who)))
 			return (r->rights & (unsigned)right) == (unsigned)right;
 	}
 	for (i = 0; i < acl->nprotect; i++) {

@@ -9,3 +9,4 @@ security_libsemsec_a_SOURCES = \
 	security/tls.c security/tls.h \
 	security/tls_bev.c security/tls_bev.h
 security_libsemsec_a_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(LIBEVENT_CFLAGS) -fPIC
+EXTRA_DIST += security/README.md
