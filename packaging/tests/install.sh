@@ -65,7 +65,7 @@ C
 cflags=$(PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_LIBDIR=$D$pkgconfigdir pkg-config --cflags semclient)
 libs=$(PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_LIBDIR=$D$pkgconfigdir pkg-config --libs semclient)
 # shellcheck disable=SC2086
-ok "a program builds with semclient.pc's flags" ${CC:-cc} -o "$T/use" "$T/use.c" $cflags -L"$D$libdir" $libs
+ok "a program builds with semclient.pc's flags" ${CC:-cc} ${SAN_CFLAGS:-} -o "$T/use" "$T/use.c" $cflags -L"$D$libdir" $libs
 ok "... and runs on the installed library" test "$("$T/use")" != ""
 unset LD_LIBRARY_PATH
 
