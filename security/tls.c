@@ -113,7 +113,8 @@ static int tls_ctx_common(SSL_CTX *ctx)
 	 * TLS 1.2 is the floor, 1.3 is negotiated whenever both ends have it
 	 * (OpenSSL prefers the highest version); the cipher lists stay at the
 	 * library's defaults, which the system policy (Debian: SECLEVEL=2)
-	 * already restricts. Renegotiation is refused: TLS 1.3 has none and in
+	 * already restricts. Renegotiation is refused both ways (OpenSSL 3
+	 * already refuses the client-initiated kind): TLS 1.3 has none and in
 	 * 1.2 it is only a way for a client to make the server work.
 	 */
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)

@@ -378,6 +378,7 @@ static void test_versions_and_sessions(void)
 	SSL_CTX *c13 = client_ctx(P("ca.crt"), NULL, NULL, 0);
 	SSL_CTX *ctx = tls_server_ctx(ts);
 	struct hs h = { .ts = ts, .host = "localhost" };
+	SSL_CTX *reneg;
 	SSL_SESSION *sess;
 
 	TEST_START("TLS 1.2 is the floor; renegotiation and tickets are off");
@@ -394,6 +395,27 @@ static void test_versions_and_sessions(void)
 	hs_run(&h);
 	CHECK_INT(h.cli_rc, 0);
 	CHECK_INT(h.version, TLS1_2_VERSION);
+
+	TEST_START("a TLS 1.2 client cannot renegotiate");
+	/*
+	 * A plain OpenSSL client: ours refuses to renegotiate by itself. (OpenSSL
+	 * 3 servers refuse client renegotiation by default as well; this pins
+	 * the behaviour, the option check above pins our setting.)
+	 */
+	reneg = SSL_CTX_new(TLS_client_method());
+	SSL_CTX_set_max_proto_version(reneg, TLS1_2_VERSION);
+	SSL_CTX_load_verify_locations(reneg, P("ca.crt"), NULL);
+	SSL_CTX_set_verify(reneg, SSL_VERIFY_PEER, NULL);
+	h.cctx = reneg;
+	h.keep = true;
+	hs_run(&h);
+	CHECK_INT(h.cli_rc, 0);
+	CHECK_INT(SSL_renegotiate(h.cli_ssl), 1);
+	CHECK(!echo(h.cli_ssl, "renegotiate"));
+	CHECK_INT(SSL_get_secure_renegotiation_support(h.cli_ssl), 1);
+	hs_finish(&h);
+	h.keep = false;
+	SSL_CTX_free(reneg);
 
 	TEST_START("no session resumption (1.3 and 1.2)");
 	h.cctx = c13;
@@ -490,6 +512,16 @@ static void test_reload(void)
 	CHECK_INT(tls_server_reload(ts, NULL, err, sizeof err), 0);	/* same files as the last good */
 	hs_run(&h);
 	CHECK_INT(h.srv_rc, 0);
+
+	TEST_START("reload: a CA taken away stops its clients at once");
+	cfg.key_file = P("server.key");
+	cfg.ca_file = P("rogue.crt");
+	CHECK_INT(tls_server_reload(ts, &cfg, err, sizeof err), 0);
+	hs_run(&h);
+	CHECK_INT(h.srv_rc, -EPROTO);
+	CHECK_HAS(h.srv_err, "TLS handshake failed: certificate verify failed: ");
+	cfg.ca_file = P("ca.crt");
+	CHECK_INT(tls_server_reload(ts, &cfg, err, sizeof err), 0);
 
 	TEST_START("reload: the established connection keeps its context");
 	CHECK(echo(old.cli_ssl, "still here"));
