@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -17,8 +18,43 @@
 
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "proto/frame.h"
+#include "proto/semd.pb-c.h"
 
 #define LISTEN_BACKLOG 4096
+
+/*
+ * Over max-connections: tell the client why (one small frame, written
+ * without waiting: a full socket buffer just loses it) and close. The log
+ * gets one line a second with the count, not one per refused client, so a
+ * connection flood cannot flood the log too.
+ */
+static void listener_refuse(struct server *srv, int fd)
+{
+	static uint64_t refused, last_log_ms;
+	Semd__Reply r = SEMD__REPLY__INIT;
+	uint8_t buf[128];
+	size_t len;
+	uint64_t now = server_now();
+	ssize_t n;
+
+	r.code = SEMD__CODE__RESOURCE_EXHAUSTED;
+	r.message = "server busy: max-connections reached, try again later";
+	len = semd__reply__get_packed_size(&r);
+	if (FRAME_HDR + len <= sizeof buf) {
+		frame_put_header(buf, (uint32_t)len);
+		semd__reply__pack(&r, buf + FRAME_HDR);
+		n = send(fd, buf, FRAME_HDR + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void)n;
+	}
+	close(fd);
+	refused++;
+	if (last_log_ms == 0 || now - last_log_ms >= 1000) {
+		log_warn("max-connections %u reached, refusing clients (%" PRIu64
+		    " refused so far)", srv->cfg.max_connections, refused);
+		last_log_ms = now;
+	}
+}
 
 /* A client arrived. */
 static void listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
@@ -26,6 +62,10 @@ static void listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 {
 	struct listener *l = arg;
 
+	if (!l->srv->stopping && l->srv->nconns >= l->srv->cfg.max_connections) {
+		listener_refuse(l->srv, fd);
+		return;
+	}
 	conn_accept(l->srv, fd, sa, salen, l->is_unix);
 }
 

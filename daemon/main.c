@@ -3,11 +3,13 @@
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <sys/resource.h>
 
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -48,6 +50,30 @@ static void usage(FILE *f)
 "  -V, --version             print the version\n"
 "  -h, --help                print this help\n"
 "Every long option is also a config file key. Durations: 500ms, 10s, 5m, 1h.\n");
+}
+
+/*
+ * Make room for max-connections descriptors (plus listeners, logs and some
+ * slack): raise the soft RLIMIT_NOFILE up to the hard limit. A service
+ * started with the usual soft limit of 1024 would otherwise hit EMFILE long
+ * before max-connections and pause accepting.
+ */
+static void semd_raise_nofile(const struct semd_config *cfg)
+{
+	rlim_t want = (rlim_t)cfg->max_connections + 64;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ?
+	    rl.rlim_max : want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_warn_errno(errno, "setrlimit RLIMIT_NOFILE %llu",
+		    (unsigned long long)rl.rlim_cur);
+	if (rl.rlim_cur < want)
+		log_warn("open-file limit %llu is below max-connections %u + 64: "
+		    "raise LimitNOFILE (or ulimit -n) or lower max-connections",
+		    (unsigned long long)rl.rlim_cur, cfg->max_connections);
 }
 
 /* SIGHUP: the file again, then the same flags. */
@@ -145,6 +171,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_set_level(cfg.log_level);
+	semd_raise_nofile(&cfg);
 	srv = server_new(&cfg, semd_reload, &args, &code);
 	if (srv == NULL) {
 		log_err("start-up failed");

@@ -6,6 +6,8 @@
  *   semd_probe --fifo ADDR N   N waiters on N connections are granted in order
  *   semd_probe --many ADDR N   N connections at once, each served
  *   semd_probe --timeout ADDR MS  measure how late a TIMEOUT comes
+ *   semd_probe --burst ADDR N  N connections at once, over max-connections
+ *                              too: counts those served and those closed
  *
  * ADDR is unix:PATH or tcp:HOST:PORT (tcp:[::1]:PORT). Commands, one argument
  * each: "hello [lease=MS] [resume=SID secret=HEX] [version=V]",
@@ -685,6 +687,60 @@ static int mode_many(const char *addr, int n)
 	return ok == n ? 0 : 1;
 }
 
+/* n connections at once, some maybe refused: how many served, how many cut. */
+static int mode_burst(const char *addr, int n)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Hello hello = SEMD__HELLO__INIT;
+	struct rlimit rl;
+	struct pconn **cs;
+	Semd__Reply *r;
+	int i, served = 0, closed = 0, other = 0;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < (rlim_t)n + 64) {
+		rl.rlim_cur = rl.rlim_max < (rlim_t)n + 64 ? rl.rlim_max : (rlim_t)n + 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	cs = calloc((size_t)n, sizeof *cs);
+	if (cs == NULL)
+		return 2;
+	for (i = 0; i < n; i++) {
+		cs[i] = calloc(1, sizeof **cs);
+		if (cs[i] == NULL)
+			return 2;
+		cs[i]->fd = p_connect(addr);
+		if (cs[i]->fd < 0) {
+			printf("connection %d: cannot connect: %s\n", i, strerror(errno));
+			return 2;
+		}
+	}
+	hello.version = 1;
+	req.id = 1;
+	req.op_case = SEMD__REQUEST__OP_HELLO;
+	req.hello = &hello;
+	/* A refused connection may already be closed: a failed write counts as cut. */
+	for (i = 0; i < n; i++)
+		if (p_send(cs[i], &req) != 0)
+			cs[i]->eof = true;
+	for (i = 0; i < n; i++) {
+		r = cs[i]->eof ? NULL : p_read(cs[i], WAIT_MS);
+		if (r != NULL && r->code == SEMD__CODE__OK)
+			served++;
+		else if ((r == NULL && cs[i]->eof) ||
+		    (r != NULL && r->code == SEMD__CODE__RESOURCE_EXHAUSTED))
+			closed++;
+		else
+			other++;
+		if (r != NULL)
+			semd__reply__free_unpacked(r, NULL);
+	}
+	printf("burst %d connections: %d served, %d refused or closed, %d other\n", n,
+	    served, closed, other);
+	p_close_many(cs, n);
+	return other == 0 ? 0 : 1;
+}
+
 /* How late does the TIMEOUT of a down with timeout ms come? */
 static int mode_timeout(const char *addr, int ms)
 {
@@ -721,6 +777,8 @@ int main(int argc, char **argv)
 		return mode_fifo(argv[2], atoi(argv[3]));
 	if (argc >= 4 && strcmp(argv[1], "--many") == 0)
 		return mode_many(argv[2], atoi(argv[3]));
+	if (argc >= 4 && strcmp(argv[1], "--burst") == 0)
+		return mode_burst(argv[2], atoi(argv[3]));
 	if (argc >= 4 && strcmp(argv[1], "--timeout") == 0)
 		return mode_timeout(argv[2], atoi(argv[3]));
 	if (argc < 2) {
