@@ -307,45 +307,49 @@ static void conn_too_big(struct conn *c, size_t plen)
 }
 
 /*
+ * Run the whole frames at the start of p[0..len); returns the bytes they
+ * took. *go turns false when the connection must not read on.
+ */
+static size_t conn_run_frames(struct conn *c, const uint8_t *p, size_t len,
+    bool *go)
+{
+	size_t off = 0, plen;
+
+	while (*go && len - off >= FRAME_HDR) {
+		plen = (size_t)p[off] << 24 | (size_t)p[off + 1] << 16 |
+		    (size_t)p[off + 2] << 8 | p[off + 3];
+		if (plen > c->srv->cfg.max_frame) {
+			conn_too_big(c, plen);
+			*go = false;
+			break;
+		}
+		if (len - off - FRAME_HDR < plen)
+			break;
+		*go = conn_handle(c, p + off + FRAME_HDR, plen);
+		off += FRAME_HDR + plen;
+	}
+	return off;
+}
+
+/*
  * Decode and run every whole frame in the input buffer: the frames inside
  * its first chunk in place (the usual case), a frame that straddles chunks
- * after a pullup. The replies go out in one write per connection at the end.
+ * after a pullup.
  */
-static void conn_read_cb(struct bufferevent *bev, void *arg)
+static void conn_run_input(struct conn *c, struct evbuffer *in)
 {
-	struct conn *c = arg;
-	struct server *srv = c->srv;
-	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer_iovec v;
-	const uint8_t *p;
 	uint8_t hdr[FRAME_HDR], *data;
 	size_t plen, avail, off;
-	bool go = true, was_in_read = srv->in_read;
+	bool go = true;
 
-	srv->in_read = true;
-	c->last_input_ms = server_now();
 	while (go && !c->closing && !c->dead) {
 		avail = evbuffer_get_length(in);
 		if (avail < FRAME_HDR)
 			break;
 		off = 0;
-		if (evbuffer_peek(in, -1, NULL, &v, 1) >= 1) {
-			p = v.iov_base;
-			while (go && v.iov_len - off >= FRAME_HDR) {
-				plen = (size_t)p[off] << 24 |
-				    (size_t)p[off + 1] << 16 |
-				    (size_t)p[off + 2] << 8 | p[off + 3];
-				if (plen > srv->cfg.max_frame) {
-					conn_too_big(c, plen);
-					go = false;
-					break;
-				}
-				if (v.iov_len - off - FRAME_HDR < plen)
-					break;
-				go = conn_handle(c, p + off + FRAME_HDR, plen);
-				off += FRAME_HDR + plen;
-			}
-		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) >= 1)
+			off = conn_run_frames(c, v.iov_base, v.iov_len, &go);
 		if (off > 0) {
 			evbuffer_drain(in, off);
 			continue;
@@ -356,7 +360,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 		evbuffer_copyout(in, hdr, FRAME_HDR);
 		plen = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
 		    (size_t)hdr[2] << 8 | hdr[3];
-		if (plen > srv->cfg.max_frame) {
+		if (plen > c->srv->cfg.max_frame) {
 			conn_too_big(c, plen);
 			break;
 		}
@@ -371,10 +375,83 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 		go = conn_handle(c, data + FRAME_HDR, plen);
 		evbuffer_drain(in, FRAME_HDR + plen);
 	}
+}
+
+/* Start a batch of input: replies are staged until conn_end_read(). */
+static bool conn_begin_read(struct conn *c)
+{
+	bool was = c->srv->in_read;
+
+	c->srv->in_read = true;
+	c->last_input_ms = server_now();
+	return was;
+}
+
+/* End a batch: one write per connection with staged replies. */
+static void conn_end_read(struct server *srv, bool was_in_read)
+{
 	srv->in_read = was_in_read;
 	if (!was_in_read)
 		conn_flush_all(srv);
 	server_arm(srv);
+}
+
+/* Input through the bufferevent (connections that are not direct). */
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct server *srv = c->srv;
+	bool was = conn_begin_read(c);
+
+	conn_run_input(c, bufferevent_get_input(bev));
+	conn_end_read(srv, was);
+}
+
+/*
+ * Input of a plain socket: one read(2) into a shared buffer, the whole
+ * frames run from there, only a partial frame is kept (in c->in, made
+ * when first needed, where the following reads append).
+ */
+static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static uint8_t buf[65536];
+	struct conn *c = arg;
+	struct server *srv = c->srv;
+	size_t off = 0;
+	ssize_t n;
+	bool was, go = true;
+
+	if (c->closing || c->dead)
+		return;
+	n = read(fd, buf, sizeof buf);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		if (n < 0)
+			log_debug("%s: %s", c->peer, strerror(errno));
+		else
+			log_debug("%s: closed by peer", c->peer);
+		conn_free(c);
+		return;
+	}
+	was = conn_begin_read(c);
+	if (c->in != NULL && evbuffer_get_length(c->in) > 0) {
+		if (evbuffer_add(c->in, buf, (size_t)n) != 0) {
+			log_warn("%s: out of memory reading a frame", c->peer);
+			conn_close_later(c);
+		} else {
+			conn_run_input(c, c->in);
+		}
+	} else {
+		off = conn_run_frames(c, buf, (size_t)n, &go);
+		if (go && !c->closing && !c->dead && off < (size_t)n &&
+		    ((c->in == NULL && (c->in = evbuffer_new()) == NULL) ||
+		    evbuffer_add(c->in, buf + off, (size_t)n - off) != 0)) {
+			log_warn("%s: out of memory reading a frame", c->peer);
+			conn_close_later(c);
+		}
+	}
+	conn_end_read(srv, was);
 }
 
 /* Output drained: finish a pending close. */
@@ -415,6 +492,8 @@ void conn_close_later(struct conn *c)
 	c->closing = true;
 	conn_flush(c);
 	bufferevent_disable(c->bev, EV_READ);
+	if (c->rev != NULL)
+		event_del(c->rev);
 	evtimer_add(c->timer, &tv);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
 		event_active(c->kill, EV_TIMEOUT, 0);
@@ -528,7 +607,19 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
 	    srv->cfg.max_frame + FRAME_HDR + 4096);
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	if (c->direct) {
+		/* We read the socket ourselves; the bufferevent only writes. */
+		c->rev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
+		    conn_raw_read_cb, c);
+		if (c->rev == NULL || event_add(c->rev, NULL) != 0) {
+			log_warn("out of memory accepting a client");
+			if (c->rev != NULL)
+				event_free(c->rev);
+			c->rev = NULL;
+			c->direct = false;
+		}
+	}
+	bufferevent_enable(c->bev, c->direct ? EV_WRITE : EV_READ | EV_WRITE);
 	list_add_tail(&c->entry, &srv->conns);
 	srv->nconns++;
 	conn_arm_timer(c);
@@ -554,6 +645,10 @@ void conn_free(struct conn *c)
 	sm_client_close(srv->sm, c->client, server_now());
 	event_free(c->timer);
 	event_free(c->kill);
+	if (c->rev != NULL)
+		event_free(c->rev);
+	if (c->in != NULL)
+		evbuffer_free(c->in);
 	bufferevent_free(c->bev);
 	free(c->wbuf);
 	free(c);

@@ -1,4 +1,5 @@
 /* daemon/hmap.c - intrusive hash table with incremental rehashing. */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,15 +185,13 @@ struct hnode *hmap_iter_next(struct hmap_iter *it)
 	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);	\
 } while (0)
 
-/* Read 8 little-endian bytes. */
-static uint64_t load_le64(const uint8_t *p)
+/* Read 8 little-endian bytes (one load on a little-endian machine). */
+static inline uint64_t load_le64(const uint8_t *p)
 {
-	uint64_t v = 0;
-	int i;
+	uint64_t v;
 
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	memcpy(&v, p, sizeof v);
+	return le64toh(v);
 }
 
 /* SipHash-2-4 (Aumasson and Bernstein). */
@@ -220,6 +219,36 @@ uint64_t hmap_siphash(const uint8_t key[16], const void *data, size_t len)
 	SIPROUND;
 	SIPROUND;
 	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* SipHash-2-4 of the 16 little-endian bytes of a then b, without a buffer. */
+uint64_t hmap_siphash_u64x2(const uint8_t key[16], uint64_t a, uint64_t b)
+{
+	uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+	uint64_t v0 = 0x736f6d6570736575ULL ^ k0;
+	uint64_t v1 = 0x646f72616e646f6dULL ^ k1;
+	uint64_t v2 = 0x6c7967656e657261ULL ^ k0;
+	uint64_t v3 = 0x7465646279746573ULL ^ k1;
+	uint64_t last = (uint64_t)16 << 56;
+
+	v3 ^= a;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= a;
+	v3 ^= b;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= b;
+	v3 ^= last;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= last;
 	v2 ^= 0xff;
 	SIPROUND;
 	SIPROUND;

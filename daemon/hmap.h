@@ -59,5 +59,7 @@ struct hnode *hmap_iter_next(struct hmap_iter *it);
 
 /* SipHash-2-4 of len bytes under a 16-byte key. */
 uint64_t hmap_siphash(const uint8_t key[16], const void *data, size_t len);
+/* The same as hmap_siphash() of a and b as 16 little-endian bytes. */
+uint64_t hmap_siphash_u64x2(const uint8_t key[16], uint64_t a, uint64_t b);
 
 #endif

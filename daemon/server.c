@@ -200,6 +200,7 @@ static void server_reload(struct server *srv)
 		bufferevent_setwatermark(list_entry(pos, struct conn, entry)->bev,
 		    EV_READ, 0, nc.max_frame + FRAME_HDR + 4096);
 	sm_config_defaults(&sc);
+	sc.alloc_count = alloc_count_get();
 	sc.default_limit = nc.default_limit;
 	sc.max_semaphores = nc.max_semaphores;
 	sc.max_sessions = nc.max_sessions;
@@ -287,6 +288,7 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	sc.max_lease_ms = cfg->max_lease_ms;
 	sc.wall_ms = server_wall();
 	sc.server = "semd " PACKAGE_VERSION;
+	sc.alloc_count = alloc_count_get();
 	if (getrandom(sc.hash_key, sizeof sc.hash_key, 0) != (ssize_t)sizeof sc.hash_key) {
 		log_err_errno(errno, "getrandom");
 		goto fail;

@@ -63,6 +63,8 @@ struct conn {
 	struct sm_client	*client;
 	struct event		*timer;		/* handshake, then idle */
 	struct event		*kill;		/* deferred close */
+	struct event		*rev;		/* direct: our read event */
+	struct evbuffer		*in;		/* direct: a partial frame */
 	char			peer[80];
 	bool			closing;	/* close once output is flushed */
 	bool			dead;		/* close now, write nothing more */
@@ -97,6 +99,9 @@ void listener_free(struct listener *l);
 void listeners_pause(struct server *srv);
 void listeners_resume(struct server *srv);
 int listeners_write_ready(struct server *srv, const char *path);
+
+/* alloccount.c: the Stats "allocations" counter, NULL when not counted. */
+uint64_t (*alloc_count_get(void))(void);
 
 /* conn.c */
 void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,

@@ -125,8 +125,22 @@ struct sm_client {
 	struct list_head	entry;
 };
 
+/* A freed hold or waiter kept for the next one (see sm_cache_get). */
+struct sm_cached {
+	struct sm_cached	*next;
+};
+
+struct sm_cache {
+	struct sm_cached	*head;
+	size_t			n;
+};
+
+#define SM_CACHE_MAX	4096	/* freed records kept per kind */
+
 struct sm {
 	struct sm_config	cfg;
+	struct sm_cache		hold_cache;
+	struct sm_cache		wait_cache;
 	struct sm_out		out;
 	uint64_t		start_ms;
 	uint64_t		token_base;
@@ -148,6 +162,7 @@ struct sm {
 	uint64_t		mem;
 	bool			shutting_down;
 	uint64_t		now;		/* of the call in progress */
+	int			cur_op;		/* op the replies answer */
 };
 
 static void hold_release(struct sm *sm, struct sm_hold *h, bool up);
@@ -185,6 +200,52 @@ static void sm_dealloc(struct sm *sm, void *p, size_t size)
 		return;
 	sm->mem -= size;
 	free(p);
+}
+
+/*
+ * Zeroed record from a cache of freed ones, so a down/up on an existing
+ * name does not go to the heap; counted like sm_alloc().
+ */
+static void *sm_cache_get(struct sm *sm, struct sm_cache *c, size_t size)
+{
+	struct sm_cached *p = c->head;
+
+	if (p == NULL)
+		return sm_alloc(sm, size);
+	c->head = p->next;
+	c->n--;
+	memset(p, 0, size);
+	sm->mem += size;
+	return p;
+}
+
+/* Give a record back to its cache (or the heap when the cache is full). */
+static void sm_cache_put(struct sm *sm, struct sm_cache *c, void *p, size_t size)
+{
+	struct sm_cached *e = p;
+
+	if (p == NULL)
+		return;
+	if (c->n >= SM_CACHE_MAX) {
+		sm_dealloc(sm, p, size);
+		return;
+	}
+	sm->mem -= size;
+	e->next = c->head;
+	c->head = e;
+	c->n++;
+}
+
+/* Free a cache's records. */
+static void sm_cache_drain(struct sm_cache *c)
+{
+	struct sm_cached *p;
+
+	while ((p = c->head) != NULL) {
+		c->head = p->next;
+		free(p);
+	}
+	c->n = 0;
 }
 
 /* Counted strndup. */
@@ -252,6 +313,11 @@ bool sm_name_valid(const char *name, size_t len)
 	if (len == 0 || len > SM_NAME_MAX)
 		return false;
 	while (i < len) {
+		/* Printable ASCII, the usual case, needs no decoding. */
+		if (s[i] >= 0x20 && s[i] < 0x7f) {
+			i++;
+			continue;
+		}
 		k = utf8_decode(s + i, len - i, &cp);
 		if (k == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
 			return false;
@@ -297,14 +363,7 @@ static uint64_t name_hash(const struct sm *sm, const char *name, size_t len)
 /* Hash of two 64-bit values. */
 static uint64_t pair_hash(const struct sm *sm, uint64_t a, uint64_t b)
 {
-	uint8_t buf[16];
-	int i;
-
-	for (i = 0; i < 8; i++) {
-		buf[i] = (uint8_t)(a >> (8 * i));
-		buf[8 + i] = (uint8_t)(b >> (8 * i));
-	}
-	return hmap_siphash(sm->cfg.hash_key, buf, sizeof buf);
+	return hmap_siphash_u64x2(sm->cfg.hash_key, a, b);
 }
 
 struct name_key {
@@ -506,11 +565,23 @@ static void timer_disarm(struct sm *sm, struct sm_timer *t)
 
 /* --- replies --------------------------------------------------------------- */
 
+/* Count a duration in a histogram: bucket ceil(log2(ms)), capped. */
+static void hist_add(struct sm_hist *h, uint64_t ms)
+{
+	unsigned int i = ms <= 1 ? 0 : 64 - (unsigned int)__builtin_clzll(ms - 1);
+
+	h->bucket[i < SM_HIST_BUCKETS - 1 ? i : SM_HIST_BUCKETS - 1]++;
+	h->sum_ms += ms;
+	h->count++;
+}
+
 /* Hand a reply to the I/O layer if the client is still connected. */
 static void reply_send(struct sm *sm, struct sm_client *c, Semd__Reply *r)
 {
 	if (r->code != SEMD__CODE__OK)
 		sm->ctr.errors++;
+	if ((unsigned int)r->code < SM_NCODES)
+		sm->ctr.replies[sm->cur_op][r->code]++;
 	if (c != NULL && c->conn != NULL && sm->out.reply != NULL)
 		sm->out.reply(sm->out.ctx, c->conn, r);
 }
@@ -663,7 +734,7 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
     struct sm_session *s, uint64_t request_id, uint32_t n, uint64_t token,
     uint32_t lease_ms, uint64_t now)
 {
-	struct sm_hold *h = sm_alloc(sm, sizeof *h);
+	struct sm_hold *h = sm_cache_get(sm, &sm->hold_cache, sizeof *h);
 
 	if (h == NULL)
 		return NULL;
@@ -679,7 +750,7 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 			lease_ms = sm->cfg.max_lease_ms;
 		if (timer_arm(sm, &h->expiry, T_HOLD, now + lease_ms) != 0) {
 			ident_put(sm, h->ident);
-			sm_dealloc(sm, h, sizeof *h);
+			sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
 			return NULL;
 		}
 		h->expires_wall = sm_wall(sm, now) + lease_ms;
@@ -717,8 +788,10 @@ static void hold_release(struct sm *sm, struct sm_hold *h, bool up)
 	hmap_remove(&sm->tokens, &h->token_node);
 	req_unindex(sm, &h->req);
 	ident_put(sm, h->ident);
-	sm_dealloc(sm, h, sizeof *h);
+	sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
 	sm->ctr.holders--;
+	hist_add(&sm->ctr.hold, sm_wall(sm, sm->now) > h->since_wall ?
+	    sm_wall(sm, sm->now) - h->since_wall : 0);
 	if (up)
 		sema_up_n(&sem->sem, n);
 }
@@ -739,6 +812,7 @@ static void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *
 	struct sm_hold *h;
 
 	sm->ctr.grants++;
+	hist_add(&sm->ctr.wait, now > since ? now - since : 0);
 	if (sem->mode == SEMD__MODE__SIGNAL) {
 		reply_grant(sm, s->client, request_id, 0, token, n, now - since);
 		return;
@@ -773,7 +847,7 @@ static void wait_unlink(struct sm *sm, struct sm_wait *w)
 static void wait_free(struct sm *sm, struct sm_wait *w)
 {
 	wait_unlink(sm, w);
-	sm_dealloc(sm, w, sizeof *w);
+	sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
 }
 
 /* Core callback: a queued waiter was granted its permits. */
@@ -785,9 +859,12 @@ static void wait_wake(struct sema_waiter *sw)
 	struct sm_session *s = w->session;
 	uint64_t id = w->req.request_id, token = sw->token, since = w->since_ms;
 	uint32_t n = w->n, lease = w->lease_ms;
+	int op = sm->cur_op;
 
 	wait_free(sm, w);
+	sm->cur_op = SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
 	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now);
+	sm->cur_op = op;
 }
 
 /*
@@ -802,16 +879,19 @@ static void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
 {
 	struct sm_session *s = w->session;
 	bool removed;
+	int op = sm->cur_op;
 
+	sm->cur_op = SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
 	if (code != SEMD__CODE__OK)
 		reply_err(sm, s->client, w->req.request_id, code, "%s", why);
+	sm->cur_op = op;
 	wait_unlink(sm, w);
 	removed = sema_cancel(&w->sem->sem, &w->w);
 	if (!removed) {
 		/* Cannot happen single-threaded; never lose the permits. */
 		sema_up_n(&w->sem->sem, w->n);
 	}
-	sm_dealloc(sm, w, sizeof *w);
+	sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
 }
 
 /* --- sessions ------------------------------------------------------------ */
@@ -922,6 +1002,8 @@ void sm_free(struct sm *sm)
 	hmap_destroy(&sm->permits);
 	hmap_destroy(&sm->tokens);
 	hmap_destroy(&sm->requests);
+	sm_cache_drain(&sm->hold_cache);
+	sm_cache_drain(&sm->wait_cache);
 	free(sm->heap);
 	free(sm);
 }
@@ -932,12 +1014,14 @@ void sm_reconfigure(struct sm *sm, const struct sm_config *cfg)
 	uint8_t key[16];
 	uint64_t wall = sm->cfg.wall_ms;
 	const char *server = sm->cfg.server;
+	uint64_t (*alloc_count)(void) = sm->cfg.alloc_count;
 
 	memcpy(key, sm->cfg.hash_key, sizeof key);
 	sm->cfg = *cfg;
 	memcpy(sm->cfg.hash_key, key, sizeof key);	/* tables depend on it */
 	sm->cfg.wall_ms = wall;
 	sm->cfg.server = server;
+	sm->cfg.alloc_count = alloc_count;
 }
 
 /* A new connection. */
@@ -986,6 +1070,7 @@ uint64_t sm_client_session(const struct sm_client *c)
 /* Undecodable input from a client. */
 void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why)
 {
+	sm->cur_op = 0;
 	reply_err(sm, c, 0, SEMD__CODE__PROTOCOL_ERROR, "%s", why);
 }
 
@@ -1254,7 +1339,7 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		    sm->cfg.max_waiters_per_session);
 		goto out;
 	}
-	w = sm_alloc(sm, sizeof *w);
+	w = sm_cache_get(sm, &sm->wait_cache, sizeof *w);
 	if (w == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
@@ -1273,7 +1358,7 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		deadline = (uint64_t)d->timeout_ms > UINT64_MAX / 4 - now ?
 		    UINT64_MAX / 4 : now + (uint64_t)d->timeout_ms;
 		if (timer_arm(sm, &w->deadline, T_WAIT, deadline) != 0) {
-			sm_dealloc(sm, w, sizeof *w);
+			sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
 			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 			    "out of memory");
 			goto out;
@@ -1283,7 +1368,7 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 	r = sema_down_async(&sem->sem, &w->w, n, wait_wake);
 	if (r < 0) {
 		timer_disarm(sm, &w->deadline);
-		sm_dealloc(sm, w, sizeof *w);
+		sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
 		reply_err(sm, c, id, SEMD__CODE__INTERNAL,
 		    "the core refused the down (%d)", r);
 		goto out;
@@ -1291,7 +1376,7 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 	if (r == 0) {
 		timer_disarm(sm, &w->deadline);
 		token = w->w.token;
-		sm_dealloc(sm, w, sizeof *w);
+		sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
 		grant_deliver(sm, sem, s, id, n, token, d->lease_ms, now, now);
 		goto out;
 	}
@@ -1791,15 +1876,45 @@ static const char *const op_names[15] = {
 	[SEMD__REQUEST__OP_RELEASE] = "release",
 };
 
+/* Most counters a Stats reply carries (the named ones, 15 x 14 replies, 2 histograms). */
+#define SM_STATS_MAX	(40 + 15 * SM_NCODES + 2 * (SM_HIST_BUCKETS + 2))
+
+/* Add a histogram's count, sum and non-empty buckets to a Stats reply. */
+static void stats_hist(const struct sm_hist *h, const char *what,
+    Semd__Counter *cv, Semd__Counter **cp, char names[][40], size_t *n)
+{
+	size_t i;
+
+	for (i = 0; i < SM_HIST_BUCKETS + 2; i++) {
+		if (i < SM_HIST_BUCKETS && h->bucket[i] == 0)
+			continue;
+		if (i == SM_HIST_BUCKETS)
+			snprintf(names[*n], 40, "%s_count", what);
+		else if (i == SM_HIST_BUCKETS + 1)
+			snprintf(names[*n], 40, "%s_sum_ms", what);
+		else if (i == SM_HIST_BUCKETS - 1)
+			snprintf(names[*n], 40, "%s_ms_le_inf", what);
+		else
+			snprintf(names[*n], 40, "%s_ms_le_%llu", what, 1ULL << i);
+		semd__counter__init(&cv[*n]);
+		cv[*n].name = names[*n];
+		cv[*n].value = i == SM_HIST_BUCKETS ? h->count :
+		    i == SM_HIST_BUCKETS + 1 ? h->sum_ms : h->bucket[i];
+		cp[*n] = &cv[*n];
+		(*n)++;
+	}
+}
+
 /* Stats: the counters, by name. */
 static void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 {
 	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__StatsReply sr = SEMD__STATS_REPLY__INIT;
-	Semd__Counter cv[40], *cp[40];
-	char names[15][24];
+	Semd__Counter cv[SM_STATS_MAX], *cp[SM_STATS_MAX];
+	char names[SM_STATS_MAX][40];
+	const ProtobufCEnumValue *ev;
 	struct sm_counters k;
-	size_t n = 0, i;
+	size_t n = 0, i, j;
 
 	sm_get_counters(sm, &k);
 #define COUNTER(nm, v) do {						\
@@ -1822,12 +1937,29 @@ static void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 	COUNTER("sessions_expired", k.sessions_expired);
 	COUNTER("errors", k.errors);
 	COUNTER("memory_bytes", k.memory_bytes);
+	if (sm->cfg.alloc_count != NULL)
+		COUNTER("allocations", sm->cfg.alloc_count());
 	for (i = 0; i < 15; i++) {
 		if (op_names[i] == NULL)
 			continue;
-		snprintf(names[i], sizeof names[i], "ops_%s", op_names[i]);
-		COUNTER(names[i], k.ops[i]);
+		snprintf(names[n], sizeof names[n], "ops_%s", op_names[i]);
+		COUNTER(names[n], k.ops[i]);
 	}
+	/* The figures of the metrics endpoint: replies by op and code... */
+	for (i = 0; i < 15; i++) {
+		for (j = 0; j < SM_NCODES; j++) {
+			ev = protobuf_c_enum_descriptor_get_value(
+			    &semd__code__descriptor, (int)j);
+			if (k.replies[i][j] == 0 || ev == NULL)
+				continue;
+			snprintf(names[n], sizeof names[n], "replies_%s_%s",
+			    op_names[i] != NULL ? op_names[i] : "unknown", ev->name);
+			COUNTER(names[n], k.replies[i][j]);
+		}
+	}
+	/* ...and the wait and hold histograms (non-empty buckets, in ms). */
+	stats_hist(&k.wait, "wait", cv, cp, names, &n);
+	stats_hist(&k.hold, "hold", cv, cp, names, &n);
 #undef COUNTER
 	sr.n_counters = n;
 	sr.counters = cp;
@@ -1844,6 +1976,7 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	uint64_t id = req->id;
 
 	sm->now = now;
+	sm->cur_op = (unsigned)req->op_case < 15 ? (int)req->op_case : 0;
 	if ((unsigned)req->op_case < 15)
 		sm->ctr.ops[req->op_case]++;
 	if (req->op_case == SEMD__REQUEST__OP_HELLO)
@@ -1981,6 +2114,28 @@ void sm_get_counters(const struct sm *sm, struct sm_counters *out)
 	    hmap_bytes(&sm->names) + hmap_bytes(&sm->sessions) +
 	    hmap_bytes(&sm->permits) + hmap_bytes(&sm->tokens) +
 	    hmap_bytes(&sm->requests);
+}
+
+/* Every semaphore's gauges. */
+void sm_sem_each(struct sm *sm,
+    void (*fn)(void *arg, const struct sm_sem_gauges *g), void *arg)
+{
+	struct sm_sem_gauges g;
+	struct hmap_iter it;
+	struct hnode *n;
+	struct sm_sem *sem;
+
+	hmap_iter_init(&it, &sm->names);
+	while ((n = hmap_iter_next(&it)) != NULL) {
+		sem = container_of(n, struct sm_sem, node);
+		g.name = sem->name;
+		g.len = sem->len;
+		g.limit = sem->limit;
+		g.holders = sem->nholders;
+		g.waiters = sem->nwaiters;
+		g.available = sema_count(&sem->sem);
+		fn(arg, &g);
+	}
 }
 
 /* --- invariants, for tests ---------------------------------------------------- */

@@ -52,6 +52,8 @@ struct sm_config {
 	uint64_t	wall_ms;		/* unix time in ms at sm_new() */
 	uint8_t		hash_key[16];		/* random: SipHash key */
 	const char	*server;		/* "semd 0.1.0" for HelloReply */
+	/* Test builds: heap allocations so far, reported by Stats; or NULL. */
+	uint64_t	(*alloc_count)(void);
 };
 
 /* Effects of the state machine. conn is what sm_client_open() was given. */
@@ -66,6 +68,19 @@ struct sm_out {
 
 struct sm;
 struct sm_client;
+
+/*
+ * A duration histogram with fixed log-spaced buckets: bucket i counts the
+ * values of at most 2^i ms (1 ms .. 1048.576 s), the last bucket the longer
+ * ones. Not cumulative; recording is a shift and an add, no allocation.
+ */
+#define SM_HIST_BUCKETS	22
+#define SM_NCODES	14		/* Semd__Code values */
+struct sm_hist {
+	uint64_t	bucket[SM_HIST_BUCKETS];
+	uint64_t	sum_ms;
+	uint64_t	count;
+};
 
 /* Counters reported by Stats. */
 struct sm_counters {
@@ -83,6 +98,20 @@ struct sm_counters {
 	uint64_t	errors;
 	uint64_t	memory_bytes;
 	uint64_t	ops[15];		/* by Semd__Request__OpCase */
+	/* Replies by the op they answer and their code (op 0: no request). */
+	uint64_t	replies[15][SM_NCODES];
+	struct sm_hist	wait;			/* enqueue (or down) to grant */
+	struct sm_hist	hold;			/* grant to release */
+};
+
+/* One semaphore's gauges, for sm_sem_each(). */
+struct sm_sem_gauges {
+	const char	*name;
+	size_t		len;
+	uint32_t	limit;
+	uint32_t	holders;
+	uint32_t	waiters;
+	long		available;
 };
 
 void sm_config_defaults(struct sm_config *cfg);
@@ -112,6 +141,9 @@ void sm_tick(struct sm *sm, uint64_t now_ms);
 void sm_shutdown(struct sm *sm, uint64_t now_ms);
 
 void sm_get_counters(const struct sm *sm, struct sm_counters *out);
+/* Call fn for every semaphore, in no particular order (metrics). */
+void sm_sem_each(struct sm *sm,
+    void (*fn)(void *arg, const struct sm_sem_gauges *g), void *arg);
 /* Session id of a client after Hello, 0 before. */
 uint64_t sm_client_session(const struct sm_client *c);
 

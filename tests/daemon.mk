@@ -26,3 +26,8 @@ DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/activation.sh tests/daemon/hostile.sh
 TESTS += $(DAEMON_SH_TESTS)
 EXTRA_DIST += $(DAEMON_SH_TESTS)
+
+# No heap allocation per down/up on an existing name (--enable-alloc-count
+# builds; skipped in others).
+TESTS += tests/daemon/allocs.sh
+EXTRA_DIST += tests/daemon/allocs.sh
