@@ -455,13 +455,13 @@ static void conn_churn_again(struct conn *c)
 }
 
 /* Handle one decoded reply on c. */
-static void conn_reply(struct conn *c, const Semd__Reply *rep, uint64_t now)
+static void conn_reply(struct conn *c, const struct wire_reply_min *rep, uint64_t now)
 {
 	unsigned i;
 
 	if (rep->id == 0) {
-		worker_fail(c->w, "connection %u: notice from the daemon: %s %s",
-		    c->idx, wire_code_name(rep->code), rep->message);
+		worker_fail(c->w, "connection %u: notice from the daemon: %s %.*s",
+		    c->idx, wire_code_name(rep->code), (int)rep->msglen, rep->msg);
 		return;
 	}
 	if (rep->id == c->hello_id) {
@@ -469,8 +469,8 @@ static void conn_reply(struct conn *c, const Semd__Reply *rep, uint64_t now)
 		c->w->outstanding--;
 		c->w->rts++;
 		if (rep->code != SEMD__CODE__OK)
-			worker_fail(c->w, "Hello refused: %s %s",
-			    wire_code_name(rep->code), rep->message);
+			worker_fail(c->w, "Hello refused: %s %.*s",
+			    wire_code_name(rep->code), (int)rep->msglen, rep->msg);
 		return;
 	}
 	i = (unsigned)(rep->id & 0xffffu);
@@ -481,21 +481,19 @@ static void conn_reply(struct conn *c, const Semd__Reply *rep, uint64_t now)
 	}
 	if (rep->code != SEMD__CODE__OK && rep->code != SEMD__CODE__WOULD_BLOCK &&
 	    rep->code != SEMD__CODE__TIMEOUT) {
-		worker_fail(c->w, "connection %u: %s %s", c->idx,
-		    wire_code_name(rep->code), rep->message);
+		worker_fail(c->w, "connection %u: %s %.*s", c->idx,
+		    wire_code_name(rep->code), (int)rep->msglen, rep->msg);
 		return;
 	}
-	chain_next(c, i, rep->code,
-	    rep->body_case == SEMD__REPLY__BODY_GRANT && rep->grant != NULL ? rep->grant->permit_id : 0,
-	    now);
+	chain_next(c, i, rep->code, rep->has_grant ? rep->permit : 0, now);
 }
 
 /* Read what c has, handle every whole reply. */
 static void conn_read(struct conn *c)
 {
 	struct worker *w = c->w;
+	struct wire_reply_min rep;
 	const uint8_t *p;
-	Semd__Reply *rep;
 	uint64_t now, id;
 	size_t len;
 	ssize_t n;
@@ -540,13 +538,11 @@ static void conn_read(struct conn *c)
 		return;
 	}
 	while ((rc = wire_next_frame(&c->in, WIRE_REPLY_MAX, &p, &len)) == 1) {
-		rep = wire_reply_unpack(&w->arena, p, len);
-		if (rep == NULL) {
+		if (wire_reply_peek(p, len, &rep) != 0) {
 			worker_fail(w, "connection %u: undecodable reply (%zu bytes)", c->idx, len);
 			return;
 		}
-		conn_reply(c, rep, now);
-		wire_reply_done(&w->arena, rep);
+		conn_reply(c, &rep, now);
 		if (w->failed)
 			return;
 	}

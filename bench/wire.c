@@ -344,48 +344,218 @@ int wire_put_hello(struct wbuf *b, uint64_t id, const char *client_name)
 	return wire_put_request(b, &req);
 }
 
+/*
+ * The hot requests (Ping, Down, Up) are encoded by hand, straight into the
+ * output buffer, in the byte order protobuf-c itself uses (fields by number,
+ * zero values left out): test-bench checks the two agree byte for byte.
+ */
+#define PB_VARINT	0
+#define PB_LEN		2
+
+/* Bytes of v as a varint. */
+static size_t pb_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Write v as a varint at p; returns the bytes written. */
+static size_t pb_put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Size of a varint field (0 when v is 0: proto3 leaves it out). */
+static size_t pb_field_varint_len(uint64_t v)
+{
+	return v ? 1 + pb_varint_len(v) : 0;
+}
+
+/* Write a varint field unless v is 0. */
+static size_t pb_put_field_varint(uint8_t *p, unsigned field, uint64_t v)
+{
+	size_t n;
+
+	if (v == 0)
+		return 0;
+	p[0] = (uint8_t)(field << 3 | PB_VARINT);
+	n = pb_put_varint(p + 1, v);
+	return 1 + n;
+}
+
+/* Write the header of a length-delimited field. */
+static size_t pb_put_field_len(uint8_t *p, unsigned field, size_t len)
+{
+	p[0] = (uint8_t)(field << 3 | PB_LEN);
+	return 1 + pb_put_varint(p + 1, len);
+}
+
+/*
+ * Append a frame holding Request { id, op = body } where body is op's
+ * encoded fields: name (field 1, left out when empty) then the varint
+ * fields v[0..nv) numbered 2, 3, ... (left out when 0).
+ */
+static int put_hot(struct wbuf *b, uint64_t id, unsigned op, const char *name,
+    const uint8_t *bytes, size_t nbytes, const uint64_t *v, unsigned nv)
+{
+	size_t body = 0, msg, n = 0;
+	uint8_t *p;
+	unsigned i;
+	int r;
+
+	if (name != NULL) {
+		nbytes = strlen(name);
+		bytes = (const uint8_t *)name;
+	}
+	if (nbytes > 0)
+		body += 1 + pb_varint_len(nbytes) + nbytes;
+	for (i = 0; i < nv; i++)
+		body += pb_field_varint_len(v[i]);
+	msg = pb_field_varint_len(id) + 1 + pb_varint_len(body) + body;
+	if ((r = wbuf_reserve(b, FRAME_HDR + msg)) != 0)
+		return r;
+	p = b->p + b->len;
+	frame_put_header(p, (uint32_t)msg);
+	p += FRAME_HDR;
+	n += pb_put_field_varint(p + n, 1, id);
+	n += pb_put_field_len(p + n, op, body);
+	if (nbytes > 0) {
+		n += pb_put_field_len(p + n, 1, nbytes);
+		memcpy(p + n, bytes, nbytes);
+		n += nbytes;
+	}
+	for (i = 0; i < nv; i++)
+		n += pb_put_field_varint(p + n, 2 + i, v[i]);
+	b->len += FRAME_HDR + msg;
+	return 0;
+}
+
 /* Append Ping with an optional payload. */
 int wire_put_ping(struct wbuf *b, uint64_t id, const uint8_t *payload, size_t len)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Ping ping = SEMD__PING__INIT;
-
-	ping.payload.data = (uint8_t *)payload;
-	ping.payload.len = len;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_PING;
-	req.ping = &ping;
-	return wire_put_request(b, &req);
+	return put_hot(b, id, SEMD__REQUEST__OP_PING, NULL, payload, len, NULL, 0);
 }
 
-/* Append Down of one permit. */
+/* Append Down of one permit (negative timeouts: int64 as a 10-byte varint). */
 int wire_put_down(struct wbuf *b, uint64_t id, const char *name, int64_t timeout_ms)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Down down = SEMD__DOWN__INIT;
+	uint64_t v[2] = { 1, (uint64_t)timeout_ms };
 
-	down.name = (char *)name;
-	down.n = 1;
-	down.timeout_ms = timeout_ms;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_DOWN;
-	req.down = &down;
-	return wire_put_request(b, &req);
+	return put_hot(b, id, SEMD__REQUEST__OP_DOWN, name, NULL, 0, v, 2);
 }
 
 /* Append Up of one permit. */
 int wire_put_up(struct wbuf *b, uint64_t id, const char *name, uint64_t permit_id)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Up up = SEMD__UP__INIT;
+	uint64_t v[2] = { 1, permit_id };
 
-	up.name = (char *)name;
-	up.n = 1;
-	up.permit_id = permit_id;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_UP;
-	req.up = &up;
-	return wire_put_request(b, &req);
+	return put_hot(b, id, SEMD__REQUEST__OP_UP, name, NULL, 0, v, 2);
+}
+
+/* Read a varint at *p (before end); NULL when it is cut or too long. */
+static const uint8_t *pb_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned shift;
+
+	for (shift = 0; shift < 64 && p < end; shift += 7) {
+		x |= (uint64_t)(*p & 0x7f) << shift;
+		if ((*p++ & 0x80) == 0) {
+			*v = x;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* Skip a field of wire type wt; NULL when it is cut or of a kind not used. */
+static const uint8_t *pb_skip(const uint8_t *p, const uint8_t *end, unsigned wt)
+{
+	uint64_t n;
+
+	switch (wt) {
+	case PB_VARINT:
+		return pb_get_varint(p, end, &n);
+	case 1:
+		return end - p >= 8 ? p + 8 : NULL;
+	case PB_LEN:
+		p = pb_get_varint(p, end, &n);
+		return p != NULL && n <= (uint64_t)(end - p) ? p + n : NULL;
+	case 5:
+		return end - p >= 4 ? p + 4 : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* Decode the fields of a Reply the closed loop needs. */
+int wire_reply_peek(const uint8_t *p, size_t len, struct wire_reply_min *r)
+{
+	const uint8_t *end = p + len, *q, *qe;
+	uint64_t tag, v, n;
+	unsigned field, wt;
+
+	memset(r, 0, sizeof(*r));
+	r->msg = "";
+	while (p < end) {
+		if ((p = pb_get_varint(p, end, &tag)) == NULL)
+			return -1;
+		field = (unsigned)(tag >> 3);
+		wt = (unsigned)(tag & 7);
+		if (field == 0 || tag >> 32 != 0)
+			return -1;
+		if (wt == PB_VARINT && (field == 1 || field == 2)) {
+			if ((p = pb_get_varint(p, end, &v)) == NULL)
+				return -1;
+			if (field == 1)
+				r->id = v;
+			else
+				r->code = (int32_t)(uint32_t)v;
+			continue;
+		}
+		if (wt == PB_LEN && (field == 3 || field == 5)) {
+			if ((p = pb_get_varint(p, end, &n)) == NULL || n > (uint64_t)(end - p))
+				return -1;
+			q = p;
+			qe = p + n;
+			p = qe;
+			if (field == 3) {
+				r->msg = (const char *)q;
+				r->msglen = (size_t)n;
+				continue;
+			}
+			/* Grant: its permit_id (field 1); the rest is skipped */
+			r->has_grant = 1;
+			while (q < qe) {
+				if ((q = pb_get_varint(q, qe, &tag)) == NULL)
+					return -1;
+				if (tag >> 3 == 0)
+					return -1;
+				if (tag == (1 << 3 | PB_VARINT)) {
+					if ((q = pb_get_varint(q, qe, &r->permit)) == NULL)
+						return -1;
+				} else if ((q = pb_skip(q, qe, (unsigned)(tag & 7))) == NULL) {
+					return -1;
+				}
+			}
+			continue;
+		}
+		if ((p = pb_skip(p, end, wt)) == NULL)
+			return -1;
+	}
+	return 0;
 }
 
 /* Append Create. */

@@ -86,7 +86,10 @@ void wbuf_free(struct wbuf *b);
 /* Append one framed request. Returns 0 or -ENOMEM. */
 int wire_put_request(struct wbuf *b, const Semd__Request *req);
 
-/* Append Hello (version 1). */
+/*
+ * Append Hello (version 1). Ping, Down and Up are encoded by hand (the hot
+ * path), the others through protobuf-c.
+ */
 int wire_put_hello(struct wbuf *b, uint64_t id, const char *client_name);
 /* Append Ping with an optional payload. */
 int wire_put_ping(struct wbuf *b, uint64_t id, const uint8_t *payload, size_t len);
@@ -123,6 +126,23 @@ struct wire_arena {
 int wire_arena_init(struct wire_arena *a, size_t cap);
 /* Free the arena's memory. */
 void wire_arena_free(struct wire_arena *a);
+
+/* The fields of a Reply the closed loop looks at. */
+struct wire_reply_min {
+	uint64_t	 id;
+	int		 code;
+	int		 has_grant;
+	uint64_t	 permit;	/* grant.permit_id */
+	const char	*msg;		/* not NUL-terminated */
+	size_t		 msglen;
+};
+
+/*
+ * Decode id, code, message and grant.permit_id of a Reply payload by hand,
+ * skipping every other field: no allocation. Returns 0, or -1 when the bytes
+ * are not a well-formed message.
+ */
+int wire_reply_peek(const uint8_t *p, size_t len, struct wire_reply_min *r);
 
 /* Decode one Reply payload; NULL when it is not a valid Reply. */
 Semd__Reply *wire_reply_unpack(struct wire_arena *a, const uint8_t *p, size_t len);
