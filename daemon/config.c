@@ -10,7 +10,8 @@
 #include "daemon/log.h"
 #include "proto/frame.h"
 
-enum cfg_type { CFG_LISTEN, CFG_PATH, CFG_UINT, CFG_DURATION, CFG_LEVEL, CFG_MODE };
+enum cfg_type { CFG_LISTEN, CFG_PATH, CFG_UINT, CFG_DURATION, CFG_LEVEL, CFG_MODE,
+	CFG_METRICS, CFG_NAMES };
 
 struct cfg_key {
 	const char	*name;
@@ -38,6 +39,8 @@ static const struct cfg_key cfg_keys[] = {
 	{ "max-output", CFG_UINT, OFF(max_output), 4096, UINT32_MAX },
 	{ "keepalive", CFG_DURATION, OFF(keepalive_s), 0, UINT32_MAX },
 	{ "unix-mode", CFG_MODE, OFF(unix_mode), 0, 07777 },
+	{ "metrics-listen", CFG_METRICS, OFF(metrics_listen), 0, 0 },
+	{ "metrics-names", CFG_NAMES, 0, 0, 0 },
 };
 #undef OFF
 
@@ -81,6 +84,12 @@ void config_free(struct semd_config *c)
 	config_clear_listen(c);
 	free(c->ready_file);
 	c->ready_file = NULL;
+	free(c->metrics_listen);
+	c->metrics_listen = NULL;
+	while (c->nmetrics_names > 0)
+		free(c->metrics_names[--c->nmetrics_names]);
+	free(c->metrics_names);
+	c->metrics_names = NULL;
 }
 
 /* Find a key's description. */
@@ -200,6 +209,26 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 		c->listen = list;
 		c->listen[c->nlisten++] = dup;
 		return 0;
+	case CFG_NAMES:
+		list = realloc(c->metrics_names,
+		    (c->nmetrics_names + 1) * sizeof *list);
+		if (list == NULL || (dup = strdup(value)) == NULL) {
+			if (list != NULL)
+				c->metrics_names = list;
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		c->metrics_names = list;
+		c->metrics_names[c->nmetrics_names++] = dup;
+		return 0;
+	case CFG_METRICS:
+		if (strncmp(value, "tcp:", 4) != 0 ||
+		    check_listen(value, err, errlen) != 0) {
+			snprintf(err, errlen, "metrics-listen %s: expected "
+			    "tcp:HOST:PORT or tcp:[ADDR6]:PORT", value);
+			return -EINVAL;
+		}
+		/* FALLTHROUGH */
 	case CFG_PATH:
 		dup = strdup(value);
 		if (dup == NULL) {

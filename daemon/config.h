@@ -35,6 +35,9 @@ struct semd_config {
 	uint32_t	max_output;		/* bytes queued to one client */
 	uint32_t	keepalive_s;		/* TCP keepalive idle; 0: off */
 	uint32_t	unix_mode;
+	char		*metrics_listen;	/* tcp:HOST:PORT or NULL: off */
+	char		**metrics_names;	/* prefixes with per-name gauges */
+	size_t		nmetrics_names;
 };
 
 /* A key=value pair from the command line, kept to re-apply on reload. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
@@ -353,6 +354,8 @@ int listeners_write_ready(struct server *srv, const char *path)
 		return -errno;
 	list_for_each(pos, &srv->listeners)
 		fprintf(f, "%s\n", list_entry(pos, struct listener, entry)->addr);
+	if (srv->metrics != NULL)
+		fprintf(f, "metrics:%s\n", metrics_addr(srv->metrics));
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
 		r = -errno;
 		fclose(f);

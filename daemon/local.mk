@@ -10,7 +10,7 @@ daemon_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
 # semd: the daemon. The libevent shell (server, conn, listen) around the state.
 sbin_PROGRAMS += semd
 semd_SOURCES = daemon/main.c daemon/server.c daemon/server.h daemon/conn.c \
-	daemon/alloccount.c \
+	daemon/alloccount.c daemon/metrics.c daemon/metrics.h \
 	daemon/listen.c daemon/log.c daemon/log.h daemon/config.c daemon/config.h
 semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS)
 semd_LDADD = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \

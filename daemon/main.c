@@ -13,6 +13,7 @@
 
 #include "daemon/config.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/server.h"
 
 struct semd_args {
@@ -46,6 +47,9 @@ static void usage(FILE *f)
 "      --max-lease DURATION, --handshake-timeout DURATION (10s),\n"
 "      --idle-timeout DURATION (0: off), --keepalive DURATION (60s),\n"
 "      --unix-mode OCTAL (0600)\n"
+"      --metrics-listen ADDR  serve Prometheus metrics at tcp:HOST:PORT/metrics\n"
+"      --metrics-names PREFIX  per-semaphore gauges for names with PREFIX\n"
+"                            (repeatable)\n"
 "  -t, --check-config        check the configuration and exit\n"
 "  -V, --version             print the version\n"
 "  -h, --help                print this help\n"
@@ -93,7 +97,7 @@ int main(int argc, char **argv)
 		"max-connections", "log-level", "max-semaphores", "max-sessions",
 		"max-waiters-per-session", "max-holds-per-session", "max-lease",
 		"handshake-timeout", "idle-timeout", "max-output", "keepalive",
-		"unix-mode",
+		"unix-mode", "metrics-listen", "metrics-names",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct option opts[NKEYS + 5];
@@ -180,10 +184,14 @@ int main(int argc, char **argv)
 		return code;
 	}
 	code = server_listen(srv);
+	if (code != 0)
+		log_err("cannot listen: check the addresses, permissions, and that no other semd runs there");
+	else if (srv->cfg.metrics_listen != NULL &&
+	    metrics_new(srv, srv->cfg.metrics_listen, &srv->metrics) != 0)
+		code = EX_OSERR;
 	if (code == 0)
 		code = server_run(srv);
-	else
-		log_err("cannot listen: check the addresses, permissions, and that no other semd runs there");
+	metrics_free(srv->metrics);
 	server_free(srv);
 	free(args.ov);
 	return code;

@@ -46,6 +46,7 @@ struct server {
 	struct list_head	flushq;		/* conns with staged replies */
 	struct event		*flush_ev;	/* flushes flushq later */
 	bool			in_read;	/* a read callback will flush */
+	struct metrics		*metrics;	/* metrics.c, or NULL */
 };
 
 struct listener {

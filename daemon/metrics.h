@@ -1,0 +1,26 @@
+/*
+ * daemon/metrics.h - the Prometheus text endpoint (GET /metrics).
+ *
+ * An evhttp server on the daemon's own event loop renders the state's
+ * counters, gauges and histograms (sm_get_counters) and, for the semaphores
+ * whose names start with a metrics-names prefix, per-semaphore gauges
+ * (sm_sem_each). It reads the state only between requests, as conn.c does,
+ * so it needs no lock.
+ */
+#ifndef SEMD_METRICS_H
+#define SEMD_METRICS_H
+
+struct server;
+struct metrics;
+
+/*
+ * Serve metrics on addr (tcp:HOST:PORT or tcp:[ADDR6]:PORT, port 0 for a
+ * free port). Returns 0 with *out set, or a negative errno.
+ */
+int metrics_new(struct server *srv, const char *addr, struct metrics **out);
+/* Close the endpoint. */
+void metrics_free(struct metrics *m);
+/* The bound address as HOST:PORT ([ADDR6]:PORT). */
+const char *metrics_addr(const struct metrics *m);
+
+#endif
