@@ -22,6 +22,7 @@
 
 #include <event2/buffer.h>
 
+#include "daemon/fastpb.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "proto/frame.h"
@@ -180,13 +181,16 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 	struct conn *c = conn;
 	struct server *srv = c->srv;
 	size_t len, queued;
+	bool fast;
 
 	if (c->dead)
 		return;
 	/* Abnormal events get a log line: limits hit, internal errors. */
 	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
 		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
-	len = semd__reply__get_packed_size(r);
+	fast = fastpb_reply_size(r, &len);
+	if (!fast)
+		len = semd__reply__get_packed_size(r);
 	if (c->wcap - c->wlen < FRAME_HDR + len &&
 	    conn_wbuf_grow(c, FRAME_HDR + len) != 0) {
 		log_warn("%s: out of memory for a reply, dropping the client",
@@ -195,7 +199,10 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 		return;
 	}
 	frame_put_header(c->wbuf + c->wlen, (uint32_t)len);
-	semd__reply__pack(r, c->wbuf + c->wlen + FRAME_HDR);
+	if (fast)
+		fastpb_reply_pack(r, c->wbuf + c->wlen + FRAME_HDR);
+	else
+		semd__reply__pack(r, c->wbuf + c->wlen + FRAME_HDR);
 	c->wlen += FRAME_HDR + len;
 	queued = c->wlen + evbuffer_get_length(bufferevent_get_output(c->bev));
 	if (queued > srv->cfg.max_output) {
@@ -261,10 +268,14 @@ void conn_flush_all(struct server *srv)
 static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 {
 	struct server *srv = c->srv;
+	struct fastpb_req f;
 	Semd__Request *req;
+	bool fast;
 	int r;
 
-	req = semd__request__unpack(&conn_allocator, plen, data);
+	/* Down, Up and Ping by hand (strings into the arena), or protobuf-c. */
+	fast = fastpb_request(&f, data, plen, (char *)conn_arena.buf, ARENA_SIZE);
+	req = fast ? &f.req : semd__request__unpack(&conn_allocator, plen, data);
 	if (req == NULL) {
 		conn_arena_reset(NULL);
 		log_notice("%s: undecodable request of %zu bytes, closing",
@@ -281,7 +292,7 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		    strlen(req->release->name)) ?
 		    req->release->name : "(an invalid name)");
 	r = sm_request(srv->sm, c->client, req, server_now());
-	conn_arena_reset(req);
+	conn_arena_reset(fast ? NULL : req);
 	if (!c->hello && sm_client_session(c->client) != 0) {
 		c->hello = true;
 		conn_arm_timer(c);

@@ -10,9 +10,12 @@ daemon_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
 # semd: the daemon. The libevent shell (server, conn, listen) around the state.
 sbin_PROGRAMS += semd
 semd_SOURCES = daemon/main.c daemon/server.c daemon/server.h daemon/conn.c \
-	daemon/alloccount.c daemon/metrics.c daemon/metrics.h \
+	daemon/alloccount.c daemon/fastpb.c daemon/fastpb.h \
+	daemon/metrics.c daemon/metrics.h \
 	daemon/listen.c daemon/log.c daemon/log.h daemon/config.c daemon/config.h
-semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS)
-semd_LDADD = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS) \
+	$(OPENSSL_CFLAGS)
+semd_LDADD = daemon/libsemstate.a security/libsemsec.a proto/libsemproto.a \
+	core/libsemcore.a \
 	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) $(SYSTEMD_LIBS) $(OPENSSL_LIBS) \
 	$(PTHREAD_LIBS)

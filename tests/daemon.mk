@@ -23,7 +23,7 @@ tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 # Shell tests against a real semd on private sockets (tests/lib.sh).
 DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/load.sh tests/daemon/frames.sh tests/daemon/config.sh \
-	tests/daemon/activation.sh tests/daemon/hostile.sh
+	tests/daemon/activation.sh tests/daemon/hostile.sh tests/daemon/privs.sh
 TESTS += $(DAEMON_SH_TESTS)
 EXTRA_DIST += $(DAEMON_SH_TESTS)
 
@@ -31,3 +31,11 @@ EXTRA_DIST += $(DAEMON_SH_TESTS)
 # builds; skipped in others).
 TESTS += tests/daemon/allocs.sh
 EXTRA_DIST += tests/daemon/allocs.sh
+
+# The hand coder of the hot messages agrees with protobuf-c.
+check_PROGRAMS += tests/daemon/test_fastpb
+tests_daemon_test_fastpb_SOURCES = tests/daemon/test_fastpb.c daemon/fastpb.c \
+	daemon/fastpb.h
+tests_daemon_test_fastpb_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_daemon_test_fastpb_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
+TESTS += tests/daemon/test_fastpb

@@ -1,0 +1,349 @@
+/*
+ * daemon/fastpb.c - hand coding of the hot messages (see fastpb.h).
+ *
+ * It follows protobuf-c 1.x exactly: proto3 scalars are written when not
+ * zero, strings when not empty, a oneof message member when its case is
+ * set (even when empty), all in field-number order; a uint32 field takes
+ * the low 32 bits of its varint, the last of repeated scalars wins.
+ */
+#include <string.h>
+
+#include "daemon/fastpb.h"
+
+#define WT_VARINT	0
+#define WT_LEN		2
+
+/* Read a varint at *p (< end); false when cut short or over 10 bytes. */
+static inline bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	uint64_t x = 0;
+	unsigned int i;
+
+	for (i = 0; i < 10 && q < end; i++, q++) {
+		x |= (uint64_t)(*q & 0x7f) << (7 * i);
+		if (!(*q & 0x80)) {
+			*v = x;
+			*p = q + 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Read a field's tag; false when it is not a plain tag. */
+static inline bool get_tag(const uint8_t **p, const uint8_t *end,
+    uint32_t *field, unsigned int *wt)
+{
+	uint64_t t;
+
+	if (!get_varint(p, end, &t) || t > UINT32_MAX || (t >> 3) == 0)
+		return false;
+	*field = (uint32_t)(t >> 3);
+	*wt = (unsigned int)(t & 7);
+	return true;
+}
+
+/* Read a length-delimited field's bounds. */
+static inline bool get_len(const uint8_t **p, const uint8_t *end,
+    const uint8_t **data, size_t *len)
+{
+	uint64_t n;
+
+	if (!get_varint(p, end, &n) || n > (uint64_t)(end - *p))
+		return false;
+	*data = *p;
+	*len = (size_t)n;
+	*p += n;
+	return true;
+}
+
+/* Copy a string field into buf (NUL-terminated); false when it does not fit. */
+static bool get_string(const uint8_t *data, size_t len, char *buf,
+    size_t bufsize, size_t *used, char **out)
+{
+	char *s;
+
+	if (bufsize - *used < len + 1)
+		return false;
+	s = buf + *used;
+	memcpy(s, data, len);
+	s[len] = '\0';
+	*used += len + 1;
+	*out = s;
+	return true;
+}
+
+/* Down { name = 1, n = 2, timeout_ms = 3, lease_ms = 4 }. */
+static bool get_down(Semd__Down *d, const uint8_t *p, const uint8_t *end,
+    char *buf, size_t bufsize, size_t *used)
+{
+	const uint8_t *data;
+	uint32_t field;
+	unsigned int wt;
+	uint64_t v;
+	size_t len;
+	bool have_name = false;
+
+	*d = (Semd__Down)SEMD__DOWN__INIT;
+	while (p < end) {
+		if (!get_tag(&p, end, &field, &wt))
+			return false;
+		if (field == 1 && wt == WT_LEN && !have_name) {
+			if (!get_len(&p, end, &data, &len) ||
+			    !get_string(data, len, buf, bufsize, used, &d->name))
+				return false;
+			have_name = true;
+		} else if (field >= 2 && field <= 4 && wt == WT_VARINT) {
+			if (!get_varint(&p, end, &v))
+				return false;
+			if (field == 2)
+				d->n = (uint32_t)v;
+			else if (field == 3)
+				d->timeout_ms = (int64_t)v;
+			else
+				d->lease_ms = (uint32_t)v;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Up { name = 1, n = 2, permit_id = 3 }. */
+static bool get_up(Semd__Up *u, const uint8_t *p, const uint8_t *end,
+    char *buf, size_t bufsize, size_t *used)
+{
+	const uint8_t *data;
+	uint32_t field;
+	unsigned int wt;
+	uint64_t v;
+	size_t len;
+	bool have_name = false;
+
+	*u = (Semd__Up)SEMD__UP__INIT;
+	while (p < end) {
+		if (!get_tag(&p, end, &field, &wt))
+			return false;
+		if (field == 1 && wt == WT_LEN && !have_name) {
+			if (!get_len(&p, end, &data, &len) ||
+			    !get_string(data, len, buf, bufsize, used, &u->name))
+				return false;
+			have_name = true;
+		} else if ((field == 2 || field == 3) && wt == WT_VARINT) {
+			if (!get_varint(&p, end, &v))
+				return false;
+			if (field == 2)
+				u->n = (uint32_t)v;
+			else
+				u->permit_id = v;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Ping { payload = 1 }: the payload stays in the frame. */
+static bool get_ping(Semd__Ping *g, const uint8_t *p, const uint8_t *end)
+{
+	const uint8_t *data;
+	uint32_t field;
+	unsigned int wt;
+	size_t len;
+	bool have = false;
+
+	*g = (Semd__Ping)SEMD__PING__INIT;
+	while (p < end) {
+		if (!get_tag(&p, end, &field, &wt) || field != 1 ||
+		    wt != WT_LEN || have || !get_len(&p, end, &data, &len))
+			return false;
+		if (len > 0) {
+			g->payload.data = (uint8_t *)data;
+			g->payload.len = len;
+		}
+		have = true;
+	}
+	return true;
+}
+
+/* Decode a Down, Up or Ping request of the usual shape. */
+bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
+    char *buf, size_t bufsize)
+{
+	const uint8_t *end = p + len, *data = NULL;
+	uint32_t field, op = 0;
+	unsigned int wt;
+	uint64_t v;
+	size_t dlen = 0, used = 0;
+
+	out->req = (Semd__Request)SEMD__REQUEST__INIT;
+	while (p < end) {
+		if (!get_tag(&p, end, &field, &wt))
+			return false;
+		if (field == 1 && wt == WT_VARINT) {
+			if (!get_varint(&p, end, &v))
+				return false;
+			out->req.id = v;
+		} else if ((field == SEMD__REQUEST__OP_DOWN ||
+		    field == SEMD__REQUEST__OP_UP ||
+		    field == SEMD__REQUEST__OP_PING) && wt == WT_LEN && op == 0) {
+			if (!get_len(&p, end, &data, &dlen))
+				return false;
+			op = field;
+		} else {
+			return false;
+		}
+	}
+	switch (op) {
+	case SEMD__REQUEST__OP_DOWN:
+		if (!get_down(&out->op.down, data, data + dlen, buf, bufsize, &used))
+			return false;
+		out->req.op_case = SEMD__REQUEST__OP_DOWN;
+		out->req.down = &out->op.down;
+		return true;
+	case SEMD__REQUEST__OP_UP:
+		if (!get_up(&out->op.up, data, data + dlen, buf, bufsize, &used))
+			return false;
+		out->req.op_case = SEMD__REQUEST__OP_UP;
+		out->req.up = &out->op.up;
+		return true;
+	case SEMD__REQUEST__OP_PING:
+		if (!get_ping(&out->op.ping, data, data + dlen))
+			return false;
+		out->req.op_case = SEMD__REQUEST__OP_PING;
+		out->req.ping = &out->op.ping;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Bytes of a varint. */
+static inline size_t varint_size(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Write a varint; returns its bytes. */
+static inline size_t put_varint(uint8_t *out, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		out[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	out[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Size of a varint field (tag < 16) when v is not zero. */
+static inline size_t uint_field_size(uint64_t v)
+{
+	return v ? 1 + varint_size(v) : 0;
+}
+
+/* Write a varint field (tag < 16) when v is not zero. */
+static inline size_t put_uint_field(uint8_t *out, unsigned int field, uint64_t v)
+{
+	if (v == 0)
+		return 0;
+	out[0] = (uint8_t)(field << 3 | WT_VARINT);
+	return 1 + put_varint(out + 1, v);
+}
+
+/* Size of the body message's content (not its tag and length). */
+static bool body_size(const Semd__Reply *r, size_t *size)
+{
+	switch (r->body_case) {
+	case SEMD__REPLY__BODY_GRANT:
+		if (r->grant == NULL)
+			return false;
+		*size = uint_field_size(r->grant->permit_id) +
+		    uint_field_size(r->grant->token) +
+		    uint_field_size(r->grant->n) +
+		    uint_field_size(r->grant->waited_us);
+		return true;
+	case SEMD__REPLY__BODY_RELEASED:
+		if (r->released == NULL)
+			return false;
+		*size = uint_field_size(r->released->n);
+		return true;
+	case SEMD__REPLY__BODY_PONG:
+		if (r->pong == NULL)
+			return false;
+		*size = r->pong->payload.len ?
+		    1 + varint_size(r->pong->payload.len) + r->pong->payload.len : 0;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Size of a reply this encoder handles. */
+bool fastpb_reply_size(const Semd__Reply *r, size_t *size)
+{
+	size_t n, b;
+
+	n = uint_field_size(r->id) + uint_field_size((uint64_t)(int64_t)r->code);
+	if (r->message != NULL && r->message[0] != '\0') {
+		b = strlen(r->message);
+		n += 1 + varint_size(b) + b;
+	}
+	if (r->body_case != SEMD__REPLY__BODY__NOT_SET) {
+		if (!body_size(r, &b))
+			return false;
+		n += 1 + varint_size(b) + b;
+	}
+	*size = n;
+	return true;
+}
+
+/* Pack a reply fastpb_reply_size() accepted. */
+size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
+{
+	size_t n = 0, b;
+
+	n += put_uint_field(out + n, 1, r->id);
+	n += put_uint_field(out + n, 2, (uint64_t)(int64_t)r->code);
+	if (r->message != NULL && r->message[0] != '\0') {
+		b = strlen(r->message);
+		out[n++] = 3 << 3 | WT_LEN;
+		n += put_varint(out + n, b);
+		memcpy(out + n, r->message, b);
+		n += b;
+	}
+	if (r->body_case == SEMD__REPLY__BODY__NOT_SET || !body_size(r, &b))
+		return n;
+	out[n++] = (uint8_t)((unsigned)r->body_case << 3 | WT_LEN);
+	n += put_varint(out + n, b);
+	switch (r->body_case) {
+	case SEMD__REPLY__BODY_GRANT:
+		n += put_uint_field(out + n, 1, r->grant->permit_id);
+		n += put_uint_field(out + n, 2, r->grant->token);
+		n += put_uint_field(out + n, 3, r->grant->n);
+		n += put_uint_field(out + n, 4, r->grant->waited_us);
+		break;
+	case SEMD__REPLY__BODY_RELEASED:
+		n += put_uint_field(out + n, 1, r->released->n);
+		break;
+	case SEMD__REPLY__BODY_PONG:
+		if (r->pong->payload.len) {
+			out[n++] = 1 << 3 | WT_LEN;
+			n += put_varint(out + n, r->pong->payload.len);
+			memcpy(out + n, r->pong->payload.data, r->pong->payload.len);
+			n += r->pong->payload.len;
+		}
+		break;
+	default:
+		break;
+	}
+	return n;
+}

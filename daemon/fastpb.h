@@ -1,0 +1,45 @@
+/*
+ * daemon/fastpb.h - protobuf coding of the most frequent messages without
+ * protobuf-c's table walks: Down, Up and Ping requests, and replies whose
+ * body is empty, a Grant, Released or Pong. Everything else, and anything
+ * unusual in a request (an unknown or repeated field, a second op), is left
+ * to protobuf-c, so the result is always what protobuf-c would give
+ * (tests/daemon/test_fastpb checks this on random and mangled messages).
+ */
+#ifndef SEMD_FASTPB_H
+#define SEMD_FASTPB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/semd.pb-c.h"
+
+/* A request decoded in place: req points into op. */
+struct fastpb_req {
+	Semd__Request	req;
+	union {
+		Semd__Down	down;
+		Semd__Up	up;
+		Semd__Ping	ping;
+	} op;
+};
+
+/*
+ * Decode len bytes at p when they are a Down, Up or Ping request of the
+ * usual shape. Strings are copied NUL-terminated into buf (bufsize bytes);
+ * a Ping payload points into p. Returns true with *out filled, or false
+ * when protobuf-c must decode it (it may still be valid).
+ */
+bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
+    char *buf, size_t bufsize);
+
+/*
+ * Packed size of a reply this encoder handles (empty, Grant, Released or
+ * Pong body); false when protobuf-c must pack it.
+ */
+bool fastpb_reply_size(const Semd__Reply *r, size_t *size);
+/* Pack a reply fastpb_reply_size() accepted; returns the bytes written. */
+size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out);
+
+#endif
