@@ -1,6 +1,10 @@
 /* daemon/config.c - defaults, config file and flag values. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pwd.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +13,13 @@
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "proto/frame.h"
+#include "security/acl.h"
+#include "security/tls.h"
 
-enum cfg_type { CFG_LISTEN, CFG_PATH, CFG_UINT, CFG_DURATION, CFG_LEVEL, CFG_MODE,
-	CFG_METRICS, CFG_NAMES };
+enum cfg_type {
+	CFG_LISTEN, CFG_PATH, CFG_UINT, CFG_DURATION, CFG_LEVEL, CFG_MODE,
+	CFG_BOOL, CFG_GROUP, CFG_USER, CFG_AUTH, CFG_METRICS, CFG_NAMES
+};
 
 struct cfg_key {
 	const char	*name;
@@ -39,6 +47,13 @@ static const struct cfg_key cfg_keys[] = {
 	{ "max-output", CFG_UINT, OFF(max_output), 4096, UINT32_MAX },
 	{ "keepalive", CFG_DURATION, OFF(keepalive_s), 0, UINT32_MAX },
 	{ "unix-mode", CFG_MODE, OFF(unix_mode), 0, 07777 },
+	{ "unix-group", CFG_GROUP, OFF(unix_group), 0, 0 },
+	{ "user", CFG_USER, OFF(user), 0, 0 },
+	{ "allow-insecure-tcp", CFG_BOOL, OFF(allow_insecure_tcp), 0, 0 },
+	{ "tls-cert", CFG_PATH, OFF(tls_cert), 0, 0 },
+	{ "tls-key", CFG_PATH, OFF(tls_key), 0, 0 },
+	{ "tls-ca", CFG_PATH, OFF(tls_ca), 0, 0 },
+	{ "tls-client-auth", CFG_AUTH, OFF(tls_client_auth), 0, 0 },
 	{ "metrics-listen", CFG_METRICS, OFF(metrics_listen), 0, 0 },
 	{ "metrics-names", CFG_NAMES, 0, 0, 0 },
 };
@@ -84,6 +99,18 @@ void config_free(struct semd_config *c)
 	config_clear_listen(c);
 	free(c->ready_file);
 	c->ready_file = NULL;
+	free(c->unix_group);
+	c->unix_group = NULL;
+	free(c->user);
+	c->user = NULL;
+	free(c->tls_cert);
+	c->tls_cert = NULL;
+	free(c->tls_key);
+	c->tls_key = NULL;
+	free(c->tls_ca);
+	c->tls_ca = NULL;
+	acl_free(c->acl);
+	c->acl = NULL;
 	free(c->metrics_listen);
 	c->metrics_listen = NULL;
 	while (c->nmetrics_names > 0)
@@ -107,6 +134,14 @@ static const struct cfg_key *config_key(const char *key)
 bool config_known(const char *key)
 {
 	return config_key(key) != NULL;
+}
+
+/* Is this a yes/no setting? */
+bool config_is_bool(const char *key)
+{
+	const struct cfg_key *k = config_key(key);
+
+	return k != NULL && k->type == CFG_BOOL;
 }
 
 /* Parse an unsigned decimal number with nothing after it. */
@@ -162,19 +197,21 @@ static int check_listen(const char *v, char *err, size_t errlen)
 		}
 		return 0;
 	}
-	if (strncmp(v, "tcp:", 4) == 0) {
+	if (strncmp(v, "tcp:", 4) == 0 || strncmp(v, "tls:", 4) == 0) {
 		port = strrchr(v + 4, ':');
 		if (port == NULL || port == v + 4 || port[1] == '\0' ||
 		    strspn(port + 1, "0123456789") != strlen(port + 1) ||
 		    atol(port + 1) > 65535) {
 			snprintf(err, errlen,
-			    "listen %s: expected tcp:HOST:PORT or tcp:[ADDR6]:PORT", v);
+			    "listen %s: expected %.3s:HOST:PORT or %.3s:[ADDR6]:PORT",
+			    v, v, v);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	snprintf(err, errlen,
-	    "listen %s: unknown address kind (use unix:PATH or tcp:HOST:PORT)", v);
+	    "listen %s: unknown address kind (use unix:PATH, tcp:HOST:PORT or tls:HOST:PORT)",
+	    v);
 	return -EINVAL;
 }
 
@@ -209,6 +246,42 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 		c->listen = list;
 		c->listen[c->nlisten++] = dup;
 		return 0;
+	case CFG_PATH:
+	string:
+		dup = strdup(value);
+		if (dup == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		free(*(char **)((char *)c + k->offset));
+		*(char **)((char *)c + k->offset) = dup;
+		return 0;
+	case CFG_BOOL:
+		if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 ||
+		    strcmp(value, "on") == 0 || strcmp(value, "1") == 0)
+			*(bool *)((char *)c + k->offset) = true;
+		else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0 ||
+		    strcmp(value, "off") == 0 || strcmp(value, "0") == 0)
+			*(bool *)((char *)c + k->offset) = false;
+		else {
+			snprintf(err, errlen, "%s '%s': use yes or no", key, value);
+			return -EINVAL;
+		}
+		return 0;
+	case CFG_GROUP:
+		if (getgrnam(value) == NULL) {
+			snprintf(err, errlen, "%s '%s': no such group", key, value);
+			return -EINVAL;
+		}
+		goto string;
+	case CFG_METRICS:
+		if (strncmp(value, "tcp:", 4) != 0 ||
+		    check_listen(value, err, errlen) != 0) {
+			snprintf(err, errlen, "metrics-listen %s: expected "
+			    "tcp:HOST:PORT or tcp:[ADDR6]:PORT", value);
+			return -EINVAL;
+		}
+		goto string;
 	case CFG_NAMES:
 		list = realloc(c->metrics_names,
 		    (c->nmetrics_names + 1) * sizeof *list);
@@ -221,23 +294,23 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 		c->metrics_names = list;
 		c->metrics_names[c->nmetrics_names++] = dup;
 		return 0;
-	case CFG_METRICS:
-		if (strncmp(value, "tcp:", 4) != 0 ||
-		    check_listen(value, err, errlen) != 0) {
-			snprintf(err, errlen, "metrics-listen %s: expected "
-			    "tcp:HOST:PORT or tcp:[ADDR6]:PORT", value);
+	case CFG_USER:
+		if (getpwnam(value) == NULL) {
+			snprintf(err, errlen, "%s '%s': no such user", key, value);
 			return -EINVAL;
 		}
-		/* FALLTHROUGH */
-	case CFG_PATH:
-		dup = strdup(value);
-		if (dup == NULL) {
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
+		goto string;
+	case CFG_AUTH: {
+		enum tls_client_auth auth;
+
+		if (tls_client_auth_parse(value, &auth) != 0) {
+			snprintf(err, errlen,
+			    "%s '%s': use none, optional or required", key, value);
+			return -EINVAL;
 		}
-		free(*(char **)((char *)c + k->offset));
-		*(char **)((char *)c + k->offset) = dup;
+		c->tls_client_auth = (uint32_t)auth;
 		return 0;
+	}
 	case CFG_LEVEL:
 		level = log_parse_level(value);
 		if (level < 0) {
@@ -310,6 +383,19 @@ int config_load(struct semd_config *c, const char *path, char *err,
 		e = p + strlen(p);
 		while (e > p && isspace((unsigned char)e[-1]))
 			*--e = '\0';
+		if (c->acl == NULL && (c->acl = acl_new()) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			r = -ENOMEM;
+			break;
+		}
+		r = acl_parse_line(c->acl, p, why, sizeof why);
+		if (r == 0)
+			continue;
+		if (r != -ENOENT) {
+			snprintf(err, errlen, "%s:%u: %s", path, lineno, why);
+			break;
+		}
+		r = 0;
 		key = p;
 		p += strcspn(p, " \t");
 		if (*p != '\0')
@@ -327,6 +413,68 @@ int config_load(struct semd_config *c, const char *path, char *err,
 	}
 	fclose(f);
 	return r;
+}
+
+/* Is the host part of a tcp: address loopback only (127/8, ::1, localhost)? */
+static bool config_host_loopback(const char *spec)
+{
+	char host[256], *port;
+	struct in6_addr a6;
+	struct in_addr a4;
+	size_t n;
+
+	snprintf(host, sizeof host, "%s", spec + 4);
+	port = strrchr(host, ':');
+	if (port != NULL)
+		*port = '\0';
+	n = strlen(host);
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		host[n - 1] = '\0';
+		memmove(host, host + 1, n - 1);
+	}
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return false;
+}
+
+/*
+ * Settings that only make sense together: plain TCP beyond loopback needs
+ * allow-insecure-tcp (anyone on the network could take and release
+ * permits), a tls: listener needs a certificate and key, client
+ * certificates need a CA.
+ */
+static int config_check(const struct semd_config *c, char *err, size_t errlen)
+{
+	bool tls = false;
+	size_t i;
+
+	for (i = 0; i < c->nlisten; i++) {
+		if (strncmp(c->listen[i], "tls:", 4) == 0)
+			tls = true;
+		if (strncmp(c->listen[i], "tcp:", 4) == 0 &&
+		    !c->allow_insecure_tcp && !config_host_loopback(c->listen[i])) {
+			snprintf(err, errlen,
+			    "listen %s: plain TCP on a non-loopback address lets anyone "
+			    "who can reach it take and release permits; use tls:, a "
+			    "loopback address, or set allow-insecure-tcp yes",
+			    c->listen[i]);
+			return -EINVAL;
+		}
+	}
+	if (tls && (c->tls_cert == NULL || c->tls_key == NULL)) {
+		snprintf(err, errlen, "a tls: listener needs tls-cert and tls-key");
+		return -EINVAL;
+	}
+	if (c->tls_client_auth != TLS_CLIENT_AUTH_NONE && c->tls_ca == NULL) {
+		snprintf(err, errlen,
+		    "tls-client-auth optional or required needs tls-ca (the CA that signs client certificates)");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Defaults, then the file, then the command line. */
@@ -351,6 +499,8 @@ int config_build(struct semd_config *c, const char *path,
 			goto fail;
 		}
 	}
+	if ((r = config_check(c, err, errlen)) != 0)
+		goto fail;
 	return 0;
 fail:
 	config_free(c);

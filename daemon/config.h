@@ -5,7 +5,9 @@
  * as the config file key (max-frame 65536). The file is "key value" a line,
  * '#' starts a comment; errors name the file, the line and what is wrong.
  * Flags override the file; listen lines on the command line replace the
- * file's.
+ * file's. Access control lines (acl, protect, quota: security/acl.h) are
+ * file-only and collected in cfg->acl. Yes/no settings also take a bare
+ * --flag for yes.
  */
 #ifndef SEMD_CONFIG_H
 #define SEMD_CONFIG_H
@@ -16,6 +18,8 @@
 
 #define SEMD_DEFAULT_UNIX	"unix:/run/semd/semd.sock"
 #define SEMD_DEFAULT_TCP	"tcp:127.0.0.1:7385"
+
+struct acl;
 
 struct semd_config {
 	char		**listen;
@@ -35,6 +39,14 @@ struct semd_config {
 	uint32_t	max_output;		/* bytes queued to one client */
 	uint32_t	keepalive_s;		/* TCP keepalive idle; 0: off */
 	uint32_t	unix_mode;
+	char		*unix_group;		/* group of the UNIX sockets */
+	char		*user;			/* drop to this user after binding */
+	bool		allow_insecure_tcp;	/* plain tcp: beyond loopback */
+	char		*tls_cert;
+	char		*tls_key;
+	char		*tls_ca;
+	uint32_t	tls_client_auth;	/* enum tls_client_auth */
+	struct acl	*acl;			/* acl/protect/quota lines */
 	char		*metrics_listen;	/* tcp:HOST:PORT or NULL: off */
 	char		**metrics_names;	/* prefixes with per-name gauges */
 	size_t		nmetrics_names;
@@ -50,6 +62,8 @@ void config_init(struct semd_config *c);
 void config_free(struct semd_config *c);
 /* Is key a setting (so also a --key flag)? */
 bool config_known(const char *key);
+/* Is key a yes/no setting (--key alone means yes)? */
+bool config_is_bool(const char *key);
 /* Set one key; on error returns -EINVAL with the reason in err. */
 int config_set(struct semd_config *c, const char *key, const char *value,
     char *err, size_t errlen);

@@ -4,9 +4,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +163,43 @@ static bool unix_path_live(const struct sockaddr_un *sun)
 	return live;
 }
 
+/*
+ * Give the socket file to --user (so the daemon can remove it after dropping
+ * root) and to --unix-group (whose members may then connect if unix-mode
+ * lets the group in).
+ */
+static int listener_chown_unix(struct server *srv, const char *path)
+{
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
+	struct passwd *pw;
+	struct group *gr;
+
+	if (srv->cfg.user != NULL) {
+		if ((pw = getpwnam(srv->cfg.user)) == NULL) {
+			log_err("user %s: no such user", srv->cfg.user);
+			return -ENOENT;
+		}
+		uid = pw->pw_uid;
+	}
+	if (srv->cfg.unix_group != NULL) {
+		if ((gr = getgrnam(srv->cfg.unix_group)) == NULL) {
+			log_err("unix-group %s: no such group", srv->cfg.unix_group);
+			return -ENOENT;
+		}
+		gid = gr->gr_gid;
+	}
+	if (uid == (uid_t)-1 && gid == (gid_t)-1)
+		return 0;
+	if (chown(path, uid, gid) != 0) {
+		log_err_errno(errno, "chown unix:%s to %s:%s", path,
+		    srv->cfg.user ? srv->cfg.user : "-",
+		    srv->cfg.unix_group ? srv->cfg.unix_group : "-");
+		return -errno;
+	}
+	return 0;
+}
+
 /* Bind a UNIX socket under a restrictive umask, replacing a stale one. */
 static int listener_open_unix(struct server *srv, const char *path)
 {
@@ -203,6 +242,8 @@ static int listener_open_unix(struct server *srv, const char *path)
 	}
 	if (chmod(path, srv->cfg.unix_mode) != 0)
 		log_warn_errno(errno, "chmod %o %s", srv->cfg.unix_mode, path);
+	if ((r = listener_chown_unix(srv, path)) != 0)
+		goto fail;
 	if (listen(fd, LISTEN_BACKLOG) != 0) {
 		r = -errno;
 		log_err_errno(r, "listen unix:%s", path);

@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -26,14 +29,15 @@ struct semd_args {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: semd [--listen ADDR]... [--config FILE] [--ready-file FILE]\n"
+"usage: semd [--listen ADDR]... [--config FILE] [--ready-file FILE] [--user NAME]\n"
 "            [--default-limit N] [--max-frame BYTES] [--max-connections N]\n"
 "            [--log-level debug|info|notice|warning|error] [-t|--check-config]\n"
 "            [--version] [--help]\n"
 "\n"
 "Named counting semaphores over UNIX and TCP sockets.\n"
 "\n"
-"  -l, --listen ADDR         unix:PATH, tcp:HOST:PORT or tcp:[ADDR6]:PORT\n"
+"  -l, --listen ADDR         unix:PATH, tcp:HOST:PORT, tcp:[ADDR6]:PORT or\n"
+"                            tls:HOST:PORT\n"
 "                            (repeatable; port 0 binds a free port; default\n"
 "                            " SEMD_DEFAULT_UNIX " and " SEMD_DEFAULT_TCP ")\n"
 "  -c, --config FILE         read settings from FILE (key value per line)\n"
@@ -46,14 +50,22 @@ static void usage(FILE *f)
 "      --max-holds-per-session N, --max-output BYTES (per client),\n"
 "      --max-lease DURATION, --handshake-timeout DURATION (10s),\n"
 "      --idle-timeout DURATION (0: off), --keepalive DURATION (60s),\n"
-"      --unix-mode OCTAL (0600)\n"
+"      --unix-mode OCTAL (0600), --unix-group GROUP\n"
+"      --allow-insecure-tcp[=yes|no]  plain tcp: on non-loopback addresses\n"
+"                            (refused by default)\n"
+"      --user NAME           drop to this user (and its groups) after binding\n"
+"      --tls-cert FILE, --tls-key FILE  certificate chain and key of tls:\n"
+"                            listeners (tls:HOST:PORT, TLS 1.2 or later)\n"
+"      --tls-ca FILE         CAs for client certificates\n"
+"      --tls-client-auth none|optional|required  (none)\n"
 "      --metrics-listen ADDR  serve Prometheus metrics at tcp:HOST:PORT/metrics\n"
 "      --metrics-names PREFIX  per-semaphore gauges for names with PREFIX\n"
 "                            (repeatable)\n"
 "  -t, --check-config        check the configuration and exit\n"
 "  -V, --version             print the version\n"
 "  -h, --help                print this help\n"
-"Every long option is also a config file key. Durations: 500ms, 10s, 5m, 1h.\n");
+"Every long option is also a config file key. Durations: 500ms, 10s, 5m, 1h.\n"
+"Access control (acl, protect, quota lines) is set in the config file.\n");
 }
 
 /*
@@ -80,6 +92,41 @@ static void semd_raise_nofile(const struct semd_config *cfg)
 		    (unsigned long long)rl.rlim_cur, cfg->max_connections);
 }
 
+/*
+ * Give up root for good: the user's groups, its gid, its uid; then make sure
+ * root cannot be taken back. Called after the sockets are bound.
+ */
+static int semd_drop_privileges(const char *user)
+{
+	struct passwd *pw;
+
+	errno = 0;
+	pw = getpwnam(user);
+	if (pw == NULL) {
+		log_err("--user %s: no such user", user);
+		return EX_NOUSER;
+	}
+	if (initgroups(pw->pw_name, pw->pw_gid) != 0 ||
+	    setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
+		log_err_errno(errno, "cannot become user %s (uid %u); semd must start as root to use --user",
+		    user, (unsigned)pw->pw_uid);
+		return EX_NOPERM;
+	}
+	if (pw->pw_uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) {
+		log_err("--user %s: root could be regained after dropping privileges; refusing to run",
+		    user);
+		return EX_SOFTWARE;
+	}
+	if (getuid() != pw->pw_uid || geteuid() != pw->pw_uid ||
+	    getgid() != pw->pw_gid || getegid() != pw->pw_gid) {
+		log_err("--user %s: ids did not change as asked; refusing to run", user);
+		return EX_SOFTWARE;
+	}
+	log_notice("running as user %s (uid %u, gid %u)", pw->pw_name,
+	    (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+	return 0;
+}
+
 /* SIGHUP: the file again, then the same flags. */
 static int semd_reload(void *arg, struct semd_config *out, char *err,
     size_t errlen)
@@ -97,7 +144,9 @@ int main(int argc, char **argv)
 		"max-connections", "log-level", "max-semaphores", "max-sessions",
 		"max-waiters-per-session", "max-holds-per-session", "max-lease",
 		"handshake-timeout", "idle-timeout", "max-output", "keepalive",
-		"unix-mode", "metrics-listen", "metrics-names",
+		"unix-mode", "unix-group", "user", "allow-insecure-tcp",
+		"tls-cert", "tls-key", "tls-ca", "tls-client-auth",
+		"metrics-listen", "metrics-names",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct option opts[NKEYS + 5];
@@ -111,7 +160,8 @@ int main(int argc, char **argv)
 	log_open();
 	for (i = 0; i < NKEYS; i++) {
 		opts[i].name = keys[i];
-		opts[i].has_arg = required_argument;
+		opts[i].has_arg = config_is_bool(keys[i]) ? optional_argument :
+		    required_argument;
 		opts[i].flag = NULL;
 		opts[i].val = OPT_BASE + i;
 	}
@@ -148,7 +198,7 @@ int main(int argc, char **argv)
 		default:
 			if (c >= OPT_BASE && c < OPT_BASE + NKEYS) {
 				args.ov[args.nov].key = keys[c - OPT_BASE];
-				args.ov[args.nov++].value = optarg;
+				args.ov[args.nov++].value = optarg != NULL ? optarg : "yes";
 				break;
 			}
 			fprintf(stderr, "semd: try --help\n");
@@ -189,6 +239,8 @@ int main(int argc, char **argv)
 	else if (srv->cfg.metrics_listen != NULL &&
 	    metrics_new(srv, srv->cfg.metrics_listen, &srv->metrics) != 0)
 		code = EX_OSERR;
+	if (code == 0 && srv->cfg.user != NULL)
+		code = semd_drop_privileges(srv->cfg.user);
 	if (code == 0)
 		code = server_run(srv);
 	metrics_free(srv->metrics);
