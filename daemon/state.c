@@ -360,10 +360,36 @@ static uint64_t name_hash(const struct sm *sm, const char *name, size_t len)
 	return hmap_siphash(sm->cfg.hash_key, name, len);
 }
 
-/* Hash of two 64-bit values. */
+/* Hash of two 64-bit values (SipHash: clients may choose them). */
 static uint64_t pair_hash(const struct sm *sm, uint64_t a, uint64_t b)
 {
 	return hmap_siphash_u64x2(sm->cfg.hash_key, a, b);
+}
+
+/* Finalizer of MurmurHash3: every input bit moves every output bit. */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/*
+ * Hash of two values the daemon chose (permit ids, fencing tokens): no
+ * client can aim them at a bucket, so a keyed mix is enough and costs a
+ * fraction of SipHash on every grant. Lookups by a client-given value only
+ * walk chains built from the daemon's values.
+ */
+static uint64_t id_hash(const struct sm *sm, uint64_t a, uint64_t b)
+{
+	uint64_t k0, k1;
+
+	memcpy(&k0, sm->cfg.hash_key, sizeof k0);
+	memcpy(&k1, sm->cfg.hash_key + 8, sizeof k1);
+	return mix64(a ^ k0 ^ mix64(b ^ k1));
 }
 
 struct name_key {
@@ -418,7 +444,7 @@ static struct sm_hold *permit_find(const struct sm *sm, uint64_t id)
 {
 	struct hnode *n;
 
-	n = hmap_find(&sm->permits, pair_hash(sm, id, 1), permit_eq, &id);
+	n = hmap_find(&sm->permits, id_hash(sm, id, 1), permit_eq, &id);
 	return n ? container_of(n, struct sm_hold, permit_node) : NULL;
 }
 
@@ -443,7 +469,7 @@ static struct sm_hold *token_find(const struct sm *sm, const struct sm_sem *sem,
 	struct token_key k = { sem, token };
 	struct hnode *n;
 
-	n = hmap_find(&sm->tokens, pair_hash(sm, sem->node.hash, token),
+	n = hmap_find(&sm->tokens, id_hash(sm, sem->node.hash, token),
 	    token_eq, &k);
 	return n ? container_of(n, struct sm_hold, token_node) : NULL;
 }
@@ -763,9 +789,9 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 	list_add_tail(&h->sem_entry, &sem->holders);
 	sem->nholders++;
 	sem->held += n;
-	hmap_insert(&sm->permits, &h->permit_node, pair_hash(sm, h->permit_id, 1));
+	hmap_insert(&sm->permits, &h->permit_node, id_hash(sm, h->permit_id, 1));
 	hmap_insert(&sm->tokens, &h->token_node,
-	    pair_hash(sm, sem->node.hash, token));
+	    id_hash(sm, sem->node.hash, token));
 	req_index(sm, &h->req, s->id, request_id, true);
 	sm->ctr.holders++;
 	return h;
