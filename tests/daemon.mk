@@ -39,3 +39,7 @@ tests_daemon_test_fastpb_SOURCES = tests/daemon/test_fastpb.c daemon/fastpb.c \
 tests_daemon_test_fastpb_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_test_fastpb_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 TESTS += tests/daemon/test_fastpb
+
+# The Prometheus endpoint, scraped (tests/daemon/metrics.sh).
+TESTS += tests/daemon/metrics.sh
+EXTRA_DIST += tests/daemon/metrics.sh

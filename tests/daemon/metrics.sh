@@ -1,0 +1,210 @@
+#!/bin/sh
+# The Prometheus endpoint: off by default; when on, GET /metrics is valid
+# exposition text whose counters, histograms and per-semaphore gauges follow
+# real operations; other paths are 404; semctl stats shows the same figures.
+. "$top_srcdir/tests/lib.sh"
+PROBE=$top_builddir/tests/daemon/semd_probe
+t_watchdog 120
+
+# scrape.py URL: print the samples as "name{labels} value", one a line, after
+# checking every line of the page strictly (a comment, or a sample with
+# well-formed, escaped labels and a number) and every histogram's shape.
+# scrape.py --status URL [METHOD]: print the HTTP status only.
+cat >"$T/scrape.py" <<'EOF'
+import re, sys, urllib.error, urllib.request
+
+def fetch(url, method="GET"):
+    assert url.startswith("http://127.0.0.1:"), url
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, "", b""
+
+if sys.argv[1] == "--status":
+    print(fetch(sys.argv[2], *sys.argv[3:4])[0])
+    sys.exit(0)
+status, ctype, body = fetch(sys.argv[1])
+if status != 200 or not ctype.startswith("text/plain; version=0.0.4"):
+    sys.exit("scrape: status %d, content type %r" % (status, ctype))
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+SAMPLE = re.compile(r"^(%s)(\{(?:%s)(?:,%s)*\})? (-?[0-9]+(?:\.[0-9]+)?|\+Inf|NaN)$"
+                    % (NAME, LABEL, LABEL))
+COMMENT = re.compile(r"^# (?:HELP %s .*|TYPE %s (?:counter|gauge|histogram|summary|untyped))$"
+                     % (NAME, NAME))
+text = body.decode("utf-8")
+if not text.endswith("\n"):
+    sys.exit("scrape: the page does not end with a newline")
+types, seen, hist = {}, set(), {}
+for n, line in enumerate(text[:-1].split("\n"), 1):
+    if line.startswith("#"):
+        if not COMMENT.match(line):
+            sys.exit("scrape: line %d: bad comment: %r" % (n, line))
+        f = line.split(" ")
+        if f[1] == "TYPE":
+            if f[2] in types:
+                sys.exit("scrape: line %d: second TYPE for %s" % (n, f[2]))
+            types[f[2]] = f[3]
+        continue
+    m = SAMPLE.match(line)
+    if not m:
+        sys.exit("scrape: line %d: not a sample: %r" % (n, line))
+    key = m.group(1) + (m.group(2) or "")
+    if key in seen:
+        sys.exit("scrape: line %d: duplicate sample %s" % (n, key))
+    seen.add(key)
+    base = re.sub(r"_(bucket|sum|count)$", "", m.group(1))
+    if m.group(1) not in types and types.get(base) != "histogram":
+        sys.exit("scrape: line %d: %s has no TYPE line" % (n, m.group(1)))
+    if types.get(base) == "histogram":
+        hist.setdefault(base, []).append((m.group(1), m.group(2), float(m.group(3))))
+    print(line)
+for base, rows in hist.items():
+    buckets = [(r[1], r[2]) for r in rows if r[0] == base + "_bucket"]
+    counts = [r[2] for r in rows if r[0] == base + "_count"]
+    if not buckets or buckets[-1][0] != '{le="+Inf"}' or len(counts) != 1:
+        sys.exit("scrape: histogram %s lacks +Inf or _count" % base)
+    les = [float(b[0][5:-2]) for b in buckets[:-1]]
+    vals = [b[1] for b in buckets]
+    if les != sorted(les) or vals != sorted(vals) or vals[-1] != counts[0]:
+        sys.exit("scrape: histogram %s is not cumulative up to its count" % base)
+EOF
+PY=${PYTHON:-python3}
+if ! command -v "$PY" >/dev/null 2>&1; then
+	echo "$TEST_NAME: SKIP (no python3)"
+	exit 77
+fi
+
+# scrape OUT: the samples of daemon m into OUT (fails on a malformed page).
+scrape() { "$PY" "$T/scrape.py" "http://$m_METRICS/metrics" >"$1"; }
+# value FILE SAMPLE: the value of one sample (the whole "name{labels}").
+value() { K="$2" awk '$1 == ENVIRON["K"] { print $2 }' "$1"; }
+# idle: the daemon has seen every client go (a test client's exit and the
+# daemon's handling of it are not ordered with a scrape).
+idle() { scrape "$T/i.txt" && [ "$(value "$T/i.txt" semd_connections)" = 0 ]; }
+# holders_are N: the daemon reports N holders.
+holders_are() { scrape "$T/h.txt" && [ "$(value "$T/h.txt" semd_holders)" = "$1" ]; }
+
+# Off by default: no metrics line in the ready file, nothing logged.
+start_semd off || exit 1
+ok "off by default: no metrics line in the ready file" \
+	sh -c "! grep -q '^metrics:' '$T/off.ready'"
+ok "off by default: nothing logged about metrics" \
+	sh -c "! grep -q 'metrics on' '$T/off.log'"
+
+out=$("$SEMD" --metrics-listen unix:/x --check-config 2>&1)
+ok "metrics-listen takes only tcp: addresses ($out)" \
+	sh -c "echo '$out' | grep -q 'expected tcp:HOST:PORT'"
+
+# The name app/q"x\y, to test label escaping.
+qname=$(printf 'app/q"x\\y' | od -An -tx1 | tr -d ' \n')
+start_semd m --metrics-listen tcp:127.0.0.1:0 --metrics-names app/ \
+	--metrics-names zz || exit 1
+m_METRICS=$(sed -n 's/^metrics://p' "$T/m.ready")
+ok "the ready file has the metrics address ($m_METRICS)" \
+	sh -c "echo '$m_METRICS' | grep -q '^127.0.0.1:[1-9][0-9]*$'"
+
+ok "a fresh daemon's page parses" scrape "$T/s0.txt"
+expect_eq "no grants yet" 0 "$(value "$T/s0.txt" semd_grants_total)"
+expect_eq "the wait histogram starts empty" 0 "$(value "$T/s0.txt" semd_wait_seconds_count)"
+ok "memory in use is reported" test "$(value "$T/s0.txt" semd_memory_bytes)" -gt 0
+expect_eq "404 for another path" 404 \
+	"$("$PY" "$T/scrape.py" --status "http://$m_METRICS/other")"
+expect_eq "404 below /metrics" 404 \
+	"$("$PY" "$T/scrape.py" --status "http://$m_METRICS/metrics/x")"
+ok "POST is refused" sh -c "[ \"\$('$PY' '$T/scrape.py' --status 'http://$m_METRICS/metrics' POST)\" != 200 ]"
+
+# Semaphores: two selected by app/ (one with quotes and a backslash), one not.
+$PROBE "$m_UNIX" hello "create app/keep 3" "create hex:$qname 2" \
+	"create other/x 2" >"$T/create.out" 2>&1
+ok "semaphores created" test "$(grep -c '^reply id=[234] code=OK$' "$T/create.out")" = 3
+
+# A holder that waits 2 s before giving app/w back, then a second client
+# whose down on app/w waits for it; a holder of app/keep all along.
+$PROBE "$m_UNIX" hello "down app/keep" "down app/w" "sleep 2000" "up app/w" \
+	"sleep 1500" >"$T/holder.out" 2>&1 &
+holder=$!
+ok "the holder holds two permits" t_wait_for 10 holders_are 2
+$PROBE "$m_TCP" hello "down app/w timeout=8000" "up app/w" >"$T/waiter.out" 2>&1 &
+waiter=$!
+# While both wait and hold: the gauges.
+ok "the waiter is queued" t_wait_for 10 sh -c \
+	"'$PY' '$T/scrape.py' 'http://$m_METRICS/metrics' | grep -qx 'semd_waiters 1'"
+scrape "$T/s1.txt"
+expect_eq "holders gauge of app/keep" 1 "$(value "$T/s1.txt" 'semd_semaphore_holders{name="app/keep"}')"
+expect_eq "available gauge of app/keep" 2 "$(value "$T/s1.txt" 'semd_semaphore_available{name="app/keep"}')"
+expect_eq "limit gauge of app/keep" 3 "$(value "$T/s1.txt" 'semd_semaphore_limit{name="app/keep"}')"
+expect_eq "waiters gauge of app/w" 1 "$(value "$T/s1.txt" 'semd_semaphore_waiters{name="app/w"}')"
+expect_eq "the escaped name's limit" 2 "$(value "$T/s1.txt" 'semd_semaphore_limit{name="app/q\"x\\y"}')"
+ok "no gauges for names no prefix selects" sh -c "! grep -q 'other/x' '$T/s1.txt'"
+expect_eq "sessions gauge" 2 "$(value "$T/s1.txt" semd_sessions)"
+expect_eq "connections gauge" 2 "$(value "$T/s1.txt" semd_connections)"
+expect_eq "semaphores gauge" 4 "$(value "$T/s1.txt" semd_semaphores)"
+wait "$waiter"
+ok "the waiter was granted" grep -q '^reply id=2 code=OK permit=' "$T/waiter.out"
+wait "$holder"
+ok "every client gone" t_wait_for 10 idle
+scrape "$T/s2.txt"
+wc=$(value "$T/s2.txt" semd_wait_seconds_count)
+w256=$(value "$T/s2.txt" 'semd_wait_seconds_bucket{le="0.256"}')
+expect_eq "every grant is in the wait histogram" \
+	"$(value "$T/s2.txt" semd_grants_total)" "$wc"
+ok "the down that waited is in the wait histogram above 0.256 s ($w256 of $wc below)" \
+	test "$w256" -lt "$wc"
+ok "the wait histogram's sum covers that wait" \
+	awk -v s="$(value "$T/s2.txt" semd_wait_seconds_sum)" 'BEGIN { exit !(s >= 0.256) }'
+hc=$(value "$T/s2.txt" semd_hold_seconds_count)
+h1=$(value "$T/s2.txt" 'semd_hold_seconds_bucket{le="1.024"}')
+ok "three holds ended ($hc)" test "$hc" = 3
+ok "the 2 s holds are in the hold histogram above 1.024 s ($h1 of $hc below)" \
+	test "$h1" -le 1
+expect_eq "downs answered OK" 3 "$(value "$T/s2.txt" 'semd_requests_total{op="down",code="OK"}')"
+expect_eq "hellos answered OK" 3 "$(value "$T/s2.txt" 'semd_requests_total{op="hello",code="OK"}')"
+expect_eq "the gauges follow: no holders left" 0 "$(value "$T/s2.txt" 'semd_semaphore_holders{name="app/keep"}')"
+
+# A timeout (the session waits on a permit it holds itself).
+$PROBE "$m_UNIX" hello "down app/t" "down app/t timeout=100" >"$T/t.out" 2>&1
+ok "the second down timed out" grep -q '^reply id=3 code=TIMEOUT' "$T/t.out"
+t_wait_for 10 idle
+scrape "$T/s3.txt"
+expect_eq "timeouts counted" 1 "$(value "$T/s3.txt" semd_timeouts_total)"
+expect_eq "the timeout is a down's TIMEOUT reply" 1 \
+	"$(value "$T/s3.txt" 'semd_requests_total{op="down",code="TIMEOUT"}')"
+
+# A waiter whose client goes away.
+$PROBE "$m_UNIX" hello "down app/d" "down app/d id=50 nowait" "sleep 100" \
+	>"$T/d.out" 2>&1
+ok "the disconnect cancellation is counted" t_wait_for 10 sh -c \
+	"'$PY' '$T/scrape.py' 'http://$m_METRICS/metrics' | grep -qx 'semd_cancels_disconnect_total 1'"
+# A Cancel request, and an error code.
+$PROBE "$m_UNIX" hello "down app/c" "down app/c id=60 nowait" "cancel 60" \
+	"up nope/none" >"$T/c.out" 2>&1
+ok "every client gone" t_wait_for 10 idle
+scrape "$T/s4.txt"
+expect_eq "cancels counted" 1 "$(value "$T/s4.txt" semd_cancels_total)"
+expect_eq "the cancelled down's reply" 1 \
+	"$(value "$T/s4.txt" 'semd_requests_total{op="down",code="CANCELLED"}')"
+expect_eq "the cancel's reply" 1 \
+	"$(value "$T/s4.txt" 'semd_requests_total{op="cancel",code="OK"}')"
+expect_eq "an up of an unknown name" 1 \
+	"$(value "$T/s4.txt" 'semd_requests_total{op="up",code="NOT_FOUND"}')"
+
+# semctl stats shows the same figures.
+if [ -x "$SEMCTL" ]; then
+	"$SEMCTL" -s "$m_UNIX" stats >"$T/stats.out" 2>&1
+	st() { awk -v k="$1" '$1 == k { print $2 }' "$T/stats.out"; }
+	expect_eq "semctl stats: timeouts" 1 "$(st timeouts)"
+	expect_eq "semctl stats: down TIMEOUT replies" 1 "$(st replies_down_TIMEOUT)"
+	expect_eq "semctl stats: wait count" \
+		"$(value "$T/s4.txt" semd_wait_seconds_count)" "$(st wait_count)"
+	expect_eq "semctl stats: hold count" \
+		"$(value "$T/s4.txt" semd_hold_seconds_count)" "$(st hold_count)"
+	ok "semctl stats: the long wait's bucket" sh -c \
+		"awk '\$1 ~ /^wait_ms_le_(512|1024|2048|4096)\$/ { n += \$2 } END { exit !(n >= 1) }' '$T/stats.out'"
+else
+	echo "# semctl not built: its stats check skipped"
+fi
+
+t_done
