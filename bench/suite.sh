@@ -53,10 +53,11 @@ printf '# ops/s: one op = the round trips in column rt; latency per op in micros
 printf '%-5s %-11s %5s %3s %11s %3s %9s %9s %9s %9s  %s\n' \
 	tr test C P ops/s rt p50 p99 p99.9 max notes
 failed=0
-# the daemon's resident memory in kB, and its growth per name since the start
-rss_kb() { sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$SEMD_PID/status" 2>/dev/null; }
-RSS0=$(rss_kb)
-rss_per_name() { awk -v a="${RSS0:-0}" -v b="$(rss_kb)" -v n="$1" 'BEGIN { if (n > 0 && b > 0) printf "%.0f", (b - a) * 1024 / n; else printf "?" }'; }
+# the daemon's peak resident memory in kB (VmHWM: the names test deletes its
+# names at the end, and freed memory may go back), and its growth per name
+rss_kb() { sed -n "s/^$1:[^0-9]*\([0-9]*\).*/\1/p" "/proc/$SEMD_PID/status" 2>/dev/null; }
+RSS0=$(rss_kb VmRSS)
+rss_per_name() { awk -v a="${RSS0:-0}" -v b="$(rss_kb VmHWM)" -v n="$1" 'BEGIN { if (n > 0 && b > 0) printf "%.0f", (b - a) * 1024 / n; else printf "?" }'; }
 row() { # transport address test C P [extra args]
 	local tr=$1 addr=$2 test=$3 c=$4 p=$5 out line notes
 	shift 5
@@ -72,7 +73,7 @@ row() { # transport address test C P [extra args]
 	case $test in
 	contended) notes="limit=$(json limit "$line") wait_us p50=$(json p50 "$(obj wait_us "$line")") p99=$(json p99 "$(obj wait_us "$line")") fairness(max/min)=$(json fairness_max_over_min "$line")" ;;
 	handoff) notes="up -> next waiter's grant (rt: not round trips)" ;;
-	names) notes="$(json names "$line") names, $(json deletes_per_sec "$line") deletes/s, $(json bytes_per_name "$line") bytes/name ($(json memory_counter "$line")), RSS growth $(rss_per_name "$(json names "$line")") bytes/name" ;;
+	names) notes="$(json names "$line") names, $(json deletes_per_sec "$line") deletes/s, $(json bytes_per_name "$line") bytes/name ($(json memory_counter "$line")), peak RSS growth $(rss_per_name "$(json names "$line")") bytes/name" ;;
 	trydown-up) notes="refused=$(json refused "$line")" ;;
 	esac
 	printf '%-5s %-11s %5s %3s %11s %3s %9s %9s %9s %9s  %s\n' "$tr" "$test" \
