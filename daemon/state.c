@@ -814,10 +814,10 @@ static void hold_release(struct sm *sm, struct sm_hold *h, bool up)
 	hmap_remove(&sm->tokens, &h->token_node);
 	req_unindex(sm, &h->req);
 	ident_put(sm, h->ident);
-	sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
-	sm->ctr.holders--;
 	hist_add(&sm->ctr.hold, sm_wall(sm, sm->now) > h->since_wall ?
 	    sm_wall(sm, sm->now) - h->since_wall : 0);
+	sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
+	sm->ctr.holders--;
 	if (up)
 		sema_up_n(&sem->sem, n);
 }
