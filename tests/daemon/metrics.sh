@@ -191,6 +191,22 @@ expect_eq "the cancel's reply" 1 \
 expect_eq "an up of an unknown name" 1 \
 	"$(value "$T/s4.txt" 'semd_requests_total{op="up",code="NOT_FOUND"}')"
 
+# metrics-names from a config file; a reload applies a new list.
+printf 'metrics-listen tcp:127.0.0.1:0\nmetrics-names app/\n' >"$T/r.conf"
+start_semd r --config "$T/r.conf" || exit 1
+r_METRICS=$(sed -n 's/^metrics://p' "$T/r.ready")
+$PROBE "$r_UNIX" hello "create app/a 1" "create other/b 1" >"$T/r.out" 2>&1
+# gauges_of NAME: the limit gauges of daemon r name NAME (prints nothing else).
+gauges_of() {
+	"$PY" "$T/scrape.py" "http://$r_METRICS/metrics" >"$T/r.txt" &&
+		grep -q "^semd_semaphore_limit{name=\"$1\"} 1\$" "$T/r.txt" &&
+		[ "$(grep -c '^semd_semaphore_limit{' "$T/r.txt")" = 1 ]
+}
+ok "the config file's metrics-names selects app/a only" gauges_of app/a
+printf 'metrics-listen tcp:127.0.0.1:0\nmetrics-names other/\n' >"$T/r.conf"
+kill -HUP "$r_PID"
+ok "after a reload other/b only" t_wait_for 10 gauges_of other/b
+
 # semctl stats shows the same figures.
 if [ -x "$SEMCTL" ]; then
 	"$SEMCTL" -s "$m_UNIX" stats >"$T/stats.out" 2>&1
