@@ -43,3 +43,11 @@ TESTS += tests/daemon/test_fastpb
 # The Prometheus endpoint, scraped (tests/daemon/metrics.sh).
 TESTS += tests/daemon/metrics.sh
 EXTRA_DIST += tests/daemon/metrics.sh
+
+# test_metrics: the state's histograms and reply counters with fake time.
+check_PROGRAMS += tests/daemon/test_metrics
+tests_daemon_test_metrics_SOURCES = tests/daemon/test_metrics.c
+tests_daemon_test_metrics_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_daemon_test_metrics_LDADD = daemon/libsemstate.a proto/libsemproto.a \
+	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/daemon/test_metrics
