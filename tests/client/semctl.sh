@@ -125,6 +125,16 @@ expect_eq "info of a missing name" 6 "$(rc S info list/a)"
 expect_eq "delete --force with a holder" 0 "$(rc S delete list/b --force)"
 expect_eq "delete --json" True "$(S --json delete 'we"ird\name' | jget 'j["ok"]')"
 
+# --- permission denied: a daemon whose configuration protects secret/ -----------
+printf 'protect secret/\nacl * secret/ro inspect\n' >"$T/acl.conf"
+start_semd acl --config "$T/acl.conf" || exit 1
+expect_eq "use of a protected name: permission denied" 4 "$(rc "$SEMCTL" -s "$acl_UNIX" down secret/x --timeout 1s)"
+expect_eq "admin of a protected name: permission denied" 4 "$(rc "$SEMCTL" -s "$acl_UNIX" create secret/ro --limit 1)"
+out=$("$SEMCTL" -s "$acl_UNIX" --json trydown secret/x 2>/dev/null)
+expect_eq "permission denied: JSON" "permission_denied 4" "$(echo "$out" | jget 'j["error"], j["exit"]')"
+expect_eq "inspect allowed, name missing: not found" 6 "$(rc "$SEMCTL" -s "$acl_UNIX" info secret/ro)"
+expect_eq "names outside secret/ are open" 0 "$(rc "$SEMCTL" -s "$acl_UNIX" trydown open/x)"
+
 # --- run -----------------------------------------------------------------------
 S create r --limit 1 >/dev/null
 out=$(S run r -- sh -c 'echo "$SEMD_NAME $SEMD_TOKEN"; exit 3')
