@@ -22,6 +22,7 @@
 
 #include <event2/buffer.h>
 
+#include "daemon/access.h"
 #include "daemon/fastpb.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -188,7 +189,8 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 	/* Abnormal events get a log line: limits hit, internal errors. */
 	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
 		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
-	fast = fastpb_reply_size(r, &len);
+	/* The hot replies by hand into room for their largest size. */
+	fast = fastpb_reply_bound(r, &len);
 	if (!fast)
 		len = semd__reply__get_packed_size(r);
 	if (c->wcap - c->wlen < FRAME_HDR + len &&
@@ -198,11 +200,11 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 		conn_drop(c);
 		return;
 	}
-	frame_put_header(c->wbuf + c->wlen, (uint32_t)len);
 	if (fast)
-		fastpb_reply_pack(r, c->wbuf + c->wlen + FRAME_HDR);
+		len = fastpb_reply_pack(r, c->wbuf + c->wlen + FRAME_HDR);
 	else
 		semd__reply__pack(r, c->wbuf + c->wlen + FRAME_HDR);
+	frame_put_header(c->wbuf + c->wlen, (uint32_t)len);
 	c->wlen += FRAME_HDR + len;
 	queued = c->wlen + evbuffer_get_length(bufferevent_get_output(c->bev));
 	if (queued > srv->cfg.max_output) {
@@ -291,7 +293,8 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		    sm_name_valid(req->release->name,
 		    strlen(req->release->name)) ?
 		    req->release->name : "(an invalid name)");
-	r = sm_request(srv->sm, c->client, req, server_now());
+	r = access_check(c, req) ?
+	    sm_request(srv->sm, c->client, req, server_now()) : SM_OK;
 	conn_arena_reset(fast ? NULL : req);
 	if (!c->hello && sm_client_session(c->client) != 0) {
 		c->hello = true;
@@ -594,8 +597,15 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 	if (!is_unix)
 		conn_tune_tcp(c, fd);
 	conn_principal(c, fd, sa, is_unix, principal, sizeof principal);
+	if (access_open(srv, fd, is_unix, NULL, &c->id, principal,
+	    sizeof principal) != 0) {
+		free(c);
+		close(fd);
+		return;
+	}
 	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL) {
+		access_close(c->id);
 		free(c);
 		goto fail;
 	}
@@ -609,6 +619,7 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 			event_free(c->kill);
 		sm_client_close(srv->sm, c->client, server_now());
 		bufferevent_free(c->bev);
+		access_close(c->id);
 		free(c);
 		log_warn("out of memory accepting a client");
 		return;
@@ -661,6 +672,7 @@ void conn_free(struct conn *c)
 	if (c->in != NULL)
 		evbuffer_free(c->in);
 	bufferevent_free(c->bev);
+	access_close(c->id);
 	free(c->wbuf);
 	free(c);
 	server_arm(srv);

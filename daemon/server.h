@@ -77,6 +77,7 @@ struct conn {
 	size_t			wlen;
 	size_t			wcap;
 	struct list_head	flush_entry;	/* srv->flushq, when wlen > 0 */
+	struct access_id	*id;		/* principal, quota count */
 };
 
 /* server.c */

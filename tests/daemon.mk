@@ -23,7 +23,8 @@ tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 # Shell tests against a real semd on private sockets (tests/lib.sh).
 DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/load.sh tests/daemon/frames.sh tests/daemon/config.sh \
-	tests/daemon/activation.sh tests/daemon/hostile.sh
+	tests/daemon/activation.sh tests/daemon/hostile.sh tests/daemon/privs.sh \
+	tests/daemon/acl.sh
 TESTS += $(DAEMON_SH_TESTS)
 EXTRA_DIST += $(DAEMON_SH_TESTS)
 

@@ -1,0 +1,224 @@
+/* daemon/access.c - connection identities, ACL checks, connection quotas. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/socket.h>
+
+#include "core/list.h"
+#include "daemon/access.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "proto/frame.h"
+#include "security/acl.h"
+#include "security/peer.h"
+#include "security/tls.h"
+
+/* Connections open per principal (for the connection quota). */
+struct access_count {
+	struct list_head	entry;
+	size_t			n;
+	char			principal[ACL_PRINCIPAL_MAX];
+};
+
+struct access_id {
+	struct acl_subject	subject;
+	struct access_count	*count;
+};
+
+/*
+ * Few distinct principals connect to one daemon (users, services), so a
+ * list is enough; it holds only principals with a connection open.
+ */
+static struct list_head access_counts = LIST_HEAD_INIT(access_counts);
+
+/* The count entry of a principal, made on first use. */
+static struct access_count *access_count_get(const char *principal)
+{
+	struct access_count *ac;
+	struct list_head *pos;
+
+	list_for_each(pos, &access_counts) {
+		ac = list_entry(pos, struct access_count, entry);
+		if (strcmp(ac->principal, principal) == 0)
+			return ac;
+	}
+	ac = calloc(1, sizeof *ac);
+	if (ac == NULL)
+		return NULL;
+	snprintf(ac->principal, sizeof ac->principal, "%s", principal);
+	list_add_tail(&ac->entry, &access_counts);
+	return ac;
+}
+
+/* Drop one connection from a count; free it at zero. */
+static void access_count_put(struct access_count *ac)
+{
+	if (ac == NULL || --ac->n > 0)
+		return;
+	list_del_init(&ac->entry);
+	free(ac);
+}
+
+/* Tell a refused client why, without waiting for the socket. */
+static void access_refuse(int fd, const char *why)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	uint8_t buf[256];
+	size_t len;
+	ssize_t n;
+
+	r.code = SEMD__CODE__RESOURCE_EXHAUSTED;
+	r.message = (char *)why;
+	len = semd__reply__get_packed_size(&r);
+	if (FRAME_HDR + len > sizeof buf)
+		return;
+	frame_put_header(buf, (uint32_t)len);
+	semd__reply__pack(&r, buf + FRAME_HDR);
+	n = send(fd, buf, FRAME_HDR + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)n;
+}
+
+/* Identify a new connection and count it against its connection quota. */
+int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
+    struct access_id **out, char *principal, size_t len)
+{
+	struct access_id *id;
+	uint64_t quota;
+	char why[ACL_PRINCIPAL_MAX + 96];
+
+	*out = NULL;
+	id = calloc(1, sizeof *id);
+	if (id == NULL)
+		return -ENOMEM;
+	acl_subject_init(&id->subject);
+	if (ssl != NULL) {
+		if (tls_peer_subject(ssl, &id->subject) != 0)
+			log_notice("TLS client certificate with an unusable name: anonymous");
+	} else if (is_unix && peer_subject(fd, &id->subject) != 0) {
+		log_debug("SO_PEERCRED failed: anonymous");
+	}
+	id->count = access_count_get(id->subject.principal);
+	if (id->count == NULL) {
+		acl_subject_clear(&id->subject);
+		free(id);
+		return -ENOMEM;
+	}
+	quota = acl_quota(srv->cfg.acl, &id->subject, ACL_QUOTA_CONNECTIONS);
+	if (quota != 0 && id->count->n >= quota) {
+		snprintf(why, sizeof why, "quota: %s may have %" PRIu64
+		    " connection(s) open", id->subject.principal, quota);
+		log_notice("%s, refusing another", why);
+		if (ssl == NULL)
+			access_refuse(fd, why);
+		id->count->n++;
+		access_close(id);
+		return -EDQUOT;
+	}
+	id->count->n++;
+	snprintf(principal, len, "%s", id->subject.principal);
+	*out = id;
+	return 0;
+}
+
+/* Forget a connection's identity. */
+void access_close(struct access_id *id)
+{
+	if (id == NULL)
+		return;
+	access_count_put(id->count);
+	acl_subject_clear(&id->subject);
+	free(id);
+}
+
+/* The principal of an identity. */
+const char *access_principal(const struct access_id *id)
+{
+	return id != NULL ? id->subject.principal : "anonymous";
+}
+
+/* The name a request acts on and the right it needs; false: no check. */
+static bool access_need(const Semd__Request *req, const char **name,
+    enum acl_right *right)
+{
+	switch (req->op_case) {
+	case SEMD__REQUEST__OP_CREATE:
+		*name = req->create->name;
+		*right = ACL_ADMIN;
+		return true;
+	case SEMD__REQUEST__OP_DELETE:
+		*name = req->delete_->name;
+		*right = ACL_ADMIN;
+		return true;
+	case SEMD__REQUEST__OP_SET_LIMIT:
+		*name = req->set_limit->name;
+		*right = ACL_ADMIN;
+		return true;
+	case SEMD__REQUEST__OP_RELEASE:
+		*name = req->release->name;
+		*right = ACL_ADMIN;
+		return true;
+	case SEMD__REQUEST__OP_DOWN:
+		*name = req->down->name;
+		*right = ACL_USE;
+		return true;
+	case SEMD__REQUEST__OP_UP:
+		*name = req->up->name;
+		*right = ACL_USE;
+		return true;
+	case SEMD__REQUEST__OP_VALIDATE:
+		*name = req->validate->name;
+		*right = ACL_USE;
+		return true;
+	case SEMD__REQUEST__OP_INFO:
+		*name = req->info->name;
+		*right = ACL_INSPECT;
+		return true;
+	case SEMD__REQUEST__OP_LIST:
+		/* Checked against the prefix: list "" needs inspect on every name. */
+		*name = req->list->prefix;
+		*right = ACL_INSPECT;
+		return true;
+	case SEMD__REQUEST__OP_STATS:
+		*name = "";
+		*right = ACL_INSPECT;
+		return true;
+	default:
+		/* hello, ping, cancel (of one's own request), unknown: no name */
+		return false;
+	}
+}
+
+/* Check one request against the ACL; answer PERMISSION_DENIED if refused. */
+bool access_check(struct conn *c, const Semd__Request *req)
+{
+	const struct acl *acl = c->srv->cfg.acl;
+	Semd__Reply r = SEMD__REPLY__INIT;
+	enum acl_right right;
+	const char *name;
+	char msg[ACL_PRINCIPAL_MAX + SM_NAME_MAX + 64];
+	size_t len;
+
+	/* Before Hello the state machine answers PROTOCOL_ERROR anyway. */
+	if (acl == NULL || acl_count(acl) == 0 || !c->hello || c->id == NULL)
+		return true;
+	if (!access_need(req, &name, &right) || name == NULL)
+		return true;
+	len = strlen(name);
+	/* An invalid name gets the state machine's INVALID_ARGUMENT. */
+	if (len > 0 && !sm_name_valid(name, len))
+		return true;
+	if (acl_allows(acl, &c->id->subject, name, len, right))
+		return true;
+	snprintf(msg, sizeof msg, "%s may not %s %s%s", c->id->subject.principal,
+	    acl_right_name(right), len > 0 ? name : "(all names)",
+	    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
+	log_notice("%s: request %" PRIu64 " denied: %s", c->peer, req->id, msg);
+	r.id = req->id;
+	r.code = SEMD__CODE__PERMISSION_DENIED;
+	r.message = msg;
+	conn_reply(NULL, c, &r);
+	return false;
+}

@@ -1,0 +1,125 @@
+#!/bin/sh
+# Principals and access control: acl/protect rules from the config file
+# decide per request (inspect, use, admin) for uid:N over UNIX sockets and
+# anonymous over TCP; a denied request is PERMISSION_DENIED and logged with
+# the principal; a connection quota refuses the extra connection; SIGHUP
+# loads new rules; bad lines are file:line errors. A second local principal
+# (nobody, through setpriv) is used when the test runs as root.
+. "$top_srcdir/tests/lib.sh"
+PROBE=$top_builddir/tests/daemon/semd_probe
+t_watchdog 60
+has() { grep -q -- "$1" "$2"; }
+me=$(id -u)
+
+# Bad lines: file and line named.
+printf '# rules\nacl uid:%s jobs/ use,fly\n' "$me" >"$T/bad1.conf"
+"$SEMD" -t --config "$T/bad1.conf" >"$T/bad1.out" 2>&1
+expect_eq "bad right: EX_CONFIG" 78 "$?"
+ok "bad right: file:line in the message" has 'bad1.conf:2: ' "$T/bad1.out"
+printf 'protect db/*x\n' >"$T/bad2.conf"
+"$SEMD" -t --config "$T/bad2.conf" >"$T/bad2.out" 2>&1
+ok "a '*' inside a pattern: file:line error" has 'bad2.conf:1: ' "$T/bad2.out"
+printf 'quota sockets uid:1 3\n' >"$T/bad3.conf"
+"$SEMD" -t --config "$T/bad3.conf" >"$T/bad3.out" 2>&1
+ok "unknown quota kind: file:line error" has 'bad3.conf:1: ' "$T/bad3.out"
+
+cat >"$T/acl.conf" <<EOF
+# me: use and inspect jobs/, everything on admin/; anyone: everything on pub/
+acl uid:$me jobs/ use,inspect
+acl uid:$me admin/ all
+acl anonymous jobs/ inspect
+acl * pub/ all
+protect jobs/
+protect admin/
+protect secret-*
+quota connections uid:65534 2
+EOF
+out=$("$SEMD" -t --config "$T/acl.conf" 2>&1)
+expect_eq "the rules parse" "semd: configuration OK" "$out"
+chmod 0755 "$T"
+start_semd d --config "$T/acl.conf" --unix-mode 0666 || exit 1
+A=$d_UNIX
+
+$PROBE "$A" hello "down jobs/a" "info jobs/a" "up jobs/a" "create jobs/b 2" \
+	"create admin/x 3" "setlimit admin/x 4" "delete admin/x" \
+	"down secret-1 timeout=0" "info secret-1" "down free timeout=0" "up free" \
+	"down pub/p" "up pub/p" ping >"$T/me.out" 2>&1
+ok "use on jobs/: down" has '^reply id=2 code=OK permit=' "$T/me.out"
+ok "inspect on jobs/: info" has '^reply id=3 code=OK name=jobs/a' "$T/me.out"
+ok "use on jobs/: up" has '^reply id=4 code=OK released=1' "$T/me.out"
+ok "no admin on jobs/: create denied" has "^reply id=5 code=PERMISSION_DENIED msg=\"uid:$me may not admin jobs/b\"" "$T/me.out"
+ok "admin on admin/: create" has '^reply id=6 code=OK' "$T/me.out"
+ok "admin on admin/: set-limit" has '^reply id=7 code=OK' "$T/me.out"
+ok "admin on admin/: delete" has '^reply id=8 code=OK' "$T/me.out"
+ok "protected secret-*: down denied" has '^reply id=9 code=PERMISSION_DENIED' "$T/me.out"
+ok "protected secret-*: info denied" has '^reply id=10 code=PERMISSION_DENIED' "$T/me.out"
+ok "unprotected name: allowed" has '^reply id=11 code=OK permit=' "$T/me.out"
+ok "acl * pub/ all: allowed" has '^reply id=13 code=OK permit=' "$T/me.out"
+ok "the connection is still served after denials" has '^reply id=15 code=OK pong' "$T/me.out"
+ok "denials logged with the principal" has "request 5 denied: uid:$me may not admin jobs/b" "$T/d.log"
+
+# Anonymous over TCP: inspect on jobs/ only.
+$PROBE "$d_TCP" hello "info jobs/a" "down jobs/a timeout=0" "down pub/t" "up pub/t" >"$T/anon.out" 2>&1
+ok "anonymous (TCP) principal" has '^reply id=1 code=OK .*principal=anonymous' "$T/anon.out"
+ok "anonymous: inspect on jobs/ allowed" has '^reply id=2 code=NOT_FOUND' "$T/anon.out"
+ok "anonymous: use on jobs/ denied" has '^reply id=3 code=PERMISSION_DENIED msg="anonymous may not use jobs/a"' "$T/anon.out"
+ok "anonymous: pub/ allowed" has '^reply id=4 code=OK permit=' "$T/anon.out"
+
+# A second local principal: nobody.
+if [ "$me" = 0 ] && command -v setpriv >/dev/null && getent passwd nobody >/dev/null; then
+	NB="setpriv --reuid=nobody --regid=$(id -g nobody) --clear-groups"
+	nuid=$(id -u nobody)
+	$PROBE "$A" hello "down hold/me" "down admin/h" "sleep 3000" "info hold/me" "info admin/h" >"$T/holder.out" 2>&1 &
+	holder=$!
+	t_wait_for 5 has '^reply id=3 code=OK permit' "$T/holder.out"
+	$NB "$PROBE" "$A" hello "down jobs/a timeout=0" "info jobs/a" "down pub/n" "up pub/n" \
+		"release admin/h 1" "up hold/me" >"$T/nobody.out" 2>&1
+	ok "nobody is uid:$nuid" has "^reply id=1 code=OK .*principal=uid:$nuid" "$T/nobody.out"
+	ok "nobody: use on jobs/ denied" has "^reply id=2 code=PERMISSION_DENIED msg=\"uid:$nuid may not use jobs/a\"" "$T/nobody.out"
+	ok "nobody: inspect on jobs/ denied" has '^reply id=3 code=PERMISSION_DENIED' "$T/nobody.out"
+	ok "nobody: pub/ allowed" has '^reply id=4 code=OK permit=' "$T/nobody.out"
+	ok "nobody: force-release of my hold on admin/ denied" has "^reply id=6 code=PERMISSION_DENIED msg=\"uid:$nuid may not admin admin/h\"" "$T/nobody.out"
+	ok "nobody: up of my hold is NOT_HOLDER" has '^reply id=7 code=NOT_HOLDER' "$T/nobody.out"
+	wait "$holder"
+	ok "my hold survived nobody's up" has '^reply id=4 code=OK name=hold/me .*holders=1' "$T/holder.out"
+	ok "my hold survived nobody's release" has '^reply id=5 code=OK name=admin/h .*holders=1' "$T/holder.out"
+
+	# Connection quota: nobody may have 2 connections; a third is refused,
+	# others are not affected.
+	$NB "$PROBE" "$A" hello "sleep 2500" ping >"$T/q1.out" 2>&1 &
+	q1=$!
+	$NB "$PROBE" "$A" hello "sleep 2500" ping >"$T/q2.out" 2>&1 &
+	q2=$!
+	t_wait_for 5 has '^reply id=1 code=OK' "$T/q1.out"
+	t_wait_for 5 has '^reply id=1 code=OK' "$T/q2.out"
+	$NB "$PROBE" "$A" hello >"$T/q3.out" 2>&1
+	ok "quota connections 2: a third connection refused" has 'RESOURCE_EXHAUSTED.*quota\|^eof' "$T/q3.out"
+	ok "... and logged" has "quota: uid:$nuid may have 2 connection(s) open" "$T/d.log"
+	$PROBE "$A" hello ping >"$T/q4.out" 2>&1
+	ok "... while another principal connects fine" has 'code=OK pong' "$T/q4.out"
+	wait "$q1" "$q2"
+	ok "the two within the quota were served" has 'code=OK pong' "$T/q2.out"
+	$NB "$PROBE" "$A" hello ping >"$T/q5.out" 2>&1
+	ok "once they left, nobody connects again" has 'code=OK pong' "$T/q5.out"
+else
+	echo "# skipping the second principal: not root or no setpriv/nobody"
+fi
+
+# SIGHUP: new rules apply to open and new connections.
+$PROBE "$A" hello "sleep 1500" "down jobs/c timeout=0" >"$T/open.out" 2>&1 &
+open=$!
+sed -i "s|^acl uid:$me jobs/ use,inspect|acl uid:$me jobs/ inspect|" "$T/acl.conf"
+sleep 0.3
+kill -HUP "$d_PID"
+ok "reload logged" t_wait_for 5 has 'configuration reloaded' "$T/d.log"
+$PROBE "$A" hello "down jobs/a timeout=0" "info jobs/a" >"$T/after.out" 2>&1
+ok "after SIGHUP: use on jobs/ now denied" has '^reply id=2 code=PERMISSION_DENIED' "$T/after.out"
+ok "after SIGHUP: inspect still allowed" has '^reply id=3 code=NOT_FOUND' "$T/after.out"
+wait "$open"
+ok "after SIGHUP: an open connection follows the new rules" has '^reply id=2 code=PERMISSION_DENIED' "$T/open.out"
+printf 'acl uid:1 x/ bogus\n' >>"$T/acl.conf"
+kill -HUP "$d_PID"
+ok "a bad reload is refused with file:line" t_wait_for 5 has 'reload failed.*acl.conf:[0-9]*:' "$T/d.log"
+$PROBE "$A" hello "info jobs/a" >"$T/kept.out" 2>&1
+ok "... and the running rules are kept" has '^reply id=2 code=NOT_FOUND' "$T/kept.out"
+t_done
