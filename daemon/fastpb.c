@@ -306,6 +306,38 @@ bool fastpb_reply_size(const Semd__Reply *r, size_t *size)
 	return true;
 }
 
+/* At most how many bytes fastpb_reply_pack() writes for r; false if not ours. */
+bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound)
+{
+	size_t n = 2 * 11;
+
+	if (r->message != NULL && r->message[0] != '\0')
+		n += 1 + 10 + strlen(r->message);
+	switch (r->body_case) {
+	case SEMD__REPLY__BODY__NOT_SET:
+		break;
+	case SEMD__REPLY__BODY_GRANT:
+		if (r->grant == NULL)
+			return false;
+		n += 1 + 10 + 4 * 11;
+		break;
+	case SEMD__REPLY__BODY_RELEASED:
+		if (r->released == NULL)
+			return false;
+		n += 1 + 10 + 11;
+		break;
+	case SEMD__REPLY__BODY_PONG:
+		if (r->pong == NULL)
+			return false;
+		n += 1 + 10 + 1 + 10 + r->pong->payload.len;
+		break;
+	default:
+		return false;
+	}
+	*bound = n;
+	return true;
+}
+
 /* Pack a reply fastpb_reply_size() accepted. */
 size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 {

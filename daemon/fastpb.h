@@ -39,6 +39,11 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
  * Pong body); false when protobuf-c must pack it.
  */
 bool fastpb_reply_size(const Semd__Reply *r, size_t *size);
+/*
+ * An upper bound of the packed size (cheaper than the exact size); false
+ * when protobuf-c must pack it.
+ */
+bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound);
 /* Pack a reply fastpb_reply_size() accepted; returns the bytes written. */
 size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out);
 
