@@ -20,6 +20,11 @@ static inline bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v
 	uint64_t x = 0;
 	unsigned int i;
 
+	if (q < end && *q < 0x80) {
+		*v = *q;
+		*p = q + 1;
+		return true;
+	}
 	for (i = 0; i < 10 && q < end; i++, q++) {
 		x |= (uint64_t)(*q & 0x7f) << (7 * i);
 		if (!(*q & 0x80)) {
@@ -222,13 +227,7 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
 /* Bytes of a varint. */
 static inline size_t varint_size(uint64_t v)
 {
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
+	return ((size_t)(64 - __builtin_clzll(v | 1)) + 6) / 7;
 }
 
 /* Write a varint; returns its bytes. */

@@ -313,7 +313,23 @@ bool sm_name_valid(const char *name, size_t len)
 	if (len == 0 || len > SM_NAME_MAX)
 		return false;
 	while (i < len) {
-		/* Printable ASCII, the usual case, needs no decoding. */
+		/*
+		 * Eight bytes of printable ASCII at once (the usual case): no
+		 * byte below 0x20 (the first term) and none at or above 0x7f
+		 * (the second); otherwise byte by byte below.
+		 */
+		if (len - i >= 8) {
+			uint64_t w;
+
+			memcpy(&w, s + i, sizeof w);
+			if (((((w - 0x2020202020202020ULL) & ~w) |
+			    (w + 0x0101010101010101ULL) | w) &
+			    0x8080808080808080ULL) == 0) {
+				i += 8;
+				continue;
+			}
+		}
+		/* Printable ASCII needs no decoding. */
 		if (s[i] >= 0x20 && s[i] < 0x7f) {
 			i++;
 			continue;

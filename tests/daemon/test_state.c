@@ -990,6 +990,39 @@ static void test_invalid(void)
 	sm_free(sm);
 }
 
+/*
+ * Every byte value at every place of a 24-byte name (the rest 'a'): the
+ * name is valid exactly when that byte is printable ASCII (a lone byte
+ * of 0x80 or more is not UTF-8). Covers the eight-bytes-at-once check.
+ */
+static void test_name_bytes(void)
+{
+	char name[24];
+	size_t pos;
+	int b, want;
+
+	TEST_START("each byte value at each place of a name");
+	for (pos = 0; pos < sizeof name; pos++) {
+		for (b = 0; b < 256; b++) {
+			memset(name, 'a', sizeof name);
+			name[pos] = (char)b;
+			want = b >= 0x20 && b < 0x7f;
+			if ((int)sm_name_valid(name, sizeof name) != want) {
+				failures++;
+				printf("not ok - name byte 0x%02x at %zu: valid %d, want %d\n",
+				    b, pos, !want, want);
+			}
+		}
+	}
+	/* A valid two-byte sequence across an eight-byte boundary. */
+	memset(name, 'a', sizeof name);
+	name[7] = '\xc3';
+	name[8] = '\xa9';
+	EXPECT(sm_name_valid(name, sizeof name));
+	name[8] = 'a';
+	EXPECT(!sm_name_valid(name, sizeof name));
+}
+
 /* Signal mode: anyone ups, bounded by the limit. */
 static void test_signal(void)
 {
@@ -1289,6 +1322,7 @@ int main(void)
 	test_autocreate();
 	test_limits();
 	test_invalid();
+	test_name_bytes();
 	test_info_cap();
 	test_signal();
 	test_tokens();
