@@ -162,6 +162,10 @@ struct sm {
 	uint64_t		mem;
 	bool			shutting_down;
 	uint64_t		now;		/* of the call in progress */
+	bool			req_memo_valid;	/* req_hash()'s last result */
+	uint64_t		req_memo_sid;
+	uint64_t		req_memo_rid;
+	uint64_t		req_memo;
 	int			cur_op;		/* op the replies answer */
 };
 
@@ -499,14 +503,30 @@ static bool req_eq(const struct hnode *n, const void *key)
 	return r->session_id == k->session_id && r->request_id == k->request_id;
 }
 
+/*
+ * Hash of a (session, request id) key. A down looks its key up and then
+ * indexes its hold or waiter under it: the last hash is kept for that.
+ */
+static uint64_t req_hash(struct sm *sm, uint64_t session_id, uint64_t request_id)
+{
+	if (!sm->req_memo_valid || sm->req_memo_sid != session_id ||
+	    sm->req_memo_rid != request_id) {
+		sm->req_memo_sid = session_id;
+		sm->req_memo_rid = request_id;
+		sm->req_memo = pair_hash(sm, session_id, request_id);
+		sm->req_memo_valid = true;
+	}
+	return sm->req_memo;
+}
+
 /* Find the hold or waiter made by a session's down with this id. */
-static struct sm_reqkey *req_find(const struct sm *sm, uint64_t session_id,
+static struct sm_reqkey *req_find(struct sm *sm, uint64_t session_id,
     uint64_t request_id)
 {
 	struct sm_reqkey k = { .session_id = session_id, .request_id = request_id };
 	struct hnode *n;
 
-	n = hmap_find(&sm->requests, pair_hash(sm, session_id, request_id),
+	n = hmap_find(&sm->requests, req_hash(sm, session_id, request_id),
 	    req_eq, &k);
 	return n ? container_of(n, struct sm_reqkey, node) : NULL;
 }
@@ -521,7 +541,7 @@ static void req_index(struct sm *sm, struct sm_reqkey *r, uint64_t session_id,
 	r->indexed = request_id != 0;
 	if (r->indexed)
 		hmap_insert(&sm->requests, &r->node,
-		    pair_hash(sm, session_id, request_id));
+		    req_hash(sm, session_id, request_id));
 }
 
 /* Drop a request key from the index. */
