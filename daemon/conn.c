@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 
 #include "daemon/access.h"
 #include "daemon/fastpb.h"
@@ -565,27 +566,36 @@ static void conn_principal(struct conn *c, int fd, struct sockaddr *sa,
 	}
 }
 
-/* A new client socket from a listener. */
-void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
-    bool is_unix)
+/* Close a client we will not serve (a TLS one through its bufferevent). */
+static void conn_refuse_fd(int fd, struct bufferevent *tlsbev)
+{
+	if (tlsbev != NULL)
+		bufferevent_free(tlsbev);
+	else
+		close(fd);
+}
+
+/* Serve a new client: a plain socket fd, or a TLS bufferevent on it. */
+static void conn_start(struct server *srv, int fd, struct bufferevent *tlsbev,
+    struct sockaddr *sa, bool is_unix)
 {
 	uint8_t secret[SM_SECRET_LEN];
 	char principal[64];
 	struct conn *c;
 
 	if (srv->stopping) {
-		close(fd);
+		conn_refuse_fd(fd, tlsbev);
 		return;
 	}
 	if (srv->nconns >= srv->cfg.max_connections) {
 		log_warn("max-connections %u reached, refusing a client",
 		    srv->cfg.max_connections);
-		close(fd);
+		conn_refuse_fd(fd, tlsbev);
 		return;
 	}
 	if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) {
 		log_warn_errno(errno, "getrandom");
-		close(fd);
+		conn_refuse_fd(fd, tlsbev);
 		return;
 	}
 	c = calloc(1, sizeof *c);
@@ -593,17 +603,19 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 		goto fail;
 	c->srv = srv;
 	INIT_LIST_HEAD(&c->flush_entry);
-	c->direct = true;	/* a plain socket bufferevent, made below */
+	c->direct = tlsbev == NULL;	/* a plain socket bufferevent, made below */
 	if (!is_unix)
 		conn_tune_tcp(c, fd);
 	conn_principal(c, fd, sa, is_unix, principal, sizeof principal);
-	if (access_open(srv, fd, is_unix, NULL, &c->id, principal,
+	if (access_open(srv, fd, is_unix, tlsbev != NULL ?
+	    bufferevent_openssl_get_ssl(tlsbev) : NULL, &c->id, principal,
 	    sizeof principal) != 0) {
 		free(c);
-		close(fd);
+		conn_refuse_fd(fd, tlsbev);
 		return;
 	}
-	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->bev = tlsbev != NULL ? tlsbev :
+	    bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL) {
 		access_close(c->id);
 		free(c);
@@ -649,7 +661,21 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 	return;
 fail:
 	log_warn("out of memory accepting a client");
-	close(fd);
+	conn_refuse_fd(fd, tlsbev);
+}
+
+/* A new client socket from a listener. */
+void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
+    bool is_unix)
+{
+	conn_start(srv, fd, NULL, sa, is_unix);
+}
+
+/* A TLS client whose handshake is done (listen.c, security/tls_bev). */
+void conn_accept_tls(struct server *srv, struct bufferevent *bev,
+    struct sockaddr *sa, int salen)
+{
+	conn_start(srv, bufferevent_getfd(bev), bev, sa, false);
 }
 
 /* Close and free a connection; its session lets go (or lingers). */

@@ -21,8 +21,10 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
+#include "daemon/tlsconf.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
+#include "security/tls_bev.h"
 
 #define LISTEN_BACKLOG 4096
 
@@ -32,7 +34,7 @@
  * gets one line a second with the count, not one per refused client, so a
  * connection flood cannot flood the log too.
  */
-static void listener_refuse(struct server *srv, int fd)
+static void listener_refuse(struct server *srv, int fd, bool tell)
 {
 	static uint64_t refused, last_log_ms;
 	Semd__Reply r = SEMD__REPLY__INIT;
@@ -44,7 +46,7 @@ static void listener_refuse(struct server *srv, int fd)
 	r.code = SEMD__CODE__RESOURCE_EXHAUSTED;
 	r.message = "server busy: max-connections reached, try again later";
 	len = semd__reply__get_packed_size(&r);
-	if (FRAME_HDR + len <= sizeof buf) {
+	if (tell && FRAME_HDR + len <= sizeof buf) {
 		frame_put_header(buf, (uint32_t)len);
 		semd__reply__pack(&r, buf + FRAME_HDR);
 		n = send(fd, buf, FRAME_HDR + len, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -66,10 +68,79 @@ static void listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 	struct listener *l = arg;
 
 	if (!l->srv->stopping && l->srv->nconns >= l->srv->cfg.max_connections) {
-		listener_refuse(l->srv, fd);
+		listener_refuse(l->srv, fd, true);
 		return;
 	}
 	conn_accept(l->srv, fd, sa, salen, l->is_unix);
+}
+
+/* A TLS client whose handshake runs: where it came from. */
+struct listener_tls_pending {
+	struct server		*srv;
+	struct sockaddr_storage	ss;
+	int			salen;
+};
+
+/* Handshakes under way (they count against max-connections too). */
+static size_t listener_tls_handshakes;
+
+/* The TLS handshake finished: serve the connection. */
+static void listener_tls_ready_cb(struct bufferevent *bev, void *arg)
+{
+	struct listener_tls_pending *p = arg;
+
+	listener_tls_handshakes--;
+	conn_accept_tls(p->srv, bev, (struct sockaddr *)&p->ss, p->salen);
+	free(p);
+}
+
+/* The TLS handshake failed or timed out (all freed by tls_bev). */
+static void listener_tls_fail_cb(const char *why, void *arg)
+{
+	struct listener_tls_pending *p = arg;
+
+	listener_tls_handshakes--;
+	log_info("TLS handshake: %s", why);
+	free(p);
+}
+
+/* A client arrived on a tls: listener: start the handshake, bounded in time. */
+static void listener_accept_tls_cb(struct evconnlistener *evl,
+    evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+	struct listener *l = arg;
+	struct server *srv = l->srv;
+	struct listener_tls_pending *p;
+	struct tls_server *ts;
+	char err[256];
+
+	if (srv->stopping) {
+		close(fd);
+		return;
+	}
+	if (srv->nconns + listener_tls_handshakes >= srv->cfg.max_connections) {
+		/* No plaintext frame on a TLS port: just close. */
+		listener_refuse(srv, fd, false);
+		return;
+	}
+	ts = tlsconf_server(&srv->cfg);
+	p = calloc(1, sizeof *p);
+	if (ts == NULL || p == NULL || salen < 0 ||
+	    (size_t)salen > sizeof p->ss) {
+		free(p);
+		close(fd);
+		return;
+	}
+	p->srv = srv;
+	memcpy(&p->ss, sa, (size_t)salen);
+	p->salen = salen;
+	listener_tls_handshakes++;
+	if (tls_bev_accept(srv->base, ts, fd, 0, (int)srv->cfg.handshake_timeout_ms,
+	    listener_tls_ready_cb, listener_tls_fail_cb, p, err, sizeof err) != 0) {
+		listener_tls_handshakes--;
+		log_warn("TLS accept: %s", err);
+		free(p);
+	}
 }
 
 /* accept() failed: on EMFILE/ENFILE pause a second instead of spinning. */
@@ -124,7 +195,8 @@ static char *listener_name(int fd, bool *is_unix)
 }
 
 /* Wrap a listening fd in a listener. */
-static int listener_add(struct server *srv, int fd, char *unlink_path)
+static int listener_add(struct server *srv, int fd, char *unlink_path,
+    bool tls)
 {
 	struct listener *l = calloc(1, sizeof *l);
 
@@ -136,7 +208,10 @@ static int listener_add(struct server *srv, int fd, char *unlink_path)
 		free(l);
 		return -errno ? -errno : -EINVAL;
 	}
-	l->evl = evconnlistener_new(srv->base, listener_accept_cb, l,
+	if (tls && strncmp(l->addr, "tcp:", 4) == 0)
+		memcpy(l->addr, "tls:", 4);
+	l->evl = evconnlistener_new(srv->base,
+	    tls ? listener_accept_tls_cb : listener_accept_cb, l,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (l->evl == NULL) {
 		free(l->addr);
@@ -250,7 +325,7 @@ static int listener_open_unix(struct server *srv, const char *path)
 		goto fail;
 	}
 	dup = strdup(path);
-	if ((r = listener_add(srv, fd, dup)) != 0)
+	if ((r = listener_add(srv, fd, dup, false)) != 0)
 		goto fail;
 	return 0;
 fail:
@@ -260,7 +335,7 @@ fail:
 }
 
 /* Bind a TCP socket: tcp:HOST:PORT or tcp:[ADDR6]:PORT. */
-static int listener_open_tcp(struct server *srv, const char *spec)
+static int listener_open_tcp(struct server *srv, const char *spec, bool tls)
 {
 	struct addrinfo hints, *res = NULL, *ai;
 	char host[256], *port;
@@ -310,7 +385,7 @@ static int listener_open_tcp(struct server *srv, const char *spec)
 		log_err_errno(r, "bind %s", spec);
 		return r;
 	}
-	if ((r = listener_add(srv, fd, NULL)) != 0) {
+	if ((r = listener_add(srv, fd, NULL, tls)) != 0) {
 		close(fd);
 		return r;
 	}
@@ -323,7 +398,13 @@ int listener_open(struct server *srv, const char *spec)
 	if (strncmp(spec, "unix:", 5) == 0)
 		return listener_open_unix(srv, spec + 5);
 	if (strncmp(spec, "tcp:", 4) == 0)
-		return listener_open_tcp(srv, spec);
+		return listener_open_tcp(srv, spec, false);
+	if (strncmp(spec, "tls:", 4) == 0) {
+		/* Load the certificate now: a bad one is a start-up error. */
+		if (tlsconf_server(&srv->cfg) == NULL)
+			return -EINVAL;
+		return listener_open_tcp(srv, spec, true);
+	}
 	log_err("%s: unknown address kind", spec);
 	return -EINVAL;
 }
@@ -342,7 +423,7 @@ int listener_adopt(struct server *srv, int fd)
 		log_err("socket-activated fd %d: cannot make it non-blocking", fd);
 		return -EINVAL;
 	}
-	if ((r = listener_add(srv, fd, NULL)) != 0)
+	if ((r = listener_add(srv, fd, NULL, false)) != 0)
 		log_err_errno(r, "socket-activated fd %d", fd);
 	return r;
 }

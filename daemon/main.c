@@ -18,6 +18,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
+#include "daemon/tlsconf.h"
 
 struct semd_args {
 	const char		*config_path;
@@ -132,8 +133,12 @@ static int semd_reload(void *arg, struct semd_config *out, char *err,
     size_t errlen)
 {
 	struct semd_args *a = arg;
+	int r;
 
-	return config_build(out, a->config_path, a->ov, a->nov, err, errlen);
+	r = config_build(out, a->config_path, a->ov, a->nov, err, errlen);
+	if (r == 0)
+		tlsconf_reload(out);
+	return r;
 }
 
 int main(int argc, char **argv)
@@ -245,6 +250,7 @@ int main(int argc, char **argv)
 		code = server_run(srv);
 	metrics_free(srv->metrics);
 	server_free(srv);
+	tlsconf_free();
 	free(args.ov);
 	return code;
 }

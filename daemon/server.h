@@ -108,6 +108,9 @@ uint64_t (*alloc_count_get(void))(void);
 /* conn.c */
 void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
     bool is_unix);
+/* A TLS client after its handshake: bev owns the socket and the SSL. */
+void conn_accept_tls(struct server *srv, struct bufferevent *bev,
+    struct sockaddr *sa, int salen);
 void conn_free(struct conn *c);
 /* Close after the queued replies are written (or at once if none). */
 void conn_close_later(struct conn *c);
