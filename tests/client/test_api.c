@@ -246,14 +246,14 @@ static void *worker(void *arg)
 }
 
 /* Several threads on one handle: replies reach the right thread. */
-static void test_threads(void)
+static void test_threads(const char *addr)
 {
 	pthread_t th[T_THREADS];
 	struct semc_info *in = NULL;
 	int i;
 
 	TEST_START("threads sharing one connection");
-	shared = open_client(D.unix_addr, 0);
+	shared = open_client(addr, 0);
 	CHECK(shared != NULL, "connect");
 	if (shared == NULL)
 		return;
@@ -332,10 +332,10 @@ static void on_down(struct semc *c, const struct semc_result *r, void *arg)
 } while (0)
 
 /* Async downs and ups completed by callbacks from semc_process(). */
-static void test_async(void)
+static void test_async(const char *addr)
 {
 	struct async_state s = { .token_order_ok = true };
-	struct semc *c = open_client(D.unix_addr, 0), *c2 = open_client(D.unix_addr, 0);
+	struct semc *c = open_client(addr, 0), *c2 = open_client(addr, 0);
 	struct semc_grant g;
 	int64_t ids[20], id;
 	int i;
@@ -849,11 +849,18 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
-/* Start semd, run every test, report. */
-int main(void)
+/* Start semd, run every test, report. With --threads ADDR, run only the
+ * threads and async tests against a daemon the caller started (tls.sh). */
+int main(int argc, char **argv)
 {
 	signal(SIGALRM, on_alarm);
 	alarm(120);
+	if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
+		test_threads(argv[2]);
+		test_async(argv[2]);
+		fprintf(stderr, "%d checks, %d failed\n", t_checks, t_failures);
+		return t_failures ? 1 : 0;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (tdaemon_start(&D, NULL) != 0) {
 		fprintf(stderr, "FAIL: cannot start semd (top_builddir=%s)\n",
@@ -864,8 +871,8 @@ int main(void)
 	test_errors();
 	test_operations(D.unix_addr, true);
 	test_operations(D.tcp_addr, false);
-	test_threads();
-	test_async();
+	test_threads(D.unix_addr);
+	test_async(D.unix_addr);
 	test_mixed();
 	test_semctl_paging();
 	test_resume();

@@ -56,6 +56,25 @@ serve srv -Verify 1 -CAfile ca.pem && SEMD_TLS_CA=ca.pem SEMD_TLS_CERT=cli.pem S
 ok "mutual TLS: the client certificate from the environment ($ERR)" sh -c "echo '$ERR' | grep -q undecodable"
 ok "... the server saw worker-1" grep -q "worker-1" srv.out
 
+# the real semd over TLS
+start_semd d --listen tls:127.0.0.1:0 --tls-cert srv.pem --tls-key srv.key --tls-ca ca.pem \
+	--tls-client-auth optional || exit 1
+A=$(grep -m1 '^tls:' "$T/d.ready")
+jget() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
+expect_eq "semd over TLS: anonymous without a certificate" anonymous \
+	"$("$SEMCTL" -s "$A" --tls-ca ca.pem --json ping | jget 'j["principal"]')"
+expect_eq "semd over mutual TLS: the certificate's name" cn:worker-1 \
+	"$("$SEMCTL" -s "$A" --tls-ca ca.pem --tls-cert cli.pem --tls-key cli.key --json ping | jget 'j["principal"]')"
+tok=$(SEMD_TLS_CA=ca.pem "$SEMCTL" -s "$A" down tjob --lease 30s)
+expect_eq "down over TLS" 0 $?
+expect_eq "validate over TLS" 0 "$(SEMD_TLS_CA=ca.pem "$SEMCTL" -s "$A" validate tjob "$tok" >/dev/null; echo $?)"
+expect_eq "up over TLS" 0 "$(SEMD_TLS_CA=ca.pem "$SEMCTL" -s "$A" up tjob >/dev/null; echo $?)"
+expect_eq "semd's certificate from another CA is refused" 3 \
+	"$("$SEMCTL" -s "$A" --tls-ca otherca.pem ping >/dev/null 2>&1; echo $?)"
+ok "threads and async on one TLS connection" env SEMD_TLS_CA=ca.pem "$top_builddir/tests/client/test_api" --threads "$A"
+out=$(SEMD_TLS_CA=ca.pem "$top_builddir/examples/jobs" -s "$A" -w 4 -k 2 -t 3 -d 10)
+expect_eq "worker processes over TLS" "4 workers ran 12 tasks, at most 2 at once (limit 2)" "$out"
+
 probe -s "tls:127.0.0.1:$PORT" --tls-ca missing.pem
 expect_eq "missing CA file" 3 "$RC"
 ok "... named in the message ($ERR)" sh -c "echo '$ERR' | grep -q missing.pem"
