@@ -324,6 +324,7 @@ int metrics_new(struct server *srv, const char *addr, struct metrics **out)
 	evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
 	evhttp_set_max_body_size(m->http, 0);
 	evhttp_set_gencb(m->http, metrics_request_cb, m);
+	errno = 0;
 	bs = evhttp_bind_socket_with_handle(m->http, host, port);
 	if (bs == NULL) {
 		r = errno != 0 ? -errno : -EADDRNOTAVAIL;

@@ -106,6 +106,12 @@ m_METRICS=$(sed -n 's/^metrics://p' "$T/m.ready")
 ok "the ready file has the metrics address ($m_METRICS)" \
 	sh -c "echo '$m_METRICS' | grep -q '^127.0.0.1:[1-9][0-9]*$'"
 
+timeout 10 "$SEMD" --listen "unix:$T/busy.sock" \
+	--metrics-listen "tcp:$m_METRICS" >"$T/busy.log" 2>&1 </dev/null
+expect_eq "a metrics address in use stops the daemon at start-up (EX_OSERR)" \
+	71 "$?"
+ok "and says why" grep -q 'metrics-listen .*cannot bind' "$T/busy.log"
+
 ok "a fresh daemon's page parses" scrape "$T/s0.txt"
 expect_eq "no grants yet" 0 "$(value "$T/s0.txt" semd_grants_total)"
 expect_eq "the wait histogram starts empty" 0 "$(value "$T/s0.txt" semd_wait_seconds_count)"
