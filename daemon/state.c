@@ -45,20 +45,23 @@ struct sm_ident {
 	char		*host;
 };
 
+/* Laid out without holes: an idle name costs this plus its bytes. */
 struct sm_sem {
 	struct hnode		node;		/* sm->names */
 	struct semaphore	sem;
-	uint32_t		limit;
-	int			mode;		/* Semd__Mode */
-	bool			auto_created;
-	uint32_t		nholders;
-	uint32_t		nwaiters;
 	uint64_t		held;		/* permits in hold records */
 	struct list_head	holders;	/* sm_hold.sem_entry, grant order */
 	struct list_head	waiters;	/* sm_wait.sem_entry, queue order */
-	size_t			len;
+	uint32_t		limit;
+	uint32_t		nholders;
+	uint32_t		nwaiters;
+	uint8_t			mode;		/* Semd__Mode */
+	bool			auto_created;
+	uint8_t			len;		/* <= SM_NAME_MAX */
 	char			name[];
 };
+
+_Static_assert(SM_NAME_MAX <= UINT8_MAX, "sm_sem.len holds a name length");
 
 /* Key of the idempotency index: (session id, request id). */
 struct sm_reqkey {
@@ -756,13 +759,13 @@ static struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
 	if (sem == NULL)
 		return NULL;
 	memcpy(sem->name, name, len);
-	sem->len = len;
+	sem->len = (uint8_t)len;
 	sema_init(&sem->sem, limit);
 	sem->sem.token = sm->token_base + (now - sm->start_ms) * 1000;
 	if (sem->sem.token < sm->token_hwm)
 		sem->sem.token = sm->token_hwm;
 	sem->limit = limit;
-	sem->mode = mode;
+	sem->mode = (uint8_t)mode;
 	sem->auto_created = auto_created;
 	INIT_LIST_HEAD(&sem->holders);
 	INIT_LIST_HEAD(&sem->waiters);
