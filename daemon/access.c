@@ -16,11 +16,16 @@
 #include "security/peer.h"
 #include "security/tls.h"
 
-/* Connections open per principal (for the connection quota). */
+/*
+ * What one principal has: connections open, permits held, downs waiting
+ * (for its quotas), and a copy of its identity to look the quotas up with.
+ */
 struct access_count {
 	struct list_head	entry;
 	size_t			n;
-	char			principal[ACL_PRINCIPAL_MAX];
+	uint64_t		held;
+	uint64_t		waiters;
+	struct acl_subject	subject;
 };
 
 struct access_id {
@@ -30,36 +35,113 @@ struct access_id {
 
 /*
  * Few distinct principals connect to one daemon (users, services), so a
- * list is enough; it holds only principals with a connection open.
+ * list is enough; it holds only principals with a connection open or
+ * permits held or downs waiting.
  */
 static struct list_head access_counts = LIST_HEAD_INIT(access_counts);
 
-/* The count entry of a principal, made on first use. */
-static struct access_count *access_count_get(const char *principal)
+/* The server whose state counts for access_quota_cb(). */
+static struct server *access_srv;
+
+/* Find a principal's entry. */
+static struct access_count *access_count_find(const char *principal)
 {
 	struct access_count *ac;
 	struct list_head *pos;
 
 	list_for_each(pos, &access_counts) {
 		ac = list_entry(pos, struct access_count, entry);
-		if (strcmp(ac->principal, principal) == 0)
+		if (strcmp(ac->subject.principal, principal) == 0)
 			return ac;
 	}
+	return NULL;
+}
+
+/* Copy an identity (principal, uid/user or cn, groups). */
+static int access_subject_copy(struct acl_subject *dst,
+    const struct acl_subject *src)
+{
+	const char *g = src->groups, *end = src->groups + src->groups_len;
+	int r = 0;
+
+	acl_subject_init(dst);
+	if (src->kind == ACL_SUBJECT_UID)
+		r = acl_subject_set_uid(dst, src->uid,
+		    src->user_len > 0 ? src->user : NULL);
+	else if (src->kind == ACL_SUBJECT_CN)
+		r = acl_subject_set_cn(dst, src->principal + 3,
+		    src->principal_len - 3);
+	for (; r == 0 && g != NULL && g < end; g += strlen(g) + 1)
+		r = acl_subject_add_group(dst, g);
+	return r;
+}
+
+/* The entry of who, made on first use. */
+static struct access_count *access_count_get(const struct acl_subject *who)
+{
+	struct access_count *ac = access_count_find(who->principal);
+
+	if (ac != NULL)
+		return ac;
 	ac = calloc(1, sizeof *ac);
 	if (ac == NULL)
 		return NULL;
-	snprintf(ac->principal, sizeof ac->principal, "%s", principal);
+	if (access_subject_copy(&ac->subject, who) != 0) {
+		acl_subject_clear(&ac->subject);
+		free(ac);
+		return NULL;
+	}
 	list_add_tail(&ac->entry, &access_counts);
 	return ac;
 }
 
-/* Drop one connection from a count; free it at zero. */
-static void access_count_put(struct access_count *ac)
+/* Free an entry once nothing is counted on it. */
+static void access_count_maybe_free(struct access_count *ac)
 {
-	if (ac == NULL || --ac->n > 0)
+	if (ac == NULL || ac->n > 0 || ac->held > 0 || ac->waiters > 0)
 		return;
 	list_del_init(&ac->entry);
+	acl_subject_clear(&ac->subject);
 	free(ac);
+}
+
+/* Drop one connection from a count. */
+static void access_count_put(struct access_count *ac)
+{
+	if (ac == NULL)
+		return;
+	ac->n--;
+	access_count_maybe_free(ac);
+}
+
+/*
+ * The state's quota hook (sm_quota_fn): held permits and waiting downs per
+ * principal, against the quota lines. A count that would go below zero (a
+ * hold made before quotas were configured) stops at zero.
+ */
+static bool access_quota_cb(void *arg, const char *principal,
+    enum sm_quota_kind kind, int64_t delta, bool check)
+{
+	struct server *srv = arg;
+	struct access_count *ac = access_count_find(principal);
+	uint64_t *v, quota;
+
+	if (ac == NULL) {
+		/* No connection of it open: only give-backs can come here. */
+		return true;
+	}
+	v = kind == SM_QUOTA_PERMITS ? &ac->held : &ac->waiters;
+	if (check) {
+		quota = acl_quota(srv->cfg.acl, &ac->subject,
+		    kind == SM_QUOTA_PERMITS ? ACL_QUOTA_PERMITS : ACL_QUOTA_WAITERS);
+		return quota == 0 || delta <= 0 || *v + (uint64_t)delta <= quota;
+	}
+	if (delta < 0 && (uint64_t)-delta > *v)
+		*v = 0;
+	else
+		*v += (uint64_t)delta;
+	access_count_maybe_free(ac);
+	return true;
 }
 
 /* Tell a refused client why, without waiting for the socket. */
@@ -100,11 +182,20 @@ int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
 	} else if (is_unix && peer_subject(fd, &id->subject) != 0) {
 		log_debug("SO_PEERCRED failed: anonymous");
 	}
-	id->count = access_count_get(id->subject.principal);
+	id->count = access_count_get(&id->subject);
 	if (id->count == NULL) {
 		acl_subject_clear(&id->subject);
 		free(id);
 		return -ENOMEM;
+	}
+	/*
+	 * Count held permits and waiters per principal once there are access
+	 * rules (an open configuration pays nothing per request).
+	 */
+	if (access_srv == NULL && srv->cfg.acl != NULL &&
+	    acl_count(srv->cfg.acl) > 0) {
+		access_srv = srv;
+		sm_set_quota(srv->sm, access_quota_cb, srv);
 	}
 	quota = acl_quota(srv->cfg.acl, &id->subject, ACL_QUOTA_CONNECTIONS);
 	if (quota != 0 && id->count->n >= quota) {

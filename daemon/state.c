@@ -164,6 +164,8 @@ struct sm {
 	struct sm_counters	ctr;
 	uint64_t		mem;
 	bool			shutting_down;
+	sm_quota_fn		quota;		/* per-principal counts, or NULL */
+	void			*quota_arg;
 	uint64_t		now;		/* of the call in progress */
 	bool			req_memo_valid;	/* req_hash()'s last result */
 	uint64_t		req_memo_sid;
@@ -833,6 +835,9 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 	    id_hash(sm, sem->node.hash, token));
 	req_index(sm, &h->req, s->id, request_id, true);
 	sm->ctr.holders++;
+	if (sm->quota != NULL)
+		sm->quota(sm->quota_arg, h->ident->principal, SM_QUOTA_PERMITS,
+		    n, false);
 	return h;
 }
 
@@ -852,6 +857,9 @@ static void hold_release(struct sm *sm, struct sm_hold *h, bool up)
 	hmap_remove(&sm->permits, &h->permit_node);
 	hmap_remove(&sm->tokens, &h->token_node);
 	req_unindex(sm, &h->req);
+	if (sm->quota != NULL)
+		sm->quota(sm->quota_arg, h->ident->principal, SM_QUOTA_PERMITS,
+		    -(int64_t)n, false);
 	ident_put(sm, h->ident);
 	hist_add(&sm->ctr.hold, sm_wall(sm, sm->now) > h->since_wall ?
 	    sm_wall(sm, sm->now) - h->since_wall : 0);
@@ -906,6 +914,9 @@ static void wait_unlink(struct sm *sm, struct sm_wait *w)
 	w->session->nwaiters--;
 	req_unindex(sm, &w->req);
 	sm->ctr.waiters--;
+	if (sm->quota != NULL)
+		sm->quota(sm->quota_arg, w->session->ident->principal,
+		    SM_QUOTA_WAITERS, -1, false);
 }
 
 /* Unlink and free a waiter the core no longer knows. */
@@ -1071,6 +1082,13 @@ void sm_free(struct sm *sm)
 	sm_cache_drain(&sm->wait_cache);
 	free(sm->heap);
 	free(sm);
+}
+
+/* Install the per-principal quota counter (NULL: none). */
+void sm_set_quota(struct sm *sm, sm_quota_fn fn, void *arg)
+{
+	sm->quota = fn;
+	sm->quota_arg = arg;
 }
 
 /* Apply new limits; existing objects over a lowered limit stay. */
@@ -1316,6 +1334,31 @@ static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
 	reply_ok(sm, c, id);
 }
 
+/*
+ * Per-principal quotas of a down: n more held permits (owned mode), and
+ * one more waiter if it may wait. Answers RESOURCE_EXHAUSTED when over.
+ */
+static bool down_quota_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_sem *sem, uint32_t n, bool may_wait)
+{
+	const char *who = c->session->ident->principal;
+
+	if (sm->quota == NULL)
+		return true;
+	if (sem->mode == SEMD__MODE__OWNED &&
+	    !sm->quota(sm->quota_arg, who, SM_QUOTA_PERMITS, n, true)) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "quota: %s may not hold %u more permit(s)", who, n);
+		return false;
+	}
+	if (may_wait && !sm->quota(sm->quota_arg, who, SM_QUOTA_WAITERS, 1, true)) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "quota: %s may not have more waiting downs", who);
+		return false;
+	}
+	return true;
+}
+
 /* Down: take n permits now, or wait for them until a deadline. */
 static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
     const Semd__Down *d, uint64_t now)
@@ -1382,6 +1425,8 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		    sem->limit);
 		goto out;
 	}
+	if (!down_quota_ok(sm, c, id, sem, n, d->timeout_ms != 0))
+		goto out;
 	if (d->timeout_ms == 0) {
 		if (sema_trydown_n(&sem->sem, n, &token)) {
 			grant_deliver(sm, sem, s, id, n, token, d->lease_ms,
@@ -1450,6 +1495,9 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 	sem->nwaiters++;
 	s->nwaiters++;
 	sm->ctr.waiters++;
+	if (sm->quota != NULL)
+		sm->quota(sm->quota_arg, s->ident->principal, SM_QUOTA_WAITERS,
+		    1, false);
 	req_index(sm, &w->req, s->id, id, false);
 	return;
 out:

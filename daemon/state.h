@@ -140,6 +140,18 @@ void sm_tick(struct sm *sm, uint64_t now_ms);
 /* Shutting down: every waiter is answered UNAVAILABLE. */
 void sm_shutdown(struct sm *sm, uint64_t now_ms);
 
+/*
+ * Per-principal quotas (optional; the daemon's access.c keeps the counts).
+ * check: would delta more of kind stay within principal's quota (nothing
+ * counted)? Otherwise count delta (positive or negative) and return true.
+ * Held permits are counted by hold records, waiters while queued; a down is
+ * checked when it is made.
+ */
+enum sm_quota_kind { SM_QUOTA_PERMITS, SM_QUOTA_WAITERS };
+typedef bool (*sm_quota_fn)(void *arg, const char *principal,
+    enum sm_quota_kind kind, int64_t delta, bool check);
+void sm_set_quota(struct sm *sm, sm_quota_fn fn, void *arg);
+
 void sm_get_counters(const struct sm *sm, struct sm_counters *out);
 /* Call fn for every semaphore, in no particular order (metrics). */
 void sm_sem_each(struct sm *sm,

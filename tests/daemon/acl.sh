@@ -105,6 +105,31 @@ else
 	echo "# skipping the second principal: not root or no setpriv/nobody"
 fi
 
+# Quotas on held permits and waiting downs, per principal (not per
+# connection), with detached holds counted after their client left.
+printf 'quota permits uid:%s 3\nquota waiters uid:%s 1\n' "$me" "$me" >"$T/q.conf"
+start_semd q --config "$T/q.conf" || exit 1
+$PROBE "$q_UNIX" hello "down p1" "down p2" "down dt lease=60000" "down p3 timeout=0" \
+	"up p2" "create big 5" "down big n=2 timeout=0" >"$T/qa.out" 2>&1
+ok "quota permits 3: three held (one detached)" has '^reply id=4 code=OK permit=' "$T/qa.out"
+ok "quota permits 3: a fourth refused" has "^reply id=5 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me may not hold 1 more permit(s)\"" "$T/qa.out"
+ok "quota permits 3: with two held, n=2 refused too" has '^reply id=8 code=RESOURCE_EXHAUSTED' "$T/qa.out"
+$PROBE "$q_UNIX" hello "down p1" "down p2" "down p3 timeout=0" "up dt" "down p3 timeout=0" \
+	>"$T/qb.out" 2>&1
+ok "the detached hold still counts after its client left" has '^reply id=4 code=RESOURCE_EXHAUSTED' "$T/qb.out"
+ok "giving it back frees quota" has '^reply id=6 code=OK permit=' "$T/qb.out"
+$PROBE "$q_TCP" hello "down w" "sleep 1200" "up w" >"$T/qanon.out" 2>&1 &
+qanon=$!
+t_wait_for 5 has '^reply id=2 code=OK permit' "$T/qanon.out"
+ok "quotas are per principal: anonymous is not limited" has '^reply id=2 code=OK permit' "$T/qanon.out"
+$PROBE "$q_UNIX" hello "down w timeout=5000 nowait" "down w2 timeout=0" \
+	"down w timeout=5000 nowait" "wait 4" "wait 2" "info w" "stats" >"$T/qw.out" 2>&1
+wait "$qanon"
+ok "quota waiters 1: one down waits" has '^reply id=2 code=OK permit=' "$T/qw.out"
+ok "quota waiters 1: a second waiting down refused" has "^reply id=4 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me may not have more waiting downs\"" "$T/qw.out"
+ok "... a down that does not wait is still fine" has '^reply id=3 code=OK permit=' "$T/qw.out"
+ok "the waiter was granted when anonymous let go" has '^reply id=5 code=OK name=w .*holders=1 waiters=0' "$T/qw.out"
+
 # SIGHUP: new rules apply to open and new connections.
 $PROBE "$A" hello "sleep 1500" "down jobs/c timeout=0" >"$T/open.out" 2>&1 &
 open=$!
