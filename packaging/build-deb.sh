@@ -14,7 +14,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
 
-for tool in git dpkg-buildpackage dpkg-deb lintian dh; do
+for tool in git dpkg-buildpackage dpkg-deb lintian dh systemd-analyze; do
 	command -v "$tool" >/dev/null 2>&1 || {
 		echo "$0: $tool is missing: run scripts/deps.sh" >&2; exit 69; }
 done
@@ -89,6 +89,25 @@ if grep -q 'adduser --quiet --system --group' "$ctl/postinst" 2>/dev/null &&
 else
 	echo "not ok - semd's postinst does not create the user and enable semd.socket"; failed=1
 fi
+
+echo "== the packaged programs"
+x=$work/root
+for p in semd semctl libsemclient1; do dpkg-deb -x "$work/${p}_${version}_$arch.deb" "$x"; done
+res=$(LD_LIBRARY_PATH=$x/usr/lib/$ma "$x/usr/sbin/semd" --config "$x/etc/semd/semd.conf" --check-config 2>&1) || true
+if [ "$res" = "semd: configuration OK" ]; then echo "ok - the packaged semd accepts the packaged semd.conf"
+else echo "not ok - the packaged semd on the packaged semd.conf: $res"; failed=1; fi
+if LD_LIBRARY_PATH=$x/usr/lib/$ma "$x/usr/bin/semctl" --version >/dev/null 2>&1; then
+	echo "ok - the packaged semctl runs on the packaged libsemclient1"
+else echo "not ok - the packaged semctl does not run"; failed=1; fi
+# The packaged units, pointed at the packaged files, verify cleanly.
+mkdir -p "$work/units"
+for u in semd.socket semd.service; do
+	sed "s|/usr/sbin/semd|$x/usr/sbin/semd|g; s|/etc/semd/semd.conf|$x/etc/semd/semd.conf|g" \
+		"$x/lib/systemd/system/$u" >"$work/units/$u"
+done
+res=$(cd "$work/units" && systemd-analyze verify --man=no ./semd.socket ./semd.service 2>&1) || res="$res (failed)"
+if [ -z "$res" ]; then echo "ok - systemd-analyze verify finds nothing in the packaged units"
+else echo "not ok - systemd-analyze verify: $res"; failed=1; fi
 
 echo "== lintian"
 changes=$work/semd_${version}_$arch.changes
