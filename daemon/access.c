@@ -282,6 +282,32 @@ static bool access_need(const Semd__Request *req, const char **name,
 	}
 }
 
+/*
+ * Log a denial, at most ACCESS_LOG_PER_S a second: a client hammering at a
+ * name it may not use must not flood the log. The lines held back are
+ * counted in the next one.
+ */
+#define ACCESS_LOG_PER_S 20
+static void access_log_denial(struct conn *c, uint64_t id, const char *msg)
+{
+	static uint64_t second, logged, held_back;
+	uint64_t now = server_now() / 1000;
+
+	if (now != second) {
+		if (held_back > 0)
+			log_notice("%" PRIu64 " more denied request(s) not logged",
+			    held_back);
+		second = now;
+		logged = 0;
+		held_back = 0;
+	}
+	if (logged++ >= ACCESS_LOG_PER_S) {
+		held_back++;
+		return;
+	}
+	log_notice("%s: request %" PRIu64 " denied: %s", c->peer, id, msg);
+}
+
 /* Check one request against the ACL; answer PERMISSION_DENIED if refused. */
 bool access_check(struct conn *c, const Semd__Request *req)
 {
@@ -306,7 +332,7 @@ bool access_check(struct conn *c, const Semd__Request *req)
 	snprintf(msg, sizeof msg, "%s may not %s %s%s", c->id->subject.principal,
 	    acl_right_name(right), len > 0 ? name : "(all names)",
 	    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
-	log_notice("%s: request %" PRIu64 " denied: %s", c->peer, req->id, msg);
+	access_log_denial(c, req->id, msg);
 	r.id = req->id;
 	r.code = SEMD__CODE__PERMISSION_DENIED;
 	r.message = msg;

@@ -58,6 +58,19 @@ ok "acl * pub/ all: allowed" has '^reply id=13 code=OK permit=' "$T/me.out"
 ok "the connection is still served after denials" has '^reply id=15 code=OK pong' "$T/me.out"
 ok "denials logged with the principal" has "request 5 denied: uid:$me may not admin jobs/b" "$T/d.log"
 
+# A client hammering at a protected name: every request answered, the log
+# holds back most of the lines.
+cmds=""
+for i in $(seq 300); do cmds="$cmds down secret-x timeout=0 nowait|"; done
+IFS='|'
+# shellcheck disable=SC2086
+$PROBE "$A" hello $cmds ping >"$T/hammer.out" 2>&1
+unset IFS
+expect_eq "300 denied requests: 300 PERMISSION_DENIED" 300 "$(grep -c 'code=PERMISSION_DENIED' "$T/hammer.out")"
+ok "... and the connection still served" has 'code=OK pong' "$T/hammer.out"
+ok "... at most about 20 of them logged in a second" test "$(grep -c 'denied: uid:.* may not use secret-x' "$T/d.log")" -le 60
+ok "... the rest counted" t_wait_for 3 eval "$PROBE \"\$A\" hello 'down secret-y timeout=0' >/dev/null; grep -q 'more denied request(s) not logged' \"\$T/d.log\""
+
 # Anonymous over TCP: inspect on jobs/ only.
 $PROBE "$d_TCP" hello "info jobs/a" "down jobs/a timeout=0" "down pub/t" "up pub/t" >"$T/anon.out" 2>&1
 ok "anonymous (TCP) principal" has '^reply id=1 code=OK .*principal=anonymous' "$T/anon.out"
