@@ -465,6 +465,14 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 			return -EINVAL;
 		}
 	}
+	if (c->metrics_listen != NULL && !c->allow_insecure_tcp &&
+	    !config_host_loopback(c->metrics_listen)) {
+		snprintf(err, errlen,
+		    "metrics-listen %s: the metrics endpoint has no authentication "
+		    "and shows semaphore names; use a loopback address, or set "
+		    "allow-insecure-tcp yes", c->metrics_listen);
+		return -EINVAL;
+	}
 	if (tls && (c->tls_cert == NULL || c->tls_key == NULL)) {
 		snprintf(err, errlen, "a tls: listener needs tls-cert and tls-key");
 		return -EINVAL;

@@ -34,6 +34,14 @@ out=$("$SEMD" -t --config "$T/insecure.conf" 2>&1)
 expect_eq "allow-insecure-tcp yes in the file allows it" "semd: configuration OK" "$out"
 "$SEMD" -t --config "$T/insecure.conf" --allow-insecure-tcp=no >/dev/null 2>&1
 expect_eq "--allow-insecure-tcp=no overrides the file" 78 "$?"
+# The metrics endpoint has no authentication: the same rule holds for it.
+"$SEMD" -t --listen "unix:$T/m.sock" --metrics-listen tcp:0.0.0.0:0 >"$T/metrics-exposed.out" 2>&1
+expect_eq "metrics-listen on 0.0.0.0 is refused (EX_CONFIG)" 78 "$?"
+ok "... saying why and what to do" has 'metrics-listen.*allow-insecure-tcp yes' "$T/metrics-exposed.out"
+out=$("$SEMD" -t --listen "unix:$T/m.sock" --metrics-listen tcp:127.0.0.1:0 2>&1)
+expect_eq "metrics-listen on loopback is accepted" "semd: configuration OK" "$out"
+out=$("$SEMD" -t --listen "unix:$T/m.sock" --metrics-listen tcp:0.0.0.0:0 --allow-insecure-tcp 2>&1)
+expect_eq "metrics-listen on 0.0.0.0 with allow-insecure-tcp is accepted" "semd: configuration OK" "$out"
 printf 'allow-insecure-tcp maybe\n' >"$T/bad.conf"
 "$SEMD" -t --config "$T/bad.conf" >"$T/bad.out" 2>&1
 ok "allow-insecure-tcp maybe: file:line error" has 'bad.conf:1: allow-insecure-tcp .maybe.: use yes or no' "$T/bad.out"
