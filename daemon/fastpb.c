@@ -337,10 +337,34 @@ bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound)
 	return true;
 }
 
+/*
+ * Is the body surely under 128 bytes (*bound < 0x80), without packing it?
+ * False when the body is not ours.
+ */
+static bool body_size_small(const Semd__Reply *r, size_t *bound)
+{
+	switch (r->body_case) {
+	case SEMD__REPLY__BODY_GRANT:
+		*bound = 4 * 11;
+		return r->grant != NULL;
+	case SEMD__REPLY__BODY_RELEASED:
+		*bound = 11;
+		return r->released != NULL;
+	case SEMD__REPLY__BODY_PONG:
+		if (r->pong == NULL)
+			return false;
+		*bound = r->pong->payload.len < 0x80 - 11 ?
+		    r->pong->payload.len + 11 : 0x80;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Pack a reply fastpb_reply_size() accepted. */
 size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 {
-	size_t n = 0, b;
+	size_t n = 0, b, start, lenpos = SIZE_MAX;
 
 	n += put_uint_field(out + n, 1, r->id);
 	n += put_uint_field(out + n, 2, (uint64_t)(int64_t)r->code);
@@ -351,10 +375,18 @@ size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 		memcpy(out + n, r->message, b);
 		n += b;
 	}
-	if (r->body_case == SEMD__REPLY__BODY__NOT_SET || !body_size(r, &b))
+	if (r->body_case == SEMD__REPLY__BODY__NOT_SET || !body_size_small(r, &b))
 		return n;
 	out[n++] = (uint8_t)((unsigned)r->body_case << 3 | WT_LEN);
-	n += put_varint(out + n, b);
+	/* A body under 128 bytes: its one-byte length is known at the end. */
+	if (b < 0x80) {
+		lenpos = n++;
+	} else {
+		if (!body_size(r, &b))
+			return n;
+		n += put_varint(out + n, b);
+	}
+	start = n;
 	switch (r->body_case) {
 	case SEMD__REPLY__BODY_GRANT:
 		n += put_uint_field(out + n, 1, r->grant->permit_id);
@@ -376,5 +408,7 @@ size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 	default:
 		break;
 	}
+	if (lenpos != SIZE_MAX)
+		out[lenpos] = (uint8_t)(n - start);
 	return n;
 }

@@ -204,7 +204,6 @@ uint64_t hmap_siphash(const uint8_t key[16], const void *data, size_t len)
 	uint64_t v2 = 0x6c7967656e657261ULL ^ k0;
 	uint64_t v3 = 0x7465646279746573ULL ^ k1;
 	uint64_t b = (uint64_t)len << 56, mi;
-	int i;
 
 	for (; in != end; in += 8) {
 		mi = load_le64(in);
@@ -213,8 +212,12 @@ uint64_t hmap_siphash(const uint8_t key[16], const void *data, size_t len)
 		SIPROUND;
 		v0 ^= mi;
 	}
-	for (i = (int)(len & 7) - 1; i >= 0; i--)
-		b |= (uint64_t)in[i] << (8 * i);
+	if (len & 7) {
+		uint8_t tail[8] = { 0 };
+
+		memcpy(tail, in, len & 7);
+		b |= load_le64(tail);
+	}
 	v3 ^= b;
 	SIPROUND;
 	SIPROUND;

@@ -171,7 +171,7 @@ static void test_replies(void)
 	Semd__Grant gr;
 	Semd__Released rel;
 	Semd__Pong pong;
-	uint8_t a[1024], b[1024], payload[64];
+	uint8_t a[1024], b[1024], payload[300];
 	char msg[200];
 	size_t la, lb, fs, i;
 	int round;
