@@ -139,11 +139,21 @@ struct sm_cache {
 };
 
 #define SM_CACHE_MAX	4096	/* freed records kept per kind */
+#define SM_SEM_CACHE_MAX 256	/* freed semaphores kept per size class */
+/*
+ * Semaphore records come in size classes 16 bytes apart, each the usable
+ * size of a malloc chunk (8 bytes of header), so a freed auto-created name
+ * is reused by the next one of about its length without going to the heap.
+ */
+#define SEM_CLASS(len)	((sizeof(struct sm_sem) + (len) + 1 + 8 + 15) / 16)
+#define SEM_CLASS_SIZE(k) ((k) * 16 - 8)
+#define SM_SEM_CLASSES	(SEM_CLASS(SM_NAME_MAX) + 1)
 
 struct sm {
 	struct sm_config	cfg;
 	struct sm_cache		hold_cache;
 	struct sm_cache		wait_cache;
+	struct sm_cache		sem_cache[SM_SEM_CLASSES];
 	struct sm_out		out;
 	uint64_t		start_ms;
 	uint64_t		token_base;
@@ -228,14 +238,15 @@ static void *sm_cache_get(struct sm *sm, struct sm_cache *c, size_t size)
 	return p;
 }
 
-/* Give a record back to its cache (or the heap when the cache is full). */
-static void sm_cache_put(struct sm *sm, struct sm_cache *c, void *p, size_t size)
+/* Give a record back to its cache (or the heap when max are kept). */
+static void sm_cache_put_max(struct sm *sm, struct sm_cache *c, void *p,
+    size_t size, size_t max)
 {
 	struct sm_cached *e = p;
 
 	if (p == NULL)
 		return;
-	if (c->n >= SM_CACHE_MAX) {
+	if (c->n >= max) {
 		sm_dealloc(sm, p, size);
 		return;
 	}
@@ -243,6 +254,12 @@ static void sm_cache_put(struct sm *sm, struct sm_cache *c, void *p, size_t size
 	e->next = c->head;
 	c->head = e;
 	c->n++;
+}
+
+/* Give a hold or waiter record back. */
+static void sm_cache_put(struct sm *sm, struct sm_cache *c, void *p, size_t size)
+{
+	sm_cache_put_max(sm, c, p, size, SM_CACHE_MAX);
 }
 
 /* Free a cache's records. */
@@ -755,8 +772,9 @@ static struct sm_ident *ident_new(struct sm *sm, const char *principal,
 static struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
     int mode, bool auto_created, uint64_t now)
 {
-	size_t len = strlen(name);
-	struct sm_sem *sem = sm_alloc(sm, sizeof *sem + len + 1);
+	size_t len = strlen(name), k = SEM_CLASS(len);
+	struct sm_sem *sem = sm_cache_get(sm, &sm->sem_cache[k],
+	    SEM_CLASS_SIZE(k));
 
 	if (sem == NULL)
 		return NULL;
@@ -784,7 +802,8 @@ static void sem_free(struct sm *sm, struct sm_sem *sem)
 		sm->token_hwm = sem->sem.token;
 	hmap_remove(&sm->names, &sem->node);
 	sm->ctr.semaphores--;
-	sm_dealloc(sm, sem, sizeof *sem + sem->len + 1);
+	sm_cache_put_max(sm, &sm->sem_cache[SEM_CLASS(sem->len)], sem,
+	    SEM_CLASS_SIZE(SEM_CLASS(sem->len)), SM_SEM_CACHE_MAX);
 }
 
 /* Free an auto-created semaphore nobody uses any more. */
@@ -1080,6 +1099,8 @@ void sm_free(struct sm *sm)
 	hmap_destroy(&sm->requests);
 	sm_cache_drain(&sm->hold_cache);
 	sm_cache_drain(&sm->wait_cache);
+	for (size_t k = 0; k < SM_SEM_CLASSES; k++)
+		sm_cache_drain(&sm->sem_cache[k]);
 	free(sm->heap);
 	free(sm);
 }
