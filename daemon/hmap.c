@@ -18,6 +18,7 @@ int hmap_init(struct hmap *m, size_t buckets)
 	memset(m, 0, sizeof *m);
 	while (size < buckets)
 		size <<= 1;
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): the buckets are pointers */
 	m->tab[0] = calloc(size, sizeof *m->tab[0]);
 	if (m->tab[0] == NULL)
 		return -ENOMEM;
@@ -78,6 +79,7 @@ void hmap_insert(struct hmap *m, struct hnode *n, uint64_t hash)
 
 	n->hash = hash;
 	if (m->tab[1] == NULL && m->used >= m->size[0]) {
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): the buckets are pointers */
 		m->tab[1] = calloc(m->size[0] * 2, sizeof *m->tab[1]);
 		if (m->tab[1] != NULL) {
 			m->size[1] = m->size[0] * 2;

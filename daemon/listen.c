@@ -194,19 +194,24 @@ static char *listener_name(int fd, bool *is_unix)
 	return strdup(buf);
 }
 
-/* Wrap a listening fd in a listener. */
+/* Wrap a listening fd in a listener; it owns unlink_path, even on failure. */
 static int listener_add(struct server *srv, int fd, char *unlink_path,
     bool tls)
 {
 	struct listener *l = calloc(1, sizeof *l);
+	int err;
 
-	if (l == NULL)
+	if (l == NULL) {
+		free(unlink_path);
 		return -ENOMEM;
+	}
 	l->srv = srv;
 	l->addr = listener_name(fd, &l->is_unix);
 	if (l->addr == NULL) {
+		err = errno > 0 ? errno : EINVAL;
+		free(unlink_path);
 		free(l);
-		return -errno ? -errno : -EINVAL;
+		return -err;
 	}
 	if (tls && strncmp(l->addr, "tcp:", 4) == 0)
 		memcpy(l->addr, "tls:", 4);
@@ -214,6 +219,7 @@ static int listener_add(struct server *srv, int fd, char *unlink_path,
 	    tls ? listener_accept_tls_cb : listener_accept_cb, l,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (l->evl == NULL) {
+		free(unlink_path);
 		free(l->addr);
 		free(l);
 		return -ENOMEM;
@@ -267,10 +273,12 @@ static int listener_chown_unix(struct server *srv, const char *path)
 	if (uid == (uid_t)-1 && gid == (gid_t)-1)
 		return 0;
 	if (chown(path, uid, gid) != 0) {
-		log_err_errno(errno, "chown unix:%s to %s:%s", path,
+		int err = errno;	/* logging may change errno */
+
+		log_err_errno(err, "chown unix:%s to %s:%s", path,
 		    srv->cfg.user ? srv->cfg.user : "-",
 		    srv->cfg.unix_group ? srv->cfg.unix_group : "-");
-		return -errno;
+		return -err;
 	}
 	return 0;
 }
@@ -281,16 +289,17 @@ static int listener_open_unix(struct server *srv, const char *path)
 	struct sockaddr_un sun;
 	struct stat st;
 	mode_t old;
-	char *dup = NULL;
+	size_t len = strlen(path);
+	char *dup;
 	int fd, r;
 
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof sun.sun_path) {
+	if (len >= sizeof sun.sun_path) {
 		log_err("unix:%s: path too long", path);
 		return -ENAMETOOLONG;
 	}
-	strcpy(sun.sun_path, path);
+	memcpy(sun.sun_path, path, len + 1);
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			log_err("unix:%s exists and is not a socket; remove it or pick another path",
@@ -324,12 +333,14 @@ static int listener_open_unix(struct server *srv, const char *path)
 		log_err_errno(r, "listen unix:%s", path);
 		goto fail;
 	}
-	dup = strdup(path);
+	if ((dup = strdup(path)) == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	if ((r = listener_add(srv, fd, dup, false)) != 0)
 		goto fail;
 	return 0;
 fail:
-	free(dup);
 	close(fd);
 	return r;
 }

@@ -331,6 +331,7 @@ int metrics_new(struct server *srv, const char *addr, struct metrics **out)
 		log_err_errno(r, "metrics-listen %s: cannot bind", addr);
 		goto fail;
 	}
+	memset(&ss, 0, sizeof ss);	/* clang 14's analyzer misses getsockname() filling it */
 	if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss,
 	    &sl) != 0) {
 		r = -errno;
