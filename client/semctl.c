@@ -255,7 +255,7 @@ static int client_open(struct semc **out, uint32_t lease_ms, const char *name)
 	*out = NULL;
 	if (c == NULL)
 		return fail(SEMC_E_NOMEM, "connect");
-	if (g.server != NULL && (r = semc_set_address(c, g.server)) != 0) {
+	if (g.server != NULL && semc_set_address(c, g.server) != 0) {
 		semc_free(c);
 		usage_fail("-s: '%s' is not an address (unix:PATH, tcp:HOST:PORT, tls:HOST:PORT)",
 			   g.server);
@@ -637,6 +637,7 @@ static int cmd_list(int argc, char **argv)
 		return r;
 	/* bounded: at most a million pages of up to 1000 names */
 	while (npages < 1000000) {
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 		if ((np = realloc(pages, (npages + 1) * sizeof *pages)) == NULL) {
 			r = SEMC_E_NOMEM;
 			break;

@@ -201,10 +201,12 @@ int semc_addr_parse(const char *s, struct semc_addr *a)
 	else if (*s == '/' || *s == '.')
 		path = s;
 	if (path != NULL) {
-		if (*path == '\0' || strlen(path) >= sizeof a->path)
+		size_t plen = strlen(path);
+
+		if (plen == 0 || plen >= sizeof a->path)
 			return SEMC_E_ADDRESS;
 		a->kind = SEMC_ADDR_UNIX;
-		strcpy(a->path, path);
+		memcpy(a->path, path, plen + 1);
 		snprintf(a->canon, sizeof a->canon, "unix:%s", a->path);
 		return 0;
 	}
