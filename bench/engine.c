@@ -683,6 +683,7 @@ static int run_setup(struct run *r)
 		w = &r->workers[k];
 		w->run = r;
 		w->ep = epoll_create1(EPOLL_CLOEXEC);
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 		w->conns = calloc(r->conns / r->nworkers + 1, sizeof(*w->conns));
 		if (w->ep < 0 || w->conns == NULL || wire_arena_init(&w->arena, 64 * 1024) != 0)
 			return -1;

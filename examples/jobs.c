@@ -90,7 +90,7 @@ static int job_worker(const struct job *j, int id, int out)
 		job_work(j->work_ms);
 		if (write(out, "-", 1) != 1)
 			break;
-		if ((r = semc_up(c, j->name, 0, g.permit_id, NULL)) != 0) {
+		if (semc_up(c, j->name, 0, g.permit_id, NULL) != 0) {
 			fprintf(stderr, "%s: up: %s\n", who, semc_last_message());
 			semc_free(c);
 			return 1;

@@ -72,8 +72,8 @@ int peer_subject(int fd, struct acl_subject *s)
 	gid_t *gids = NULL;
 	char *buf = NULL, *nb;
 	size_t buflen = peer_bufsize(_SC_GETPW_R_SIZE_MAX);
-	uid_t uid;
-	gid_t gid;
+	uid_t uid = (uid_t)-1;	/* set by peer_cred(); the analyzer cannot */
+	gid_t gid = (gid_t)-1;	/* tell that -errno is never 0 */
 	int e, ngids, i;
 
 	acl_subject_clear(s);
