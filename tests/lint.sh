@@ -80,13 +80,16 @@ with open(os.path.join(b, 'lint', 'unbuilt'), 'w') as f:
 EOF
 }
 one_each
-# a file not in compile_commands.json may be new since it was recorded: record
-# again, once; what is still missing is not built in this configuration (e.g.
-# bench/drv_semd.c, a driver for an external load generator)
-if [ -s "$B/lint/unbuilt" ] && [ "$recorded" = 0 ]; then
+# A file missing from compile_commands.json that was not missing when it was
+# recorded is new: record again. What is missing right after a recording is not
+# built in this configuration (e.g. bench/drv_semd.c, a driver for an external
+# load generator).
+if [ "$recorded" = 0 ] && ! cmp -s "$B/lint/unbuilt" "$B/lint/unbuilt.recorded"; then
 	(cd "$B" && record)
+	recorded=1
 	one_each
 fi
+[ "$recorded" = 0 ] || cp "$B/lint/unbuilt" "$B/lint/unbuilt.recorded"
 if [ -s "$B/lint/unbuilt" ]; then
 	echo "lint: not built in this configuration, so not analysed by clang-tidy:"
 	sed 's/^/  /' "$B/lint/unbuilt"
