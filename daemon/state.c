@@ -1947,6 +1947,13 @@ static void op_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
 	delta = (long)sl->limit - (long)sem->limit;
 	sem->limit = sl->limit;
 	sem->auto_created = false;
+	/*
+	 * The new count first: cancelling a head waiter below lets the ones
+	 * behind it proceed, and they must be measured against the new limit,
+	 * not the old one. (Growing cancels nobody: no waiter asks for more
+	 * than the old limit.)
+	 */
+	sema_adjust(&sem->sem, delta);
 	/* A waiter wanting more than the new limit would block the queue. */
 	list_for_each_safe(pos, tmp, &sem->waiters) {
 		w = list_entry(pos, struct sm_wait, sem_entry);
@@ -1958,7 +1965,6 @@ static void op_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
 			tmp = pos->next;
 		}
 	}
-	sema_adjust(&sem->sem, delta);
 	reply_ok(sm, c, id);
 }
 

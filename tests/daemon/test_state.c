@@ -816,6 +816,47 @@ static void test_set_limit(void)
 	sm_free(sm);
 }
 
+/*
+ * Shrinking a limit cancels the waiters that ask for more than the new
+ * limit. Cancelling the head used to let the waiters behind it be granted at
+ * the old count, before the shrink was applied: with limit 10, 3 held, a
+ * head waiting for 9 and one for 4 behind it, set-limit 4 granted the 4
+ * (7 held under a limit of 4).
+ */
+static void test_issue_set_limit_shrink_overgrant(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *c = t_client(sm, 3, "uid:1", 0);
+	Semd__Reply *r;
+
+	TEST_START("set-limit shrink does not grant beyond the new limit");
+	t_create(sm, a, 2, "g", 10, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, 0);
+	t_down(sm, a, 3, "g", 3, -1, 0);
+	grant_of(1, 3);
+	t_down(sm, b, 4, "g", 9, -1, 0);	/* head: needs 9 of 7 free */
+	t_down(sm, c, 5, "g", 4, -1, 0);	/* behind it: 4 would fit now */
+	EXPECT(none(2, 4));
+	EXPECT(none(3, 5));
+	t_set_limit(sm, a, 6, "g", 4);
+	expect_code(1, 6, 0);
+	expect_code(2, 4, SEMD__CODE__INVALID_ARGUMENT);	/* 9 > 4 */
+	EXPECT(none(3, 5));		/* 3 held + 4 > 4: must still wait */
+	r = t_info(sm, a, 1, 7, "g", SEMD__CODE__OK);
+	EXPECT(r && r->info->available == 1 && r->info->n_holders == 1 &&
+	    r->info->n_waiters == 1);
+	CHECK_SM(sm);
+	t_up(sm, a, 8, "g", 3, 0);
+	expect_code(1, 8, 0);
+	grant_of(3, 5);			/* now 4 of 4 */
+	r = t_info(sm, a, 1, 9, "g", SEMD__CODE__OK);
+	EXPECT(r && r->info->available == 0 && r->info->n_holders == 1);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
 /* delete --force cancels waiters and drops holders. */
 static void test_delete(void)
 {
@@ -1318,6 +1359,7 @@ int main(void)
 	test_detached();
 	test_idempotent();
 	test_set_limit();
+	test_issue_set_limit_shrink_overgrant();
 	test_delete();
 	test_autocreate();
 	test_limits();
