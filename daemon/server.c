@@ -359,7 +359,7 @@ int server_listen(struct server *srv)
 		return EX_OSERR;
 	}
 	for (i = 0; i < n; i++) {
-		if ((r = listener_adopt(srv, SD_LISTEN_FDS_START + i)) != 0)
+		if (listener_adopt(srv, SD_LISTEN_FDS_START + i) != 0)
 			return EX_OSERR;
 	}
 	if (n > 0 && srv->cfg.nlisten > 0)

