@@ -174,6 +174,7 @@ struct sm {
 	struct sm_counters	ctr;
 	uint64_t		mem;
 	bool			shutting_down;
+	uint64_t		overgrants;	/* grants that left held > limit: a bug */
 	sm_quota_fn		quota;		/* per-principal counts, or NULL */
 	void			*quota_arg;
 	uint64_t		now;		/* of the call in progress */
@@ -918,6 +919,13 @@ static void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *
 		    "out of memory recording the grant on %s", sem->name);
 		return;
 	}
+	/*
+	 * A grant needs count >= n with count == limit - held, so it can never
+	 * leave more held than the limit (a shrink leaves holders above it, but
+	 * then nobody is granted). Counted, not asserted, for sm_check().
+	 */
+	if (sem->held > sem->limit)
+		sm->overgrants++;
 	reply_grant(sm, s->client, request_id, h->permit_id, token, n,
 	    now - since);
 }
@@ -2374,6 +2382,8 @@ int sm_check(const struct sm *sm, char *err, size_t errlen)
 			return -1;
 		k++;
 	}
+	CHECK(sm->overgrants == 0, "%" PRIu64 " grant(s) left a semaphore held above its limit",
+	    sm->overgrants);
 	CHECK(k == sm->ctr.semaphores, "semaphore count %" PRIu64 " != %" PRIu64,
 	    sm->ctr.semaphores, k);
 	CHECK(nholds == sm->ctr.holders, "holder count");
