@@ -25,6 +25,7 @@ struct access_count {
 	size_t			n;
 	uint64_t		held;
 	uint64_t		waiters;
+	uint64_t		semaphores;	/* explicitly created, still there */
 	struct acl_subject	subject;
 };
 
@@ -98,7 +99,8 @@ static struct access_count *access_count_get(const struct acl_subject *who)
 /* Free an entry once nothing is counted on it. */
 static void access_count_maybe_free(struct access_count *ac)
 {
-	if (ac == NULL || ac->n > 0 || ac->held > 0 || ac->waiters > 0)
+	if (ac == NULL || ac->n > 0 || ac->held > 0 || ac->waiters > 0 ||
+	    ac->semaphores > 0)
 		return;
 	list_del_init(&ac->entry);
 	acl_subject_clear(&ac->subject);
@@ -115,8 +117,8 @@ static void access_count_put(struct access_count *ac)
 }
 
 /*
- * The state's quota hook (sm_quota_fn): held permits and waiting downs per
- * principal, against the quota lines. A count that would go below zero (a
+ * The state's quota hook (sm_quota_fn): held permits, waiting downs and
+ * explicitly created semaphores per principal, against the quota lines. A count that would go below zero (a
  * hold made before quotas were configured) stops at zero.
  */
 static bool access_quota_cb(void *arg, const char *principal,
@@ -124,16 +126,29 @@ static bool access_quota_cb(void *arg, const char *principal,
 {
 	struct server *srv = arg;
 	struct access_count *ac = access_count_find(principal);
+	enum acl_quota_kind akind;
 	uint64_t *v, quota;
 
 	if (ac == NULL) {
 		/* No connection of it open: only give-backs can come here. */
 		return true;
 	}
-	v = kind == SM_QUOTA_PERMITS ? &ac->held : &ac->waiters;
+	switch (kind) {
+	case SM_QUOTA_PERMITS:
+		v = &ac->held;
+		akind = ACL_QUOTA_PERMITS;
+		break;
+	case SM_QUOTA_WAITERS:
+		v = &ac->waiters;
+		akind = ACL_QUOTA_WAITERS;
+		break;
+	default:
+		v = &ac->semaphores;
+		akind = ACL_QUOTA_SEMAPHORES;
+		break;
+	}
 	if (check) {
-		quota = acl_quota(srv->cfg.acl, &ac->subject,
-		    kind == SM_QUOTA_PERMITS ? ACL_QUOTA_PERMITS : ACL_QUOTA_WAITERS);
+		quota = acl_quota(srv->cfg.acl, &ac->subject, akind);
 		return quota == 0 || delta <= 0 || *v + (uint64_t)delta <= quota;
 	}
 	if (delta < 0 && (uint64_t)-delta > *v)

@@ -52,6 +52,7 @@ struct sm_sem {
 	uint64_t		held;		/* permits in hold records */
 	struct list_head	holders;	/* sm_hold.sem_entry, grant order */
 	struct list_head	waiters;	/* sm_wait.sem_entry, queue order */
+	struct sm_ident		*creator;	/* of an explicit create, for quotas */
 	uint32_t		limit;
 	uint32_t		nholders;
 	uint32_t		nwaiters;
@@ -789,11 +790,43 @@ static struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
 	sem->limit = limit;
 	sem->mode = (uint8_t)mode;
 	sem->auto_created = auto_created;
+	sem->creator = NULL;
 	INIT_LIST_HEAD(&sem->holders);
 	INIT_LIST_HEAD(&sem->waiters);
 	hmap_insert(&sm->names, &sem->node, name_hash(sm, name, len));
 	sm->ctr.semaphores++;
 	return sem;
+}
+
+/* May who create one more semaphore under its quota? */
+static bool sem_quota_ok(struct sm *sm, const struct sm_ident *who)
+{
+	return sm->quota == NULL ||
+	    sm->quota(sm->quota_arg, who->principal, SM_QUOTA_SEMAPHORES, 1, true);
+}
+
+/* Record who created sem explicitly: it counts against who's quota. */
+static void sem_set_creator(struct sm *sm, struct sm_sem *sem,
+    struct sm_ident *who)
+{
+	if (sem->creator != NULL)
+		return;
+	if (sm->quota != NULL)
+		sm->quota(sm->quota_arg, who->principal, SM_QUOTA_SEMAPHORES, 1,
+		    false);
+	sem->creator = ident_get(who);
+}
+
+/* Give the creator's count back (the semaphore goes away). */
+static void sem_uncreate(struct sm *sm, struct sm_sem *sem)
+{
+	if (sem->creator == NULL)
+		return;
+	if (sm->quota != NULL)
+		sm->quota(sm->quota_arg, sem->creator->principal,
+		    SM_QUOTA_SEMAPHORES, -1, false);
+	ident_put(sm, sem->creator);
+	sem->creator = NULL;
 }
 
 /* Remove a semaphore that has no holders and no waiters. */
@@ -804,6 +837,7 @@ static void sem_free(struct sm *sm, struct sm_sem *sem)
 		sm->token_hwm = sem->sem.token;
 	hmap_remove(&sm->names, &sem->node);
 	sm->ctr.semaphores--;
+	sem_uncreate(sm, sem);
 	sm_cache_put_max(sm, &sm->sem_cache[SEM_CLASS(sem->len)], sem,
 	    SEM_CLASS_SIZE(SEM_CLASS(sem->len)), SM_SEM_CACHE_MAX);
 }
@@ -1349,7 +1383,17 @@ static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
 			    sem->limit);
 			return;
 		}
-		sem->auto_created = false;	/* explicitly wanted now */
+		if (sem->auto_created) {
+			/* Explicitly wanted now: it stays, so it counts. */
+			if (!sem_quota_ok(sm, c->session->ident)) {
+				reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+				    "quota: %s may not create more semaphores",
+				    c->session->ident->principal);
+				return;
+			}
+			sem->auto_created = false;
+			sem_set_creator(sm, sem, c->session->ident);
+		}
 		reply_ok(sm, c, id);
 		return;
 	}
@@ -1359,11 +1403,18 @@ static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
 		    sm->cfg.max_semaphores);
 		return;
 	}
-	if (sem_new(sm, cr->name, cr->limit, cr->mode, false, now) == NULL) {
+	if (!sem_quota_ok(sm, c->session->ident)) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "quota: %s may not create more semaphores",
+		    c->session->ident->principal);
+		return;
+	}
+	if ((sem = sem_new(sm, cr->name, cr->limit, cr->mode, false, now)) == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 		return;
 	}
+	sem_set_creator(sm, sem, c->session->ident);
 	reply_ok(sm, c, id);
 }
 

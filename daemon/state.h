@@ -147,7 +147,7 @@ void sm_shutdown(struct sm *sm, uint64_t now_ms);
  * Held permits are counted by hold records, waiters while queued; a down is
  * checked when it is made.
  */
-enum sm_quota_kind { SM_QUOTA_PERMITS, SM_QUOTA_WAITERS };
+enum sm_quota_kind { SM_QUOTA_PERMITS, SM_QUOTA_WAITERS, SM_QUOTA_SEMAPHORES };
 typedef bool (*sm_quota_fn)(void *arg, const char *principal,
     enum sm_quota_kind kind, int64_t delta, bool check);
 void sm_set_quota(struct sm *sm, sm_quota_fn fn, void *arg);

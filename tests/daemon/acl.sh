@@ -143,6 +143,22 @@ ok "quota waiters 1: a second waiting down refused" has "^reply id=4 code=RESOUR
 ok "... a down that does not wait is still fine" has '^reply id=3 code=OK permit=' "$T/qw.out"
 ok "the waiter was granted when anonymous let go" has '^reply id=5 code=OK name=w .*holders=1 waiters=0' "$T/qw.out"
 
+# Quota on explicitly created semaphores: counted while they exist, across
+# the creator's connections; a name a down creates (and frees) does not
+# count; deleting one gives it back; other principals are not limited.
+printf 'quota semaphores uid:%s 2\n' "$me" >"$T/qs.conf"
+start_semd qs --config "$T/qs.conf" || exit 1
+$PROBE "$qs_UNIX" hello "create s1 1" "create s2 1" "create s3 1" "down auto timeout=0" \
+	>"$T/qs1.out" 2>&1
+ok "quota semaphores 2: two created" has '^reply id=3 code=OK' "$T/qs1.out"
+ok "quota semaphores 2: a third refused" has "^reply id=4 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me may not create more semaphores\"" "$T/qs1.out"
+ok "... an auto-created name is not charged" has '^reply id=5 code=OK permit=' "$T/qs1.out"
+$PROBE "$qs_UNIX" hello "create s3 1" "delete s1" "create s3 1" >"$T/qs2.out" 2>&1
+ok "the count outlives the creator's connection" has '^reply id=2 code=RESOURCE_EXHAUSTED' "$T/qs2.out"
+ok "deleting one gives it back" has '^reply id=4 code=OK' "$T/qs2.out"
+$PROBE "$qs_TCP" hello "create a1 1" "create a2 1" "create a3 1" >"$T/qs3.out" 2>&1
+ok "quotas are per principal: anonymous creates freely" has '^reply id=4 code=OK' "$T/qs3.out"
+
 # SIGHUP: new rules apply to open and new connections.
 $PROBE "$A" hello "sleep 1500" "down jobs/c timeout=0" >"$T/open.out" 2>&1 &
 open=$!
