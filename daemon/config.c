@@ -46,6 +46,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "idle-timeout", CFG_DURATION, OFF(idle_timeout_ms), 0, UINT32_MAX },
 	{ "max-output", CFG_UINT, OFF(max_output), 4096, UINT32_MAX },
 	{ "keepalive", CFG_DURATION, OFF(keepalive_s), 0, UINT32_MAX },
+	{ "threads", CFG_UINT, OFF(threads), 1, SEMD_THREADS_MAX },
 	{ "unix-mode", CFG_MODE, OFF(unix_mode), 0, 07777 },
 	{ "unix-group", CFG_GROUP, OFF(unix_group), 0, 0 },
 	{ "user", CFG_USER, OFF(user), 0, 0 },
@@ -76,6 +77,7 @@ void config_init(struct semd_config *c)
 	c->idle_timeout_ms = 0;
 	c->max_output = 4u << 20;
 	c->keepalive_s = 60;
+	c->threads = 1;
 	c->unix_mode = 0600;
 }
 

@@ -18,6 +18,7 @@
 
 #define SEMD_DEFAULT_UNIX	"unix:/run/semd/semd.sock"
 #define SEMD_DEFAULT_TCP	"tcp:127.0.0.1:7385"
+#define SEMD_THREADS_MAX	64	/* event loops: one bit each in a mask */
 
 struct acl;
 
@@ -38,6 +39,7 @@ struct semd_config {
 	uint32_t	idle_timeout_ms;	/* 0: never */
 	uint32_t	max_output;		/* bytes queued to one client */
 	uint32_t	keepalive_s;		/* TCP keepalive idle; 0: off */
+	uint32_t	threads;		/* event loops (workers) */
 	uint32_t	unix_mode;
 	char		*unix_group;		/* group of the UNIX sockets */
 	char		*user;			/* drop to this user after binding */

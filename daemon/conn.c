@@ -7,11 +7,18 @@
  * this client caused by another one, are packed straight into the output
  * buffer by conn_reply(). Nothing here may free a connection from inside the
  * state machine: closes are deferred to the kill event.
+ *
+ * Threads: a connection belongs to one worker (one event loop and thread)
+ * and only that thread touches it. Every call into the state machine runs
+ * under the server lock; a reply the state machine makes for a client of
+ * another worker goes to that worker's mailbox (conn_mbox_put), which the
+ * owner empties into its connections under the lock (conn_mbox_deliver).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +60,15 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	uint64_t idle;
+	uint32_t idle_ms, handshake_ms;
 
+	server_lock(c->w);
+	idle_ms = c->srv->cfg.idle_timeout_ms;
+	handshake_ms = c->srv->cfg.handshake_timeout_ms;
+	if (!c->closing && !c->hello)
+		sm_protocol_error(c->srv->sm, c->client,
+		    "no hello within the handshake timeout");
+	server_unlock(c->w);
 	if (c->closing) {
 		log_info("%s: replies not read within 5 s of closing, dropped",
 		    c->peer);
@@ -62,16 +77,14 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (!c->hello) {
 		log_info("%s: no hello within %u ms, closing", c->peer,
-		    c->srv->cfg.handshake_timeout_ms);
-		sm_protocol_error(c->srv->sm, c->client,
-		    "no hello within the handshake timeout");
+		    handshake_ms);
 		conn_close_later(c);
 		return;
 	}
 	idle = server_now() - c->last_input_ms;
-	if (idle < c->srv->cfg.idle_timeout_ms) {
+	if (idle < idle_ms) {
 		struct timeval tv;
-		uint64_t left = c->srv->cfg.idle_timeout_ms - idle;
+		uint64_t left = idle_ms - idle;
 
 		tv.tv_sec = (time_t)(left / 1000);
 		tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
@@ -86,11 +99,11 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
  * Requests are unpacked into this arena: a bump allocator reset after each
  * request, so decoding a small request never touches the heap. A request
  * that does not fit (a big Ping payload) spills to malloc for the rest.
- * The state machine copies what it keeps, and runs on this thread only.
+ * The state machine copies what it keeps. One arena per thread.
  */
 #define ARENA_SIZE	4096
 
-static struct {
+static _Thread_local struct {
 	_Alignas(16) uint8_t	buf[ARENA_SIZE];
 	size_t			used;
 	unsigned int		spilled;	/* heap blocks handed out */
@@ -170,19 +183,135 @@ static void conn_drop(struct conn *c)
 	c->dead = true;
 	c->wlen = 0;
 	conn_unqueue(c);
-	c->srv->dropped++;
+	atomic_fetch_add_explicit(&c->w->dropped, 1, memory_order_relaxed);
 	event_active(c->kill, EV_TIMEOUT, 0);
 }
 
+/* Queue c for the one write at the end of this loop turn. */
+static void conn_queue_flush(struct conn *c)
+{
+	struct worker *w = c->w;
+
+	if (c->flush_entry.next == NULL || list_empty(&c->flush_entry)) {
+		list_add_tail(&c->flush_entry, &w->flushq);
+		if (!w->in_read)
+			event_active(w->flush_ev, EV_TIMEOUT, 0);
+	}
+}
+
+/* After staging: cut off a client whose unread replies pass max-output. */
+static void conn_check_output(struct conn *c)
+{
+	size_t queued;
+
+	queued = c->wlen + evbuffer_get_length(bufferevent_get_output(c->bev));
+	if (queued > c->srv->cfg.max_output) {
+		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
+		    c->peer, queued, c->srv->cfg.max_output);
+		conn_drop(c);
+		return;
+	}
+	conn_queue_flush(c);
+}
+
 /*
- * Pack one reply as a frame into the connection's staging buffer; the
- * staged replies go out in one write at the end of the loop turn.
+ * A reply for a client of another worker: pack it into that worker's
+ * mailbox as { struct conn *, uint32_t length, frame } and have it woken.
+ */
+static void conn_mbox_put(struct conn *c, const Semd__Reply *r)
+{
+	struct worker *w = c->w;
+	size_t len, need, cap;
+	uint32_t flen;
+	uint8_t *p;
+	bool fast;
+
+	fast = fastpb_reply_bound(r, &len);
+	if (!fast)
+		len = semd__reply__get_packed_size(r);
+	/* Keep room for one drop record (length UINT32_MAX) after it. */
+	need = 2 * (sizeof c + sizeof flen) + FRAME_HDR + len;
+	if (w->mcap - w->mlen < need) {
+		cap = w->mcap ? w->mcap : 4096;
+		while (cap - w->mlen < need && cap <= SIZE_MAX / 2)
+			cap *= 2;
+		p = cap - w->mlen >= need ? realloc(w->mbox, cap) : NULL;
+		if (p == NULL) {
+			/* The client would miss a reply: its worker drops it. */
+			log_warn("%s: out of memory for a reply, dropping the client",
+			    c->peer);
+			if (w->mcap - w->mlen < sizeof c + sizeof flen) {
+				/* Not even the reserve: never lose a grant. */
+				log_err("out of memory: cannot deliver a reply, exiting");
+				abort();
+			}
+			if (w->mlen == 0)
+				server_wake_later(w);
+			flen = UINT32_MAX;
+			memcpy(w->mbox + w->mlen, &c, sizeof c);
+			memcpy(w->mbox + w->mlen + sizeof c, &flen, sizeof flen);
+			w->mlen += sizeof c + sizeof flen;
+			return;
+		}
+		w->mbox = p;
+		w->mcap = cap;
+	}
+	if (w->mlen == 0)
+		server_wake_later(w);
+	p = w->mbox + w->mlen;
+	if (fast)
+		len = fastpb_reply_pack(r, p + sizeof c + sizeof flen + FRAME_HDR);
+	else
+		semd__reply__pack(r, p + sizeof c + sizeof flen + FRAME_HDR);
+	frame_put_header(p + sizeof c + sizeof flen, (uint32_t)len);
+	flen = (uint32_t)(FRAME_HDR + len);
+	memcpy(p, &c, sizeof c);
+	memcpy(p + sizeof c, &flen, sizeof flen);
+	w->mlen += sizeof c + sizeof flen + flen;
+}
+
+/* Under the lock: stage the frames other workers left for our clients. */
+void conn_mbox_deliver(struct worker *w)
+{
+	size_t off = 0;
+	struct conn *c;
+	uint32_t flen;
+
+	while (off < w->mlen) {
+		memcpy(&c, w->mbox + off, sizeof c);
+		memcpy(&flen, w->mbox + off + sizeof c, sizeof flen);
+		off += sizeof c + sizeof flen;
+		if (flen == UINT32_MAX) {
+			if (!c->dead)
+				conn_drop(c);
+			continue;
+		}
+		if (!c->dead && c->wcap - c->wlen < flen &&
+		    conn_wbuf_grow(c, flen) != 0) {
+			log_warn("%s: out of memory for a reply, dropping the client",
+			    c->peer);
+			conn_drop(c);
+		}
+		if (!c->dead) {
+			memcpy(c->wbuf + c->wlen, w->mbox + off, flen);
+			c->wlen += flen;
+			conn_check_output(c);
+		}
+		off += flen;
+	}
+	w->mlen = 0;
+}
+
+/*
+ * The sm_out sink, under the lock. Pack one reply as a frame into the
+ * connection's staging buffer; the staged replies go out in one write at
+ * the end of the loop turn. A client of another worker gets it through
+ * that worker's mailbox.
  */
 void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 {
 	struct conn *c = conn;
-	struct server *srv = c->srv;
-	size_t len, queued;
+	size_t len;
 	bool fast;
 
 	if (c->dead)
@@ -190,6 +319,10 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 	/* Abnormal events get a log line: limits hit, internal errors. */
 	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
 		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
+	if (c->w != worker_self) {
+		conn_mbox_put(c, r);
+		return;
+	}
 	/* The hot replies by hand into room for their largest size. */
 	fast = fastpb_reply_bound(r, &len);
 	if (!fast)
@@ -207,18 +340,7 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 		semd__reply__pack(r, c->wbuf + c->wlen + FRAME_HDR);
 	frame_put_header(c->wbuf + c->wlen, (uint32_t)len);
 	c->wlen += FRAME_HDR + len;
-	queued = c->wlen + evbuffer_get_length(bufferevent_get_output(c->bev));
-	if (queued > srv->cfg.max_output) {
-		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
-		    c->peer, queued, srv->cfg.max_output);
-		conn_drop(c);
-		return;
-	}
-	if (c->flush_entry.next == NULL || list_empty(&c->flush_entry)) {
-		list_add_tail(&c->flush_entry, &srv->flushq);
-		if (!srv->in_read)
-			event_active(srv->flush_ev, EV_TIMEOUT, 0);
-	}
+	conn_check_output(c);
 }
 
 /*
@@ -260,10 +382,10 @@ static void conn_flush(struct conn *c)
 }
 
 /* Write every connection's staged replies (one write each). */
-void conn_flush_all(struct server *srv)
+void conn_flush_all(struct worker *w)
 {
-	while (!list_empty(&srv->flushq))
-		conn_flush(list_first_entry(&srv->flushq, struct conn,
+	while (!list_empty(&w->flushq))
+		conn_flush(list_first_entry(&w->flushq, struct conn,
 		    flush_entry));
 }
 
@@ -395,31 +517,32 @@ static void conn_run_input(struct conn *c, struct evbuffer *in)
 /* Start a batch of input: replies are staged until conn_end_read(). */
 static bool conn_begin_read(struct conn *c)
 {
-	bool was = c->srv->in_read;
+	bool was = c->w->in_read;
 
-	c->srv->in_read = true;
+	c->w->in_read = true;
 	c->last_input_ms = server_now();
 	return was;
 }
 
 /* End a batch: one write per connection with staged replies. */
-static void conn_end_read(struct server *srv, bool was_in_read)
+static void conn_end_read(struct worker *w, bool was_in_read)
 {
-	srv->in_read = was_in_read;
+	w->in_read = was_in_read;
 	if (!was_in_read)
-		conn_flush_all(srv);
-	server_arm(srv);
+		conn_flush_all(w);
 }
 
 /* Input through the bufferevent (connections that are not direct). */
 static void conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
-	struct server *srv = c->srv;
+	struct worker *w = c->w;
 	bool was = conn_begin_read(c);
 
+	server_lock(w);
 	conn_run_input(c, bufferevent_get_input(bev));
-	conn_end_read(srv, was);
+	server_unlock(w);
+	conn_end_read(w, was);
 }
 
 /*
@@ -429,9 +552,9 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
  */
 static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	static uint8_t buf[65536];
+	static _Thread_local uint8_t buf[65536];
 	struct conn *c = arg;
-	struct server *srv = c->srv;
+	struct worker *w = c->w;
 	size_t off = 0;
 	ssize_t n;
 	bool was, go = true;
@@ -450,6 +573,7 @@ static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	was = conn_begin_read(c);
+	server_lock(w);
 	if (c->in != NULL && evbuffer_get_length(c->in) > 0) {
 		if (evbuffer_add(c->in, buf, (size_t)n) != 0) {
 			log_warn("%s: out of memory reading a frame", c->peer);
@@ -466,7 +590,8 @@ static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
 			conn_close_later(c);
 		}
 	}
-	conn_end_read(srv, was);
+	server_unlock(w);
+	conn_end_read(w, was);
 }
 
 /* Output drained: finish a pending close. */
@@ -515,9 +640,9 @@ void conn_close_later(struct conn *c)
 }
 
 /* Socket options for a TCP client: no Nagle, keepalive probes. */
-static void conn_tune_tcp(struct conn *c, int fd)
+static void conn_tune_tcp(struct conn *c, int fd, uint32_t keepalive_s)
 {
-	int one = 1, idle = (int)c->srv->cfg.keepalive_s, intvl, cnt = 3;
+	int one = 1, idle = (int)keepalive_s, intvl, cnt = 3;
 
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
 		log_debug("%s: TCP_NODELAY: %s", c->peer, strerror(errno));
@@ -575,122 +700,196 @@ static void conn_refuse_fd(int fd, struct bufferevent *tlsbev)
 		close(fd);
 }
 
-/* Serve a new client: a plain socket fd, or a TLS bufferevent on it. */
-static void conn_start(struct server *srv, int fd, struct bufferevent *tlsbev,
+/* Serve a new client of worker w: a plain socket fd, or a TLS bufferevent. */
+static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
     struct sockaddr *sa, bool is_unix)
 {
+	struct server *srv = w->srv;
 	uint8_t secret[SM_SECRET_LEN];
 	char principal[64];
+	uint32_t keepalive, max_frame;
+	bool tls = tlsbev != NULL;
 	struct conn *c;
+	int r;
 
-	if (srv->stopping) {
-		conn_refuse_fd(fd, tlsbev);
-		return;
+	server_lock(w);
+	r = srv->stopping ? -ESHUTDOWN :
+	    srv->nconns >= srv->cfg.max_connections ? -EMFILE : 0;
+	if (r == 0) {
+		/* Count it now: the limit holds across workers. */
+		srv->nconns++;
+		w->nconns++;
 	}
-	if (srv->nconns >= srv->cfg.max_connections) {
+	keepalive = srv->cfg.keepalive_s;
+	max_frame = srv->cfg.max_frame;
+	server_unlock(w);
+	if (r == -EMFILE)
 		log_warn("max-connections %u reached, refusing a client",
 		    srv->cfg.max_connections);
+	if (r != 0) {
 		conn_refuse_fd(fd, tlsbev);
 		return;
 	}
 	if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) {
 		log_warn_errno(errno, "getrandom");
-		conn_refuse_fd(fd, tlsbev);
-		return;
+		goto refuse;
 	}
 	c = calloc(1, sizeof *c);
 	if (c == NULL)
-		goto fail;
+		goto nomem;
 	c->srv = srv;
+	c->w = w;
 	INIT_LIST_HEAD(&c->flush_entry);
 	c->direct = tlsbev == NULL;	/* a plain socket bufferevent, made below */
 	if (!is_unix)
-		conn_tune_tcp(c, fd);
+		conn_tune_tcp(c, fd, keepalive);
 	conn_principal(c, fd, sa, is_unix, principal, sizeof principal);
-	if (access_open(srv, fd, is_unix, tlsbev != NULL ?
-	    bufferevent_openssl_get_ssl(tlsbev) : NULL, &c->id, principal,
-	    sizeof principal) != 0) {
-		free(c);
-		conn_refuse_fd(fd, tlsbev);
-		return;
-	}
 	c->bev = tlsbev != NULL ? tlsbev :
-	    bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	    bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL) {
-		access_close(c->id);
 		free(c);
-		goto fail;
+		goto nomem;
 	}
-	c->timer = evtimer_new(srv->base, conn_timer_cb, c);
-	c->kill = event_new(srv->base, -1, 0, conn_kill_cb, c);
-	c->client = sm_client_open(srv->sm, c, principal, secret, server_now());
-	if (c->timer == NULL || c->kill == NULL || c->client == NULL) {
-		if (c->timer)
-			event_free(c->timer);
-		if (c->kill)
-			event_free(c->kill);
-		sm_client_close(srv->sm, c->client, server_now());
-		bufferevent_free(c->bev);
-		access_close(c->id);
-		free(c);
-		log_warn("out of memory accepting a client");
-		return;
-	}
-	c->last_input_ms = server_now();
-	/* Never buffer more than one whole frame of input. */
-	bufferevent_setwatermark(c->bev, EV_READ, 0,
-	    srv->cfg.max_frame + FRAME_HDR + 4096);
-	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	tlsbev = NULL;
+	fd = -1;
+	c->timer = evtimer_new(w->base, conn_timer_cb, c);
+	c->kill = event_new(w->base, -1, 0, conn_kill_cb, c);
 	if (c->direct) {
 		/* We read the socket ourselves; the bufferevent only writes. */
-		c->rev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
-		    conn_raw_read_cb, c);
-		if (c->rev == NULL || event_add(c->rev, NULL) != 0) {
-			log_warn("out of memory accepting a client");
-			if (c->rev != NULL)
-				event_free(c->rev);
-			c->rev = NULL;
+		c->rev = event_new(w->base, bufferevent_getfd(c->bev),
+		    EV_READ | EV_PERSIST, conn_raw_read_cb, c);
+		if (c->rev == NULL)
 			c->direct = false;
+	}
+	if (c->timer == NULL || c->kill == NULL)
+		goto free_conn;
+	server_lock(w);
+	r = access_open(srv, bufferevent_getfd(c->bev), is_unix, tls ?
+	    bufferevent_openssl_get_ssl(c->bev) : NULL, &c->id, principal,
+	    sizeof principal);
+	if (r == 0) {
+		c->client = sm_client_open(srv->sm, c, principal, secret,
+		    server_now());
+		if (c->client == NULL) {
+			access_close(c->id);
+			c->id = NULL;
 		}
 	}
+	if (c->client != NULL) {
+		list_add_tail(&c->entry, &w->conns);
+		conn_arm_timer(c);
+	}
+	server_unlock(w);
+	if (r != 0)
+		goto free_quiet;
+	if (c->client == NULL)
+		goto free_conn;
+	c->last_input_ms = server_now();
+	/* Never buffer more than one whole frame of input. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, max_frame + FRAME_HDR + 4096);
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	if (c->direct && event_add(c->rev, NULL) != 0) {
+		log_warn("cannot watch a client socket; reading through a buffer");
+		event_free(c->rev);
+		c->rev = NULL;
+		c->direct = false;
+	}
 	bufferevent_enable(c->bev, c->direct ? EV_WRITE : EV_READ | EV_WRITE);
-	list_add_tail(&c->entry, &srv->conns);
-	srv->nconns++;
-	conn_arm_timer(c);
 	log_debug("%s: connected as %s", c->peer, principal);
 	return;
-fail:
+free_conn:
 	log_warn("out of memory accepting a client");
+free_quiet:
+	if (c->timer)
+		event_free(c->timer);
+	if (c->kill)
+		event_free(c->kill);
+	if (c->rev)
+		event_free(c->rev);
+	bufferevent_free(c->bev);
+	free(c);
+	goto uncount;
+nomem:
+	log_warn("out of memory accepting a client");
+refuse:
 	conn_refuse_fd(fd, tlsbev);
+uncount:
+	server_lock(w);
+	srv->nconns--;
+	w->nconns--;
+	if (srv->stopping && w->nconns == 0)
+		event_base_loopexit(w->base, NULL);
+	server_unlock(w);
 }
 
-/* A new client socket from a listener. */
+/*
+ * A new client socket from a listener (on worker 0): served by the next
+ * worker in turn; another worker gets it through its accept queue.
+ */
 void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
     bool is_unix)
 {
-	conn_start(srv, fd, NULL, sa, is_unix);
+	struct worker *w = &srv->workers[srv->next_worker];
+	struct conn_pending *p;
+
+	srv->next_worker = (srv->next_worker + 1) % srv->nworkers;
+	if (w == worker_self) {
+		conn_start(w, fd, NULL, sa, is_unix);
+		return;
+	}
+	p = calloc(1, sizeof *p);
+	if (p == NULL || salen < 0 || (size_t)salen > sizeof p->ss) {
+		free(p);
+		close(fd);
+		return;
+	}
+	p->fd = fd;
+	p->is_unix = is_unix;
+	p->salen = salen;
+	memcpy(&p->ss, sa, (size_t)salen);
+	server_lock(worker_self);
+	list_add_tail(&p->entry, &w->acceptq);
+	server_wake_later(w);
+	server_unlock(worker_self);
 }
 
-/* A TLS client whose handshake is done (listen.c, security/tls_bev). */
+/* A client handed over by worker 0's listener. */
+void conn_start_pending(struct worker *w, struct conn_pending *p)
+{
+	conn_start(w, p->fd, NULL, (struct sockaddr *)&p->ss, p->is_unix);
+}
+
+/*
+ * A TLS client whose handshake is done (listen.c, security/tls_bev): its
+ * bufferevent lives on worker 0's base, so worker 0 serves it.
+ */
 void conn_accept_tls(struct server *srv, struct bufferevent *bev,
     struct sockaddr *sa, int salen)
 {
-	conn_start(srv, bufferevent_getfd(bev), bev, sa, false);
+	conn_start(&srv->workers[0], bufferevent_getfd(bev), bev, sa, false);
 }
 
 /* Close and free a connection; its session lets go (or lingers). */
 void conn_free(struct conn *c)
 {
 	struct server *srv;
+	struct worker *w;
 
 	if (c == NULL)
 		return;
 	srv = c->srv;
-	list_del_init(&c->entry);
-	srv->nconns--;
+	w = c->w;
 	c->dead = true;
 	conn_unqueue(c);
+	server_lock(w);
+	list_del_init(&c->entry);
+	srv->nconns--;
+	w->nconns--;
 	sm_client_close(srv->sm, c->client, server_now());
+	access_close(c->id);
+	if (srv->stopping && w->nconns == 0)
+		event_base_loopexit(w->base, NULL);
+	server_unlock(w);
 	event_free(c->timer);
 	event_free(c->kill);
 	if (c->rev != NULL)
@@ -698,10 +897,6 @@ void conn_free(struct conn *c)
 	if (c->in != NULL)
 		evbuffer_free(c->in);
 	bufferevent_free(c->bev);
-	access_close(c->id);
 	free(c->wbuf);
 	free(c);
-	server_arm(srv);
-	if (srv->stopping && srv->nconns == 0)
-		event_base_loopexit(srv->base, NULL);
 }

@@ -67,7 +67,8 @@ static void listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 {
 	struct listener *l = arg;
 
-	if (!l->srv->stopping && l->srv->nconns >= l->srv->cfg.max_connections) {
+	if (!l->srv->stopping &&
+	    server_nconns(l->srv) >= l->srv->cfg.max_connections) {
 		listener_refuse(l->srv, fd, true);
 		return;
 	}
@@ -118,7 +119,8 @@ static void listener_accept_tls_cb(struct evconnlistener *evl,
 		close(fd);
 		return;
 	}
-	if (srv->nconns + listener_tls_handshakes >= srv->cfg.max_connections) {
+	if (server_nconns(srv) + listener_tls_handshakes >=
+	    srv->cfg.max_connections) {
 		/* No plaintext frame on a TLS port: just close. */
 		listener_refuse(srv, fd, false);
 		return;

@@ -1,13 +1,17 @@
 /* daemon/log.c - logging to standard error. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/log.h"
 
-/* Process-wide logging settings: written at start-up and on reload only. */
-static int log_level = LOG_INFO;
+/*
+ * Process-wide logging settings: written at start-up and on reload only
+ * (the level atomically: every thread reads it).
+ */
+static _Atomic int log_level = LOG_INFO;
 static int log_systemd;
 
 static const char *const level_names[] = {

@@ -52,6 +52,7 @@ static void usage(FILE *f)
 "      --max-lease DURATION, --handshake-timeout DURATION (10s),\n"
 "      --idle-timeout DURATION (0: off), --keepalive DURATION (60s),\n"
 "      --unix-mode OCTAL (0600), --unix-group GROUP\n"
+"      --threads N           event loops serving clients (1; at most 64)\n"
 "      --allow-insecure-tcp[=yes|no]  plain tcp: on non-loopback addresses\n"
 "                            (refused by default)\n"
 "      --user NAME           drop to this user (and its groups) after binding\n"
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
 		"max-connections", "log-level", "max-semaphores", "max-sessions",
 		"max-waiters-per-session", "max-holds-per-session", "max-lease",
 		"handshake-timeout", "idle-timeout", "max-output", "keepalive",
+		"threads",
 		"unix-mode", "unix-group", "user", "allow-insecure-tcp",
 		"tls-cert", "tls-key", "tls-ca", "tls-client-auth",
 		"metrics-listen", "metrics-names",

@@ -156,8 +156,11 @@ static int metrics_sems(struct metrics *m, struct evbuffer *b)
 			goto out;
 		}
 	}
-	if (m->srv->cfg.nmetrics_names > 0)
+	if (m->srv->cfg.nmetrics_names > 0) {
+		server_lock(worker_self);
 		sm_sem_each(m->srv->sm, metrics_sem_cb, &ms);
+		server_unlock(worker_self);
+	}
 	for (i = 0; i < 4; i++) {
 		snprintf(name, sizeof name, "semd_semaphore_%s", sem_families[i][0]);
 		metrics_head(b, name, "gauge", sem_families[i][1]);
@@ -181,8 +184,12 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	const ProtobufCEnumValue *ev;
 	struct sm_counters k;
 	unsigned int i, j;
+	uint64_t dropped;
 
+	server_lock(worker_self);
 	sm_get_counters(m->srv->sm, &k);
+	dropped = server_dropped(m->srv);
+	server_unlock(worker_self);
 	metrics_head(b, "semd_requests_total", "counter",
 	    "Replies sent, by the operation they answer and their code.");
 	for (i = 0; i < 15; i++) {
@@ -215,7 +222,7 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	    "Replies with a code other than OK.", k.errors);
 	metrics_one(b, "semd_clients_dropped_total", "counter",
 	    "Clients cut off (bad frames, limits, slow readers).",
-	    m->srv->dropped);
+	    dropped);
 	metrics_one(b, "semd_holders", "gauge",
 	    "Hold records, over all semaphores.", k.holders);
 	metrics_one(b, "semd_waiters", "gauge",

@@ -7,12 +7,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sysexits.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -53,40 +56,270 @@ static void server_notify(struct server *srv, const char *msg)
 #endif
 }
 
-/* The state machine's earliest deadline came. */
-static void server_deadline_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct server *srv = arg;
+_Thread_local struct worker *worker_self;
 
-	srv->deadline_at = UINT64_MAX;
-	sm_tick(srv->sm, server_now());
-	server_arm(srv);
+/* Workers to wake once this thread drops the lock (bit = worker index). */
+static _Thread_local uint64_t server_wake_mask;
+
+/* Take the state lock; frames other workers left for us go out first. */
+void server_lock(struct worker *w)
+{
+	spin_lock(&w->srv->lock);
+	if (w->mlen > 0)
+		conn_mbox_deliver(w);
 }
 
-/* Arm the one timer for the earliest deadline in the state. */
-void server_arm(struct server *srv)
+/*
+ * Keep a timer armed for the earliest deadline in the state. Every worker
+ * has its own timer and arms it only from its own thread; srv->armed_min is
+ * the earliest one armed (armed_by's). A worker that moves the earliest
+ * deadline before armed_min arms its own timer; the owner of armed_min
+ * follows the earliest deadline wherever it moves. A timer left armed for
+ * a deadline that went away fires once and finds nothing due.
+ */
+static void server_arm_locked(struct worker *w)
 {
+	struct server *srv = w->srv;
 	uint64_t next = sm_next_deadline(srv->sm), now, delta;
 	struct timeval tv;
 
-	if (next == srv->deadline_at)
+	if (next >= srv->armed_min && srv->armed_by != w)
 		return;
-	srv->deadline_at = next;
+	srv->armed_min = next;
+	srv->armed_by = next == UINT64_MAX ? NULL : w;
+	if (next == w->deadline_at)
+		return;
+	w->deadline_at = next;
 	if (next == UINT64_MAX) {
-		evtimer_del(srv->deadline);
+		evtimer_del(w->deadline);
 		return;
 	}
 	now = server_now();
 	delta = next > now ? next - now : 0;
 	tv.tv_sec = (time_t)(delta / 1000);
 	tv.tv_usec = (suseconds_t)(delta % 1000) * 1000;
-	evtimer_add(srv->deadline, &tv);
+	evtimer_add(w->deadline, &tv);
+}
+
+/* Arm the deadline timer, drop the lock, wake the workers we wrote to. */
+void server_unlock(struct worker *w)
+{
+	uint64_t mask;
+	unsigned int i;
+
+	server_arm_locked(w);
+	mask = server_wake_mask;
+	server_wake_mask = 0;
+	spin_unlock(&w->srv->lock);
+	for (i = 0; mask != 0; i++, mask >>= 1)
+		if (mask & 1)
+			server_wake(&w->srv->workers[i]);
+}
+
+/* Wake w at the next server_unlock() of this thread. */
+void server_wake_later(struct worker *w)
+{
+	if (w != worker_self)
+		server_wake_mask |= UINT64_C(1) << w->idx;
+}
+
+/* Wake w's loop through its eventfd. */
+void server_wake(struct worker *w)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	do
+		n = write(w->wakefd, &one, sizeof one);
+	while (n < 0 && errno == EINTR);
+	/* EAGAIN: the counter is full, so a wake-up is pending anyway. */
+}
+
+/* Clients connected to every worker. */
+size_t server_nconns(struct server *srv)
+{
+	size_t n;
+
+	server_lock(worker_self);
+	n = srv->nconns;
+	server_unlock(worker_self);
+	return n;
+}
+
+/* Clients cut off by every worker. */
+uint64_t server_dropped(struct server *srv)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < srv->nworkers; i++)
+		n += atomic_load_explicit(&srv->workers[i].dropped,
+		    memory_order_relaxed);
+	return n;
+}
+
+/* The state machine's earliest deadline came (this worker's timer). */
+static void server_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct server *srv = w->srv;
+
+	server_lock(w);
+	w->deadline_at = UINT64_MAX;
+	if (srv->armed_by == w) {
+		srv->armed_by = NULL;
+		srv->armed_min = UINT64_MAX;
+	}
+	sm_tick(srv->sm, server_now());
+	server_unlock(w);
 }
 
 /* Replies staged outside a read callback (timers, closes, stop). */
 static void server_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	conn_flush_all(arg);
+}
+
+/* Close every client of w; its loop ends when the last one is gone. */
+static void worker_stop(struct worker *w)
+{
+	struct timeval tv = { STOP_GRACE_S, 0 };
+	struct list_head *pos, *tmp;
+	size_t n;
+
+	list_for_each_safe(pos, tmp, &w->conns)
+		conn_close_later(list_entry(pos, struct conn, entry));
+	server_lock(w);
+	n = w->nconns;
+	server_unlock(w);
+	if (n == 0)
+		event_base_loopexit(w->base, NULL);
+	else
+		evtimer_add(w->stop_timer, &tv);
+}
+
+/* The eventfd: frames in the mailbox, clients to serve, or a stop. */
+static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct list_head q;
+	struct conn_pending *p;
+	uint64_t v;
+	bool stop;
+
+	if (read(fd, &v, sizeof v) < 0 && errno != EAGAIN)
+		log_debug("eventfd: %s", strerror(errno));
+	INIT_LIST_HEAD(&q);
+	server_lock(w);
+	while (!list_empty(&w->acceptq)) {
+		p = list_first_entry(&w->acceptq, struct conn_pending, entry);
+		list_del_init(&p->entry);
+		list_add_tail(&p->entry, &q);
+	}
+	stop = w->stop;
+	server_unlock(w);
+	conn_flush_all(w);
+	while (!list_empty(&q)) {
+		p = list_first_entry(&q, struct conn_pending, entry);
+		list_del_init(&p->entry);
+		if (stop)
+			close(p->fd);
+		else
+			conn_start_pending(w, p);
+		free(p);
+	}
+	if (stop && !event_base_got_exit(w->base))
+		worker_stop(w);
+}
+
+/* The grace time of a stop ran out. */
+static void server_stop_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	log_warn("%zu client(s) still connected after %d s, exiting anyway",
+	    w->nconns, STOP_GRACE_S);
+	event_base_loopexit(w->base, NULL);
+}
+
+/* Make worker i: its event base and events. */
+static int worker_init(struct server *srv, unsigned int i)
+{
+	struct worker *w = &srv->workers[i];
+
+	w->srv = srv;
+	w->idx = i;
+	w->wakefd = -1;
+	w->deadline_at = UINT64_MAX;
+	INIT_LIST_HEAD(&w->conns);
+	INIT_LIST_HEAD(&w->flushq);
+	INIT_LIST_HEAD(&w->acceptq);
+	w->base = event_base_new();
+	if (w->base == NULL) {
+		log_err("cannot create a libevent base");
+		return -1;
+	}
+	/* The mailbox always keeps room for one drop record (conn.c). */
+	w->mcap = 4096;
+	w->mbox = malloc(w->mcap);
+	if (w->mbox == NULL)
+		return -1;
+	w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->wakefd < 0) {
+		log_err_errno(errno, "eventfd");
+		return -1;
+	}
+	w->flush_ev = event_new(w->base, -1, 0, server_flush_cb, w);
+	w->deadline = evtimer_new(w->base, server_deadline_cb, w);
+	w->stop_timer = evtimer_new(w->base, server_stop_timer_cb, w);
+	w->wake_ev = event_new(w->base, w->wakefd, EV_READ | EV_PERSIST,
+	    worker_wake_cb, w);
+	if (w->flush_ev == NULL || w->deadline == NULL ||
+	    w->stop_timer == NULL || w->wake_ev == NULL ||
+	    event_add(w->wake_ev, NULL) != 0) {
+		log_err("out of memory making an event loop");
+		return -1;
+	}
+	return 0;
+}
+
+/* Free worker w's loop (its thread has ended; its clients are gone). */
+static void worker_free(struct worker *w)
+{
+	struct conn_pending *p;
+
+	if (w->srv == NULL)
+		return;
+	while (!list_empty(&w->acceptq)) {
+		p = list_first_entry(&w->acceptq, struct conn_pending, entry);
+		list_del_init(&p->entry);
+		close(p->fd);
+		free(p);
+	}
+	if (w->flush_ev)
+		event_free(w->flush_ev);
+	if (w->deadline)
+		event_free(w->deadline);
+	if (w->stop_timer)
+		event_free(w->stop_timer);
+	if (w->wake_ev)
+		event_free(w->wake_ev);
+	if (w->wakefd >= 0)
+		close(w->wakefd);
+	free(w->mbox);
+	if (w->base)
+		event_base_free(w->base);
+}
+
+/* A worker thread: run its loop until it is told to stop. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	worker_self = w;
+	if (event_base_dispatch(w->base) < 0)
+		log_err("event loop %u failed", w->idx);
+	return NULL;
 }
 
 /* Resume accepting after an EMFILE pause. */
@@ -106,40 +339,32 @@ static void server_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 }
 #endif
 
-/* The grace time of a stop ran out. */
-static void server_stop_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct server *srv = arg;
-
-	log_warn("%zu client(s) still connected after %d s, exiting anyway",
-	    srv->nconns, STOP_GRACE_S);
-	event_base_loopexit(srv->base, NULL);
-}
-
 /*
  * Graceful stop: no new clients, waiters hear UNAVAILABLE, every connection
  * closes once its replies are written.
  */
 void server_stop(struct server *srv, const char *why)
 {
-	struct timeval tv = { STOP_GRACE_S, 0 };
-	struct list_head *pos, *tmp;
+	struct worker *w0 = &srv->workers[0];
+	unsigned int i;
 
 	if (srv->stopping)
 		return;
-	srv->stopping = true;
 	log_notice("%s: stopping (%zu clients)", why, srv->nconns);
 	server_notify(srv, "STOPPING=1\nSTATUS=stopping");
 	while (!list_empty(&srv->listeners))
 		listener_free(list_first_entry(&srv->listeners, struct listener,
 		    entry));
+	server_lock(w0);
+	srv->stopping = true;
 	sm_shutdown(srv->sm, server_now());
-	list_for_each_safe(pos, tmp, &srv->conns)
-		conn_close_later(list_entry(pos, struct conn, entry));
-	if (srv->nconns == 0)
-		event_base_loopexit(srv->base, NULL);
-	else
-		evtimer_add(srv->stop_timer, &tv);
+	for (i = 1; i < srv->nworkers; i++) {
+		srv->workers[i].stop = true;
+		server_wake_later(&srv->workers[i]);
+	}
+	server_unlock(w0);
+	conn_flush_all(w0);
+	worker_stop(w0);
 }
 
 /* Log what a reload changes (numbers only). */
@@ -187,16 +412,23 @@ static void server_reload(struct server *srv)
 	server_log_change("idle-timeout (ms)", srv->cfg.idle_timeout_ms, nc.idle_timeout_ms);
 	server_log_change("max-output", srv->cfg.max_output, nc.max_output);
 	server_log_change("keepalive (s)", srv->cfg.keepalive_s, nc.keepalive_s);
+	if (nc.threads != srv->cfg.threads)
+		log_warn("reload: threads changes only at a restart");
+	nc.threads = srv->cfg.threads;
 	same = nc.nlisten == srv->cfg.nlisten && nc.unix_mode == srv->cfg.unix_mode;
 	for (i = 0; same && i < nc.nlisten; i++)
 		same = strcmp(nc.listen[i], srv->cfg.listen[i]) == 0;
 	if (!same)
 		log_warn("reload: listen addresses and unix-mode change only at a restart");
 	/* Keep the running listeners and ready file. */
+	server_lock(&srv->workers[0]);
 	config_free(&srv->cfg);
 	srv->cfg = nc;
-	/* Connections buffer up to one whole frame: follow max-frame. */
-	list_for_each(pos, &srv->conns)
+	/*
+	 * Connections read through a bufferevent (TLS ones, all on worker 0)
+	 * buffer up to one whole frame: follow max-frame.
+	 */
+	list_for_each(pos, &srv->workers[0].conns)
 		bufferevent_setwatermark(list_entry(pos, struct conn, entry)->bev,
 		    EV_READ, 0, nc.max_frame + FRAME_HDR + 4096);
 	sm_config_defaults(&sc);
@@ -208,6 +440,7 @@ static void server_reload(struct server *srv)
 	sc.max_holds_per_session = nc.max_holds_per_session;
 	sc.max_lease_ms = nc.max_lease_ms;
 	sm_reconfigure(srv->sm, &sc);
+	server_unlock(&srv->workers[0]);
 	log_notice("configuration reloaded");
 }
 
@@ -264,21 +497,25 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	if (srv == NULL)
 		return NULL;
 	INIT_LIST_HEAD(&srv->listeners);
-	INIT_LIST_HEAD(&srv->conns);
-	INIT_LIST_HEAD(&srv->flushq);
+	spin_lock_init(&srv->lock);
 	srv->cfg = *cfg;
 	srv->reload = fn;
 	srv->reload_arg = arg;
-	srv->deadline_at = UINT64_MAX;
+	srv->armed_min = UINT64_MAX;
 	srv->systemd = getenv("NOTIFY_SOCKET") != NULL;
 	signal(SIGPIPE, SIG_IGN);
-	srv->base = event_base_new();
-	if (srv->base == NULL) {
-		log_err("cannot create the libevent base");
+	srv->nworkers = cfg->threads > 0 ? cfg->threads : 1;
+	srv->workers = calloc(srv->nworkers, sizeof *srv->workers);
+	if (srv->workers == NULL)
 		goto fail;
-	}
-	log_notice("semd %s starting: libevent %s, backend %s", PACKAGE_VERSION,
-	    event_get_version(), event_base_get_method(srv->base));
+	for (i = 0; i < srv->nworkers; i++)
+		if (worker_init(srv, (unsigned int)i) != 0)
+			goto fail;
+	srv->base = srv->workers[0].base;
+	worker_self = &srv->workers[0];
+	log_notice("semd %s starting: libevent %s, backend %s, %u thread(s)",
+	    PACKAGE_VERSION, event_get_version(),
+	    event_base_get_method(srv->base), srv->nworkers);
 	sm_config_defaults(&sc);
 	sc.default_limit = cfg->default_limit;
 	sc.max_semaphores = cfg->max_semaphores;
@@ -294,13 +531,8 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 		goto fail;
 	}
 	srv->sm = sm_new(&sc, &out, server_now());
-	srv->deadline = evtimer_new(srv->base, server_deadline_cb, srv);
 	srv->accept_resume = evtimer_new(srv->base, server_accept_resume_cb, srv);
-	srv->stop_timer = evtimer_new(srv->base, server_stop_timer_cb, srv);
-	srv->flush_ev = event_new(srv->base, -1, 0, server_flush_cb, srv);
-	if (srv->sm == NULL || srv->deadline == NULL ||
-	    srv->accept_resume == NULL || srv->stop_timer == NULL ||
-	    srv->flush_ev == NULL)
+	if (srv->sm == NULL || srv->accept_resume == NULL)
 		goto fail;
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		srv->sigs[i] = evsignal_new(srv->base, sigs[i], server_signal_cb, srv);
@@ -315,34 +547,37 @@ fail:
 	return NULL;
 }
 
-/* Free everything. */
+/* Free everything (the worker threads have ended). */
 void server_free(struct server *srv)
 {
+	struct worker *w;
 	size_t i;
 
 	if (srv == NULL)
 		return;
-	while (!list_empty(&srv->conns))
-		conn_free(list_first_entry(&srv->conns, struct conn, entry));
+	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++) {
+		w = &srv->workers[i];
+		worker_self = w;
+		while (w->srv != NULL && !list_empty(&w->conns))
+			conn_free(list_first_entry(&w->conns, struct conn,
+			    entry));
+	}
+	worker_self = srv->workers != NULL ? &srv->workers[0] : NULL;
 	while (!list_empty(&srv->listeners))
 		listener_free(list_first_entry(&srv->listeners, struct listener,
 		    entry));
 	for (i = 0; i < sizeof srv->sigs / sizeof srv->sigs[0]; i++)
 		if (srv->sigs[i] != NULL)
 			event_free(srv->sigs[i]);
-	if (srv->deadline)
-		event_free(srv->deadline);
 	if (srv->accept_resume)
 		event_free(srv->accept_resume);
-	if (srv->stop_timer)
-		event_free(srv->stop_timer);
 	if (srv->watchdog)
 		event_free(srv->watchdog);
-	if (srv->flush_ev)
-		event_free(srv->flush_ev);
 	sm_free(srv->sm);
-	if (srv->base)
-		event_base_free(srv->base);
+	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++)
+		worker_free(&srv->workers[i]);
+	free(srv->workers);
+	worker_self = NULL;
 	config_free(&srv->cfg);
 	free(srv);
 }
@@ -376,6 +611,51 @@ int server_listen(struct server *srv)
 			return r == -EACCES || r == -ENOENT ? EX_CANTCREAT : EX_OSERR;
 	}
 	return 0;
+}
+
+/* Start the threads of workers 1..N-1, signals blocked in them. */
+static int server_start_workers(struct server *srv)
+{
+	sigset_t all, old;
+	char name[16];
+	unsigned int i;
+	int r = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (i = 1; i < srv->nworkers && r == 0; i++) {
+		r = pthread_create(&srv->workers[i].thread, NULL, worker_main,
+		    &srv->workers[i]);
+		if (r != 0) {
+			log_err_errno(-r, "cannot start thread %u", i);
+			break;
+		}
+		srv->workers[i].running = true;
+		snprintf(name, sizeof name, "semd/%u", i);
+		pthread_setname_np(srv->workers[i].thread, name);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* Tell every worker thread to stop and wait for it. */
+static void server_join_workers(struct server *srv)
+{
+	struct worker *w0 = &srv->workers[0];
+	unsigned int i;
+
+	server_lock(w0);
+	srv->stopping = true;
+	for (i = 1; i < srv->nworkers; i++) {
+		srv->workers[i].stop = true;
+		server_wake_later(&srv->workers[i]);
+	}
+	server_unlock(w0);
+	for (i = 1; i < srv->nworkers; i++) {
+		if (srv->workers[i].running)
+			pthread_join(srv->workers[i].thread, NULL);
+		srv->workers[i].running = false;
+	}
 }
 
 /* Announce readiness, run the loop, return the exit code. */
@@ -414,11 +694,15 @@ int server_run(struct server *srv)
 	(void)usec;
 	(void)tv;
 #endif
+	if (server_start_workers(srv) != 0)
+		return EX_OSERR;
 	log_notice("ready");
-	if (event_base_dispatch(srv->base) < 0) {
+	r = event_base_dispatch(srv->base);
+	if (r < 0)
 		log_err("event loop failed");
+	server_join_workers(srv);
+	if (r < 0)
 		return EX_SOFTWARE;
-	}
 	log_notice("stopped");
 	return 0;
 }

@@ -9,6 +9,7 @@
 #ifndef SEMD_SERVER_H
 #define SEMD_SERVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -17,6 +18,8 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
+#include "arch/arch.h"
+#include "arch/spinlock.h"
 #include "core/list.h"
 #include "daemon/config.h"
 #include "daemon/state.h"
@@ -25,28 +28,72 @@
 typedef int (*server_reload_fn)(void *arg, struct semd_config *out,
     char *err, size_t errlen);
 
-struct server {
+/*
+ * One event loop and its thread. Worker 0 is the main thread's loop, which
+ * also owns the listeners, signals, metrics and TLS clients; with --threads
+ * N the plain clients are spread over workers 0..N-1. The state machine is
+ * shared: every call into it runs under srv->lock (server_lock/unlock). A
+ * reply for a client of another worker (a hand-off across threads) is
+ * packed into that worker's mailbox under the lock, and the worker is woken
+ * through its eventfd; it moves the frames to their connections the next
+ * time it takes the lock, so every client sees its replies in the order the
+ * state machine made them.
+ */
+struct worker {
+	struct server		*srv;
+	unsigned int		idx;
 	struct event_base	*base;
-	struct semd_config	cfg;
-	struct sm		*sm;
-	struct list_head	listeners;
+	pthread_t		thread;
+	bool			running;	/* thread started */
 	struct list_head	conns;
 	size_t			nconns;
+	struct list_head	flushq;		/* conns with staged replies */
+	struct event		*flush_ev;	/* flushes flushq later */
+	bool			in_read;	/* a read callback will flush */
 	struct event		*deadline;	/* armed for sm_next_deadline() */
 	uint64_t		deadline_at;
+	struct event		*stop_timer;	/* hard stop after a grace time */
+	int			wakefd;		/* eventfd: mailbox, accepts, stop */
+	struct event		*wake_ev;
+	/* Under srv->lock: */
+	uint8_t			*mbox;		/* { conn *, u32 len, frame }... */
+	size_t			mlen;
+	size_t			mcap;
+	struct list_head	acceptq;	/* struct conn_pending */
+	bool			stop;		/* close every client and exit */
+	/* Written by this worker only: */
+	_Atomic uint64_t	dropped;	/* clients cut off */
+};
+
+struct server {
+	struct event_base	*base;		/* workers[0].base */
+	struct semd_config	cfg;
+	struct sm		*sm;
+	struct spinlock		lock;		/* the state machine, mailboxes */
+	struct worker		*workers;
+	unsigned int		nworkers;
+	unsigned int		next_worker;	/* round robin for new clients */
+	uint64_t		armed_min;	/* earliest armed deadline timer */
+	struct worker		*armed_by;	/* whose timer that is */
+	struct list_head	listeners;
+	size_t			nconns;		/* all workers, under lock */
 	struct event		*sigs[4];
 	struct event		*watchdog;
 	struct event		*accept_resume;	/* after EMFILE */
-	struct event		*stop_timer;	/* hard stop after a grace time */
 	bool			stopping;
 	bool			systemd;	/* NOTIFY_SOCKET is set */
 	server_reload_fn	reload;
 	void			*reload_arg;
-	uint64_t		dropped;	/* clients cut off */
-	struct list_head	flushq;		/* conns with staged replies */
-	struct event		*flush_ev;	/* flushes flushq later */
-	bool			in_read;	/* a read callback will flush */
 	struct metrics		*metrics;	/* metrics.c, or NULL */
+};
+
+/* A client accepted by worker 0 for another worker (conn.c). */
+struct conn_pending {
+	int			fd;
+	bool			is_unix;
+	int			salen;
+	struct sockaddr_storage	ss;
+	struct list_head	entry;
 };
 
 struct listener {
@@ -60,6 +107,7 @@ struct listener {
 
 struct conn {
 	struct server		*srv;
+	struct worker		*w;		/* the loop that serves it */
 	struct bufferevent	*bev;
 	struct sm_client	*client;
 	struct event		*timer;		/* handshake, then idle */
@@ -76,7 +124,7 @@ struct conn {
 	uint8_t			*wbuf;		/* replies staged this turn */
 	size_t			wlen;
 	size_t			wcap;
-	struct list_head	flush_entry;	/* srv->flushq, when wlen > 0 */
+	struct list_head	flush_entry;	/* w->flushq, when wlen > 0 */
 	struct access_id	*id;		/* principal, quota count */
 };
 
@@ -89,8 +137,20 @@ void server_free(struct server *srv);
 int server_listen(struct server *srv);
 /* Run until stopped; returns the exit code. */
 int server_run(struct server *srv);
-/* Re-arm the deadline timer after the state changed. */
-void server_arm(struct server *srv);
+/* The worker whose loop runs on this thread. */
+extern _Thread_local struct worker *worker_self;
+/* Take the state lock from worker w (and take in w's mailbox). */
+void server_lock(struct worker *w);
+/* Re-arm the deadline timer, drop the lock, wake the workers written to. */
+void server_unlock(struct worker *w);
+/* Mark worker w to be woken at the next server_unlock() (under the lock). */
+void server_wake_later(struct worker *w);
+/* Wake worker w now (any thread, no lock needed). */
+void server_wake(struct worker *w);
+/* Clients connected, all workers (takes the lock). */
+size_t server_nconns(struct server *srv);
+/* Clients cut off, all workers. */
+uint64_t server_dropped(struct server *srv);
 /* Start a graceful stop. */
 void server_stop(struct server *srv, const char *why);
 
@@ -117,6 +177,10 @@ void conn_close_later(struct conn *c);
 /* The sm_out sink: pack a reply into the connection's output. */
 void conn_reply(void *ctx, void *conn, const Semd__Reply *r);
 /* Write every connection's staged replies (one write each). */
-void conn_flush_all(struct server *srv);
+void conn_flush_all(struct worker *w);
+/* Under the lock: move the frames in w's mailbox to their connections. */
+void conn_mbox_deliver(struct worker *w);
+/* A client for worker w (any worker, from worker 0's listeners). */
+void conn_start_pending(struct worker *w, struct conn_pending *p);
 
 #endif
