@@ -6,6 +6,7 @@
 #ifndef TESTS_CLIENT_DAEMON_H
 #define TESTS_CLIENT_DAEMON_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -67,10 +68,53 @@ static inline void t_sleep_ms(int ms)
 		;
 }
 
+/*
+ * SIGSTOP the daemon and wait (at most 2 s) until every one of its threads
+ * has stopped: kill() returns before the other threads of a --threads
+ * daemon take part in the group stop, and they can still answer meanwhile.
+ */
+static inline int tdaemon_sigstop(struct tdaemon *d)
+{
+	char path[64], state[128];
+	struct dirent *e;
+	int tries, running = 1;
+	DIR *dir;
+	FILE *f;
+
+	if (kill(d->pid, SIGSTOP) != 0)
+		return -1;
+	for (tries = 0; tries < 200 && running; tries++) {
+		snprintf(path, sizeof path, "/proc/%d/task", (int)d->pid);
+		dir = opendir(path);
+		if (dir == NULL)
+			return -1;
+		running = 0;
+		while ((e = readdir(dir)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(state, sizeof state, "/proc/%d/task/%.20s/stat",
+			    (int)d->pid, e->d_name);
+			f = fopen(state, "r");
+			/* "tid (comm) S ...": the state follows the last ')' */
+			if (f != NULL && fgets(state, sizeof state, f) != NULL &&
+			    strrchr(state, ')') != NULL &&
+			    strrchr(state, ')')[2] != 'T')
+				running = 1;
+			if (f != NULL)
+				fclose(f);
+		}
+		closedir(dir);
+		if (running)
+			t_sleep_ms(10);
+	}
+	return running ? -1 : 0;
+}
+
 /* Start semd in d->dir (created if empty) with extra args; 0 on success. */
 static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 {
 	const char *top = getenv("top_builddir");
+	const char *threads = getenv("SEMD_TEST_THREADS");
 	char semd[512], sock[128], ready[128], line[256];
 	const char *argv[32];
 	int i = 0, j, tries;
@@ -93,6 +137,10 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 	argv[i++] = "tcp:127.0.0.1:0";
 	argv[i++] = "--ready-file";
 	argv[i++] = ready;
+	if (threads != NULL && threads[0] != '\0') {
+		argv[i++] = "--threads";
+		argv[i++] = threads;
+	}
 	for (j = 0; extra != NULL && extra[j] != NULL && i < 30; j++)
 		argv[i++] = extra[j];
 	argv[i] = NULL;

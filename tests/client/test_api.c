@@ -782,7 +782,7 @@ static void test_mixed(void)
 
 	/* the daemon is stopped: the client gives up, then the reply comes late */
 	semc_set_timeout(mixed, 300);
-	kill(D.pid, SIGSTOP);
+	CHECK_EQ(0, tdaemon_sigstop(&D));
 	CHECK_EQ(SEMC_E_NO_REPLY, semc_ping(mixed, NULL));
 	CHECK_EQ(SEMC_E_NO_REPLY, semc_trydown(mixed, "late", 1, &g));
 	kill(D.pid, SIGCONT);
