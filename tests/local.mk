@@ -1,2 +1,7 @@
 # tests/: shared test helpers. Each area's tests live in tests/<area>.mk.
 EXTRA_DIST += tests/lib.sh
+
+# --threads: permit invariants under racing clients on one and on four event
+# loops, FIFO and timeouts across loops, reload and stop (tests/daemon/).
+TESTS += tests/daemon/threads.sh
+EXTRA_DIST += tests/daemon/threads.sh
