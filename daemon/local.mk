@@ -5,6 +5,7 @@
 noinst_LIBRARIES += daemon/libsemstate.a
 daemon_libsemstate_a_SOURCES = daemon/state.c daemon/state.h \
 	daemon/hmap.c daemon/hmap.h
+daemon_libsemstate_a_SOURCES += daemon/ordidx.c daemon/ordidx.h
 daemon_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
 
 # semd: the daemon. The libevent shell (server, conn, listen) around the state.

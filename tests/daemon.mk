@@ -14,6 +14,12 @@ tests_daemon_test_hmap_SOURCES = tests/daemon/test_hmap.c
 tests_daemon_test_hmap_LDADD = daemon/libsemstate.a
 TESTS += tests/daemon/test_hmap
 
+# test_ordidx: the ordered name index against a sorted model.
+check_PROGRAMS += tests/daemon/test_ordidx
+tests_daemon_test_ordidx_SOURCES = tests/daemon/test_ordidx.c
+tests_daemon_test_ordidx_LDADD = daemon/libsemstate.a
+TESTS += tests/daemon/test_ordidx
+
 # semd_probe: a protocol client for the shell tests below.
 check_PROGRAMS += tests/daemon/semd_probe
 tests_daemon_semd_probe_SOURCES = tests/daemon/semd_probe.c

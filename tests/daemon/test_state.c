@@ -1147,6 +1147,285 @@ static void test_shutdown(void)
 	sm_free(sm);
 }
 
+/* --- List paging against a model ----------------------------------------- */
+
+#define L_PREFIXES 6
+#define L_PER 40
+#define L_NAMES (L_PREFIXES * L_PER + 3)
+
+static char l_names[L_NAMES][16];	/* sorted by strcmp() */
+static int l_state[L_NAMES];		/* 0 absent, 1 created, 2 auto-created, held */
+static uint64_t l_rng = 0x9e3779b97f4a7c15ULL;
+
+/* xorshift64 for the list tests (apart from test_random's sequence). */
+static uint64_t l_rand(void)
+{
+	l_rng ^= l_rng << 13;
+	l_rng ^= l_rng >> 7;
+	l_rng ^= l_rng << 17;
+	return l_rng;
+}
+
+/* qsort order of the model's names. */
+static int l_cmp(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+/* List; returns the reply (or NULL). */
+static Semd__Reply *t_list(struct sm *sm, struct sm_client *c, uintptr_t k,
+    uint64_t id, const char *prefix, const char *after, uint32_t max)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__List l = SEMD__LIST__INIT;
+	Semd__Reply *r;
+
+	l.prefix = (char *)prefix;
+	l.after = (char *)after;
+	l.max = max;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_LIST;
+	req.list = &l;
+	t_req(sm, c, &req);
+	r = expect_code(k, id, SEMD__CODE__OK);
+	if (r != NULL && r->body_case != SEMD__REPLY__BODY_LIST) {
+		FAIL("reply %" PRIu64 " is not a list", id);
+		return NULL;
+	}
+	return r;
+}
+
+/*
+ * One page against the model: the first max names with the prefix after the
+ * cursor, and next set (to the last one) only when more follow. Returns 0,
+ * or -1 after a failure.
+ */
+static int l_check_page(const Semd__Reply *r, const char *prefix,
+    const char *after, uint32_t max)
+{
+	size_t plen = strlen(prefix), n = 0, want = max ? max : 100;
+	int j, more = 0;
+
+	for (j = 0; j < L_NAMES; j++) {
+		if (l_state[j] == 0 || strncmp(l_names[j], prefix, plen) != 0 ||
+		    strcmp(l_names[j], after) <= 0)
+			continue;
+		if (n == want) {
+			more = 1;
+			break;
+		}
+		if (n >= r->list->n_entries ||
+		    strcmp(r->list->entries[n]->name, l_names[j]) != 0) {
+			FAIL("list prefix '%s' after '%s' max %u: entry %zu is "
+			    "'%s', want '%s'", prefix, after, max, n,
+			    n < r->list->n_entries ? r->list->entries[n]->name :
+			    "(none)", l_names[j]);
+			return -1;
+		}
+		if (r->list->entries[n]->holders != (l_state[j] == 2 ? 1u : 0u)) {
+			FAIL("%s: holders %u", l_names[j],
+			    r->list->entries[n]->holders);
+			return -1;
+		}
+		n++;
+	}
+	if (n != r->list->n_entries) {
+		FAIL("list prefix '%s' after '%s' max %u: %zu entries, want %zu",
+		    prefix, after, max, r->list->n_entries, n);
+		return -1;
+	}
+	if (more ? strcmp(r->list->next, r->list->entries[n - 1]->name) != 0 :
+	    r->list->next[0] != '\0') {
+		FAIL("list prefix '%s' after '%s' max %u: next '%s' (more: %d)",
+		    prefix, after, max, r->list->next, more);
+		return -1;
+	}
+	return 0;
+}
+
+/* Create, auto-create (a held down), free (up) or delete a random name. */
+static void l_mutate(struct sm *sm, struct sm_client *a, uint64_t id)
+{
+	int j = (int)(l_rand() % L_NAMES);
+
+	switch (l_rand() % 4) {
+	case 0:
+		t_create(sm, a, id, l_names[j], 1 + (uint32_t)(l_rand() % 3),
+		    SEMD__MODE__OWNED, 0);
+		expect_code(1, id, l_state[j] ? SEMD__CODE__EXISTS : SEMD__CODE__OK);
+		if (l_state[j] == 0)
+			l_state[j] = 1;
+		break;
+	case 1:
+		if (l_state[j] != 0)
+			break;
+		t_down(sm, a, id, l_names[j], 1, 0, 0);
+		if (grant_of(1, id) != NULL)
+			l_state[j] = 2;
+		break;
+	case 2:
+		if (l_state[j] != 2)
+			break;
+		t_up(sm, a, id, l_names[j], 1, 0);
+		expect_code(1, id, SEMD__CODE__OK);
+		l_state[j] = 0;		/* an idle auto-created name goes */
+		break;
+	default:
+		if (l_state[j] == 2)
+			break;
+		t_delete(sm, a, id, l_names[j], 0);
+		expect_code(1, id, l_state[j] ? SEMD__CODE__OK :
+		    SEMD__CODE__NOT_FOUND);
+		l_state[j] = 0;
+		break;
+	}
+}
+
+/*
+ * Walks through List pages (random prefix, cursor, page size) while names
+ * are created, auto-created, freed and deleted between the pages; every
+ * page is checked against a sorted model and sm_check() after each step.
+ */
+static void test_list_paging(void)
+{
+	static const char *const parts[L_PREFIXES] = {
+		"a/", "a/b/", "ab", "b/", "\xc3\xa9/", "z"
+	};
+	static const char *const prefixes[] = {
+		"", "a", "a/", "a/b/", "a/1", "ab", "b", "\xc3", "\xc3\xa9/",
+		"z", "zz", "~"
+	};
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	const char *prefix;
+	char after[64], err[256];
+	uint64_t id = 10;
+	uint32_t max;
+	int i, j, walk, page, pages = 0, failed = failures;
+	Semd__Reply *r;
+
+	TEST_START("list paging across creates, auto-creates and deletes");
+	for (i = 0, j = 0; i < L_PREFIXES; i++)
+		for (int k = 0; k < L_PER; k++)
+			snprintf(l_names[j++], sizeof l_names[0], "%s%d", parts[i], k);
+	snprintf(l_names[j++], sizeof l_names[0], "a");
+	snprintf(l_names[j++], sizeof l_names[0], "a/");
+	snprintf(l_names[j++], sizeof l_names[0], "\xc3\xa9");
+	qsort(l_names, L_NAMES, sizeof l_names[0], l_cmp);
+	memset(l_state, 0, sizeof l_state);
+	for (i = 0; i < 150; i++)
+		l_mutate(sm, a, id++);
+	for (walk = 0; walk < 400 && failures == failed; walk++) {
+		prefix = prefixes[l_rand() % (sizeof prefixes / sizeof prefixes[0])];
+		max = (uint32_t)(l_rand() % 8);		/* 0: the default */
+		if (l_rand() % 3 == 0)
+			snprintf(after, sizeof after, "%s%s",
+			    l_names[l_rand() % L_NAMES], l_rand() % 2 ? "x" : "");
+		else
+			after[0] = '\0';
+		for (page = 0; page < 300 && failures == failed; page++) {
+			r = t_list(sm, a, 1, id, prefix, after, max);
+			id++;
+			pages++;
+			if (r == NULL || l_check_page(r, prefix, after, max) != 0)
+				break;
+			for (i = (int)(l_rand() % 4); i > 0; i--)
+				l_mutate(sm, a, id++);
+			if (sm_check(sm, err, sizeof err) != 0)
+				FAIL("walk %d page %d: %s", walk, page, err);
+			if (r->list->next[0] == '\0')
+				break;
+			snprintf(after, sizeof after, "%s", r->list->next);
+		}
+		if (ncaps > MAX_CAPS - 400)
+			caps_clear();
+	}
+	printf("# %d walks, %d pages\n", walk, pages);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+static void tune_many(struct sm_config *cfg)
+{
+	cfg->max_semaphores = 20000;
+}
+
+/*
+ * 5,000 names in full pages of 1,000: next is set on the first four pages
+ * and empty on the fifth (exactly full, nothing follows); then half are
+ * deleted and the walk sees the other half, in order.
+ */
+static void test_list_full_pages(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, tune_many);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	char name[32], after[32] = "";
+	uint64_t id = 10;
+	size_t seen;
+	int i, page;
+	Semd__Reply *r;
+
+	TEST_START("list: full pages of 1000 at 5000 names");
+	/* Created out of order: 7 is prime to 5000. */
+	for (i = 0; i < 5000; i++) {
+		snprintf(name, sizeof name, "m/%05d", (i * 7) % 5000);
+		t_create(sm, a, id, name, 1, SEMD__MODE__OWNED, 0);
+		expect_code(1, id, SEMD__CODE__OK);
+		id++;
+		if (ncaps > MAX_CAPS - 100)
+			caps_clear();
+	}
+	t_create(sm, a, id, "n", 1, SEMD__MODE__OWNED, 0);
+	expect_code(1, id++, SEMD__CODE__OK);
+	caps_clear();
+	for (page = 0; page < 5; page++) {
+		r = t_list(sm, a, 1, id++, "m/", after, 5000);	/* capped */
+		if (r == NULL)
+			break;
+		EXPECT_U64(SM_LIST_MAX, r->list->n_entries);
+		for (i = 0; i < (int)r->list->n_entries; i++) {
+			snprintf(name, sizeof name, "m/%05d", page * 1000 + i);
+			if (strcmp(r->list->entries[i]->name, name) != 0) {
+				FAIL("page %d entry %d: %s, want %s", page, i,
+				    r->list->entries[i]->name, name);
+				break;
+			}
+		}
+		if (page < 4)
+			EXPECT(strcmp(r->list->next, name) == 0);
+		else
+			EXPECT(strcmp(r->list->next, "") == 0);
+		snprintf(after, sizeof after, "%s", r->list->next);
+	}
+	for (i = 0; i < 5000; i += 2) {
+		snprintf(name, sizeof name, "m/%05d", i);
+		t_delete(sm, a, id, name, 0);
+		expect_code(1, id++, SEMD__CODE__OK);
+		if (ncaps > MAX_CAPS - 100)
+			caps_clear();
+	}
+	CHECK_SM(sm);
+	seen = 0;
+	after[0] = '\0';
+	for (page = 0; page < 40; page++) {
+		r = t_list(sm, a, 1, id++, "m/", after, 0);	/* 100 a page */
+		if (r == NULL)
+			break;
+		for (i = 0; i < (int)r->list->n_entries; i++) {
+			snprintf(name, sizeof name, "m/%05zu", 2 * seen + 1);
+			EXPECT(strcmp(r->list->entries[i]->name, name) == 0);
+			seen++;
+		}
+		if (r->list->next[0] == '\0')
+			break;
+		snprintf(after, sizeof after, "%s", r->list->next);
+	}
+	EXPECT_U64(2500, seen);
+	EXPECT_U64(24, page);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
 /* --- randomized model check -------------------------------------------- */
 
 #define R_SESS 8
@@ -1369,6 +1648,8 @@ int main(void)
 	test_signal();
 	test_tokens();
 	test_shutdown();
+	test_list_paging();
+	test_list_full_pages();
 	test_random();
 	caps_clear();
 	if (failures) {
