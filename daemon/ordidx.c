@@ -134,16 +134,16 @@ static unsigned int ox_leaf_pos(const struct ordidx *x, const struct ox_leaf *l,
 static unsigned int ox_child(const struct ordidx *x, const struct ox_inner *in,
     const char *k)
 {
-	unsigned int lo = 1, hi = in->h.n, mid;
+	unsigned int lo = 0, hi = in->h.n - 1, mid;
 
 	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
+		mid = hi - (hi - lo) / 2;
 		if (strcmp(ox_key(x, in->key[mid]), k) <= 0)
-			lo = mid + 1;
+			lo = mid;
 		else
-			hi = mid;
+			hi = mid - 1;
 	}
-	return lo - 1;
+	return lo;
 }
 
 /* Move m entries from the front of child i + 1 to the end of child i. */
@@ -203,6 +203,8 @@ static void ox_merge(struct ordidx *x, struct ox_inner *p, unsigned int i)
 		LEAF(a)->next = LEAF(b)->next;
 	ox_copy(&p->h, i + 1, &p->h, i + 2, p->h.n - i - 2);
 	p->h.n--;
+	p->key[p->h.n] = NULL;
+	p->child[p->h.n] = NULL;
 	ox_release(x, b);
 }
 
@@ -220,7 +222,7 @@ static int ox_relieve(struct ordidx *x, struct ox_inner *p, unsigned int i)
 		ox_shift_left(p, i - 1, (cap - sn + 1) / 2);
 		return 0;
 	}
-	if (i + 1 < p->h.n && (sn = p->child[i + 1]->n) + 2 <= cap) {
+	if (i < p->h.n - 1u && (sn = p->child[i + 1]->n) + 2 <= cap) {
 		ox_shift_right(p, i, (cap - sn + 1) / 2);
 		return 0;
 	}
@@ -239,7 +241,7 @@ static void ox_top_up(struct ordidx *x, struct ox_inner *p, unsigned int i)
 		ox_shift_right(p, i - 1, (sn - cn + 1) / 2);
 		return;
 	}
-	if (i + 1 < p->h.n && (sn = p->child[i + 1]->n) > min) {
+	if (i < p->h.n - 1u && (sn = p->child[i + 1]->n) > min) {
 		ox_shift_left(p, i, (sn - cn + 1) / 2);
 		return;
 	}
@@ -298,7 +300,7 @@ int ordidx_insert(struct ordidx *x, void *elem)
 			return -ENOMEM;
 		INNER(r)->key[0] = ox_first(x->root);
 		INNER(r)->child[0] = x->root;
-		r->n = 1;
+		INNER(r)->h.n = 1;
 		x->root = r;
 		x->height++;
 	}
