@@ -314,15 +314,16 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 	size_t len;
 	bool fast;
 
-	if (c->dead)
-		return;
 	/* Abnormal events get a log line: limits hit, internal errors. */
 	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
 		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
+	/* Only c's own thread reads its state: dead is checked at delivery. */
 	if (c->w != worker_self) {
 		conn_mbox_put(c, r);
 		return;
 	}
+	if (c->dead)
+		return;
 	/* The hot replies by hand into room for their largest size. */
 	fast = fastpb_reply_bound(r, &len);
 	if (!fast)
@@ -707,7 +708,7 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	struct server *srv = w->srv;
 	uint8_t secret[SM_SECRET_LEN];
 	char principal[64];
-	uint32_t keepalive, max_frame;
+	uint32_t keepalive, max_frame, max_conns;
 	bool tls = tlsbev != NULL;
 	struct conn *c;
 	int r;
@@ -722,10 +723,11 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	}
 	keepalive = srv->cfg.keepalive_s;
 	max_frame = srv->cfg.max_frame;
+	max_conns = srv->cfg.max_connections;
 	server_unlock(w);
 	if (r == -EMFILE)
 		log_warn("max-connections %u reached, refusing a client",
-		    srv->cfg.max_connections);
+		    max_conns);
 	if (r != 0) {
 		conn_refuse_fd(fd, tlsbev);
 		return;

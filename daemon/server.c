@@ -350,7 +350,7 @@ void server_stop(struct server *srv, const char *why)
 
 	if (srv->stopping)
 		return;
-	log_notice("%s: stopping (%zu clients)", why, srv->nconns);
+	log_notice("%s: stopping (%zu clients)", why, server_nconns(srv));
 	server_notify(srv, "STOPPING=1\nSTATUS=stopping");
 	while (!list_empty(&srv->listeners))
 		listener_free(list_first_entry(&srv->listeners, struct listener,

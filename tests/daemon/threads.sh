@@ -9,6 +9,7 @@
 . "$top_srcdir/tests/lib.sh"
 PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 150
+unset SEMD_TEST_THREADS		# this test chooses the number itself
 
 for n in 1 4; do
 	start_semd "d$n" --threads "$n" || exit 1
