@@ -6,7 +6,10 @@
  * carries its key as a NUL-terminated string at a fixed offset (key_off),
  * compared with strcmp() (byte order). Keys are unique. Nodes are wide
  * (ORDIDX_LEAF_CAP pointers per leaf, 512-byte malloc chunks) so the index
- * costs about 8-17 bytes per element: much less than a node per element.
+ * costs 8.7 bytes per element filled in key order, about 10 in random order
+ * and at most about 18 (nodes at least half full): much less than a tree
+ * node per element. The price is a cache miss per key comparison (the key
+ * lives in the element), about 20 of them per seek at a million elements.
  *
  * Every node but the root is at least half full. Insert and remove work top
  * down in one pass: a full child is relieved (keys moved to a sibling with
