@@ -327,7 +327,7 @@ static void access_log_denial(struct conn *c, uint64_t id, const char *msg)
 bool access_check(struct conn *c, const Semd__Request *req)
 {
 	const struct acl *acl = c->srv->cfg.acl;
-	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Reply r;
 	enum acl_right right;
 	const char *name;
 	char msg[ACL_PRINCIPAL_MAX + SM_NAME_MAX + 64];
@@ -348,6 +348,7 @@ bool access_check(struct conn *c, const Semd__Request *req)
 	    acl_right_name(right), len > 0 ? name : "(all names)",
 	    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
 	access_log_denial(c, req->id, msg);
+	semd__reply__init(&r);
 	r.id = req->id;
 	r.code = SEMD__CODE__PERMISSION_DENIED;
 	r.message = msg;

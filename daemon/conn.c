@@ -204,7 +204,9 @@ static void conn_check_output(struct conn *c)
 {
 	size_t queued;
 
-	queued = c->wlen + evbuffer_get_length(bufferevent_get_output(c->bev));
+	queued = c->wlen;
+	if (c->backlog)
+		queued += evbuffer_get_length(bufferevent_get_output(c->bev));
 	if (queued > c->srv->cfg.max_output) {
 		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
 		    c->peer, queued, c->srv->cfg.max_output);
@@ -358,20 +360,23 @@ static void conn_flush(struct conn *c)
 	conn_unqueue(c);
 	if (c->wlen == 0 || c->dead)
 		return;
-	out = bufferevent_get_output(c->bev);
-	if (c->direct && evbuffer_get_length(out) == 0) {
+	if (c->direct && !c->backlog) {
 		do
-			n = write(bufferevent_getfd(c->bev), c->wbuf, c->wlen);
+			n = write(c->fd, c->wbuf, c->wlen);
 		while (n < 0 && errno == EINTR);
 		if (n > 0)
 			off = (size_t)n;
 		/* On an error the bufferevent's own write reports it. */
 	}
-	if (off < c->wlen && evbuffer_add(out, c->wbuf + off, c->wlen - off) != 0) {
-		log_warn("%s: out of memory for replies, dropping the client",
-		    c->peer);
-		conn_drop(c);
-		return;
+	if (off < c->wlen) {
+		out = bufferevent_get_output(c->bev);
+		if (evbuffer_add(out, c->wbuf + off, c->wlen - off) != 0) {
+			log_warn("%s: out of memory for replies, dropping the client",
+			    c->peer);
+			conn_drop(c);
+			return;
+		}
+		c->backlog = true;
 	}
 	c->wlen = 0;
 	/* A big reply's buffer is not kept for an idle connection. */
@@ -417,8 +422,9 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		    sm_name_valid(req->release->name,
 		    strlen(req->release->name)) ?
 		    req->release->name : "(an invalid name)");
+	/* The time the batch was read: one clock read per batch. */
 	r = access_check(c, req) ?
-	    sm_request(srv->sm, c->client, req, server_now()) : SM_OK;
+	    sm_request(srv->sm, c->client, req, c->last_input_ms) : SM_OK;
 	conn_arena_reset(fast ? NULL : req);
 	if (!c->hello && sm_client_session(c->client) != 0) {
 		c->hello = true;
@@ -600,6 +606,7 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
+	c->backlog = evbuffer_get_length(bufferevent_get_output(bev)) > 0;
 	if (c->closing)
 		conn_free(c);
 }
@@ -752,6 +759,8 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 		free(c);
 		goto nomem;
 	}
+	c->fd = bufferevent_getfd(c->bev);
+	c->backlog = tls;	/* TLS output always goes through the bufferevent */
 	tlsbev = NULL;
 	fd = -1;
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);

@@ -9,7 +9,7 @@
  * both arrays while a rehash is in progress. The table never shrinks: its
  * size is bounded by the configured limits.
  *
- * Keys are hashed with SipHash-2-4 under a per-daemon key, so clients that
+ * Keys are hashed with SipHash-1-3 under a per-daemon key, so clients that
  * choose names or request ids cannot aim them at one bucket.
  */
 #ifndef SEMD_HMAP_H
@@ -57,7 +57,7 @@ struct hmap_iter {
 void hmap_iter_init(struct hmap_iter *it, const struct hmap *m);
 struct hnode *hmap_iter_next(struct hmap_iter *it);
 
-/* SipHash-2-4 of len bytes under a 16-byte key. */
+/* SipHash-1-3 of len bytes under a 16-byte key. */
 uint64_t hmap_siphash(const uint8_t key[16], const void *data, size_t len);
 /* The same as hmap_siphash() of a and b as 16 little-endian bytes. */
 uint64_t hmap_siphash_u64x2(const uint8_t key[16], uint64_t a, uint64_t b);

@@ -119,6 +119,8 @@ struct conn {
 	bool			dead;		/* close now, write nothing more */
 	bool			hello;
 	bool			direct;		/* plain socket: write(2) it */
+	bool			backlog;	/* bev's output may hold bytes */
+	int			fd;
 	uint64_t		last_input_ms;
 	struct list_head	entry;
 	uint8_t			*wbuf;		/* replies staged this turn */

@@ -50,14 +50,40 @@ static struct item *find(struct hmap *m, uint64_t k)
 	return n ? container_of(n, struct item, node) : NULL;
 }
 
-/* SipHash-2-4 reference outputs (key 00..0f, message 00..len-1). */
+/*
+ * SipHash-1-3 reference outputs: key 0, message 00..len-1. They come from
+ * CPython 3.11, whose hash() of bytes is SipHash-1-3 and whose key is all
+ * zeros under PYTHONHASHSEED=0:
+ *   PYTHONHASHSEED=0 python3 -c 'print(hex(hash(bytes(range(5))) % 2**64))'
+ */
 static void test_siphash(void)
 {
+	static const uint8_t key0[16];
 	static const uint64_t want[] = {
-		0x726fdb47dd0e0e31ULL,	/* len 0 */
-		0x74f839c593dc67fdULL,	/* len 1 */
-		0x0d6c8009d9a94f5aULL,	/* len 2 */
-		0x85676696d7fb7e2dULL,	/* len 3 */
+		0x68a914128e01e473ULL,	/* len 1 */
+		0x010bac45c41e3669ULL,	/* len 2 */
+		0x4d4c9a4a8ef6e0adULL,	/* len 3 */
+		0x7cc43f98813e4dbdULL,	/* len 4 */
+		0x5abe2169dff36275ULL,	/* len 5 */
+		0xe3c25f87624f1cdbULL,	/* len 6 */
+		0x2f098ab0c751325aULL,	/* len 7 */
+		0xead411e67ebe2eeaULL,	/* len 8 */
+		0x75927f9d95124362ULL,	/* len 9 */
+		0xaf9f77a65ab51a1dULL,	/* len 10 */
+		0xfe64ce8b6617fcffULL,	/* len 11 */
+		0xa6baf4fb0f9fe1c2ULL,	/* len 12 */
+		0xa0cf3211850f8e0dULL,	/* len 13 */
+		0x7f86049379fbfe67ULL,	/* len 14 */
+		0xf30eb725bb91c9eaULL,	/* len 15 */
+		0x8972188433a5c5b7ULL,	/* len 16 */
+		0x4883c49a2c009c1dULL,	/* len 17 */
+		0xadc2c0b63044067dULL,	/* len 18 */
+		0x091f4a3329f87d19ULL,	/* len 19 */
+		0x639e355ae68c0100ULL,	/* len 20 */
+		0xb17bef2cb5213239ULL,	/* len 21 */
+		0xf8aeb1066236ccfeULL,	/* len 22 */
+		0x37332b1389daa4ffULL,	/* len 23 */
+		0x31185a47af932f3aULL,	/* len 24 */
 	};
 	uint8_t msg[64];
 	size_t i;
@@ -66,12 +92,12 @@ static void test_siphash(void)
 	for (i = 0; i < sizeof msg; i++)
 		msg[i] = (uint8_t)i;
 	for (i = 0; i < sizeof want / sizeof want[0]; i++) {
-		uint64_t got = hmap_siphash(key16, msg, i);
+		uint64_t got = hmap_siphash(key0, msg, i + 1);
 
 		if (got != want[i]) {
 			failures++;
 			printf("not ok - siphash len %zu: want %016" PRIx64
-			    ", got %016" PRIx64 "\n", i, want[i], got);
+			    ", got %016" PRIx64 "\n", i + 1, want[i], got);
 		}
 	}
 }
@@ -79,16 +105,17 @@ static void test_siphash(void)
 /* The two-word SipHash equals SipHash of the same 16 bytes. */
 static void test_siphash_u64x2(void)
 {
+	static const uint8_t key0[16];
 	uint64_t a = 0x0706050403020100ULL, b = 0x0f0e0d0c0b0a0908ULL, x;
 	uint8_t buf[16];
 	int i, k;
 
 	printf("# siphash of two words\n");
-	/* Reference vector: key 00..0f, message 00..0f. */
-	if (hmap_siphash_u64x2(key16, a, b) != 0x3f2acc7f57c29bdbULL) {
+	/* Reference vector: key 0, message 00..0f (CPython, as above). */
+	if (hmap_siphash_u64x2(key0, a, b) != 0x8972188433a5c5b7ULL) {
 		failures++;
 		printf("not ok - siphash_u64x2 reference vector: got %016" PRIx64 "\n",
-		    hmap_siphash_u64x2(key16, a, b));
+		    hmap_siphash_u64x2(key0, a, b));
 	}
 	for (k = 0; k < 1000; k++) {
 		a = a * 6364136223846793005ULL + 1442695040888963407ULL;
