@@ -128,6 +128,9 @@ struct sm_client {
 	bool			hello;
 	struct sm_session	*session;
 	struct list_head	entry;
+	/* The last semaphore it named, valid while sm->sem_gen is last_gen. */
+	struct sm_sem		*last_sem;
+	uint64_t		last_gen;
 };
 
 /* A freed hold or waiter kept for the next one (see sm_cache_get). */
@@ -162,6 +165,7 @@ struct sm {
 	uint64_t		token_hwm;	/* highest token of freed semaphores */
 	struct hmap		names;
 	struct ordidx		byname;		/* the same names, in order */
+	uint64_t		sem_gen;	/* semaphores freed so far */
 	uint64_t		byname_lost;	/* frees missing from it: a bug */
 	struct hmap		sessions;
 	struct hmap		permits;
@@ -453,14 +457,46 @@ static bool name_eq(const struct hnode *n, const void *key)
 	return sem->len == k->len && memcmp(sem->name, k->name, k->len) == 0;
 }
 
-/* Look up a semaphore by name. */
-static struct sm_sem *sem_find(const struct sm *sm, const char *name)
+/* Look up a semaphore by a name of len bytes. */
+static struct sm_sem *sem_find_len(const struct sm *sm, const char *name,
+    size_t len)
 {
-	struct name_key k = { name, strlen(name) };
+	struct name_key k = { name, len };
 	struct hnode *n;
 
 	n = hmap_find(&sm->names, name_hash(sm, k.name, k.len), name_eq, &k);
 	return n ? container_of(n, struct sm_sem, node) : NULL;
+}
+
+/* Look up a semaphore by name. */
+static struct sm_sem *sem_find(const struct sm *sm, const char *name)
+{
+	return sem_find_len(sm, name, strlen(name));
+}
+
+/*
+ * The semaphore a client named last, if name is it: a client usually names
+ * the same semaphore in its down and its up, and this spares the hash, the
+ * table walk and the name check (a name in the table is valid). Any free
+ * of a semaphore bumps sm->sem_gen and so forgets every such pointer.
+ */
+static struct sm_sem *client_sem(const struct sm *sm,
+    const struct sm_client *c, const char *name, size_t len)
+{
+	const struct sm_sem *sem = c->last_sem;
+
+	if (sem != NULL && c->last_gen == sm->sem_gen && sem->len == len &&
+	    memcmp(sem->name, name, len) == 0)
+		return c->last_sem;
+	return NULL;
+}
+
+/* Remember sem as the one c named last. */
+static void client_sem_set(const struct sm *sm, struct sm_client *c,
+    struct sm_sem *sem)
+{
+	c->last_sem = sem;
+	c->last_gen = sm->sem_gen;
 }
 
 /* Does a session node have this id? */
@@ -844,6 +880,7 @@ static void sem_free(struct sm *sm, struct sm_sem *sem)
 	if (sem->sem.token > sm->token_hwm)
 		sm->token_hwm = sem->sem.token;
 	hmap_remove(&sm->names, &sem->node);
+	sm->sem_gen++;
 	/* Fails only in sm_free(), which drops the whole index first. */
 	if (ordidx_remove(&sm->byname, sem) != 0)
 		sm->byname_lost++;
@@ -1326,12 +1363,10 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	return SM_OK;
 }
 
-/* Check a name field; answers INVALID_ARGUMENT when bad. */
-static bool check_name(struct sm *sm, struct sm_client *c, uint64_t id,
-    const char *name)
+/* Check a name field of len bytes; answers INVALID_ARGUMENT when bad. */
+static bool check_name_len(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, size_t len)
 {
-	size_t len = strlen(name);
-
 	if (len == 0) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "a semaphore name is required");
@@ -1350,18 +1385,30 @@ static bool check_name(struct sm *sm, struct sm_client *c, uint64_t id,
 	return true;
 }
 
+/* Check a name field; answers INVALID_ARGUMENT when bad. */
+static bool check_name(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name)
+{
+	return check_name_len(sm, c, id, name, strlen(name));
+}
+
 /* Find a semaphore or answer NOT_FOUND. */
 static struct sm_sem *need_sem(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name)
 {
+	size_t len = strlen(name);
 	struct sm_sem *sem;
 
-	if (!check_name(sm, c, id, name))
+	if ((sem = client_sem(sm, c, name, len)) != NULL)
+		return sem;
+	if (!check_name_len(sm, c, id, name, len))
 		return NULL;
-	sem = sem_find(sm, name);
+	sem = sem_find_len(sm, name, len);
 	if (sem == NULL)
 		reply_err(sm, c, id, SEMD__CODE__NOT_FOUND,
 		    "no semaphore named %s", name);
+	else
+		client_sem_set(sm, c, sem);
 	return sem;
 }
 
@@ -1468,9 +1515,11 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 	struct sm_wait *w;
 	uint32_t n = d->n ? d->n : 1;
 	uint64_t token, deadline = 0;
+	size_t len = strlen(d->name);
 	int r;
 
-	if (!check_name(sm, c, id, d->name))
+	sem = client_sem(sm, c, d->name, len);
+	if (sem == NULL && !check_name_len(sm, c, id, d->name, len))
 		return;
 	if (n > SM_LIMIT_MAX) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
@@ -1501,7 +1550,8 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		    sm->cfg.max_holds_per_session);
 		return;
 	}
-	sem = sem_find(sm, d->name);
+	if (sem == NULL)
+		sem = sem_find_len(sm, d->name, len);
 	if (sem == NULL) {
 		if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
 			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
@@ -1517,6 +1567,7 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 			return;
 		}
 	}
+	client_sem_set(sm, c, sem);
 	if (n > sem->limit) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "n = %u is more than the limit of %s (%u)", n, sem->name,

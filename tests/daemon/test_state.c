@@ -886,6 +886,49 @@ static void test_delete(void)
 	sm_free(sm);
 }
 
+/*
+ * A client's last-named semaphore is remembered; freeing it (auto-created
+ * and idle, or deleted) must make the client look the name up again even
+ * though the freed record, kept for reuse, still holds the name.
+ */
+static void test_name_cache(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	Semd__Reply *r;
+
+	TEST_START("a client's last semaphore after it is freed");
+	t_down(sm, a, 2, "nc/x", 1, -1, 0);
+	grant_of(1, 2);
+	t_up(sm, a, 3, "nc/x", 1, 0);
+	expect_code(1, 3, 0);
+	/* Freed when idle: an up names nothing now. */
+	t_up(sm, a, 4, "nc/x", 1, 0);
+	expect_code(1, 4, SEMD__CODE__NOT_FOUND);
+	t_info(sm, a, 1, 5, "nc/x", SEMD__CODE__NOT_FOUND);
+	/* Explicit, then deleted by another client, then made again. */
+	t_create(sm, a, 6, "nc/y", 3, SEMD__MODE__OWNED, 0);
+	expect_code(1, 6, 0);
+	t_down(sm, a, 7, "nc/y", 1, 0, 0);
+	grant_of(1, 7);
+	t_delete(sm, b, 3, "nc/y", 1);
+	expect_code(2, 3, SEMD__CODE__OK);
+	expect_code(1, 0, SEMD__CODE__CANCELLED);	/* lost-hold notice */
+	t_up(sm, a, 8, "nc/y", 1, 0);
+	expect_code(1, 8, SEMD__CODE__NOT_FOUND);
+	t_create(sm, b, 4, "nc/y", 1, SEMD__MODE__OWNED, 0);
+	expect_code(2, 4, 0);
+	t_down(sm, a, 9, "nc/y", 1, 0, 0);
+	grant_of(1, 9);
+	t_down(sm, a, 10, "nc/y", 1, 0, 0);
+	expect_code(1, 10, SEMD__CODE__WOULD_BLOCK);	/* limit 1 now */
+	r = t_info(sm, a, 1, 11, "nc/y", SEMD__CODE__OK);
+	EXPECT(r && r->info->limit == 1 && r->info->n_holders == 1);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
 /* Auto-created names are freed when idle; explicit ones stay. */
 static void test_autocreate(void)
 {
@@ -1641,6 +1684,7 @@ int main(void)
 	test_issue_set_limit_shrink_overgrant();
 	test_delete();
 	test_autocreate();
+	test_name_cache();
 	test_limits();
 	test_invalid();
 	test_name_bytes();
