@@ -10,12 +10,14 @@
 #   sbm   = the same semd driven by semd-benchmark -t down-up --threads 1
 #           (single-threaded, as loadgen is; each connection its own name)
 # Cells: C=1 P=1, C=16 P=1, C=16 P=16, over unix and tcp, back to back.
+# semd2 = a second semd started with --threads THREADS2 (2), the 16-connection
+#         cells driven by loadgen again: one event loop against several.
 # Also: semd ping vs limit echo round trips, semd handoff vs the limit's
 # one-connection round trip, and the tool's own overhead (loadgen echo vs
 # semd-benchmark -t echo against the same limitd).
 #
 # Usage: bench/compare.sh   (from a build directory, or set top_builddir)
-# Knobs: D (seconds per cell, 3), WARM (0.5), REPS (3: median of that many
+# Knobs: D (seconds per cell, 3), WARM (0.5), THREADS2 (2), REPS (3: median of that many
 #        interleaved runs), ANCHORS (the shared bench dir),
 #        SEMD, BENCH (binaries), OUT (also save the table there).
 # The anchors' sources are copied to a temp dir and built there: the shared
@@ -32,6 +34,7 @@ BENCH=${BENCH:-$top_builddir/semd-benchmark}
 D=${D:-3}
 WARM=${WARM:-0.5}
 REPS=${REPS:-3}
+THREADS2=${THREADS2:-2}
 
 for b in "$SEMD" "$BENCH"; do
 	[ -x "$b" ] || { echo "compare: $b not built (run make first, or set SEMD/BENCH)" >&2; exit 1; }
@@ -85,10 +88,13 @@ PIDS+=($!)
 "$SEMD" --listen "unix:$T/semd.sock" --listen tcp:127.0.0.1:0 \
 	--ready-file "$T/semd.ready" >"$T/semd.log" 2>&1 &
 PIDS+=($!)
+"$SEMD" --listen "unix:$T/semd2.sock" --listen tcp:127.0.0.1:0 --threads "$THREADS2" \
+	--ready-file "$T/semd2.ready" >"$T/semd2.log" 2>&1 &
+PIDS+=($!)
 
 ready=0
 for _ in $(seq 200); do
-	if [ -S "$T/limit.sock" ] && port_busy "$LIMIT_PORT" && [ -s "$T/semd.ready" ] &&
+	if [ -S "$T/limit.sock" ] && port_busy "$LIMIT_PORT" && [ -s "$T/semd.ready" ] && [ -s "$T/semd2.ready" ] &&
 	   [ "$(redis-cli -s "$T/redis.sock" ping 2>/dev/null)" = PONG ] &&
 	   [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then ready=1; break; fi
 	sleep 0.05
@@ -96,6 +102,8 @@ done
 [ "$ready" = 1 ] || { echo "compare: servers did not come up" >&2; cat "$T"/*.log >&2; exit 1; }
 SEMD_UNIX=$(grep -m1 '^unix:' "$T/semd.ready")
 SEMD_TCP=$(grep -m1 '^tcp:' "$T/semd.ready")
+SEMD2_UNIX=$(grep -m1 '^unix:' "$T/semd2.ready")
+SEMD2_TCP=$(grep -m1 '^tcp:' "$T/semd2.ready")
 
 # loadgen's key=value lines
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
@@ -111,11 +119,13 @@ lg() { # driver transport C P
 	redis/unix) target="-u $T/redis.sock" ;;
 	semd/tcp) target="-t ${SEMD_TCP#tcp:}" ;;
 	semd/unix) target="-u ${SEMD_UNIX#unix:}" ;;
+	semd2/tcp) target="-t ${SEMD2_TCP#tcp:}" ;;
+	semd2/unix) target="-u ${SEMD2_UNIX#unix:}" ;;
 	*/tcp) target="-t 127.0.0.1:$LIMIT_PORT" ;;
 	*) target="-u $T/limit.sock" ;;
 	esac
 	# shellcheck disable=SC2086
-	"$LG" -d "$1" $target -c "$3" -P "$4" -D "$D" -w "$WARM" | tee -a "$T/raw"
+	"$LG" -d "${1%2}" $target -c "$3" -P "$4" -D "$D" -w "$WARM" | tee -a "$T/raw"
 }
 sb() { # test transport C P [args]: semd-benchmark on semd (or on limitd for echo)
 	local test=$1 tr=$2 c=$3 p=$4 addr
@@ -163,6 +173,10 @@ for rep in $(seq "$REPS"); do
 		add "CL|$cell" "$(lg echo "$1" "$2" "$3")"
 		add "CE|$cell" "$(sb echo "$1" "$2" "$3")"
 	done
+	for cell in "unix 16 1" "tcp 16 1" "unix 16 16" "tcp 16 16"; do
+		set -- $cell
+		add "G2|$cell" "$(lg semd2 "$1" "$2" "$3")"
+	done
 	add "L1" "$(lg echo unix 1 1)"
 	add "H" "$(sb handoff unix 2 1)"
 done
@@ -181,6 +195,17 @@ for cell in "${CELLS[@]}"; do
 		"$lo" "$(field p99_us "$L")" "$ro" "$(field p99_us "$R")" \
 		"$go" "$(field p50_us "$G")" "$(field p99_us "$G")" "$so" "$(lat p99 "$S")" \
 		"$(ratio "$go" "$lo")" "$(ratio "$go" "$ro")" "$(ratio "$so" "$lo")"
+done
+echo
+echo "# threads: semd with 1 event loop vs $THREADS2 (loadgen -d semd, same run)"
+printf '%-4s %3s %3s | %9s | %9s %7s | %7s %7s\n' tr C P "1 loop/s" "$THREADS2 loops/s" p99 "ratio" "vs lim"
+for cell in "unix 16 1" "tcp 16 1" "unix 16 16" "tcp 16 16"; do
+	set -- $cell
+	L=$(median "L|$cell"); G=$(median "G|$cell"); G2=$(median "G2|$cell")
+	printf '%-4s %3s %3s | %9s | %9s %7s | %7s %7s\n' "$1" "$2" "$3" \
+		"$(field ops_s "$G")" "$(field ops_s "$G2")" "$(field p99_us "$G2")" \
+		"$(ratio "$(field ops_s "$G2")" "$(field ops_s "$G")")" \
+		"$(ratio "$(field ops_s "$G2")" "$(field ops_s "$L")")"
 done
 echo
 echo "# ping: semd round trips/s (Ping) vs the limit's echo round trips/s (2 per loadgen op)"
