@@ -888,6 +888,14 @@ void conn_free(struct conn *c)
 
 	if (c == NULL)
 		return;
+	if (server_locked) {
+		/* Called back from inside the lock: free it from the loop. */
+		c->dead = true;
+		c->wlen = 0;
+		conn_unqueue(c);
+		event_active(c->kill, EV_TIMEOUT, 0);
+		return;
+	}
 	srv = c->srv;
 	w = c->w;
 	c->dead = true;

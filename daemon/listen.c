@@ -137,7 +137,12 @@ static void listener_accept_tls_cb(struct evconnlistener *evl,
 	memcpy(&p->ss, sa, (size_t)salen);
 	p->salen = salen;
 	listener_tls_handshakes++;
-	if (tls_bev_accept(srv->base, ts, fd, 0, (int)srv->cfg.handshake_timeout_ms,
+	/*
+	 * Deferred callbacks: an error met while writing from inside the state
+	 * lock must not free its connection under our feet.
+	 */
+	if (tls_bev_accept(srv->base, ts, fd, BEV_OPT_DEFER_CALLBACKS,
+	    (int)srv->cfg.handshake_timeout_ms,
 	    listener_tls_ready_cb, listener_tls_fail_cb, p, err, sizeof err) != 0) {
 		listener_tls_handshakes--;
 		log_warn("TLS accept: %s", err);

@@ -61,10 +61,14 @@ _Thread_local struct worker *worker_self;
 /* Workers to wake once this thread drops the lock (bit = worker index). */
 static _Thread_local uint64_t server_wake_mask;
 
+/* This thread holds the lock (the lock is not recursive). */
+_Thread_local bool server_locked;
+
 /* Take the state lock; frames other workers left for us go out first. */
 void server_lock(struct worker *w)
 {
 	spin_lock(&w->srv->lock);
+	server_locked = true;
 	if (w->mlen > 0)
 		conn_mbox_deliver(w);
 }
@@ -110,6 +114,7 @@ void server_unlock(struct worker *w)
 	server_arm_locked(w);
 	mask = server_wake_mask;
 	server_wake_mask = 0;
+	server_locked = false;
 	spin_unlock(&w->srv->lock);
 	for (i = 0; mask != 0; i++, mask >>= 1)
 		if (mask & 1)

@@ -141,6 +141,8 @@ int server_listen(struct server *srv);
 int server_run(struct server *srv);
 /* The worker whose loop runs on this thread. */
 extern _Thread_local struct worker *worker_self;
+/* True while this thread holds the state lock. */
+extern _Thread_local bool server_locked;
 /* Take the state lock from worker w (and take in w's mailbox). */
 void server_lock(struct worker *w);
 /* Re-arm the deadline timer, drop the lock, wake the workers written to. */
