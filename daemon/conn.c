@@ -708,9 +708,12 @@ static void conn_refuse_fd(int fd, struct bufferevent *tlsbev)
 		close(fd);
 }
 
-/* Serve a new client of worker w: a plain socket fd, or a TLS bufferevent. */
+/*
+ * Serve a new client of worker w: a plain socket fd, or a TLS bufferevent.
+ * counted: conn_accept() already counted it in srv->nconns.
+ */
 static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
-    struct sockaddr *sa, bool is_unix)
+    struct sockaddr *sa, bool is_unix, bool counted)
 {
 	struct server *srv = w->srv;
 	uint8_t secret[SM_SECRET_LEN];
@@ -721,12 +724,15 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	int r;
 
 	server_lock(w);
-	r = srv->stopping ? -ESHUTDOWN :
+	r = srv->stopping ? -ESHUTDOWN : counted ? 0 :
 	    srv->nconns >= srv->cfg.max_connections ? -EMFILE : 0;
 	if (r == 0) {
 		/* Count it now: the limit holds across workers. */
-		srv->nconns++;
+		if (!counted)
+			srv->nconns++;
 		w->nconns++;
+	} else if (counted) {
+		srv->nconns--;
 	}
 	keepalive = srv->cfg.keepalive_s;
 	max_frame = srv->cfg.max_frame;
@@ -845,7 +851,7 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 
 	srv->next_worker = (srv->next_worker + 1) % srv->nworkers;
 	if (w == worker_self) {
-		conn_start(w, fd, NULL, sa, is_unix);
+		conn_start(w, fd, NULL, sa, is_unix, false);
 		return;
 	}
 	p = calloc(1, sizeof *p);
@@ -858,7 +864,12 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 	p->is_unix = is_unix;
 	p->salen = salen;
 	memcpy(&p->ss, sa, (size_t)salen);
+	/*
+	 * Counted at once, so that the listener's max-connections check sees
+	 * the clients still on their way to their worker.
+	 */
 	server_lock(worker_self);
+	srv->nconns++;
 	list_add_tail(&p->entry, &w->acceptq);
 	server_wake_later(w);
 	server_unlock(worker_self);
@@ -867,7 +878,7 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 /* A client handed over by worker 0's listener. */
 void conn_start_pending(struct worker *w, struct conn_pending *p)
 {
-	conn_start(w, p->fd, NULL, (struct sockaddr *)&p->ss, p->is_unix);
+	conn_start(w, p->fd, NULL, (struct sockaddr *)&p->ss, p->is_unix, true);
 }
 
 /*
@@ -877,7 +888,8 @@ void conn_start_pending(struct worker *w, struct conn_pending *p)
 void conn_accept_tls(struct server *srv, struct bufferevent *bev,
     struct sockaddr *sa, int salen)
 {
-	conn_start(&srv->workers[0], bufferevent_getfd(bev), bev, sa, false);
+	conn_start(&srv->workers[0], bufferevent_getfd(bev), bev, sa, false,
+	    false);
 }
 
 /* Close and free a connection; its session lets go (or lingers). */

@@ -220,6 +220,8 @@ static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		p = list_first_entry(&w->acceptq, struct conn_pending, entry);
 		list_del_init(&p->entry);
 		list_add_tail(&p->entry, &q);
+		if (w->stop)
+			w->srv->nconns--;	/* counted by conn_accept() */
 	}
 	stop = w->stop;
 	server_unlock(w);
