@@ -216,23 +216,41 @@ static void conn_check_output(struct conn *c)
 	conn_queue_flush(c);
 }
 
+/* A frame in a worker's mailbox: for whom, how long (UINT32_MAX: drop c). */
+struct mbox_rec {
+	struct conn	*c;
+	uint32_t	len;
+};
+
+/* Append a record header to w's mailbox (room is known to be there). */
+static uint8_t *conn_mbox_rec(struct worker *w, struct conn *c, uint32_t len)
+{
+	struct mbox_rec rec = { c, len };
+	uint8_t *p = w->mbox + w->mlen;
+
+	if (w->mlen == 0)
+		server_wake_later(w);
+	memcpy(p, &rec, sizeof rec);
+	w->mlen += sizeof rec + (len == UINT32_MAX ? 0 : len);
+	return p + sizeof rec;
+}
+
 /*
  * A reply for a client of another worker: pack it into that worker's
- * mailbox as { struct conn *, uint32_t length, frame } and have it woken.
+ * mailbox as a record and a frame, and have the worker woken.
  */
 static void conn_mbox_put(struct conn *c, const Semd__Reply *r)
 {
 	struct worker *w = c->w;
 	size_t len, need, cap;
-	uint32_t flen;
 	uint8_t *p;
 	bool fast;
 
 	fast = fastpb_reply_bound(r, &len);
 	if (!fast)
 		len = semd__reply__get_packed_size(r);
-	/* Keep room for one drop record (length UINT32_MAX) after it. */
-	need = 2 * (sizeof c + sizeof flen) + FRAME_HDR + len;
+	/* Keep room for one drop record after it. */
+	need = 2 * sizeof(struct mbox_rec) + FRAME_HDR + len;
 	if (w->mcap - w->mlen < need) {
 		cap = w->mcap ? w->mcap : 4096;
 		while (cap - w->mlen < need && cap <= SIZE_MAX / 2)
@@ -242,64 +260,55 @@ static void conn_mbox_put(struct conn *c, const Semd__Reply *r)
 			/* The client would miss a reply: its worker drops it. */
 			log_warn("%s: out of memory for a reply, dropping the client",
 			    c->peer);
-			if (w->mcap - w->mlen < sizeof c + sizeof flen) {
+			if (w->mcap - w->mlen < sizeof(struct mbox_rec)) {
 				/* Not even the reserve: never lose a grant. */
 				log_err("out of memory: cannot deliver a reply, exiting");
 				abort();
 			}
-			if (w->mlen == 0)
-				server_wake_later(w);
-			flen = UINT32_MAX;
-			memcpy(w->mbox + w->mlen, &c, sizeof c);
-			memcpy(w->mbox + w->mlen + sizeof c, &flen, sizeof flen);
-			w->mlen += sizeof c + sizeof flen;
+			conn_mbox_rec(w, c, UINT32_MAX);
 			return;
 		}
 		w->mbox = p;
 		w->mcap = cap;
 	}
-	if (w->mlen == 0)
-		server_wake_later(w);
-	p = w->mbox + w->mlen;
+	/* Pack past the header, then write the header with the real size. */
+	p = w->mbox + w->mlen + sizeof(struct mbox_rec);
 	if (fast)
-		len = fastpb_reply_pack(r, p + sizeof c + sizeof flen + FRAME_HDR);
+		len = fastpb_reply_pack(r, p + FRAME_HDR);
 	else
-		semd__reply__pack(r, p + sizeof c + sizeof flen + FRAME_HDR);
-	frame_put_header(p + sizeof c + sizeof flen, (uint32_t)len);
-	flen = (uint32_t)(FRAME_HDR + len);
-	memcpy(p, &c, sizeof c);
-	memcpy(p + sizeof c, &flen, sizeof flen);
-	w->mlen += sizeof c + sizeof flen + flen;
+		semd__reply__pack(r, p + FRAME_HDR);
+	frame_put_header(p, (uint32_t)len);
+	conn_mbox_rec(w, c, (uint32_t)(FRAME_HDR + len));
 }
 
 /* Under the lock: stage the frames other workers left for our clients. */
 void conn_mbox_deliver(struct worker *w)
 {
+	struct mbox_rec rec;
 	size_t off = 0;
 	struct conn *c;
-	uint32_t flen;
 
 	while (off < w->mlen) {
-		memcpy(&c, w->mbox + off, sizeof c);
-		memcpy(&flen, w->mbox + off + sizeof c, sizeof flen);
-		off += sizeof c + sizeof flen;
-		if (flen == UINT32_MAX) {
+		memcpy(&rec, w->mbox + off, sizeof rec);
+		off += sizeof rec;
+		c = rec.c;
+		if (rec.len == UINT32_MAX) {
 			if (!c->dead)
 				conn_drop(c);
 			continue;
 		}
-		if (!c->dead && c->wcap - c->wlen < flen &&
-		    conn_wbuf_grow(c, flen) != 0) {
+		if (!c->dead && c->wcap - c->wlen < rec.len &&
+		    conn_wbuf_grow(c, rec.len) != 0) {
 			log_warn("%s: out of memory for a reply, dropping the client",
 			    c->peer);
 			conn_drop(c);
 		}
 		if (!c->dead) {
-			memcpy(c->wbuf + c->wlen, w->mbox + off, flen);
-			c->wlen += flen;
+			memcpy(c->wbuf + c->wlen, w->mbox + off, rec.len);
+			c->wlen += rec.len;
 			conn_check_output(c);
 		}
-		off += flen;
+		off += rec.len;
 	}
 	w->mlen = 0;
 }
@@ -767,8 +776,6 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	}
 	c->fd = bufferevent_getfd(c->bev);
 	c->backlog = tls;	/* TLS output always goes through the bufferevent */
-	tlsbev = NULL;
-	fd = -1;
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
 	c->kill = event_new(w->base, -1, 0, conn_kill_cb, c);
 	if (c->direct) {

@@ -293,16 +293,17 @@ static int worker_init(struct server *srv, unsigned int i)
 /* Free worker w's loop (its thread has ended; its clients are gone). */
 static void worker_free(struct worker *w)
 {
+	struct list_head *pos, *tmp;
 	struct conn_pending *p;
 
 	if (w->srv == NULL)
 		return;
-	while (!list_empty(&w->acceptq)) {
-		p = list_first_entry(&w->acceptq, struct conn_pending, entry);
-		list_del_init(&p->entry);
+	list_for_each_safe(pos, tmp, &w->acceptq) {
+		p = list_entry(pos, struct conn_pending, entry);
 		close(p->fd);
 		free(p);
 	}
+	INIT_LIST_HEAD(&w->acceptq);
 	if (w->flush_ev)
 		event_free(w->flush_ev);
 	if (w->deadline)
