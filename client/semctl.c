@@ -36,9 +36,9 @@ enum {
 	EX_ERROR_ = 6,
 };
 
-#define RUN_LEASE_MS	5000	/* run's session lease: resumes a brief cut */
+#define RUN_LEASE_MS	5000	/* run's default session lease: resumes a brief cut */
 #define RUN_PING_MS	1000
-#define RUN_GRACE_MS	5000	/* SIGTERM, then SIGKILL after this */
+#define RUN_GRACE_MS	5000	/* default: SIGTERM, then SIGKILL after this */
 
 struct opts {
 	const char *server;
@@ -57,9 +57,9 @@ static const char usage_text[] =
 "  down NAME [-n N] [--timeout DUR] [--lease DUR]   detached hold; prints the token\n"
 "  trydown NAME [-n N]\n"
 "  up NAME [-n N]\n"
-"  run NAME [-n N] [--timeout DUR] -- CMD [ARG...]\n"
+"  run NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] -- CMD [ARG...]\n"
 "  info NAME\n"
-"  list [PREFIX]\n"
+"  list [PREFIX] [--max N] [--after NAME]\n"
 "  delete NAME [--force]\n"
 "  set-limit NAME N\n"
 "  validate NAME TOKEN\n"
@@ -272,7 +272,8 @@ static int client_open(struct semc **out, uint32_t lease_ms, const char *name)
 }
 
 /* Command option table shared by the commands; each accepts a subset. */
-enum { O_LIMIT = 1000, O_MODE, O_TIMEOUT, O_LEASE, O_FORCE, O_HOLDER, O_JSON };
+enum { O_LIMIT = 1000, O_MODE, O_TIMEOUT, O_LEASE, O_FORCE, O_HOLDER, O_JSON,
+	O_GRACE, O_MAX, O_AFTER };
 
 static const struct option cmd_longopts[] = {
 	{ "limit", required_argument, NULL, O_LIMIT },
@@ -281,6 +282,9 @@ static const struct option cmd_longopts[] = {
 	{ "lease", required_argument, NULL, O_LEASE },
 	{ "force", no_argument, NULL, O_FORCE },
 	{ "holder", required_argument, NULL, O_HOLDER },
+	{ "grace", required_argument, NULL, O_GRACE },
+	{ "max", required_argument, NULL, O_MAX },
+	{ "after", required_argument, NULL, O_AFTER },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "server", required_argument, NULL, 's' },
 	{ "help", no_argument, NULL, 'h' },
@@ -300,9 +304,12 @@ struct cmd_args {
 	bool force;
 	uint64_t holder;
 	bool holder_set;
+	int64_t grace_ms;	/* -1: unset */
+	uint64_t max;		/* 0: no limit */
+	const char *after;
 };
 
-/* Parse a command's options; allowed lists the options it takes ("nltLfH"). */
+/* Parse a command's options; allowed lists the options it takes ("nltLfHGMA"). */
 static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a)
 {
 	int ch;
@@ -311,6 +318,7 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 	a->n = 1;
 	a->timeout_ms = -1;
 	a->lease_ms = -1;
+	a->grace_ms = -1;
 	optind = 0;	/* glibc: start over */
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":n:s:hj", cmd_longopts, NULL)) != -1) {
@@ -324,6 +332,9 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 		case O_LEASE: letter = "L"; break;
 		case O_FORCE: letter = "f"; break;
 		case O_HOLDER: letter = "H"; break;
+		case O_GRACE: letter = "G"; break;
+		case O_MAX: letter = "M"; break;
+		case O_AFTER: letter = "A"; break;
 		case O_JSON: case 'j': g.json = true; continue;
 		case 's': g.server = optarg; continue;	/* global, accepted here too */
 		case 'h': fputs(usage_text, stdout); exit(EX_OK_);
@@ -363,6 +374,19 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 		case O_HOLDER:
 			a->holder = parse_u64(optarg, "--holder");
 			a->holder_set = true;
+			break;
+		case O_GRACE:
+			a->grace_ms = parse_dur(optarg, "--grace");
+			if (a->grace_ms < 0 || a->grace_ms > 86400000)
+				usage_fail("--grace: '%s' is out of range", optarg);
+			break;
+		case O_MAX:
+			a->max = parse_u64(optarg, "--max");
+			if (a->max == 0)
+				usage_fail("--max: must be at least 1");
+			break;
+		case O_AFTER:
+			a->after = optarg;
 			break;
 		}
 	}
@@ -621,20 +645,22 @@ static int cmd_info(int argc, char **argv)
 	return 0;
 }
 
-/* list [PREFIX]: every page, fetched before anything is printed. */
+/* list [PREFIX] [--max N] [--after NAME]: the pages, fetched before anything is printed. */
 static int cmd_list(int argc, char **argv)
 {
 	struct cmd_args a;
 	struct semc_list **pages = NULL, **np;
 	struct semc *c;
-	const char *after = NULL;
+	const char *after;
 	size_t i, k, npages = 0, total = 0;
+	uint64_t got = 0, want;
 	int r = 0;
 
-	cmd_parse(argc, argv, "", &a);
-	need_args(&a, 0, 1, "list [PREFIX]");
+	cmd_parse(argc, argv, "MA", &a);
+	need_args(&a, 0, 1, "list [PREFIX] [--max N] [--after NAME]");
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
+	after = a.after;
 	/* bounded: at most a million pages of up to 1000 names */
 	while (npages < 1000000) {
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
@@ -643,12 +669,19 @@ static int cmd_list(int argc, char **argv)
 			break;
 		}
 		pages = np;
-		if ((r = semc_list(c, a.argc ? a.argv[0] : "", after, 1000, &pages[npages])) != 0)
+		want = a.max && a.max - got < 1000 ? a.max - got : 1000;
+		if ((r = semc_list(c, a.argc ? a.argv[0] : "", after, (uint32_t)want,
+		    &pages[npages])) != 0)
 			break;
 		after = pages[npages]->next;
-		if (pages[npages++]->n == 0 || after == NULL || *after == '\0')
+		got += pages[npages]->n;
+		if (pages[npages++]->n == 0 || after == NULL || *after == '\0' ||
+		    (a.max && got >= a.max))
 			break;
 	}
+	/* Stopped by --max with names left: say where to go on from. */
+	if (after != NULL && *after == '\0')
+		after = NULL;
 	semc_free(c);
 	if (r != 0) {
 		for (k = 0; k < npages; k++)
@@ -676,11 +709,22 @@ static int cmd_list(int argc, char **argv)
 				       s->available, mode_name(s->mode), s->holders, s->waiters);
 			}
 		}
-		semc_list_free(pages[k]);
 	}
+	if (g.json) {
+		printf("],\"count\":%zu", total);
+		if (after != NULL) {
+			printf(",\"next\":");
+			json_str(after);
+		}
+		printf("}\n");
+	} else if (after != NULL) {
+		fprintf(stderr, "semctl: list: more names follow; go on with --after ");
+		fputs(after, stderr);
+		fputc('\n', stderr);
+	}
+	for (k = 0; k < npages; k++)
+		semc_list_free(pages[k]);
 	free(pages);
-	if (g.json)
-		printf("],\"count\":%zu}\n", total);
 	return 0;
 }
 
@@ -950,15 +994,18 @@ static int cmd_run(int argc, char **argv)
 	struct semc_grant gr;
 	struct cmd_args a;
 	struct semc *c;
-	int64_t now, next_ping, kill_at = -1;
+	int64_t now, next_ping, kill_at = -1, lease_ms, grace_ms;
 	int r, status = 0, i;
 	bool exited = false, killed = false;
 	pid_t pid;
 
-	cmd_parse(argc, argv, "nt", &a);
+	cmd_parse(argc, argv, "ntLG", &a);
 	if (a.argc < 2)
-		usage_fail("usage: semctl run NAME [-n N] [--timeout DUR] -- CMD [ARG...]");
-	if ((r = client_open(&c, RUN_LEASE_MS, "semctl run")) != 0)
+		usage_fail("usage: semctl run NAME [-n N] [--timeout DUR] [--lease DUR] "
+		    "[--grace DUR] -- CMD [ARG...]");
+	lease_ms = a.lease_ms > 0 ? a.lease_ms : RUN_LEASE_MS;
+	grace_ms = a.grace_ms >= 0 ? a.grace_ms : RUN_GRACE_MS;
+	if ((r = client_open(&c, (uint32_t)lease_ms, "semctl run")) != 0)
 		return r;
 	semc_set_event_callback(c, run_on_event, &rs);
 	r = semc_down(c, a.argv[0], a.n, a.timeout_ms, 0, &gr);
@@ -1019,7 +1066,7 @@ static int cmd_run(int argc, char **argv)
 				rs.ping_out = true;
 			next_ping = now + RUN_PING_MS;
 		}
-		if (!rs.lost && now - rs.last_pong > RUN_LEASE_MS + 2 * RUN_PING_MS) {
+		if (!rs.lost && now - rs.last_pong > lease_ms + 2 * RUN_PING_MS) {
 			/* no answer for longer than the lease: the daemon has
 			 * forgotten us by now, whatever the socket says */
 			rs.lost = true;
@@ -1029,7 +1076,7 @@ static int cmd_run(int argc, char **argv)
 			fprintf(stderr, "semctl: run: %s: %s; terminating the command\n",
 				a.argv[0], rs.why);
 			kill(pid, SIGTERM);
-			kill_at = now + RUN_GRACE_MS;
+			kill_at = now + grace_ms;
 		} else if (rs.lost && !killed && now >= kill_at) {
 			kill(pid, SIGKILL);
 			killed = true;

@@ -108,6 +108,12 @@ expect_eq "list PREFIX" 2 "$(S list list/ | tail -n +2 | wc -l)"
 expect_eq "list --json PREFIX" "2 list/a" "$(S --json list list/ | jget 'j["count"], j["semaphores"][0]["name"]')"
 expect_eq "JSON escapes quotes and backslashes" 'we"ird\name' "$(S --json list we | jget 'j["semaphores"][0]["name"]')"
 expect_eq "list everything" 5 "$(S --json list | jget 'j["count"]')"
+expect_eq "list --max 1" 1 "$(S list list/ --max 1 2>"$T/list.err" | tail -n +2 | wc -l)"
+ok "list --max says where to go on" grep -q -- "--after list/a" "$T/list.err"
+expect_eq "list --json --max 1: count and next" "1 list/a" "$(S --json list list/ --max 1 | jget 'j["count"], j["next"]')"
+expect_eq "list --after" "1 list/b" "$(S --json list list/ --after list/a | jget 'j["count"], j["semaphores"][0]["name"]')"
+expect_eq "list --max 2 at the end: no next" "2 None" "$(S --json list list/ --max 2 | jget 'j["count"], j.get("next")')"
+expect_eq "list --max 0 is a usage error" 2 "$(rc S list --max 0)"
 expect_eq "set-limit" 0 "$(rc S set-limit list/a 3)"
 expect_eq "set-limit took" 3 "$(S --json info list/a | jget 'j["limit"]')"
 expect_eq "set-limit --json" 5 "$(S --json set-limit list/a 5 | jget 'j["limit"]')"
@@ -197,5 +203,21 @@ t_wait_for 5 test -e "$T/started"
 kill -9 "$e_PID"
 wait "$rpid"
 expect_eq "a command ignoring SIGTERM is killed; run exits 5" 5 $?
+
+# --lease and --grace: a short lease and no grace end it sooner (the
+# defaults take at least 5 s of lease + 2 s of pings + 5 s of grace)
+start_semd f || exit 1
+rm -f "$T/started"
+"$SEMCTL" -s "$f_UNIX" run r --lease 1s --grace 0 -- sh -c "trap '' TERM; touch '$T/started'; i=0; while [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done" 2>/dev/null &
+rpid=$!
+t_wait_for 5 test -e "$T/started"
+t0=$(date +%s)
+kill -9 "$f_PID"
+wait "$rpid"
+expect_eq "run --lease 1s --grace 0: hold lost, run exits 5" 5 $?
+el=$(( $(date +%s) - t0 ))
+ok "run --lease 1s --grace 0 ended within 7 s ($el s)" test "$el" -le 7
+expect_eq "run --grace needs a duration" 2 "$(rc S run r --grace soon -- true)"
+expect_eq "run --lease 0 is refused" 2 "$(rc S run r --lease 0 -- true)"
 
 t_done
