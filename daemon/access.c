@@ -32,6 +32,8 @@ struct access_count {
 struct access_id {
 	struct acl_subject	subject;
 	struct access_count	*count;
+	int			fd;		/* the UNIX socket, for pending */
+	bool			pending;	/* user and groups not looked up */
 };
 
 /*
@@ -184,6 +186,8 @@ int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
 {
 	struct access_id *id;
 	uint64_t quota;
+	uid_t uid;
+	gid_t gid;
 	char why[ACL_PRINCIPAL_MAX + 96];
 
 	*out = NULL;
@@ -191,9 +195,21 @@ int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
 	if (id == NULL)
 		return -ENOMEM;
 	acl_subject_init(&id->subject);
+	id->fd = fd;
 	if (ssl != NULL) {
 		if (tls_peer_subject(ssl, &id->subject) != 0)
 			log_notice("TLS client certificate with an unusable name: anonymous");
+	} else if (is_unix && acl_count(srv->cfg.acl) == 0) {
+		/*
+		 * No rules: uid:N is all anyone needs, and the user and group
+		 * names (NSS: /etc/passwd and /etc/group, or LDAP) are looked
+		 * up only if rules come with a reload (access_resolve()).
+		 */
+		if (peer_cred(fd, &uid, &gid, NULL) != 0 ||
+		    acl_subject_set_uid(&id->subject, uid, NULL) != 0)
+			log_debug("SO_PEERCRED failed: anonymous");
+		else
+			id->pending = true;
 	} else if (is_unix && peer_subject(fd, &id->subject) != 0) {
 		log_debug("SO_PEERCRED failed: anonymous");
 	}
@@ -227,6 +243,36 @@ int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
 	snprintf(principal, len, "%s", id->subject.principal);
 	*out = id;
 	return 0;
+}
+
+/*
+ * Look up the user and group names of a UNIX peer accepted while there
+ * were no rules, now that there are: rules naming user: or group: must
+ * see them (a deny for user:bob before an allow for * would otherwise be
+ * passed over). Its principal's count gets them too, for group quotas.
+ */
+static void access_resolve(struct access_id *id)
+{
+	struct acl_subject s;
+
+	if (!id->pending)
+		return;
+	id->pending = false;
+	acl_subject_init(&s);
+	if (peer_subject(id->fd, &s) != 0 ||
+	    strcmp(s.principal, id->subject.principal) != 0) {
+		acl_subject_clear(&s);
+		return;
+	}
+	acl_subject_clear(&id->subject);
+	id->subject = s;	/* takes over s's groups */
+	if (id->count != NULL && id->count->subject.user_len == 0 &&
+	    id->count->subject.ngroups == 0) {
+		acl_subject_clear(&id->count->subject);
+		if (access_subject_copy(&id->count->subject, &id->subject) != 0)
+			log_warn("%s: out of memory copying an identity",
+			    id->subject.principal);
+	}
 }
 
 /* Forget a connection's identity. */
@@ -336,6 +382,7 @@ bool access_check(struct conn *c, const Semd__Request *req)
 	/* Before Hello the state machine answers PROTOCOL_ERROR anyway. */
 	if (acl == NULL || acl_count(acl) == 0 || !c->hello || c->id == NULL)
 		return true;
+	access_resolve(c->id);
 	if (!access_need(req, &name, &right) || name == NULL)
 		return true;
 	len = strlen(name);

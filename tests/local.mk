@@ -5,3 +5,7 @@ EXTRA_DIST += tests/lib.sh
 # loops, FIFO and timeouts across loops, reload and stop (tests/daemon/).
 TESTS += tests/daemon/threads.sh
 EXTRA_DIST += tests/daemon/threads.sh
+
+# A UNIX peer's user and groups, looked up only once there are rules.
+TESTS += tests/daemon/identity.sh
+EXTRA_DIST += tests/daemon/identity.sh
