@@ -310,6 +310,8 @@ static void worker_free(struct worker *w)
 		event_free(w->deadline);
 	if (w->stop_timer)
 		event_free(w->stop_timer);
+	if (w->beat)
+		event_free(w->beat);
 	if (w->wake_ev)
 		event_free(w->wake_ev);
 	if (w->wakefd >= 0)
@@ -340,10 +342,35 @@ static void server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 #ifdef HAVE_SYSTEMD
-/* Keep systemd's watchdog fed. */
+/* A worker's heartbeat for the watchdog: its loop still runs. */
+static void worker_beat_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	atomic_store_explicit(&w->beat_ms, server_now(), memory_order_relaxed);
+}
+
+/*
+ * Keep systemd's watchdog fed while every event loop runs: a loop that
+ * has not beaten for a whole watchdog period (stuck, or spinning on the
+ * state lock) withholds the ping, and systemd restarts the service.
+ */
 static void server_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 {
-	server_notify(arg, "WATCHDOG=1");
+	struct server *srv = arg;
+	uint64_t now = server_now(), beat;
+	unsigned int i;
+
+	for (i = 1; i < srv->nworkers; i++) {
+		beat = atomic_load_explicit(&srv->workers[i].beat_ms,
+		    memory_order_relaxed);
+		if (now > beat && now - beat > srv->watchdog_ms) {
+			log_err("event loop %u has not run for %" PRIu64
+			    " ms: no watchdog ping", i, now - beat);
+			return;
+		}
+	}
+	server_notify(srv, "WATCHDOG=1");
 }
 #endif
 
@@ -674,6 +701,8 @@ int server_run(struct server *srv)
 	size_t off = 0;
 	uint64_t usec = 0;
 	struct timeval tv;
+	struct worker *w;
+	unsigned int i;
 	int r;
 
 	if (srv->cfg.ready_file != NULL &&
@@ -690,17 +719,32 @@ int server_run(struct server *srv)
 	server_notify(srv, status);
 #ifdef HAVE_SYSTEMD
 	if (srv->systemd && sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+		srv->watchdog_ms = usec / 1000;
 		srv->watchdog = event_new(srv->base, -1, EV_PERSIST,
 		    server_watchdog_cb, srv);
 		tv.tv_sec = (time_t)(usec / 2 / 1000000);
 		tv.tv_usec = (suseconds_t)(usec / 2 % 1000000);
 		if (srv->watchdog != NULL)
 			event_add(srv->watchdog, &tv);
+		/* The other loops beat four times a period. */
+		tv.tv_sec = (time_t)(usec / 4 / 1000000);
+		tv.tv_usec = (suseconds_t)(usec / 4 % 1000000);
+		for (i = 1; i < srv->nworkers; i++) {
+			w = &srv->workers[i];
+			atomic_store_explicit(&w->beat_ms, server_now(),
+			    memory_order_relaxed);
+			w->beat = event_new(w->base, -1, EV_PERSIST,
+			    worker_beat_cb, w);
+			if (w->beat != NULL)
+				event_add(w->beat, &tv);
+		}
 		log_info("watchdog: pinging every %" PRIu64 " ms", usec / 2000);
 	}
 #else
 	(void)usec;
 	(void)tv;
+	(void)w;
+	(void)i;
 #endif
 	if (server_start_workers(srv) != 0)
 		return EX_OSERR;

@@ -63,6 +63,8 @@ struct worker {
 	bool			stop;		/* close every client and exit */
 	/* Written by this worker only: */
 	_Atomic uint64_t	dropped;	/* clients cut off */
+	_Atomic uint64_t	beat_ms;	/* last heartbeat (watchdog) */
+	struct event		*beat;		/* its timer, with a watchdog */
 };
 
 struct server {
@@ -79,6 +81,7 @@ struct server {
 	size_t			nconns;		/* all workers, under lock */
 	struct event		*sigs[4];
 	struct event		*watchdog;
+	uint64_t		watchdog_ms;	/* systemd's watchdog period */
 	struct event		*accept_resume;	/* after EMFILE */
 	bool			stopping;
 	bool			systemd;	/* NOTIFY_SOCKET is set */

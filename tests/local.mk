@@ -9,3 +9,7 @@ EXTRA_DIST += tests/daemon/threads.sh
 # A UNIX peer's user and groups, looked up only once there are rules.
 TESTS += tests/daemon/identity.sh
 EXTRA_DIST += tests/daemon/identity.sh
+
+# The systemd watchdog is fed only while every event loop runs.
+TESTS += tests/daemon/watchdog.sh
+EXTRA_DIST += tests/daemon/watchdog.sh

@@ -42,7 +42,8 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 NOTIFY_SOCKET=$T/notify.sock WATCHDOG_USEC=200000 \
     systemd-socket-activate -E NOTIFY_SOCKET -E WATCHDOG_USEC \
 	-l "$T/act.sock" -l "127.0.0.1:$port" \
-	"$SEMD" --ready-file "$T/act.ready" --log-level debug >"$T/act.log" 2>&1 &
+	"$SEMD" --ready-file "$T/act.ready" --log-level debug \
+	${SEMD_TEST_THREADS:+--threads "$SEMD_TEST_THREADS"} >"$T/act.log" 2>&1 &
 act=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $act"
 ok "activator listening" t_wait_for 5 test -S "$T/act.sock"

@@ -1,0 +1,74 @@
+#!/bin/sh
+# The systemd watchdog with several event loops: semd pings WATCHDOG=1 only
+# while every loop runs. One loop's thread is frozen alone (ptrace
+# interrupt, the other threads go on): the pings stop and the log says
+# which loop; once it runs again the pings come back.
+. "$top_srcdir/tests/lib.sh"
+t_watchdog 60
+has() { grep -q -- "$1" "$2"; }
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+
+python3 - "$T/notify.sock" "$T/notify.out" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(0.2)
+out = open(sys.argv[2], "w", buffering=1)
+end = time.time() + 40
+while time.time() < end:
+    try:
+        msg = s.recv(4096).decode()
+    except socket.timeout:
+        continue
+    for line in msg.split("\n"):
+        out.write("%.3f %s\n" % (time.monotonic(), line))
+    if "STOPPING=1" in msg:
+        break
+PY
+PIDS_TO_KILL="$PIDS_TO_KILL $!"
+t_wait_for 5 test -S "$T/notify.sock"
+
+NOTIFY_SOCKET=$T/notify.sock WATCHDOG_USEC=400000 \
+	"$SEMD" --listen "unix:$T/w.sock" --ready-file "$T/w.ready" --threads 2 \
+	>"$T/w.log" 2>&1 &
+pid=$!
+PIDS_TO_KILL="$PIDS_TO_KILL $pid"
+ok "ready" t_wait_for 10 test -s "$T/w.ready"
+ok "WATCHDOG=1 pings with two loops" t_wait_for 5 \
+	eval '[ "$(grep -c " WATCHDOG=1" "$T/notify.out")" -ge 3 ]'
+
+# The newest thread is loop 1 (loop 0 is the main thread).
+tid=$(ls "/proc/$pid/task" | sort -n | tail -n 1)
+python3 - "$tid" "$T/notify.out" >"$T/freeze.out" 2>&1 <<'PY'
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+tid = int(sys.argv[1])
+SEIZE, INTERRUPT, DETACH, WALL = 0x4206, 0x4207, 17, 0x40000000
+if libc.ptrace(SEIZE, tid, 0, 0) != 0:
+    print("cannot ptrace: errno", ctypes.get_errno()); sys.exit(77)
+libc.ptrace(INTERRUPT, tid, 0, 0)
+os.waitpid(tid, WALL)
+start = time.monotonic()
+time.sleep(2.0)
+libc.ptrace(DETACH, tid, 0, 0)
+print("frozen %.3f %.3f" % (start, time.monotonic()))
+PY
+rc=$?
+if [ "$rc" = 77 ]; then
+	cat "$T/freeze.out"
+	echo "SKIP: ptrace not allowed here"
+	exit 77
+fi
+sleep 1
+read -r _ t0 t1 <"$T/freeze.out"
+# Pings while frozen, leaving the first watchdog period (0.4 s) for the
+# loop's last beat to age.
+n=$(awk -v a="$t0" -v b="$t1" '$2 == "WATCHDOG=1" && $1 > a + 0.7 && $1 < b { n++ } END { print n + 0 }' "$T/notify.out")
+expect_eq "no WATCHDOG=1 while a loop is frozen" 0 "$n"
+ok "the log names the frozen loop" has 'event loop 1 has not run for' "$T/w.log"
+n=$(awk -v b="$t1" '$2 == "WATCHDOG=1" && $1 > b { n++ } END { print n + 0 }' "$T/notify.out")
+ok "pings come back once it runs ($n)" test "$n" -ge 2
+kill -TERM "$pid"
+wait "$pid"
+expect_eq "SIGTERM: exit 0" 0 "$?"
+t_done
