@@ -161,6 +161,29 @@ static bool access_quota_cb(void *arg, const char *principal,
 	return true;
 }
 
+/*
+ * The state's List visibility hook (sm_visible_fn): a name is listed when
+ * the connection's principal may inspect it. A hidden name under a
+ * protected prefix reports that prefix, so List steps over the whole run.
+ * Called under the state lock on any loop's thread: reads only the
+ * connection and the configuration, keeps nothing.
+ */
+static bool access_visible_cb(void *arg, void *conn, const char *name,
+    size_t len, size_t *skip_len)
+{
+	const struct conn *c = conn;
+	const struct acl *acl = c->srv->cfg.acl;
+
+	(void)arg;
+	if (acl == NULL || acl_count(acl) == 0 || c->id == NULL)
+		return true;
+	if (acl_allows(acl, &c->id->subject, name, len, ACL_INSPECT))
+		return true;
+	*skip_len = acl_hidden_prefix(acl, &c->id->subject, name, len,
+	    ACL_INSPECT);
+	return false;
+}
+
 /* Tell a refused client why, without waiting for the socket. */
 static void access_refuse(int fd, const char *why)
 {
@@ -178,6 +201,22 @@ static void access_refuse(int fd, const char *why)
 	semd__reply__pack(&r, buf + FRAME_HDR);
 	n = send(fd, buf, FRAME_HDR + len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	(void)n;
+}
+
+/*
+ * Count held permits and waiters per principal, and filter List, once there
+ * are access rules (an open configuration pays nothing per request). Called
+ * under the state lock when a connection opens and on each checked request,
+ * so rules that a reload brings apply before the next request is served.
+ */
+static void access_hook(struct server *srv)
+{
+	if (access_srv != NULL || srv->cfg.acl == NULL ||
+	    acl_count(srv->cfg.acl) == 0)
+		return;
+	access_srv = srv;
+	sm_set_quota(srv->sm, access_quota_cb, srv);
+	sm_set_visible(srv->sm, access_visible_cb, srv);
 }
 
 /* Identify a new connection and count it against its connection quota. */
@@ -219,15 +258,7 @@ int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
 		free(id);
 		return -ENOMEM;
 	}
-	/*
-	 * Count held permits and waiters per principal once there are access
-	 * rules (an open configuration pays nothing per request).
-	 */
-	if (access_srv == NULL && srv->cfg.acl != NULL &&
-	    acl_count(srv->cfg.acl) > 0) {
-		access_srv = srv;
-		sm_set_quota(srv->sm, access_quota_cb, srv);
-	}
+	access_hook(srv);
 	quota = acl_quota(srv->cfg.acl, &id->subject, ACL_QUOTA_CONNECTIONS);
 	if (quota != 0 && id->count->n >= quota) {
 		snprintf(why, sizeof why, "quota: %s may have %" PRIu64
@@ -329,7 +360,11 @@ static bool access_need(const Semd__Request *req, const char **name,
 		*right = ACL_INSPECT;
 		return true;
 	case SEMD__REQUEST__OP_LIST:
-		/* Checked against the prefix: list "" needs inspect on every name. */
+		/*
+		 * Checked against the prefix (so a protected prefix is refused
+		 * outright); the names listed are then filtered one by one
+		 * through access_visible_cb().
+		 */
 		*name = req->list->prefix;
 		*right = ACL_INSPECT;
 		return true;
@@ -382,6 +417,7 @@ bool access_check(struct conn *c, const Semd__Request *req)
 	/* Before Hello the state machine answers PROTOCOL_ERROR anyway. */
 	if (acl == NULL || acl_count(acl) == 0 || !c->hello || c->id == NULL)
 		return true;
+	access_hook(c->srv);
 	access_resolve(c->id);
 	if (!access_need(req, &name, &right) || name == NULL)
 		return true;

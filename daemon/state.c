@@ -185,6 +185,8 @@ struct sm {
 	uint64_t		overgrants;	/* grants that left held > limit: a bug */
 	sm_quota_fn		quota;		/* per-principal counts, or NULL */
 	void			*quota_arg;
+	sm_visible_fn		visible;	/* what List shows, or NULL: all */
+	void			*visible_arg;
 	uint64_t		now;		/* of the call in progress */
 	bool			req_memo_valid;	/* req_hash()'s last result */
 	uint64_t		req_memo_sid;
@@ -1208,6 +1210,13 @@ void sm_set_quota(struct sm *sm, sm_quota_fn fn, void *arg)
 	sm->quota_arg = arg;
 }
 
+/* Install the List visibility hook (NULL: every name is shown). */
+void sm_set_visible(struct sm *sm, sm_visible_fn fn, void *arg)
+{
+	sm->visible = fn;
+	sm->visible_arg = arg;
+}
+
 /* Apply new limits; existing objects over a lowered limit stay. */
 void sm_reconfigure(struct sm *sm, const struct sm_config *cfg)
 {
@@ -1901,6 +1910,22 @@ out:
 }
 
 /*
+ * The first key greater than every name beginning with name[0..len), in
+ * key (len + 1 bytes); false when there is none (all bytes 0xff).
+ */
+static bool list_past_prefix(const char *name, size_t len, char *key)
+{
+	while (len > 0 && (unsigned char)name[len - 1] == 0xff)
+		len--;
+	if (len == 0)
+		return false;
+	memcpy(key, name, len);
+	key[len - 1] = (char)((unsigned char)name[len - 1] + 1);
+	key[len] = '\0';
+	return true;
+}
+
+/*
  * List: names with a prefix, in byte order, strictly after a cursor. Besides
  * the hash table the names live in an ordered index (daemon/ordidx.h, a
  * B+tree of about 10 bytes a name), and the names with a prefix are one run
@@ -1909,6 +1934,14 @@ out:
  * other names there are (a page of 100 at a million names: about 30 us,
  * round trip included, where scanning the table took about 90 ms). One name
  * found past a full page sets next (to the last name listed).
+ *
+ * With a visibility hook (the daemon's ACL) only the names the caller may
+ * inspect are listed, and next is always one of them. A hidden name whose
+ * hook answer covers a whole subtree (a protected prefix) is stepped over
+ * with one seek past that subtree; others one by one. A page visits at most
+ * SM_LIST_HIDDEN_MAX hidden names: past that it ends at its last entry (next
+ * set, the usual cursor), or with no entry yet is answered
+ * RESOURCE_EXHAUSTED, so no client makes the loop scan without bound.
  */
 static void op_list(struct sm *sm, struct sm_client *c, uint64_t id,
     const Semd__List *l, uint64_t now)
@@ -1917,7 +1950,8 @@ static void op_list(struct sm *sm, struct sm_client *c, uint64_t id,
 	Semd__ListReply lr = SEMD__LIST_REPLY__INIT;
 	Semd__Summary *sv = NULL, **sp = NULL;
 	size_t max = l->max ? l->max : SM_LIST_DEFAULT, i = 0;
-	size_t plen = strlen(l->prefix);
+	size_t plen = strlen(l->prefix), hidden = 0, skip;
+	char key[SM_NAME_MAX + 1];
 	struct ordidx_iter it;
 	struct sm_sem *sem;
 
@@ -1938,6 +1972,18 @@ static void op_list(struct sm *sm, struct sm_client *c, uint64_t id,
 		ordidx_seek(&sm->byname, &it, l->prefix, true);
 	while ((sem = ordidx_next(&it)) != NULL &&
 	    strncmp(sem->name, l->prefix, plen) == 0) {
+		skip = 0;
+		if (sm->visible != NULL && !sm->visible(sm->visible_arg,
+		    c->conn, sem->name, sem->len, &skip)) {
+			if (++hidden > SM_LIST_HIDDEN_MAX)
+				break;
+			if (skip == 0 || skip > sem->len)
+				continue;
+			if (!list_past_prefix(sem->name, skip, key))
+				break;
+			ordidx_seek(&sm->byname, &it, key, true);
+			continue;
+		}
 		if (i == max) {
 			lr.next = sv[max - 1].name;
 			break;
@@ -1951,6 +1997,16 @@ static void op_list(struct sm *sm, struct sm_client *c, uint64_t id,
 		sv[i].waiters = sem->nwaiters;
 		sp[i] = &sv[i];
 		i++;
+	}
+	if (hidden > SM_LIST_HIDDEN_MAX) {
+		if (i == 0) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "more than %d names you may not inspect under this "
+			    "prefix; list a narrower prefix",
+			    SM_LIST_HIDDEN_MAX);
+			goto out;
+		}
+		lr.next = sv[i - 1].name;
 	}
 	lr.n_entries = i;
 	lr.entries = sp;

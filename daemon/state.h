@@ -152,6 +152,21 @@ typedef bool (*sm_quota_fn)(void *arg, const char *principal,
     enum sm_quota_kind kind, int64_t delta, bool check);
 void sm_set_quota(struct sm *sm, sm_quota_fn fn, void *arg);
 
+/*
+ * Which names List shows (optional; the daemon's access.c asks the ACL).
+ * conn is what sm_client_open() was given. Return false to leave name out
+ * of the reply; then *skip_len (set to 0 before the call) may be the length
+ * L (1..len) of a beginning of name under which every name is hidden for
+ * this conn, and List seeks past them all at once. A page visits at most
+ * SM_LIST_HIDDEN_MAX hidden names: then it ends at its last entry, or when
+ * it has none is answered RESOURCE_EXHAUSTED. With no hook every name is
+ * shown. The hook must not call back into the state machine.
+ */
+#define SM_LIST_HIDDEN_MAX	10000
+typedef bool (*sm_visible_fn)(void *arg, void *conn, const char *name,
+    size_t len, size_t *skip_len);
+void sm_set_visible(struct sm *sm, sm_visible_fn fn, void *arg);
+
 void sm_get_counters(const struct sm *sm, struct sm_counters *out);
 /* Call fn for every semaphore, in no particular order (metrics). */
 void sm_sem_each(struct sm *sm,

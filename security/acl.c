@@ -553,6 +553,89 @@ bool acl_allows(const struct acl *acl, const struct acl_subject *who,
 	return true;
 }
 
+/* Length of the common beginning of a and b (at most n bytes). */
+static size_t acl_common_len(const char *a, const char *b, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/*
+ * The shortest L such that no name starting with name[0..L) matches pattern
+ * p (SIZE_MAX: none, p matches some name under every prefix of name).
+ */
+static size_t acl_pattern_avoid_len(const struct acl_pattern *p,
+    const char *name, size_t len)
+{
+	size_t m;
+
+	if (p->kind == PATTERN_ALL)
+		return SIZE_MAX;
+	m = acl_common_len(name, p->text, len < p->len ? len : p->len);
+	/* name begins with a prefix pattern, or is the beginning of p->text */
+	if ((p->kind == PATTERN_PREFIX && m == p->len) || m == len)
+		return SIZE_MAX;
+	/* name and p->text differ at m (or p->text ends there): L = m + 1 */
+	return m + 1;
+}
+
+/*
+ * The shortest L such that pattern p matches every name starting with
+ * name[0..L) (SIZE_MAX: no such L; an exact name never covers a subtree).
+ */
+static size_t acl_pattern_cover_len(const struct acl_pattern *p,
+    const char *name, size_t len)
+{
+	if (p->kind == PATTERN_ALL)
+		return 0;
+	if (p->kind == PATTERN_PREFIX && acl_pattern_matches(p, name, len))
+		return p->len;
+	return SIZE_MAX;
+}
+
+/*
+ * Find a beginning of name under which who may exercise right on no name.
+ * Rules are taken in order, keeping lo, the shortest length past which no
+ * rule seen so far that would grant the right can match: then a rule that
+ * denies the right and matches the whole subtree (or, after all the rules,
+ * a protect pattern that does) proves every name under max(lo, its length)
+ * hidden. The shortest proof wins. Conservative: a granting rule matching
+ * some name under every beginning of name (*, a prefix of name, a name that
+ * begins with name) gives up.
+ */
+size_t acl_hidden_prefix(const struct acl *acl, const struct acl_subject *who,
+    const char *name, size_t len, enum acl_right right)
+{
+	const struct acl_rule *r, *end;
+	size_t lo = 1, best = SIZE_MAX, l, i;
+
+	if (acl == NULL || len == 0)
+		return 0;
+	end = acl->rules + acl->nrules;
+	for (r = acl->rules; r < end && lo <= len; r++) {
+		if (!acl_principal_matches(&r->who, who))
+			continue;
+		if ((r->rights & (unsigned)right) == (unsigned)right) {
+			l = acl_pattern_avoid_len(&r->pattern, name, len);
+			if (l > lo)
+				lo = l;
+			continue;
+		}
+		l = acl_pattern_cover_len(&r->pattern, name, len);
+		if (l != SIZE_MAX && (l > lo ? l : lo) < best)
+			best = l > lo ? l : lo;
+	}
+	for (i = 0; i < acl->nprotect && lo <= len; i++) {
+		l = acl_pattern_cover_len(&acl->protect[i], name, len);
+		if (l != SIZE_MAX && (l > lo ? l : lo) < best)
+			best = l > lo ? l : lo;
+	}
+	return best <= len ? best : 0;
+}
+
 /* The quota of a kind for who: 0 means unlimited. */
 uint64_t acl_quota(const struct acl *acl, const struct acl_subject *who,
     enum acl_quota_kind kind)

@@ -103,6 +103,16 @@ int acl_parse_line(struct acl *acl, const char *line, char *err, size_t errlen);
 /* Decide whether who may exercise right on the semaphore name (no allocation). */
 bool acl_allows(const struct acl *acl, const struct acl_subject *who,
     const char *name, size_t name_len, enum acl_right right);
+/*
+ * Prove a whole subtree hidden: the length L (1..name_len) of a beginning of
+ * name such that who may not exercise right on any name starting with
+ * name[0..L), shortest found; 0 when that cannot be shown (then only name
+ * itself is known, from acl_allows()). Conservative: 0 whenever a rule that
+ * grants right to who might match a name under every beginning of name.
+ * Used by List to step over a protected run of names in one seek.
+ */
+size_t acl_hidden_prefix(const struct acl *acl, const struct acl_subject *who,
+    const char *name, size_t name_len, enum acl_right right);
 /* The quota of a kind for who: 0 means unlimited. */
 uint64_t acl_quota(const struct acl *acl, const struct acl_subject *who,
     enum acl_quota_kind kind);

@@ -159,6 +159,60 @@ ok "deleting one gives it back" has '^reply id=4 code=OK' "$T/qs2.out"
 $PROBE "$qs_TCP" hello "create a1 1" "create a2 1" "create a3 1" >"$T/qs3.out" 2>&1
 ok "quotas are per principal: anonymous creates freely" has '^reply id=4 code=OK' "$T/qs3.out"
 
+# List shows only names the caller may inspect: with team/ and
+# db/replica-* protected and only team/public/ given to me, no prefix may
+# reveal the other names under them (a prefix that itself passes the check,
+# "" or "te", used to list them all); an allowed sub-prefix is listed; a
+# principal allowed everything (anonymous, over TCP) still sees every name.
+cat >"$T/list.conf" <<EOF
+acl uid:$me team/public/ inspect
+acl anonymous * all
+protect team/
+protect db/replica-*
+EOF
+start_semd l --config "$T/list.conf" || exit 1
+all="alpha db/main db/replica-1 db/replica-2 team/a1 team/a2 team/public/p1 team/public/p2 team/q1 team/zz zeta"
+mine="alpha db/main team/public/p1 team/public/p2 zeta"
+cmds=""
+for n in $all; do cmds="$cmds|create $n 1"; done
+IFS='|'
+# shellcheck disable=SC2086
+$PROBE "$l_TCP" hello $cmds >"$T/lmk.out" 2>&1
+unset IFS
+expect_eq "list: 11 names created" 11 "$(grep -c '^reply id=[0-9]* code=OK$' "$T/lmk.out")"
+$PROBE "$l_UNIX" hello "list" "list prefix=te" "list prefix=team" "list prefix=team/" \
+	"list prefix=team/public/" "list prefix=db/" "info team/a1" >"$T/lme.out" 2>&1
+leaks() { grep -E "^reply id=$1 .*( team/a| team/q| team/zz| db/replica-)" "$T/lme.out"; }
+ok 'list "": nothing I may not inspect' eval '! leaks 2'
+ok 'list "": the names I may inspect, in order' has "^reply id=2 code=OK entries=5 $mine next=\$" "$T/lme.out"
+ok 'list "te": nothing I may not inspect' eval '! leaks 3'
+ok 'list "te": only team/public/' has '^reply id=3 code=OK entries=2 team/public/p1 team/public/p2 next=$' "$T/lme.out"
+ok 'list "team": nothing I may not inspect' eval '! leaks 4'
+ok 'list "team": only team/public/' has '^reply id=4 code=OK entries=2 team/public/p1 team/public/p2 next=$' "$T/lme.out"
+ok 'list "team/": denied (the prefix itself is protected)' has '^reply id=5 code=PERMISSION_DENIED' "$T/lme.out"
+ok 'list "team/public/": the allowed sub-prefix is listed' has '^reply id=6 code=OK entries=2 team/public/p1 team/public/p2 next=$' "$T/lme.out"
+ok 'list "db/": db/main only' has '^reply id=7 code=OK entries=1 db/main next=$' "$T/lme.out"
+ok 'info on a hidden name is still denied' has '^reply id=8 code=PERMISSION_DENIED' "$T/lme.out"
+# Paging with small pages across hidden and visible runs: every visible
+# name exactly once, in order, and no hidden name in a cursor.
+for max in 1 2 3; do
+	got="" after="" i=0
+	while [ $i -lt 20 ]; do
+		i=$((i + 1))
+		line=$($PROBE "$l_UNIX" hello "list after=$after max=$max" 2>&1 | grep '^reply id=2 ')
+		case $line in *"code=OK "*) ;; *) got="$got ERROR($line)"; break ;; esac
+		names=$(printf '%s\n' "$line" | sed 's/^reply id=2 code=OK entries=[0-9]* //; s/ *next=.*$//')
+		got="$got $names"
+		after=${line##*next=}
+		[ -n "$after" ] || break
+	done
+	expect_eq "paging max=$max: every visible name once, in order" " $mine" "$(echo "$got" | tr -s ' ' | sed 's/ $//')"
+done
+$PROBE "$l_TCP" hello "list" "list prefix=team/" "list prefix=db/ max=1" >"$T/lad.out" 2>&1
+ok "a principal allowed everything sees every name" has "^reply id=2 code=OK entries=11 $all next=\$" "$T/lad.out"
+ok "... under team/ too" has '^reply id=3 code=OK entries=6 team/a1 team/a2 team/public/p1 team/public/p2 team/q1 team/zz next=$' "$T/lad.out"
+ok "... and pages over them" has '^reply id=4 code=OK entries=1 db/main next=db/main$' "$T/lad.out"
+
 # SIGHUP: new rules apply to open and new connections.
 $PROBE "$A" hello "sleep 1500" "down jobs/c timeout=0" >"$T/open.out" 2>&1 &
 open=$!

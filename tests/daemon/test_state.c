@@ -1669,6 +1669,278 @@ static void test_random(void)
 	sm_free(sm);
 }
 
+/* --- List with a visibility hook ----------------------------------------- */
+
+/*
+ * The test hook: conn 1 sees everything; for conn 2, names beginning "h/"
+ * are hidden as one subtree (skip_len 2), names beginning "x" one by one,
+ * names beginning "q" report a skip_len longer than the name (ignored: one
+ * by one), and names beginning "s" are hidden under their first byte
+ * (skip_len 1). Counts the calls.
+ */
+struct vis {
+	unsigned long	calls;
+	unsigned long	bad_conn;
+};
+
+static bool vis_hook(void *arg, void *conn, const char *name, size_t len,
+    size_t *skip_len)
+{
+	struct vis *v = arg;
+
+	v->calls++;
+	if (*skip_len != 0 || strlen(name) != len)
+		v->bad_conn++;
+	if ((uintptr_t)conn == 1)
+		return true;
+	if ((uintptr_t)conn != 2)
+		v->bad_conn++;
+	if (len >= 2 && memcmp(name, "h/", 2) == 0) {
+		*skip_len = 2;
+		return false;
+	}
+	if (name[0] == 's') {
+		*skip_len = 1;
+		return false;
+	}
+	if (name[0] == 'q') {
+		*skip_len = len + 1;
+		return false;
+	}
+	return name[0] != 'x';
+}
+
+/* Is name visible to conn 2 under vis_hook? */
+static bool vis_shown(const char *name)
+{
+	return strncmp(name, "h/", 2) != 0 && name[0] != 'x' &&
+	    name[0] != 'q' && name[0] != 's';
+}
+
+/* A list reply of exactly one entry, name, with next as given. */
+static void expect_list1(int line, const Semd__Reply *r, const char *name,
+    const char *next)
+{
+	if (r == NULL)
+		return;
+	if (r->list->n_entries != 1 ||
+	    strcmp(r->list->entries[0]->name, name) != 0 ||
+	    strcmp(r->list->next, next) != 0)
+		FAIL("line %d: want [%s] next '%s', got %zu entries (%s) next '%s'",
+		    line, name, next, r->list->n_entries,
+		    r->list->n_entries > 0 ? r->list->entries[0]->name : "",
+		    r->list->next);
+}
+#define EXPECT_LIST1(r, name, next) expect_list1(__LINE__, r, name, next)
+
+/* Send List and return the reply, whatever its code. */
+static Semd__Reply *t_list_any(struct sm *sm, struct sm_client *c,
+    uintptr_t k, uint64_t id, const char *prefix, const char *after,
+    uint32_t max)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__List l = SEMD__LIST__INIT;
+	Semd__Reply *r;
+
+	l.prefix = (char *)prefix;
+	l.after = (char *)after;
+	l.max = max;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_LIST;
+	req.list = &l;
+	t_req(sm, c, &req);
+	if ((r = take(k, id)) == NULL)
+		FAIL("no reply to list %" PRIu64, id);
+	return r;
+}
+
+/*
+ * Hidden runs (a subtree, one by one, a bogus skip_len) between visible
+ * ones: the restricted conn gets exactly the visible names, in order, in
+ * pages of every size, with next always the last name listed; the subtree
+ * costs one hook call; another conn sees everything; without the hook,
+ * everything again.
+ */
+static void test_list_visible(void)
+{
+	static const char *const groups[] = { "a", "h/", "m", "q", "s", "x", "z" };
+	static const char *const prefixes[] = { "", "h", "h/", "m", "q", "x", "z", "s" };
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	struct vis v = { 0, 0 };
+	char name[32], after[32], want[64][32], got[64][32];
+	size_t nwant = 0, ngot, g, p, k, total = 0;
+	uint64_t id = 10;
+	uint32_t max;
+	int i, page;
+	Semd__Reply *r;
+
+	TEST_START("list with a visibility hook: hidden runs, paging, skip_len");
+	for (g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+		for (i = 0; i < 12; i++) {
+			snprintf(name, sizeof name, "%s%02d", groups[g], i);
+			t_create(sm, a, id, name, 1, SEMD__MODE__OWNED, 0);
+			expect_code(1, id++, SEMD__CODE__OK);
+			total++;
+			if (vis_shown(name))
+				snprintf(want[nwant++], sizeof want[0], "%s", name);
+		}
+	}
+	caps_clear();
+	sm_set_visible(sm, vis_hook, &v);
+	/* One page: the "h/" subtree and the "s" run cost one call each. */
+	r = t_list(sm, b, 2, id++, "", "", 0);
+	if (r != NULL) {
+		EXPECT_U64(nwant, r->list->n_entries);
+		for (k = 0; k < r->list->n_entries && k < nwant; k++)
+			EXPECT(strcmp(r->list->entries[k]->name, want[k]) == 0);
+		EXPECT(strcmp(r->list->next, "") == 0);
+	}
+	/* a, m, z visible (36), q and x one by one (24), h/ and s once each */
+	EXPECT_U64(36 + 24 + 2, v.calls);
+	EXPECT_U64(0, v.bad_conn);
+	/* Pages of 1..7: exactly the visible names, next = last entry. */
+	for (max = 1; max <= 7; max++) {
+		ngot = 0;
+		after[0] = '\0';
+		for (page = 0; page < 100; page++) {
+			r = t_list(sm, b, 2, id++, "", after, max);
+			if (r == NULL)
+				break;
+			for (k = 0; k < r->list->n_entries && ngot < 64; k++)
+				snprintf(got[ngot++], sizeof got[0], "%s",
+				    r->list->entries[k]->name);
+			if (r->list->next[0] != '\0' && (r->list->n_entries == 0 ||
+			    strcmp(r->list->next, r->list->entries[
+			    r->list->n_entries - 1]->name) != 0 ||
+			    !vis_shown(r->list->next)))
+				FAIL("max %u: next '%s' is not the last entry",
+				    max, r->list->next);
+			if (r->list->next[0] == '\0')
+				break;
+			snprintf(after, sizeof after, "%s", r->list->next);
+		}
+		EXPECT_U64(nwant, ngot);
+		for (k = 0; k < ngot && k < nwant; k++) {
+			if (strcmp(got[k], want[k]) != 0) {
+				FAIL("max %u: entry %zu is %s, want %s", max, k,
+				    got[k], want[k]);
+				break;
+			}
+		}
+		caps_clear();
+	}
+	/* Prefixes and cursors inside hidden runs. */
+	for (p = 0; p < sizeof prefixes / sizeof prefixes[0]; p++) {
+		r = t_list(sm, b, 2, id++, prefixes[p], "", 0);
+		if (r == NULL)
+			continue;
+		for (k = 0, i = 0; k < nwant; k++)
+			i += strncmp(want[k], prefixes[p], strlen(prefixes[p])) == 0;
+		EXPECT_U64((size_t)i, r->list->n_entries);
+		for (k = 0; k < r->list->n_entries; k++)
+			EXPECT(vis_shown(r->list->entries[k]->name));
+	}
+	r = t_list(sm, b, 2, id++, "", "h/05", 1);
+	EXPECT_LIST1(r, "m00", "m00");
+	r = t_list(sm, b, 2, id++, "", "m11", 1);
+	EXPECT_LIST1(r, "z00", "z00");
+	/* The unrestricted conn sees every name. */
+	r = t_list(sm, a, 1, id++, "", "", 1000);
+	if (r != NULL)
+		EXPECT_U64(total, r->list->n_entries);
+	/* No hook: every name again, and no call. */
+	sm_set_visible(sm, NULL, NULL);
+	v.calls = 0;
+	r = t_list(sm, b, 2, id++, "", "", 1000);
+	if (r != NULL)
+		EXPECT_U64(total, r->list->n_entries);
+	EXPECT_U64(0, v.calls);
+	CHECK_SM(sm);
+	caps_clear();
+	sm_free(sm);
+}
+
+/*
+ * More than SM_LIST_HIDDEN_MAX names hidden one by one: a page with entries
+ * ends at its last one (next set); a page with none is RESOURCE_EXHAUSTED
+ * and names no hidden name; exactly SM_LIST_HIDDEN_MAX is still fine; the
+ * same names hidden as a subtree cost one call.
+ */
+static void tune_hidden(struct sm_config *cfg)
+{
+	cfg->max_semaphores = 2 * SM_LIST_HIDDEN_MAX + 100;
+}
+
+static void test_list_hidden_cap(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, tune_hidden);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	struct vis v = { 0, 0 };
+	char name[32];
+	uint64_t id = 10;
+	int i;
+	Semd__Reply *r;
+
+	TEST_START("list with a visibility hook: the cap on hidden names");
+	for (i = 0; i < SM_LIST_HIDDEN_MAX + 5; i++) {
+		snprintf(name, sizeof name, "x%05d", i);
+		t_create(sm, a, id, name, 1, SEMD__MODE__OWNED, 0);
+		expect_code(1, id++, SEMD__CODE__OK);
+		snprintf(name, sizeof name, "s%05d", i);
+		t_create(sm, a, id, name, 1, SEMD__MODE__OWNED, 0);
+		expect_code(1, id++, SEMD__CODE__OK);
+		if (ncaps > MAX_CAPS - 100)
+			caps_clear();
+	}
+	t_create(sm, a, id, "a", 1, SEMD__MODE__OWNED, 0);
+	expect_code(1, id++, SEMD__CODE__OK);
+	t_create(sm, a, id, "zz", 1, SEMD__MODE__OWNED, 0);
+	expect_code(1, id++, SEMD__CODE__OK);
+	caps_clear();
+	sm_set_visible(sm, vis_hook, &v);
+	/* "a", then the s subtree (one call), then too many x: end at "a" */
+	r = t_list(sm, b, 2, id++, "", "", 10);
+	EXPECT_LIST1(r, "a", "a");
+	EXPECT_U64(1 + 1 + SM_LIST_HIDDEN_MAX, v.calls);
+	/* the same with a full page (max 1) */
+	r = t_list(sm, b, 2, id++, "", "", 1);
+	EXPECT_LIST1(r, "a", "a");
+	/* from there on nothing visible within the cap */
+	r = t_list_any(sm, b, 2, id++, "", "a", 10);
+	if (r != NULL) {
+		EXPECT_U64(SEMD__CODE__RESOURCE_EXHAUSTED, r->code);
+		EXPECT(r->message != NULL && strstr(r->message,
+		    "names you may not inspect under this prefix; list a "
+		    "narrower prefix") != NULL);
+		EXPECT(r->message != NULL && strstr(r->message, "x0") == NULL);
+		EXPECT(r->body_case != SEMD__REPLY__BODY_LIST);
+	}
+	r = t_list_any(sm, b, 2, id++, "x", "", 0);
+	if (r != NULL)
+		EXPECT_U64(SEMD__CODE__RESOURCE_EXHAUSTED, r->code);
+	/* exactly SM_LIST_HIDDEN_MAX under "x0": an empty page, no next */
+	r = t_list(sm, b, 2, id++, "x0", "", 0);
+	if (r != NULL) {
+		EXPECT_U64(0, r->list->n_entries);
+		EXPECT(strcmp(r->list->next, "") == 0);
+	}
+	/* a narrower prefix past them, and the s subtree is one call */
+	r = t_list(sm, b, 2, id++, "zz", "", 0);
+	EXPECT_LIST1(r, "zz", "");
+	v.calls = 0;
+	r = t_list(sm, b, 2, id++, "s", "", 0);
+	if (r != NULL)
+		EXPECT_U64(0, r->list->n_entries);
+	EXPECT_U64(1, v.calls);
+	EXPECT_U64(0, v.bad_conn);
+	CHECK_SM(sm);
+	caps_clear();
+	sm_free(sm);
+}
+
 int main(void)
 {
 	test_hello();
@@ -1694,6 +1966,8 @@ int main(void)
 	test_shutdown();
 	test_list_paging();
 	test_list_full_pages();
+	test_list_visible();
+	test_list_hidden_cap();
 	test_random();
 	caps_clear();
 	if (failures) {

@@ -507,6 +507,227 @@ static void test_subject(void)
 	acl_subject_clear(NULL);
 }
 
+/* Shorthand: acl_hidden_prefix for inspect on a NUL-terminated name. */
+static size_t hidden(const struct acl *acl, const struct acl_subject *s, const char *name)
+{
+	return acl_hidden_prefix(acl, s, name, strlen(name), ACL_INSPECT);
+}
+
+static void test_hidden_prefix(void)
+{
+	static const char *const team[] = { "protect team/", "protect db/replica-*", NULL };
+	static const char *const pub[] = {
+		"acl uid:1000 team/public/ inspect", "protect team/", NULL,
+	};
+	static const char *const star[] = {
+		"acl * team/a1/x inspect", "protect team/", NULL,
+	};
+	static const char *const exact[] = {
+		"acl uid:1000 team/a inspect", "protect team/", NULL,
+	};
+	static const char *const glob[] = {
+		"acl uid:1000 db/replica-3* inspect", "protect db/replica-*", NULL,
+	};
+	static const char *const shadow[] = {
+		"acl uid:1000 team/secret/ none", "acl uid:1000 team/ inspect",
+		"acl * * inspect", "protect team/", NULL,
+	};
+	static const char *const all[] = {
+		"acl uid:1000 jobs/ inspect", "protect *", NULL,
+	};
+	static const char *const grp[] = {
+		"acl group:ops team/ inspect", "acl uid:1000 team/x/ use", "protect team/", NULL,
+	};
+	static const char *const ops[] = { "ops", NULL };
+	struct acl_subject s, other;
+	struct acl *acl;
+
+	TEST_START("acl_hidden_prefix");
+	acl_subject_init(&s);
+	acl_subject_init(&other);
+	subject_uid(&s, 1000, "alice", NULL);
+	subject_uid(&other, 2000, "bob", NULL);
+	CHECK_INT(acl_hidden_prefix(NULL, &s, "team/a", 6, ACL_INSPECT), 0);
+
+	/* A protected prefix with no rule: the whole prefix, glob or '/'. */
+	if ((acl = acl_of(team)) != NULL) {
+		CHECK_INT(hidden(acl, &s, "team/a1"), 5);
+		CHECK_INT(hidden(acl, &s, "team/public/p1"), 5);
+		CHECK_INT(hidden(acl, &s, "team/"), 5);
+		CHECK_INT(hidden(acl, &s, "db/replica-1"), 11);
+		CHECK_INT(hidden(acl, &s, "alpha"), 0);
+		CHECK_INT(hidden(acl, &s, "db/main"), 0);
+		CHECK_INT(acl_hidden_prefix(acl, &s, "team/a1", 0, ACL_INSPECT), 0);
+		acl_free(acl);
+	}
+	/* An acl rule allowing team/public/: never all of team/. */
+	if ((acl = acl_of(pub)) != NULL) {
+		CHECK(!may(acl, &s, "team/a1", ACL_INSPECT));
+		CHECK_INT(hidden(acl, &s, "team/a1"), 6);	/* team/a... */
+		CHECK_INT(hidden(acl, &s, "team/pz"), 7);	/* team/pz... */
+		CHECK_INT(hidden(acl, &s, "team/pub"), 0);	/* team/public/ under it */
+		CHECK_INT(hidden(acl, &s, "team/"), 0);
+		/* the rule is uid:1000's: anyone else loses all of team/ */
+		CHECK_INT(hidden(acl, &other, "team/pub"), 5);
+		acl_free(acl);
+	}
+	/* A '*' principal rule counts for everyone; exact names under it. */
+	if ((acl = acl_of(star)) != NULL) {
+		CHECK_INT(hidden(acl, &s, "team/a1"), 0);
+		CHECK_INT(hidden(acl, &s, "team/a1/"), 0);
+		CHECK_INT(hidden(acl, &s, "team/a1/y"), 9);
+		CHECK_INT(hidden(acl, &s, "team/a1/xz"), 10);
+		CHECK_INT(hidden(acl, &s, "team/b"), 6);
+		CHECK_INT(hidden(acl, &other, "team/a"), 0);
+		acl_free(acl);
+	}
+	/* An exact-name rule: no prefix of that name is a hidden subtree. */
+	if ((acl = acl_of(exact)) != NULL) {
+		CHECK(may(acl, &s, "team/a", ACL_INSPECT));
+		CHECK_INT(hidden(acl, &s, "team/"), 0);
+		CHECK_INT(hidden(acl, &s, "team/ab"), 7);	/* longer than team/a */
+		CHECK_INT(hidden(acl, &s, "team/b"), 6);
+		CHECK_INT(hidden(acl, &other, "team/a"), 5);
+		acl_free(acl);
+	}
+	/* Globs, granting and protecting. */
+	if ((acl = acl_of(glob)) != NULL) {
+		CHECK(may(acl, &s, "db/replica-3x", ACL_INSPECT));
+		CHECK_INT(hidden(acl, &s, "db/replica-1"), 12);
+		CHECK_INT(hidden(acl, &s, "db/replica-"), 0);
+		CHECK_INT(hidden(acl, &s, "db/replica-4"), 12);
+		CHECK_INT(hidden(acl, &other, "db/replica-3"), 11);
+		acl_free(acl);
+	}
+	/* A denying rule first shadows the later grants, even for '*'. */
+	if ((acl = acl_of(shadow)) != NULL) {
+		CHECK_INT(hidden(acl, &s, "team/secret/x"), 12);
+		CHECK(may(acl, &s, "team/other", ACL_INSPECT));
+		acl_free(acl);
+	}
+	/* protect *: the first byte where the name leaves what is granted. */
+	if ((acl = acl_of(all)) != NULL) {
+		CHECK_INT(hidden(acl, &s, "zeta"), 1);
+		CHECK_INT(hidden(acl, &s, "jobx"), 4);
+		CHECK_INT(hidden(acl, &s, "job"), 0);
+		CHECK_INT(hidden(acl, &other, "jobs/a"), 1);
+		acl_free(acl);
+	}
+	/* Group rules count only for members; a grant of another right is no grant. */
+	if ((acl = acl_of(grp)) != NULL) {
+		CHECK_INT(hidden(acl, &s, "team/x/1"), 5);
+		CHECK_INT(acl_hidden_prefix(acl, &s, "team/x", 6, ACL_USE), 0);
+		subject_uid(&s, 1000, "alice", ops);
+		CHECK(may(acl, &s, "team/x/1", ACL_INSPECT));
+		CHECK_INT(hidden(acl, &other, "team/x/1"), 5);
+		acl_free(acl);
+	}
+	acl_subject_clear(&s);
+	acl_subject_clear(&other);
+}
+
+/* xorshift64 for the random rule sets. */
+static unsigned long long hp_rand(unsigned long long *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* A random pattern over the bytes "ab/": *, prefix, glob or exact. */
+static void hp_pattern(unsigned long long *x, char *out)
+{
+	size_t n = 1 + hp_rand(x) % 3, i;
+
+	if (hp_rand(x) % 8 == 0) {
+		strcpy(out, "*");
+		return;
+	}
+	for (i = 0; i < n; i++)
+		out[i] = "ab/"[hp_rand(x) % 3];
+	out[n] = '\0';
+	if (hp_rand(x) % 3 == 0)
+		strcat(out, "*");
+}
+
+/*
+ * Soundness against brute force: over random rule sets on the bytes "ab/",
+ * every subtree acl_hidden_prefix() names holds no name (of up to 5 bytes)
+ * the subject may inspect.
+ */
+static void test_hidden_prefix_random(void)
+{
+	static const char *const who[] = { "uid:1000", "uid:2000", "*", "group:ops", "user:alice" };
+	static const char *const rights[] = { "inspect", "use", "none", "all" };
+	static const char *const ops[] = { "ops", NULL };
+	char names[400][6], pat[8], line[64];
+	size_t nnames = 0, i, j, k, len, l, proved = 0, bad = 0;
+	unsigned long long x = 0x9e3779b97f4a7c15ULL;
+	struct acl_subject s;
+	struct acl *acl;
+	int round, nr;
+
+	TEST_START("acl_hidden_prefix against brute force");
+	for (len = 1; len <= 5; len++) {
+		size_t total = 1;
+
+		for (k = 0; k < len; k++)
+			total *= 3;
+		for (i = 0; i < total && nnames < 400; i++, nnames++) {
+			size_t v = i;
+
+			for (k = 0; k < len; k++, v /= 3)
+				names[nnames][len - 1 - k] = "ab/"[v % 3];
+			names[nnames][len] = '\0';
+		}
+	}
+	acl_subject_init(&s);
+	for (round = 0; round < 300; round++) {
+		acl = acl_new();
+		nr = 1 + (int)(hp_rand(&x) % 4);
+		for (k = 0; k < (size_t)nr; k++) {
+			hp_pattern(&x, pat);
+			snprintf(line, sizeof line, "acl %s %s %s", who[hp_rand(&x) % 5],
+			    pat, rights[hp_rand(&x) % 4]);
+			CHECK_INT(acl_parse_line(acl, line, err, sizeof err), 0);
+		}
+		nr = 1 + (int)(hp_rand(&x) % 2);
+		for (k = 0; k < (size_t)nr; k++) {
+			hp_pattern(&x, pat);
+			snprintf(line, sizeof line, "protect %s", pat);
+			CHECK_INT(acl_parse_line(acl, line, err, sizeof err), 0);
+		}
+		subject_uid(&s, 1000, "alice", round % 2 ? ops : NULL);
+		for (i = 0; i < nnames; i++) {
+			len = strlen(names[i]);
+			if (may(acl, &s, names[i], ACL_INSPECT))
+				continue;
+			l = hidden(acl, &s, names[i]);
+			if (l == 0)
+				continue;
+			proved++;
+			if (l > len)
+				bad++;
+			for (j = 0; j < nnames && l <= len; j++) {
+				if (strncmp(names[j], names[i], l) == 0 &&
+				    may(acl, &s, names[j], ACL_INSPECT)) {
+					fprintf(stderr, "FAIL [%s] round %d: %s hidden under "
+					    "%.*s but %s is visible\n", t_name, round,
+					    names[i], (int)l, names[i], names[j]);
+					bad++;
+				}
+			}
+		}
+		acl_free(acl);
+	}
+	acl_subject_clear(&s);
+	CHECK_INT(bad, 0);
+	/* not vacuous: many subtrees were proved hidden */
+	CHECK(proved > 1000);
+	printf("acl_hidden_prefix: %zu hidden subtrees checked by brute force\n", proved);
+}
+
 /* Time acl_allows on a realistic rule set (prints; bounds only the absurd). */
 static void test_speed(void)
 {
@@ -552,6 +773,8 @@ int main(void)
 	test_names();
 	test_quotas();
 	test_subject();
+	test_hidden_prefix();
+	test_hidden_prefix_random();
 	test_speed();
 	return t_done("acl_test");
 }
