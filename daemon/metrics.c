@@ -39,6 +39,7 @@ struct metrics {
 struct metrics_sems {
 	struct metrics		*m;
 	struct evbuffer		*fam[4];	/* holders, waiters, available, limit */
+	size_t			cur;		/* the metrics-names prefix walked */
 };
 
 static const char *const sem_families[4][2] = {
@@ -108,13 +109,13 @@ static void metrics_label(struct evbuffer *b, const char *s, size_t len)
 	evbuffer_add(b, s + run, len - run);
 }
 
-/* Is the name selected by a metrics-names prefix? */
-static bool metrics_selected(const struct semd_config *cfg, const char *name,
-    size_t len)
+/* Is the name selected by one of the first n metrics-names prefixes? */
+static bool metrics_selected(const struct semd_config *cfg, size_t n,
+    const char *name, size_t len)
 {
 	size_t i, pl;
 
-	for (i = 0; i < cfg->nmetrics_names; i++) {
+	for (i = 0; i < n && i < cfg->nmetrics_names; i++) {
 		pl = strlen(cfg->metrics_names[i]);
 		if (pl <= len && memcmp(name, cfg->metrics_names[i], pl) == 0)
 			return true;
@@ -122,14 +123,17 @@ static bool metrics_selected(const struct semd_config *cfg, const char *name,
 	return false;
 }
 
-/* sm_sem_each() callback: one sample per family for a selected name. */
+/*
+ * sm_sem_each_prefix() callback for prefix number ms->cur: one sample per
+ * family, unless an earlier prefix selected the name already.
+ */
 static void metrics_sem_cb(void *arg, const struct sm_sem_gauges *g)
 {
 	struct metrics_sems *ms = arg;
 	long v[4];
 	int i;
 
-	if (!metrics_selected(&ms->m->srv->cfg, g->name, g->len))
+	if (metrics_selected(&ms->m->srv->cfg, ms->cur, g->name, g->len))
 		return;
 	v[0] = (long)g->holders;
 	v[1] = (long)g->waiters;
@@ -146,7 +150,7 @@ static void metrics_sem_cb(void *arg, const struct sm_sem_gauges *g)
 /* The per-semaphore families; -ENOMEM if a buffer cannot be made. */
 static int metrics_sems(struct metrics *m, struct evbuffer *b)
 {
-	struct metrics_sems ms = { m, { NULL, NULL, NULL, NULL } };
+	struct metrics_sems ms = { m, { NULL, NULL, NULL, NULL }, 0 };
 	char name[64];
 	int i, r = 0;
 
@@ -156,11 +160,12 @@ static int metrics_sems(struct metrics *m, struct evbuffer *b)
 			goto out;
 		}
 	}
-	if (m->srv->cfg.nmetrics_names > 0) {
-		server_lock(worker_self);
-		sm_sem_each(m->srv->sm, metrics_sem_cb, &ms);
-		server_unlock(worker_self);
-	}
+	/* Only the names under the prefixes are visited (ordered index). */
+	server_lock(worker_self);
+	for (ms.cur = 0; ms.cur < m->srv->cfg.nmetrics_names; ms.cur++)
+		sm_sem_each_prefix(m->srv->sm, m->srv->cfg.metrics_names[ms.cur],
+		    metrics_sem_cb, &ms);
+	server_unlock(worker_self);
 	for (i = 0; i < 4; i++) {
 		snprintf(name, sizeof name, "semd_semaphore_%s", sem_families[i][0]);
 		metrics_head(b, name, "gauge", sem_families[i][1]);

@@ -1059,8 +1059,9 @@ static void wait_wake(struct sema_waiter *sw)
  * Cancel a queued waiter and answer it with code (no answer when code is
  * OK). The answer goes out before the core hands the freed place on, so a
  * client sees the cancellation before the grant it caused. The state is
- * only touched from one thread, so a waiter in our lists is still queued in
- * the core (wait_wake unlinks a granted one before anything else).
+ * touched by one thread at a time (the caller serializes every call: semd
+ * under its state lock), so a waiter in our lists is still queued in the
+ * core (wait_wake unlinks a granted one before anything else).
  */
 static void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
     const char *why)
@@ -1077,7 +1078,7 @@ static void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
 	wait_unlink(sm, w);
 	removed = sema_cancel(&w->sem->sem, &w->w);
 	if (!removed) {
-		/* Cannot happen single-threaded; never lose the permits. */
+		/* Cannot happen with calls serialized; never lose the permits. */
 		sema_up_n(&w->sem->sem, w->n);
 	}
 	sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
@@ -2402,17 +2403,18 @@ void sm_get_counters(const struct sm *sm, struct sm_counters *out)
 }
 
 /* Every semaphore's gauges. */
-void sm_sem_each(struct sm *sm,
+void sm_sem_each_prefix(struct sm *sm, const char *prefix,
     void (*fn)(void *arg, const struct sm_sem_gauges *g), void *arg)
 {
+	size_t plen = strlen(prefix);
 	struct sm_sem_gauges g;
-	struct hmap_iter it;
-	struct hnode *n;
+	struct ordidx_iter it;
 	struct sm_sem *sem;
 
-	hmap_iter_init(&it, &sm->names);
-	while ((n = hmap_iter_next(&it)) != NULL) {
-		sem = container_of(n, struct sm_sem, node);
+	/* The names with a prefix are one run of the ordered index. */
+	ordidx_seek(&sm->byname, &it, prefix, true);
+	while ((sem = ordidx_next(&it)) != NULL &&
+	    strncmp(sem->name, prefix, plen) == 0) {
 		g.name = sem->name;
 		g.len = sem->len;
 		g.limit = sem->limit;
@@ -2421,6 +2423,13 @@ void sm_sem_each(struct sm *sm,
 		g.available = sema_count(&sem->sem);
 		fn(arg, &g);
 	}
+}
+
+/* Call fn for every semaphore, in name order. */
+void sm_sem_each(struct sm *sm,
+    void (*fn)(void *arg, const struct sm_sem_gauges *g), void *arg)
+{
+	sm_sem_each_prefix(sm, "", fn, arg);
 }
 
 /* --- invariants, for tests ---------------------------------------------------- */

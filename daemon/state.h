@@ -2,6 +2,10 @@
  * daemon/state.h - the semaphore table and the sessions: all of semd's
  * logic, with no I/O and no clock reads.
  *
+ * Not thread-safe by itself: the caller runs one call at a time (semd's
+ * event loops take one lock around every call), which also gives the
+ * calls the single order a replicated log needs.
+ *
  * Time comes in as now_ms (a monotonic clock in milliseconds) on every call;
  * effects go out as values through struct sm_out (a reply for a connection).
  * Ids come from counters and random bytes (session secrets, the hash key) are
@@ -168,8 +172,11 @@ typedef bool (*sm_visible_fn)(void *arg, void *conn, const char *name,
 void sm_set_visible(struct sm *sm, sm_visible_fn fn, void *arg);
 
 void sm_get_counters(const struct sm *sm, struct sm_counters *out);
-/* Call fn for every semaphore, in no particular order (metrics). */
+/* Call fn for every semaphore, in name order (metrics). */
 void sm_sem_each(struct sm *sm,
+    void (*fn)(void *arg, const struct sm_sem_gauges *g), void *arg);
+/* The same for the names that start with prefix: O(log n + their number). */
+void sm_sem_each_prefix(struct sm *sm, const char *prefix,
     void (*fn)(void *arg, const struct sm_sem_gauges *g), void *arg);
 /* Session id of a client after Hello, 0 before. */
 uint64_t sm_client_session(const struct sm_client *c);

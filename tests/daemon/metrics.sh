@@ -212,6 +212,10 @@ ok "the config file's metrics-names selects app/a only" gauges_of app/a
 printf 'metrics-listen tcp:127.0.0.1:0\nmetrics-names other/\n' >"$T/r.conf"
 kill -HUP "$r_PID"
 ok "after a reload other/b only" t_wait_for 10 gauges_of other/b
+# Overlapping prefixes select a name once (a duplicate sample is an error).
+printf 'metrics-listen tcp:127.0.0.1:0\nmetrics-names app/\nmetrics-names app/a\nmetrics-names ap\n' >"$T/r.conf"
+kill -HUP "$r_PID"
+ok "overlapping prefixes: app/a once" t_wait_for 10 gauges_of app/a
 
 # semctl stats shows the same figures.
 if [ -x "$SEMCTL" ]; then
