@@ -1,11 +1,11 @@
 /*
  * daemon/metrics.h - the Prometheus text endpoint (GET /metrics).
  *
- * An evhttp server on the daemon's own event loop renders the state's
+ * An evhttp server on the daemon's first event loop renders the state's
  * counters, gauges and histograms (sm_get_counters) and, for the semaphores
  * whose names start with a metrics-names prefix, per-semaphore gauges
- * (sm_sem_each). It reads the state only between requests, as conn.c does,
- * so it needs no lock.
+ * (sm_sem_each_prefix). It reads the state under the state lock, as
+ * conn.c does, so every loop's clients see consistent figures.
  */
 #ifndef SEMD_METRICS_H
 #define SEMD_METRICS_H
