@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * arch/aarch64.h - the arch/ API in AArch64 inline assembly.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * arch/arch.h - atomics, the spin-wait hint, a spinlock and futex wrappers.
  *

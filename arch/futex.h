@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * arch/futex.h - sleeping on a 32-bit word: the Linux futex system call.
  *

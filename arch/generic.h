@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* arch/generic.h - the arch/ API on portable C11 <stdatomic.h>. */
 #ifndef SEMD_ARCH_GENERIC_H
 #define SEMD_ARCH_GENERIC_H

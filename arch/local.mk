@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # arch/ build fragment, included by the top Makefile.am
 # arch/ is header-only (inline atomics, spinlock, futex); core/libsemcore.a
 # carries it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * arch/spinlock.h - a test-and-test-and-set spinlock on the arch/ atomics.
  *

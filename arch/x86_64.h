@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * arch/x86_64.h - the arch/ API in x86-64 inline assembly.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/allocs.sh - heap allocations semd makes per request, measured from
 # outside: semd runs under valgrind (which counts every malloc), semd-benchmark
 # drives it for a short and a longer time, and the difference in allocations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/bench.h - semd-benchmark's engine: worker threads, each with its own
  * epoll set and its own connections, driving a closed loop (every connection

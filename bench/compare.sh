@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/compare.sh - semd next to the anchors of ../shared/bench, measured in
 # one run on this machine with the same shape (one op = acquire + release =
 # two round trips; closed loop; C connections with P ops in flight each):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/drv_semd.c - the semd wire driver for the shared load generator
  * (../shared/bench/load, driver.h). bench/compare.sh builds loadgen from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/engine.c - the closed loop: worker threads, their connections, and
  * what each test does when a reply comes back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench/hist.c - log-linear latency histogram. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/hist.h - log-linear latency histogram (HdrHistogram's layout).
  *

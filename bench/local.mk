@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/ build fragment, included by the top Makefile.am
 # semd-benchmark: the load generator and latency meter (installed).
 bin_PROGRAMS += semd-benchmark

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/semd-benchmark.c - load generator and latency meter for semd, in the
  * manner of redis-benchmark: it speaks the wire protocol directly, keeps

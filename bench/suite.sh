@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/suite.sh - `make bench`: start a private semd (UNIX socket in a temp
 # dir, TCP on 127.0.0.1 port 0, --ready-file), run semd-benchmark's standard
 # suite against it, and print one table. Short by default; knobs:

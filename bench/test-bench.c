@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench/test-bench.c - unit tests of semd-benchmark's histogram and wire helpers. */
 #include <errno.h>
 #include <inttypes.h>

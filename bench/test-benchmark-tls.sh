@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # semd-benchmark over TLS against a private semd with a TLS listener: the
 # server certificate verifies against the test CA (by name and by address),
 # every test runs briefly, and an untrusted server is refused clearly.

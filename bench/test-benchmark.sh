@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # semd-benchmark end to end: every test against a private semd, over UNIX and
 # TCP, briefly; the JSON must show completed operations and sane latencies,
 # the names test must find the daemon's memory counter, and bad addresses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench/wire.c - addresses, buffers, request encoding, reply decoding. */
 #include <errno.h>
 #include <fcntl.h>

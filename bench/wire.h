@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/wire.h - the benchmark's side of the semd wire protocol: addresses,
  * connecting, output and input buffers of frames, request encoding straight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * client/client-int.h - libsemclient internals shared by its files.
  *

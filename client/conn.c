@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * client/conn.c - libsemclient's connection: sockets, frames, request
  * multiplexing by id, the reader role, reconnection and session resume.

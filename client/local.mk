@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # client/ build fragment, included by the top Makefile.am
 #
 # libsemclient: -version-info CURRENT:REVISION:AGE gives the SONAME

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* client/ops.c - libsemclient's operations: requests in, results out. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * semclient.h - the C client library of semd, the networked counting
  * semaphore service.

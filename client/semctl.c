@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * client/semctl.c - semctl, the command line of semd. It uses only the
  * public libsemclient API (semclient.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * client/tls.c - TLS for tls:HOST:PORT addresses (OpenSSL).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* client/util.c - error texts, durations, addresses, clocks. */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* core/list.h - intrusive doubly linked list, the kernel's list_head. */
 #ifndef SEMD_LIST_H
 #define SEMD_LIST_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # core/ build fragment, included by the top Makefile.am
 # libsemcore.a: the arch/ atomics and the generic semaphore. Built with
 # -fPIC so that shared objects (libsemclient) can link it too; link with

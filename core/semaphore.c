@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * core/semaphore.c - the generic counting semaphore.
  *

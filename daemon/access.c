@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* daemon/access.c - connection identities, ACL checks, connection quotas. */
 #include <errno.h>
 #include <inttypes.h>

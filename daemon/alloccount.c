@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/alloccount.c - count heap allocations in --enable-alloc-count test
  * builds: malloc, calloc and realloc are defined here and forward to glibc's

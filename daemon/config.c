@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* daemon/config.c - defaults, config file and flag values. */
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/config.h - semd's settings: defaults, the config file, the flags.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/fastpb.c - hand coding of the hot messages (see fastpb.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/fastpb.h - protobuf coding of the most frequent messages without
  * protobuf-c's table walks: Down, Up and Ping requests, and replies whose

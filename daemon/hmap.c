@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* daemon/hmap.c - intrusive hash table with incremental rehashing. */
 #include <endian.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/hmap.h - intrusive chained hash table with incremental rehashing.
  *

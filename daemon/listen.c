@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/listen.c - listening sockets: unix:PATH, tcp:HOST:PORT,
  * tcp:[ADDR6]:PORT, or sockets passed by systemd.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # daemon/ build fragment, included by the top Makefile.am
 #
 # libsemstate.a: the semaphore table and sessions, no I/O (state.c) - linked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* daemon/log.c - logging to standard error. */
 #include <stdarg.h>
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/metrics.c - the Prometheus text endpoint (exposition format 0.0.4).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/metrics.h - the Prometheus text endpoint (GET /metrics).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* daemon/ordidx.c - ordered index of string-keyed elements (a B+tree). */
 #include <errno.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/ordidx.h - an ordered index of string-keyed elements: a B+tree of
  * element pointers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/server.c - event base, state machine, deadline timer, signals,
  * systemd readiness and watchdog.

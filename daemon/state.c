@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/state.c - semaphore table, sessions, holds, waiters, deadlines.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/state.h - the semaphore table and the sessions: all of semd's
  * logic, with no I/O and no clock reads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* daemon/tlsconf.c - the TLS server context from the configuration. */
 #include <stddef.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/tlsconf.h - the daemon's TLS server context (security/tls.h) made
  * from the tls-* settings: built when the first tls: listener opens,

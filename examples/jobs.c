@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * examples/jobs.c - a distributed job limited through semd.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # packaging/build-deb.sh OUTDIR - build semd's Debian packages and check them.
 # Copies the git-tracked files of the source tree (as they are in the working
 # tree) to a temporary directory, puts packaging/debian at debian/ there, runs

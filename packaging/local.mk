@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # packaging/ build fragment, included by the top Makefile.am:
 # systemd units, the example configuration, the Debian packaging and their tests.
 

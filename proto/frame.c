@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* proto/frame.c - length-prefixed framing. */
 #include <errno.h>
 

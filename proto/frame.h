@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proto/frame.h - length-prefixed framing of semd messages.
  *

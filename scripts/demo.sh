@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The README's first command: install the Debian packages semd needs, build
 # it out of tree in build/demo, start a private semd (a UNIX socket and a
 # free loopback port in a temporary directory) and show semctl at work.

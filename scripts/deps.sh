@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Install the Debian 12 packages semd needs to build, test and package.
 # Runs apt-get as root (or through sudo when not root).
 set -e

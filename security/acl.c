@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* security/acl.c - access control lists and per-principal quotas. */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* security/acl.h - access control lists and per-principal quotas. */
 #ifndef SEMD_SECURITY_ACL_H
 #define SEMD_SECURITY_ACL_H

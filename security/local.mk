@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # security/: ACLs, TLS contexts, identities (built as a library the daemon links)
 # libsemsec.a is position-independent so it can also go into libsemclient.
 # Link users with: security/libsemsec.a $(OPENSSL_LIBS) $(LIBEVENT_LIBS)

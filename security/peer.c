@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* security/peer.c - the principal of a local (UNIX socket) peer. */
 #include <errno.h>
 #include <grp.h>

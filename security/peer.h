@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* security/peer.h - the principal of a local (UNIX socket) peer. */
 #ifndef SEMD_SECURITY_PEER_H
 #define SEMD_SECURITY_PEER_H

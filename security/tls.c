@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* security/tls.c - TLS contexts (OpenSSL) for the daemon and the client. */
 #include <arpa/inet.h>
 #include <errno.h>

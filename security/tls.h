@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* security/tls.h - TLS contexts (OpenSSL) for the daemon and the client. */
 #ifndef SEMD_SECURITY_TLS_H
 #define SEMD_SECURITY_TLS_H

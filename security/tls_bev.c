@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* security/tls_bev.c - TLS bufferevents (libevent + OpenSSL) with a handshake deadline. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* security/tls_bev.h - TLS bufferevents (libevent + OpenSSL) with a handshake deadline. */
 #ifndef SEMD_SECURITY_TLS_BEV_H
 #define SEMD_SECURITY_TLS_BEV_H

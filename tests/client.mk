@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/client.mk: build fragment, included by the top Makefile.am
 #
 # libsemclient and semctl against the real semd ($top_builddir/semd).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/core.mk: build fragment, included by the top Makefile.am
 # The core tests: arch/ atomics, semaphore unit tests, the model test against
 # a reference counter+queue, and the synchro-test style stress test.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/cross-aarch64.sh BUILD_DIR - cross-build arch/, core/ and the core
 # tests for aarch64 and run them under qemu-aarch64, three ways:
 #   llsc     native asm as Debian's default compiler targets it (armv8-a:

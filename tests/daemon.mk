@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/daemon.mk: build fragment, included by the top Makefile.am
 #
 # test_state: the state machine driven directly (fake time, captured replies).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/fuzz.mk: build fragment, included by the top Makefile.am
 # Fuzz targets (tests/fuzz/fuzz_*.c) are built with libFuzzer by
 # tests/fuzz/run.sh; here the same entry points are linked with a plain

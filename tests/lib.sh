@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/lib.sh - shared helpers for the shell tests. Source it:
 #   . "$top_srcdir/tests/lib.sh"
 # It gives each test a private directory, starts real daemons on private

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Static analysis of semd's own C code: clang-tidy (checks in .clang-tidy at the top)
 # and cppcheck. Exits non-zero on any finding.
 # Usage: tests/lint.sh BUILD_DIR

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/: shared test helpers. Each area's tests live in tests/<area>.mk.
 EXTRA_DIST += tests/lib.sh
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/security.mk: build fragment, included by the top Makefile.am
 SECURITY_TEST_LIBS = security/libsemsec.a $(LIBEVENT_LIBS) $(OPENSSL_LIBS) $(PTHREAD_LIBS)
 SECURITY_TEST_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(LIBEVENT_CFLAGS)

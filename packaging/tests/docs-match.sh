@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # packaging/tests/docs-match.sh - the manual pages and the example
 # configuration tell the truth about the semd that is built: every option in
 # `semd --help` is in semd(8), every setting is in semd.conf(5) and in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # packaging/tests/install.sh - `make install DESTDIR=...` puts every piece in
 # its usual place: programs, the client library (shared, with its SONAME
 # link), header, pkg-config file, man pages, systemd units and the example

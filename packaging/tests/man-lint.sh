@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # packaging/tests/man-lint.sh - every manual page in doc/ formats without a
 # single groff warning (-ww), and man(1) can render it.
 . "$top_srcdir/tests/lib.sh"

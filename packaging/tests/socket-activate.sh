@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # packaging/tests/socket-activate.sh - semd started the way semd.socket and
 # semd.service start it: systemd-socket-activate holds the unit's two
 # sockets (the UNIX one and the TCP one, moved to a private path and a free

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # packaging/tests/units-verify.sh - `systemd-analyze verify` finds nothing
 # wrong in semd.socket and semd.service. verify needs ExecStart's binary to
 # exist, so it checks a copy of the units whose commands run the semd just

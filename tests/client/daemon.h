@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/client/daemon.h - start the real semd for a C test: fork/exec
  * $top_builddir/semd on a private UNIX socket and 127.0.0.1:0, wait for its

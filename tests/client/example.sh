@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/client/example.sh - examples/jobs against the real semd: workers in
 # separate processes never exceed the shared limit, and all their tasks run.
 . "$top_srcdir/tests/lib.sh"

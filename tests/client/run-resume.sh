@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/client/run-resume.sh - `semctl run` rides out a brief network cut:
 # its TCP connection goes through a relay (python3) that the test kills and
 # restarts; the session is resumed, the command is not disturbed, the hold

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/client/semctl.sh - every semctl command and exit code against the
 # real semd; JSON output parsed by python3; run's environment, exit status,
 # signal forwarding, and its lost-hold handling (kill -9 of the daemon).

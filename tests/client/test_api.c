@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/client/test_api.c - libsemclient against the real semd: every
  * blocking operation and its error codes, over UNIX and TCP; threads sharing

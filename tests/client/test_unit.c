@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/client/test_unit.c - libsemclient without a daemon: addresses,
  * durations, error texts, the SEMD_SERVER default, calls on an unconnected

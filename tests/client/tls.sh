@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/client/tls.sh - the client side of tls: addresses, against
 # `openssl s_server` (semd's TLS listener belongs to the security work):
 # the server certificate is verified against the CA and the host name or

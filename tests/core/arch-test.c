@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/core/arch-test.c - the arch/ atomics, spinlock and futex wrappers. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

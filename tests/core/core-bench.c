@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/core/core-bench.c - the core semaphore next to glibc's sem_t and
  * pthread_mutex_t, in the same run:

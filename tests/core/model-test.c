@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/core/model-test.c - random sequences of asynchronous operations
  * checked step by step against a reference model: a counter and a FIFO

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/core/sema-test.c - unit tests of every semaphore operation, blocking
  * and asynchronous, and of the races the core must get right.

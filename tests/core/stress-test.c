@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/core/stress-test.c - in the spirit of the kernel's synchro-test
  * module: T threads for S seconds take and release permits of a semaphore

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/core/test.h - a tiny assertion kit for the core tests.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Principals and access control: acl/protect rules from the config file
 # decide per request (inspect, use, admin) for uid:N over UNIX sockets and
 # anonymous over TCP; a denied request is PERMISSION_DENIED and logged with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Socket activation: systemd-socket-activate owns a UNIX and a TCP socket and
 # starts semd on the first connection; that connection, made before semd was
 # running, is served. READY=1 arrives on a NOTIFY_SOCKET owned by this test.

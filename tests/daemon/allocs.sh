@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # No heap allocation per down/up on an existing name: in an
 # --enable-alloc-count build Stats reports "allocations" (every malloc,
 # calloc and realloc of semd, libevent and protobuf-c); after a warm-up,

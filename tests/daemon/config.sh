@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The command line and the config file: -t, errors with file:line, flags
 # over the file, SIGHUP reload, start-up failures with sysexits codes, a
 # stale UNIX socket replaced.

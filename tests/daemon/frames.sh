@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Hostile frames: garbage, truncated, zero-length, oversized, undecodable,
 # unknown operations, requests split into single bytes. Each bad client gets
 # a clear error or a closed connection; a good client keeps its permit and

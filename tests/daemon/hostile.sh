@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Hostile input beyond frames.sh: unknown fields and wire types, huge and
 # negative numbers, bad names on every operation, extreme timeouts, a whole
 # session written one byte at a time, a flood that never reads its replies,

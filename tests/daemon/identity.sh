@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The identity of a UNIX peer when the rules change under its connection.
 # Without rules semd does not look up user and group names (uid:N is all
 # it needs, and NSS lookups cost a lot per connection); when a reload

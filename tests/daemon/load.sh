@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # FIFO across 50 connections, 1,000 concurrent connections, timeout
 # precision (the measured error is printed).
 . "$top_srcdir/tests/lib.sh"

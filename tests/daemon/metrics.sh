@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The Prometheus endpoint: off by default; when on, GET /metrics is valid
 # exposition text whose counters, histograms and per-semaphore gauges follow
 # real operations; other paths are 404; semctl stats shows the same figures.

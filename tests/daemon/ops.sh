@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Every operation over UNIX and over TCP, against a real semd.
 . "$top_srcdir/tests/lib.sh"
 PROBE=$top_builddir/tests/daemon/semd_probe

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Exposure and privileges: plain TCP beyond loopback is refused unless
 # allow-insecure-tcp says so; the UNIX socket is owner-only by default and
 # takes a configured mode and group; --user drops root after binding (run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/daemon/semd_probe.c - a small client that speaks semd's protocol for
  * the daemon's shell tests (independent of libsemclient on purpose).

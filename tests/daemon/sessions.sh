@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Connections going away: disconnect and kill -9 free permits at once,
 # session leases keep them and can be resumed, detached holds outlive the
 # client, a retried down is idempotent, SIGTERM answers waiters UNAVAILABLE.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/daemon/test_fastpb.c - the hand coder of daemon/fastpb.c gives what
  * protobuf-c gives: random Down/Up/Ping requests packed by protobuf-c (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/daemon/test_hmap.c - the hash table: growth by incremental rehash,
  * lookups and removals while a rehash is in progress, iteration with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/daemon/test_metrics.c - the figures the metrics endpoint renders,
  * taken from the state with fake time: wait and hold histograms (bucket

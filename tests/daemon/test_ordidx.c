@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/daemon/test_ordidx.c - the ordered name index (daemon/ordidx.c):
  * random insert/remove/seek/find sequences checked against a sorted model

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/daemon/test_state.c - the semaphore table and sessions, driven
  * directly: fake time, replies captured through the sink (packed and

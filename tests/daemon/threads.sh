@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # --threads: clients on several event loops share the semaphores. The
 # stress runs race CONNS connections for a name (downs with and without
 # timeouts, disconnects while waiting and while holding) and check that no

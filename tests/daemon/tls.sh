@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # semd's tls: listener, with throw-away certificates from the openssl CLI and
 # the real client (semctl): the ready file lists tls:HOST:PORT; anonymous and
 # certificate (cn:NAME) principals, used by ACLs; client-auth required and

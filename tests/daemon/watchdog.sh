@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The systemd watchdog with several event loops: semd pings WATCHDOG=1 only
 # while every loop runs. One loop's thread is frozen alone (ptrace
 # interrupt, the other threads go on): the pings stop and the log says

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The committed seed corpus is what tests/fuzz/gen-corpus writes today: when
 # semd.proto or the generator changes, regenerate it with
 #   tests/fuzz/gen-corpus "$top_srcdir/tests/fuzz/corpus"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/fuzz/fuzz.h - the entry point every fuzz target defines. libFuzzer
  * calls it with each input; tests/fuzz/replay.c calls it with every file of

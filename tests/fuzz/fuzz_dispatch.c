@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/fuzz/fuzz_dispatch.c - requests from several clients, fed into the
  * daemon's state machine (daemon/state.h) with a fake clock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/fuzz/fuzz_frame.c - the frame decoder and the Request decoder.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/fuzz/gen-corpus.c - write the seed corpus: small valid inputs for
  * each fuzz target, built with protobuf-c so they track semd.proto.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/fuzz/replay.c - run a fuzz target's entry point over files, without
  * libFuzzer: `replay-X [DIR|FILE...]`. With no argument it replays

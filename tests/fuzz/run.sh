@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/fuzz/run.sh BUILD_DIR SECONDS - build every libFuzzer target with
 # clang (-fsanitize=fuzzer,address,undefined) in BUILD_DIR and run each for
 # SECONDS from the seed corpus in tests/fuzz/corpus/<target>/. Exits non-zero

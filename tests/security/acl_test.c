@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/security/acl_test.c - ACL parsing and evaluation, quotas, subjects. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/security/check.h - tiny assertion helpers for the security tests. */
 #ifndef SEMD_TESTS_SECURITY_CHECK_H
 #define SEMD_TESTS_SECURITY_CHECK_H

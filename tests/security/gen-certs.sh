@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/security/gen-certs.sh DIR - throw-away CAs and certificates for the TLS
 # tests (EC P-256, valid two days), made with the openssl CLI.
 set -eu

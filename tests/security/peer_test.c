@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/security/peer_test.c - principals of UNIX socket peers (SO_PEERCRED). */
 #include <errno.h>
 #include <grp.h>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/security/tls.sh - make throw-away certificates with the openssl CLI,
 # then run the TLS handshake tests and the libevent TLS echo test on them.
 . "$top_srcdir/tests/lib.sh"

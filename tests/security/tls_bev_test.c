@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/security/tls_bev_test.c CERTDIR - a libevent loop serving a TLS echo
  * over loopback TCP with real bufferevent_openssl on both sides. */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/security/tls_test.c CERTDIR - real TLS handshakes between the server
  * and client contexts of security/tls.c, over socketpairs, one thread a side. */
 #include <errno.h>
