@@ -406,7 +406,8 @@ static void access_log_denial(struct conn *c, uint64_t id, const char *msg)
 }
 
 /* Check one request against the ACL; answer PERMISSION_DENIED if refused. */
-bool access_check(struct conn *c, const Semd__Request *req)
+bool access_check(struct conn *c, const Semd__Request *req,
+    struct sm_caller *who)
 {
 	const struct acl *acl = c->srv->cfg.acl;
 	Semd__Reply r;
@@ -415,6 +416,8 @@ bool access_check(struct conn *c, const Semd__Request *req)
 	char msg[ACL_PRINCIPAL_MAX + SM_NAME_MAX + 64];
 	size_t len;
 
+	memset(who, 0, sizeof *who);
+	who->privs = SM_PRIV_ADMIN;
 	/* Before Hello the state machine answers PROTOCOL_ERROR anyway. */
 	if (acl == NULL || acl_count(acl) == 0 || !c->hello || c->id == NULL)
 		return true;

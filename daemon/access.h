@@ -18,6 +18,7 @@
 
 #include <openssl/ssl.h>
 
+#include "daemon/state.h"
 #include "proto/semd.pb-c.h"
 
 struct server;
@@ -38,8 +39,10 @@ void access_close(struct access_id *id);
 const char *access_principal(const struct access_id *id);
 /*
  * May this request go to the state machine? If not, the PERMISSION_DENIED
- * reply has been queued and the refusal logged.
+ * reply has been queued and the refusal logged. If so, *who says what the
+ * caller may do with it (privileges, per-principal caps: state.h).
  */
-bool access_check(struct conn *c, const Semd__Request *req);
+bool access_check(struct conn *c, const Semd__Request *req,
+    struct sm_caller *who);
 
 #endif

@@ -410,6 +410,7 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 {
 	struct server *srv = c->srv;
 	struct fastpb_req f;
+	struct sm_caller who;
 	Semd__Request *req;
 	bool fast;
 	int r;
@@ -433,8 +434,8 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		    strlen(req->release->name)) ?
 		    req->release->name : "(an invalid name)");
 	/* The time the batch was read: one clock read per batch. */
-	r = access_check(c, req) ?
-	    sm_request(srv->sm, c->client, req, c->last_input_ms) : SM_OK;
+	r = access_check(c, req, &who) ?
+	    sm_request(srv->sm, c->client, req, &who, c->last_input_ms) : SM_OK;
 	conn_arena_reset(fast ? NULL : req);
 	if (!c->hello && sm_client_session(c->client) != 0) {
 		c->hello = true;

@@ -2257,7 +2257,7 @@ static void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 
 /* Dispatch one request. */
 int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
+    const struct sm_caller *who, uint64_t now)
 {
 	uint64_t id = req->id;
 

@@ -132,9 +132,41 @@ struct sm_client *sm_client_open(struct sm *sm, void *conn,
     uint64_t now_ms);
 /* The connection went away: the client is freed. */
 void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms);
-/* One decoded request. Returns SM_OK or SM_CLOSE. */
+/*
+ * What the access layer decided about a request before it reaches the state
+ * machine (the ACL lives outside it; in a replicated log this travels with
+ * the request, so every replica decides the same).
+ *
+ * privs: SM_PRIV_ADMIN when the caller may manage the name whoever created
+ * it (delete, set-limit, release another's hold, see every holder's host and
+ * pid). Without it only the principal that created a name manages it, and
+ * auto-created names are managed by administrators alone.
+ *
+ * limit: per-principal caps on what outlives a request, counted by the state
+ * machine for the caller's principal across all its sessions; 0 means no cap.
+ * A request over one is answered RESOURCE_EXHAUSTED naming the limit.
+ */
+#define SM_PRIV_ADMIN	0x1u
+
+enum sm_limit_kind {
+	SM_LIMIT_SESSIONS,	/* sessions, live or lingering in their lease */
+	SM_LIMIT_PERMITS,	/* permits held, detached and leased ones included */
+	SM_LIMIT_WAITERS,	/* downs queued */
+	SM_LIMIT_SEMAPHORES,	/* names created explicitly that still exist */
+	SM_NLIMITS
+};
+
+struct sm_caller {
+	unsigned int	privs;			/* SM_PRIV_* */
+	uint64_t	limit[SM_NLIMITS];	/* 0: no cap */
+};
+
+/*
+ * One decoded request. who: the access layer's decision, or NULL for an
+ * administrator without caps (tests). Returns SM_OK or SM_CLOSE.
+ */
 int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now_ms);
+    const struct sm_caller *who, uint64_t now_ms);
 /* Answer a frame the I/O layer could not decode: PROTOCOL_ERROR, id 0. */
 void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
 

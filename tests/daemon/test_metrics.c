@@ -43,7 +43,7 @@ static void hello(struct sm *sm, struct sm_client *c, uint64_t now)
 	q.id = 1;
 	q.op_case = SEMD__REQUEST__OP_HELLO;
 	q.hello = &h;
-	sm_request(sm, c, &q, now);
+	sm_request(sm, c, &q, NULL, now);
 }
 
 /* Send a Down (timeout_ms < 0: wait forever). */
@@ -58,7 +58,7 @@ static void down(struct sm *sm, struct sm_client *c, uint64_t id,
 	q.id = id;
 	q.op_case = SEMD__REQUEST__OP_DOWN;
 	q.down = &d;
-	sm_request(sm, c, &q, now);
+	sm_request(sm, c, &q, NULL, now);
 }
 
 /* Send an Up of one permit. */
@@ -72,7 +72,7 @@ static void up(struct sm *sm, struct sm_client *c, uint64_t id,
 	q.id = id;
 	q.op_case = SEMD__REQUEST__OP_UP;
 	q.up = &u;
-	sm_request(sm, c, &q, now);
+	sm_request(sm, c, &q, NULL, now);
 }
 
 struct seen {

@@ -145,7 +145,7 @@ static struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
 /* Send one request. */
 static int t_req(struct sm *sm, struct sm_client *c, Semd__Request *req)
 {
-	return sm_request(sm, c, req, now);
+	return sm_request(sm, c, req, NULL, now);
 }
 
 /* Hello with a lease and optional resume. */
@@ -377,7 +377,7 @@ static void test_hello(void)
 		req.id = 8;
 		req.op_case = SEMD__REQUEST__OP_HELLO;
 		req.hello = &h;
-		EXPECT_I64(SM_CLOSE, sm_request(sm, c, &req, now));
+		EXPECT_I64(SM_CLOSE, sm_request(sm, c, &req, NULL, now));
 		expect_code(2, 8, SEMD__CODE__PROTOCOL_ERROR);
 	}
 	sm_client_close(sm, c, now);

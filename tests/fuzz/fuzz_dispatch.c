@@ -122,7 +122,7 @@ static size_t fz_frame(struct fz *f, unsigned k, const uint8_t *data, size_t siz
 		fz_close(f, k);
 		fz_open(f, k);
 	} else {
-		rc = sm_request(f->sm, f->cl[k], req, f->now);
+		rc = sm_request(f->sm, f->cl[k], req, NULL, f->now);
 		semd__request__free_unpacked(req, NULL);
 		FUZZ_ASSERT(rc == SM_OK || rc == SM_CLOSE);
 		if (rc == SM_CLOSE) {
