@@ -523,7 +523,7 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	struct sm_config sc;
-	struct sm_out out = { conn_reply, NULL };
+	struct sm_out out = { conn_reply, NULL, conn_close_effect };
 	struct server *srv;
 	size_t i;
 
