@@ -5,7 +5,7 @@
  * server.c owns the event base, the state (struct sm), the one deadline
  * timer, signals and systemd notification; listen.c the listening sockets;
  * conn.c the client connections (frames in, replies out). None of them
- * decides anything about semaphores: they decode, call state.c, encode.
+ * decides anything about semaphores: they decode, call the state machine (state.h), encode.
  */
 #ifndef SEMD_SERVER_H
 #define SEMD_SERVER_H
