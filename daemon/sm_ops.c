@@ -191,9 +191,11 @@ static bool sem_used_only_by(const struct sm_sem *sem,
 }
 
 /* Create: a named semaphore with a limit and a mode. */
-static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Create *cr, uint64_t now)
+static void op_create(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Create *cr = req->create;
+	uint64_t id = req->id;
 	struct sm_principal *pr = c->pr;
 	struct sm_sem *sem;
 
@@ -270,9 +272,11 @@ static bool down_room(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Down: take n permits now, or wait for them until a deadline. */
-static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Down *d, uint64_t now)
+static void op_down(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Down *d = req->down;
+	uint64_t id = req->id;
 	struct sm_session *s = c->session;
 	struct sm_reqkey *prev;
 	struct sm_hold *h;
@@ -446,9 +450,11 @@ static void up_signal(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Up: give back permits the caller holds (owned) or add permits (signal). */
-static void op_up(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Up *u, uint64_t now)
+static void op_up(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Up *u = req->up;
+	uint64_t id = req->id;
 	struct sm_session *s = c->session;
 	struct list_head *pos, *tmp;
 	struct sm_hold *h;
@@ -535,9 +541,11 @@ static void op_up(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Release: force-release anyone's hold by permit id (admin). */
-static void op_release(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Release *rl, uint64_t now)
+static void op_release(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Release *rl = req->release;
+	uint64_t id = req->id;
 	struct sm_sem *sem;
 	struct sm_hold *h;
 	uint32_t n;
@@ -567,9 +575,11 @@ static void op_release(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Cancel a pending down of this session. */
-static void op_cancel(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Cancel *cn, uint64_t now)
+static void op_cancel(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Cancel *cn = req->cancel;
+	uint64_t id = req->id;
 	struct sm_reqkey *k = req_find(sm, c->session->id, cn->request_id);
 	struct sm_wait *w;
 	struct sm_sem *sem;
@@ -605,9 +615,11 @@ static size_t info_entry_size(const struct sm_ident *id)
  * and waiter if it may manage the name, else only its own (the counts stay
  * whole). next_permit / next_waiter are set when more follow.
  */
-static void op_info(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Info *in, uint64_t now)
+static void op_info(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Info *in = req->info;
+	uint64_t id = req->id;
 	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__InfoReply ir = SEMD__INFO_REPLY__INIT;
 	Semd__Holder *hv = NULL, **hp = NULL;
@@ -746,9 +758,11 @@ static bool list_past_prefix(const char *name, size_t len, char *key)
  * set, the usual cursor), or with no entry yet is answered
  * RESOURCE_EXHAUSTED, so no client makes the loop scan without bound.
  */
-static void op_list(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__List *l, uint64_t now)
+static void op_list(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__List *l = req->list;
+	uint64_t id = req->id;
 	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__ListReply lr = SEMD__LIST_REPLY__INIT;
 	Semd__Summary *sv = NULL, **sp = NULL;
@@ -823,9 +837,11 @@ out:
 }
 
 /* Delete: remove a semaphore; busy ones only with force. */
-static void op_delete(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Delete *dl, uint64_t now)
+static void op_delete(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Delete *dl = req->delete_;
+	uint64_t id = req->id;
 	struct sm_sem *sem;
 	struct sm_wait *w;
 	struct sm_hold *h;
@@ -862,9 +878,11 @@ static void op_delete(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* SetLimit: grow or shrink live; shrinking revokes nobody. */
-static void op_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__SetLimit *sl, uint64_t now)
+static void op_set_limit(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__SetLimit *sl = req->set_limit;
+	uint64_t id = req->id;
 	struct list_head *pos, *tmp;
 	struct sm_sem *sem;
 	struct sm_wait *w;
@@ -906,9 +924,11 @@ static void op_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Validate: does this fencing token still hold a permit? */
-static void op_validate(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Validate *v, uint64_t now)
+static void op_validate(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Validate *v = req->validate;
+	uint64_t id = req->id;
 	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__ValidateReply vr = SEMD__VALIDATE_REPLY__INIT;
 	struct sm_sem *sem;
@@ -924,9 +944,11 @@ static void op_validate(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Ping: echo the payload. */
-static void op_ping(struct sm *sm, struct sm_client *c, uint64_t id,
-    const Semd__Ping *p)
+static void op_ping(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
 {
+	const Semd__Ping *p = req->ping;
+	uint64_t id = req->id;
 	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__Pong pong = SEMD__PONG__INIT;
 
@@ -937,12 +959,61 @@ static void op_ping(struct sm *sm, struct sm_client *c, uint64_t id,
 	reply_send(sm, c, &r);
 }
 
+/* Detach: this session outlives the connection's close by its lease. */
+static void op_detach(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
+{
+	c->detach = true;
+	reply_ok(sm, c, req->id);
+}
+
+/* Stats: the counters by name (sm_stats.c). */
+static void op_stats_req(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now)
+{
+	op_stats(sm, c, req->id);
+}
+
+/*
+ * Every operation once: its name (Stats, metrics, logs), the right the
+ * access layer checks for it, and its handler (after Hello; Hello itself
+ * is dispatched apart, as it makes the session the others need).
+ */
+typedef void (*sm_op_fn)(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now);
+static const struct {
+	struct sm_op	op;
+	sm_op_fn	fn;
+} sm_ops[SM_NOPS] = {
+	[SEMD__REQUEST__OP_HELLO] = { { "hello", SM_RIGHT_NONE }, NULL },
+	[SEMD__REQUEST__OP_CREATE] = { { "create", SM_RIGHT_CREATE }, op_create },
+	[SEMD__REQUEST__OP_DOWN] = { { "down", SM_RIGHT_USE }, op_down },
+	[SEMD__REQUEST__OP_UP] = { { "up", SM_RIGHT_USE }, op_up },
+	[SEMD__REQUEST__OP_CANCEL] = { { "cancel", SM_RIGHT_NONE }, op_cancel },
+	[SEMD__REQUEST__OP_INFO] = { { "info", SM_RIGHT_INSPECT }, op_info },
+	[SEMD__REQUEST__OP_LIST] = { { "list", SM_RIGHT_INSPECT }, op_list },
+	[SEMD__REQUEST__OP_DELETE] = { { "delete", SM_RIGHT_MANAGE }, op_delete },
+	[SEMD__REQUEST__OP_SET_LIMIT] = { { "set_limit", SM_RIGHT_MANAGE }, op_set_limit },
+	[SEMD__REQUEST__OP_PING] = { { "ping", SM_RIGHT_NONE }, op_ping },
+	[SEMD__REQUEST__OP_STATS] = { { "stats", SM_RIGHT_INSPECT }, op_stats_req },
+	[SEMD__REQUEST__OP_VALIDATE] = { { "validate", SM_RIGHT_USE }, op_validate },
+	[SEMD__REQUEST__OP_RELEASE] = { { "release", SM_RIGHT_MANAGE }, op_release },
+	[SEMD__REQUEST__OP_DETACH] = { { "detach", SM_RIGHT_NONE }, op_detach },
+};
+
+/* The table entry of an op case, or NULL for an unknown one. */
+const struct sm_op *sm_op(int op_case)
+{
+	if (op_case <= 0 || op_case >= SM_NOPS || sm_ops[op_case].op.name == NULL)
+		return NULL;
+	return &sm_ops[op_case].op;
+}
+
 /* Dispatch one request. */
 int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     const struct sm_caller *who, uint64_t now)
 {
 	uint64_t id = req->id;
-
 	int r = SM_OK;
 
 	sm->now = now;
@@ -965,52 +1036,11 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 		return SM_CLOSE;
 	}
 	c->session->heard = now;	/* the lease counts from here */
-	switch (req->op_case) {
-	case SEMD__REQUEST__OP_CREATE:
-		op_create(sm, c, id, req->create, now);
-		break;
-	case SEMD__REQUEST__OP_DOWN:
-		op_down(sm, c, id, req->down, now);
-		break;
-	case SEMD__REQUEST__OP_UP:
-		op_up(sm, c, id, req->up, now);
-		break;
-	case SEMD__REQUEST__OP_CANCEL:
-		op_cancel(sm, c, id, req->cancel, now);
-		break;
-	case SEMD__REQUEST__OP_INFO:
-		op_info(sm, c, id, req->info, now);
-		break;
-	case SEMD__REQUEST__OP_LIST:
-		op_list(sm, c, id, req->list, now);
-		break;
-	case SEMD__REQUEST__OP_DELETE:
-		op_delete(sm, c, id, req->delete_, now);
-		break;
-	case SEMD__REQUEST__OP_SET_LIMIT:
-		op_set_limit(sm, c, id, req->set_limit, now);
-		break;
-	case SEMD__REQUEST__OP_PING:
-		op_ping(sm, c, id, req->ping);
-		break;
-	case SEMD__REQUEST__OP_STATS:
-		op_stats(sm, c, id);
-		break;
-	case SEMD__REQUEST__OP_VALIDATE:
-		op_validate(sm, c, id, req->validate, now);
-		break;
-	case SEMD__REQUEST__OP_RELEASE:
-		op_release(sm, c, id, req->release, now);
-		break;
-	case SEMD__REQUEST__OP_DETACH:
-		c->detach = true;
-		reply_ok(sm, c, id);
-		break;
-	default:
+	if (sm_op(req->op_case) != NULL)
+		sm_ops[req->op_case].fn(sm, c, req, now);
+	else
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "unknown or missing operation");
-		break;
-	}
 	sm->who = NULL;
 	return r;
 }

@@ -11,22 +11,6 @@
 
 #include "daemon/sm-int.h"
 
-static const char *const op_names[SM_NOPS] = {
-	[SEMD__REQUEST__OP_HELLO] = "hello",
-	[SEMD__REQUEST__OP_CREATE] = "create",
-	[SEMD__REQUEST__OP_DOWN] = "down",
-	[SEMD__REQUEST__OP_UP] = "up",
-	[SEMD__REQUEST__OP_CANCEL] = "cancel",
-	[SEMD__REQUEST__OP_INFO] = "info",
-	[SEMD__REQUEST__OP_LIST] = "list",
-	[SEMD__REQUEST__OP_DELETE] = "delete",
-	[SEMD__REQUEST__OP_SET_LIMIT] = "set_limit",
-	[SEMD__REQUEST__OP_PING] = "ping",
-	[SEMD__REQUEST__OP_STATS] = "stats",
-	[SEMD__REQUEST__OP_VALIDATE] = "validate",
-	[SEMD__REQUEST__OP_RELEASE] = "release",
-	[SEMD__REQUEST__OP_DETACH] = "detach",
-};
 
 /* Most counters a Stats reply carries (the named ones, ops x codes replies, 2 histograms). */
 #define SM_STATS_MAX	(40 + 2 * SM_NOPS + SM_NOPS * SM_NCODES + 2 * (SM_HIST_BUCKETS + 2))
@@ -92,9 +76,9 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 	if (sm->cfg.alloc_count != NULL)
 		COUNTER("allocations", sm->cfg.alloc_count());
 	for (i = 0; i < SM_NOPS; i++) {
-		if (op_names[i] == NULL)
+		if (sm_op((int)i) == NULL)
 			continue;
-		snprintf(names[n], sizeof names[n], "ops_%s", op_names[i]);
+		snprintf(names[n], sizeof names[n], "ops_%s", sm_op((int)i)->name);
 		COUNTER(names[n], k.ops[i]);
 	}
 	/* The figures of the metrics endpoint: replies by op and code... */
@@ -105,7 +89,7 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 			if (k.replies[i][j] == 0 || ev == NULL)
 				continue;
 			snprintf(names[n], sizeof names[n], "replies_%s_%s",
-			    op_names[i] != NULL ? op_names[i] : "unknown", ev->name);
+			    sm_op((int)i) != NULL ? sm_op((int)i)->name : "unknown", ev->name);
 			COUNTER(names[n], k.replies[i][j]);
 		}
 	}

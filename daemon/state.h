@@ -117,6 +117,30 @@ struct sm_counters {
 	struct sm_hist	hold;			/* grant to release */
 };
 
+/*
+ * The operations, described once (the state machine's table): the name
+ * used in Stats, metrics and logs, and the right the access layer checks.
+ * USE: down, up, validate; INSPECT: info, list, stats; CREATE: create;
+ * MANAGE: delete, set-limit, release (the state machine then lets the
+ * name's creator or an administrator through); NONE: hello, ping, cancel
+ * of one's own request, detach.
+ */
+enum sm_right {
+	SM_RIGHT_NONE,
+	SM_RIGHT_INSPECT,
+	SM_RIGHT_USE,
+	SM_RIGHT_CREATE,
+	SM_RIGHT_MANAGE,
+};
+
+struct sm_op {
+	const char	*name;		/* "down" */
+	enum sm_right	right;
+};
+
+/* The table entry of an op case (Semd__Request__OpCase), or NULL. */
+const struct sm_op *sm_op(int op_case);
+
 /* One semaphore's gauges, for sm_sem_each(). */
 struct sm_sem_gauges {
 	const char	*name;
