@@ -80,6 +80,7 @@ struct server {
 	struct worker		*armed_by;	/* whose timer that is */
 	struct list_head	listeners;
 	size_t			nconns;		/* all workers, under lock */
+	uint64_t		next_client;	/* client ids, under lock */
 	struct event		*sigs[4];
 	struct event		*watchdog;
 	uint64_t		watchdog_ms;	/* systemd's watchdog period */

@@ -121,7 +121,6 @@ struct sm_hold {
 	struct list_head	sem_entry;
 	struct list_head	owner_entry;	/* session->holds or sm->detached */
 	uint64_t		since_wall;
-	uint64_t		expires_wall;	/* detached only */
 	struct sm_timer		expiry;		/* detached only */
 };
 
@@ -138,7 +137,6 @@ struct sm_wait {
 	struct list_head	session_entry;
 	uint64_t		since_ms;
 	uint64_t		since_wall;
-	uint64_t		deadline_wall;	/* 0: none */
 	struct sm_timer		deadline;
 };
 
@@ -178,7 +176,15 @@ struct sm_memo {
 	uint64_t		token;
 };
 
+/*
+ * A client: one connection, known to the state by its id (given by whoever
+ * opened it, stable across replicas). conn is the node's own binding of it
+ * to a connection (sm_client_bind), not part of the state: replies go to it
+ * when it is bound.
+ */
 struct sm_client {
+	struct hnode		node;		/* sm->clients_by_id */
+	uint64_t		id;
 	void			*conn;
 	struct sm_principal	*pr;
 	bool			local;		/* SM_CLIENT_LOCAL: a close is death */
@@ -221,6 +227,8 @@ struct sm {
 	struct sm_out		out;
 	uint64_t		start_ms;
 	uint64_t		token_base;
+	int64_t			wall_off;	/* wall time minus state time */
+	struct hmap		clients_by_id;
 	uint64_t		token_hwm;	/* highest token of freed semaphores */
 	struct hmap		names;
 	struct ordidx		byname;		/* the same names, in order */

@@ -407,7 +407,6 @@ static void op_down(struct sm *sm, struct sm_client *c,
 			    "out of memory");
 			goto out;
 		}
-		w->deadline_wall = sm_wall(sm, deadline);
 	}
 	r = sema_down_async(&sem->sem, &w->w, n, wait_wake);
 	if (r < 0) {
@@ -669,7 +668,7 @@ static void op_info(struct sm *sm, struct sm_client *c,
 		hv[nh].principal = h->ident->pr->name;
 		hv[nh].since_ms = h->since_wall;
 		hv[nh].detached = h->session == NULL;
-		hv[nh].expires_ms = h->session ? 0 : h->expires_wall;
+		hv[nh].expires_ms = h->session ? 0 : sm_wall(sm, h->expiry.when);
 		if (h->session != NULL && h->session->client == NULL)
 			hv[nh].expires_ms = sm_wall(sm, h->session->expiry.when);
 		hp[nh] = &hv[nh];
@@ -695,7 +694,8 @@ static void op_info(struct sm *sm, struct sm_client *c,
 		wv[nw].pid = w->session->ident->pid;
 		wv[nw].principal = w->session->ident->pr->name;
 		wv[nw].since_ms = w->since_wall;
-		wv[nw].deadline_ms = w->deadline_wall;
+		wv[nw].deadline_ms = w->deadline.idx != SIZE_MAX ?
+		    sm_wall(sm, w->deadline.when) : 0;
 		wv[nw].seq = w->seq;
 		wv[nw].detached = w->session->client == NULL;
 		wp[nw] = &wv[nw];

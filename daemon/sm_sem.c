@@ -127,7 +127,6 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 			sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
 			return NULL;
 		}
-		h->expires_wall = sm_wall(sm, now) + lease_ms;
 		list_add_tail(&h->owner_entry, &sm->detached);
 	} else {
 		h->session = s;

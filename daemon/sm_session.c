@@ -240,12 +240,14 @@ struct sm *sm_new(const struct sm_config *cfg, const struct sm_out *out,
 		sm->out = *out;
 	sm->start_ms = now_ms;
 	sm->token_base = cfg->wall_ms * 1000;
+	sm->wall_off = (int64_t)(cfg->wall_ms - now_ms);
 	INIT_LIST_HEAD(&sm->clients);
 	INIT_LIST_HEAD(&sm->detached);
 	ordidx_init(&sm->byname, offsetof(struct sm_sem, name));
 	if (hmap_init(&sm->names, 64) != 0 || hmap_init(&sm->sessions, 64) != 0 ||
 	    hmap_init(&sm->permits, 64) != 0 || hmap_init(&sm->tokens, 64) != 0 ||
-	    hmap_init(&sm->requests, 64) != 0 || hmap_init(&sm->principals, 64) != 0)
+	    hmap_init(&sm->requests, 64) != 0 || hmap_init(&sm->principals, 64) != 0 ||
+	    hmap_init(&sm->clients_by_id, 64) != 0)
 		goto fail;
 	return sm;
 fail:
@@ -295,6 +297,7 @@ void sm_free(struct sm *sm)
 	hmap_destroy(&sm->tokens);
 	hmap_destroy(&sm->requests);
 	hmap_destroy(&sm->principals);
+	hmap_destroy(&sm->clients_by_id);
 	sm_cache_drain(&sm->hold_cache);
 	sm_cache_drain(&sm->wait_cache);
 	for (size_t k = 0; k < SM_SEM_CLASSES; k++)
@@ -326,15 +329,34 @@ void sm_reconfigure(struct sm *sm, const struct sm_config *cfg)
 	sm->cfg.alloc_count = alloc_count;
 }
 
+/* Does a client node have this id? */
+static bool client_eq(const struct hnode *n, const void *key)
+{
+	return container_of(n, struct sm_client, node)->id ==
+	    *(const uint64_t *)key;
+}
+
+/* The client with this id, or NULL. */
+struct sm_client *sm_client_find(const struct sm *sm, uint64_t id)
+{
+	struct hnode *n;
+
+	n = hmap_find(&sm->clients_by_id, id_hash(sm, id, 2), client_eq, &id);
+	return n ? container_of(n, struct sm_client, node) : NULL;
+}
+
 /* A new connection. */
-struct sm_client *sm_client_open(struct sm *sm, void *conn,
+struct sm_client *sm_client_open(struct sm *sm, uint64_t id, void *conn,
     const char *principal, const uint8_t secret[SM_SECRET_LEN],
     unsigned int flags, uint64_t now_ms)
 {
-	struct sm_client *c = sm_alloc(sm, sizeof *c);
+	struct sm_client *c;
 
-	if (c == NULL)
+	if (id == 0 || sm_client_find(sm, id) != NULL)
 		return NULL;
+	if ((c = sm_alloc(sm, sizeof *c)) == NULL)
+		return NULL;
+	c->id = id;
 	c->pr = principal_get(sm, principal);
 	if (c->pr == NULL) {
 		sm_dealloc(sm, c, sizeof *c);
@@ -344,8 +366,27 @@ struct sm_client *sm_client_open(struct sm *sm, void *conn,
 	c->local = (flags & SM_CLIENT_LOCAL) != 0;
 	memcpy(c->secret, secret, SM_SECRET_LEN);
 	list_add_tail(&c->entry, &sm->clients);
+	hmap_insert(&sm->clients_by_id, &c->node, id_hash(sm, id, 2));
 	sm->ctr.clients++;
 	return c;
+}
+
+/* Bind a client to this node's connection (NULL: unbind). */
+void sm_client_bind(struct sm_client *c, void *conn)
+{
+	c->conn = conn;
+}
+
+/* A client's id. */
+uint64_t sm_client_id(const struct sm_client *c)
+{
+	return c->id;
+}
+
+/* State time as wall time from now on: wall_ms is the wall clock at sm->now. */
+void sm_set_wall(struct sm *sm, uint64_t wall_ms)
+{
+	sm->wall_off = (int64_t)(wall_ms - sm->now);
 }
 
 /* The connection is gone. */
@@ -360,6 +401,7 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 		session_detach(sm, c->session, c->local && !c->detach, now_ms);
 	c->session = NULL;
 	list_del_init(&c->entry);
+	hmap_remove(&sm->clients_by_id, &c->node);
 	principal_put(sm, c->pr);
 	sm_dealloc(sm, c, sizeof *c);
 	sm->ctr.clients--;
