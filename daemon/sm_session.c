@@ -395,6 +395,7 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 	if (c == NULL)
 		return;
 	sm->now = now_ms;
+	sm->cur_op = 0;
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	c->conn = NULL;
 	if (c->session != NULL)
