@@ -306,6 +306,19 @@ void sm_free(struct sm *sm)
 	free(sm);
 }
 
+/* The state's clock: the time of the last call. */
+uint64_t sm_now(const struct sm *sm)
+{
+	return sm->now;
+}
+
+/* The node's hooks of from, for to (a restored state replacing from). */
+void sm_take_hooks(struct sm *to, const struct sm *from)
+{
+	to->visible = from->visible;
+	to->visible_arg = from->visible_arg;
+}
+
 /* Install the List visibility hook (NULL: every name is shown). */
 void sm_set_visible(struct sm *sm, sm_visible_fn fn, void *arg)
 {

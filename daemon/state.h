@@ -232,6 +232,11 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 /* Answer a frame the I/O layer could not decode: PROTOCOL_ERROR, id 0. */
 void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
 
+/* The time of the last call (the state's clock). */
+uint64_t sm_now(const struct sm *sm);
+/* Give to the node's hooks (List visibility) what from had. */
+void sm_take_hooks(struct sm *to, const struct sm *from);
+
 /* Earliest deadline in the heap, or UINT64_MAX. */
 uint64_t sm_next_deadline(const struct sm *sm);
 /* Expire everything due at or before now_ms. */
