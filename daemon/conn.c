@@ -40,6 +40,7 @@
 #include "proto/semd.pb-c.h"
 
 static void conn_kill_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_resume(struct conn *c);
 
 /*
  * Answer PROTOCOL_ERROR (id 0) to what could not be decoded: through the
@@ -245,6 +246,15 @@ struct mbox_rec {
 };
 #define MBOX_DROP	UINT32_MAX
 #define MBOX_CLOSE	(UINT32_MAX - 1)
+#define MBOX_RESUME	(UINT32_MAX - 2)
+
+/*
+ * With a log, a connection stops being read while it has more than
+ * CONN_PROPOSED_MAX bytes of requests on their way through the log, and is
+ * read again below half of it: a client that sends faster than the log
+ * commits is slowed down (its socket fills), not buffered without bound.
+ */
+#define CONN_PROPOSED_MAX	(1u << 20)
 
 /* Append a record header to w's mailbox (room is known to be there). */
 static uint8_t *conn_mbox_rec(struct worker *w, struct conn *c, uint32_t len)
@@ -255,7 +265,7 @@ static uint8_t *conn_mbox_rec(struct worker *w, struct conn *c, uint32_t len)
 	if (w->mlen == 0)
 		server_wake_later(w);
 	memcpy(p, &rec, sizeof rec);
-	w->mlen += sizeof rec + (len >= MBOX_CLOSE ? 0 : len);
+	w->mlen += sizeof rec + (len >= MBOX_RESUME ? 0 : len);
 	return p + sizeof rec;
 }
 
@@ -326,6 +336,11 @@ void conn_mbox_deliver(struct worker *w)
 				conn_close_later(c);
 			continue;
 		}
+		if (rec.len == MBOX_RESUME) {
+			if (!c->dead)
+				conn_resume(c);
+			continue;
+		}
 		if (!c->dead && c->wcap - c->wlen < rec.len &&
 		    conn_wbuf_grow(c, rec.len) != 0) {
 			log_warn("%s: out of memory for a reply, dropping the client",
@@ -340,6 +355,15 @@ void conn_mbox_deliver(struct worker *w)
 		off += rec.len;
 	}
 	w->mlen = 0;
+	/* A burst's memory is not kept (the reserve of one record stays). */
+	if (w->mcap > 65536) {
+		uint8_t *p = realloc(w->mbox, 4096);
+
+		if (p != NULL) {
+			w->mbox = p;
+			w->mcap = 4096;
+		}
+	}
 }
 
 /*
@@ -382,6 +406,61 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 	frame_put_header(c->wbuf + c->wlen, (uint32_t)len);
 	c->wlen += FRAME_HDR + len;
 	conn_check_output(c);
+}
+
+/* Stop reading c (its requests wait in the log). */
+static void conn_pause(struct conn *c)
+{
+	c->paused = true;
+	if (c->rev != NULL)
+		event_del(c->rev);
+	else
+		bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Under the lock: stop reading c while too much of it waits in the log. */
+static void conn_maybe_pause(struct conn *c)
+{
+	if (c->srv->durable != NULL && !c->paused && !c->closing && !c->dead &&
+	    c->proposed > CONN_PROPOSED_MAX)
+		conn_pause(c);
+}
+
+/* Read c again (on its own thread, under the lock). */
+static void conn_resume(struct conn *c)
+{
+	c->resuming = false;
+	if (!c->paused || c->closing)
+		return;
+	c->paused = false;
+	if (c->rev != NULL)
+		event_add(c->rev, NULL);
+	else
+		bufferevent_enable(c->bev, EV_READ);
+}
+
+/*
+ * With a log, under the lock (the log's thread): len bytes of c's requests
+ * were applied; a paused connection below half its allowance is read again
+ * (by its own loop: a resume record in its mailbox).
+ */
+void conn_applied_locked(struct conn *c, size_t len)
+{
+	struct worker *w = c->w;
+
+	c->proposed = c->proposed > len ? c->proposed - len : 0;
+	if (!c->paused || c->proposed > CONN_PROPOSED_MAX / 2 || c->resuming)
+		return;
+	if (w->mcap - w->mlen < 2 * sizeof(struct mbox_rec)) {
+		uint8_t *p = realloc(w->mbox, w->mcap * 2);
+
+		if (p == NULL)
+			return;		/* read again at the next one applied */
+		w->mbox = p;
+		w->mcap *= 2;
+	}
+	c->resuming = true;
+	conn_mbox_rec(w, c, MBOX_RESUME);
 }
 
 /*
@@ -495,8 +574,10 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		 * Hello is taken as seen from here on, so the requests behind
 		 * it are checked against the ACL (a failed Hello closes).
 		 */
-		if (access_check(c, req, &who))
+		if (access_check(c, req, &who)) {
 			sm_batch_request(&c->w->batch, c->cid, &who, data, plen);
+			c->proposed += plen;
+		}
 		r = SM_OK;
 		if (req->op_case == SEMD__REQUEST__OP_HELLO && !c->hello) {
 			c->hello = true;
@@ -623,6 +704,8 @@ static void conn_end_read(struct worker *w, bool was_in_read)
 	/* The batch's requests go to the log as one (group commit). */
 	if (w->batch.len > 0)
 		durable_submit(w->srv, &w->batch);
+	if (w->batch.cap > 65536)
+		sm_batch_free(&w->batch);	/* a burst's memory is not kept */
 }
 
 /* Input through the bufferevent (connections that are not direct). */
@@ -634,6 +717,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 
 	server_lock(w);
 	conn_run_input(c, bufferevent_get_input(bev));
+	conn_maybe_pause(c);
 	server_unlock(w);
 	conn_end_read(w, was);
 }
@@ -683,6 +767,7 @@ static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
 			conn_close_later(c);
 		}
 	}
+	conn_maybe_pause(c);
 	server_unlock(w);
 	conn_end_read(w, was);
 }

@@ -41,8 +41,10 @@
 #define META_FORMAT	"semd-data 1"
 #define NODE_ID		1		/* one voter */
 #define MAX_INFLIGHT	4		/* entries proposed and not applied */
-#define MAX_ENTRY	(8u << 20)	/* bytes of commands in one entry */
+#define MAX_ENTRY	(256u << 10)	/* bytes of commands in one entry, about */
 #define READY_WAIT_S	120		/* replaying a long log takes time */
+#define SNAP_BYTES	(8u << 20)	/* log bytes kept in memory before a snapshot */
+#define SNAP_TRAILING	4		/* entries kept after a snapshot (one voter) */
 
 struct durable {
 	struct server		*srv;
@@ -60,13 +62,13 @@ struct durable {
 	uint32_t		snapshot_every;
 	struct sm_config	smcfg;		/* the settings proposed at start */
 
-	/* Under qlock: commands from the event loops. */
+	/* Under qlock: commands from the event loops, oldest first. */
 	pthread_mutex_t		qlock;
-	struct sm_batch		queue;
+	struct qchunk		*qhead;
+	struct qchunk		**qtail;
 	bool			stop;
 
 	/* The raft thread's own. */
-	struct sm_batch		spare;
 	unsigned int		inflight;
 	bool			tick_out;	/* an empty entry is on its way */
 	bool			serving;	/* the restart entry is applied */
@@ -75,12 +77,20 @@ struct durable {
 	uint64_t		last_time;	/* the last time stamped */
 	struct raft_barrier	barrier;
 	uint64_t		next_client;	/* under the state lock */
+	size_t			applied_bytes;	/* since the last snapshot */
 
 	/* Start-up, for the main thread. */
 	pthread_mutex_t		rlock;
 	pthread_cond_t		rcond;
 	int			status;		/* 0 starting, 1 ready, else exit code */
 	char			err[256];
+};
+
+/* Commands queued by an event loop (one read batch). */
+struct qchunk {
+	struct qchunk	*next;
+	size_t		len;
+	uint8_t		data[];
 };
 
 /* A proposed entry. */
@@ -173,17 +183,21 @@ static void d_applied(struct raft_apply *req, int status, void *result)
 }
 
 /*
- * Propose commands (len bytes at cmds, possibly none: a tick) as one entry
- * stamped now (at least at_least). false when raft refused it.
+ * Propose chunks (up to end; none: a tick) as one entry stamped now (at
+ * least at_least); their memory goes. false when raft refused it (the
+ * commands are lost: their clients hear nothing and time out).
  */
-static bool d_propose(struct durable *d, const uint8_t *cmds, size_t len,
-    uint64_t at_least, bool startup)
+static bool d_propose(struct durable *d, struct qchunk *first,
+    struct qchunk *end, uint64_t at_least, bool startup)
 {
-	size_t hl = sm_entry_header_size();
+	size_t hl = sm_entry_header_size(), len = 0, off;
 	struct raft_buffer buf;
 	struct proposal *p;
+	struct qchunk *q, *next;
 	int rv;
 
+	for (q = first; q != end; q = q->next)
+		len += q->len;
 	p = calloc(1, sizeof *p);
 	/* raft_uv stores entries in 8-byte units: pad with zeros. */
 	buf.len = (hl + len + 7) & ~(size_t)7;
@@ -192,11 +206,14 @@ static bool d_propose(struct durable *d, const uint8_t *cmds, size_t len,
 		free(p);
 		raft_free(buf.base);
 		log_err("log: out of memory proposing an entry");
-		return false;
+		rv = -1;
+		goto out;
 	}
 	sm_entry_header(buf.base, d_stamp(d, at_least), wall_ms());
-	if (len > 0)
-		memcpy((uint8_t *)buf.base + hl, cmds, len);
+	for (q = first, off = hl; q != end; q = q->next) {
+		memcpy((uint8_t *)buf.base + off, q->data, q->len);
+		off += q->len;
+	}
 	p->d = d;
 	p->startup = startup;
 	p->req.data = p;
@@ -205,36 +222,56 @@ static bool d_propose(struct durable *d, const uint8_t *cmds, size_t len,
 		log_warn("log: entry refused: %s", raft_errmsg(&d->raft));
 		raft_free(buf.base);
 		free(p);
-		return false;
+	} else {
+		d->inflight++;
 	}
-	d->inflight++;
-	return true;
+out:
+	for (q = first; q != end; q = next) {
+		next = q->next;
+		free(q);
+	}
+	return rv == 0;
 }
 
-/* Propose what the event loops queued, while entries may be in flight. */
+/* A chunk of len bytes. */
+static struct qchunk *qchunk_new(const uint8_t *data, size_t len)
+{
+	struct qchunk *q = malloc(sizeof *q + len);
+
+	if (q != NULL) {
+		q->next = NULL;
+		q->len = len;
+		memcpy(q->data, data, len);
+	}
+	return q;
+}
+
+/*
+ * Propose what the event loops queued, while entries may be in flight:
+ * as many chunks as make about MAX_ENTRY bytes per entry (entries stay
+ * small: raft keeps them in memory until a snapshot).
+ */
 static void d_propose_queued(struct durable *d)
 {
-	struct sm_batch t;
+	struct qchunk *first, *q;
+	size_t len;
 
 	while (d->serving && d->inflight < MAX_INFLIGHT) {
 		pthread_mutex_lock(&d->qlock);
-		if (d->queue.len == 0) {
+		first = d->qhead;
+		if (first == NULL) {
 			pthread_mutex_unlock(&d->qlock);
 			return;
 		}
-		/* Swap: the loops fill the spare while this one is proposed. */
-		t = d->queue;
-		d->queue = d->spare;
-		d->spare = t;
+		len = first->len;
+		for (q = first->next; q != NULL && len + q->len <= MAX_ENTRY;
+		    q = q->next)
+			len += q->len;
+		d->qhead = q;
+		if (q == NULL)
+			d->qtail = &d->qhead;
 		pthread_mutex_unlock(&d->qlock);
-		if (d->spare.failed)
-			log_err("log: out of memory queueing commands: some were lost");
-		else
-			d_propose(d, d->spare.p, d->spare.len, 0, false);
-		sm_batch_reset(&d->spare);
-		if (d->spare.cap > 4 * MAX_ENTRY) {
-			sm_batch_free(&d->spare);	/* do not keep a burst's memory */
-		}
+		d_propose(d, first, q, 0, false);
 	}
 }
 
@@ -249,7 +286,7 @@ static void d_deadline_cb(uv_timer_t *t)
 	server_unlock_any(d->srv);
 	if (!d->serving || d->tick_out || next == UINT64_MAX)
 		return;
-	if (d_propose(d, NULL, 0, next, false))
+	if (d_propose(d, NULL, NULL, next, false))
 		d->tick_out = true;
 }
 
@@ -290,13 +327,22 @@ static void *d_bind(void *arg, uint64_t id)
 	return server_conn_by_id(arg, id);
 }
 
+/* sm_apply's done hook: a request of this node's connection is applied. */
+static void d_done(void *arg, uint64_t id, size_t len)
+{
+	struct conn *c = server_conn_by_id(arg, id);
+
+	if (c != NULL)
+		conn_applied_locked(c, len);
+}
+
 /* raft_fsm.apply: one committed entry. */
 static int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     void **result)
 {
 	struct durable *d = fsm->data;
 	struct server *srv = d->srv;
-	struct sm_apply_hooks hooks = { d_bind, srv };
+	struct sm_apply_hooks hooks = { d_bind, d_done, srv };
 	char err[160];
 	uint64_t next;
 	int r;
@@ -322,6 +368,14 @@ static int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 	}
 	d->tick_out = false;
 	d_arm_deadline(d, next);
+	/*
+	 * Raft keeps every entry since the last snapshot in memory and counts
+	 * only entries: big entries (group commit under load) snapshot by
+	 * bytes too - the threshold, lowered, makes raft take one now.
+	 */
+	d->applied_bytes += buf->len;
+	if (d->applied_bytes >= SNAP_BYTES)
+		raft_set_snapshot_threshold(&d->raft, 1);
 	return 0;
 }
 
@@ -349,6 +403,8 @@ static int d_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
 	(*bufs)[0].base = p;
 	(*bufs)[0].len = len;
 	*n = 1;
+	d->applied_bytes = 0;
+	raft_set_snapshot_threshold(&d->raft, d->snapshot_every);
 	log_info("log: snapshot of %zu bytes taken in %" PRIu64 " ms", len,
 	    mono_ms() - t0);
 	return 0;
@@ -440,6 +496,7 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 {
 	struct durable *d = req->data;
 	struct sm_batch b;
+	struct qchunk *q;
 	uint64_t now;
 
 	if (status != 0) {
@@ -460,7 +517,8 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 	sm_batch_config(&b, &d->smcfg);
 	if (!d->fresh && now != 0)
 		sm_batch_restart(&b, d->grace_ms);
-	if (b.failed || !d_propose(d, b.p, b.len, 0, true))
+	q = b.failed ? NULL : qchunk_new(b.p, b.len);
+	if (q == NULL || !d_propose(d, q, NULL, 0, true))
 		d_started(d, EX_IOERR, "the restart entry could not be proposed");
 	sm_batch_free(&b);
 }
@@ -479,7 +537,7 @@ static void *d_main(void *arg)
 		return NULL;
 	}
 	raft_set_snapshot_threshold(&d->raft, d->snapshot_every);
-	raft_set_snapshot_trailing(&d->raft, d->snapshot_every / 8 + 1);
+	raft_set_snapshot_trailing(&d->raft, SNAP_TRAILING);
 	if (d->fresh) {
 		raft_configuration_init(&conf);
 		rv = raft_configuration_add(&conf, NODE_ID, "local", RAFT_VOTER);
@@ -634,8 +692,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	pthread_mutex_init(&d->qlock, NULL);
 	pthread_mutex_init(&d->rlock, NULL);
 	pthread_cond_init(&d->rcond, NULL);
-	sm_batch_init(&d->queue);
-	sm_batch_init(&d->spare);
+	d->qtail = &d->qhead;
 	srv->durable = d;
 	if (uv_loop_init(&d->loop) != 0 ||
 	    uv_async_init(&d->loop, &d->wake, d_wake_cb) != 0 ||
@@ -703,8 +760,12 @@ void durable_stop(struct server *srv)
 		uv_run(&d->loop, UV_RUN_DEFAULT);
 	}
 	uv_loop_close(&d->loop);
-	sm_batch_free(&d->queue);
-	sm_batch_free(&d->spare);
+	while (d->qhead != NULL) {
+		struct qchunk *q = d->qhead;
+
+		d->qhead = q->next;
+		free(q);
+	}
 	pthread_mutex_destroy(&d->qlock);
 	pthread_mutex_destroy(&d->rlock);
 	pthread_cond_destroy(&d->rcond);
@@ -716,41 +777,20 @@ void durable_stop(struct server *srv)
 void durable_submit(struct server *srv, struct sm_batch *b)
 {
 	struct durable *d = srv->durable;
+	struct qchunk *q;
 
 	if (b->len == 0)
 		return;
-	pthread_mutex_lock(&d->qlock);
-	if (b->failed) {
-		d->queue.failed = true;
-	} else if (d->queue.len == 0 && d->queue.cap < b->cap) {
-		struct sm_batch t = d->queue;	/* take b's memory: no copy */
-
-		d->queue = *b;
-		*b = t;
-	} else {
-		size_t n = b->len;
-
-		if (d->queue.cap - d->queue.len < n) {
-			size_t cap = d->queue.cap ? d->queue.cap : 4096;
-			uint8_t *p;
-
-			while (cap - d->queue.len < n)
-				cap *= 2;
-			p = realloc(d->queue.p, cap);
-			if (p == NULL) {
-				d->queue.failed = true;
-				goto out;
-			}
-			d->queue.p = p;
-			d->queue.cap = cap;
-		}
-		memcpy(d->queue.p + d->queue.len, b->p, n);
-		d->queue.len += n;
-		d->queue.ncmds += b->ncmds;
-	}
-out:
-	pthread_mutex_unlock(&d->qlock);
+	q = b->failed ? NULL : qchunk_new(b->p, b->len);
 	sm_batch_reset(b);
+	if (q == NULL) {
+		log_err("log: out of memory queueing commands: some were lost");
+		return;
+	}
+	pthread_mutex_lock(&d->qlock);
+	*d->qtail = q;
+	d->qtail = &q->next;
+	pthread_mutex_unlock(&d->qlock);
 	uv_async_send(&d->wake);
 }
 

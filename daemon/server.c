@@ -453,8 +453,16 @@ void server_stop(struct server *srv, const char *why)
 	server_lock(w0);
 	srv->stopping = true;
 	/* In memory the state goes with the process; a log keeps it. */
-	if (srv->durable == NULL)
+	if (srv->durable == NULL) {
 		sm_shutdown(srv->sm, server_now());
+	} else {
+		Semd__Reply r = SEMD__REPLY__INIT;
+
+		r.code = SEMD__CODE__UNAVAILABLE;
+		r.message = (char *)"semd is stopping; the state is kept: a "
+		    "session with a lease resumes when it is back";
+		sm_tell_all(srv->sm, &r);
+	}
 	for (i = 1; i < srv->nworkers; i++) {
 		srv->workers[i].stop = true;
 		server_wake_later(&srv->workers[i]);
@@ -803,6 +811,17 @@ int server_run(struct server *srv)
 	unsigned int i;
 	int r;
 
+	if (srv->cfg.data_dir != NULL) {
+		char err[512];
+
+		log_notice("log: opening %s", srv->cfg.data_dir);
+		r = durable_start(srv, err, sizeof err);
+		if (r != 0) {
+			log_err("log: %s", err);
+			return r;
+		}
+		log_notice("log: state restored from %s", srv->cfg.data_dir);
+	}
 	if (srv->cfg.ready_file != NULL &&
 	    (r = listeners_write_ready(srv, srv->cfg.ready_file)) != 0) {
 		log_err_errno(r, "cannot write the ready file %s", srv->cfg.ready_file);
@@ -844,17 +863,6 @@ int server_run(struct server *srv)
 	(void)w;
 	(void)i;
 #endif
-	if (srv->cfg.data_dir != NULL) {
-		char err[512];
-
-		log_notice("log: opening %s", srv->cfg.data_dir);
-		r = durable_start(srv, err, sizeof err);
-		if (r != 0) {
-			log_err("log: %s", err);
-			return r;
-		}
-		log_notice("log: state restored from %s", srv->cfg.data_dir);
-	}
 	if (server_start_workers(srv) != 0)
 		return EX_OSERR;
 	log_notice("ready");

@@ -140,6 +140,9 @@ struct conn {
 	struct list_head	flush_entry;	/* w->flushq, when wlen > 0 */
 	struct access_id	*id;		/* principal, quota count */
 	uint64_t		cid;		/* its client id in the state */
+	size_t			proposed;	/* log: request bytes not applied */
+	bool			paused;		/* log: not read until they are */
+	bool			resuming;	/* log: a resume is in its mailbox */
 	struct hnode		cid_node;	/* srv->conn_ids (with a log) */
 	bool			open;		/* opened in the state (or queued) */
 };
@@ -206,6 +209,8 @@ void conn_close_later(struct conn *c);
 void conn_reply(void *ctx, void *conn, const Semd__Reply *r);
 /* The sm_out close effect: close once the replies so far are written. */
 void conn_close_effect(void *ctx, void *conn);
+/* With a log, under the lock: len bytes of c's requests were applied. */
+void conn_applied_locked(struct conn *c, size_t len);
 /* Write every connection's staged replies (one write each). */
 void conn_flush_all(struct worker *w);
 /* Under the lock: move the frames in w's mailbox to their connections. */

@@ -347,6 +347,8 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 		len = e_int(e, 4);
 		if (e->bad || (p = e_bytes(e, len)) == NULL)
 			return false;
+		if (hooks != NULL && hooks->done != NULL)
+			hooks->done(hooks->arg, id, len);
 		c = sm_client_find(sm, id);
 		if (c == NULL)
 			return true;	/* closed in the meantime: nobody to answer */
