@@ -45,6 +45,7 @@
 #define READY_WAIT_S	120		/* replaying a long log takes time */
 #define SNAP_BYTES	(8u << 20)	/* log bytes kept in memory before a snapshot */
 #define SNAP_TRAILING	4		/* entries kept after a snapshot (one voter) */
+#define SEGMENT_SIZE	(8u << 20)	/* raft_uv's open segments, made whole */
 
 struct durable {
 	struct server		*srv;
@@ -653,6 +654,38 @@ static int meta_check(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * raft_uv makes every open segment whole (SEGMENT_SIZE, preallocated), so a
+ * crash leaves zeros after the last write, which it reads as the end. A
+ * shorter file was cut by something else - and libraft 0.15 frees twice on
+ * the way out of reading one (it crashes): refuse it with a message.
+ */
+static int segments_check(const char *dir, char *err, size_t errlen)
+{
+	char path[4096];
+	struct dirent *e;
+	struct stat st;
+	DIR *dp = opendir(dir);
+	int r = 0;
+
+	if (dp == NULL)
+		return 0;
+	while ((e = readdir(dp)) != NULL && r == 0) {
+		if (strncmp(e->d_name, "open-", 5) != 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if (stat(path, &st) == 0 && st.st_size > 0 &&
+		    ((size_t)st.st_size < SEGMENT_SIZE || st.st_size % 4096 != 0)) {
+			snprintf(err, errlen, "%s is %lld bytes, not a whole "
+			    "segment: the data directory was cut off (damaged); "
+			    "restore it from a copy", path, (long long)st.st_size);
+			r = EX_CONFIG;
+		}
+	}
+	closedir(dp);
+	return r;
+}
+
 /* Check or make the directory; start the raft thread; wait until it serves. */
 int durable_start(struct server *srv, char *err, size_t errlen)
 {
@@ -677,7 +710,8 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	}
 	if (empty && (r = meta_write(dir, err, errlen)) != 0)
 		return r;
-	if (!empty && (r = meta_check(dir, err, errlen)) != 0)
+	if (!empty && ((r = meta_check(dir, err, errlen)) != 0 ||
+	    (r = segments_check(dir, err, errlen)) != 0))
 		return r;
 	d = calloc(1, sizeof *d);
 	if (d == NULL) {
@@ -719,6 +753,14 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	}
 	/* Snapshots are written as they are (they are small per name). */
 	raft_uv_set_snapshot_compression(&d->io, false);
+	/*
+	 * raft_uv's "auto-recovery" answers a corrupt segment by deleting it
+	 * and every later one: committed entries gone without a word. A
+	 * damaged log stops semd instead (a torn write at the end of the open
+	 * segment, what a crash leaves, is still read up to the torn entry).
+	 */
+	raft_uv_set_auto_recovery(&d->io, false);
+	raft_uv_set_segment_size(&d->io, SEGMENT_SIZE);
 	if (pthread_create(&d->thread, NULL, d_main, d) != 0) {
 		snprintf(err, errlen, "cannot start the log's thread");
 		return EX_OSERR;
