@@ -466,6 +466,7 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 	struct fastpb_req f;
 	struct sm_caller who;
 	Semd__Request *req;
+	uint64_t mark;
 	bool fast;
 	int r;
 
@@ -485,9 +486,13 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 	/* The time the batch was read: one clock read per batch. */
 	if (!fast && !fastpb_strings_clean(&semd__request__descriptor, data, plen))
 		r = conn_refuse_nul(c, req->id);
-	else
-		r = access_check(c, req, &who) ? sm_request(srv->sm, c->client,
-		    req, &who, c->last_input_ms) : SM_OK;
+	else if (!access_check(c, req, &who))
+		r = SM_OK;
+	else {
+		mark = access_release_mark(srv, req);
+		r = sm_request(srv->sm, c->client, req, &who, c->last_input_ms);
+		access_release_log(c, req, mark);
+	}
 	conn_arena_reset(fast ? NULL : req);
 	if (!c->hello && sm_client_session(c->client) != 0) {
 		c->hello = true;
