@@ -85,10 +85,10 @@ void config_init(struct semd_config *c)
 	c->handshake_timeout_ms = 10000;
 	c->idle_timeout_ms = 0;
 	c->frame_timeout_ms = 10000;
-	c->tls_startups_start = 10;
+	c->tls_startups_start = 64;
 	c->tls_startups_rate = 30;
-	c->tls_startups_full = 100;
-	c->tls_per_source_startups = 10;
+	c->tls_startups_full = 256;
+	c->tls_per_source_startups = 8;
 	c->metrics_max_connections = 16;
 	c->metrics_timeout_ms = 10000;
 	c->max_output = 4u << 20;

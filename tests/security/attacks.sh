@@ -134,18 +134,31 @@ ok "default: ... creates a name, takes and gives back its permit, deletes it" sh
 	grep -q '^reply id=4 code=OK released=1' '$T/own.out' && grep -q '^reply id=5 code=OK\$' '$T/own.out'"
 honest "defaults"
 
-##### 1. Session table filled: connect, Hello with a 24 h lease, disconnect
-start_default s
+##### 1. Session table filled: connect, Hello with a 24 h lease, disconnect.
+# Over the UNIX socket a disconnect ends the session (nothing can be in
+# between), so nothing lingers; over TCP (opt-in) the lease keeps it, and
+# the principal's session cap stops the attacker.
+start_default s --listen unix:/run/semd/semd.sock --listen tcp:127.0.0.1:0
+TCP=$(grep -m1 '^tcp:' "$T/s.ready")
 lat_start 600
 t0=$(date +%s%N)
 as_atk "$PROBE" --sessions "$AA" 1050 86400000 >"$T/sess.out" 2>&1
 t1=$(date +%s%N)
-lat_end "sessions"
-echo "# measure sessions: attacker $(head -1 "$T/sess.out") in $(((t1 - t0) / 1000000)) ms"
-expect_eq "sessions: the attacker gets 1000 sessions (the default cap)" 1 \
-	"$(grep -c 'OK=1000 ' "$T/sess.out")"
+lat_end "sessions (UNIX)"
+echo "# measure sessions: UNIX attacker $(head -1 "$T/sess.out") in $(((t1 - t0) / 1000000)) ms"
+$PROBE "$A" hello stats >"$T/sst.out" 2>&1
+ns=$(sed -n 's/.* sessions=\([0-9]*\).*/\1/p' "$T/sst.out")
+ok "sessions: over UNIX, a closed connection leaves no session ($ns left)" test "${ns:-9999}" -le 3
+lat_start 600
+t0=$(date +%s%N)
+as_atk "$PROBE" --sessions "${SEMD_ATTACK_ADDR:-$TCP}" 1050 86400000 >"$T/sesst.out" 2>&1
+t1=$(date +%s%N)
+lat_end "sessions (TCP)"
+echo "# measure sessions: TCP attacker $(head -1 "$T/sesst.out") in $(((t1 - t0) / 1000000)) ms"
+expect_eq "sessions: over TCP the attacker gets 1000 lingering sessions (the default cap)" 1 \
+	"$(grep -c 'OK=1000 ' "$T/sesst.out")"
 ok "sessions: then RESOURCE_EXHAUSTED naming the sessions limit" \
-	grep -q 'first RESOURCE_EXHAUSTED: .*session' "$T/sess.out"
+	grep -q 'first RESOURCE_EXHAUSTED: .*session' "$T/sesst.out"
 honest "sessions (after)"
 
 ##### 2. Names and holds filled: downs on new names with 24 h leases,
@@ -211,7 +224,7 @@ ok "unix: ... nor change its limit" sh -c "! grep -q '^reply id=4 code=OK' '$T/o
 ok "unix: ... and no force-release was logged for the refusals" \
 	sh -c "! grep -q 'force-releases permit' '$T/t.log'"
 wait "$rj"
-ok "root's hold survived" has '^reply id=5 code=OK name=rootjob .*holders=1' "$T/rj.out"
+ok "root's hold survived" has '^reply id=4 code=OK name=rootjob .*holders=1' "$T/rj.out"
 honest "tcp (after)"
 
 ##### 4. Noise: denied requests are not logged one by one; a half-sent frame
