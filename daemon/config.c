@@ -21,7 +21,7 @@
 enum cfg_type {
 	CFG_LISTEN, CFG_PATH, CFG_UINT, CFG_DURATION, CFG_LEVEL, CFG_MODE,
 	CFG_BOOL, CFG_GROUP, CFG_USER, CFG_AUTH, CFG_METRICS, CFG_NAMES,
-	CFG_ADMIN, CFG_STARTUPS
+	CFG_ADMIN, CFG_STARTUPS, CFG_ACL
 };
 
 struct cfg_key {
@@ -66,6 +66,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "metrics-max-connections", CFG_UINT, OFF(metrics_max_connections), 1, 10000 },
 	{ "metrics-timeout", CFG_DURATION, OFF(metrics_timeout_ms), 1, UINT32_MAX },
 	{ "admin", CFG_ADMIN, 0, 0, 0 },
+	{ "acl", CFG_ACL, 0, 0, 0 },
 };
 #undef OFF
 
@@ -309,6 +310,20 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 		if (acl_add_admin(c->acl, value, err, errlen) != 0)
 			return -EINVAL;
 		return 0;
+	case CFG_ACL: {
+		/* --acl 'PRINCIPAL PATTERN RIGHTS': after the file's acl lines */
+		char line[1024];
+
+		if (c->acl == NULL && (c->acl = acl_new()) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		if ((size_t)snprintf(line, sizeof line, "acl %s", value) >= sizeof line) {
+			snprintf(err, errlen, "acl: too long");
+			return -EINVAL;
+		}
+		return acl_parse_line(c->acl, line, err, errlen) == 0 ? 0 : -EINVAL;
+	}
 	case CFG_STARTUPS: {
 		unsigned long long st, rate, full;
 

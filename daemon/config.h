@@ -7,8 +7,8 @@
  * '#' starts a comment; errors name the file, the line and what is wrong.
  * Flags override the file; listen lines on the command line replace the
  * file's. Access control lines (acl, protect, quota: security/acl.h) are
- * file-only and collected in cfg->acl, as are the admin settings (file or
- * --admin). Yes/no settings also take a bare --flag for yes.
+ * collected in cfg->acl (acl and admin lines may also be given as --acl
+ * and --admin, which come after the file's). Yes/no settings also take a bare --flag for yes.
  */
 #ifndef SEMD_CONFIG_H
 #define SEMD_CONFIG_H

@@ -60,6 +60,8 @@ static void usage(FILE *f)
 "      --threads N           event loops serving clients (1; at most 64)\n"
 "      --allow-insecure-tcp[=yes|no]  plain tcp: on non-loopback addresses\n"
 "                            (refused by default)\n"
+"      --acl 'PRINCIPAL PATTERN RIGHTS'  an access rule, after the config\n"
+"                            file's acl lines (repeatable)\n"
 "      --user NAME           drop to this user (and its groups) after binding\n"
 "      --tls-cert FILE, --tls-key FILE  certificate chain and key of tls:\n"
 "                            listeners (tls:HOST:PORT, TLS 1.2 or later)\n"
@@ -79,7 +81,7 @@ static void usage(FILE *f)
 "  -V, --version             print the version\n"
 "  -h, --help                print this help\n"
 "Every long option is also a config file key. Durations: 500ms, 10s, 5m, 1h.\n"
-"Access control (acl, protect, quota lines) is set in the config file.\n");
+"Access control: acl, protect, quota and admin lines (semd.conf(5)).\n");
 }
 
 /*
@@ -167,7 +169,7 @@ int main(int argc, char **argv)
 		"tls-cert", "tls-key", "tls-ca", "tls-client-auth",
 		"tls-max-startups", "tls-per-source-max-startups",
 		"metrics-listen", "metrics-names", "metrics-max-connections",
-		"metrics-timeout", "admin",
+		"metrics-timeout", "admin", "acl",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct option opts[NKEYS + 5];
