@@ -528,11 +528,12 @@ fail:
 /* Close the endpoint (open scrapes are dropped). */
 void metrics_free(struct metrics *m)
 {
+	struct list_head *pos, *tmp;
+
 	if (m == NULL)
 		return;
-	while (!list_empty(&m->conns))
-		metrics_conn_free(list_first_entry(&m->conns,
-		    struct metrics_conn, entry));
+	list_for_each_safe(pos, tmp, &m->conns)
+		metrics_conn_free(list_entry(pos, struct metrics_conn, entry));
 	if (m->evl != NULL)
 		evconnlistener_free(m->evl);
 	if (m->resume != NULL)
