@@ -408,6 +408,7 @@ static void server_sm_config(const struct semd_config *cfg, struct sm_config *sc
 {
 	sm_config_defaults(sc);
 	sc->alloc_count = alloc_count_get();
+	sc->stats_local = true;
 	sc->default_limit = cfg->default_limit;
 	sc->max_semaphores = cfg->max_semaphores;
 	sc->max_sessions = cfg->max_sessions;
