@@ -138,8 +138,13 @@ honest "defaults"
 # Over the UNIX socket a disconnect ends the session (nothing can be in
 # between), so nothing lingers; over TCP (opt-in) the lease keeps it, and
 # the principal's session cap stops the attacker.
-start_default s --listen unix:/run/semd/semd.sock --listen tcp:127.0.0.1:0
-TCP=$(grep -m1 '^tcp:' "$T/s.ready")
+if [ -n "${SEMD_ATTACK_ADDR:-}" ]; then
+	start_default s
+	TCP=$SEMD_ATTACK_ADDR
+else
+	start_default s --listen unix:/run/semd/semd.sock --listen tcp:127.0.0.1:0
+	TCP=$(grep -m1 '^tcp:' "$T/s.ready")
+fi
 lat_start 600
 t0=$(date +%s%N)
 as_atk "$PROBE" --sessions "$AA" 1050 86400000 >"$T/sess.out" 2>&1
@@ -151,7 +156,7 @@ ns=$(sed -n 's/.* sessions=\([0-9]*\).*/\1/p' "$T/sst.out")
 ok "sessions: over UNIX, a closed connection leaves no session ($ns left)" test "${ns:-9999}" -le 3
 lat_start 600
 t0=$(date +%s%N)
-as_atk "$PROBE" --sessions "${SEMD_ATTACK_ADDR:-$TCP}" 1050 86400000 >"$T/sesst.out" 2>&1
+as_atk "$PROBE" --sessions "$TCP" 1050 86400000 >"$T/sesst.out" 2>&1
 t1=$(date +%s%N)
 lat_end "sessions (TCP)"
 echo "# measure sessions: TCP attacker $(head -1 "$T/sesst.out") in $(((t1 - t0) / 1000000)) ms"
@@ -208,6 +213,7 @@ t_wait_for 5 has '^reply id=3 code=OK permit' "$T/rj.out"
 permit=$(sed -n 's/^reply id=3 code=OK permit=\([0-9]*\) .*/\1/p' "$T/rj.out")
 as_atk "$PROBE" "$TCP" hello "release rootjob $permit" "delete rootjob force" \
 	"down rootjob timeout=0" "info rootjob" "create atk/x 1" >"$T/tcp.out" 2>&1
+echo "# measure tcp: anonymous release/delete --force/down of root's name: $(grep -o 'code=[A-Z_]*' "$T/tcp.out" | sed -n '2,4p' | tr '\n' ' ')"
 ok "tcp (opt-in): the attacker is anonymous" has '^reply id=1 code=OK .*principal=anonymous' "$T/tcp.out"
 ok "tcp: force-release of root's hold refused" has '^reply id=2 code=PERMISSION_DENIED msg="anonymous may not release holds on rootjob"' "$T/tcp.out"
 ok "tcp: delete --force refused" has '^reply id=3 code=PERMISSION_DENIED msg="anonymous may not delete rootjob"' "$T/tcp.out"
@@ -217,6 +223,7 @@ ok "tcp: anonymous may not create" has '^reply id=6 code=PERMISSION_DENIED msg="
 # The same through the UNIX socket, as itself: the state machine's ownership.
 as_atk "$PROBE" "$A" hello "release rootjob $permit" "delete rootjob force" \
 	"setlimit rootjob 5" >"$T/own2.out" 2>&1
+echo "# measure ownership: a user's release/delete --force/set-limit of root's name: $(grep -o 'code=[A-Z_]*' "$T/own2.out" | sed -n '2,4p' | tr '\n' ' ')"
 ok "unix: a user may not force-release root's hold (ownership)" \
 	sh -c "! grep -q '^reply id=2 code=OK' '$T/own2.out'"
 ok "unix: ... nor delete root's name" sh -c "! grep -q '^reply id=3 code=OK' '$T/own2.out'"
@@ -307,7 +314,8 @@ for i in range(n):
 print("connected", len(socks), "refused", refused, flush=True)
 time.sleep(hold)
 EOF
-as_atk "$apy" "$T/silent.py" "$port" 1000 8 >"$T/silent.out" 2>&1 &
+nsilent=${SEMD_ATTACK_SILENT:-1000}
+as_atk "$apy" "$T/silent.py" "$port" "$nsilent" 8 >"$T/silent.out" 2>&1 &
 silent=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $silent"
 t_wait_for 20 grep -q connected "$T/silent.out"
@@ -316,7 +324,8 @@ for i in 1 2 3; do
 	if "$SEMCTL" -s "$TLS" --tls-ca "$C/ca.crt" --tls-cert "$C/client.crt" \
 	    --tls-key "$C/client.key" ping >/dev/null 2>&1; then okc=$((okc + 1)); fi
 done
-expect_eq "tls: 3 of 3 mTLS pings served during 1000 silent connections" 3 "$okc"
+echo "# measure tls: $nsilent silent connections ($(cat "$T/silent.out")): $okc of 3 mTLS pings served"
+expect_eq "tls: 3 of 3 mTLS pings served during $nsilent silent connections" 3 "$okc"
 honest "tls (during)"
 ok "tls: the silent ones were refused past tls-per-source-max-startups" \
 	has 'tls-per-source-max-startups: refusing TLS clients' "$T/tl.log"
