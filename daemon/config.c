@@ -67,6 +67,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "metrics-timeout", CFG_DURATION, OFF(metrics_timeout_ms), 1, UINT32_MAX },
 	{ "admin", CFG_ADMIN, 0, 0, 0 },
 	{ "acl", CFG_ACL, 0, 0, 0 },
+	{ "data-dir", CFG_PATH, OFF(data_dir), 0, 0 },
+	{ "restart-grace", CFG_DURATION, OFF(restart_grace_ms), 0, 3600000 },
+	{ "snapshot-every", CFG_UINT, OFF(snapshot_every), 64, 1u << 24 },
 };
 #undef OFF
 
@@ -96,6 +99,8 @@ void config_init(struct semd_config *c)
 	c->keepalive_s = 60;
 	c->threads = 1;
 	c->unix_mode = SEMD_DEFAULT_UNIX_MODE;
+	c->restart_grace_ms = 10000;
+	c->snapshot_every = 65536;
 }
 
 /* Drop the listen list. */
@@ -118,6 +123,8 @@ void config_free(struct semd_config *c)
 	config_clear_listen(c);
 	free(c->ready_file);
 	c->ready_file = NULL;
+	free(c->data_dir);
+	c->data_dir = NULL;
 	free(c->unix_group);
 	c->unix_group = NULL;
 	free(c->user);

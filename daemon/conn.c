@@ -32,6 +32,7 @@
 #include <event2/bufferevent_ssl.h>
 
 #include "daemon/access.h"
+#include "daemon/durable.h"
 #include "daemon/fastpb.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -39,6 +40,25 @@
 #include "proto/semd.pb-c.h"
 
 static void conn_kill_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_resume(struct conn *c);
+
+/*
+ * Answer PROTOCOL_ERROR (id 0) to what could not be decoded: through the
+ * state machine in memory (it counts it); with a log, straight back, since
+ * nothing of the state changes.
+ */
+static void conn_protocol_error(struct conn *c, const char *why)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+
+	if (c->srv->durable == NULL) {
+		sm_protocol_error(c->srv->sm, c->client, why);
+		return;
+	}
+	r.code = SEMD__CODE__PROTOCOL_ERROR;
+	r.message = (char *)why;
+	conn_reply(NULL, c, &r);
+}
 
 /* Arm the handshake or idle timer. */
 static void conn_arm_timer(struct conn *c)
@@ -67,8 +87,7 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	idle_ms = c->srv->cfg.idle_timeout_ms;
 	handshake_ms = c->srv->cfg.handshake_timeout_ms;
 	if (!c->closing && !c->hello)
-		sm_protocol_error(c->srv->sm, c->client,
-		    "no hello within the handshake timeout");
+		conn_protocol_error(c, "no hello within the handshake timeout");
 	server_unlock(c->w);
 	if (c->closing) {
 		log_info("%s: replies not read within 5 s of closing, dropped",
@@ -227,6 +246,15 @@ struct mbox_rec {
 };
 #define MBOX_DROP	UINT32_MAX
 #define MBOX_CLOSE	(UINT32_MAX - 1)
+#define MBOX_RESUME	(UINT32_MAX - 2)
+
+/*
+ * With a log, a connection stops being read while it has more than
+ * CONN_PROPOSED_MAX bytes of requests on their way through the log, and is
+ * read again below half of it: a client that sends faster than the log
+ * commits is slowed down (its socket fills), not buffered without bound.
+ */
+#define CONN_PROPOSED_MAX	(1u << 20)
 
 /* Append a record header to w's mailbox (room is known to be there). */
 static uint8_t *conn_mbox_rec(struct worker *w, struct conn *c, uint32_t len)
@@ -237,7 +265,7 @@ static uint8_t *conn_mbox_rec(struct worker *w, struct conn *c, uint32_t len)
 	if (w->mlen == 0)
 		server_wake_later(w);
 	memcpy(p, &rec, sizeof rec);
-	w->mlen += sizeof rec + (len >= MBOX_CLOSE ? 0 : len);
+	w->mlen += sizeof rec + (len >= MBOX_RESUME ? 0 : len);
 	return p + sizeof rec;
 }
 
@@ -308,6 +336,11 @@ void conn_mbox_deliver(struct worker *w)
 				conn_close_later(c);
 			continue;
 		}
+		if (rec.len == MBOX_RESUME) {
+			if (!c->dead)
+				conn_resume(c);
+			continue;
+		}
 		if (!c->dead && c->wcap - c->wlen < rec.len &&
 		    conn_wbuf_grow(c, rec.len) != 0) {
 			log_warn("%s: out of memory for a reply, dropping the client",
@@ -322,6 +355,15 @@ void conn_mbox_deliver(struct worker *w)
 		off += rec.len;
 	}
 	w->mlen = 0;
+	/* A burst's memory is not kept (the reserve of one record stays). */
+	if (w->mcap > 65536) {
+		uint8_t *p = realloc(w->mbox, 4096);
+
+		if (p != NULL) {
+			w->mbox = p;
+			w->mcap = 4096;
+		}
+	}
 }
 
 /*
@@ -364,6 +406,61 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 	frame_put_header(c->wbuf + c->wlen, (uint32_t)len);
 	c->wlen += FRAME_HDR + len;
 	conn_check_output(c);
+}
+
+/* Stop reading c (its requests wait in the log). */
+static void conn_pause(struct conn *c)
+{
+	c->paused = true;
+	if (c->rev != NULL)
+		event_del(c->rev);
+	else
+		bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Under the lock: stop reading c while too much of it waits in the log. */
+static void conn_maybe_pause(struct conn *c)
+{
+	if (c->srv->durable != NULL && !c->paused && !c->closing && !c->dead &&
+	    c->proposed > CONN_PROPOSED_MAX)
+		conn_pause(c);
+}
+
+/* Read c again (on its own thread, under the lock). */
+static void conn_resume(struct conn *c)
+{
+	c->resuming = false;
+	if (!c->paused || c->closing)
+		return;
+	c->paused = false;
+	if (c->rev != NULL)
+		event_add(c->rev, NULL);
+	else
+		bufferevent_enable(c->bev, EV_READ);
+}
+
+/*
+ * With a log, under the lock (the log's thread): len bytes of c's requests
+ * were applied; a paused connection below half its allowance is read again
+ * (by its own loop: a resume record in its mailbox).
+ */
+void conn_applied_locked(struct conn *c, size_t len)
+{
+	struct worker *w = c->w;
+
+	c->proposed = c->proposed > len ? c->proposed - len : 0;
+	if (!c->paused || c->proposed > CONN_PROPOSED_MAX / 2 || c->resuming)
+		return;
+	if (w->mcap - w->mlen < 2 * sizeof(struct mbox_rec)) {
+		uint8_t *p = realloc(w->mbox, w->mcap * 2);
+
+		if (p == NULL)
+			return;		/* read again at the next one applied */
+		w->mbox = p;
+		w->mcap *= 2;
+	}
+	c->resuming = true;
+	conn_mbox_rec(w, c, MBOX_RESUME);
 }
 
 /*
@@ -491,8 +588,7 @@ static void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg)
 	log_notice("%s: a frame not completed within frame-timeout %u ms, closing",
 	    c->peer, c->srv->cfg.frame_timeout_ms);
 	server_lock(c->w);
-	sm_protocol_error(c->srv->sm, c->client,
-	    "frame not completed within the frame timeout");
+	conn_protocol_error(c, "frame not completed within the frame timeout");
 	server_unlock(c->w);
 	conn_close_later(c);
 }
@@ -515,16 +611,38 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		conn_arena_reset(NULL);
 		log_notice("%s: undecodable request of %zu bytes, closing",
 		    c->peer, plen);
-		sm_protocol_error(srv->sm, c->client,
-		    "undecodable request (not a semd.Request)");
+		conn_protocol_error(c, "undecodable request (not a semd.Request)");
 		conn_close_later(c);
 		return false;
 	}
 	c->frames++;
+	/* A string with a NUL byte would reach the state cut short. */
+	if (!fast && !fastpb_strings_clean(&semd__request__descriptor, data, plen)) {
+		conn_refuse_nul(c, req->id);
+		conn_arena_reset(req);
+		return !c->closing && !c->dead;
+	}
+	if (srv->durable != NULL) {
+		/*
+		 * With a log the request goes into this loop's batch, as it came
+		 * and with the access decision; it is answered once applied.
+		 * Hello is taken as seen from here on, so the requests behind
+		 * it are checked against the ACL (a failed Hello closes).
+		 */
+		if (access_check(c, req, &who)) {
+			sm_batch_request(&c->w->batch, c->cid, &who, data, plen);
+			c->proposed += plen;
+		}
+		r = SM_OK;
+		if (req->op_case == SEMD__REQUEST__OP_HELLO && !c->hello) {
+			c->hello = true;
+			conn_arm_timer(c);
+		}
+		conn_arena_reset(fast ? NULL : req);
+		return !c->closing && !c->dead;
+	}
 	/* The time the batch was read: one clock read per batch. */
-	if (!fast && !fastpb_strings_clean(&semd__request__descriptor, data, plen))
-		r = conn_refuse_nul(c, req->id);
-	else if (!access_check(c, req, &who))
+	if (!access_check(c, req, &who))
 		r = SM_OK;
 	else {
 		mark = access_release_mark(srv, req);
@@ -552,7 +670,7 @@ static void conn_too_big(struct conn *c, size_t plen)
 	snprintf(why, sizeof why, "frame of %zu bytes is over max-frame %u",
 	    plen, c->srv->cfg.max_frame);
 	log_notice("%s: %s, closing", c->peer, why);
-	sm_protocol_error(c->srv->sm, c->client, why);
+	conn_protocol_error(c, why);
 	conn_close_later(c);
 }
 
@@ -643,6 +761,11 @@ static void conn_end_read(struct worker *w, bool was_in_read)
 	w->in_read = was_in_read;
 	if (!was_in_read)
 		conn_flush_all(w);
+	/* The batch's requests go to the log as one (group commit). */
+	if (w->batch.len > 0)
+		durable_submit(w->srv, &w->batch);
+	if (w->batch.cap > 65536)
+		sm_batch_free(&w->batch);	/* a burst's memory is not kept */
 }
 
 /* Input through the bufferevent (connections that are not direct). */
@@ -655,6 +778,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 
 	server_lock(w);
 	conn_run_input(c, bufferevent_get_input(bev));
+	conn_maybe_pause(c);
 	server_unlock(w);
 	conn_frame_deadline(c, frames);
 	conn_end_read(w, was);
@@ -706,6 +830,7 @@ static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
 			conn_close_later(c);
 		}
 	}
+	conn_maybe_pause(c);
 	server_unlock(w);
 	conn_frame_deadline(c, frames);
 	conn_end_read(w, was);
@@ -894,23 +1019,34 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	r = access_open(srv, bufferevent_getfd(c->bev), is_unix, tls ?
 	    bufferevent_openssl_get_ssl(c->bev) : NULL, &c->id, principal,
 	    sizeof principal);
-	if (r == 0) {
-		c->client = sm_client_open(srv->sm, ++srv->next_client, c,
-		    principal, secret,
+	if (r == 0 && srv->durable != NULL) {
+		/* Opened in the state when the log gets there; bound then. */
+		c->cid = durable_client_id(srv);
+		server_conn_add(srv, c);
+		sm_batch_open(&w->batch, c->cid, principal, secret,
+		    is_unix ? SM_CLIENT_LOCAL : 0);
+		list_add_tail(&c->entry, &w->conns);
+		conn_arm_timer(c);
+		c->open = true;
+	} else if (r == 0) {
+		c->cid = ++srv->next_client;
+		c->client = sm_client_open(srv->sm, c->cid, c, principal, secret,
 		    is_unix ? SM_CLIENT_LOCAL : 0, server_now());
 		if (c->client == NULL) {
 			access_close(c->id);
 			c->id = NULL;
+		} else {
+			list_add_tail(&c->entry, &w->conns);
+			conn_arm_timer(c);
+			c->open = true;
 		}
 	}
-	if (c->client != NULL) {
-		list_add_tail(&c->entry, &w->conns);
-		conn_arm_timer(c);
-	}
 	server_unlock(w);
+	if (w->batch.len > 0)
+		durable_submit(srv, &w->batch);
 	if (r != 0)
 		goto free_quiet;
-	if (c->client == NULL)
+	if (!c->open)
 		goto free_conn;
 	c->last_input_ms = server_now();
 	/* Never buffer more than one whole frame of input. */
@@ -1008,6 +1144,7 @@ void conn_accept_tls(struct server *srv, struct bufferevent *bev,
 /* Close and free a connection; its session lets go (or lingers). */
 void conn_free(struct conn *c)
 {
+	struct sm_batch close;
 	struct server *srv;
 	struct worker *w;
 
@@ -1025,15 +1162,31 @@ void conn_free(struct conn *c)
 	w = c->w;
 	c->dead = true;
 	conn_unqueue(c);
+	sm_batch_init(&close);
 	server_lock(w);
 	list_del_init(&c->entry);
 	srv->nconns--;
 	w->nconns--;
-	sm_client_close(srv->sm, c->client, server_now());
+	if (srv->durable != NULL) {
+		struct sm_client *cl = sm_client_find(srv->sm, c->cid);
+
+		/* Nothing more reaches it; the state hears of it through the log. */
+		server_conn_remove(srv, c);
+		if (cl != NULL)
+			sm_client_bind(cl, NULL);
+		/* A stop is no client's death: the restart entry says what goes. */
+		if (!srv->stopping)
+			sm_batch_close(&close, c->cid);
+	} else {
+		sm_client_close(srv->sm, c->client, server_now());
+	}
 	access_close(c->id);
 	if (srv->stopping && w->nconns == 0)
 		event_base_loopexit(w->base, NULL);
 	server_unlock(w);
+	if (close.len > 0)
+		durable_submit(srv, &close);
+	sm_batch_free(&close);
 	event_free(c->timer);
 	event_free(c->ftimer);
 	event_free(c->kill);

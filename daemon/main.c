@@ -170,6 +170,7 @@ int main(int argc, char **argv)
 		"tls-max-startups", "tls-per-source-max-startups",
 		"metrics-listen", "metrics-names", "metrics-max-connections",
 		"metrics-timeout", "admin", "acl",
+		"data-dir", "restart-grace", "snapshot-every",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct option opts[NKEYS + 5];

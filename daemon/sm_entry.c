@@ -14,7 +14,10 @@
  *     REQUEST  u64 id, u32 privs, 4 x u64 caps, string request (protobuf)
  *     RESTART  u32 grace_ms      the service came back: every client is
  *                                gone, leases get a grace
- * (integers little-endian, strings as u32 length + bytes). Applying an
+ * (integers little-endian, strings as u32 length + bytes), and zero bytes
+ * to pad the entry to a multiple of 8 bytes (raft_uv writes entries in
+ * 8-byte units: its check of that is an assert, compiled out of Debian's
+ * libraft, after which an odd-sized entry corrupts the segment). Applying an
  * entry first fires every deadline due at its time, then runs its commands
  * in order. Everything an answer depends on is in the entry or the state:
  * the access layer's decision travels with the request, and the settings
@@ -344,6 +347,8 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 		len = e_int(e, 4);
 		if (e->bad || (p = e_bytes(e, len)) == NULL)
 			return false;
+		if (hooks != NULL && hooks->done != NULL)
+			hooks->done(hooks->arg, id, len);
 		c = sm_client_find(sm, id);
 		if (c == NULL)
 			return true;	/* closed in the meantime: nobody to answer */
@@ -397,6 +402,16 @@ int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
 	sm_set_wall(sm, wall);
 	sm_tick(sm, now);
 	while (e.off < e.len) {
+		if (e.p[e.off] == 0) {
+			/* Padding: zeros to the end. */
+			while (e.off < e.len && e.p[e.off] == 0)
+				e.off++;
+			if (e.off != e.len) {
+				snprintf(err, errlen, "bytes after the padding");
+				return -EINVAL;
+			}
+			break;
+		}
 		if (!apply_cmd(sm, &e, hooks, now, wall)) {
 			snprintf(err, errlen, "command %u of the entry is malformed", n);
 			return -EINVAL;

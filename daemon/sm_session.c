@@ -306,6 +306,32 @@ void sm_free(struct sm *sm)
 	free(sm);
 }
 
+/* Send r to every bound client; a node's own word, nothing in the state changes. */
+void sm_tell_all(struct sm *sm, const Semd__Reply *r)
+{
+	struct list_head *pos;
+	struct sm_client *c;
+
+	list_for_each(pos, &sm->clients) {
+		c = list_entry(pos, struct sm_client, entry);
+		if (c->conn != NULL && sm->out.reply != NULL)
+			sm->out.reply(sm->out.ctx, c->conn, r);
+	}
+}
+
+/* The state's clock: the time of the last call. */
+uint64_t sm_now(const struct sm *sm)
+{
+	return sm->now;
+}
+
+/* The node's hooks of from, for to (a restored state replacing from). */
+void sm_take_hooks(struct sm *to, const struct sm *from)
+{
+	to->visible = from->visible;
+	to->visible_arg = from->visible_arg;
+}
+
 /* Install the List visibility hook (NULL: every name is shown). */
 void sm_set_visible(struct sm *sm, sm_visible_fn fn, void *arg)
 {

@@ -232,6 +232,16 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 /* Answer a frame the I/O layer could not decode: PROTOCOL_ERROR, id 0. */
 void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
 
+/*
+ * Send r to every client bound on this node: the node's own word (a stop
+ * with a log), not the state's - nothing is counted or changed.
+ */
+void sm_tell_all(struct sm *sm, const Semd__Reply *r);
+/* The time of the last call (the state's clock). */
+uint64_t sm_now(const struct sm *sm);
+/* Give to the node's hooks (List visibility) what from had. */
+void sm_take_hooks(struct sm *to, const struct sm *from);
+
 /* Earliest deadline in the heap, or UINT64_MAX. */
 uint64_t sm_next_deadline(const struct sm *sm);
 /* Expire everything due at or before now_ms. */
@@ -296,9 +306,14 @@ void sm_batch_restart(struct sm_batch *b, uint32_t grace_ms);
 size_t sm_entry_header_size(void);
 void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall);
 
-/* What applying needs from the node: its connection for an opened client. */
+/*
+ * What applying needs from the node: its connection for an opened client
+ * (bind), and word of each request applied, with its size (done; may be
+ * NULL), for the node's flow control.
+ */
 struct sm_apply_hooks {
 	void	*(*bind)(void *arg, uint64_t client_id);
+	void	(*done)(void *arg, uint64_t client_id, size_t len);
 	void	*arg;
 };
 

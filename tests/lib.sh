@@ -70,7 +70,8 @@ t_wait_for() {
 # start_semd NAME [ARGS...]: start a daemon listening on $T/NAME.sock and
 # tcp:127.0.0.1:0; sets NAME_PID, NAME_UNIX (unix:PATH), NAME_TCP
 # (tcp:HOST:PORT) from its ready file. Log in $T/NAME.log.
-# SEMD_TEST_THREADS=N runs it with --threads N (the threaded test pass).
+# SEMD_TEST_THREADS=N runs it with --threads N (the threaded test pass),
+# SEMD_TEST_DURABLE=1 with a data directory (the durable test pass).
 # A TCP client is anonymous, which the daemon lets only use names: unless
 # the test brings its own --config, anonymous gets every right here (after
 # the file's rules, --acl), so tests of operations may run over TCP too.
@@ -86,6 +87,7 @@ start_semd() {
 	"$SEMD" --listen "unix:$T/$name.sock" --listen tcp:127.0.0.1:0 \
 		--ready-file "$T/$name.ready" \
 		${SEMD_TEST_THREADS:+--threads "$SEMD_TEST_THREADS"} \
+		${SEMD_TEST_DURABLE:+--data-dir "$T/$name.data"} \
 		"$@" >"$T/$name.log" 2>&1 &
 	pid=$!
 	PIDS_TO_KILL="$PIDS_TO_KILL $pid"

@@ -116,7 +116,8 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 {
 	const char *top = getenv("top_builddir");
 	const char *threads = getenv("SEMD_TEST_THREADS");
-	char semd[512], sock[128], ready[128], line[256];
+	const char *durable = getenv("SEMD_TEST_DURABLE");
+	char semd[512], sock[128], ready[128], line[256], data[160];
 	const char *argv[32];
 	int i = 0, j, tries;
 	FILE *f;
@@ -144,6 +145,11 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 	if (threads != NULL && threads[0] != '\0') {
 		argv[i++] = "--threads";
 		argv[i++] = threads;
+	}
+	if (durable != NULL && durable[0] != '\0') {
+		snprintf(data, sizeof data, "%s/data", d->dir);
+		argv[i++] = "--data-dir";
+		argv[i++] = data;
 	}
 	for (j = 0; extra != NULL && extra[j] != NULL && i < 30; j++)
 		argv[i++] = extra[j];

@@ -104,7 +104,7 @@ static void *bind_id(void *arg, uint64_t id)
 	return (void *)(uintptr_t)id;
 }
 
-static const struct sm_apply_hooks hooks = { bind_id, NULL };
+static const struct sm_apply_hooks hooks = { bind_id, NULL, NULL };
 
 /* A replica with its own hash key, clock and start time. */
 static struct sm *replica_new(int k, struct replica *rp)
