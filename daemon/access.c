@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "core/list.h"
 #include "daemon/access.h"
@@ -33,6 +34,18 @@ struct access_id {
 	struct access_count	*count;
 	int			fd;		/* the UNIX socket, for pending */
 	bool			pending;	/* user and groups not looked up */
+	/* Decided under the ACL numbered serial (redone after a reload): */
+	uint64_t		serial;
+	unsigned int		rights;		/* acl_default_rights() */
+	uint64_t		limit[SM_NLIMITS];
+};
+
+/* The per-principal limits handed to the state machine, by quota kind. */
+static const enum acl_quota_kind access_limit_kind[SM_NLIMITS] = {
+	[SM_LIMIT_SESSIONS] = ACL_QUOTA_SESSIONS,
+	[SM_LIMIT_PERMITS] = ACL_QUOTA_PERMITS,
+	[SM_LIMIT_WAITERS] = ACL_QUOTA_WAITERS,
+	[SM_LIMIT_SEMAPHORES] = ACL_QUOTA_SEMAPHORES,
 };
 
 /*
@@ -74,6 +87,7 @@ static int access_subject_copy(struct acl_subject *dst,
 		    src->principal_len - 3);
 	for (; r == 0 && g != NULL && g < end; g += strlen(g) + 1)
 		r = acl_subject_add_group(dst, g);
+	dst->admin = src->admin;
 	return r;
 }
 
@@ -129,8 +143,11 @@ static bool access_visible_cb(void *arg, void *conn, const char *name,
 	const struct acl *acl = c->srv->cfg.acl;
 
 	(void)arg;
-	if (acl == NULL || acl_count(acl) == 0 || c->id == NULL)
-		return true;
+	if (c->id == NULL)
+		return false;
+	/* Without acl and protect lines List was checked on its prefix. */
+	if (acl_defaults_only(acl))
+		return (acl_default_rights(&c->id->subject) & ACL_INSPECT) != 0;
 	if (acl_allows(acl, &c->id->subject, name, len, ACL_INSPECT))
 		return true;
 	*skip_len = acl_hidden_prefix(acl, &c->id->subject, name, len,
@@ -158,18 +175,31 @@ static void access_refuse(int fd, const char *why)
 }
 
 /*
- * Filter List once there are access rules (an open configuration pays
- * nothing per request). Called under the state lock when a connection opens
- * and on each checked request, so rules that a reload brings apply before
- * the next request is served.
+ * Filter List (the default rules limit everyone who is not an
+ * administrator). Called under the state lock when a connection opens.
  */
 static void access_hook(struct server *srv)
 {
-	if (access_srv != NULL || srv->cfg.acl == NULL ||
-	    acl_count(srv->cfg.acl) == 0)
+	if (access_srv != NULL)
 		return;
 	access_srv = srv;
 	sm_set_visible(srv->sm, access_visible_cb, srv);
+}
+
+/*
+ * Decide what does not depend on the name under the current ACL: whether
+ * the subject is an administrator, its default rights and its limits. Done
+ * when the connection opens and again after a reload brought another ACL.
+ */
+static void access_refresh(struct access_id *id, const struct acl *acl)
+{
+	unsigned int i;
+
+	id->serial = acl_serial(acl);
+	id->subject.admin = acl_is_admin(acl, &id->subject, geteuid());
+	id->rights = acl_default_rights(&id->subject);
+	for (i = 0; i < SM_NLIMITS; i++)
+		id->limit[i] = acl_quota(acl, &id->subject, access_limit_kind[i]);
 }
 
 /* Identify a new connection and count it against its connection quota. */
@@ -191,11 +221,12 @@ int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
 	if (ssl != NULL) {
 		if (tls_peer_subject(ssl, &id->subject) != 0)
 			log_notice("TLS client certificate with an unusable name: anonymous");
-	} else if (is_unix && acl_count(srv->cfg.acl) == 0) {
+	} else if (is_unix && !acl_needs_names(srv->cfg.acl)) {
 		/*
-		 * No rules: uid:N is all anyone needs, and the user and group
-		 * names (NSS: /etc/passwd and /etc/group, or LDAP) are looked
-		 * up only if rules come with a reload (access_resolve()).
+		 * No rule names a user or a group: uid:N is all anyone needs,
+		 * and the user and group names (NSS: /etc/passwd and
+		 * /etc/group, or LDAP) are looked up only if such rules come
+		 * with a reload (access_resolve()).
 		 */
 		if (peer_cred(fd, &uid, &gid, NULL) != 0 ||
 		    acl_subject_set_uid(&id->subject, uid, NULL) != 0)
@@ -212,10 +243,12 @@ int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
 		return -ENOMEM;
 	}
 	access_hook(srv);
+	access_refresh(id, srv->cfg.acl);
 	quota = acl_quota(srv->cfg.acl, &id->subject, ACL_QUOTA_CONNECTIONS);
 	if (quota != 0 && id->count->n >= quota) {
 		snprintf(why, sizeof why, "quota: %s may have %" PRIu64
-		    " connection(s) open", id->subject.principal, quota);
+		    " connection(s) open (quota connections)",
+		    id->subject.principal, quota);
 		log_notice("%s, refusing another", why);
 		if (ssl == NULL)
 			access_refuse(fd, why);
@@ -250,6 +283,7 @@ static void access_resolve(struct access_id *id)
 	}
 	acl_subject_clear(&id->subject);
 	id->subject = s;	/* takes over s's groups */
+	id->serial = 0;		/* admin lines may name its user or groups */
 	if (id->count != NULL && id->count->subject.user_len == 0 &&
 	    id->count->subject.ngroups == 0) {
 		acl_subject_clear(&id->count->subject);
@@ -257,6 +291,37 @@ static void access_resolve(struct access_id *id)
 			log_warn("%s: out of memory copying an identity",
 			    id->subject.principal);
 	}
+}
+
+/*
+ * Force-releases are logged once the state machine has made them: mark
+ * before sm_request() the count of releases it answered OK, and log after
+ * it if that count grew. A refused one (by the ACL or the state machine's
+ * ownership rule) is not a force-release and is not logged as one.
+ */
+uint64_t access_release_mark(struct server *srv, const Semd__Request *req)
+{
+	struct sm_counters k;
+
+	if (req->op_case != SEMD__REQUEST__OP_RELEASE)
+		return 0;
+	sm_get_counters(srv->sm, &k);
+	return k.replies[SEMD__REQUEST__OP_RELEASE][SEMD__CODE__OK];
+}
+
+/* After sm_request(): log the force-release the mark shows was made. */
+void access_release_log(struct conn *c, const Semd__Request *req,
+    uint64_t mark)
+{
+	struct sm_counters k;
+
+	if (req->op_case != SEMD__REQUEST__OP_RELEASE)
+		return;
+	sm_get_counters(c->srv->sm, &k);
+	if (k.replies[SEMD__REQUEST__OP_RELEASE][SEMD__CODE__OK] > mark)
+		log_notice("%s: %s force-released permit %" PRIu64 " of %s",
+		    c->peer, access_principal(c->id), req->release->permit_id,
+		    req->release->name);
 }
 
 /* Forget a connection's identity. */
@@ -275,42 +340,55 @@ const char *access_principal(const struct access_id *id)
 	return id != NULL ? id->subject.principal : "anonymous";
 }
 
-/* The name a request acts on and the right it needs; false: no check. */
+/*
+ * The name a request acts on, the right it needs and the verb for a denial;
+ * false: no name to check. Managing a name (delete, set-limit, release of
+ * a hold) needs create: the state machine then lets only the principal
+ * that created the name do it, unless the caller has admin on it too.
+ */
 static bool access_need(const Semd__Request *req, const char **name,
-    enum acl_right *right)
+    enum acl_right *right, const char **verb)
 {
 	switch (req->op_case) {
 	case SEMD__REQUEST__OP_CREATE:
 		*name = req->create->name;
-		*right = ACL_ADMIN;
+		*right = ACL_CREATE;
+		*verb = "create";
 		return true;
 	case SEMD__REQUEST__OP_DELETE:
 		*name = req->delete_->name;
-		*right = ACL_ADMIN;
+		*right = ACL_CREATE;
+		*verb = "delete";
 		return true;
 	case SEMD__REQUEST__OP_SET_LIMIT:
 		*name = req->set_limit->name;
-		*right = ACL_ADMIN;
+		*right = ACL_CREATE;
+		*verb = "set the limit of";
 		return true;
 	case SEMD__REQUEST__OP_RELEASE:
 		*name = req->release->name;
-		*right = ACL_ADMIN;
+		*right = ACL_CREATE;
+		*verb = "release holds on";
 		return true;
 	case SEMD__REQUEST__OP_DOWN:
 		*name = req->down->name;
 		*right = ACL_USE;
+		*verb = "use";
 		return true;
 	case SEMD__REQUEST__OP_UP:
 		*name = req->up->name;
 		*right = ACL_USE;
+		*verb = "use";
 		return true;
 	case SEMD__REQUEST__OP_VALIDATE:
 		*name = req->validate->name;
 		*right = ACL_USE;
+		*verb = "use";
 		return true;
 	case SEMD__REQUEST__OP_INFO:
 		*name = req->info->name;
 		*right = ACL_INSPECT;
+		*verb = "inspect";
 		return true;
 	case SEMD__REQUEST__OP_LIST:
 		/*
@@ -320,10 +398,12 @@ static bool access_need(const Semd__Request *req, const char **name,
 		 */
 		*name = req->list->prefix;
 		*right = ACL_INSPECT;
+		*verb = "inspect";
 		return true;
 	case SEMD__REQUEST__OP_STATS:
 		*name = "";
 		*right = ACL_INSPECT;
+		*verb = "inspect";
 		return true;
 	default:
 		/* hello, ping, cancel (of one's own request), unknown: no name */
@@ -357,42 +437,48 @@ static void access_log_denial(struct conn *c, uint64_t id, const char *msg)
 	log_notice("%s: request %" PRIu64 " denied: %s", c->peer, id, msg);
 }
 
-/* Check one request against the ACL; answer PERMISSION_DENIED if refused. */
+/*
+ * Check one request against the ACL; answer PERMISSION_DENIED if refused.
+ * Runs on every request: with no acl or protect lines it is a compare of
+ * the ACL's serial and a copy of the limits decided when the connection
+ * opened (or after the last reload).
+ */
 bool access_check(struct conn *c, const Semd__Request *req,
     struct sm_caller *who)
 {
 	const struct acl *acl = c->srv->cfg.acl;
+	struct access_id *id = c->id;
 	Semd__Reply r;
 	enum acl_right right;
-	const char *name;
+	const char *name, *verb;
 	char msg[ACL_PRINCIPAL_MAX + SM_NAME_MAX + 64];
+	unsigned int rights;
 	size_t len;
 
 	memset(who, 0, sizeof *who);
-	who->privs = SM_PRIV_ADMIN;
+	if (id == NULL)
+		return true;	/* cannot happen: every conn has an identity */
+	if (id->pending && acl_needs_names(acl))
+		access_resolve(id);
+	if (id->serial != acl_serial(acl))
+		access_refresh(id, acl);
+	memcpy(who->limit, id->limit, sizeof who->limit);
+	if (id->subject.admin)
+		who->privs = SM_PRIV_ADMIN;
 	/* Before Hello the state machine answers PROTOCOL_ERROR anyway. */
-	if (acl == NULL || acl_count(acl) == 0 || !c->hello || c->id == NULL)
-		return true;
-	access_hook(c->srv);
-	access_resolve(c->id);
-	who->limit[SM_LIMIT_PERMITS] = acl_quota(acl, &c->id->subject,
-	    ACL_QUOTA_PERMITS);
-	who->limit[SM_LIMIT_WAITERS] = acl_quota(acl, &c->id->subject,
-	    ACL_QUOTA_WAITERS);
-	who->limit[SM_LIMIT_SEMAPHORES] = acl_quota(acl, &c->id->subject,
-	    ACL_QUOTA_SEMAPHORES);
-	if (!access_need(req, &name, &right) || name == NULL)
+	if (!c->hello || !access_need(req, &name, &right, &verb) || name == NULL)
 		return true;
 	len = strlen(name);
 	/* An invalid name gets the state machine's INVALID_ARGUMENT. */
 	if (len > 0 && !sm_name_valid(name, len))
 		return true;
-	if (!acl_allows(acl, &c->id->subject, name, len, ACL_ADMIN))
-		who->privs &= ~SM_PRIV_ADMIN;
-	if (acl_allows(acl, &c->id->subject, name, len, right))
+	rights = acl_defaults_only(acl) ? id->rights :
+	    acl_rights(acl, &id->subject, name, len);
+	who->privs = (rights & ACL_ADMIN) ? SM_PRIV_ADMIN : 0;
+	if ((rights & (unsigned)right) == (unsigned)right)
 		return true;
-	snprintf(msg, sizeof msg, "%s may not %s %s%s", c->id->subject.principal,
-	    acl_right_name(right), len > 0 ? name : "(all names)",
+	snprintf(msg, sizeof msg, "%s may not %s %s%s", id->subject.principal,
+	    verb, len > 0 ? name : "(all names)",
 	    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
 	access_log_denial(c, req->id, msg);
 	semd__reply__init(&r);

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <limits.h>
@@ -19,7 +20,8 @@
 
 enum cfg_type {
 	CFG_LISTEN, CFG_PATH, CFG_UINT, CFG_DURATION, CFG_LEVEL, CFG_MODE,
-	CFG_BOOL, CFG_GROUP, CFG_USER, CFG_AUTH, CFG_METRICS, CFG_NAMES
+	CFG_BOOL, CFG_GROUP, CFG_USER, CFG_AUTH, CFG_METRICS, CFG_NAMES,
+	CFG_ADMIN, CFG_STARTUPS, CFG_ACL
 };
 
 struct cfg_key {
@@ -45,6 +47,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "max-lease", CFG_DURATION, OFF(max_lease_ms), 0, UINT32_MAX },
 	{ "handshake-timeout", CFG_DURATION, OFF(handshake_timeout_ms), 1, UINT32_MAX },
 	{ "idle-timeout", CFG_DURATION, OFF(idle_timeout_ms), 0, UINT32_MAX },
+	{ "frame-timeout", CFG_DURATION, OFF(frame_timeout_ms), 0, UINT32_MAX },
+	{ "tls-max-startups", CFG_STARTUPS, 0, 1, 10000000 },
+	{ "tls-per-source-max-startups", CFG_UINT, OFF(tls_per_source_startups), 0, 10000000 },
 	{ "max-output", CFG_UINT, OFF(max_output), 4096, UINT32_MAX },
 	{ "keepalive", CFG_DURATION, OFF(keepalive_s), 0, UINT32_MAX },
 	{ "threads", CFG_UINT, OFF(threads), 1, SEMD_THREADS_MAX },
@@ -58,6 +63,10 @@ static const struct cfg_key cfg_keys[] = {
 	{ "tls-client-auth", CFG_AUTH, OFF(tls_client_auth), 0, 0 },
 	{ "metrics-listen", CFG_METRICS, OFF(metrics_listen), 0, 0 },
 	{ "metrics-names", CFG_NAMES, 0, 0, 0 },
+	{ "metrics-max-connections", CFG_UINT, OFF(metrics_max_connections), 1, 10000 },
+	{ "metrics-timeout", CFG_DURATION, OFF(metrics_timeout_ms), 1, UINT32_MAX },
+	{ "admin", CFG_ADMIN, 0, 0, 0 },
+	{ "acl", CFG_ACL, 0, 0, 0 },
 	{ "data-dir", CFG_PATH, OFF(data_dir), 0, 0 },
 	{ "restart-grace", CFG_DURATION, OFF(restart_grace_ms), 0, 3600000 },
 	{ "snapshot-every", CFG_UINT, OFF(snapshot_every), 64, 1u << 24 },
@@ -79,10 +88,17 @@ void config_init(struct semd_config *c)
 	c->max_lease_ms = 24u * 3600u * 1000u;
 	c->handshake_timeout_ms = 10000;
 	c->idle_timeout_ms = 0;
+	c->frame_timeout_ms = 10000;
+	c->tls_startups_start = 64;
+	c->tls_startups_rate = 30;
+	c->tls_startups_full = 256;
+	c->tls_per_source_startups = 8;
+	c->metrics_max_connections = 16;
+	c->metrics_timeout_ms = 10000;
 	c->max_output = 4u << 20;
 	c->keepalive_s = 60;
 	c->threads = 1;
-	c->unix_mode = 0600;
+	c->unix_mode = SEMD_DEFAULT_UNIX_MODE;
 	c->restart_grace_ms = 10000;
 	c->snapshot_every = 65536;
 }
@@ -285,13 +301,53 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 		}
 		goto string;
 	case CFG_METRICS:
-		if (strncmp(value, "tcp:", 4) != 0 ||
+		if ((strncmp(value, "tcp:", 4) != 0 &&
+		    strncmp(value, "unix:", 5) != 0) ||
 		    check_listen(value, err, errlen) != 0) {
 			snprintf(err, errlen, "metrics-listen %s: expected "
-			    "tcp:HOST:PORT or tcp:[ADDR6]:PORT", value);
+			    "tcp:HOST:PORT, tcp:[ADDR6]:PORT or unix:PATH", value);
 			return -EINVAL;
 		}
 		goto string;
+	case CFG_ADMIN:
+		if (c->acl == NULL && (c->acl = acl_new()) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		if (acl_add_admin(c->acl, value, err, errlen) != 0)
+			return -EINVAL;
+		return 0;
+	case CFG_ACL: {
+		/* --acl 'PRINCIPAL PATTERN RIGHTS': after the file's acl lines */
+		char line[1024];
+
+		if (c->acl == NULL && (c->acl = acl_new()) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		if ((size_t)snprintf(line, sizeof line, "acl %s", value) >= sizeof line) {
+			snprintf(err, errlen, "acl: too long");
+			return -EINVAL;
+		}
+		return acl_parse_line(c->acl, line, err, errlen) == 0 ? 0 : -EINVAL;
+	}
+	case CFG_STARTUPS: {
+		unsigned long long st, rate, full;
+
+		if (parse_u64(value, &st, &end) != 0 || *end != ':' ||
+		    parse_u64(end + 1, &rate, &end) != 0 || *end != ':' ||
+		    parse_u64(end + 1, &full, &end) != 0 || *end != '\0' ||
+		    st < 1 || rate > 100 || full < st || full > k->max) {
+			snprintf(err, errlen, "%s '%s': want START:RATE:FULL, "
+			    "1 <= START <= FULL <= %u and RATE a percentage",
+			    key, value, k->max);
+			return -EINVAL;
+		}
+		c->tls_startups_start = (uint32_t)st;
+		c->tls_startups_rate = (uint32_t)rate;
+		c->tls_startups_full = (uint32_t)full;
+		return 0;
+	}
 	case CFG_NAMES:
 		list = realloc(c->metrics_names,
 		    (c->nmetrics_names + 1) * sizeof *list);
@@ -425,12 +481,34 @@ int config_load(struct semd_config *c, const char *path, char *err,
 	return r;
 }
 
-/* Is the host part of a tcp: address loopback only (127/8, ::1, localhost)? */
+/* Is this address a loopback one (127/8, ::1, ::ffff:127/104)? */
+static bool config_addr_loopback(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6 *s6;
+
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family != AF_INET6)
+		return false;
+	s6 = (const struct sockaddr_in6 *)sa;
+	return IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) ||
+	    (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && s6->sin6_addr.s6_addr[12] == 127);
+}
+
+/*
+ * Is the host part of a tcp: address loopback only? A name (localhost
+ * included) is resolved as the listener will resolve it, and every address
+ * it gives must be loopback: a hosts file or resolver that maps localhost
+ * elsewhere does not open the daemon to the network. An empty host (every
+ * address) is not loopback.
+ */
 static bool config_host_loopback(const char *spec)
 {
+	struct addrinfo hints, *res = NULL, *ai;
 	char host[256], *port;
 	struct in6_addr a6;
 	struct in_addr a4;
+	bool loop;
 	size_t n;
 
 	snprintf(host, sizeof host, "%s", spec + 4);
@@ -442,13 +520,22 @@ static bool config_host_loopback(const char *spec)
 		host[n - 1] = '\0';
 		memmove(host, host + 1, n - 1);
 	}
-	if (strcmp(host, "localhost") == 0)
-		return true;
 	if (inet_pton(AF_INET, host, &a4) == 1)
 		return (ntohl(a4.s_addr) >> 24) == 127;
 	if (inet_pton(AF_INET6, host, &a6) == 1)
 		return IN6_IS_ADDR_LOOPBACK(&a6);
-	return false;
+	if (host[0] == '\0')
+		return false;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return false;
+	loop = res != NULL;
+	for (ai = res; ai != NULL && loop; ai = ai->ai_next)
+		loop = config_addr_loopback(ai->ai_addr);
+	freeaddrinfo(res);
+	return loop;
 }
 
 /*
@@ -476,6 +563,7 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 		}
 	}
 	if (c->metrics_listen != NULL && !c->allow_insecure_tcp &&
+	    strncmp(c->metrics_listen, "tcp:", 4) == 0 &&
 	    !config_host_loopback(c->metrics_listen)) {
 		snprintf(err, errlen,
 		    "metrics-listen %s: the metrics endpoint has no authentication "

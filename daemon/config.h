@@ -7,8 +7,8 @@
  * '#' starts a comment; errors name the file, the line and what is wrong.
  * Flags override the file; listen lines on the command line replace the
  * file's. Access control lines (acl, protect, quota: security/acl.h) are
- * file-only and collected in cfg->acl. Yes/no settings also take a bare
- * --flag for yes.
+ * collected in cfg->acl (acl and admin lines may also be given as --acl
+ * and --admin, which come after the file's). Yes/no settings also take a bare --flag for yes.
  */
 #ifndef SEMD_CONFIG_H
 #define SEMD_CONFIG_H
@@ -18,7 +18,11 @@
 #include <stdint.h>
 
 #define SEMD_DEFAULT_UNIX	"unix:/run/semd/semd.sock"
-#define SEMD_DEFAULT_TCP	"tcp:127.0.0.1:7385"
+/*
+ * Every local user reaches the default socket as itself: SO_PEERCRED gives
+ * the principal, the default ACL rules and quotas decide (security/acl.h).
+ */
+#define SEMD_DEFAULT_UNIX_MODE	0666
 #define SEMD_THREADS_MAX	64	/* event loops: one bit each in a mask */
 
 struct acl;
@@ -38,6 +42,12 @@ struct semd_config {
 	uint32_t	max_lease_ms;
 	uint32_t	handshake_timeout_ms;
 	uint32_t	idle_timeout_ms;	/* 0: never */
+	uint32_t	frame_timeout_ms;	/* to complete a frame; 0: never */
+	/* TLS handshakes under way (OpenSSH MaxStartups start:rate:full): */
+	uint32_t	tls_startups_start;	/* random early drop from here */
+	uint32_t	tls_startups_rate;	/* ... at this percentage, */
+	uint32_t	tls_startups_full;	/* ... growing to all at full */
+	uint32_t	tls_per_source_startups; /* per address (PerSourceMaxStartups) */
 	uint32_t	max_output;		/* bytes queued to one client */
 	uint32_t	keepalive_s;		/* TCP keepalive idle; 0: off */
 	uint32_t	threads;		/* event loops (workers) */
@@ -53,7 +63,9 @@ struct semd_config {
 	char		*data_dir;		/* the raft log; NULL: in memory */
 	uint32_t	restart_grace_ms;	/* leases get this after a restart */
 	uint32_t	snapshot_every;		/* log entries between snapshots */
-	char		*metrics_listen;	/* tcp:HOST:PORT or NULL: off */
+	char		*metrics_listen;	/* tcp:HOST:PORT, unix:PATH or NULL */
+	uint32_t	metrics_max_connections;
+	uint32_t	metrics_timeout_ms;	/* to send a request, to read the page */
 	char		**metrics_names;	/* prefixes with per-name gauges */
 	size_t		nmetrics_names;
 };

@@ -540,6 +540,59 @@ void conn_flush_all(struct worker *w)
 		    flush_entry));
 }
 
+/* A string field with a NUL byte: INVALID_ARGUMENT, the request not run. */
+static int conn_refuse_nul(struct conn *c, uint64_t id)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+
+	r.id = id;
+	r.code = SEMD__CODE__INVALID_ARGUMENT;
+	r.message = "a string field holds a NUL byte";
+	conn_reply(NULL, c, &r);
+	return SM_OK;
+}
+
+/*
+ * After a read: a frame left incomplete must be completed within
+ * frame-timeout (nginx's client_header_timeout), or a client that sends
+ * most of a frame and stops would hold its buffer for ever. The timer runs
+ * from the read that began the frame: it is re-armed when a frame was
+ * completed by this read, and left running while the same frame trickles.
+ */
+static void conn_frame_deadline(struct conn *c, uint64_t frames_before)
+{
+	struct evbuffer *in = c->direct ? c->in : bufferevent_get_input(c->bev);
+	uint32_t ms = c->srv->cfg.frame_timeout_ms;
+	struct timeval tv;
+
+	if (c->closing || c->dead || c->ftimer == NULL)
+		return;
+	if (ms == 0 || in == NULL || evbuffer_get_length(in) == 0) {
+		evtimer_del(c->ftimer);
+		return;
+	}
+	if (evtimer_pending(c->ftimer, NULL) && c->frames == frames_before)
+		return;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(c->ftimer, &tv);
+}
+
+/* A frame was not completed within frame-timeout: PROTOCOL_ERROR, close. */
+static void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->closing || c->dead)
+		return;
+	log_notice("%s: a frame not completed within frame-timeout %u ms, closing",
+	    c->peer, c->srv->cfg.frame_timeout_ms);
+	server_lock(c->w);
+	conn_protocol_error(c, "frame not completed within the frame timeout");
+	server_unlock(c->w);
+	conn_close_later(c);
+}
+
 /* Decode one frame's payload and run it. Returns false to stop reading. */
 static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 {
@@ -547,6 +600,7 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 	struct fastpb_req f;
 	struct sm_caller who;
 	Semd__Request *req;
+	uint64_t mark;
 	bool fast;
 	int r;
 
@@ -561,12 +615,13 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		conn_close_later(c);
 		return false;
 	}
-	if (req->op_case == SEMD__REQUEST__OP_RELEASE)
-		log_notice("%s: force-release of permit %" PRIu64 " of %s",
-		    c->peer, req->release->permit_id,
-		    sm_name_valid(req->release->name,
-		    strlen(req->release->name)) ?
-		    req->release->name : "(an invalid name)");
+	c->frames++;
+	/* A string with a NUL byte would reach the state cut short. */
+	if (!fast && !fastpb_strings_clean(&semd__request__descriptor, data, plen)) {
+		conn_refuse_nul(c, req->id);
+		conn_arena_reset(req);
+		return !c->closing && !c->dead;
+	}
 	if (srv->durable != NULL) {
 		/*
 		 * With a log the request goes into this loop's batch, as it came
@@ -587,8 +642,13 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		return !c->closing && !c->dead;
 	}
 	/* The time the batch was read: one clock read per batch. */
-	r = access_check(c, req, &who) ?
-	    sm_request(srv->sm, c->client, req, &who, c->last_input_ms) : SM_OK;
+	if (!access_check(c, req, &who))
+		r = SM_OK;
+	else {
+		mark = access_release_mark(srv, req);
+		r = sm_request(srv->sm, c->client, req, &who, c->last_input_ms);
+		access_release_log(c, req, mark);
+	}
 	conn_arena_reset(fast ? NULL : req);
 	if (!c->hello && sm_client_session(c->client) != 0) {
 		c->hello = true;
@@ -714,11 +774,13 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	struct worker *w = c->w;
 	bool was = conn_begin_read(c);
+	uint64_t frames = c->frames;
 
 	server_lock(w);
 	conn_run_input(c, bufferevent_get_input(bev));
 	conn_maybe_pause(c);
 	server_unlock(w);
+	conn_frame_deadline(c, frames);
 	conn_end_read(w, was);
 }
 
@@ -732,6 +794,7 @@ static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
 	static _Thread_local uint8_t buf[65536];
 	struct conn *c = arg;
 	struct worker *w = c->w;
+	uint64_t frames = c->frames;
 	size_t off = 0;
 	ssize_t n;
 	bool was, go = true;
@@ -769,6 +832,7 @@ static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	conn_maybe_pause(c);
 	server_unlock(w);
+	conn_frame_deadline(c, frames);
 	conn_end_read(w, was);
 }
 
@@ -809,6 +873,7 @@ void conn_close_later(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	evtimer_del(c->ftimer);
 	conn_flush(c);
 	bufferevent_disable(c->bev, EV_READ);
 	if (c->rev != NULL)
@@ -939,6 +1004,7 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	c->fd = bufferevent_getfd(c->bev);
 	c->backlog = tls;	/* TLS output always goes through the bufferevent */
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
+	c->ftimer = evtimer_new(w->base, conn_ftimer_cb, c);
 	c->kill = event_new(w->base, -1, 0, conn_kill_cb, c);
 	if (c->direct) {
 		/* We read the socket ourselves; the bufferevent only writes. */
@@ -947,7 +1013,7 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 		if (c->rev == NULL)
 			c->direct = false;
 	}
-	if (c->timer == NULL || c->kill == NULL)
+	if (c->timer == NULL || c->ftimer == NULL || c->kill == NULL)
 		goto free_conn;
 	server_lock(w);
 	r = access_open(srv, bufferevent_getfd(c->bev), is_unix, tls ?
@@ -1000,6 +1066,8 @@ free_conn:
 free_quiet:
 	if (c->timer)
 		event_free(c->timer);
+	if (c->ftimer)
+		event_free(c->ftimer);
 	if (c->kill)
 		event_free(c->kill);
 	if (c->rev)
@@ -1120,6 +1188,7 @@ void conn_free(struct conn *c)
 		durable_submit(srv, &close);
 	sm_batch_free(&close);
 	event_free(c->timer);
+	event_free(c->ftimer);
 	event_free(c->kill);
 	if (c->rev != NULL)
 		event_free(c->rev);

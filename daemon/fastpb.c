@@ -64,13 +64,17 @@ static inline bool get_len(const uint8_t **p, const uint8_t *end,
 	return true;
 }
 
-/* Copy a string field into buf (NUL-terminated); false when it does not fit. */
+/*
+ * Copy a string field into buf (NUL-terminated); false when it does not fit
+ * or holds a NUL byte (protobuf-c then decodes it and the caller refuses it
+ * through fastpb_strings_clean()).
+ */
 static bool get_string(const uint8_t *data, size_t len, char *buf,
     size_t bufsize, size_t *used, char **out)
 {
 	char *s;
 
-	if (bufsize - *used < len + 1)
+	if (bufsize - *used < len + 1 || memchr(data, '\0', len) != NULL)
 		return false;
 	s = buf + *used;
 	memcpy(s, data, len);
@@ -223,6 +227,62 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
 	default:
 		return false;
 	}
+}
+
+/* Walk one message's fields for fastpb_strings_clean(); depth bounds nesting. */
+static bool strings_clean(const ProtobufCMessageDescriptor *d,
+    const uint8_t *p, const uint8_t *end, unsigned int depth)
+{
+	const ProtobufCFieldDescriptor *fd;
+	const uint8_t *data;
+	uint32_t field;
+	unsigned int wt;
+	uint64_t v;
+	size_t len;
+
+	if (depth > 32)
+		return false;
+	while (p < end) {
+		/* The decoder accepted the bytes: a malformed rest cannot be. */
+		if (!get_tag(&p, end, &field, &wt))
+			return true;
+		switch (wt) {
+		case WT_VARINT:
+			if (!get_varint(&p, end, &v))
+				return true;
+			break;
+		case 1:		/* 64-bit */
+		case 5:		/* 32-bit */
+			len = wt == 1 ? 8 : 4;
+			if ((size_t)(end - p) < len)
+				return true;
+			p += len;
+			break;
+		case WT_LEN:
+			if (!get_len(&p, end, &data, &len))
+				return true;
+			fd = protobuf_c_message_descriptor_get_field(d, field);
+			if (fd == NULL)
+				break;
+			if (fd->type == PROTOBUF_C_TYPE_STRING &&
+			    memchr(data, '\0', len) != NULL)
+				return false;
+			if (fd->type == PROTOBUF_C_TYPE_MESSAGE &&
+			    !strings_clean(fd->descriptor, data, data + len, depth + 1))
+				return false;
+			break;
+		default:
+			return true;
+		}
+	}
+	return true;
+}
+
+/* No string field of message d encoded in p[0..len) holds a NUL byte. */
+bool fastpb_strings_clean(const ProtobufCMessageDescriptor *d,
+    const uint8_t *p, size_t len)
+{
+	return strings_clean(d, p, p + len, 0);
 }
 
 /* Bytes of a varint. */

@@ -36,6 +36,16 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
     char *buf, size_t bufsize);
 
 /*
+ * Does no string field of a message of type d, encoded in p[0..len), hold a
+ * NUL byte? protobuf-c unpacks strings as C strings, so "a\0b" would reach
+ * the daemon as "a": a request with such a field is refused instead. The
+ * walk follows the descriptor into sub-messages; it allocates nothing and
+ * expects bytes the decoder accepted.
+ */
+bool fastpb_strings_clean(const ProtobufCMessageDescriptor *d,
+    const uint8_t *p, size_t len);
+
+/*
  * Packed size of a reply this encoder handles (empty, Grant, Released or
  * Pong body); false when protobuf-c must pack it.
  */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <sys/un.h>
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -81,19 +82,32 @@ struct listener_tls_pending {
 	struct server		*srv;
 	struct sockaddr_storage	ss;
 	int			salen;
+	struct list_head	entry;		/* listener_tls_list */
 };
 
-/* Handshakes under way (they count against max-connections too). */
+/*
+ * Handshakes under way (they count against max-connections too), all on
+ * worker 0's loop. At most tls-max-startups FULL of them: a walk of the
+ * list per accepted TLS client is O(FULL), a hundred by default.
+ */
 static size_t listener_tls_handshakes;
+static struct list_head listener_tls_list = LIST_HEAD_INIT(listener_tls_list);
+
+/* A handshake ended, either way. */
+static void listener_tls_done(struct listener_tls_pending *p)
+{
+	listener_tls_handshakes--;
+	list_del_init(&p->entry);
+	free(p);
+}
 
 /* The TLS handshake finished: serve the connection. */
 static void listener_tls_ready_cb(struct bufferevent *bev, void *arg)
 {
 	struct listener_tls_pending *p = arg;
 
-	listener_tls_handshakes--;
 	conn_accept_tls(p->srv, bev, (struct sockaddr *)&p->ss, p->salen);
-	free(p);
+	listener_tls_done(p);
 }
 
 /* The TLS handshake failed or timed out (all freed by tls_bev). */
@@ -101,9 +115,88 @@ static void listener_tls_fail_cb(const char *why, void *arg)
 {
 	struct listener_tls_pending *p = arg;
 
-	listener_tls_handshakes--;
 	log_info("TLS handshake: %s", why);
-	free(p);
+	listener_tls_done(p);
+}
+
+/*
+ * Do a and b come from the same source: the same IPv4 address, or the same
+ * IPv6 /64 (one host is given a whole /64, so a finer key is no key)?
+ */
+static bool listener_same_source(const struct sockaddr *a,
+    const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		    &((const struct sockaddr_in6 *)b)->sin6_addr, 8) == 0;
+	return true;
+}
+
+/* A number in 0..99 from a xorshift generator seeded from getrandom(). */
+static unsigned int listener_percent(void)
+{
+	static uint64_t x;
+
+	if (x == 0 && (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x || x == 0))
+		x = (uint64_t)server_now() | 1;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return (unsigned int)(x % 100);
+}
+
+/*
+ * May one more TLS handshake start (OpenSSH's MaxStartups and
+ * PerSourceMaxStartups)? Past start handshakes under way a new one is
+ * refused with a probability that grows from rate % to 100 % at full;
+ * one source may have at most per_source under way. Silent or slow
+ * clients then cannot hold every slot: the others keep a good chance, and
+ * those from other addresses a certain one. Logs once a second at most.
+ */
+static bool listener_tls_admit(struct server *srv, const struct sockaddr *sa)
+{
+	static uint64_t dropped, last_log_ms;
+	const struct semd_config *cfg = &srv->cfg;
+	size_t n = listener_tls_handshakes, same = 0;
+	struct listener_tls_pending *p;
+	struct list_head *pos;
+	unsigned int pct;
+	uint64_t now;
+	const char *why = NULL;
+
+	if (n >= cfg->tls_startups_full) {
+		why = "tls-max-startups full";
+	} else if (n >= cfg->tls_startups_start) {
+		pct = cfg->tls_startups_rate + (unsigned int)((100 -
+		    cfg->tls_startups_rate) * (n - cfg->tls_startups_start) /
+		    (cfg->tls_startups_full - cfg->tls_startups_start + 1));
+		if (listener_percent() < pct)
+			why = "tls-max-startups random early drop";
+	}
+	if (why == NULL && cfg->tls_per_source_startups > 0) {
+		list_for_each(pos, &listener_tls_list) {
+			p = list_entry(pos, struct listener_tls_pending, entry);
+			if (listener_same_source((struct sockaddr *)&p->ss, sa))
+				same++;
+		}
+		if (same >= cfg->tls_per_source_startups)
+			why = "tls-per-source-max-startups";
+	}
+	if (why == NULL)
+		return true;
+	dropped++;
+	now = server_now();
+	if (last_log_ms == 0 || now - last_log_ms >= 1000) {
+		log_warn("%s: refusing TLS clients (%zu handshake(s) under way, "
+		    "%" PRIu64 " refused so far)", why, n, dropped);
+		last_log_ms = now;
+	}
+	return false;
 }
 
 /* A client arrived on a tls: listener: start the handshake, bounded in time. */
@@ -126,6 +219,10 @@ static void listener_accept_tls_cb(struct evconnlistener *evl,
 		listener_refuse(srv, fd, false);
 		return;
 	}
+	if (!listener_tls_admit(srv, sa)) {
+		close(fd);
+		return;
+	}
 	ts = tlsconf_server(&srv->cfg);
 	p = calloc(1, sizeof *p);
 	if (ts == NULL || p == NULL || salen < 0 ||
@@ -138,6 +235,7 @@ static void listener_accept_tls_cb(struct evconnlistener *evl,
 	memcpy(&p->ss, sa, (size_t)salen);
 	p->salen = salen;
 	listener_tls_handshakes++;
+	list_add_tail(&p->entry, &listener_tls_list);
 	/*
 	 * Deferred callbacks: an error met while writing from inside the state
 	 * lock must not free its connection under our feet.
@@ -145,9 +243,8 @@ static void listener_accept_tls_cb(struct evconnlistener *evl,
 	if (tls_bev_accept(srv->base, ts, fd, BEV_OPT_DEFER_CALLBACKS,
 	    (int)srv->cfg.handshake_timeout_ms,
 	    listener_tls_ready_cb, listener_tls_fail_cb, p, err, sizeof err) != 0) {
-		listener_tls_handshakes--;
 		log_warn("TLS accept: %s", err);
-		free(p);
+		listener_tls_done(p);
 	}
 }
 
@@ -169,7 +266,7 @@ static void listener_error_cb(struct evconnlistener *evl, void *arg)
 }
 
 /* Format a bound address in the listen syntax. */
-static char *listener_name(int fd, bool *is_unix)
+char *listener_name(int fd, bool *is_unix)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof ss;
@@ -291,14 +388,16 @@ static int listener_chown_unix(struct server *srv, const char *path)
 	return 0;
 }
 
-/* Bind a UNIX socket under a restrictive umask, replacing a stale one. */
-static int listener_open_unix(struct server *srv, const char *path)
+/*
+ * Bind a UNIX socket under a restrictive umask, replacing a stale one, give
+ * it mode and its owners; returns the listening fd or a negative errno.
+ */
+int listener_bind_unix(struct server *srv, const char *path, unsigned int mode)
 {
 	struct sockaddr_un sun;
 	struct stat st;
 	mode_t old;
 	size_t len = strlen(path);
-	char *dup;
 	int fd, r;
 
 	memset(&sun, 0, sizeof sun);
@@ -330,10 +429,11 @@ static int listener_open_unix(struct server *srv, const char *path)
 	if (r != 0) {
 		r = -errno;
 		log_err_errno(r, "bind unix:%s", path);
-		goto fail;
+		close(fd);
+		return r;
 	}
-	if (chmod(path, srv->cfg.unix_mode) != 0)
-		log_warn_errno(errno, "chmod %o %s", srv->cfg.unix_mode, path);
+	if (chmod(path, mode) != 0)
+		log_warn_errno(errno, "chmod %o %s", mode, path);
 	if ((r = listener_chown_unix(srv, path)) != 0)
 		goto fail;
 	if (listen(fd, LISTEN_BACKLOG) != 0) {
@@ -341,20 +441,33 @@ static int listener_open_unix(struct server *srv, const char *path)
 		log_err_errno(r, "listen unix:%s", path);
 		goto fail;
 	}
-	if ((dup = strdup(path)) == NULL) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	if ((r = listener_add(srv, fd, dup, false)) != 0)
-		goto fail;
-	return 0;
+	return fd;
 fail:
 	close(fd);
+	unlink(path);
 	return r;
 }
 
-/* Bind a TCP socket: tcp:HOST:PORT or tcp:[ADDR6]:PORT. */
-static int listener_open_tcp(struct server *srv, const char *spec, bool tls)
+/* Listen on a UNIX socket. */
+static int listener_open_unix(struct server *srv, const char *path)
+{
+	char *dup;
+	int fd, r;
+
+	if ((fd = listener_bind_unix(srv, path, srv->cfg.unix_mode)) < 0)
+		return fd;
+	if ((dup = strdup(path)) == NULL) {
+		close(fd);
+		unlink(path);
+		return -ENOMEM;
+	}
+	if ((r = listener_add(srv, fd, dup, false)) != 0)
+		close(fd);
+	return r;
+}
+
+/* Bind and listen on tcp:HOST:PORT or tcp:[ADDR6]:PORT; fd or -errno. */
+int listener_bind_tcp(const char *spec)
 {
 	struct addrinfo hints, *res = NULL, *ai;
 	char host[256], *port;
@@ -404,11 +517,19 @@ static int listener_open_tcp(struct server *srv, const char *spec, bool tls)
 		log_err_errno(r, "bind %s", spec);
 		return r;
 	}
-	if ((r = listener_add(srv, fd, NULL, tls)) != 0) {
+	return fd;
+}
+
+/* Listen on TCP, plain or TLS. */
+static int listener_open_tcp(struct server *srv, const char *spec, bool tls)
+{
+	int fd, r;
+
+	if ((fd = listener_bind_tcp(spec)) < 0)
+		return fd;
+	if ((r = listener_add(srv, fd, NULL, tls)) != 0)
 		close(fd);
-		return r;
-	}
-	return 0;
+	return r;
 }
 
 /* Open one configured listener. */

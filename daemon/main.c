@@ -41,7 +41,7 @@ static void usage(FILE *f)
 "  -l, --listen ADDR         unix:PATH, tcp:HOST:PORT, tcp:[ADDR6]:PORT or\n"
 "                            tls:HOST:PORT\n"
 "                            (repeatable; port 0 binds a free port; default\n"
-"                            " SEMD_DEFAULT_UNIX " and " SEMD_DEFAULT_TCP ")\n"
+"                            " SEMD_DEFAULT_UNIX " only)\n"
 "  -c, --config FILE         read settings from FILE (key value per line)\n"
 "      --ready-file FILE     write the bound addresses to FILE once ready\n"
 "      --default-limit N     limit of names created by a down (1)\n"
@@ -52,23 +52,36 @@ static void usage(FILE *f)
 "      --max-holds-per-session N, --max-output BYTES (per client),\n"
 "      --max-lease DURATION, --handshake-timeout DURATION (10s),\n"
 "      --idle-timeout DURATION (0: off), --keepalive DURATION (60s),\n"
-"      --unix-mode OCTAL (0600), --unix-group GROUP\n"
+"      --frame-timeout DURATION (10s: to complete a frame once begun),\n"
+"      --unix-mode OCTAL (0666), --unix-group GROUP\n"
+"      --admin PRINCIPAL     an administrator besides uid 0 and semd's own\n"
+"                            uid: uid:N, user:NAME, group:NAME, cn:NAME\n"
+"                            (repeatable)\n"
 "      --threads N           event loops serving clients (1; at most 64)\n"
 "      --allow-insecure-tcp[=yes|no]  plain tcp: on non-loopback addresses\n"
 "                            (refused by default)\n"
+"      --acl 'PRINCIPAL PATTERN RIGHTS'  an access rule, after the config\n"
+"                            file's acl lines (repeatable)\n"
 "      --user NAME           drop to this user (and its groups) after binding\n"
 "      --tls-cert FILE, --tls-key FILE  certificate chain and key of tls:\n"
 "                            listeners (tls:HOST:PORT, TLS 1.2 or later)\n"
 "      --tls-ca FILE         CAs for client certificates\n"
 "      --tls-client-auth none|optional|required  (none)\n"
-"      --metrics-listen ADDR  serve Prometheus metrics at tcp:HOST:PORT/metrics\n"
+"      --tls-max-startups START:RATE:FULL  TLS handshakes under way: from\n"
+"                            START refuse RATE%% of new ones, all at FULL\n"
+"                            (64:30:256)\n"
+"      --tls-per-source-max-startups N  handshakes from one address (8)\n"
+"      --metrics-listen ADDR  serve Prometheus metrics at tcp:HOST:PORT or\n"
+"                            unix:PATH, path /metrics\n"
+"      --metrics-max-connections N  scrapers served at once (16)\n"
+"      --metrics-timeout DURATION  to send a request, to read the page (10s)\n"
 "      --metrics-names PREFIX  per-semaphore gauges for names with PREFIX\n"
 "                            (repeatable)\n"
 "  -t, --check-config        check the configuration and exit\n"
 "  -V, --version             print the version\n"
 "  -h, --help                print this help\n"
 "Every long option is also a config file key. Durations: 500ms, 10s, 5m, 1h.\n"
-"Access control (acl, protect, quota lines) is set in the config file.\n");
+"Access control: acl, protect, quota and admin lines (semd.conf(5)).\n");
 }
 
 /*
@@ -151,10 +164,12 @@ int main(int argc, char **argv)
 		"max-connections", "log-level", "max-semaphores", "max-sessions",
 		"max-waiters-per-session", "max-holds-per-session", "max-lease",
 		"handshake-timeout", "idle-timeout", "max-output", "keepalive",
-		"threads",
+		"threads", "frame-timeout",
 		"unix-mode", "unix-group", "user", "allow-insecure-tcp",
 		"tls-cert", "tls-key", "tls-ca", "tls-client-auth",
-		"metrics-listen", "metrics-names",
+		"tls-max-startups", "tls-per-source-max-startups",
+		"metrics-listen", "metrics-names", "metrics-max-connections",
+		"metrics-timeout", "admin", "acl",
 		"data-dir", "restart-grace", "snapshot-every",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };

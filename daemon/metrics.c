@@ -4,10 +4,17 @@
  *
  * Every scrape renders the figures afresh from the state: the counters are
  * the state's own (struct sm_counters), so `semctl stats` and this page never
- * disagree. Per-semaphore gauges walk the whole name table once per scrape
- * and keep the names that start with a metrics-names prefix: O(semaphores),
- * which is fine for a page fetched every few seconds; without prefixes the
- * walk is skipped.
+ * disagree. Per-semaphore gauges walk only the names under the metrics-names
+ * prefixes (the ordered index); without prefixes there is no walk.
+ *
+ * The HTTP side is a deliberately small HTTP/1.x server of its own, so that
+ * every resource a scraper can hold is bounded: at most
+ * metrics-max-connections scrapers at once (more are closed at accept), one
+ * request each (the answer says Connection: close), at most
+ * METRICS_MAX_HEADERS bytes of request, metrics-timeout to send it and
+ * metrics-timeout for each write of the page, and so at most one page of
+ * output per scraper. accept() failing for lack of descriptors pauses the
+ * endpoint for a second instead of spinning, as the client listeners do.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,24 +23,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <arpa/inet.h>
+#include <unistd.h>
 
 #include <protobuf-c/protobuf-c.h>
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
 
+#include "core/list.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
 
-#define METRICS_TIMEOUT_S	10	/* a scraper that stalls is cut off */
 #define METRICS_MAX_HEADERS	8192
 
 struct metrics {
 	struct server		*srv;
-	struct evhttp		*http;
-	char			addr[INET6_ADDRSTRLEN + 10];
+	struct evconnlistener	*evl;
+	struct event		*resume;	/* accepting again after EMFILE */
+	char			*addr;		/* HOST:PORT, [ADDR6]:PORT, unix:PATH */
+	char			*unlink_path;	/* our UNIX socket file */
+	struct list_head	conns;
+	size_t			nconns;
+	uint64_t		refused;	/* over metrics-max-connections */
+	uint64_t		last_log_ms;
+};
+
+/* One scraper's connection: a request in, one page out, closed. */
+struct metrics_conn {
+	struct metrics		*m;
+	struct bufferevent	*bev;
+	struct list_head	entry;
 };
 
 /* The per-semaphore families, filled in one walk of the table. */
@@ -246,121 +266,256 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	return metrics_sems(m, b);
 }
 
-/* One HTTP request: GET /metrics, or 404. */
-static void metrics_request_cb(struct evhttp_request *req, void *arg)
+/* Forget a scraper's connection. */
+static void metrics_conn_free(struct metrics_conn *mc)
 {
-	struct metrics *m = arg;
-	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
-	struct evbuffer *b;
+	list_del_init(&mc->entry);
+	mc->m->nconns--;
+	bufferevent_free(mc->bev);
+	free(mc);
+}
 
-	if (path == NULL || strcmp(path, "/metrics") != 0) {
-		evhttp_send_error(req, HTTP_NOTFOUND, "try /metrics");
+/* Queue the answer (head, and body unless HEAD) and close once it is out. */
+static void metrics_answer(struct metrics_conn *mc, int status,
+    const char *reason, const char *ctype, struct evbuffer *body, bool head)
+{
+	struct evbuffer *out = bufferevent_get_output(mc->bev);
+	size_t len = body != NULL ? evbuffer_get_length(body) : 0;
+
+	bufferevent_disable(mc->bev, EV_READ);
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n\r\n", status, reason,
+	    ctype, len);
+	if (body != NULL && !head)
+		evbuffer_add_buffer(out, body);
+}
+
+/* A short error page. */
+static void metrics_error(struct metrics_conn *mc, int status,
+    const char *reason, bool head)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	if (b != NULL)
+		evbuffer_add_printf(b, "%d %s\n", status, reason);
+	metrics_answer(mc, status, reason, "text/plain; charset=utf-8", b, head);
+	if (b != NULL)
+		evbuffer_free(b);
+}
+
+/*
+ * The request line of a complete request head: GET or HEAD of /metrics
+ * (a query string is ignored), 404 for another path, 405 for another
+ * method, 400 for anything that is not a request line.
+ */
+static void metrics_serve(struct metrics_conn *mc, const char *line, size_t len)
+{
+	const char *sp1, *sp2, *path;
+	size_t plen;
+	struct evbuffer *b;
+	bool head;
+
+	sp1 = memchr(line, ' ', len);
+	sp2 = sp1 != NULL ? memchr(sp1 + 1, ' ', len - (size_t)(sp1 + 1 - line)) : NULL;
+	if (sp1 == NULL || sp2 == NULL ||
+	    len - (size_t)(sp2 + 1 - line) < 8 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0) {
+		metrics_error(mc, 400, "Bad Request", false);
+		return;
+	}
+	head = sp1 - line == 4 && memcmp(line, "HEAD", 4) == 0;
+	if (!head && !(sp1 - line == 3 && memcmp(line, "GET", 3) == 0)) {
+		metrics_error(mc, 405, "Method Not Allowed", false);
+		return;
+	}
+	path = sp1 + 1;
+	plen = (size_t)(sp2 - path);
+	if (memchr(path, '?', plen) != NULL)
+		plen = (size_t)((const char *)memchr(path, '?', plen) - path);
+	if (plen != 8 || memcmp(path, "/metrics", 8) != 0) {
+		metrics_error(mc, 404, "Not Found (try /metrics)", head);
 		return;
 	}
 	b = evbuffer_new();
-	if (b == NULL || metrics_render(m, b) != 0) {
+	if (b == NULL || metrics_render(mc->m, b) != 0) {
 		log_warn("out of memory rendering the metrics");
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		if (b != NULL)
 			evbuffer_free(b);
+		metrics_error(mc, 500, "Internal Server Error", head);
 		return;
 	}
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(req, HTTP_OK, "OK", b);
+	metrics_answer(mc, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
+	    b, head);
 	evbuffer_free(b);
 }
 
-/* Split tcp:HOST:PORT / tcp:[ADDR6]:PORT into host (brackets off) and port. */
-static int metrics_parse(const char *addr, char *host, size_t hostlen,
-    uint16_t *port)
+/* Request bytes came: answer once the head is complete (or too long). */
+static void metrics_read_cb(struct bufferevent *bev, void *arg)
 {
-	const char *p, *colon;
-	unsigned long v;
-	size_t n;
-	char *end;
+	struct metrics_conn *mc = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_ptr end;
+	size_t eol;
+	char *line;
 
-	if (strncmp(addr, "tcp:", 4) != 0)
-		return -EINVAL;
-	p = addr + 4;
-	colon = strrchr(p, ':');
-	if (colon == NULL || colon == p)
-		return -EINVAL;
-	n = (size_t)(colon - p);
-	if (p[0] == '[' && n >= 2 && p[n - 1] == ']') {
-		p++;
-		n -= 2;
+	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (end.pos < 0)
+		end = evbuffer_search(in, "\n\n", 2, NULL);
+	if (end.pos < 0) {
+		if (evbuffer_get_length(in) >= METRICS_MAX_HEADERS)
+			metrics_error(mc, 431, "Request Header Fields Too Large",
+			    false);
+		return;
 	}
-	if (n == 0 || n >= hostlen)
-		return -EINVAL;
-	memcpy(host, p, n);
-	host[n] = '\0';
-	errno = 0;
-	v = strtoul(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || errno != 0 || v > 65535)
-		return -EINVAL;
-	*port = (uint16_t)v;
-	return 0;
+	line = evbuffer_readln(in, &eol, EVBUFFER_EOL_CRLF);
+	if (line == NULL) {
+		metrics_error(mc, 400, "Bad Request", false);
+		return;
+	}
+	metrics_serve(mc, line, eol);
+	free(line);
+}
+
+/* The answer is written: close. */
+static void metrics_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct metrics_conn *mc = arg;
+
+	if (!(bufferevent_get_enabled(bev) & EV_READ))
+		metrics_conn_free(mc);
+}
+
+/* The scraper left, failed, or took longer than metrics-timeout. */
+static void metrics_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct metrics_conn *mc = arg;
+
+	if (what & BEV_EVENT_TIMEOUT)
+		log_info("metrics: a scraper timed out (%s), closing",
+		    (what & BEV_EVENT_READING) ? "sending its request" :
+		    "reading the page");
+	metrics_conn_free(mc);
+}
+
+/* A scraper connected: serve it, unless metrics-max-connections are open. */
+static void metrics_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct metrics *m = arg;
+	const struct semd_config *cfg = &m->srv->cfg;
+	struct metrics_conn *mc;
+	struct timeval tv;
+	uint64_t now;
+
+	(void)evl;
+	(void)sa;
+	(void)salen;
+	if (m->nconns >= cfg->metrics_max_connections) {
+		close(fd);
+		m->refused++;
+		now = server_now();
+		if (m->last_log_ms == 0 || now - m->last_log_ms >= 1000) {
+			log_warn("metrics: metrics-max-connections %u reached, "
+			    "refusing scrapers (%" PRIu64 " refused so far)",
+			    cfg->metrics_max_connections, m->refused);
+			m->last_log_ms = now;
+		}
+		return;
+	}
+	mc = calloc(1, sizeof *mc);
+	if (mc == NULL ||
+	    (mc->bev = bufferevent_socket_new(m->srv->base, fd,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		log_warn("metrics: out of memory accepting a scraper");
+		free(mc);
+		close(fd);
+		return;
+	}
+	mc->m = m;
+	list_add_tail(&mc->entry, &m->conns);
+	m->nconns++;
+	tv.tv_sec = cfg->metrics_timeout_ms / 1000;
+	tv.tv_usec = (cfg->metrics_timeout_ms % 1000) * 1000;
+	bufferevent_set_timeouts(mc->bev, &tv, &tv);
+	bufferevent_setwatermark(mc->bev, EV_READ, 0, METRICS_MAX_HEADERS);
+	bufferevent_setcb(mc->bev, metrics_read_cb, metrics_write_cb,
+	    metrics_event_cb, mc);
+	bufferevent_enable(mc->bev, EV_READ | EV_WRITE);
+}
+
+/* Accept again after an EMFILE pause. */
+static void metrics_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics *m = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(m->evl);
+}
+
+/* accept() failed: out of descriptors pauses a second rather than spin. */
+static void metrics_error_cb(struct evconnlistener *evl, void *arg)
+{
+	struct metrics *m = arg;
+	struct timeval tv = { 1, 0 };
+	int err = EVUTIL_SOCKET_ERROR();
+
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		log_warn("metrics: accept: %s; pausing for 1 s", strerror(err));
+		evconnlistener_disable(evl);
+		evtimer_add(m->resume, &tv);
+		return;
+	}
+	log_warn("metrics: accept: %s", strerror(err));
 }
 
 /* Bind and serve. */
 int metrics_new(struct server *srv, const char *addr, struct metrics **out)
 {
-	struct evhttp_bound_socket *bs;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
 	struct metrics *m;
-	char host[256], ip[INET6_ADDRSTRLEN];
-	uint16_t port;
-	int r;
+	bool is_unix = strncmp(addr, "unix:", 5) == 0;
+	char *name;
+	int fd, r;
 
 	*out = NULL;
-	if ((r = metrics_parse(addr, host, sizeof host, &port)) != 0) {
-		log_err("metrics-listen %s: expected tcp:HOST:PORT or tcp:[ADDR6]:PORT",
-		    addr);
-		return r;
-	}
 	m = calloc(1, sizeof *m);
 	if (m == NULL)
 		return -ENOMEM;
 	m->srv = srv;
-	m->http = evhttp_new(srv->base);
-	if (m->http == NULL) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-	evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
-	evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
-	evhttp_set_max_body_size(m->http, 0);
-	evhttp_set_gencb(m->http, metrics_request_cb, m);
-	errno = 0;
-	bs = evhttp_bind_socket_with_handle(m->http, host, port);
-	if (bs == NULL) {
-		r = errno != 0 ? -errno : -EADDRNOTAVAIL;
+	INIT_LIST_HEAD(&m->conns);
+	/* Owner and group as for the client sockets; never world-reachable. */
+	fd = is_unix ? listener_bind_unix(srv, addr + 5, 0660) :
+	    listener_bind_tcp(addr);
+	if (fd < 0) {
+		r = fd;
 		log_err_errno(r, "metrics-listen %s: cannot bind", addr);
 		goto fail;
 	}
-	memset(&ss, 0, sizeof ss);	/* clang 14's analyzer misses getsockname() filling it */
-	if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss,
-	    &sl) != 0) {
-		r = -errno;
-		log_err_errno(r, "metrics-listen %s: getsockname", addr);
+	if (is_unix && (m->unlink_path = strdup(addr + 5)) == NULL) {
+		close(fd);
+		unlink(addr + 5);
+		r = -ENOMEM;
 		goto fail;
 	}
-	if (ss.ss_family == AF_INET6) {
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip,
-		    sizeof ip);
-		snprintf(m->addr, sizeof m->addr, "[%s]:%u", ip,
-		    ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
-	} else {
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip,
-		    sizeof ip);
-		snprintf(m->addr, sizeof m->addr, "%s:%u", ip,
-		    ntohs(((struct sockaddr_in *)&ss)->sin_port));
+	name = listener_name(fd, &is_unix);
+	m->resume = evtimer_new(srv->base, metrics_resume_cb, m);
+	m->evl = evconnlistener_new(srv->base, metrics_accept_cb, m,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	if (name == NULL || m->resume == NULL || m->evl == NULL) {
+		free(name);
+		if (m->evl == NULL)
+			close(fd);
+		r = -ENOMEM;
+		goto fail;
 	}
-	log_notice("metrics on http://%s/metrics", m->addr);
+	evconnlistener_set_error_cb(m->evl, metrics_error_cb);
+	/* The ready file's metrics: line: HOST:PORT, or unix:PATH. */
+	if (!is_unix)
+		memmove(name, name + 4, strlen(name + 4) + 1);
+	m->addr = name;
+	if (is_unix)
+		log_notice("metrics on %s, path /metrics", m->addr);
+	else
+		log_notice("metrics on http://%s/metrics", m->addr);
 	*out = m;
 	return 0;
 fail:
@@ -371,14 +526,24 @@ fail:
 /* Close the endpoint (open scrapes are dropped). */
 void metrics_free(struct metrics *m)
 {
+	struct list_head *pos, *tmp;
+
 	if (m == NULL)
 		return;
-	if (m->http != NULL)
-		evhttp_free(m->http);
+	list_for_each_safe(pos, tmp, &m->conns)
+		metrics_conn_free(list_entry(pos, struct metrics_conn, entry));
+	if (m->evl != NULL)
+		evconnlistener_free(m->evl);
+	if (m->resume != NULL)
+		event_free(m->resume);
+	if (m->unlink_path != NULL)
+		unlink(m->unlink_path);
+	free(m->unlink_path);
+	free(m->addr);
 	free(m);
 }
 
-/* HOST:PORT as bound. */
+/* HOST:PORT as bound, or unix:PATH. */
 const char *metrics_addr(const struct metrics *m)
 {
 	return m->addr;

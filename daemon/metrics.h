@@ -2,7 +2,7 @@
 /*
  * daemon/metrics.h - the Prometheus text endpoint (GET /metrics).
  *
- * An evhttp server on the daemon's first event loop renders the state's
+ * A small HTTP server on the daemon's first event loop renders the state's
  * counters, gauges and histograms (sm_get_counters) and, for the semaphores
  * whose names start with a metrics-names prefix, per-semaphore gauges
  * (sm_sem_each_prefix). It reads the state under the state lock, as
@@ -16,12 +16,12 @@ struct metrics;
 
 /*
  * Serve metrics on addr (tcp:HOST:PORT or tcp:[ADDR6]:PORT, port 0 for a
- * free port). Returns 0 with *out set, or a negative errno.
+ * free port, or unix:PATH). Returns 0 with *out set, or a negative errno.
  */
 int metrics_new(struct server *srv, const char *addr, struct metrics **out);
 /* Close the endpoint. */
 void metrics_free(struct metrics *m);
-/* The bound address as HOST:PORT ([ADDR6]:PORT). */
+/* The bound address as HOST:PORT ([ADDR6]:PORT) or unix:PATH. */
 const char *metrics_addr(const struct metrics *m);
 
 #endif

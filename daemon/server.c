@@ -552,6 +552,7 @@ static void server_reload(struct server *srv)
 	server_log_change("handshake-timeout (ms)", srv->cfg.handshake_timeout_ms,
 	    nc.handshake_timeout_ms);
 	server_log_change("idle-timeout (ms)", srv->cfg.idle_timeout_ms, nc.idle_timeout_ms);
+	server_log_change("frame-timeout (ms)", srv->cfg.frame_timeout_ms, nc.frame_timeout_ms);
 	server_log_change("max-output", srv->cfg.max_output, nc.max_output);
 	server_log_change("keepalive (s)", srv->cfg.keepalive_s, nc.keepalive_s);
 	if (nc.threads != srv->cfg.threads)
@@ -743,8 +744,8 @@ int server_listen(struct server *srv)
 		    n);
 #endif
 	if (n == 0 && srv->cfg.nlisten == 0) {
-		if ((r = listener_open(srv, SEMD_DEFAULT_UNIX)) != 0 ||
-		    (r = listener_open(srv, SEMD_DEFAULT_TCP)) != 0)
+		/* TCP is opt-in: only the UNIX socket by default. */
+		if ((r = listener_open(srv, SEMD_DEFAULT_UNIX)) != 0)
 			return r == -EACCES || r == -ENOENT ? EX_CANTCREAT : EX_OSERR;
 	}
 	for (i = 0; n == 0 && i < (int)srv->cfg.nlisten; i++) {

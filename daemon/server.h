@@ -122,6 +122,8 @@ struct conn {
 	struct bufferevent	*bev;
 	struct sm_client	*client;
 	struct event		*timer;		/* handshake, then idle */
+	struct event		*ftimer;	/* a frame to complete: frame-timeout */
+	uint64_t		frames;		/* frames read */
 	struct event		*kill;		/* deferred close */
 	struct event		*rev;		/* direct: our read event */
 	struct evbuffer		*in;		/* direct: a partial frame */
@@ -187,6 +189,11 @@ void server_stop(struct server *srv, const char *why);
 
 /* listen.c */
 int listener_open(struct server *srv, const char *spec);
+/* A listening socket (fd, or -errno): for the metrics endpoint too. */
+int listener_bind_unix(struct server *srv, const char *path, unsigned int mode);
+int listener_bind_tcp(const char *spec);
+/* The address a socket is bound to, in the listen syntax (malloc'd). */
+char *listener_name(int fd, bool *is_unix);
 int listener_adopt(struct server *srv, int fd);
 void listener_free(struct listener *l);
 void listeners_pause(struct server *srv);

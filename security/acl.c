@@ -2,6 +2,7 @@
 /* security/acl.c - access control lists and per-principal quotas. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,12 +57,28 @@ struct acl {
 	size_t nprotect;
 	struct acl_quota_rule *quotas;
 	size_t nquotas;
+	struct acl_principal *admins;	/* admin lines */
+	size_t nadmins;
+	bool names;			/* some principal is user: or group: */
+	uint64_t serial;
 };
+
+/* Serial numbers of ACLs: a reloaded ACL is told from the one it replaces. */
+static _Atomic uint64_t acl_serials;
 
 #define ACL_MAX_FIELDS 6
 
+static const uint64_t quota_defaults[ACL_QUOTA_NKINDS] = {
+	[ACL_QUOTA_CONNECTIONS] = ACL_DEFAULT_CONNECTIONS,
+	[ACL_QUOTA_SESSIONS] = ACL_DEFAULT_SESSIONS,
+	[ACL_QUOTA_PERMITS] = ACL_DEFAULT_PERMITS,
+	[ACL_QUOTA_WAITERS] = ACL_DEFAULT_WAITERS,
+	[ACL_QUOTA_SEMAPHORES] = ACL_DEFAULT_SEMAPHORES,
+};
+
 static const char *quota_names[ACL_QUOTA_NKINDS] = {
 	[ACL_QUOTA_CONNECTIONS] = "connections",
+	[ACL_QUOTA_SESSIONS] = "sessions",
 	[ACL_QUOTA_PERMITS] = "permits",
 	[ACL_QUOTA_WAITERS] = "waiters",
 	[ACL_QUOTA_SEMAPHORES] = "semaphores",
@@ -177,10 +194,88 @@ int acl_subject_add_group(struct acl_subject *s, const char *group)
 	return 0;
 }
 
-/* Make an empty ACL (allows everything). */
+/* Escape a certificate name for a cn: principal (see acl.h). */
+int acl_name_escape(const unsigned char *raw, size_t len, char *out,
+    size_t outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, n = 0, need;
+
+	for (i = 0; i < len; i++) {
+		need = raw[i] == '\\' ? 2 : raw[i] > 0x20 && raw[i] < 0x7f ? 1 : 4;
+		if (n + need >= outlen || n + need > ACL_NAME_MAX)
+			return -ENAMETOOLONG;
+		if (need == 1) {
+			out[n++] = (char)raw[i];
+		} else if (need == 2) {
+			out[n++] = '\\';
+			out[n++] = '\\';
+		} else {
+			out[n++] = '\\';
+			out[n++] = 'x';
+			out[n++] = hex[raw[i] >> 4];
+			out[n++] = hex[raw[i] & 15];
+		}
+	}
+	if (n >= outlen)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	return (int)n;
+}
+
+/* The value of a hex digit, or -1. */
+static int acl_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * The canonical escaped form of a cn: name written in a rule: its escapes
+ * (\\ and \xHH) decoded, then escaped again as acl_name_escape() does, so
+ * cn:a\X20b and cn:a\x20b name the same certificate. -EINVAL on a bad escape.
+ */
+static int acl_cn_canonical(const char *text, char *out, size_t outlen)
+{
+	unsigned char raw[ACL_NAME_MAX + 1];
+	size_t n = 0;
+	int hi, lo;
+
+	while (*text != '\0') {
+		if (n == sizeof raw)
+			return -ENAMETOOLONG;
+		if (*text != '\\') {
+			raw[n++] = (unsigned char)*text++;
+			continue;
+		}
+		if (text[1] == '\\') {
+			raw[n++] = '\\';
+			text += 2;
+		} else if ((text[1] == 'x' || text[1] == 'X') &&
+		    (hi = acl_hexval(text[2])) >= 0 &&
+		    (lo = acl_hexval(text[3])) >= 0) {
+			raw[n++] = (unsigned char)(hi << 4 | lo);
+			text += 4;
+		} else {
+			return -EINVAL;
+		}
+	}
+	return acl_name_escape(raw, n, out, outlen);
+}
+
+/* Make an empty ACL (the default rules only). */
 struct acl *acl_new(void)
 {
-	return calloc(1, sizeof(struct acl));
+	struct acl *acl = calloc(1, sizeof(struct acl));
+
+	if (acl != NULL)
+		acl->serial = atomic_fetch_add(&acl_serials, 1) + 1;
+	return acl;
 }
 
 /* Free an ACL; NULL is a no-op. */
@@ -198,6 +293,9 @@ void acl_free(struct acl *acl)
 		free(acl->protect[i].text);
 	for (i = 0; i < acl->nquotas; i++)
 		free(acl->quotas[i].who.name);
+	for (i = 0; i < acl->nadmins; i++)
+		free(acl->admins[i].name);
+	free(acl->admins);
 	free(acl->rules);
 	free(acl->protect);
 	free(acl->quotas);
@@ -281,8 +379,19 @@ static int acl_parse_principal(const char *text, struct acl_principal *p,
 		if (acl_has_control(name))
 			return acl_error(err, errlen, "control character in principal '%s'", text);
 		p->who = named[i].who;
-		p->len = strlen(name);
-		p->name = strdup(name);
+		if (p->who == WHO_CN) {
+			char canon[ACL_NAME_MAX + 1];
+			int n = acl_cn_canonical(name, canon, sizeof canon);
+
+			if (n < 0)
+				return acl_error(err, errlen, "bad escape in principal '%s' "
+				    "(write a space as \\x20, a backslash as \\\\)", text);
+			p->len = (size_t)n;
+			p->name = strdup(canon);
+		} else {
+			p->len = strlen(name);
+			p->name = strdup(name);
+		}
 		return p->name != NULL ? 0 : -ENOMEM;
 	}
 	return acl_error(err, errlen, "unknown principal '%s' (want uid:N, user:NAME, "
@@ -322,7 +431,7 @@ static int acl_parse_pattern(const char *text, struct acl_pattern *p,
 	return p->text != NULL ? 0 : -ENOMEM;
 }
 
-/* Parse a comma list of rights (inspect, use, admin, all) or "none". */
+/* Parse a comma list of rights (inspect, use, create, admin, all) or "none". */
 static int acl_parse_rights(const char *text, unsigned *rights, char *err, size_t errlen)
 {
 	const char *p = text, *comma;
@@ -339,15 +448,17 @@ static int acl_parse_rights(const char *text, unsigned *rights, char *err, size_
 			*rights |= ACL_INSPECT;
 		else if (len == 3 && memcmp(p, "use", 3) == 0)
 			*rights |= ACL_USE;
+		else if (len == 6 && memcmp(p, "create", 6) == 0)
+			*rights |= ACL_CREATE;
 		else if (len == 5 && memcmp(p, "admin", 5) == 0)
-			*rights |= ACL_ADMIN;
+			*rights |= ACL_ADMIN | ACL_CREATE;
 		else if (len == 3 && memcmp(p, "all", 3) == 0)
 			*rights |= ACL_RIGHTS_ALL;
 		else if (len == 4 && memcmp(p, "none", 4) == 0)
 			none = true;
 		else
 			return acl_error(err, errlen, "unknown right '%.*s' (want inspect, use, "
-			    "admin, all or none)", (int)len, p);
+			    "create, admin, all or none)", (int)len, p);
 		if (comma == NULL)
 			break;
 		p = comma + 1;
@@ -389,6 +500,7 @@ static int acl_parse_acl(struct acl *acl, char **f, size_t n, char *err, size_t 
 		goto fail;
 	}
 	*slot = r;
+	acl->names |= r.who.who == WHO_USER || r.who.who == WHO_GROUP;
 	return 0;
 fail:
 	free(r.who.name);
@@ -432,8 +544,8 @@ static int acl_parse_quota(struct acl *acl, char **f, size_t n, char *err, size_
 			break;
 	}
 	if (i == ACL_QUOTA_NKINDS)
-		return acl_error(err, errlen, "unknown quota '%s' (want connections, permits, "
-		    "waiters or semaphores)", f[1]);
+		return acl_error(err, errlen, "unknown quota '%s' (want connections, sessions, "
+		    "permits, waiters or semaphores)", f[1]);
 	q.kind = (enum acl_quota_kind)i;
 	if (strcmp(f[3], "unlimited") == 0) {
 		q.limit = 0;
@@ -458,6 +570,29 @@ static int acl_parse_quota(struct acl *acl, char **f, size_t n, char *err, size_
 		return -ENOMEM;
 	}
 	*slot = q;
+	acl->names |= q.who.who == WHO_USER || q.who.who == WHO_GROUP;
+	return 0;
+}
+
+/* Add "admin PRINCIPAL". */
+int acl_add_admin(struct acl *acl, const char *principal, char *err,
+    size_t errlen)
+{
+	struct acl_principal p, *slot;
+	int e;
+
+	if (strpbrk(principal, " \t") != NULL)
+		return acl_error(err, errlen, "admin wants one principal, got '%s'",
+		    principal);
+	if ((e = acl_parse_principal(principal, &p, err, errlen)) != 0)
+		return e;
+	slot = acl_grow((void **)&acl->admins, &acl->nadmins, sizeof p);
+	if (slot == NULL) {
+		free(p.name);
+		return -ENOMEM;
+	}
+	*slot = p;
+	acl->names |= p.who == WHO_USER || p.who == WHO_GROUP;
 	return 0;
 }
 
@@ -483,6 +618,11 @@ int acl_parse_line(struct acl *acl, const char *line, char *err, size_t errlen)
 		return acl_parse_protect(acl, f, n, err, errlen);
 	if (strcmp(f[0], "quota") == 0)
 		return acl_parse_quota(acl, f, n, err, errlen);
+	if (strcmp(f[0], "admin") == 0) {
+		if (n != 2)
+			return acl_error(err, errlen, "'admin' wants 1 field (admin PRINCIPAL), got %zu", n - 1);
+		return acl_add_admin(acl, f[1], err, errlen);
+	}
 	return -ENOENT;
 }
 
@@ -524,20 +664,30 @@ static inline bool acl_pattern_matches(const struct acl_pattern *p,
 	return false;
 }
 
+/* The built-in default rules (step 3 of the evaluation in acl.h). */
+unsigned acl_default_rights(const struct acl_subject *who)
+{
+	if (who->admin)
+		return ACL_RIGHTS_ALL;
+	if (who->kind == ACL_SUBJECT_ANONYMOUS)
+		return ACL_USE;
+	return ACL_INSPECT | ACL_USE | ACL_CREATE;
+}
+
 /*
- * Decide whether who may exercise right on name. This runs on every request:
- * it is a linear walk over the rules with lengths compared before bytes, no
- * allocation and no strlen. A few dozen rules cost well under a microsecond;
- * an ACL with thousands of rules would want an index by principal first.
+ * Every right who has on name. This runs on every request: it is a linear
+ * walk over the rules with lengths compared before bytes, no allocation and
+ * no strlen. A few dozen rules cost well under a microsecond; an ACL with
+ * thousands of rules would want an index by principal first.
  */
-bool acl_allows(const struct acl *acl, const struct acl_subject *who,
-    const char *name, size_t name_len, enum acl_right right)
+unsigned acl_rights(const struct acl *acl, const struct acl_subject *who,
+    const char *name, size_t name_len)
 {
 	const struct acl_rule *r, *end;
 	size_t i;
 
 	if (acl == NULL)
-		return true;
+		return acl_default_rights(who);
 	end = acl->rules + acl->nrules;
 	for (r = acl->rules; r < end; r++) {
 		/* principal first: an int compare for uid/kind rules; groups last */
@@ -545,13 +695,54 @@ bool acl_allows(const struct acl *acl, const struct acl_subject *who,
 			continue;
 		if (acl_pattern_matches(&r->pattern, name, name_len) &&
 		    (r->who.who != WHO_GROUP || acl_principal_matches(&r->who, who)))
-			return (r->rights & (unsigned)right) == (unsigned)right;
+			return r->rights;
 	}
 	for (i = 0; i < acl->nprotect; i++) {
 		if (acl_pattern_matches(&acl->protect[i], name, name_len))
-			return false;
+			return 0;
 	}
-	return true;
+	return acl_default_rights(who);
+}
+
+/* Decide whether who may exercise right on name. */
+bool acl_allows(const struct acl *acl, const struct acl_subject *who,
+    const char *name, size_t name_len, enum acl_right right)
+{
+	return (acl_rights(acl, who, name, name_len) & (unsigned)right) ==
+	    (unsigned)right;
+}
+
+/* Is who an administrator? */
+bool acl_is_admin(const struct acl *acl, const struct acl_subject *who,
+    uid_t self_uid)
+{
+	size_t i;
+
+	if (who->kind == ACL_SUBJECT_UID && (who->uid == 0 || who->uid == self_uid))
+		return true;
+	for (i = 0; acl != NULL && i < acl->nadmins; i++) {
+		if (acl_principal_matches(&acl->admins[i], who))
+			return true;
+	}
+	return false;
+}
+
+/* Do the rules name users or groups? */
+bool acl_needs_names(const struct acl *acl)
+{
+	return acl != NULL && acl->names;
+}
+
+/* No acl or protect line: the defaults decide every name. */
+bool acl_defaults_only(const struct acl *acl)
+{
+	return acl == NULL || (acl->nrules == 0 && acl->nprotect == 0);
+}
+
+/* A unique number of this ACL. */
+uint64_t acl_serial(const struct acl *acl)
+{
+	return acl != NULL ? acl->serial : 0;
 }
 
 /* Length of the common beginning of a and b (at most n bytes). */
@@ -613,8 +804,10 @@ size_t acl_hidden_prefix(const struct acl *acl, const struct acl_subject *who,
 	const struct acl_rule *r, *end;
 	size_t lo = 1, best = SIZE_MAX, l, i;
 
-	if (acl == NULL || len == 0)
+	if (len == 0)
 		return 0;
+	if (acl == NULL)
+		return (acl_default_rights(who) & (unsigned)right) == (unsigned)right ? 0 : 1;
 	end = acl->rules + acl->nrules;
 	for (r = acl->rules; r < end && lo <= len; r++) {
 		if (!acl_principal_matches(&r->who, who))
@@ -634,6 +827,10 @@ size_t acl_hidden_prefix(const struct acl *acl, const struct acl_subject *who,
 		if (l != SIZE_MAX && (l > lo ? l : lo) < best)
 			best = l > lo ? l : lo;
 	}
+	/* The defaults deny it on every name: like a last rule on "*". */
+	if (lo <= len && (acl_default_rights(who) & (unsigned)right) !=
+	    (unsigned)right && lo < best)
+		best = lo;
 	return best <= len ? best : 0;
 }
 
@@ -643,19 +840,30 @@ uint64_t acl_quota(const struct acl *acl, const struct acl_subject *who,
 {
 	size_t i;
 
-	if (acl == NULL)
-		return 0;
-	for (i = 0; i < acl->nquotas; i++) {
+	for (i = 0; acl != NULL && i < acl->nquotas; i++) {
 		if (acl->quotas[i].kind == kind && acl_principal_matches(&acl->quotas[i].who, who))
 			return acl->quotas[i].limit;
 	}
-	return 0;
+	return who->admin ? 0 : acl_quota_default(kind);
 }
 
-/* Number of acl, protect and quota rules held (0: an open ACL). */
+/* The built-in limit of a kind. */
+uint64_t acl_quota_default(enum acl_quota_kind kind)
+{
+	return (unsigned)kind < ACL_QUOTA_NKINDS ? quota_defaults[kind] : 0;
+}
+
+/* Name of a quota kind. */
+const char *acl_quota_name(enum acl_quota_kind kind)
+{
+	return (unsigned)kind < ACL_QUOTA_NKINDS ? quota_names[kind] : "?";
+}
+
+/* Number of acl, protect, quota and admin lines held (0: defaults only). */
 size_t acl_count(const struct acl *acl)
 {
-	return acl == NULL ? 0 : acl->nrules + acl->nprotect + acl->nquotas;
+	return acl == NULL ? 0 : acl->nrules + acl->nprotect + acl->nquotas +
+	    acl->nadmins;
 }
 
 /* Name of a single right, for logs. */
@@ -666,6 +874,8 @@ const char *acl_right_name(enum acl_right right)
 		return "inspect";
 	case ACL_USE:
 		return "use";
+	case ACL_CREATE:
+		return "create";
 	case ACL_ADMIN:
 		return "admin";
 	}

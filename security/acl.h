@@ -13,37 +13,63 @@
  *
  *   acl PRINCIPAL PATTERN RIGHTS
  *   protect PATTERN
- *   quota connections|permits|waiters|semaphores PRINCIPAL N|unlimited
+ *   quota connections|sessions|permits|waiters|semaphores PRINCIPAL N|unlimited
+ *   admin PRINCIPAL
  *
  * PRINCIPAL: uid:N, user:NAME, group:NAME, cn:NAME, anonymous, or * (anyone).
+ *            A cn: name is written escaped (acl_name_escape()): a space is
+ *            \x20, a backslash \\, any byte outside 0x21-0x7e \xHH.
  * PATTERN:   * (every name), a prefix ending in '/' (jobs/), a prefix glob
  *            ending in '*' (db/replica-*), or an exact name. '*' elsewhere
  *            is refused: it would look like a glob and silently not be one.
- * RIGHTS:    a comma list of inspect, use, admin, or all; or none.
+ * RIGHTS:    a comma list of inspect, use, create, admin, or all; or none.
+ *            admin includes create.
  *
- * Evaluation: the first acl rule whose principal and pattern both match
- * decides (its rights either contain the right asked for or not). When no
- * rule matches, a name inside a protected pattern is denied and any other
- * name is allowed: an empty ACL is the open behaviour, `protect *` makes the
- * whole namespace default-deny. For quotas the first quota line of that kind
- * whose principal matches gives the limit.
+ * Evaluation, the first step that decides wins:
+ *  1. the operator's acl rules, in order: the first whose principal and
+ *     pattern both match gives the rights;
+ *  2. a name inside a protect pattern: no rights;
+ *  3. the built-in default rules, as if written
+ *        acl ADMINISTRATORS * all
+ *        acl anonymous      * use
+ *        acl *              * inspect,use,create
+ *     where the administrators are the subjects marked admin (uid 0, the
+ *     daemon's own uid and the admin lines' principals: acl_is_admin()).
+ * For quotas the first quota line of that kind whose principal matches gives
+ * the limit; without one, administrators have none and everyone else has
+ * the default of acl_quota_default().
  */
 
 /* The rights a request needs; a rule grants a set of them. */
 enum acl_right {
 	ACL_INSPECT = 1 << 0,	/* info, list, stats */
 	ACL_USE = 1 << 1,	/* down, up, validate, cancel */
-	ACL_ADMIN = 1 << 2,	/* create, delete, set-limit, release another's hold */
+	ACL_CREATE = 1 << 2,	/* create; delete, set-limit, release on own names */
+	ACL_ADMIN = 1 << 3,	/* manage any name, whoever created it */
 };
-#define ACL_RIGHTS_ALL (ACL_INSPECT | ACL_USE | ACL_ADMIN)
+#define ACL_RIGHTS_ALL (ACL_INSPECT | ACL_USE | ACL_CREATE | ACL_ADMIN)
 
 enum acl_quota_kind {
 	ACL_QUOTA_CONNECTIONS,
+	ACL_QUOTA_SESSIONS,
 	ACL_QUOTA_PERMITS,
 	ACL_QUOTA_WAITERS,
 	ACL_QUOTA_SEMAPHORES,
 	ACL_QUOTA_NKINDS
 };
+
+/*
+ * Per-principal limits when no quota line matches (administrators: none).
+ * Sized so that a person or a service never meets them (a build running
+ * hundreds of jobs at once included) while one principal cannot fill the
+ * daemon's global tables (max-connections 10000, max-sessions 100000,
+ * max-semaphores 1000000).
+ */
+#define ACL_DEFAULT_CONNECTIONS	1000
+#define ACL_DEFAULT_SESSIONS	1000
+#define ACL_DEFAULT_PERMITS	10000
+#define ACL_DEFAULT_WAITERS	10000
+#define ACL_DEFAULT_SEMAPHORES	10000
 
 /* Longest cn:/user:/group: name accepted in a rule or a subject. */
 #define ACL_NAME_MAX 255
@@ -74,6 +100,7 @@ struct acl_subject {
 	char *groups;			/* ngroups NUL-terminated names, packed */
 	size_t groups_len;		/* bytes used in groups */
 	size_t ngroups;
+	bool admin;			/* an administrator: acl_is_admin() */
 };
 
 struct acl;
@@ -84,12 +111,21 @@ void acl_subject_init(struct acl_subject *s);
 void acl_subject_clear(struct acl_subject *s);
 /* Make s the local user uid (user may be NULL when unknown); keeps groups. */
 int acl_subject_set_uid(struct acl_subject *s, uid_t uid, const char *user);
-/* Make s the certificate identity cn:NAME. */
+/* Make s the certificate identity cn:NAME (NAME already escaped). */
 int acl_subject_set_cn(struct acl_subject *s, const char *name, size_t len);
+/*
+ * Escape the raw bytes of a certificate name for a cn: principal: bytes
+ * 0x21-0x7e stay (a backslash doubled), any other byte becomes \xHH (a
+ * space \x20), so a principal is one word in logs and acl lines and keeps
+ * every byte of the name. Returns the length written (out NUL-terminated),
+ * or -ENAMETOOLONG when it would not fit in outlen or ACL_NAME_MAX.
+ */
+int acl_name_escape(const unsigned char *raw, size_t len, char *out,
+    size_t outlen);
 /* Add a group name to s (duplicates are skipped). */
 int acl_subject_add_group(struct acl_subject *s, const char *group);
 
-/* Make an empty ACL (allows everything). */
+/* Make an empty ACL (the default rules only). */
 struct acl *acl_new(void);
 /* Free an ACL; NULL is a no-op. */
 void acl_free(struct acl *acl);
@@ -104,6 +140,29 @@ int acl_parse_line(struct acl *acl, const char *line, char *err, size_t errlen);
 /* Decide whether who may exercise right on the semaphore name (no allocation). */
 bool acl_allows(const struct acl *acl, const struct acl_subject *who,
     const char *name, size_t name_len, enum acl_right right);
+/* Every right who has on name (ACL_* bits), by the evaluation above. */
+unsigned acl_rights(const struct acl *acl, const struct acl_subject *who,
+    const char *name, size_t name_len);
+/*
+ * Is who an administrator: uid 0, the daemon's own uid self_uid, or a
+ * principal named by an admin line? The caller stores it in who->admin.
+ */
+bool acl_is_admin(const struct acl *acl, const struct acl_subject *who,
+    uid_t self_uid);
+/* Add "admin PRINCIPAL" (the admin config key); -EINVAL with err filled. */
+int acl_add_admin(struct acl *acl, const char *principal, char *err,
+    size_t errlen);
+/*
+ * Do the rules name users or groups (acl, quota or admin lines with user:
+ * or group:)? Only then must a UNIX peer's names be looked up.
+ */
+bool acl_needs_names(const struct acl *acl);
+/* Are all names ruled by the defaults alone (no acl or protect line)? */
+bool acl_defaults_only(const struct acl *acl);
+/* The default rights of who (step 3 of the evaluation). */
+unsigned acl_default_rights(const struct acl_subject *who);
+/* A unique number of this ACL (a reloaded one has another). */
+uint64_t acl_serial(const struct acl *acl);
 /*
  * Prove a whole subtree hidden: the length L (1..name_len) of a beginning of
  * name such that who may not exercise right on any name starting with
@@ -114,12 +173,20 @@ bool acl_allows(const struct acl *acl, const struct acl_subject *who,
  */
 size_t acl_hidden_prefix(const struct acl *acl, const struct acl_subject *who,
     const char *name, size_t name_len, enum acl_right right);
-/* The quota of a kind for who: 0 means unlimited. */
+/*
+ * The quota of a kind for who: the first matching quota line, else none for
+ * an administrator and acl_quota_default() for anyone else; 0 means
+ * unlimited.
+ */
 uint64_t acl_quota(const struct acl *acl, const struct acl_subject *who,
     enum acl_quota_kind kind);
-/* Number of acl, protect and quota rules held (0: an open ACL). */
+/* The built-in limit of a kind (ACL_DEFAULT_*). */
+uint64_t acl_quota_default(enum acl_quota_kind kind);
+/* Name of a quota kind ("connections", "sessions", ...). */
+const char *acl_quota_name(enum acl_quota_kind kind);
+/* Number of acl, protect, quota and admin lines held (0: defaults only). */
 size_t acl_count(const struct acl *acl);
-/* Name of a single right, for logs ("inspect", "use", "admin"). */
+/* Name of a single right, for logs ("inspect", "use", "create", "admin"). */
 const char *acl_right_name(enum acl_right right);
 
 #endif

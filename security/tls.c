@@ -515,21 +515,18 @@ int tls_handshake(SSL *ssl, int timeout_ms, char *err, size_t errlen)
 	return rc;
 }
 
-/* Accept a certificate name as a principal: printable, no spaces, not empty. */
+/* Accept a certificate name as a principal: not empty, escaped it fits. */
 static bool tls_name_usable(const unsigned char *p, size_t len)
 {
-	size_t i;
+	char esc[ACL_NAME_MAX + 1];
 
-	if (len == 0 || len > ACL_NAME_MAX)
-		return false;
-	for (i = 0; i < len; i++) {
-		if (p[i] <= 0x20 || p[i] == 0x7f)
-			return false;
-	}
-	return true;
+	return len > 0 && acl_name_escape(p, len, esc, sizeof esc) >= 0;
 }
 
-/* Copy "cn:NAME" or "anonymous" into out. */
+/*
+ * Copy "cn:NAME" (NAME escaped: a space is \x20, see acl_name_escape()) or
+ * "anonymous" into out.
+ */
 static int tls_put_principal(char *out, size_t outlen, const unsigned char *name, size_t len)
 {
 	if (name == NULL) {
@@ -538,12 +535,10 @@ static int tls_put_principal(char *out, size_t outlen, const unsigned char *name
 		memcpy(out, "anonymous", sizeof "anonymous");
 		return 0;
 	}
-	if (outlen < len + 4)
+	if (outlen < 4)
 		return -ENOSPC;
 	memcpy(out, "cn:", 3);
-	memcpy(out + 3, name, len);
-	out[3 + len] = '\0';
-	return 0;
+	return acl_name_escape(name, len, out + 3, outlen - 3) < 0 ? -ENOSPC : 0;
 }
 
 /* The principal of the peer: cn:NAME of a verified certificate, else anonymous. */
@@ -589,7 +584,7 @@ int tls_peer_principal(SSL *ssl, char *out, size_t outlen)
 	idx = subject != NULL ? X509_NAME_get_index_by_NID(subject, NID_commonName, -1) : -1;
 	entry = idx >= 0 ? X509_NAME_get_entry(subject, idx) : NULL;
 	n = entry != NULL ? ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(entry)) : -1;
-	if (n < 0 || !tls_name_usable(utf8, (size_t)n) || memchr(utf8, '\0', (size_t)n) != NULL)
+	if (n < 0 || !tls_name_usable(utf8, (size_t)n))
 		rc = -EINVAL;
 	else
 		rc = tls_put_principal(out, outlen, utf8, (size_t)n);

@@ -76,9 +76,11 @@ int tls_handshake(SSL *ssl, int timeout_ms, char *err, size_t errlen);
 /*
  * The principal of the peer of an established connection: "cn:NAME" from the
  * first DNS subjectAltName, else the subject CN, of a verified certificate;
- * "anonymous" without one. Returns -EINVAL (and writes "anonymous") when the
- * certificate verified but its name is unusable (empty, over-long, with
- * whitespace or control characters); -ENOSPC when out is too small.
+ * "anonymous" without one. NAME keeps every byte of the name, escaped by
+ * acl_name_escape() (a space is \x20). Returns -EINVAL (and writes
+ * "anonymous") when the certificate verified but its name is unusable
+ * (empty, or over ACL_NAME_MAX bytes once escaped); -ENOSPC when out is
+ * too small.
  */
 int tls_peer_principal(SSL *ssl, char *out, size_t outlen);
 /* The same identity as an acl_subject (cn kind, or anonymous). */

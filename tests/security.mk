@@ -24,3 +24,8 @@ tests_security_tls_test_LDADD = $(SECURITY_TEST_LIBS)
 tests_security_tls_bev_test_SOURCES = tests/security/tls_bev_test.c
 tests_security_tls_bev_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
 tests_security_tls_bev_test_LDADD = $(SECURITY_TEST_LIBS)
+
+# Issue 12's attacks by an unprivileged local user (made with useradd)
+# against the default configuration; skipped (77) when not root.
+TESTS += tests/security/attacks.sh
+EXTRA_DIST += tests/security/attacks.sh

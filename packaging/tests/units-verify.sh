@@ -50,10 +50,13 @@ for want in Type=notify WatchdogSec=30s User=semd RuntimeDirectory=semd \
     NonBlocking=yes; do
 	ok "semd.service has $want" grep -qxF "$want" semd.service
 done
-for want in ListenStream=/run/semd/semd.sock ListenStream=127.0.0.1:7385 \
-    SocketMode=0660 SocketUser=semd SocketGroup=semd FileDescriptorName=semd; do
+for want in ListenStream=/run/semd/semd.sock DirectoryMode=0755 \
+    SocketMode=0666 SocketUser=semd SocketGroup=semd FileDescriptorName=semd; do
 	ok "semd.socket has $want" grep -qxF "$want" semd.socket
 done
+# Issue 12: no TCP port by default (it made every local user anonymous).
+ok "semd.socket has no TCP port" sh -c "! grep -q '^ListenStream=[0-9\[]' semd.socket"
+ok "semd.service keeps /run/semd reachable (0755)" grep -qxF RuntimeDirectoryMode=0755 semd.service
 
 # systemd's own reading of the sandbox: `security` scores the service from 0
 # (locked down) to 10; a well hardened network daemon stays under 3.

@@ -137,6 +137,9 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 	argv[i++] = sock;
 	argv[i++] = "--listen";
 	argv[i++] = "tcp:127.0.0.1:0";
+	/* TCP clients are anonymous, by default allowed only to use names */
+	argv[i++] = "--acl";
+	argv[i++] = "anonymous * all";
 	argv[i++] = "--ready-file";
 	argv[i++] = ready;
 	if (threads != NULL && threads[0] != '\0') {

@@ -11,7 +11,7 @@ start_semd d || exit 1
 A=$d_UNIX
 has() { grep -q -- "$1" "$2"; }
 
-$PROBE "$d_TCP" hello "create fr 2" "down fr" "sleep 1500" ping "info fr" "up fr" "info fr" \
+$PROBE "$A" hello "create fr 2" "down fr" "sleep 1500" ping "info fr" "up fr" "info fr" \
 	>"$T/good.out" 2>&1 &
 good=$!
 t_wait_for 5 has '^reply id=3 code=OK permit=' "$T/good.out"

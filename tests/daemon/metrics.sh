@@ -95,9 +95,9 @@ ok "off by default: no metrics line in the ready file" \
 ok "off by default: nothing logged about metrics" \
 	sh -c "! grep -q 'metrics on' '$T/off.log'"
 
-out=$("$SEMD" --metrics-listen unix:/x --check-config 2>&1)
-ok "metrics-listen takes only tcp: addresses ($out)" \
-	sh -c "echo '$out' | grep -q 'expected tcp:HOST:PORT'"
+out=$("$SEMD" --metrics-listen udp:127.0.0.1:1 --check-config 2>&1)
+ok "metrics-listen takes only tcp: and unix: addresses ($out)" \
+	sh -c "echo '$out' | grep -q 'expected tcp:HOST:PORT.*unix:PATH'"
 
 # The name app/q"x\y, to test label escaping.
 qname=$(printf 'app/q"x\\y' | od -An -tx1 | tr -d ' \n')
@@ -217,6 +217,69 @@ ok "after a reload other/b only" t_wait_for 10 gauges_of other/b
 printf 'metrics-listen tcp:127.0.0.1:0\nmetrics-names app/\nmetrics-names app/a\nmetrics-names ap\n' >"$T/r.conf"
 kill -HUP "$r_PID"
 ok "overlapping prefixes: app/a once" t_wait_for 10 gauges_of app/a
+
+# The endpoint's own limits (issue 12): a UNIX socket path, a cap on
+# scrapers, a timeout on a request that is never finished, one request a
+# connection. raw.py ADDR MODE: MODE "get" prints the status line of a
+# GET /metrics and the number of answers to two pipelined requests; "hold N"
+# keeps N connections open without a request and prints how many the daemon
+# closed within 0.5 s; "half" sends half a request and prints the seconds
+# until the daemon closes it (at most 10).
+cat >"$T/raw.py" <<'EOF'
+import socket, sys, time
+addr, mode = sys.argv[1], sys.argv[2]
+def conn():
+    if addr.startswith("unix:"):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(addr[5:])
+    else:
+        host, port = addr.rsplit(":", 1)
+        s = socket.create_connection((host, int(port)))
+    s.settimeout(10)
+    return s
+def closed_within(s, t):
+    s.settimeout(t)
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+    except ConnectionResetError:
+        return True
+if mode == "get":
+    s = conn()
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n")
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+    print(data.split(b"\r\n", 1)[0].decode(), data.count(b"HTTP/1.1 "))
+elif mode == "hold":
+    held = [conn() for _ in range(int(sys.argv[3]))]
+    print(sum(1 for s in held if closed_within(s, 0.5)))
+elif mode == "half":
+    s = conn()
+    s.sendall(b"GET /metr")
+    t0 = time.monotonic()
+    closed_within(s, 10)
+    print(int(time.monotonic() - t0))
+EOF
+start_semd u --metrics-listen "unix:$T/metrics.sock" --metrics-max-connections 2 \
+	--metrics-timeout 3s || exit 1
+expect_eq "the ready file has the metrics socket" "metrics:unix:$T/metrics.sock" \
+	"$(grep '^metrics:' "$T/u.ready")"
+expect_eq "metrics over a UNIX socket: 200, one answer for two requests" \
+	"HTTP/1.1 200 OK 1" "$("$PY" "$T/raw.py" "unix:$T/metrics.sock" get)"
+expect_eq "two idle scrapers are kept (within metrics-timeout)" 0 \
+	"$(timeout 20 "$PY" "$T/raw.py" "unix:$T/metrics.sock" hold 2 2>&1)"
+expect_eq "a third one over metrics-max-connections 2 is closed" 1 \
+	"$(timeout 20 "$PY" "$T/raw.py" "unix:$T/metrics.sock" hold 3 2>&1)"
+ok "... and logged" grep -q 'metrics-max-connections 2 reached' "$T/u.log"
+ok "half a request is cut off after metrics-timeout 3s" \
+	test "$(timeout 20 "$PY" "$T/raw.py" "unix:$T/metrics.sock" half)" -le 4
+ok "the endpoint still serves" sh -c \
+	"'$PY' '$T/raw.py' 'unix:$T/metrics.sock' get | grep -q '200 OK'"
 
 # semctl stats shows the same figures.
 if [ -x "$SEMCTL" ]; then

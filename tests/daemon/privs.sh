@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # Exposure and privileges: plain TCP beyond loopback is refused unless
-# allow-insecure-tcp says so; the UNIX socket is owner-only by default and
+# allow-insecure-tcp says so; the UNIX socket is open to every local user
+# (each as itself) by default and
 # takes a configured mode and group; --user drops root after binding (run
 # as root only, with the user nobody).
 . "$top_srcdir/tests/lib.sh"
@@ -49,9 +50,10 @@ ok "allow-insecure-tcp maybe: file:line error" has 'bad.conf:1: allow-insecure-t
 "$SEMD" -t --listen tls:127.0.0.1:0 >"$T/tlsnocert.out" 2>&1
 ok "tls: without a certificate: refused" has 'needs tls-cert and tls-key' "$T/tlsnocert.out"
 
-# The UNIX socket: owner-only by default, mode and group configurable.
+# The UNIX socket: every local user by default (each as itself: the default
+# access rules and quotas decide), mode and group configurable.
 start_semd d || exit 1
-expect_eq "default socket mode 0600" 600 "$(stat -c %a "$T/d.sock")"
+expect_eq "default socket mode 0666" 666 "$(stat -c %a "$T/d.sock")"
 grp=$(id -gn nobody 2>/dev/null || echo nogroup)
 if getent group "$grp" >/dev/null && [ "$(id -u)" = 0 ]; then
 	start_semd g --unix-mode 0660 --unix-group "$grp" || exit 1

@@ -9,6 +9,14 @@
  *   semd_probe --timeout ADDR MS  measure how late a TIMEOUT comes
  *   semd_probe --burst ADDR N  N connections at once, over max-connections
  *                              too: counts those served and those closed
+ *   semd_probe --sessions ADDR N LEASE_MS  N x (connect, Hello with a
+ *                              lease, close): the Hellos' reply codes
+ *   semd_probe --flood ADDR CONNS N HOLD_MS TEMPLATE  CONNS connections
+ *                              send N requests each (TEMPLATE, %d a unique
+ *                              number), kept open HOLD_MS: the reply codes
+ *                              (FLOOD_READ_MS: the wait for one, 10 s)
+ *   semd_probe --idle ADDR N HOLD_MS  N connections with Hello, kept HOLD_MS
+ *   semd_probe --latency ADDR N GAP_MS  N pings: p50/p99 round trip
  *   semd_probe --stress ADDR CONNS K MS SEED
  *                              CONNS connections race for a name of limit K
  *                              for MS ms (downs with and without timeouts,
@@ -784,6 +792,233 @@ static int mode_timeout(const char *addr, int ms)
 }
 
 
+/* Counts of reply codes and the first message of each, for the modes below. */
+struct tally {
+	int	n[16];
+	char	msg[16][160];
+	int	none;		/* no reply: closed or timed out */
+};
+
+/* Count one reply (NULL: none came). */
+static void tally_add(struct tally *t, const Semd__Reply *r)
+{
+	int k;
+
+	if (r == NULL) {
+		t->none++;
+		return;
+	}
+	k = r->code >= 0 && r->code < 16 ? r->code : 15;
+	if (t->n[k]++ == 0 && r->message != NULL)
+		snprintf(t->msg[k], sizeof t->msg[k], "%s", r->message);
+}
+
+/* Print "CODE=n ..." and the first message of each code that is not OK. */
+static void tally_print(const char *what, const struct tally *t)
+{
+	int k;
+
+	printf("%s:", what);
+	for (k = 0; k < 16; k++)
+		if (t->n[k] > 0)
+			printf(" %s=%d", code_name(k), t->n[k]);
+	printf(" none=%d\n", t->none);
+	for (k = 1; k < 16; k++)
+		if (t->n[k] > 0)
+			printf("first %s: %s\n", code_name(k), t->msg[k]);
+}
+
+/* Raise the open-file limit for n connections. */
+static void p_nofile(int n)
+{
+	struct rlimit rl;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < (rlim_t)n + 64) {
+		rl.rlim_cur = rl.rlim_max < (rlim_t)n + 64 ? rl.rlim_max : (rlim_t)n + 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/*
+ * --sessions ADDR N LEASE_MS: N times connect, Hello with a lease, close
+ * (the session lingers for its lease): the Hello replies' codes.
+ */
+static int mode_sessions(const char *addr, int n, int lease_ms)
+{
+	struct tally t;
+	struct pconn *c = calloc(1, sizeof *c);
+	char line[64];
+	Semd__Reply *r;
+	int i;
+
+	if (c == NULL)
+		return 2;
+	memset(&t, 0, sizeof t);
+	snprintf(line, sizeof line, "hello lease=%d nowait", lease_ms);
+	for (i = 0; i < n; i++) {
+		char cmd[64];
+
+		memset(c, 0, sizeof *c);
+		c->next_id = 1;
+		c->fd = p_connect(addr);
+		memcpy(cmd, line, sizeof cmd);
+		if (c->fd < 0 || p_command(c, cmd) != 0) {
+			t.none++;
+		} else {
+			r = p_read(c, WAIT_MS);
+			tally_add(&t, r);
+			if (r != NULL)
+				semd__reply__free_unpacked(r, NULL);
+		}
+		if (c->fd >= 0)
+			close(c->fd);
+	}
+	tally_print("sessions", &t);
+	free(c);
+	return 0;
+}
+
+/*
+ * --flood ADDR CONNS N HOLD_MS TEMPLATE: CONNS connections (Hello each)
+ * send N requests each, TEMPLATE with %d replaced by a number unique
+ * across them ("down atk/%d lease=86400000"), in batches of 256; then
+ * keep the connections open HOLD_MS before closing. Prints the codes of
+ * the replies (and of the Hellos).
+ */
+static int mode_flood(const char *addr, int conns, int n, int hold_ms,
+    const char *tmpl)
+{
+	struct tally t, th;
+	struct pconn **cs;
+	char line[512];
+	Semd__Reply *r;
+	int i, j, b, sent;
+	/* FLOOD_READ_MS: how long to wait for a reply (queued downs: short) */
+	int read_ms = getenv("FLOOD_READ_MS") != NULL ?
+	    atoi(getenv("FLOOD_READ_MS")) : WAIT_MS;
+
+	memset(&t, 0, sizeof t);
+	memset(&th, 0, sizeof th);
+	p_nofile(conns);
+	cs = calloc((size_t)conns, sizeof *cs);
+	if (cs == NULL)
+		return 2;
+	for (i = 0; i < conns; i++) {
+		cs[i] = calloc(1, sizeof **cs);
+		if (cs[i] == NULL)
+			return 2;
+		cs[i]->next_id = 1;
+		cs[i]->fd = p_connect(addr);
+		snprintf(line, sizeof line, "hello nowait");
+		if (cs[i]->fd < 0 || p_command(cs[i], line) != 0) {
+			th.none++;
+			continue;
+		}
+		r = p_read(cs[i], WAIT_MS);
+		tally_add(&th, r);
+		if (r == NULL || r->code != SEMD__CODE__OK) {
+			close(cs[i]->fd);
+			cs[i]->fd = -1;
+		}
+		if (r != NULL)
+			semd__reply__free_unpacked(r, NULL);
+	}
+	for (i = 0; i < conns; i++) {
+		if (cs[i]->fd < 0)
+			continue;
+		for (j = 0; j < n; j += 256) {
+			sent = 0;
+			for (b = j; b < n && b < j + 256; b++) {
+				const char *pct = strstr(tmpl, "%d");
+				int len = pct == NULL ?
+				    snprintf(line, sizeof line, "%s", tmpl) :
+				    snprintf(line, sizeof line, "%.*s%d%s",
+				    (int)(pct - tmpl), tmpl, i * n + b, pct + 2);
+
+				if (len < 0 || (size_t)len + 8 >= sizeof line)
+					return 2;
+				strcat(line, " nowait");
+				if (p_command(cs[i], line) != 0)
+					break;
+				sent++;
+			}
+			for (b = 0; b < sent; b++) {
+				r = p_read(cs[i], read_ms);
+				if (r == NULL) {
+					/* the rest wait (queued downs) or never come */
+					t.none += sent - b;
+					break;
+				}
+				tally_add(&t, r);
+				semd__reply__free_unpacked(r, NULL);
+			}
+		}
+	}
+	tally_print("hellos", &th);
+	tally_print("flood", &t);
+	if (hold_ms > 0)
+		usleep((useconds_t)hold_ms * 1000);
+	p_close_many(cs, conns);
+	return 0;
+}
+
+/*
+ * --idle ADDR N HOLD_MS: N connections at once, Hello on each, kept
+ * HOLD_MS: how many were served and how many refused (and why).
+ */
+static int mode_idle(const char *addr, int n, int hold_ms)
+{
+	return mode_flood(addr, n, 0, hold_ms, "ping");
+}
+
+/* Sort order of doubles. */
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * --latency ADDR N GAP_MS: one connection, N pings GAP_MS apart, each
+ * timed: p50, p99 and the worst round trip in microseconds. A ping with
+ * no pong within 10 s counts as failed.
+ */
+static int mode_latency(const char *addr, int n, int gap_ms)
+{
+	struct pconn *c = calloc(1, sizeof *c);
+	double *rtt = calloc((size_t)n + 1, sizeof *rtt), t0;
+	int i, got = 0, failed = 0;
+
+	if (c == NULL || rtt == NULL)
+		return 2;
+	c->next_id = 1;
+	c->fd = p_connect(addr);
+	if (c->fd < 0 || p_hello(c) != 0) {
+		printf("latency: cannot connect or say hello\n");
+		return 3;
+	}
+	for (i = 0; i < n; i++) {
+		t0 = now_ms();
+		if (p_sync(c) != 0) {
+			failed++;
+			break;
+		}
+		rtt[got++] = (now_ms() - t0) * 1000;
+		if (gap_ms > 0)
+			usleep((useconds_t)gap_ms * 1000);
+	}
+	qsort(rtt, (size_t)got, sizeof *rtt, dbl_cmp);
+	printf("latency n=%d p50_us=%.0f p99_us=%.0f max_us=%.0f failed=%d\n", got,
+	    got ? rtt[got / 2] : 0, got ? rtt[(got * 99) / 100 < got ? (got * 99) / 100 : got - 1] : 0,
+	    got ? rtt[got - 1] : 0, failed);
+	close(c->fd);
+	free(c);
+	free(rtt);
+	return failed == 0 ? 0 : 1;
+}
+
 /* One connection of --stress. */
 struct sconn {
 	struct pconn	*c;
@@ -1053,6 +1288,15 @@ int main(int argc, char **argv)
 		    atoi(argv[5]), (unsigned)strtoul(argv[6], NULL, 10));
 	if (argc >= 4 && strcmp(argv[1], "--timeout") == 0)
 		return mode_timeout(argv[2], atoi(argv[3]));
+	if (argc >= 5 && strcmp(argv[1], "--sessions") == 0)
+		return mode_sessions(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc >= 7 && strcmp(argv[1], "--flood") == 0)
+		return mode_flood(argv[2], atoi(argv[3]), atoi(argv[4]),
+		    atoi(argv[5]), argv[6]);
+	if (argc >= 5 && strcmp(argv[1], "--idle") == 0)
+		return mode_idle(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc >= 5 && strcmp(argv[1], "--latency") == 0)
+		return mode_latency(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc < 2) {
 		fprintf(stderr, "usage: semd_probe ADDR CMD...\n");
 		return 2;

@@ -124,8 +124,8 @@ static void test_parse_bad(void)
 	bad_line("acl * ** use", "'*' is allowed only at the end of a pattern: '**'");
 	bad_line("acl * *jobs use", "'*' is allowed only at the end of a pattern: '*jobs'");
 	bad_line("acl * jobs/\x01 use", "control character in pattern 'jobs/\x01'");
-	bad_line("acl * x read", "unknown right 'read' (want inspect, use, admin, all or none)");
-	bad_line("acl * x use,Admin", "unknown right 'Admin' (want inspect, use, admin, all or none)");
+	bad_line("acl * x read", "unknown right 'read' (want inspect, use, create, admin, all or none)");
+	bad_line("acl * x use,Admin", "unknown right 'Admin' (want inspect, use, create, admin, all or none)");
 	bad_line("acl * x use,,admin", "empty right in 'use,,admin'");
 	bad_line("acl * x use,", "empty right in 'use,'");
 	bad_line("acl * x ,use", "empty right in ',use'");
@@ -134,8 +134,16 @@ static void test_parse_bad(void)
 	bad_line("protect a b", "'protect' wants 1 field (protect PATTERN), got 2");
 	bad_line("protect a*b", "'*' is allowed only at the end of a pattern: 'a*b'");
 	bad_line("quota permits uid:1", "'quota' wants 3 fields (quota KIND PRINCIPAL N), got 2");
-	bad_line("quota sessions uid:1 5", "unknown quota 'sessions' (want connections, permits, "
-	    "waiters or semaphores)");
+	bad_line("quota sockets uid:1 5", "unknown quota 'sockets' (want connections, sessions, "
+	    "permits, waiters or semaphores)");
+	bad_line("admin", "'admin' wants 1 field (admin PRINCIPAL), got 0");
+	bad_line("admin uid:1 uid:2", "'admin' wants 1 field (admin PRINCIPAL), got 2");
+	bad_line("admin users:x", "unknown principal 'users:x' (want uid:N, user:NAME, "
+	    "group:NAME, cn:NAME, anonymous or *)");
+	bad_line("acl cn:a\\x2 * use", "bad escape in principal 'cn:a\\x2' (write a space "
+	    "as \\x20, a backslash as \\\\)");
+	bad_line("acl cn:a\\qb * use", "bad escape in principal 'cn:a\\qb' (write a space "
+	    "as \\x20, a backslash as \\\\)");
 	bad_line("quota permits uid:1 0", "quota limit must be at least 1 (or 'unlimited'): '0'");
 	bad_line("quota permits uid:1 x", "invalid quota limit 'x' (want a number or 'unlimited')");
 	bad_line("quota permits uid:1 -5", "invalid quota limit '-5' (want a number or 'unlimited')");
@@ -192,18 +200,35 @@ static void test_open_and_first_match(void)
 	struct acl_subject s;
 	struct acl *acl, *open = acl_new();
 
-	TEST_START("empty ACL is open; first match wins");
+	TEST_START("empty ACL: the default rules; first match wins");
 	acl_subject_init(&s);
-	CHECK(may(open, &s, "anything", ACL_ADMIN));
-	CHECK(may(NULL, &s, "anything", ACL_ADMIN));
+	/* anonymous: use only */
+	CHECK(may(open, &s, "anything", ACL_USE));
+	CHECK(!may(open, &s, "anything", ACL_INSPECT));
+	CHECK(!may(open, &s, "anything", ACL_CREATE));
+	CHECK(!may(NULL, &s, "anything", ACL_ADMIN));
+	CHECK_INT(acl_rights(NULL, &s, "x", 1), ACL_USE);
+	/* a local user: inspect, use, create; admin only for administrators */
+	subject_uid(&s, 1000, "alice", NULL);
+	CHECK_INT(acl_rights(open, &s, "x", 1), ACL_INSPECT | ACL_USE | ACL_CREATE);
+	CHECK(!may(open, &s, "x", ACL_ADMIN));
+	s.admin = true;
+	CHECK_INT(acl_rights(open, &s, "x", 1), ACL_RIGHTS_ALL);
+	s.admin = false;
+	subject_cn(&s, "web1");
+	CHECK_INT(acl_rights(NULL, &s, "x", 1), ACL_INSPECT | ACL_USE | ACL_CREATE);
 	CHECK_INT(acl_count(open), 0);
+	CHECK(acl_defaults_only(open));
+	CHECK(acl_defaults_only(NULL));
 
 	acl = acl_of(lines);
 	subject_uid(&s, 1000, "alice", NULL);
 	CHECK(may(acl, &s, "jobs/a", ACL_INSPECT));
 	CHECK(!may(acl, &s, "jobs/a", ACL_USE));	/* the first rule decided */
 	CHECK(!may(acl, &s, "jobs/a", ACL_ADMIN));
-	CHECK(may(acl, &s, "other", ACL_ADMIN));	/* no rule, not protected */
+	CHECK(may(acl, &s, "other", ACL_CREATE));	/* no rule: the defaults */
+	CHECK(!may(acl, &s, "other", ACL_ADMIN));
+	CHECK(!acl_defaults_only(acl));
 	subject_uid(&s, 1001, "bob", NULL);
 	CHECK(may(acl, &s, "jobs/a", ACL_USE));		/* third rule */
 	CHECK(!may(acl, &s, "jobs/a", ACL_INSPECT));
@@ -236,16 +261,17 @@ static void test_protected(void)
 	acl = acl_of(lines);
 	CHECK(!may(acl, &s, "secret/x", ACL_INSPECT));
 	CHECK(!may(acl, &s, "secret/", ACL_INSPECT));
-	CHECK(may(acl, &s, "secret", ACL_ADMIN));	/* "secret" is not under "secret/" */
+	CHECK(may(acl, &s, "secret", ACL_USE));	/* "secret" is not under "secret/" */
+	CHECK(!may(acl, &s, "secret", ACL_INSPECT));	/* anonymous: use only */
 	CHECK(may(acl, &s, "secretive", ACL_USE));
-	CHECK(may(acl, &s, "jobs/1", ACL_ADMIN));
+	CHECK(may(acl, &s, "jobs/1", ACL_USE));
 	CHECK(!may(acl, &s, "db/replica-1", ACL_USE));
 	CHECK(!may(acl, &s, "db/replica-", ACL_USE));
 	CHECK(may(acl, &s, "db/replica", ACL_USE));
 	CHECK(may(acl, &s, "db/primary", ACL_USE));
 	CHECK(!may(acl, &s, "exact", ACL_INSPECT));
-	CHECK(may(acl, &s, "exact2", ACL_INSPECT));
-	CHECK(may(acl, &s, "exac", ACL_INSPECT));
+	CHECK(may(acl, &s, "exact2", ACL_USE));
+	CHECK(may(acl, &s, "exac", ACL_USE));
 	CHECK(may(acl, &s, "secret/public-x", ACL_INSPECT));
 	CHECK(!may(acl, &s, "secret/public-x", ACL_USE));
 	subject_uid(&s, 2000, "carol", ops);
@@ -347,12 +373,16 @@ static void test_rights(void)
 		"acl uid:3 * admin",
 		"acl uid:4 * inspect,use",
 		"acl uid:5 * use,admin,inspect",
+		"acl uid:6 * create",
 		NULL,
 	};
-	static const unsigned want[6] = {
-		0, ACL_RIGHTS_ALL, 0, ACL_ADMIN, ACL_INSPECT | ACL_USE, ACL_RIGHTS_ALL,
+	static const unsigned want[7] = {
+		0, ACL_RIGHTS_ALL, 0, ACL_ADMIN | ACL_CREATE, ACL_INSPECT | ACL_USE,
+		ACL_RIGHTS_ALL, ACL_CREATE,
 	};
-	static const enum acl_right rights[3] = { ACL_INSPECT, ACL_USE, ACL_ADMIN };
+	static const enum acl_right rights[4] = {
+		ACL_INSPECT, ACL_USE, ACL_CREATE, ACL_ADMIN,
+	};
 	struct acl_subject s;
 	struct acl *acl;
 	uid_t u;
@@ -361,9 +391,9 @@ static void test_rights(void)
 	TEST_START("rights sets");
 	acl_subject_init(&s);
 	acl = acl_of(lines);
-	for (u = 1; u <= 5; u++) {
+	for (u = 1; u <= 6; u++) {
 		subject_uid(&s, u, NULL, NULL);
-		for (i = 0; i < 3; i++) {
+		for (i = 0; i < 4; i++) {
 			bool w = (want[u] & rights[i]) != 0;
 
 			if (may(acl, &s, "x", rights[i]) != w) {
@@ -377,7 +407,92 @@ static void test_rights(void)
 	}
 	CHECK_STR(acl_right_name(ACL_INSPECT), "inspect");
 	CHECK_STR(acl_right_name(ACL_USE), "use");
+	CHECK_STR(acl_right_name(ACL_CREATE), "create");
 	CHECK_STR(acl_right_name(ACL_ADMIN), "admin");
+	acl_subject_clear(&s);
+	acl_free(acl);
+}
+
+static void test_admins(void)
+{
+	static const char *const lines[] = {
+		"admin group:ops",
+		"admin cn:ci\\x20runner",
+		"acl * locked/ use",
+		NULL,
+	};
+	static const char *const ops[] = { "ops", NULL };
+	struct acl_subject s;
+	struct acl *acl, *other;
+
+	TEST_START("administrators: uid 0, the daemon's uid, admin lines");
+	acl_subject_init(&s);
+	acl = acl_of(lines);
+	CHECK(!acl_is_admin(acl, &s, 999));		/* anonymous */
+	subject_uid(&s, 0, "root", NULL);
+	CHECK(acl_is_admin(acl, &s, 999));
+	CHECK(acl_is_admin(NULL, &s, 999));
+	subject_uid(&s, 999, "semd", NULL);
+	CHECK(acl_is_admin(acl, &s, 999));
+	CHECK(!acl_is_admin(acl, &s, 998));
+	subject_uid(&s, 1000, "alice", ops);
+	CHECK(acl_is_admin(acl, &s, 999));
+	subject_uid(&s, 1001, "bob", NULL);
+	CHECK(!acl_is_admin(acl, &s, 999));
+	subject_cn(&s, "ci\\x20runner");
+	CHECK(acl_is_admin(acl, &s, 999));
+	subject_cn(&s, "ci-runner");
+	CHECK(!acl_is_admin(acl, &s, 999));
+	CHECK(acl_needs_names(acl));
+	CHECK_INT(acl_count(acl), 3);
+	/* operator rules come first, for administrators too */
+	subject_uid(&s, 0, "root", NULL);
+	s.admin = true;
+	CHECK_INT(acl_rights(acl, &s, "locked/x", 8), ACL_USE);
+	CHECK_INT(acl_rights(acl, &s, "free", 4), ACL_RIGHTS_ALL);
+	acl_free(acl);
+	acl = acl_new();
+	CHECK_INT(acl_add_admin(acl, "uid:5", err, sizeof err), 0);
+	CHECK(!acl_needs_names(acl));
+	CHECK_INT(acl_add_admin(acl, "uid:5 uid:6", err, sizeof err), -EINVAL);
+	CHECK_INT(acl_parse_line(acl, "quota permits user:x 3", err, sizeof err), 0);
+	CHECK(acl_needs_names(acl));
+	CHECK(acl_serial(acl) != 0);
+	other = acl_new();
+	CHECK(acl_serial(other) != acl_serial(acl));
+	acl_free(other);
+	acl_subject_clear(&s);
+	acl_free(acl);
+}
+
+static void test_cn_escape(void)
+{
+	static const unsigned char raw[] = { 'B', 'u', 'i', 'l', 'd', ' ', 'F', 'a',
+	    'r', 'm', '\\', 0xc3, 0xbc, 0x01 };
+	char out[ACL_NAME_MAX + 1], big[300];
+	struct acl_subject s;
+	struct acl *acl;
+
+	TEST_START("certificate names become principals without losing a byte");
+	CHECK_INT(acl_name_escape(raw, sizeof raw, out, sizeof out), 27);
+	CHECK_STR(out, "Build\\x20Farm\\\\\\xc3\\xbc\\x01");
+	CHECK_INT(acl_name_escape((const unsigned char *)"web-1.example", 13, out,
+	    sizeof out), 13);
+	CHECK_STR(out, "web-1.example");
+	CHECK_INT(acl_name_escape((const unsigned char *)"ab", 2, out, 2), -ENAMETOOLONG);
+	memset(big, ' ', sizeof big);
+	/* 64 spaces escape to 256 bytes: over ACL_NAME_MAX */
+	CHECK_INT(acl_name_escape((unsigned char *)big, 64, out, sizeof out), -ENAMETOOLONG);
+	CHECK_INT(acl_name_escape((unsigned char *)big, 63, out, sizeof out), 252);
+	/* a rule names it escaped; \X20 and \x20 are the same */
+	acl = acl_new();
+	CHECK_INT(acl_parse_line(acl, "acl cn:Build\\X20Farm x/ none", err, sizeof err), 0);
+	acl_subject_init(&s);
+	subject_cn(&s, "Build\\x20Farm");
+	CHECK(!may(acl, &s, "x/1", ACL_USE));
+	CHECK(may(acl, &s, "y", ACL_USE));
+	subject_cn(&s, "Build");
+	CHECK(may(acl, &s, "x/1", ACL_USE));
 	acl_subject_clear(&s);
 	acl_free(acl);
 }
@@ -390,6 +505,7 @@ static void test_names(void)
 
 	TEST_START("name edge cases");
 	acl_subject_init(&s);
+	subject_uid(&s, 1000, "alice", NULL);
 
 	/* empty name: only '*' covers it */
 	acl = acl_new();
@@ -466,19 +582,26 @@ static void test_quotas(void)
 	acl = acl_of(lines);
 	subject_uid(&s, 1000, "alice", ops);
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_CONNECTIONS), 5);
+	/* no line: the default, none for an administrator */
+	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_PERMITS), ACL_DEFAULT_PERMITS);
+	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_WAITERS), ACL_DEFAULT_WAITERS);
+	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_SESSIONS), ACL_DEFAULT_SESSIONS);
+	s.admin = true;
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_PERMITS), 0);
-	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_WAITERS), 0);
+	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_CONNECTIONS), 5);	/* a line */
+	s.admin = false;
 	subject_uid(&s, 1001, "bob", ops);
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_CONNECTIONS), 0);
 	subject_uid(&s, 1002, "eve", NULL);
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_CONNECTIONS), 100);
 	subject_cn(&s, "backup-host");
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_PERMITS), 7);
-	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_SEMAPHORES), 0);
+	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_SEMAPHORES), ACL_DEFAULT_SEMAPHORES);
 	acl_subject_clear(&s);
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_SEMAPHORES), 2);
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_CONNECTIONS), 100);
-	CHECK_INT(acl_quota(NULL, &s, ACL_QUOTA_CONNECTIONS), 0);
+	CHECK_INT(acl_quota(NULL, &s, ACL_QUOTA_CONNECTIONS), ACL_DEFAULT_CONNECTIONS);
+	CHECK_STR(acl_quota_name(ACL_QUOTA_SESSIONS), "sessions");
 	acl_free(acl);
 }
 
@@ -699,7 +822,11 @@ static void test_hidden_prefix_random(void)
 			snprintf(line, sizeof line, "protect %s", pat);
 			CHECK_INT(acl_parse_line(acl, line, err, sizeof err), 0);
 		}
-		subject_uid(&s, 1000, "alice", round % 2 ? ops : NULL);
+		/* every third round anonymous: the defaults deny it inspect */
+		if (round % 3 == 2)
+			acl_subject_clear(&s);
+		else
+			subject_uid(&s, 1000, "alice", round % 2 ? ops : NULL);
 		for (i = 0; i < nnames; i++) {
 			len = strlen(names[i]);
 			if (may(acl, &s, names[i], ACL_INSPECT))
@@ -771,6 +898,8 @@ int main(void)
 	test_protected();
 	test_principals();
 	test_rights();
+	test_admins();
+	test_cn_escape();
 	test_names();
 	test_quotas();
 	test_subject();

@@ -324,11 +324,14 @@ static void test_client_auth(void)
 	hs_run(&h);
 	CHECK_INT(h.srv_rc, 0);
 	CHECK_STR(h.principal, "cn:cn-only");
+	/* a space is kept, escaped: the name is not lost to anonymous */
 	h.cctx = badname;
 	hs_run(&h);
 	CHECK_INT(h.srv_rc, 0);
-	CHECK_INT(h.principal_rc, -EINVAL);
-	CHECK_STR(h.principal, "anonymous");
+	CHECK_INT(h.principal_rc, 0);
+	CHECK_STR(h.principal, "cn:bad\\x20name");
+	CHECK_STR(h.subject.principal, "cn:bad\\x20name");
+	CHECK_INT(h.subject.kind, ACL_SUBJECT_CN);
 
 	TEST_START("required: a certificate from another CA fails");
 	h.cctx = intruder;
