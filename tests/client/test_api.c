@@ -697,11 +697,11 @@ static void test_restart(void)
 	CHECK_EQ(0, semc_down(c2, "restart/b", 1, 1000, 0, &g));
 	tdaemon_stop(&D, SIGKILL);
 
-	/* lease 800 ms, daemon gone: lost after the lease */
+	/* lease 800 ms, daemon gone: lost when the client-side lease ends */
 	t0 = t_now_ms();
 	PUMP_UNTIL(c2, ev2.lost > 0, 5000);
 	CHECK_EQ(1, ev2.lost);
-	CHECK_EQ(SEMC_E_SESSION_EXPIRED, ev2.last_lost_error);
+	CHECK_EQ(SEMC_E_HOLD_LOST, ev2.last_lost_error);
 	CHECK(t_now_ms() - t0 < 4000, "lost after %lld ms", t_now_ms() - t0);
 
 	CHECK(tdaemon_start(&D, NULL) == 0, "restart semd");
