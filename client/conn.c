@@ -490,9 +490,15 @@ static void conn_broken_locked(struct semc *c, struct semc_conn *k, const char *
 	conn_put_locked(k);
 	if (!c->closing)
 		event_push(d, SEMC_EV_DISCONNECTED, SEMC_E_DISCONNECTED, why, NULL);
-	if (c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0) {
+	if (c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0 &&
+	    (c->addr.kind != SEMC_ADDR_UNIX || c->detach)) {
 		c->next_retry = semc_now_ms();
 		c->backoff = 0;
+	} else if (c->addr.kind == SEMC_ADDR_UNIX && c->granted_lease > 0 && !c->detach) {
+		/* a UNIX connection that closes without a Detach ends its
+		 * session at once, lease or not: nothing to resume */
+		session_lost_locked(c, SEMC_E_DISCONNECTED, "the connection closed (over a UNIX "
+				    "socket that ends the session)", d);
 	} else {
 		session_lost_locked(c, SEMC_E_DISCONNECTED, why, d);
 	}
