@@ -106,19 +106,38 @@ static void do_grant_locked(struct semaphore *sem, struct sema_waiter *w,
 /*
  * Grant waiters from the head of the list while the free count covers the
  * head's request. Strict FIFO: a head that needs more than is free blocks
- * everyone behind it, even those that would fit.
+ * everyone behind it, even those that would fit. Parked waiters (only the
+ * async API parks) are stepped over, as if not queued.
  */
 static void do_wake_locked(struct semaphore *sem, struct sema_wakeq *q)
 {
+	struct list_head *pos, *next;
 	struct sema_waiter *w;
 
-	while (!list_empty(&sem->wait_list)) {
-		w = list_first_entry(&sem->wait_list, struct sema_waiter, list);
+	for (pos = sem->wait_list.next; pos != &sem->wait_list; pos = next) {
+		next = pos->next;
+		w = list_entry(pos, struct sema_waiter, list);
+		if (w->parked)
+			continue;	/* keeps its place, blocks nobody */
 		if (sem->count < (long)w->n)
 			break;
 		sem->count -= (long)w->n;
 		do_grant_locked(sem, w, q);
 	}
+}
+
+/* The first waiter that is not parked, or NULL. */
+static struct sema_waiter *do_first_locked(const struct semaphore *sem)
+{
+	struct list_head *pos;
+	struct sema_waiter *w;
+
+	for (pos = sem->wait_list.next; pos != &sem->wait_list; pos = pos->next) {
+		w = list_entry(pos, struct sema_waiter, list);
+		if (!w->parked)
+			return w;
+	}
+	return NULL;
 }
 
 /*
@@ -158,7 +177,7 @@ void sema_init(struct semaphore *sem, long count)
 static bool do_trydown_locked(struct semaphore *sem, unsigned int n,
     uint64_t *token)
 {
-	if (!list_empty(&sem->wait_list) || sem->count < (long)n)
+	if (sem->count < (long)n || do_first_locked(sem) != NULL)
 		return false;
 	sem->count -= (long)n;
 	++sem->token;
@@ -332,6 +351,7 @@ static int do_down_common_locked(struct semaphore *sem, unsigned int n,
 	int r;
 
 	tw.w.n = n;
+	tw.w.parked = false;
 	tw.w.state = SEMA_WAITING;
 	tw.w.token = 0;
 	tw.w.wake = sema_thread_wake;
@@ -356,7 +376,7 @@ static int do_down_common_locked(struct semaphore *sem, unsigned int n,
 			r = -ETIME;
 			break;
 		}
-		head = sem->wait_list.next == &tw.w.list;
+		head = do_first_locked(sem) == &tw.w;
 		spin_unlock(&sem->lock);
 		if ((head && sema_thread_spin(&tw, seq)) ||
 		    sema_thread_sleep(&tw, seq, deadline))
@@ -365,7 +385,7 @@ static int do_down_common_locked(struct semaphore *sem, unsigned int n,
 	}
 
 	/* Give up: off the list; if we were the head, others may fit now. */
-	head = sem->wait_list.next == &tw.w.list;
+	head = do_first_locked(sem) == &tw.w;
 	sema_wakeq_init(&q);
 	list_del_init(&tw.w.list);
 	tw.w.state = SEMA_CANCELLED;
@@ -487,6 +507,7 @@ int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
 	w->wake = wake;
 	w->wake_next = NULL;
 	w->token = 0;
+	w->parked = false;
 	spin_lock(&sem->lock);
 	if (do_trydown_locked(sem, n, &w->token)) {
 		w->state = SEMA_GRANTED;
@@ -512,7 +533,8 @@ bool sema_cancel(struct semaphore *sem, struct sema_waiter *w)
 		return false;
 	}
 	if (w->state == SEMA_WAITING) {
-		head = sem->wait_list.next == &w->list;
+		/* Only the first unparked waiter can block the ones behind. */
+		head = !w->parked && do_first_locked(sem) == w;
 		list_del_init(&w->list);
 		w->state = SEMA_CANCELLED;
 		if (head)
@@ -544,6 +566,8 @@ int sema_up_max(struct semaphore *sem, unsigned int n, long max)
 	avail = sem->count + (long)n;
 	list_for_each(pos, &sem->wait_list) {
 		w = list_entry(pos, struct sema_waiter, list);
+		if (w->parked)
+			continue;
 		if (avail < (long)w->n)
 			break;
 		avail -= (long)w->n;
@@ -557,6 +581,21 @@ int sema_up_max(struct semaphore *sem, unsigned int n, long max)
 	spin_unlock(&sem->lock);
 	sema_wakeq_run(&q);
 	return 0;
+}
+
+/* Pass a queued waiter over (parked) or serve it in its place again. */
+void sema_park(struct semaphore *sem, struct sema_waiter *w, bool parked)
+{
+	struct sema_wakeq q;
+
+	sema_wakeq_init(&q);
+	spin_lock(&sem->lock);
+	if (w->state == SEMA_WAITING && w->parked != parked) {
+		w->parked = parked;
+		do_wake_locked(sem, &q);
+	}
+	spin_unlock(&sem->lock);
+	sema_wakeq_run(&q);
 }
 
 /* Change the number of permits by delta; growing hands off to waiters. */

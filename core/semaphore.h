@@ -58,6 +58,7 @@ struct sema_waiter {
 	struct list_head	list;
 	unsigned int		n;		/* permits wanted */
 	int			state;		/* enum sema_state, under sem->lock */
+	bool			parked;		/* passed over, keeps its place */
 	uint64_t		token;		/* fencing token, once granted */
 	void			(*wake)(struct sema_waiter *w);
 	struct sema_waiter	*wake_next;	/* private: wake queue */
@@ -143,6 +144,18 @@ int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
  * On a single event-loop thread the callback has always run by then.
  */
 bool sema_cancel(struct semaphore *sem, struct sema_waiter *w) __must_check;
+
+/*
+ * Park or unpark a queued (async) waiter. A parked waiter keeps its place in
+ * the FIFO list but is passed over: grants go to the first unparked waiter
+ * that fits, as if the parked ones were not there, and a parked waiter does
+ * not block those behind it. Unparked, it is served in its old place again
+ * (granted at once if it is the first unparked waiter and its permits are
+ * free). The daemon parks the waiters of a client that is away when a grant
+ * could not be delivered to it. Callbacks of waiters granted by the change
+ * run before this returns. No-op unless w is SEMA_WAITING.
+ */
+void sema_park(struct semaphore *sem, struct sema_waiter *w, bool parked);
 
 /*
  * Give back n permits beyond what is free, but never above max free permits

@@ -18,15 +18,13 @@
 #include "security/tls.h"
 
 /*
- * What one principal has: connections open, permits held, downs waiting
- * (for its quotas), and a copy of its identity to look the quotas up with.
+ * What one principal has open: connections (for its connection quota; the
+ * state machine counts what outlives a request), and a copy of its
+ * identity to look the quotas up with.
  */
 struct access_count {
 	struct list_head	entry;
 	size_t			n;
-	uint64_t		held;
-	uint64_t		waiters;
-	uint64_t		semaphores;	/* explicitly created, still there */
 	struct acl_subject	subject;
 };
 
@@ -39,12 +37,11 @@ struct access_id {
 
 /*
  * Few distinct principals connect to one daemon (users, services), so a
- * list is enough; it holds only principals with a connection open or
- * permits held or downs waiting.
+ * list is enough; it holds only principals with a connection open.
  */
 static struct list_head access_counts = LIST_HEAD_INIT(access_counts);
 
-/* The server whose state counts for access_quota_cb(). */
+/* The server whose List the ACL filters (access_visible_cb()). */
 static struct server *access_srv;
 
 /* Find a principal's entry. */
@@ -102,8 +99,7 @@ static struct access_count *access_count_get(const struct acl_subject *who)
 /* Free an entry once nothing is counted on it. */
 static void access_count_maybe_free(struct access_count *ac)
 {
-	if (ac == NULL || ac->n > 0 || ac->held > 0 || ac->waiters > 0 ||
-	    ac->semaphores > 0)
+	if (ac == NULL || ac->n > 0)
 		return;
 	list_del_init(&ac->entry);
 	acl_subject_clear(&ac->subject);
@@ -117,49 +113,6 @@ static void access_count_put(struct access_count *ac)
 		return;
 	ac->n--;
 	access_count_maybe_free(ac);
-}
-
-/*
- * The state's quota hook (sm_quota_fn): held permits, waiting downs and
- * explicitly created semaphores per principal, against the quota lines. A count that would go below zero (a
- * hold made before quotas were configured) stops at zero.
- */
-static bool access_quota_cb(void *arg, const char *principal,
-    enum sm_quota_kind kind, int64_t delta, bool check)
-{
-	struct server *srv = arg;
-	struct access_count *ac = access_count_find(principal);
-	enum acl_quota_kind akind;
-	uint64_t *v, quota;
-
-	if (ac == NULL) {
-		/* No connection of it open: only give-backs can come here. */
-		return true;
-	}
-	switch (kind) {
-	case SM_QUOTA_PERMITS:
-		v = &ac->held;
-		akind = ACL_QUOTA_PERMITS;
-		break;
-	case SM_QUOTA_WAITERS:
-		v = &ac->waiters;
-		akind = ACL_QUOTA_WAITERS;
-		break;
-	default:
-		v = &ac->semaphores;
-		akind = ACL_QUOTA_SEMAPHORES;
-		break;
-	}
-	if (check) {
-		quota = acl_quota(srv->cfg.acl, &ac->subject, akind);
-		return quota == 0 || delta <= 0 || *v + (uint64_t)delta <= quota;
-	}
-	if (delta < 0 && (uint64_t)-delta > *v)
-		*v = 0;
-	else
-		*v += (uint64_t)delta;
-	access_count_maybe_free(ac);
-	return true;
 }
 
 /*
@@ -205,10 +158,10 @@ static void access_refuse(int fd, const char *why)
 }
 
 /*
- * Count held permits and waiters per principal, and filter List, once there
- * are access rules (an open configuration pays nothing per request). Called
- * under the state lock when a connection opens and on each checked request,
- * so rules that a reload brings apply before the next request is served.
+ * Filter List once there are access rules (an open configuration pays
+ * nothing per request). Called under the state lock when a connection opens
+ * and on each checked request, so rules that a reload brings apply before
+ * the next request is served.
  */
 static void access_hook(struct server *srv)
 {
@@ -216,7 +169,6 @@ static void access_hook(struct server *srv)
 	    acl_count(srv->cfg.acl) == 0)
 		return;
 	access_srv = srv;
-	sm_set_quota(srv->sm, access_quota_cb, srv);
 	sm_set_visible(srv->sm, access_visible_cb, srv);
 }
 
@@ -423,12 +375,20 @@ bool access_check(struct conn *c, const Semd__Request *req,
 		return true;
 	access_hook(c->srv);
 	access_resolve(c->id);
+	who->limit[SM_LIMIT_PERMITS] = acl_quota(acl, &c->id->subject,
+	    ACL_QUOTA_PERMITS);
+	who->limit[SM_LIMIT_WAITERS] = acl_quota(acl, &c->id->subject,
+	    ACL_QUOTA_WAITERS);
+	who->limit[SM_LIMIT_SEMAPHORES] = acl_quota(acl, &c->id->subject,
+	    ACL_QUOTA_SEMAPHORES);
 	if (!access_need(req, &name, &right) || name == NULL)
 		return true;
 	len = strlen(name);
 	/* An invalid name gets the state machine's INVALID_ARGUMENT. */
 	if (len > 0 && !sm_name_valid(name, len))
 		return true;
+	if (!acl_allows(acl, &c->id->subject, name, len, ACL_ADMIN))
+		who->privs &= ~SM_PRIV_ADMIN;
 	if (acl_allows(acl, &c->id->subject, name, len, right))
 		return true;
 	snprintf(msg, sizeof msg, "%s may not %s %s%s", c->id->subject.principal,

@@ -217,11 +217,16 @@ static void conn_check_output(struct conn *c)
 	conn_queue_flush(c);
 }
 
-/* A frame in a worker's mailbox: for whom, how long (UINT32_MAX: drop c). */
+/*
+ * A frame in a worker's mailbox: for whom, how long; or, with len
+ * MBOX_DROP, cut c off, with MBOX_CLOSE, close c once its replies are out.
+ */
 struct mbox_rec {
 	struct conn	*c;
 	uint32_t	len;
 };
+#define MBOX_DROP	UINT32_MAX
+#define MBOX_CLOSE	(UINT32_MAX - 1)
 
 /* Append a record header to w's mailbox (room is known to be there). */
 static uint8_t *conn_mbox_rec(struct worker *w, struct conn *c, uint32_t len)
@@ -232,7 +237,7 @@ static uint8_t *conn_mbox_rec(struct worker *w, struct conn *c, uint32_t len)
 	if (w->mlen == 0)
 		server_wake_later(w);
 	memcpy(p, &rec, sizeof rec);
-	w->mlen += sizeof rec + (len == UINT32_MAX ? 0 : len);
+	w->mlen += sizeof rec + (len >= MBOX_CLOSE ? 0 : len);
 	return p + sizeof rec;
 }
 
@@ -266,7 +271,7 @@ static void conn_mbox_put(struct conn *c, const Semd__Reply *r)
 				log_err("out of memory: cannot deliver a reply, exiting");
 				abort();
 			}
-			conn_mbox_rec(w, c, UINT32_MAX);
+			conn_mbox_rec(w, c, MBOX_DROP);
 			return;
 		}
 		w->mbox = p;
@@ -293,9 +298,14 @@ void conn_mbox_deliver(struct worker *w)
 		memcpy(&rec, w->mbox + off, sizeof rec);
 		off += sizeof rec;
 		c = rec.c;
-		if (rec.len == UINT32_MAX) {
+		if (rec.len == MBOX_DROP) {
 			if (!c->dead)
 				conn_drop(c);
+			continue;
+		}
+		if (rec.len == MBOX_CLOSE) {
+			if (!c->dead)
+				conn_close_later(c);
 			continue;
 		}
 		if (!c->dead && c->wcap - c->wlen < rec.len &&
@@ -354,6 +364,34 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r)
 	frame_put_header(c->wbuf + c->wlen, (uint32_t)len);
 	c->wlen += FRAME_HDR + len;
 	conn_check_output(c);
+}
+
+/*
+ * The sm_out close effect, under the lock: the client's session ended
+ * (its lease ran out while it was silent); close the connection once the
+ * notices staged for it are written. Another worker's client gets a close
+ * record in its mailbox, behind the frames already there.
+ */
+void conn_close_effect(void *ctx, void *conn)
+{
+	struct conn *c = conn;
+	struct worker *w = c->w;
+
+	log_info("%s: session expired, closing", c->peer);
+	if (w == worker_self) {
+		if (!c->dead)
+			conn_close_later(c);
+		return;
+	}
+	if (w->mcap - w->mlen < 2 * sizeof(struct mbox_rec)) {
+		uint8_t *p = realloc(w->mbox, w->mcap * 2);
+
+		if (p == NULL)
+			return;	/* it closes when its next request is refused */
+		w->mbox = p;
+		w->mcap *= 2;
+	}
+	conn_mbox_rec(w, c, MBOX_CLOSE);
 }
 
 /*
@@ -795,7 +833,7 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	    sizeof principal);
 	if (r == 0) {
 		c->client = sm_client_open(srv->sm, c, principal, secret,
-		    server_now());
+		    is_unix ? SM_CLIENT_LOCAL : 0, server_now());
 		if (c->client == NULL) {
 			access_close(c->id);
 			c->id = NULL;

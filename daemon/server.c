@@ -403,6 +403,22 @@ void server_stop(struct server *srv, const char *why)
 	worker_stop(w0);
 }
 
+/* The state machine's settings from the daemon's configuration. */
+static void server_sm_config(const struct semd_config *cfg, struct sm_config *sc)
+{
+	sm_config_defaults(sc);
+	sc->alloc_count = alloc_count_get();
+	sc->default_limit = cfg->default_limit;
+	sc->max_semaphores = cfg->max_semaphores;
+	sc->max_sessions = cfg->max_sessions;
+	sc->max_waiters_per_session = cfg->max_waiters_per_session;
+	sc->max_holds_per_session = cfg->max_holds_per_session;
+	sc->max_lease_ms = cfg->max_lease_ms;
+	/* An Info page fits well inside what a client may have queued. */
+	if (cfg->max_output / 2 < sc->max_reply)
+		sc->max_reply = cfg->max_output / 2;
+}
+
 /* Log what a reload changes (numbers only). */
 static void server_log_change(const char *key, uint32_t old, uint32_t new)
 {
@@ -467,14 +483,7 @@ static void server_reload(struct server *srv)
 	list_for_each(pos, &srv->workers[0].conns)
 		bufferevent_setwatermark(list_entry(pos, struct conn, entry)->bev,
 		    EV_READ, 0, nc.max_frame + FRAME_HDR + 4096);
-	sm_config_defaults(&sc);
-	sc.alloc_count = alloc_count_get();
-	sc.default_limit = nc.default_limit;
-	sc.max_semaphores = nc.max_semaphores;
-	sc.max_sessions = nc.max_sessions;
-	sc.max_waiters_per_session = nc.max_waiters_per_session;
-	sc.max_holds_per_session = nc.max_holds_per_session;
-	sc.max_lease_ms = nc.max_lease_ms;
+	server_sm_config(&nc, &sc);
 	sm_reconfigure(srv->sm, &sc);
 	server_unlock(&srv->workers[0]);
 	log_notice("configuration reloaded");
@@ -523,7 +532,7 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	struct sm_config sc;
-	struct sm_out out = { conn_reply, NULL };
+	struct sm_out out = { conn_reply, NULL, conn_close_effect };
 	struct server *srv;
 	size_t i;
 
@@ -552,16 +561,9 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	log_notice("semd %s starting: libevent %s, backend %s, %u thread(s)",
 	    PACKAGE_VERSION, event_get_version(),
 	    event_base_get_method(srv->base), srv->nworkers);
-	sm_config_defaults(&sc);
-	sc.default_limit = cfg->default_limit;
-	sc.max_semaphores = cfg->max_semaphores;
-	sc.max_sessions = cfg->max_sessions;
-	sc.max_waiters_per_session = cfg->max_waiters_per_session;
-	sc.max_holds_per_session = cfg->max_holds_per_session;
-	sc.max_lease_ms = cfg->max_lease_ms;
+	server_sm_config(cfg, &sc);
 	sc.wall_ms = server_wall();
 	sc.server = "semd " PACKAGE_VERSION;
-	sc.alloc_count = alloc_count_get();
 	if (getrandom(sc.hash_key, sizeof sc.hash_key, 0) != (ssize_t)sizeof sc.hash_key) {
 		log_err_errno(errno, "getrandom");
 		goto fail;

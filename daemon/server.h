@@ -184,6 +184,8 @@ void conn_free(struct conn *c);
 void conn_close_later(struct conn *c);
 /* The sm_out sink: pack a reply into the connection's output. */
 void conn_reply(void *ctx, void *conn, const Semd__Reply *r);
+/* The sm_out close effect: close once the replies so far are written. */
+void conn_close_effect(void *ctx, void *conn);
 /* Write every connection's staged replies (one write each). */
 void conn_flush_all(struct worker *w);
 /* Under the lock: move the frames in w's mailbox to their connections. */

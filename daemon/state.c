@@ -38,13 +38,27 @@ struct sm_timer {
 	int		kind;
 };
 
+/*
+ * A principal: who sessions, holds and names belong to, with its counts for
+ * the per-principal caps (struct sm_caller). Referenced by its clients,
+ * identities and the names it created; freed with the last reference (every
+ * counted object holds one, so the counts are then zero).
+ */
+struct sm_principal {
+	struct hnode	node;		/* sm->principals */
+	unsigned int	refs;
+	uint64_t	count[SM_NLIMITS];
+	size_t		len;
+	char		name[];
+};
+
 /* Who a session is; shared by the session and its detached holds. */
 struct sm_ident {
-	unsigned int	refs;
-	uint32_t	pid;
-	char		*principal;
-	char		*client_name;
-	char		*host;
+	unsigned int		refs;
+	uint32_t		pid;
+	struct sm_principal	*pr;
+	char			*client_name;
+	char			*host;
 };
 
 /* Laid out without holes: an idle name costs this plus its bytes. */
@@ -54,7 +68,7 @@ struct sm_sem {
 	uint64_t		held;		/* permits in hold records */
 	struct list_head	holders;	/* sm_hold.sem_entry, grant order */
 	struct list_head	waiters;	/* sm_wait.sem_entry, queue order */
-	struct sm_ident		*creator;	/* of an explicit create, for quotas */
+	struct sm_principal	*owner;		/* explicit creator; NULL: nobody */
 	uint32_t		limit;
 	uint32_t		nholders;
 	uint32_t		nwaiters;
@@ -66,12 +80,16 @@ struct sm_sem {
 
 _Static_assert(SM_NAME_MAX <= UINT8_MAX, "sm_sem.len holds a name length");
 
-/* Key of the idempotency index: (session id, request id). */
+/*
+ * Key of the idempotency index: (session id, request id) of a down, and
+ * what it led to: a waiter, a hold, or a memo of its answer.
+ */
+enum { REQ_WAIT, REQ_HOLD, REQ_MEMO };
 struct sm_reqkey {
 	struct hnode	node;
 	uint64_t	session_id;
 	uint64_t	request_id;
-	bool		is_hold;
+	uint8_t		kind;		/* REQ_* */
 	bool		indexed;
 };
 
@@ -96,6 +114,7 @@ struct sm_wait {
 	struct sema_waiter	w;
 	struct sm_reqkey	req;
 	struct sm		*sm;
+	uint64_t		seq;		/* arrival order, unique */
 	uint32_t		n;
 	uint32_t		lease_ms;
 	struct sm_sem		*sem;
@@ -108,6 +127,16 @@ struct sm_wait {
 	struct sm_timer		deadline;
 };
 
+/*
+ * A session. With a lease it ends lease_ms after the last request heard on
+ * it (heard), connected or not: while connected its expiry timer is re-armed
+ * lazily when it fires early (a request only stores heard). While its
+ * client is away (lingering) its waiters keep their places; those of
+ * signal-mode semaphores are parked, since a grant there would be consumed
+ * by nobody. Answers that leave nothing behind to find a retry by (a
+ * signal-mode grant, a waiting down's failure) are kept as memos for a
+ * down retried after a resume, the newest max-waiters-per-session of them.
+ */
 struct sm_session {
 	struct hnode		node;		/* sm->sessions */
 	uint64_t		id;
@@ -117,14 +146,28 @@ struct sm_session {
 	uint32_t		lease_ms;
 	uint32_t		nholds;
 	uint32_t		nwaiters;
+	uint32_t		nmemos;
+	uint64_t		heard;		/* time of its last request */
 	struct list_head	holds;
 	struct list_head	waiters;
+	struct list_head	memos;		/* struct sm_memo, oldest first */
 	struct sm_timer		expiry;
+};
+
+/* The answer to a down, for its retry (see struct sm_session). */
+struct sm_memo {
+	struct sm_reqkey	req;		/* sm->requests, kind REQ_MEMO */
+	struct list_head	entry;		/* session->memos */
+	int			code;
+	uint32_t		n;		/* a grant's */
+	uint64_t		token;
 };
 
 struct sm_client {
 	void			*conn;
-	char			*principal;
+	struct sm_principal	*pr;
+	bool			local;		/* SM_CLIENT_LOCAL: a close is death */
+	bool			detach;		/* Detach: the lease outlives a close */
 	uint8_t			secret[SM_SECRET_LEN];
 	bool			hello;
 	struct sm_session	*session;
@@ -178,14 +221,15 @@ struct sm {
 	uint64_t		timer_seq;
 	uint64_t		next_session;
 	uint64_t		next_permit;
+	uint64_t		next_wait_seq;
 	struct list_head	clients;
 	struct list_head	detached;
 	struct sm_counters	ctr;
 	uint64_t		mem;
 	bool			shutting_down;
 	uint64_t		overgrants;	/* grants that left held > limit: a bug */
-	sm_quota_fn		quota;		/* per-principal counts, or NULL */
-	void			*quota_arg;
+	struct hmap		principals;
+	const struct sm_caller	*who;		/* of the request in progress */
 	sm_visible_fn		visible;	/* what List shows, or NULL: all */
 	void			*visible_arg;
 	uint64_t		now;		/* of the call in progress */
@@ -198,6 +242,8 @@ struct sm {
 
 static void hold_release(struct sm *sm, struct sm_hold *h, bool up);
 static void sem_maybe_free(struct sm *sm, struct sm_sem *sem);
+static void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
+    int code, uint32_t n, uint64_t token);
 
 /* Default configuration. */
 void sm_config_defaults(struct sm_config *cfg)
@@ -209,6 +255,7 @@ void sm_config_defaults(struct sm_config *cfg)
 	cfg->max_waiters_per_session = 1024;
 	cfg->max_holds_per_session = 4096;
 	cfg->max_lease_ms = 24u * 3600u * 1000u;
+	cfg->max_reply = 1u << 20;
 	cfg->server = "semd";
 }
 
@@ -286,17 +333,7 @@ static void sm_cache_drain(struct sm_cache *c)
 	c->n = 0;
 }
 
-/* Counted strndup. */
-static char *sm_strdup(struct sm *sm, const char *s, size_t len)
-{
-	char *p = sm_alloc(sm, len + 1);
-
-	if (p != NULL)
-		memcpy(p, s, len);
-	return p;
-}
-
-/* Free a string from sm_strdup(). */
+/* Free a string from sm_label(). */
 static void sm_strfree(struct sm *sm, char *s)
 {
 	if (s != NULL)
@@ -341,7 +378,24 @@ static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
 	return need + 1;
 }
 
-/* 1-255 bytes of valid UTF-8 with no C0, DEL or C1 control characters. */
+/*
+ * Code points that change how text around them is shown without showing
+ * themselves: bidirectional controls, zero-width characters, line and
+ * paragraph separators, the byte order mark. A name with one could pass
+ * for another name in a listing, so none is accepted.
+ */
+static bool invisible_cp(uint32_t cp)
+{
+	return cp == 0x00ad || cp == 0x061c || cp == 0x180e ||
+	    (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	    (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) ||
+	    cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb);
+}
+
+/*
+ * 1-255 bytes of valid UTF-8 with no C0, DEL or C1 control characters and
+ * no invisible formatting code points (invisible_cp()).
+ */
 bool sm_name_valid(const char *name, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)name;
@@ -373,7 +427,8 @@ bool sm_name_valid(const char *name, size_t len)
 			continue;
 		}
 		k = utf8_decode(s + i, len - i, &cp);
-		if (k == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+		if (k == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+		    invisible_cp(cp))
 			return false;
 		i += k;
 	}
@@ -599,11 +654,11 @@ static struct sm_reqkey *req_find(struct sm *sm, uint64_t session_id,
 
 /* Index a down's request key (id 0 is never indexed). */
 static void req_index(struct sm *sm, struct sm_reqkey *r, uint64_t session_id,
-    uint64_t request_id, bool is_hold)
+    uint64_t request_id, int kind)
 {
 	r->session_id = session_id;
 	r->request_id = request_id;
-	r->is_hold = is_hold;
+	r->kind = (uint8_t)kind;
 	r->indexed = request_id != 0;
 	if (r->indexed)
 		hmap_insert(&sm->requests, &r->node,
@@ -773,7 +828,87 @@ static void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
 	reply_send(sm, c, &r);
 }
 
-/* --- identities, semaphores --------------------------------------------- */
+/* --- principals, identities ---------------------------------------------- */
+
+/* Does a principal node carry this name? */
+static bool principal_eq(const struct hnode *n, const void *key)
+{
+	const struct sm_principal *pr = container_of(n, struct sm_principal, node);
+	const struct name_key *k = key;
+
+	return pr->len == k->len && memcmp(pr->name, k->name, k->len) == 0;
+}
+
+/* A reference to the principal named name, made on first use; NULL: no memory. */
+static struct sm_principal *principal_get(struct sm *sm, const char *name)
+{
+	struct name_key k = { name, strlen(name) };
+	struct sm_principal *pr;
+	struct hnode *n;
+	uint64_t hash = name_hash(sm, k.name, k.len);
+
+	n = hmap_find(&sm->principals, hash, principal_eq, &k);
+	if (n != NULL) {
+		pr = container_of(n, struct sm_principal, node);
+		pr->refs++;
+		return pr;
+	}
+	pr = sm_alloc(sm, sizeof *pr + k.len + 1);
+	if (pr == NULL)
+		return NULL;
+	pr->refs = 1;
+	pr->len = k.len;
+	memcpy(pr->name, name, k.len);
+	hmap_insert(&sm->principals, &pr->node, hash);
+	return pr;
+}
+
+/* Another reference to pr. */
+static struct sm_principal *principal_ref(struct sm_principal *pr)
+{
+	pr->refs++;
+	return pr;
+}
+
+/* Drop a reference; the last frees the principal. */
+static void principal_put(struct sm *sm, struct sm_principal *pr)
+{
+	if (pr == NULL || --pr->refs > 0)
+		return;
+	hmap_remove(&sm->principals, &pr->node);
+	sm_dealloc(sm, pr, sizeof *pr + pr->len + 1);
+}
+
+static const char *const limit_names[SM_NLIMITS] = {
+	[SM_LIMIT_SESSIONS] = "sessions",
+	[SM_LIMIT_PERMITS] = "permits",
+	[SM_LIMIT_WAITERS] = "waiters",
+	[SM_LIMIT_SEMAPHORES] = "semaphores",
+};
+
+/*
+ * May pr have n more of kind under the caller's cap? Otherwise answer
+ * RESOURCE_EXHAUSTED naming the cap.
+ */
+static bool principal_room(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_principal *pr, enum sm_limit_kind kind, uint64_t n)
+{
+	uint64_t cap = sm->who != NULL ? sm->who->limit[kind] : 0;
+
+	if (cap == 0 || (pr->count[kind] <= cap && n <= cap - pr->count[kind]))
+		return true;
+	reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+	    "quota: %s has %" PRIu64 " %s, %" PRIu64 " more would pass its %s quota (%" PRIu64 ")",
+	    pr->name, pr->count[kind], limit_names[kind], n, limit_names[kind], cap);
+	return false;
+}
+
+/* Count delta more (or fewer) of kind for pr. */
+static void principal_count(struct sm_principal *pr, enum sm_limit_kind kind,
+    int64_t delta)
+{
+	pr->count[kind] += (uint64_t)delta;
+}
 
 /* Take a reference. */
 static struct sm_ident *ident_get(struct sm_ident *id)
@@ -787,14 +922,14 @@ static void ident_put(struct sm *sm, struct sm_ident *id)
 {
 	if (id == NULL || --id->refs > 0)
 		return;
-	sm_strfree(sm, id->principal);
+	principal_put(sm, id->pr);
 	sm_strfree(sm, id->client_name);
 	sm_strfree(sm, id->host);
 	sm_dealloc(sm, id, sizeof *id);
 }
 
 /* Make an identity from a principal and a Hello. */
-static struct sm_ident *ident_new(struct sm *sm, const char *principal,
+static struct sm_ident *ident_new(struct sm *sm, struct sm_principal *pr,
     const Semd__Hello *h)
 {
 	struct sm_ident *id = sm_alloc(sm, sizeof *id);
@@ -803,15 +938,17 @@ static struct sm_ident *ident_new(struct sm *sm, const char *principal,
 		return NULL;
 	id->refs = 1;
 	id->pid = h->pid;
-	id->principal = sm_strdup(sm, principal, strlen(principal));
+	id->pr = principal_ref(pr);
 	id->client_name = sm_label(sm, h->client_name);
 	id->host = sm_label(sm, h->host);
-	if (id->principal == NULL || id->client_name == NULL || id->host == NULL) {
+	if (id->client_name == NULL || id->host == NULL) {
 		ident_put(sm, id);
 		return NULL;
 	}
 	return id;
 }
+
+/* --- semaphores ---------------------------------------------------------- */
 
 /* Create a semaphore; NULL when out of memory. */
 static struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
@@ -837,7 +974,7 @@ static struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
 	sem->limit = limit;
 	sem->mode = (uint8_t)mode;
 	sem->auto_created = auto_created;
-	sem->creator = NULL;
+	sem->owner = NULL;
 	INIT_LIST_HEAD(&sem->holders);
 	INIT_LIST_HEAD(&sem->waiters);
 	hmap_insert(&sm->names, &sem->node, name_hash(sm, name, len));
@@ -845,35 +982,35 @@ static struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
 	return sem;
 }
 
-/* May who create one more semaphore under its quota? */
-static bool sem_quota_ok(struct sm *sm, const struct sm_ident *who)
+/* Make pr the owner of an explicitly created sem: it counts against pr's cap. */
+static void sem_set_owner(struct sm_sem *sem, struct sm_principal *pr)
 {
-	return sm->quota == NULL ||
-	    sm->quota(sm->quota_arg, who->principal, SM_QUOTA_SEMAPHORES, 1, true);
+	if (sem->owner != NULL)
+		return;
+	principal_count(pr, SM_LIMIT_SEMAPHORES, 1);
+	sem->owner = principal_ref(pr);
 }
 
-/* Record who created sem explicitly: it counts against who's quota. */
-static void sem_set_creator(struct sm *sm, struct sm_sem *sem,
-    struct sm_ident *who)
+/* Give the owner's count back (the semaphore goes away). */
+static void sem_unown(struct sm *sm, struct sm_sem *sem)
 {
-	if (sem->creator != NULL)
+	if (sem->owner == NULL)
 		return;
-	if (sm->quota != NULL)
-		sm->quota(sm->quota_arg, who->principal, SM_QUOTA_SEMAPHORES, 1,
-		    false);
-	sem->creator = ident_get(who);
+	principal_count(sem->owner, SM_LIMIT_SEMAPHORES, -1);
+	principal_put(sm, sem->owner);
+	sem->owner = NULL;
 }
 
-/* Give the creator's count back (the semaphore goes away). */
-static void sem_uncreate(struct sm *sm, struct sm_sem *sem)
+/*
+ * May the caller manage sem (delete, set-limit, release others' holds, see
+ * every holder)? Administrators may; otherwise only the principal that
+ * created it explicitly (nobody owns an auto-created name).
+ */
+static bool sem_manager(const struct sm *sm, const struct sm_client *c,
+    const struct sm_sem *sem)
 {
-	if (sem->creator == NULL)
-		return;
-	if (sm->quota != NULL)
-		sm->quota(sm->quota_arg, sem->creator->principal,
-		    SM_QUOTA_SEMAPHORES, -1, false);
-	ident_put(sm, sem->creator);
-	sem->creator = NULL;
+	return sm->who == NULL || (sm->who->privs & SM_PRIV_ADMIN) != 0 ||
+	    (sem->owner != NULL && sem->owner == c->pr);
 }
 
 /* Remove a semaphore that has no holders and no waiters. */
@@ -888,7 +1025,7 @@ static void sem_free(struct sm *sm, struct sm_sem *sem)
 	if (ordidx_remove(&sm->byname, sem) != 0)
 		sm->byname_lost++;
 	sm->ctr.semaphores--;
-	sem_uncreate(sm, sem);
+	sem_unown(sm, sem);
 	sm_cache_put_max(sm, &sm->sem_cache[SEM_CLASS(sem->len)], sem,
 	    SEM_CLASS_SIZE(SEM_CLASS(sem->len)), SM_SEM_CACHE_MAX);
 }
@@ -939,11 +1076,9 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 	hmap_insert(&sm->permits, &h->permit_node, id_hash(sm, h->permit_id, 1));
 	hmap_insert(&sm->tokens, &h->token_node,
 	    id_hash(sm, sem->node.hash, token));
-	req_index(sm, &h->req, s->id, request_id, true);
+	req_index(sm, &h->req, s->id, request_id, REQ_HOLD);
 	sm->ctr.holders++;
-	if (sm->quota != NULL)
-		sm->quota(sm->quota_arg, h->ident->principal, SM_QUOTA_PERMITS,
-		    n, false);
+	principal_count(h->ident->pr, SM_LIMIT_PERMITS, n);
 	return h;
 }
 
@@ -963,9 +1098,7 @@ static void hold_release(struct sm *sm, struct sm_hold *h, bool up)
 	hmap_remove(&sm->permits, &h->permit_node);
 	hmap_remove(&sm->tokens, &h->token_node);
 	req_unindex(sm, &h->req);
-	if (sm->quota != NULL)
-		sm->quota(sm->quota_arg, h->ident->principal, SM_QUOTA_PERMITS,
-		    -(int64_t)n, false);
+	principal_count(h->ident->pr, SM_LIMIT_PERMITS, -(int64_t)n);
 	ident_put(sm, h->ident);
 	hist_add(&sm->ctr.hold, sm_wall(sm, sm->now) > h->since_wall ?
 	    sm_wall(sm, sm->now) - h->since_wall : 0);
@@ -975,12 +1108,20 @@ static void hold_release(struct sm *sm, struct sm_hold *h, bool up)
 		sema_up_n(&sem->sem, n);
 }
 
+/* Give back take of h's permits (fewer than it has) to its principal's count. */
+static void hold_shrink(struct sm_hold *h, uint32_t take)
+{
+	h->n -= take;
+	h->sem->held -= take;
+	principal_count(h->ident->pr, SM_LIMIT_PERMITS, -(int64_t)take);
+}
+
 /* Does the session (or its principal, for detached holds) own h? */
 static bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s)
 {
 	if (h->session != NULL)
 		return h->session == s;
-	return strcmp(h->ident->principal, s->ident->principal) == 0;
+	return h->ident->pr == s->ident->pr;
 }
 
 /* Turn a grant into a hold and answer it (owned), or just answer (signal). */
@@ -993,6 +1134,8 @@ static void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *
 	sm->ctr.grants++;
 	hist_add(&sm->ctr.wait, now > since ? now - since : 0);
 	if (sem->mode == SEMD__MODE__SIGNAL) {
+		/* Nothing is left to find a retry by: keep the answer. */
+		memo_add(sm, s, request_id, SEMD__CODE__OK, n, token);
 		reply_grant(sm, s->client, request_id, 0, token, n, now - since);
 		return;
 	}
@@ -1027,9 +1170,7 @@ static void wait_unlink(struct sm *sm, struct sm_wait *w)
 	w->session->nwaiters--;
 	req_unindex(sm, &w->req);
 	sm->ctr.waiters--;
-	if (sm->quota != NULL)
-		sm->quota(sm->quota_arg, w->session->ident->principal,
-		    SM_QUOTA_WAITERS, -1, false);
+	principal_count(w->session->ident->pr, SM_LIMIT_WAITERS, -1);
 }
 
 /* Unlink and free a waiter the core no longer knows. */
@@ -1077,6 +1218,9 @@ static void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
 		reply_err(sm, s->client, w->req.request_id, code, "%s", why);
 	sm->cur_op = op;
 	wait_unlink(sm, w);
+	/* The answer stays findable by a retry (not when the session ends). */
+	if (code != SEMD__CODE__OK && code != SEMD__CODE__SESSION_EXPIRED)
+		memo_add(sm, s, w->req.request_id, code, 0, 0);
 	removed = sema_cancel(&w->sem->sem, &w->w);
 	if (!removed) {
 		/* Cannot happen with calls serialized; never lose the permits. */
@@ -1087,33 +1231,111 @@ static void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
 
 /* --- sessions ------------------------------------------------------------ */
 
-/* Free a session: it has no client and no waiters; its holds go back. */
+/* Forget a memo. */
+static void memo_free(struct sm *sm, struct sm_session *s, struct sm_memo *m)
+{
+	req_unindex(sm, &m->req);
+	list_del_init(&m->entry);
+	s->nmemos--;
+	sm_dealloc(sm, m, sizeof *m);
+}
+
+/*
+ * Keep the answer to a down for its retry (indexed like its waiter was);
+ * the oldest goes when the session keeps max-waiters-per-session of them.
+ */
+static void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
+    int code, uint32_t n, uint64_t token)
+{
+	struct sm_memo *m;
+
+	if (request_id == 0 || req_find(sm, s->id, request_id) != NULL)
+		return;
+	if (s->nmemos >= sm->cfg.max_waiters_per_session && s->nmemos > 0)
+		memo_free(sm, s, list_first_entry(&s->memos, struct sm_memo,
+		    entry));
+	if ((m = sm_alloc(sm, sizeof *m)) == NULL)
+		return;		/* a retry then counts as a new down */
+	m->code = code;
+	m->n = n;
+	m->token = token;
+	list_add_tail(&m->entry, &s->memos);
+	s->nmemos++;
+	req_index(sm, &m->req, s->id, request_id, REQ_MEMO);
+}
+
+/* Answer a retried down from its memo, which is then forgotten. */
+static void memo_answer(struct sm *sm, struct sm_client *c, struct sm_memo *m)
+{
+	uint64_t id = m->req.request_id;
+
+	if (m->code == SEMD__CODE__OK)
+		reply_grant(sm, c, id, 0, m->token, m->n, 0);
+	else
+		reply_err(sm, c, id, m->code, "%s (answered before this retry)",
+		    protobuf_c_enum_descriptor_get_value(&semd__code__descriptor,
+		    m->code) != NULL ? protobuf_c_enum_descriptor_get_value(
+		    &semd__code__descriptor, m->code)->name : "error");
+	memo_free(sm, c->session, m);
+}
+
+/*
+ * Tell a session at once that it lost a hold (a notice, id 0, with the
+ * hold): code says why (CANCELLED, SESSION_EXPIRED, UNAVAILABLE).
+ */
+static void notice_lost(struct sm *sm, const struct sm_hold *h, int code,
+    const char *why)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__HoldLost hl = SEMD__HOLD_LOST__INIT;
+	char msg[384];
+	int op = sm->cur_op;
+
+	if (h->session == NULL || h->session->client == NULL)
+		return;
+	snprintf(msg, sizeof msg, "hold on %s (permit %" PRIu64 ") lost: %s",
+	    h->sem->name, h->permit_id, why);
+	hl.name = (char *)h->sem->name;
+	hl.permit_id = h->permit_id;
+	hl.token = h->token;
+	hl.n = h->n;
+	r.code = code;
+	r.message = msg;
+	r.body_case = SEMD__REPLY__BODY_HOLD_LOST;
+	r.hold_lost = &hl;
+	sm->cur_op = 0;
+	reply_send(sm, h->session->client, &r);
+	sm->cur_op = op;
+}
+
+/* Park (away) or unpark (back) the session's signal-mode waiters. */
+static void session_park(struct sm_session *s, bool away)
+{
+	struct list_head *pos, *prev;
+	struct sm_wait *w;
+
+	/*
+	 * Newest first: changing one may grant waiters queued after it, and
+	 * this session's later waiters have been done by then (parked, so
+	 * passed over; unparked, so their grant frees only entries already
+	 * visited), so the walk never meets a freed entry.
+	 */
+	for (pos = s->waiters.prev; pos != &s->waiters; pos = prev) {
+		prev = pos->prev;
+		w = list_entry(pos, struct sm_wait, session_entry);
+		if (w->sem->mode == SEMD__MODE__SIGNAL)
+			sema_park(&w->sem->sem, &w->w, away);
+	}
+}
+
+/* Free a session: it has no client; its waiters go, its holds go back. */
 static void session_free(struct sm *sm, struct sm_session *s)
 {
 	struct sm_hold *h;
-	struct sm_sem *sem;
-
-	while (!list_empty(&s->holds)) {
-		h = list_first_entry(&s->holds, struct sm_hold, owner_entry);
-		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
-		sem = h->sem;
-		hold_release(sm, h, true);
-		sem_maybe_free(sm, sem);
-	}
-	timer_disarm(sm, &s->expiry);
-	hmap_remove(&sm->sessions, &s->node);
-	ident_put(sm, s->ident);
-	sm_dealloc(sm, s, sizeof *s);
-	sm->ctr.sessions--;
-}
-
-/* The connection of a session went away: down_killable's fatal signal. */
-static void session_detach(struct sm *sm, struct sm_session *s, uint64_t now)
-{
 	struct sm_wait *w;
 	struct sm_sem *sem;
+	struct sm_memo *m;
 
-	s->client = NULL;
 	/* Cancelling may grant later waiters of this session: loop on head. */
 	while (!list_empty(&s->waiters)) {
 		w = list_first_entry(&s->waiters, struct sm_wait, session_entry);
@@ -1122,10 +1344,87 @@ static void session_detach(struct sm *sm, struct sm_session *s, uint64_t now)
 		sm->ctr.cancels_disconnect++;
 		sem_maybe_free(sm, sem);
 	}
-	if (s->lease_ms > 0 && !sm->shutting_down &&
-	    timer_arm(sm, &s->expiry, T_SESSION, now + s->lease_ms) == 0)
-		return;
+	while (!list_empty(&s->holds)) {
+		h = list_first_entry(&s->holds, struct sm_hold, owner_entry);
+		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
+		sem = h->sem;
+		hold_release(sm, h, true);
+		sem_maybe_free(sm, sem);
+	}
+	while (!list_empty(&s->memos)) {
+		m = list_first_entry(&s->memos, struct sm_memo, entry);
+		memo_free(sm, s, m);
+	}
+	timer_disarm(sm, &s->expiry);
+	hmap_remove(&sm->sessions, &s->node);
+	principal_count(s->ident->pr, SM_LIMIT_SESSIONS, -1);
+	ident_put(sm, s->ident);
+	sm_dealloc(sm, s, sizeof *s);
+	sm->ctr.sessions--;
+}
+
+/* (Re)arm a session's lease for lease_ms after the last request heard. */
+static void session_arm(struct sm *sm, struct sm_session *s)
+{
+	timer_disarm(sm, &s->expiry);
+	if (s->lease_ms > 0 &&
+	    timer_arm(sm, &s->expiry, T_SESSION, s->heard + s->lease_ms) != 0)
+		s->lease_ms = 0;	/* out of memory: a lease it cannot have */
+}
+
+/*
+ * The session's lease ran out (nothing heard for lease_ms). A client still
+ * connected (silent: a partition) is told what it lost and its connection
+ * is closed; then the session ends.
+ */
+static void session_expire(struct sm *sm, struct sm_session *s, uint64_t now)
+{
+	struct sm_client *c = s->client;
+	struct list_head *pos;
+	struct sm_wait *w;
+	struct sm_sem *sem;
+	char why[128];
+
+	sm->ctr.sessions_expired++;
+	if (c != NULL) {
+		snprintf(why, sizeof why, "session %" PRIu64 " expired: nothing "
+		    "heard for %" PRIu64 " ms", s->id, now - s->heard);
+		list_for_each(pos, &s->holds)
+			notice_lost(sm, list_entry(pos, struct sm_hold,
+			    owner_entry), SEMD__CODE__SESSION_EXPIRED, why);
+		while (!list_empty(&s->waiters)) {
+			w = list_first_entry(&s->waiters, struct sm_wait,
+			    session_entry);
+			sem = w->sem;
+			wait_cancel(sm, w, SEMD__CODE__SESSION_EXPIRED, why);
+			sem_maybe_free(sm, sem);
+		}
+		reply_err(sm, c, 0, SEMD__CODE__SESSION_EXPIRED, "%s", why);
+		s->client = NULL;
+		c->session = NULL;
+		if (c->conn != NULL && sm->out.close != NULL)
+			sm->out.close(sm->out.ctx, c->conn);
+	}
 	session_free(sm, s);
+}
+
+/*
+ * The connection of a session closed. Death (down_killable's fatal signal)
+ * when nothing can be in between: no lease, a local client that did not
+ * Detach, or a shutdown; its waiters are cancelled and its holds go back.
+ * Otherwise the session lingers until its lease runs out, counted from
+ * the last request heard, with its waiters in their places.
+ */
+static void session_detach(struct sm *sm, struct sm_session *s, bool death,
+    uint64_t now)
+{
+	s->client = NULL;
+	if (death || s->lease_ms == 0 || sm->shutting_down ||
+	    s->heard + s->lease_ms <= now) {
+		session_free(sm, s);
+		return;
+	}
+	session_park(s, true);
 }
 
 /* --- lifecycle --------------------------------------------------------- */
@@ -1148,7 +1447,7 @@ struct sm *sm_new(const struct sm_config *cfg, const struct sm_out *out,
 	ordidx_init(&sm->byname, offsetof(struct sm_sem, name));
 	if (hmap_init(&sm->names, 64) != 0 || hmap_init(&sm->sessions, 64) != 0 ||
 	    hmap_init(&sm->permits, 64) != 0 || hmap_init(&sm->tokens, 64) != 0 ||
-	    hmap_init(&sm->requests, 64) != 0)
+	    hmap_init(&sm->requests, 64) != 0 || hmap_init(&sm->principals, 64) != 0)
 		goto fail;
 	return sm;
 fail:
@@ -1197,19 +1496,13 @@ void sm_free(struct sm *sm)
 	hmap_destroy(&sm->permits);
 	hmap_destroy(&sm->tokens);
 	hmap_destroy(&sm->requests);
+	hmap_destroy(&sm->principals);
 	sm_cache_drain(&sm->hold_cache);
 	sm_cache_drain(&sm->wait_cache);
 	for (size_t k = 0; k < SM_SEM_CLASSES; k++)
 		sm_cache_drain(&sm->sem_cache[k]);
 	free(sm->heap);
 	free(sm);
-}
-
-/* Install the per-principal quota counter (NULL: none). */
-void sm_set_quota(struct sm *sm, sm_quota_fn fn, void *arg)
-{
-	sm->quota = fn;
-	sm->quota_arg = arg;
 }
 
 /* Install the List visibility hook (NULL: every name is shown). */
@@ -1238,18 +1531,19 @@ void sm_reconfigure(struct sm *sm, const struct sm_config *cfg)
 /* A new connection. */
 struct sm_client *sm_client_open(struct sm *sm, void *conn,
     const char *principal, const uint8_t secret[SM_SECRET_LEN],
-    uint64_t now_ms)
+    unsigned int flags, uint64_t now_ms)
 {
 	struct sm_client *c = sm_alloc(sm, sizeof *c);
 
 	if (c == NULL)
 		return NULL;
-	c->principal = sm_strdup(sm, principal, strlen(principal));
-	if (c->principal == NULL) {
+	c->pr = principal_get(sm, principal);
+	if (c->pr == NULL) {
 		sm_dealloc(sm, c, sizeof *c);
 		return NULL;
 	}
 	c->conn = conn;
+	c->local = (flags & SM_CLIENT_LOCAL) != 0;
 	memcpy(c->secret, secret, SM_SECRET_LEN);
 	list_add_tail(&c->entry, &sm->clients);
 	sm->ctr.clients++;
@@ -1265,10 +1559,10 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	c->conn = NULL;
 	if (c->session != NULL)
-		session_detach(sm, c->session, now_ms);
+		session_detach(sm, c->session, c->local && !c->detach, now_ms);
 	c->session = NULL;
 	list_del_init(&c->entry);
-	sm_strfree(sm, c->principal);
+	principal_put(sm, c->pr);
 	sm_dealloc(sm, c, sizeof *c);
 	sm->ctr.clients--;
 }
@@ -1296,6 +1590,7 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	Semd__HelloReply hr = SEMD__HELLO_REPLY__INIT;
 	struct sm_session *s;
 	uint32_t lease;
+	bool back = false;
 
 	if (h->version != SM_PROTO_VERSION) {
 		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
@@ -1320,19 +1615,22 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 			    h->resume_session);
 			return SM_OK;
 		}
-		if (strcmp(s->ident->principal, c->principal) != 0) {
+		if (s->ident->pr != c->pr) {
 			reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
 			    "session %" PRIu64 " belongs to %s, not %s", s->id,
-			    s->ident->principal, c->principal);
+			    s->ident->pr->name, c->pr->name);
 			return SM_OK;
 		}
 		if (s->client != NULL) {
 			/* Taken over: the old connection loses the session. */
 			s->client->session = NULL;
+		} else {
+			back = true;	/* its parked waiters, after the reply */
 		}
-		timer_disarm(sm, &s->expiry);
 		s->client = c;
 		s->lease_ms = lease;
+		s->heard = now;
+		session_arm(sm, s);
 		hr.resumed = true;
 	} else {
 		if (sm->ctr.sessions >= sm->cfg.max_sessions) {
@@ -1341,8 +1639,10 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 			    sm->cfg.max_sessions);
 			return SM_CLOSE;
 		}
+		if (!principal_room(sm, c, id, c->pr, SM_LIMIT_SESSIONS, 1))
+			return SM_CLOSE;
 		s = sm_alloc(sm, sizeof *s);
-		if (s == NULL || (s->ident = ident_new(sm, c->principal, h)) == NULL) {
+		if (s == NULL || (s->ident = ident_new(sm, c->pr, h)) == NULL) {
 			sm_dealloc(sm, s, sizeof *s);
 			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 			    "out of memory");
@@ -1352,10 +1652,14 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 		memcpy(s->secret, c->secret, SM_SECRET_LEN);
 		s->client = c;
 		s->lease_ms = lease;
+		s->heard = now;
 		s->expiry.idx = SIZE_MAX;
 		INIT_LIST_HEAD(&s->holds);
 		INIT_LIST_HEAD(&s->waiters);
+		INIT_LIST_HEAD(&s->memos);
+		session_arm(sm, s);
 		hmap_insert(&sm->sessions, &s->node, pair_hash(sm, s->id, 0));
+		principal_count(c->pr, SM_LIMIT_SESSIONS, 1);
 		sm->ctr.sessions++;
 	}
 	c->session = s;
@@ -1365,12 +1669,14 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	hr.secret.data = s->secret;
 	hr.secret.len = SM_SECRET_LEN;
 	hr.lease_ms = s->lease_ms;
-	hr.principal = s->ident->principal;
+	hr.principal = s->ident->pr->name;
 	hr.server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
 	r.id = id;
 	r.body_case = SEMD__REPLY__BODY_HELLO;
 	r.hello = &hr;
 	reply_send(sm, c, &r);
+	if (back)
+		session_park(s, false);	/* grants now go to c, after HelloReply */
 	return SM_OK;
 }
 
@@ -1390,7 +1696,7 @@ static bool check_name_len(struct sm *sm, struct sm_client *c, uint64_t id,
 	}
 	if (!sm_name_valid(name, len)) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "semaphore name is not valid UTF-8 or has control characters");
+		    "semaphore name is not valid UTF-8, or has control, bidirectional or zero-width characters");
 		return false;
 	}
 	return true;
@@ -1434,10 +1740,29 @@ static bool check_limit(struct sm *sm, struct sm_client *c, uint64_t id,
 	return false;
 }
 
+/*
+ * Would nobody but pr be left out if pr took sem over: is every holder and
+ * waiter of it pr's?
+ */
+static bool sem_used_only_by(const struct sm_sem *sem,
+    const struct sm_principal *pr)
+{
+	const struct list_head *pos;
+
+	list_for_each(pos, &sem->holders)
+		if (list_entry(pos, struct sm_hold, sem_entry)->ident->pr != pr)
+			return false;
+	list_for_each(pos, &sem->waiters)
+		if (list_entry(pos, struct sm_wait, sem_entry)->session->ident->pr != pr)
+			return false;
+	return true;
+}
+
 /* Create: a named semaphore with a limit and a mode. */
 static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
     const Semd__Create *cr, uint64_t now)
 {
+	struct sm_principal *pr = c->pr;
 	struct sm_sem *sem;
 
 	if (!check_name(sm, c, id, cr->name) || !check_limit(sm, c, id, cr->limit))
@@ -1445,6 +1770,14 @@ static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
 	if (cr->mode != SEMD__MODE__OWNED && cr->mode != SEMD__MODE__SIGNAL) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "unknown mode %d", (int)cr->mode);
+		return;
+	}
+	if (cr->initial_set && (cr->mode != SEMD__MODE__SIGNAL ||
+	    cr->initial > cr->limit)) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    cr->mode != SEMD__MODE__SIGNAL ?
+		    "initial is for signal-mode semaphores (an owned one starts with every permit free)" :
+		    "initial %u is more than the limit %u", cr->initial, cr->limit);
 		return;
 	}
 	sem = sem_find(sm, cr->name);
@@ -1455,16 +1788,18 @@ static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
 			    sem->limit);
 			return;
 		}
-		if (sem->auto_created) {
-			/* Explicitly wanted now: it stays, so it counts. */
-			if (!sem_quota_ok(sm, c->session->ident)) {
-				reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-				    "quota: %s may not create more semaphores",
-				    c->session->ident->principal);
+		/*
+		 * Explicitly wanted now: an auto-created name stays, owned and
+		 * counted - by the caller only if it is an administrator or
+		 * nobody else uses the name (no one takes over a name others
+		 * hold); otherwise it stays as it is and the answer is OK.
+		 */
+		if (sem->auto_created && (sem_manager(sm, c, sem) ||
+		    sem_used_only_by(sem, pr))) {
+			if (!principal_room(sm, c, id, pr, SM_LIMIT_SEMAPHORES, 1))
 				return;
-			}
 			sem->auto_created = false;
-			sem_set_creator(sm, sem, c->session->ident);
+			sem_set_owner(sem, pr);
 		}
 		reply_ok(sm, c, id);
 		return;
@@ -1475,44 +1810,31 @@ static void op_create(struct sm *sm, struct sm_client *c, uint64_t id,
 		    sm->cfg.max_semaphores);
 		return;
 	}
-	if (!sem_quota_ok(sm, c->session->ident)) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "quota: %s may not create more semaphores",
-		    c->session->ident->principal);
+	if (!principal_room(sm, c, id, pr, SM_LIMIT_SEMAPHORES, 1))
 		return;
-	}
 	if ((sem = sem_new(sm, cr->name, cr->limit, cr->mode, false, now)) == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 		return;
 	}
-	sem_set_creator(sm, sem, c->session->ident);
+	if (cr->initial_set)
+		sema_adjust(&sem->sem, (long)cr->initial - (long)cr->limit);
+	sem_set_owner(sem, pr);
 	reply_ok(sm, c, id);
 }
 
 /*
- * Per-principal quotas of a down: n more held permits (owned mode), and
- * one more waiter if it may wait. Answers RESOURCE_EXHAUSTED when over.
+ * Per-principal caps of a down: n more held permits (owned mode), and one
+ * more waiter if it may wait. Answers RESOURCE_EXHAUSTED when over.
  */
-static bool down_quota_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+static bool down_room(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_sem *sem, uint32_t n, bool may_wait)
 {
-	const char *who = c->session->ident->principal;
+	struct sm_principal *pr = c->session->ident->pr;
 
-	if (sm->quota == NULL)
-		return true;
-	if (sem->mode == SEMD__MODE__OWNED &&
-	    !sm->quota(sm->quota_arg, who, SM_QUOTA_PERMITS, n, true)) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "quota: %s may not hold %u more permit(s)", who, n);
-		return false;
-	}
-	if (may_wait && !sm->quota(sm->quota_arg, who, SM_QUOTA_WAITERS, 1, true)) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "quota: %s may not have more waiting downs", who);
-		return false;
-	}
-	return true;
+	return (sem->mode != SEMD__MODE__OWNED ||
+	    principal_room(sm, c, id, pr, SM_LIMIT_PERMITS, n)) &&
+	    (!may_wait || principal_room(sm, c, id, pr, SM_LIMIT_WAITERS, 1));
 }
 
 /* Down: take n permits now, or wait for them until a deadline. */
@@ -1539,7 +1861,12 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 	}
 	if (id != 0 && (prev = req_find(sm, s->id, id)) != NULL) {
 		/* A retried down: answer what the first one got. */
-		if (prev->is_hold) {
+		if (prev->kind == REQ_MEMO) {
+			memo_answer(sm, c, container_of(prev, struct sm_memo,
+			    req));
+			return;
+		}
+		if (prev->kind == REQ_HOLD) {
 			h = container_of(prev, struct sm_hold, req);
 			if (strcmp(h->sem->name, d->name) == 0) {
 				reply_grant(sm, c, id, h->permit_id, h->token,
@@ -1555,6 +1882,7 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		    "request id %" PRIu64 " is in use by a down on another name", id);
 		return;
 	}
+
 	if (s->nholds + s->nwaiters >= sm->cfg.max_holds_per_session) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "session holds or waits for too many permits (max-holds-per-session %u)",
@@ -1563,15 +1891,24 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 	}
 	if (sem == NULL)
 		sem = sem_find_len(sm, d->name, len);
+	if (sem != NULL && d->limit != 0 && d->limit != sem->limit) {
+		reply_err(sm, c, id, SEMD__CODE__EXISTS,
+		    "%s exists with limit %u, not %u", sem->name, sem->limit,
+		    d->limit);
+		return;
+	}
 	if (sem == NULL) {
+		/* Auto-created, with the default limit or the one asked for. */
+		if (d->limit != 0 && !check_limit(sm, c, id, d->limit))
+			return;
 		if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
 			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 			    "too many semaphores (max-semaphores %u)",
 			    sm->cfg.max_semaphores);
 			return;
 		}
-		sem = sem_new(sm, d->name, sm->cfg.default_limit,
-		    SEMD__MODE__OWNED, true, now);
+		sem = sem_new(sm, d->name, d->limit ? d->limit :
+		    sm->cfg.default_limit, SEMD__MODE__OWNED, true, now);
 		if (sem == NULL) {
 			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 			    "out of memory");
@@ -1585,7 +1922,7 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		    sem->limit);
 		goto out;
 	}
-	if (!down_quota_ok(sm, c, id, sem, n, d->timeout_ms != 0))
+	if (!down_room(sm, c, id, sem, n, d->timeout_ms != 0))
 		goto out;
 	if (d->timeout_ms == 0) {
 		if (sema_trydown_n(&sem->sem, n, &token)) {
@@ -1616,6 +1953,7 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		goto out;
 	}
 	w->sm = sm;
+	w->seq = ++sm->next_wait_seq;
 	w->n = n;
 	w->lease_ms = d->lease_ms;
 	w->sem = sem;
@@ -1655,10 +1993,8 @@ static void op_down(struct sm *sm, struct sm_client *c, uint64_t id,
 	sem->nwaiters++;
 	s->nwaiters++;
 	sm->ctr.waiters++;
-	if (sm->quota != NULL)
-		sm->quota(sm->quota_arg, s->ident->principal, SM_QUOTA_WAITERS,
-		    1, false);
-	req_index(sm, &w->req, s->id, id, false);
+	principal_count(s->ident->pr, SM_LIMIT_WAITERS, 1);
+	req_index(sm, &w->req, s->id, id, REQ_WAIT);
 	return;
 out:
 	sem_maybe_free(sm, sem);
@@ -1744,12 +2080,10 @@ static void op_up(struct sm *sm, struct sm_client *c, uint64_t id,
 			continue;
 		take = h->n < left ? h->n : (uint32_t)left;
 		left -= take;
-		if (take == h->n) {
+		if (take == h->n)
 			hold_release(sm, h, false);
-		} else {
-			h->n -= take;
-			sem->held -= take;
-		}
+		else
+			hold_shrink(h, take);
 	}
 	for (pos = sem->holders.prev, tmp = pos->prev;
 	    left > 0 && pos != &sem->holders; pos = tmp, tmp = pos->prev) {
@@ -1758,12 +2092,10 @@ static void op_up(struct sm *sm, struct sm_client *c, uint64_t id,
 			continue;
 		take = h->n < left ? h->n : (uint32_t)left;
 		left -= take;
-		if (take == h->n) {
+		if (take == h->n)
 			hold_release(sm, h, false);
-		} else {
-			h->n -= take;
-			sem->held -= take;
-		}
+		else
+			hold_shrink(h, take);
 	}
 	sema_up_n(&sem->sem, n);
 	reply_released(sm, c, id, n);
@@ -1778,6 +2110,8 @@ static void op_release(struct sm *sm, struct sm_client *c, uint64_t id,
 	struct sm_hold *h;
 	uint32_t n;
 
+	char why[SM_NAME_MAX + 64];
+
 	if ((sem = need_sem(sm, c, id, rl->name)) == NULL)
 		return;
 	h = permit_find(sm, rl->permit_id);
@@ -1786,6 +2120,14 @@ static void op_release(struct sm *sm, struct sm_client *c, uint64_t id,
 		    "%s has no permit %" PRIu64, sem->name, rl->permit_id);
 		return;
 	}
+	if (h->ident->pr != c->pr && !sem_manager(sm, c, sem)) {
+		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+		    "%s may not release %s's permit of %s (only its creator and administrators may)",
+		    c->pr->name, h->ident->pr->name, sem->name);
+		return;
+	}
+	snprintf(why, sizeof why, "released by %s", c->pr->name);
+	notice_lost(sm, h, SEMD__CODE__CANCELLED, why);
 	n = h->n;
 	hold_release(sm, h, true);
 	reply_released(sm, c, id, n);
@@ -1801,7 +2143,7 @@ static void op_cancel(struct sm *sm, struct sm_client *c, uint64_t id,
 	struct sm_sem *sem;
 	char why[96];
 
-	if (k == NULL || k->is_hold) {
+	if (k == NULL || k->kind != REQ_WAIT) {
 		reply_err(sm, c, id, SEMD__CODE__NOT_FOUND,
 		    "no pending down with id %" PRIu64, cn->request_id);
 		return;
@@ -1815,7 +2157,22 @@ static void op_cancel(struct sm *sm, struct sm_client *c, uint64_t id,
 	sem_maybe_free(sm, sem);
 }
 
-/* Info: a semaphore's limit, holders and waiters in queue order. */
+/* Bytes a Holder or Waiter of ident takes in a reply, at most. */
+static size_t info_entry_size(const struct sm_ident *id)
+{
+	/* Eight varint fields of at most 11 bytes, three strings with theirs. */
+	return 8 * 11 + 3 * 5 + strlen(id->client_name) + strlen(id->host) +
+	    id->pr->len + 8;
+}
+
+/*
+ * Info: a semaphore's limit and counts, and one page of its holders (grant
+ * order) and waiters (queue order): at most max of each, after the cursors,
+ * and no more than cfg.max_reply bytes of them, so no reply ever outgrows a
+ * client's output limit however long the queue. The caller sees every holder
+ * and waiter if it may manage the name, else only its own (the counts stay
+ * whole). next_permit / next_waiter are set when more follow.
+ */
 static void op_info(struct sm *sm, struct sm_client *c, uint64_t id,
     const Semd__Info *in, uint64_t now)
 {
@@ -1827,66 +2184,78 @@ static void op_info(struct sm *sm, struct sm_client *c, uint64_t id,
 	struct sm_sem *sem;
 	struct sm_hold *h;
 	struct sm_wait *w;
-	size_t i, nh, nw;
+	size_t max = in->max ? in->max : SM_INFO_PAGE, nh = 0, nw = 0, budget;
+	bool all;
 
 	if ((sem = need_sem(sm, c, id, in->name)) == NULL)
 		return;
-	/* Bounded, so one reply stays far below any frame or output limit. */
-	nh = sem->nholders < SM_INFO_MAX ? sem->nholders : SM_INFO_MAX;
-	nw = sem->nwaiters < SM_INFO_MAX ? sem->nwaiters : SM_INFO_MAX;
-	if (nh > 0) {
-		hv = calloc(nh, sizeof *hv);
-		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-		hp = calloc(nh, sizeof *hp);
-	}
-	if (nw > 0) {
-		wv = calloc(nw, sizeof *wv);
-		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-		wp = calloc(nw, sizeof *wp);
-	}
-	if ((nh > 0 && (hv == NULL || hp == NULL)) ||
-	    (nw > 0 && (wv == NULL || wp == NULL))) {
+	if (max > SM_INFO_PAGE_MAX)
+		max = SM_INFO_PAGE_MAX;
+	all = sem_manager(sm, c, sem);
+	budget = sm->cfg.max_reply / 2;		/* each list gets half */
+	hv = calloc(max, sizeof *hv);
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
+	hp = calloc(max, sizeof *hp);
+	wv = calloc(max, sizeof *wv);
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
+	wp = calloc(max, sizeof *wp);
+	if (hv == NULL || hp == NULL || wv == NULL || wp == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 		goto out;
 	}
-	i = 0;
 	list_for_each(pos, &sem->holders) {
-		if (i == nh)
-			break;
 		h = list_entry(pos, struct sm_hold, sem_entry);
-		semd__holder__init(&hv[i]);
-		hv[i].permit_id = h->permit_id;
-		hv[i].token = h->token;
-		hv[i].n = h->n;
-		hv[i].client_name = h->ident->client_name;
-		hv[i].host = h->ident->host;
-		hv[i].pid = h->ident->pid;
-		hv[i].principal = h->ident->principal;
-		hv[i].since_ms = h->since_wall;
-		hv[i].detached = h->session == NULL;
-		hv[i].expires_ms = h->session ? 0 : h->expires_wall;
-		if (h->session != NULL && h->session->client == NULL)
-			hv[i].expires_ms = sm_wall(sm, h->session->expiry.when);
-		hp[i] = &hv[i];
-		i++;
-	}
-	i = 0;
-	list_for_each(pos, &sem->waiters) {
-		if (i == nw)
+		if (h->permit_id <= in->after_permit ||
+		    (!all && h->ident->pr != c->pr))
+			continue;
+		if (nh == max || (nh > 0 && info_entry_size(h->ident) > budget)) {
+			ir.next_permit = hv[nh - 1].permit_id;
 			break;
+		}
+		budget -= info_entry_size(h->ident) < budget ?
+		    info_entry_size(h->ident) : budget;
+		semd__holder__init(&hv[nh]);
+		hv[nh].permit_id = h->permit_id;
+		hv[nh].token = h->token;
+		hv[nh].n = h->n;
+		hv[nh].client_name = h->ident->client_name;
+		hv[nh].host = h->ident->host;
+		hv[nh].pid = h->ident->pid;
+		hv[nh].principal = h->ident->pr->name;
+		hv[nh].since_ms = h->since_wall;
+		hv[nh].detached = h->session == NULL;
+		hv[nh].expires_ms = h->session ? 0 : h->expires_wall;
+		if (h->session != NULL && h->session->client == NULL)
+			hv[nh].expires_ms = sm_wall(sm, h->session->expiry.when);
+		hp[nh] = &hv[nh];
+		nh++;
+	}
+	budget = sm->cfg.max_reply / 2;
+	list_for_each(pos, &sem->waiters) {
 		w = list_entry(pos, struct sm_wait, sem_entry);
-		semd__waiter__init(&wv[i]);
-		wv[i].request_id = w->req.request_id;
-		wv[i].n = w->n;
-		wv[i].client_name = w->session->ident->client_name;
-		wv[i].host = w->session->ident->host;
-		wv[i].pid = w->session->ident->pid;
-		wv[i].principal = w->session->ident->principal;
-		wv[i].since_ms = w->since_wall;
-		wv[i].deadline_ms = w->deadline_wall;
-		wp[i] = &wv[i];
-		i++;
+		if (w->seq <= in->after_waiter ||
+		    (!all && w->session->ident->pr != c->pr))
+			continue;
+		if (nw == max || (nw > 0 && info_entry_size(w->session->ident) > budget)) {
+			ir.next_waiter = wv[nw - 1].seq;
+			break;
+		}
+		budget -= info_entry_size(w->session->ident) < budget ?
+		    info_entry_size(w->session->ident) : budget;
+		semd__waiter__init(&wv[nw]);
+		wv[nw].request_id = w->req.request_id;
+		wv[nw].n = w->n;
+		wv[nw].client_name = w->session->ident->client_name;
+		wv[nw].host = w->session->ident->host;
+		wv[nw].pid = w->session->ident->pid;
+		wv[nw].principal = w->session->ident->pr->name;
+		wv[nw].since_ms = w->since_wall;
+		wv[nw].deadline_ms = w->deadline_wall;
+		wv[nw].seq = w->seq;
+		wv[nw].detached = w->session->client == NULL;
+		wp[nw] = &wv[nw];
+		nw++;
 	}
 	ir.name = sem->name;
 	ir.limit = sem->limit;
@@ -2021,28 +2390,6 @@ out:
 	free(sp);
 }
 
-/* Tell a session it lost a hold (unsolicited notice, id 0). */
-static void notice_lost(struct sm *sm, struct sm_hold *h, const char *why)
-{
-	Semd__Reply r = SEMD__REPLY__INIT;
-	Semd__Grant g = SEMD__GRANT__INIT;
-	char msg[384];
-
-	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
-	if (h->session == NULL || h->session->client == NULL)
-		return;
-	snprintf(msg, sizeof msg, "hold on %s (permit %" PRIu64 ") dropped: %s",
-	    h->sem->name, h->permit_id, why);
-	g.permit_id = h->permit_id;
-	g.token = h->token;
-	g.n = h->n;
-	r.code = SEMD__CODE__CANCELLED;
-	r.message = msg;
-	r.body_case = SEMD__REPLY__BODY_GRANT;
-	r.grant = &g;
-	reply_send(sm, h->session->client, &r);
-}
-
 /* Delete: remove a semaphore; busy ones only with force. */
 static void op_delete(struct sm *sm, struct sm_client *c, uint64_t id,
     const Semd__Delete *dl, uint64_t now)
@@ -2053,6 +2400,12 @@ static void op_delete(struct sm *sm, struct sm_client *c, uint64_t id,
 
 	if ((sem = need_sem(sm, c, id, dl->name)) == NULL)
 		return;
+	if (!sem_manager(sm, c, sem)) {
+		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+		    "%s may not delete %s (only its creator and administrators may)",
+		    c->pr->name, sem->name);
+		return;
+	}
 	if ((sem->nholders > 0 || sem->nwaiters > 0) && !dl->force) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "%s is in use (%u holders, %u waiters): delete with force",
@@ -2069,7 +2422,7 @@ static void op_delete(struct sm *sm, struct sm_client *c, uint64_t id,
 	}
 	while (!list_empty(&sem->holders)) {
 		h = list_first_entry(&sem->holders, struct sm_hold, sem_entry);
-		notice_lost(sm, h, "semaphore deleted");
+		notice_lost(sm, h, SEMD__CODE__CANCELLED, "semaphore deleted");
 		hold_release(sm, h, false);
 	}
 	sem_free(sm, sem);
@@ -2087,6 +2440,12 @@ static void op_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
 
 	if ((sem = need_sem(sm, c, id, sl->name)) == NULL)
 		return;
+	if (!sem_manager(sm, c, sem)) {
+		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+		    "%s may not change the limit of %s (only its creator and administrators may)",
+		    c->pr->name, sem->name);
+		return;
+	}
 	if (!check_limit(sm, c, id, sl->limit))
 		return;
 	delta = (long)sl->limit - (long)sem->limit;
@@ -2146,7 +2505,7 @@ static void op_ping(struct sm *sm, struct sm_client *c, uint64_t id,
 	reply_send(sm, c, &r);
 }
 
-static const char *const op_names[15] = {
+static const char *const op_names[SM_NOPS] = {
 	[SEMD__REQUEST__OP_HELLO] = "hello",
 	[SEMD__REQUEST__OP_CREATE] = "create",
 	[SEMD__REQUEST__OP_DOWN] = "down",
@@ -2160,10 +2519,11 @@ static const char *const op_names[15] = {
 	[SEMD__REQUEST__OP_STATS] = "stats",
 	[SEMD__REQUEST__OP_VALIDATE] = "validate",
 	[SEMD__REQUEST__OP_RELEASE] = "release",
+	[SEMD__REQUEST__OP_DETACH] = "detach",
 };
 
-/* Most counters a Stats reply carries (the named ones, 15 x 14 replies, 2 histograms). */
-#define SM_STATS_MAX	(40 + 15 * SM_NCODES + 2 * (SM_HIST_BUCKETS + 2))
+/* Most counters a Stats reply carries (the named ones, ops x codes replies, 2 histograms). */
+#define SM_STATS_MAX	(40 + 2 * SM_NOPS + SM_NOPS * SM_NCODES + 2 * (SM_HIST_BUCKETS + 2))
 
 /* Add a histogram's count, sum and non-empty buckets to a Stats reply. */
 static void stats_hist(const struct sm_hist *h, const char *what,
@@ -2225,14 +2585,14 @@ static void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 	COUNTER("memory_bytes", k.memory_bytes);
 	if (sm->cfg.alloc_count != NULL)
 		COUNTER("allocations", sm->cfg.alloc_count());
-	for (i = 0; i < 15; i++) {
+	for (i = 0; i < SM_NOPS; i++) {
 		if (op_names[i] == NULL)
 			continue;
 		snprintf(names[n], sizeof names[n], "ops_%s", op_names[i]);
 		COUNTER(names[n], k.ops[i]);
 	}
 	/* The figures of the metrics endpoint: replies by op and code... */
-	for (i = 0; i < 15; i++) {
+	for (i = 0; i < SM_NOPS; i++) {
 		for (j = 0; j < SM_NCODES; j++) {
 			ev = protobuf_c_enum_descriptor_get_value(
 			    &semd__code__descriptor, (int)j);
@@ -2261,12 +2621,17 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 {
 	uint64_t id = req->id;
 
+	int r = SM_OK;
+
 	sm->now = now;
-	sm->cur_op = (unsigned)req->op_case < 15 ? (int)req->op_case : 0;
-	if ((unsigned)req->op_case < 15)
-		sm->ctr.ops[req->op_case]++;
-	if (req->op_case == SEMD__REQUEST__OP_HELLO)
-		return op_hello(sm, c, id, req->hello, now);
+	sm->who = who;
+	sm->cur_op = (unsigned)req->op_case < SM_NOPS ? (int)req->op_case : 0;
+	sm->ctr.ops[sm->cur_op]++;
+	if (req->op_case == SEMD__REQUEST__OP_HELLO) {
+		r = op_hello(sm, c, id, req->hello, now);
+		sm->who = NULL;
+		return r;
+	}
 	if (!c->hello) {
 		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
 		    "the first request must be hello");
@@ -2274,9 +2639,10 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	}
 	if (c->session == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__SESSION_EXPIRED,
-		    "this connection's session was resumed by another connection");
+		    "this connection's session ended (expired, or resumed by another connection)");
 		return SM_CLOSE;
 	}
+	c->session->heard = now;	/* the lease counts from here */
 	switch (req->op_case) {
 	case SEMD__REQUEST__OP_CREATE:
 		op_create(sm, c, id, req->create, now);
@@ -2314,12 +2680,17 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	case SEMD__REQUEST__OP_RELEASE:
 		op_release(sm, c, id, req->release, now);
 		break;
+	case SEMD__REQUEST__OP_DETACH:
+		c->detach = true;
+		reply_ok(sm, c, id);
+		break;
 	default:
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "unknown or missing operation");
 		break;
 	}
-	return SM_OK;
+	sm->who = NULL;
+	return r;
 }
 
 /* --- time ------------------------------------------------------------------- */
@@ -2337,6 +2708,7 @@ void sm_tick(struct sm *sm, uint64_t now)
 	struct sm_wait *w;
 	struct sm_hold *h;
 	struct sm_sem *sem;
+	struct sm_session *ss;
 	char why[320];
 
 	sm->now = now;
@@ -2362,33 +2734,57 @@ void sm_tick(struct sm *sm, uint64_t now)
 			sem_maybe_free(sm, sem);
 			break;
 		case T_SESSION:
-			sm->ctr.sessions_expired++;
-			session_free(sm, container_of(t, struct sm_session, expiry));
+			ss = container_of(t, struct sm_session, expiry);
+			if (ss->heard + ss->lease_ms > now)
+				session_arm(sm, ss);	/* heard since it was armed */
+			else
+				session_expire(sm, ss, now);
 			break;
 		}
 	}
 }
 
-/* Shutting down: waiters hear UNAVAILABLE, new waits are refused. */
+/*
+ * Shutting down: waiters hear UNAVAILABLE, new waits are refused, and every
+ * connected session is told that its holds are lost (the state goes with
+ * the process) and that the daemon stops.
+ */
 void sm_shutdown(struct sm *sm, uint64_t now)
 {
-	struct hmap_iter it;
-	struct hnode *n;
+	char key[SM_NAME_MAX + 1];
+	struct ordidx_iter it;
 	struct sm_sem *sem;
 	struct sm_wait *w;
+	struct sm_client *c;
+	struct list_head *pos, *hpos;
 
 	sm->now = now;
 	sm->shutting_down = true;
-	hmap_iter_init(&it, &sm->names);
-	while ((n = hmap_iter_next(&it)) != NULL) {
-		sem = container_of(n, struct sm_sem, node);
+	sm->cur_op = 0;
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: nothing is freed in this walk */
+	list_for_each(pos, &sm->clients) {
+		c = list_entry(pos, struct sm_client, entry);
+		if (c->session != NULL)
+			list_for_each(hpos, &c->session->holds)
+				notice_lost(sm, list_entry(hpos, struct sm_hold,
+				    owner_entry), SEMD__CODE__UNAVAILABLE,
+				    "semd is shutting down");
+		reply_err(sm, c, 0, SEMD__CODE__UNAVAILABLE, "semd is shutting down");
+	}
+	/* In name order (not hash order): the same on every replica. */
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL) {
+		if (list_empty(&sem->waiters))
+			continue;
+		memcpy(key, sem->name, (size_t)sem->len + 1);
 		while (!list_empty(&sem->waiters)) {
 			w = list_entry(sem->waiters.prev, struct sm_wait,
 			    sem_entry);
 			wait_cancel(sm, w, SEMD__CODE__UNAVAILABLE,
 			    "semd is shutting down");
 		}
-		sem_maybe_free(sm, sem);
+		sem_maybe_free(sm, sem);	/* the walk resumes after key */
+		ordidx_seek(&sm->byname, &it, key, false);
 	}
 }
 
@@ -2449,8 +2845,9 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 	struct list_head *pos, *cpos;
 	const struct sm_hold *h;
 	const struct sm_wait *w;
-	uint64_t held = 0, nh = 0, nw = 0;
+	uint64_t held = 0, nh = 0, nw = 0, seq = 0;
 	long count = sem->sem.count;
+	bool head_seen = false;
 
 	list_for_each(pos, &sem->holders) {
 		h = list_entry(pos, struct sm_hold, sem_entry);
@@ -2475,7 +2872,11 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 	else
 		CHECK(held == 0 && count <= (long)sem->limit,
 		    "%s: signal semaphore over its limit", sem->name);
-	/* Our waiter list mirrors the core's FIFO list exactly. */
+	/*
+	 * Our waiter list mirrors the core's FIFO list exactly, in arrival
+	 * order; only signal-mode waiters of absent sessions are parked, and
+	 * the first one not parked waits for more than is free.
+	 */
 	cpos = sem->sem.wait_list.next;
 	list_for_each(pos, &sem->waiters) {
 		w = list_entry(pos, struct sm_wait, sem_entry);
@@ -2483,10 +2884,18 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 		    "%s: waiter order differs from the core", sem->name);
 		CHECK(w->w.state == SEMA_WAITING, "%s: queued waiter not waiting",
 		    sem->name);
-		if (nw == 0)
+		CHECK(w->seq > seq, "%s: waiters out of arrival order", sem->name);
+		seq = w->seq;
+		CHECK(w->w.parked == (sem->mode == SEMD__MODE__SIGNAL &&
+		    w->session->client == NULL),
+		    "%s: waiter %" PRIu64 " parked %d wrongly", sem->name, w->seq,
+		    (int)w->w.parked);
+		if (!head_seen && !w->w.parked) {
 			CHECK(count < (long)w->n,
 			    "%s: head waiter wants %u while %ld are free",
 			    sem->name, w->n, count);
+			head_seen = true;
+		}
 		cpos = cpos->next;
 		nw++;
 	}
@@ -2521,6 +2930,101 @@ static int check_byname(const struct sm *sm, char *err, size_t errlen)
 		CHECK(sem_find(sm, sem->name) == sem,
 		    "%s: in the name index, not in the table", sem->name);
 	return 0;
+}
+
+/* Add n of kind to principal pr's entry in the recount of check_principals(). */
+static int recount(const struct sm_principal **prs, uint64_t (*cnt)[SM_NLIMITS],
+    size_t np, const struct sm_principal *pr, enum sm_limit_kind kind,
+    uint64_t n)
+{
+	size_t i;
+
+	for (i = 0; i < np; i++) {
+		if (prs[i] == pr) {
+			cnt[i][kind] += n;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Every principal's counts equal a recount of the sessions, holds, waiters
+ * and owned names that are its, and every principal referred to is in the
+ * table. O(objects x principals): a test check, with few principals.
+ */
+static int check_principals(const struct sm *sm, char *err, size_t errlen)
+{
+	const struct sm_principal **prs;
+	uint64_t (*cnt)[SM_NLIMITS];
+	struct hmap_iter it;
+	struct hnode *n;
+	struct list_head *pos;
+	const struct sm_session *s;
+	const struct sm_sem *sem;
+	const struct sm_hold *h;
+	size_t np = hmap_count(&sm->principals), i = 0, k;
+	int r = -1;
+
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
+	prs = calloc(np + 1, sizeof *prs);
+	cnt = calloc(np + 1, sizeof *cnt);
+	if (prs == NULL || cnt == NULL) {
+		snprintf(err, errlen, "out of memory checking principals");
+		goto out;
+	}
+	hmap_iter_init(&it, &sm->principals);
+	while ((n = hmap_iter_next(&it)) != NULL)
+		prs[i++] = container_of(n, struct sm_principal, node);
+	hmap_iter_init(&it, &sm->sessions);
+	while ((n = hmap_iter_next(&it)) != NULL) {
+		s = container_of(n, struct sm_session, node);
+		if (recount(prs, cnt, np, s->ident->pr, SM_LIMIT_SESSIONS, 1) != 0 ||
+		    recount(prs, cnt, np, s->ident->pr, SM_LIMIT_WAITERS,
+		    s->nwaiters) != 0) {
+			snprintf(err, errlen, "session %" PRIu64 ": principal not in the table",
+			    s->id);
+			goto out;
+		}
+	}
+	hmap_iter_init(&it, &sm->names);
+	while ((n = hmap_iter_next(&it)) != NULL) {
+		sem = container_of(n, struct sm_sem, node);
+		if (sem->owner != NULL && recount(prs, cnt, np, sem->owner,
+		    SM_LIMIT_SEMAPHORES, 1) != 0) {
+			snprintf(err, errlen, "%s: owner not in the table", sem->name);
+			goto out;
+		}
+		list_for_each(pos, &sem->holders) {
+			h = list_entry(pos, struct sm_hold, sem_entry);
+			if (recount(prs, cnt, np, h->ident->pr, SM_LIMIT_PERMITS,
+			    h->n) != 0) {
+				snprintf(err, errlen, "%s: holder's principal not in the table",
+				    sem->name);
+				goto out;
+			}
+		}
+	}
+	for (i = 0; i < np; i++) {
+		for (k = 0; k < SM_NLIMITS; k++) {
+			if (cnt[i][k] != prs[i]->count[k]) {
+				snprintf(err, errlen, "principal %s: %s counted %" PRIu64
+				    ", recounted %" PRIu64, prs[i]->name, limit_names[k],
+				    prs[i]->count[k], cnt[i][k]);
+				goto out;
+			}
+		}
+		if (prs[i]->refs == 0) {
+			snprintf(err, errlen, "principal %s has no references",
+			    prs[i]->name);
+			goto out;
+		}
+	}
+	r = 0;
+out:
+	free(prs);
+	free(cnt);
+	return r;
 }
 
 /* Check everything. */
@@ -2562,13 +3066,21 @@ int sm_check(const struct sm *sm, char *err, size_t errlen)
 		list_for_each(pos, &s->waiters)
 			sh++;
 		CHECK(sh == s->nwaiters, "session %" PRIu64 ": nwaiters", s->id);
-		CHECK(s->client != NULL || s->nwaiters == 0,
-		    "session %" PRIu64 ": waiters without a connection", s->id);
-		CHECK(s->client != NULL || s->expiry.idx != SIZE_MAX,
-		    "session %" PRIu64 ": lingering without a lease timer", s->id);
+		CHECK(s->client != NULL || s->lease_ms > 0,
+		    "session %" PRIu64 ": lingering without a lease", s->id);
+		CHECK(s->lease_ms == 0 || s->expiry.idx != SIZE_MAX,
+		    "session %" PRIu64 ": a lease without a timer", s->id);
+		CHECK(s->lease_ms == 0 || s->expiry.when <= s->heard + s->lease_ms,
+		    "session %" PRIu64 ": lease timer past its lease", s->id);
+		k = 0;
+		list_for_each(pos, &s->memos)
+			k++;
+		CHECK(k == s->nmemos, "session %" PRIu64 ": nmemos", s->id);
 		nsess++;
 	}
 	CHECK(nsess == sm->ctr.sessions, "session count");
+	if (check_principals(sm, err, errlen) != 0)
+		return -1;
 	for (i = 0; i < sm->heap_n; i++) {
 		CHECK(sm->heap[i]->idx == i, "heap index %zu", i);
 		if (i > 0)

@@ -44,7 +44,8 @@
 #define SM_NAME_MAX	255
 #define SM_LIST_DEFAULT	100
 #define SM_LIST_MAX	1000
-#define SM_INFO_MAX	10000	/* holders and waiters listed by Info */
+#define SM_INFO_PAGE	100	/* holders and waiters an Info page lists */
+#define SM_INFO_PAGE_MAX 1000	/* ... at most, whatever the client asks */
 #define SM_PROTO_VERSION 1
 
 struct sm_config {
@@ -54,6 +55,7 @@ struct sm_config {
 	uint32_t	max_waiters_per_session;
 	uint32_t	max_holds_per_session;
 	uint32_t	max_lease_ms;		/* cap on session and hold leases */
+	uint32_t	max_reply;		/* bytes of holders and waiters an Info lists */
 	uint64_t	wall_ms;		/* unix time in ms at sm_new() */
 	uint8_t		hash_key[16];		/* random: SipHash key */
 	const char	*server;		/* "semd 0.1.0" for HelloReply */
@@ -61,10 +63,15 @@ struct sm_config {
 	uint64_t	(*alloc_count)(void);
 };
 
-/* Effects of the state machine. conn is what sm_client_open() was given. */
+/*
+ * Effects of the state machine. conn is what sm_client_open() was given.
+ * reply: send r to the client. close (optional): close the client's
+ * connection once the replies sent so far are out (its session ended).
+ */
 struct sm_out {
 	void	(*reply)(void *ctx, void *conn, const Semd__Reply *r);
 	void	*ctx;
+	void	(*close)(void *ctx, void *conn);
 };
 
 /* Return values of sm_request(). */
@@ -81,6 +88,7 @@ struct sm_client;
  */
 #define SM_HIST_BUCKETS	22
 #define SM_NCODES	14		/* Semd__Code values */
+#define SM_NOPS		(SEMD__REQUEST__OP_DETACH + 1)	/* op cases, 0 included */
 struct sm_hist {
 	uint64_t	bucket[SM_HIST_BUCKETS];
 	uint64_t	sum_ms;
@@ -102,9 +110,9 @@ struct sm_counters {
 	uint64_t	sessions_expired;
 	uint64_t	errors;
 	uint64_t	memory_bytes;
-	uint64_t	ops[15];		/* by Semd__Request__OpCase */
+	uint64_t	ops[SM_NOPS];		/* by Semd__Request__OpCase */
 	/* Replies by the op they answer and their code (op 0: no request). */
-	uint64_t	replies[15][SM_NCODES];
+	uint64_t	replies[SM_NOPS][SM_NCODES];
 	struct sm_hist	wait;			/* enqueue (or down) to grant */
 	struct sm_hist	hold;			/* grant to release */
 };
@@ -126,10 +134,15 @@ void sm_free(struct sm *sm);
 /* Apply new limits (default limit, maxima) to a running state. */
 void sm_reconfigure(struct sm *sm, const struct sm_config *cfg);
 
-/* A connection came: principal is who the peer is ("uid:1000"). */
+/*
+ * A connection came: principal is who the peer is ("uid:1000"). Flags:
+ * SM_CLIENT_LOCAL for a peer on this host (a UNIX socket), whose close is
+ * its death unless it sent Detach.
+ */
+#define SM_CLIENT_LOCAL	0x1u
 struct sm_client *sm_client_open(struct sm *sm, void *conn,
     const char *principal, const uint8_t secret[SM_SECRET_LEN],
-    uint64_t now_ms);
+    unsigned int flags, uint64_t now_ms);
 /* The connection went away: the client is freed. */
 void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms);
 /*
@@ -176,18 +189,6 @@ uint64_t sm_next_deadline(const struct sm *sm);
 void sm_tick(struct sm *sm, uint64_t now_ms);
 /* Shutting down: every waiter is answered UNAVAILABLE. */
 void sm_shutdown(struct sm *sm, uint64_t now_ms);
-
-/*
- * Per-principal quotas (optional; the daemon's access.c keeps the counts).
- * check: would delta more of kind stay within principal's quota (nothing
- * counted)? Otherwise count delta (positive or negative) and return true.
- * Held permits are counted by hold records, waiters while queued; a down is
- * checked when it is made.
- */
-enum sm_quota_kind { SM_QUOTA_PERMITS, SM_QUOTA_WAITERS, SM_QUOTA_SEMAPHORES };
-typedef bool (*sm_quota_fn)(void *arg, const char *principal,
-    enum sm_quota_kind kind, int64_t delta, bool check);
-void sm_set_quota(struct sm *sm, sm_quota_fn fn, void *arg);
 
 /*
  * Which names List shows (optional; the daemon's access.c asks the ACL).

@@ -4,7 +4,8 @@
  * checked step by step against a reference model: a counter and a FIFO
  * queue. After every step the semaphore must agree with the model on the
  * free count, the queue length, which waiters were granted, in which order,
- * and with which fencing tokens.
+ * and with which fencing tokens. Waiters may be parked (passed over in
+ * their place) and unparked at any step.
  *
  * Usage: model-test [-s seed] [-n steps]   (the seed is printed; rerun a
  * failure with the same -s)
@@ -27,6 +28,7 @@ struct slot {
 	struct sema_waiter	w;
 	int			id;
 	enum slot_state		model;	/* what the model thinks */
+	bool			parked;	/* the model's view */
 	unsigned int		n;
 };
 
@@ -76,13 +78,24 @@ static void slot_wake(struct sema_waiter *w)
 	got_len++;
 }
 
-/* Model: hand permits from the head of the queue while they fit. */
+/* Model: the queue position of the first unparked waiter, or m_qlen. */
+static int model_first(void)
+{
+	int k;
+
+	for (k = 0; k < m_qlen && slots[m_queue[k]].parked; k++)
+		;
+	return k;
+}
+
+/* Model: hand permits to unparked waiters in queue order while they fit. */
 static void model_wake(void)
 {
 	struct slot *s;
+	int k;
 
-	while (m_qlen > 0) {
-		s = &slots[m_queue[0]];
+	while ((k = model_first()) < m_qlen) {
+		s = &slots[m_queue[k]];
 		if (m_count < (long)s->n)
 			break;
 		m_count -= (long)s->n;
@@ -90,15 +103,16 @@ static void model_wake(void)
 		exp_ids[exp_len] = s->id;
 		exp_tok[exp_len] = ++m_token;
 		exp_len++;
-		memmove(m_queue, m_queue + 1, (size_t)(m_qlen - 1) * sizeof(m_queue[0]));
+		memmove(m_queue + k, m_queue + k + 1,
+		    (size_t)(m_qlen - k - 1) * sizeof(m_queue[0]));
 		m_qlen--;
 	}
 }
 
-/* Model: take slot i off the queue; true if it was the head. */
+/* Model: take slot i off the queue; true if it was the first unparked. */
 static bool model_unqueue(int i)
 {
-	int k;
+	int k, first = model_first();
 
 	for (k = 0; k < m_qlen; k++)
 		if (m_queue[k] == i)
@@ -106,7 +120,7 @@ static bool model_unqueue(int i)
 	T_TRUE(k < m_qlen);
 	memmove(m_queue + k, m_queue + k + 1, (size_t)(m_qlen - k - 1) * sizeof(m_queue[0]));
 	m_qlen--;
-	return k == 0;
+	return k == first;
 }
 
 /* Compare semaphore and model after a step. */
@@ -128,9 +142,15 @@ static void check(struct semaphore *sem, const char *op)
 	if (sema_waiters(sem) != (unsigned long)m_qlen)
 		TEST_FAIL_("step %lu (%s): %lu waiters, model %d", step, op, sema_waiters(sem), m_qlen);
 	T_U64_EQ(sem->token, m_token);
-	if (m_qlen > 0 && (long)slots[m_queue[0]].n <= m_count)
+	k = model_first();
+	if (k < m_qlen && (long)slots[m_queue[k]].n <= m_count)
 		TEST_FAIL_("step %lu (%s): head needs %u, %ld free, yet waits",
-		    step, op, slots[m_queue[0]].n, m_count);
+		    step, op, slots[m_queue[k]].n, m_count);
+	for (k = 0; k < m_qlen; k++)
+		if (slots[m_queue[k]].w.parked != slots[m_queue[k]].parked)
+			TEST_FAIL_("step %lu (%s): waiter %d parked %d, model %d", step,
+			    op, m_queue[k], slots[m_queue[k]].w.parked,
+			    slots[m_queue[k]].parked);
 	got_len = exp_len = 0;
 }
 
@@ -156,8 +176,9 @@ static void op_down(struct semaphore *sem)
 		return;
 	s = &slots[i];
 	s->n = n;
+	s->parked = false;
 	r = sema_down_async(sem, &s->w, n, slot_wake);
-	if (m_qlen == 0 && m_count >= (long)n) {
+	if (model_first() == m_qlen && m_count >= (long)n) {
 		T_EQ(r, 0);
 		m_count -= (long)n;
 		T_U64_EQ(s->w.token, ++m_token);
@@ -179,7 +200,7 @@ static void op_trydown(struct semaphore *sem)
 	uint64_t tok = 0;
 	bool ok = sema_trydown_n(sem, n, &tok);
 
-	if (m_qlen == 0 && m_count >= (long)n) {
+	if (model_first() == m_qlen && m_count >= (long)n) {
 		T_TRUE(ok);
 		m_count -= (long)n;
 		T_U64_EQ(tok, ++m_token);
@@ -256,8 +277,13 @@ static void op_up_max(struct semaphore *sem)
 	long avail = m_count + (long)n;
 	int k, r;
 
-	for (k = 0; k < m_qlen && avail >= (long)slots[m_queue[k]].n; k++)
+	for (k = 0; k < m_qlen; k++) {
+		if (slots[m_queue[k]].parked)
+			continue;
+		if (avail < (long)slots[m_queue[k]].n)
+			break;
 		avail -= (long)slots[m_queue[k]].n;
+	}
 	r = sema_up_max(sem, n, max);
 	if (avail > max) {
 		T_EQ(r, -EOVERFLOW);
@@ -269,12 +295,25 @@ static void op_up_max(struct semaphore *sem)
 	check(sem, "up_max");
 }
 
+/* park or unpark a waiting slot. */
+static void op_park(struct semaphore *sem)
+{
+	int i = pick(SLOT_WAITING);
+
+	if (i < 0)
+		return;
+	slots[i].parked = !slots[i].parked;
+	sema_park(sem, &slots[i].w, slots[i].parked);
+	model_wake();
+	check(sem, "park");
+}
+
 int main(int argc, char **argv)
 {
 	struct semaphore sem;
 	unsigned long steps = 200000;
 	uint64_t seed = (uint64_t)t_now_ns() ^ (uint64_t)getpid();
-	unsigned long counts[6] = { 0 };
+	unsigned long counts[7] = { 0 };
 	int c, k;
 
 	t_watchdog(300);
@@ -301,7 +340,7 @@ int main(int argc, char **argv)
 	m_count = (long)rnd_below(4);
 	sema_init(&sem, m_count);
 	for (step = 0; step < steps; step++) {
-		c = (int)rnd_below(6);
+		c = (int)rnd_below(7);
 		counts[c]++;
 		switch (c) {
 		case 0: op_down(&sem); break;
@@ -309,12 +348,13 @@ int main(int argc, char **argv)
 		case 2: op_up(&sem); break;
 		case 3: op_cancel(&sem); break;
 		case 4: op_adjust(&sem); break;
+		case 5: op_park(&sem); break;
 		default: op_up_max(&sem); break;
 		}
 	}
-	printf("  down %lu trydown %lu up %lu cancel %lu adjust %lu up_max %lu; "
-	    "%" PRIu64 " grants\n", counts[0], counts[1], counts[2], counts[3],
-	    counts[4], counts[5], m_token);
+	printf("  down %lu trydown %lu up %lu cancel %lu adjust %lu park %lu "
+	    "up_max %lu; %" PRIu64 " grants\n", counts[0], counts[1], counts[2],
+	    counts[3], counts[4], counts[5], counts[6], m_token);
 	printf("model-test: all passed\n");
 	return 0;
 }

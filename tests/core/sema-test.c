@@ -283,6 +283,62 @@ static void test_nperm_handoff(void)
 	T_EQ(sema_waiters(&s), 0);
 }
 
+/* A parked waiter keeps its place, blocks nobody, is served when unparked. */
+static void test_park(void)
+{
+	struct semaphore s;
+	struct rec r[3];
+
+	TEST_START("a parked head is passed over and blocks nobody behind it");
+	sema_init(&s, 0);
+	log_len = 0;
+	rec_queue(&s, &r[0], 0, 2);
+	rec_queue(&s, &r[1], 1, 1);
+	rec_queue(&s, &r[2], 2, 1);
+	sema_park(&s, &r[0].w, true);
+	T_TRUE(r[0].w.parked);
+	sema_up(&s);
+	T_EQ(log_len, 1);
+	T_EQ(log_ids[0], 1);
+	T_FALSE(sema_down_trylock(&s));		/* r[2] queues, not parked */
+	T_EQ(sema_count(&s), 0);
+	TEST_START("unparked, a waiter is served in its old place before later ones");
+	sema_park(&s, &r[0].w, false);
+	sema_up(&s);
+	T_EQ(log_len, 1);		/* r[0] needs 2 and blocks r[2] again */
+	T_EQ(sema_count(&s), 1);
+	sema_up(&s);
+	T_EQ(log_len, 2);
+	T_EQ(log_ids[1], 0);
+	T_EQ(sema_count(&s), 0);
+	sema_up(&s);
+	T_EQ(log_len, 3);
+	T_EQ(log_ids[2], 2);
+	TEST_START("unparking a waiter whose permits are free grants it at once");
+	log_len = 0;
+	rec_queue(&s, &r[0], 0, 1);
+	rec_queue(&s, &r[1], 1, 2);
+	sema_park(&s, &r[0].w, true);
+	sema_up(&s);			/* r[1] needs 2: nobody served */
+	T_EQ(log_len, 0);
+	T_EQ(sema_count(&s), 1);
+	sema_park(&s, &r[0].w, false);
+	T_EQ(log_len, 1);
+	T_EQ(log_ids[0], 0);
+	T_EQ(sema_count(&s), 0);
+	TEST_START("only parked waiters queued: a trydown takes free permits");
+	sema_park(&s, &r[1].w, true);
+	sema_up(&s);
+	T_TRUE(sema_down_trylock(&s));
+	T_EQ(sema_up_max(&s, 2, 2), 0);	/* the parked one takes nothing */
+	T_EQ(sema_count(&s), 2);
+	TEST_START("cancelling a parked waiter changes nothing for the others");
+	T_TRUE(sema_cancel(&s, &r[1].w));
+	T_EQ(sema_waiters(&s), 0);
+	T_EQ(sema_count(&s), 2);
+	T_EQ(log_len, 1);
+}
+
 /* Cancel: queued -> true; head cancel lets others go; granted -> false. */
 static void test_cancel(void)
 {
@@ -874,6 +930,7 @@ int main(void)
 	test_nperm_head_blocks();
 	test_nperm_handoff();
 	test_cancel();
+	test_park();
 	test_callback_reenter_free();
 	test_up_max();
 	test_adjust();

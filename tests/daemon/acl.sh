@@ -126,7 +126,7 @@ start_semd q --config "$T/q.conf" || exit 1
 $PROBE "$q_UNIX" hello "down p1" "down p2" "down dt lease=60000" "down p3 timeout=0" \
 	"up p2" "create big 5" "down big n=2 timeout=0" >"$T/qa.out" 2>&1
 ok "quota permits 3: three held (one detached)" has '^reply id=4 code=OK permit=' "$T/qa.out"
-ok "quota permits 3: a fourth refused" has "^reply id=5 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me may not hold 1 more permit(s)\"" "$T/qa.out"
+ok "quota permits 3: a fourth refused" has "^reply id=5 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me has 3 permits, 1 more would pass its permits quota (3)\"" "$T/qa.out"
 ok "quota permits 3: with two held, n=2 refused too" has '^reply id=8 code=RESOURCE_EXHAUSTED' "$T/qa.out"
 $PROBE "$q_UNIX" hello "down p1" "down p2" "down p3 timeout=0" "up dt" "down p3 timeout=0" \
 	>"$T/qb.out" 2>&1
@@ -140,7 +140,7 @@ $PROBE "$q_UNIX" hello "down w timeout=5000 nowait" "down w2 timeout=0" \
 	"down w timeout=5000 nowait" "wait 4" "wait 2" "info w" "stats" >"$T/qw.out" 2>&1
 wait "$qanon"
 ok "quota waiters 1: one down waits" has '^reply id=2 code=OK permit=' "$T/qw.out"
-ok "quota waiters 1: a second waiting down refused" has "^reply id=4 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me may not have more waiting downs\"" "$T/qw.out"
+ok "quota waiters 1: a second waiting down refused" has "^reply id=4 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me has 1 waiters, 1 more would pass its waiters quota (1)\"" "$T/qw.out"
 ok "... a down that does not wait is still fine" has '^reply id=3 code=OK permit=' "$T/qw.out"
 ok "the waiter was granted when anonymous let go" has '^reply id=5 code=OK name=w .*holders=1 waiters=0' "$T/qw.out"
 
@@ -152,7 +152,7 @@ start_semd qs --config "$T/qs.conf" || exit 1
 $PROBE "$qs_UNIX" hello "create s1 1" "create s2 1" "create s3 1" "down auto timeout=0" \
 	>"$T/qs1.out" 2>&1
 ok "quota semaphores 2: two created" has '^reply id=3 code=OK' "$T/qs1.out"
-ok "quota semaphores 2: a third refused" has "^reply id=4 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me may not create more semaphores\"" "$T/qs1.out"
+ok "quota semaphores 2: a third refused" has "^reply id=4 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me has 2 semaphores, 1 more would pass its semaphores quota (2)\"" "$T/qs1.out"
 ok "... an auto-created name is not charged" has '^reply id=5 code=OK permit=' "$T/qs1.out"
 $PROBE "$qs_UNIX" hello "create s3 1" "delete s1" "create s3 1" >"$T/qs2.out" 2>&1
 ok "the count outlives the creator's connection" has '^reply id=2 code=RESOURCE_EXHAUSTED' "$T/qs2.out"

@@ -21,7 +21,7 @@
  * "down NAME [n=N] [timeout=MS] [lease=MS] [id=ID] [nowait]",
  * "up NAME [n=N] [permit=P]", "create NAME LIMIT [signal] [ine]",
  * "info NAME", "list [prefix=P] [after=A] [max=M]", "delete NAME [force]",
- * "setlimit NAME L", "ping [PAYLOAD]", "stats", "validate NAME TOKEN",
+ * "setlimit NAME L", "ping [PAYLOAD]", "stats", "detach", "validate NAME TOKEN",
  * "cancel ID", "release NAME PERMIT", "wait ID", "read", "sleep MS",
  * "raw HEX" (bytes as they are), "slow" (toggle: write requests one byte
  * at a time), "expect-eof". Names may be given as hex:HEX. Every wait is bounded
@@ -230,8 +230,9 @@ static void p_print(const Semd__Reply *r)
 			    r->info->holders[i]->permit_id, r->info->holders[i]->n,
 			    r->info->holders[i]->detached ? "/detached" : "");
 		for (i = 0; i < r->info->n_waiters; i++)
-			printf(" waiter=%" PRIu64 "/%u", r->info->waiters[i]->request_id,
-			    r->info->waiters[i]->n);
+			printf(" waiter=%" PRIu64 "/%u%s", r->info->waiters[i]->request_id,
+			    r->info->waiters[i]->n,
+			    r->info->waiters[i]->detached ? "/away" : "");
 		break;
 	case SEMD__REPLY__BODY_LIST:
 		printf(" entries=%zu", r->list->n_entries);
@@ -253,6 +254,11 @@ static void p_print(const Semd__Reply *r)
 		break;
 	case SEMD__REPLY__BODY_RELEASED:
 		printf(" released=%u", r->released->n);
+		break;
+	case SEMD__REPLY__BODY_HOLD_LOST:
+		printf(" lost=%s permit=%" PRIu64 " token=%" PRIu64 " n=%u",
+		    r->hold_lost->name, r->hold_lost->permit_id,
+		    r->hold_lost->token, r->hold_lost->n);
 		break;
 	default:
 		break;
@@ -351,6 +357,7 @@ static int p_command(struct pconn *c, char *line)
 	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
 	Semd__Ping ping = SEMD__PING__INIT;
 	Semd__Stats stats = SEMD__STATS__INIT;
+	Semd__Detach detach = SEMD__DETACH__INIT;
 	Semd__Validate val = SEMD__VALIDATE__INIT;
 	Semd__Release rel = SEMD__RELEASE__INIT;
 	static uint8_t secret[64], raw[65536];
@@ -437,6 +444,9 @@ static int p_command(struct pconn *c, char *line)
 	} else if (strcmp(w[0], "stats") == 0) {
 		req.op_case = SEMD__REQUEST__OP_STATS;
 		req.stats = &stats;
+	} else if (strcmp(w[0], "detach") == 0) {
+		req.op_case = SEMD__REQUEST__OP_DETACH;
+		req.detach = &detach;
 	} else if (strcmp(w[0], "validate") == 0) {
 		val.name = ARG(1);
 		val.token = strtoull(ARG(2), NULL, 10);

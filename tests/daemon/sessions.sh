@@ -36,8 +36,15 @@ w=$!
 ok "disconnect: waiter granted" t_wait_for 5 has 'code=OK permit=' "$T/w2.out"
 wait "$w"
 
-# Lease: the holds stay after the connection closes, and can be resumed.
-$PROBE "$A" "hello lease=3000" "down ls id=2" >"$T/l1.out" 2>&1
+# Over a UNIX socket a close is death, lease or not (the kernel's
+# down_killable: a local client cannot ride out a network blip).
+$PROBE "$A" "hello lease=60000" "down ud" >"$T/ud.out" 2>&1
+$PROBE "$A" hello "down ud timeout=0" >"$T/ud2.out" 2>&1
+ok "unix: a leased session's close without detach frees at once" has '^reply id=2 code=OK permit=' "$T/ud2.out"
+
+# Lease: after Detach the holds stay when the connection closes, and can
+# be resumed.
+$PROBE "$A" "hello lease=3000" "down ls id=2" detach >"$T/l1.out" 2>&1
 sid=$(sed -n 's/.* session=\([0-9]*\) .*/\1/p' "$T/l1.out")
 sec=$(sed -n 's/.* secret=\([0-9a-f]*\) .*/\1/p' "$T/l1.out")
 permit=$(sed -n 's/^reply id=2 code=OK permit=\([0-9]*\).*/\1/p' "$T/l1.out")
@@ -49,7 +56,7 @@ sleep 1
 ok "lease: still held 1 s after the disconnect" test "$(grep -c 'permit=' "$T/lw.out")" = 0
 $PROBE "$A" "hello resume=$sid secret=00" >"$T/bad.out" 2>&1
 ok "lease: resume with a wrong secret refused" has 'code=SESSION_EXPIRED' "$T/bad.out"
-$PROBE "$A" "hello resume=$sid secret=$sec lease=2000" "down ls id=2" "info ls" >"$T/l2.out" 2>&1
+$PROBE "$A" "hello resume=$sid secret=$sec lease=2000" "down ls id=2" "info ls" detach >"$T/l2.out" 2>&1
 ok "lease: resumed" has '^reply id=1 code=OK .*resumed=1' "$T/l2.out"
 ok "lease: retried down returns the same permit" has "^reply id=2 code=OK permit=$permit " "$T/l2.out"
 ok "lease: still one holder" has 'holders=1 waiters=1' "$T/l2.out"

@@ -98,7 +98,7 @@ static void each_cb(void *arg, const struct sm_sem_gauges *g)
 int main(void)
 {
 	static const uint8_t secret[SM_SECRET_LEN];
-	struct sm_out out = { sink, NULL };
+	struct sm_out out = { sink, NULL, NULL };
 	struct sm_config cfg;
 	struct sm_counters k;
 	struct sm_client *c1, *c2;
@@ -109,8 +109,8 @@ int main(void)
 
 	sm_config_defaults(&cfg);
 	sm = sm_new(&cfg, &out, t);
-	c1 = sm_client_open(sm, (void *)1, "uid:1", secret, t);
-	c2 = sm_client_open(sm, (void *)2, "uid:2", secret, t);
+	c1 = sm_client_open(sm, (void *)1, "uid:1", secret, 0, t);
+	c2 = sm_client_open(sm, (void *)2, "uid:2", secret, 0, t);
 	hello(sm, c1, t);
 	hello(sm, c2, t);
 

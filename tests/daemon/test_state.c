@@ -127,11 +127,25 @@ static int none(uintptr_t conn, uint64_t id)
 static uint64_t now = 1000;
 static const uint8_t secret_a[SM_SECRET_LEN] = "0123456789abcdef";
 
+/* The access layer's decision for the next requests (NULL: admin, no caps). */
+static const struct sm_caller *t_who;
+
+/* Connections the state machine asked to close, in order. */
+static uintptr_t closed[64];
+static int nclosed;
+
+/* The close effect: record it. */
+static void cap_close(void *ctx, void *conn)
+{
+	if (nclosed < 64)
+		closed[nclosed++] = (uintptr_t)conn;
+}
+
 /* A state machine with a fixed clock and hash key. */
 static struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
 {
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close };
 
 	sm_config_defaults(&cfg);
 	cfg.wall_ms = wall_ms;
@@ -139,13 +153,15 @@ static struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
 	if (tune != NULL)
 		tune(&cfg);
 	caps_clear();
+	nclosed = 0;
+	t_who = NULL;
 	return sm_new(&cfg, &out, now);
 }
 
 /* Send one request. */
 static int t_req(struct sm *sm, struct sm_client *c, Semd__Request *req)
 {
-	return sm_request(sm, c, req, NULL, now);
+	return sm_request(sm, c, req, t_who, now);
 }
 
 /* Hello with a lease and optional resume. */
@@ -175,8 +191,7 @@ static int t_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 static struct sm_client *t_client(struct sm *sm, uintptr_t k,
     const char *principal, uint32_t lease)
 {
-	struct sm_client *c = sm_client_open(sm, (void *)k, principal, secret_a,
-	    now);
+	struct sm_client *c = sm_client_open(sm, (void *)k, principal, secret_a, 0, now);
 
 	t_hello(sm, c, 1, lease, 0, NULL);
 	expect_code(k, 1, SEMD__CODE__OK);
@@ -354,7 +369,7 @@ static Semd__Grant *grant_of_(int line, uintptr_t k, uint64_t id)
 static void test_hello(void)
 {
 	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *c = sm_client_open(sm, (void *)1, "uid:1", secret_a, now);
+	struct sm_client *c = sm_client_open(sm, (void *)1, "uid:1", secret_a, 0, now);
 	Semd__Reply *r;
 
 	TEST_START("hello must be first, version 1");
@@ -368,7 +383,7 @@ static void test_hello(void)
 	t_hello(sm, c, 7, 0, 0, NULL);
 	expect_code(1, 7, SEMD__CODE__PROTOCOL_ERROR);
 	sm_client_close(sm, c, now);
-	c = sm_client_open(sm, (void *)2, "uid:1", secret_a, now);
+	c = sm_client_open(sm, (void *)2, "uid:1", secret_a, 0, now);
 	{
 		Semd__Request req = SEMD__REQUEST__INIT;
 		Semd__Hello h = SEMD__HELLO__INIT;
@@ -668,7 +683,7 @@ static void test_lease(void)
 	now += 4000;
 	sm_tick(sm, now);
 	EXPECT(none(2, 2));
-	a2 = sm_client_open(sm, (void *)3, "uid:1", secret_a, now);
+	a2 = sm_client_open(sm, (void *)3, "uid:1", secret_a, 0, now);
 	memcpy(bad, secret_a, sizeof bad);
 	bad[0] ^= 1;
 	t_hello(sm, a2, 1, 5000, sid, bad);
@@ -683,19 +698,20 @@ static void test_lease(void)
 	now += 2000;
 	sm_tick(sm, now);		/* past the old expiry: nothing */
 	EXPECT(none(2, 2));
+	/* The lease counts from the last request heard (2000 ms ago). */
 	sm_client_close(sm, a2, now);
-	EXPECT_U64(now + 5000, sm_next_deadline(sm));
-	sm_tick(sm, now + 4999);
+	EXPECT_U64(now + 3000, sm_next_deadline(sm));
+	sm_tick(sm, now + 2999);
 	EXPECT(none(2, 2));
-	sm_tick(sm, now + 5000);
+	sm_tick(sm, now + 3000);
 	grant_of(2, 2);
-	a2 = sm_client_open(sm, (void *)4, "uid:1", secret_a, now);
+	a2 = sm_client_open(sm, (void *)4, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 0, sid, secret_a);
 	expect_code(4, 1, SEMD__CODE__SESSION_EXPIRED);
 	/* a resume by another principal is refused */
 	{
 		struct sm_client *x = t_client(sm, 5, "uid:1", 1000);
-		struct sm_client *y = sm_client_open(sm, (void *)6, "uid:2", secret_a, now);
+		struct sm_client *y = sm_client_open(sm, (void *)6, "uid:2", secret_a, 0, now);
 		uint64_t xs = sm_client_session(x);
 
 		sm_client_close(sm, x, now);
@@ -880,7 +896,8 @@ static void test_delete(void)
 	expect_code(2, 3, SEMD__CODE__CANCELLED);
 	expect_code(1, 4, SEMD__CODE__CANCELLED);
 	r = expect_code(1, 0, SEMD__CODE__CANCELLED);	/* lost-hold notice */
-	EXPECT(r && r->body_case == SEMD__REPLY__BODY_GRANT);
+	EXPECT(r && r->body_case == SEMD__REPLY__BODY_HOLD_LOST &&
+	    strcmp(r->hold_lost->name, "d") == 0 && r->hold_lost->n == 1);
 	EXPECT_U64(UINT64_MAX, sm_next_deadline(sm));
 	t_info(sm, a, 1, 6, "d", SEMD__CODE__NOT_FOUND);
 	CHECK_SM(sm);
@@ -1010,26 +1027,564 @@ static void tune_big(struct sm_config *cfg)
 	cfg->max_holds_per_session = 20000;
 }
 
-/* Info lists at most SM_INFO_MAX holders and says how many there are. */
+/* Info with paging: max, after_permit, after_waiter. */
+static Semd__Reply *t_info_page(struct sm *sm, struct sm_client *c,
+    uintptr_t k, uint64_t id, const char *name, uint32_t max,
+    uint64_t after_permit, uint64_t after_waiter)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Info in = SEMD__INFO__INIT;
+
+	in.name = (char *)name;
+	in.max = max;
+	in.after_permit = after_permit;
+	in.after_waiter = after_waiter;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_INFO;
+	req.info = &in;
+	t_req(sm, c, &req);
+	return expect_code(k, id, SEMD__CODE__OK);
+}
+
+/*
+ * Walk every Info page of name with pages of max, checking that the
+ * holders come in grant order and the waiters in queue order, each once;
+ * returns how many of each were seen.
+ */
+static void info_walk(struct sm *sm, struct sm_client *c, uintptr_t k,
+    const char *name, uint32_t max, size_t *holders, size_t *waiters,
+    size_t *pages)
+{
+	uint64_t ap = 0, aw = 0, last_p = 0, last_w = 0, id = 1000000;
+	Semd__Reply *r;
+	size_t i;
+
+	*holders = *waiters = *pages = 0;
+	for (;;) {
+		r = t_info_page(sm, c, k, id++, name, max, ap, aw);
+		if (r == NULL || r->info == NULL)
+			return;
+		(*pages)++;
+		if (*pages > 100000) {
+			FAIL("info paging does not end");
+			return;
+		}
+		EXPECT(r->info->n_holders <= (max ? max : SM_INFO_PAGE));
+		EXPECT(r->info->n_waiters <= (max ? max : SM_INFO_PAGE));
+		for (i = 0; i < r->info->n_holders; i++) {
+			EXPECT(r->info->holders[i]->permit_id > last_p);
+			last_p = r->info->holders[i]->permit_id;
+		}
+		for (i = 0; i < r->info->n_waiters; i++) {
+			EXPECT(r->info->waiters[i]->seq > last_w);
+			last_w = r->info->waiters[i]->seq;
+		}
+		*holders += r->info->n_holders;
+		*waiters += r->info->n_waiters;
+		if (r->info->next_permit != 0)
+			EXPECT_U64(last_p, r->info->next_permit);
+		if (r->info->next_waiter != 0)
+			EXPECT_U64(last_w, r->info->next_waiter);
+		if (r->info->next_permit == 0 && r->info->next_waiter == 0)
+			return;
+		/* A list that is done stays done: its cursor goes past the end. */
+		ap = r->info->next_permit ? r->info->next_permit : UINT64_MAX;
+		aw = r->info->next_waiter ? r->info->next_waiter : UINT64_MAX;
+		caps_clear();
+	}
+}
+
+static void tune_small_reply(struct sm_config *cfg)
+{
+	cfg->max_holds_per_session = 20000;
+	cfg->max_waiters_per_session = 20000;
+	cfg->max_reply = 8192;
+}
+
+/* Info pages its holders and waiters and never builds a big reply. */
 static void test_info_cap(void)
 {
 	struct sm *sm = t_new(1700000000000ULL, tune_big);
 	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b;
 	Semd__Reply *r;
+	size_t nh, nw, np;
 	int i;
 
-	TEST_START("info of a semaphore with 10,005 holders is bounded");
+	TEST_START("info of a semaphore with 10,005 holders comes in pages");
 	t_create(sm, a, 2, "big", 20000, SEMD__MODE__OWNED, 0);
 	expect_code(1, 2, 0);
-	for (i = 0; i < SM_INFO_MAX + 5; i++)
+	for (i = 0; i < 10005; i++)
 		t_down(sm, a, 100 + (uint64_t)i, "big", 1, 0, 0);
 	caps_clear();
 	r = t_info(sm, a, 1, 3, "big", SEMD__CODE__OK);
 	if (r != NULL) {
-		EXPECT_U64(SM_INFO_MAX, r->info->n_holders);
-		EXPECT_U64(SM_INFO_MAX + 5, r->info->holders_total);
-		EXPECT_I64(20000 - SM_INFO_MAX - 5, r->info->available);
+		EXPECT_U64(SM_INFO_PAGE, r->info->n_holders);
+		EXPECT_U64(10005, r->info->holders_total);
+		EXPECT_I64(20000 - 10005, r->info->available);
+		EXPECT(r->info->next_permit != 0);
+		EXPECT_U64(0, r->info->next_waiter);
 	}
+	info_walk(sm, a, 1, "big", 0, &nh, &nw, &np);
+	EXPECT_U64(10005, nh);
+	EXPECT_U64(101, np);
+	info_walk(sm, a, 1, "big", 5000, &nh, &nw, &np);	/* capped at 1000 */
+	EXPECT_U64(10005, nh);
+	EXPECT_U64(11, np);
+	CHECK_SM(sm);
+	sm_free(sm);
+
+	TEST_START("info pages waiters by seq, bounded by max_reply bytes");
+	sm = t_new(1700000000000ULL, tune_small_reply);
+	a = t_client(sm, 1, "uid:1", 0);
+	b = t_client(sm, 2, "uid:2", 0);
+	t_create(sm, a, 2, "q", 1, SEMD__MODE__OWNED, 0);
+	t_down(sm, a, 3, "q", 1, 0, 0);
+	expect_code(1, 3, 0);
+	for (i = 0; i < 3000; i++)
+		t_down(sm, i % 2 ? a : b, 100 + (uint64_t)i, "q", 1, -1, 0);
+	caps_clear();
+	info_walk(sm, a, 1, "q", 1000, &nh, &nw, &np);
+	EXPECT_U64(1, nh);
+	EXPECT_U64(3000, nw);
+	EXPECT(np > 3);		/* 8 KiB a reply cannot hold 1000 waiters */
+	TEST_START("info shows a non-manager only its own holders and waiters");
+	info_walk(sm, b, 2, "q", 1000, &nh, &nw, &np);
+	EXPECT_U64(3000, nw);	/* NULL caller: an administrator */
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+
+/* Release: force-release a hold by permit id. */
+static void t_release(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint64_t permit)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Release rl = SEMD__RELEASE__INIT;
+
+	rl.name = (char *)name;
+	rl.permit_id = permit;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_RELEASE;
+	req.release = &rl;
+	t_req(sm, c, &req);
+}
+
+/* A bare request of op (ping, detach). */
+static void t_simple(struct sm *sm, struct sm_client *c, uint64_t id, int op)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Ping p = SEMD__PING__INIT;
+	Semd__Detach d = SEMD__DETACH__INIT;
+
+	req.id = id;
+	req.op_case = op;
+	if (op == SEMD__REQUEST__OP_PING)
+		req.ping = &p;
+	else
+		req.detach = &d;
+	t_req(sm, c, &req);
+}
+
+/* The hold-lost notice to conn k (id 0): its code and name. */
+static void expect_lost_(int line, uintptr_t k, int code, const char *name,
+    uint64_t permit)
+{
+	Semd__Reply *r = expect_code_(line, k, 0, code);
+
+	if (r != NULL && (r->body_case != SEMD__REPLY__BODY_HOLD_LOST ||
+	    strcmp(r->hold_lost->name, name) != 0 ||
+	    (permit != 0 && r->hold_lost->permit_id != permit)))
+		FAIL("line %d: not a hold-lost notice for %s (%s)", line, name,
+		    r->message);
+}
+#define expect_lost(k, code, name, permit) \
+	expect_lost_(__LINE__, k, code, name, permit)
+
+/* Force-release and delete --force tell the holder at once. */
+static void test_lost_push(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 5000);
+	struct sm_client *adm = t_client(sm, 2, "uid:0", 0);
+	Semd__Grant *g;
+
+	TEST_START("force-release pushes HoldLost(CANCELLED) to the holder");
+	t_down(sm, a, 2, "x", 1, -1, 0);
+	g = grant_of(1, 2);
+	t_release(sm, adm, 3, "x", g ? g->permit_id : 0);
+	expect_code(2, 3, SEMD__CODE__OK);
+	expect_lost(1, SEMD__CODE__CANCELLED, "x", g ? g->permit_id : 0);
+	TEST_START("delete --force pushes HoldLost(CANCELLED)");
+	t_create(sm, adm, 4, "y", 2, SEMD__MODE__OWNED, 0);
+	t_down(sm, a, 3, "y", 2, -1, 0);
+	grant_of(1, 3);
+	t_delete(sm, adm, 5, "y", 1);
+	expect_code(2, 5, SEMD__CODE__OK);
+	expect_lost(1, SEMD__CODE__CANCELLED, "y", 0);
+	TEST_START("shutdown pushes HoldLost(UNAVAILABLE) and a stop notice");
+	t_down(sm, a, 4, "z", 1, -1, 0);
+	grant_of(1, 4);
+	sm_shutdown(sm, now);
+	expect_lost(1, SEMD__CODE__UNAVAILABLE, "z", 0);
+	expect_code(1, 0, SEMD__CODE__UNAVAILABLE);
+	expect_code(2, 0, SEMD__CODE__UNAVAILABLE);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* A silent session loses its holds one lease after the last request. */
+static void test_lease_silence(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 3000);
+	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	uint64_t t0 = now;
+
+	TEST_START("requests keep a connected session alive");
+	t_down(sm, a, 2, "s", 1, -1, 0);
+	grant_of(1, 2);
+	t_down(sm, b, 2, "s", 1, -1, 0);
+	t_down(sm, a, 3, "w", 1, -1, 0);	/* a waiter too */
+	grant_of(1, 3);
+	t_down(sm, a, 4, "w", 1, -1, 0);
+	now = t0 + 2000;
+	sm_tick(sm, now);
+	t_simple(sm, a, 5, SEMD__REQUEST__OP_PING);	/* heard at t0 + 2000 */
+	expect_code(1, 5, SEMD__CODE__OK);
+	now = t0 + 4000;
+	sm_tick(sm, now);
+	EXPECT(none(2, 2));
+	EXPECT_I64(0, nclosed);
+	CHECK_SM(sm);
+	TEST_START("silent for a lease: holds lost, waiters answered, connection closed");
+	sm_tick(sm, t0 + 4999);
+	EXPECT(none(2, 2));
+	sm_tick(sm, t0 + 5000);
+	expect_lost(1, SEMD__CODE__SESSION_EXPIRED, "s", 0);
+	expect_lost(1, SEMD__CODE__SESSION_EXPIRED, "w", 0);
+	expect_code(1, 4, SEMD__CODE__SESSION_EXPIRED);
+	expect_code(1, 0, SEMD__CODE__SESSION_EXPIRED);
+	grant_of(2, 2);
+	EXPECT_I64(1, nclosed);
+	EXPECT_U64(1, closed[0]);
+	t_simple(sm, a, 6, SEMD__REQUEST__OP_PING);
+	expect_code(1, 6, SEMD__CODE__SESSION_EXPIRED);
+	sm_client_close(sm, a, t0 + 5000);
+	CHECK_SM(sm);
+	sm_free(sm);
+	now = t0;
+}
+
+/* UNIX peers: a close is death unless they sent Detach. */
+static void test_local_death(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a, *b = t_client(sm, 2, "uid:2", 0);
+	uint64_t sid;
+
+	TEST_START("a local client's close frees its holds at once, lease or not");
+	a = sm_client_open(sm, (void *)1, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
+	t_hello(sm, a, 1, 60000, 0, NULL);
+	expect_code(1, 1, SEMD__CODE__OK);
+	t_down(sm, a, 2, "l", 1, -1, 0);
+	grant_of(1, 2);
+	t_down(sm, b, 2, "l", 1, -1, 0);
+	sm_client_close(sm, a, now);
+	grant_of(2, 2);
+	EXPECT_U64(0, t_stat(sm, b, 2, "sessions") - 1);
+	TEST_START("after Detach the lease applies");
+	a = sm_client_open(sm, (void *)3, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
+	t_hello(sm, a, 1, 60000, 0, NULL);
+	expect_code(3, 1, SEMD__CODE__OK);
+	sid = sm_client_session(a);
+	t_down(sm, a, 2, "k", 1, -1, 0);
+	grant_of(3, 2);
+	t_simple(sm, a, 3, SEMD__REQUEST__OP_DETACH);
+	expect_code(3, 3, SEMD__CODE__OK);
+	sm_client_close(sm, a, now);
+	EXPECT_U64(2, t_stat(sm, b, 2, "sessions"));
+	a = sm_client_open(sm, (void *)4, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
+	t_hello(sm, a, 1, 60000, sid, secret_a);
+	expect_code(4, 1, SEMD__CODE__OK);
+	TEST_START("a session without a lease ends with its connection, over TCP too");
+	sm_client_close(sm, a, now);	/* no Detach on this connection */
+	a = t_client(sm, 5, "uid:1", 0);
+	t_down(sm, a, 2, "k", 1, -1, 0);
+	grant_of(5, 2);
+	sm_client_close(sm, a, now);
+	t_down(sm, b, 4, "k", 1, 0, 0);
+	grant_of(2, 4);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* A waiter of an absent session keeps its place in the queue. */
+static void test_resume_place(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *h = t_client(sm, 1, "uid:9", 0);
+	struct sm_client *a = t_client(sm, 2, "uid:1", 5000);
+	struct sm_client *b = t_client(sm, 3, "uid:2", 0);
+	struct sm_client *a2;
+	uint64_t sid = sm_client_session(a);
+	Semd__Grant *g;
+	Semd__Reply *r;
+
+	TEST_START("A waits first, B second; A away and back: A is granted first");
+	t_down(sm, h, 2, "f", 1, -1, 0);
+	grant_of(1, 2);
+	t_down(sm, a, 2, "f", 1, -1, 0);
+	t_down(sm, b, 2, "f", 1, -1, 0);
+	sm_client_close(sm, a, now);
+	r = t_info(sm, b, 3, 9, "f", SEMD__CODE__OK);
+	EXPECT(r && r->info->n_waiters == 2 && r->info->waiters[0]->detached &&
+	    strcmp(r->info->waiters[0]->principal, "uid:1") == 0);
+	a2 = sm_client_open(sm, (void *)4, "uid:1", secret_a, 0, now);
+	t_hello(sm, a2, 1, 5000, sid, secret_a);
+	expect_code(4, 1, SEMD__CODE__OK);
+	t_down(sm, a2, 2, "f", 1, -1, 0);	/* the library's retry */
+	EXPECT(none(4, 2));
+	t_up(sm, h, 3, "f", 1, 0);
+	grant_of(4, 2);
+	EXPECT(none(3, 2));
+	CHECK_SM(sm);
+	TEST_START("owned: granted while away, the retried down gets that grant");
+	sm_client_close(sm, a2, now);
+	t_down(sm, b, 5, "g", 1, -1, 0);
+	grant_of(3, 5);
+	a2 = sm_client_open(sm, (void *)5, "uid:1", secret_a, 0, now);
+	t_hello(sm, a2, 1, 5000, sid, secret_a);
+	t_down(sm, a2, 7, "g", 1, -1, 0);
+	sm_client_close(sm, a2, now);
+	t_up(sm, b, 6, "g", 1, 0);		/* granted to the absent session */
+	CHECK_SM(sm);
+	a2 = sm_client_open(sm, (void *)6, "uid:1", secret_a, 0, now);
+	t_hello(sm, a2, 1, 5000, sid, secret_a);
+	t_down(sm, a2, 7, "g", 1, -1, 0);
+	g = grant_of(6, 7);
+	EXPECT(g != NULL && g->permit_id != 0);
+	TEST_START("signal mode: an absent waiter is passed over, served when back");
+	t_create(sm, b, 8, "sig", 2, SEMD__MODE__SIGNAL, 0);
+	expect_code(3, 8, SEMD__CODE__OK);
+	t_down(sm, b, 9, "sig", 2, 0, 0);
+	grant_of(3, 9);
+	t_down(sm, a2, 8, "sig", 1, -1, 0);
+	t_down(sm, b, 10, "sig", 1, -1, 0);
+	sm_client_close(sm, a2, now);
+	t_up(sm, b, 11, "sig", 1, 0);
+	grant_of(3, 10);			/* b, behind the absent a */
+	CHECK_SM(sm);
+	t_up(sm, b, 12, "sig", 1, 0);
+	a2 = sm_client_open(sm, (void *)7, "uid:1", secret_a, 0, now);
+	t_hello(sm, a2, 1, 5000, sid, secret_a);
+	g = grant_of(7, 8);		/* unparked: granted on resume */
+	TEST_START("a signal-mode grant is found again by its retry, not taken twice");
+	t_down(sm, a2, 8, "sig", 1, -1, 0);	/* the library's retry */
+	EXPECT(grant_of(7, 8) != NULL && g != NULL);
+	r = t_info(sm, b, 3, 14, "sig", SEMD__CODE__OK);
+	EXPECT(r && r->info->available == 0 && r->info->waiters_total == 0);
+	CHECK_SM(sm);
+	TEST_START("a deadline that passes while away is answered to the retry");
+	t_down(sm, b, 13, "sig", 2, -1, 0);
+	t_down(sm, a2, 9, "sig", 1, 500, 0);
+	sm_client_close(sm, a2, now);
+	now += 600;
+	sm_tick(sm, now);
+	a2 = sm_client_open(sm, (void *)8, "uid:1", secret_a, 0, now);
+	t_hello(sm, a2, 1, 5000, sid, secret_a);
+	t_down(sm, a2, 9, "sig", 1, 500, 0);
+	expect_code(8, 9, SEMD__CODE__TIMEOUT);
+	t_down(sm, a2, 10, "sig", 1, 0, 0);
+	expect_code(8, 10, SEMD__CODE__WOULD_BLOCK);
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Create.initial, Down.limit, partial ups and the permit count. */
+static void test_create_options(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Create cr = SEMD__CREATE__INIT;
+	Semd__Down d = SEMD__DOWN__INIT;
+	struct sm_caller cap = { SM_PRIV_ADMIN, { 0 } };
+
+	TEST_START("create --mode signal --initial 0 starts empty");
+	cr.name = "pc";
+	cr.limit = 3;
+	cr.mode = SEMD__MODE__SIGNAL;
+	cr.initial = 0;
+	cr.initial_set = 1;
+	req.id = 2;
+	req.op_case = SEMD__REQUEST__OP_CREATE;
+	req.create = &cr;
+	t_req(sm, a, &req);
+	expect_code(1, 2, SEMD__CODE__OK);
+	t_down(sm, a, 3, "pc", 1, 0, 0);
+	expect_code(1, 3, SEMD__CODE__WOULD_BLOCK);
+	t_up(sm, a, 4, "pc", 1, 0);
+	expect_code(1, 4, SEMD__CODE__OK);
+	t_down(sm, a, 5, "pc", 1, 0, 0);
+	grant_of(1, 5);
+	cr.name = "bad";
+	cr.mode = SEMD__MODE__OWNED;
+	req.id = 6;
+	t_req(sm, a, &req);
+	expect_code(1, 6, SEMD__CODE__INVALID_ARGUMENT);
+	cr.mode = SEMD__MODE__SIGNAL;
+	cr.initial = 4;
+	req.id = 7;
+	t_req(sm, a, &req);
+	expect_code(1, 7, SEMD__CODE__INVALID_ARGUMENT);
+	TEST_START("down --limit creates a missing name with that limit");
+	d.name = "dl";
+	d.n = 1;
+	d.limit = 3;
+	d.timeout_ms = 0;
+	req.id = 8;
+	req.op_case = SEMD__REQUEST__OP_DOWN;
+	req.down = &d;
+	t_req(sm, a, &req);
+	grant_of(1, 8);
+	req.id = 9;
+	t_req(sm, a, &req);
+	grant_of(1, 9);
+	d.limit = 2;
+	req.id = 10;
+	t_req(sm, a, &req);
+	expect_code(1, 10, SEMD__CODE__EXISTS);
+	TEST_START("partial ups give the permits back to the principal's count");
+	t_who = &cap;
+	cap.limit[SM_LIMIT_PERMITS] = 3;
+	t_create(sm, a, 11, "pu", 5, SEMD__MODE__OWNED, 0);
+	t_up(sm, a, 12, "dl", 2, 0);
+	expect_code(1, 12, SEMD__CODE__OK);
+	t_down(sm, a, 13, "pu", 3, 0, 0);
+	grant_of(1, 13);
+	t_up(sm, a, 14, "pu", 1, 0);
+	t_up(sm, a, 15, "pu", 2, 0);
+	CHECK_SM(sm);
+	t_down(sm, a, 16, "pu", 3, 0, 0);
+	grant_of(1, 16);
+	t_who = NULL;
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Without SM_PRIV_ADMIN only a name's creator manages it. */
+static void test_ownership(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	struct sm_client *adm = t_client(sm, 3, "uid:0", 0);
+	struct sm_caller user = { 0, { 0 } };
+	Semd__Grant *g;
+	Semd__Reply *r;
+
+	t_who = &user;
+	TEST_START("the creator deletes and sets the limit; others may not");
+	t_create(sm, a, 2, "mine", 2, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, SEMD__CODE__OK);
+	t_set_limit(sm, b, 2, "mine", 5);
+	expect_code(2, 2, SEMD__CODE__PERMISSION_DENIED);
+	t_delete(sm, b, 3, "mine", 1);
+	expect_code(2, 3, SEMD__CODE__PERMISSION_DENIED);
+	t_set_limit(sm, a, 3, "mine", 3);
+	expect_code(1, 3, SEMD__CODE__OK);
+	TEST_START("only the creator and administrators release others' holds");
+	t_down(sm, b, 4, "mine", 1, -1, 0);
+	g = grant_of(2, 4);
+	t_release(sm, b, 5, "mine", g ? g->permit_id : 0);	/* its own */
+	expect_code(2, 5, SEMD__CODE__OK);
+	t_down(sm, b, 6, "mine", 1, -1, 0);
+	g = grant_of(2, 6);
+	t_down(sm, a, 4, "mine", 1, -1, 0);
+	grant_of(1, 4);
+	t_release(sm, b, 7, "mine", 0);
+	expect_code(2, 7, SEMD__CODE__NOT_FOUND);
+	TEST_START("info hides others' holders from a non-manager");
+	r = t_info(sm, b, 2, 8, "mine", SEMD__CODE__OK);
+	EXPECT(r && r->info->n_holders == 1 && r->info->holders_total == 2 &&
+	    strcmp(r->info->holders[0]->principal, "uid:2") == 0);
+	r = t_info(sm, a, 1, 5, "mine", SEMD__CODE__OK);
+	EXPECT(r && r->info->n_holders == 2);
+	t_release(sm, a, 6, "mine", g ? g->permit_id : 0);
+	expect_code(1, 6, SEMD__CODE__OK);
+	expect_lost(2, SEMD__CODE__CANCELLED, "mine", 0);
+	TEST_START("nobody but administrators manages an auto-created name");
+	t_down(sm, a, 7, "auto", 1, -1, 0);
+	grant_of(1, 7);
+	t_delete(sm, a, 8, "auto", 1);
+	expect_code(1, 8, SEMD__CODE__PERMISSION_DENIED);
+	t_down(sm, b, 9, "auto", 1, -1, 0);
+	t_create(sm, a, 9, "auto", 1, SEMD__MODE__OWNED, 1);	/* not taken over */
+	expect_code(1, 9, SEMD__CODE__OK);
+	t_delete(sm, a, 10, "auto", 1);
+	expect_code(1, 10, SEMD__CODE__PERMISSION_DENIED);
+	user.privs = SM_PRIV_ADMIN;
+	t_delete(sm, adm, 2, "auto", 1);
+	expect_code(3, 2, SEMD__CODE__OK);
+	t_who = NULL;
+	CHECK_SM(sm);
+	sm_free(sm);
+}
+
+/* Per-principal caps: the one at its cap is refused, the others are not. */
+static void test_principal_caps(void)
+{
+	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm_caller cap = { 0, { 2, 3, 2, 2 } };
+	struct sm_client *a, *a2, *a3, *b;
+	Semd__Reply *r;
+
+	t_who = &cap;
+	TEST_START("sessions: the third session of uid:1 is refused, naming the cap");
+	a = t_client(sm, 1, "uid:1", 60000);
+	a2 = t_client(sm, 2, "uid:1", 60000);
+	a3 = sm_client_open(sm, (void *)3, "uid:1", secret_a, 0, now);
+	t_hello(sm, a3, 1, 60000, 0, NULL);
+	r = expect_code(3, 1, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r && strstr(r->message, "sessions") != NULL);
+	sm_client_close(sm, a3, now);
+	sm_client_close(sm, a2, now);	/* lingering sessions count too */
+	a3 = sm_client_open(sm, (void *)4, "uid:1", secret_a, 0, now);
+	t_hello(sm, a3, 1, 0, 0, NULL);
+	expect_code(4, 1, SEMD__CODE__RESOURCE_EXHAUSTED);
+	sm_client_close(sm, a3, now);
+	b = t_client(sm, 5, "uid:2", 0);
+	TEST_START("permits: detached holds count");
+	t_down(sm, a, 2, "p1", 1, 0, 86400000);
+	grant_of(1, 2);
+	t_down(sm, a, 3, "p2", 1, 0, 86400000);
+	grant_of(1, 3);
+	t_down(sm, a, 4, "p3", 1, 0, 0);
+	grant_of(1, 4);
+	t_down(sm, a, 5, "p4", 1, 0, 86400000);
+	r = expect_code(1, 5, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r && strstr(r->message, "permits") != NULL);
+	t_down(sm, b, 2, "p4", 1, 0, 0);
+	grant_of(5, 2);
+	TEST_START("waiters and names");
+	t_down(sm, a, 6, "p4", 1, -1, 0);
+	expect_code(1, 6, SEMD__CODE__RESOURCE_EXHAUSTED);	/* permits */
+	cap.limit[SM_LIMIT_PERMITS] = 10;
+	t_down(sm, a, 7, "p4", 1, -1, 0);
+	t_down(sm, a, 8, "p4", 1, -1, 0);
+	t_down(sm, a, 9, "p4", 1, -1, 0);
+	r = expect_code(1, 9, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r && strstr(r->message, "waiters") != NULL);
+	t_create(sm, a, 10, "n1", 1, SEMD__MODE__OWNED, 0);
+	t_create(sm, a, 11, "n2", 1, SEMD__MODE__OWNED, 0);
+	t_create(sm, a, 12, "n3", 1, SEMD__MODE__OWNED, 0);
+	r = expect_code(1, 12, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r && strstr(r->message, "semaphores") != NULL);
+	t_create(sm, b, 3, "n3", 1, SEMD__MODE__OWNED, 0);
+	expect_code(5, 3, SEMD__CODE__OK);
+	t_who = NULL;
 	CHECK_SM(sm);
 	sm_free(sm);
 }
@@ -1041,6 +1596,9 @@ static void test_invalid(void)
 		"", "a\001b", "tab\there", "del\177", "\xc3\x28", "\xc0\xaf",
 		"\xed\xa0\x80", "\xc2\x85", "\xf4\x90\x80\x80", "\xe2\x82",
 		"\xff",
+		/* bidi, zero-width and separator code points */
+		"a\xe2\x80\xae" "b", "a\xe2\x80\x8b" "b", "a\xe2\x80\xa8" "b",
+		"\xef\xbb\xbfname", "x\xe2\x81\xa6y", "soft\xc2\xadhyphen",
 	};
 	struct sm *sm = t_new(1700000000000ULL, NULL);
 	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
@@ -1630,7 +2188,7 @@ static void test_random(void)
 						r_unqueue(s, r_queue[i][j].id);
 			sm_client_close(sm, c[s], now);
 			c[s] = sm_client_open(sm, (void *)((uintptr_t)s + 1),
-			    s % 2 ? "uid:1" : "uid:2", secret_a, now);
+			    s % 2 ? "uid:1" : "uid:2", secret_a, 0, now);
 			t_hello(sm, c[s], 1, 0, 0, NULL);
 			r_consume(from, -1, 0);
 			break;
@@ -1962,6 +2520,13 @@ int main(void)
 	test_invalid();
 	test_name_bytes();
 	test_info_cap();
+	test_lost_push();
+	test_lease_silence();
+	test_local_death();
+	test_resume_place();
+	test_create_options();
+	test_ownership();
+	test_principal_caps();
 	test_signal();
 	test_tokens();
 	test_shutdown();

@@ -73,6 +73,6 @@ expect_eq "stop with waiters on both loops: exit status" 0 "$rc"
 ok "stop: semd exited within the grace time" test $(($(date +%s) - t0)) -le 5
 kill "$holder" 2>/dev/null
 wait $waiters
-n=$(cat "$T"/stopw*.out | grep -c "code=UNAVAILABLE")
+n=$(cat "$T"/stopw*.out | grep -c "^reply id=[1-9][0-9]* code=UNAVAILABLE")
 expect_eq "stop: every waiter heard UNAVAILABLE" 6 "$n"
 t_done

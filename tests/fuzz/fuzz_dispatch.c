@@ -28,9 +28,28 @@ struct fz {
 	struct sm_client	*cl[FUZZ_CLIENTS];
 	int			 tag[FUZZ_CLIENTS];	/* the conn pointers */
 	int			 open[FUZZ_CLIENTS];
+	int			 want_close[FUZZ_CLIENTS];
 	unsigned		 opened;
 	uint64_t		 now;
 };
+
+/* The close effect: the daemon closes that connection after the call. */
+static void fz_close_req(void *ctx, void *conn)
+{
+	struct fz *f = ctx;
+	int *tag = conn;
+
+	FUZZ_ASSERT(tag >= f->tag && tag < f->tag + FUZZ_CLIENTS);
+	FUZZ_ASSERT(f->open[tag - f->tag]);
+	f->want_close[tag - f->tag] = 1;
+}
+
+/*
+ * The access layer's decisions: odd slots are ordinary users with small
+ * per-principal caps (ownership and quotas are exercised), even slots
+ * administrators without caps.
+ */
+static const struct sm_caller fz_user = { 0, { 3, 6, 4, 3 } };
 
 /* A reply: to an open connection, and it packs into a readable frame. */
 static void fz_reply(void *ctx, void *conn, const Semd__Reply *r)
@@ -66,7 +85,7 @@ static void fz_open(struct fz *f, unsigned k)
 	f->opened++;
 	f->open[k] = 1;
 	f->cl[k] = sm_client_open(f->sm, &f->tag[k], k % 2 ? "uid:1000" : "uid:1001",
-	    secret, f->now);
+	    secret, k % 3 == 0 ? SM_CLIENT_LOCAL : 0, f->now);
 	FUZZ_ASSERT(f->cl[k] != NULL);
 }
 
@@ -91,12 +110,27 @@ static void fz_check(struct fz *f)
 	}
 }
 
+/* Close (and open again) the connections the state machine closed. */
+static void fz_closes(struct fz *f)
+{
+	unsigned k;
+
+	for (k = 0; k < FUZZ_CLIENTS; k++) {
+		if (f->want_close[k]) {
+			f->want_close[k] = 0;
+			fz_close(f, k);
+			fz_open(f, k);
+		}
+	}
+}
+
 /* Fire every deadline due at f->now. */
 static void fz_tick(struct fz *f)
 {
 	if (sm_next_deadline(f->sm) <= f->now)
 		sm_tick(f->sm, f->now);
 	FUZZ_ASSERT(sm_next_deadline(f->sm) > f->now);
+	fz_closes(f);
 }
 
 /* One frame for client k at data: returns bytes used, 0 at the end. */
@@ -122,10 +156,12 @@ static size_t fz_frame(struct fz *f, unsigned k, const uint8_t *data, size_t siz
 		fz_close(f, k);
 		fz_open(f, k);
 	} else {
-		rc = sm_request(f->sm, f->cl[k], req, NULL, f->now);
+		rc = sm_request(f->sm, f->cl[k], req, k % 2 ? &fz_user : NULL,
+		    f->now);
 		semd__request__free_unpacked(req, NULL);
 		FUZZ_ASSERT(rc == SM_OK || rc == SM_CLOSE);
-		if (rc == SM_CLOSE) {
+		if (rc == SM_CLOSE || f->want_close[k]) {
+			f->want_close[k] = 0;
 			fz_close(f, k);
 			fz_open(f, k);
 		}
@@ -154,6 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(cfg.hash_key, 0x5a, sizeof(cfg.hash_key));
 	cfg.server = "semd fuzz";
 	out.reply = fz_reply;
+	out.close = fz_close_req;
 	out.ctx = &f;
 	f.now = 1000;
 	f.sm = sm_new(&cfg, &out, f.now);
