@@ -17,3 +17,6 @@ TESTS += tests/client/tls.sh
 EXTRA_DIST += tests/client/tls.sh
 TESTS += tests/client/run-resume.sh
 EXTRA_DIST += tests/client/run-resume.sh
+TESTS += tests/client/holds.sh
+EXTRA_DIST += tests/client/holds.sh tests/client/relay.py tests/client/cutoff.py \
+	tests/client/ptyint.py
