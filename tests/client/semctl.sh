@@ -225,4 +225,43 @@ expect_eq "run --grace needs a duration" 2 "$(rc S run r --grace soon -- true)"
 expect_eq "run --lease 0: no lease, accepted" 0 "$(rc "$SEMCTL" -s "$f_UNIX" run r --lease 0 -- true)"
 expect_eq "run --lease 100ms is too short" 2 "$(rc "$SEMCTL" -s "$f_UNIX" run r --lease 100ms -- true)"
 
+# --- issue 11's small ones (against f) ------------------------------------------
+F() { "$SEMCTL" -s "$f_UNIX" "$@"; }
+# --json: exactly one JSON object for a usage error, wherever --json is
+for args in "--json frobnicate" "info --bogus --json" "--json down x -n 0" "run r --json" "--json create x"; do
+	out=$("$SEMCTL" -s "$f_UNIX" $args 2>/dev/null)
+	expect_eq "usage error as JSON: semctl $args" "1 usage 2" \
+		"$(printf '%s\n' "$out" | python3 -c 'import json,sys; l=sys.stdin.read().splitlines(); j=json.loads(l[0]); print(len(l), j["error"], j["exit"])')"
+done
+expect_eq "--timeout 1min" 0 "$(rc F down min1 --timeout 1min)"
+expect_eq "--timeout 2m still" 0 "$(rc F down min2 --timeout 2m)"
+# create --mode signal --initial N
+expect_eq "create --initial 0 (signal)" 0 "$(rc F create sig0 --limit 2 --mode signal --initial 0)"
+expect_eq "nothing free at first" 1 "$(rc F trydown sig0)"
+F up sig0 >/dev/null
+expect_eq "free after an up" 0 "$(rc F trydown sig0)"
+expect_eq "--initial needs --mode signal" 2 "$(rc F create sig1 --limit 2 --initial 0)"
+expect_eq "--initial above the limit" 2 "$(rc F create sig1 --limit 2 --mode signal --initial 3)"
+expect_eq "create --json --initial" "2 0" "$(F --json create sig2 --limit 2 --mode signal --initial 0 | jget 'j["limit"], j["initial"]')"
+# down/run --limit N: create a missing name with that limit, EXISTS if it has another
+expect_eq "down --limit 3 creates the name" 0 "$(rc F down lim --limit 3)"
+expect_eq "with limit 3" 3 "$(F --json info lim | jget 'j["limit"]')"
+expect_eq "down --limit 3 again" 0 "$(rc F down lim --limit 3)"
+expect_eq "down --limit 4: exists with another limit" 6 "$(rc F down lim --limit 4)"
+ok "... and says so" sh -c "'$SEMCTL' -s '$f_UNIX' down lim --limit 4 2>&1 | grep -q 'exists with another limit than 4'"
+expect_eq "run --limit 4: exists" "exists 6" "$(F --json run lim --limit 4 -- true 2>/dev/null | jget 'j["error"], j["exit"]')"
+expect_eq "run --limit 2 creates" 0 "$(rc F run lim2 --limit 2 -- true)"
+# run --json: one object for the command's outcome, after the command's output
+out=$(F --json run lim2 -- sh -c 'echo hello; exit 3')
+expect_eq "run --json: the command's output, then one object" "hello|True 3 3" \
+	"$(printf '%s\n' "$out" | python3 -c 'import json,sys; l=sys.stdin.read().splitlines(); j=json.loads(l[-1]); print(l[0] + "|" + str(j["ok"]), j["status"], j["exit"])')"
+expect_eq "run --json: killed by a signal" "9 137" "$(F --json run lim2 -- sh -c 'kill -9 $$' | jget 'j["signal"], j["exit"]')"
+# info pages: --max N
+F create pg --limit 3 >/dev/null
+F down pg >/dev/null; F down pg >/dev/null; F down pg >/dev/null
+expect_eq "info --max 2 --json: two holders of three, and where to go on" "2 3 True" \
+	"$(F --json info pg --max 2 | jget 'len(j["holders"]), j["holders_total"], j.get("next_permit", 0) > 0')"
+ok "info --max 2: says there are more" sh -c "'$SEMCTL' -s '$f_UNIX' info pg --max 2 | grep -q '^holders: 3 (2 shown; --max N shows more)'"
+expect_eq "info: every holder by default" 3 "$(F --json info pg | jget 'len(j["holders"])')"
+
 t_done
