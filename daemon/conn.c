@@ -832,7 +832,8 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	    bufferevent_openssl_get_ssl(c->bev) : NULL, &c->id, principal,
 	    sizeof principal);
 	if (r == 0) {
-		c->client = sm_client_open(srv->sm, c, principal, secret,
+		c->client = sm_client_open(srv->sm, ++srv->next_client, c,
+		    principal, secret,
 		    is_unix ? SM_CLIENT_LOCAL : 0, server_now());
 		if (c->client == NULL) {
 			access_close(c->id);

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # daemon/ build fragment, included by the top Makefile.am
 #
-# libsemstate.a: the semaphore table and sessions, no I/O (state.c) - linked
-# by semd, by tests/daemon/test_state and by the dispatch fuzzer (-fPIC).
+# libsemstate.a: the state machine - the semaphore table and sessions, no
+# I/O (state.h, its parts in sm_*.c, see sm-int.h) - linked by semd, by
+# tests/daemon/test_state and by the dispatch fuzzer (-fPIC).
 noinst_LIBRARIES += daemon/libsemstate.a
-daemon_libsemstate_a_SOURCES = daemon/state.c daemon/state.h \
+daemon_libsemstate_a_SOURCES = daemon/state.h daemon/sm-int.h \
+	daemon/sm_mem.c daemon/sm_index.c daemon/sm_timer.c daemon/sm_reply.c \
+	daemon/sm_principal.c daemon/sm_sem.c daemon/sm_session.c \
+	daemon/sm_ops.c daemon/sm_stats.c daemon/sm_check.c \
 	daemon/hmap.c daemon/hmap.h
 daemon_libsemstate_a_SOURCES += daemon/ordidx.c daemon/ordidx.h
 daemon_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC

@@ -182,12 +182,8 @@ out:
 /* Render the whole page into b. */
 static int metrics_render(struct metrics *m, struct evbuffer *b)
 {
-	static const char *const ops[15] = {
-		"unknown", NULL, "hello", "create", "down", "up", "cancel",
-		"info", "list", "delete", "set_limit", "ping", "stats",
-		"validate", "release",
-	};
 	const ProtobufCEnumValue *ev;
+	const char *op;
 	struct sm_counters k;
 	unsigned int i, j;
 	uint64_t dropped;
@@ -198,15 +194,17 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	server_unlock(worker_self);
 	metrics_head(b, "semd_requests_total", "counter",
 	    "Replies sent, by the operation they answer and their code.");
-	for (i = 0; i < 15; i++) {
+	for (i = 0; i < SM_NOPS; i++) {
+		/* Replies to no request (notices, protocol errors): "unknown". */
+		op = i == 0 ? "unknown" : sm_op((int)i) ? sm_op((int)i)->name : NULL;
 		for (j = 0; j < SM_NCODES; j++) {
 			ev = protobuf_c_enum_descriptor_get_value(
 			    &semd__code__descriptor, (int)j);
-			if (k.replies[i][j] == 0 || ops[i] == NULL || ev == NULL)
+			if (k.replies[i][j] == 0 || op == NULL || ev == NULL)
 				continue;
 			evbuffer_add_printf(b,
 			    "semd_requests_total{op=\"%s\",code=\"%s\"} %" PRIu64 "\n",
-			    ops[i], ev->name, k.replies[i][j]);
+			    op, ev->name, k.replies[i][j]);
 		}
 	}
 	metrics_one(b, "semd_grants_total", "counter",

@@ -5,7 +5,7 @@
  * server.c owns the event base, the state (struct sm), the one deadline
  * timer, signals and systemd notification; listen.c the listening sockets;
  * conn.c the client connections (frames in, replies out). None of them
- * decides anything about semaphores: they decode, call state.c, encode.
+ * decides anything about semaphores: they decode, call the state machine (state.h), encode.
  */
 #ifndef SEMD_SERVER_H
 #define SEMD_SERVER_H
@@ -80,6 +80,7 @@ struct server {
 	struct worker		*armed_by;	/* whose timer that is */
 	struct list_head	listeners;
 	size_t			nconns;		/* all workers, under lock */
+	uint64_t		next_client;	/* client ids, under lock */
 	struct event		*sigs[4];
 	struct event		*watchdog;
 	uint64_t		watchdog_ms;	/* systemd's watchdog period */

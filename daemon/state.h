@@ -117,6 +117,30 @@ struct sm_counters {
 	struct sm_hist	hold;			/* grant to release */
 };
 
+/*
+ * The operations, described once (the state machine's table): the name
+ * used in Stats, metrics and logs, and the right the access layer checks.
+ * USE: down, up, validate; INSPECT: info, list, stats; CREATE: create;
+ * MANAGE: delete, set-limit, release (the state machine then lets the
+ * name's creator or an administrator through); NONE: hello, ping, cancel
+ * of one's own request, detach.
+ */
+enum sm_right {
+	SM_RIGHT_NONE,
+	SM_RIGHT_INSPECT,
+	SM_RIGHT_USE,
+	SM_RIGHT_CREATE,
+	SM_RIGHT_MANAGE,
+};
+
+struct sm_op {
+	const char	*name;		/* "down" */
+	enum sm_right	right;
+};
+
+/* The table entry of an op case (Semd__Request__OpCase), or NULL. */
+const struct sm_op *sm_op(int op_case);
+
 /* One semaphore's gauges, for sm_sem_each(). */
 struct sm_sem_gauges {
 	const char	*name;
@@ -140,9 +164,29 @@ void sm_reconfigure(struct sm *sm, const struct sm_config *cfg);
  * its death unless it sent Detach.
  */
 #define SM_CLIENT_LOCAL	0x1u
-struct sm_client *sm_client_open(struct sm *sm, void *conn,
+/*
+ * A connection came. id: non-zero, unique among the open clients, chosen by
+ * whoever opens it (the same on every replica); conn: this node's binding
+ * (may be NULL, see sm_client_bind). NULL when the id is taken or out of
+ * memory.
+ */
+struct sm_client *sm_client_open(struct sm *sm, uint64_t id, void *conn,
     const char *principal, const uint8_t secret[SM_SECRET_LEN],
     unsigned int flags, uint64_t now_ms);
+/* The open client with this id, or NULL. */
+struct sm_client *sm_client_find(const struct sm *sm, uint64_t id);
+/*
+ * Bind a client to this node's connection, or unbind it (NULL): replies
+ * go to the bound connection, none while unbound. Not part of the state.
+ */
+void sm_client_bind(struct sm_client *c, void *conn);
+uint64_t sm_client_id(const struct sm_client *c);
+/*
+ * The wall clock (unix ms) at the time of the call in progress: times shown
+ * to clients (since, expires) are state times moved by this offset. Set by
+ * whoever feeds the state (a log entry carries it).
+ */
+void sm_set_wall(struct sm *sm, uint64_t wall_ms);
 /* The connection went away: the client is freed. */
 void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms);
 /*

@@ -109,8 +109,8 @@ int main(void)
 
 	sm_config_defaults(&cfg);
 	sm = sm_new(&cfg, &out, t);
-	c1 = sm_client_open(sm, (void *)1, "uid:1", secret, 0, t);
-	c2 = sm_client_open(sm, (void *)2, "uid:2", secret, 0, t);
+	c1 = sm_client_open(sm, (uint64_t)1, (void *)1, "uid:1", secret, 0, t);
+	c2 = sm_client_open(sm, (uint64_t)2, (void *)2, "uid:2", secret, 0, t);
 	hello(sm, c1, t);
 	hello(sm, c2, t);
 

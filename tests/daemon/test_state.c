@@ -191,7 +191,7 @@ static int t_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 static struct sm_client *t_client(struct sm *sm, uintptr_t k,
     const char *principal, uint32_t lease)
 {
-	struct sm_client *c = sm_client_open(sm, (void *)k, principal, secret_a, 0, now);
+	struct sm_client *c = sm_client_open(sm, (uint64_t)k, (void *)k, principal, secret_a, 0, now);
 
 	t_hello(sm, c, 1, lease, 0, NULL);
 	expect_code(k, 1, SEMD__CODE__OK);
@@ -369,7 +369,7 @@ static Semd__Grant *grant_of_(int line, uintptr_t k, uint64_t id)
 static void test_hello(void)
 {
 	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *c = sm_client_open(sm, (void *)1, "uid:1", secret_a, 0, now);
+	struct sm_client *c = sm_client_open(sm, (uint64_t)1, (void *)1, "uid:1", secret_a, 0, now);
 	Semd__Reply *r;
 
 	TEST_START("hello must be first, version 1");
@@ -383,7 +383,7 @@ static void test_hello(void)
 	t_hello(sm, c, 7, 0, 0, NULL);
 	expect_code(1, 7, SEMD__CODE__PROTOCOL_ERROR);
 	sm_client_close(sm, c, now);
-	c = sm_client_open(sm, (void *)2, "uid:1", secret_a, 0, now);
+	c = sm_client_open(sm, (uint64_t)2, (void *)2, "uid:1", secret_a, 0, now);
 	{
 		Semd__Request req = SEMD__REQUEST__INIT;
 		Semd__Hello h = SEMD__HELLO__INIT;
@@ -683,7 +683,7 @@ static void test_lease(void)
 	now += 4000;
 	sm_tick(sm, now);
 	EXPECT(none(2, 2));
-	a2 = sm_client_open(sm, (void *)3, "uid:1", secret_a, 0, now);
+	a2 = sm_client_open(sm, (uint64_t)3, (void *)3, "uid:1", secret_a, 0, now);
 	memcpy(bad, secret_a, sizeof bad);
 	bad[0] ^= 1;
 	t_hello(sm, a2, 1, 5000, sid, bad);
@@ -705,13 +705,13 @@ static void test_lease(void)
 	EXPECT(none(2, 2));
 	sm_tick(sm, now + 3000);
 	grant_of(2, 2);
-	a2 = sm_client_open(sm, (void *)4, "uid:1", secret_a, 0, now);
+	a2 = sm_client_open(sm, (uint64_t)4, (void *)4, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 0, sid, secret_a);
 	expect_code(4, 1, SEMD__CODE__SESSION_EXPIRED);
 	/* a resume by another principal is refused */
 	{
 		struct sm_client *x = t_client(sm, 5, "uid:1", 1000);
-		struct sm_client *y = sm_client_open(sm, (void *)6, "uid:2", secret_a, 0, now);
+		struct sm_client *y = sm_client_open(sm, (uint64_t)6, (void *)6, "uid:2", secret_a, 0, now);
 		uint64_t xs = sm_client_session(x);
 
 		sm_client_close(sm, x, now);
@@ -1285,7 +1285,7 @@ static void test_local_death(void)
 	uint64_t sid;
 
 	TEST_START("a local client's close frees its holds at once, lease or not");
-	a = sm_client_open(sm, (void *)1, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
+	a = sm_client_open(sm, (uint64_t)1, (void *)1, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
 	t_hello(sm, a, 1, 60000, 0, NULL);
 	expect_code(1, 1, SEMD__CODE__OK);
 	t_down(sm, a, 2, "l", 1, -1, 0);
@@ -1295,7 +1295,7 @@ static void test_local_death(void)
 	grant_of(2, 2);
 	EXPECT_U64(0, t_stat(sm, b, 2, "sessions") - 1);
 	TEST_START("after Detach the lease applies");
-	a = sm_client_open(sm, (void *)3, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
+	a = sm_client_open(sm, (uint64_t)3, (void *)3, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
 	t_hello(sm, a, 1, 60000, 0, NULL);
 	expect_code(3, 1, SEMD__CODE__OK);
 	sid = sm_client_session(a);
@@ -1305,7 +1305,7 @@ static void test_local_death(void)
 	expect_code(3, 3, SEMD__CODE__OK);
 	sm_client_close(sm, a, now);
 	EXPECT_U64(2, t_stat(sm, b, 2, "sessions"));
-	a = sm_client_open(sm, (void *)4, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
+	a = sm_client_open(sm, (uint64_t)4, (void *)4, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
 	t_hello(sm, a, 1, 60000, sid, secret_a);
 	expect_code(4, 1, SEMD__CODE__OK);
 	TEST_START("a session without a lease ends with its connection, over TCP too");
@@ -1341,7 +1341,7 @@ static void test_resume_place(void)
 	r = t_info(sm, b, 3, 9, "f", SEMD__CODE__OK);
 	EXPECT(r && r->info->n_waiters == 2 && r->info->waiters[0]->detached &&
 	    strcmp(r->info->waiters[0]->principal, "uid:1") == 0);
-	a2 = sm_client_open(sm, (void *)4, "uid:1", secret_a, 0, now);
+	a2 = sm_client_open(sm, (uint64_t)4, (void *)4, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 5000, sid, secret_a);
 	expect_code(4, 1, SEMD__CODE__OK);
 	t_down(sm, a2, 2, "f", 1, -1, 0);	/* the library's retry */
@@ -1354,13 +1354,13 @@ static void test_resume_place(void)
 	sm_client_close(sm, a2, now);
 	t_down(sm, b, 5, "g", 1, -1, 0);
 	grant_of(3, 5);
-	a2 = sm_client_open(sm, (void *)5, "uid:1", secret_a, 0, now);
+	a2 = sm_client_open(sm, (uint64_t)5, (void *)5, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 5000, sid, secret_a);
 	t_down(sm, a2, 7, "g", 1, -1, 0);
 	sm_client_close(sm, a2, now);
 	t_up(sm, b, 6, "g", 1, 0);		/* granted to the absent session */
 	CHECK_SM(sm);
-	a2 = sm_client_open(sm, (void *)6, "uid:1", secret_a, 0, now);
+	a2 = sm_client_open(sm, (uint64_t)6, (void *)6, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 5000, sid, secret_a);
 	t_down(sm, a2, 7, "g", 1, -1, 0);
 	g = grant_of(6, 7);
@@ -1377,7 +1377,7 @@ static void test_resume_place(void)
 	grant_of(3, 10);			/* b, behind the absent a */
 	CHECK_SM(sm);
 	t_up(sm, b, 12, "sig", 1, 0);
-	a2 = sm_client_open(sm, (void *)7, "uid:1", secret_a, 0, now);
+	a2 = sm_client_open(sm, (uint64_t)7, (void *)7, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 5000, sid, secret_a);
 	g = grant_of(7, 8);		/* unparked: granted on resume */
 	TEST_START("a signal-mode grant is found again by its retry, not taken twice");
@@ -1392,7 +1392,7 @@ static void test_resume_place(void)
 	sm_client_close(sm, a2, now);
 	now += 600;
 	sm_tick(sm, now);
-	a2 = sm_client_open(sm, (void *)8, "uid:1", secret_a, 0, now);
+	a2 = sm_client_open(sm, (uint64_t)8, (void *)8, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 5000, sid, secret_a);
 	t_down(sm, a2, 9, "sig", 1, 500, 0);
 	expect_code(8, 9, SEMD__CODE__TIMEOUT);
@@ -1545,13 +1545,13 @@ static void test_principal_caps(void)
 	TEST_START("sessions: the third session of uid:1 is refused, naming the cap");
 	a = t_client(sm, 1, "uid:1", 60000);
 	a2 = t_client(sm, 2, "uid:1", 60000);
-	a3 = sm_client_open(sm, (void *)3, "uid:1", secret_a, 0, now);
+	a3 = sm_client_open(sm, (uint64_t)3, (void *)3, "uid:1", secret_a, 0, now);
 	t_hello(sm, a3, 1, 60000, 0, NULL);
 	r = expect_code(3, 1, SEMD__CODE__RESOURCE_EXHAUSTED);
 	EXPECT(r && strstr(r->message, "sessions") != NULL);
 	sm_client_close(sm, a3, now);
 	sm_client_close(sm, a2, now);	/* lingering sessions count too */
-	a3 = sm_client_open(sm, (void *)4, "uid:1", secret_a, 0, now);
+	a3 = sm_client_open(sm, (uint64_t)4, (void *)4, "uid:1", secret_a, 0, now);
 	t_hello(sm, a3, 1, 0, 0, NULL);
 	expect_code(4, 1, SEMD__CODE__RESOURCE_EXHAUSTED);
 	sm_client_close(sm, a3, now);
@@ -2187,7 +2187,7 @@ static void test_random(void)
 					if (r_queue[i][j].sess == s)
 						r_unqueue(s, r_queue[i][j].id);
 			sm_client_close(sm, c[s], now);
-			c[s] = sm_client_open(sm, (void *)((uintptr_t)s + 1),
+			c[s] = sm_client_open(sm, (uint64_t)s + 1, (void *)((uintptr_t)s + 1),
 			    s % 2 ? "uid:1" : "uid:2", secret_a, 0, now);
 			t_hello(sm, c[s], 1, 0, 0, NULL);
 			r_consume(from, -1, 0);

@@ -84,7 +84,8 @@ static void fz_open(struct fz *f, unsigned k)
 	secret[2] = (uint8_t)(f->opened >> 8);
 	f->opened++;
 	f->open[k] = 1;
-	f->cl[k] = sm_client_open(f->sm, &f->tag[k], k % 2 ? "uid:1000" : "uid:1001",
+	f->cl[k] = sm_client_open(f->sm, f->opened, &f->tag[k],
+	    k % 2 ? "uid:1000" : "uid:1001",
 	    secret, k % 3 == 0 ? SM_CLIENT_LOCAL : 0, f->now);
 	FUZZ_ASSERT(f->cl[k] != NULL);
 }

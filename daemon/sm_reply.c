@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/sm_reply.c - building replies: errors, grants, releases, histograms of
+ * the waits and holds they end.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/sm-int.h"
+
+/* --- replies --------------------------------------------------------------- */
+
+/* Count a duration in a histogram: bucket ceil(log2(ms)), capped. */
+void hist_add(struct sm_hist *h, uint64_t ms)
+{
+	unsigned int i = ms <= 1 ? 0 : 64 - (unsigned int)__builtin_clzll(ms - 1);
+
+	h->bucket[i < SM_HIST_BUCKETS - 1 ? i : SM_HIST_BUCKETS - 1]++;
+	h->sum_ms += ms;
+	h->count++;
+}
+
+/* Hand a reply to the I/O layer if the client is still connected. */
+void reply_send(struct sm *sm, struct sm_client *c, Semd__Reply *r)
+{
+	if (r->code != SEMD__CODE__OK)
+		sm->ctr.errors++;
+	if ((unsigned int)r->code < SM_NCODES)
+		sm->ctr.replies[sm->cur_op][r->code]++;
+	if (c != NULL && c->conn != NULL && sm->out.reply != NULL)
+		sm->out.reply(sm->out.ctx, c->conn, r);
+}
+
+/* Send an error reply with a formatted message. */
+void
+reply_err(struct sm *sm, struct sm_client *c, uint64_t id, int code,
+    const char *fmt, ...)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	r.id = id;
+	r.code = code;
+	r.message = msg;
+	reply_send(sm, c, &r);
+}
+
+/* Send a bare OK. */
+void reply_ok(struct sm *sm, struct sm_client *c, uint64_t id)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+
+	r.id = id;
+	reply_send(sm, c, &r);
+}
+
+/* Send a Grant. */
+void reply_grant(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint64_t permit_id, uint64_t token, uint32_t n, uint64_t waited_ms)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Grant g = SEMD__GRANT__INIT;
+
+	g.permit_id = permit_id;
+	g.token = token;
+	g.n = n;
+	g.waited_us = waited_ms * 1000;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_GRANT;
+	r.grant = &g;
+	reply_send(sm, c, &r);
+}
+
+/* Send Released{n}. */
+void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint32_t n)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Released rel = SEMD__RELEASED__INIT;
+
+	rel.n = n;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_RELEASED;
+	r.released = &rel;
+	reply_send(sm, c, &r);
+}
