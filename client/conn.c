@@ -607,7 +607,7 @@ int semc_timeout_locked(struct semc *c, int64_t now)
 		t = due;
 	if ((due = semc_lease_end_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;
-	if (c->conn == NULL && c->reconnect && c->ever_connected &&
+	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->connecting &&
 	    (c->session != 0 || c->pending != NULL) && (t < 0 || c->next_retry < t))
 		t = c->next_retry;
 	if (t < 0)

@@ -8,7 +8,8 @@
  * HoldLost notices are read while the program's threads are busy), waits
  * at most until the library's next duty (semc_timeout_locked()), then runs
  * the duties: a Ping every third of the lease, the end of the client-side
- * lease, a reconnection while a session waits to be resumed. Events and
+ * lease, a reconnection while a session waits to be resumed (or requests
+ * wait to be sent). Events and
  * callbacks it gathers are delivered from this thread.
  *
  * It blocks every signal, so that signals meant for the program reach the
@@ -70,7 +71,7 @@ static void *keepalive_main(void *arg)
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}
-		if (semc_reconnect_due_locked(c, now) && c->session != 0) {
+		if (semc_reconnect_due_locked(c, now)) {
 			pthread_mutex_unlock(&c->lock);
 			semc_conn_try(c, -1);
 			pthread_mutex_lock(&c->lock);
