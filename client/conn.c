@@ -1310,9 +1310,12 @@ int semc_submit(struct semc *c, struct semc_req *r)
 {
 	struct semc_req **pp;
 
-	if (semc_forked(c))
-		return semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d; a "
-				 "forked child needs a handle of its own", (int)c->pid);
+	if (semc_forked(c)) {
+		/* a constant, as below: the analyzer must see r was not queued */
+		semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d; a forked "
+			  "child needs a handle of its own", (int)c->pid);
+		return SEMC_E_NOT_SUPPORTED;
+	}
 	pthread_mutex_lock(&c->lock);
 	if (c->closing || (c->conn == NULL && (!c->reconnect || !c->ever_connected))) {
 		pthread_mutex_unlock(&c->lock);
@@ -1450,7 +1453,7 @@ int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply *
 		semc_req_free(r);
 		return err;
 	}
-	deadline = extra_ms < 0 ? -1 : semc_now_ms() + c->timeout_ms + extra_ms;
+	deadline = extra_ms < 0 ? -1 : semc_now_ms() + atomic_load(&c->timeout_ms) + extra_ms;
 	err = semc_wait(c, r, deadline, &ghost);
 	if (ghost)
 		return err;	/* abandoned down: the queue owns it now */
