@@ -61,22 +61,24 @@ expect_eq "run --json: the lost hold, one object" "1 False cancelled 5" \
 	"$(python3 -c 'import json,sys; l=open(sys.argv[1]).read().splitlines(); j=json.loads(l[-1]); print(len(l), j["ok"], j["error"], j["exit"])' "$T/run.json")"
 
 # --- kill -9 of semctl run over UNIX: the close ends the session ------------------------
-# the waiter's command writes the time it started: later than the grant
+# the next holder's grant time is the daemon's own (info: since_ms)
 S create k9 --limit 1 >/dev/null
 for lease in 10s 0; do
 	rm -f "$T/started" "$T/granted"
 	"$SEMCTL" -s "$d_UNIX" run k9 --lease "$lease" -- sh -c "$(cmd_started "$T/started")" &
 	rpid=$!
 	t_wait_for 5 test -e "$T/started"
-	"$SEMCTL" -s "$d_UNIX" run k9 -- sh -c "date +%s%N >'$T/granted'" &
+	"$SEMCTL" -s "$d_UNIX" run k9 -- sh -c "touch '$T/granted'; sleep 0.5" &
 	wpid=$!
 	t_wait_for 5 sh -c "'$SEMCTL' -s '$d_UNIX' --json info k9 | python3 -c 'import json,sys; assert len(json.load(sys.stdin)[\"waiters\"]) == 1'"
 	t0=$(date +%s%N)
 	kill -9 "$rpid"
-	wait "$wpid"
-	el=$(( ($(cat "$T/granted" 2>/dev/null || echo 0) - t0) / 1000000 ))
+	t_wait_for 5 test -e "$T/granted"
+	since=$(S --json info k9 | jget 'j["holders"][0]["since_ms"]')
+	el=$(( since - t0 / 1000000 ))
 	ok "kill -9 of run --lease $lease over UNIX: the next one is granted within 50 ms ($el ms)" \
 		test "$el" -ge 0 -a "$el" -lt 50
+	wait "$wpid"
 	wait "$rpid" 2>/dev/null
 done
 
