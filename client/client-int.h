@@ -152,6 +152,7 @@ struct semc {
 	int64_t lease_base;	/* monotonic ms: when the latest answered request was sent */
 	int64_t ka_sent;	/* when the latest keepalive ping was queued */
 	bool ka_out;		/* a keepalive ping is in flight */
+	bool flush_wanted;	/* requests queued by a thread that did not wait for wlock */
 	int64_t next_retry;
 	int backoff;
 
@@ -183,6 +184,7 @@ bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d);
 void semc_deliver_init(struct semc_deliver *d);
 void semc_deliver_run(struct semc *c, struct semc_deliver *d);
 void semc_flush(struct semc *c);
+void semc_flush_try(struct semc *c);
 int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd);
 int semc_conn_try(struct semc *c, int64_t deadline);
 void semc_detach_mark(struct semc *c);

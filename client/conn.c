@@ -958,8 +958,13 @@ fail:
 	return r;
 }
 
-/* Write every queued request not yet sent on the current connection. */
-void semc_flush(struct semc *c)
+/* Write every queued request not yet sent on the current connection.
+ * block false (the keepalive thread): if another thread is writing, leave
+ * it the work and return false; `flush_wanted`, set before trying, makes
+ * that writer look again after it lets go of wlock, so nothing queued is
+ * left behind. The keepalive thread never waits behind a slow write: it
+ * must end the client-side lease on time. */
+static bool flush_run(struct semc *c, bool block)
 {
 	struct semc_deliver d;
 	struct semc_conn *k;
@@ -969,7 +974,17 @@ void semc_flush(struct semc *c)
 	int rc;
 
 	semc_deliver_init(&d);
-	pthread_mutex_lock(&c->wlock);
+	pthread_mutex_lock(&c->lock);
+	c->flush_wanted = true;
+	pthread_mutex_unlock(&c->lock);
+again:
+	if (block)
+		pthread_mutex_lock(&c->wlock);
+	else if (pthread_mutex_trylock(&c->wlock) != 0)
+		return false;
+	pthread_mutex_lock(&c->lock);
+	c->flush_wanted = false;
+	pthread_mutex_unlock(&c->lock);
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
 		k = c->conn;
@@ -1016,7 +1031,28 @@ void semc_flush(struct semc *c)
 			break;
 	}
 	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_lock(&c->lock);
+	if (c->flush_wanted) {
+		/* queued while we wrote, by a thread that did not wait */
+		pthread_mutex_unlock(&c->lock);
+		block = true;
+		goto again;
+	}
+	pthread_mutex_unlock(&c->lock);
 	semc_deliver_run(c, &d);
+	return true;
+}
+
+/* Write every queued request not yet sent on the current connection. */
+void semc_flush(struct semc *c)
+{
+	flush_run(c, true);
+}
+
+/* The same, unless another thread is writing (then it sends ours). */
+void semc_flush_try(struct semc *c)
+{
+	flush_run(c, false);
 }
 
 /* A hold of the session is gone (a HoldLost notice): take it out of the
@@ -1186,7 +1222,10 @@ int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd)
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	semc_deliver_run(c, &d);
-	semc_flush(c);
+	if (wake_fd >= 0)
+		semc_flush_try(c);	/* the keepalive thread */
+	else
+		semc_flush(c);
 	pthread_mutex_lock(&c->lock);
 	return n;
 }

@@ -67,7 +67,7 @@ static void *keepalive_main(void *arg)
 			pthread_mutex_unlock(&c->lock);
 			semc_deliver_run(c, &d);
 			if (queued)
-				semc_flush(c);
+				semc_flush_try(c);
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}
