@@ -583,6 +583,24 @@ int sema_up_max(struct semaphore *sem, unsigned int n, long max)
 	return 0;
 }
 
+/* Queue w at the tail without granting (restoring a saved queue). */
+int sema_enqueue(struct semaphore *sem, struct sema_waiter *w, unsigned int n,
+    void (*wake)(struct sema_waiter *), bool parked)
+{
+	if (n == 0 || wake == NULL)
+		return -EINVAL;
+	w->n = n;
+	w->wake = wake;
+	w->wake_next = NULL;
+	w->token = 0;
+	w->parked = parked;
+	w->state = SEMA_WAITING;
+	spin_lock(&sem->lock);
+	list_add_tail(&w->list, &sem->wait_list);
+	spin_unlock(&sem->lock);
+	return 0;
+}
+
 /* Pass a queued waiter over (parked) or serve it in its place again. */
 void sema_park(struct semaphore *sem, struct sema_waiter *w, bool parked)
 {

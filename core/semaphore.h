@@ -146,6 +146,15 @@ int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
 bool sema_cancel(struct semaphore *sem, struct sema_waiter *w) __must_check;
 
 /*
+ * Put w at the tail of the wait list as waiting (parked or not) without
+ * trying to grant it: for rebuilding a saved queue whose free count and
+ * order are already right (the first unparked waiter does not fit). -EINVAL
+ * for n == 0 or a NULL wake.
+ */
+int sema_enqueue(struct semaphore *sem, struct sema_waiter *w, unsigned int n,
+    void (*wake)(struct sema_waiter *), bool parked);
+
+/*
  * Park or unpark a queued (async) waiter. A parked waiter keeps its place in
  * the FIFO list but is passed over: grants go to the first unparked waiter
  * that fits, as if the parked ones were not there, and a parked waiter does

@@ -58,6 +58,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "tls-client-auth", CFG_AUTH, OFF(tls_client_auth), 0, 0 },
 	{ "metrics-listen", CFG_METRICS, OFF(metrics_listen), 0, 0 },
 	{ "metrics-names", CFG_NAMES, 0, 0, 0 },
+	{ "data-dir", CFG_PATH, OFF(data_dir), 0, 0 },
+	{ "restart-grace", CFG_DURATION, OFF(restart_grace_ms), 0, 3600000 },
+	{ "snapshot-every", CFG_UINT, OFF(snapshot_every), 64, 1u << 24 },
 };
 #undef OFF
 
@@ -80,6 +83,8 @@ void config_init(struct semd_config *c)
 	c->keepalive_s = 60;
 	c->threads = 1;
 	c->unix_mode = 0600;
+	c->restart_grace_ms = 10000;
+	c->snapshot_every = 65536;
 }
 
 /* Drop the listen list. */
@@ -102,6 +107,8 @@ void config_free(struct semd_config *c)
 	config_clear_listen(c);
 	free(c->ready_file);
 	c->ready_file = NULL;
+	free(c->data_dir);
+	c->data_dir = NULL;
 	free(c->unix_group);
 	c->unix_group = NULL;
 	free(c->user);

@@ -50,6 +50,9 @@ struct semd_config {
 	char		*tls_ca;
 	uint32_t	tls_client_auth;	/* enum tls_client_auth */
 	struct acl	*acl;			/* acl/protect/quota lines */
+	char		*data_dir;		/* the raft log; NULL: in memory */
+	uint32_t	restart_grace_ms;	/* leases get this after a restart */
+	uint32_t	snapshot_every;		/* log entries between snapshots */
 	char		*metrics_listen;	/* tcp:HOST:PORT or NULL: off */
 	char		**metrics_names;	/* prefixes with per-name gauges */
 	size_t		nmetrics_names;

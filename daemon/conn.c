@@ -32,6 +32,7 @@
 #include <event2/bufferevent_ssl.h>
 
 #include "daemon/access.h"
+#include "daemon/durable.h"
 #include "daemon/fastpb.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -39,6 +40,24 @@
 #include "proto/semd.pb-c.h"
 
 static void conn_kill_cb(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * Answer PROTOCOL_ERROR (id 0) to what could not be decoded: through the
+ * state machine in memory (it counts it); with a log, straight back, since
+ * nothing of the state changes.
+ */
+static void conn_protocol_error(struct conn *c, const char *why)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+
+	if (c->srv->durable == NULL) {
+		sm_protocol_error(c->srv->sm, c->client, why);
+		return;
+	}
+	r.code = SEMD__CODE__PROTOCOL_ERROR;
+	r.message = (char *)why;
+	conn_reply(NULL, c, &r);
+}
 
 /* Arm the handshake or idle timer. */
 static void conn_arm_timer(struct conn *c)
@@ -67,8 +86,7 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	idle_ms = c->srv->cfg.idle_timeout_ms;
 	handshake_ms = c->srv->cfg.handshake_timeout_ms;
 	if (!c->closing && !c->hello)
-		sm_protocol_error(c->srv->sm, c->client,
-		    "no hello within the handshake timeout");
+		conn_protocol_error(c, "no hello within the handshake timeout");
 	server_unlock(c->w);
 	if (c->closing) {
 		log_info("%s: replies not read within 5 s of closing, dropped",
@@ -460,8 +478,7 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		conn_arena_reset(NULL);
 		log_notice("%s: undecodable request of %zu bytes, closing",
 		    c->peer, plen);
-		sm_protocol_error(srv->sm, c->client,
-		    "undecodable request (not a semd.Request)");
+		conn_protocol_error(c, "undecodable request (not a semd.Request)");
 		conn_close_later(c);
 		return false;
 	}
@@ -471,6 +488,23 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		    sm_name_valid(req->release->name,
 		    strlen(req->release->name)) ?
 		    req->release->name : "(an invalid name)");
+	if (srv->durable != NULL) {
+		/*
+		 * With a log the request goes into this loop's batch, as it came
+		 * and with the access decision; it is answered once applied.
+		 * Hello is taken as seen from here on, so the requests behind
+		 * it are checked against the ACL (a failed Hello closes).
+		 */
+		if (access_check(c, req, &who))
+			sm_batch_request(&c->w->batch, c->cid, &who, data, plen);
+		r = SM_OK;
+		if (req->op_case == SEMD__REQUEST__OP_HELLO && !c->hello) {
+			c->hello = true;
+			conn_arm_timer(c);
+		}
+		conn_arena_reset(fast ? NULL : req);
+		return !c->closing && !c->dead;
+	}
 	/* The time the batch was read: one clock read per batch. */
 	r = access_check(c, req, &who) ?
 	    sm_request(srv->sm, c->client, req, &who, c->last_input_ms) : SM_OK;
@@ -495,7 +529,7 @@ static void conn_too_big(struct conn *c, size_t plen)
 	snprintf(why, sizeof why, "frame of %zu bytes is over max-frame %u",
 	    plen, c->srv->cfg.max_frame);
 	log_notice("%s: %s, closing", c->peer, why);
-	sm_protocol_error(c->srv->sm, c->client, why);
+	conn_protocol_error(c, why);
 	conn_close_later(c);
 }
 
@@ -586,6 +620,9 @@ static void conn_end_read(struct worker *w, bool was_in_read)
 	w->in_read = was_in_read;
 	if (!was_in_read)
 		conn_flush_all(w);
+	/* The batch's requests go to the log as one (group commit). */
+	if (w->batch.len > 0)
+		durable_submit(w->srv, &w->batch);
 }
 
 /* Input through the bufferevent (connections that are not direct). */
@@ -831,23 +868,34 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	r = access_open(srv, bufferevent_getfd(c->bev), is_unix, tls ?
 	    bufferevent_openssl_get_ssl(c->bev) : NULL, &c->id, principal,
 	    sizeof principal);
-	if (r == 0) {
-		c->client = sm_client_open(srv->sm, ++srv->next_client, c,
-		    principal, secret,
+	if (r == 0 && srv->durable != NULL) {
+		/* Opened in the state when the log gets there; bound then. */
+		c->cid = durable_client_id(srv);
+		server_conn_add(srv, c);
+		sm_batch_open(&w->batch, c->cid, principal, secret,
+		    is_unix ? SM_CLIENT_LOCAL : 0);
+		list_add_tail(&c->entry, &w->conns);
+		conn_arm_timer(c);
+		c->open = true;
+	} else if (r == 0) {
+		c->cid = ++srv->next_client;
+		c->client = sm_client_open(srv->sm, c->cid, c, principal, secret,
 		    is_unix ? SM_CLIENT_LOCAL : 0, server_now());
 		if (c->client == NULL) {
 			access_close(c->id);
 			c->id = NULL;
+		} else {
+			list_add_tail(&c->entry, &w->conns);
+			conn_arm_timer(c);
+			c->open = true;
 		}
 	}
-	if (c->client != NULL) {
-		list_add_tail(&c->entry, &w->conns);
-		conn_arm_timer(c);
-	}
 	server_unlock(w);
+	if (w->batch.len > 0)
+		durable_submit(srv, &w->batch);
 	if (r != 0)
 		goto free_quiet;
-	if (c->client == NULL)
+	if (!c->open)
 		goto free_conn;
 	c->last_input_ms = server_now();
 	/* Never buffer more than one whole frame of input. */
@@ -943,6 +991,7 @@ void conn_accept_tls(struct server *srv, struct bufferevent *bev,
 /* Close and free a connection; its session lets go (or lingers). */
 void conn_free(struct conn *c)
 {
+	struct sm_batch close;
 	struct server *srv;
 	struct worker *w;
 
@@ -960,15 +1009,31 @@ void conn_free(struct conn *c)
 	w = c->w;
 	c->dead = true;
 	conn_unqueue(c);
+	sm_batch_init(&close);
 	server_lock(w);
 	list_del_init(&c->entry);
 	srv->nconns--;
 	w->nconns--;
-	sm_client_close(srv->sm, c->client, server_now());
+	if (srv->durable != NULL) {
+		struct sm_client *cl = sm_client_find(srv->sm, c->cid);
+
+		/* Nothing more reaches it; the state hears of it through the log. */
+		server_conn_remove(srv, c);
+		if (cl != NULL)
+			sm_client_bind(cl, NULL);
+		/* A stop is no client's death: the restart entry says what goes. */
+		if (!srv->stopping)
+			sm_batch_close(&close, c->cid);
+	} else {
+		sm_client_close(srv->sm, c->client, server_now());
+	}
 	access_close(c->id);
 	if (srv->stopping && w->nconns == 0)
 		event_base_loopexit(w->base, NULL);
 	server_unlock(w);
+	if (close.len > 0)
+		durable_submit(srv, &close);
+	sm_batch_free(&close);
 	event_free(c->timer);
 	event_free(c->kill);
 	if (c->rev != NULL)

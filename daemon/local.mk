@@ -8,7 +8,8 @@ noinst_LIBRARIES += daemon/libsemstate.a
 daemon_libsemstate_a_SOURCES = daemon/state.h daemon/sm-int.h \
 	daemon/sm_mem.c daemon/sm_index.c daemon/sm_timer.c daemon/sm_reply.c \
 	daemon/sm_principal.c daemon/sm_sem.c daemon/sm_session.c \
-	daemon/sm_ops.c daemon/sm_stats.c daemon/sm_check.c \
+	daemon/sm_ops.c daemon/sm_stats.c daemon/sm_check.c daemon/sm_snap.c \
+	daemon/sm_entry.c \
 	daemon/hmap.c daemon/hmap.h
 daemon_libsemstate_a_SOURCES += daemon/ordidx.c daemon/ordidx.h
 daemon_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
@@ -19,10 +20,11 @@ semd_SOURCES = daemon/main.c daemon/server.c daemon/server.h daemon/conn.c \
 	daemon/alloccount.c daemon/fastpb.c daemon/fastpb.h \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/listen.c daemon/log.c daemon/log.h daemon/config.c daemon/config.h \
-	daemon/access.c daemon/access.h daemon/tlsconf.c daemon/tlsconf.h
+	daemon/access.c daemon/access.h daemon/tlsconf.c daemon/tlsconf.h \
+	daemon/durable.c daemon/durable.h
 semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS) \
-	$(OPENSSL_CFLAGS)
+	$(OPENSSL_CFLAGS) $(RAFT_CFLAGS)
 semd_LDADD = daemon/libsemstate.a security/libsemsec.a proto/libsemproto.a \
 	core/libsemcore.a \
 	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) $(SYSTEMD_LIBS) $(OPENSSL_LIBS) \
-	$(PTHREAD_LIBS)
+	$(RAFT_LIBS) $(PTHREAD_LIBS)

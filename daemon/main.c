@@ -155,6 +155,7 @@ int main(int argc, char **argv)
 		"unix-mode", "unix-group", "user", "allow-insecure-tcp",
 		"tls-cert", "tls-key", "tls-ca", "tls-client-auth",
 		"metrics-listen", "metrics-names",
+		"data-dir", "restart-grace", "snapshot-every",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct option opts[NKEYS + 5];

@@ -24,6 +24,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "daemon/durable.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "proto/frame.h"
@@ -74,6 +75,61 @@ void server_lock(struct worker *w)
 		conn_mbox_deliver(w);
 }
 
+/* Take the state lock from a thread that runs no event loop (the log's). */
+void server_lock_any(struct server *srv)
+{
+	spin_lock(&srv->lock);
+	server_locked = true;
+}
+
+/* Drop it, waking the workers written to. */
+void server_unlock_any(struct server *srv)
+{
+	uint64_t mask = server_wake_mask;
+	unsigned int i;
+
+	server_wake_mask = 0;
+	server_locked = false;
+	spin_unlock(&srv->lock);
+	for (i = 0; mask != 0; i++, mask >>= 1)
+		if (mask & 1)
+			server_wake(&srv->workers[i]);
+}
+
+/* Does a connection node carry this client id? */
+static bool server_cid_eq(const struct hnode *n, const void *key)
+{
+	return container_of(n, struct conn, cid_node)->cid ==
+	    *(const uint64_t *)key;
+}
+
+/* Hash of a client id (ids are ours: no client aims them). */
+static uint64_t server_cid_hash(const struct server *srv, uint64_t id)
+{
+	return hmap_siphash_u64x2(srv->hash_key, id, 0);
+}
+
+/* With a log: remember c under its client id (under the lock). */
+void server_conn_add(struct server *srv, struct conn *c)
+{
+	hmap_insert(&srv->conn_ids, &c->cid_node, server_cid_hash(srv, c->cid));
+}
+
+/* Forget c (under the lock). */
+void server_conn_remove(struct server *srv, struct conn *c)
+{
+	hmap_remove(&srv->conn_ids, &c->cid_node);
+}
+
+/* The connection of a client id, or NULL (under the lock). */
+void *server_conn_by_id(struct server *srv, uint64_t id)
+{
+	struct hnode *n = hmap_find(&srv->conn_ids, server_cid_hash(srv, id),
+	    server_cid_eq, &id);
+
+	return n ? container_of(n, struct conn, cid_node) : NULL;
+}
+
 /*
  * Keep a timer armed for the earliest deadline in the state. Every worker
  * has its own timer and arms it only from its own thread; srv->armed_min is
@@ -85,9 +141,12 @@ void server_lock(struct worker *w)
 static void server_arm_locked(struct worker *w)
 {
 	struct server *srv = w->srv;
-	uint64_t next = sm_next_deadline(srv->sm), now, delta;
+	uint64_t next, now, delta;
 	struct timeval tv;
 
+	if (srv->durable != NULL)
+		return;		/* time passes through the log */
+	next = sm_next_deadline(srv->sm);
 	if (next >= srv->armed_min && srv->armed_by != w)
 		return;
 	srv->armed_min = next;
@@ -393,7 +452,9 @@ void server_stop(struct server *srv, const char *why)
 		    entry));
 	server_lock(w0);
 	srv->stopping = true;
-	sm_shutdown(srv->sm, server_now());
+	/* In memory the state goes with the process; a log keeps it. */
+	if (srv->durable == NULL)
+		sm_shutdown(srv->sm, server_now());
 	for (i = 1; i < srv->nworkers; i++) {
 		srv->workers[i].stop = true;
 		server_wake_later(&srv->workers[i]);
@@ -408,6 +469,7 @@ static void server_sm_config(const struct semd_config *cfg, struct sm_config *sc
 {
 	sm_config_defaults(sc);
 	sc->alloc_count = alloc_count_get();
+	sc->stats_local = true;
 	sc->default_limit = cfg->default_limit;
 	sc->max_semaphores = cfg->max_semaphores;
 	sc->max_sessions = cfg->max_sessions;
@@ -417,6 +479,26 @@ static void server_sm_config(const struct semd_config *cfg, struct sm_config *sc
 	/* An Info page fits well inside what a client may have queued. */
 	if (cfg->max_output / 2 < sc->max_reply)
 		sc->max_reply = cfg->max_output / 2;
+}
+
+/* The state machine's settings: the configuration's, and this node's. */
+struct sm_config server_sm_config_of(const struct server *srv)
+{
+	struct sm_config sc;
+
+	server_sm_config(&srv->cfg, &sc);
+	sc.wall_ms = srv->cfg.data_dir == NULL ? server_wall() : 0;
+	sc.server = "semd " PACKAGE_VERSION;
+	memcpy(sc.hash_key, srv->hash_key, sizeof sc.hash_key);
+	return sc;
+}
+
+/* The state machine's effects: replies and closes on connections. */
+struct sm_out server_sm_out(void)
+{
+	struct sm_out out = { conn_reply, NULL, conn_close_effect };
+
+	return out;
 }
 
 /* Log what a reload changes (numbers only). */
@@ -484,7 +566,10 @@ static void server_reload(struct server *srv)
 		bufferevent_setwatermark(list_entry(pos, struct conn, entry)->bev,
 		    EV_READ, 0, nc.max_frame + FRAME_HDR + 4096);
 	server_sm_config(&nc, &sc);
-	sm_reconfigure(srv->sm, &sc);
+	if (srv->durable != NULL)
+		durable_config(srv, &sc);	/* the settings go through the log */
+	else
+		sm_reconfigure(srv->sm, &sc);
 	server_unlock(&srv->workers[0]);
 	log_notice("configuration reloaded");
 }
@@ -561,14 +646,22 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	log_notice("semd %s starting: libevent %s, backend %s, %u thread(s)",
 	    PACKAGE_VERSION, event_get_version(),
 	    event_base_get_method(srv->base), srv->nworkers);
-	server_sm_config(cfg, &sc);
-	sc.wall_ms = server_wall();
-	sc.server = "semd " PACKAGE_VERSION;
-	if (getrandom(sc.hash_key, sizeof sc.hash_key, 0) != (ssize_t)sizeof sc.hash_key) {
+	if (getrandom(srv->hash_key, sizeof srv->hash_key, 0) !=
+	    (ssize_t)sizeof srv->hash_key) {
 		log_err_errno(errno, "getrandom");
 		goto fail;
 	}
-	srv->sm = sm_new(&sc, &out, server_now());
+	sc = server_sm_config_of(srv);
+	if (hmap_init(&srv->conn_ids, 64) != 0)
+		goto fail;
+	/*
+	 * In memory the state's time is this process' monotonic clock; with a
+	 * log it is the log's (the first entry starts it).
+	 */
+	if (cfg->data_dir == NULL)
+		srv->sm = sm_new(&sc, &out, server_now());
+	else
+		srv->sm = sm_new(&sc, &out, 0);
 	srv->accept_resume = evtimer_new(srv->base, server_accept_resume_cb, srv);
 	if (srv->sm == NULL || srv->accept_resume == NULL)
 		goto fail;
@@ -611,7 +704,9 @@ void server_free(struct server *srv)
 		event_free(srv->accept_resume);
 	if (srv->watchdog)
 		event_free(srv->watchdog);
+	durable_stop(srv);
 	sm_free(srv->sm);
+	hmap_destroy(&srv->conn_ids);
 	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++)
 		worker_free(&srv->workers[i]);
 	free(srv->workers);
@@ -749,6 +844,17 @@ int server_run(struct server *srv)
 	(void)w;
 	(void)i;
 #endif
+	if (srv->cfg.data_dir != NULL) {
+		char err[512];
+
+		log_notice("log: opening %s", srv->cfg.data_dir);
+		r = durable_start(srv, err, sizeof err);
+		if (r != 0) {
+			log_err("log: %s", err);
+			return r;
+		}
+		log_notice("log: state restored from %s", srv->cfg.data_dir);
+	}
 	if (server_start_workers(srv) != 0)
 		return EX_OSERR;
 	log_notice("ready");

@@ -23,6 +23,7 @@
 #include "arch/spinlock.h"
 #include "core/list.h"
 #include "daemon/config.h"
+#include "daemon/hmap.h"
 #include "daemon/state.h"
 
 /* Re-read the configuration for SIGHUP; 0 or an error with err filled. */
@@ -66,6 +67,8 @@ struct worker {
 	_Atomic uint64_t	dropped;	/* clients cut off */
 	_Atomic uint64_t	beat_ms;	/* last heartbeat (watchdog) */
 	struct event		*beat;		/* its timer, with a watchdog */
+	/* This loop's commands for the log, sent at the end of a read. */
+	struct sm_batch		batch;
 };
 
 struct server {
@@ -90,6 +93,9 @@ struct server {
 	server_reload_fn	reload;
 	void			*reload_arg;
 	struct metrics		*metrics;	/* metrics.c, or NULL */
+	struct durable		*durable;	/* --data-dir, or NULL: in memory */
+	struct hmap		conn_ids;	/* with a log: client id -> conn */
+	uint8_t			hash_key[16];	/* the state's */
 };
 
 /* A client accepted by worker 0 for another worker (conn.c). */
@@ -133,6 +139,9 @@ struct conn {
 	size_t			wcap;
 	struct list_head	flush_entry;	/* w->flushq, when wlen > 0 */
 	struct access_id	*id;		/* principal, quota count */
+	uint64_t		cid;		/* its client id in the state */
+	struct hnode		cid_node;	/* srv->conn_ids (with a log) */
+	bool			open;		/* opened in the state (or queued) */
 };
 
 /* server.c */
@@ -150,6 +159,16 @@ extern _Thread_local struct worker *worker_self;
 extern _Thread_local bool server_locked;
 /* Take the state lock from worker w (and take in w's mailbox). */
 void server_lock(struct worker *w);
+/* The same from a thread that is no worker (the log's). */
+void server_lock_any(struct server *srv);
+void server_unlock_any(struct server *srv);
+/* With a log: this node's connection of a client id (under the lock). */
+void server_conn_add(struct server *srv, struct conn *c);
+void server_conn_remove(struct server *srv, struct conn *c);
+void *server_conn_by_id(struct server *srv, uint64_t id);
+/* The state machine's settings and effects for this server. */
+struct sm_config server_sm_config_of(const struct server *srv);
+struct sm_out server_sm_out(void);
 /* Re-arm the deadline timer, drop the lock, wake the workers written to. */
 void server_unlock(struct worker *w);
 /* Mark worker w to be woken at the next server_unlock() (under the lock). */

@@ -43,6 +43,7 @@
 
 #define SM_LIMIT_MAX	(1u << 30)
 #define SM_STR_MAX	255	/* client name, host: longer is cut */
+#define SM_PRINCIPAL_MAX 1024	/* the longest principal a snapshot holds */
 
 enum { T_WAIT = 1, T_HOLD, T_SESSION };
 
@@ -260,7 +261,8 @@ struct sm {
 	uint64_t		req_memo_sid;
 	uint64_t		req_memo_rid;
 	uint64_t		req_memo;
-	int			cur_op;		/* op the replies answer */
+	int			cur_op;		/* op the replies answer: set by
+						   every entry point */
 };
 
 
@@ -296,6 +298,7 @@ struct sm_sem *client_sem(const struct sm *sm,
 void client_sem_set(const struct sm *sm, struct sm_client *c,
     struct sm_sem *sem);
 struct sm_session *session_find(const struct sm *sm, uint64_t id);
+int sm_session_cmp(const void *a, const void *b);
 struct sm_hold *permit_find(const struct sm *sm, uint64_t id);
 struct sm_hold *token_find(const struct sm *sm, const struct sm_sem *sem,
     uint64_t token);
@@ -308,6 +311,8 @@ void req_unindex(struct sm *sm, struct sm_reqkey *r);
 /* sm_timer.c */
 bool timer_before(const struct sm_timer *a, const struct sm_timer *b);
 int timer_arm(struct sm *sm, struct sm_timer *t, int kind, uint64_t when);
+int timer_arm_seq(struct sm *sm, struct sm_timer *t, int kind, uint64_t when,
+    uint64_t seq);
 void timer_disarm(struct sm *sm, struct sm_timer *t);
 
 /* sm_reply.c */

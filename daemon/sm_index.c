@@ -225,6 +225,15 @@ static bool session_eq(const struct hnode *n, const void *key)
 	    *(const uint64_t *)key;
 }
 
+/* qsort order of session pointers by id. */
+int sm_session_cmp(const void *a, const void *b)
+{
+	const struct sm_session *x = *(const struct sm_session *const *)a;
+	const struct sm_session *y = *(const struct sm_session *const *)b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
 /* Look up a session by id. */
 struct sm_session *session_find(const struct sm *sm, uint64_t id)
 {

@@ -1064,6 +1064,7 @@ void sm_tick(struct sm *sm, uint64_t now)
 	char why[320];
 
 	sm->now = now;
+	sm->cur_op = 0;		/* what fires answers no request */
 	while (sm->heap_n > 0 && sm->heap[0]->when <= now) {
 		t = sm->heap[0];
 		timer_disarm(sm, t);

@@ -306,6 +306,19 @@ void sm_free(struct sm *sm)
 	free(sm);
 }
 
+/* The state's clock: the time of the last call. */
+uint64_t sm_now(const struct sm *sm)
+{
+	return sm->now;
+}
+
+/* The node's hooks of from, for to (a restored state replacing from). */
+void sm_take_hooks(struct sm *to, const struct sm *from)
+{
+	to->visible = from->visible;
+	to->visible_arg = from->visible_arg;
+}
+
 /* Install the List visibility hook (NULL: every name is shown). */
 void sm_set_visible(struct sm *sm, sm_visible_fn fn, void *arg)
 {
@@ -395,6 +408,7 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 	if (c == NULL)
 		return;
 	sm->now = now_ms;
+	sm->cur_op = 0;
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	c->conn = NULL;
 	if (c->session != NULL)

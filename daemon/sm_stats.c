@@ -72,8 +72,10 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 	COUNTER("leases_expired", k.leases_expired);
 	COUNTER("sessions_expired", k.sessions_expired);
 	COUNTER("errors", k.errors);
-	COUNTER("memory_bytes", k.memory_bytes);
-	if (sm->cfg.alloc_count != NULL)
+	/* Facts of the node that answers, not of the state: on request. */
+	if (sm->cfg.stats_local)
+		COUNTER("memory_bytes", k.memory_bytes);
+	if (sm->cfg.stats_local && sm->cfg.alloc_count != NULL)
 		COUNTER("allocations", sm->cfg.alloc_count());
 	for (i = 0; i < SM_NOPS; i++) {
 		if (sm_op((int)i) == NULL)

@@ -47,8 +47,9 @@ static void heap_fix(struct sm *sm, size_t i)
 	t->idx = i;
 }
 
-/* Arm a timer; -ENOMEM if the heap cannot grow. */
-int timer_arm(struct sm *sm, struct sm_timer *t, int kind, uint64_t when)
+/* Arm a timer with a given tie-breaking sequence; -ENOMEM if the heap cannot grow. */
+int timer_arm_seq(struct sm *sm, struct sm_timer *t, int kind, uint64_t when,
+    uint64_t seq)
 {
 	struct sm_timer **h;
 	size_t cap;
@@ -64,11 +65,21 @@ int timer_arm(struct sm *sm, struct sm_timer *t, int kind, uint64_t when)
 	}
 	t->kind = kind;
 	t->when = when;
-	t->seq = sm->timer_seq++;
+	t->seq = seq;
 	sm->heap[sm->heap_n] = t;
 	t->idx = sm->heap_n++;
 	heap_fix(sm, t->idx);
 	return 0;
+}
+
+/* Arm a timer; -ENOMEM if the heap cannot grow. */
+int timer_arm(struct sm *sm, struct sm_timer *t, int kind, uint64_t when)
+{
+	int r = timer_arm_seq(sm, t, kind, when, sm->timer_seq);
+
+	if (r == 0)
+		sm->timer_seq++;
+	return r;
 }
 
 /* Disarm a timer (no-op when not armed). */

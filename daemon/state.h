@@ -61,6 +61,11 @@ struct sm_config {
 	const char	*server;		/* "semd 0.1.0" for HelloReply */
 	/* Test builds: heap allocations so far, reported by Stats; or NULL. */
 	uint64_t	(*alloc_count)(void);
+	/*
+	 * Stats replies carry this node's memory and allocation figures too
+	 * (they differ between replicas of the same log).
+	 */
+	bool		stats_local;
 };
 
 /*
@@ -227,6 +232,11 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 /* Answer a frame the I/O layer could not decode: PROTOCOL_ERROR, id 0. */
 void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
 
+/* The time of the last call (the state's clock). */
+uint64_t sm_now(const struct sm *sm);
+/* Give to the node's hooks (List visibility) what from had. */
+void sm_take_hooks(struct sm *to, const struct sm *from);
+
 /* Earliest deadline in the heap, or UINT64_MAX. */
 uint64_t sm_next_deadline(const struct sm *sm);
 /* Expire everything due at or before now_ms. */
@@ -258,6 +268,65 @@ void sm_sem_each_prefix(struct sm *sm, const char *prefix,
     void (*fn)(void *arg, const struct sm_sem_gauges *g), void *arg);
 /* Session id of a client after Hello, 0 before. */
 uint64_t sm_client_session(const struct sm_client *c);
+
+/*
+ * The log (daemon/sm_entry.c): every change of the state as an entry of
+ * commands that any replica applies alike. A batch collects commands; an
+ * entry is a header (sm_entry_header: state time, stamped by the leader and
+ * never going backwards, and its wall clock) followed by batches.
+ */
+struct sm_batch {
+	uint8_t		*p;
+	size_t		len;
+	size_t		cap;
+	uint32_t	ncmds;
+	bool		failed;		/* out of memory: the batch is lost */
+};
+
+void sm_batch_init(struct sm_batch *b);
+void sm_batch_reset(struct sm_batch *b);
+void sm_batch_free(struct sm_batch *b);
+/* The first entry of a log: the state's clock and tokens start. */
+void sm_batch_boot(struct sm_batch *b);
+/* The settings that decide answers, replicated (the rest of cfg is local). */
+void sm_batch_config(struct sm_batch *b, const struct sm_config *cfg);
+void sm_batch_open(struct sm_batch *b, uint64_t id, const char *principal,
+    const uint8_t secret[SM_SECRET_LEN], unsigned int flags);
+void sm_batch_close(struct sm_batch *b, uint64_t id);
+/* A request of client id as its protobuf bytes, with the access decision. */
+void sm_batch_request(struct sm_batch *b, uint64_t id,
+    const struct sm_caller *who, const uint8_t *req, size_t len);
+/* The service came back: every client is gone, leases get grace_ms more. */
+void sm_batch_restart(struct sm_batch *b, uint32_t grace_ms);
+size_t sm_entry_header_size(void);
+void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall);
+
+/* What applying needs from the node: its connection for an opened client. */
+struct sm_apply_hooks {
+	void	*(*bind)(void *arg, uint64_t client_id);
+	void	*arg;
+};
+
+/*
+ * Apply one entry: deadlines due at its time fire, then its commands run.
+ * 0, or -EINVAL for bytes that are not an entry (why in err).
+ */
+int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
+    const struct sm_apply_hooks *hooks, char *err, size_t errlen);
+
+/*
+ * The whole state as bytes (*out malloc'ed, the caller frees it): the same
+ * bytes on every replica that applied the same calls. -ENOMEM.
+ */
+int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len);
+/*
+ * A state machine from sm_snapshot()'s bytes, with this node's settings
+ * (hash key, server name) and effects; the settings that come through the
+ * log are the snapshot's. Clients come back unbound. NULL when the bytes
+ * are not a consistent state (why in err) or out of memory.
+ */
+struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
+    const uint8_t *buf, size_t len, char *err, size_t errlen);
 
 /*
  * Check every invariant (counts, lists, indexes, FIFO, tokens); returns 0 or

@@ -7,6 +7,7 @@ SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 pkgs="build-essential autoconf automake libtool pkg-config \
 libevent-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsystemd-dev \
+libraft-dev libuv1-dev \
 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 systemd openssl python3 valgrind cppcheck clang-tidy bear redis-server \
 debhelper devscripts lintian fakeroot"

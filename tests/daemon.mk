@@ -9,6 +9,15 @@ tests_daemon_test_state_LDADD = daemon/libsemstate.a proto/libsemproto.a \
 	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/daemon/test_state
 
+# test_replay: the same log on differently seeded state machines (and one
+# restored from a snapshot) gives the same replies and snapshots.
+check_PROGRAMS += tests/daemon/test_replay
+tests_daemon_test_replay_SOURCES = tests/daemon/test_replay.c
+tests_daemon_test_replay_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_daemon_test_replay_LDADD = daemon/libsemstate.a proto/libsemproto.a \
+	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/daemon/test_replay
+
 # test_hmap: the hash table and SipHash.
 check_PROGRAMS += tests/daemon/test_hmap
 tests_daemon_test_hmap_SOURCES = tests/daemon/test_hmap.c

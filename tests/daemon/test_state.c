@@ -150,6 +150,7 @@ static struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
 	sm_config_defaults(&cfg);
 	cfg.wall_ms = wall_ms;
 	memcpy(cfg.hash_key, "fixed hash key!!", 16);
+	cfg.stats_local = true;
 	if (tune != NULL)
 		tune(&cfg);
 	caps_clear();

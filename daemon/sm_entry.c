@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/sm_entry.c - log entries: every change of the state as bytes that
+ * any replica applies alike (sm_apply), and the commands they carry.
+ *
+ * An entry is a header and commands:
+ *   u8 version, u64 time (state time, stamped by the leader, never going
+ *   backwards), u64 wall (the leader's wall clock, for what clients are
+ *   shown), then commands until the end, each a u8 kind and its fields:
+ *     BOOT     -                 the first entry of a log: the clock starts
+ *     CONFIG   7 x u32           the settings that decide answers
+ *     OPEN     u64 id, u32 flags, 16 bytes secret, string principal
+ *     CLOSE    u64 id
+ *     REQUEST  u64 id, u32 privs, 4 x u64 caps, string request (protobuf)
+ *     RESTART  u32 grace_ms      the service came back: every client is
+ *                                gone, leases get a grace
+ * (integers little-endian, strings as u32 length + bytes), and zero bytes
+ * to pad the entry to a multiple of 8 bytes (raft_uv writes entries in
+ * 8-byte units: its check of that is an assert, compiled out of Debian's
+ * libraft, after which an odd-sized entry corrupts the segment). Applying an
+ * entry first fires every deadline due at its time, then runs its commands
+ * in order. Everything an answer depends on is in the entry or the state:
+ * the access layer's decision travels with the request, and the settings
+ * come through the log.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/sm-int.h"
+
+#define ENTRY_VERSION	1u
+
+enum {
+	CMD_BOOT = 1,
+	CMD_CONFIG,
+	CMD_OPEN,
+	CMD_CLOSE,
+	CMD_REQUEST,
+	CMD_RESTART,
+};
+
+/* --- building ------------------------------------------------------------------ */
+
+/* Room for n more bytes in a batch. */
+static bool batch_room(struct sm_batch *b, size_t n)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->failed)
+		return false;
+	if (b->cap - b->len >= n)
+		return true;
+	cap = b->cap ? b->cap : 1024;
+	while (cap - b->len < n) {
+		if (cap > SIZE_MAX / 2) {
+			b->failed = true;
+			return false;
+		}
+		cap *= 2;
+	}
+	if ((p = realloc(b->p, cap)) == NULL) {
+		b->failed = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+/* Append an integer of size bytes, little-endian. */
+static void batch_int(struct sm_batch *b, uint64_t v, unsigned int size)
+{
+	unsigned int i;
+
+	if (!batch_room(b, size))
+		return;
+	for (i = 0; i < size; i++)
+		b->p[b->len++] = (uint8_t)(v >> (8 * i));
+}
+
+/* Append bytes. */
+static void batch_bytes(struct sm_batch *b, const void *p, size_t n)
+{
+	if (n > 0 && batch_room(b, n)) {
+		memcpy(b->p + b->len, p, n);
+		b->len += n;
+	}
+}
+
+/* Start a command. */
+static void batch_cmd(struct sm_batch *b, int kind)
+{
+	batch_int(b, (uint64_t)kind, 1);
+	b->ncmds++;
+}
+
+/* An empty batch. */
+void sm_batch_init(struct sm_batch *b)
+{
+	memset(b, 0, sizeof *b);
+}
+
+/* Forget the commands, keep the memory. */
+void sm_batch_reset(struct sm_batch *b)
+{
+	b->len = 0;
+	b->ncmds = 0;
+	b->failed = false;
+}
+
+/* Free a batch's memory. */
+void sm_batch_free(struct sm_batch *b)
+{
+	free(b->p);
+	sm_batch_init(b);
+}
+
+/* The first entry of a log. */
+void sm_batch_boot(struct sm_batch *b)
+{
+	batch_cmd(b, CMD_BOOT);
+}
+
+/* The settings that decide answers (the rest of cfg is the node's). */
+void sm_batch_config(struct sm_batch *b, const struct sm_config *cfg)
+{
+	batch_cmd(b, CMD_CONFIG);
+	batch_int(b, cfg->default_limit, 4);
+	batch_int(b, cfg->max_semaphores, 4);
+	batch_int(b, cfg->max_sessions, 4);
+	batch_int(b, cfg->max_waiters_per_session, 4);
+	batch_int(b, cfg->max_holds_per_session, 4);
+	batch_int(b, cfg->max_lease_ms, 4);
+	batch_int(b, cfg->max_reply, 4);
+}
+
+/* A client opens (sm_client_open). */
+void sm_batch_open(struct sm_batch *b, uint64_t id, const char *principal,
+    const uint8_t secret[SM_SECRET_LEN], unsigned int flags)
+{
+	size_t len = strlen(principal);
+
+	batch_cmd(b, CMD_OPEN);
+	batch_int(b, id, 8);
+	batch_int(b, flags, 4);
+	batch_bytes(b, secret, SM_SECRET_LEN);
+	batch_int(b, len, 4);
+	batch_bytes(b, principal, len);
+}
+
+/* A client closes (sm_client_close). */
+void sm_batch_close(struct sm_batch *b, uint64_t id)
+{
+	batch_cmd(b, CMD_CLOSE);
+	batch_int(b, id, 8);
+}
+
+/* A request of client id, as its protobuf bytes, with the access decision. */
+void sm_batch_request(struct sm_batch *b, uint64_t id,
+    const struct sm_caller *who, const uint8_t *req, size_t len)
+{
+	size_t i;
+
+	batch_cmd(b, CMD_REQUEST);
+	batch_int(b, id, 8);
+	batch_int(b, who->privs, 4);
+	for (i = 0; i < SM_NLIMITS; i++)
+		batch_int(b, who->limit[i], 8);
+	batch_int(b, len, 4);
+	batch_bytes(b, req, len);
+}
+
+/* The service came back after a stop or a crash. */
+void sm_batch_restart(struct sm_batch *b, uint32_t grace_ms)
+{
+	batch_cmd(b, CMD_RESTART);
+	batch_int(b, grace_ms, 4);
+}
+
+/* Bytes of an entry's header. */
+size_t sm_entry_header_size(void)
+{
+	return 1 + 8 + 8;
+}
+
+/* Write an entry's header (sm_entry_header_size() bytes) at p. */
+void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall)
+{
+	unsigned int i;
+
+	p[0] = ENTRY_VERSION;
+	for (i = 0; i < 8; i++) {
+		p[1 + i] = (uint8_t)(time >> (8 * i));
+		p[9 + i] = (uint8_t)(wall >> (8 * i));
+	}
+}
+
+/* --- applying ----------------------------------------------------------------- */
+
+struct ebuf {
+	const uint8_t	*p;
+	size_t		len;
+	size_t		off;
+	bool		bad;
+};
+
+/* An integer of size bytes (0 and bad past the end). */
+static uint64_t e_int(struct ebuf *e, unsigned int size)
+{
+	uint64_t v = 0;
+	unsigned int i;
+
+	if (e->bad || e->len - e->off < size) {
+		e->bad = true;
+		return 0;
+	}
+	for (i = 0; i < size; i++)
+		v |= (uint64_t)e->p[e->off + i] << (8 * i);
+	e->off += size;
+	return v;
+}
+
+/* n bytes in place (NULL and bad past the end). */
+static const uint8_t *e_bytes(struct ebuf *e, size_t n)
+{
+	const uint8_t *p;
+
+	if (e->bad || e->len - e->off < n) {
+		e->bad = true;
+		return NULL;
+	}
+	p = e->p + e->off;
+	e->off += n;
+	return p;
+}
+
+/*
+ * The service came back: every client of before is gone (their connections
+ * went with the old process, which is no death of theirs), and every lease
+ * - sessions', detached holds' - is extended by grace_ms (Chubby's rule: no
+ * holder loses its permit because the service was away). State time does
+ * not pass while no leader runs, so only the grace is added.
+ */
+static void sm_restart(struct sm *sm, uint32_t grace_ms, uint64_t now)
+{
+	struct sm_session **ss;
+	struct hmap_iter it;
+	struct hnode *n;
+	struct list_head *pos;
+	struct sm_hold *h;
+	size_t i = 0, ns;
+
+	while (!list_empty(&sm->clients)) {
+		struct sm_client *c = list_first_entry(&sm->clients,
+		    struct sm_client, entry);
+
+		c->detach = true;	/* not its death */
+		sm_client_close(sm, c, now);
+	}
+	/* Sessions by id, so the timers are armed in the same order anywhere. */
+	ns = hmap_count(&sm->sessions);
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
+	ss = calloc(ns + 1, sizeof *ss);
+	if (ss != NULL) {
+		hmap_iter_init(&it, &sm->sessions);
+		while ((n = hmap_iter_next(&it)) != NULL)
+			ss[i++] = container_of(n, struct sm_session, node);
+		qsort(ss, ns, sizeof *ss, sm_session_cmp);
+		for (i = 0; i < ns; i++) {
+			ss[i]->heard += grace_ms;
+			session_arm(sm, ss[i]);
+		}
+		free(ss);
+	}
+	list_for_each(pos, &sm->detached) {
+		h = list_entry(pos, struct sm_hold, owner_entry);
+		if (h->expiry.idx != SIZE_MAX) {
+			uint64_t when = h->expiry.when + grace_ms;
+
+			timer_disarm(sm, &h->expiry);
+			if (timer_arm(sm, &h->expiry, T_HOLD, when) != 0)
+				h->expiry.idx = SIZE_MAX;	/* held until released */
+		}
+	}
+}
+
+/* Run one command; false when it is malformed. */
+static bool apply_cmd(struct sm *sm, struct ebuf *e,
+    const struct sm_apply_hooks *hooks, uint64_t now, uint64_t wall)
+{
+	char principal[SM_PRINCIPAL_MAX + 1];
+	const uint8_t *p, *secret;
+	struct sm_caller who;
+	struct sm_config cfg;
+	struct sm_client *c;
+	Semd__Request *req;
+	uint64_t id;
+	uint32_t flags;
+	size_t len, i;
+	int r;
+
+	switch (e_int(e, 1)) {
+	case CMD_BOOT:
+		sm->start_ms = now;
+		sm->token_base = wall * 1000;
+		return true;
+	case CMD_CONFIG:
+		cfg = sm->cfg;
+		cfg.default_limit = (uint32_t)e_int(e, 4);
+		cfg.max_semaphores = (uint32_t)e_int(e, 4);
+		cfg.max_sessions = (uint32_t)e_int(e, 4);
+		cfg.max_waiters_per_session = (uint32_t)e_int(e, 4);
+		cfg.max_holds_per_session = (uint32_t)e_int(e, 4);
+		cfg.max_lease_ms = (uint32_t)e_int(e, 4);
+		cfg.max_reply = (uint32_t)e_int(e, 4);
+		if (!e->bad)
+			sm_reconfigure(sm, &cfg);
+		return !e->bad;
+	case CMD_OPEN:
+		id = e_int(e, 8);
+		flags = (uint32_t)e_int(e, 4);
+		secret = e_bytes(e, SM_SECRET_LEN);
+		len = e_int(e, 4);
+		if (e->bad || len > SM_PRINCIPAL_MAX || (p = e_bytes(e, len)) == NULL)
+			return false;
+		memcpy(principal, p, len);
+		principal[len] = '\0';
+		c = sm_client_open(sm, id, NULL, principal, secret, flags, now);
+		if (c != NULL && hooks != NULL && hooks->bind != NULL)
+			sm_client_bind(c, hooks->bind(hooks->arg, id));
+		return true;
+	case CMD_CLOSE:
+		id = e_int(e, 8);
+		if (e->bad)
+			return false;
+		sm_client_close(sm, sm_client_find(sm, id), now);
+		return true;
+	case CMD_REQUEST:
+		id = e_int(e, 8);
+		who.privs = (unsigned int)e_int(e, 4);
+		for (i = 0; i < SM_NLIMITS; i++)
+			who.limit[i] = e_int(e, 8);
+		len = e_int(e, 4);
+		if (e->bad || (p = e_bytes(e, len)) == NULL)
+			return false;
+		c = sm_client_find(sm, id);
+		if (c == NULL)
+			return true;	/* closed in the meantime: nobody to answer */
+		req = semd__request__unpack(NULL, len, p);
+		if (req == NULL) {
+			sm_protocol_error(sm, c, "undecodable request");
+			r = SM_CLOSE;
+		} else {
+			r = sm_request(sm, c, req, &who, now);
+			semd__request__free_unpacked(req, NULL);
+		}
+		if (r == SM_CLOSE && c->conn != NULL && sm->out.close != NULL)
+			sm->out.close(sm->out.ctx, c->conn);
+		return true;
+	case CMD_RESTART:
+		flags = (uint32_t)e_int(e, 4);
+		if (e->bad)
+			return false;
+		sm_restart(sm, flags, now);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Apply one entry: its time first (deadlines due fire), then its commands.
+ * 0, or -EINVAL for bytes that are not an entry (nothing after the bad
+ * command is applied; why in err).
+ */
+int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
+    const struct sm_apply_hooks *hooks, char *err, size_t errlen)
+{
+	struct ebuf e = { buf, len, 0, false };
+	uint64_t now, wall;
+	unsigned int n = 0;
+
+	if (e_int(&e, 1) != ENTRY_VERSION) {
+		snprintf(err, errlen, "entry of an unknown format");
+		return -EINVAL;
+	}
+	now = e_int(&e, 8);
+	wall = e_int(&e, 8);
+	if (e.bad) {
+		snprintf(err, errlen, "entry shorter than its header");
+		return -EINVAL;
+	}
+	if (now < sm->now)
+		now = sm->now;		/* never backwards, whatever the stamp */
+	sm->now = now;
+	sm_set_wall(sm, wall);
+	sm_tick(sm, now);
+	while (e.off < e.len) {
+		if (e.p[e.off] == 0) {
+			/* Padding: zeros to the end. */
+			while (e.off < e.len && e.p[e.off] == 0)
+				e.off++;
+			if (e.off != e.len) {
+				snprintf(err, errlen, "bytes after the padding");
+				return -EINVAL;
+			}
+			break;
+		}
+		if (!apply_cmd(sm, &e, hooks, now, wall)) {
+			snprintf(err, errlen, "command %u of the entry is malformed", n);
+			return -EINVAL;
+		}
+		n++;
+	}
+	return 0;
+}

@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/daemon/test_replay.c - the state machine is a function of its log.
+ *
+ * A random log of N steps (default 120,000; -n) - clients opening and
+ * closing (local ones too, some detaching), hellos with leases and resumes,
+ * every operation on a few contended names, time passing, settings
+ * changing, restarts - is applied by two state machines built with
+ * different hash keys, clocks and start times. After every entry both must
+ * have sent byte-identical replies and pass sm_check; every few thousand
+ * entries their snapshots must be byte-identical, and a third machine
+ * restored from the snapshot (another hash key) joins and must answer the
+ * rest of the log exactly as they do.
+ *
+ * Usage: test_replay [-s seed] [-n steps]   (the seed is printed; a failure
+ * replays exactly with the same -s)
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/state.h"
+
+#define NCLIENTS	24
+#define NSESS		64
+#define NREPLICAS	3
+#define SNAP_EVERY	4000
+
+static uint64_t rng;
+static unsigned long step;
+
+/* xorshift64*. */
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ULL;
+}
+
+static unsigned int below(unsigned int n)
+{
+	return (unsigned int)(rnd() % n);
+}
+
+#define FAIL(...) do {							\
+	fprintf(stderr, "step %lu: ", step);				\
+	fprintf(stderr, __VA_ARGS__);					\
+	fprintf(stderr, "\n");						\
+	exit(1);							\
+} while (0)
+
+/* --- the replicas and what they said ----------------------------------------- */
+
+struct said {
+	uint8_t	*p;
+	size_t	len;
+	size_t	cap;
+};
+
+struct replica {
+	struct sm	*sm;
+	struct said	out;		/* replies of the entry in progress */
+	bool		live;
+};
+
+static struct replica reps[NREPLICAS];
+
+/* Record a reply as (client id, packed bytes). */
+static void rec_reply(void *ctx, void *conn, const Semd__Reply *r)
+{
+	struct said *s = ctx;
+	uint64_t id = (uint64_t)(uintptr_t)conn;
+	size_t n = semd__reply__get_packed_size(r);
+
+	if (s->cap - s->len < n + 16) {
+		s->cap = (s->cap + n + 16) * 2;
+		s->p = realloc(s->p, s->cap);
+		if (s->p == NULL)
+			FAIL("out of memory");
+	}
+	memcpy(s->p + s->len, &id, 8);
+	memcpy(s->p + s->len + 8, &n, 8);
+	semd__reply__pack(r, s->p + s->len + 16);
+	s->len += n + 16;
+}
+
+/* Connections closed by a replica's decision: the harness closes them. */
+static uint64_t to_close[NCLIENTS * 4];
+static int nto_close;
+
+static void rec_close(void *ctx, void *conn)
+{
+	if (ctx == &reps[0].out && nto_close < NCLIENTS * 4)
+		to_close[nto_close++] = (uint64_t)(uintptr_t)conn;
+}
+
+/* Every client is bound to "its connection": its own id. */
+static void *bind_id(void *arg, uint64_t id)
+{
+	return (void *)(uintptr_t)id;
+}
+
+static const struct sm_apply_hooks hooks = { bind_id, NULL };
+
+/* A replica with its own hash key, clock and start time. */
+static struct sm *replica_new(int k, struct replica *rp)
+{
+	struct sm_config cfg;
+	struct sm_out out = { rec_reply, &rp->out, rec_close };
+
+	sm_config_defaults(&cfg);
+	cfg.wall_ms = 1600000000000ULL + (uint64_t)k * 7777777;
+	for (int i = 0; i < 16; i++)
+		cfg.hash_key[i] = (uint8_t)(rnd() >> 8);
+	return sm_new(&cfg, &out, 1000 + (uint64_t)k * 31337);
+}
+
+/* --- the simulated clients ------------------------------------------------------ */
+
+struct client {
+	uint64_t	id;		/* 0: not open */
+	bool		hello;
+	uint64_t	next_req;
+	bool		local;
+};
+
+struct known {
+	uint64_t	id;
+	uint8_t		secret[SM_SECRET_LEN];
+};
+
+static struct client cl[NCLIENTS];
+static struct known sessions[NSESS];
+static int nsessions;
+static uint64_t next_client = 1;
+static const char *const names[] = {
+	"a", "b", "c", "jobs/x", "jobs/y", "sig", "q", "pool",
+};
+static const char *const principals[] = { "uid:0", "uid:1", "uid:2", "cn:w 1" };
+
+/* Learn session ids and secrets from replica 0's HelloReplies. */
+static void learn_sessions(const struct said *s)
+{
+	size_t off = 0, n;
+	Semd__Reply *r;
+
+	while (off < s->len) {
+		memcpy(&n, s->p + off + 8, 8);
+		r = semd__reply__unpack(NULL, n, s->p + off + 16);
+		if (r == NULL)
+			FAIL("a reply does not decode");
+		if (r->body_case == SEMD__REPLY__BODY_HELLO &&
+		    r->hello->secret.len == SM_SECRET_LEN) {
+			struct known *k = &sessions[nsessions < NSESS ?
+			    nsessions++ : (int)below(NSESS)];
+
+			k->id = r->hello->session;
+			memcpy(k->secret, r->hello->secret.data, SM_SECRET_LEN);
+		}
+		semd__reply__free_unpacked(r, NULL);
+		off += 16 + n;
+	}
+}
+
+/* Pack a request into the batch for client i. */
+static void add_request(struct sm_batch *b, int i, Semd__Request *rq)
+{
+	struct sm_caller who = { 0 };
+	uint8_t buf[4096];
+	size_t len = semd__request__get_packed_size(rq);
+
+	if (len > sizeof buf)
+		FAIL("request too big");
+	semd__request__pack(rq, buf);
+	/* Half the clients are ordinary users with small caps. */
+	if (i % 2 == 0)
+		who.privs = SM_PRIV_ADMIN;
+	else {
+		who.limit[SM_LIMIT_SESSIONS] = 4;
+		who.limit[SM_LIMIT_PERMITS] = 6;
+		who.limit[SM_LIMIT_WAITERS] = 5;
+		who.limit[SM_LIMIT_SEMAPHORES] = 3;
+	}
+	sm_batch_request(b, cl[i].id, &who, buf, len);
+}
+
+/* One random command for the batch. */
+static void random_command(struct sm_batch *b)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Hello h = SEMD__HELLO__INIT;
+	Semd__Down d = SEMD__DOWN__INIT;
+	Semd__Up u = SEMD__UP__INIT;
+	Semd__Create cr = SEMD__CREATE__INIT;
+	Semd__Info in = SEMD__INFO__INIT;
+	Semd__List l = SEMD__LIST__INIT;
+	Semd__Delete dl = SEMD__DELETE__INIT;
+	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
+	Semd__Cancel cn = SEMD__CANCEL__INIT;
+	Semd__Validate v = SEMD__VALIDATE__INIT;
+	Semd__Release rl = SEMD__RELEASE__INIT;
+	Semd__Ping p = SEMD__PING__INIT;
+	Semd__Stats st = SEMD__STATS__INIT;
+	Semd__Detach dt = SEMD__DETACH__INIT;
+	uint8_t secret[SM_SECRET_LEN];
+	int i = (int)below(NCLIENTS), k;
+	struct known *ks;
+
+	if (cl[i].id == 0) {
+		for (k = 0; k < SM_SECRET_LEN; k++)
+			secret[k] = (uint8_t)rnd();
+		cl[i].id = next_client++;
+		cl[i].hello = false;
+		cl[i].next_req = 1;
+		cl[i].local = below(3) == 0;
+		sm_batch_open(b, cl[i].id, principals[i % 4], secret,
+		    cl[i].local ? SM_CLIENT_LOCAL : 0);
+		return;
+	}
+	if (below(40) == 0) {
+		sm_batch_close(b, cl[i].id);
+		cl[i].id = 0;
+		return;
+	}
+	rq.id = cl[i].next_req++;
+	if (!cl[i].hello) {
+		h.version = below(50) ? 1 : 2;
+		h.client_name = "replay";
+		h.host = "h";
+		h.pid = (uint32_t)i;
+		h.lease_ms = below(2) ? 0 : 200 + below(3000);
+		if (nsessions > 0 && below(3) == 0) {
+			ks = &sessions[below((unsigned int)nsessions)];
+			h.resume_session = ks->id;
+			h.resume_secret.data = ks->secret;
+			h.resume_secret.len = below(10) ? SM_SECRET_LEN : 3;
+		}
+		rq.op_case = SEMD__REQUEST__OP_HELLO;
+		rq.hello = &h;
+		cl[i].hello = true;
+		add_request(b, i, &rq);
+		return;
+	}
+	switch (below(16)) {
+	case 0: case 1: case 2: case 3:
+		d.name = (char *)names[below(8)];
+		d.n = below(4) ? 1 : 1 + below(3);
+		d.timeout_ms = below(3) == 0 ? 0 : below(3) == 0 ? -1 :
+		    (int64_t)(50 + below(800));
+		d.lease_ms = below(6) == 0 ? 100 + below(2000) : 0;
+		d.limit = below(10) == 0 ? 1 + below(3) : 0;
+		if (below(8) == 0)
+			rq.id = 1 + below((unsigned int)rq.id);	/* a retry */
+		rq.op_case = SEMD__REQUEST__OP_DOWN;
+		rq.down = &d;
+		break;
+	case 4: case 5: case 6:
+		u.name = (char *)names[below(8)];
+		u.n = below(3) ? 1 : 2;
+		u.permit_id = below(4) == 0 ? 1 + below(200) : 0;
+		rq.op_case = SEMD__REQUEST__OP_UP;
+		rq.up = &u;
+		break;
+	case 7:
+		cr.name = (char *)names[below(8)];
+		cr.limit = 1 + below(4);
+		cr.mode = below(4) == 0 ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
+		cr.if_not_exists = below(2);
+		cr.initial_set = cr.mode == SEMD__MODE__SIGNAL && below(2);
+		cr.initial = below(cr.limit + 1);
+		rq.op_case = SEMD__REQUEST__OP_CREATE;
+		rq.create = &cr;
+		break;
+	case 8:
+		in.name = (char *)names[below(8)];
+		in.max = below(4);
+		in.after_permit = below(3) == 0 ? below(100) : 0;
+		in.after_waiter = below(3) == 0 ? below(100) : 0;
+		rq.op_case = SEMD__REQUEST__OP_INFO;
+		rq.info = &in;
+		break;
+	case 9:
+		l.prefix = below(2) ? "" : "jobs/";
+		l.max = below(4);
+		l.after = "";
+		rq.op_case = SEMD__REQUEST__OP_LIST;
+		rq.list = &l;
+		break;
+	case 10:
+		dl.name = (char *)names[below(8)];
+		dl.force = below(2);
+		rq.op_case = SEMD__REQUEST__OP_DELETE;
+		rq.delete_ = &dl;
+		break;
+	case 11:
+		sl.name = (char *)names[below(8)];
+		sl.limit = 1 + below(4);
+		rq.op_case = SEMD__REQUEST__OP_SET_LIMIT;
+		rq.set_limit = &sl;
+		break;
+	case 12:
+		cn.request_id = 1 + below((unsigned int)rq.id);
+		rq.op_case = SEMD__REQUEST__OP_CANCEL;
+		rq.cancel = &cn;
+		break;
+	case 13:
+		v.name = (char *)names[below(8)];
+		v.token = below(2) ? rnd() : 0;
+		rq.op_case = SEMD__REQUEST__OP_VALIDATE;
+		rq.validate = &v;
+		break;
+	case 14:
+		rl.name = (char *)names[below(8)];
+		rl.permit_id = 1 + below(200);
+		rq.op_case = SEMD__REQUEST__OP_RELEASE;
+		rq.release = &rl;
+		break;
+	default:
+		k = (int)below(3);
+		if (k == 0) {
+			rq.op_case = SEMD__REQUEST__OP_PING;
+			rq.ping = &p;
+		} else if (k == 1) {
+			rq.op_case = SEMD__REQUEST__OP_STATS;
+			rq.stats = &st;
+		} else {
+			rq.op_case = SEMD__REQUEST__OP_DETACH;
+			rq.detach = &dt;
+		}
+		break;
+	}
+	add_request(b, i, &rq);
+}
+
+/* --- the run --------------------------------------------------------------------- */
+
+/* Print the replies of a replica (on a failure). */
+static void dump(const char *who, const struct said *s)
+{
+	size_t off = 0, n, i;
+	uint64_t id;
+	Semd__Reply *r;
+
+	while (off < s->len) {
+		memcpy(&id, s->p + off, 8);
+		memcpy(&n, s->p + off + 8, 8);
+		r = semd__reply__unpack(NULL, n, s->p + off + 16);
+		fprintf(stderr, "%s: client %" PRIu64 " id %" PRIu64 " code %d body %d msg %s |",
+		    who, id, r ? r->id : 0, r ? (int)r->code : -1,
+		    r ? (int)r->body_case : -1, r && r->message ? r->message : "");
+		for (i = 0; i < n; i++)
+			fprintf(stderr, "%02x", s->p[off + 16 + i]);
+		fprintf(stderr, "\n");
+		if (r)
+			semd__reply__free_unpacked(r, NULL);
+		off += 16 + n;
+	}
+}
+
+/* Apply one entry on every live replica and compare what they said. */
+static void apply_all(const uint8_t *entry, size_t len)
+{
+	char err[256];
+	int k;
+
+	nto_close = 0;
+	for (k = 0; k < NREPLICAS; k++) {
+		if (!reps[k].live)
+			continue;
+		reps[k].out.len = 0;
+		if (sm_apply(reps[k].sm, entry, len, &hooks, err, sizeof err) != 0)
+			FAIL("replica %d refused an entry: %s", k, err);
+		if (sm_check(reps[k].sm, err, sizeof err) != 0)
+			FAIL("replica %d: invariant: %s", k, err);
+	}
+	for (k = 1; k < NREPLICAS; k++) {
+		if (!reps[k].live)
+			continue;
+		if (reps[k].out.len != reps[0].out.len ||
+		    memcmp(reps[k].out.p, reps[0].out.p, reps[0].out.len) != 0) {
+			dump("replica 0", &reps[0].out);
+			dump("other", &reps[k].out);
+			FAIL("replica %d answered differently (%zu bytes vs %zu)",
+			    k, reps[k].out.len, reps[0].out.len);
+		}
+	}
+	learn_sessions(&reps[0].out);
+}
+
+/* Compare the snapshots; start (or restart) replica 2 from replica 0's. */
+static void snapshots(void)
+{
+	struct sm_config cfg;
+	struct sm_out out = { rec_reply, &reps[2].out, rec_close };
+	uint8_t *s[NREPLICAS] = { NULL };
+	size_t len[NREPLICAS] = { 0 };
+	char err[256];
+	int k;
+
+	for (k = 0; k < NREPLICAS; k++)
+		if (reps[k].live && sm_snapshot(reps[k].sm, &s[k], &len[k]) != 0)
+			FAIL("replica %d: snapshot out of memory", k);
+	for (k = 1; k < NREPLICAS; k++)
+		if (reps[k].live && (len[k] != len[0] ||
+		    memcmp(s[k], s[0], len[0]) != 0))
+			FAIL("replica %d's snapshot differs (%zu bytes vs %zu)", k,
+			    len[k], len[0]);
+	sm_free(reps[2].sm);
+	sm_config_defaults(&cfg);
+	for (k = 0; k < 16; k++)
+		cfg.hash_key[k] = (uint8_t)rnd();
+	reps[2].sm = sm_restore(&cfg, &out, s[0], len[0], err, sizeof err);
+	if (reps[2].sm == NULL)
+		FAIL("restore of a %zu-byte snapshot failed: %s", len[0], err);
+	/* The restored clients are bound again, as a node would bind its own. */
+	for (k = 0; k < NCLIENTS; k++) {
+		struct sm_client *c = cl[k].id ?
+		    sm_client_find(reps[2].sm, cl[k].id) : NULL;
+
+		if (c != NULL)
+			sm_client_bind(c, (void *)(uintptr_t)cl[k].id);
+	}
+	if (sm_check(reps[2].sm, err, sizeof err) != 0)
+		FAIL("restored replica: invariant: %s", err);
+	free(s[2]);
+	if (sm_snapshot(reps[2].sm, &s[2], &len[2]) != 0 || len[2] != len[0] ||
+	    memcmp(s[2], s[0], len[0]) != 0)
+		FAIL("a restored state snapshots to other bytes");
+	reps[2].live = true;
+	for (k = 0; k < NREPLICAS; k++)
+		free(s[k]);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 16;
+	unsigned long steps = 120000;
+	struct sm_batch b;
+	struct sm_config cfg;
+	uint64_t now = 5000000, wall = 1700000000000ULL;
+	uint8_t *entry = NULL;
+	size_t cap = 0, hl = sm_entry_header_size();
+	int c, k, n;
+
+	while ((c = getopt(argc, argv, "s:n:")) != -1) {
+		if (c == 's')
+			seed = strtoull(optarg, NULL, 0);
+		else if (c == 'n')
+			steps = strtoul(optarg, NULL, 0);
+		else
+			return 2;
+	}
+	printf("test_replay: seed %" PRIu64 ", %lu steps (rerun: -s %" PRIu64 ")\n",
+	    seed, steps, seed);
+	fflush(stdout);
+	rng = seed ? seed : 1;
+	for (k = 0; k < 2; k++) {
+		reps[k].sm = replica_new(k, &reps[k]);
+		reps[k].live = true;
+	}
+	reps[2].sm = NULL;
+	sm_batch_init(&b);
+	sm_batch_boot(&b);
+	sm_config_defaults(&cfg);
+	cfg.max_waiters_per_session = 6;
+	cfg.max_holds_per_session = 8;
+	cfg.max_lease_ms = 5000;
+	sm_batch_config(&b, &cfg);
+	for (step = 0; step < steps; step++) {
+		/* Time: mostly a little, sometimes a lot, sometimes none. */
+		now += below(4) == 0 ? 0 : below(20) == 0 ? below(3000) : below(60);
+		wall = wall + below(100) - 20;	/* any wall clock, even back */
+		for (k = 0; k < nto_close; k++) {
+			for (c = 0; c < NCLIENTS; c++) {
+				if (cl[c].id == to_close[k]) {
+					sm_batch_close(&b, cl[c].id);
+					cl[c].id = 0;
+				}
+			}
+		}
+		if (below(5000) == 0) {
+			sm_batch_restart(&b, below(2000));
+			for (c = 0; c < NCLIENTS; c++)
+				cl[c].id = 0;
+		} else if (below(3000) == 0) {
+			cfg.default_limit = 1 + below(3);
+			cfg.max_semaphores = 4 + below(8);
+			sm_batch_config(&b, &cfg);
+		}
+		n = (int)below(4);
+		for (k = 0; k < n; k++)
+			random_command(&b);
+		if (b.failed)
+			FAIL("out of memory building a batch");
+		if (cap < hl + b.len) {
+			cap = 2 * (hl + b.len);
+			if ((entry = realloc(entry, cap)) == NULL)
+				FAIL("out of memory");
+		}
+		sm_entry_header(entry, now, wall);
+		if (b.len > 0)
+			memcpy(entry + hl, b.p, b.len);
+		apply_all(entry, hl + b.len);
+		sm_batch_reset(&b);
+		if (step % SNAP_EVERY == SNAP_EVERY - 1)
+			snapshots();
+		else if (getenv("REPLAY_SNAP_EACH") != NULL && reps[2].live) {
+			uint8_t *s0, *s2;
+			size_t l0, l2;
+
+			sm_snapshot(reps[0].sm, &s0, &l0);
+			sm_snapshot(reps[2].sm, &s2, &l2);
+			if (l0 != l2 || memcmp(s0, s2, l0) != 0) {
+				FILE *f = fopen("/tmp/snap0", "w");
+
+				fwrite(s0, 1, l0, f);
+				fclose(f);
+				f = fopen("/tmp/snap2", "w");
+				fwrite(s2, 1, l2, f);
+				fclose(f);
+				dump("replica 0", &reps[0].out);
+				FAIL("snapshots differ after this step");
+			}
+			free(s0);
+			free(s2);
+		}
+	}
+	snapshots();
+	for (k = 0; k < NREPLICAS; k++) {
+		sm_free(reps[k].sm);
+		free(reps[k].out.p);
+	}
+	sm_batch_free(&b);
+	free(entry);
+	printf("test_replay: %lu entries, %" PRIu64 " clients, identical replies and snapshots\n",
+	    steps, next_client - 1);
+	return 0;
+}
