@@ -3,13 +3,26 @@
  * client/client-int.h - libsemclient internals shared by its files.
  *
  * Threading (see semclient(3)): one mutex `lock` guards the state below;
- * `wlock` serialises whole frames onto the socket. There is no background
- * thread. A thread waiting for a reply becomes "the reader" when nobody
- * else is reading: it polls the socket, decodes frames and hands replies
- * to their requests (waking waiters through `cond`); when its own reply
- * arrives it gives the role up and another waiter takes it (leader and
- * followers). semc_process() takes the same role without blocking, for
- * event loops. Callbacks run after the role and the lock are released.
+ * `wlock` serialises whole frames onto the socket. A thread waiting for a
+ * reply becomes "the reader" when nobody else is reading: it polls the
+ * socket, decodes frames and hands replies to their requests (waking
+ * waiters through `cond`); when its own reply arrives it gives the role up
+ * and another waiter takes it (leader and followers). semc_process() takes
+ * the same role without blocking, for event loops. Callbacks run after the
+ * role and the lock are released.
+ *
+ * Sessions with a lease also have a keepalive thread (keepalive.c), unless
+ * the program turned it off: it takes the reader role when nobody else
+ * has it, sends a Ping every third of the lease, runs the client-side
+ * lease clock and reconnects, so holds are kept, and their loss reported,
+ * while the program's threads do something else. Without it, the same
+ * duties run in semc_process() and in threads blocked in a call.
+ *
+ * The client-side lease clock (Chubby's rule): `lease_base` is the moment
+ * the latest answered request was sent; the daemon counted the lease from a
+ * frame it received no earlier. The client gives the session up at
+ * lease_base + lease * (1 - D) - M (semc_lease_end_locked()), before the
+ * daemon can hand the session's permits to anyone else.
  *
  * A struct semc_conn is one socket: reference-counted so a reader or a
  * writer that still uses a broken connection never sees its fd closed and
@@ -19,6 +32,8 @@
 #define SEMC_CLIENT_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
 #include <openssl/ssl.h>
 
 #include "client/semclient.h"
@@ -49,6 +64,7 @@ struct semc_req {
 	uint8_t *frame;		/* encoded, kept to resend after a resume */
 	size_t frame_len;
 	uint64_t sent_gen;	/* connection it was last written to (0: none) */
+	int64_t sent_at;	/* monotonic ms, just before that write */
 	char *name;		/* down/up: for hold bookkeeping */
 	uint32_t n;
 	uint32_t lease_ms;
@@ -57,6 +73,7 @@ struct semc_req {
 	bool internal;		/* library's own (cancel, give-back): no waiter */
 	bool async;		/* completed through deliver_run(), fn may be NULL */
 	bool resent;		/* written again after a resume */
+	bool keepalive;		/* the library's keepalive ping */
 	int error;		/* client-side failure when reply is NULL */
 	Semd__Reply *reply;
 	semc_done_fn fn;
@@ -85,21 +102,33 @@ struct semc_deliver {
 	struct semc_evq **events_tail;
 };
 
+/* The client-side lease: D, the clock-rate drift bound (parts per million
+ * of the lease), and M, the margin: max(SEMC_LEASE_MARGIN_MIN, lease / 20). */
+#define SEMC_LEASE_DRIFT_PPM	10000
+#define SEMC_LEASE_MARGIN_MIN	50
+
 struct semc {
 	pthread_mutex_t lock;
 	pthread_mutex_t wlock;
 	pthread_cond_t cond;
+	pid_t pid;		/* the process that made the handle */
 
 	struct semc_addr addr;
 	bool addr_set;
 	char *client_name;
-	uint32_t lease_ms;
-	int timeout_ms;
+	_Atomic uint32_t lease_ms;
+	_Atomic int timeout_ms;
 	bool reconnect;
 	char *tls_ca, *tls_cert, *tls_key;
 	SSL_CTX *ssl_ctx;
 	semc_event_fn ev_fn;
 	void *ev_arg;
+
+	bool ka_want;		/* a keepalive thread for sessions with a lease */
+	bool ka_running;	/* started (joined by semc_free) */
+	pthread_t ka_thread;
+	int ka_wake[2];		/* a pipe that wakes the thread's poll */
+	bool detach;		/* semc_detach(): sent again on every resume */
 
 	struct semc_conn *conn;	/* NULL while disconnected */
 	uint64_t gen;
@@ -120,7 +149,10 @@ struct semc {
 	char *principal;
 	char *server;
 	bool resumed;
-	int64_t lost_at;	/* monotonic ms of the cut, with a live session */
+	int64_t lease_base;	/* monotonic ms: when the latest answered request was sent */
+	int64_t ka_sent;	/* when the latest keepalive ping was queued */
+	bool ka_out;		/* a keepalive ping is in flight */
+	bool flush_wanted;	/* requests queued by a thread that did not wait for wlock */
 	int64_t next_retry;
 	int backoff;
 
@@ -130,6 +162,7 @@ struct semc {
 };
 
 /* util.c */
+bool semc_forked(const struct semc *c);
 int64_t semc_now_ms(void);
 int64_t semc_wall_ms(void);
 int semc_addr_parse(const char *s, struct semc_addr *a);
@@ -145,6 +178,21 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out);
 bool semc_permit_lost(struct semc *c, uint64_t permit_id);
 int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg);
+int64_t semc_lease_end_locked(const struct semc *c);
+int semc_timeout_locked(struct semc *c, int64_t now);
+bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d);
+void semc_deliver_init(struct semc_deliver *d);
+void semc_deliver_run(struct semc *c, struct semc_deliver *d);
+void semc_flush(struct semc *c);
+void semc_flush_try(struct semc *c);
+int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd);
+int semc_conn_try(struct semc *c, int64_t deadline);
+void semc_detach_mark(struct semc *c);
+bool semc_reconnect_due_locked(const struct semc *c, int64_t now);
+
+/* keepalive.c */
+int semc_keepalive_start_locked(struct semc *c);
+void semc_keepalive_stop(struct semc *c);
 
 /* ops.c */
 void semc_result_deliver(struct semc *c, struct semc_req *r);

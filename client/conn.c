@@ -43,8 +43,12 @@ struct semc *semc_new(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	c->timeout_ms = 10000;
+	c->pid = getpid();
+	atomic_init(&c->timeout_ms, 10000);
+	atomic_init(&c->lease_ms, 0);
 	c->reconnect = true;
+	c->ka_want = true;
+	c->ka_wake[0] = c->ka_wake[1] = -1;
 	c->next_id = 1;
 	return c;
 }
@@ -54,6 +58,8 @@ int semc_set_address(struct semc *c, const char *address)
 {
 	struct semc_addr a;
 
+	if (semc_forked(c))
+		return semc_fail(SEMC_E_NOT_SUPPORTED, "handle of another process");
 	if (semc_addr_parse(address, &a) != 0)
 		return semc_fail(SEMC_E_ADDRESS, "bad server address '%s'", address ? address : "");
 	c->addr = a;
@@ -76,25 +82,48 @@ static int str_set(char **dst, const char *s)
 /* Set the client name sent in Hello. */
 int semc_set_client_name(struct semc *c, const char *name)
 {
-	return str_set(&c->client_name, name);
+	int r;
+
+	if (semc_forked(c))
+		return SEMC_E_NOT_SUPPORTED;
+	pthread_mutex_lock(&c->lock);
+	r = str_set(&c->client_name, name);
+	pthread_mutex_unlock(&c->lock);
+	return r;
 }
 
-/* Ask for a session lease. */
+/* Ask for a session lease (0: none), from the next Hello on. */
 void semc_set_lease(struct semc *c, uint32_t lease_ms)
 {
-	c->lease_ms = lease_ms;
+	atomic_store(&c->lease_ms, lease_ms);
 }
 
 /* Set the reply timeout of ordinary requests. */
 void semc_set_timeout(struct semc *c, int timeout_ms)
 {
-	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+	atomic_store(&c->timeout_ms, timeout_ms > 0 ? timeout_ms : 10000);
 }
 
 /* Turn automatic reconnection on or off. */
 void semc_set_reconnect(struct semc *c, bool on)
 {
+	if (semc_forked(c))
+		return;
+	pthread_mutex_lock(&c->lock);
 	c->reconnect = on;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Whether sessions with a lease get the keepalive thread (default yes). */
+void semc_set_keepalive_thread(struct semc *c, bool on)
+{
+	if (semc_forked(c))
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->ka_want = on;
+	pthread_mutex_unlock(&c->lock);
+	if (!on)
+		semc_keepalive_stop(c);
 }
 
 /* Set the TLS files. */
@@ -102,6 +131,8 @@ int semc_set_tls(struct semc *c, const char *ca_file, const char *cert_file, con
 {
 	int r;
 
+	if (semc_forked(c))
+		return SEMC_E_NOT_SUPPORTED;
 	if ((r = str_set(&c->tls_ca, ca_file)) != 0 ||
 	    (r = str_set(&c->tls_cert, cert_file)) != 0 ||
 	    (r = str_set(&c->tls_key, key_file)) != 0)
@@ -112,8 +143,12 @@ int semc_set_tls(struct semc *c, const char *ca_file, const char *cert_file, con
 /* Set the event callback. */
 void semc_set_event_callback(struct semc *c, semc_event_fn fn, void *arg)
 {
+	if (semc_forked(c))
+		return;
+	pthread_mutex_lock(&c->lock);
 	c->ev_fn = fn;
 	c->ev_arg = arg;
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* The address in use. */
@@ -160,7 +195,7 @@ static void event_push(struct semc_deliver *d, enum semc_event_type type, int er
 }
 
 /* Initialise an empty delivery list. */
-static void deliver_init(struct semc_deliver *d)
+void semc_deliver_init(struct semc_deliver *d)
 {
 	d->done = NULL;
 	d->events = NULL;
@@ -168,15 +203,23 @@ static void deliver_init(struct semc_deliver *d)
 }
 
 /* Run gathered events and completion callbacks (lock not held). */
-static void deliver_run(struct semc *c, struct semc_deliver *d)
+void semc_deliver_run(struct semc *c, struct semc_deliver *d)
 {
 	struct semc_evq *e, *en;
 	struct semc_req *r, *rn;
+	semc_event_fn fn = NULL;
+	void *arg = NULL;
 
+	if (d->events != NULL) {
+		pthread_mutex_lock(&c->lock);
+		fn = c->ev_fn;
+		arg = c->ev_arg;
+		pthread_mutex_unlock(&c->lock);
+	}
 	for (e = d->events; e != NULL; e = en) {
 		en = e->next;
-		if (c->ev_fn != NULL)
-			c->ev_fn(c, &e->ev, c->ev_arg);
+		if (fn != NULL)
+			fn(c, &e->ev, arg);
 		free(e->name);
 		free(e->message);
 		free(e);
@@ -186,7 +229,7 @@ static void deliver_run(struct semc *c, struct semc_deliver *d)
 		semc_result_deliver(c, r);
 		semc_req_free(r);
 	}
-	deliver_init(d);
+	semc_deliver_init(d);
 }
 
 /* Free a request. */
@@ -237,15 +280,16 @@ struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq)
 	return r;
 }
 
-/* Append a library-internal request (cancel, give back) to the queue. */
-static void internal_push_locked(struct semc *c, Semd__Request *rq)
+/* Append a library-internal request (cancel, give back, keepalive) to the
+ * queue. */
+static struct semc_req *internal_push_locked(struct semc *c, Semd__Request *rq)
 {
 	struct semc_req *r, **pp;
 	size_t len;
 
 	r = calloc(1, sizeof *r);
 	if (r == NULL)
-		return;
+		return NULL;
 	r->id = c->next_id++;
 	rq->id = r->id;
 	r->op = rq->op_case;
@@ -254,7 +298,7 @@ static void internal_push_locked(struct semc *c, Semd__Request *rq)
 	r->frame = malloc(FRAME_HDR + len);
 	if (r->frame == NULL) {
 		free(r);
-		return;
+		return NULL;
 	}
 	frame_put_header(r->frame, (uint32_t)len);
 	semd__request__pack(rq, r->frame + FRAME_HDR);
@@ -262,6 +306,7 @@ static void internal_push_locked(struct semc *c, Semd__Request *rq)
 	for (pp = &c->pending; *pp != NULL; pp = &(*pp)->next)
 		;
 	*pp = r;
+	return r;
 }
 
 /* Queue giving back a permit nobody waits for any more. */
@@ -361,6 +406,10 @@ static void req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply 
 				struct semc_deliver *d)
 {
 	pending_unlink_locked(c, r);
+	if (rp != NULL && r->sent_at > c->lease_base)
+		c->lease_base = r->sent_at;	/* any answer: the daemon heard us */
+	if (r->keepalive)
+		c->ka_out = false;
 	if (rp != NULL && r->resent && resend_succeeded(r, rp->code))
 		rp->code = SEMD__CODE__OK;	/* error replies carry no body */
 	r->done = true;
@@ -403,14 +452,16 @@ static void session_lost_locked(struct semc *c, int err, const char *why, struct
 		free(h);
 	}
 	c->holds = NULL;
+	/* what was sent, and the library's own requests (keepalives, cancels
+	 * and give-backs of the session's downs), go with the session */
 	for (r = c->pending; r != NULL; r = rn) {
 		rn = r->next;
-		if (r->sent_gen != 0)
+		if (r->sent_gen != 0 || r->internal)
 			req_complete_locked(c, r, NULL, SEMC_E_DISCONNECTED, d);
 	}
 	c->session = 0;
 	c->secret_len = 0;
-	c->lost_at = 0;
+	c->lease_base = 0;
 	pthread_cond_broadcast(&c->cond);
 }
 
@@ -439,23 +490,131 @@ static void conn_broken_locked(struct semc *c, struct semc_conn *k, const char *
 	conn_put_locked(k);
 	if (!c->closing)
 		event_push(d, SEMC_EV_DISCONNECTED, SEMC_E_DISCONNECTED, why, NULL);
-	if (c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0) {
-		c->lost_at = semc_now_ms();
-		c->next_retry = c->lost_at;
+	if (c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0 &&
+	    (c->addr.kind != SEMC_ADDR_UNIX || c->detach)) {
+		c->next_retry = semc_now_ms();
 		c->backoff = 0;
+	} else if (c->addr.kind == SEMC_ADDR_UNIX && c->granted_lease > 0 && !c->detach) {
+		/* a UNIX connection that closes without a Detach ends its
+		 * session at once, lease or not: nothing to resume */
+		session_lost_locked(c, SEMC_E_DISCONNECTED, "the connection closed (over a UNIX "
+				    "socket that ends the session)", d);
 	} else {
 		session_lost_locked(c, SEMC_E_DISCONNECTED, why, d);
 	}
 	pthread_cond_broadcast(&c->cond);
 }
 
-/* While disconnected: give the session up once its lease has run out. */
+/* When the client-side lease of the session ends (monotonic ms; -1: no
+ * lease). The daemon counts lease_ms from the last frame it received, which
+ * left here no earlier than lease_base; under a clock-rate difference below
+ * D, lease * (1 - D) here is at most lease there, and M covers the wake-up
+ * of whoever acts on the end (a thread, an event loop, semctl's SIGKILL)
+ * and the daemon's clock read before the read that brought the frame. */
+int64_t semc_lease_end_locked(const struct semc *c)
+{
+	int64_t lease = c->granted_lease, margin;
+
+	if (c->session == 0 || lease == 0 || c->lease_base == 0)
+		return -1;
+	margin = lease / 20 > SEMC_LEASE_MARGIN_MIN ? lease / 20 : SEMC_LEASE_MARGIN_MIN;
+	return c->lease_base + lease - lease * SEMC_LEASE_DRIFT_PPM / 1000000 - margin;
+}
+
+/* Give the session up once its client-side lease has ended: every
+ * session-bound hold is lost (SEMC_E_HOLD_LOST) before the daemon can
+ * grant it again. A connection still open is cut, so that nothing more is
+ * said on the session; the next call starts a new one. */
 static void lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d)
 {
-	if (c->conn == NULL && c->session != 0 && c->lost_at != 0 &&
-	    now >= c->lost_at + (int64_t)c->granted_lease)
-		session_lost_locked(c, SEMC_E_SESSION_EXPIRED,
-				    "session lease ran out while disconnected", d);
+	int64_t end = semc_lease_end_locked(c);
+	struct semc_conn *k = c->conn;
+
+	if (end < 0 || now < end)
+		return;
+	if (k != NULL) {
+		c->conn = NULL;
+		shutdown(k->fd, SHUT_RDWR);
+		conn_put_locked(k);
+		event_push(d, SEMC_EV_DISCONNECTED, SEMC_E_HOLD_LOST,
+			   "no answer from the server within the session's lease", NULL);
+		session_lost_locked(c, SEMC_E_HOLD_LOST,
+				    "no answer from the server within the session's lease", d);
+	} else {
+		session_lost_locked(c, SEMC_E_HOLD_LOST,
+				    "the session's lease ran out while disconnected", d);
+	}
+}
+
+/* A Ping of the library's own, to keep the session alive. */
+static void keepalive_push_locked(struct semc *c, int64_t now)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Ping op = SEMD__PING__INIT;
+	struct semc_req *r;
+
+	rq.op_case = SEMD__REQUEST__OP_PING;
+	rq.ping = &op;
+	if ((r = internal_push_locked(c, &rq)) == NULL)
+		return;
+	r->keepalive = true;
+	c->ka_out = true;
+	c->ka_sent = now;
+}
+
+/* When the next keepalive ping is due: a third of the lease after the
+ * latest answered request or the latest ping (-1: none is due). */
+static int64_t keepalive_due_locked(const struct semc *c)
+{
+	int64_t base = c->lease_base > c->ka_sent ? c->lease_base : c->ka_sent;
+
+	if (c->conn == NULL || c->session == 0 || c->granted_lease == 0 || c->ka_out)
+		return -1;
+	return base + c->granted_lease / 3;
+}
+
+/* Whether a disconnected handle should try to connect again now: there is
+ * a session to resume or a request to send. */
+bool semc_reconnect_due_locked(const struct semc *c, int64_t now)
+{
+	return c->conn == NULL && c->reconnect && c->ever_connected && !c->closing &&
+	       !c->connecting && now >= c->next_retry && (c->session != 0 || c->pending != NULL);
+}
+
+/* The session's periodic duties: end it when its client-side lease is
+ * over, queue a keepalive ping when one is due. Returns whether something
+ * was queued: the caller flushes (and delivers d) after the lock. */
+bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d)
+{
+	int64_t due;
+
+	lease_check_locked(c, now, d);
+	due = keepalive_due_locked(c);
+	if (due < 0 || now < due)
+		return false;
+	keepalive_push_locked(c, now);
+	return true;
+}
+
+/* Milliseconds until the library has something to do (-1: nothing). */
+int semc_timeout_locked(struct semc *c, int64_t now)
+{
+	int64_t t = -1, due;
+
+	if (c->closing)
+		return -1;
+	if ((due = keepalive_due_locked(c)) >= 0)
+		t = due;
+	if ((due = semc_lease_end_locked(c)) >= 0 && (t < 0 || due < t))
+		t = due;
+	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->connecting &&
+	    (c->session != 0 || c->pending != NULL) && (t < 0 || c->next_retry < t))
+		t = c->next_retry;
+	if (t < 0)
+		return -1;
+	if (t <= now)
+		return 0;
+	return t - now > INT32_MAX ? INT32_MAX : (int)(t - now);
 }
 
 /* Wait for fd to become ready for events until deadline (-1: forever). */
@@ -612,22 +771,21 @@ static int sock_connect(struct semc *c, int64_t deadline)
 /* Send Hello on a fresh connection and read its reply. */
 static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
 			  uint64_t resume, const uint8_t *secret, size_t secret_len,
-			  Semd__Reply **out)
+			  Semd__Reply **out, int64_t *sent_at)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Hello h = SEMD__HELLO__INIT;
 	uint8_t hdr[FRAME_HDR], *buf = NULL;
-	char host[256] = "";
+	char host[256] = "", name[256];
 	size_t len;
 	int r;
 
 	*out = NULL;
 	gethostname(host, sizeof host - 1);
 	h.version = 1;
-	h.client_name = c->client_name ? c->client_name : (char *)"libsemclient";
 	h.host = host;
 	h.pid = (uint32_t)getpid();
-	h.lease_ms = c->lease_ms;
+	h.lease_ms = atomic_load(&c->lease_ms);
 	h.resume_session = resume;
 	h.resume_secret.data = (uint8_t *)secret;
 	h.resume_secret.len = secret_len;
@@ -635,12 +793,15 @@ static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
 	rq.hello = &h;
 	pthread_mutex_lock(&c->lock);
 	rq.id = c->next_id++;
+	snprintf(name, sizeof name, "%s", c->client_name ? c->client_name : "libsemclient");
 	pthread_mutex_unlock(&c->lock);
+	h.client_name = name;
 	len = semd__request__get_packed_size(&rq);
 	if ((buf = malloc(FRAME_HDR + len)) == NULL)
 		return semc_fail(SEMC_E_NOMEM, NULL);
 	frame_put_header(buf, (uint32_t)len);
 	semd__request__pack(&rq, buf + FRAME_HDR);
+	*sent_at = semc_now_ms();
 	r = io_write_all(k, buf, FRAME_HDR + len, deadline);
 	free(buf);
 	buf = NULL;
@@ -668,9 +829,21 @@ fail:
 			 strerror(-r));
 }
 
-/* Make the connection and session live (after a successful Hello). */
+/* Queue a Detach (semc_detach(), sent again on every resume). */
+static void detach_push_locked(struct semc *c)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Detach op = SEMD__DETACH__INIT;
+
+	rq.op_case = SEMD__REQUEST__OP_DETACH;
+	rq.detach = &op;
+	internal_push_locked(c, &rq);
+}
+
+/* Make the connection and session live (after a successful Hello sent at
+ * sent_at). */
 static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd__HelloReply *hr,
-				struct semc_deliver *d)
+				int64_t sent_at, struct semc_deliver *d)
 {
 	bool again = c->ever_connected;
 
@@ -685,9 +858,14 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	c->resumed = hr->resumed;
 	str_set(&c->principal, hr->principal);
 	str_set(&c->server, hr->server);
-	c->lost_at = 0;
+	c->lease_base = sent_at;
+	c->ka_sent = 0;
 	c->backoff = 0;
 	c->ever_connected = true;
+	if (c->detach && hr->resumed)
+		detach_push_locked(c);
+	if (hr->lease_ms > 0 && c->ka_want && !c->ka_running)
+		semc_keepalive_start_locked(c);
 	if (again)
 		event_push(d, hr->resumed ? SEMC_EV_RESUMED : SEMC_EV_RECONNECTED, 0,
 			   hr->resumed ? "session resumed" : "new session", NULL);
@@ -702,6 +880,7 @@ static int conn_open(struct semc *c, int64_t deadline, struct semc_deliver *d)
 	uint8_t secret[sizeof c->secret];
 	size_t secret_len;
 	uint64_t resume;
+	int64_t sent_at = 0;
 	int fd, r;
 
 again:
@@ -723,7 +902,7 @@ again:
 	pthread_mutex_init(&k->iolock, NULL);
 	if (c->addr.kind == SEMC_ADDR_TLS && (r = semc_tls_handshake(c, k, deadline)) != 0)
 		goto fail;
-	if ((r = hello_exchange(c, k, deadline, resume, secret, secret_len, &rp)) != 0)
+	if ((r = hello_exchange(c, k, deadline, resume, secret, secret_len, &rp, &sent_at)) != 0)
 		goto fail;
 	/* 0 comes with rp set; errors are semc_fail()'s non-zero first argument:
 	 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
@@ -757,7 +936,16 @@ again:
 		r = semc_fail(SEMC_E_DISCONNECTED, "handle is closing");
 		goto fail;
 	}
-	conn_publish_locked(c, k, rp->hello, d);
+	lease_check_locked(c, semc_now_ms(), d);
+	if (rp->hello->resumed && c->session != resume) {
+		/* The client-side lease ended during the handshake and the holds
+		 * were reported lost: the daemon must not keep them for us. Close
+		 * this connection; the next attempt starts a new session. */
+		pthread_mutex_unlock(&c->lock);
+		r = semc_fail(SEMC_E_SESSION_EXPIRED, "the session's lease ran out while resuming");
+		goto fail;
+	}
+	conn_publish_locked(c, k, rp->hello, sent_at, d);
 	pthread_mutex_unlock(&c->lock);
 	semd__reply__free_unpacked(rp, NULL);
 	return 0;
@@ -770,8 +958,13 @@ fail:
 	return r;
 }
 
-/* Write every queued request not yet sent on the current connection. */
-static void flush(struct semc *c)
+/* Write every queued request not yet sent on the current connection.
+ * block false (the keepalive thread): if another thread is writing, leave
+ * it the work and return false; `flush_wanted`, set before trying, makes
+ * that writer look again after it lets go of wlock, so nothing queued is
+ * left behind. The keepalive thread never waits behind a slow write: it
+ * must end the client-side lease on time. */
+static bool flush_run(struct semc *c, bool block)
 {
 	struct semc_deliver d;
 	struct semc_conn *k;
@@ -780,8 +973,18 @@ static void flush(struct semc *c)
 	size_t len;
 	int rc;
 
-	deliver_init(&d);
-	pthread_mutex_lock(&c->wlock);
+	semc_deliver_init(&d);
+	pthread_mutex_lock(&c->lock);
+	c->flush_wanted = true;
+	pthread_mutex_unlock(&c->lock);
+again:
+	if (block)
+		pthread_mutex_lock(&c->wlock);
+	else if (pthread_mutex_trylock(&c->wlock) != 0)
+		return false;
+	pthread_mutex_lock(&c->lock);
+	c->flush_wanted = false;
+	pthread_mutex_unlock(&c->lock);
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
 		k = c->conn;
@@ -803,6 +1006,7 @@ static void flush(struct semc *c)
 		if (r->sent_gen != 0)
 			r->resent = true;
 		r->sent_gen = k->gen;
+		r->sent_at = semc_now_ms();
 		len = r->frame_len;
 		frame = malloc(len);
 		if (frame == NULL) {
@@ -813,7 +1017,7 @@ static void flush(struct semc *c)
 		memcpy(frame, r->frame, len);
 		k->refs++;
 		pthread_mutex_unlock(&c->lock);
-		rc = io_write_all(k, frame, len, semc_now_ms() + c->timeout_ms);
+		rc = io_write_all(k, frame, len, semc_now_ms() + atomic_load(&c->timeout_ms));
 		free(frame);
 		pthread_mutex_lock(&c->lock);
 		if (rc != 0)
@@ -827,7 +1031,75 @@ static void flush(struct semc *c)
 			break;
 	}
 	pthread_mutex_unlock(&c->wlock);
-	deliver_run(c, &d);
+	pthread_mutex_lock(&c->lock);
+	if (c->flush_wanted) {
+		/* queued while we wrote, by a thread that did not wait */
+		pthread_mutex_unlock(&c->lock);
+		block = true;
+		goto again;
+	}
+	pthread_mutex_unlock(&c->lock);
+	semc_deliver_run(c, &d);
+	return true;
+}
+
+/* Write every queued request not yet sent on the current connection. */
+void semc_flush(struct semc *c)
+{
+	flush_run(c, true);
+}
+
+/* The same, unless another thread is writing (then it sends ours). */
+void semc_flush_try(struct semc *c)
+{
+	flush_run(c, false);
+}
+
+/* A hold of the session is gone (a HoldLost notice): take it out of the
+ * bookkeeping and report it, saying why. Holds the library does not track
+ * (given back meanwhile, or never the caller's) are not reported. */
+static void hold_lost_locked(struct semc *c, const Semd__Reply *rp, struct semc_deliver *d)
+{
+	const Semd__HoldLost *hl = rp->hold_lost;
+	struct semc_hold **pp, *h, ev;
+	const char *why;
+	int err;
+
+	for (pp = &c->holds; (h = *pp) != NULL; pp = &h->next)
+		if (h->permit_id == hl->permit_id)
+			break;
+	if (h == NULL)
+		return;
+	*pp = h->next;
+	c->lost_ids[c->lost_next++ % 64] = h->permit_id;
+	switch (rp->code) {
+	case SEMD__CODE__CANCELLED:
+		err = SEMC_E_CANCELLED;
+		why = "the hold was force-released or its semaphore deleted";
+		break;
+	case SEMD__CODE__SESSION_EXPIRED:
+		err = SEMC_E_SESSION_EXPIRED;
+		why = "the session's lease ran out on the server";
+		break;
+	case SEMD__CODE__UNAVAILABLE:
+		err = SEMC_E_UNAVAILABLE;
+		why = "the server is shutting down";
+		break;
+	default:
+		err = rp->code == SEMD__CODE__OK ? SEMC_E_HOLD_LOST : semc_code_error(rp->code);
+		why = "the server took the hold back";
+		break;
+	}
+	ev = *h;
+	ev.name = hl->name != NULL && *hl->name != '\0' ? hl->name : h->name;
+	if (hl->token != 0)
+		ev.token = hl->token;
+	if (hl->n != 0)
+		ev.n = hl->n;
+	event_push(d, SEMC_EV_HOLD_LOST, err, rp->message != NULL && *rp->message != '\0' ?
+		   rp->message : why, &ev);
+	free(h->name);
+	free(h);
 }
 
 /* Hand a decoded reply to its request (or report a notice). */
@@ -835,6 +1107,11 @@ static void dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 {
 	struct semc_req *r;
 
+	if (rp->id == 0 && rp->body_case == SEMD__REPLY__BODY_HOLD_LOST) {
+		hold_lost_locked(c, rp, d);
+		semd__reply__free_unpacked(rp, NULL);
+		return;
+	}
 	if (rp->id == 0) {
 		event_push(d, SEMC_EV_NOTICE, semc_code_error(rp->code), rp->message, NULL);
 		semd__reply__free_unpacked(rp, NULL);
@@ -851,9 +1128,11 @@ static void dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 	req_complete_locked(c, r, rp, 0, d);
 }
 
-/* As the reader: wait up to timeout_ms for input on k, decode and dispatch
- * every whole frame. Returns replies dispatched or a negative error. */
-static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, struct semc_deliver *d)
+/* As the reader: wait up to timeout_ms for input on k (or for wake_fd),
+ * decode and dispatch every whole frame. Returns replies dispatched or a
+ * negative error. */
+static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, int wake_fd,
+		      struct semc_deliver *d)
 {
 	const char *why = NULL;
 	Semd__Reply *rp;
@@ -866,9 +1145,10 @@ static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, struc
 		c->rbuf_gen = k->gen;
 	}
 	if (timeout_ms != 0 && (k->ssl == NULL || SSL_pending(k->ssl) == 0)) {
-		struct pollfd p = { .fd = k->fd, .events = POLLIN };
+		struct pollfd p[2] = { { .fd = k->fd, .events = POLLIN },
+				       { .fd = wake_fd, .events = POLLIN } };
 
-		if (poll(&p, 1, timeout_ms) <= 0)
+		if (poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms) <= 0 || p[0].revents == 0)
 			return 0;
 	}
 	for (;;) {
@@ -921,18 +1201,19 @@ static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, struc
 	return SEMC_E_DISCONNECTED;
 }
 
-/* Take the reader role for one turn (called and returns with lock held). */
-static int reader_turn_locked(struct semc *c, int timeout_ms)
+/* Take the reader role for one turn (called and returns with lock held);
+ * wake_fd (-1: none) ends the wait early. */
+int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd)
 {
 	struct semc_deliver d;
 	struct semc_conn *k = c->conn;
 	int n;
 
-	deliver_init(&d);
+	semc_deliver_init(&d);
 	k->refs++;
 	c->reading = true;
 	pthread_mutex_unlock(&c->lock);
-	n = reader_run(c, k, timeout_ms, &d);
+	n = reader_run(c, k, timeout_ms, wake_fd, &d);
 	pthread_mutex_lock(&c->lock);
 	c->reading = false;
 	/* our reference (refs++ above) kept k alive; the analyzer loses
@@ -940,33 +1221,38 @@ static int reader_turn_locked(struct semc *c, int timeout_ms)
 	conn_put_locked(k);
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	deliver_run(c, &d);
-	flush(c);
+	semc_deliver_run(c, &d);
+	if (wake_fd >= 0)
+		semc_flush_try(c);	/* the keepalive thread */
+	else
+		semc_flush(c);
 	pthread_mutex_lock(&c->lock);
 	return n;
 }
 
 /* Try to (re)connect if nobody else is and the back-off allows. */
-static int conn_try(struct semc *c, int64_t deadline)
+int semc_conn_try(struct semc *c, int64_t deadline)
 {
 	struct semc_deliver d;
-	int64_t now = semc_now_ms(), dl;
+	int64_t now = semc_now_ms(), dl, end;
 	int r;
 
-	deliver_init(&d);
+	semc_deliver_init(&d);
 	pthread_mutex_lock(&c->lock);
 	lease_check_locked(c, now, &d);
 	if (c->conn != NULL || c->connecting || c->closing || now < c->next_retry) {
 		pthread_mutex_unlock(&c->lock);
-		deliver_run(c, &d);
+		semc_deliver_run(c, &d);
 		return 0;
 	}
 	c->connecting = true;
-	dl = now + c->timeout_ms;
+	dl = now + atomic_load(&c->timeout_ms);
 	if (deadline >= 0 && deadline < dl)
 		dl = deadline;
-	if (c->lost_at != 0 && c->lost_at + (int64_t)c->granted_lease < dl)
-		dl = c->lost_at + c->granted_lease;
+	/* a resume that cannot finish before the client-side lease ends is
+	 * of no use: the holds are reported lost then */
+	if ((end = semc_lease_end_locked(c)) >= 0 && end < dl)
+		dl = end;
 	if (dl < now + 100)
 		dl = now + 100;
 	pthread_mutex_unlock(&c->lock);
@@ -983,9 +1269,9 @@ static int conn_try(struct semc *c, int64_t deadline)
 	}
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	deliver_run(c, &d);
+	semc_deliver_run(c, &d);
 	if (r == 0)
-		flush(c);
+		semc_flush(c);
 	return r;
 }
 
@@ -1011,12 +1297,14 @@ int semc_connect(struct semc *c, int timeout_ms)
 	if (c == NULL)
 		return SEMC_E_ARG;
 	semc_clear_message();
+	if (semc_forked(c))
+		return semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d", (int)c->pid);
 	if ((r = addr_default(c)) != 0)
 		return r;
 	if (c->addr.kind == SEMC_ADDR_TLS && (r = semc_tls_setup(c)) != 0)
 		return r;
-	deadline = semc_now_ms() + (timeout_ms >= 0 ? timeout_ms : c->timeout_ms);
-	deliver_init(&d);
+	deadline = semc_now_ms() + (timeout_ms >= 0 ? timeout_ms : atomic_load(&c->timeout_ms));
+	semc_deliver_init(&d);
 	pthread_mutex_lock(&c->lock);
 	if (c->conn != NULL || c->connecting) {
 		pthread_mutex_unlock(&c->lock);
@@ -1029,9 +1317,9 @@ int semc_connect(struct semc *c, int timeout_ms)
 	c->connecting = false;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	deliver_run(c, &d);
+	semc_deliver_run(c, &d);
 	if (r == 0)
-		flush(c);
+		semc_flush(c);
 	return r;
 }
 
@@ -1040,6 +1328,11 @@ int semc_session(struct semc *c, struct semc_session *out)
 {
 	int r;
 
+	memset(out, 0, sizeof *out);
+	out->principal = "";
+	out->server = "";
+	if (semc_forked(c))
+		return SEMC_E_NOT_SUPPORTED;
 	pthread_mutex_lock(&c->lock);
 	out->session = c->session;
 	out->lease_ms = c->granted_lease;
@@ -1056,6 +1349,12 @@ int semc_submit(struct semc *c, struct semc_req *r)
 {
 	struct semc_req **pp;
 
+	if (semc_forked(c)) {
+		/* a constant, as below: the analyzer must see r was not queued */
+		semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d; a forked "
+			  "child needs a handle of its own", (int)c->pid);
+		return SEMC_E_NOT_SUPPORTED;
+	}
 	pthread_mutex_lock(&c->lock);
 	if (c->closing || (c->conn == NULL && (!c->reconnect || !c->ever_connected))) {
 		pthread_mutex_unlock(&c->lock);
@@ -1070,7 +1369,7 @@ int semc_submit(struct semc *c, struct semc_req *r)
 	*pp = r;
 	r->next = NULL;
 	pthread_mutex_unlock(&c->lock);
-	flush(c);
+	semc_flush(c);
 	return 0;
 }
 
@@ -1083,11 +1382,22 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 	int64_t now;
 	int slice;
 
-	deliver_init(&d);
+	semc_deliver_init(&d);
 	*ghost = false;
 	pthread_mutex_lock(&c->lock);
 	while (!r->done) {
+		int due;
+
 		now = semc_now_ms();
+		if (semc_duties_locked(c, now, &d) || d.events != NULL || d.done != NULL) {
+			/* deliver and send what the duties queued */
+			pthread_mutex_unlock(&c->lock);
+			semc_deliver_run(c, &d);
+			semc_flush(c);
+			pthread_mutex_lock(&c->lock);
+		}
+		if (r->done)
+			break;
 		if (deadline >= 0 && now >= deadline) {
 			if (r->op == SEMD__REQUEST__OP_DOWN && r->sent_gen != 0) {
 				/* Keep it queued as the library's own: a late grant is
@@ -1107,18 +1417,19 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 			}
 			r->error = SEMC_E_NO_REPLY;
 			pthread_mutex_unlock(&c->lock);
-			flush(c);
+			semc_flush(c);
 			return semc_fail(SEMC_E_NO_REPLY, "no reply from %s in time", c->addr.canon);
 		}
 		slice = 1000;
 		if (deadline >= 0 && deadline - now < slice)
 			slice = (int)(deadline - now);
+		if ((due = semc_timeout_locked(c, now)) >= 0 && due < slice)
+			slice = due;
 		if (c->conn != NULL && !c->reading) {
-			reader_turn_locked(c, slice);
+			semc_reader_turn_locked(c, slice, -1);
 			continue;
 		}
 		if (c->conn == NULL) {
-			lease_check_locked(c, now, &d);
 			if (r->done)
 				break;
 			if (!c->reconnect || c->closing) {
@@ -1129,8 +1440,8 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 				int rc;
 
 				pthread_mutex_unlock(&c->lock);
-				deliver_run(c, &d);
-				rc = conn_try(c, deadline);
+				semc_deliver_run(c, &d);
+				rc = semc_conn_try(c, deadline);
 				pthread_mutex_lock(&c->lock);
 				/* nothing to resume: no point waiting for a
 				 * server that is not there; say why at once */
@@ -1153,7 +1464,7 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 	}
 	pthread_mutex_unlock(&c->lock);
-	deliver_run(c, &d);
+	semc_deliver_run(c, &d);
 	if (r->reply == NULL) {
 		if (r->error == SEMC_E_DISCONNECTED)
 			return semc_fail(r->error, "connection to %s lost", c->addr.canon);
@@ -1181,7 +1492,7 @@ int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply *
 		semc_req_free(r);
 		return err;
 	}
-	deadline = extra_ms < 0 ? -1 : semc_now_ms() + c->timeout_ms + extra_ms;
+	deadline = extra_ms < 0 ? -1 : semc_now_ms() + atomic_load(&c->timeout_ms) + extra_ms;
 	err = semc_wait(c, r, deadline, &ghost);
 	if (ghost)
 		return err;	/* abandoned down: the queue owns it now */
@@ -1215,6 +1526,8 @@ int semc_fd(struct semc *c)
 {
 	int fd;
 
+	if (semc_forked(c))
+		return -1;
 	pthread_mutex_lock(&c->lock);
 	fd = c->conn ? c->conn->fd : -1;
 	pthread_mutex_unlock(&c->lock);
@@ -1225,21 +1538,67 @@ int semc_fd(struct semc *c)
 int semc_process(struct semc *c)
 {
 	struct semc_deliver d;
+	bool queued;
 	int n = 0;
 
-	deliver_init(&d);
+	if (semc_forked(c))
+		return SEMC_E_NOT_SUPPORTED;
+	semc_deliver_init(&d);
 	pthread_mutex_lock(&c->lock);
 	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->closing) {
 		pthread_mutex_unlock(&c->lock);
-		conn_try(c, semc_now_ms() + 1000);	/* an event loop must not stall */
+		semc_conn_try(c, semc_now_ms() + 1000);	/* an event loop must not stall */
 		pthread_mutex_lock(&c->lock);
 	}
 	if (c->conn != NULL && !c->reading)
-		n = reader_turn_locked(c, 0);
+		n = semc_reader_turn_locked(c, 0, -1);
 	else if (c->conn == NULL)
 		n = SEMC_E_DISCONNECTED;
+	/* after reading: an answer that came in time keeps the session */
+	queued = semc_duties_locked(c, semc_now_ms(), &d);
 	pthread_mutex_unlock(&c->lock);
+	semc_deliver_run(c, &d);
+	if (queued)
+		semc_flush(c);
 	return n;
+}
+
+/* Milliseconds until semc_process() has something to do (-1: nothing). */
+int semc_timeout(struct semc *c)
+{
+	int t;
+
+	if (semc_forked(c))
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	t = semc_timeout_locked(c, semc_now_ms());
+	pthread_mutex_unlock(&c->lock);
+	return t;
+}
+
+/* Milliseconds left of the session's client-side lease (-1: no lease). */
+int64_t semc_lease_left(struct semc *c)
+{
+	int64_t end, now;
+
+	if (semc_forked(c))
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	end = semc_lease_end_locked(c);
+	now = semc_now_ms();
+	pthread_mutex_unlock(&c->lock);
+	if (end < 0)
+		return -1;
+	return end > now ? end - now : 0;
+}
+
+/* Mark the session to outlive the connection's close (sent again on every
+ * resume); the Detach itself is sent by the caller. */
+void semc_detach_mark(struct semc *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->detach = true;
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* Requests sent and not answered. */
@@ -1248,6 +1607,8 @@ size_t semc_pending(struct semc *c)
 	struct semc_req *r;
 	size_t n = 0;
 
+	if (semc_forked(c))
+		return 0;
 	pthread_mutex_lock(&c->lock);
 	for (r = c->pending; r != NULL; r = r->next)
 		if (!r->internal)
@@ -1256,39 +1617,23 @@ size_t semc_pending(struct semc *c)
 	return n;
 }
 
-/* Close and free everything. Pending asynchronous requests are dropped
- * without their callbacks. */
-void semc_free(struct semc *c)
+/* Free the handle's memory (its locks and connection are done with). */
+static void handle_free_memory(struct semc *c)
 {
 	struct semc_req *r, *rn;
 	struct semc_hold *h, *hn;
-	struct semc_conn *k;
 
-	if (c == NULL)
-		return;
-	pthread_mutex_lock(&c->lock);
-	c->closing = true;
-	k = c->conn;
-	c->conn = NULL;
-	if (k != NULL)
-		shutdown(k->fd, SHUT_RDWR);
-	while (c->reading || c->connecting)
-		pthread_cond_wait(&c->cond, &c->lock);
-	conn_put_locked(k);
 	for (r = c->pending; r != NULL; r = rn) {
 		rn = r->next;
 		semc_req_free(r);
 	}
+	c->pending = NULL;
 	for (h = c->holds; h != NULL; h = hn) {
 		hn = h->next;
 		free(h->name);
 		free(h);
 	}
-	pthread_mutex_unlock(&c->lock);
-	semc_tls_free(c);
-	pthread_mutex_destroy(&c->lock);
-	pthread_mutex_destroy(&c->wlock);
-	pthread_cond_destroy(&c->cond);
+	c->holds = NULL;
 	free(c->client_name);
 	free(c->tls_ca);
 	free(c->tls_cert);
@@ -1297,4 +1642,53 @@ void semc_free(struct semc *c)
 	free(c->server);
 	free(c->rbuf);
 	free(c);
+}
+
+/* Free a handle inherited across fork(): the parent's threads are not
+ * here and its locks may be held forever, so nothing is locked, joined or
+ * said on the socket (shutdown() would end the parent's connection too):
+ * the descriptors are closed, so the child does not keep the parent's
+ * session alive, and the memory is freed. OpenSSL's state is left alone. */
+static void handle_free_forked(struct semc *c)
+{
+	if (c->conn != NULL && c->conn->fd >= 0)
+		close(c->conn->fd);
+	if (c->ka_wake[0] >= 0) {
+		close(c->ka_wake[0]);
+		close(c->ka_wake[1]);
+	}
+	handle_free_memory(c);
+}
+
+/* Close and free everything. Pending asynchronous requests are dropped
+ * without their callbacks. Not from a callback of the same handle. */
+void semc_free(struct semc *c)
+{
+	struct semc_conn *k;
+
+	if (c == NULL)
+		return;
+	if (semc_forked(c)) {
+		handle_free_forked(c);
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	k = c->conn;
+	c->conn = NULL;
+	if (k != NULL)
+		shutdown(k->fd, SHUT_RDWR);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	semc_keepalive_stop(c);
+	pthread_mutex_lock(&c->lock);
+	while (c->reading || c->connecting)
+		pthread_cond_wait(&c->cond, &c->lock);
+	conn_put_locked(k);
+	pthread_mutex_unlock(&c->lock);
+	semc_tls_free(c);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->wlock);
+	pthread_cond_destroy(&c->cond);
+	handle_free_memory(c);
 }

@@ -72,6 +72,8 @@ static struct semc_info *info_convert(const Semd__InfoReply *p)
 	/* a daemon older than these fields sends 0: the lists are complete */
 	in->holders_total = p->holders_total > p->n_holders ? p->holders_total : p->n_holders;
 	in->waiters_total = p->waiters_total > p->n_waiters ? p->waiters_total : p->n_waiters;
+	in->next_permit = p->next_permit;
+	in->next_waiter = p->next_waiter;
 	in->holders = calloc(p->n_holders + 1, sizeof *in->holders);
 	in->waiters = calloc(p->n_waiters + 1, sizeof *in->waiters);
 	if (in->name == NULL || in->holders == NULL || in->waiters == NULL)
@@ -104,6 +106,8 @@ static struct semc_info *info_convert(const Semd__InfoReply *p)
 		w->pid = pw->pid;
 		w->since_ms = pw->since_ms;
 		w->deadline_ms = pw->deadline_ms;
+		w->seq = pw->seq;
+		w->detached = pw->detached;
 		w->client_name = dup0(pw->client_name);
 		w->host = dup0(pw->host);
 		w->principal = dup0(pw->principal);
@@ -272,6 +276,14 @@ static int body_expect(Semd__Reply *rp, Semd__Reply__BodyCase want)
 int semc_create(struct semc *c, const char *name, uint32_t limit, enum semc_mode mode,
 		bool if_not_exists)
 {
+	struct semc_create_opts o = { .limit = limit, .mode = mode, .if_not_exists = if_not_exists };
+
+	return semc_create_ex(c, name, &o);
+}
+
+/* Create a semaphore with every option. */
+int semc_create_ex(struct semc *c, const char *name, const struct semc_create_opts *o)
+{
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Create op = SEMD__CREATE__INIT;
 	Semd__Reply *rp;
@@ -279,10 +291,14 @@ int semc_create(struct semc *c, const char *name, uint32_t limit, enum semc_mode
 
 	if ((r = name_check(name)) != 0)
 		return r;
+	if (o == NULL)
+		return semc_fail(SEMC_E_ARG, "no create options");
 	op.name = (char *)name;
-	op.limit = limit;
-	op.mode = mode == SEMC_MODE_SIGNAL ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
-	op.if_not_exists = if_not_exists;
+	op.limit = o->limit;
+	op.mode = o->mode == SEMC_MODE_SIGNAL ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
+	op.if_not_exists = o->if_not_exists;
+	op.initial = o->initial;
+	op.initial_set = o->initial_set;
 	rq.op_case = SEMD__REQUEST__OP_CREATE;
 	rq.create = &op;
 	r = semc_call(c, &rq, 0, &rp);
@@ -292,13 +308,14 @@ int semc_create(struct semc *c, const char *name, uint32_t limit, enum semc_mode
 }
 
 /* Fill a Down request. */
-static void down_fill(Semd__Request *rq, Semd__Down *op, const char *name, uint32_t n,
-		      int64_t timeout_ms, uint32_t lease_ms)
+static void down_fill(Semd__Request *rq, Semd__Down *op, const char *name,
+		      const struct semc_down_opts *o)
 {
 	op->name = (char *)name;
-	op->n = n;
-	op->timeout_ms = timeout_ms;
-	op->lease_ms = lease_ms;
+	op->n = o->n;
+	op->timeout_ms = o->timeout_ms;
+	op->lease_ms = o->lease_ms;
+	op->limit = o->create_limit;
 	rq->op_case = SEMD__REQUEST__OP_DOWN;
 	rq->down = op;
 }
@@ -307,6 +324,15 @@ static void down_fill(Semd__Request *rq, Semd__Down *op, const char *name, uint3
 int semc_down(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 	      uint32_t lease_ms, struct semc_grant *out)
 {
+	struct semc_down_opts o = { .n = n, .timeout_ms = timeout_ms, .lease_ms = lease_ms };
+
+	return semc_down_ex(c, name, &o, out);
+}
+
+/* Take permits with every option. */
+int semc_down_ex(struct semc *c, const char *name, const struct semc_down_opts *o,
+		 struct semc_grant *out)
+{
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Down op = SEMD__DOWN__INIT;
 	Semd__Reply *rp;
@@ -314,8 +340,10 @@ int semc_down(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 
 	if ((r = name_check(name)) != 0)
 		return r;
-	down_fill(&rq, &op, name, n, timeout_ms, lease_ms);
-	r = semc_call(c, &rq, timeout_ms < 0 ? -1 : timeout_ms, &rp);
+	if (o == NULL)
+		return semc_fail(SEMC_E_ARG, "no down options");
+	down_fill(&rq, &op, name, o);
+	r = semc_call(c, &rq, o->timeout_ms < 0 ? -1 : o->timeout_ms, &rp);
 	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_GRANT)) == 0 && out != NULL)
 		grant_copy(out, rp->grant);
 	if (rp != NULL)
@@ -374,8 +402,61 @@ int semc_cancel(struct semc *c, uint64_t request_id)
 	return r;
 }
 
-/* Describe a semaphore. */
+/* Append page's holders and waiters to in (page keeps nothing it owned). */
+static int info_append(struct semc_info *in, struct semc_info *page)
+{
+	struct semc_holder *h;
+	struct semc_waiter *w;
+
+	h = realloc(in->holders, (in->n_holders + page->n_holders + 1) * sizeof *h);
+	if (h == NULL)
+		return SEMC_E_NOMEM;
+	in->holders = h;
+	w = realloc(in->waiters, (in->n_waiters + page->n_waiters + 1) * sizeof *w);
+	if (w == NULL)
+		return SEMC_E_NOMEM;
+	in->waiters = w;
+	memcpy(in->holders + in->n_holders, page->holders, page->n_holders * sizeof *h);
+	memcpy(in->waiters + in->n_waiters, page->waiters, page->n_waiters * sizeof *w);
+	in->n_holders += page->n_holders;
+	in->n_waiters += page->n_waiters;
+	page->n_holders = page->n_waiters = 0;
+	in->next_permit = page->next_permit;
+	in->next_waiter = page->next_waiter;
+	return 0;
+}
+
+/* Describe a semaphore: pages of up to 1000 holders and waiters, until
+ * 10,000 of each (what the daemon listed before it paged). */
 int semc_info(struct semc *c, const char *name, struct semc_info **out)
+{
+	struct semc_info *in = NULL, *page = NULL;
+	int r, pages;
+
+	*out = NULL;
+	if ((r = semc_info_page(c, name, 1000, 0, 0, &in)) != 0)
+		return r;
+	/* bounded: 10 pages of 1000 */
+	for (pages = 1; pages < 10 && (in->next_permit != 0 || in->next_waiter != 0); pages++) {
+		/* a list already complete is skipped: nothing follows UINT64_MAX */
+		r = semc_info_page(c, name, 1000, in->next_permit ? in->next_permit : UINT64_MAX,
+				   in->next_waiter ? in->next_waiter : UINT64_MAX, &page);
+		if (r == 0)
+			r = info_append(in, page);
+		semc_info_free(page);
+		page = NULL;
+		if (r != 0) {
+			semc_info_free(in);
+			return r == SEMC_E_NOMEM ? semc_fail(r, NULL) : r;
+		}
+	}
+	*out = in;
+	return 0;
+}
+
+/* One page of a semaphore's holders and waiters. */
+int semc_info_page(struct semc *c, const char *name, uint32_t max, uint64_t after_permit,
+		   uint64_t after_waiter, struct semc_info **out)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Info op = SEMD__INFO__INIT;
@@ -386,6 +467,9 @@ int semc_info(struct semc *c, const char *name, struct semc_info **out)
 	if ((r = name_check(name)) != 0)
 		return r;
 	op.name = (char *)name;
+	op.max = max;
+	op.after_permit = after_permit;
+	op.after_waiter = after_waiter;
 	rq.op_case = SEMD__REQUEST__OP_INFO;
 	rq.info = &op;
 	r = semc_call(c, &rq, 0, &rp);
@@ -526,6 +610,24 @@ int semc_ping(struct semc *c, uint64_t *rtt_us)
 	return r;
 }
 
+/* Keep the session for its lease when a UNIX connection closes. */
+int semc_detach(struct semc *c)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Detach op = SEMD__DETACH__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	rq.op_case = SEMD__REQUEST__OP_DETACH;
+	rq.detach = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	if (r == 0)
+		semc_detach_mark(c);
+	return r;
+}
+
 /* Force-release someone's permit (admin). */
 int semc_release(struct semc *c, const char *name, uint64_t permit_id, uint32_t *released)
 {
@@ -553,13 +655,24 @@ int semc_release(struct semc *c, const char *name, uint64_t permit_id, uint32_t 
 int64_t semc_down_async(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 			uint32_t lease_ms, semc_done_fn fn, void *arg)
 {
+	struct semc_down_opts o = { .n = n, .timeout_ms = timeout_ms, .lease_ms = lease_ms };
+
+	return semc_down_ex_async(c, name, &o, fn, arg);
+}
+
+/* Asynchronous down with every option. */
+int64_t semc_down_ex_async(struct semc *c, const char *name, const struct semc_down_opts *o,
+			   semc_done_fn fn, void *arg)
+{
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
 	if ((r = name_check(name)) != 0)
 		return r;
-	down_fill(&rq, &op, name, n, timeout_ms, lease_ms);
+	if (o == NULL)
+		return semc_fail(SEMC_E_ARG, "no down options");
+	down_fill(&rq, &op, name, o);
 	return semc_call_async(c, &rq, fn, arg);
 }
 

@@ -7,7 +7,12 @@
  * share between threads: requests are multiplexed by id over the one
  * socket. Every operation exists in a blocking form (with a timeout) and
  * most in an asynchronous form (a completion callback) for event loops,
- * which poll semc_fd() and call semc_process().
+ * which poll semc_fd() and call semc_process() within semc_timeout() ms.
+ *
+ * A session with a lease is kept alive by a library thread (pings every
+ * third of the lease) unless semc_set_keepalive_thread(c, false); its
+ * client-side lease ends before the daemon's can (semclient(3)), and every
+ * hold lost is reported (SEMC_EV_HOLD_LOST).
  *
  * Errors are negative enum semc_error values; semc_strerror() names them
  * and semc_last_message() gives the server's (or the library's) text for
@@ -97,6 +102,8 @@ struct semc_waiter {
 	char *principal;
 	uint64_t since_ms;
 	uint64_t deadline_ms;	/* 0: none */
+	uint64_t seq;		/* arrival order, unique: semc_info_page()'s after_waiter */
+	bool detached;		/* its session is disconnected, inside its lease */
 };
 
 struct semc_info {
@@ -110,8 +117,10 @@ struct semc_info {
 	struct semc_holder *holders;
 	size_t n_waiters;
 	struct semc_waiter *waiters;	/* queue order */
-	size_t holders_total;	/* all holders (the daemon lists at most 10,000) */
-	size_t waiters_total;	/* all waiters (the first 10,000 are listed) */
+	size_t holders_total;	/* all holders (semc_info() lists at most 10,000) */
+	size_t waiters_total;	/* all waiters (semc_info() lists the first 10,000) */
+	uint64_t next_permit;	/* non-zero: more holders, pass as after_permit */
+	uint64_t next_waiter;	/* non-zero: more waiters, pass as after_waiter */
 };
 
 struct semc_summary {
@@ -157,6 +166,11 @@ enum semc_event_type {
 	SEMC_EV_NOTICE,			/* unsolicited message from the daemon */
 };
 
+/* HOLD_LOST's error says why: SEMC_E_CANCELLED (force-released, or its
+ * semaphore deleted with force), SEMC_E_SESSION_EXPIRED (the daemon ended
+ * the session), SEMC_E_UNAVAILABLE (the daemon shut down), SEMC_E_HOLD_LOST
+ * (the client-side lease ended: no answer in time), SEMC_E_DISCONNECTED
+ * (the connection of a session without a lease broke). */
 struct semc_event {
 	enum semc_event_type type;
 	int error;		/* HOLD_LOST/NOTICE/DISCONNECTED: why */
@@ -196,8 +210,12 @@ void semc_free(struct semc *c);
  * tls:HOST[:PORT] (HOST may be [IPv6]), /PATH, HOST[:PORT]. */
 int semc_set_address(struct semc *c, const char *address);
 int semc_set_client_name(struct semc *c, const char *name);
-/* Session lease: holds survive a cut this long and are resumed. 0: none. */
+/* Session lease: holds survive a cut this long and are resumed. 0: none
+ * (the session ends with its connection). */
 void semc_set_lease(struct semc *c, uint32_t lease_ms);
+/* A library thread keeps sessions with a lease alive (default on). Off:
+ * the program calls semc_process() within semc_timeout() ms instead. */
+void semc_set_keepalive_thread(struct semc *c, bool on);
 /* Reply timeout of ordinary requests (default 10 s). */
 void semc_set_timeout(struct semc *c, int timeout_ms);
 /* Automatic reconnection (default on). */
@@ -219,17 +237,45 @@ const char *semc_address(const struct semc *c);
 
 int semc_create(struct semc *c, const char *name, uint32_t limit, enum semc_mode mode,
 		bool if_not_exists);
+
+/* Options of semc_create_ex(); zero-initialise. (These structs are fixed:
+ * new options come with new functions.) */
+struct semc_create_opts {
+	uint32_t limit;		/* >= 1 */
+	enum semc_mode mode;
+	bool if_not_exists;	/* 0 instead of SEMC_E_EXISTS when it exists */
+	bool initial_set;	/* signal mode: start with `initial` free permits */
+	uint32_t initial;	/* 0..limit (sema_init(&s, 0) is initial 0) */
+};
+int semc_create_ex(struct semc *c, const char *name, const struct semc_create_opts *opts);
 /* timeout_ms: < 0 forever, 0 trydown, > 0 deadline. lease_ms > 0: a
  * detached hold owned by the principal, kept lease_ms after we go. */
 int semc_down(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 	      uint32_t lease_ms, struct semc_grant *out);
 int semc_trydown(struct semc *c, const char *name, uint32_t n, struct semc_grant *out);
+
+/* Options of semc_down_ex(); zero-initialise. */
+struct semc_down_opts {
+	uint32_t n;		/* permits; 0 means 1 */
+	int64_t timeout_ms;	/* < 0 forever, 0 trydown, > 0 deadline */
+	uint32_t lease_ms;	/* > 0: a detached hold, as in semc_down() */
+	uint32_t create_limit;	/* > 0: create a missing name with this limit;
+				 * SEMC_E_EXISTS if it exists with another */
+};
+int semc_down_ex(struct semc *c, const char *name, const struct semc_down_opts *opts,
+		 struct semc_grant *out);
 /* Give back n permits of name, or exactly permit_id when it is non-zero. */
 int semc_up(struct semc *c, const char *name, uint32_t n, uint64_t permit_id,
 	    uint32_t *released);
 /* Cancel a pending asynchronous down by its request id. */
 int semc_cancel(struct semc *c, uint64_t request_id);
+/* Describe a semaphore: up to 10,000 holders and waiters, fetched in pages. */
 int semc_info(struct semc *c, const char *name, struct semc_info **out);
+/* One page: at most max (0: the daemon's 100, capped at 1000) holders
+ * granted after after_permit and max waiters queued after after_waiter
+ * (0: from the start). Go on with the result's next_permit/next_waiter. */
+int semc_info_page(struct semc *c, const char *name, uint32_t max, uint64_t after_permit,
+		   uint64_t after_waiter, struct semc_info **out);
 /* One page of names starting with prefix and greater than after. */
 int semc_list(struct semc *c, const char *prefix, const char *after, uint32_t max,
 	      struct semc_list **out);
@@ -242,6 +288,10 @@ int semc_stats(struct semc *c, struct semc_stats **out);
 int semc_ping(struct semc *c, uint64_t *rtt_us);
 /* Admin: force-release someone else's permit. */
 int semc_release(struct semc *c, const char *name, uint64_t permit_id, uint32_t *released);
+/* Keep this session (for its lease) when its connection closes: over a
+ * UNIX socket a close ends the session at once otherwise. Sent again on
+ * every resume. */
+int semc_detach(struct semc *c);
 
 void semc_info_free(struct semc_info *info);
 void semc_list_free(struct semc_list *list);
@@ -255,6 +305,8 @@ void semc_stats_free(struct semc_stats *stats);
 
 int64_t semc_down_async(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 			uint32_t lease_ms, semc_done_fn fn, void *arg);
+int64_t semc_down_ex_async(struct semc *c, const char *name, const struct semc_down_opts *opts,
+			   semc_done_fn fn, void *arg);
 int64_t semc_up_async(struct semc *c, const char *name, uint32_t n, uint64_t permit_id,
 		      semc_done_fn fn, void *arg);
 int64_t semc_info_async(struct semc *c, const char *name, semc_done_fn fn, void *arg);
@@ -269,6 +321,13 @@ int semc_fd(struct semc *c);
  * While disconnected, retry the connection (with back-off). Returns the
  * number of requests completed, or a negative error. */
 int semc_process(struct semc *c);
+/* Milliseconds until semc_process() must run again (a keepalive ping, the
+ * end of the client-side lease, a reconnection): -1 when nothing is due.
+ * Use it as the poll timeout. */
+int semc_timeout(struct semc *c);
+/* Milliseconds left before the client-side lease of the session ends and
+ * its holds are reported lost (0: ending now; -1: no lease or session). */
+int64_t semc_lease_left(struct semc *c);
 /* Requests sent and not answered yet. */
 size_t semc_pending(struct semc *c);
 
@@ -277,7 +336,8 @@ size_t semc_pending(struct semc *c);
 const char *semc_strerror(int error);
 /* The message of the calling thread's last failed call ("" if none). */
 const char *semc_last_message(void);
-/* Parse "250ms", "5s", "2m", "1h", "1.5s" or a bare number of seconds. */
+/* Parse "250ms", "5s", "2m" or "2min", "1h", "1d", "1.5s" or a bare number of
+ * seconds. */
 int semc_parse_duration(const char *s, int64_t *ms);
 /* The library's version, "0.1.0". */
 const char *semc_version(void);

@@ -7,6 +7,12 @@
  * block, 2 usage, 3 cannot reach or talk to the server, 4 permission denied,
  * 5 hold lost, 6 not found / not holder / other server error. `run` exits
  * with its command's status (128+signal if it was killed) otherwise.
+ *
+ * Every string that comes from the server (names, messages, client names,
+ * hosts, principals) is printed escaped: control characters, C1, invalid
+ * UTF-8 and the bidi, zero-width and line-separator code points in text
+ * mode as \xHH or \uXXXX, in JSON as \uXXXX. A server cannot write to the
+ * terminal.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,9 +43,10 @@ enum {
 	EX_ERROR_ = 6,
 };
 
-#define RUN_LEASE_MS	5000	/* run's default session lease: resumes a brief cut */
-#define RUN_PING_MS	1000
-#define RUN_GRACE_MS	5000	/* default: SIGTERM, then SIGKILL after this */
+#define RUN_LEASE_MS	10000	/* run's default session lease */
+#define RUN_LEASE_MIN	200	/* shorter leases leave no room for a ping */
+#define RUN_GRACE_MS	2000	/* default: SIGTERM, then SIGKILL after this */
+#define INFO_MAX	10000	/* info lists at most this many holders and waiters */
 
 struct opts {
 	const char *server;
@@ -54,12 +61,12 @@ static const char usage_text[] =
 "usage: semctl [-s ADDR] [--json] COMMAND [ARGS]\n"
 "\n"
 "Commands:\n"
-"  create NAME --limit N [--mode owned|signal]\n"
-"  down NAME [-n N] [--timeout DUR] [--lease DUR]   detached hold; prints the token\n"
-"  trydown NAME [-n N]\n"
+"  create NAME --limit N [--mode owned|signal] [--initial N]\n"
+"  down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]   detached hold; prints the token\n"
+"  trydown NAME [-n N] [--limit N]\n"
 "  up NAME [-n N]\n"
-"  run NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] -- CMD [ARG...]\n"
-"  info NAME\n"
+"  run NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] -- CMD [ARG...]\n"
+"  info NAME [--max N]\n"
 "  list [PREFIX] [--max N] [--after NAME]\n"
 "  delete NAME [--force]\n"
 "  set-limit NAME N\n"
@@ -75,66 +82,149 @@ static const char usage_text[] =
 "      --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
 "  -h, --help          this help\n"
 "  -V, --version       print the version\n"
-"Durations: 250ms, 5s, 2m, 1h (a bare number is seconds).\n"
+"Durations: 250ms, 5s, 2m or 2min, 1h (a bare number is seconds).\n"
 "Exit: 0 ok, 1 timed out/would block, 2 usage, 3 server unreachable,\n"
 "      4 permission denied, 5 hold lost, 6 other error; run: the command's.\n";
 
-/* Print a usage error and exit 2. */
-static void __attribute__((noreturn, format(printf, 1, 2))) usage_fail(const char *fmt, ...)
+/* Decode one UTF-8 sequence at p: its length (1-4) and *cp, or 0 when it
+ * is not well-formed (overlong forms, surrogates and truncations included). */
+static int utf8_decode(const unsigned char *p, uint32_t *cp)
 {
-	va_list ap;
+	unsigned char c0 = p[0];
+	int len, i;
 
-	fprintf(stderr, "semctl: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'semctl --help'.\n");
-	exit(EX_USAGE_);
+	if (c0 < 0x80) {
+		*cp = c0;
+		return 1;
+	}
+	if (c0 >= 0xc2 && c0 <= 0xdf) {
+		len = 2;
+		*cp = c0 & 0x1f;
+	} else if (c0 >= 0xe0 && c0 <= 0xef) {
+		len = 3;
+		*cp = c0 & 0x0f;
+	} else if (c0 >= 0xf0 && c0 <= 0xf4) {
+		len = 4;
+		*cp = c0 & 0x07;
+	} else {
+		return 0;
+	}
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		*cp = *cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && *cp < 0x800) || (len == 4 && (*cp < 0x10000 || *cp > 0x10ffff)) ||
+	    (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return len;
 }
 
-/* Write s as a JSON string (escaped; invalid UTF-8 becomes U+FFFD). */
+/* Whether a code point must not reach a terminal as it is: C0, DEL, C1,
+ * and the invisible ones that reorder or hide text (bidi embeddings,
+ * overrides and isolates, zero-width characters, line and paragraph
+ * separators, the byte-order mark, the Arabic letter mark). */
+static bool cp_unsafe(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c ||
+	       (cp >= 0x200b && cp <= 0x200f) || cp == 0x2028 || cp == 0x2029 ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+/* s escaped for a terminal: \\, \n, \t, \r, \xHH for other control bytes
+ * and invalid UTF-8, \uXXXX for the unsafe code points above. The result
+ * lives until eight more calls. */
+static const char *esc(const char *s)
+{
+	static char *ring[8];
+	static unsigned next;
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t cap = strlen((const char *)p) * 6 + 1, n = 0;
+	char *out = malloc(cap);
+	uint32_t cp;
+	int len;
+
+	if (out == NULL)
+		return "(out of memory)";
+	while (*p) {
+		len = utf8_decode(p, &cp);
+		if (len == 0) {
+			n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
+			p++;
+		} else if (cp == '\\') {
+			n += (size_t)snprintf(out + n, cap - n, "\\\\");
+			p++;
+		} else if (cp == '\n' || cp == '\t' || cp == '\r') {
+			n += (size_t)snprintf(out + n, cap - n, "\\%c",
+					      cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r');
+			p++;
+		} else if (cp < 0x80 && cp_unsafe(cp)) {
+			n += (size_t)snprintf(out + n, cap - n, "\\x%02x", (unsigned)cp);
+			p++;
+		} else if (cp_unsafe(cp)) {
+			n += (size_t)snprintf(out + n, cap - n, "\\u%04x", (unsigned)cp);
+			p += len;
+		} else {
+			memcpy(out + n, p, (size_t)len);
+			n += (size_t)len;
+			p += len;
+		}
+	}
+	out[n] = '\0';
+	free(ring[next % 8]);
+	ring[next++ % 8] = out;
+	return out;
+}
+
+/* Write s as a JSON string: escaped, the unsafe code points as \uXXXX,
+ * invalid UTF-8 as U+FFFD. */
 static void json_str(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	uint32_t cp;
+	int len;
 
 	putchar('"');
 	while (*p) {
-		unsigned char ch = *p;
-		int len = 0, i;
-
-		if (ch == '"' || ch == '\\') {
-			printf("\\%c", ch);
-		} else if (ch == '\n') {
-			fputs("\\n", stdout);
-		} else if (ch == '\t') {
-			fputs("\\t", stdout);
-		} else if (ch == '\r') {
-			fputs("\\r", stdout);
-		} else if (ch < 0x20 || ch == 0x7f) {
-			printf("\\u%04x", ch);
-		} else if (ch < 0x80) {
-			putchar(ch);
-		} else {
-			if ((ch & 0xe0) == 0xc0 && ch >= 0xc2)
-				len = 2;
-			else if ((ch & 0xf0) == 0xe0)
-				len = 3;
-			else if ((ch & 0xf8) == 0xf0 && ch <= 0xf4)
-				len = 4;
-			for (i = 1; i < len; i++)
-				if ((p[i] & 0xc0) != 0x80)
-					len = 0;
-			if (len == 0) {
-				fputs("\\ufffd", stdout);
-			} else {
-				fwrite(p, 1, (size_t)len, stdout);
-				p += len;
-				continue;
-			}
+		len = utf8_decode(p, &cp);
+		if (len == 0) {
+			fputs("\\ufffd", stdout);
+			p++;
+			continue;
 		}
-		p++;
+		if (cp == '"' || cp == '\\')
+			printf("\\%c", (char)cp);
+		else if (cp == '\n')
+			fputs("\\n", stdout);
+		else if (cp == '\t')
+			fputs("\\t", stdout);
+		else if (cp == '\r')
+			fputs("\\r", stdout);
+		else if (cp_unsafe(cp))
+			printf("\\u%04x", (unsigned)cp);
+		else
+			fwrite(p, 1, (size_t)len, stdout);
+		p += len;
 	}
 	putchar('"');
+}
+
+/* Print a usage error and exit 2 (with --json, also one JSON object). */
+static void __attribute__((noreturn, format(printf, 1, 2))) usage_fail(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "semctl: %s\nTry 'semctl --help'.\n", esc(msg));
+	if (g.json) {
+		printf("{\"ok\":false,\"error\":\"usage\",\"code\":%d,\"message\":", SEMC_E_ARG);
+		json_str(msg);
+		printf(",\"exit\":%d}\n", EX_USAGE_);
+	}
+	exit(EX_USAGE_);
 }
 
 /* The exit code for a library error. */
@@ -200,7 +290,7 @@ static int fail(int err, const char *what)
 
 	if (*msg == '\0')
 		msg = semc_strerror(err);
-	fprintf(stderr, "semctl: %s: %s\n", what, msg);
+	fprintf(stderr, "semctl: %s: %s\n", what, esc(msg));
 	if (g.json) {
 		printf("{\"ok\":false,\"error\":");
 		json_str(err_name(err));
@@ -209,6 +299,22 @@ static int fail(int err, const char *what)
 		printf(",\"exit\":%d}\n", exit_code(err));
 	}
 	return exit_code(err);
+}
+
+/* Report --limit N against an existing name with another limit. */
+static int fail_limit(int err, const char *what, const char *name, uint32_t limit)
+{
+	char m[512];
+
+	snprintf(m, sizeof m, "%s exists with another limit than %u (%s)", name, limit,
+		 semc_last_message());
+	fprintf(stderr, "semctl: %s: %s\n", what, esc(m));
+	if (g.json) {
+		printf("{\"ok\":false,\"error\":\"exists\",\"code\":%d,\"message\":", err);
+		json_str(m);
+		printf(",\"exit\":%d}\n", EX_ERROR_);
+	}
+	return EX_ERROR_;
 }
 
 /* Parse a positive count. */
@@ -263,6 +369,8 @@ static int client_open(struct semc **out, uint32_t lease_ms, const char *name)
 	}
 	semc_set_client_name(c, name);
 	semc_set_lease(c, lease_ms);
+	/* one thread: run's loop does the keepalive duties (semc_process) */
+	semc_set_keepalive_thread(c, false);
 	semc_set_tls(c, g.tls_ca, g.tls_cert, g.tls_key);
 	if ((r = semc_connect(c, -1)) != 0) {
 		semc_free(c);
@@ -274,7 +382,7 @@ static int client_open(struct semc **out, uint32_t lease_ms, const char *name)
 
 /* Command option table shared by the commands; each accepts a subset. */
 enum { O_LIMIT = 1000, O_MODE, O_TIMEOUT, O_LEASE, O_FORCE, O_HOLDER, O_JSON,
-	O_GRACE, O_MAX, O_AFTER };
+	O_GRACE, O_MAX, O_AFTER, O_INITIAL };
 
 static const struct option cmd_longopts[] = {
 	{ "limit", required_argument, NULL, O_LIMIT },
@@ -286,6 +394,7 @@ static const struct option cmd_longopts[] = {
 	{ "grace", required_argument, NULL, O_GRACE },
 	{ "max", required_argument, NULL, O_MAX },
 	{ "after", required_argument, NULL, O_AFTER },
+	{ "initial", required_argument, NULL, O_INITIAL },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "server", required_argument, NULL, 's' },
 	{ "help", no_argument, NULL, 'h' },
@@ -308,9 +417,11 @@ struct cmd_args {
 	int64_t grace_ms;	/* -1: unset */
 	uint64_t max;		/* 0: no limit */
 	const char *after;
+	uint32_t initial;
+	bool initial_set;
 };
 
-/* Parse a command's options; allowed lists the options it takes ("nltLfHGMA"). */
+/* Parse a command's options; allowed lists the options it takes ("nlmtLfHGMAI"). */
 static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a)
 {
 	int ch;
@@ -336,6 +447,7 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 		case O_GRACE: letter = "G"; break;
 		case O_MAX: letter = "M"; break;
 		case O_AFTER: letter = "A"; break;
+		case O_INITIAL: letter = "I"; break;
 		case O_JSON: case 'j': g.json = true; continue;
 		case 's': g.server = optarg; continue;	/* global, accepted here too */
 		case 'h': fputs(usage_text, stdout); exit(EX_OK_);
@@ -366,7 +478,7 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 			break;
 		case O_LEASE:
 			a->lease_ms = parse_dur(optarg, "--lease");
-			if (a->lease_ms < 1 || a->lease_ms > UINT32_MAX)
+			if (a->lease_ms > UINT32_MAX)
 				usage_fail("--lease: '%s' is out of range", optarg);
 			break;
 		case O_FORCE:
@@ -388,6 +500,10 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 			break;
 		case O_AFTER:
 			a->after = optarg;
+			break;
+		case O_INITIAL:
+			a->initial = parse_count(optarg, "--initial", 0);
+			a->initial_set = true;
 			break;
 		}
 	}
@@ -428,22 +544,38 @@ static int cmd_create(int argc, char **argv)
 	struct semc *c;
 	int r;
 
-	cmd_parse(argc, argv, "lm", &a);
-	need_args(&a, 1, 1, "create NAME --limit N [--mode owned|signal]");
+	struct semc_create_opts o = { 0 };
+
+	cmd_parse(argc, argv, "lmI", &a);
+	need_args(&a, 1, 1, "create NAME --limit N [--mode owned|signal] [--initial N]");
 	if (!a.limit_set)
 		usage_fail("create: --limit N is required");
+	if (a.initial_set && a.mode != SEMC_MODE_SIGNAL)
+		usage_fail("create: --initial N needs --mode signal");
+	if (a.initial_set && a.initial > a.limit)
+		usage_fail("create: --initial %u is more than --limit %u", a.initial, a.limit);
+	o.limit = a.limit;
+	o.mode = a.mode;
+	o.initial_set = a.initial_set;
+	o.initial = a.initial;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = semc_create(c, a.argv[0], a.limit, a.mode, false);
+	r = semc_create_ex(c, a.argv[0], &o);
 	semc_free(c);
 	if (r != 0)
 		return fail(r, "create");
 	if (g.json) {
 		printf("{\"ok\":true,\"name\":");
 		json_str(a.argv[0]);
-		printf(",\"limit\":%u,\"mode\":\"%s\"}\n", a.limit, mode_name(a.mode));
+		printf(",\"limit\":%u,\"mode\":\"%s\"", a.limit, mode_name(a.mode));
+		if (a.initial_set)
+			printf(",\"initial\":%u", a.initial);
+		printf("}\n");
+	} else if (a.initial_set) {
+		printf("created %s (limit %u, %s, %u free)\n", esc(a.argv[0]), a.limit,
+		       mode_name(a.mode), a.initial);
 	} else {
-		printf("created %s (limit %u, %s)\n", a.argv[0], a.limit, mode_name(a.mode));
+		printf("created %s (limit %u, %s)\n", esc(a.argv[0]), a.limit, mode_name(a.mode));
 	}
 	return 0;
 }
@@ -467,21 +599,28 @@ static void grant_print(const char *name, const struct semc_grant *gr, int64_t l
 /* down/trydown: a detached hold owned by our principal. */
 static int cmd_down(int argc, char **argv, bool try)
 {
+	struct semc_down_opts o = { 0 };
 	struct cmd_args a;
 	struct semc_grant gr;
 	struct semc *c;
-	uint32_t lease;
 	int r;
 
-	cmd_parse(argc, argv, try ? "n" : "ntL", &a);
-	need_args(&a, 1, 1, try ? "trydown NAME [-n N]" :
-		  "down NAME [-n N] [--timeout DUR] [--lease DUR]");
+	cmd_parse(argc, argv, try ? "nl" : "ntLl", &a);
+	need_args(&a, 1, 1, try ? "trydown NAME [-n N] [--limit N]" :
+		  "down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]");
+	if (a.lease_ms == 0)
+		usage_fail("down: --lease must be more than 0 (the hold outlives semctl)");
+	o.n = a.n;
+	o.timeout_ms = try ? 0 : a.timeout_ms;
 	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
-	lease = a.lease_ms > 0 ? (uint32_t)a.lease_ms : UINT32_MAX;
+	o.lease_ms = a.lease_ms > 0 ? (uint32_t)a.lease_ms : UINT32_MAX;
+	o.create_limit = a.limit_set ? a.limit : 0;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = semc_down(c, a.argv[0], a.n, try ? 0 : a.timeout_ms, lease, &gr);
+	r = semc_down_ex(c, a.argv[0], &o, &gr);
 	semc_free(c);
+	if (r == SEMC_E_EXISTS && a.limit_set)
+		return fail_limit(r, try ? "trydown" : "down", a.argv[0], a.limit);
 	if (r != 0)
 		return fail(r, try ? "trydown" : "down");
 	grant_print(a.argv[0], &gr, a.lease_ms);
@@ -507,7 +646,7 @@ static int cmd_up(int argc, char **argv)
 	if (g.json)
 		json_ok(a.argv[0], "released", released);
 	else
-		printf("released %u permit(s) of %s\n", released, a.argv[0]);
+		printf("released %u permit(s) of %s\n", released, esc(a.argv[0]));
 	return 0;
 }
 
@@ -549,36 +688,109 @@ static const char *fmt_time(uint64_t ms, char *buf, size_t len)
 	return buf;
 }
 
-/* info NAME */
-static int cmd_info(int argc, char **argv)
-{
-	struct cmd_args a;
+/* The pages of one info, fetched before anything is printed, and how
+ * many of each page's holders and waiters are shown (up to max in all). */
+struct info_page {
 	struct semc_info *in;
-	struct semc *c;
-	char b1[64], b2[64];
-	int64_t now = wall_ms();
-	size_t i;
+	size_t nh, nw;
+};
+
+struct info_pages {
+	struct info_page *p;
+	size_t n;
+	size_t holders, waiters;	/* fetched, at most max each */
+	bool more_holders, more_waiters;
+	uint64_t next_permit, next_waiter;	/* where to go on from */
+};
+
+/* Fetch pages of holders and waiters until max of each or the end. */
+static int info_fetch(struct semc *c, const char *name, uint64_t max, struct info_pages *ip)
+{
+	struct info_page *np, *pp;
+	struct semc_info *pg;
+	uint64_t ap = 0, aw = 0, want;
+	bool hdone = false, wdone = false;
 	int r;
 
-	cmd_parse(argc, argv, "", &a);
-	need_args(&a, 1, 1, "info NAME");
-	if ((r = client_open(&c, 0, "semctl")) != 0)
-		return r;
-	r = semc_info(c, a.argv[0], &in);
-	semc_free(c);
-	if (r != 0)
-		return fail(r, "info");
-	if (g.json) {
-		printf("{\"ok\":true,\"name\":");
-		json_str(in->name);
-		printf(",\"limit\":%u,\"available\":%" PRId64 ",\"mode\":\"%s\",\"auto_created\":%s,"
-		       "\"last_token\":%" PRIu64 ",\"holders\":[", in->limit, in->available,
-		       mode_name(in->mode), in->auto_created ? "true" : "false", in->last_token);
-		for (i = 0; i < in->n_holders; i++) {
-			const struct semc_holder *h = &in->holders[i];
+	memset(ip, 0, sizeof *ip);
+	/* bounded: each page brings at least one entry, max is finite */
+	while (ip->n < 100000) {
+		want = max - (ip->holders < ip->waiters ? ip->holders : ip->waiters);
+		if (hdone)
+			want = max - ip->waiters;
+		else if (wdone)
+			want = max - ip->holders;
+		if ((r = semc_info_page(c, name, (uint32_t)(want < 1000 ? want : 1000),
+		    hdone ? UINT64_MAX : ap, wdone ? UINT64_MAX : aw, &pg)) != 0)
+			return r;
+		if ((np = realloc(ip->p, (ip->n + 1) * sizeof *ip->p)) == NULL) {
+			semc_info_free(pg);
+			return SEMC_E_NOMEM;
+		}
+		ip->p = np;
+		pp = &ip->p[ip->n++];
+		pp->in = pg;
+		pp->nh = hdone ? 0 : pg->n_holders;
+		pp->nw = wdone ? 0 : pg->n_waiters;
+		/* a page may bring more than wanted of a list: show up to max */
+		if (pp->nh > max - ip->holders) {
+			pp->nh = max - ip->holders;
+			ip->more_holders = true;
+		}
+		if (pp->nw > max - ip->waiters) {
+			pp->nw = max - ip->waiters;
+			ip->more_waiters = true;
+		}
+		ip->holders += pp->nh;
+		ip->waiters += pp->nw;
+		/* go on from the daemon's cursor, or after the last one shown */
+		if (pp->nh > 0)
+			ap = !ip->more_holders && pg->next_permit ? pg->next_permit :
+			     pg->holders[pp->nh - 1].permit_id;
+		if (pp->nw > 0)
+			aw = !ip->more_waiters && pg->next_waiter ? pg->next_waiter :
+			     pg->waiters[pp->nw - 1].seq;
+		hdone = hdone || pg->next_permit == 0 || ip->more_holders || ip->holders >= max;
+		wdone = wdone || pg->next_waiter == 0 || ip->more_waiters || ip->waiters >= max;
+		ip->more_holders = ip->more_holders || (pg->next_permit != 0 && ip->holders >= max);
+		ip->more_waiters = ip->more_waiters || (pg->next_waiter != 0 && ip->waiters >= max);
+		if (hdone && wdone)
+			break;
+		if (pp->nh == 0 && pp->nw == 0)
+			break;	/* a daemon that pages nothing more */
+	}
+	ip->next_permit = ip->more_holders ? ap : 0;
+	ip->next_waiter = ip->more_waiters ? aw : 0;
+	return 0;
+}
+
+/* Free fetched pages. */
+static void info_pages_free(struct info_pages *ip)
+{
+	size_t k;
+
+	for (k = 0; k < ip->n; k++)
+		semc_info_free(ip->p[k].in);
+	free(ip->p);
+}
+
+/* Print info's holders and waiters as JSON. */
+static void info_json(const struct info_pages *ip, int64_t now)
+{
+	const struct semc_info *in = ip->p[0].in;
+	size_t i, k, total = 0;
+
+	printf("{\"ok\":true,\"name\":");
+	json_str(in->name);
+	printf(",\"limit\":%u,\"available\":%" PRId64 ",\"mode\":\"%s\",\"auto_created\":%s,"
+	       "\"last_token\":%" PRIu64 ",\"holders\":[", in->limit, in->available,
+	       mode_name(in->mode), in->auto_created ? "true" : "false", in->last_token);
+	for (k = 0; k < ip->n; k++) {
+		for (i = 0; i < ip->p[k].nh; i++, total++) {
+			const struct semc_holder *h = &ip->p[k].in->holders[i];
 
 			printf("%s{\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64 ",\"n\":%u,"
-			       "\"client_name\":", i ? "," : "", h->permit_id, h->token, h->n);
+			       "\"client_name\":", total ? "," : "", h->permit_id, h->token, h->n);
 			json_str(h->client_name);
 			printf(",\"host\":");
 			json_str(h->host);
@@ -588,62 +800,104 @@ static int cmd_info(int argc, char **argv)
 			       "\"expires_ms\":%" PRIu64 "}", h->since_ms, now - (int64_t)h->since_ms,
 			       h->detached ? "true" : "false", h->expires_ms);
 		}
-		printf("],\"holders_total\":%zu,\"waiters\":[", in->holders_total);
-		for (i = 0; i < in->n_waiters; i++) {
-			const struct semc_waiter *w = &in->waiters[i];
+	}
+	printf("],\"holders_total\":%zu", in->holders_total);
+	if (ip->next_permit != 0)
+		printf(",\"next_permit\":%" PRIu64, ip->next_permit);
+	printf(",\"waiters\":[");
+	for (k = 0, total = 0; k < ip->n; k++) {
+		for (i = 0; i < ip->p[k].nw; i++, total++) {
+			const struct semc_waiter *w = &ip->p[k].in->waiters[i];
 
-			printf("%s{\"position\":%zu,\"request_id\":%" PRIu64 ",\"n\":%u,\"client_name\":",
-			       i ? "," : "", i + 1, w->request_id, w->n);
+			printf("%s{\"position\":%zu,\"request_id\":%" PRIu64 ",\"seq\":%" PRIu64
+			       ",\"n\":%u,\"client_name\":", total ? "," : "", total + 1,
+			       w->request_id, w->seq, w->n);
 			json_str(w->client_name);
 			printf(",\"host\":");
 			json_str(w->host);
 			printf(",\"pid\":%u,\"principal\":", w->pid);
 			json_str(w->principal);
 			printf(",\"since_ms\":%" PRIu64 ",\"waited_ms\":%" PRId64 ",\"deadline_ms\":%"
-			       PRIu64 "}", w->since_ms, now - (int64_t)w->since_ms, w->deadline_ms);
+			       PRIu64 ",\"detached\":%s}", w->since_ms, now - (int64_t)w->since_ms,
+			       w->deadline_ms, w->detached ? "true" : "false");
 		}
-		printf("],\"waiters_total\":%zu}\n", in->waiters_total);
-		semc_info_free(in);
-		return 0;
 	}
+	printf("],\"waiters_total\":%zu", in->waiters_total);
+	if (ip->next_waiter != 0)
+		printf(",\"next_waiter\":%" PRIu64, ip->next_waiter);
+	printf("}\n");
+}
+
+/* Print info for people. */
+static void info_text(const struct info_pages *ip, int64_t now)
+{
+	const struct semc_info *in = ip->p[0].in;
+	char b1[64], b2[64], b3[64];
+	size_t i, k, pos = 0;
+
 	printf("%s: limit %u, available %" PRId64 ", mode %s%s, last token %" PRIu64 "\n",
-	       in->name, in->limit, in->available, mode_name(in->mode),
+	       esc(in->name), in->limit, in->available, mode_name(in->mode),
 	       in->auto_created ? " (auto-created)" : "", in->last_token);
-	printf("holders: %zu", in->holders_total);
-	if (in->holders_total > in->n_holders)
-		printf(" (%zu shown)", in->n_holders);
+	printf("holders: %zu", in->holders_total > ip->holders ? in->holders_total : ip->holders);
+	if (in->holders_total > ip->holders)
+		printf(" (%zu shown%s)", ip->holders, ip->more_holders ? "; --max N shows more" : "");
 	printf("\n");
-	if (in->n_holders > 0)
+	if (ip->holders > 0)
 		printf("  %-8s %-18s %-3s %-14s %-16s %-7s %-12s %-19s %-9s %s\n", "PERMIT", "TOKEN",
 		       "N", "CLIENT", "HOST", "PID", "PRINCIPAL", "SINCE", "HELD", "EXPIRES");
-	for (i = 0; i < in->n_holders; i++) {
-		const struct semc_holder *h = &in->holders[i];
-		char b3[64];
+	for (k = 0; k < ip->n; k++) {
+		for (i = 0; i < ip->p[k].nh; i++) {
+			const struct semc_holder *h = &ip->p[k].in->holders[i];
 
-		printf("  %-8" PRIu64 " %-18" PRIu64 " %-3u %-14s %-16s %-7u %-12s %-19s %-9s %s\n",
-		       h->permit_id, h->token, h->n, h->client_name, h->host, h->pid, h->principal,
-		       fmt_time(h->since_ms, b1, sizeof b1),
-		       fmt_dur(now - (int64_t)h->since_ms, b2, sizeof b2),
-		       h->expires_ms ? fmt_time(h->expires_ms, b3, sizeof b3) :
-		       (h->detached ? "-" : "with its connection"));
+			printf("  %-8" PRIu64 " %-18" PRIu64 " %-3u %-14s %-16s %-7u %-12s %-19s %-9s %s\n",
+			       h->permit_id, h->token, h->n, esc(h->client_name), esc(h->host), h->pid,
+			       esc(h->principal), fmt_time(h->since_ms, b1, sizeof b1),
+			       fmt_dur(now - (int64_t)h->since_ms, b2, sizeof b2),
+			       h->expires_ms ? fmt_time(h->expires_ms, b3, sizeof b3) :
+			       (h->detached ? "-" : "with its connection"));
+		}
 	}
-	printf("waiters: %zu", in->waiters_total);
-	if (in->waiters_total > in->n_waiters)
-		printf(" (the first %zu shown)", in->n_waiters);
+	printf("waiters: %zu", in->waiters_total > ip->waiters ? in->waiters_total : ip->waiters);
+	if (in->waiters_total > ip->waiters)
+		printf(" (the first %zu shown%s)", ip->waiters,
+		       ip->more_waiters ? "; --max N shows more" : "");
 	printf("\n");
-	if (in->n_waiters > 0)
+	if (ip->waiters > 0)
 		printf("  %-3s %-8s %-3s %-14s %-16s %-7s %-12s %-19s %s\n", "#", "REQUEST", "N",
 		       "CLIENT", "HOST", "PID", "PRINCIPAL", "SINCE", "WAITING");
-	for (i = 0; i < in->n_waiters; i++) {
-		const struct semc_waiter *w = &in->waiters[i];
+	for (k = 0; k < ip->n; k++) {
+		for (i = 0; i < ip->p[k].nw; i++) {
+			const struct semc_waiter *w = &ip->p[k].in->waiters[i];
 
-		printf("  %-3zu %-8" PRIu64 " %-3u %-14s %-16s %-7u %-12s %-19s %s\n", i + 1,
-		       w->request_id, w->n, w->client_name, w->host, w->pid, w->principal,
-		       fmt_time(w->since_ms, b1, sizeof b1),
-		       fmt_dur(now - (int64_t)w->since_ms, b2, sizeof b2));
+			printf("  %-3zu %-8" PRIu64 " %-3u %-14s %-16s %-7u %-12s %-19s %s%s\n", ++pos,
+			       w->request_id, w->n, esc(w->client_name), esc(w->host), w->pid,
+			       esc(w->principal), fmt_time(w->since_ms, b1, sizeof b1),
+			       fmt_dur(now - (int64_t)w->since_ms, b2, sizeof b2),
+			       w->detached ? " (disconnected)" : "");
+		}
 	}
-	semc_info_free(in);
-	return 0;
+}
+
+/* info NAME [--max N]: every page, up to INFO_MAX (or N) holders and waiters. */
+static int cmd_info(int argc, char **argv)
+{
+	struct info_pages ip;
+	struct cmd_args a;
+	struct semc *c;
+	int r;
+
+	cmd_parse(argc, argv, "M", &a);
+	need_args(&a, 1, 1, "info NAME [--max N]");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	r = info_fetch(c, a.argv[0], a.max ? a.max : INFO_MAX, &ip);
+	semc_free(c);
+	if (r == 0 && g.json)
+		info_json(&ip, wall_ms());
+	else if (r == 0)
+		info_text(&ip, wall_ms());
+	info_pages_free(&ip);
+	return r != 0 ? fail(r, "info") : 0;
 }
 
 /* list [PREFIX] [--max N] [--after NAME]: the pages, fetched before anything is printed. */
@@ -706,7 +960,7 @@ static int cmd_list(int argc, char **argv)
 				       "\"holders\":%u,\"waiters\":%u}", s->limit, s->available,
 				       mode_name(s->mode), s->holders, s->waiters);
 			} else {
-				printf("%-40s %8u %10" PRId64 " %-7s %8u %8u\n", s->name, s->limit,
+				printf("%-40s %8u %10" PRId64 " %-7s %8u %8u\n", esc(s->name), s->limit,
 				       s->available, mode_name(s->mode), s->holders, s->waiters);
 			}
 		}
@@ -719,9 +973,8 @@ static int cmd_list(int argc, char **argv)
 		}
 		printf("}\n");
 	} else if (after != NULL) {
-		fprintf(stderr, "semctl: list: more names follow; go on with --after ");
-		fputs(after, stderr);
-		fputc('\n', stderr);
+		fprintf(stderr, "semctl: list: more names follow; go on with --after %s\n",
+			esc(after));
 	}
 	for (k = 0; k < npages; k++)
 		semc_list_free(pages[k]);
@@ -747,7 +1000,7 @@ static int cmd_delete(int argc, char **argv)
 	if (g.json)
 		json_ok(a.argv[0], NULL, 0);
 	else
-		printf("deleted %s\n", a.argv[0]);
+		printf("deleted %s\n", esc(a.argv[0]));
 	return 0;
 }
 
@@ -771,7 +1024,7 @@ static int cmd_set_limit(int argc, char **argv)
 	if (g.json)
 		json_ok(a.argv[0], "limit", limit);
 	else
-		printf("%s: limit %u\n", a.argv[0], limit);
+		printf("%s: limit %u\n", esc(a.argv[0]), limit);
 	return 0;
 }
 
@@ -828,7 +1081,7 @@ static int cmd_stats(int argc, char **argv)
 			json_str(st->counters[i].name);
 			printf(":%" PRIu64, st->counters[i].value);
 		} else {
-			printf("%-32s %" PRIu64 "\n", st->counters[i].name, st->counters[i].value);
+			printf("%-32s %" PRIu64 "\n", esc(st->counters[i].name), st->counters[i].value);
 		}
 	}
 	if (g.json)
@@ -865,8 +1118,8 @@ static int cmd_ping(int argc, char **argv)
 		json_str(s.principal);
 		printf(",\"rtt_us\":%" PRIu64 "}\n", rtt);
 	} else {
-		printf("pong from %s (%s) as %s in %" PRIu64 " us\n", semc_address(c), s.server,
-		       s.principal, rtt);
+		printf("pong from %s (%s) as %s in %" PRIu64 " us\n", esc(semc_address(c)),
+		       esc(s.server), esc(s.principal), rtt);
 	}
 	semc_free(c);
 	return 0;
@@ -893,22 +1146,25 @@ static int cmd_release(int argc, char **argv)
 	if (g.json)
 		json_ok(a.argv[0], "released", released);
 	else
-		printf("released permit %" PRIu64 " of %s (%u permit(s))\n", a.holder, a.argv[0],
-		       released);
+		printf("released permit %" PRIu64 " of %s (%u permit(s))\n", a.holder,
+		       esc(a.argv[0]), released);
 	return 0;
 }
 
 /* --- run ---------------------------------------------------------------- */
 
+/* Signals reach the main loop through this pipe, two bytes each: the
+ * signal and whether the kernel sent it (a terminal's ^C, ^\, hang-up). */
 static int run_pipe[2] = { -1, -1 };
 
-/* Signal handler: pass the signal number to the main loop. */
-static void run_on_signal(int sig)
+/* Signal handler: pass the signal and its origin to the main loop. */
+static void run_on_signal(int sig, siginfo_t *si, void *uc)
 {
-	unsigned char b = (unsigned char)sig;
+	unsigned char b[2] = { (unsigned char)sig, si != NULL && si->si_code == SI_KERNEL };
 	int e = errno;
 
-	if (write(run_pipe[1], &b, 1) < 0) {
+	(void)uc;
+	if (write(run_pipe[1], b, sizeof b) < 0) {
 		/* the pipe is full: the loop has signals to read anyway */
 	}
 	errno = e;
@@ -916,10 +1172,8 @@ static void run_on_signal(int sig)
 
 struct run_state {
 	uint64_t permit_id;
-	bool lost;
-	const char *why;
-	int64_t last_pong;	/* monotonic ms */
-	bool ping_out;
+	int lost;		/* 0, or why the hold is lost or in jeopardy */
+	char why[300];
 };
 
 /* Monotonic ms. */
@@ -936,20 +1190,11 @@ static void run_on_event(struct semc *c, const struct semc_event *ev, void *arg)
 {
 	struct run_state *rs = arg;
 
-	if (ev->type == SEMC_EV_HOLD_LOST && ev->permit_id == rs->permit_id) {
-		rs->lost = true;
-		rs->why = "the hold was lost";
+	(void)c;
+	if (ev->type == SEMC_EV_HOLD_LOST && ev->permit_id == rs->permit_id && !rs->lost) {
+		rs->lost = ev->error ? ev->error : SEMC_E_HOLD_LOST;
+		snprintf(rs->why, sizeof rs->why, "the hold was lost: %s", ev->message);
 	}
-}
-
-/* A pong (or a failed ping) came back. */
-static void run_on_pong(struct semc *c, const struct semc_result *r, void *arg)
-{
-	struct run_state *rs = arg;
-
-	rs->ping_out = false;
-	if (r->error == 0)
-		rs->last_pong = mono_ms();
 }
 
 /* Start the command with SEMD_TOKEN and SEMD_NAME in its environment. */
@@ -986,73 +1231,180 @@ static pid_t run_spawn(char **cmd, const char *name, const struct semc_grant *gr
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
-/* run NAME [-n N] [--timeout DUR] -- CMD [ARG...] */
+/* The longest grace a live session allows: SIGTERM goes at the lease's
+ * client-side end minus the grace, and a session that gets its pongs (a
+ * ping every third of the lease, answered within max(50 ms, lease / 10))
+ * must never come that close. window is the client-side lease (the lease
+ * less the drift bound and the margin), lease the granted one. */
+static int64_t run_grace_max(int64_t window, int64_t lease)
+{
+	int64_t rtt = lease / 10 > 50 ? lease / 10 : 50;
+	int64_t most = window - lease / 3 - rtt;
+
+	return most > 0 ? most : 0;
+}
+
+/* Print run's outcome as JSON. */
+static void run_json(const char *name, const struct semc_grant *gr, const struct run_state *rs,
+		     int status, int code)
+{
+	if (rs->lost) {
+		printf("{\"ok\":false,\"error\":");
+		json_str(err_name(rs->lost));
+		printf(",\"code\":%d,\"message\":", rs->lost);
+		json_str(rs->why);
+		printf(",\"name\":");
+		json_str(name);
+		printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64, gr->token, gr->permit_id);
+	} else {
+		printf("{\"ok\":true,\"name\":");
+		json_str(name);
+		printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64, gr->token, gr->permit_id);
+	}
+	if (WIFSIGNALED(status))
+		printf(",\"status\":null,\"signal\":%d", WTERMSIG(status));
+	else
+		printf(",\"status\":%d,\"signal\":null", WEXITSTATUS(status));
+	printf(",\"exit\":%d}\n", code);
+}
+
+/* A system call of run failed. */
+static int run_sys_fail(const char *what)
+{
+	char m[256];
+
+	snprintf(m, sizeof m, "%s: %s", what, strerror(errno));
+	fprintf(stderr, "semctl: run: %s\n", m);
+	if (g.json) {
+		printf("{\"ok\":false,\"error\":\"system\",\"code\":%d,\"message\":", SEMC_E_SYSTEM);
+		json_str(m);
+		printf(",\"exit\":%d}\n", EX_ERROR_);
+	}
+	return EX_ERROR_;
+}
+
+/*
+ * run NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] -- CMD
+ *
+ * One thread, one poll loop: the library's keepalive duties run in
+ * semc_process() (its thread is off), signals come through run_pipe. With
+ * a lease, the child must be dead before the daemon can give the permit to
+ * anyone else: SIGTERM when the client-side lease has `grace` left, SIGKILL
+ * (and reap) when it ends - whichever comes first, that or a HoldLost from
+ * the daemon (SIGTERM at once, SIGKILL `grace` later).
+ */
 static int cmd_run(int argc, char **argv)
 {
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
+	struct semc_down_opts o = { 0 };
 	struct run_state rs = { 0 };
 	struct sigaction sa = { 0 };
+	struct semc_session ss;
 	struct semc_grant gr;
 	struct cmd_args a;
 	struct semc *c;
-	int64_t now, next_ping, kill_at = -1, lease_ms, grace_ms;
-	int r, status = 0, i;
-	bool exited = false, killed = false;
+	int64_t now, left, lease_ms, grace_ms, window, gmax, kill_at = -1;
+	int r, status = 0, i, code;
+	bool exited = false, termed = false;
 	pid_t pid;
 
-	cmd_parse(argc, argv, "ntLG", &a);
+	cmd_parse(argc, argv, "ntLGl", &a);
 	if (a.argc < 2)
 		usage_fail("usage: semctl run NAME [-n N] [--timeout DUR] [--lease DUR] "
-		    "[--grace DUR] -- CMD [ARG...]");
-	lease_ms = a.lease_ms > 0 ? a.lease_ms : RUN_LEASE_MS;
+		    "[--grace DUR] [--limit N] -- CMD [ARG...]");
+	lease_ms = a.lease_ms >= 0 ? a.lease_ms : RUN_LEASE_MS;
+	if (lease_ms > 0 && lease_ms < RUN_LEASE_MIN)
+		usage_fail("--lease: at least %dms (or 0: no lease)", RUN_LEASE_MIN);
 	grace_ms = a.grace_ms >= 0 ? a.grace_ms : RUN_GRACE_MS;
 	if ((r = client_open(&c, (uint32_t)lease_ms, "semctl run")) != 0)
 		return r;
+	semc_session(c, &ss);
+	/* right after the handshake, what is left is the whole client-side lease */
+	window = semc_lease_left(c);
+	if (ss.lease_ms > 0 && window >= 0) {
+		gmax = run_grace_max(window, ss.lease_ms);
+		if (grace_ms > gmax) {
+			if (a.grace_ms >= 0)
+				fprintf(stderr, "semctl: run: --grace %" PRId64 "ms does not fit in "
+					"a %ums lease; using %" PRId64 "ms\n", grace_ms, ss.lease_ms, gmax);
+			grace_ms = gmax;
+		}
+	}
 	semc_set_event_callback(c, run_on_event, &rs);
-	r = semc_down(c, a.argv[0], a.n, a.timeout_ms, 0, &gr);
+	o.n = a.n;
+	o.timeout_ms = a.timeout_ms;
+	o.create_limit = a.limit_set ? a.limit : 0;
+	r = semc_down_ex(c, a.argv[0], &o, &gr);
 	if (r != 0) {
 		semc_free(c);
+		if (r == SEMC_E_EXISTS && a.limit_set)
+			return fail_limit(r, "run", a.argv[0], a.limit);
 		return fail(r, "run");
 	}
 	rs.permit_id = gr.permit_id;
 	if (pipe2(run_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		semc_free(c);
-		fprintf(stderr, "semctl: run: pipe: %s\n", strerror(errno));
-		return EX_ERROR_;
+		return run_sys_fail("pipe");
 	}
-	sa.sa_handler = run_on_signal;
+	sa.sa_sigaction = run_on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < 5; i++)
 		sigaction(fwd[i], &sa, NULL);
 	pid = run_spawn(a.argv + 1, a.argv[0], &gr);
 	if (pid < 0) {
-		fprintf(stderr, "semctl: run: fork: %s\n", strerror(errno));
 		semc_free(c);
-		return EX_ERROR_;
+		return run_sys_fail("fork");
 	}
-	rs.last_pong = mono_ms();
-	next_ping = rs.last_pong + RUN_PING_MS;
 	/* bounded by the child's life: it ends by itself or is killed */
 	while (!exited) {
 		struct pollfd p[2] = { { .fd = run_pipe[0], .events = POLLIN },
 				       { .fd = semc_fd(c), .events = POLLIN } };
-		int64_t wait;
 		unsigned char sigs[64];
+		int64_t wait;
 		ssize_t n;
 
 		now = mono_ms();
-		wait = next_ping - now;
-		if (p[1].fd < 0 && wait > 100)
-			wait = 100;	/* disconnected: retry soon */
-		if (kill_at >= 0 && kill_at - now < wait)
+		left = semc_lease_left(c);
+		if (!rs.lost && left >= 0 && left <= grace_ms) {
+			/* no answer for most of the lease: the child must be dead
+			 * before the lease ends, with its grace before that */
+			rs.lost = SEMC_E_HOLD_LOST;
+			snprintf(rs.why, sizeof rs.why, "the server did not answer for most of "
+				 "the session's lease");
+			kill_at = now + left;
+		}
+		if (rs.lost && !termed) {
+			fprintf(stderr, "semctl: run: %s: %s; terminating the command\n",
+				esc(a.argv[0]), esc(rs.why));
+			kill(pid, SIGTERM);
+			termed = true;
+			if (kill_at < 0)
+				kill_at = now + grace_ms;
+		}
+		if (termed && rs.lost == SEMC_E_HOLD_LOST && left < 0 && kill_at > now)
+			kill_at = now;	/* the client-side lease is over */
+		if (termed && now >= kill_at) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		wait = semc_timeout(c);
+		if (termed && (wait < 0 || kill_at - now < wait))
 			wait = kill_at - now;
-		if (wait < 0)
-			wait = 0;
+		if (!termed && left >= 0 && (wait < 0 || left - grace_ms < wait))
+			wait = left - grace_ms;
+		if (p[1].fd < 0 && (wait < 0 || wait > 100))
+			wait = 100;	/* disconnected: retry soon */
+		if (wait > 60000 || wait < 0)
+			wait = 60000;
 		if (poll(p, p[1].fd >= 0 ? 2 : 1, (int)wait) < 0 && errno != EINTR)
 			break;
 		while ((n = read(run_pipe[0], sigs, sizeof sigs)) > 0) {
-			for (i = 0; i < n; i++)
-				if (sigs[i] != SIGCHLD)
+			/* a signal the terminal sent reached the child too (it is
+			 * in our foreground process group): forward only others */
+			for (i = 0; i + 1 < n; i += 2)
+				if (sigs[i] != SIGCHLD && !sigs[i + 1])
 					kill(pid, sigs[i]);
 		}
 		if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -1060,30 +1412,8 @@ static int cmd_run(int argc, char **argv)
 			break;
 		}
 		semc_process(c);
-		now = mono_ms();
-		if (!rs.lost && now >= next_ping) {
-			if (!rs.ping_out && semc_fd(c) >= 0 &&
-			    semc_ping_async(c, run_on_pong, &rs) > 0)
-				rs.ping_out = true;
-			next_ping = now + RUN_PING_MS;
-		}
-		if (!rs.lost && now - rs.last_pong > lease_ms + 2 * RUN_PING_MS) {
-			/* no answer for longer than the lease: the daemon has
-			 * forgotten us by now, whatever the socket says */
-			rs.lost = true;
-			rs.why = "the server stopped answering";
-		}
-		if (rs.lost && kill_at < 0) {
-			fprintf(stderr, "semctl: run: %s: %s; terminating the command\n",
-				a.argv[0], rs.why);
-			kill(pid, SIGTERM);
-			kill_at = now + grace_ms;
-		} else if (rs.lost && !killed && now >= kill_at) {
-			kill(pid, SIGKILL);
-			killed = true;
-		}
 	}
-	if (!exited) {
+	if (!exited && !termed) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 	}
@@ -1093,10 +1423,14 @@ static int cmd_run(int argc, char **argv)
 	}
 	semc_free(c);
 	if (rs.lost)
-		return EX_LOST_;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+		code = EX_LOST_;
+	else if (WIFSIGNALED(status))
+		code = 128 + WTERMSIG(status);
+	else
+		code = WEXITSTATUS(status);
+	if (g.json)
+		run_json(a.argv[0], &gr, &rs, status, code);
+	return code;
 }
 
 /* --- main --------------------------------------------------------------- */
@@ -1134,6 +1468,29 @@ static const struct command commands[] = {
 	{ "release", cmd_release },
 };
 
+/* Whether --json (or -j) is among the options, so that a usage error
+ * found before getopt reaches it is reported as JSON too. Stops at "--";
+ * skips the values of the options that take one. */
+static bool json_wanted(int argc, char **argv)
+{
+	static const char *const valued[] = { "-s", "--server", "--tls-ca", "--tls-cert",
+		"--tls-key", "-n", "--limit", "--mode", "--timeout", "--lease", "--holder",
+		"--grace", "--max", "--after", "--initial" };
+	size_t k;
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
+			return true;
+		for (k = 0; k < sizeof valued / sizeof valued[0]; k++)
+			if (strcmp(argv[i], valued[k]) == 0)
+				break;
+		if (k < sizeof valued / sizeof valued[0])
+			i++;
+	}
+	return false;
+}
+
 /* Parse the global options, then run the command. */
 int main(int argc, char **argv)
 {
@@ -1152,6 +1509,7 @@ int main(int argc, char **argv)
 	int ch;
 
 	signal(SIGPIPE, SIG_IGN);
+	g.json = json_wanted(argc, argv);
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "+:s:jhV", longopts, NULL)) != -1) {
 		switch (ch) {

@@ -8,11 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "client/client-int.h"
 
 static _Thread_local char semc_msg[512];
+
+/* Whether the calling process is a fork of the one that made the handle:
+ * then its locks may be held by threads that are not here, and its socket
+ * is the parent's. */
+bool semc_forked(const struct semc *c)
+{
+	return getpid() != c->pid;
+}
 
 /* Monotonic milliseconds. */
 int64_t semc_now_ms(void)
@@ -123,7 +132,7 @@ int semc_parse_duration(const char *s, int64_t *ms)
 		mul = 1000;
 	else if (strcmp(end, "ms") == 0)
 		mul = 1;
-	else if (strcmp(end, "m") == 0)
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
 		mul = 60 * 1000;
 	else if (strcmp(end, "h") == 0)
 		mul = 3600 * 1000;

@@ -87,6 +87,9 @@ int main(void)
 	EXPECT_INT(5000, dur("5s"), "5s");
 	EXPECT_INT(5000, dur("5"), "bare number is seconds");
 	EXPECT_INT(120000, dur("2m"), "2m");
+	EXPECT_INT(60000, dur("1min"), "1min");
+	EXPECT_INT(90000, dur("1.5min"), "1.5min");
+	EXPECT_INT(-1, dur("1mins"), "mins");
 	EXPECT_INT(3600000, dur("1h"), "1h");
 	EXPECT_INT(1500, dur("1.5s"), "1.5s");
 	EXPECT_INT(0, dur("0"), "0");
