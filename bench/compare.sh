@@ -86,10 +86,11 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode no \
 	--save "" --appendonly no --dir "$T" --logfile "$T/redis.log" \
 	--daemonize no >/dev/null 2>&1 &
 PIDS+=($!)
-"$SEMD" --listen "unix:$T/semd.sock" --listen tcp:127.0.0.1:0 \
+"$SEMD" --listen "unix:$T/semd.sock" --listen tcp:127.0.0.1:0 --acl "anonymous * all" \
 	--ready-file "$T/semd.ready" >"$T/semd.log" 2>&1 &
 PIDS+=($!)
 "$SEMD" --listen "unix:$T/semd2.sock" --listen tcp:127.0.0.1:0 --threads "$THREADS2" \
+	--acl "anonymous * all" \
 	--ready-file "$T/semd2.ready" >"$T/semd2.log" 2>&1 &
 PIDS+=($!)
 

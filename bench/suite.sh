@@ -30,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$SEMD" --listen "unix:$T/semd.sock" --listen tcp:127.0.0.1:0 \
+"$SEMD" --listen "unix:$T/semd.sock" --listen tcp:127.0.0.1:0 --acl "anonymous * all" \
 	--ready-file "$T/ready" >"$T/semd.log" 2>&1 &
 SEMD_PID=$!
 for _ in $(seq 200); do

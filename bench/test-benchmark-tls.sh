@@ -18,6 +18,7 @@ openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.
 	-days 2 -extfile srv.ext 2>/dev/null || exit 1
 
 "$SEMD" --listen "unix:$T/d.sock" --listen tls:127.0.0.1:0 --tls-cert srv.pem \
+	--acl "anonymous * all" \
 	--tls-key srv.key --ready-file "$T/d.ready" >"$T/d.log" 2>&1 &
 pid=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $pid"

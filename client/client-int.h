@@ -149,6 +149,7 @@ struct semc {
 	char *principal;
 	char *server;
 	bool resumed;
+	bool server_durable;	/* HelloReply.durable: its state outlives a restart */
 	int64_t lease_base;	/* monotonic ms: when the latest answered request was sent */
 	int64_t ka_sent;	/* when the latest keepalive ping was queued */
 	bool ka_out;		/* a keepalive ping is in flight */

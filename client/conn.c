@@ -490,8 +490,11 @@ static void conn_broken_locked(struct semc *c, struct semc_conn *k, const char *
 	conn_put_locked(k);
 	if (!c->closing)
 		event_push(d, SEMC_EV_DISCONNECTED, SEMC_E_DISCONNECTED, why, NULL);
+	/* Over a UNIX socket only the daemon can have closed it: worth a
+	 * resume when it keeps its state across a restart (or we detached);
+	 * otherwise whatever we held went with it. */
 	if (c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0 &&
-	    (c->addr.kind != SEMC_ADDR_UNIX || c->detach)) {
+	    (c->addr.kind != SEMC_ADDR_UNIX || c->detach || c->server_durable)) {
 		c->next_retry = semc_now_ms();
 		c->backoff = 0;
 	} else if (c->addr.kind == SEMC_ADDR_UNIX && c->granted_lease > 0 && !c->detach) {
@@ -856,6 +859,7 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	memcpy(c->secret, hr->secret.data, c->secret_len);
 	c->granted_lease = hr->lease_ms;
 	c->resumed = hr->resumed;
+	c->server_durable = hr->durable;
 	str_set(&c->principal, hr->principal);
 	str_set(&c->server, hr->server);
 	c->lease_base = sent_at;

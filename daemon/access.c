@@ -293,37 +293,6 @@ static void access_resolve(struct access_id *id)
 	}
 }
 
-/*
- * Force-releases are logged once the state machine has made them: mark
- * before sm_request() the count of releases it answered OK, and log after
- * it if that count grew. A refused one (by the ACL or the state machine's
- * ownership rule) is not a force-release and is not logged as one.
- */
-uint64_t access_release_mark(struct server *srv, const Semd__Request *req)
-{
-	struct sm_counters k;
-
-	if (req->op_case != SEMD__REQUEST__OP_RELEASE)
-		return 0;
-	sm_get_counters(srv->sm, &k);
-	return k.replies[SEMD__REQUEST__OP_RELEASE][SEMD__CODE__OK];
-}
-
-/* After sm_request(): log the force-release the mark shows was made. */
-void access_release_log(struct conn *c, const Semd__Request *req,
-    uint64_t mark)
-{
-	struct sm_counters k;
-
-	if (req->op_case != SEMD__REQUEST__OP_RELEASE)
-		return;
-	sm_get_counters(c->srv->sm, &k);
-	if (k.replies[SEMD__REQUEST__OP_RELEASE][SEMD__CODE__OK] > mark)
-		log_notice("%s: %s force-released permit %" PRIu64 " of %s",
-		    c->peer, access_principal(c->id), req->release->permit_id,
-		    req->release->name);
-}
-
 /* Forget a connection's identity. */
 void access_close(struct access_id *id)
 {

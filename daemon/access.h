@@ -44,12 +44,5 @@ const char *access_principal(const struct access_id *id);
  */
 bool access_check(struct conn *c, const Semd__Request *req,
     struct sm_caller *who);
-/*
- * Around sm_request() of an allowed request (under the state lock): a
- * force-release is logged only once the state machine has made it.
- */
-uint64_t access_release_mark(struct server *srv, const Semd__Request *req);
-void access_release_log(struct conn *c, const Semd__Request *req,
-    uint64_t mark);
 
 #endif

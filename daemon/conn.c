@@ -491,6 +491,15 @@ void conn_close_effect(void *ctx, void *conn)
 	conn_mbox_rec(w, c, MBOX_CLOSE);
 }
 
+/* The sm_out note effect: an operator's line, with the peer when known. */
+void conn_note(void *ctx, void *conn, const char *msg)
+{
+	const struct conn *c = conn;
+
+	(void)ctx;
+	log_notice("%s: %s", c != NULL ? c->peer : "(not on this node)", msg);
+}
+
 /*
  * Send the staged replies: straight to the socket when nothing is queued
  * before them (one write(2), as a plain request/reply server does), the
@@ -600,7 +609,6 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 	struct fastpb_req f;
 	struct sm_caller who;
 	Semd__Request *req;
-	uint64_t mark;
 	bool fast;
 	int r;
 
@@ -633,7 +641,6 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 			sm_batch_request(&c->w->batch, c->cid, &who, data, plen);
 			c->proposed += plen;
 		}
-		r = SM_OK;
 		if (req->op_case == SEMD__REQUEST__OP_HELLO && !c->hello) {
 			c->hello = true;
 			conn_arm_timer(c);
@@ -642,13 +649,8 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		return !c->closing && !c->dead;
 	}
 	/* The time the batch was read: one clock read per batch. */
-	if (!access_check(c, req, &who))
-		r = SM_OK;
-	else {
-		mark = access_release_mark(srv, req);
-		r = sm_request(srv->sm, c->client, req, &who, c->last_input_ms);
-		access_release_log(c, req, mark);
-	}
+	r = access_check(c, req, &who) ?
+	    sm_request(srv->sm, c->client, req, &who, c->last_input_ms) : SM_OK;
 	conn_arena_reset(fast ? NULL : req);
 	if (!c->hello && sm_client_session(c->client) != 0) {
 		c->hello = true;

@@ -496,6 +496,7 @@ struct sm_config server_sm_config_of(const struct server *srv)
 
 	server_sm_config(&srv->cfg, &sc);
 	sc.wall_ms = srv->cfg.data_dir == NULL ? server_wall() : 0;
+	sc.durable = srv->cfg.data_dir != NULL;
 	sc.server = "semd " PACKAGE_VERSION;
 	memcpy(sc.hash_key, srv->hash_key, sizeof sc.hash_key);
 	return sc;
@@ -504,7 +505,7 @@ struct sm_config server_sm_config_of(const struct server *srv)
 /* The state machine's effects: replies and closes on connections. */
 struct sm_out server_sm_out(void)
 {
-	struct sm_out out = { conn_reply, NULL, conn_close_effect };
+	struct sm_out out = { conn_reply, NULL, conn_close_effect, conn_note };
 
 	return out;
 }
@@ -626,7 +627,7 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	struct sm_config sc;
-	struct sm_out out = { conn_reply, NULL, conn_close_effect };
+	struct sm_out out = { conn_reply, NULL, conn_close_effect, conn_note };
 	struct server *srv;
 	size_t i;
 

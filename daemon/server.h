@@ -216,6 +216,8 @@ void conn_close_later(struct conn *c);
 void conn_reply(void *ctx, void *conn, const Semd__Reply *r);
 /* The sm_out close effect: close once the replies so far are written. */
 void conn_close_effect(void *ctx, void *conn);
+/* The sm_out note effect: a line in the log. */
+void conn_note(void *ctx, void *conn, const char *msg);
 /* With a log, under the lock: len bytes of c's requests were applied. */
 void conn_applied_locked(struct conn *c, size_t len);
 /* Write every connection's staged replies (one write each). */

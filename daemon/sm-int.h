@@ -316,6 +316,8 @@ int timer_arm_seq(struct sm *sm, struct sm_timer *t, int kind, uint64_t when,
 void timer_disarm(struct sm *sm, struct sm_timer *t);
 
 /* sm_reply.c */
+void sm_note(struct sm *sm, struct sm_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void reply_err(struct sm *sm, struct sm_client *c, uint64_t id, int code,
     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void hist_add(struct sm_hist *h, uint64_t ms);

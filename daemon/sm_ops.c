@@ -103,6 +103,7 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	hr.lease_ms = s->lease_ms;
 	hr.principal = s->ident->pr->name;
 	hr.server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
+	hr.durable = sm->cfg.durable;
 	r.id = id;
 	r.body_case = SEMD__REPLY__BODY_HELLO;
 	r.hello = &hr;
@@ -567,6 +568,9 @@ static void op_release(struct sm *sm, struct sm_client *c,
 	}
 	snprintf(why, sizeof why, "released by %s", c->pr->name);
 	notice_lost(sm, h, SEMD__CODE__CANCELLED, why);
+	sm_note(sm, c, "%s force-released permit %" PRIu64 " of %s (%u, "
+	    "held by %s)", c->pr->name, h->permit_id, sem->name, h->n,
+	    h->ident->pr->name);
 	n = h->n;
 	hold_release(sm, h, true);
 	reply_released(sm, c, id, n);
@@ -860,6 +864,9 @@ static void op_delete(struct sm *sm, struct sm_client *c,
 		    sem->name, sem->nholders, sem->nwaiters);
 		return;
 	}
+	if (sem->nholders > 0 || sem->nwaiters > 0)
+		sm_note(sm, c, "%s deleted %s by force (%u holders, %u waiters)",
+		    c->pr->name, sem->name, sem->nholders, sem->nwaiters);
 	/*
 	 * Cancel from the tail: taking the last waiter off never lets anyone
 	 * in front of it through, so nobody is granted a dying semaphore.

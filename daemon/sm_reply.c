@@ -35,6 +35,20 @@ void reply_send(struct sm *sm, struct sm_client *c, Semd__Reply *r)
 		sm->out.reply(sm->out.ctx, c->conn, r);
 }
 
+/* Tell the operator's log what c's request did (the note effect). */
+void sm_note(struct sm *sm, struct sm_client *c, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (sm->out.note == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	sm->out.note(sm->out.ctx, c != NULL ? c->conn : NULL, msg);
+}
+
 /* Send an error reply with a formatted message. */
 void
 reply_err(struct sm *sm, struct sm_client *c, uint64_t id, int code,

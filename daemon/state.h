@@ -66,17 +66,23 @@ struct sm_config {
 	 * (they differ between replicas of the same log).
 	 */
 	bool		stats_local;
+	/* The state is kept across restarts (a log): told in HelloReply. */
+	bool		durable;
 };
 
 /*
- * Effects of the state machine. conn is what sm_client_open() was given.
+ * Effects of the state machine. conn is the client's bound connection.
  * reply: send r to the client. close (optional): close the client's
  * connection once the replies sent so far are out (its session ended).
+ * note (optional): something an operator wants in the log was done - a
+ * hold released or a name deleted by force, by conn's client (conn may
+ * be NULL: not bound on this node) - said in msg.
  */
 struct sm_out {
 	void	(*reply)(void *ctx, void *conn, const Semd__Reply *r);
 	void	*ctx;
 	void	(*close)(void *ctx, void *conn);
+	void	(*note)(void *ctx, void *conn, const char *msg);
 };
 
 /* Return values of sm_request(). */

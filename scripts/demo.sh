@@ -46,18 +46,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "Starting semd on a private UNIX socket and a free loopback port"
-"$B/semd" --listen "unix:$D/semd.sock" --listen tcp:127.0.0.1:0 \
-	--ready-file "$D/ready" --log-level notice 2>"$D/semd.log" &
-SEMD_PID=$!
-for _ in $(seq 100); do
-	[ -s "$D/ready" ] && break
-	kill -0 "$SEMD_PID" 2>/dev/null || break
-	sleep 0.1
-done
-if [ ! -s "$D/ready" ]; then
-	echo "semd did not start:"; cat "$D/semd.log"; exit 1
-fi
+# start_semd: semd on a private UNIX socket, its state in $D/data.
+start_semd() {
+	rm -f "$D/ready"
+	"$B/semd" --listen "unix:$D/semd.sock" --data-dir "$D/data" \
+		--ready-file "$D/ready" --log-level notice 2>>"$D/semd.log" &
+	SEMD_PID=$!
+	for _ in $(seq 100); do
+		[ -s "$D/ready" ] && break
+		kill -0 "$SEMD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ ! -s "$D/ready" ]; then
+		echo "semd did not start:"; cat "$D/semd.log"; exit 1
+	fi
+}
+
+step "Starting semd on a private UNIX socket, its state in a data directory"
+start_semd
 echo "semd (pid $SEMD_PID) listens on:"; sed 's/^/  /' "$D/ready"
 export SEMD_SERVER="unix:$D/semd.sock"
 semctl() { "$B/semctl" "$@"; }
@@ -75,6 +81,11 @@ echo "exit status $rc"
 [ "$rc" = 1 ] || { echo "expected exit status 1"; exit 1; }
 
 step "Who holds what"
+show semctl info demo/jobs
+
+step "Restarting semd: the semaphore and its holds are kept (--data-dir)"
+kill -TERM "$SEMD_PID"; wait "$SEMD_PID" || true
+start_semd
 show semctl info demo/jobs
 
 step "Giving one permit back"

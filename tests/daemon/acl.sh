@@ -93,7 +93,7 @@ if [ "$me" = 0 ] && command -v setpriv >/dev/null && getent passwd nobody >/dev/
 	ok "nobody: inspect on jobs/ denied" has '^reply id=3 code=PERMISSION_DENIED' "$T/nobody.out"
 	ok "nobody: pub/ allowed" has '^reply id=4 code=OK permit=' "$T/nobody.out"
 	ok "nobody: force-release of my hold on admin/ denied" has "^reply id=6 code=PERMISSION_DENIED msg=\"uid:$nuid may not release holds on admin/h\"" "$T/nobody.out"
-	ok "... and not logged as a force-release" sh -c "! grep -q 'force-releases permit 1 of admin/h' '$T/d.log'"
+	ok "... and not logged as a force-release" sh -c "! grep -q 'force-released permit 1 of admin/h' '$T/d.log'"
 	ok "nobody: up of my hold is NOT_HOLDER" has '^reply id=7 code=NOT_HOLDER' "$T/nobody.out"
 	wait "$holder"
 	ok "my hold survived nobody's up" has '^reply id=4 code=OK name=hold/me .*holders=1' "$T/holder.out"

@@ -110,7 +110,7 @@ static const struct sm_apply_hooks hooks = { bind_id, NULL, NULL };
 static struct sm *replica_new(int k, struct replica *rp)
 {
 	struct sm_config cfg;
-	struct sm_out out = { rec_reply, &rp->out, rec_close };
+	struct sm_out out = { rec_reply, &rp->out, rec_close, NULL };
 
 	sm_config_defaults(&cfg);
 	cfg.wall_ms = 1600000000000ULL + (uint64_t)k * 7777777;
@@ -395,7 +395,7 @@ static void apply_all(const uint8_t *entry, size_t len)
 static void snapshots(void)
 {
 	struct sm_config cfg;
-	struct sm_out out = { rec_reply, &reps[2].out, rec_close };
+	struct sm_out out = { rec_reply, &reps[2].out, rec_close, NULL };
 	uint8_t *s[NREPLICAS] = { NULL };
 	size_t len[NREPLICAS] = { 0 };
 	char err[256];

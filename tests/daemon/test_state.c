@@ -145,7 +145,7 @@ static void cap_close(void *ctx, void *conn)
 static struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
 {
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL };
 
 	sm_config_defaults(&cfg);
 	cfg.wall_ms = wall_ms;

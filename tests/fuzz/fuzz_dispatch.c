@@ -192,6 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.server = "semd fuzz";
 	out.reply = fz_reply;
 	out.close = fz_close_req;
+	out.note = NULL;
 	out.ctx = &f;
 	f.now = 1000;
 	f.sm = sm_new(&cfg, &out, f.now);

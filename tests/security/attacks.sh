@@ -229,7 +229,7 @@ ok "unix: a user may not force-release root's hold (ownership)" \
 ok "unix: ... nor delete root's name" sh -c "! grep -q '^reply id=3 code=OK' '$T/own2.out'"
 ok "unix: ... nor change its limit" sh -c "! grep -q '^reply id=4 code=OK' '$T/own2.out'"
 ok "unix: ... and no force-release was logged for the refusals" \
-	sh -c "! grep -q 'force-releases permit' '$T/t.log'"
+	sh -c "! grep -q 'force-released permit' '$T/t.log'"
 wait "$rj"
 ok "root's hold survived" has '^reply id=4 code=OK name=rootjob .*holders=1' "$T/rj.out"
 honest "tcp (after)"
