@@ -153,7 +153,7 @@ struct semc_session {
 	uint64_t session;
 	uint32_t lease_ms;	/* granted session lease (0: none) */
 	const char *principal;
-	const char *server;	/* "semd 0.1.0" */
+	const char *server;	/* "semd 0.2.0" */
 	bool resumed;
 };
 
@@ -339,7 +339,7 @@ const char *semc_last_message(void);
 /* Parse "250ms", "5s", "2m" or "2min", "1h", "1d", "1.5s" or a bare number of
  * seconds. */
 int semc_parse_duration(const char *s, int64_t *ms);
-/* The library's version, "0.1.0". */
+/* The library's version, "0.2.0". */
 const char *semc_version(void);
 
 #ifdef __cplusplus

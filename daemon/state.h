@@ -58,7 +58,7 @@ struct sm_config {
 	uint32_t	max_reply;		/* bytes of holders and waiters an Info lists */
 	uint64_t	wall_ms;		/* unix time in ms at sm_new() */
 	uint8_t		hash_key[16];		/* random: SipHash key */
-	const char	*server;		/* "semd 0.1.0" for HelloReply */
+	const char	*server;		/* "semd 0.2.0" for HelloReply */
 	/* Test builds: heap allocations so far, reported by Stats; or NULL. */
 	uint64_t	(*alloc_count)(void);
 	/*
