@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/semaphore.h"
 #include "daemon/hmap.h"
@@ -267,6 +268,27 @@ struct sm {
 
 
 
+
+/*
+ * Arrays of pointers (to records): allocated, grown and sorted by the size
+ * of a pointer - not sizeof *v, which the analyser takes for a mistaken
+ * sizeof of a pointer.
+ */
+static inline void *ptr_array(size_t n)
+{
+	return calloc(n, sizeof(void *));
+}
+
+static inline void *ptr_array_grow(void *v, size_t n)
+{
+	return realloc(v, n * sizeof(void *));
+}
+
+static inline void ptr_sort(void *v, size_t n,
+    int (*cmp)(const void *, const void *))
+{
+	qsort(v, n, sizeof(void *), cmp);
+}
 
 /* A name of len bytes, as a hash table key. */
 struct name_key {

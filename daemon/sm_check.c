@@ -149,16 +149,19 @@ static int check_principals(const struct sm *sm, char *err, size_t errlen)
 	size_t np = hmap_count(&sm->principals), i = 0, k;
 	int r = -1;
 
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	prs = calloc(np + 1, sizeof *prs);
+	prs = ptr_array(np + 1);
 	cnt = calloc(np + 1, sizeof *cnt);
 	if (prs == NULL || cnt == NULL) {
 		snprintf(err, errlen, "out of memory checking principals");
 		goto out;
 	}
 	hmap_iter_init(&it, &sm->principals);
-	while ((n = hmap_iter_next(&it)) != NULL)
+	while (i < np && (n = hmap_iter_next(&it)) != NULL)
 		prs[i++] = container_of(n, struct sm_principal, node);
+	if (i != np) {
+		snprintf(err, errlen, "principal table counts %zu, holds %zu", np, i);
+		goto out;
+	}
 	hmap_iter_init(&it, &sm->sessions);
 	while ((n = hmap_iter_next(&it)) != NULL) {
 		s = container_of(n, struct sm_session, node);

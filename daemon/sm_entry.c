@@ -263,13 +263,12 @@ static void sm_restart(struct sm *sm, uint32_t grace_ms, uint64_t now)
 	}
 	/* Sessions by id, so the timers are armed in the same order anywhere. */
 	ns = hmap_count(&sm->sessions);
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	ss = calloc(ns + 1, sizeof *ss);
+	ss = ptr_array(ns + 1);
 	if (ss != NULL) {
 		hmap_iter_init(&it, &sm->sessions);
 		while ((n = hmap_iter_next(&it)) != NULL)
 			ss[i++] = container_of(n, struct sm_session, node);
-		qsort(ss, ns, sizeof *ss, sm_session_cmp);
+		ptr_sort(ss, ns, sm_session_cmp);
 		for (i = 0; i < ns; i++) {
 			ss[i]->heard += grace_ms;
 			session_arm(sm, ss[i]);

@@ -641,11 +641,9 @@ static void op_info(struct sm *sm, struct sm_client *c,
 	all = sem_manager(sm, c, sem);
 	budget = sm->cfg.max_reply / 2;		/* each list gets half */
 	hv = calloc(max, sizeof *hv);
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	hp = calloc(max, sizeof *hp);
+	hp = ptr_array(max);
 	wv = calloc(max, sizeof *wv);
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	wp = calloc(max, sizeof *wp);
+	wp = ptr_array(max);
 	if (hv == NULL || hp == NULL || wv == NULL || wp == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
@@ -779,8 +777,7 @@ static void op_list(struct sm *sm, struct sm_client *c,
 	if (max > SM_LIST_MAX)
 		max = SM_LIST_MAX;
 	sv = calloc(max, sizeof *sv);
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	sp = calloc(max, sizeof *sp);
+	sp = ptr_array(max);
 	if (sv == NULL || sp == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");

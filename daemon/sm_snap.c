@@ -130,8 +130,7 @@ static bool ptrmap_init(struct ptrmap *m, size_t n)
 	while (m->size < 2 * n + 2)
 		m->size *= 2;
 	m->n = 0;
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	m->keys = calloc(m->size, sizeof *m->keys);
+	m->keys = ptr_array(m->size);
 	m->vals = calloc(m->size, sizeof *m->vals);
 	return m->keys != NULL && m->vals != NULL;
 }
@@ -196,14 +195,13 @@ static void **sorted_nodes(const struct hmap *m, size_t offset,
 	size_t i = 0;
 	void **v;
 
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	v = calloc(hmap_count(m) + 1, sizeof *v);
+	v = ptr_array(hmap_count(m) + 1);
 	if (v == NULL)
 		return NULL;
 	hmap_iter_init(&it, m);
 	while ((n = hmap_iter_next(&it)) != NULL)
 		v[i++] = (char *)n - offset;
-	qsort(v, i, sizeof *v, cmp);
+	ptr_sort(v, i, cmp);
 	return v;
 }
 
@@ -573,8 +571,7 @@ static void r_tables(struct restore *rs)
 		rs_fail(rs, "principal count out of range");
 		return;
 	}
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	rs->prs = calloc((size_t)rs->np + 1, sizeof *rs->prs);
+	rs->prs = ptr_array((size_t)rs->np + 1);
 	if (rs->prs == NULL) {
 		rs_fail(rs, "out of memory");
 		return;
@@ -590,8 +587,7 @@ static void r_tables(struct restore *rs)
 		rs_fail(rs, "identity count out of range");
 		return;
 	}
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	rs->ids = calloc((size_t)rs->nids + 1, sizeof *rs->ids);
+	rs->ids = ptr_array((size_t)rs->nids + 1);
 	if (rs->ids == NULL) {
 		rs_fail(rs, "out of memory");
 		return;
@@ -905,10 +901,8 @@ static void r_owner_lists(struct restore *rs)
 	struct sm_sem *sem;
 	size_t nh = 0, nw = 0, i;
 
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	hv = calloc(sm->ctr.holders + 1, sizeof *hv);
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	wv = calloc(sm->ctr.waiters + 1, sizeof *wv);
+	hv = ptr_array(sm->ctr.holders + 1);
+	wv = ptr_array(sm->ctr.waiters + 1);
 	if (hv == NULL || wv == NULL) {
 		rs_fail(rs, "out of memory");
 		goto out;
@@ -920,8 +914,8 @@ static void r_owner_lists(struct restore *rs)
 		list_for_each(pos, &sem->waiters)
 			wv[nw++] = list_entry(pos, struct sm_wait, sem_entry);
 	}
-	qsort(hv, nh, sizeof *hv, hold_cmp);
-	qsort(wv, nw, sizeof *wv, wait_cmp);
+	ptr_sort(hv, nh, hold_cmp);
+	ptr_sort(wv, nw, wait_cmp);
 	for (i = 0; i < nh; i++) {
 		if (hv[i]->session != NULL) {
 			list_add_tail(&hv[i]->owner_entry, &hv[i]->session->holds);

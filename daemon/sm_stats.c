@@ -112,8 +112,7 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 void sm_get_counters(const struct sm *sm, struct sm_counters *out)
 {
 	*out = sm->ctr;
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-	out->memory_bytes = sm->mem + sizeof *sm + sm->heap_cap * sizeof *sm->heap +
+	out->memory_bytes = sm->mem + sizeof *sm + sm->heap_cap * sizeof(void *) +
 	    hmap_bytes(&sm->names) + hmap_bytes(&sm->sessions) +
 	    hmap_bytes(&sm->permits) + hmap_bytes(&sm->tokens) +
 	    hmap_bytes(&sm->requests) + ordidx_bytes(&sm->byname);

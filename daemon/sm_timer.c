@@ -56,8 +56,7 @@ int timer_arm_seq(struct sm *sm, struct sm_timer *t, int kind, uint64_t when,
 
 	if (sm->heap_n == sm->heap_cap) {
 		cap = sm->heap_cap ? sm->heap_cap * 2 : 64;
-		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
-		h = realloc(sm->heap, cap * sizeof *h);
+		h = ptr_array_grow(sm->heap, cap);
 		if (h == NULL)
 			return -ENOMEM;
 		sm->heap = h;
