@@ -324,6 +324,14 @@ static bool access_need(const Semd__Request *req, const char **name,
 		*right = ACL_CREATE;
 		*verb = "create";
 		return true;
+	case SEMD__REQUEST__OP_CLUSTER:
+		/* The node's view: inspect; a change of the cluster: admin. */
+		*name = "";
+		*right = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS ?
+		    ACL_INSPECT : ACL_ADMIN;
+		*verb = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS ?
+		    "inspect the cluster of" : "change the cluster of";
+		return true;
 	case SEMD__REQUEST__OP_DELETE:
 		*name = req->delete_->name;
 		*right = ACL_CREATE;
