@@ -40,6 +40,7 @@
 #include "proto/semd.pb-c.h"
 
 enum semc_addr_kind { SEMC_ADDR_UNIX = 1, SEMC_ADDR_TCP, SEMC_ADDR_TLS };
+#define SEMC_MAX_ADDRS	9	/* daemons in an address list */
 
 struct semc_addr {
 	enum semc_addr_kind kind;
@@ -113,8 +114,13 @@ struct semc {
 	pthread_cond_t cond;
 	pid_t pid;		/* the process that made the handle */
 
-	struct semc_addr addr;
+	struct semc_addr addr;		/* the one in use (connecting: lock) */
 	bool addr_set;
+	/* The daemons of a cluster (-s a,b,c), tried in turn; addr is one. */
+	struct semc_addr addrs[SEMC_MAX_ADDRS];
+	unsigned naddrs;
+	unsigned cur;			/* addrs[cur] is addr */
+	unsigned round_fails;		/* failed attempts since a success */
 	char *client_name;
 	_Atomic uint32_t lease_ms;
 	_Atomic int timeout_ms;
