@@ -183,6 +183,7 @@ void semc_req_free(struct semc_req *r);
 int semc_submit(struct semc *c, struct semc_req *r);
 int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost);
 int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out);
+int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms);
 bool semc_permit_lost(struct semc *c, uint64_t permit_id);
 int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg);
 int64_t semc_lease_end_locked(const struct semc *c);

@@ -815,39 +815,21 @@ static int sock_connect(struct semc *c, int64_t deadline)
 	return fd;
 }
 
-/* Send Hello on a fresh connection and read its reply. */
-static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
-			  uint64_t resume, const uint8_t *secret, size_t secret_len,
-			  Semd__Reply **out, int64_t *sent_at)
+/* Send one request on a fresh connection and read the one reply to it. */
+static int frame_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
+			  Semd__Request *rq, Semd__Reply **out, int64_t *sent_at,
+			  const char *what)
 {
-	Semd__Request rq = SEMD__REQUEST__INIT;
-	Semd__Hello h = SEMD__HELLO__INIT;
 	uint8_t hdr[FRAME_HDR], *buf = NULL;
-	char host[256] = "", name[256];
 	size_t len;
 	int r;
 
 	*out = NULL;
-	gethostname(host, sizeof host - 1);
-	h.version = 1;
-	h.host = host;
-	h.pid = (uint32_t)getpid();
-	h.lease_ms = atomic_load(&c->lease_ms);
-	h.resume_session = resume;
-	h.resume_secret.data = (uint8_t *)secret;
-	h.resume_secret.len = secret_len;
-	rq.op_case = SEMD__REQUEST__OP_HELLO;
-	rq.hello = &h;
-	pthread_mutex_lock(&c->lock);
-	rq.id = c->next_id++;
-	snprintf(name, sizeof name, "%s", c->client_name ? c->client_name : "libsemclient");
-	pthread_mutex_unlock(&c->lock);
-	h.client_name = name;
-	len = semd__request__get_packed_size(&rq);
+	len = semd__request__get_packed_size(rq);
 	if ((buf = malloc(FRAME_HDR + len)) == NULL)
 		return semc_fail(SEMC_E_NOMEM, NULL);
 	frame_put_header(buf, (uint32_t)len);
-	semd__request__pack(&rq, buf + FRAME_HDR);
+	semd__request__pack(rq, buf + FRAME_HDR);
 	*sent_at = semc_now_ms();
 	r = io_write_all(k, buf, FRAME_HDR + len, deadline);
 	free(buf);
@@ -871,9 +853,96 @@ static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
 fail:
 	free(buf);
 	if (r == -ETIMEDOUT)
-		return semc_fail(SEMC_E_NO_REPLY, "no answer to Hello from %s", c->addr.canon);
-	return semc_fail(SEMC_E_CONNECT, "handshake with %s failed: %s", c->addr.canon,
+		return semc_fail(SEMC_E_NO_REPLY, "no answer to %s from %s", what,
+				 c->addr.canon);
+	return semc_fail(SEMC_E_CONNECT, "%s with %s failed: %s", what, c->addr.canon,
 			 strerror(-r));
+}
+
+/* Send Hello on a fresh connection and read its reply. */
+static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
+			  uint64_t resume, const uint8_t *secret, size_t secret_len,
+			  Semd__Reply **out, int64_t *sent_at)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Hello h = SEMD__HELLO__INIT;
+	char host[256] = "", name[256];
+
+	gethostname(host, sizeof host - 1);
+	h.version = 1;
+	h.host = host;
+	h.pid = (uint32_t)getpid();
+	h.lease_ms = atomic_load(&c->lease_ms);
+	h.resume_session = resume;
+	h.resume_secret.data = (uint8_t *)secret;
+	h.resume_secret.len = secret_len;
+	rq.op_case = SEMD__REQUEST__OP_HELLO;
+	rq.hello = &h;
+	pthread_mutex_lock(&c->lock);
+	rq.id = c->next_id++;
+	snprintf(name, sizeof name, "%s", c->client_name ? c->client_name : "libsemclient");
+	pthread_mutex_unlock(&c->lock);
+	h.client_name = name;
+	return frame_exchange(c, k, deadline, &rq, out, sent_at, "the handshake");
+}
+
+/*
+ * A cluster's status from the first daemon of the list that answers,
+ * without a session (a node that does not lead answers it too).
+ */
+static int addr_default(struct semc *c);
+
+int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Cluster cl = SEMD__CLUSTER__INIT;
+	struct semc_conn *k;
+	int64_t deadline, sent_at;
+	unsigned i, n;
+	int fd, r = SEMC_E_CONNECT;
+
+	*out = NULL;
+	if ((r = addr_default(c)) != 0)
+		return r;
+	for (i = 0; i < c->naddrs; i++)
+		if (c->addrs[i].kind == SEMC_ADDR_TLS && (r = semc_tls_setup(c)) != 0)
+			return r;
+	r = SEMC_E_CONNECT;
+	cl.action = SEMD__CLUSTER__ACTION__STATUS;
+	rq.op_case = SEMD__REQUEST__OP_CLUSTER;
+	rq.cluster = &cl;
+	rq.id = 1;
+	n = c->naddrs > 0 ? c->naddrs : 1;
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&c->lock);
+		addr_use_locked(c, (c->cur + (i > 0)) % (c->naddrs ? c->naddrs : 1));
+		pthread_mutex_unlock(&c->lock);
+		deadline = semc_now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);
+		if ((fd = sock_connect(c, deadline)) < 0) {
+			r = fd;
+			continue;
+		}
+		k = calloc(1, sizeof *k);
+		if (k == NULL) {
+			close(fd);
+			return semc_fail(SEMC_E_NOMEM, NULL);
+		}
+		k->fd = fd;
+		k->refs = 1;
+		pthread_mutex_init(&k->iolock, NULL);
+		r = 0;
+		if (c->addr.kind == SEMC_ADDR_TLS)
+			r = semc_tls_handshake(c, k, deadline);
+		if (r == 0)
+			r = frame_exchange(c, k, deadline, &rq, out, &sent_at,
+					   "the cluster status");
+		pthread_mutex_lock(&c->lock);
+		conn_put_locked(k);
+		pthread_mutex_unlock(&c->lock);
+		if (r == 0)
+			return 0;
+	}
+	return r;
 }
 
 /* Queue a Detach (semc_detach(), sent again on every resume). */

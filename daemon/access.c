@@ -442,8 +442,13 @@ bool access_check(struct conn *c, const Semd__Request *req,
 	memcpy(who->limit, id->limit, sizeof who->limit);
 	if (id->subject.admin)
 		who->privs = SM_PRIV_ADMIN;
-	/* Before Hello the state machine answers PROTOCOL_ERROR anyway. */
-	if (!c->hello || !access_need(req, &name, &right, &verb) || name == NULL)
+	/*
+	 * Before Hello the state machine answers PROTOCOL_ERROR anyway; a
+	 * cluster's status is answered by the node without a session, so it
+	 * is checked from the first request on.
+	 */
+	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
+	    !access_need(req, &name, &right, &verb) || name == NULL)
 		return true;
 	len = strlen(name);
 	/* An invalid name gets the state machine's INVALID_ARGUMENT. */
