@@ -1183,6 +1183,32 @@ uint64_t durable_client_id(struct server *srv)
 	return (uint64_t)srv->durable->id << 48 | ++srv->durable->next_client;
 }
 
+/* The node's cluster figures for Stats (any thread; under the state lock). */
+void durable_counters(void *arg, struct sm_local_counters *out)
+{
+	struct durable *d = ((struct server *)arg)->durable;
+	const char *st;
+
+	if (d == NULL)
+		return;
+	pthread_mutex_lock(&d->slock);
+	st = d->st.state != NULL ? d->st.state : "";
+#define LC(nm, v) do {							\
+	out->name[out->n] = (nm);					\
+	out->value[out->n++] = (v);					\
+} while (0)
+	LC("cluster_node_id", d->id);
+	LC("cluster_leader", strcmp(st, "leader") == 0);
+	LC("cluster_term", d->st.term);
+	LC("cluster_commit_index", d->st.commit_index);
+	LC("cluster_applied_index", d->st.applied_index);
+	LC("cluster_last_index", d->st.last_index);
+	LC("cluster_leader_id", d->st.leader_id);
+	LC("cluster_nodes", d->st.n_nodes);
+#undef LC
+	pthread_mutex_unlock(&d->slock);
+}
+
 /* Is this node the leader, serving clients? (any thread) */
 bool durable_serving(struct server *srv)
 {

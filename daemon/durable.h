@@ -48,6 +48,8 @@ void durable_config(struct server *srv, const struct sm_config *cfg);
  * counter (ids start again after a restart, which closes every client).
  */
 uint64_t durable_client_id(struct server *srv);
+/* The node's cluster figures for Stats (sm_config.local_counters). */
+void durable_counters(void *arg, struct sm_local_counters *out);
 /* Is this node the leader, serving clients? (any thread) */
 bool durable_serving(struct server *srv);
 /* The leader as this node knows it: its id (0: none), its client address. */

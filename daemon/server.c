@@ -531,6 +531,10 @@ struct sm_config server_sm_config_of(const struct server *srv)
 	server_sm_config(&srv->cfg, &sc);
 	sc.wall_ms = srv->cfg.data_dir == NULL ? server_wall() : 0;
 	sc.durable = srv->cfg.data_dir != NULL;
+	if (sc.durable) {
+		sc.local_counters = durable_counters;
+		sc.local_arg = (void *)srv;
+	}
 	sc.server = "semd " PACKAGE_VERSION;
 	memcpy(sc.hash_key, srv->hash_key, sizeof sc.hash_key);
 	return sc;

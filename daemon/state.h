@@ -48,6 +48,14 @@
 #define SM_INFO_PAGE_MAX 1000	/* ... at most, whatever the client asks */
 #define SM_PROTO_VERSION 1
 
+/* Figures of the node (not the state) a Stats reply may carry. */
+#define SM_STATS_LOCAL_MAX	12
+struct sm_local_counters {
+	size_t		n;
+	const char	*name[SM_STATS_LOCAL_MAX];	/* static strings */
+	uint64_t	value[SM_STATS_LOCAL_MAX];
+};
+
 struct sm_config {
 	uint32_t	default_limit;		/* limit of auto-created names */
 	uint32_t	max_semaphores;
@@ -68,6 +76,9 @@ struct sm_config {
 	bool		stats_local;
 	/* The state is kept across restarts (a log): told in HelloReply. */
 	bool		durable;
+	/* More of the node's figures for Stats (its cluster view), or NULL. */
+	void		(*local_counters)(void *arg, struct sm_local_counters *out);
+	void		*local_arg;
 };
 
 /*
