@@ -70,6 +70,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "data-dir", CFG_PATH, OFF(data_dir), 0, 0 },
 	{ "node-id", CFG_UINT, OFF(node_id), 1, 65535 },
 	{ "peer-listen", CFG_PATH, OFF(peer_listen), 0, 0 },
+	{ "peer-bind", CFG_PATH, OFF(peer_bind), 0, 0 },
 	{ "bootstrap", CFG_PATH, OFF(bootstrap), 0, 0 },
 	{ "advertise", CFG_PATH, OFF(advertise), 0, 0 },
 	{ "allow-insecure-peers", CFG_BOOL, OFF(allow_insecure_peers), 0, 0 },
@@ -134,6 +135,8 @@ void config_free(struct semd_config *c)
 	c->data_dir = NULL;
 	free(c->peer_listen);
 	c->peer_listen = NULL;
+	free(c->peer_bind);
+	c->peer_bind = NULL;
 	free(c->bootstrap);
 	c->bootstrap = NULL;
 	free(c->advertise);
@@ -590,9 +593,10 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 			    "and data-dir");
 			return -EINVAL;
 		}
-		if (strncmp(c->peer_listen, "tcp:", 4) != 0) {
-			snprintf(err, errlen, "peer-listen %s: give tcp:HOST:PORT",
-			    c->peer_listen);
+		if (strncmp(c->peer_listen, "tcp:", 4) != 0 ||
+		    (c->peer_bind != NULL && strncmp(c->peer_bind, "tcp:", 4) != 0)) {
+			snprintf(err, errlen, "peer-listen and peer-bind: give "
+			    "tcp:IPV4:PORT");
 			return -EINVAL;
 		}
 		/*

@@ -65,6 +65,7 @@ struct semd_config {
 	uint32_t	snapshot_every;		/* log entries between snapshots */
 	uint32_t	node_id;		/* cluster node (0: one voter) */
 	char		*peer_listen;		/* tcp:HOST:PORT for raft's peers */
+	char		*peer_bind;		/* ... bound there if not there (NAT) */
 	char		*bootstrap;		/* "ID=HOST:PORT,..." for a new cluster */
 	char		*advertise;		/* the address clients are sent to */
 	bool		allow_insecure_peers;	/* plain peer TCP beyond loopback */

@@ -1052,6 +1052,9 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	d->deadline.data = d;
 	if (d->cluster) {
 		r = raft_uv_tcp_init(&d->transport, &d->loop);
+		if (r == 0 && srv->cfg.peer_bind != NULL)
+			r = raft_uv_tcp_set_bind_address(&d->transport,
+			    srv->cfg.peer_bind + 4);
 		if (r != 0) {
 			snprintf(err, errlen, "raft TCP transport: %s",
 			    raft_strerror(r));

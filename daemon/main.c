@@ -171,7 +171,7 @@ int main(int argc, char **argv)
 		"metrics-listen", "metrics-names", "metrics-max-connections",
 		"metrics-timeout", "admin", "acl",
 		"data-dir", "restart-grace", "snapshot-every",
-		"node-id", "peer-listen", "bootstrap", "advertise",
+		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
 		"allow-insecure-peers", "election-timeout",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
