@@ -9,3 +9,12 @@ tests_cluster_cluster_load_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 CLUSTER_SH_TESTS = tests/cluster/faults.sh
 TESTS += $(CLUSTER_SH_TESTS)
 EXTRA_DIST += $(CLUSTER_SH_TESTS) tests/cluster/peerproxy.py
+
+# sim: the state machines of a 3/5-node cluster on libraft's deterministic
+# fixture, under faults, with simulated clients checking what they trusted.
+check_PROGRAMS += tests/cluster/sim
+tests_cluster_sim_SOURCES = tests/cluster/sim.c
+tests_cluster_sim_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(RAFT_CFLAGS)
+tests_cluster_sim_LDADD = daemon/libsemstate.a proto/libsemproto.a \
+	core/libsemcore.a $(PROTOBUF_C_LIBS) $(RAFT_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/cluster/sim
