@@ -21,8 +21,9 @@
  *  - when a client hears of a grant, the clients that trust their own holds
  *    of that name (their client-side lease not over, the hold not given
  *    back nor reported lost) are at most its limit;
- *  - fencing tokens of new grants grow per name (a retried down gets its
- *    first grant back);
+ *  - no fencing token is granted to two downs, and a down sent once gets
+ *    a token greater than every one heard before on its name (a down sent
+ *    again after a resume may get one granted to its session unheard);
  *  - a session is never gone while its client still trusts its lease;
  *  - once every fault is healed, every client is answered again.
  * libraft's fixture checks election safety and the leader's append-only log.
@@ -157,6 +158,8 @@ struct sent {
 	uint64_t	id;
 	uint64_t	at;		/* sim time it was sent */
 	int		name;		/* a down's name, or -1 */
+	int		client;
+	bool		retry;		/* sent again after a resume */
 };
 
 struct client {
@@ -187,8 +190,13 @@ struct client {
 static struct client cl[NCL];
 static uint64_t next_conn = 1;
 
-/* Tokens granted per name, ascending (new ones are appended). */
-static uint64_t *tokens[NNAMES];
+/* Tokens granted per name, ascending, with the down that got each. */
+struct token {
+	uint64_t	token;
+	int		client;
+	uint64_t	id;
+};
+static struct token *tokens[NNAMES];
 static size_t ntokens[NNAMES], captokens[NNAMES];
 
 static unsigned long grants, entries, faults, snaps_compared, installs;
@@ -345,34 +353,47 @@ static unsigned int believers(int name)
 	return count;
 }
 
-/* A token granted on name: new ones grow, a repeated one is a retry's. */
-static void check_token(int name, uint64_t token)
+/*
+ * A grant's token: new grants' tokens grow; a down heard again gets its
+ * token again; a down sent again after a resume may get a token lower than
+ * the last one heard (granted to its session while no connection was
+ * there to hear it), never one another down got.
+ */
+static void check_token(int name, const struct sent *s, uint64_t token)
 {
-	size_t lo = 0, hi = ntokens[name];
+	struct token *t = tokens[name];
+	size_t lo = 0, hi = ntokens[name], n = ntokens[name];
 
-	if (hi == 0 || token > tokens[name][hi - 1]) {
-		if (ntokens[name] == captokens[name]) {
-			captokens[name] = captokens[name] ? captokens[name] * 2 : 256;
-			tokens[name] = realloc(tokens[name],
-			    captokens[name] * sizeof **tokens);
-			if (tokens[name] == NULL)
-				fail("out of memory");
-		}
-		tokens[name][ntokens[name]++] = token;
-		grants++;
-		return;
-	}
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
-		if (tokens[name][mid] < token)
+		if (t[mid].token < token)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == ntokens[name] || tokens[name][lo] != token)
+	if (lo < n && t[lo].token == token) {
+		if (t[lo].client != s->client || t[lo].id != s->id)
+			fail("%s: token %" PRIu64 " granted twice (client %d's "
+			    "down %" PRIu64 ", client %d's down %" PRIu64 ")",
+			    names[name], token, t[lo].client, t[lo].id, s->client,
+			    s->id);
+		return;
+	}
+	if (lo < n && !s->retry)
 		fail("%s: token %" PRIu64 " granted after token %" PRIu64,
-		    names[name], token, tokens[name][ntokens[name] - 1]);
+		    names[name], token, t[n - 1].token);
+	if (n == captokens[name]) {
+		captokens[name] = captokens[name] ? captokens[name] * 2 : 256;
+		tokens[name] = realloc(tokens[name], captokens[name] * sizeof *t);
+		if (tokens[name] == NULL)
+			fail("out of memory");
+		t = tokens[name];
+	}
+	memmove(&t[lo + 1], &t[lo], (n - lo) * sizeof *t);
+	t[lo] = (struct token){ token, s->client, s->id };
+	ntokens[name]++;
+	grants++;
 }
 
 /* A client hears a reply from the node it is attached to. */
@@ -444,8 +465,12 @@ static void on_reply(void *ctx, void *conn, const Semd__Reply *r)
 	s = r->body_case == SEMD__REPLY__BODY_GRANT && r->code == SEMD__CODE__OK ?
 	    find_sent(id, r->id) : NULL;
 	if (s != NULL && s->name >= 0 &&
-	    ledger[raft_last_applied(n->raft) + 1] == 0)
-		check_token(s->name, r->grant->token);
+	    ledger[raft_last_applied(n->raft) + 1] == 0) {
+		trace("entry %llu: conn %" PRIu64 " request %" PRIu64 " granted %s "
+		    "token %" PRIu64, (unsigned long long)raft_last_applied(n->raft) + 1,
+		    id, r->id, names[s->name], r->grant->token);
+		check_token(s->name, s, r->grant->token);
+	}
 	c = client_of(id);
 	if (c != NULL && c->node == (int)n->i)
 		deliver(c, r);
@@ -634,10 +659,12 @@ static int fix_truncate(struct raft_io *io, raft_index index)
 
 /* --- the clients' moves ----------------------------------------------------------- */
 
-static void remember(struct client *c, uint64_t id, int name)
+static void remember(struct client *c, uint64_t id, int name, bool retry)
 {
 	struct sent *s = &c->ring[c->nring++ % RING];
 
+	s->client = (int)(c - cl);
+	s->retry = retry;
 	s->conn = c->conn;
 	s->id = id;
 	s->at = now();
@@ -647,7 +674,7 @@ static void remember(struct client *c, uint64_t id, int name)
 
 /* Send one request (and before it, what else the batch carries). */
 static void send_req(struct client *c, struct sm_batch *b, Semd__Request *rq,
-    int name)
+    int name, bool retry)
 {
 	struct sm_caller who = { 0 };
 	uint8_t buf[1024];
@@ -656,7 +683,7 @@ static void send_req(struct client *c, struct sm_batch *b, Semd__Request *rq,
 	who.privs = SM_PRIV_ADMIN;
 	semd__request__pack(rq, buf);
 	sm_batch_request(b, c->conn, &who, buf, len);
-	remember(c, rq->id, name);
+	remember(c, rq->id, name, retry);
 }
 
 /* Propose what the client sends, on its node (dropped when it cannot). */
@@ -710,14 +737,14 @@ static void attach(struct client *c, int node)
 	rq.id = c->next_id++;
 	rq.op_case = SEMD__REQUEST__OP_HELLO;
 	rq.hello = &h;
-	send_req(c, &b, &rq, -1);
+	send_req(c, &b, &rq, -1, false);
 	transmit(c, &b);
 	sm_batch_free(&b);
 	trace("client %d attaches to node %d (conn %" PRIu64 ", resume %"
 	    PRIu64 ")", (int)(c - cl), node + 1, c->conn, h.resume_session);
 }
 
-static void send_down(struct client *c)
+static void send_down(struct client *c, bool retry)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Down d = SEMD__DOWN__INIT;
@@ -731,7 +758,7 @@ static void send_down(struct client *c)
 	rq.op_case = SEMD__REQUEST__OP_DOWN;
 	rq.down = &d;
 	sm_batch_init(&b);
-	send_req(c, &b, &rq, c->down_name);
+	send_req(c, &b, &rq, c->down_name, retry);
 	transmit(c, &b);
 	sm_batch_free(&b);
 	c->down_sent = now();
@@ -764,7 +791,7 @@ static void send_simple(struct client *c, int what)
 		rq.op_case = SEMD__REQUEST__OP_DETACH;
 		rq.detach = &dt;
 	}
-	send_req(c, &b, &rq, -1);
+	send_req(c, &b, &rq, -1, false);
 	transmit(c, &b);
 	sm_batch_free(&b);
 }
@@ -820,7 +847,7 @@ static void client_step(struct client *c)
 	}
 	if (c->down_id != 0) {
 		if (c->down_sent == 0)
-			send_down(c);		/* resumed: ask again, same id */
+			send_down(c, true);	/* resumed: ask again, same id */
 		return;
 	}
 	if (t < c->next_act)
@@ -834,7 +861,7 @@ static void client_step(struct client *c)
 		c->down_name = (int)below(NNAMES);
 		c->down_timeout = below(4) == 0 ? 0 : below(5) == 0 ? -1 :
 		    (int64_t)(100 + below(1500));
-		send_down(c);
+		send_down(c, false);
 		break;
 	case 4: case 5: case 6:
 		if (c->nholds > 0)
