@@ -189,6 +189,7 @@ struct client {
 
 static struct client cl[NCL];
 static uint64_t next_conn = 1;
+static uint64_t next_draw;	/* of election timeouts */
 
 /* Tokens granted per name, ascending, with the down that got each. */
 struct token {
@@ -887,6 +888,17 @@ static void client_step(struct client *c)
 /* Follow leadership as durable.c's poll does. */
 static void follow(void)
 {
+	/*
+	 * The fixture draws each node's election timeout once: nodes whose
+	 * elections keep colliding would collide forever. raft_uv draws it
+	 * for every election; so does this, every 100 ms.
+	 */
+	if (now() >= next_draw) {
+		for (unsigned int i = 0; i < nn; i++)
+			raft_fixture_set_randomized_election_timeout(&f, i,
+			    500 + below(500));
+		next_draw = now() + 100;
+	}
 	for (unsigned int i = 0; i < nn; i++) {
 		struct node *n = &nodes[i];
 		bool lead = raft_fixture_alive(&f, i) &&
@@ -1046,6 +1058,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	memset(nodes, 0, sizeof nodes);
 	memset(cl, 0, sizeof cl);
 	next_conn = 1;
+	next_draw = 0;
 	nn = n_nodes;
 	if (raft_fixture_initialize(&f) != 0)
 		fail("fixture");
