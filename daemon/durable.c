@@ -35,6 +35,7 @@
 #include <uv.h>
 
 #include "daemon/durable.h"
+#include "daemon/raftguard.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 
@@ -70,6 +71,7 @@ struct durable {
 	unsigned int		term_leader;	/* leaderships taken so far */
 	bool			fresh;		/* a new data directory */
 	uint32_t		grace_ms;
+	raft_term		lead_term;	/* the term we lead in */
 	uint32_t		snapshot_every;
 	struct sm_config	smcfg;		/* the settings proposed at start */
 
@@ -201,8 +203,19 @@ static void d_applied(struct raft_apply *req, int status, void *result)
 
 	(void)result;
 	d->inflight--;
-	if (status != 0)
+	if (status != 0) {
 		log_warn("log: an entry was not applied: %s", raft_strerror(status));
+		/*
+		 * Raft fails the entries in flight while it steps down, from
+		 * inside raft, its leader state half gone: nothing more may be
+		 * proposed from here (raft_apply would crash); the poll drops
+		 * the clients.
+		 */
+		if (status == RAFT_LEADERSHIPLOST || status == RAFT_SHUTDOWN) {
+			d->serving = false;
+			atomic_store(&d->serving_pub, false);
+		}
+	}
 	if (p->startup) {
 		if (status == 0 && d->leader) {
 			d->serving = true;
@@ -786,8 +799,14 @@ static void d_poll_cb(uv_timer_t *t)
 	bool leader = raft_state(&d->raft) == RAFT_LEADER;
 	int rv;
 
+	/* Lost and won again between two polls: a new leadership all the same. */
+	if (leader && d->leader && d->raft.current_term != d->lead_term) {
+		d->leader = false;
+		d_leadership_lost(d);
+	}
 	if (leader && !d->leader) {
 		d->leader = true;
+		d->lead_term = d->raft.current_term;
 		d->term_leader++;
 		log_notice("log: node %llu is the leader (term %llu)",
 		    (unsigned long long)d->id,
@@ -870,6 +889,7 @@ close:
 	/* Let raft and the handles finish closing. */
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 	raft_uv_close(&d->io);
+	raftguard_remove(&d->io);
 	if (d->cluster)
 		raft_uv_tcp_close(&d->transport);
 	return NULL;
@@ -1076,6 +1096,12 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	if (r != 0) {
 		snprintf(err, errlen, "raft I/O on %s: %s", dir, d->io.errmsg);
 		return EX_CANTCREAT;
+	}
+	/* libraft 0.15 crashes on entries it compacted away: see raftguard.h. */
+	if (raftguard_install(&d->io) != 0) {
+		snprintf(err, errlen, "raft I/O: too many logs in one process");
+		raft_uv_close(&d->io);
+		return EX_SOFTWARE;
 	}
 	/* Snapshots are written as they are (they are small per name). */
 	raft_uv_set_snapshot_compression(&d->io, false);

@@ -46,6 +46,8 @@ leader() {
 has_leader() { l=$(leader); [ -n "$l" ] && [ "$l" != 0 ]; }
 wait_leader() { t_wait_for 10 has_leader; }
 pid_of() { eval "echo \$N$1"; }
+# alive PID: running, not a zombie (a crash leaves one until it is waited for).
+alive() { st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
 
 for i in 1 2 3; do start_node $i || { echo "node $i did not start"; exit 1; }; done
 ok "a leader is elected" wait_leader
@@ -88,5 +90,6 @@ sed 's/^/# /' "$T/load.err" | head -20
 expect_eq "the clients' checks (limit, tokens, no silent loss, answered, carried on)" 0 "$rc"
 for i in 1 2 3; do
 	ok "node $i never crashed (its log has no abort)" sh -c "! grep -qi 'assert\|abort\|double free' '$T/n$i.log'"
+	ok "node $i is still running (only the test's kill -9 stopped it)" alive "$(pid_of $i)"
 done
 t_done

@@ -42,6 +42,7 @@
 #include <raft.h>
 #include <raft/fixture.h>
 
+#include "daemon/raftguard.h"
 #include "daemon/state.h"
 
 #define MAXNODES	5
@@ -1086,6 +1087,8 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		n->raft->io->append = fix_append;
 		n->raft->io->truncate = fix_truncate;
 		n->stored = 1;		/* the bootstrap's configuration */
+		if (raftguard_install(n->raft->io) != 0)
+			fail("raftguard");
 		raft_set_election_timeout(n->raft, 500);
 		raft_set_heartbeat_timeout(n->raft, 50);
 		raft_set_pre_vote(n->raft, true);
@@ -1164,6 +1167,8 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		follow();
 	}
 	compare_snapshots();
+	for (i = 0; i < nn; i++)
+		raftguard_remove(nodes[i].raft->io);
 	raft_fixture_close(&f);
 	for (i = 0; i < nn; i++) {
 		sm_free(nodes[i].sm);
@@ -1222,7 +1227,8 @@ int main(int argc, char **argv)
 		run_seed(n_nodes ? n_nodes : seed % 2 ? 5 : 3, sim_s * 1000);
 	}
 	printf("sim: %lu seeds passed: %lu entries, %lu grants, %lu faults, "
-	    "%lu snapshot pairs compared, %lu states restored from a snapshot\n", count,
-	    entries, grants, faults, snaps_compared, installs);
+	    "%lu snapshot pairs compared, %lu states restored from a snapshot, "
+	    "%lu messages trimmed by raftguard\n", count, entries, grants, faults,
+	    snaps_compared, installs, raftguard_trimmed());
 	return 0;
 }
