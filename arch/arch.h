@@ -44,14 +44,31 @@
 #endif
 #endif
 
-#if defined(SEMD_ARCH_GENERIC) || defined(SEMD_ARCH_TSAN)
+#if defined(SEMD_ARCH_GENERIC) || defined(SEMD_ARCH_TSAN) || \
+    !(defined(__x86_64__) || defined(__aarch64__))
 #include "arch/generic.h"
-#elif defined(__x86_64__)
-#include "arch/x86_64.h"
-#elif defined(__aarch64__)
-#include "arch/aarch64.h"
 #else
-#include "arch/generic.h"
+#if defined(__x86_64__)
+#include "arch/x86_64.h"
+#else
+#include "arch/aarch64.h"
+#endif
+/*
+ * Relaxed loads and stores of the native headers' volatile words: plain
+ * accesses (aligned ones are single-copy atomic on both).
+ */
+#define ARCH_PLAIN_RELAXED(bits)					\
+static inline uint##bits##_t arch_load_relaxed##bits(arch_atomic##bits##_t *p) \
+{									\
+	return *p;							\
+}									\
+static inline void arch_store_relaxed##bits(arch_atomic##bits##_t *p,	\
+    uint##bits##_t v)							\
+{									\
+	*p = v;								\
+}
+ARCH_PLAIN_RELAXED(32)
+ARCH_PLAIN_RELAXED(64)
 #endif
 
 #include "arch/spinlock.h"

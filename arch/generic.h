@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* arch/generic.h - the arch/ API on portable C11 <stdatomic.h>. */
+/*
+ * arch/generic.h - the arch/ API on portable C11 <stdatomic.h>, written
+ * once for both widths.
+ */
 #ifndef SEMD_ARCH_GENERIC_H
 #define SEMD_ARCH_GENERIC_H
 
@@ -11,91 +14,45 @@
 typedef _Atomic uint32_t arch_atomic32_t;
 typedef _Atomic uint64_t arch_atomic64_t;
 
-/* Store new at p if it holds old; return what p held. */
-static inline uint32_t arch_cmpxchg32(arch_atomic32_t *p, uint32_t old, uint32_t new)
-{
-	atomic_compare_exchange_strong(p, &old, new);
-	return old;
+#define GENERIC_OPS(bits)						\
+/* Store new at p if it holds old; return what p held. */		\
+static inline uint##bits##_t arch_cmpxchg##bits(arch_atomic##bits##_t *p, \
+    uint##bits##_t old, uint##bits##_t new)				\
+{									\
+	atomic_compare_exchange_strong(p, &old, new);			\
+	return old;							\
+}									\
+static inline uint##bits##_t arch_xchg##bits(arch_atomic##bits##_t *p,	\
+    uint##bits##_t v)							\
+{									\
+	return atomic_exchange(p, v);					\
+}									\
+static inline uint##bits##_t arch_fetch_add##bits(arch_atomic##bits##_t *p, \
+    uint##bits##_t v)							\
+{									\
+	return atomic_fetch_add(p, v);					\
+}									\
+static inline uint##bits##_t arch_load_acquire##bits(arch_atomic##bits##_t *p) \
+{									\
+	return atomic_load_explicit(p, memory_order_acquire);		\
+}									\
+static inline void arch_store_release##bits(arch_atomic##bits##_t *p,	\
+    uint##bits##_t v)							\
+{									\
+	atomic_store_explicit(p, v, memory_order_release);		\
+}									\
+static inline uint##bits##_t arch_load_relaxed##bits(arch_atomic##bits##_t *p) \
+{									\
+	return atomic_load_explicit(p, memory_order_relaxed);		\
+}									\
+static inline void arch_store_relaxed##bits(arch_atomic##bits##_t *p,	\
+    uint##bits##_t v)							\
+{									\
+	atomic_store_explicit(p, v, memory_order_relaxed);		\
 }
 
-/* Store new at p if it holds old; return what p held. */
-static inline uint64_t arch_cmpxchg64(arch_atomic64_t *p, uint64_t old, uint64_t new)
-{
-	atomic_compare_exchange_strong(p, &old, new);
-	return old;
-}
-
-/* Store v at p, return the previous value. */
-static inline uint32_t arch_xchg32(arch_atomic32_t *p, uint32_t v)
-{
-	return atomic_exchange(p, v);
-}
-
-/* Store v at p, return the previous value. */
-static inline uint64_t arch_xchg64(arch_atomic64_t *p, uint64_t v)
-{
-	return atomic_exchange(p, v);
-}
-
-/* Add v to *p, return the previous value. */
-static inline uint32_t arch_fetch_add32(arch_atomic32_t *p, uint32_t v)
-{
-	return atomic_fetch_add(p, v);
-}
-
-/* Add v to *p, return the previous value. */
-static inline uint64_t arch_fetch_add64(arch_atomic64_t *p, uint64_t v)
-{
-	return atomic_fetch_add(p, v);
-}
-
-/* Load with acquire order. */
-static inline uint32_t arch_load_acquire32(arch_atomic32_t *p)
-{
-	return atomic_load_explicit(p, memory_order_acquire);
-}
-
-/* Load with acquire order. */
-static inline uint64_t arch_load_acquire64(arch_atomic64_t *p)
-{
-	return atomic_load_explicit(p, memory_order_acquire);
-}
-
-/* Store with release order. */
-static inline void arch_store_release32(arch_atomic32_t *p, uint32_t v)
-{
-	atomic_store_explicit(p, v, memory_order_release);
-}
-
-/* Store with release order. */
-static inline void arch_store_release64(arch_atomic64_t *p, uint64_t v)
-{
-	atomic_store_explicit(p, v, memory_order_release);
-}
-
-/* Load without ordering. */
-static inline uint32_t arch_load_relaxed32(arch_atomic32_t *p)
-{
-	return atomic_load_explicit(p, memory_order_relaxed);
-}
-
-/* Load without ordering. */
-static inline uint64_t arch_load_relaxed64(arch_atomic64_t *p)
-{
-	return atomic_load_explicit(p, memory_order_relaxed);
-}
-
-/* Store without ordering. */
-static inline void arch_store_relaxed32(arch_atomic32_t *p, uint32_t v)
-{
-	atomic_store_explicit(p, v, memory_order_relaxed);
-}
-
-/* Store without ordering. */
-static inline void arch_store_relaxed64(arch_atomic64_t *p, uint64_t v)
-{
-	atomic_store_explicit(p, v, memory_order_relaxed);
-}
+GENERIC_OPS(32)
+GENERIC_OPS(64)
 
 /* Full memory barrier. */
 static inline void arch_mb(void)
