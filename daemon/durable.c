@@ -426,7 +426,10 @@ static int d_fsm_snapshot_finalize(struct raft_fsm *fsm,
 	return 0;
 }
 
-/* raft_fsm.restore: the state from a snapshot; its buffer is ours to free. */
+/*
+ * raft_fsm.restore: the state from a snapshot. Its buffer is ours to free
+ * when we succeed; on a failure raft frees it (snapshotRestore()).
+ */
 static int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct durable *d = fsm->data;
@@ -447,12 +450,14 @@ static int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 		sm_free(old);
 	}
 	server_unlock_any(srv);
-	raft_free(buf->base);
 	if (sm == NULL) {
-		log_err("log: the snapshot cannot be restored: %s", err);
-		d_started(d, EX_CONFIG, "the snapshot cannot be restored: %s", err);
+		if (d->serving)
+			log_err("log: the snapshot cannot be restored: %s", err);
+		d_started(d, EX_CONFIG, "the snapshot cannot be restored (the "
+		    "data directory is damaged): %s", err);
 		return RAFT_MALFORMED;
 	}
+	raft_free(buf->base);
 	return 0;
 }
 
@@ -686,6 +691,52 @@ static int segments_check(const char *dir, char *err, size_t errlen)
 	return r;
 }
 
+/*
+ * raft_uv keeps the term and vote in metadata1 and metadata2 (32 bytes,
+ * written whole with O_SYNC; it ignores a short one as a write torn by a
+ * crash and takes the other). With neither whole, it takes the directory
+ * for a new server while its log is there: libraft 0.15 then hangs on the
+ * barrier (appending to the log meanwhile). Refuse that. A directory with
+ * nothing but semd.meta is one whose first start stopped before raft wrote
+ * anything: *fresh, it is bootstrapped.
+ */
+static int metadata_check(const char *dir, bool *fresh, char *err,
+    size_t errlen)
+{
+	char path[4096];
+	struct dirent *e;
+	struct stat st;
+	DIR *dp = opendir(dir);
+	int whole = 0, others = 0;
+
+	*fresh = false;
+	if (dp == NULL)
+		return 0;
+	while ((e = readdir(dp)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    strcmp(e->d_name, META_NAME) == 0)
+			continue;
+		others++;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if ((strcmp(e->d_name, "metadata1") == 0 ||
+		    strcmp(e->d_name, "metadata2") == 0) &&
+		    stat(path, &st) == 0 && st.st_size == 32)
+			whole++;
+	}
+	closedir(dp);
+	if (others == 0) {
+		*fresh = true;
+		return 0;
+	}
+	if (whole == 0) {
+		snprintf(err, errlen, "%s has a log but no whole metadata1 or "
+		    "metadata2 (the term and vote): the data directory is "
+		    "damaged; restore it from a copy", dir);
+		return EX_CONFIG;
+	}
+	return 0;
+}
+
 /* Check or make the directory; start the raft thread; wait until it serves. */
 int durable_start(struct server *srv, char *err, size_t errlen)
 {
@@ -693,6 +744,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	struct timespec ts;
 	struct durable *d;
 	struct stat st;
+	bool bare = false;
 	int r, empty;
 
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -711,6 +763,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	if (empty && (r = meta_write(dir, err, errlen)) != 0)
 		return r;
 	if (!empty && ((r = meta_check(dir, err, errlen)) != 0 ||
+	    (r = metadata_check(dir, &bare, err, errlen)) != 0 ||
 	    (r = segments_check(dir, err, errlen)) != 0))
 		return r;
 	d = calloc(1, sizeof *d);
@@ -719,7 +772,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 		return EX_OSERR;
 	}
 	d->srv = srv;
-	d->fresh = empty;
+	d->fresh = empty || bare;
 	d->grace_ms = srv->cfg.restart_grace_ms;
 	d->snapshot_every = srv->cfg.snapshot_every;
 	d->smcfg = server_sm_config_of(srv);
