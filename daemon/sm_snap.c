@@ -19,8 +19,9 @@
  *   names    in name order: limit, mode, owner, token, free count, then its
  *            holders in grant order and its waiters in queue order
  * Timers are saved with their tie-breaking sequence, so they fire in the
- * same order after a restore. A restore checks every count and reference
- * and refuses bytes that do not make a consistent state.
+ * same order after a restore. A restore checks every count and reference,
+ * and the state it made against every invariant (sm_check), and refuses
+ * bytes that do not make a consistent state.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -533,6 +534,8 @@ static void r_header(struct restore *rs)
 	sm->cfg.max_holds_per_session = r_u32(r);
 	sm->cfg.max_lease_ms = r_u32(r);
 	sm->cfg.max_reply = r_u32(r);
+	if (sm->cfg.default_limit == 0 || sm->cfg.default_limit > SM_LIMIT_MAX)
+		rs_fail(rs, "default limit out of range");
 	k->grants = r_u64(r);
 	k->timeouts = r_u64(r);
 	k->cancels = r_u64(r);
@@ -941,6 +944,7 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
     const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
 	struct restore rs = { 0 };
+	char why[120];
 	uint32_t i;
 
 	rs.r.p = buf;
@@ -959,8 +963,12 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 		r_clients(&rs);
 	if (!rs.r.bad)
 		r_sems(&rs);
-	if (!rs.r.bad)
-		r_owner_lists(&rs);
+	/*
+	 * Also when the bytes were refused: sm_free() frees holds and waiters
+	 * through their owners' lists, and those read so far are only on
+	 * their names'.
+	 */
+	r_owner_lists(&rs);
 	if (!rs.r.bad && rs.r.off != rs.r.len)
 		rs_fail(&rs, "%zu bytes past the end of the state", rs.r.len - rs.r.off);
 	/* The tables' own references go; the records keep theirs. */
@@ -970,6 +978,9 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 		principal_put(rs.sm, rs.prs[i]);
 	free(rs.ids);
 	free(rs.prs);
+	/* What the records cannot show alone (counts against limits...). */
+	if (!rs.r.bad && sm_check(rs.sm, why, sizeof why) != 0)
+		rs_fail(&rs, "not a consistent state: %s", why);
 	if (rs.r.bad) {
 		snprintf(err, errlen, "%s", rs.err[0] ? rs.err :
 		    "the snapshot ends early");
