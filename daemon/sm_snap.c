@@ -83,12 +83,12 @@ static void w_bytes(struct wbuf *b, const void *data, size_t n)
 /* Append an integer of size bytes, little-endian. */
 static void w_int(struct wbuf *b, uint64_t v, unsigned int size)
 {
-	uint8_t t[8];
 	unsigned int i;
 
+	if (!w_room(b, size))
+		return;
 	for (i = 0; i < size; i++)
-		t[i] = (uint8_t)(v >> (8 * i));
-	w_bytes(b, t, size);
+		b->p[b->len++] = (uint8_t)(v >> (8 * i));
 }
 
 static void w_u8(struct wbuf *b, uint64_t v) { w_int(b, v, 1); }
@@ -271,7 +271,7 @@ static void w_header(struct wbuf *b, const struct sm *sm)
 }
 
 /* One name with its holders and waiters. */
-static void w_sem(struct wbuf *b, struct wbuf *idents, struct ptrmap *im,
+static void w_sem(struct wbuf *b, const struct ptrmap *im,
     const struct ptrmap *pm, const struct sm_sem *sem)
 {
 	const struct list_head *pos;
@@ -288,7 +288,6 @@ static void w_sem(struct wbuf *b, struct wbuf *idents, struct ptrmap *im,
 	w_u32(b, sem->nholders);
 	list_for_each(pos, &sem->holders) {
 		h = list_entry(pos, struct sm_hold, sem_entry);
-		w_ident_note(idents, im, pm, h->ident);
 		w_u64(b, h->permit_id);
 		w_u64(b, h->token);
 		w_u32(b, h->n);
@@ -314,12 +313,46 @@ static void w_sem(struct wbuf *b, struct wbuf *idents, struct ptrmap *im,
 }
 
 /*
+ * The identities, numbered as first seen: the sessions' in id order, then
+ * the holders' in name and grant order. Their table comes before the
+ * records that refer to them, so they are gathered in a pass of their own
+ * (the records are then written straight after: no copy of the body).
+ * Also the bytes the records will take, about, so that the buffer is
+ * allocated once.
+ */
+static size_t w_idents(struct wbuf *idents, struct ptrmap *im,
+    const struct ptrmap *pm, const struct sm *sm, struct sm_session **ss,
+    size_t ns)
+{
+	const struct list_head *pos;
+	const struct sm_sem *sem;
+	struct ordidx_iter it;
+	size_t i, need = 64;
+
+	for (i = 0; i < ns; i++) {
+		w_ident_note(idents, im, pm, ss[i]->ident);
+		need += 64 + 24 * (size_t)ss[i]->nmemos;
+	}
+	need += 40 * sm->ctr.clients;
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL) {
+		need += 48 + sem->len + 64 * (size_t)sem->nwaiters;
+		list_for_each(pos, &sem->holders) {
+			w_ident_note(idents, im, pm, list_entry(pos,
+			    struct sm_hold, sem_entry)->ident);
+			need += 80;
+		}
+	}
+	return need;
+}
+
+/*
  * The state as bytes: *out (malloc'ed, the caller frees it) and *len.
  * -ENOMEM when out of memory.
  */
 int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 {
-	struct wbuf b = { 0 }, idents = { 0 }, body = { 0 };
+	struct wbuf b = { 0 }, idents = { 0 };
 	struct sm_principal **prs = NULL;
 	struct sm_session **ss = NULL;
 	struct ptrmap pm = { 0 }, im = { 0 };
@@ -328,7 +361,7 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 	const struct sm_memo *m;
 	struct ordidx_iter it;
 	const struct sm_sem *sem;
-	size_t i, np = hmap_count(&sm->principals);
+	size_t i, need, np = hmap_count(&sm->principals);
 	size_t ns = hmap_count(&sm->sessions);
 	uint32_t k;
 	int r = -ENOMEM;
@@ -342,48 +375,49 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 	if (prs == NULL || ss == NULL || !ptrmap_init(&pm, np) ||
 	    !ptrmap_init(&im, ns + sm->ctr.holders))
 		goto out;
+	for (i = 0; i < np; i++)
+		ptrmap_add(&pm, prs[i], &k);
+	need = w_idents(&idents, &im, &pm, sm, ss, ns);
+	if (!w_room(&b, need + idents.len + 64 * np + 4096))
+		goto out;
 	w_header(&b, sm);
 	w_u32(&b, np);
-	for (i = 0; i < np; i++) {
-		ptrmap_add(&pm, prs[i], &k);
+	for (i = 0; i < np; i++)
 		w_str(&b, prs[i]->name, prs[i]->len);
-	}
-	/* Sessions, clients and names go to body; identities as first seen. */
-	w_u32(&body, ns);
-	for (i = 0; i < ns; i++) {
-		w_ident_note(&idents, &im, &pm, ss[i]->ident);
-		w_u64(&body, ss[i]->id);
-		w_bytes(&body, ss[i]->secret, SM_SECRET_LEN);
-		w_u32(&body, ptrmap_get(&im, ss[i]->ident));
-		w_u32(&body, ss[i]->lease_ms);
-		w_u64(&body, ss[i]->heard);
-		w_timer(&body, &ss[i]->expiry);
-		w_u32(&body, ss[i]->nmemos);
-		list_for_each(pos, &ss[i]->memos) {
-			m = list_entry(pos, struct sm_memo, entry);
-			w_u64(&body, m->req.request_id);
-			w_u32(&body, (uint32_t)m->code);
-			w_u32(&body, m->n);
-			w_u64(&body, m->token);
-		}
-	}
-	w_u64(&body, sm->ctr.clients);
-	list_for_each(pos, &sm->clients) {
-		c = list_entry(pos, struct sm_client, entry);
-		w_u64(&body, c->id);
-		w_u32(&body, ptrmap_get(&pm, c->pr));
-		w_u8(&body, c->local | c->detach << 1 | c->hello << 2);
-		w_bytes(&body, c->secret, SM_SECRET_LEN);
-		w_u64(&body, c->session ? c->session->id : 0);
-	}
-	w_u64(&body, sm->ctr.semaphores);
-	ordidx_first(&sm->byname, &it);
-	while ((sem = ordidx_next(&it)) != NULL)
-		w_sem(&body, &idents, &im, &pm, sem);
 	w_u32(&b, im.n);
 	w_bytes(&b, idents.p, idents.len);
-	w_bytes(&b, body.p, body.len);
-	if (b.failed || idents.failed || body.failed)
+	/* Sessions, clients and names. */
+	w_u32(&b, ns);
+	for (i = 0; i < ns; i++) {
+		w_u64(&b, ss[i]->id);
+		w_bytes(&b, ss[i]->secret, SM_SECRET_LEN);
+		w_u32(&b, ptrmap_get(&im, ss[i]->ident));
+		w_u32(&b, ss[i]->lease_ms);
+		w_u64(&b, ss[i]->heard);
+		w_timer(&b, &ss[i]->expiry);
+		w_u32(&b, ss[i]->nmemos);
+		list_for_each(pos, &ss[i]->memos) {
+			m = list_entry(pos, struct sm_memo, entry);
+			w_u64(&b, m->req.request_id);
+			w_u32(&b, (uint32_t)m->code);
+			w_u32(&b, m->n);
+			w_u64(&b, m->token);
+		}
+	}
+	w_u64(&b, sm->ctr.clients);
+	list_for_each(pos, &sm->clients) {
+		c = list_entry(pos, struct sm_client, entry);
+		w_u64(&b, c->id);
+		w_u32(&b, ptrmap_get(&pm, c->pr));
+		w_u8(&b, c->local | c->detach << 1 | c->hello << 2);
+		w_bytes(&b, c->secret, SM_SECRET_LEN);
+		w_u64(&b, c->session ? c->session->id : 0);
+	}
+	w_u64(&b, sm->ctr.semaphores);
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL)
+		w_sem(&b, &im, &pm, sem);
+	if (b.failed || idents.failed)
 		goto out;
 	*out = b.p;
 	*len = b.len;
@@ -392,7 +426,6 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 out:
 	free(b.p);
 	free(idents.p);
-	free(body.p);
 	free(prs);
 	free(ss);
 	ptrmap_free(&pm);
