@@ -377,6 +377,7 @@ static void worker_free(struct worker *w)
 	if (w->wakefd >= 0)
 		close(w->wakefd);
 	free(w->mbox);
+	sm_batch_free(&w->batch);
 	if (w->base)
 		event_base_free(w->base);
 }
