@@ -62,6 +62,10 @@ static void usage(FILE *f)
 "                            (default: in memory, lost at a stop)\n"
 "      --restart-grace DURATION  added to every lease after a restart (10s)\n"
 "      --snapshot-every N    log entries between snapshots (65536)\n"
+"      --node-id N, --peer-listen tcp:IP:PORT, --peer-bind tcp:IP:PORT,\n"
+"      --bootstrap ID=IP:PORT,..., --advertise ADDR, --election-timeout\n"
+"      DURATION (500ms), --allow-insecure-peers[=yes|no]  a raft cluster\n"
+"                            of 3 or 5 nodes (semd(8), CLUSTERS)\n"
 "      --allow-insecure-tcp[=yes|no]  plain tcp: on non-loopback addresses\n"
 "                            (refused by default)\n"
 "      --acl 'PRINCIPAL PATTERN RIGHTS'  an access rule, after the config\n"
@@ -175,6 +179,8 @@ int main(int argc, char **argv)
 		"metrics-listen", "metrics-names", "metrics-max-connections",
 		"metrics-timeout", "admin", "acl",
 		"data-dir", "restart-grace", "snapshot-every",
+		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
+		"allow-insecure-peers", "election-timeout",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct option opts[NKEYS + 5];

@@ -610,7 +610,10 @@ static void gen_log(void)
 	req_name_op(&r, 2, SEMD__REQUEST__OP_INFO, "a"); log_req(&w, 4, &r);
 	log_entry(&w, 1300);
 	log_write(&w, "restart-resume");
-	/* time passes: timeouts, leases run out; then deletes and set-limit */
+	/* a leader takes over; time passes: timeouts, leases run out; then
+	 * deletes and set-limit */
+	sm_batch_leader(&w.b, 2, 1500, "tcp:127.0.0.1:7385");
+	log_entry(&w, 1400);
 	log_entry(&w, 5000);
 	log_open(&w, 5, 0);
 	req_hello(&r, 1, 0); log_req(&w, 5, &r);
