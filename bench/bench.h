@@ -53,6 +53,7 @@ struct bench_opts {
 	double			warmup;
 	uint32_t		limit;
 	uint64_t		names;
+	int			keep_names;	/* names: leave them in place */
 	int64_t			timeout_ms;
 	int			json;
 	struct wire_tls		tls;

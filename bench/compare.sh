@@ -13,6 +13,9 @@
 # Cells: C=1 P=1, C=16 P=1, C=16 P=16, over unix and tcp, back to back.
 # semd2 = a second semd started with --threads THREADS2 (2), the 16-connection
 #         cells driven by loadgen again: one event loop against several.
+# semdD = a third semd with --data-dir (every change through the raft log,
+#         fsynced, on the disk of DDIR), driven by semd-benchmark down-up like
+#         sbm: durable vs in-memory at 16x1 and 16x16, unix and tcp.
 # Also: semd ping vs limit echo round trips, semd handoff vs the limit's
 # one-connection round trip, and the tool's own overhead (loadgen echo vs
 # semd-benchmark -t echo against the same limitd).
@@ -20,7 +23,9 @@
 # Usage: bench/compare.sh   (from a build directory, or set top_builddir)
 # Knobs: D (seconds per cell, 3), WARM (0.5), THREADS2 (2), REPS (3: median of that many
 #        interleaved runs), ANCHORS (the shared bench dir),
-#        SEMD, BENCH (binaries), OUT (also save the table there).
+#        SEMD, BENCH (binaries), OUT (also save the table there), DDIR (where
+#        semdD's data directory goes: default the temp dir, or /var/tmp when
+#        that is a tmpfs - a durable log on tmpfs measures nothing).
 # The anchors' sources are copied to a temp dir and built there: the shared
 # folder stays read-only and nothing of it enters this tree. loadgen is built
 # there with bench/drv_semd.c added (its reserved drivers[] entry enabled by
@@ -50,7 +55,7 @@ cleanup() {
 	set +e
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$T"
+	rm -rf "$T" ${EXTRA_RM:+"$EXTRA_RM"}
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -93,10 +98,19 @@ PIDS+=($!)
 	--acl "anonymous * all" \
 	--ready-file "$T/semd2.ready" >"$T/semd2.log" 2>&1 &
 PIDS+=($!)
+if [ -z "${DDIR:-}" ]; then
+	DDIR=$T
+	[ "$(stat -f -c %T "$T")" = tmpfs ] && DDIR=$(mktemp -d /var/tmp/semd-compare.XXXXXX) &&
+		EXTRA_RM=$DDIR
+fi
+"$SEMD" --listen "unix:$T/semdd.sock" --listen tcp:127.0.0.1:0 --acl "anonymous * all" \
+	--data-dir "$DDIR/semdd.data" --ready-file "$T/semdd.ready" >"$T/semdd.log" 2>&1 &
+PIDS+=($!)
 
 ready=0
 for _ in $(seq 200); do
 	if [ -S "$T/limit.sock" ] && port_busy "$LIMIT_PORT" && [ -s "$T/semd.ready" ] && [ -s "$T/semd2.ready" ] &&
+	   [ -s "$T/semdd.ready" ] &&
 	   [ "$(redis-cli -s "$T/redis.sock" ping 2>/dev/null)" = PONG ] &&
 	   [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then ready=1; break; fi
 	sleep 0.05
@@ -106,6 +120,8 @@ SEMD_UNIX=$(grep -m1 '^unix:' "$T/semd.ready")
 SEMD_TCP=$(grep -m1 '^tcp:' "$T/semd.ready")
 SEMD2_UNIX=$(grep -m1 '^unix:' "$T/semd2.ready")
 SEMD2_TCP=$(grep -m1 '^tcp:' "$T/semd2.ready")
+SEMDD_UNIX=$(grep -m1 '^unix:' "$T/semdd.ready")
+SEMDD_TCP=$(grep -m1 '^tcp:' "$T/semdd.ready")
 
 # loadgen's key=value lines
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
@@ -132,9 +148,11 @@ lg() { # driver transport C P
 sb() { # test transport C P [args]: semd-benchmark on semd (or on limitd for echo)
 	local test=$1 tr=$2 c=$3 p=$4 addr
 	shift 4
-	case $test/$tr in
+	case ${SB_DURABLE:-}$test/$tr in
 	echo/unix) addr="unix:$T/limit.sock" ;;
 	echo/tcp) addr="tcp:127.0.0.1:$LIMIT_PORT" ;;
+	1*/unix) addr=$SEMDD_UNIX ;;
+	1*/tcp) addr=$SEMDD_TCP ;;
 	*/unix) addr=$SEMD_UNIX ;;
 	*) addr=$SEMD_TCP ;;
 	esac
@@ -178,6 +196,7 @@ for rep in $(seq "$REPS"); do
 	for cell in "unix 16 1" "tcp 16 1" "unix 16 16" "tcp 16 16"; do
 		set -- $cell
 		add "G2|$cell" "$(lg semd2 "$1" "$2" "$3")"
+		add "D|$cell" "$(SB_DURABLE=1 sb down-up "$1" "$2" "$3")"
 	done
 	add "L1" "$(lg echo unix 1 1)"
 	add "H" "$(sb handoff unix 2 1)"
@@ -208,6 +227,20 @@ for cell in "unix 16 1" "tcp 16 1" "unix 16 16" "tcp 16 16"; do
 		"$(field ops_s "$G")" "$(field ops_s "$G2")" "$(field p99_us "$G2")" \
 		"$(ratio "$(field ops_s "$G2")" "$(field ops_s "$G")")" \
 		"$(ratio "$(field ops_s "$G2")" "$(field ops_s "$L")")"
+done
+echo
+echo "# durable: semd --data-dir ($(df -T "$DDIR" | awk 'NR == 2 { print $2 }') under $DDIR) vs in memory, semd-benchmark down-up --threads 1, same run"
+echo "#   (1 op = down + up: 2 log entries' worth of commands, each fsynced before its reply)"
+printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s %8s %8s | %7s %6s\n' tr C P "mem op/s" p50 p99 \
+	"dur op/s" p50 p99 p99.9 max "d/mem" "p99 x"
+for cell in "unix 16 1" "tcp 16 1" "unix 16 16" "tcp 16 16"; do
+	set -- $cell
+	S=$(median "S|$cell"); DU=$(median "D|$cell")
+	printf '%-4s %3s %3s | %9s %7s %7s | %9s %7s %7s %8s %8s | %7s %6s\n' "$1" "$2" "$3" \
+		"$(top ops_per_sec "$S")" "$(lat p50 "$S")" "$(lat p99 "$S")" \
+		"$(top ops_per_sec "$DU")" "$(lat p50 "$DU")" "$(lat p99 "$DU")" "$(lat p999 "$DU")" \
+		"$(lat max "$DU")" "$(ratio "$(top ops_per_sec "$DU")" "$(top ops_per_sec "$S")")" \
+		"$(ratio "$(lat p99 "$DU")" "$(lat p99 "$S")")"
 done
 echo
 echo "# ping: semd round trips/s (Ping) vs the limit's echo round trips/s (2 per loadgen op)"

@@ -75,8 +75,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: semd-benchmark -s ADDR [-c CONNS] [-P PIPELINE] [-d SECONDS] [-t TEST[,TEST...]]\n"
-	    "                      [--limit K] [--names N] [--threads T] [--warmup SECONDS]\n"
-	    "                      [--timeout MS] [--json]\n"
+	    "                      [--limit K] [--names N] [--keep-names] [--threads T]\n"
+	    "                      [--warmup SECONDS] [--timeout MS] [--json]\n"
 	    "                      [--tls-ca FILE] [--tls-cert FILE] [--tls-key FILE] [--tls-insecure]\n"
 	    "  -s ADDR       unix:PATH, tcp:HOST:PORT or tls:HOST:PORT\n"
 	    "  -c CONNS      connections (default 16; handoff: 2)\n"
@@ -87,6 +87,7 @@ static void usage(FILE *f)
 	    "                calibrate this tool against the reference echo server\n"
 	    "  --limit K     the contended name's limit (default 1)\n"
 	    "  --names N     names created by the names test (default 100000)\n"
+	    "  --keep-names  the names test leaves its names in place (no deletes)\n"
 	    "  --threads T   worker threads (default: one per core)\n"
 	    "  --warmup S    seconds run before measuring, discarded (default 0.5)\n"
 	    "  --timeout MS  down's timeout_ms (default -1: wait forever)\n"
@@ -167,6 +168,7 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "tests", required_argument, NULL, 't' },
 		{ "limit", required_argument, NULL, 'L' },
 		{ "names", required_argument, NULL, 'N' },
+		{ "keep-names", no_argument, NULL, 'k' },
 		{ "threads", required_argument, NULL, 'T' },
 		{ "warmup", required_argument, NULL, 'W' },
 		{ "timeout", required_argument, NULL, 'O' },
@@ -254,6 +256,9 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		}
 		case 'j':
 			o->json = 1;
+			break;
+		case 'k':
+			o->keep_names = 1;
 			break;
 		case 'A':
 			o->tls.ca_file = optarg;
@@ -724,11 +729,14 @@ static int bench_test(const struct bench_opts *o, int t, int *first)
 		}
 		if (ctl_stats(&c, &m, 1) != 0)
 			goto out;
-		run_init(&del, o, t);
-		del.step = S_DELETE;
-		if (bench_run(&del) != 0)
-			goto out;
-		delete_rate = del.elapsed_s > 0 ? (double)del.ops / del.elapsed_s : 0;
+		if (!o->keep_names) {
+			run_init(&del, o, t);
+			del.step = S_DELETE;
+			if (bench_run(&del) != 0)
+				goto out;
+			delete_rate = del.elapsed_s > 0 ?
+			    (double)del.ops / del.elapsed_s : 0;
+		}
 		if (ctl_stats(&c, &m, 2) != 0)
 			goto out;
 	}

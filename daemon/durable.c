@@ -48,6 +48,7 @@
 #define MAX_ENTRY	(256u << 10)	/* bytes of commands in one entry, about */
 #define READY_WAIT_S	120		/* replaying a long log takes time */
 #define SNAP_BYTES	(8u << 20)	/* log bytes kept in memory before a snapshot */
+#define SNAP_NEVER	UINT32_MAX	/* raft's own threshold: we say when */
 #define SNAP_TRAILING	4		/* entries kept after a snapshot (one voter) */
 #define SEGMENT_SIZE	(8u << 20)	/* raft_uv's open segments, made whole */
 
@@ -101,6 +102,8 @@ struct durable {
 	struct raft_barrier	barrier;
 	uint64_t		next_client;	/* under the state lock */
 	size_t			applied_bytes;	/* since the last snapshot */
+	uint32_t		applied_entries; /* since the last snapshot */
+	size_t			snap_len;	/* the last snapshot's bytes */
 
 	/* Start-up, for the main thread. */
 	pthread_mutex_t		rlock;
@@ -430,12 +433,22 @@ static int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 	d->tick_out = false;
 	d_arm_deadline(d, next);
 	/*
-	 * Raft keeps every entry since the last snapshot in memory and counts
-	 * only entries: big entries (group commit under load) snapshot by
-	 * bytes too - the threshold, lowered, makes raft take one now.
+	 * A snapshot after snapshot-every entries or SNAP_BYTES of them (raft
+	 * keeps every entry since the last snapshot in memory; big entries
+	 * come with group commit under load) - but not before the log has
+	 * grown by the last snapshot's size: a snapshot locks the state for
+	 * about 0.35 ms per thousand names (0.35 s for a million, 70 MB), and
+	 * a big state taken every 8 MB of log would stall the clients a
+	 * quarter of the time (measured: see bench/snapshot.sh). So the cost
+	 * of snapshots stays at most that of writing the log once more, and
+	 * the log kept at most the size of the state (Redis' rule for its
+	 * AOF rewrites, at 100%). The threshold, lowered, makes raft take one
+	 * now.
 	 */
 	d->applied_bytes += buf->len;
-	if (d->applied_bytes >= SNAP_BYTES)
+	d->applied_entries++;
+	if ((d->applied_entries >= d->snapshot_every ||
+	    d->applied_bytes >= SNAP_BYTES) && d->applied_bytes >= d->snap_len)
 		raft_set_snapshot_threshold(&d->raft, 1);
 	return 0;
 }
@@ -465,7 +478,9 @@ static int d_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
 	(*bufs)[0].len = len;
 	*n = 1;
 	d->applied_bytes = 0;
-	raft_set_snapshot_threshold(&d->raft, d->snapshot_every);
+	d->applied_entries = 0;
+	d->snap_len = len;
+	raft_set_snapshot_threshold(&d->raft, SNAP_NEVER);
 	log_info("log: snapshot of %zu bytes taken in %" PRIu64 " ms", len,
 	    mono_ms() - t0);
 	return 0;
@@ -486,7 +501,10 @@ static int d_fsm_snapshot_finalize(struct raft_fsm *fsm,
 	return 0;
 }
 
-/* raft_fsm.restore: the state from a snapshot; its buffer is ours to free. */
+/*
+ * raft_fsm.restore: the state from a snapshot. Its buffer is ours to free
+ * when we succeed; on a failure raft frees it (snapshotRestore()).
+ */
 static int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct durable *d = fsm->data;
@@ -501,18 +519,23 @@ static int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	out = server_sm_out();
 	sm = sm_restore(&cfg, &out, buf->base, buf->len, err, sizeof err);
 	if (sm != NULL) {
+		d->snap_len = buf->len;
+		d->applied_bytes = 0;
+		d->applied_entries = 0;
 		old = srv->sm;
 		sm_take_hooks(sm, old);
 		srv->sm = sm;
 		sm_free(old);
 	}
 	server_unlock_any(srv);
-	raft_free(buf->base);
 	if (sm == NULL) {
-		log_err("log: the snapshot cannot be restored: %s", err);
-		d_started(d, EX_CONFIG, "the snapshot cannot be restored: %s", err);
+		if (d->serving)
+			log_err("log: the snapshot cannot be restored: %s", err);
+		d_started(d, EX_CONFIG, "the snapshot cannot be restored (the "
+		    "data directory is damaged): %s", err);
 		return RAFT_MALFORMED;
 	}
+	raft_free(buf->base);
 	return 0;
 }
 
@@ -886,7 +909,7 @@ static void *d_main(void *arg)
 		d_started(d, EX_CONFIG, "raft: %s", raft_errmsg(&d->raft));
 		return NULL;
 	}
-	raft_set_snapshot_threshold(&d->raft, d->snapshot_every);
+	raft_set_snapshot_threshold(&d->raft, SNAP_NEVER);
 	raft_set_snapshot_trailing(&d->raft, d->cluster ? 1024 : SNAP_TRAILING);
 	if (d->cluster) {
 		/*
@@ -1055,6 +1078,52 @@ static int segments_check(const char *dir, char *err, size_t errlen)
 	return r;
 }
 
+/*
+ * raft_uv keeps the term and vote in metadata1 and metadata2 (32 bytes,
+ * written whole with O_SYNC; it ignores a short one as a write torn by a
+ * crash and takes the other). With neither whole, it takes the directory
+ * for a new server while its log is there: libraft 0.15 then hangs on the
+ * barrier (appending to the log meanwhile). Refuse that. A directory with
+ * nothing but semd.meta is one whose first start stopped before raft wrote
+ * anything: *fresh, it is bootstrapped.
+ */
+static int metadata_check(const char *dir, bool *fresh, char *err,
+    size_t errlen)
+{
+	char path[4096];
+	struct dirent *e;
+	struct stat st;
+	DIR *dp = opendir(dir);
+	int whole = 0, others = 0;
+
+	*fresh = false;
+	if (dp == NULL)
+		return 0;
+	while ((e = readdir(dp)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    strcmp(e->d_name, META_NAME) == 0)
+			continue;
+		others++;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if ((strcmp(e->d_name, "metadata1") == 0 ||
+		    strcmp(e->d_name, "metadata2") == 0) &&
+		    stat(path, &st) == 0 && st.st_size == 32)
+			whole++;
+	}
+	closedir(dp);
+	if (others == 0) {
+		*fresh = true;
+		return 0;
+	}
+	if (whole == 0) {
+		snprintf(err, errlen, "%s has a log but no whole metadata1 or "
+		    "metadata2 (the term and vote): the data directory is "
+		    "damaged; restore it from a copy", dir);
+		return EX_CONFIG;
+	}
+	return 0;
+}
+
 /* Check or make the directory; start the raft thread; wait until it serves. */
 int durable_start(struct server *srv, char *err, size_t errlen)
 {
@@ -1062,6 +1131,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	struct timespec ts;
 	struct durable *d;
 	struct stat st;
+	bool bare = false;
 	raft_id id;
 	int r, empty;
 
@@ -1082,6 +1152,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	if (empty && (r = meta_write(dir, id, err, errlen)) != 0)
 		return r;
 	if (!empty && ((r = meta_check(dir, id, err, errlen)) != 0 ||
+	    (r = metadata_check(dir, &bare, err, errlen)) != 0 ||
 	    (r = segments_check(dir, err, errlen)) != 0))
 		return r;
 	d = calloc(1, sizeof *d);
@@ -1099,7 +1170,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 		    srv->cfg.advertise);
 	else
 		server_client_address(srv, d->advertise, sizeof d->advertise);
-	d->fresh = empty;
+	d->fresh = empty || bare;
 	d->grace_ms = srv->cfg.restart_grace_ms;
 	d->snapshot_every = srv->cfg.snapshot_every;
 	d->smcfg = server_sm_config_of(srv);

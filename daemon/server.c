@@ -411,6 +411,7 @@ static void worker_free(struct worker *w)
 	if (w->wakefd >= 0)
 		close(w->wakefd);
 	free(w->mbox);
+	sm_batch_free(&w->batch);
 	if (w->base)
 		event_base_free(w->base);
 }
@@ -597,6 +598,19 @@ static void server_reload(struct server *srv)
 	if (nc.threads != srv->cfg.threads)
 		log_warn("reload: threads changes only at a restart");
 	nc.threads = srv->cfg.threads;
+	if ((nc.data_dir == NULL) != (srv->cfg.data_dir == NULL) ||
+	    (nc.data_dir != NULL && strcmp(nc.data_dir, srv->cfg.data_dir) != 0) ||
+	    nc.restart_grace_ms != srv->cfg.restart_grace_ms ||
+	    nc.snapshot_every != srv->cfg.snapshot_every) {
+		char *dir = nc.data_dir;
+
+		log_warn("reload: data-dir, restart-grace and snapshot-every "
+		    "change only at a restart");
+		nc.data_dir = srv->cfg.data_dir;	/* the old goes with cfg */
+		srv->cfg.data_dir = dir;
+		nc.restart_grace_ms = srv->cfg.restart_grace_ms;
+		nc.snapshot_every = srv->cfg.snapshot_every;
+	}
 	same = nc.nlisten == srv->cfg.nlisten && nc.unix_mode == srv->cfg.unix_mode;
 	for (i = 0; same && i < nc.nlisten; i++)
 		same = strcmp(nc.listen[i], srv->cfg.listen[i]) == 0;

@@ -333,9 +333,12 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 		cfg.max_holds_per_session = (uint32_t)e_int(e, 4);
 		cfg.max_lease_ms = (uint32_t)e_int(e, 4);
 		cfg.max_reply = (uint32_t)e_int(e, 4);
-		if (!e->bad)
-			sm_reconfigure(sm, &cfg);
-		return !e->bad;
+		/* Names are made with the default limit: one a snapshot keeps. */
+		if (e->bad || cfg.default_limit == 0 ||
+		    cfg.default_limit > SM_LIMIT_MAX)
+			return false;
+		sm_reconfigure(sm, &cfg);
+		return true;
 	case CMD_OPEN:
 		id = e_int(e, 8);
 		flags = (uint32_t)e_int(e, 4);

@@ -19,8 +19,9 @@
  *   names    in name order: limit, mode, owner, token, free count, then its
  *            holders in grant order and its waiters in queue order
  * Timers are saved with their tie-breaking sequence, so they fire in the
- * same order after a restore. A restore checks every count and reference
- * and refuses bytes that do not make a consistent state.
+ * same order after a restore. A restore checks every count and reference,
+ * and the state it made against every invariant (sm_check), and refuses
+ * bytes that do not make a consistent state.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -82,12 +83,12 @@ static void w_bytes(struct wbuf *b, const void *data, size_t n)
 /* Append an integer of size bytes, little-endian. */
 static void w_int(struct wbuf *b, uint64_t v, unsigned int size)
 {
-	uint8_t t[8];
 	unsigned int i;
 
+	if (!w_room(b, size))
+		return;
 	for (i = 0; i < size; i++)
-		t[i] = (uint8_t)(v >> (8 * i));
-	w_bytes(b, t, size);
+		b->p[b->len++] = (uint8_t)(v >> (8 * i));
 }
 
 static void w_u8(struct wbuf *b, uint64_t v) { w_int(b, v, 1); }
@@ -272,7 +273,7 @@ static void w_header(struct wbuf *b, const struct sm *sm)
 }
 
 /* One name with its holders and waiters. */
-static void w_sem(struct wbuf *b, struct wbuf *idents, struct ptrmap *im,
+static void w_sem(struct wbuf *b, const struct ptrmap *im,
     const struct ptrmap *pm, const struct sm_sem *sem)
 {
 	const struct list_head *pos;
@@ -289,7 +290,6 @@ static void w_sem(struct wbuf *b, struct wbuf *idents, struct ptrmap *im,
 	w_u32(b, sem->nholders);
 	list_for_each(pos, &sem->holders) {
 		h = list_entry(pos, struct sm_hold, sem_entry);
-		w_ident_note(idents, im, pm, h->ident);
 		w_u64(b, h->permit_id);
 		w_u64(b, h->token);
 		w_u32(b, h->n);
@@ -315,12 +315,46 @@ static void w_sem(struct wbuf *b, struct wbuf *idents, struct ptrmap *im,
 }
 
 /*
+ * The identities, numbered as first seen: the sessions' in id order, then
+ * the holders' in name and grant order. Their table comes before the
+ * records that refer to them, so they are gathered in a pass of their own
+ * (the records are then written straight after: no copy of the body).
+ * Also the bytes the records will take, about, so that the buffer is
+ * allocated once.
+ */
+static size_t w_idents(struct wbuf *idents, struct ptrmap *im,
+    const struct ptrmap *pm, const struct sm *sm, struct sm_session **ss,
+    size_t ns)
+{
+	const struct list_head *pos;
+	const struct sm_sem *sem;
+	struct ordidx_iter it;
+	size_t i, need = 64;
+
+	for (i = 0; i < ns; i++) {
+		w_ident_note(idents, im, pm, ss[i]->ident);
+		need += 64 + 24 * (size_t)ss[i]->nmemos;
+	}
+	need += 40 * sm->ctr.clients;
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL) {
+		need += 48 + sem->len + 64 * (size_t)sem->nwaiters;
+		list_for_each(pos, &sem->holders) {
+			w_ident_note(idents, im, pm, list_entry(pos,
+			    struct sm_hold, sem_entry)->ident);
+			need += 80;
+		}
+	}
+	return need;
+}
+
+/*
  * The state as bytes: *out (malloc'ed, the caller frees it) and *len.
  * -ENOMEM when out of memory.
  */
 int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 {
-	struct wbuf b = { 0 }, idents = { 0 }, body = { 0 };
+	struct wbuf b = { 0 }, idents = { 0 };
 	struct sm_principal **prs = NULL;
 	struct sm_session **ss = NULL;
 	struct ptrmap pm = { 0 }, im = { 0 };
@@ -329,7 +363,7 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 	const struct sm_memo *m;
 	struct ordidx_iter it;
 	const struct sm_sem *sem;
-	size_t i, np = hmap_count(&sm->principals);
+	size_t i, need, np = hmap_count(&sm->principals);
 	size_t ns = hmap_count(&sm->sessions);
 	uint32_t k;
 	int r = -ENOMEM;
@@ -343,48 +377,49 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 	if (prs == NULL || ss == NULL || !ptrmap_init(&pm, np) ||
 	    !ptrmap_init(&im, ns + sm->ctr.holders))
 		goto out;
+	for (i = 0; i < np; i++)
+		ptrmap_add(&pm, prs[i], &k);
+	need = w_idents(&idents, &im, &pm, sm, ss, ns);
+	if (!w_room(&b, need + idents.len + 64 * np + 4096))
+		goto out;
 	w_header(&b, sm);
 	w_u32(&b, np);
-	for (i = 0; i < np; i++) {
-		ptrmap_add(&pm, prs[i], &k);
+	for (i = 0; i < np; i++)
 		w_str(&b, prs[i]->name, prs[i]->len);
-	}
-	/* Sessions, clients and names go to body; identities as first seen. */
-	w_u32(&body, ns);
-	for (i = 0; i < ns; i++) {
-		w_ident_note(&idents, &im, &pm, ss[i]->ident);
-		w_u64(&body, ss[i]->id);
-		w_bytes(&body, ss[i]->secret, SM_SECRET_LEN);
-		w_u32(&body, ptrmap_get(&im, ss[i]->ident));
-		w_u32(&body, ss[i]->lease_ms);
-		w_u64(&body, ss[i]->heard);
-		w_timer(&body, &ss[i]->expiry);
-		w_u32(&body, ss[i]->nmemos);
-		list_for_each(pos, &ss[i]->memos) {
-			m = list_entry(pos, struct sm_memo, entry);
-			w_u64(&body, m->req.request_id);
-			w_u32(&body, (uint32_t)m->code);
-			w_u32(&body, m->n);
-			w_u64(&body, m->token);
-		}
-	}
-	w_u64(&body, sm->ctr.clients);
-	list_for_each(pos, &sm->clients) {
-		c = list_entry(pos, struct sm_client, entry);
-		w_u64(&body, c->id);
-		w_u32(&body, ptrmap_get(&pm, c->pr));
-		w_u8(&body, c->local | c->detach << 1 | c->hello << 2);
-		w_bytes(&body, c->secret, SM_SECRET_LEN);
-		w_u64(&body, c->session ? c->session->id : 0);
-	}
-	w_u64(&body, sm->ctr.semaphores);
-	ordidx_first(&sm->byname, &it);
-	while ((sem = ordidx_next(&it)) != NULL)
-		w_sem(&body, &idents, &im, &pm, sem);
 	w_u32(&b, im.n);
 	w_bytes(&b, idents.p, idents.len);
-	w_bytes(&b, body.p, body.len);
-	if (b.failed || idents.failed || body.failed)
+	/* Sessions, clients and names. */
+	w_u32(&b, ns);
+	for (i = 0; i < ns; i++) {
+		w_u64(&b, ss[i]->id);
+		w_bytes(&b, ss[i]->secret, SM_SECRET_LEN);
+		w_u32(&b, ptrmap_get(&im, ss[i]->ident));
+		w_u32(&b, ss[i]->lease_ms);
+		w_u64(&b, ss[i]->heard);
+		w_timer(&b, &ss[i]->expiry);
+		w_u32(&b, ss[i]->nmemos);
+		list_for_each(pos, &ss[i]->memos) {
+			m = list_entry(pos, struct sm_memo, entry);
+			w_u64(&b, m->req.request_id);
+			w_u32(&b, (uint32_t)m->code);
+			w_u32(&b, m->n);
+			w_u64(&b, m->token);
+		}
+	}
+	w_u64(&b, sm->ctr.clients);
+	list_for_each(pos, &sm->clients) {
+		c = list_entry(pos, struct sm_client, entry);
+		w_u64(&b, c->id);
+		w_u32(&b, ptrmap_get(&pm, c->pr));
+		w_u8(&b, c->local | c->detach << 1 | c->hello << 2);
+		w_bytes(&b, c->secret, SM_SECRET_LEN);
+		w_u64(&b, c->session ? c->session->id : 0);
+	}
+	w_u64(&b, sm->ctr.semaphores);
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL)
+		w_sem(&b, &im, &pm, sem);
+	if (b.failed || idents.failed)
 		goto out;
 	*out = b.p;
 	*len = b.len;
@@ -393,7 +428,6 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 out:
 	free(b.p);
 	free(idents.p);
-	free(body.p);
 	free(prs);
 	free(ss);
 	ptrmap_free(&pm);
@@ -537,6 +571,8 @@ static void r_header(struct restore *rs)
 	sm->cfg.max_holds_per_session = r_u32(r);
 	sm->cfg.max_lease_ms = r_u32(r);
 	sm->cfg.max_reply = r_u32(r);
+	if (sm->cfg.default_limit == 0 || sm->cfg.default_limit > SM_LIMIT_MAX)
+		rs_fail(rs, "default limit out of range");
 	k->grants = r_u64(r);
 	k->timeouts = r_u64(r);
 	k->cancels = r_u64(r);
@@ -945,6 +981,7 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
     const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
 	struct restore rs = { 0 };
+	char why[120];
 	uint32_t i;
 
 	rs.r.p = buf;
@@ -963,8 +1000,12 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 		r_clients(&rs);
 	if (!rs.r.bad)
 		r_sems(&rs);
-	if (!rs.r.bad)
-		r_owner_lists(&rs);
+	/*
+	 * Also when the bytes were refused: sm_free() frees holds and waiters
+	 * through their owners' lists, and those read so far are only on
+	 * their names'.
+	 */
+	r_owner_lists(&rs);
 	if (!rs.r.bad && rs.r.off != rs.r.len)
 		rs_fail(&rs, "%zu bytes past the end of the state", rs.r.len - rs.r.off);
 	/* The tables' own references go; the records keep theirs. */
@@ -974,6 +1015,9 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 		principal_put(rs.sm, rs.prs[i]);
 	free(rs.ids);
 	free(rs.prs);
+	/* What the records cannot show alone (counts against limits...). */
+	if (!rs.r.bad && sm_check(rs.sm, why, sizeof why) != 0)
+		rs_fail(&rs, "not a consistent state: %s", why);
 	if (rs.r.bad) {
 		snprintf(err, errlen, "%s", rs.err[0] ? rs.err :
 		    "the snapshot ends early");

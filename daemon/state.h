@@ -362,7 +362,7 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 
 /*
  * Check every invariant (counts, lists, indexes, FIFO, tokens); returns 0 or
- * -1 with a description in err. For tests.
+ * -1 with a description in err. For tests, and sm_restore's last word.
  */
 int sm_check(const struct sm *sm, char *err, size_t errlen);
 

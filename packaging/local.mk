@@ -35,6 +35,7 @@ EXTRA_DIST += \
 	packaging/debian/source/format \
 	packaging/debian/semd.install \
 	packaging/debian/semd.postinst \
+	packaging/debian/semd.postrm \
 	packaging/debian/semctl.install \
 	packaging/debian/libsemclient1.install \
 	packaging/debian/libsemclient1.symbols \

@@ -68,3 +68,12 @@ tests_daemon_test_metrics_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_test_metrics_LDADD = daemon/libsemstate.a proto/libsemproto.a \
 	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/daemon/test_metrics
+
+# crash.sh: kill -9 during a stream of grants from many clients, restart,
+# repeated (crash_test checks the clients' records); a cut-off data
+# directory is refused.
+check_PROGRAMS += tests/daemon/crash_test
+tests_daemon_crash_test_SOURCES = tests/daemon/crash_test.c
+tests_daemon_crash_test_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
+TESTS += tests/daemon/crash.sh
+EXTRA_DIST += tests/daemon/crash.sh

@@ -10,6 +10,9 @@ set -u
 : "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_srcdir:=$top_builddir}"
 SEMD=${SEMD:-$top_builddir/semd}
+# Sanitizer builds: what libraft leaks on its way out of a damaged log.
+: "${LSAN_OPTIONS:=suppressions=$top_srcdir/tests/lsan.supp:print_suppressions=0}"
+export LSAN_OPTIONS
 SEMCTL=${SEMCTL:-$top_builddir/semctl}
 T=$(mktemp -d "${TMPDIR:-/tmp}/semd-test.XXXXXX")
 PIDS_TO_KILL=""

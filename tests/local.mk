@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/: shared test helpers. Each area's tests live in tests/<area>.mk.
-EXTRA_DIST += tests/lib.sh
+EXTRA_DIST += tests/lib.sh tests/lsan.supp
 
 # --threads: permit invariants under racing clients on one and on four event
 # loops, FIFO and timeouts across loops, reload and stop (tests/daemon/).

@@ -36,6 +36,10 @@ while read -r k; do
 	ok "semd.conf(5) documents $k" grep -q -- "^\.BI $(roff "$k") " "$man5"
 	ok "semd.conf.example shows $k" grep -q -- "^#$k " "$example"
 done <"$T/keys"
+# Set in the example as shipped: the packaged service keeps its state.
+for k in data-dir; do
+	ok "semd.conf.example sets $k" grep -q -- "^$k " "$example"
+done
 
 # Nothing documented that semd does not know.
 sed -n 's/^\.B[IR]* \\-\\-\([a-z\\-]*\).*/\1/p' "$man8" | sed 's/\\-/-/g' | sort -u >"$T/man8-opts"

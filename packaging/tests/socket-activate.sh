@@ -33,8 +33,9 @@ expect_eq "semd.socket's UNIX socket" /run/semd/semd.sock "$unix_path"
 expect_eq "semd.socket has no TCP socket" "" "$tcp_addr"
 expect_eq "semd.service's arguments" "--config /etc/semd/semd.conf" "$exec_start"
 
-# The same, moved into $T.
-cp "$top_srcdir/packaging/semd.conf.example" "$T/semd.conf"
+# The same, moved into $T (the state too: /var/lib/semd becomes $T/data).
+sed "s|^data-dir /var/lib/semd\$|data-dir $T/data|" "$top_srcdir/packaging/semd.conf.example" >"$T/semd.conf"
+ok "the example keeps the state in /var/lib/semd" grep -qx "data-dir $T/data" "$T/semd.conf"
 # shellcheck disable=SC2086
 set -- $(printf '%s' "$exec_start" | sed "s|/etc/semd/semd.conf|$T/semd.conf|")
 sock=$T/semd.sock
@@ -104,4 +105,5 @@ kill -TERM "$pid"
 rc=0; wait "$pid" || rc=$?
 expect_eq "SIGTERM: semd exits with status 0" 0 "$rc"
 ok "STOPPING=1 reaches NOTIFY_SOCKET" t_wait_for 10 grep -q STOPPING=1 "$T/notify.out"
+ok "the state was kept in the data directory" test -s "$T/data/semd.meta"
 t_done

@@ -47,7 +47,7 @@ for want in Type=notify WatchdogSec=30s User=semd RuntimeDirectory=semd \
     LockPersonality=yes MemoryDenyWriteExecute=yes RestrictRealtime=yes \
     SystemCallFilter=@system-service SystemCallArchitectures=native \
     CapabilityBoundingSet= LimitNOFILE=65536 'ExecReload=/bin/kill -HUP $MAINPID' \
-    NonBlocking=yes; do
+    NonBlocking=yes StateDirectory=semd StateDirectoryMode=0700; do
 	ok "semd.service has $want" grep -qxF "$want" semd.service
 done
 for want in ListenStream=/run/semd/semd.sock DirectoryMode=0755 \

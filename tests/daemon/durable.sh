@@ -139,4 +139,19 @@ expect_eq "torn write: semd serves" 0 "$?"
 stop_d TERM
 truncate -s $((used - 20)) "$T/cut/$last"
 expect_78 "the last bytes cut off" "$T/cut"
+
+# A reload does not move the log: data-dir changes only at a restart.
+printf 'data-dir %s\n' "$D" >"$T/r.conf"
+start_semd r --config "$T/r.conf" || exit 1
+$SEMCTL -s "$r_UNIX" create reload/kept --limit 1 >/dev/null
+printf 'data-dir %s\n' "$T/other" >"$T/r.conf"
+kill -HUP "$r_PID"
+ok "SIGHUP with another data-dir: warned" t_wait_for 5 has 'data-dir, restart-grace and snapshot-every change only at a restart' "$T/r.log"
+$SEMCTL -s "$r_UNIX" create reload/after --limit 1 >/dev/null
+kill -TERM "$r_PID"; wait "$r_PID" 2>/dev/null
+ok "... and the log stays where it was" test ! -e "$T/other"
+start_d || exit 1
+$S list reload/ >"$T/rl.out"
+ok "... with what came after the reload" has '^reload/after' "$T/rl.out"
+stop_d TERM
 t_done

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/fuzz/gen-corpus.c - write the seed corpus: small valid inputs for
- * each fuzz target, built with protobuf-c so they track semd.proto.
- *   gen-corpus OUTDIR   -> OUTDIR/fuzz_frame/..., OUTDIR/fuzz_dispatch/...
+ * each fuzz target, built with protobuf-c so they track semd.proto, and
+ * with the state machine's own entry builders and snapshots for the log
+ * targets.
+ *   gen-corpus OUTDIR   -> OUTDIR/fuzz_frame/..., OUTDIR/fuzz_dispatch/...,
+ *                          OUTDIR/fuzz_entry/..., OUTDIR/fuzz_snap/...
  * Its output is committed under tests/fuzz/corpus/.
  */
 #include <errno.h>
@@ -11,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "daemon/state.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
 #include "tests/fuzz/fuzz.h"
@@ -200,13 +204,14 @@ static void req_name_op(struct out *o, uint64_t id, int op, const char *name)
 	out_req(o, &r);
 }
 
-/* Ping, Stats or Cancel (of the previous id). */
+/* Ping, Stats, Detach or Cancel (of the previous id). */
 static void req_simple(struct out *o, uint64_t id, int op)
 {
 	Semd__Request r = SEMD__REQUEST__INIT;
 	Semd__Ping ping = SEMD__PING__INIT;
 	Semd__Stats stats = SEMD__STATS__INIT;
 	Semd__Cancel cancel = SEMD__CANCEL__INIT;
+	Semd__Detach detach = SEMD__DETACH__INIT;
 	static uint8_t payload[] = "payload";
 
 	r.id = id;
@@ -223,6 +228,9 @@ static void req_simple(struct out *o, uint64_t id, int op)
 	case SEMD__REQUEST__OP_CANCEL:
 		cancel.request_id = id - 1;
 		r.cancel = &cancel;
+		break;
+	case SEMD__REQUEST__OP_DETACH:
+		r.detach = &detach;
 		break;
 	default:
 		break;
@@ -395,6 +403,252 @@ static void gen_dispatch(void)
 	out_write(&o, "fuzz_dispatch", "no-hello-garbage");
 }
 
+/* --- the log seeds: entry lists (fuzz_entry) and snapshots (fuzz_snap) --- */
+
+struct logw {
+	struct out	o;		/* the entry list */
+	struct sm	*sm;		/* the entries applied */
+	struct sm_batch	b;		/* the entry being made */
+};
+
+static void no_reply(void *ctx, void *conn, const Semd__Reply *r)
+{
+	(void)ctx;
+	(void)conn;
+	(void)r;
+}
+
+static void *bind_id(void *arg, uint64_t id)
+{
+	(void)arg;
+	return (void *)(uintptr_t)id;
+}
+
+static const struct sm_apply_hooks log_hooks = { bind_id, NULL, NULL };
+
+/* A new list, and the state machine it is applied to. */
+static void log_init(struct logw *w)
+{
+	static const struct sm_out out = { no_reply, NULL, NULL, NULL };
+	struct sm_config cfg;
+
+	memset(&w->o, 0, sizeof(w->o));
+	sm_config_defaults(&cfg);
+	cfg.wall_ms = 1700000000000ull;
+	cfg.server = "semd fuzz";
+	cfg.durable = true;
+	w->sm = sm_new(&cfg, &out, 1000);
+	if (w->sm == NULL)
+		exit(1);
+	sm_batch_init(&w->b);
+}
+
+/*
+ * The commands batched so far as one entry stamped time: listed, and
+ * applied, which must succeed (or, with refused, fail).
+ */
+static void log_put(struct logw *w, uint64_t time, int refused)
+{
+	size_t hl = sm_entry_header_size();
+	size_t len = (hl + w->b.len + 7) & ~(size_t)7;
+	uint8_t entry[4096], hdr[2];
+	char err[160];
+
+	if (w->b.failed || len > sizeof(entry))
+		exit(1);
+	memset(entry, 0, len);
+	sm_entry_header(entry, time, 1700000000000ull + time);
+	memcpy(entry + hl, w->b.p, w->b.len);
+	hdr[0] = (uint8_t)len;
+	hdr[1] = (uint8_t)(len >> 8);
+	out_bytes(&w->o, hdr, 2);
+	out_bytes(&w->o, entry, len);
+	if ((sm_apply(w->sm, entry, len, &log_hooks, err, sizeof(err)) != 0) !=
+	    refused) {
+		fprintf(stderr, "gen-corpus: entry at %llu: %s\n",
+		    (unsigned long long)time, refused ? "taken" : err);
+		exit(1);
+	}
+	sm_batch_reset(&w->b);
+}
+
+static void log_entry(struct logw *w, uint64_t time)
+{
+	log_put(w, time, 0);
+}
+
+/* A client opens: principal uid:0 (local, over UNIX) or anonymous. */
+static void log_open(struct logw *w, uint64_t id, int local)
+{
+	uint8_t secret[SM_SECRET_LEN];
+
+	memset(secret, 0, sizeof(secret));
+	secret[0] = (uint8_t)id;
+	sm_batch_open(&w->b, id, local ? "uid:0" : "anonymous", secret,
+	    local ? SM_CLIENT_LOCAL : 0);
+}
+
+/* The request that r (one framed request, then emptied) holds, for client. */
+static void log_req(struct logw *w, uint64_t client, struct out *r)
+{
+	static const struct sm_caller admin = { SM_PRIV_ADMIN, { 0 } };
+	static const struct sm_caller user = { 0, { 4, 6, 5, 3 } };
+
+	sm_batch_request(&w->b, client, client % 2 ? &admin : &user,
+	    r->buf + FRAME_HDR, r->len - FRAME_HDR);
+	r->len = 0;
+}
+
+/* The snapshot of where the entries left the state. */
+static void log_snapshot(struct logw *w, struct out *snap)
+{
+	uint8_t *p;
+	size_t len;
+
+	if (sm_snapshot(w->sm, &p, &len) != 0 || len > sizeof(snap->buf))
+		exit(1);
+	memcpy(snap->buf, p, len);
+	snap->len = len;
+	free(p);
+}
+
+/* Write the entry list and the snapshot of where it left the state. */
+static void log_write(struct logw *w, const char *name)
+{
+	struct out snap;
+
+	out_write(&w->o, "fuzz_entry", name);
+	log_snapshot(w, &snap);
+	out_write(&snap, "fuzz_snap", name);
+}
+
+/* Where the record of name (u32 length, bytes) begins in a snapshot. */
+static size_t snap_find(const struct out *snap, const char *name)
+{
+	size_t n = strlen(name), i;
+
+	for (i = 0; i + 4 + n <= snap->len; i++)
+		if (snap->buf[i] == n && snap->buf[i + 1] == 0 &&
+		    snap->buf[i + 2] == 0 && snap->buf[i + 3] == 0 &&
+		    memcmp(snap->buf + i + 4, name, n) == 0)
+			return i;
+	fprintf(stderr, "gen-corpus: %s is not in the snapshot\n", name);
+	exit(1);
+}
+
+static void log_free(struct logw *w)
+{
+	sm_batch_free(&w->b);
+	sm_free(w->sm);
+}
+
+/* The fuzz_entry and fuzz_snap seeds. */
+static void gen_log(void)
+{
+	static const uint8_t secret3[SM_SECRET_LEN] = { 3 };
+	struct logw w;
+	struct out r;
+
+	memset(&r, 0, sizeof(r));
+	/* holders, waiters of every kind, a detached hold, signal mode */
+	log_init(&w);
+	sm_batch_boot(&w.b);
+	{
+		struct sm_config cfg;
+
+		sm_config_defaults(&cfg);
+		sm_batch_config(&w.b, &cfg);
+	}
+	log_open(&w, 1, 1);
+	log_open(&w, 2, 0);
+	log_open(&w, 3, 1);
+	log_entry(&w, 1000);
+	req_hello(&r, 1, 5000); log_req(&w, 1, &r);
+	req_hello(&r, 1, 0); log_req(&w, 2, &r);
+	req_hello(&r, 1, 3000); log_req(&w, 3, &r);
+	log_entry(&w, 1001);
+	req_create(&r, 2, "a", 2, 0); log_req(&w, 1, &r);
+	req_down(&r, 3, "a", 2, -1, 0); log_req(&w, 1, &r);
+	req_down(&r, 2, "a", 1, -1, 0); log_req(&w, 2, &r);
+	req_down(&r, 2, "a", 1, 500, 0); log_req(&w, 3, &r);
+	req_down(&r, 3, "d", 1, 0, 1000); log_req(&w, 3, &r);
+	req_create(&r, 3, "s", 3, 1); log_req(&w, 2, &r);
+	req_down(&r, 4, "s", 1, -1, 0); log_req(&w, 2, &r);
+	log_entry(&w, 1002);
+	log_write(&w, "waiters");
+	{
+		struct out snap;
+		size_t at;
+
+		/*
+		 * Found by fuzz_snap: a name whose limit does not match its
+		 * holders and free permits was restored (sm_check failed after).
+		 */
+		log_snapshot(&w, &snap);
+		at = snap_find(&snap, "d") + 4 + 1;
+		snap.buf[at] = 7;		/* limit 1 -> 7 */
+		out_write(&snap, "fuzz_snap", "regress-limit-count");
+		/*
+		 * Found by fuzz_snap: bytes refused after holders and waiters
+		 * were read leaked them (sm_free frees them through their
+		 * owners' lists, filled only at the end).
+		 */
+		log_snapshot(&w, &snap);
+		snap.len -= 4;
+		out_write(&snap, "fuzz_snap", "regress-cut-after-waiters");
+	}
+	/* hand-offs, a retry answered from its memo, a detach, a restart, a resume */
+	req_up(&r, 4, "a", 2, 0); log_req(&w, 1, &r);
+	req_down(&r, 2, "a", 1, -1, 0); log_req(&w, 2, &r);
+	req_simple(&r, 5, SEMD__REQUEST__OP_DETACH); log_req(&w, 3, &r);
+	sm_batch_close(&w.b, 3);
+	log_entry(&w, 1100);
+	sm_batch_restart(&w.b, 2000);
+	log_open(&w, 4, 1);
+	log_entry(&w, 1200);
+	req_hello_resume(&r, 1, 3000, 3, secret3, sizeof(secret3)); log_req(&w, 4, &r);
+	req_name_op(&r, 2, SEMD__REQUEST__OP_INFO, "a"); log_req(&w, 4, &r);
+	log_entry(&w, 1300);
+	log_write(&w, "restart-resume");
+	/* a leader takes over; time passes: timeouts, leases run out; then
+	 * deletes and set-limit */
+	sm_batch_leader(&w.b, 2, 1500, "tcp:127.0.0.1:7385");
+	log_entry(&w, 1400);
+	log_entry(&w, 5000);
+	log_open(&w, 5, 0);
+	req_hello(&r, 1, 0); log_req(&w, 5, &r);
+	req_name_op(&r, 2, SEMD__REQUEST__OP_SET_LIMIT, "s"); log_req(&w, 5, &r);
+	req_name_op(&r, 3, SEMD__REQUEST__OP_DELETE, "a"); log_req(&w, 5, &r);
+	req_simple(&r, 4, SEMD__REQUEST__OP_STATS); log_req(&w, 5, &r);
+	log_entry(&w, 9000);
+	log_write(&w, "expired");
+	log_free(&w);
+
+	/*
+	 * Found by fuzz_entry: a CONFIG entry with default limit 0 was taken,
+	 * a down then made a name of limit 0, and the state's own snapshot
+	 * was refused. The entry is refused now (the down after it runs).
+	 */
+	log_init(&w);
+	{
+		struct sm_config cfg;
+
+		sm_batch_boot(&w.b);
+		log_open(&w, 1, 1);
+		log_entry(&w, 1000);
+		req_hello(&r, 1, 0); log_req(&w, 1, &r);
+		log_entry(&w, 1001);
+		sm_config_defaults(&cfg);
+		cfg.default_limit = 0;
+		sm_batch_config(&w.b, &cfg);
+		log_put(&w, 1002, 1);
+		req_down(&r, 2, "z", 1, 0, 0); log_req(&w, 1, &r);
+		log_entry(&w, 1003);
+		out_write(&w.o, "fuzz_entry", "regress-config-limit0");
+	}
+	log_free(&w);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -408,5 +662,6 @@ int main(int argc, char **argv)
 	}
 	gen_frame();
 	gen_dispatch();
+	gen_log();
 	return 0;
 }

@@ -36,6 +36,8 @@ fi
 declare -A LIBS
 LIBS[fuzz_frame]="proto/libsemproto.a"
 LIBS[fuzz_dispatch]="daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+LIBS[fuzz_entry]="daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+LIBS[fuzz_snap]="daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
