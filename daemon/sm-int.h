@@ -538,7 +538,7 @@ void op_set_rate(struct sm *sm, struct sm_client *c,
 
 /* sm_deadlock.c */
 #define SM_DEADLOCK_MSG		512	/* a cycle told, at most (bytes) */
-#define SM_DEADLOCK_SHOWN	8	/* hops of a cycle told */
+#define SM_DEADLOCK_SHOWN	4	/* hops of a cycle told */
 #define SM_DEADLOCK_BUDGET	1000000	/* holds looked at by one search */
 bool deadlock_new(struct sm *sm, struct sm_session *s,
     const struct sm_want *wants, unsigned int k, char *why, size_t len);
@@ -593,6 +593,8 @@ void notice_lost(struct sm *sm, const struct sm_hold *h, int code,
 void session_park(struct sm_session *s, bool away);
 void session_arm(struct sm *sm, struct sm_session *s);
 void session_expire(struct sm *sm, struct sm_session *s, uint64_t now);
+
+void sm_tick_from(struct sm *sm, uint64_t base, uint64_t now);
 
 /* sm_stats.c */
 void op_stats(struct sm *sm, struct sm_client *c, uint64_t id);

@@ -1064,6 +1064,17 @@ uint64_t sm_next_deadline(const struct sm *sm)
 /* Fire every timer due at or before now. */
 void sm_tick(struct sm *sm, uint64_t now)
 {
+	sm_tick_from(sm, sm->now, now);
+}
+
+/*
+ * Fire every timer due at or before now, each at its own time (the state's
+ * clock is moved to it, never below base, the clock of the last call): a
+ * token due at 1003 is taken at 1003 even when the tick comes at 2000, and
+ * what it lets through is settled then, before the next timer.
+ */
+void sm_tick_from(struct sm *sm, uint64_t base, uint64_t now)
+{
 	struct sm_sem *sems[SM_MULTI_MAX];
 	struct sm_timer *t;
 	struct sm_wait *w;
@@ -1073,10 +1084,10 @@ void sm_tick(struct sm *sm, uint64_t now)
 	unsigned int nm;
 	char why[320];
 
-	sm->now = now;
 	sm->cur_op = 0;		/* what fires answers no request */
 	while (sm->heap_n > 0 && sm->heap[0]->when <= now) {
 		t = sm->heap[0];
+		sm->now = t->when > base ? t->when : base;
 		timer_disarm(sm, t);
 		switch (t->kind) {
 		case T_WAIT:
@@ -1114,6 +1125,7 @@ void sm_tick(struct sm *sm, uint64_t now)
 		}
 		sm_settle(sm);	/* what the timer let through, in time order */
 	}
+	sm->now = now;
 	sm_settle(sm);
 }
 

@@ -189,8 +189,11 @@ void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why)
 	hist_add(&sm->ctr.hold, sm_wall(sm, sm->now) > h->since_wall ?
 	    sm_wall(sm, sm->now) - h->since_wall : 0);
 	sm->ctr.holders--;
-	/* Told before the permits go on to a waiter (its grant follows). */
-	watch_hold(sm, h, n, up, why);
+	/*
+	 * Told before the permits go on to a waiter (its grant follows); an up
+	 * (why NULL) gives them back here or in one go by its caller.
+	 */
+	watch_hold(sm, h, n, up || why == NULL, why);
 	if (up)
 		sema_up_n(&sem->sem, n);
 	ident_put(sm, h->ident);
