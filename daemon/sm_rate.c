@@ -182,10 +182,14 @@ void rate_refill(struct sm *sm, struct sm_sem *sem)
 	add = sm_rate_accrue(&whole, &r->frac, r->rate, r->period_ms,
 	    r->burst, sm->now - r->last);
 	r->last = sm->now;
-	if (sem->mode != SEMD__MODE__RATE)
+	if (sem->mode != SEMD__MODE__RATE) {
 		r->tokens = whole;
-	else if (add > 0)
+		/* The first waiter may have its tokens now: look (settling). */
+		if (add > 0 && !list_empty(&sem->waiters))
+			rate_touch(sm, sem);
+	} else if (add > 0) {
 		sema_up_n(&sem->sem, (unsigned int)add);
+	}
 }
 
 /* Take n tokens of a name with a limit (a grant of it). */
@@ -348,6 +352,10 @@ void op_set_rate(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 				if (!member_gated(m->wait, sem))
 					sema_gate(&sem->sem, &m->w, false);
 			}
+			/* A multi-name waiter first in line may need no more. */
+			if (!list_empty(&sem->waiters))
+				wait_offer(sm, list_first_entry(&sem->waiters,
+				    struct sm_member, sem_entry)->wait);
 		}
 		watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_RATE, c);
 		reply_ok(sm, c, id);

@@ -15,7 +15,8 @@
  *   idents   (pid, client name, host, principal); referred to by index
  *   sessions by id: id, secret, ident, lease, heard, expiry timer, memos
  *   clients  in the order they were opened: id, principal, flags, secret,
- *            hello, session id, its watches (id, flags, name)
+ *            hello, session id
+ *   watches  in the order they were made: client id, id, flags, name
  *   names    in name order: limit, mode, owner, token, free count, its
  *            token bucket if any (rate, period, burst, level, last refill,
  *            timer), then its holders in grant order (with their DownMulti
@@ -391,7 +392,7 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 	const struct sm_watch *x;
 	struct ordidx_iter it;
 	const struct sm_sem *sem;
-	size_t i, np = hmap_count(&sm->principals);
+	size_t i, n, np = hmap_count(&sm->principals);
 	size_t ns = hmap_count(&sm->sessions);
 	uint32_t k;
 	int r = -ENOMEM;
@@ -438,13 +439,17 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 		w_u8(&body, c->local | c->detach << 1 | c->hello << 2);
 		w_bytes(&body, c->secret, SM_SECRET_LEN);
 		w_u64(&body, c->session ? c->session->id : 0);
-		w_u32(&body, c->nwatches);
-		list_for_each(wpos, &c->watches) {
-			x = list_entry(wpos, struct sm_watch, client_entry);
-			w_u64(&body, x->id);
-			w_u8(&body, x->prefix | x->admin << 1);
-			w_str(&body, x->name, x->len);
-		}
+	}
+	n = 0;
+	list_for_each(wpos, &sm->watches)
+		n++;
+	w_u64(&body, n);
+	list_for_each(wpos, &sm->watches) {
+		x = list_entry(wpos, struct sm_watch, entry);
+		w_u64(&body, x->client->id);
+		w_u64(&body, x->id);
+		w_u8(&body, x->prefix | x->admin << 1);
+		w_str(&body, x->name, x->len);
 	}
 	w_u64(&body, sm->ctr.semaphores);
 	ordidx_first(&sm->byname, &it);
@@ -767,12 +772,10 @@ static void r_clients(struct restore *rs)
 	struct sm *sm = rs->sm;
 	struct sm_client *c;
 	struct sm_session *s;
-	uint64_t i, n = r_u64(r), id, sid, wid;
-	uint32_t p, nw, j;
-	uint8_t flags, wflags;
+	uint64_t i, n = r_u64(r), id, sid;
+	uint32_t p;
+	uint8_t flags;
 	const uint8_t *secret;
-	char name[SM_NAME_MAX + 1];
-	size_t len;
 
 	for (i = 0; i < n && !r->bad; i++) {
 		id = r_u64(r);
@@ -802,20 +805,33 @@ static void r_clients(struct restore *rs)
 			s->client = c;
 			c->session = s;
 		}
-		nw = rs->version >= 2 ? r_u32(r) : 0;
-		for (j = 0; j < nw && !r->bad; j++) {
-			wid = r_u64(r);
-			wflags = r_u8(r);
-			len = r_str(r, name, SM_NAME_MAX);
-			if (r->bad || nw > SM_WATCH_MAX || wid == 0 ||
-			    (len > 0 && !sm_name_valid(name, len)) ||
-			    ((wflags & 1) == 0 && len == 0) ||
-			    watch_cancel(sm, c, wid) ||
-			    watch_add(sm, c, wid, name, len, (wflags & 1) != 0,
-			    (wflags & 2) != 0) == NULL) {
-				rs_fail(rs, "client %" PRIu64 ": bad watch", id);
-				return;
-			}
+	}
+}
+
+/* The watches (version 2), in the order they were made. */
+static void r_watches(struct restore *rs)
+{
+	struct rbuf *r = &rs->r;
+	struct sm *sm = rs->sm;
+	struct sm_client *c;
+	uint64_t i, n = r_u64(r), cid, wid;
+	char name[SM_NAME_MAX + 1];
+	uint8_t flags;
+	size_t len;
+
+	for (i = 0; i < n && !r->bad; i++) {
+		cid = r_u64(r);
+		wid = r_u64(r);
+		flags = r_u8(r);
+		len = r_str(r, name, SM_NAME_MAX);
+		c = r->bad ? NULL : sm_client_find(sm, cid);
+		if (c == NULL || c->nwatches >= SM_WATCH_MAX || wid == 0 ||
+		    (len > 0 && !sm_name_valid(name, len)) ||
+		    ((flags & 1) == 0 && len == 0) || watch_cancel(sm, c, wid) ||
+		    watch_add(sm, c, wid, name, len, (flags & 1) != 0,
+		    (flags & 2) != 0) == NULL) {
+			rs_fail(rs, "bad watch %" PRIu64, i);
+			return;
 		}
 	}
 }
@@ -1179,6 +1195,8 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 		r_sessions(&rs);
 	if (!rs.r.bad)
 		r_clients(&rs);
+	if (!rs.r.bad && rs.version >= 2)
+		r_watches(&rs);
 	if (!rs.r.bad)
 		r_sems(&rs);
 	if (!rs.r.bad && rs.version >= 2)
