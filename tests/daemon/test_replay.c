@@ -458,8 +458,8 @@ static void apply_all(const uint8_t *entry, size_t len)
 	for (k = 1; k < NREPLICAS; k++) {
 		if (!reps[k].live)
 			continue;
-		if (reps[k].out.len != reps[0].out.len ||
-		    memcmp(reps[k].out.p, reps[0].out.p, reps[0].out.len) != 0) {
+		if (reps[k].out.len != reps[0].out.len || (reps[0].out.len > 0 &&
+		    memcmp(reps[k].out.p, reps[0].out.p, reps[0].out.len) != 0)) {
 			dump("replica 0", &reps[0].out);
 			dump("other", &reps[k].out);
 			FAIL("replica %d answered differently (%zu bytes vs %zu)",

@@ -2721,7 +2721,7 @@ static Semd__InfoReply *info_of(struct sm *sm, struct sm_client *c, uintptr_t k,
  */
 static void test_rate(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
+	struct sm *sm;
 	struct sm_client *a, *b;
 	Semd__InfoReply *in;
 	Semd__Grant *g;
@@ -3268,6 +3268,7 @@ static void test_multi_snapshot(void)
 	size_t l1 = 0, l2 = 0;
 	char err[256];
 	Semd__Grant *g;
+	uint64_t zp;
 
 	TEST_START("snapshot: multi-name waiters, buckets and watches come back");
 	now = 1000;
@@ -3281,6 +3282,7 @@ static void test_multi_snapshot(void)
 	expect_code(5, 4, SEMD__CODE__OK);
 	t_down(sm, z, 2, "a", 1, -1, 0);
 	g = grant_of(3, 2);
+	zp = g ? g->permit_id : 0;
 	t_multi(sm, x, 2, ab, NULL, 2, 5000, 0);
 	t_down(sm, x, 5, "r", 2, 0, 0);		/* the bucket, emptied */
 	grant_of(1, 5);
@@ -3313,7 +3315,7 @@ static void test_multi_snapshot(void)
 	t_tick(sm, now + 1000);		/* r: tokens for the 2, then the 1 */
 	grant_of(1, 3);
 	grant_of(1, 4);
-	t_up(sm, sm_client_find(sm, 3), 3, "a", 1, g ? g->permit_id : 0);
+	t_up(sm, sm_client_find(sm, 3), 3, "a", 1, zp);
 	multi_of(1, 2, ab, 2);
 	event_of(5, EVENT_GRANT, "r");
 	event_of(5, EVENT_GRANT, "r");
