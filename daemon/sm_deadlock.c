@@ -211,13 +211,14 @@ static void dl_cycle(struct sm *sm, const struct dl_search *d, char *why,
 	/* Forwards: target -> path[n-1] -> ... -> path[0] -> target. */
 	for (i = n; i > 0 && n - i < SM_DEADLOCK_SHOWN; i--) {
 		s = path[i - 1];
-		dl_say(why, len, " waits for %s, held by ", s->dl_sem->name);
+		dl_say(why, len, "%s waits for %s, held by ", i == n ? "" : ", which",
+		    s->dl_sem->name);
 		dl_who(why, len, s, d->target);
-		dl_say(why, len, ",");
 	}
 	if (i > 0)
-		dl_say(why, len, " ... (%zu more),", i);
-	dl_say(why, len, " waits for %s, held by ", d->found_sem->name);
+		dl_say(why, len, ", ... (%zu more)", i);
+	dl_say(why, len, "%s waits for %s, held by ", n == 0 ? "" : ", which",
+	    d->found_sem->name);
 	dl_who(why, len, d->target, d->target);
 }
 
