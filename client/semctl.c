@@ -1723,8 +1723,9 @@ static void run_on_event(struct semc *c, const struct semc_event *ev, void *arg)
 	for (i = 0; i < rs->q->k; i++) {
 		if (ev->permit_id == rs->q->permit_id[i]) {
 			rs->lost = ev->error ? ev->error : SEMC_E_HOLD_LOST;
-			snprintf(rs->why, sizeof rs->why, "the hold on %s was lost: %s",
-				 esc(rs->q->names[i]), ev->message);
+			snprintf(rs->why, sizeof rs->why, "the hold was lost%s%s: %s",
+				 rs->q->k > 1 ? " on " : "", rs->q->k > 1 ? esc(rs->q->names[i]) : "",
+				 ev->message);
 			return;
 		}
 	}
