@@ -9,11 +9,16 @@
  * waiter spins behind it until it runs again (the convoy the kernel avoids
  * by disabling preemption, which we cannot do). With TTAS whichever thread
  * is running takes a free lock. Its unfairness does not matter here: the
- * semaphore keeps its own strict FIFO order in wait_list, and the sections
- * this lock guards are a few list operations long. Waiters spin on a plain
- * load (no cache-line ping-pong from repeated exchanges), with the CPU's
- * spin-wait hint, and yield the CPU after a while so a preempted holder can
- * finish.
+ * semaphore keeps its own strict FIFO order in wait_list. Waiters spin on a
+ * plain load (no cache-line ping-pong from repeated exchanges), with the
+ * CPU's spin-wait hint, and yield the CPU every SPIN_YIELD_AFTER spins so a
+ * preempted holder can finish.
+ *
+ * Who holds it how long: a core semaphore's lock, a few list operations;
+ * semd's state lock (daemon/server.c), a batch of requests of one event
+ * loop (tens of microseconds) or an applied log entry - and, rarely, a whole
+ * snapshot of the state (a third of a second for a million names), when
+ * the waiting loops mostly yield.
  */
 #ifndef SEMD_ARCH_SPINLOCK_H
 #define SEMD_ARCH_SPINLOCK_H

@@ -23,3 +23,10 @@ EXTRA_DIST += bench/suite.sh bench/compare.sh bench/allocs.sh bench/README.md be
 bench: all
 	top_builddir='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/bench/suite.sh
 .PHONY: bench
+
+# failover-probe: clients that write down when their grants arrive, for
+# bench/cluster-failover.py (leader failover of a 3-node cluster).
+noinst_PROGRAMS += failover-probe
+failover_probe_SOURCES = bench/failover-probe.c
+failover_probe_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
+EXTRA_DIST += bench/cluster-failover.py

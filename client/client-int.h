@@ -40,6 +40,7 @@
 #include "proto/semd.pb-c.h"
 
 enum semc_addr_kind { SEMC_ADDR_UNIX = 1, SEMC_ADDR_TCP, SEMC_ADDR_TLS };
+#define SEMC_MAX_ADDRS	9	/* daemons in an address list */
 
 struct semc_addr {
 	enum semc_addr_kind kind;
@@ -114,8 +115,13 @@ struct semc {
 	pthread_cond_t cond;
 	pid_t pid;		/* the process that made the handle */
 
-	struct semc_addr addr;
+	struct semc_addr addr;		/* the one in use (connecting: lock) */
 	bool addr_set;
+	/* The daemons of a cluster (-s a,b,c), tried in turn; addr is one. */
+	struct semc_addr addrs[SEMC_MAX_ADDRS];
+	unsigned naddrs;
+	unsigned cur;			/* addrs[cur] is addr */
+	unsigned round_fails;		/* failed attempts since a success */
 	char *client_name;
 	_Atomic uint32_t lease_ms;
 	_Atomic int timeout_ms;
@@ -179,6 +185,7 @@ void semc_req_free(struct semc_req *r);
 int semc_submit(struct semc *c, struct semc_req *r);
 int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost);
 int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out);
+int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms);
 bool semc_permit_lost(struct semc *c, uint64_t permit_id);
 int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg);
 int64_t semc_lease_end_locked(const struct semc *c);

@@ -27,6 +27,7 @@
 #define SEMC_RBUF_MAX	(FRAME_HDR + FRAME_MAX_LIMIT)
 #define SEMC_BACKOFF_MIN	50
 #define SEMC_BACKOFF_MAX	1000
+#define SEMC_BACKOFF_CLUSTER_MAX 200	/* every daemon of a list failed */
 
 /* Allocate an unconnected handle. */
 struct semc *semc_new(void)
@@ -53,18 +54,61 @@ struct semc *semc_new(void)
 	return c;
 }
 
-/* Set the daemon's address. */
+/* Set the daemon's address, or a cluster's: a comma-separated list. */
 int semc_set_address(struct semc *c, const char *address)
 {
-	struct semc_addr a;
+	struct semc_addr a[SEMC_MAX_ADDRS];
+	char buf[4096], *item, *save = NULL;
+	unsigned n = 0;
 
 	if (semc_forked(c))
 		return semc_fail(SEMC_E_NOT_SUPPORTED, "handle of another process");
-	if (semc_addr_parse(address, &a) != 0)
+	if (address == NULL || snprintf(buf, sizeof buf, "%s", address) >= (int)sizeof buf)
 		return semc_fail(SEMC_E_ADDRESS, "bad server address '%s'", address ? address : "");
-	c->addr = a;
+	for (item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+		if (n == SEMC_MAX_ADDRS)
+			return semc_fail(SEMC_E_ADDRESS, "more than %d addresses in '%s'",
+					 SEMC_MAX_ADDRS, address);
+		if (semc_addr_parse(item, &a[n]) != 0)
+			return semc_fail(SEMC_E_ADDRESS, "bad server address '%s'", item);
+		n++;
+	}
+	if (n == 0)
+		return semc_fail(SEMC_E_ADDRESS, "bad server address '%s'", address);
+	pthread_mutex_lock(&c->lock);
+	memcpy(c->addrs, a, n * sizeof a[0]);
+	c->naddrs = n;
+	c->cur = 0;
+	c->addr = a[0];
 	c->addr_set = true;
+	pthread_mutex_unlock(&c->lock);
 	return 0;
+}
+
+/* Use addrs[i] from the next attempt on (lock held). */
+static void addr_use_locked(struct semc *c, unsigned i)
+{
+	if (c->naddrs == 0 || i >= c->naddrs)
+		return;
+	c->cur = i;
+	c->addr = c->addrs[i];
+}
+
+/* A Redirect names the leader: use it next if it is one of ours. */
+static void addr_redirect_locked(struct semc *c, const Semd__Redirect *rd)
+{
+	struct semc_addr a;
+	unsigned i;
+
+	if (rd == NULL || rd->leader == NULL || rd->leader[0] == '\0' ||
+	    semc_addr_parse(rd->leader, &a) != 0)
+		return;
+	for (i = 0; i < c->naddrs; i++) {
+		if (strcmp(c->addrs[i].canon, a.canon) == 0) {
+			addr_use_locked(c, i);
+			return;
+		}
+	}
 }
 
 /* Replace *dst by a copy of s (NULL clears). */
@@ -795,39 +839,21 @@ static int sock_connect(struct semc *c, int64_t deadline)
 	return fd;
 }
 
-/* Send Hello on a fresh connection and read its reply. */
-static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
-			  uint64_t resume, const uint8_t *secret, size_t secret_len,
-			  Semd__Reply **out, int64_t *sent_at)
+/* Send one request on a fresh connection and read the one reply to it. */
+static int frame_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
+			  Semd__Request *rq, Semd__Reply **out, int64_t *sent_at,
+			  const char *what)
 {
-	Semd__Request rq = SEMD__REQUEST__INIT;
-	Semd__Hello h = SEMD__HELLO__INIT;
 	uint8_t hdr[FRAME_HDR], *buf = NULL;
-	char host[256] = "", name[256];
 	size_t len;
 	int r;
 
 	*out = NULL;
-	gethostname(host, sizeof host - 1);
-	h.version = 1;
-	h.host = host;
-	h.pid = (uint32_t)getpid();
-	h.lease_ms = atomic_load(&c->lease_ms);
-	h.resume_session = resume;
-	h.resume_secret.data = (uint8_t *)secret;
-	h.resume_secret.len = secret_len;
-	rq.op_case = SEMD__REQUEST__OP_HELLO;
-	rq.hello = &h;
-	pthread_mutex_lock(&c->lock);
-	rq.id = c->next_id++;
-	snprintf(name, sizeof name, "%s", c->client_name ? c->client_name : "libsemclient");
-	pthread_mutex_unlock(&c->lock);
-	h.client_name = name;
-	len = semd__request__get_packed_size(&rq);
+	len = semd__request__get_packed_size(rq);
 	if ((buf = malloc(FRAME_HDR + len)) == NULL)
 		return semc_fail(SEMC_E_NOMEM, NULL);
 	frame_put_header(buf, (uint32_t)len);
-	semd__request__pack(&rq, buf + FRAME_HDR);
+	semd__request__pack(rq, buf + FRAME_HDR);
 	*sent_at = semc_now_ms();
 	r = io_write_all(k, buf, FRAME_HDR + len, deadline);
 	free(buf);
@@ -851,9 +877,96 @@ static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
 fail:
 	free(buf);
 	if (r == -ETIMEDOUT)
-		return semc_fail(SEMC_E_NO_REPLY, "no answer to Hello from %s", c->addr.canon);
-	return semc_fail(SEMC_E_CONNECT, "handshake with %s failed: %s", c->addr.canon,
+		return semc_fail(SEMC_E_NO_REPLY, "no answer to %s from %s", what,
+				 c->addr.canon);
+	return semc_fail(SEMC_E_CONNECT, "%s with %s failed: %s", what, c->addr.canon,
 			 strerror(-r));
+}
+
+/* Send Hello on a fresh connection and read its reply. */
+static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
+			  uint64_t resume, const uint8_t *secret, size_t secret_len,
+			  Semd__Reply **out, int64_t *sent_at)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Hello h = SEMD__HELLO__INIT;
+	char host[256] = "", name[256];
+
+	gethostname(host, sizeof host - 1);
+	h.version = 1;
+	h.host = host;
+	h.pid = (uint32_t)getpid();
+	h.lease_ms = atomic_load(&c->lease_ms);
+	h.resume_session = resume;
+	h.resume_secret.data = (uint8_t *)secret;
+	h.resume_secret.len = secret_len;
+	rq.op_case = SEMD__REQUEST__OP_HELLO;
+	rq.hello = &h;
+	pthread_mutex_lock(&c->lock);
+	rq.id = c->next_id++;
+	snprintf(name, sizeof name, "%s", c->client_name ? c->client_name : "libsemclient");
+	pthread_mutex_unlock(&c->lock);
+	h.client_name = name;
+	return frame_exchange(c, k, deadline, &rq, out, sent_at, "the handshake");
+}
+
+/*
+ * A cluster's status from the first daemon of the list that answers,
+ * without a session (a node that does not lead answers it too).
+ */
+static int addr_default(struct semc *c);
+
+int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Cluster cl = SEMD__CLUSTER__INIT;
+	struct semc_conn *k;
+	int64_t deadline, sent_at;
+	unsigned i, n;
+	int fd, r = SEMC_E_CONNECT;
+
+	*out = NULL;
+	if ((r = addr_default(c)) != 0)
+		return r;
+	for (i = 0; i < c->naddrs; i++)
+		if (c->addrs[i].kind == SEMC_ADDR_TLS && (r = semc_tls_setup(c)) != 0)
+			return r;
+	r = SEMC_E_CONNECT;
+	cl.action = SEMD__CLUSTER__ACTION__STATUS;
+	rq.op_case = SEMD__REQUEST__OP_CLUSTER;
+	rq.cluster = &cl;
+	rq.id = 1;
+	n = c->naddrs > 0 ? c->naddrs : 1;
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&c->lock);
+		addr_use_locked(c, (c->cur + (i > 0)) % (c->naddrs ? c->naddrs : 1));
+		pthread_mutex_unlock(&c->lock);
+		deadline = semc_now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);
+		if ((fd = sock_connect(c, deadline)) < 0) {
+			r = fd;
+			continue;
+		}
+		k = calloc(1, sizeof *k);
+		if (k == NULL) {
+			close(fd);
+			return semc_fail(SEMC_E_NOMEM, NULL);
+		}
+		k->fd = fd;
+		k->refs = 1;
+		pthread_mutex_init(&k->iolock, NULL);
+		r = 0;
+		if (c->addr.kind == SEMC_ADDR_TLS)
+			r = semc_tls_handshake(c, k, deadline);
+		if (r == 0)
+			r = frame_exchange(c, k, deadline, &rq, out, &sent_at,
+					   "the cluster status");
+		pthread_mutex_lock(&c->lock);
+		conn_put_locked(k);
+		pthread_mutex_unlock(&c->lock);
+		if (r == 0)
+			return 0;
+	}
+	return r;
 }
 
 /* Queue a Detach (semc_detach(), sent again on every resume). */
@@ -934,6 +1047,16 @@ again:
 		goto fail;
 	/* 0 comes with rp set; errors are semc_fail()'s non-zero first argument:
 	 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
+	if (rp->code == SEMD__CODE__UNAVAILABLE) {
+		/* Not the leader (a Redirect may say which is): another one next. */
+		pthread_mutex_lock(&c->lock);
+		if (rp->body_case == SEMD__REPLY__BODY_REDIRECT)
+			addr_redirect_locked(c, rp->redirect);
+		pthread_mutex_unlock(&c->lock);
+		r = semc_fail(SEMC_E_UNAVAILABLE, "%s: %s", c->addr.canon,
+			      *rp->message ? rp->message : "unavailable");
+		goto fail;
+	}
 	if (rp->code != SEMD__CODE__OK && resume != 0) {
 		/* The daemon forgot us (restart, lease over): start afresh. */
 		pthread_mutex_lock(&c->lock);
@@ -1145,6 +1268,9 @@ static void dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 		return;
 	}
 	if (rp->id == 0) {
+		/* A node that stopped leading says which one leads now. */
+		if (rp->body_case == SEMD__REPLY__BODY_REDIRECT)
+			addr_redirect_locked(c, rp->redirect);
 		event_push(d, SEMC_EV_NOTICE, semc_code_error(rp->code), rp->message, NULL);
 		semd__reply__free_unpacked(rp, NULL);
 		return;
@@ -1262,11 +1388,43 @@ int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd)
 	return n;
 }
 
+/*
+ * An attempt failed: with several daemons, the next one at once (a Redirect
+ * may have chosen it), backing off only once every one failed in a row
+ * (and less: a cluster electing a leader is back within a second);
+ * with one daemon, back off.
+ */
+static void addr_failed_locked(struct semc *c, unsigned prev)
+{
+	int64_t now = semc_now_ms();
+
+	c->round_fails++;
+	if (c->naddrs > 1) {
+		if (c->cur == prev)	/* no Redirect chose one */
+			addr_use_locked(c, (c->cur + 1) % c->naddrs);
+		if (c->round_fails < c->naddrs) {
+			c->next_retry = now;
+			return;
+		}
+		c->round_fails = 0;
+		c->backoff = c->backoff ? c->backoff * 2 : SEMC_BACKOFF_MIN;
+		if (c->backoff > SEMC_BACKOFF_CLUSTER_MAX)
+			c->backoff = SEMC_BACKOFF_CLUSTER_MAX;
+		c->next_retry = now + c->backoff;
+		return;
+	}
+	c->backoff = c->backoff ? c->backoff * 2 : SEMC_BACKOFF_MIN;
+	if (c->backoff > SEMC_BACKOFF_MAX)
+		c->backoff = SEMC_BACKOFF_MAX;
+	c->next_retry = now + c->backoff;
+}
+
 /* Try to (re)connect if nobody else is and the back-off allows. */
 int semc_conn_try(struct semc *c, int64_t deadline)
 {
 	struct semc_deliver d;
 	int64_t now = semc_now_ms(), dl, end;
+	unsigned tried;
 	int r;
 
 	semc_deliver_init(&d);
@@ -1287,17 +1445,17 @@ int semc_conn_try(struct semc *c, int64_t deadline)
 		dl = end;
 	if (dl < now + 100)
 		dl = now + 100;
+	tried = c->cur;
 	pthread_mutex_unlock(&c->lock);
 	r = conn_open(c, dl, &d);
 	pthread_mutex_lock(&c->lock);
 	c->connecting = false;
 	if (r != 0) {
 		now = semc_now_ms();
-		c->backoff = c->backoff ? c->backoff * 2 : SEMC_BACKOFF_MIN;
-		if (c->backoff > SEMC_BACKOFF_MAX)
-			c->backoff = SEMC_BACKOFF_MAX;
-		c->next_retry = now + c->backoff;
+		addr_failed_locked(c, tried);
 		lease_check_locked(c, now, &d);
+	} else {
+		c->round_fails = 0;
 	}
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
@@ -1323,7 +1481,9 @@ static int addr_default(struct semc *c)
 int semc_connect(struct semc *c, int timeout_ms)
 {
 	struct semc_deliver d;
-	int64_t deadline;
+	int64_t deadline, wait;
+	unsigned i, tried;
+	bool tls;
 	int r;
 
 	if (c == NULL)
@@ -1333,7 +1493,9 @@ int semc_connect(struct semc *c, int timeout_ms)
 		return semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d", (int)c->pid);
 	if ((r = addr_default(c)) != 0)
 		return r;
-	if (c->addr.kind == SEMC_ADDR_TLS && (r = semc_tls_setup(c)) != 0)
+	for (i = 0, tls = false; i < c->naddrs; i++)
+		tls = tls || c->addrs[i].kind == SEMC_ADDR_TLS;
+	if (tls && (r = semc_tls_setup(c)) != 0)
 		return r;
 	deadline = semc_now_ms() + (timeout_ms >= 0 ? timeout_ms : atomic_load(&c->timeout_ms));
 	semc_deliver_init(&d);
@@ -1344,9 +1506,27 @@ int semc_connect(struct semc *c, int timeout_ms)
 	}
 	c->connecting = true;
 	pthread_mutex_unlock(&c->lock);
-	r = conn_open(c, deadline, &d);
+	/* A cluster: each daemon in turn (a Redirect goes to the leader), until one serves. */
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		tried = c->cur;
+		pthread_mutex_unlock(&c->lock);
+		r = conn_open(c, deadline, &d);
+		if (r == 0 || c->naddrs <= 1)
+			break;
+		pthread_mutex_lock(&c->lock);
+		addr_failed_locked(c, tried);
+		wait = c->next_retry - semc_now_ms();
+		pthread_mutex_unlock(&c->lock);
+		if (semc_now_ms() + (wait > 0 ? wait : 0) >= deadline)
+			break;
+		if (wait > 0)
+			usleep((useconds_t)wait * 1000);
+	}
 	pthread_mutex_lock(&c->lock);
 	c->connecting = false;
+	if (r == 0)
+		c->round_fails = 0;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	semc_deliver_run(c, &d);

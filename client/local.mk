@@ -22,8 +22,9 @@ client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 3:0:2 -no-undefined
 EXTRA_client_libsemclient_la_DEPENDENCIES = client/libsemclient.map
 client_libsemclient_la_LIBADD = $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) $(PTHREAD_LIBS)
 pkgconfig_DATA += client/semclient.pc
-DISTCLEANFILES += client/semclient.pc
-EXTRA_DIST += client/semclient.pc.in client/libsemclient.map
+DISTCLEANFILES += client/semclient.pc client/semclient-uninstalled.pc
+EXTRA_DIST += client/semclient.pc.in client/semclient-uninstalled.pc.in \
+	client/libsemclient.map
 
 # semctl: the command line, on the public API only.
 bin_PROGRAMS += semctl
@@ -33,6 +34,7 @@ semctl_LDADD = client/libsemclient.la
 # examples/: a distributed job whose workers share a limit through semd.
 noinst_PROGRAMS += examples/jobs
 examples_jobs_SOURCES = examples/jobs.c
+examples_jobs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client
 examples_jobs_LDADD = client/libsemclient.la
 
 # Manual pages and bash completion of the client.

@@ -750,6 +750,119 @@ int64_t semc_ping_async(struct semc *c, semc_done_fn fn, void *arg)
 	return semc_call_async(c, &rq, fn, arg);
 }
 
+/* --- clusters ---------------------------------------------------------- */
+
+/* Free a cluster status. */
+void semc_cluster_free(struct semc_cluster *cl)
+{
+	size_t i;
+
+	if (cl == NULL)
+		return;
+	for (i = 0; i < cl->n_nodes; i++) {
+		free(cl->nodes[i].address);
+		free(cl->nodes[i].role);
+	}
+	free(cl->nodes);
+	free(cl->state);
+	free(cl->leader);
+	free(cl);
+}
+
+/* The status the first daemon that answers gives. */
+int semc_cluster_status(struct semc *c, struct semc_cluster **out)
+{
+	const Semd__ClusterStatus *st;
+	struct semc_cluster *cl;
+	Semd__Reply *rp = NULL;
+	size_t i;
+	int r;
+
+	*out = NULL;
+	semc_clear_message();
+	if ((r = semc_cluster_status_raw(c, &rp, 0)) != 0)
+		return r;
+	if ((r = semc_reply_error(rp)) != 0 ||
+	    (r = body_expect(rp, SEMD__REPLY__BODY_CLUSTER)) != 0) {
+		semd__reply__free_unpacked(rp, NULL);
+		return r;
+	}
+	st = rp->cluster;
+	cl = calloc(1, sizeof *cl);
+	if (cl == NULL)
+		goto nomem;
+	cl->node_id = st->node_id;
+	cl->term = st->term;
+	cl->commit_index = st->commit_index;
+	cl->applied_index = st->applied_index;
+	cl->last_index = st->last_index;
+	cl->leader_id = st->leader_id;
+	cl->state = strdup(st->state);
+	cl->leader = strdup(st->leader);
+	cl->nodes = calloc(st->n_nodes + 1, sizeof *cl->nodes);
+	if (cl->state == NULL || cl->leader == NULL || cl->nodes == NULL)
+		goto nomem;
+	for (i = 0; i < st->n_nodes; i++) {
+		struct semc_cluster_node *n = &cl->nodes[i];
+
+		cl->n_nodes++;
+		n->id = st->nodes[i]->id;
+		n->match_index = st->nodes[i]->match_index;
+		n->lag = st->nodes[i]->lag;
+		n->address = strdup(st->nodes[i]->address);
+		n->role = strdup(st->nodes[i]->role);
+		if (n->address == NULL || n->role == NULL)
+			goto nomem;
+	}
+	semd__reply__free_unpacked(rp, NULL);
+	*out = cl;
+	return 0;
+nomem:
+	semd__reply__free_unpacked(rp, NULL);
+	semc_cluster_free(cl);
+	return semc_fail(SEMC_E_NOMEM, NULL);
+}
+
+/* A change of the cluster, made by the leader. */
+static int cluster_change(struct semc *c, int action, uint64_t node_id,
+			  const char *address)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Cluster op = SEMD__CLUSTER__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	op.action = action;
+	op.node_id = node_id;
+	op.address = (char *)(address ? address : "");
+	rq.op_case = SEMD__REQUEST__OP_CLUSTER;
+	rq.cluster = &op;
+	/* A configuration change waits for the new node to catch up. */
+	r = semc_call(c, &rq, 30000, &rp);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+int semc_cluster_add(struct semc *c, uint64_t node_id, const char *address)
+{
+	if (node_id == 0 || address == NULL || *address == '\0')
+		return semc_fail(SEMC_E_ARG, "a node id and its peer address are needed");
+	return cluster_change(c, SEMD__CLUSTER__ACTION__ADD, node_id, address);
+}
+
+int semc_cluster_remove(struct semc *c, uint64_t node_id)
+{
+	if (node_id == 0)
+		return semc_fail(SEMC_E_ARG, "a node id is needed");
+	return cluster_change(c, SEMD__CLUSTER__ACTION__REMOVE, node_id, NULL);
+}
+
+int semc_cluster_transfer(struct semc *c, uint64_t node_id)
+{
+	return cluster_change(c, SEMD__CLUSTER__ACTION__TRANSFER, node_id, NULL);
+}
+
 /* --- rates, multi-name downs, renew, holds, where (0.3.0) ------------------ */
 
 /* Create a semaphore with a token bucket. */

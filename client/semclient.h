@@ -486,6 +486,42 @@ struct semc_where {
 int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out);
 void semc_where_free(struct semc_where *w);
 
+/* --- clusters ----------------------------------------------------------
+ * semd --node-id N ...: the address may be a list, "tcp:a:7385,tcp:b:7385",
+ * tried in turn; only the leader serves, and the library follows it
+ * (a Redirect, a failover) and resumes the session there. */
+
+struct semc_cluster_node {
+	uint64_t id;
+	char *address;		/* its peer address */
+	char *role;		/* voter, standby, spare */
+	uint64_t match_index;	/* the leader's view, 0 elsewhere */
+	uint64_t lag;		/* entries behind the leader */
+};
+
+struct semc_cluster {
+	uint64_t node_id;	/* the node that answered */
+	char *state;		/* leader, follower, candidate, unavailable */
+	uint64_t term;
+	uint64_t commit_index;
+	uint64_t applied_index;
+	uint64_t last_index;
+	uint64_t leader_id;	/* 0: none known */
+	char *leader;		/* where clients reach the leader ("" unknown) */
+	size_t n_nodes;
+	struct semc_cluster_node *nodes;
+};
+
+/* The status as the first daemon of the list that answers sees it (any
+ * node answers, leader or not; no session is made). */
+int semc_cluster_status(struct semc *c, struct semc_cluster **out);
+void semc_cluster_free(struct semc_cluster *cl);
+/* Changes, made by the leader: a node joins as a voter (its peer address
+ * HOST:PORT), leaves, or takes the leadership (0: any voter). */
+int semc_cluster_add(struct semc *c, uint64_t node_id, const char *address);
+int semc_cluster_remove(struct semc *c, uint64_t node_id);
+int semc_cluster_transfer(struct semc *c, uint64_t node_id);
+
 /* --- helpers ---------------------------------------------------------- */
 
 const char *semc_strerror(int error);

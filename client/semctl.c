@@ -84,6 +84,7 @@ static const char usage_text[] =
 "  release NAME --holder PERMIT_ID\n"
 "  stats\n"
 "  ping\n"
+"  cluster status | add ID HOST:PORT | remove ID | transfer [ID]\n"
 "\n"
 "Options:\n"
 "  -s, --server ADDR   unix:PATH, tcp:HOST:PORT or tls:HOST:PORT\n"
@@ -1650,6 +1651,117 @@ static int cmd_ping(int argc, char **argv)
 	return 0;
 }
 
+/* cluster status: the cluster as the first node that answers sees it. */
+static int cluster_status(void)
+{
+	struct semc_cluster *cl;
+	struct semc *c = semc_new();
+	size_t i;
+	int r;
+
+	if (c == NULL)
+		return fail(SEMC_E_NOMEM, "cluster status");
+	if (g.server != NULL && semc_set_address(c, g.server) != 0) {
+		semc_free(c);
+		usage_fail("-s: '%s' is not an address list", g.server);
+	}
+	semc_set_tls(c, g.tls_ca, g.tls_cert, g.tls_key);
+	r = semc_cluster_status(c, &cl);
+	if (r != 0) {
+		semc_free(c);
+		return fail(r, "cluster status");
+	}
+	if (g.json) {
+		printf("{\"ok\":true,\"node_id\":%" PRIu64 ",\"state\":", cl->node_id);
+		json_str(cl->state);
+		printf(",\"term\":%" PRIu64 ",\"commit_index\":%" PRIu64
+		       ",\"applied_index\":%" PRIu64 ",\"last_index\":%" PRIu64
+		       ",\"leader_id\":%" PRIu64 ",\"leader\":", cl->term,
+		       cl->commit_index, cl->applied_index, cl->last_index, cl->leader_id);
+		json_str(cl->leader);
+		printf(",\"nodes\":[");
+		for (i = 0; i < cl->n_nodes; i++) {
+			printf("%s{\"id\":%" PRIu64 ",\"address\":", i ? "," : "",
+			       cl->nodes[i].id);
+			json_str(cl->nodes[i].address);
+			printf(",\"role\":");
+			json_str(cl->nodes[i].role);
+			printf(",\"match_index\":%" PRIu64 ",\"lag\":%" PRIu64 "}",
+			       cl->nodes[i].match_index, cl->nodes[i].lag);
+		}
+		printf("]}\n");
+	} else {
+		printf("node %" PRIu64 " (%s): %s, term %" PRIu64 ", commit %" PRIu64
+		       ", applied %" PRIu64 ", last %" PRIu64 "\n", cl->node_id,
+		       esc(semc_address(c)), esc(cl->state), cl->term, cl->commit_index,
+		       cl->applied_index, cl->last_index);
+		if (cl->leader_id != 0)
+			printf("leader: node %" PRIu64 "%s%s\n", cl->leader_id,
+			       cl->leader[0] ? " at " : "", esc(cl->leader));
+		else
+			printf("leader: none known\n");
+		printf("  %-6s %-24s %-8s %12s %8s\n", "NODE", "PEER ADDRESS", "ROLE",
+		       "MATCH", "LAG");
+		for (i = 0; i < cl->n_nodes; i++) {
+			const struct semc_cluster_node *n = &cl->nodes[i];
+
+			printf("  %-6" PRIu64 " %-24s %-8s", n->id, esc(n->address),
+			       esc(n->role));
+			if (strcmp(cl->state, "leader") == 0)
+				printf(" %12" PRIu64 " %8" PRIu64 "\n", n->match_index, n->lag);
+			else
+				printf(" %12s %8s\n", "-", "-");
+		}
+	}
+	semc_cluster_free(cl);
+	semc_free(c);
+	return 0;
+}
+
+/* cluster status | add ID HOST:PORT | remove ID | transfer [ID] */
+static int cmd_cluster(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	uint64_t id = 0;
+	const char *what;
+	int r;
+
+	cmd_parse(argc, argv, "", &a);
+	need_args(&a, 1, 3, "cluster status | add ID HOST:PORT | remove ID | transfer [ID]");
+	what = a.argv[0];
+	if (strcmp(what, "status") == 0) {
+		need_args(&a, 1, 1, "cluster status");
+		return cluster_status();
+	}
+	if (strcmp(what, "add") == 0)
+		need_args(&a, 3, 3, "cluster add ID HOST:PORT");
+	else if (strcmp(what, "remove") == 0)
+		need_args(&a, 2, 2, "cluster remove ID");
+	else if (strcmp(what, "transfer") == 0)
+		need_args(&a, 1, 2, "cluster transfer [ID]");
+	else
+		usage_fail("cluster: unknown action '%s' (status, add, remove, transfer)", what);
+	if (a.argc >= 2)
+		id = parse_u64(a.argv[1], "node id");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if (strcmp(what, "add") == 0)
+		r = semc_cluster_add(c, id, a.argv[2]);
+	else if (strcmp(what, "remove") == 0)
+		r = semc_cluster_remove(c, id);
+	else
+		r = semc_cluster_transfer(c, id);
+	semc_free(c);
+	if (r != 0)
+		return fail(r, what);
+	if (g.json)
+		printf("{\"ok\":true,\"action\":\"%s\",\"node_id\":%" PRIu64 "}\n", what, id);
+	else
+		printf("cluster %s: done\n", what);
+	return 0;
+}
+
 /* release NAME --holder PERMIT_ID (admin) */
 static int cmd_release(int argc, char **argv)
 {
@@ -2185,6 +2297,7 @@ static const struct command commands[] = {
 	{ "stats", cmd_stats },
 	{ "ping", cmd_ping },
 	{ "release", cmd_release },
+	{ "cluster", cmd_cluster },
 };
 
 /* Whether --json (or -j) is among the options, so that a usage error

@@ -324,6 +324,14 @@ static bool access_need(const Semd__Request *req, const char **name,
 		*right = ACL_CREATE;
 		*verb = "create";
 		return true;
+	case SEMD__REQUEST__OP_CLUSTER:
+		/* The node's view: inspect; a change of the cluster: admin. */
+		*name = "";
+		*right = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS ?
+		    ACL_INSPECT : ACL_ADMIN;
+		*verb = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS ?
+		    "inspect the cluster of" : "change the cluster of";
+		return true;
 	case SEMD__REQUEST__OP_DELETE:
 		*name = req->delete_->name;
 		*right = ACL_CREATE;
@@ -493,14 +501,19 @@ bool access_check(struct conn *c, const Semd__Request *req,
 	memcpy(who->limit, id->limit, sizeof who->limit);
 	if (id->subject.admin)
 		who->privs = SM_PRIV_ADMIN;
-	/* Before Hello the state machine answers PROTOCOL_ERROR anyway. */
+	/*
+	 * Before Hello the state machine answers PROTOCOL_ERROR anyway; a
+	 * cluster's status is answered by the node without a session, so it
+	 * is checked from the first request on.
+	 */
 	if (c->hello && req->op_case == SEMD__REQUEST__OP_DOWN_MULTI) {
 		if (access_check_multi(id, acl, req->down_multi, who, msg,
 		    sizeof msg))
 			return true;
 		goto denied;
 	}
-	if (!c->hello || !access_need(req, &name, &right, &verb) || name == NULL)
+	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
+	    !access_need(req, &name, &right, &verb) || name == NULL)
 		return true;
 	len = strlen(name);
 	/* An invalid name gets the state machine's INVALID_ARGUMENT. */

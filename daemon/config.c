@@ -68,6 +68,13 @@ static const struct cfg_key cfg_keys[] = {
 	{ "admin", CFG_ADMIN, 0, 0, 0 },
 	{ "acl", CFG_ACL, 0, 0, 0 },
 	{ "data-dir", CFG_PATH, OFF(data_dir), 0, 0 },
+	{ "node-id", CFG_UINT, OFF(node_id), 1, 65535 },
+	{ "peer-listen", CFG_PATH, OFF(peer_listen), 0, 0 },
+	{ "peer-bind", CFG_PATH, OFF(peer_bind), 0, 0 },
+	{ "bootstrap", CFG_PATH, OFF(bootstrap), 0, 0 },
+	{ "advertise", CFG_PATH, OFF(advertise), 0, 0 },
+	{ "allow-insecure-peers", CFG_BOOL, OFF(allow_insecure_peers), 0, 0 },
+	{ "election-timeout", CFG_DURATION, OFF(election_timeout_ms), 100, 60000 },
 	{ "restart-grace", CFG_DURATION, OFF(restart_grace_ms), 0, 3600000 },
 	{ "snapshot-every", CFG_UINT, OFF(snapshot_every), 64, 1u << 24 },
 };
@@ -100,6 +107,7 @@ void config_init(struct semd_config *c)
 	c->threads = 1;
 	c->unix_mode = SEMD_DEFAULT_UNIX_MODE;
 	c->restart_grace_ms = 10000;
+	c->election_timeout_ms = 500;
 	c->snapshot_every = 65536;
 }
 
@@ -125,6 +133,14 @@ void config_free(struct semd_config *c)
 	c->ready_file = NULL;
 	free(c->data_dir);
 	c->data_dir = NULL;
+	free(c->peer_listen);
+	c->peer_listen = NULL;
+	free(c->peer_bind);
+	c->peer_bind = NULL;
+	free(c->bootstrap);
+	c->bootstrap = NULL;
+	free(c->advertise);
+	c->advertise = NULL;
 	free(c->unix_group);
 	c->unix_group = NULL;
 	free(c->user);
@@ -570,6 +586,31 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 		    "and shows semaphore names; use a loopback address, or set "
 		    "allow-insecure-tcp yes", c->metrics_listen);
 		return -EINVAL;
+	}
+	if (c->node_id != 0 || c->peer_listen != NULL || c->bootstrap != NULL) {
+		if (c->node_id == 0 || c->peer_listen == NULL || c->data_dir == NULL) {
+			snprintf(err, errlen, "a cluster node needs node-id, peer-listen "
+			    "and data-dir");
+			return -EINVAL;
+		}
+		if (strncmp(c->peer_listen, "tcp:", 4) != 0 ||
+		    (c->peer_bind != NULL && strncmp(c->peer_bind, "tcp:", 4) != 0)) {
+			snprintf(err, errlen, "peer-listen and peer-bind: give "
+			    "tcp:IPV4:PORT");
+			return -EINVAL;
+		}
+		/*
+		 * Raft's peer traffic is plain TCP (libraft's own transport),
+		 * unauthenticated: whoever reaches a peer port can take part in
+		 * the log. Beyond loopback only by an explicit choice.
+		 */
+		if (!c->allow_insecure_peers && !config_host_loopback(c->peer_listen)) {
+			snprintf(err, errlen, "peer-listen %s: raft's peer traffic is "
+			    "plain, unauthenticated TCP; use a loopback address (or a "
+			    "private network you trust, with allow-insecure-peers yes)",
+			    c->peer_listen);
+			return -EINVAL;
+		}
 	}
 	if (tls && (c->tls_cert == NULL || c->tls_key == NULL)) {
 		snprintf(err, errlen, "a tls: listener needs tls-cert and tls-key");

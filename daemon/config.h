@@ -63,6 +63,13 @@ struct semd_config {
 	char		*data_dir;		/* the raft log; NULL: in memory */
 	uint32_t	restart_grace_ms;	/* leases get this after a restart */
 	uint32_t	snapshot_every;		/* log entries between snapshots */
+	uint32_t	node_id;		/* cluster node (0: one voter) */
+	char		*peer_listen;		/* tcp:HOST:PORT for raft's peers */
+	char		*peer_bind;		/* ... bound there if not there (NAT) */
+	char		*bootstrap;		/* "ID=HOST:PORT,..." for a new cluster */
+	char		*advertise;		/* the address clients are sent to */
+	bool		allow_insecure_peers;	/* plain peer TCP beyond loopback */
+	uint32_t	election_timeout_ms;
 	char		*metrics_listen;	/* tcp:HOST:PORT, unix:PATH or NULL */
 	uint32_t	metrics_max_connections;
 	uint32_t	metrics_timeout_ms;	/* to send a request, to read the page */

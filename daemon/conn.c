@@ -43,6 +43,94 @@ static void conn_kill_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_resume(struct conn *c);
 
 /*
+ * With a log on a node that does not lead: answer UNAVAILABLE, with the
+ * leader when it is known (a Redirect), for request id (0: a notice).
+ */
+static void conn_redirect(struct conn *c, uint64_t id)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Redirect rd = SEMD__REDIRECT__INIT;
+	char addr[256], msg[320];
+
+	rd.leader_id = durable_leader(c->srv, addr, sizeof addr);
+	rd.leader = addr;
+	if (addr[0] != '\0')
+		snprintf(msg, sizeof msg, "not the leader: node %llu at %s is",
+		    (unsigned long long)rd.leader_id, addr);
+	else
+		snprintf(msg, sizeof msg, "not the leader, and no leader known yet");
+	r.id = id;
+	r.code = SEMD__CODE__UNAVAILABLE;
+	r.message = msg;
+	r.body_case = SEMD__REPLY__BODY_REDIRECT;
+	r.redirect = &rd;
+	conn_reply(NULL, c, &r);
+}
+
+/* With a log: open c's client in the log (its loop's batch). */
+static void conn_log_open(struct conn *c, const char *principal)
+{
+	sm_batch_open(&c->w->batch, c->cid, principal, c->secret,
+	    c->local ? SM_CLIENT_LOCAL : 0);
+	c->logged = true;
+}
+
+/* This node stopped leading: tell every client of w where to go, close it. */
+void conn_drop_all(struct worker *w)
+{
+	struct list_head *pos, *tmp;
+	struct conn *c;
+
+	server_lock(w);
+	list_for_each(pos, &w->conns) {
+		c = list_entry(pos, struct conn, entry);
+		if (!c->closing && !c->dead)
+			conn_redirect(c, 0);
+	}
+	server_unlock(w);
+	list_for_each_safe(pos, tmp, &w->conns)
+		conn_close_later(list_entry(pos, struct conn, entry));
+}
+
+/*
+ * A cluster request: STATUS answered here from the node's own view, a
+ * change handed to the log's thread (answered from there).
+ */
+static void conn_cluster(struct conn *c, const Semd__Request *req)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	uint8_t *buf = NULL;
+
+	r.id = req->id;
+	if (c->srv->durable == NULL) {
+		r.code = SEMD__CODE__INVALID_ARGUMENT;
+		r.message = (char *)"this semd keeps its state in memory: no cluster";
+		conn_reply(NULL, c, &r);
+		return;
+	}
+	if (req->cluster->action == SEMD__CLUSTER__ACTION__STATUS) {
+		if (durable_status(c->srv, &r, &buf) != 0) {
+			r.code = SEMD__CODE__RESOURCE_EXHAUSTED;
+			r.message = (char *)"out of memory";
+			conn_reply(NULL, c, &r);
+			return;
+		}
+		conn_reply(NULL, c, &r);
+		semd__cluster_status__free_unpacked(r.cluster, NULL);
+		return;
+	}
+	if (!durable_serving(c->srv)) {
+		conn_redirect(c, req->id);
+		return;
+	}
+	if (durable_cluster_change(c->srv, c->cid, req->id, req->cluster) != 0) {
+		r.code = SEMD__CODE__RESOURCE_EXHAUSTED;
+		r.message = (char *)"out of memory";
+		conn_reply(NULL, c, &r);
+	}
+}
+
+/*
  * Answer PROTOCOL_ERROR (id 0) to what could not be decoded: through the
  * state machine in memory (it counts it); with a log, straight back, since
  * nothing of the state changes.
@@ -637,7 +725,19 @@ static bool conn_handle(struct conn *c, const uint8_t *data, size_t plen)
 		 * Hello is taken as seen from here on, so the requests behind
 		 * it are checked against the ACL (a failed Hello closes).
 		 */
-		if (access_check(c, req, &who)) {
+		if (!access_check(c, req, &who)) {
+			/* denied and answered */
+		} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
+			conn_cluster(c, req);
+		} else if (!durable_serving(srv)) {
+			/* Not the leader: where to go, then close. */
+			conn_redirect(c, req->id);
+			conn_arena_reset(fast ? NULL : req);
+			conn_close_later(c);
+			return false;
+		} else {
+			if (!c->logged)
+				conn_log_open(c, access_principal(c->id));
 			sm_batch_request(&c->w->batch, c->cid, &who, data, plen);
 			c->proposed += plen;
 		}
@@ -1022,11 +1122,17 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	    bufferevent_openssl_get_ssl(c->bev) : NULL, &c->id, principal,
 	    sizeof principal);
 	if (r == 0 && srv->durable != NULL) {
-		/* Opened in the state when the log gets there; bound then. */
+		/*
+		 * Opened in the state when the log gets there; bound then. On a
+		 * node that does not lead, opened in the log only if it leads
+		 * by the client's first request (conn_log_open).
+		 */
 		c->cid = durable_client_id(srv);
+		memcpy(c->secret, secret, sizeof c->secret);
+		c->local = is_unix;
 		server_conn_add(srv, c);
-		sm_batch_open(&w->batch, c->cid, principal, secret,
-		    is_unix ? SM_CLIENT_LOCAL : 0);
+		if (durable_serving(srv))
+			conn_log_open(c, principal);
 		list_add_tail(&c->entry, &w->conns);
 		conn_arm_timer(c);
 		c->open = true;
@@ -1177,7 +1283,7 @@ void conn_free(struct conn *c)
 		if (cl != NULL)
 			sm_client_bind(cl, NULL);
 		/* A stop is no client's death: the restart entry says what goes. */
-		if (!srv->stopping)
+		if (!srv->stopping && c->logged)
 			sm_batch_close(&close, c->cid);
 	} else {
 		sm_client_close(srv->sm, c->client, server_now());

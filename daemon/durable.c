@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +35,16 @@
 #include <uv.h>
 
 #include "daemon/durable.h"
+#include "daemon/raftguard.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 
 #define META_NAME	"semd.meta"
 #define META_FORMAT	"semd-data 1"
-#define NODE_ID		1		/* one voter */
-#define MAX_INFLIGHT	4		/* entries proposed and not applied */
+#define NODE_ID		1		/* one voter: its id */
+#define POLL_MS		20		/* leadership is polled (no callback in 0.15) */
+#define MAX_NODES	16		/* in a published status */
+#define MAX_INFLIGHT	16		/* entries proposed and not applied */
 #define MAX_ENTRY	(256u << 10)	/* bytes of commands in one entry, about */
 #define READY_WAIT_S	120		/* replaying a long log takes time */
 #define SNAP_BYTES	(8u << 20)	/* log bytes kept in memory before a snapshot */
@@ -58,8 +62,16 @@ struct durable {
 	struct raft_fsm		fsm;
 	struct raft		raft;
 	struct raft_uv_transport transport;
+	raft_id			id;		/* this node */
+	bool			cluster;	/* peers over TCP (node-id given) */
+	char			peer[256];	/* HOST:PORT, raft's address for us */
+	char			advertise[256];	/* where clients reach us */
+	uv_timer_t		poll;		/* leadership and status */
+	bool			leader;		/* as of the last poll */
+	unsigned int		term_leader;	/* leaderships taken so far */
 	bool			fresh;		/* a new data directory */
 	uint32_t		grace_ms;
+	raft_term		lead_term;	/* the term we lead in */
 	uint32_t		snapshot_every;
 	struct sm_config	smcfg;		/* the settings proposed at start */
 
@@ -67,7 +79,17 @@ struct durable {
 	pthread_mutex_t		qlock;
 	struct qchunk		*qhead;
 	struct qchunk		**qtail;
+	struct ctl		*ctlq;		/* cluster changes asked for */
 	bool			stop;
+
+	/* Read by any thread: the leader serves; the status, under slock. */
+	_Atomic bool		serving_pub;
+	pthread_mutex_t		slock;
+	Semd__ClusterStatus	st;
+	Semd__ClusterNode	st_nodes[MAX_NODES];
+	Semd__ClusterNode	*st_nodep[MAX_NODES];
+	char			st_addr[MAX_NODES][256];
+	char			st_leader[256];
 
 	/* The raft thread's own. */
 	unsigned int		inflight;
@@ -92,6 +114,19 @@ struct qchunk {
 	struct qchunk	*next;
 	size_t		len;
 	uint8_t		data[];
+};
+
+/* A cluster change asked for by a client (ADD, REMOVE, TRANSFER). */
+struct ctl {
+	struct ctl		*next;
+	struct durable		*d;
+	uint64_t		cid;		/* the client to answer */
+	uint64_t		req_id;
+	int			action;		/* SEMD__CLUSTER__ACTION__* */
+	raft_id			node;
+	char			address[256];
+	struct raft_change	change;
+	struct raft_transfer	transfer;
 };
 
 /* A proposed entry. */
@@ -168,13 +203,26 @@ static void d_applied(struct raft_apply *req, int status, void *result)
 
 	(void)result;
 	d->inflight--;
-	if (status != 0)
+	if (status != 0) {
 		log_warn("log: an entry was not applied: %s", raft_strerror(status));
+		/*
+		 * Raft fails the entries in flight while it steps down, from
+		 * inside raft, its leader state half gone: nothing more may be
+		 * proposed from here (raft_apply would crash); the poll drops
+		 * the clients.
+		 */
+		if (status == RAFT_LEADERSHIPLOST || status == RAFT_SHUTDOWN) {
+			d->serving = false;
+			atomic_store(&d->serving_pub, false);
+		}
+	}
 	if (p->startup) {
-		if (status == 0) {
+		if (status == 0 && d->leader) {
 			d->serving = true;
+			atomic_store(&d->serving_pub, true);
+			log_notice("log: node %llu serves", (unsigned long long)d->id);
 			d_started(d, 1, NULL);
-		} else {
+		} else if (!d->cluster) {
 			d_started(d, EX_IOERR, "the restart entry was not committed: %s",
 			    raft_strerror(status));
 		}
@@ -304,15 +352,27 @@ static void d_arm_deadline(struct durable *d, uint64_t next)
 	uv_timer_start(&d->deadline, d_deadline_cb, next > now ? next - now : 0, 0);
 }
 
-/* The event loops queued commands, or it is time to stop. */
+static void d_ctl_start(struct durable *d, struct ctl *c);
+
+/* The event loops queued commands or cluster changes, or it is time to stop. */
 static void d_wake_cb(uv_async_t *a)
 {
 	struct durable *d = a->data;
+	struct ctl *c, *next;
 	bool stop;
 
 	pthread_mutex_lock(&d->qlock);
 	stop = d->stop;
+	c = d->ctlq;
+	d->ctlq = NULL;
 	pthread_mutex_unlock(&d->qlock);
+	for (; c != NULL; c = next) {
+		next = c->next;
+		if (stop)
+			free(c);
+		else
+			d_ctl_start(d, c);
+	}
 	if (stop) {
 		uv_stop(&d->loop);
 		return;
@@ -361,7 +421,7 @@ static int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 		 */
 		log_err("log: a committed entry cannot be applied: %s; the data "
 		    "directory is damaged", err);
-		if (d->serving)
+		if (d->serving || d->cluster)
 			_exit(EX_CONFIG);
 		d_started(d, EX_CONFIG, "a committed entry cannot be applied: %s",
 		    err);
@@ -490,9 +550,60 @@ static void nt_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 		cb(t);
 }
 
-/* --- start-up --------------------------------------------------------------------- */
+/* --- the peer transport: libraft's TCP, without Nagle ----------------------------- */
 
-/* Leadership is ours: everything before is applied; start serving. */
+/*
+ * raft_uv_tcp leaves Nagle's algorithm on: a small AppendEntries or its
+ * answer waits for the ACK of the one before, which the peer delays (40 ms
+ * on Linux) - commits of a few milliseconds and a p99 near 80 ms under
+ * load. Every peer stream gets TCP_NODELAY on its way to raft. One
+ * transport a process: the callbacks raft gave are kept here.
+ */
+static int (*tcp_listen)(struct raft_uv_transport *t, raft_uv_accept_cb cb);
+static int (*tcp_connect)(struct raft_uv_transport *t,
+    struct raft_uv_connect *req, raft_id id, const char *address,
+    raft_uv_connect_cb cb);
+static raft_uv_accept_cb raft_accept_cb;
+static raft_uv_connect_cb raft_connect_cb;
+
+static void nd_set(struct uv_stream_s *stream)
+{
+	if (stream != NULL && stream->type == UV_TCP &&
+	    uv_tcp_nodelay((uv_tcp_t *)stream, 1) != 0)
+		log_warn("log: TCP_NODELAY on a peer connection failed");
+}
+
+static void nd_accept(struct raft_uv_transport *t, raft_id id,
+    const char *address, struct uv_stream_s *stream)
+{
+	nd_set(stream);
+	raft_accept_cb(t, id, address, stream);
+}
+
+static int nd_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
+{
+	raft_accept_cb = cb;
+	return tcp_listen(t, nd_accept);
+}
+
+static void nd_connected(struct raft_uv_connect *req, struct uv_stream_s *stream,
+    int status)
+{
+	if (status == 0)
+		nd_set(stream);
+	raft_connect_cb(req, stream, status);
+}
+
+static int nd_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
+    raft_id id, const char *address, raft_uv_connect_cb cb)
+{
+	raft_connect_cb = cb;
+	return tcp_connect(t, req, id, address, nd_connected);
+}
+
+/* --- leadership ------------------------------------------------------------------ */
+
+/* Leadership is ours and everything before is applied: take over. */
 static void d_barrier_cb(struct raft_barrier *req, int status)
 {
 	struct durable *d = req->data;
@@ -501,30 +612,268 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 	uint64_t now;
 
 	if (status != 0) {
-		d_started(d, EX_IOERR, "the log could not be replayed: %s",
+		log_warn("log: the barrier of a new leadership failed: %s",
 		    raft_strerror(status));
+		if (!d->cluster)
+			d_started(d, EX_IOERR, "the log could not be replayed: %s",
+			    raft_strerror(status));
 		return;
 	}
+	if (!d->leader)
+		return;		/* lost it again meanwhile */
 	server_lock_any(d->srv);
 	now = sm_now(d->srv->sm);
 	server_unlock_any(d->srv);
-	/* Log time goes on from the last entry; a new log starts at the wall. */
-	d->time_base = d->fresh || now == 0 ? wall_ms() : now;
+	/*
+	 * Log time goes on from the last entry applied (the time no leader
+	 * ran counts against no lease); a new log starts at the wall clock.
+	 */
+	d->time_base = now == 0 ? wall_ms() : now;
 	d->mono_base = mono_ms();
 	d->last_time = d->time_base;
 	sm_batch_init(&b);
-	if (d->fresh || now == 0)
+	if (now == 0)
 		sm_batch_boot(&b);
 	sm_batch_config(&b, &d->smcfg);
-	if (!d->fresh && now != 0)
-		sm_batch_restart(&b, d->grace_ms);
+	/*
+	 * Every client of before is gone (they were another process's, or
+	 * another node's), and every lease gets the grace (Chubby's rule).
+	 */
+	sm_batch_leader(&b, d->id, now == 0 ? 0 : d->grace_ms, d->advertise);
 	q = b.failed ? NULL : qchunk_new(b.p, b.len);
-	if (q == NULL || !d_propose(d, q, NULL, 0, true))
-		d_started(d, EX_IOERR, "the restart entry could not be proposed");
+	if (q == NULL || !d_propose(d, q, NULL, 0, true)) {
+		log_err("log: the leader's first entry could not be proposed");
+		if (!d->cluster)
+			d_started(d, EX_IOERR,
+			    "the restart entry could not be proposed");
+	}
 	sm_batch_free(&b);
 }
 
-/* The raft thread: load, become leader, serve until stopped. */
+/* Answer a cluster change's client (raft thread; the reply goes by mailbox). */
+static void d_ctl_reply(struct ctl *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void d_ctl_reply(struct ctl *c, int code, const char *fmt, ...)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	char msg[256] = "";
+	struct conn *conn;
+	va_list ap;
+
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		va_end(ap);
+	}
+	r.id = c->req_id;
+	r.code = code;
+	r.message = msg;
+	server_lock_any(c->d->srv);
+	conn = server_conn_by_id(c->d->srv, c->cid);
+	if (conn != NULL)
+		conn_reply(NULL, conn, &r);
+	server_unlock_any(c->d->srv);
+	if (code == SEMD__CODE__OK)
+		log_notice("log: cluster: %s", msg);
+	free(c);
+}
+
+/* A change of the configuration is done (or failed). */
+static void d_change_cb(struct raft_change *req, int status)
+{
+	struct ctl *c = req->data;
+	int rv;
+
+	if (status != 0) {
+		d_ctl_reply(c, SEMD__CODE__UNAVAILABLE, "%s",
+		    raft_strerror(status));
+		return;
+	}
+	if (c->action == SEMD__CLUSTER__ACTION__ADD) {
+		/* Added as a spare; now a voter (it catches up first). */
+		c->action = -1;
+		rv = raft_assign(&c->d->raft, &c->change, c->node, RAFT_VOTER,
+		    d_change_cb);
+		if (rv != 0)
+			d_ctl_reply(c, SEMD__CODE__UNAVAILABLE, "%s",
+			    raft_errmsg(&c->d->raft));
+		return;
+	}
+	d_ctl_reply(c, SEMD__CODE__OK, c->action == -1 ?
+	    "node %llu is a voter" : "node %llu removed",
+	    (unsigned long long)c->node);
+}
+
+/* A leadership transfer ended (it worked if the leader is now c->node). */
+static void d_transfer_cb(struct raft_transfer *req)
+{
+	struct ctl *c = req->data;
+	raft_id id = 0;
+	const char *addr = NULL;
+
+	raft_leader(&c->d->raft, &id, &addr);
+	if (c->node == 0 ? id != c->d->id && id != 0 : id == c->node)
+		d_ctl_reply(c, SEMD__CODE__OK, "leadership went to node %llu",
+		    (unsigned long long)id);
+	else
+		d_ctl_reply(c, SEMD__CODE__UNAVAILABLE,
+		    "the transfer did not happen in time (leader: node %llu)",
+		    (unsigned long long)id);
+}
+
+/* Start a cluster change asked for by a client. */
+static void d_ctl_start(struct durable *d, struct ctl *c)
+{
+	int rv;
+
+	if (!d->leader) {
+		d_ctl_reply(c, SEMD__CODE__UNAVAILABLE, "this node is not the leader");
+		return;
+	}
+	c->d = d;
+	c->change.data = c;
+	c->transfer.data = c;
+	switch (c->action) {
+	case SEMD__CLUSTER__ACTION__ADD:
+		rv = raft_add(&d->raft, &c->change, c->node, c->address,
+		    d_change_cb);
+		break;
+	case SEMD__CLUSTER__ACTION__REMOVE:
+		rv = raft_remove(&d->raft, &c->change, c->node, d_change_cb);
+		break;
+	default:
+		rv = raft_transfer(&d->raft, &c->transfer, c->node, d_transfer_cb);
+		break;
+	}
+	if (rv != 0)
+		d_ctl_reply(c, rv == RAFT_BADID || rv == RAFT_NOTFOUND ||
+		    rv == RAFT_DUPLICATEID || rv == RAFT_DUPLICATEADDRESS ||
+		    rv == RAFT_BADROLE ? SEMD__CODE__INVALID_ARGUMENT :
+		    SEMD__CODE__UNAVAILABLE, "%s", raft_errmsg(&d->raft));
+}
+
+/* Leadership went: stop serving; the clients go and find the new leader. */
+static void d_leadership_lost(struct durable *d)
+{
+	struct qchunk *q, *next;
+
+	atomic_store(&d->serving_pub, false);
+	d->serving = false;
+	uv_timer_stop(&d->deadline);
+	/* What the loops queued belongs to clients about to be dropped. */
+	pthread_mutex_lock(&d->qlock);
+	q = d->qhead;
+	d->qhead = NULL;
+	d->qtail = &d->qhead;
+	pthread_mutex_unlock(&d->qlock);
+	for (; q != NULL; q = next) {
+		next = q->next;
+		free(q);
+	}
+	log_notice("log: node %llu is no longer the leader",
+	    (unsigned long long)d->id);
+	server_drop_clients(d->srv);
+}
+
+/* The state name of raft_state(). */
+static const char *d_state_name(int st)
+{
+	switch (st) {
+	case RAFT_LEADER:
+		return "leader";
+	case RAFT_FOLLOWER:
+		return "follower";
+	case RAFT_CANDIDATE:
+		return "candidate";
+	default:
+		return "unavailable";
+	}
+}
+
+/* Publish the node's view of the cluster for the other threads. */
+static void d_publish(struct durable *d)
+{
+	struct raft *r = &d->raft;
+	Semd__ClusterStatus *st = &d->st;
+	const char *laddr = NULL;
+	raft_index last = raft_last_index(r);
+	raft_id lid = 0;
+	unsigned int i, n;
+	char sm_addr[256];
+	uint64_t sm_lid;
+
+	server_lock_any(d->srv);
+	sm_lid = sm_leader(d->srv->sm, sm_addr, sizeof sm_addr);
+	server_unlock_any(d->srv);
+	raft_leader(r, &lid, &laddr);
+	pthread_mutex_lock(&d->slock);
+	semd__cluster_status__init(st);
+	st->node_id = d->id;
+	st->state = (char *)d_state_name(raft_state(r));
+	st->term = r->current_term;
+	st->commit_index = r->commit_index;
+	st->applied_index = raft_last_applied(r);
+	st->last_index = last;
+	st->leader_id = lid;
+	/* Where clients reach the leader: what its LEADER entry said. */
+	snprintf(d->st_leader, sizeof d->st_leader, "%s",
+	    lid != 0 && lid == sm_lid ? sm_addr : "");
+	st->leader = d->st_leader;
+	n = r->configuration.n < MAX_NODES ? r->configuration.n : MAX_NODES;
+	for (i = 0; i < n; i++) {
+		const struct raft_server *sv = &r->configuration.servers[i];
+		Semd__ClusterNode *nd = &d->st_nodes[i];
+
+		semd__cluster_node__init(nd);
+		nd->id = sv->id;
+		snprintf(d->st_addr[i], sizeof d->st_addr[i], "%s", sv->address);
+		nd->address = d->st_addr[i];
+		nd->role = (char *)(sv->role == RAFT_VOTER ? "voter" :
+		    sv->role == RAFT_STANDBY ? "standby" : "spare");
+		if (raft_state(r) == RAFT_LEADER &&
+		    r->leader_state.progress != NULL) {
+			nd->match_index = sv->id == d->id ? last :
+			    r->leader_state.progress[i].match_index;
+			nd->lag = last - nd->match_index;
+		}
+		d->st_nodep[i] = nd;
+	}
+	st->n_nodes = n;
+	st->nodes = d->st_nodep;
+	pthread_mutex_unlock(&d->slock);
+}
+
+/* Every POLL_MS: follow leadership (raft 0.15 has no callback for it). */
+static void d_poll_cb(uv_timer_t *t)
+{
+	struct durable *d = t->data;
+	bool leader = raft_state(&d->raft) == RAFT_LEADER;
+	int rv;
+
+	/* Lost and won again between two polls: a new leadership all the same. */
+	if (leader && d->leader && d->raft.current_term != d->lead_term) {
+		d->leader = false;
+		d_leadership_lost(d);
+	}
+	if (leader && !d->leader) {
+		d->leader = true;
+		d->lead_term = d->raft.current_term;
+		d->term_leader++;
+		log_notice("log: node %llu is the leader (term %llu)",
+		    (unsigned long long)d->id,
+		    (unsigned long long)d->raft.current_term);
+		d->barrier.data = d;
+		rv = raft_barrier(&d->raft, &d->barrier, d_barrier_cb);
+		if (rv != 0)
+			log_warn("log: barrier: %s", raft_errmsg(&d->raft));
+	} else if (!leader && d->leader) {
+		d->leader = false;
+		d_leadership_lost(d);
+	}
+	d_publish(d);
+}
+
+/* The raft thread: load, then follow or lead until stopped. */
 static void *d_main(void *arg)
 {
 	struct durable *d = arg;
@@ -532,22 +881,36 @@ static void *d_main(void *arg)
 	int rv;
 
 	d->raft.data = d;
-	rv = raft_init(&d->raft, &d->io, &d->fsm, NODE_ID, "local");
+	rv = raft_init(&d->raft, &d->io, &d->fsm, d->id, d->peer);
 	if (rv != 0) {
 		d_started(d, EX_CONFIG, "raft: %s", raft_errmsg(&d->raft));
 		return NULL;
 	}
 	raft_set_snapshot_threshold(&d->raft, d->snapshot_every);
-	raft_set_snapshot_trailing(&d->raft, SNAP_TRAILING);
-	if (d->fresh) {
+	raft_set_snapshot_trailing(&d->raft, d->cluster ? 1024 : SNAP_TRAILING);
+	if (d->cluster) {
+		/*
+		 * A leader that cannot reach a majority for an election timeout
+		 * steps down (raft does that check); pre-vote keeps a node cut
+		 * off from disturbing the others when it comes back.
+		 */
+		raft_set_election_timeout(&d->raft, d->srv->cfg.election_timeout_ms);
+		raft_set_heartbeat_timeout(&d->raft,
+		    d->srv->cfg.election_timeout_ms / 10 > 10 ?
+		    d->srv->cfg.election_timeout_ms / 10 : 10);
+		raft_set_pre_vote(&d->raft, true);
+	}
+	if (d->fresh && (!d->cluster || d->srv->cfg.bootstrap != NULL)) {
 		raft_configuration_init(&conf);
-		rv = raft_configuration_add(&conf, NODE_ID, "local", RAFT_VOTER);
+		rv = d->cluster ? durable_parse_bootstrap(d->srv->cfg.bootstrap,
+		    &conf, d->err, sizeof d->err) :
+		    raft_configuration_add(&conf, NODE_ID, "local", RAFT_VOTER);
 		if (rv == 0)
 			rv = raft_bootstrap(&d->raft, &conf);
 		raft_configuration_close(&conf);
 		if (rv != 0) {
-			d_started(d, EX_IOERR, "raft bootstrap: %s",
-			    raft_errmsg(&d->raft));
+			d_started(d, EX_CONFIG, "raft bootstrap: %s", d->err[0] ?
+			    d->err : raft_errmsg(&d->raft));
 			goto close;
 		}
 	}
@@ -557,25 +920,29 @@ static void *d_main(void *arg)
 		    "(damaged?): %s", raft_errmsg(&d->raft));
 		goto close;
 	}
-	if (raft_state(&d->raft) != RAFT_LEADER) {
+	if (!d->cluster && raft_state(&d->raft) != RAFT_LEADER) {
 		d_started(d, EX_CONFIG, "this node is not the log's only voter");
 		goto close;
 	}
-	d->barrier.data = d;
-	rv = raft_barrier(&d->raft, &d->barrier, d_barrier_cb);
-	if (rv != 0) {
-		d_started(d, EX_IOERR, "raft barrier: %s", raft_errmsg(&d->raft));
-		goto close;
-	}
+	d->poll.data = d;
+	uv_timer_start(&d->poll, d_poll_cb, 0, POLL_MS);
+	/* A cluster node is ready once loaded: the leader is found later. */
+	if (d->cluster)
+		d_started(d, 1, NULL);
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 close:
 	d->serving = false;
+	atomic_store(&d->serving_pub, false);
 	raft_close(&d->raft, NULL);
 	uv_close((uv_handle_t *)&d->wake, NULL);
 	uv_close((uv_handle_t *)&d->deadline, NULL);
+	uv_close((uv_handle_t *)&d->poll, NULL);
 	/* Let raft and the handles finish closing. */
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 	raft_uv_close(&d->io);
+	raftguard_remove(&d->io);
+	if (d->cluster)
+		raft_uv_tcp_close(&d->transport);
 	return NULL;
 }
 
@@ -599,14 +966,15 @@ static int dir_empty(const char *dir)
 }
 
 /* Write semd.meta for a new directory (atomically, synced). */
-static int meta_write(const char *dir, char *err, size_t errlen)
+static int meta_write(const char *dir, raft_id id, char *err, size_t errlen)
 {
 	char path[4096], tmp[4096], text[128];
 	int fd, dfd, n;
 
 	snprintf(path, sizeof path, "%s/%s", dir, META_NAME);
 	snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, META_NAME);
-	n = snprintf(text, sizeof text, "%s\nnode %d\n", META_FORMAT, NODE_ID);
+	n = snprintf(text, sizeof text, "%s\nnode %llu\n", META_FORMAT,
+	    (unsigned long long)id);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) != 0 ||
 	    close(fd) != 0 || rename(tmp, path) != 0) {
@@ -624,7 +992,7 @@ static int meta_write(const char *dir, char *err, size_t errlen)
 }
 
 /* Check semd.meta: ours, this node's. */
-static int meta_check(const char *dir, char *err, size_t errlen)
+static int meta_check(const char *dir, raft_id id, char *err, size_t errlen)
 {
 	char path[4096], text[256], want[128];
 	ssize_t n;
@@ -645,7 +1013,8 @@ static int meta_check(const char *dir, char *err, size_t errlen)
 		return EX_IOERR;
 	}
 	text[n] = '\0';
-	snprintf(want, sizeof want, "%s\nnode %d\n", META_FORMAT, NODE_ID);
+	snprintf(want, sizeof want, "%s\nnode %llu\n", META_FORMAT,
+	    (unsigned long long)id);
 	if (strcmp(text, want) != 0) {
 		snprintf(err, errlen, "%s belongs to another node or format "
 		    "(%s says \"%.60s\")", dir, META_NAME, text);
@@ -693,6 +1062,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	struct timespec ts;
 	struct durable *d;
 	struct stat st;
+	raft_id id;
 	int r, empty;
 
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -708,9 +1078,10 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read %s: %s", dir, strerror(-empty));
 		return EX_CANTCREAT;
 	}
-	if (empty && (r = meta_write(dir, err, errlen)) != 0)
+	id = srv->cfg.node_id != 0 ? srv->cfg.node_id : NODE_ID;
+	if (empty && (r = meta_write(dir, id, err, errlen)) != 0)
 		return r;
-	if (!empty && ((r = meta_check(dir, err, errlen)) != 0 ||
+	if (!empty && ((r = meta_check(dir, id, err, errlen)) != 0 ||
 	    (r = segments_check(dir, err, errlen)) != 0))
 		return r;
 	d = calloc(1, sizeof *d);
@@ -719,27 +1090,57 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 		return EX_OSERR;
 	}
 	d->srv = srv;
+	d->id = id;
+	d->cluster = srv->cfg.node_id != 0;
+	snprintf(d->peer, sizeof d->peer, "%s", d->cluster ?
+	    srv->cfg.peer_listen + 4 : "local");
+	if (srv->cfg.advertise != NULL)
+		snprintf(d->advertise, sizeof d->advertise, "%s",
+		    srv->cfg.advertise);
+	else
+		server_client_address(srv, d->advertise, sizeof d->advertise);
 	d->fresh = empty;
 	d->grace_ms = srv->cfg.restart_grace_ms;
 	d->snapshot_every = srv->cfg.snapshot_every;
 	d->smcfg = server_sm_config_of(srv);
 	pthread_mutex_init(&d->qlock, NULL);
+	pthread_mutex_init(&d->slock, NULL);
 	pthread_mutex_init(&d->rlock, NULL);
+	semd__cluster_status__init(&d->st);
+	d->st.state = (char *)"unavailable";
+	d->st.leader = d->st_leader;
 	pthread_cond_init(&d->rcond, NULL);
 	d->qtail = &d->qhead;
 	srv->durable = d;
 	if (uv_loop_init(&d->loop) != 0 ||
 	    uv_async_init(&d->loop, &d->wake, d_wake_cb) != 0 ||
-	    uv_timer_init(&d->loop, &d->deadline) != 0) {
+	    uv_timer_init(&d->loop, &d->deadline) != 0 ||
+	    uv_timer_init(&d->loop, &d->poll) != 0) {
 		snprintf(err, errlen, "cannot make the log's event loop");
 		return EX_OSERR;
 	}
 	d->wake.data = d;
 	d->deadline.data = d;
-	d->transport.init = nt_init;
-	d->transport.listen = nt_listen;
-	d->transport.connect = nt_connect;
-	d->transport.close = nt_close;
+	if (d->cluster) {
+		r = raft_uv_tcp_init(&d->transport, &d->loop);
+		if (r == 0 && srv->cfg.peer_bind != NULL)
+			r = raft_uv_tcp_set_bind_address(&d->transport,
+			    srv->cfg.peer_bind + 4);
+		if (r != 0) {
+			snprintf(err, errlen, "raft TCP transport: %s",
+			    raft_strerror(r));
+			return EX_OSERR;
+		}
+		tcp_listen = d->transport.listen;
+		tcp_connect = d->transport.connect;
+		d->transport.listen = nd_listen;
+		d->transport.connect = nd_connect;
+	} else {
+		d->transport.init = nt_init;
+		d->transport.listen = nt_listen;
+		d->transport.connect = nt_connect;
+		d->transport.close = nt_close;
+	}
 	d->fsm.version = 2;
 	d->fsm.data = d;
 	d->fsm.apply = d_fsm_apply;
@@ -750,6 +1151,12 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	if (r != 0) {
 		snprintf(err, errlen, "raft I/O on %s: %s", dir, d->io.errmsg);
 		return EX_CANTCREAT;
+	}
+	/* libraft 0.15 crashes on entries it compacted away: see raftguard.h. */
+	if (raftguard_install(&d->io) != 0) {
+		snprintf(err, errlen, "raft I/O: too many logs in one process");
+		raft_uv_close(&d->io);
+		return EX_SOFTWARE;
 	}
 	/* Snapshots are written as they are (they are small per name). */
 	raft_uv_set_snapshot_compression(&d->io, false);
@@ -799,6 +1206,7 @@ void durable_stop(struct server *srv)
 	} else {
 		uv_close((uv_handle_t *)&d->wake, NULL);
 		uv_close((uv_handle_t *)&d->deadline, NULL);
+		uv_close((uv_handle_t *)&d->poll, NULL);
 		uv_run(&d->loop, UV_RUN_DEFAULT);
 	}
 	uv_loop_close(&d->loop);
@@ -809,6 +1217,7 @@ void durable_stop(struct server *srv)
 		free(q);
 	}
 	pthread_mutex_destroy(&d->qlock);
+	pthread_mutex_destroy(&d->slock);
 	pthread_mutex_destroy(&d->rlock);
 	pthread_cond_destroy(&d->rcond);
 	free(d);
@@ -823,6 +1232,11 @@ void durable_submit(struct server *srv, struct sm_batch *b)
 
 	if (b->len == 0)
 		return;
+	/* A node that does not lead proposes nothing: what it had goes. */
+	if (!atomic_load(&d->serving_pub)) {
+		sm_batch_reset(b);
+		return;
+	}
 	q = b->failed ? NULL : qchunk_new(b->p, b->len);
 	sm_batch_reset(b);
 	if (q == NULL) {
@@ -850,5 +1264,138 @@ void durable_config(struct server *srv, const struct sm_config *cfg)
 /* A new client id (under the state lock). */
 uint64_t durable_client_id(struct server *srv)
 {
-	return (uint64_t)NODE_ID << 48 | ++srv->durable->next_client;
+	return (uint64_t)srv->durable->id << 48 | ++srv->durable->next_client;
+}
+
+/* The node's cluster figures for Stats (any thread; under the state lock). */
+void durable_counters(void *arg, struct sm_local_counters *out)
+{
+	struct durable *d = ((struct server *)arg)->durable;
+	const char *st;
+
+	if (d == NULL)
+		return;
+	pthread_mutex_lock(&d->slock);
+	st = d->st.state != NULL ? d->st.state : "";
+#define LC(nm, v) do {							\
+	out->name[out->n] = (nm);					\
+	out->value[out->n++] = (v);					\
+} while (0)
+	LC("cluster_node_id", d->id);
+	LC("cluster_leader", strcmp(st, "leader") == 0);
+	LC("cluster_term", d->st.term);
+	LC("cluster_commit_index", d->st.commit_index);
+	LC("cluster_applied_index", d->st.applied_index);
+	LC("cluster_last_index", d->st.last_index);
+	LC("cluster_leader_id", d->st.leader_id);
+	LC("cluster_nodes", d->st.n_nodes);
+#undef LC
+	pthread_mutex_unlock(&d->slock);
+}
+
+/* Is this node the leader, serving clients? (any thread) */
+bool durable_serving(struct server *srv)
+{
+	return atomic_load(&srv->durable->serving_pub);
+}
+
+/* The leader as this node knows it: its id (0: none) and client address. */
+uint64_t durable_leader(struct server *srv, char *addr, size_t len)
+{
+	struct durable *d = srv->durable;
+	uint64_t id;
+
+	pthread_mutex_lock(&d->slock);
+	id = d->st.leader_id;
+	snprintf(addr, len, "%s", d->st_leader);
+	pthread_mutex_unlock(&d->slock);
+	return id;
+}
+
+/* Pack the cluster status into out (a Reply body); *buf holds it; free it. */
+int durable_status(struct server *srv, Semd__Reply *r, uint8_t **buf)
+{
+	struct durable *d = srv->durable;
+	Semd__ClusterStatus *copy;
+	size_t len;
+
+	*buf = NULL;
+	pthread_mutex_lock(&d->slock);
+	len = semd__cluster_status__get_packed_size(&d->st);
+	*buf = malloc(len + 1);
+	if (*buf != NULL)
+		semd__cluster_status__pack(&d->st, *buf);
+	pthread_mutex_unlock(&d->slock);
+	if (*buf == NULL)
+		return -ENOMEM;
+	copy = semd__cluster_status__unpack(NULL, len, *buf);
+	free(*buf);
+	*buf = NULL;
+	if (copy == NULL)
+		return -ENOMEM;
+	r->body_case = SEMD__REPLY__BODY_CLUSTER;
+	r->cluster = copy;
+	return 0;
+}
+
+/* A cluster change for the raft thread; the client is answered from there. */
+int durable_cluster_change(struct server *srv, uint64_t cid, uint64_t req_id,
+    const Semd__Cluster *cl)
+{
+	struct durable *d = srv->durable;
+	struct ctl *c = calloc(1, sizeof *c);
+
+	if (c == NULL)
+		return -ENOMEM;
+	c->cid = cid;
+	c->req_id = req_id;
+	c->action = cl->action;
+	c->node = cl->node_id;
+	snprintf(c->address, sizeof c->address, "%s", cl->address);
+	pthread_mutex_lock(&d->qlock);
+	c->next = d->ctlq;
+	d->ctlq = c;
+	pthread_mutex_unlock(&d->qlock);
+	uv_async_send(&d->wake);
+	return 0;
+}
+
+/*
+ * Parse --bootstrap "ID=HOST:PORT,ID=HOST:PORT,...": every node a voter.
+ * 0, or -1 with the reason in err.
+ */
+int durable_parse_bootstrap(const char *spec, struct raft_configuration *conf,
+    char *err, size_t errlen)
+{
+	char buf[4096], *item, *save = NULL, *eq, *end;
+	unsigned long long id;
+
+	if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf) {
+		snprintf(err, errlen, "bootstrap list too long");
+		return -1;
+	}
+	for (item = strtok_r(buf, ",", &save); item != NULL;
+	    item = strtok_r(NULL, ",", &save)) {
+		eq = strchr(item, '=');
+		errno = 0;
+		id = eq != NULL ? strtoull(item, &end, 10) : 0;
+		if (eq == NULL || end != eq || id == 0 || id > 65535 ||
+		    eq[1] == '\0') {
+			snprintf(err, errlen, "bootstrap: '%s' is not ID=HOST:PORT",
+			    item);
+			return -1;
+		}
+		if (strncmp(eq + 1, "tcp:", 4) == 0)
+			eq += 4;
+		if (raft_configuration_add(conf, id, eq + 1, RAFT_VOTER) != 0) {
+			snprintf(err, errlen, "bootstrap: node %llu or %s twice",
+			    id, eq + 1);
+			return -1;
+		}
+	}
+	if (conf->n == 0) {
+		snprintf(err, errlen, "bootstrap: no node");
+		return -1;
+	}
+	return 0;
 }

@@ -20,6 +20,7 @@
 #ifndef SEMD_DURABLE_H
 #define SEMD_DURABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +48,23 @@ void durable_config(struct server *srv, const struct sm_config *cfg);
  * counter (ids start again after a restart, which closes every client).
  */
 uint64_t durable_client_id(struct server *srv);
+/* The node's cluster figures for Stats (sm_config.local_counters). */
+void durable_counters(void *arg, struct sm_local_counters *out);
+/* Is this node the leader, serving clients? (any thread) */
+bool durable_serving(struct server *srv);
+/* The leader as this node knows it: its id (0: none), its client address. */
+uint64_t durable_leader(struct server *srv, char *addr, size_t len);
+/*
+ * The cluster status as a Reply body (r->cluster, freed with
+ * semd__cluster_status__free_unpacked); -ENOMEM.
+ */
+int durable_status(struct server *srv, Semd__Reply *r, uint8_t **buf);
+/* Start ADD, REMOVE or TRANSFER; client cid's request req_id is answered later. */
+int durable_cluster_change(struct server *srv, uint64_t cid, uint64_t req_id,
+    const Semd__Cluster *cl);
+struct raft_configuration;
+/* Parse --bootstrap "ID=HOST:PORT,...". 0, or -1 with err filled. */
+int durable_parse_bootstrap(const char *spec, struct raft_configuration *conf,
+    char *err, size_t errlen);
 
 #endif

@@ -7,6 +7,8 @@
  * set (even when empty), all in field-number order; a uint32 field takes
  * the low 32 bits of its varint, the last of repeated scalars wins.
  */
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/fastpb.h"
@@ -178,6 +180,22 @@ static bool get_ping(Semd__Ping *g, const uint8_t *p, const uint8_t *end)
 }
 
 /* Decode a Down, Up or Ping request of the usual shape. */
+/* SEMD_FASTPB=0 in the environment: protobuf-c for everything (-1: unread). */
+static _Atomic int fastpb_on = -1;
+
+bool fastpb_enabled(void)
+{
+	int on = atomic_load_explicit(&fastpb_on, memory_order_relaxed);
+
+	if (on < 0) {
+		const char *e = getenv("SEMD_FASTPB");
+
+		on = e == NULL || strcmp(e, "0") != 0;
+		atomic_store_explicit(&fastpb_on, on, memory_order_relaxed);
+	}
+	return on != 0;
+}
+
 bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
     char *buf, size_t bufsize)
 {
@@ -187,6 +205,8 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
 	uint64_t v;
 	size_t dlen = 0, used = 0;
 
+	if (!fastpb_enabled())
+		return false;
 	out->req = (Semd__Request)SEMD__REQUEST__INIT;
 	while (p < end) {
 		if (!get_tag(&p, end, &field, &wt))
@@ -370,6 +390,9 @@ bool fastpb_reply_size(const Semd__Reply *r, size_t *size)
 bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound)
 {
 	size_t n = 2 * 11;
+
+	if (!fastpb_enabled())
+		return false;
 
 	if (r->message != NULL && r->message[0] != '\0')
 		n += 1 + 10 + strlen(r->message);

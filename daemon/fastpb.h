@@ -5,7 +5,12 @@
  * body is empty, a Grant, Released or Pong. Everything else, and anything
  * unusual in a request (an unknown or repeated field, a second op), is left
  * to protobuf-c, so the result is always what protobuf-c would give
- * (tests/daemon/test_fastpb checks this on random and mangled messages).
+ * (tests/daemon/test_fastpb checks this on random and mangled messages,
+ * and that every reply fits the bound the daemon sizes its buffer with).
+ *
+ * What it is worth (semd-benchmark down-up, 16x1, UNIX socket, in-memory
+ * semd, three interleaved runs each on a busy two-core machine): medians
+ * 36.1k op/s with it, 31.5k with SEMD_FASTPB=0 (+15%), p99 4.8 ms vs 6.4.
  */
 #ifndef SEMD_FASTPB_H
 #define SEMD_FASTPB_H
@@ -15,6 +20,13 @@
 #include <stdint.h>
 
 #include "proto/semd.pb-c.h"
+
+/*
+ * Whether the fast paths are on: yes, unless SEMD_FASTPB=0 is in the
+ * environment (read once), which leaves every message to protobuf-c - to
+ * measure what they are worth.
+ */
+bool fastpb_enabled(void);
 
 /* A request decoded in place: req points into op. */
 struct fastpb_req {

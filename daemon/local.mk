@@ -23,7 +23,7 @@ semd_SOURCES = daemon/main.c daemon/server.c daemon/server.h daemon/conn.c \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/listen.c daemon/log.c daemon/log.h daemon/config.c daemon/config.h \
 	daemon/access.c daemon/access.h daemon/tlsconf.c daemon/tlsconf.h \
-	daemon/durable.c daemon/durable.h
+	daemon/durable.c daemon/durable.h daemon/raftguard.c daemon/raftguard.h
 semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(RAFT_CFLAGS)
 semd_LDADD = daemon/libsemstate.a security/libsemsec.a proto/libsemproto.a \

@@ -171,6 +171,8 @@ int main(int argc, char **argv)
 		"metrics-listen", "metrics-names", "metrics-max-connections",
 		"metrics-timeout", "admin", "acl",
 		"data-dir", "restart-grace", "snapshot-every",
+		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
+		"allow-insecure-peers", "election-timeout",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct option opts[NKEYS + 5];

@@ -31,6 +31,7 @@
 #include <event2/listener.h>
 
 #include "core/list.h"
+#include "daemon/durable.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
@@ -263,6 +264,18 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	    "Time from a down to its grant (0 for an immediate grant).", &k.wait);
 	metrics_hist(b, "semd_hold_seconds",
 	    "Time from a grant to the release of the hold.", &k.hold);
+	if (m->srv->durable != NULL) {
+		struct sm_local_counters lc = { 0 };
+		char name[64];
+
+		/* The node's view of its cluster (a log of one voter is one). */
+		durable_counters(m->srv, &lc);
+		for (i = 0; i < lc.n; i++) {
+			snprintf(name, sizeof name, "semd_%s", lc.name[i]);
+			metrics_one(b, name, "gauge", "This node's view of the raft log "
+			    "(semctl cluster status).", lc.value[i]);
+		}
+	}
 	return metrics_sems(m, b);
 }
 

@@ -270,12 +270,14 @@ static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 	struct list_head q;
 	struct conn_pending *p;
 	uint64_t v;
-	bool stop;
+	bool stop, drop;
 
 	if (read(fd, &v, sizeof v) < 0 && errno != EAGAIN)
 		log_debug("eventfd: %s", strerror(errno));
 	INIT_LIST_HEAD(&q);
 	server_lock(w);
+	drop = w->drop_all;
+	w->drop_all = false;
 	while (!list_empty(&w->acceptq)) {
 		p = list_first_entry(&w->acceptq, struct conn_pending, entry);
 		list_del_init(&p->entry);
@@ -295,8 +297,40 @@ static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 			conn_start_pending(w, p);
 		free(p);
 	}
+	if (drop && !stop)
+		conn_drop_all(w);
 	if (stop && !event_base_got_exit(w->base))
 		worker_stop(w);
+}
+
+/* This node stopped leading: have every loop close its clients. */
+void server_drop_clients(struct server *srv)
+{
+	unsigned int i;
+
+	server_lock_any(srv);
+	for (i = 0; i < srv->nworkers; i++) {
+		srv->workers[i].drop_all = true;
+		server_wake_later(&srv->workers[i]);
+	}
+	server_unlock_any(srv);
+}
+
+/* Where clients reach this node: its first TCP or TLS listener. */
+void server_client_address(struct server *srv, char *buf, size_t len)
+{
+	struct list_head *pos;
+	const struct listener *l;
+
+	buf[0] = '\0';
+	list_for_each(pos, &srv->listeners) {
+		l = list_entry(pos, struct listener, entry);
+		if (strncmp(l->addr, "tcp:", 4) == 0 ||
+		    strncmp(l->addr, "tls:", 4) == 0) {
+			snprintf(buf, len, "%s", l->addr);
+			return;
+		}
+	}
 }
 
 /* The grace time of a stop ran out. */
@@ -497,6 +531,10 @@ struct sm_config server_sm_config_of(const struct server *srv)
 	server_sm_config(&srv->cfg, &sc);
 	sc.wall_ms = srv->cfg.data_dir == NULL ? server_wall() : 0;
 	sc.durable = srv->cfg.data_dir != NULL;
+	if (sc.durable) {
+		sc.local_counters = durable_counters;
+		sc.local_arg = (void *)srv;
+	}
 	sc.server = "semd " PACKAGE_VERSION;
 	memcpy(sc.hash_key, srv->hash_key, sizeof sc.hash_key);
 	return sc;

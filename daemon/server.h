@@ -63,6 +63,7 @@ struct worker {
 	size_t			mcap;
 	struct list_head	acceptq;	/* struct conn_pending */
 	bool			stop;		/* close every client and exit */
+	bool			drop_all;	/* close every client (leadership lost) */
 	/* Written by this worker only: */
 	_Atomic uint64_t	dropped;	/* clients cut off */
 	_Atomic uint64_t	beat_ms;	/* last heartbeat (watchdog) */
@@ -147,6 +148,9 @@ struct conn {
 	bool			resuming;	/* log: a resume is in its mailbox */
 	struct hnode		cid_node;	/* srv->conn_ids (with a log) */
 	bool			open;		/* opened in the state (or queued) */
+	bool			logged;		/* log: its OPEN is in the log */
+	bool			local;		/* a UNIX peer */
+	uint8_t			secret[16];	/* log: for its OPEN */
 };
 
 /* server.c */
@@ -186,6 +190,13 @@ size_t server_nconns(struct server *srv);
 uint64_t server_dropped(struct server *srv);
 /* Start a graceful stop. */
 void server_stop(struct server *srv, const char *why);
+/*
+ * This node stopped leading: every loop tells its clients and closes them,
+ * so they go and find the leader (any thread).
+ */
+void server_drop_clients(struct server *srv);
+/* Where clients reach this node (its first TCP or TLS listener), for others. */
+void server_client_address(struct server *srv, char *buf, size_t len);
 
 /* listen.c */
 int listener_open(struct server *srv, const char *spec);
@@ -218,6 +229,8 @@ void conn_reply(void *ctx, void *conn, const Semd__Reply *r);
 void conn_close_effect(void *ctx, void *conn);
 /* The sm_out note effect: a line in the log. */
 void conn_note(void *ctx, void *conn, const char *msg);
+/* This node stopped leading: every client of w is told, then closed. */
+void conn_drop_all(struct worker *w);
 /* With a log, under the lock: len bytes of c's requests were applied. */
 void conn_applied_locked(struct conn *c, size_t len);
 /* Write every connection's staged replies (one write each). */

@@ -317,6 +317,8 @@ struct sm {
 	uint64_t		start_ms;
 	uint64_t		token_base;
 	int64_t			wall_off;	/* wall time minus state time */
+	uint64_t		leader_id;	/* the last LEADER entry's node */
+	char			leader_addr[256]; /* ... and where clients reach it */
 	struct hmap		clients_by_id;
 	uint64_t		token_hwm;	/* highest token of freed semaphores */
 	struct hmap		names;

@@ -14,6 +14,9 @@
  *     REQUEST  u64 id, u32 privs, 4 x u64 caps, string request (protobuf)
  *     RESTART  u32 grace_ms      the service came back: every client is
  *                                gone, leases get a grace
+ *     LEADER   u64 node, u32 grace_ms, string address
+ *                                a leader took over: RESTART, and who
+ *                                it is and where clients reach it
  * (integers little-endian, strings as u32 length + bytes), and zero bytes
  * to pad the entry to a multiple of 8 bytes (raft_uv writes entries in
  * 8-byte units: its check of that is an assert, compiled out of Debian's
@@ -40,6 +43,7 @@ enum {
 	CMD_CLOSE,
 	CMD_REQUEST,
 	CMD_RESTART,
+	CMD_LEADER,
 };
 
 /* --- building ------------------------------------------------------------------ */
@@ -179,6 +183,19 @@ void sm_batch_restart(struct sm_batch *b, uint32_t grace_ms)
 {
 	batch_cmd(b, CMD_RESTART);
 	batch_int(b, grace_ms, 4);
+}
+
+/* A leader took over (a restart of one node, or a new leader elected). */
+void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
+    const char *address)
+{
+	size_t len = strlen(address);
+
+	batch_cmd(b, CMD_LEADER);
+	batch_int(b, node, 8);
+	batch_int(b, grace_ms, 4);
+	batch_int(b, len, 4);
+	batch_bytes(b, address, len);
 }
 
 /* Bytes of an entry's header. */
@@ -367,6 +384,18 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 		if (e->bad)
 			return false;
 		sm_restart(sm, flags, now);
+		return true;
+	case CMD_LEADER:
+		id = e_int(e, 8);
+		flags = (uint32_t)e_int(e, 4);
+		len = e_int(e, 4);
+		if (e->bad || len >= sizeof sm->leader_addr ||
+		    (p = e_bytes(e, len)) == NULL)
+			return false;
+		sm_restart(sm, flags, now);
+		sm->leader_id = id;
+		memcpy(sm->leader_addr, p, len);
+		sm->leader_addr[len] = '\0';
 		return true;
 	default:
 		return false;

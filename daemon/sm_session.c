@@ -320,6 +320,14 @@ void sm_tell_all(struct sm *sm, const Semd__Reply *r)
 	}
 }
 
+/* The last leader the log named, and where clients reach it. */
+uint64_t sm_leader(const struct sm *sm, char *addr, size_t len)
+{
+	if (len > 0)
+		snprintf(addr, len, "%s", sm->leader_addr);
+	return sm->leader_id;
+}
+
 /* The state's clock: the time of the last call. */
 uint64_t sm_now(const struct sm *sm)
 {

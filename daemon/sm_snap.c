@@ -249,6 +249,8 @@ static void w_header(struct wbuf *b, const struct sm *sm)
 	w_u64(b, sm->next_wait_seq);
 	w_u64(b, sm->overgrants);
 	w_u8(b, sm->shutting_down);
+	w_u64(b, sm->leader_id);
+	w_str(b, sm->leader_addr, strlen(sm->leader_addr));
 	/* The settings that came through the log. */
 	w_u32(b, sm->cfg.default_limit);
 	w_u32(b, sm->cfg.max_semaphores);
@@ -606,6 +608,8 @@ static void r_header(struct restore *rs)
 	sm->next_wait_seq = r_u64(r);
 	sm->overgrants = r_u64(r);
 	sm->shutting_down = r_u8(r) != 0;
+	sm->leader_id = r_u64(r);
+	r_str(r, sm->leader_addr, sizeof sm->leader_addr - 1);
 	sm->cfg.default_limit = r_u32(r);
 	sm->cfg.max_semaphores = r_u32(r);
 	sm->cfg.max_sessions = r_u32(r);

@@ -13,7 +13,8 @@
 
 
 /* Most counters a Stats reply carries (the named ones, ops x codes replies, 2 histograms). */
-#define SM_STATS_MAX	(40 + 2 * SM_NOPS + SM_NOPS * SM_NCODES + 2 * (SM_HIST_BUCKETS + 2))
+#define SM_STATS_MAX	(40 + SM_STATS_LOCAL_MAX + 2 * SM_NOPS + SM_NOPS * SM_NCODES + \
+	2 * (SM_HIST_BUCKETS + 2))
 
 /* Add a histogram's count, sum and non-empty buckets to a Stats reply. */
 static void stats_hist(const struct sm_hist *h, const char *what,
@@ -84,6 +85,13 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 		COUNTER("watch_notices", k.watch_notices);
 	if (sm->cfg.stats_local && sm->cfg.alloc_count != NULL)
 		COUNTER("allocations", sm->cfg.alloc_count());
+	if (sm->cfg.stats_local && sm->cfg.local_counters != NULL) {
+		struct sm_local_counters lc = { 0 };
+
+		sm->cfg.local_counters(sm->cfg.local_arg, &lc);
+		for (i = 0; i < lc.n && i < SM_STATS_LOCAL_MAX; i++)
+			COUNTER(lc.name[i], lc.value[i]);
+	}
 	for (i = 0; i < SM_NOPS; i++) {
 		if (sm_op((int)i) == NULL)
 			continue;

@@ -48,6 +48,14 @@
 #define SM_INFO_PAGE_MAX 1000	/* ... at most, whatever the client asks */
 #define SM_PROTO_VERSION 1
 
+/* Figures of the node (not the state) a Stats reply may carry. */
+#define SM_STATS_LOCAL_MAX	12
+struct sm_local_counters {
+	size_t		n;
+	const char	*name[SM_STATS_LOCAL_MAX];	/* static strings */
+	uint64_t	value[SM_STATS_LOCAL_MAX];
+};
+
 struct sm_config {
 	uint32_t	default_limit;		/* limit of auto-created names */
 	uint32_t	max_semaphores;
@@ -68,6 +76,9 @@ struct sm_config {
 	bool		stats_local;
 	/* The state is kept across restarts (a log): told in HelloReply. */
 	bool		durable;
+	/* More of the node's figures for Stats (its cluster view), or NULL. */
+	void		(*local_counters)(void *arg, struct sm_local_counters *out);
+	void		*local_arg;
 };
 
 /*
@@ -250,6 +261,8 @@ void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
  * with a log), not the state's - nothing is counted or changed.
  */
 void sm_tell_all(struct sm *sm, const Semd__Reply *r);
+/* The last leader the log named (0: none) and its client address. */
+uint64_t sm_leader(const struct sm *sm, char *addr, size_t len);
 /* The time of the last call (the state's clock). */
 uint64_t sm_now(const struct sm *sm);
 /* Give to the node's hooks (List visibility) what from had. */
@@ -316,6 +329,9 @@ void sm_batch_request(struct sm_batch *b, uint64_t id,
     const struct sm_caller *who, const uint8_t *req, size_t len);
 /* The service came back: every client is gone, leases get grace_ms more. */
 void sm_batch_restart(struct sm_batch *b, uint32_t grace_ms);
+/* A leader took over: the same, and who it is and where clients reach it. */
+void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
+    const char *address);
 size_t sm_entry_header_size(void);
 void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall);
 

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/semclient.h"
+#include <semclient.h>
 
 struct job {
 	const char *server;	/* NULL: $SEMD_SERVER or the default */

@@ -29,9 +29,11 @@ static uint64_t rnd(void)
 /* A value that is often 0, small, or big. */
 static uint64_t rnd_value(void)
 {
-	switch (rnd() % 4) {
+	switch (rnd() % 5) {
 	case 0:
 		return 0;
+	case 4:
+		return UINT64_MAX;	/* the longest varint */
 	case 1:
 		return rnd() % 200;
 	case 2:
@@ -172,9 +174,9 @@ static void test_replies(void)
 	Semd__Grant gr;
 	Semd__Released rel;
 	Semd__Pong pong;
-	uint8_t a[1024], b[1024], payload[300];
+	uint8_t a[1024], b[1024], payload[300], *exact;
 	char msg[200];
-	size_t la, lb, fs, i;
+	size_t la, lb, fs, i, bound = 0;
 	int round;
 
 	printf("# %d random replies\n", ROUNDS);
@@ -221,6 +223,25 @@ static void test_replies(void)
 			    round);
 			continue;
 		}
+		/*
+		 * The daemon sizes its buffer with the bound and packs there:
+		 * the bound must hold every reply packed (in a heap buffer of
+		 * exactly that size, so ASan sees any byte past it).
+		 */
+		if (!fastpb_reply_bound(&r, &bound) || bound < la) {
+			failures++;
+			printf("not ok - round %d: bound %zu below the packed size %zu\n",
+			    round, bound, la);
+			continue;
+		}
+		exact = malloc(bound);
+		if (exact == NULL || fastpb_reply_pack(&r, exact) != la ||
+		    memcmp(exact, a, la) != 0) {
+			failures++;
+			printf("not ok - round %d: packed in a buffer of the bound\n",
+			    round);
+		}
+		free(exact);
 		lb = fastpb_reply_pack(&r, b);
 		if (fs != la || lb != la || memcmp(a, b, la) != 0) {
 			failures++;
@@ -233,7 +254,7 @@ static void test_replies(void)
 	/* A body the fast encoder leaves to protobuf-c. */
 	semd__reply__init(&r);
 	r.body_case = SEMD__REPLY__BODY_STATS;
-	if (fastpb_reply_size(&r, &fs)) {
+	if (fastpb_reply_size(&r, &fs) || fastpb_reply_bound(&r, &fs)) {
 		failures++;
 		printf("not ok - a Stats reply was taken by the fast encoder\n");
 	}

@@ -561,7 +561,11 @@ int main(int argc, char **argv)
 			}
 		}
 		if (below(5000) == 0) {
-			sm_batch_restart(&b, below(2000));
+			if (below(2))
+				sm_batch_restart(&b, below(2000));
+			else
+				sm_batch_leader(&b, 1 + below(5), below(2000),
+				    below(2) ? "tcp:127.0.0.1:7385" : "");
 			for (c = 0; c < NCLIENTS; c++)
 				cl[c].id = 0;
 		} else if (below(3000) == 0) {

@@ -1,0 +1,89 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# bench/cluster.sh - acquire+release (semd-benchmark down-up, TCP loopback)
+# on semd in memory, semd with a log of one voter, and a 3-node cluster
+# (talking to its leader), one row per C x P, back to back in one run.
+#
+#   bench/cluster.sh BUILDDIR [ANCHORS]
+#
+# ANCHORS: the path of run-anchors.sh; when given, its etcd table (the
+# reference server, Redis, etcd 1 and 3 nodes) is measured right after,
+# with the same C x P cells. Knobs: D (seconds per cell, 5), CFGS ("C P"
+# pairs, default "1 1,16 1,16 16"), PORT (first of 20, default 47200),
+# DIR (parent of the data directories, default /var/tmp: the log is
+# fsynced, tmpfs would flatter it).
+set -eu
+B=$(cd "${1:?usage: bench/cluster.sh BUILDDIR [ANCHORS]}" && pwd)
+ANCHORS=${2:-}
+D=${D:-5}
+CFGS=${CFGS:-1 1,16 1,16 16}
+PORT=${PORT:-47200}
+DIR=${DIR:-/var/tmp}
+W=$(mktemp -d "$DIR/semd-cluster-bench.XXXXXX")
+PIDS=
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null || :; done
+	for p in $PIDS; do wait "$p" 2>/dev/null || :; done
+	rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+
+# start NAME ARGS...: a semd, waited for.
+start() {
+	n=$1; shift
+	"$B/semd" --acl "anonymous * all" --ready-file "$W/$n.ready" "$@" \
+		>"$W/$n.log" 2>&1 &
+	PIDS="$PIDS $!"
+	i=0
+	while [ ! -s "$W/$n.ready" ]; do
+		i=$((i + 1))
+		[ $i -lt 300 ] || { echo "$n did not start:" >&2; cat "$W/$n.log" >&2; exit 1; }
+		sleep 0.05
+	done
+}
+
+MEM=$PORT; ONE=$((PORT + 1))
+C1=$((PORT + 2)); C2=$((PORT + 3)); C3=$((PORT + 4))
+BOOT="1=127.0.0.1:$((PORT + 12)),2=127.0.0.1:$((PORT + 13)),3=127.0.0.1:$((PORT + 14))"
+start mem --listen "tcp:127.0.0.1:$MEM"
+start one --listen "tcp:127.0.0.1:$ONE" --data-dir "$W/one"
+for n in 1 2 3; do
+	eval "cp=\$C$n"
+	start "n$n" --listen "tcp:127.0.0.1:$cp" --data-dir "$W/d$n" --node-id "$n" \
+		--peer-listen "tcp:127.0.0.1:$((PORT + 11 + n))" --bootstrap "$BOOT"
+done
+# The leader's client port.
+lead=
+i=0
+while [ -z "$lead" ] && [ $i -lt 100 ]; do
+	lead=$("$B/semctl" -s "tcp:127.0.0.1:$C1" --json cluster status 2>/dev/null |
+	    sed -n 's/.*"leader":"\([^"]*\)".*/\1/p')
+	i=$((i + 1)); [ -n "$lead" ] || sleep 0.1
+done
+[ -n "$lead" ] || { echo "the cluster elected no leader" >&2; exit 1; }
+
+printf '# semd acquire+release (down-up), TCP loopback, %ss per cell, %s\n' "$D" "$(date -u '+%F %T')"
+printf '# three: 3-node cluster (leader at %s), every write committed by 2 of 3 fsyncs\n' "$lead"
+printf '%-6s %-3s %-3s %10s %9s %9s\n' setup C P 'op/s' 'p50 us' 'p99 us'
+IFS=,
+for cfg in $CFGS; do
+	unset IFS
+	set -- $cfg
+	for s in "mem tcp:127.0.0.1:$MEM" "one tcp:127.0.0.1:$ONE" "three $lead"; do
+		set -- $cfg $s
+		"$B/semd-benchmark" -s "$4" -t down-up -c "$1" -P "$2" -d "$D" --json \
+			>"$W/out.json" 2>"$W/err" || { cat "$W/err" >&2; exit 1; }
+		python3 - "$3" "$1" "$2" "$W/out.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[4]))["results"][0]
+print("%-6s %-3s %-3s %10d %9.0f %9.0f" % (sys.argv[1], sys.argv[2], sys.argv[3],
+      r["ops_per_sec"], r["latency_us"]["p50"], r["latency_us"]["p99"]))
+EOF
+	done
+	IFS=,
+done
+unset IFS
+if [ -n "$ANCHORS" ]; then
+	echo "# anchors (run-anchors.sh, the etcd table), same run:"
+	BASE=0 ZK=0 REPS=1 D=$D ETCD_CFGS=$CFGS sh "$ANCHORS"
+fi

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# tests/cluster.mk: build fragment, included by the top Makefile.am
+#
+# The cluster under faults: three real semd nodes, a proxy in front of the
+# peer ports to cut one off, clients that check what they saw.
+check_PROGRAMS += tests/cluster/cluster_load
+tests_cluster_cluster_load_SOURCES = tests/cluster/cluster_load.c
+tests_cluster_cluster_load_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
+CLUSTER_SH_TESTS = tests/cluster/faults.sh
+TESTS += $(CLUSTER_SH_TESTS)
+EXTRA_DIST += $(CLUSTER_SH_TESTS) tests/cluster/peerproxy.py
+
+# sim: the state machines of a 3/5-node cluster on libraft's deterministic
+# fixture, under faults, with simulated clients checking what they trusted.
+check_PROGRAMS += tests/cluster/sim
+tests_cluster_sim_SOURCES = tests/cluster/sim.c daemon/raftguard.c
+tests_cluster_sim_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(RAFT_CFLAGS)
+tests_cluster_sim_LDADD = daemon/libsemstate.a proto/libsemproto.a \
+	core/libsemcore.a $(PROTOBUF_C_LIBS) $(RAFT_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/cluster/sim
+
+# test_raftguard: entries a follower compacted away are trimmed before
+# libraft 0.15 sees them.
+check_PROGRAMS += tests/cluster/test_raftguard
+tests_cluster_test_raftguard_SOURCES = tests/cluster/test_raftguard.c daemon/raftguard.c
+tests_cluster_test_raftguard_CFLAGS = $(AM_CFLAGS) $(RAFT_CFLAGS)
+tests_cluster_test_raftguard_LDADD = $(RAFT_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/cluster/test_raftguard

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/cluster/cluster_load.c - clients that take and give back permits on
+ * a few names of a semd cluster while faults are made, and the check of
+ * what they saw.
+ *
+ *   cluster_load -s ADDRS -d SECONDS [-t THREADS] [-n NAMES] [-l LIMIT]
+ *                [-L LEASE_MS] [-q QUIET_END_S]
+ *
+ * Each thread has its own handle (a session with a lease, the address
+ * list, the library's failover) and repeats: down on a random name (2 s
+ * timeout), hold 1-10 ms, up by permit id. It records every grant (name,
+ * token, when the grant arrived) and the end of every hold: when the up
+ * was sent, or when the library reported the hold lost (SEMC_EV_HOLD_LOST,
+ * which the client-side lease raises before the daemon can re-grant).
+ * Times are CLOCK_MONOTONIC, one clock for every thread.
+ *
+ * The check, at the end (exit 1 on a violation, with what and where):
+ *  - never more holders of a name than its limit at any moment, by the
+ *    clients' own intervals [grant arrived, hold ended];
+ *  - tokens of a name unique, and a down sent after another hold of that
+ *    name ended gets a greater token (fencing across failovers);
+ *  - no acknowledged grant lost silently: an up that finds the permit gone
+ *    must follow a lost-hold report for it;
+ *  - every down answered: none waits past its timeout plus the library's
+ *    reply timeout;
+ *  - the clients carry on: grants in the last QUIET_END_S seconds, when the
+ *    faults are over.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/semclient.h"
+
+#define MAX_THREADS	64
+#define MAX_NAMES	16
+#define MAX_HOLDS	200000
+#define DOWN_TIMEOUT_MS	2000
+
+struct hold {
+	int		name;
+	uint64_t	token;
+	uint64_t	permit;
+	int64_t		sent_us;	/* the down was sent */
+	int64_t		start_us;	/* the grant arrived */
+	int64_t		end_us;		/* up sent, or the loss reported */
+	bool		lost;		/* reported lost (HOLD_LOST) */
+	bool		silent;		/* the up found it gone, unreported */
+};
+
+struct worker {
+	pthread_t	thread;
+	int		idx;
+	struct semc	*c;
+	uint64_t	seed;
+	/* the hold in progress, for the event callback */
+	_Atomic uint64_t cur_permit;
+	_Atomic int64_t	lost_at_us;	/* 0: not reported */
+	unsigned long	downs, grants, timeouts, errors, no_reply;
+	int64_t		slowest_down_us;
+	int64_t		last_grant_us;
+};
+
+static const char *addrs;
+static int nthreads = 8, nnames = 3, limit = 2, lease_ms = 8000;
+static int seconds = 30, quiet_end = 3;
+static struct worker workers[MAX_THREADS];
+static struct hold holds[MAX_HOLDS];
+static _Atomic size_t nholds;
+static int64_t t_end;
+
+/* Monotonic microseconds. */
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ULL;
+}
+
+/* The library's events: a lost hold ends the hold now. */
+static void on_event(struct semc *c, const struct semc_event *ev, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)c;
+	if (ev->type == SEMC_EV_HOLD_LOST && ev->permit_id != 0 &&
+	    ev->permit_id == atomic_load(&w->cur_permit))
+		atomic_store(&w->lost_at_us, now_us());
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	struct semc_grant g;
+	char name[32];
+	struct hold *h;
+	int64_t t0, t1;
+	uint32_t rel;
+	size_t k;
+	int n, r;
+
+	while (now_us() < t_end) {
+		n = (int)(rnd(&w->seed) % (uint64_t)nnames);
+		snprintf(name, sizeof name, "cl/%d", n);
+		w->downs++;
+		t0 = now_us();
+		r = semc_down(w->c, name, 1, DOWN_TIMEOUT_MS, 0, &g);
+		t1 = now_us();
+		if (t1 - t0 > w->slowest_down_us)
+			w->slowest_down_us = t1 - t0;
+		if (r == SEMC_E_TIMEOUT) {
+			w->timeouts++;
+			continue;
+		}
+		if (r == SEMC_E_NO_REPLY)
+			w->no_reply++;
+		if (r != 0) {
+			w->errors++;
+			usleep(20000);
+			continue;
+		}
+		w->grants++;
+		w->last_grant_us = t1;
+		k = atomic_fetch_add(&nholds, 1);
+		if (k >= MAX_HOLDS) {
+			fprintf(stderr, "too many holds recorded\n");
+			exit(2);
+		}
+		h = &holds[k];
+		h->name = n;
+		h->token = g.token;
+		h->permit = g.permit_id;
+		h->sent_us = t0;
+		h->start_us = t1;
+		atomic_store(&w->lost_at_us, 0);
+		atomic_store(&w->cur_permit, g.permit_id);
+		usleep((useconds_t)(1000 + rnd(&w->seed) % 9000));
+		h->end_us = now_us();
+		r = semc_up(w->c, name, 0, g.permit_id, &rel);
+		atomic_store(&w->cur_permit, 0);
+		if (atomic_load(&w->lost_at_us) != 0) {
+			/* reported lost while held: the hold ended then */
+			h->lost = true;
+			if (atomic_load(&w->lost_at_us) < h->end_us)
+				h->end_us = atomic_load(&w->lost_at_us);
+		} else if (r == SEMC_E_NOT_HOLDER) {
+			h->silent = true;
+		} else if (r != 0) {
+			w->errors++;	/* unknown outcome (a failover): not a loss */
+		}
+	}
+	return NULL;
+}
+
+/* Holds by start time, for the checks. */
+static int by_start(const void *a, const void *b)
+{
+	const struct hold *x = a, *y = b;
+
+	return (x->start_us > y->start_us) - (x->start_us < y->start_us);
+}
+
+/* Check one name's holds (sorted by start). Returns violations found. */
+static int check_name(int n, struct hold *v, size_t cnt)
+{
+	int64_t *ends;
+	size_t i, j, active = 0, maxact = 0;
+	int bad = 0;
+
+	ends = calloc(cnt + 1, sizeof *ends);
+	if (ends == NULL)
+		return 1;
+	for (i = 0; i < cnt; i++) {
+		/* Holds still active when this one starts. */
+		for (j = 0; j < active;) {
+			if (ends[j] <= v[i].start_us)
+				ends[j] = ends[--active];
+			else
+				j++;
+		}
+		ends[active++] = v[i].end_us;
+		if (active > maxact)
+			maxact = active;
+		if (active > (size_t)limit) {
+			fprintf(stderr, "cl/%d: %zu holders at t=%" PRId64 " us "
+			    "(limit %d): token %" PRIu64 "\n", n, active,
+			    v[i].start_us, limit, v[i].token);
+			bad++;
+		}
+	}
+	/*
+	 * Tokens: unique; a down sent after a hold ended gets a greater one.
+	 * (Not "a grant that arrives after": a down whose answer was lost in
+	 * a failover may have been granted to its session before that hold
+	 * ended, and be heard of after, when the library asks again.)
+	 */
+	for (i = 0; i < cnt; i++) {
+		for (j = i + 1; j < cnt && j < i + 200; j++) {
+			if (v[i].token == v[j].token) {
+				fprintf(stderr, "cl/%d: token %" PRIu64 " granted twice\n",
+				    n, v[i].token);
+				bad++;
+			}
+			if (v[j].sent_us > v[i].end_us && v[j].token < v[i].token) {
+				fprintf(stderr, "cl/%d: token %" PRIu64 " granted to a "
+				    "down sent after %" PRIu64 " ended\n", n, v[j].token,
+				    v[i].token);
+				bad++;
+			}
+		}
+	}
+	printf("cl/%d: %zu holds, at most %zu at once (limit %d)\n", n, cnt,
+	    maxact, limit);
+	free(ends);
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	struct semc *c;
+	size_t i, k, total, start;
+	unsigned long grants = 0, downs = 0, timeouts = 0, errors = 0, noreply = 0;
+	unsigned long lost = 0, silent = 0;
+	int64_t slowest = 0;
+	int opt, bad = 0, n, late = 0;
+	char name[32];
+
+	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:")) != -1) {
+		switch (opt) {
+		case 's': addrs = optarg; break;
+		case 'd': seconds = atoi(optarg); break;
+		case 't': nthreads = atoi(optarg); break;
+		case 'n': nnames = atoi(optarg); break;
+		case 'l': limit = atoi(optarg); break;
+		case 'L': lease_ms = atoi(optarg); break;
+		case 'q': quiet_end = atoi(optarg); break;
+		default: return 2;
+		}
+	}
+	if (addrs == NULL || nthreads < 1 || nthreads > MAX_THREADS ||
+	    nnames < 1 || nnames > MAX_NAMES || limit < 1) {
+		fprintf(stderr, "usage: cluster_load -s ADDRS -d SECONDS [-t N] [-n N] [-l N]\n");
+		return 2;
+	}
+	/* The names, with their limit (through whichever node leads). */
+	c = semc_new();
+	if (c == NULL || semc_set_address(c, addrs) != 0 || semc_connect(c, 10000) != 0) {
+		fprintf(stderr, "cannot connect: %s\n", semc_last_message());
+		return 2;
+	}
+	for (n = 0; n < nnames; n++) {
+		snprintf(name, sizeof name, "cl/%d", n);
+		if (semc_create(c, name, (uint32_t)limit, SEMC_MODE_OWNED, true) != 0) {
+			fprintf(stderr, "create %s: %s\n", name, semc_last_message());
+			return 2;
+		}
+	}
+	semc_free(c);
+	t_end = now_us() + (int64_t)seconds * 1000000;
+	for (i = 0; i < (size_t)nthreads; i++) {
+		struct worker *w = &workers[i];
+
+		w->idx = (int)i;
+		w->seed = 0x9e3779b97f4a7c15ULL * (i + 1);
+		w->c = semc_new();
+		if (w->c == NULL || semc_set_address(w->c, addrs) != 0)
+			return 2;
+		semc_set_lease(w->c, (uint32_t)lease_ms);
+		semc_set_timeout(w->c, 5000);
+		semc_set_event_callback(w->c, on_event, w);
+		if (semc_connect(w->c, 10000) != 0) {
+			fprintf(stderr, "worker %zu: cannot connect: %s\n", i,
+			    semc_last_message());
+			return 2;
+		}
+		pthread_create(&w->thread, NULL, work, w);
+	}
+	for (i = 0; i < (size_t)nthreads; i++) {
+		struct worker *w = &workers[i];
+
+		pthread_join(w->thread, NULL);
+		semc_free(w->c);
+		grants += w->grants;
+		downs += w->downs;
+		timeouts += w->timeouts;
+		errors += w->errors;
+		noreply += w->no_reply;
+		if (w->slowest_down_us > slowest)
+			slowest = w->slowest_down_us;
+		if (w->last_grant_us < t_end - (int64_t)quiet_end * 1000000) {
+			fprintf(stderr, "worker %zu: no grant in the last %d s\n", i,
+			    quiet_end);
+			late++;
+		}
+	}
+	total = atomic_load(&nholds);
+	for (k = 0; k < total; k++) {
+		lost += holds[k].lost;
+		if (holds[k].silent) {
+			fprintf(stderr, "cl/%d: permit %" PRIu64 " (token %" PRIu64
+			    ") gone at its up without a lost-hold report\n",
+			    holds[k].name, holds[k].permit, holds[k].token);
+			silent++;
+		}
+	}
+	/* Per name, by start time. */
+	qsort(holds, total, sizeof holds[0], by_start);
+	for (n = 0; n < nnames; n++) {
+		struct hold *v = calloc(total + 1, sizeof *v);
+		size_t cnt = 0;
+
+		if (v == NULL)
+			return 2;
+		for (k = 0, start = 0; k < total; k++)
+			if (holds[k].name == n)
+				v[cnt++] = holds[k];
+		(void)start;
+		bad += check_name(n, v, cnt);
+		free(v);
+	}
+	printf("%d threads, %d s: %lu downs, %lu grants, %lu timeouts, %lu "
+	    "errors (%lu no reply), %lu holds reported lost, slowest down %.0f ms\n",
+	    nthreads, seconds, downs, grants, timeouts, errors, noreply, lost,
+	    (double)slowest / 1000);
+	if (slowest > (int64_t)(DOWN_TIMEOUT_MS + 5000 + 1000) * 1000) {
+		fprintf(stderr, "a down went unanswered past its timeout\n");
+		bad++;
+	}
+	bad += (int)silent + late;
+	if (grants == 0)
+		bad++;
+	printf("%s\n", bad ? "VIOLATIONS" : "all checks passed");
+	return bad ? 1 : 0;
+}

@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# A three-node semd cluster on loopback under faults, with clients taking
+# and giving back permits all along (cluster_load checks what they saw):
+# the leader killed (kill -9) and restarted, paused (SIGSTOP 3 s, SIGCONT),
+# cut off from the other nodes (peerproxy.py, in front of every peer port)
+# and healed, killed again. Never more holders than the limit, tokens that
+# only grow, no grant lost silently, every down answered, the clients go on.
+. "$top_srcdir/tests/lib.sh"
+t_watchdog 170
+unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
+LOAD=$top_builddir/tests/cluster/cluster_load
+PROXY=$top_srcdir/tests/cluster/peerproxy.py
+command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
+
+# Ports: peers P1..P3 (nodes bind 127.0.0.1, the configuration names the
+# proxies on 127.0.0.2), clients C1..C3.
+base=$((20000 + $$ % 20000))
+P1=$base; P2=$((base + 1)); P3=$((base + 2))
+C1=$((base + 11)); C2=$((base + 12)); C3=$((base + 13))
+BOOT="1=127.0.0.2:$P1,2=127.0.0.2:$P2,3=127.0.0.2:$P3"
+ADDRS="tcp:127.0.0.1:$C1,tcp:127.0.0.1:$C2,tcp:127.0.0.1:$C3"
+: >"$T/blocked"
+python3 "$PROXY" "$T/blocked" "127.0.0.2:$P1=127.0.0.1:$P1" \
+	"127.0.0.2:$P2=127.0.0.1:$P2" "127.0.0.2:$P3=127.0.0.1:$P3" \
+	>"$T/proxy.log" 2>&1 &
+PIDS_TO_KILL="$PIDS_TO_KILL $!"
+
+# start_node I: node I on its data directory (made on the first start).
+start_node() {
+	eval "port=\$P$1 cport=\$C$1"
+	"$SEMD" --data-dir "$T/d$1" --node-id "$1" \
+		--peer-listen "tcp:127.0.0.2:$port" --peer-bind "tcp:127.0.0.1:$port" \
+		--bootstrap "$BOOT" --listen "tcp:127.0.0.1:$cport" \
+		--acl "anonymous * all" --ready-file "$T/r$1" \
+		>>"$T/n$1.log" 2>&1 &
+	eval "N$1=$!"
+	PIDS_TO_KILL="$PIDS_TO_KILL $!"
+	t_wait_for 10 test -s "$T/r$1"
+}
+# leader: the leader's node id, as the cluster says.
+leader() {
+	"$SEMCTL" -s "$ADDRS" --json cluster status 2>/dev/null |
+		sed -n 's/.*"leader_id":\([0-9]*\).*/\1/p'
+}
+has_leader() { l=$(leader); [ -n "$l" ] && [ "$l" != 0 ]; }
+wait_leader() { t_wait_for 10 has_leader; }
+pid_of() { eval "echo \$N$1"; }
+# alive PID: running, not a zombie (a crash leaves one until it is waited for).
+alive() { st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
+
+for i in 1 2 3; do start_node $i || { echo "node $i did not start"; exit 1; }; done
+ok "a leader is elected" wait_leader
+"$LOAD" -s "$ADDRS" -d 44 -t 8 -n 3 -l 2 -q 4 >"$T/load.out" 2>"$T/load.err" &
+load=$!
+PIDS_TO_KILL="$PIDS_TO_KILL $load"
+sleep 4
+
+L=$(leader); echo "# kill -9 of the leader, node $L"
+kill -9 "$(pid_of "$L")"; wait "$(pid_of "$L")" 2>/dev/null
+sleep 2
+start_node "$L"
+ok "kill -9: a new leader" wait_leader
+sleep 4
+
+L=$(leader); echo "# SIGSTOP of the leader, node $L, for 3 s"
+kill -STOP "$(pid_of "$L")"
+sleep 3
+kill -CONT "$(pid_of "$L")"
+ok "SIGSTOP: a leader after it" wait_leader
+sleep 4
+
+L=$(leader); echo "# node $L, the leader, cut off from the others for 5 s"
+echo "$L" >"$T/blocked"
+sleep 5
+: >"$T/blocked"
+ok "partition healed: a leader" wait_leader
+sleep 4
+
+L=$(leader); echo "# kill -9 of the leader, node $L, again"
+kill -9 "$(pid_of "$L")"; wait "$(pid_of "$L")" 2>/dev/null
+sleep 1
+start_node "$L"
+ok "kill -9 again: a leader" wait_leader
+
+wait "$load"
+rc=$?
+cat "$T/load.out"
+sed 's/^/# /' "$T/load.err" | head -20
+expect_eq "the clients' checks (limit, tokens, no silent loss, answered, carried on)" 0 "$rc"
+for i in 1 2 3; do
+	ok "node $i never crashed (its log has no abort)" sh -c "! grep -qi 'assert\|abort\|double free' '$T/n$i.log'"
+	ok "node $i is still running (only the test's kill -9 stopped it)" alive "$(pid_of $i)"
+done
+t_done
