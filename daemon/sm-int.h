@@ -541,7 +541,7 @@ void op_set_rate(struct sm *sm, struct sm_client *c,
 /* sm_deadlock.c */
 #define SM_DEADLOCK_MSG		512	/* a cycle told, at most (bytes) */
 #define SM_DEADLOCK_SHOWN	4	/* hops of a cycle told */
-#define SM_DEADLOCK_BUDGET	1000000	/* holds looked at by one search */
+#define SM_DEADLOCK_BUDGET	250000	/* holds looked at by one search */
 bool deadlock_new(struct sm *sm, struct sm_session *s,
     const struct sm_want *wants, unsigned int k, char *why, size_t len);
 void deadlock_after_grant(struct sm *sm, struct sm_session *s);
