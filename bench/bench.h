@@ -28,8 +28,13 @@ enum bench_test {
 	T_CHURN,
 	T_NAMES,
 	T_ECHO,
+	T_RATE,		/* a down on a rate-only name (tokens never short) */
+	T_MULTI,	/* a down of 3 names at once, then their 3 ups */
+	T_DOWN3,	/* the same with 3 downs one after the other */
 	T_COUNT
 };
+
+#define BENCH_MULTI	3	/* names of T_MULTI and T_DOWN3 */
 
 /* What a chain (one op in flight) waits for. */
 enum chain_step {
@@ -41,6 +46,9 @@ enum chain_step {
 	S_DELETE,
 	S_ECHO1,
 	S_ECHO2,
+	S_MULTI,	/* DownMulti of the connection's 3 names */
+	S_DOWNK,	/* down of name k of the 3 */
+	S_UPK,		/* up (by count) of name k */
 };
 
 struct bench_opts {
@@ -67,6 +75,7 @@ struct chain {
 	uint64_t	t_req;	/* when the outstanding request went out */
 	uint64_t	permit;	/* the grant's permit id, released by the up */
 	int		step;
+	unsigned	k;	/* T_MULTI, T_DOWN3: which of the 3 names */
 };
 
 struct conn {
@@ -146,6 +155,8 @@ uint64_t bench_now(void);
 
 /* Name of connection i's semaphore in run r. */
 void bench_conn_name(const struct run *r, unsigned i, char *buf, size_t len);
+/* T_MULTI, T_DOWN3: connection i's name k (0..BENCH_MULTI-1). */
+void bench_conn_name_k(const struct run *r, unsigned i, unsigned k, char *buf, size_t len);
 /* The 32-byte name number i of the names test. */
 void bench_names_name(const struct run *r, uint64_t i, char *buf, size_t len);
 

@@ -40,7 +40,8 @@ void bench_conn_name(const struct run *r, unsigned i, char *buf, size_t len)
 {
 	static const char *const tag[T_COUNT] = {
 		[T_DOWN_UP] = "du", [T_TRYDOWN_UP] = "tdu", [T_CONTENDED] = "cont",
-		[T_HANDOFF] = "hand", [T_CHURN] = "churn",
+		[T_HANDOFF] = "hand", [T_CHURN] = "churn", [T_RATE] = "rate",
+		[T_MULTI] = "m3", [T_DOWN3] = "d3",
 	};
 	const char *t = tag[r->test] != NULL ? tag[r->test] : "x";
 
@@ -48,6 +49,15 @@ void bench_conn_name(const struct run *r, unsigned i, char *buf, size_t len)
 		snprintf(buf, len, "%s/%s", r->prefix, t);
 	else
 		snprintf(buf, len, "%s/%s/%u", r->prefix, t, i);
+}
+
+/* T_MULTI, T_DOWN3: name k of connection i's three. */
+void bench_conn_name_k(const struct run *r, unsigned i, unsigned k, char *buf, size_t len)
+{
+	char base[96];
+
+	bench_conn_name(r, i, base, sizeof(base));
+	snprintf(buf, len, "%s/%c", base, 'a' + (int)k);
 }
 
 /* The names test's name number i, padded to 32 bytes. */
@@ -100,10 +110,25 @@ static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 	struct run *r = w->run;
 	struct chain *ch = &c->chains[i];
 	uint64_t id = (++c->seq << 16) | i;
-	char name[96];
+	char name[96], names[BENCH_MULTI][112];
+	const char *np[BENCH_MULTI];
+	unsigned k;
 	int rc = 0;
 
 	switch (step) {
+	case S_MULTI:
+		for (k = 0; k < BENCH_MULTI; k++) {
+			bench_conn_name_k(r, c->idx, k, names[k], sizeof(names[k]));
+			np[k] = names[k];
+		}
+		rc = wire_put_down_multi(&c->out, id, np, BENCH_MULTI, r->o->timeout_ms);
+		break;
+	case S_DOWNK:
+	case S_UPK:
+		bench_conn_name_k(r, c->idx, ch->k, names[0], sizeof(names[0]));
+		rc = step == S_DOWNK ? wire_put_down(&c->out, id, names[0], r->o->timeout_ms) :
+		    wire_put_up(&c->out, id, names[0], 0);
+		break;
 	case S_PING:
 		rc = wire_put_ping(&c->out, id, NULL, 0);
 		break;
@@ -185,6 +210,32 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 		ch->t_op = now;
 		conn_send(c, i, S_ECHO1, now);
 		return;
+	case S_MULTI:
+	case S_DOWNK:
+		if (code != SEMD__CODE__OK)
+			goto bad;
+		w->grants_all += step == S_MULTI ? BENCH_MULTI : 1;
+		if (in_window(r, now))
+			c->grants += step == S_MULTI ? BENCH_MULTI : 1;
+		if (step == S_DOWNK && ++ch->k < BENCH_MULTI) {
+			conn_send(c, i, S_DOWNK, now);
+			return;
+		}
+		ch->k = 0;
+		conn_send(c, i, S_UPK, now);
+		return;
+	case S_UPK:
+		if (code != SEMD__CODE__OK)
+			goto bad;
+		if (++ch->k < BENCH_MULTI) {
+			conn_send(c, i, S_UPK, now);
+			return;
+		}
+		op_done(w, now - ch->t_op, now);
+		ch->t_op = now;
+		ch->k = 0;
+		conn_send(c, i, r->test == T_MULTI ? S_MULTI : S_DOWNK, now);
+		return;
 	case S_DOWN:
 		if (code == SEMD__CODE__WOULD_BLOCK && r->test == T_TRYDOWN_UP) {
 			if (in_window(r, now))
@@ -199,6 +250,16 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 		}
 		if (code != SEMD__CODE__OK)
 			goto bad;
+		if (r->test == T_RATE) {
+			/* nothing is held: the down is the op */
+			w->grants_all++;
+			if (in_window(r, now))
+				c->grants++;
+			op_done(w, now - ch->t_op, now);
+			ch->t_op = now;
+			conn_send(c, i, S_DOWN, now);
+			return;
+		}
 		ch->permit = permit;
 		w->grants_all++;
 		if (in_window(r, now)) {
@@ -577,6 +638,14 @@ static void conn_start(struct conn *c, uint64_t now)
 			break;
 		case T_NAMES:
 			conn_send(c, i, r->step, now);
+			break;
+		case T_MULTI:
+			c->chains[i].k = 0;
+			conn_send(c, i, S_MULTI, now);
+			break;
+		case T_DOWN3:
+			c->chains[i].k = 0;
+			conn_send(c, i, S_DOWNK, now);
 			break;
 		default:
 			conn_send(c, i, S_DOWN, now);

@@ -31,3 +31,11 @@ noinst_PROGRAMS += failover-probe
 failover_probe_SOURCES = bench/failover-probe.c
 failover_probe_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 EXTRA_DIST += bench/cluster-failover.py
+
+# sm-deadlock: the deadlock search's cost with 100,000 waiters (the state
+# machine driven directly), for the README's figures.
+noinst_PROGRAMS += sm-deadlock
+sm_deadlock_SOURCES = bench/sm-deadlock.c
+sm_deadlock_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+sm_deadlock_LDADD = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)

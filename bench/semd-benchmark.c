@@ -23,13 +23,15 @@
 static const char *const test_names[T_COUNT] = {
 	[T_PING] = "ping", [T_DOWN_UP] = "down-up", [T_TRYDOWN_UP] = "trydown-up",
 	[T_CONTENDED] = "contended", [T_HANDOFF] = "handoff", [T_CHURN] = "churn",
-	[T_NAMES] = "names", [T_ECHO] = "echo",
+	[T_NAMES] = "names", [T_ECHO] = "echo", [T_RATE] = "rate", [T_MULTI] = "multi",
+	[T_DOWN3] = "down3",
 };
 
 /* Round trips per op, for reading ops/s against the anchors. */
 static const int test_rts[T_COUNT] = {
 	[T_PING] = 1, [T_DOWN_UP] = 2, [T_TRYDOWN_UP] = 2, [T_CONTENDED] = 2,
 	[T_HANDOFF] = 0, [T_CHURN] = 3, [T_NAMES] = 1, [T_ECHO] = 2,
+	[T_RATE] = 1, [T_MULTI] = 4, [T_DOWN3] = 6,
 };
 
 /* The blocking control connection. */
@@ -84,7 +86,8 @@ static void usage(FILE *f)
 	    "  -d SECONDS    measured time per test (default 5)\n"
 	    "  -t TESTS      ping,down-up,trydown-up,contended,handoff,churn,names\n"
 	    "                (default: all of them); echo = raw 32-byte frames, to\n"
-	    "                calibrate this tool against the reference echo server\n"
+	    "                calibrate this tool against the reference echo server;\n"
+	    "                rate, multi, down3 (issue 15's costs) when asked for\n"
 	    "  --limit K     the contended name's limit (default 1)\n"
 	    "  --names N     names created by the names test (default 100000)\n"
 	    "  --keep-names  the names test leaves its names in place (no deletes)\n"
@@ -98,7 +101,9 @@ static void usage(FILE *f)
 	    "                  --tls-insecure: do not verify the server\n"
 	    "One op: ping = 1 round trip; down-up, trydown-up, contended = down + up;\n"
 	    "handoff = an up to the next waiter's grant; churn = connect, hello, down, up,\n"
-	    "close; names = one create.\n");
+	    "close; names = one create; rate = a down on a rate-only name (its bucket\n"
+	    "never short, nothing to give back); multi = a down of 3 names at once and\n"
+	    "their 3 ups; down3 = the same 3 names taken by 3 downs, then 3 ups.\n");
 }
 
 /* Parse a non-negative integer option within [min, max]. */
@@ -200,7 +205,7 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	for (i = 0; i < T_COUNT; i++)
-		o->tests[i] = i != T_ECHO;
+		o->tests[i] = i < T_ECHO;	/* echo, rate, multi, down3: asked for */
 	while ((ch = getopt_long(argc, argv, "s:c:P:d:t:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
@@ -417,19 +422,29 @@ static int ctl_open(struct ctl *c, const struct bench_opts *o)
 /* Create (or delete) the names a test's connections use, in batches. */
 static int ctl_names(struct ctl *c, const struct run *r, int create)
 {
-	unsigned i, batch = 0, n = r->test == T_CONTENDED || r->test == T_HANDOFF ? 1 : r->conns;
-	char name[96];
+	unsigned i, k, batch = 0, n = r->test == T_CONTENDED || r->test == T_HANDOFF ? 1 : r->conns;
+	unsigned each = r->test == T_MULTI || r->test == T_DOWN3 ? BENCH_MULTI : 1;
+	char name[112];
 	int rc = 0;
 
 	for (i = 0; i < n; i++) {
-		bench_conn_name(r, i, name, sizeof(name));
-		if (create)
-			rc = wire_put_create(&c->out, ++c->seq, name, r->limit, 1);
-		else
-			rc = wire_put_delete(&c->out, ++c->seq, name, 1);
+		for (k = 0; k < each && rc == 0; k++) {
+			if (each > 1)
+				bench_conn_name_k(r, i, k, name, sizeof(name));
+			else
+				bench_conn_name(r, i, name, sizeof(name));
+			if (!create)
+				rc = wire_put_delete(&c->out, ++c->seq, name, 1);
+			else if (r->test == T_RATE)	/* a bucket that never runs short */
+				rc = wire_put_create_rate(&c->out, ++c->seq, name, 0,
+				    1u << 30, 1000, 1u << 30);
+			else
+				rc = wire_put_create(&c->out, ++c->seq, name, r->limit, 1);
+			batch++;
+		}
 		if (rc != 0)
 			return -1;
-		if (++batch == 256 || i + 1 == n) {
+		if (batch >= 256 || i + 1 == n) {
 			if (ctl_collect(c, batch, !create, create ? "create" : "delete") != 0)
 				return -1;
 			batch = 0;

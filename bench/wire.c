@@ -575,6 +575,51 @@ int wire_put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limi
 	return wire_put_request(b, &req);
 }
 
+/* Append Create of a name with a token bucket (limit 0: rate-only). */
+int wire_put_create_rate(struct wbuf *b, uint64_t id, const char *name, uint32_t limit,
+    uint32_t rate, uint32_t period_ms, uint32_t burst)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Create create = SEMD__CREATE__INIT;
+
+	create.name = (char *)name;
+	create.limit = limit;
+	create.rate = rate;
+	create.rate_period_ms = period_ms;
+	create.burst = burst;
+	create.if_not_exists = 1;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_CREATE;
+	req.create = &create;
+	return wire_put_request(b, &req);
+}
+
+/* Append DownMulti of n names (one permit each). */
+int wire_put_down_multi(struct wbuf *b, uint64_t id, const char *const *names, size_t n,
+    int64_t timeout_ms)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__DownMulti dm = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[8], *wp[8];
+	size_t i;
+
+	if (n > 8)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		semd__want__init(&wv[i]);
+		wv[i].name = (char *)names[i];
+		wv[i].n = 1;
+		wp[i] = &wv[i];
+	}
+	dm.n_wants = n;
+	dm.wants = wp;
+	dm.timeout_ms = timeout_ms;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_DOWN_MULTI;
+	req.down_multi = &dm;
+	return wire_put_request(b, &req);
+}
+
 /* Append Delete. */
 int wire_put_delete(struct wbuf *b, uint64_t id, const char *name, int force)
 {

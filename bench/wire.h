@@ -102,6 +102,11 @@ int wire_put_up(struct wbuf *b, uint64_t id, const char *name, uint64_t permit_i
 int wire_put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limit, int if_not_exists);
 /* Append Delete. */
 int wire_put_delete(struct wbuf *b, uint64_t id, const char *name, int force);
+/* Append Create with a token bucket; DownMulti of n <= 8 names, 1 each. */
+int wire_put_create_rate(struct wbuf *b, uint64_t id, const char *name, uint32_t limit,
+    uint32_t rate, uint32_t period_ms, uint32_t burst);
+int wire_put_down_multi(struct wbuf *b, uint64_t id, const char *const *names, size_t n,
+    int64_t timeout_ms);
 /* Append Stats. */
 int wire_put_stats(struct wbuf *b, uint64_t id);
 

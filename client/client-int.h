@@ -95,6 +95,7 @@ struct semc_evq {
 	struct semc_event ev;
 	char *name;
 	char *message;
+	struct semc_watch_event *watch;	/* a watch's event: owned (watch.c) */
 };
 
 struct semc_deliver {
@@ -145,6 +146,7 @@ struct semc {
 	uint64_t next_id;
 	struct semc_req *pending;
 	struct semc_hold *holds;
+	struct semc_watcher *watchers;	/* watch.c: a watch's id and callback */
 	uint64_t lost_ids[64];	/* recently lost permits, a ring */
 	unsigned lost_next;
 
@@ -205,6 +207,14 @@ void semc_keepalive_stop(struct semc *c);
 /* ops.c */
 void semc_result_deliver(struct semc *c, struct semc_req *r);
 int semc_reply_error(const Semd__Reply *rp);
+struct semc_multi_grant *semc_multi_convert(const Semd__MultiGrant *p);
+
+/* watch.c */
+struct semc_watcher;
+void semc_watch_push_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver *d);
+void semc_watch_deliver(struct semc *c, struct semc_watch_event *ev);
+void semc_watch_event_free(struct semc_watch_event *ev);
+void semc_watchers_free(struct semc *c);
 
 /* tls.c */
 int semc_tls_setup(struct semc *c);

@@ -262,10 +262,13 @@ void semc_deliver_run(struct semc *c, struct semc_deliver *d)
 	}
 	for (e = d->events; e != NULL; e = en) {
 		en = e->next;
-		if (fn != NULL)
+		if (e->watch != NULL)
+			semc_watch_deliver(c, e->watch);	/* to its watch's fn */
+		else if (fn != NULL)
 			fn(c, &e->ev, arg);
 		free(e->name);
 		free(e->message);
+		semc_watch_event_free(e->watch);
 		free(e);
 	}
 	for (r = d->done; r != NULL; r = rn) {
@@ -310,6 +313,8 @@ struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq)
 		r->name = strdup(rq->up->name);
 		r->n = rq->up->n ? rq->up->n : 1;
 		r->permit_id = rq->up->permit_id;
+	} else if (rq->op_case == SEMD__REQUEST__OP_DOWN_MULTI) {
+		r->lease_ms = rq->down_multi->lease_ms;
 	}
 	len = semd__request__get_packed_size(rq);
 	r->frame = malloc(FRAME_HDR + len);
@@ -463,6 +468,25 @@ static void req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply 
 	    r->op == SEMD__REQUEST__OP_DOWN && rp->body_case == SEMD__REPLY__BODY_GRANT) {
 		/* a grant for a down its caller gave up on: return it at once */
 		give_back_locked(c, r->name, rp->grant->permit_id);
+	} else if (rp != NULL && rp->code == SEMD__CODE__OK &&
+		   rp->body_case == SEMD__REPLY__BODY_MULTI_GRANT) {
+		/* a multi-name down: every name's hold, given back or kept */
+		size_t i;
+
+		for (i = 0; i < rp->multi_grant->n_grants; i++) {
+			Semd__NamedGrant *ng = rp->multi_grant->grants[i];
+			Semd__Grant g = SEMD__GRANT__INIT;
+
+			if (r->internal) {
+				give_back_locked(c, ng->name, ng->permit_id);
+				continue;
+			}
+			g.permit_id = ng->permit_id;
+			g.token = ng->token;
+			g.n = ng->n;
+			if (r->lease_ms == 0)
+				hold_add_locked(c, ng->name, &g);
+		}
 	} else if (rp != NULL && rp->code == SEMD__CODE__OK && !r->internal) {
 		if (r->op == SEMD__REQUEST__OP_DOWN && r->lease_ms == 0 &&
 		    rp->body_case == SEMD__REPLY__BODY_GRANT)
@@ -1239,6 +1263,10 @@ static void dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 		semd__reply__free_unpacked(rp, NULL);
 		return;
 	}
+	if (rp->id == 0 && rp->body_case == SEMD__REPLY__BODY_WATCH_EVENT) {
+		semc_watch_push_locked(c, rp, d);	/* watch.c: takes rp */
+		return;
+	}
 	if (rp->id == 0) {
 		/* A node that stopped leading says which one leads now. */
 		if (rp->body_case == SEMD__REPLY__BODY_REDIRECT)
@@ -1583,7 +1611,8 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 		if (r->done)
 			break;
 		if (deadline >= 0 && now >= deadline) {
-			if (r->op == SEMD__REQUEST__OP_DOWN && r->sent_gen != 0) {
+			if ((r->op == SEMD__REQUEST__OP_DOWN ||
+			     r->op == SEMD__REQUEST__OP_DOWN_MULTI) && r->sent_gen != 0) {
 				/* Keep it queued as the library's own: a late grant is
 				 * given back, and the daemon is asked to cancel. */
 				Semd__Request rq = SEMD__REQUEST__INIT;
@@ -1825,6 +1854,7 @@ static void handle_free_memory(struct semc *c)
 	free(c->principal);
 	free(c->server);
 	free(c->rbuf);
+	semc_watchers_free(c);
 	free(c);
 }
 

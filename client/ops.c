@@ -66,7 +66,8 @@ static struct semc_info *info_convert(const Semd__InfoReply *p)
 	in->name = dup0(p->name);
 	in->limit = p->limit;
 	in->available = p->available;
-	in->mode = p->mode == SEMD__MODE__SIGNAL ? SEMC_MODE_SIGNAL : SEMC_MODE_OWNED;
+	in->mode = p->mode == SEMD__MODE__SIGNAL ? SEMC_MODE_SIGNAL :
+		   p->mode == SEMD__MODE__RATE ? SEMC_MODE_RATE : SEMC_MODE_OWNED;
 	in->auto_created = p->auto_created;
 	in->last_token = p->last_token;
 	/* a daemon older than these fields sends 0: the lists are complete */
@@ -74,6 +75,11 @@ static struct semc_info *info_convert(const Semd__InfoReply *p)
 	in->waiters_total = p->waiters_total > p->n_waiters ? p->waiters_total : p->n_waiters;
 	in->next_permit = p->next_permit;
 	in->next_waiter = p->next_waiter;
+	in->rate = p->rate;
+	in->rate_period_ms = p->rate_period_ms;
+	in->burst = p->burst;
+	in->tokens_nano = p->tokens_nano;
+	in->next_token_ms = p->next_token_ms;
 	in->holders = calloc(p->n_holders + 1, sizeof *in->holders);
 	in->waiters = calloc(p->n_waiters + 1, sizeof *in->waiters);
 	if (in->name == NULL || in->holders == NULL || in->waiters == NULL)
@@ -153,7 +159,8 @@ static struct semc_list *list_convert(const Semd__ListReply *p)
 		l->n++;
 		s->limit = ps->limit;
 		s->available = ps->available;
-		s->mode = ps->mode == SEMD__MODE__SIGNAL ? SEMC_MODE_SIGNAL : SEMC_MODE_OWNED;
+		s->mode = ps->mode == SEMD__MODE__SIGNAL ? SEMC_MODE_SIGNAL :
+			  ps->mode == SEMD__MODE__RATE ? SEMC_MODE_RATE : SEMC_MODE_OWNED;
 		s->holders = ps->holders;
 		s->waiters = ps->waiters;
 		if ((s->name = dup0(ps->name)) == NULL)
@@ -209,6 +216,7 @@ void semc_result_deliver(struct semc *c, struct semc_req *r)
 	struct semc_info *info = NULL;
 	struct semc_list *list = NULL;
 	struct semc_stats *stats = NULL;
+	struct semc_multi_grant *multi = NULL;
 
 	if (rp != NULL) {
 		res.error = semc_code_error(rp->code);
@@ -234,12 +242,16 @@ void semc_result_deliver(struct semc *c, struct semc_req *r)
 		case SEMD__REPLY__BODY_RELEASED:
 			res.released = rp->released->n;
 			break;
+		case SEMD__REPLY__BODY_MULTI_GRANT:
+			res.multi = multi = semc_multi_convert(rp->multi_grant);
+			break;
 		default:
 			break;
 		}
 		if (res.error == 0 && ((rp->body_case == SEMD__REPLY__BODY_INFO && !info) ||
 				       (rp->body_case == SEMD__REPLY__BODY_LIST && !list) ||
-				       (rp->body_case == SEMD__REPLY__BODY_STATS && !stats)))
+				       (rp->body_case == SEMD__REPLY__BODY_STATS && !stats) ||
+				       (rp->body_case == SEMD__REPLY__BODY_MULTI_GRANT && !multi)))
 			res.error = SEMC_E_NOMEM;
 	} else {
 		res.message = semc_strerror(r->error);
@@ -249,6 +261,7 @@ void semc_result_deliver(struct semc *c, struct semc_req *r)
 	semc_info_free(info);
 	semc_list_free(list);
 	semc_stats_free(stats);
+	semc_multi_grant_free(multi);
 }
 
 /* Reject names the daemon would reject anyway, before a round trip. */
@@ -848,4 +861,335 @@ int semc_cluster_remove(struct semc *c, uint64_t node_id)
 int semc_cluster_transfer(struct semc *c, uint64_t node_id)
 {
 	return cluster_change(c, SEMD__CLUSTER__ACTION__TRANSFER, node_id, NULL);
+}
+
+/* --- rates, multi-name downs, renew, holds, where (0.3.0) ------------------ */
+
+/* Create a semaphore with a token bucket. */
+int semc_create_rate(struct semc *c, const char *name, const struct semc_create_opts *o,
+		     const struct semc_rate *rate)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Create op = SEMD__CREATE__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	if (o == NULL || rate == NULL)
+		return semc_fail(SEMC_E_ARG, "no create options or rate");
+	op.name = (char *)name;
+	op.limit = o->limit;
+	op.mode = o->mode == SEMC_MODE_SIGNAL ? SEMD__MODE__SIGNAL :
+		  o->mode == SEMC_MODE_RATE ? SEMD__MODE__RATE : SEMD__MODE__OWNED;
+	op.if_not_exists = o->if_not_exists;
+	op.initial = o->initial;
+	op.initial_set = o->initial_set;
+	op.rate = rate->rate;
+	op.rate_period_ms = rate->period_ms;
+	op.burst = rate->burst;
+	rq.op_case = SEMD__REQUEST__OP_CREATE;
+	rq.create = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Change a semaphore's bucket. */
+int semc_set_rate(struct semc *c, const char *name, const struct semc_rate *rate)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__SetRate op = SEMD__SET_RATE__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	if (rate == NULL)
+		return semc_fail(SEMC_E_ARG, "no rate");
+	op.name = (char *)name;
+	op.rate = rate->rate;
+	op.rate_period_ms = rate->period_ms;
+	op.burst = rate->burst;
+	rq.op_case = SEMD__REQUEST__OP_SET_RATE;
+	rq.set_rate = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Free a multi-name grant. */
+void semc_multi_grant_free(struct semc_multi_grant *g)
+{
+	size_t i;
+
+	if (g == NULL)
+		return;
+	for (i = 0; i < g->n; i++)
+		free(g->grants[i].name);
+	free(g->grants);
+	free(g);
+}
+
+/* Convert a MultiGrant. */
+struct semc_multi_grant *semc_multi_convert(const Semd__MultiGrant *p)
+{
+	struct semc_multi_grant *g = calloc(1, sizeof *g);
+	size_t i;
+
+	if (g == NULL)
+		return NULL;
+	g->waited_us = p->waited_us;
+	if ((g->grants = calloc(p->n_grants + 1, sizeof *g->grants)) == NULL)
+		goto fail;
+	for (i = 0; i < p->n_grants; i++) {
+		g->n++;
+		g->grants[i].permit_id = p->grants[i]->permit_id;
+		g->grants[i].token = p->grants[i]->token;
+		g->grants[i].n = p->grants[i]->n;
+		if ((g->grants[i].name = dup0(p->grants[i]->name)) == NULL)
+			goto fail;
+	}
+	return g;
+fail:
+	semc_multi_grant_free(g);
+	return NULL;
+}
+
+/* Fill a DownMulti request (wv, wp: n entries each); SEMC_E_ARG or 0. */
+static int multi_fill(Semd__Request *rq, Semd__DownMulti *op, Semd__Want *wv, Semd__Want **wp,
+		      const struct semc_want *wants, size_t n, int64_t timeout_ms, uint32_t lease_ms)
+{
+	size_t i;
+	int r;
+
+	if (wants == NULL || n == 0 || n > 16)
+		return semc_fail(SEMC_E_ARG, "a multi-name down takes 1 to 16 names");
+	for (i = 0; i < n; i++) {
+		if ((r = name_check(wants[i].name)) != 0)
+			return r;
+		semd__want__init(&wv[i]);
+		wv[i].name = (char *)wants[i].name;
+		wv[i].n = wants[i].n;
+		wv[i].limit = wants[i].create_limit;
+		wp[i] = &wv[i];
+	}
+	op->n_wants = n;
+	op->wants = wp;
+	op->timeout_ms = timeout_ms;
+	op->lease_ms = lease_ms;
+	rq->op_case = SEMD__REQUEST__OP_DOWN_MULTI;
+	rq->down_multi = op;
+	return 0;
+}
+
+/* Take several names at once, or none. */
+int semc_down_multi(struct semc *c, const struct semc_want *wants, size_t n,
+		    int64_t timeout_ms, uint32_t lease_ms, struct semc_multi_grant **out)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__DownMulti op = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[16], *wp[16];
+	Semd__Reply *rp;
+	int r;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((r = multi_fill(&rq, &op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+		return r;
+	r = semc_call(c, &rq, timeout_ms < 0 ? -1 : timeout_ms, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_MULTI_GRANT)) == 0 && out != NULL &&
+	    (*out = semc_multi_convert(rp->multi_grant)) == NULL)
+		r = semc_fail(SEMC_E_NOMEM, NULL);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Asynchronous multi-name down. */
+int64_t semc_down_multi_async(struct semc *c, const struct semc_want *wants, size_t n,
+			      int64_t timeout_ms, uint32_t lease_ms, semc_done_fn fn, void *arg)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__DownMulti op = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[16], *wp[16];
+	int r;
+
+	if ((r = multi_fill(&rq, &op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+		return r;
+	return semc_call_async(c, &rq, fn, arg);
+}
+
+/* Renew detached holds' leases. */
+int semc_renew(struct semc *c, const char *name, uint64_t permit_id, uint32_t lease_ms,
+	       uint32_t *renewed, uint64_t *expires_ms)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Renew op = SEMD__RENEW__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	if (renewed != NULL)
+		*renewed = 0;
+	if (expires_ms != NULL)
+		*expires_ms = 0;
+	if ((r = name_check(name)) != 0)
+		return r;
+	op.name = (char *)name;
+	op.permit_id = permit_id;
+	op.lease_ms = lease_ms;
+	rq.op_case = SEMD__REQUEST__OP_RENEW;
+	rq.renew = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_RENEWED)) == 0) {
+		if (renewed != NULL)
+			*renewed = rp->renewed->holds;
+		if (expires_ms != NULL)
+			*expires_ms = rp->renewed->expires_ms;
+	}
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Free a holds result. */
+void semc_holds_free(struct semc_holds *h)
+{
+	size_t i;
+
+	if (h == NULL)
+		return;
+	for (i = 0; i < h->n; i++) {
+		free(h->entries[i].name);
+		free(h->entries[i].holder.client_name);
+		free(h->entries[i].holder.host);
+		free(h->entries[i].holder.principal);
+	}
+	free(h->entries);
+	free(h);
+}
+
+/* Convert a HoldsReply. */
+static struct semc_holds *holds_convert(const Semd__HoldsReply *p)
+{
+	struct semc_holds *h = calloc(1, sizeof *h);
+	size_t i;
+
+	if (h == NULL)
+		return NULL;
+	h->total = p->total;
+	h->next_permit = p->next_permit;
+	if ((h->entries = calloc(p->n_holds + 1, sizeof *h->entries)) == NULL)
+		goto fail;
+	for (i = 0; i < p->n_holds; i++) {
+		const Semd__Holder *ph = p->holds[i];
+		struct semc_hold_entry *e = &h->entries[i];
+
+		h->n++;
+		e->holder.permit_id = ph->permit_id;
+		e->holder.token = ph->token;
+		e->holder.n = ph->n;
+		e->holder.pid = ph->pid;
+		e->holder.since_ms = ph->since_ms;
+		e->holder.detached = ph->detached;
+		e->holder.expires_ms = ph->expires_ms;
+		e->name = dup0(ph->name);
+		e->holder.client_name = dup0(ph->client_name);
+		e->holder.host = dup0(ph->host);
+		e->holder.principal = dup0(ph->principal);
+		if (!e->name || !e->holder.client_name || !e->holder.host || !e->holder.principal)
+			goto fail;
+	}
+	return h;
+fail:
+	semc_holds_free(h);
+	return NULL;
+}
+
+/* A principal's holds across all names. */
+int semc_holds(struct semc *c, const char *principal, uint64_t after_permit, uint32_t max,
+	       struct semc_holds **out)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Holds op = SEMD__HOLDS__INIT;
+	Semd__Reply *rp;
+	int r;
+
+	*out = NULL;
+	op.principal = (char *)(principal ? principal : "");
+	op.after_permit = after_permit;
+	op.max = max;
+	rq.op_case = SEMD__REQUEST__OP_HOLDS;
+	rq.holds = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_HOLDS)) == 0 &&
+	    (*out = holds_convert(rp->holds)) == NULL)
+		r = semc_fail(SEMC_E_NOMEM, NULL);
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
+}
+
+/* Free a where result. */
+void semc_where_free(struct semc_where *w)
+{
+	size_t i;
+
+	if (w == NULL)
+		return;
+	for (i = 0; i < w->n; i++)
+		free(w->places[i].name);
+	free(w->places);
+	free(w);
+}
+
+/* Where a pending down stands. */
+int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Where op = SEMD__WHERE__INIT;
+	Semd__Reply *rp;
+	struct semc_where *w = NULL;
+	size_t i;
+	int r;
+
+	*out = NULL;
+	op.request_id = request_id;
+	rq.op_case = SEMD__REQUEST__OP_WHERE;
+	rq.where = &op;
+	r = semc_call(c, &rq, 0, &rp);
+	if (r == 0 && (r = body_expect(rp, SEMD__REPLY__BODY_WHERE)) == 0) {
+		const Semd__WhereReply *p = rp->where;
+
+		w = calloc(1, sizeof *w);
+		if (w != NULL && (w->places = calloc(p->n_places + 1, sizeof *w->places)) != NULL) {
+			w->since_ms = p->since_ms;
+			for (i = 0; i < p->n_places; i++) {
+				struct semc_place *pl = &w->places[i];
+
+				w->n++;
+				pl->position = p->places[i]->position;
+				pl->waiters = p->places[i]->waiters;
+				pl->held = p->places[i]->held;
+				pl->limit = p->places[i]->limit;
+				pl->available = p->places[i]->available;
+				pl->n = p->places[i]->n;
+				pl->tokens_nano = p->places[i]->tokens_nano;
+				pl->next_token_ms = p->places[i]->next_token_ms;
+				if ((pl->name = dup0(p->places[i]->name)) == NULL)
+					break;
+			}
+		}
+		if (w == NULL || w->places == NULL || w->n != p->n_places) {
+			semc_where_free(w);
+			w = NULL;
+			r = semc_fail(SEMC_E_NOMEM, NULL);
+		}
+	}
+	*out = w;
+	if (rp != NULL)
+		semd__reply__free_unpacked(rp, NULL);
+	return r;
 }

@@ -52,6 +52,8 @@ enum semc_error {
 	SEMC_E_PROTOCOL = -11,
 	SEMC_E_INTERNAL = -12,
 	SEMC_E_SESSION_EXPIRED = -13,
+	SEMC_E_DEADLOCK = -14,		/* the down would close a cycle of waiting
+					 * sessions (the message names it) */
 	/* client side */
 	SEMC_E_CONNECT = -100,		/* cannot connect to the daemon */
 	SEMC_E_DISCONNECTED = -101,	/* connection lost, request not answered */
@@ -68,6 +70,8 @@ enum semc_error {
 enum semc_mode {
 	SEMC_MODE_OWNED = 0,	/* only a holder can up, only what it holds */
 	SEMC_MODE_SIGNAL = 1,	/* any client may up, bounded by the limit */
+	SEMC_MODE_RATE = 2,	/* a token bucket without a limit: a down takes
+				 * tokens for good, nothing is held, no up */
 };
 
 struct semc;
@@ -121,6 +125,12 @@ struct semc_info {
 	size_t waiters_total;	/* all waiters (semc_info() lists the first 10,000) */
 	uint64_t next_permit;	/* non-zero: more holders, pass as after_permit */
 	uint64_t next_waiter;	/* non-zero: more waiters, pass as after_waiter */
+	/* 0.3.0: the token bucket (rate 0: none) */
+	uint32_t rate;		/* tokens per rate_period_ms */
+	uint32_t rate_period_ms;
+	uint32_t burst;
+	uint64_t tokens_nano;	/* tokens in the bucket now, in billionths */
+	uint64_t next_token_ms;	/* unix ms of the next whole token (0: full) */
 };
 
 struct semc_summary {
@@ -166,6 +176,44 @@ enum semc_event_type {
 	SEMC_EV_NOTICE,			/* unsolicited message from the daemon */
 };
 
+/* What a watch reports (semc_watch's callback). */
+enum semc_watch_kind {
+	SEMC_WATCH_WAIT = 1,	/* a down queued */
+	SEMC_WATCH_GRANT,	/* permits (tokens) granted */
+	SEMC_WATCH_RELEASE,	/* permits given back (reason: unless an up) */
+	SEMC_WATCH_TIMEOUT,	/* a queued down's deadline passed */
+	SEMC_WATCH_CANCEL,	/* a queued down left without a grant */
+	SEMC_WATCH_LIMIT,	/* set-limit */
+	SEMC_WATCH_RATE,	/* set-rate */
+	SEMC_WATCH_CREATE,
+	SEMC_WATCH_DELETE,
+	SEMC_WATCH_DEADLOCK,	/* a down answered DEADLOCK (reason: the cycle) */
+};
+
+struct semc_watch_event {
+	uint64_t watch;		/* the watch: semc_watch()'s result */
+	const char *name;
+	enum semc_watch_kind kind;
+	const char *kind_name;	/* "wait", "grant", ... (semc_watch_kind_name) */
+	uint64_t time_ms;	/* unix ms, the daemon's clock */
+	uint32_t n;
+	uint64_t permit_id;
+	uint64_t token;
+	uint64_t request_id;
+	const char *principal;	/* "" when the watcher may not see who */
+	const char *client_name;
+	const char *host;
+	uint32_t pid;
+	uint32_t holders;	/* after the event */
+	uint32_t waiters;
+	int64_t available;
+	uint32_t limit;
+	uint32_t rate;
+	uint32_t rate_period_ms;
+	uint32_t burst;
+	const char *reason;
+};
+
 /* HOLD_LOST's error says why: SEMC_E_CANCELLED (force-released, or its
  * semaphore deleted with force), SEMC_E_SESSION_EXPIRED (the daemon ended
  * the session), SEMC_E_UNAVAILABLE (the daemon shut down), SEMC_E_HOLD_LOST
@@ -194,6 +242,7 @@ struct semc_result {
 	const struct semc_stats *stats;	/* stats */
 	bool valid;			/* validate */
 	uint32_t released;		/* up/release: permits given back */
+	const struct semc_multi_grant *multi;	/* down_multi (0.3.0) */
 };
 
 typedef void (*semc_done_fn)(struct semc *c, const struct semc_result *r, void *arg);
@@ -330,6 +379,112 @@ int semc_timeout(struct semc *c);
 int64_t semc_lease_left(struct semc *c);
 /* Requests sent and not answered yet. */
 size_t semc_pending(struct semc *c);
+
+/* --- rates, multi-name downs, watches, renew, holds, where (0.3.0) -----
+ * Symbol version LIBSEMCLIENT_1.2. */
+
+/* A token bucket: rate tokens every period_ms (0: 1000), at most burst (0:
+ * rate). */
+struct semc_rate {
+	uint32_t rate;
+	uint32_t period_ms;
+	uint32_t burst;
+};
+/* Create with a bucket: opts->limit 0 makes a rate-only name (mode
+ * SEMC_MODE_RATE: a down takes tokens, nothing is held); a limit makes an
+ * owned name whose permits need a token each too. */
+int semc_create_rate(struct semc *c, const char *name, const struct semc_create_opts *opts,
+		     const struct semc_rate *rate);
+/* Change a name's bucket live (rate->rate 0: take it away). */
+int semc_set_rate(struct semc *c, const char *name, const struct semc_rate *rate);
+/* Parse "5000/h", "10/s", "3/min", "1/250ms" or "7" (a second). */
+int semc_parse_rate(const char *s, uint32_t *rate, uint32_t *period_ms);
+
+/* One name of a multi-name down. */
+struct semc_want {
+	const char *name;
+	uint32_t n;		/* 0 means 1 */
+	uint32_t create_limit;	/* as semc_down_opts' */
+};
+struct semc_named_grant {
+	char *name;
+	uint64_t permit_id;
+	uint64_t token;		/* this name's fencing token */
+	uint32_t n;
+};
+struct semc_multi_grant {
+	size_t n;
+	struct semc_named_grant *grants;	/* in the order of the wants */
+	uint64_t waited_us;
+};
+/* Take every want at once, or none (SysV semop): nothing is held while
+ * waiting, one deadline (timeout_ms as semc_down's), lease_ms as
+ * semc_down's for every hold. Owned-mode names only. *out: free with
+ * semc_multi_grant_free(). SEMC_E_DEADLOCK when waiting would close a
+ * cycle of sessions. */
+int semc_down_multi(struct semc *c, const struct semc_want *wants, size_t n,
+		    int64_t timeout_ms, uint32_t lease_ms, struct semc_multi_grant **out);
+int64_t semc_down_multi_async(struct semc *c, const struct semc_want *wants, size_t n,
+			      int64_t timeout_ms, uint32_t lease_ms, semc_done_fn fn, void *arg);
+void semc_multi_grant_free(struct semc_multi_grant *g);
+
+/* Watch a name, or with prefix every name that begins with name ("" and
+ * prefix: all): returns the watch's id (> 0) or an error. Each event is
+ * given to fn (called as completion callbacks are: from semc_process() or
+ * a thread blocked in a call, never with the library's lock held; ev is
+ * valid during the call) until semc_unwatch() or the connection's end: a
+ * watch belongs to its connection, so after SEMC_EV_RECONNECTED or
+ * SEMC_EV_RESUMED watch again (the events in between are lost). At most 16
+ * watches a connection. */
+typedef void (*semc_watch_fn)(struct semc *c, const struct semc_watch_event *ev, void *arg);
+int64_t semc_watch(struct semc *c, const char *name, bool prefix, semc_watch_fn fn, void *arg);
+int semc_unwatch(struct semc *c, uint64_t watch);
+/* "wait", "grant", "release", ... */
+const char *semc_watch_kind_name(enum semc_watch_kind kind);
+
+/* Renew the lease of detached holds of our principal on name: permit_id >
+ * 0 that one, 0 all; lease_ms 0: their own lease again. *renewed and
+ * *expires_ms (unix ms; both may be NULL) say what was done. */
+int semc_renew(struct semc *c, const char *name, uint64_t permit_id, uint32_t lease_ms,
+	       uint32_t *renewed, uint64_t *expires_ms);
+
+/* A principal's holds across all names: ours (principal NULL or ""), or
+ * another's (administrators). One page after after_permit, at most max (0:
+ * 100, capped at 1000). */
+struct semc_hold_entry {
+	char *name;
+	struct semc_holder holder;
+};
+struct semc_holds {
+	size_t n;
+	struct semc_hold_entry *entries;	/* by permit id */
+	size_t total;		/* all the principal's holds */
+	uint64_t next_permit;	/* non-zero: more, pass as after_permit */
+};
+int semc_holds(struct semc *c, const char *principal, uint64_t after_permit, uint32_t max,
+	       struct semc_holds **out);
+void semc_holds_free(struct semc_holds *h);
+
+/* Where a pending asynchronous down (or multi-name down) of this handle
+ * stands: one place per name. */
+struct semc_place {
+	char *name;
+	uint32_t position;	/* 1: first in line; 0: further than 100,000 */
+	uint32_t waiters;	/* in line, all */
+	uint64_t held;		/* permits held now */
+	uint32_t limit;
+	int64_t available;
+	uint32_t n;		/* wanted */
+	uint64_t tokens_nano;	/* a bucket's tokens now, in billionths */
+	uint64_t next_token_ms;	/* unix ms of its next token (0: full or none) */
+};
+struct semc_where {
+	size_t n;
+	struct semc_place *places;
+	uint64_t since_ms;	/* unix ms when the down queued */
+};
+int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out);
+void semc_where_free(struct semc_where *w);
 
 /* --- clusters ----------------------------------------------------------
  * semd --node-id N ...: the address may be a list, "tcp:a:7385,tcp:b:7385",

@@ -5,8 +5,9 @@
  *
  * Exit codes (stable, see semctl(1)): 0 ok or acquired, 1 timed out or would
  * block, 2 usage, 3 cannot reach or talk to the server, 4 permission denied,
- * 5 hold lost, 6 not found / not holder / other server error. `run` exits
- * with its command's status (128+signal if it was killed) otherwise.
+ * 5 hold lost, 6 not found / not holder / other server error, 7 deadlock
+ * (waiting would close a cycle of sessions; the message names it). `run`
+ * exits with its command's status (128+signal if it was killed) otherwise.
  *
  * Every string that comes from the server (names, messages, client names,
  * hosts, principals) is printed escaped: control characters, C1, invalid
@@ -41,6 +42,7 @@ enum {
 	EX_PERM_ = 4,
 	EX_LOST_ = 5,
 	EX_ERROR_ = 6,
+	EX_DEADLOCK_ = 7,
 };
 
 #define RUN_LEASE_MS	10000	/* run's default session lease */
@@ -52,6 +54,7 @@ struct opts {
 	const char *server;
 	const char *tls_ca, *tls_cert, *tls_key;
 	bool json;
+	bool quiet;
 	const char *cmd;
 };
 
@@ -62,14 +65,21 @@ static const char usage_text[] =
 "\n"
 "Commands:\n"
 "  create NAME --limit N [--mode owned|signal] [--initial N]\n"
+"  create NAME --rate R/UNIT [--burst N] [--limit N]   a token bucket (R/s, /min, /h)\n"
 "  down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]   detached hold; prints the token\n"
-"  trydown NAME [-n N] [--limit N]\n"
+"  down NAME[:N] NAME[:N]... [--timeout DUR] [--lease DUR]   all at once, or none\n"
+"  trydown NAME [-n N] [--limit N]   (or NAME[:N] NAME[:N]...)\n"
 "  up NAME [-n N]\n"
 "  run NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] -- CMD [ARG...]\n"
+"  run NAME[:N] NAME[:N]... [options] -- CMD [ARG...]   all names at once\n"
 "  info NAME [--max N]\n"
 "  list [PREFIX] [--max N] [--after NAME]\n"
 "  delete NAME [--force]\n"
 "  set-limit NAME N\n"
+"  set-rate NAME R/UNIT|0 [--burst N]\n"
+"  renew NAME [--lease DUR] [--holder PERMIT_ID]   a detached hold's lease, from now\n"
+"  holds [--principal P] [--max N]   every hold of a principal\n"
+"  watch NAME|PREFIX/ [--prefix] [--all]   stream its events until interrupted\n"
 "  validate NAME TOKEN\n"
 "  release NAME --holder PERMIT_ID\n"
 "  stats\n"
@@ -80,12 +90,14 @@ static const char usage_text[] =
 "  -s, --server ADDR   unix:PATH, tcp:HOST:PORT or tls:HOST:PORT\n"
 "                      (default $SEMD_SERVER, else unix:" SEMC_DEFAULT_UNIX ")\n"
 "  -j, --json          machine-readable output\n"
+"  -q, --quiet         down, run: no progress line on a terminal\n"
 "      --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
 "  -h, --help          this help\n"
 "  -V, --version       print the version\n"
 "Durations: 250ms, 5s, 2m or 2min, 1h (a bare number is seconds).\n"
 "Exit: 0 ok, 1 timed out/would block, 2 usage, 3 server unreachable,\n"
-"      4 permission denied, 5 hold lost, 6 other error; run: the command's.\n";
+"      4 permission denied, 5 hold lost, 6 other error, 7 deadlock;\n"
+"      run: the command's.\n";
 
 /* Decode one UTF-8 sequence at p: its length (1-4) and *cp, or 0 when it
  * is not well-formed (overlong forms, surrogates and truncations included). */
@@ -242,6 +254,8 @@ static int exit_code(int err)
 	case SEMC_E_HOLD_LOST:
 	case SEMC_E_SESSION_EXPIRED:
 		return EX_LOST_;
+	case SEMC_E_DEADLOCK:
+		return EX_DEADLOCK_;
 	case SEMC_E_CONNECT:
 	case SEMC_E_DISCONNECTED:
 	case SEMC_E_NO_REPLY:
@@ -274,6 +288,7 @@ static const char *err_name(int err)
 	case SEMC_E_PROTOCOL: return "protocol_error";
 	case SEMC_E_INTERNAL: return "internal";
 	case SEMC_E_SESSION_EXPIRED: return "session_expired";
+	case SEMC_E_DEADLOCK: return "deadlock";
 	case SEMC_E_CONNECT: return "connect";
 	case SEMC_E_DISCONNECTED: return "disconnected";
 	case SEMC_E_HOLD_LOST: return "hold_lost";
@@ -383,7 +398,8 @@ static int client_open(struct semc **out, uint32_t lease_ms, const char *name)
 
 /* Command option table shared by the commands; each accepts a subset. */
 enum { O_LIMIT = 1000, O_MODE, O_TIMEOUT, O_LEASE, O_FORCE, O_HOLDER, O_JSON,
-	O_GRACE, O_MAX, O_AFTER, O_INITIAL };
+	O_GRACE, O_MAX, O_AFTER, O_INITIAL, O_RATE, O_BURST, O_PRINCIPAL, O_PREFIX,
+	O_ALL };
 
 static const struct option cmd_longopts[] = {
 	{ "limit", required_argument, NULL, O_LIMIT },
@@ -396,6 +412,12 @@ static const struct option cmd_longopts[] = {
 	{ "max", required_argument, NULL, O_MAX },
 	{ "after", required_argument, NULL, O_AFTER },
 	{ "initial", required_argument, NULL, O_INITIAL },
+	{ "rate", required_argument, NULL, O_RATE },
+	{ "burst", required_argument, NULL, O_BURST },
+	{ "principal", required_argument, NULL, O_PRINCIPAL },
+	{ "prefix", no_argument, NULL, O_PREFIX },
+	{ "all", no_argument, NULL, O_ALL },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "server", required_argument, NULL, 's' },
 	{ "help", no_argument, NULL, 'h' },
@@ -420,9 +442,18 @@ struct cmd_args {
 	const char *after;
 	uint32_t initial;
 	bool initial_set;
+	struct semc_rate rate;	/* rate 0: none given */
+	bool rate_set;
+	bool burst_set;
+	const char *principal;
+	bool prefix;
+	bool all;
 };
 
-/* Parse a command's options; allowed lists the options it takes ("nlmtLfHGMAI"). */
+/* Parse a command's options; allowed lists the options it takes
+ * ("nlmtLfHGMAIRBPXY": -n, --limit, --mode, --timeout, --lease, --force,
+ * --holder, --grace, --max, --after, --initial, --rate, --burst,
+ * --principal, --prefix, --all). */
 static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a)
 {
 	int ch;
@@ -434,7 +465,7 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 	a->grace_ms = -1;
 	optind = 0;	/* glibc: start over */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":n:s:hj", cmd_longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":n:s:hjq", cmd_longopts, NULL)) != -1) {
 		const char *letter = NULL;
 
 		switch (ch) {
@@ -449,6 +480,12 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 		case O_MAX: letter = "M"; break;
 		case O_AFTER: letter = "A"; break;
 		case O_INITIAL: letter = "I"; break;
+		case O_RATE: letter = "R"; break;
+		case O_BURST: letter = "B"; break;
+		case O_PRINCIPAL: letter = "P"; break;
+		case O_PREFIX: letter = "X"; break;
+		case O_ALL: letter = "Y"; break;
+		case 'q': g.quiet = true; continue;
 		case O_JSON: case 'j': g.json = true; continue;
 		case 's': g.server = optarg; continue;	/* global, accepted here too */
 		case 'h': fputs(usage_text, stdout); exit(EX_OK_);
@@ -506,6 +543,25 @@ static void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_arg
 			a->initial = parse_count(optarg, "--initial", 0);
 			a->initial_set = true;
 			break;
+		case O_RATE:
+			if (semc_parse_rate(optarg, &a->rate.rate, &a->rate.period_ms) != 0)
+				usage_fail("--rate: '%s' is not a rate (5000/h, 10/s, 3/min, 1/250ms)",
+					   optarg);
+			a->rate_set = true;
+			break;
+		case O_BURST:
+			a->rate.burst = parse_count(optarg, "--burst", 1);
+			a->burst_set = true;
+			break;
+		case O_PRINCIPAL:
+			a->principal = optarg;
+			break;
+		case O_PREFIX:
+			a->prefix = true;
+			break;
+		case O_ALL:
+			a->all = true;
+			break;
 		}
 	}
 	a->argc = argc - optind;
@@ -535,43 +591,77 @@ static void json_ok(const char *name, const char *extra_key, int64_t extra)
 /* The mode as semctl spells it. */
 static const char *mode_name(enum semc_mode m)
 {
-	return m == SEMC_MODE_SIGNAL ? "signal" : "owned";
+	return m == SEMC_MODE_SIGNAL ? "signal" : m == SEMC_MODE_RATE ? "rate" : "owned";
 }
 
-/* create NAME --limit N [--mode owned|signal] */
+/* A rate as people write it: "5000/h", "10/s", "1/250ms". */
+static const char *rate_text(uint32_t rate, uint32_t period_ms, char *buf, size_t len)
+{
+	if (period_ms == 1000)
+		snprintf(buf, len, "%u/s", rate);
+	else if (period_ms == 60000)
+		snprintf(buf, len, "%u/min", rate);
+	else if (period_ms == 3600000)
+		snprintf(buf, len, "%u/h", rate);
+	else if (period_ms == 86400000)
+		snprintf(buf, len, "%u/d", rate);
+	else
+		snprintf(buf, len, "%u/%ums", rate, period_ms);
+	return buf;
+}
+
+/* create NAME --limit N [--mode owned|signal] [--initial N], or with --rate */
 static int cmd_create(int argc, char **argv)
 {
 	struct cmd_args a;
 	struct semc *c;
+	char rb[64];
 	int r;
 
 	struct semc_create_opts o = { 0 };
 
-	cmd_parse(argc, argv, "lmI", &a);
-	need_args(&a, 1, 1, "create NAME --limit N [--mode owned|signal] [--initial N]");
-	if (!a.limit_set)
-		usage_fail("create: --limit N is required");
+	cmd_parse(argc, argv, "lmIRB", &a);
+	need_args(&a, 1, 1, "create NAME --limit N [--mode owned|signal] [--initial N]\n"
+		  "       semctl create NAME --rate R/UNIT [--burst N] [--limit N]");
+	if (!a.limit_set && !a.rate_set)
+		usage_fail("create: --limit N or --rate R/UNIT is required");
+	if (a.burst_set && !a.rate_set)
+		usage_fail("create: --burst N needs --rate");
+	if (a.rate_set && a.mode == SEMC_MODE_SIGNAL)
+		usage_fail("create: a signal-mode semaphore cannot have a rate");
 	if (a.initial_set && a.mode != SEMC_MODE_SIGNAL)
 		usage_fail("create: --initial N needs --mode signal");
 	if (a.initial_set && a.initial > a.limit)
 		usage_fail("create: --initial %u is more than --limit %u", a.initial, a.limit);
-	o.limit = a.limit;
-	o.mode = a.mode;
+	o.limit = a.limit_set ? a.limit : 0;
+	o.mode = a.rate_set && !a.limit_set ? SEMC_MODE_RATE : a.mode;
 	o.initial_set = a.initial_set;
 	o.initial = a.initial;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = semc_create_ex(c, a.argv[0], &o);
+	r = a.rate_set ? semc_create_rate(c, a.argv[0], &o, &a.rate) :
+	    semc_create_ex(c, a.argv[0], &o);
 	semc_free(c);
 	if (r != 0)
 		return fail(r, "create");
+	if (a.rate_set && a.rate.burst == 0)
+		a.rate.burst = a.rate.rate;	/* the daemon's default */
 	if (g.json) {
 		printf("{\"ok\":true,\"name\":");
 		json_str(a.argv[0]);
-		printf(",\"limit\":%u,\"mode\":\"%s\"", a.limit, mode_name(a.mode));
+		printf(",\"limit\":%u,\"mode\":\"%s\"", o.limit, mode_name(o.mode));
 		if (a.initial_set)
 			printf(",\"initial\":%u", a.initial);
+		if (a.rate_set)
+			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", a.rate.rate,
+			       a.rate.period_ms, a.rate.burst);
 		printf("}\n");
+	} else if (a.rate_set && a.limit_set) {
+		printf("created %s (limit %u, rate %s, burst %u)\n", esc(a.argv[0]), a.limit,
+		       rate_text(a.rate.rate, a.rate.period_ms, rb, sizeof rb), a.rate.burst);
+	} else if (a.rate_set) {
+		printf("created %s (rate %s, burst %u)\n", esc(a.argv[0]),
+		       rate_text(a.rate.rate, a.rate.period_ms, rb, sizeof rb), a.rate.burst);
 	} else if (a.initial_set) {
 		printf("created %s (limit %u, %s, %u free)\n", esc(a.argv[0]), a.limit,
 		       mode_name(a.mode), a.initial);
@@ -581,50 +671,316 @@ static int cmd_create(int argc, char **argv)
 	return 0;
 }
 
-/* Print a grant. */
-static void grant_print(const char *name, const struct semc_grant *gr, int64_t lease_ms)
+/* --- acquiring: one name or several, with the progress line ---------------- */
+
+static const char *fmt_dur(int64_t ms, char *buf, size_t len);
+static const char *fmt_time(uint64_t ms, char *buf, size_t len);
+static int64_t wall_ms(void);
+static int64_t mono_ms(void);
+
+#define ACQ_MAX		16	/* names of one down (the daemon's most) */
+#define ACQ_NO_REPLY_MS	10000	/* past the deadline, how long for an answer */
+
+/* What down and run acquire, and what they got. */
+struct acq {
+	size_t k;
+	const char *names[ACQ_MAX];
+	uint32_t ns[ACQ_MAX];
+	uint32_t create_limit;
+	int64_t timeout_ms;
+	uint32_t lease_ms;
+	/* the outcome */
+	bool done;
+	int error;
+	char message[512];
+	uint64_t permit_id[ACQ_MAX];
+	uint64_t token[ACQ_MAX];
+	uint32_t n[ACQ_MAX];
+	uint64_t waited_us;
+};
+
+/*
+ * The names of down and run: one NAME (with -n N), or several NAME[:N]
+ * (a name of its own ending in :DIGITS is then written NAME:DIGITS:1).
+ */
+static void acq_names(struct acq *q, char **names, int count, const struct cmd_args *a,
+		      const char *cmd)
 {
+	unsigned long long v;
+	char *colon, *end;
+	int i;
+
+	memset(q, 0, sizeof *q);
+	if (count < 1)
+		usage_fail("%s: a semaphore name is required", cmd);
+	if (count > ACQ_MAX)
+		usage_fail("%s: at most %d names at once", cmd, ACQ_MAX);
+	if (count == 1) {
+		q->k = 1;
+		q->names[0] = names[0];
+		q->ns[0] = a->n;
+		return;
+	}
+	if (a->n_set)
+		usage_fail("%s: with several names, give each its count as NAME:N", cmd);
+	for (i = 0; i < count; i++) {
+		q->names[i] = names[i];
+		q->ns[i] = 1;
+		colon = strrchr(names[i], ':');
+		if (colon == NULL || colon[1] < '0' || colon[1] > '9')
+			continue;
+		errno = 0;
+		v = strtoull(colon + 1, &end, 10);
+		if (*end != '\0' || errno != 0 || v < 1 || v > UINT32_MAX)
+			continue;
+		*colon = '\0';		/* argv is ours */
+		q->ns[i] = (uint32_t)v;
+	}
+	q->k = (size_t)count;
+}
+
+/* Completion of the asynchronous down: keep the outcome. */
+static void acq_done(struct semc *c, const struct semc_result *res, void *arg)
+{
+	struct acq *q = arg;
+	size_t i;
+
+	(void)c;
+	q->done = true;
+	q->error = res->error;
+	snprintf(q->message, sizeof q->message, "%s", res->message);
+	if (res->error != 0)
+		return;
+	if (res->grant != NULL && q->k == 1) {
+		q->permit_id[0] = res->grant->permit_id;
+		q->token[0] = res->grant->token;
+		q->n[0] = res->grant->n;
+		q->waited_us = res->grant->waited_us;
+	} else if (res->multi != NULL && res->multi->n == q->k) {
+		for (i = 0; i < q->k; i++) {
+			q->permit_id[i] = res->multi->grants[i].permit_id;
+			q->token[i] = res->multi->grants[i].token;
+			q->n[i] = res->multi->grants[i].n;
+		}
+		q->waited_us = res->multi->waited_us;
+	} else {
+		q->error = SEMC_E_PROTOCOL;
+		snprintf(q->message, sizeof q->message, "the answer is not a grant");
+	}
+}
+
+/* "1st", "2nd", "3rd", "4th", "11th", "21st"... */
+static const char *ordinal(uint32_t n, char *buf, size_t len)
+{
+	const char *suffix = "th";
+
+	if (n % 100 < 11 || n % 100 > 13)
+		suffix = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+	snprintf(buf, len, "%u%s", n, suffix);
+	return buf;
+}
+
+/* One line of where a down stands: "waiting for deploy: 3rd of 7 in line,
+ * 4/4 held, 12 s". */
+static void acq_progress(struct semc *c, int64_t id, int64_t elapsed_ms)
+{
+	struct semc_where *w;
+	char line[1024], b1[32], b2[32];
+	size_t i, len = 0;
+
+	if (semc_where(c, (uint64_t)id, &w) != 0)
+		return;		/* granted meanwhile, or gone: nothing to say */
+	len += (size_t)snprintf(line + len, sizeof line - len, "waiting for ");
+	for (i = 0; i < w->n && len < sizeof line; i++) {
+		const struct semc_place *p = &w->places[i];
+
+		len += (size_t)snprintf(line + len, sizeof line - len, "%s%s: %s of %u in line",
+					i ? "; " : "", esc(p->name),
+					p->position ? ordinal(p->position, b1, sizeof b1) :
+					"past the 100000th", p->waiters);
+		if (len < sizeof line && p->limit != 0)
+			len += (size_t)snprintf(line + len, sizeof line - len, ", %" PRIu64 "/%u held",
+						p->held, p->limit);
+		if (len < sizeof line && (p->tokens_nano != 0 || p->next_token_ms != 0)) {
+			len += (size_t)snprintf(line + len, sizeof line - len,
+						", %" PRIu64 ".%02" PRIu64 " of %u tokens",
+						p->tokens_nano / 1000000000u,
+						p->tokens_nano % 1000000000u / 10000000u, p->n);
+			if (len < sizeof line && p->next_token_ms != 0)
+				len += (size_t)snprintf(line + len, sizeof line - len,
+							", next in %s",
+							fmt_dur((int64_t)p->next_token_ms - wall_ms(),
+								b2, sizeof b2));
+		}
+	}
+	if (len < sizeof line)
+		snprintf(line + len, sizeof line - len, ", %" PRId64 " s", elapsed_ms / 1000);
+	semc_where_free(w);
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+}
+
+/*
+ * Take q's names: an asynchronous down (or multi-name down) and a poll loop
+ * that does the library's duties; on a terminal (and without --quiet), a
+ * line on stderr says where the down stands, redrawn every second. Returns
+ * 0 or the error (the message in q->message). Bounded: the daemon answers
+ * by the deadline (timeout_ms, then ACQ_NO_REPLY_MS more), or never when
+ * the down waits for ever.
+ */
+static int acquire(struct semc *c, struct acq *q)
+{
+	struct semc_down_opts o = { 0 };
+	struct semc_want wants[ACQ_MAX];
+	int64_t id, start = mono_ms(), now, next_show, wait, deadline = -1;
+	bool progress = !g.quiet && !g.json && q->timeout_ms != 0 && isatty(STDERR_FILENO);
+	bool shown = false;
+	size_t i;
+
+	if (q->k == 1) {
+		o.n = q->ns[0];
+		o.timeout_ms = q->timeout_ms;
+		o.lease_ms = q->lease_ms;
+		o.create_limit = q->create_limit;
+		id = semc_down_ex_async(c, q->names[0], &o, acq_done, q);
+	} else {
+		for (i = 0; i < q->k; i++) {
+			wants[i].name = q->names[i];
+			wants[i].n = q->ns[i];
+			wants[i].create_limit = q->create_limit;
+		}
+		id = semc_down_multi_async(c, wants, q->k, q->timeout_ms, q->lease_ms, acq_done, q);
+	}
+	if (id < 0) {
+		snprintf(q->message, sizeof q->message, "%s", semc_last_message());
+		return (int)id;
+	}
+	if (q->timeout_ms >= 0)
+		deadline = start + q->timeout_ms + ACQ_NO_REPLY_MS;
+	next_show = start + 1000;
+	while (!q->done) {
+		struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
+
+		now = mono_ms();
+		if (deadline >= 0 && now >= deadline) {
+			q->error = SEMC_E_NO_REPLY;
+			snprintf(q->message, sizeof q->message, "no reply from %s in time",
+				 semc_address(c));
+			break;
+		}
+		wait = semc_timeout(c);
+		if (wait < 0 || wait > 1000)
+			wait = 1000;
+		if (progress && next_show - now < wait)
+			wait = next_show > now ? next_show - now : 0;
+		if (deadline >= 0 && deadline - now < wait)
+			wait = deadline - now;
+		if (p.fd < 0 && wait > 100)
+			wait = 100;		/* disconnected: retry soon */
+		if (poll(&p, p.fd >= 0 ? 1 : 0, (int)wait) < 0 && errno != EINTR)
+			break;
+		semc_process(c);
+		now = mono_ms();
+		if (!q->done && progress && now >= next_show) {
+			acq_progress(c, id, now - start);
+			shown = true;
+			next_show = now + 1000;
+		}
+	}
+	if (shown) {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+	}
+	if (!q->done && q->error == 0) {
+		q->error = SEMC_E_SYSTEM;
+		snprintf(q->message, sizeof q->message, "poll: %s", strerror(errno));
+	}
+	return q->error;
+}
+
+/* Report a failed acquire (as fail() does, with q's message). */
+static int acq_fail(const struct acq *q, int err, const char *what)
+{
+	const char *msg = q->message[0] ? q->message : semc_strerror(err);
+
+	fprintf(stderr, "semctl: %s: %s\n", what, esc(msg));
+	if (g.json) {
+		printf("{\"ok\":false,\"error\":");
+		json_str(err_name(err));
+		printf(",\"code\":%d,\"message\":", err);
+		json_str(msg);
+		printf(",\"exit\":%d}\n", exit_code(err));
+	}
+	return exit_code(err);
+}
+
+/* The grants of q as a JSON array's members. */
+static void acq_json_grants(const struct acq *q)
+{
+	size_t i;
+
+	printf("\"grants\":[");
+	for (i = 0; i < q->k; i++) {
+		printf("%s{\"name\":", i ? "," : "");
+		json_str(q->names[i]);
+		printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64 ",\"n\":%u}",
+		       q->token[i], q->permit_id[i], q->n[i]);
+	}
+	printf("]");
+}
+
+/* Print what down got: the token (one name per line), or JSON. */
+static void acq_print(const struct acq *q, int64_t lease_ms)
+{
+	size_t i;
+
 	if (!g.json) {
-		printf("%" PRIu64 "\n", gr->token);
+		for (i = 0; i < q->k; i++)
+			printf("%" PRIu64 "\n", q->token[i]);
 		return;
 	}
 	printf("{\"ok\":true,\"name\":");
-	json_str(name);
+	json_str(q->names[0]);
 	printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64 ",\"n\":%u,\"waited_us\":%" PRIu64,
-	       gr->token, gr->permit_id, gr->n, gr->waited_us);
+	       q->token[0], q->permit_id[0], q->n[0], q->waited_us);
 	if (lease_ms >= 0)
 		printf(",\"lease_ms\":%" PRId64, lease_ms);
+	if (q->k > 1) {
+		printf(",");
+		acq_json_grants(q);
+	}
 	printf("}\n");
 }
 
-/* down/trydown: a detached hold owned by our principal. */
+/* down/trydown: detached holds owned by our principal. */
 static int cmd_down(int argc, char **argv, bool try)
 {
-	struct semc_down_opts o = { 0 };
 	struct cmd_args a;
-	struct semc_grant gr;
+	struct acq q;
 	struct semc *c;
+	const char *what = try ? "trydown" : "down";
 	int r;
 
 	cmd_parse(argc, argv, try ? "nl" : "ntLl", &a);
-	need_args(&a, 1, 1, try ? "trydown NAME [-n N] [--limit N]" :
-		  "down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]");
+	if (a.argc < 1)
+		usage_fail("usage: semctl %s", try ? "trydown NAME [-n N] [--limit N]" :
+		    "down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]");
 	if (a.lease_ms == 0)
 		usage_fail("down: --lease must be more than 0 (the hold outlives semctl)");
-	o.n = a.n;
-	o.timeout_ms = try ? 0 : a.timeout_ms;
+	acq_names(&q, a.argv, a.argc, &a, what);
+	q.timeout_ms = try ? 0 : a.timeout_ms;
 	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
-	o.lease_ms = a.lease_ms > 0 ? (uint32_t)a.lease_ms : UINT32_MAX;
-	o.create_limit = a.limit_set ? a.limit : 0;
+	q.lease_ms = a.lease_ms > 0 ? (uint32_t)a.lease_ms : UINT32_MAX;
+	q.create_limit = a.limit_set ? a.limit : 0;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = semc_down_ex(c, a.argv[0], &o, &gr);
+	r = acquire(c, &q);
 	semc_free(c);
 	if (r == SEMC_E_EXISTS && a.limit_set)
-		return fail_limit(r, try ? "trydown" : "down", a.argv[0], a.limit);
+		return fail_limit(r, what, q.names[0], a.limit);
 	if (r != 0)
-		return fail(r, try ? "trydown" : "down");
-	grant_print(a.argv[0], &gr, a.lease_ms);
+		return acq_fail(&q, r, what);
+	acq_print(&q, a.lease_ms);
 	return 0;
 }
 
@@ -784,8 +1140,14 @@ static void info_json(const struct info_pages *ip, int64_t now)
 	printf("{\"ok\":true,\"name\":");
 	json_str(in->name);
 	printf(",\"limit\":%u,\"available\":%" PRId64 ",\"mode\":\"%s\",\"auto_created\":%s,"
-	       "\"last_token\":%" PRIu64 ",\"holders\":[", in->limit, in->available,
+	       "\"last_token\":%" PRIu64, in->limit, in->available,
 	       mode_name(in->mode), in->auto_created ? "true" : "false", in->last_token);
+	if (in->rate != 0)
+		printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u,\"tokens\":%" PRIu64
+		       ".%09" PRIu64 ",\"next_token_ms\":%" PRIu64, in->rate, in->rate_period_ms,
+		       in->burst, in->tokens_nano / 1000000000u, in->tokens_nano % 1000000000u,
+		       in->next_token_ms);
+	printf(",\"holders\":[");
 	for (k = 0; k < ip->n; k++) {
 		for (i = 0; i < ip->p[k].nh; i++, total++) {
 			const struct semc_holder *h = &ip->p[k].in->holders[i];
@@ -839,6 +1201,17 @@ static void info_text(const struct info_pages *ip, int64_t now)
 	printf("%s: limit %u, available %" PRId64 ", mode %s%s, last token %" PRIu64 "\n",
 	       esc(in->name), in->limit, in->available, mode_name(in->mode),
 	       in->auto_created ? " (auto-created)" : "", in->last_token);
+	if (in->rate != 0) {
+		printf("rate: %s, burst %u, %" PRIu64 ".%03" PRIu64 " tokens now",
+		       rate_text(in->rate, in->rate_period_ms, b1, sizeof b1), in->burst,
+		       in->tokens_nano / 1000000000u, in->tokens_nano % 1000000000u / 1000000u);
+		if (in->next_token_ms != 0)
+			printf(", next in %s",
+			       fmt_dur((int64_t)in->next_token_ms - now, b2, sizeof b2));
+		else
+			printf(" (full)");
+		printf("\n");
+	}
 	printf("holders: %zu", in->holders_total > ip->holders ? in->holders_total : ip->holders);
 	if (in->holders_total > ip->holders)
 		printf(" (%zu shown%s)", ip->holders, ip->more_holders ? "; --max N shows more" : "");
@@ -1026,6 +1399,158 @@ static int cmd_set_limit(int argc, char **argv)
 		json_ok(a.argv[0], "limit", limit);
 	else
 		printf("%s: limit %u\n", esc(a.argv[0]), limit);
+	return 0;
+}
+
+/* set-rate NAME R/UNIT|0 [--burst N] */
+static int cmd_set_rate(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc_rate rate = { 0 };
+	struct semc *c;
+	char rb[64];
+	int r;
+
+	cmd_parse(argc, argv, "B", &a);
+	need_args(&a, 2, 2, "set-rate NAME R/UNIT|0 [--burst N]");
+	if (strcmp(a.argv[1], "0") != 0 &&
+	    semc_parse_rate(a.argv[1], &rate.rate, &rate.period_ms) != 0)
+		usage_fail("set-rate: '%s' is not a rate (5000/h, 10/s, 3/min, 1/250ms, 0)",
+			   a.argv[1]);
+	if (rate.rate == 0 && a.burst_set)
+		usage_fail("set-rate: --burst with rate 0 (no bucket)");
+	rate.burst = a.rate.burst;
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	r = semc_set_rate(c, a.argv[0], &rate);
+	semc_free(c);
+	if (r != 0)
+		return fail(r, "set-rate");
+	if (rate.rate != 0 && rate.burst == 0)
+		rate.burst = rate.rate;
+	if (g.json) {
+		printf("{\"ok\":true,\"name\":");
+		json_str(a.argv[0]);
+		printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u}\n", rate.rate,
+		       rate.period_ms, rate.burst);
+	} else if (rate.rate == 0) {
+		printf("%s: no rate\n", esc(a.argv[0]));
+	} else {
+		printf("%s: rate %s, burst %u\n", esc(a.argv[0]),
+		       rate_text(rate.rate, rate.period_ms, rb, sizeof rb), rate.burst);
+	}
+	return 0;
+}
+
+/* renew NAME [--lease DUR] [--holder PERMIT_ID] */
+static int cmd_renew(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	uint64_t expires = 0;
+	uint32_t renewed = 0;
+	char b1[64];
+	int r;
+
+	cmd_parse(argc, argv, "LH", &a);
+	need_args(&a, 1, 1, "renew NAME [--lease DUR] [--holder PERMIT_ID]");
+	if (a.lease_ms == 0)
+		usage_fail("renew: --lease must be more than 0");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	r = semc_renew(c, a.argv[0], a.holder_set ? a.holder : 0,
+		       a.lease_ms > 0 ? (uint32_t)a.lease_ms : 0, &renewed, &expires);
+	semc_free(c);
+	if (r != 0)
+		return fail(r, "renew");
+	if (g.json) {
+		printf("{\"ok\":true,\"name\":");
+		json_str(a.argv[0]);
+		printf(",\"renewed\":%u,\"expires_ms\":%" PRIu64 "}\n", renewed, expires);
+	} else {
+		printf("renewed %u hold(s) of %s until %s\n", renewed, esc(a.argv[0]),
+		       fmt_time(expires, b1, sizeof b1));
+	}
+	return 0;
+}
+
+/* holds [--principal P] [--max N]: every hold of a principal, all pages. */
+static int cmd_holds(int argc, char **argv)
+{
+	struct semc_holds **pages = NULL, **np;
+	struct cmd_args a;
+	struct semc *c;
+	uint64_t after = 0, got = 0, want, now = (uint64_t)wall_ms();
+	size_t k, i, npages = 0, total = 0;
+	char b1[64], b2[64], b3[64];
+	int r = 0;
+
+	cmd_parse(argc, argv, "PM", &a);
+	need_args(&a, 0, 0, "holds [--principal P] [--max N]");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	/* bounded: pages of up to 1000 until --max or the end, at most 100,000 pages */
+	while (npages < 100000) {
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
+		if ((np = realloc(pages, (npages + 1) * sizeof *pages)) == NULL) {
+			r = SEMC_E_NOMEM;
+			break;
+		}
+		pages = np;
+		want = a.max && a.max - got < 1000 ? a.max - got : 1000;
+		if ((r = semc_holds(c, a.principal, after, (uint32_t)want, &pages[npages])) != 0)
+			break;
+		got += pages[npages]->n;
+		after = pages[npages]->next_permit;
+		if (pages[npages++]->n == 0 || after == 0 || (a.max && got >= a.max))
+			break;
+	}
+	semc_free(c);
+	if (r != 0) {
+		for (k = 0; k < npages; k++)
+			semc_holds_free(pages[k]);
+		free(pages);
+		return fail(r, "holds");
+	}
+	if (g.json)
+		printf("{\"ok\":true,\"holds\":[");
+	else
+		printf("%-32s %-8s %-18s %-3s %-12s %-19s %-9s %s\n", "NAME", "PERMIT", "TOKEN", "N",
+		       "PRINCIPAL", "SINCE", "HELD", "EXPIRES");
+	for (k = 0; k < npages; k++) {
+		for (i = 0; i < pages[k]->n; i++, total++) {
+			const struct semc_hold_entry *e = &pages[k]->entries[i];
+			const struct semc_holder *h = &e->holder;
+
+			if (g.json) {
+				printf("%s{\"name\":", total ? "," : "");
+				json_str(e->name);
+				printf(",\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64 ",\"n\":%u,"
+				       "\"principal\":", h->permit_id, h->token, h->n);
+				json_str(h->principal);
+				printf(",\"client_name\":");
+				json_str(h->client_name);
+				printf(",\"host\":");
+				json_str(h->host);
+				printf(",\"pid\":%u,\"since_ms\":%" PRIu64 ",\"detached\":%s,"
+				       "\"expires_ms\":%" PRIu64 "}", h->pid, h->since_ms,
+				       h->detached ? "true" : "false", h->expires_ms);
+			} else {
+				printf("%-32s %-8" PRIu64 " %-18" PRIu64 " %-3u %-12s %-19s %-9s %s\n",
+				       esc(e->name), h->permit_id, h->token, h->n, esc(h->principal),
+				       fmt_time(h->since_ms, b1, sizeof b1),
+				       fmt_dur((int64_t)(now - h->since_ms), b2, sizeof b2),
+				       h->expires_ms ? fmt_time(h->expires_ms, b3, sizeof b3) :
+				       (h->detached ? "-" : "with its connection"));
+			}
+		}
+	}
+	if (g.json)
+		printf("],\"count\":%zu,\"total\":%zu}\n", total,
+		       npages > 0 ? pages[0]->total : 0);
+	for (k = 0; k < npages; k++)
+		semc_holds_free(pages[k]);
+	free(pages);
 	return 0;
 }
 
@@ -1283,8 +1808,8 @@ static void run_on_signal(int sig, siginfo_t *si, void *uc)
 }
 
 struct run_state {
-	uint64_t permit_id;
-	int lost;		/* 0, or why the hold is lost or in jeopardy */
+	const struct acq *q;	/* the holds: one a name */
+	int lost;		/* 0, or why a hold is lost or in jeopardy */
 	char why[300];
 };
 
@@ -1302,18 +1827,30 @@ static void run_on_event(struct semc *c, const struct semc_event *ev, void *arg)
 {
 	struct run_state *rs = arg;
 
+	size_t i;
+
 	(void)c;
-	if (ev->type == SEMC_EV_HOLD_LOST && ev->permit_id == rs->permit_id && !rs->lost) {
-		rs->lost = ev->error ? ev->error : SEMC_E_HOLD_LOST;
-		snprintf(rs->why, sizeof rs->why, "the hold was lost: %s", ev->message);
+	if (ev->type != SEMC_EV_HOLD_LOST || rs->lost || rs->q == NULL)
+		return;
+	for (i = 0; i < rs->q->k; i++) {
+		if (ev->permit_id == rs->q->permit_id[i]) {
+			rs->lost = ev->error ? ev->error : SEMC_E_HOLD_LOST;
+			snprintf(rs->why, sizeof rs->why, "the hold was lost%s%s: %s",
+				 rs->q->k > 1 ? " on " : "", rs->q->k > 1 ? esc(rs->q->names[i]) : "",
+				 ev->message);
+			return;
+		}
 	}
 }
 
-/* Start the command with SEMD_TOKEN and SEMD_NAME in its environment. */
-static pid_t run_spawn(char **cmd, const char *name, const struct semc_grant *gr)
+/* Start the command with SEMD_TOKEN, SEMD_NAME and SEMD_PERMIT_ID (of the
+ * first name) and SEMD_TOKENS (a NAME=TOKEN line a name) in its
+ * environment. */
+static pid_t run_spawn(char **cmd, const struct acq *q)
 {
 	pid_t pid, parent = getpid();
-	char buf[32];
+	char buf[32], *all;
+	size_t i, len = 1, off = 0;
 
 	fflush(NULL);
 	pid = fork();
@@ -1333,11 +1870,20 @@ static pid_t run_spawn(char **cmd, const char *name, const struct semc_grant *gr
 	signal(SIGCHLD, SIG_DFL);
 	close(run_pipe[0]);
 	close(run_pipe[1]);
-	snprintf(buf, sizeof buf, "%" PRIu64, gr->token);
+	snprintf(buf, sizeof buf, "%" PRIu64, q->token[0]);
 	setenv("SEMD_TOKEN", buf, 1);
-	setenv("SEMD_NAME", name, 1);
-	snprintf(buf, sizeof buf, "%" PRIu64, gr->permit_id);
+	setenv("SEMD_NAME", q->names[0], 1);
+	snprintf(buf, sizeof buf, "%" PRIu64, q->permit_id[0]);
 	setenv("SEMD_PERMIT_ID", buf, 1);
+	for (i = 0; i < q->k; i++)
+		len += strlen(q->names[i]) + 23;
+	if ((all = malloc(len)) != NULL) {
+		all[0] = '\0';
+		for (i = 0; i < q->k; i++)
+			off += (size_t)snprintf(all + off, len - off, "%s=%" PRIu64 "\n",
+						q->names[i], q->token[i]);
+		setenv("SEMD_TOKENS", all, 1);
+	}
 	execvp(cmd[0], cmd);
 	fprintf(stderr, "semctl: run: cannot execute %s: %s\n", cmd[0], strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);
@@ -1357,8 +1903,7 @@ static int64_t run_grace_max(int64_t window, int64_t lease)
 }
 
 /* Print run's outcome as JSON. */
-static void run_json(const char *name, const struct semc_grant *gr, const struct run_state *rs,
-		     int status, int code)
+static void run_json(const struct acq *q, const struct run_state *rs, int status, int code)
 {
 	if (rs->lost) {
 		printf("{\"ok\":false,\"error\":");
@@ -1366,12 +1911,14 @@ static void run_json(const char *name, const struct semc_grant *gr, const struct
 		printf(",\"code\":%d,\"message\":", rs->lost);
 		json_str(rs->why);
 		printf(",\"name\":");
-		json_str(name);
-		printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64, gr->token, gr->permit_id);
 	} else {
 		printf("{\"ok\":true,\"name\":");
-		json_str(name);
-		printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64, gr->token, gr->permit_id);
+	}
+	json_str(q->names[0]);
+	printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64, q->token[0], q->permit_id[0]);
+	if (q->k > 1) {
+		printf(",");
+		acq_json_grants(q);
 	}
 	if (WIFSIGNALED(status))
 		printf(",\"status\":null,\"signal\":%d", WTERMSIG(status));
@@ -1408,22 +1955,33 @@ static int run_sys_fail(const char *what)
 static int cmd_run(int argc, char **argv)
 {
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
-	struct semc_down_opts o = { 0 };
 	struct run_state rs = { 0 };
 	struct sigaction sa = { 0 };
 	struct semc_session ss;
-	struct semc_grant gr;
 	struct cmd_args a;
+	struct acq q;
 	struct semc *c;
 	int64_t now, left, lease_ms, grace_ms, window, gmax, kill_at = -1;
-	int r, status = 0, i, code;
+	int r, status = 0, i, code, dd, ncmd = 0, nnames = 1;
 	bool exited = false, termed = false;
+	size_t k;
 	pid_t pid;
 
+	/* The command is what follows "--"; the names come before it. */
+	for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++)
+		;
+	if (dd < argc)
+		ncmd = argc - dd - 1;
 	cmd_parse(argc, argv, "ntLGl", &a);
-	if (a.argc < 2)
+	if (dd < argc)
+		nnames = a.argc - ncmd;
+	if (a.argc < 2 || nnames < 1 || a.argc - nnames < 1)
 		usage_fail("usage: semctl run NAME [-n N] [--timeout DUR] [--lease DUR] "
-		    "[--grace DUR] [--limit N] -- CMD [ARG...]");
+		    "[--grace DUR] [--limit N] -- CMD [ARG...]\n"
+		    "       semctl run NAME[:N] NAME[:N]... [options] -- CMD [ARG...]");
+	acq_names(&q, a.argv, nnames, &a, "run");
+	q.timeout_ms = a.timeout_ms;
+	q.create_limit = a.limit_set ? a.limit : 0;
 	lease_ms = a.lease_ms >= 0 ? a.lease_ms : RUN_LEASE_MS;
 	if (lease_ms > 0 && lease_ms < RUN_LEASE_MIN)
 		usage_fail("--lease: at least %dms (or 0: no lease)", RUN_LEASE_MIN);
@@ -1443,17 +2001,14 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	semc_set_event_callback(c, run_on_event, &rs);
-	o.n = a.n;
-	o.timeout_ms = a.timeout_ms;
-	o.create_limit = a.limit_set ? a.limit : 0;
-	r = semc_down_ex(c, a.argv[0], &o, &gr);
+	r = acquire(c, &q);
 	if (r != 0) {
 		semc_free(c);
 		if (r == SEMC_E_EXISTS && a.limit_set)
-			return fail_limit(r, "run", a.argv[0], a.limit);
-		return fail(r, "run");
+			return fail_limit(r, "run", q.names[0], a.limit);
+		return acq_fail(&q, r, "run");
 	}
-	rs.permit_id = gr.permit_id;
+	rs.q = &q;
 	if (pipe2(run_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		semc_free(c);
 		return run_sys_fail("pipe");
@@ -1463,7 +2018,7 @@ static int cmd_run(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < 5; i++)
 		sigaction(fwd[i], &sa, NULL);
-	pid = run_spawn(a.argv + 1, a.argv[0], &gr);
+	pid = run_spawn(a.argv + nnames, &q);
 	if (pid < 0) {
 		semc_free(c);
 		return run_sys_fail("fork");
@@ -1488,7 +2043,7 @@ static int cmd_run(int argc, char **argv)
 		}
 		if (rs.lost && !termed) {
 			fprintf(stderr, "semctl: run: %s: %s; terminating the command\n",
-				esc(a.argv[0]), esc(rs.why));
+				esc(q.names[0]), esc(rs.why));
 			kill(pid, SIGTERM);
 			termed = true;
 			if (kill_at < 0)
@@ -1531,7 +2086,8 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (!rs.lost) {
 		semc_set_timeout(c, 2000);	/* best effort: the session ends anyway */
-		semc_up(c, a.argv[0], 0, rs.permit_id, NULL);
+		for (k = 0; k < q.k; k++)
+			semc_up(c, q.names[k], 0, q.permit_id[k], NULL);
 	}
 	semc_free(c);
 	if (rs.lost)
@@ -1541,8 +2097,167 @@ static int cmd_run(int argc, char **argv)
 	else
 		code = WEXITSTATUS(status);
 	if (g.json)
-		run_json(a.argv[0], &gr, &rs, status, code);
+		run_json(&q, &rs, status, code);
 	return code;
+}
+
+/* --- watch -------------------------------------------------------------- */
+
+struct watch_state {
+	const char *name;
+	bool prefix;
+	bool rewatch;		/* the connection was made again */
+	uint64_t events;
+};
+
+static volatile sig_atomic_t watch_stop;
+
+/* SIGINT, SIGTERM, SIGHUP: end the stream. */
+static void watch_on_signal(int sig)
+{
+	(void)sig;
+	watch_stop = 1;
+}
+
+/* One event: a line, or a JSON object on a line. */
+static void watch_print(const struct semc_watch_event *e)
+{
+	char b1[64], b2[32];
+	time_t t = (time_t)(e->time_ms / 1000);
+	struct tm tm;
+
+	if (g.json) {
+		printf("{\"time_ms\":%" PRIu64 ",\"watch\":%" PRIu64 ",\"name\":", e->time_ms,
+		       e->watch);
+		json_str(e->name);
+		printf(",\"event\":\"%s\",\"n\":%u,\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64
+		       ",\"request_id\":%" PRIu64 ",\"principal\":", e->kind_name, e->n,
+		       e->permit_id, e->token, e->request_id);
+		json_str(e->principal);
+		printf(",\"client_name\":");
+		json_str(e->client_name);
+		printf(",\"host\":");
+		json_str(e->host);
+		printf(",\"pid\":%u,\"holders\":%u,\"waiters\":%u,\"available\":%" PRId64
+		       ",\"limit\":%u", e->pid, e->holders, e->waiters, e->available, e->limit);
+		if (e->rate != 0)
+			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", e->rate,
+			       e->rate_period_ms, e->burst);
+		printf(",\"reason\":");
+		json_str(e->reason);
+		printf("}\n");
+		fflush(stdout);
+		return;
+	}
+	if (localtime_r(&t, &tm) != NULL)
+		strftime(b1, sizeof b1, "%Y-%m-%d %H:%M:%S", &tm);
+	else
+		snprintf(b1, sizeof b1, "-");
+	printf("%s.%03u %-8s %s", b1, (unsigned)(e->time_ms % 1000), e->kind_name, esc(e->name));
+	if (e->n != 0)
+		printf(" n=%u", e->n);
+	if (e->permit_id != 0)
+		printf(" permit=%" PRIu64, e->permit_id);
+	if (e->token != 0)
+		printf(" token=%" PRIu64, e->token);
+	if (e->request_id != 0)
+		printf(" request=%" PRIu64, e->request_id);
+	if (*e->principal != '\0')
+		printf(" by %s (%s@%s pid %u)", esc(e->principal), esc(e->client_name),
+		       esc(e->host), e->pid);
+	if (e->kind == SEMC_WATCH_LIMIT || e->kind == SEMC_WATCH_CREATE)
+		printf(" limit=%u", e->limit);
+	if (e->rate != 0 && (e->kind == SEMC_WATCH_RATE || e->kind == SEMC_WATCH_CREATE))
+		printf(" rate=%s burst=%u", rate_text(e->rate, e->rate_period_ms, b2, sizeof b2),
+		       e->burst);
+	printf(" holders=%u waiters=%u available=%" PRId64, e->holders, e->waiters, e->available);
+	if (*e->reason != '\0')
+		printf(" (%s)", esc(e->reason));
+	printf("\n");
+	fflush(stdout);
+}
+
+/* An event of the watch. */
+static void watch_on_watch(struct semc *c, const struct semc_watch_event *ev, void *arg)
+{
+	struct watch_state *ws = arg;
+
+	(void)c;
+	ws->events++;
+	watch_print(ev);
+}
+
+/* Events of the connection during watch. */
+static void watch_on_event(struct semc *c, const struct semc_event *ev, void *arg)
+{
+	struct watch_state *ws = arg;
+
+	(void)c;
+	if (ev->type == SEMC_EV_RECONNECTED || ev->type == SEMC_EV_RESUMED) {
+		ws->rewatch = true;
+	} else if (ev->type == SEMC_EV_DISCONNECTED) {
+		fprintf(stderr, "semctl: watch: %s; connecting again (events in between are "
+			"missed)\n", esc(ev->message));
+	}
+}
+
+/*
+ * watch NAME|PREFIX/ [--prefix] [--all]: stream a name's events (a name
+ * ending in '/' or --prefix: every name it begins; --all: every name)
+ * until interrupted (exit 0). After a reconnection the watch is made again.
+ */
+static int cmd_watch(int argc, char **argv)
+{
+	struct watch_state ws = { 0 };
+	struct sigaction sa = { 0 };
+	struct cmd_args a;
+	struct semc *c;
+	int64_t id, wait;
+	size_t len;
+	int r;
+
+	cmd_parse(argc, argv, "XY", &a);
+	need_args(&a, a.all ? 0 : 1, a.all ? 0 : 1, "watch NAME|PREFIX/ [--prefix] [--all]");
+	ws.name = a.all ? "" : a.argv[0];
+	len = strlen(ws.name);
+	ws.prefix = a.all || a.prefix || (len > 0 && ws.name[len - 1] == '/');
+	if ((r = client_open(&c, 0, "semctl watch")) != 0)
+		return r;
+	semc_set_event_callback(c, watch_on_event, &ws);
+	if ((id = semc_watch(c, ws.name, ws.prefix, watch_on_watch, &ws)) < 0) {
+		semc_free(c);
+		return fail((int)id, "watch");
+	}
+	sa.sa_handler = watch_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (!g.json)
+		fprintf(stderr, "semctl: watching %s%s (^C to stop)\n",
+			a.all ? "every name" : esc(ws.name), ws.prefix && !a.all ? "*" : "");
+	/* bounded by the user: until a signal (or stdout closes) */
+	while (!watch_stop) {
+		struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
+
+		wait = semc_timeout(c);
+		if (wait < 0 || wait > 1000)
+			wait = 1000;
+		if (p.fd < 0 && wait > 100)
+			wait = 100;
+		if (poll(&p, p.fd >= 0 ? 1 : 0, (int)wait) < 0 && errno != EINTR)
+			break;
+		semc_process(c);
+		if (ferror(stdout))
+			break;		/* the reader went away */
+		if (ws.rewatch && !watch_stop) {
+			ws.rewatch = false;
+			if ((id = semc_watch(c, ws.name, ws.prefix, watch_on_watch, &ws)) < 0)
+				ws.rewatch = true;	/* again at the next turn */
+		}
+	}
+	semc_free(c);
+	return ferror(stdout) ? EX_ERROR_ : EX_OK_;
 }
 
 /* --- main --------------------------------------------------------------- */
@@ -1574,6 +2289,10 @@ static const struct command commands[] = {
 	{ "list", cmd_list },
 	{ "delete", cmd_delete },
 	{ "set-limit", cmd_set_limit },
+	{ "set-rate", cmd_set_rate },
+	{ "renew", cmd_renew },
+	{ "holds", cmd_holds },
+	{ "watch", cmd_watch },
 	{ "validate", cmd_validate },
 	{ "stats", cmd_stats },
 	{ "ping", cmd_ping },
@@ -1588,7 +2307,7 @@ static bool json_wanted(int argc, char **argv)
 {
 	static const char *const valued[] = { "-s", "--server", "--tls-ca", "--tls-cert",
 		"--tls-key", "-n", "--limit", "--mode", "--timeout", "--lease", "--holder",
-		"--grace", "--max", "--after", "--initial" };
+		"--grace", "--max", "--after", "--initial", "--rate", "--burst", "--principal" };
 	size_t k;
 	int i;
 

@@ -73,7 +73,7 @@ int semc_code_error(int code)
 {
 	if (code == 0)
 		return SEMC_OK;
-	if (code > 0 && code <= 13)
+	if (code > 0 && code <= 14)
 		return -code;
 	return SEMC_E_PROTOCOL;
 }
@@ -96,6 +96,7 @@ const char *semc_strerror(int error)
 	case SEMC_E_PROTOCOL: return "protocol error";
 	case SEMC_E_INTERNAL: return "internal server error";
 	case SEMC_E_SESSION_EXPIRED: return "session expired";
+	case SEMC_E_DEADLOCK: return "deadlock";
 	case SEMC_E_CONNECT: return "cannot connect to the server";
 	case SEMC_E_DISCONNECTED: return "connection to the server lost";
 	case SEMC_E_HOLD_LOST: return "hold lost";
@@ -144,6 +145,46 @@ int semc_parse_duration(const char *s, int64_t *ms)
 	if (!(v >= 0) || v > 9.0e15)
 		return SEMC_E_ARG;
 	*ms = (int64_t)(v + 0.5);
+	return 0;
+}
+
+/* Parse a rate: COUNT[/PERIOD], PERIOD a unit (s, sec, m, min, h, hour, d,
+ * day) or a duration ("250ms", "5s"); no period: per second. */
+int semc_parse_rate(const char *s, uint32_t *rate, uint32_t *period_ms)
+{
+	static const struct { const char *unit; uint32_t ms; } units[] = {
+		{ "s", 1000 }, { "sec", 1000 }, { "second", 1000 },
+		{ "m", 60000 }, { "min", 60000 }, { "minute", 60000 },
+		{ "h", 3600000 }, { "hour", 3600000 },
+		{ "d", 86400000 }, { "day", 86400000 },
+	};
+	unsigned long long v;
+	int64_t ms;
+	char *end;
+	size_t i;
+
+	if (s == NULL || rate == NULL || period_ms == NULL || !isdigit((unsigned char)*s))
+		return SEMC_E_ARG;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || v == 0 || v > (1u << 30))
+		return SEMC_E_ARG;
+	*rate = (uint32_t)v;
+	*period_ms = 1000;
+	if (*end == '\0')
+		return 0;
+	if (*end != '/')
+		return SEMC_E_ARG;
+	end++;
+	for (i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (strcmp(end, units[i].unit) == 0) {
+			*period_ms = units[i].ms;
+			return 0;
+		}
+	}
+	if (semc_parse_duration(end, &ms) != 0 || ms < 1 || ms > 86400000)
+		return SEMC_E_ARG;
+	*period_ms = (uint32_t)ms;
 	return 0;
 }
 

@@ -103,11 +103,20 @@ static void do_grant_locked(struct semaphore *sem, struct sema_waiter *w,
 	q->tail = &w->wake_next;
 }
 
+/* Offer a gated waiter: onto q without a grant (its state stays WAITING). */
+static void do_offer_locked(struct sema_waiter *w, struct sema_wakeq *q)
+{
+	w->wake_next = NULL;
+	*q->tail = w;
+	q->tail = &w->wake_next;
+}
+
 /*
  * Grant waiters from the head of the list while the free count covers the
  * head's request. Strict FIFO: a head that needs more than is free blocks
  * everyone behind it, even those that would fit. Parked waiters (only the
- * async API parks) are stepped over, as if not queued.
+ * async API parks) are stepped over, as if not queued. A gated head that
+ * fits is offered, and blocks everyone behind it until its owner grants it.
  */
 static void do_wake_locked(struct semaphore *sem, struct sema_wakeq *q)
 {
@@ -121,6 +130,10 @@ static void do_wake_locked(struct semaphore *sem, struct sema_wakeq *q)
 			continue;	/* keeps its place, blocks nobody */
 		if (sem->count < (long)w->n)
 			break;
+		if (w->gated) {
+			do_offer_locked(w, q);
+			break;
+		}
 		sem->count -= (long)w->n;
 		do_grant_locked(sem, w, q);
 	}
@@ -352,6 +365,7 @@ static int do_down_common_locked(struct semaphore *sem, unsigned int n,
 
 	tw.w.n = n;
 	tw.w.parked = false;
+	tw.w.gated = false;
 	tw.w.state = SEMA_WAITING;
 	tw.w.token = 0;
 	tw.w.wake = sema_thread_wake;
@@ -508,6 +522,7 @@ int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
 	w->wake_next = NULL;
 	w->token = 0;
 	w->parked = false;
+	w->gated = false;
 	spin_lock(&sem->lock);
 	if (do_trydown_locked(sem, n, &w->token)) {
 		w->state = SEMA_GRANTED;
@@ -568,8 +583,8 @@ int sema_up_max(struct semaphore *sem, unsigned int n, long max)
 		w = list_entry(pos, struct sema_waiter, list);
 		if (w->parked)
 			continue;
-		if (avail < (long)w->n)
-			break;
+		if (avail < (long)w->n || w->gated)
+			break;		/* a gated one is only offered */
 		avail -= (long)w->n;
 	}
 	if (avail > max) {
@@ -583,9 +598,9 @@ int sema_up_max(struct semaphore *sem, unsigned int n, long max)
 	return 0;
 }
 
-/* Queue w at the tail without granting (restoring a saved queue). */
+/* Queue w at the tail without granting (a saved queue, a gated waiter). */
 int sema_enqueue(struct semaphore *sem, struct sema_waiter *w, unsigned int n,
-    void (*wake)(struct sema_waiter *), bool parked)
+    void (*wake)(struct sema_waiter *), unsigned int flags)
 {
 	if (n == 0 || wake == NULL)
 		return -EINVAL;
@@ -593,12 +608,63 @@ int sema_enqueue(struct semaphore *sem, struct sema_waiter *w, unsigned int n,
 	w->wake = wake;
 	w->wake_next = NULL;
 	w->token = 0;
-	w->parked = parked;
+	w->parked = (flags & SEMA_Q_PARKED) != 0;
+	w->gated = (flags & SEMA_Q_GATED) != 0;
 	w->state = SEMA_WAITING;
 	spin_lock(&sem->lock);
 	list_add_tail(&w->list, &sem->wait_list);
 	spin_unlock(&sem->lock);
 	return 0;
+}
+
+/* Is w first in line (unparked) with its permits free? */
+bool sema_fits(struct semaphore *sem, const struct sema_waiter *w)
+{
+	bool fits;
+
+	spin_lock(&sem->lock);
+	fits = w->state == SEMA_WAITING && !w->parked &&
+	    do_first_locked(sem) == w && sem->count >= (long)w->n;
+	spin_unlock(&sem->lock);
+	return fits;
+}
+
+/* Grant w, first in line with its permits free; serve those behind it. */
+bool sema_grant(struct semaphore *sem, struct sema_waiter *w)
+{
+	struct sema_wakeq q;
+
+	sema_wakeq_init(&q);
+	spin_lock(&sem->lock);
+	if (w->state != SEMA_WAITING || w->parked || do_first_locked(sem) != w ||
+	    sem->count < (long)w->n) {
+		spin_unlock(&sem->lock);
+		return false;
+	}
+	sem->count -= (long)w->n;
+	list_del_init(&w->list);
+	w->state = SEMA_GRANTED;
+	w->token = ++sem->token;
+	do_wake_locked(sem, &q);
+	spin_unlock(&sem->lock);
+	sema_wakeq_run(&q);
+	return true;
+}
+
+/* Gate a queued waiter, or let the core grant it again. */
+void sema_gate(struct semaphore *sem, struct sema_waiter *w, bool gated)
+{
+	struct sema_wakeq q;
+
+	sema_wakeq_init(&q);
+	spin_lock(&sem->lock);
+	if (w->state == SEMA_WAITING && w->gated != gated) {
+		w->gated = gated;
+		if (!gated && !w->parked && do_first_locked(sem) == w)
+			do_wake_locked(sem, &q);
+	}
+	spin_unlock(&sem->lock);
+	sema_wakeq_run(&q);
 }
 
 /* Pass a queued waiter over (parked) or serve it in its place again. */

@@ -17,8 +17,27 @@
  *
  * Extensions over the kernel: n permits at a time with the same FIFO rule (a
  * head waiter that needs 3 blocks a later one that needs 1, so large requests
- * cannot starve), a fencing token per grant, and sema_adjust() for changing
- * the limit of a live semaphore.
+ * cannot starve), a fencing token per grant, sema_adjust() for changing
+ * the limit of a live semaphore, and gated waiters (below) for a caller that
+ * grants one request across several semaphores at once.
+ *
+ * Gated waiters. A waiter that needs more than this semaphore's permits (the
+ * daemon's multi-name downs, and downs that also need a token bucket's
+ * tokens) is queued gated: it keeps its place and blocks everyone behind it
+ * like any waiter, but the core never grants it by itself. When it is the
+ * first unparked waiter and its n permits are free, the core *offers* it: its
+ * wake callback runs (after the lock is dropped, in FIFO order with the
+ * grants) with the state still SEMA_WAITING. The owner then looks at the rest
+ * of what the request needs and, when everything is there, takes the permits
+ * with sema_grant(), on every semaphore of the request in turn. Nothing is
+ * held while a gated waiter waits, so two requests can only wait for each
+ * other through the order of the queues - and an owner that queues every
+ * request in one global arrival order (the daemon does) makes the oldest one
+ * first in line wherever it waits: it is granted as soon as its permits are
+ * free. sema_grant() only ever grants the first unparked waiter, so FIFO
+ * holds on every semaphore. The owner's checks and grants must not be
+ * interleaved with other changes to the semaphores concerned: the daemon
+ * makes them from its one state-machine thread.
  */
 #ifndef SEMD_SEMAPHORE_H
 #define SEMD_SEMAPHORE_H
@@ -51,14 +70,16 @@ enum sema_state {
 /*
  * An asynchronous waiter. It lives with whoever waits (a request in the
  * daemon) and must stay valid while state == SEMA_WAITING. The callback runs
- * after the semaphore lock is dropped, at most once, only on a grant; it may
- * free the waiter and may call back into the semaphore.
+ * after the semaphore lock is dropped, at most once, only on a grant - or,
+ * for a gated waiter, on each offer (state still SEMA_WAITING); it may free
+ * the waiter and may call back into the semaphore.
  */
 struct sema_waiter {
 	struct list_head	list;
 	unsigned int		n;		/* permits wanted */
 	int			state;		/* enum sema_state, under sem->lock */
 	bool			parked;		/* passed over, keeps its place */
+	bool			gated;		/* offered, granted by sema_grant() */
 	uint64_t		token;		/* fencing token, once granted */
 	void			(*wake)(struct sema_waiter *w);
 	struct sema_waiter	*wake_next;	/* private: wake queue */
@@ -146,13 +167,39 @@ int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
 bool sema_cancel(struct semaphore *sem, struct sema_waiter *w) __must_check;
 
 /*
- * Put w at the tail of the wait list as waiting (parked or not) without
- * trying to grant it: for rebuilding a saved queue whose free count and
- * order are already right (the first unparked waiter does not fit). -EINVAL
- * for n == 0 or a NULL wake.
+ * Put w at the tail of the wait list as waiting without trying to grant it,
+ * with flags SEMA_Q_PARKED (sema_park) and SEMA_Q_GATED (see "Gated
+ * waiters"): for rebuilding a saved queue whose free count and order are
+ * already right (the first unparked waiter does not fit, or is gated), and
+ * for queueing a gated waiter. -EINVAL for n == 0 or a NULL wake.
  */
+#define SEMA_Q_PARKED	0x1u
+#define SEMA_Q_GATED	0x2u
 int sema_enqueue(struct semaphore *sem, struct sema_waiter *w, unsigned int n,
-    void (*wake)(struct sema_waiter *), bool parked);
+    void (*wake)(struct sema_waiter *), unsigned int flags);
+
+/*
+ * Is w the first unparked waiter, with its n permits free? (For a gated
+ * waiter: would sema_grant() take them now.)
+ */
+bool sema_fits(struct semaphore *sem, const struct sema_waiter *w);
+
+/*
+ * Grant a gated (or any) queued waiter its permits now, if it is the first
+ * unparked waiter and they are free: w->state becomes SEMA_GRANTED with a
+ * fresh token, and w's callback is NOT called (the caller asked). The
+ * waiters behind it are then served as after an up; their callbacks run
+ * before this returns. false, and nothing changes, otherwise.
+ */
+bool sema_grant(struct semaphore *sem, struct sema_waiter *w) __must_check;
+
+/*
+ * Make a queued waiter gated or not. Ungated, it is granted at once if it
+ * is the first unparked waiter and its permits are free (its callback runs
+ * before this returns); gated, it is offered instead. No-op unless w is
+ * SEMA_WAITING.
+ */
+void sema_gate(struct semaphore *sem, struct sema_waiter *w, bool gated);
 
 /*
  * Park or unpark a queued (async) waiter. A parked waiter keeps its place in

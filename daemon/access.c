@@ -382,10 +382,69 @@ static bool access_need(const Semd__Request *req, const char **name,
 		*right = ACL_INSPECT;
 		*verb = "inspect";
 		return true;
+	case SEMD__REQUEST__OP_SET_RATE:
+		*name = req->set_rate->name;
+		*right = ACL_CREATE;
+		*verb = "set the rate of";
+		return true;
+	case SEMD__REQUEST__OP_WATCH:
+		/*
+		 * A name, or a prefix checked like List's: the names it covers
+		 * are then filtered one by one through access_visible_cb().
+		 */
+		*name = req->watch->name;
+		*right = ACL_INSPECT;
+		*verb = "watch";
+		return true;
+	case SEMD__REQUEST__OP_RENEW:
+		*name = req->renew->name;
+		*right = ACL_USE;
+		*verb = "use";
+		return true;
+	case SEMD__REQUEST__OP_HOLDS:
+		/* Another principal's: the state machine wants admin on all. */
+		*name = "";
+		*right = ACL_INSPECT;
+		*verb = "inspect";
+		return true;
 	default:
-		/* hello, ping, cancel (of one's own request), unknown: no name */
+		/*
+		 * hello, ping, cancel and where (of one's own request), a
+		 * multi-name down (each name: access_check_multi()), unknown:
+		 * no name
+		 */
 		return false;
 	}
+}
+
+/*
+ * A multi-name down needs use of every name; administrators of all of them
+ * are administrators for it. False with the refusal in msg.
+ */
+static bool access_check_multi(struct access_id *id, const struct acl *acl,
+    const Semd__DownMulti *dm, struct sm_caller *who, char *msg, size_t len)
+{
+	unsigned int rights, all = ACL_RIGHTS_ALL;
+	const char *name;
+	size_t i, n;
+
+	for (i = 0; i < dm->n_wants; i++) {
+		name = dm->wants[i]->name;
+		n = strlen(name);
+		/* An invalid name gets the state machine's INVALID_ARGUMENT. */
+		if (n == 0 || !sm_name_valid(name, n))
+			continue;
+		rights = acl_defaults_only(acl) ? id->rights :
+		    acl_rights(acl, &id->subject, name, n);
+		all &= rights;
+		if ((rights & ACL_USE) == 0) {
+			snprintf(msg, len, "%s may not use %s", id->subject.principal,
+			    name);
+			return false;
+		}
+	}
+	who->privs = (all & ACL_ADMIN) ? SM_PRIV_ADMIN : 0;
+	return true;
 }
 
 /*
@@ -447,6 +506,12 @@ bool access_check(struct conn *c, const Semd__Request *req,
 	 * cluster's status is answered by the node without a session, so it
 	 * is checked from the first request on.
 	 */
+	if (c->hello && req->op_case == SEMD__REQUEST__OP_DOWN_MULTI) {
+		if (access_check_multi(id, acl, req->down_multi, who, msg,
+		    sizeof msg))
+			return true;
+		goto denied;
+	}
 	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
 	    !access_need(req, &name, &right, &verb) || name == NULL)
 		return true;
@@ -462,6 +527,7 @@ bool access_check(struct conn *c, const Semd__Request *req,
 	snprintf(msg, sizeof msg, "%s may not %s %s%s", id->subject.principal,
 	    verb, len > 0 ? name : "(all names)",
 	    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
+denied:
 	access_log_denial(c, req->id, msg);
 	semd__reply__init(&r);
 	r.id = req->id;

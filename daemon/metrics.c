@@ -245,6 +245,17 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	    k.sessions_expired);
 	metrics_one(b, "semd_errors_total", "counter",
 	    "Replies with a code other than OK.", k.errors);
+	metrics_one(b, "semd_multi_grants_total", "counter",
+	    "Multi-name downs granted (all their names at once).", k.multi_grants);
+	metrics_one(b, "semd_deadlocks_total", "counter",
+	    "Downs answered DEADLOCK: they closed a cycle of waiting sessions.",
+	    k.deadlocks);
+	metrics_one(b, "semd_deadlock_checks_total", "counter",
+	    "Searches of the wait-for graph.", k.deadlock_checks);
+	metrics_one(b, "semd_deadlock_steps_total", "counter",
+	    "Holds the wait-for graph searches looked at.", k.deadlock_steps);
+	metrics_one(b, "semd_watch_notices_total", "counter",
+	    "Watch events sent by this node.", k.watch_notices);
 	metrics_one(b, "semd_clients_dropped_total", "counter",
 	    "Clients cut off (bad frames, limits, slow readers).",
 	    dropped);

@@ -6,8 +6,14 @@
  * Plain logic: no I/O, no clock, no randomness (see state.h). Every permit a
  * client holds is a struct sm_hold, owned by its session or, for a detached
  * hold, by the principal until its lease runs out. Every down that waits is a
- * struct sm_wait around a core struct sema_waiter; the core decides who gets
- * permits (strict FIFO, direct hand-off) and calls wait_wake() on a grant.
+ * struct sm_wait with one struct sm_member per name it waits for (a Down has
+ * one, a DownMulti one per name), each around a core struct sema_waiter in
+ * that name's queue; the core decides who gets permits (strict FIFO, direct
+ * hand-off) and calls wait_wake() on a grant. A member that needs more than
+ * its semaphore's permits (a DownMulti's, and any on a name with a rate and
+ * a limit, which also needs tokens) is gated: the core only offers it, and
+ * sm_multi.c grants the whole request at once when every member is first in
+ * line with what it needs (see the design there).
  *
  * For an OWNED semaphore, held + count == limit at all times: permits only
  * move between the core's free count and hold records, and a limit change
@@ -23,6 +29,12 @@
  *   sm_reply.c      building replies
  *   sm_principal.c  principals (counts for the caps) and identities
  *   sm_sem.c        semaphores, holds, waiters, grants
+ *   sm_multi.c      requests across several queues: gated members, offers,
+ *                   the atomic grant (settling), DownMulti
+ *   sm_rate.c       token buckets: refills, due times, SetRate
+ *   sm_deadlock.c   the wait-for graph: DEADLOCK
+ *   sm_watch.c      watches and their events
+ *   sm_holds.c      Renew, Holds and Where
  *   sm_session.c    sessions, memos, notices, clients; making and freeing
  *                   the state machine
  *   sm_ops.c        the operations, their table and dispatch; time
@@ -46,7 +58,7 @@
 #define SM_STR_MAX	255	/* client name, host: longer is cut */
 #define SM_PRINCIPAL_MAX 1024	/* the longest principal a snapshot holds */
 
-enum { T_WAIT = 1, T_HOLD, T_SESSION };
+enum { T_WAIT = 1, T_HOLD, T_SESSION, T_RATE };
 
 struct sm_timer {
 	uint64_t	when;
@@ -62,11 +74,13 @@ struct sm_timer {
  * counted object holds one, so the counts are then zero).
  */
 struct sm_principal {
-	struct hnode	node;		/* sm->principals */
-	unsigned int	refs;
-	uint64_t	count[SM_NLIMITS];
-	size_t		len;
-	char		name[];
+	struct hnode		node;		/* sm->principals */
+	unsigned int		refs;
+	uint64_t		count[SM_NLIMITS];
+	struct list_head	holds;		/* sm_hold.pr_entry, permit order */
+	uint32_t		nholds;
+	size_t			len;
+	char			name[];
 };
 
 /* Who a session is; shared by the session and its detached holds. */
@@ -78,14 +92,38 @@ struct sm_ident {
 	char			*host;
 };
 
+/*
+ * A token bucket (sm_rate.c): rate tokens every period_ms, up to burst.
+ * Exact: the level is whole tokens plus frac, a fraction of a token counted
+ * in 1/period_ms units (0 <= frac < period_ms), so dt ms of refill adds
+ * exactly rate * dt units and nothing is ever rounded. A rate-only name
+ * (mode RATE) keeps its whole tokens as the core semaphore's free count (its
+ * waiters are served by the core as tokens come); a name with a limit keeps
+ * them in tokens, and its waiters are gated on them.
+ */
+struct sm_rate {
+	uint32_t		rate;		/* tokens per period_ms, >= 1 */
+	uint32_t		period_ms;
+	uint32_t		burst;
+	uint64_t		frac;		/* < period_ms */
+	uint64_t		tokens;		/* whole, free: names with a limit */
+	uint64_t		last;		/* state time the bucket is filled to */
+	struct sm_timer		due;		/* when the first waiter's tokens are */
+	struct sm_sem		*sem;
+	struct list_head	touch_entry;	/* sm->rate_touched */
+};
+
+#define SM_RATE_PERIOD_MAX	86400000u	/* a day */
+
 /* Laid out without holes: an idle name costs this plus its bytes. */
 struct sm_sem {
 	struct hnode		node;		/* sm->names */
 	struct semaphore	sem;
 	uint64_t		held;		/* permits in hold records */
 	struct list_head	holders;	/* sm_hold.sem_entry, grant order */
-	struct list_head	waiters;	/* sm_wait.sem_entry, queue order */
+	struct list_head	waiters;	/* sm_member.sem_entry, queue order */
 	struct sm_principal	*owner;		/* explicit creator; NULL: nobody */
+	struct sm_rate		*rate;		/* token bucket, or NULL */
 	uint32_t		limit;
 	uint32_t		nholders;
 	uint32_t		nwaiters;
@@ -110,37 +148,76 @@ struct sm_reqkey {
 	bool		indexed;
 };
 
+/*
+ * A hold. The holds of one DownMulti grant are linked in group, in the
+ * order of its names (group_key: the first one's permit id, 0 for a hold
+ * of its own); only one of them, the first still held, is indexed under
+ * the request's id (req), for a retry.
+ */
 struct sm_hold {
 	struct hnode		permit_node;	/* sm->permits */
 	struct hnode		token_node;	/* sm->tokens */
 	struct sm_reqkey	req;		/* sm->requests */
 	uint64_t		permit_id;
 	uint64_t		token;
+	uint64_t		group_key;
 	uint32_t		n;
+	uint32_t		lease_ms;	/* detached: its lease, for Renew */
 	struct sm_sem		*sem;
 	struct sm_session	*session;	/* NULL: detached */
 	struct sm_ident		*ident;
 	struct list_head	sem_entry;
 	struct list_head	owner_entry;	/* session->holds or sm->detached */
+	struct list_head	pr_entry;	/* ident->pr->holds */
+	struct list_head	group;		/* the other holds of its DownMulti */
 	uint64_t		since_wall;
 	struct sm_timer		expiry;		/* detached only */
 };
 
+struct sm_wait;
+
+/* One name a waiting down waits for: its place in that name's queue. */
+struct sm_member {
+	struct sema_waiter	w;		/* in sem->sem's queue */
+	struct sm_wait		*wait;
+	struct sm_sem		*sem;
+	struct list_head	sem_entry;	/* sem->waiters, queue order */
+	uint32_t		n;
+};
+
+/* A waiting Down (one member) or DownMulti (one member per name). */
 struct sm_wait {
-	struct sema_waiter	w;
 	struct sm_reqkey	req;
 	struct sm		*sm;
 	uint64_t		seq;		/* arrival order, unique */
-	uint32_t		n;
 	uint32_t		lease_ms;
-	struct sm_sem		*sem;
+	uint8_t			nm;		/* members */
+	bool			multi;		/* a DownMulti: answered MultiGrant */
 	struct sm_session	*session;
-	struct list_head	sem_entry;
 	struct list_head	session_entry;
+	struct list_head	offer_entry;	/* sm->offers while offered */
 	uint64_t		since_ms;
 	uint64_t		since_wall;
 	struct sm_timer		deadline;
+	struct sm_member	m[];
 };
+
+#define SM_MULTI_MAX	16		/* names of a DownMulti */
+#define WAIT_SIZE(nm)	(sizeof(struct sm_wait) + (size_t)(nm) * sizeof(struct sm_member))
+
+/* A watch of a client (sm_watch.c): a name, or names with a prefix. */
+struct sm_watch {
+	struct list_head	entry;		/* sm->watches, registration order */
+	struct list_head	client_entry;	/* client->watches */
+	struct sm_client	*client;
+	uint64_t		id;		/* the Watch request's */
+	bool			prefix;
+	bool			admin;		/* sees who on every name */
+	uint8_t			len;
+	char			name[SM_NAME_MAX + 1];
+};
+
+#define SM_WATCH_MAX	16		/* watches per connection */
 
 /*
  * A session. With a lease it ends lease_ms after the last request heard on
@@ -167,6 +244,14 @@ struct sm_session {
 	struct list_head	waiters;
 	struct list_head	memos;		/* struct sm_memo, oldest first */
 	struct sm_timer		expiry;
+	/* Scratch of the deadlock search (sm_deadlock.c), not state. */
+	uint64_t		dl_seen;	/* search number that reached it */
+	uint64_t		dl_sum_at;	/* member visit its dl_held is of */
+	uint64_t		dl_held;	/* its permits of that member's name */
+	uint64_t		dl_edge_at;	/* member visit that gave it an edge */
+	struct sm_session	*dl_parent;	/* reached from, through ... */
+	struct sm_wait		*dl_via;	/* ... this waiter of parent's */
+	struct sm_sem		*dl_sem;	/* ... for this name */
 };
 
 /* The answer to a down, for its retry (see struct sm_session). */
@@ -198,6 +283,8 @@ struct sm_client {
 	/* The last semaphore it named, valid while sm->sem_gen is last_gen. */
 	struct sm_sem		*last_sem;
 	uint64_t		last_gen;
+	struct list_head	watches;	/* struct sm_watch.client_entry */
+	uint32_t		nwatches;
 };
 
 /* A freed hold or waiter kept for the next one (see sm_cache_get). */
@@ -257,6 +344,22 @@ struct sm {
 	uint64_t		overgrants;	/* grants that left held > limit: a bug */
 	struct hmap		principals;
 	const struct sm_caller	*who;		/* of the request in progress */
+	struct list_head	offers;		/* struct sm_wait.offer_entry */
+	bool			settling;	/* in sm_settle() */
+	bool			freeing;	/* in sm_free(): nothing is granted */
+	struct list_head	watches;	/* struct sm_watch.entry */
+	uint64_t		watch_sent;	/* notices sent (this node's) */
+	uint64_t		multi_bugs;	/* a ready request not granted: a bug */
+	struct list_head	rate_touched;	/* struct sm_rate.touch_entry */
+	uint64_t		rate_bugs;	/* a due timer not armed */
+	/* Deadlock search scratch (sm_deadlock.c). */
+	struct sm_session	**dl_queue;
+	size_t			dl_cap;
+	uint64_t		dl_search;
+	uint64_t		dl_visit;
+	uint64_t		*dl_check;	/* sessions to check once settled */
+	size_t			dl_ncheck;
+	size_t			dl_check_cap;
 	sm_visible_fn		visible;	/* what List shows, or NULL: all */
 	void			*visible_arg;
 	uint64_t		now;		/* of the call in progress */
@@ -355,6 +458,7 @@ void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
 /* sm_principal.c */
 extern const char *const limit_names[SM_NLIMITS];
 struct sm_principal *principal_get(struct sm *sm, const char *name);
+struct sm_principal *principal_find(const struct sm *sm, const char *name);
 struct sm_principal *principal_ref(struct sm_principal *pr);
 void principal_put(struct sm *sm, struct sm_principal *pr);
 bool principal_room(struct sm *sm, struct sm_client *c, uint64_t id,
@@ -366,6 +470,18 @@ void ident_put(struct sm *sm, struct sm_ident *id);
 struct sm_ident *ident_new(struct sm *sm, struct sm_principal *pr,
     const Semd__Hello *h);
 
+/* A name with a limit and a rate: its waiters need tokens too (gated). */
+static inline bool sem_gates(const struct sm_sem *sem)
+{
+	return sem->rate != NULL && sem->mode == SEMD__MODE__OWNED;
+}
+
+/* What a down wants of one name. */
+struct sm_want {
+	struct sm_sem	*sem;
+	uint32_t	n;
+};
+
 /* sm_sem.c */
 struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
     int mode, bool auto_created, uint64_t now);
@@ -374,16 +490,101 @@ bool sem_manager(const struct sm *sm, const struct sm_client *c,
     const struct sm_sem *sem);
 void sem_free(struct sm *sm, struct sm_sem *sem);
 void sem_maybe_free(struct sm *sm, struct sm_sem *sem);
-void hold_release(struct sm *sm, struct sm_hold *h, bool up);
-void hold_shrink(struct sm_hold *h, uint32_t take);
+struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
+    struct sm_session *s, uint64_t request_id, uint32_t n, uint64_t token,
+    uint32_t lease_ms, uint64_t now, uint64_t group_key);
+void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why);
+void hold_shrink(struct sm *sm, struct sm_hold *h, uint32_t take);
 bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s);
 void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
     uint64_t request_id, uint32_t n, uint64_t token, uint32_t lease_ms,
     uint64_t since, uint64_t now);
+struct sm_wait *wait_alloc(struct sm *sm, unsigned int nm);
+void wait_dealloc(struct sm *sm, struct sm_wait *w);
+bool member_gated(const struct sm_wait *w, const struct sm_sem *sem);
+void wait_link(struct sm *sm, struct sm_wait *w);
 void wait_unlink(struct sm *sm, struct sm_wait *w);
 void wait_wake(struct sema_waiter *sw);
 void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
+    const char *why, struct sm_sem *keep);
+
+/* sm_multi.c */
+void wait_offer(struct sm *sm, struct sm_wait *w);
+bool wait_ready(struct sm *sm, struct sm_wait *w);
+void sm_settle(struct sm *sm);
+void down_wants(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
+    uint32_t lease_ms, bool multi, uint64_t now);
+void op_down_multi(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now);
+
+/* sm_rate.c */
+bool rate_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint32_t rate, uint32_t *period_ms, uint32_t *burst);
+bool rate_attach(struct sm *sm, struct sm_sem *sem, uint32_t rate,
+    uint32_t period_ms, uint32_t burst);
+bool rate_restore(struct sm *sm, struct sm_sem *sem, uint32_t rate,
+    uint32_t period_ms, uint32_t burst, uint64_t frac, uint64_t tokens,
+    uint64_t last);
+void rate_detach(struct sm *sm, struct sm_sem *sem);
+uint64_t rate_whole(const struct sm_sem *sem);
+void rate_refill(struct sm *sm, struct sm_sem *sem);
+void rate_take(struct sm_sem *sem, uint32_t n);
+void rate_touch(struct sm *sm, struct sm_sem *sem);
+bool rate_settle(struct sm *sm);
+void rate_due(struct sm *sm, struct sm_timer *t);
+uint64_t rate_nano(struct sm *sm, struct sm_sem *sem);
+uint64_t rate_next_ms(struct sm *sm, struct sm_sem *sem);
+void op_set_rate(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now);
+
+/* sm_deadlock.c */
+#define SM_DEADLOCK_MSG		512	/* a cycle told, at most (bytes) */
+#define SM_DEADLOCK_SHOWN	4	/* hops of a cycle told */
+#define SM_DEADLOCK_BUDGET	250000	/* holds looked at by one search */
+bool deadlock_new(struct sm *sm, struct sm_session *s,
+    const struct sm_want *wants, unsigned int k, char *why, size_t len);
+void deadlock_after_grant(struct sm *sm, struct sm_session *s);
+bool deadlock_settle(struct sm *sm);
+
+/* sm_watch.c */
+void watch_hold(struct sm *sm, const struct sm_hold *h, uint32_t n,
+    bool freed, const char *why);
+void watch_grant(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_session *s, uint64_t id, uint64_t permit_id,
+    uint64_t token, uint32_t n);
+void watch_wait(struct sm *sm, const struct sm_wait *w,
+    const struct sm_member *m);
+void watch_wait_end(struct sm *sm, const struct sm_wait *w, int code,
     const char *why);
+void watch_deadlock(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_session *s, uint64_t id, uint32_t n, const char *why);
+void watch_limit(struct sm *sm, const struct sm_sem *sem,
+    Semd__EventKind kind, const struct sm_client *c);
+void watch_up(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_client *c, uint32_t n);
+struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, size_t len, bool prefix, bool admin);
+bool watch_cancel(struct sm *sm, struct sm_client *c, uint64_t id);
+void watch_client_gone(struct sm *sm, struct sm_client *c);
+void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+
+/* sm_holds.c */
+void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+
+/* sm_ops.c */
+bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name);
+bool limit_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint32_t limit);
+struct sm_sem *sem_need(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name);
 
 /* sm_session.c */
 void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
@@ -394,6 +595,8 @@ void notice_lost(struct sm *sm, const struct sm_hold *h, int code,
 void session_park(struct sm_session *s, bool away);
 void session_arm(struct sm *sm, struct sm_session *s);
 void session_expire(struct sm *sm, struct sm_session *s, uint64_t now);
+
+void sm_tick_from(struct sm *sm, uint64_t base, uint64_t now);
 
 /* sm_stats.c */
 void op_stats(struct sm *sm, struct sm_client *c, uint64_t id);

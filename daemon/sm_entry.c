@@ -414,7 +414,7 @@ int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
     const struct sm_apply_hooks *hooks, char *err, size_t errlen)
 {
 	struct ebuf e = { buf, len, 0, false };
-	uint64_t now, wall;
+	uint64_t now, wall, prev;
 	unsigned int n = 0;
 
 	if (e_int(&e, 1) != ENTRY_VERSION) {
@@ -429,9 +429,10 @@ int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
 	}
 	if (now < sm->now)
 		now = sm->now;		/* never backwards, whatever the stamp */
+	prev = sm->now;
 	sm->now = now;
 	sm_set_wall(sm, wall);
-	sm_tick(sm, now);
+	sm_tick_from(sm, prev, now);	/* each deadline at its own time */
 	while (e.off < e.len) {
 		if (e.p[e.off] == 0) {
 			/* Padding: zeros to the end. */

@@ -136,14 +136,14 @@ static bool check_name_len(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Check a name field; answers INVALID_ARGUMENT when bad. */
-static bool check_name(struct sm *sm, struct sm_client *c, uint64_t id,
+bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name)
 {
 	return check_name_len(sm, c, id, name, strlen(name));
 }
 
 /* Find a semaphore or answer NOT_FOUND. */
-static struct sm_sem *need_sem(struct sm *sm, struct sm_client *c, uint64_t id,
+struct sm_sem *sem_need(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name)
 {
 	size_t len = strlen(name);
@@ -163,7 +163,7 @@ static struct sm_sem *need_sem(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Check a limit; answers INVALID_ARGUMENT when bad. */
-static bool check_limit(struct sm *sm, struct sm_client *c, uint64_t id,
+bool limit_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t limit)
 {
 	if (limit >= 1 && limit <= SM_LIMIT_MAX)
@@ -186,7 +186,7 @@ static bool sem_used_only_by(const struct sm_sem *sem,
 		if (list_entry(pos, struct sm_hold, sem_entry)->ident->pr != pr)
 			return false;
 	list_for_each(pos, &sem->waiters)
-		if (list_entry(pos, struct sm_wait, sem_entry)->session->ident->pr != pr)
+		if (list_entry(pos, struct sm_member, sem_entry)->wait->session->ident->pr != pr)
 			return false;
 	return true;
 }
@@ -199,14 +199,35 @@ static void op_create(struct sm *sm, struct sm_client *c,
 	uint64_t id = req->id;
 	struct sm_principal *pr = c->pr;
 	struct sm_sem *sem;
+	uint32_t period = cr->rate_period_ms, burst = cr->burst;
+	int mode = cr->mode;
 
-	if (!check_name(sm, c, id, cr->name) || !check_limit(sm, c, id, cr->limit))
+	if (!sem_name_ok(sm, c, id, cr->name))
 		return;
-	if (cr->mode != SEMD__MODE__OWNED && cr->mode != SEMD__MODE__SIGNAL) {
+	/* A rate without a limit: a rate-only name. */
+	if (cr->rate != 0 && cr->limit == 0 && mode == SEMD__MODE__OWNED)
+		mode = SEMD__MODE__RATE;
+	if (mode != SEMD__MODE__OWNED && mode != SEMD__MODE__SIGNAL &&
+	    mode != SEMD__MODE__RATE) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "unknown mode %d", (int)cr->mode);
+		    "unknown mode %d", mode);
 		return;
 	}
+	if (mode == SEMD__MODE__RATE ? (cr->rate == 0 || cr->limit != 0) :
+	    !limit_ok(sm, c, id, cr->limit)) {
+		if (mode == SEMD__MODE__RATE)
+			reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+			    cr->rate == 0 ? "a rate-only semaphore needs a rate" :
+			    "a rate-only semaphore has no limit (a limit and a rate make an owned one)");
+		return;
+	}
+	if (cr->rate != 0 && mode == SEMD__MODE__SIGNAL) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "a signal-mode semaphore cannot have a rate");
+		return;
+	}
+	if (cr->rate != 0 && !rate_args_ok(sm, c, id, cr->rate, &period, &burst))
+		return;
 	if (cr->initial_set && (cr->mode != SEMD__MODE__SIGNAL ||
 	    cr->initial > cr->limit)) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
@@ -247,7 +268,13 @@ static void op_create(struct sm *sm, struct sm_client *c,
 	}
 	if (!principal_room(sm, c, id, pr, SM_LIMIT_SEMAPHORES, 1))
 		return;
-	if ((sem = sem_new(sm, cr->name, cr->limit, cr->mode, false, now)) == NULL) {
+	if ((sem = sem_new(sm, cr->name, cr->limit, mode, false, now)) == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		return;
+	}
+	if (cr->rate != 0 && !rate_attach(sm, sem, cr->rate, period, burst)) {
+		sem_free(sm, sem);
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 		return;
@@ -255,6 +282,7 @@ static void op_create(struct sm *sm, struct sm_client *c,
 	if (cr->initial_set)
 		sema_adjust(&sem->sem, (long)cr->initial - (long)cr->limit);
 	sem_set_owner(sem, pr);
+	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_CREATE, c);
 	reply_ok(sm, c, id);
 }
 
@@ -280,13 +308,12 @@ static void op_down(struct sm *sm, struct sm_client *c,
 	uint64_t id = req->id;
 	struct sm_session *s = c->session;
 	struct sm_reqkey *prev;
+	struct sm_want want;
 	struct sm_hold *h;
 	struct sm_sem *sem;
 	struct sm_wait *w;
 	uint32_t n = d->n ? d->n : 1;
-	uint64_t token, deadline = 0;
 	size_t len = strlen(d->name);
-	int r;
 
 	sem = client_sem(sm, c, d->name, len);
 	if (sem == NULL && !check_name_len(sm, c, id, d->name, len))
@@ -305,14 +332,14 @@ static void op_down(struct sm *sm, struct sm_client *c,
 		}
 		if (prev->kind == REQ_HOLD) {
 			h = container_of(prev, struct sm_hold, req);
-			if (strcmp(h->sem->name, d->name) == 0) {
+			if (h->group_key == 0 && strcmp(h->sem->name, d->name) == 0) {
 				reply_grant(sm, c, id, h->permit_id, h->token,
 				    h->n, 0);
 				return;
 			}
 		} else {
 			w = container_of(prev, struct sm_wait, req);
-			if (strcmp(w->sem->name, d->name) == 0)
+			if (!w->multi && strcmp(w->m[0].sem->name, d->name) == 0)
 				return;	/* the pending waiter will answer */
 		}
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
@@ -336,7 +363,7 @@ static void op_down(struct sm *sm, struct sm_client *c,
 	}
 	if (sem == NULL) {
 		/* Auto-created, with the default limit or the one asked for. */
-		if (d->limit != 0 && !check_limit(sm, c, id, d->limit))
+		if (d->limit != 0 && !limit_ok(sm, c, id, d->limit))
 			return;
 		if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
 			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
@@ -353,85 +380,23 @@ static void op_down(struct sm *sm, struct sm_client *c,
 		}
 	}
 	client_sem_set(sm, c, sem);
-	if (n > sem->limit) {
+	if (sem->mode != SEMD__MODE__RATE && n > sem->limit) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "n = %u is more than the limit of %s (%u)", n, sem->name,
 		    sem->limit);
 		goto out;
 	}
+	if (sem->rate != NULL && n > sem->rate->burst) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "n = %u is more than the burst of %s (%u tokens)", n,
+		    sem->name, sem->rate->burst);
+		goto out;
+	}
 	if (!down_room(sm, c, id, sem, n, d->timeout_ms != 0))
 		goto out;
-	if (d->timeout_ms == 0) {
-		if (sema_trydown_n(&sem->sem, n, &token)) {
-			grant_deliver(sm, sem, s, id, n, token, d->lease_ms,
-			    now, now);
-		} else {
-			reply_err(sm, c, id, SEMD__CODE__WOULD_BLOCK,
-			    "%s: %ld of %u permits free, %u waiting", sem->name,
-			    sema_count(&sem->sem), sem->limit, sem->nwaiters);
-		}
-		goto out;
-	}
-	if (sm->shutting_down) {
-		reply_err(sm, c, id, SEMD__CODE__UNAVAILABLE,
-		    "semd is shutting down");
-		goto out;
-	}
-	if (s->nwaiters >= sm->cfg.max_waiters_per_session) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "session has too many waiting downs (max-waiters-per-session %u)",
-		    sm->cfg.max_waiters_per_session);
-		goto out;
-	}
-	w = sm_cache_get(sm, &sm->wait_cache, sizeof *w);
-	if (w == NULL) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "out of memory");
-		goto out;
-	}
-	w->sm = sm;
-	w->seq = ++sm->next_wait_seq;
-	w->n = n;
-	w->lease_ms = d->lease_ms;
-	w->sem = sem;
-	w->session = s;
-	w->since_ms = now;
-	w->since_wall = sm_wall(sm, now);
-	w->deadline.idx = SIZE_MAX;
-	w->req.request_id = id;
-	if (d->timeout_ms > 0) {
-		deadline = (uint64_t)d->timeout_ms > UINT64_MAX / 4 - now ?
-		    UINT64_MAX / 4 : now + (uint64_t)d->timeout_ms;
-		if (timer_arm(sm, &w->deadline, T_WAIT, deadline) != 0) {
-			sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
-			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-			    "out of memory");
-			goto out;
-		}
-	}
-	r = sema_down_async(&sem->sem, &w->w, n, wait_wake);
-	if (r < 0) {
-		timer_disarm(sm, &w->deadline);
-		sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
-		reply_err(sm, c, id, SEMD__CODE__INTERNAL,
-		    "the core refused the down (%d)", r);
-		goto out;
-	}
-	if (r == 0) {
-		timer_disarm(sm, &w->deadline);
-		token = w->w.token;
-		sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
-		grant_deliver(sm, sem, s, id, n, token, d->lease_ms, now, now);
-		goto out;
-	}
-	list_add_tail(&w->sem_entry, &sem->waiters);
-	list_add_tail(&w->session_entry, &s->waiters);
-	sem->nwaiters++;
-	s->nwaiters++;
-	sm->ctr.waiters++;
-	principal_count(s->ident->pr, SM_LIMIT_WAITERS, 1);
-	req_index(sm, &w->req, s->id, id, REQ_WAIT);
-	return;
+	want.sem = sem;
+	want.n = n;
+	down_wants(sm, c, id, &want, 1, d->timeout_ms, d->lease_ms, false, now);
 out:
 	sem_maybe_free(sm, sem);
 }
@@ -446,6 +411,7 @@ static void up_signal(struct sm *sm, struct sm_client *c, uint64_t id,
 		    n, sem->limit, sema_count(&sem->sem));
 		return;
 	}
+	watch_up(sm, sem, c, n);
 	reply_released(sm, c, id, n);
 }
 
@@ -462,8 +428,14 @@ static void op_up(struct sm *sm, struct sm_client *c,
 	uint32_t n = u->n ? u->n : 1, take;
 	uint64_t have = 0, left;
 
-	if ((sem = need_sem(sm, c, id, u->name)) == NULL)
+	if ((sem = sem_need(sm, c, id, u->name)) == NULL)
 		return;
+	if (sem->mode == SEMD__MODE__RATE) {
+		reply_err(sm, c, id, SEMD__CODE__NOT_HOLDER,
+		    "%s is a rate-only semaphore: a down takes its tokens for good, nothing is held",
+		    sem->name);
+		return;
+	}
 	if (sem->mode == SEMD__MODE__SIGNAL && u->permit_id == 0) {
 		if (n > SM_LIMIT_MAX) {
 			reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
@@ -482,7 +454,7 @@ static void op_up(struct sm *sm, struct sm_client *c,
 			return;
 		}
 		n = h->n;
-		hold_release(sm, h, true);
+		hold_release(sm, h, true, NULL);
 		reply_released(sm, c, id, n);
 		sem_maybe_free(sm, sem);
 		return;
@@ -519,9 +491,9 @@ static void op_up(struct sm *sm, struct sm_client *c,
 		take = h->n < left ? h->n : (uint32_t)left;
 		left -= take;
 		if (take == h->n)
-			hold_release(sm, h, false);
+			hold_release(sm, h, false, NULL);
 		else
-			hold_shrink(h, take);
+			hold_shrink(sm, h, take);
 	}
 	for (pos = sem->holders.prev, tmp = pos->prev;
 	    left > 0 && pos != &sem->holders; pos = tmp, tmp = pos->prev) {
@@ -531,9 +503,9 @@ static void op_up(struct sm *sm, struct sm_client *c,
 		take = h->n < left ? h->n : (uint32_t)left;
 		left -= take;
 		if (take == h->n)
-			hold_release(sm, h, false);
+			hold_release(sm, h, false, NULL);
 		else
-			hold_shrink(h, take);
+			hold_shrink(sm, h, take);
 	}
 	sema_up_n(&sem->sem, n);
 	reply_released(sm, c, id, n);
@@ -552,7 +524,7 @@ static void op_release(struct sm *sm, struct sm_client *c,
 
 	char why[SM_NAME_MAX + 64];
 
-	if ((sem = need_sem(sm, c, id, rl->name)) == NULL)
+	if ((sem = sem_need(sm, c, id, rl->name)) == NULL)
 		return;
 	h = permit_find(sm, rl->permit_id);
 	if (h == NULL || h->sem != sem) {
@@ -572,7 +544,7 @@ static void op_release(struct sm *sm, struct sm_client *c,
 	    "held by %s)", c->pr->name, h->permit_id, sem->name, h->n,
 	    h->ident->pr->name);
 	n = h->n;
-	hold_release(sm, h, true);
+	hold_release(sm, h, true, why);
 	reply_released(sm, c, id, n);
 	sem_maybe_free(sm, sem);
 }
@@ -585,21 +557,22 @@ static void op_cancel(struct sm *sm, struct sm_client *c,
 	uint64_t id = req->id;
 	struct sm_reqkey *k = req_find(sm, c->session->id, cn->request_id);
 	struct sm_wait *w;
-	struct sm_sem *sem;
 	char why[96];
 
 	if (k == NULL || k->kind != REQ_WAIT) {
+		if (cn->request_id != 0 && watch_cancel(sm, c, cn->request_id)) {
+			reply_ok(sm, c, id);	/* a watch of this connection */
+			return;
+		}
 		reply_err(sm, c, id, SEMD__CODE__NOT_FOUND,
 		    "no pending down with id %" PRIu64, cn->request_id);
 		return;
 	}
 	w = container_of(k, struct sm_wait, req);
-	sem = w->sem;
 	snprintf(why, sizeof why, "cancelled by request %" PRIu64, id);
-	wait_cancel(sm, w, SEMD__CODE__CANCELLED, why);
+	wait_cancel(sm, w, SEMD__CODE__CANCELLED, why, NULL);
 	sm->ctr.cancels++;
 	reply_ok(sm, c, id);
-	sem_maybe_free(sm, sem);
 }
 
 /* Bytes a Holder or Waiter of ident takes in a reply, at most. */
@@ -628,14 +601,16 @@ static void op_info(struct sm *sm, struct sm_client *c,
 	Semd__Holder *hv = NULL, **hp = NULL;
 	Semd__Waiter *wv = NULL, **wp = NULL;
 	struct list_head *pos;
+	struct sm_member *m;
 	struct sm_sem *sem;
 	struct sm_hold *h;
 	struct sm_wait *w;
 	size_t max = in->max ? in->max : SM_INFO_PAGE, nh = 0, nw = 0, budget;
 	bool all;
 
-	if ((sem = need_sem(sm, c, id, in->name)) == NULL)
+	if ((sem = sem_need(sm, c, id, in->name)) == NULL)
 		return;
+	rate_refill(sm, sem);	/* may grant (tokens due): before the lists */
 	if (max > SM_INFO_PAGE_MAX)
 		max = SM_INFO_PAGE_MAX;
 	all = sem_manager(sm, c, sem);
@@ -678,7 +653,8 @@ static void op_info(struct sm *sm, struct sm_client *c,
 	}
 	budget = sm->cfg.max_reply / 2;
 	list_for_each(pos, &sem->waiters) {
-		w = list_entry(pos, struct sm_wait, sem_entry);
+		m = list_entry(pos, struct sm_member, sem_entry);
+		w = m->wait;
 		if (w->seq <= in->after_waiter ||
 		    (!all && w->session->ident->pr != c->pr))
 			continue;
@@ -690,7 +666,7 @@ static void op_info(struct sm *sm, struct sm_client *c,
 		    info_entry_size(w->session->ident) : budget;
 		semd__waiter__init(&wv[nw]);
 		wv[nw].request_id = w->req.request_id;
-		wv[nw].n = w->n;
+		wv[nw].n = m->n;
 		wv[nw].client_name = w->session->ident->client_name;
 		wv[nw].host = w->session->ident->host;
 		wv[nw].pid = w->session->ident->pid;
@@ -715,6 +691,13 @@ static void op_info(struct sm *sm, struct sm_client *c,
 	ir.holders_total = sem->nholders;
 	ir.waiters_total = sem->nwaiters;
 	ir.last_token = sem->sem.token;
+	if (sem->rate != NULL) {
+		ir.rate = sem->rate->rate;
+		ir.rate_period_ms = sem->rate->period_ms;
+		ir.burst = sem->rate->burst;
+		ir.tokens_nano = rate_nano(sm, sem);
+		ir.next_token_ms = rate_next_ms(sm, sem);
+	}
 	r.id = id;
 	r.body_case = SEMD__REPLY__BODY_INFO;
 	r.info = &ir;
@@ -813,6 +796,10 @@ static void op_list(struct sm *sm, struct sm_client *c,
 		sv[i].mode = sem->mode;
 		sv[i].holders = sem->nholders;
 		sv[i].waiters = sem->nwaiters;
+		if (sem->rate != NULL) {
+			sv[i].rate = sem->rate->rate;
+			sv[i].rate_period_ms = sem->rate->period_ms;
+		}
 		sp[i] = &sv[i];
 		i++;
 	}
@@ -844,10 +831,10 @@ static void op_delete(struct sm *sm, struct sm_client *c,
 	const Semd__Delete *dl = req->delete_;
 	uint64_t id = req->id;
 	struct sm_sem *sem;
-	struct sm_wait *w;
+	struct sm_member *m;
 	struct sm_hold *h;
 
-	if ((sem = need_sem(sm, c, id, dl->name)) == NULL)
+	if ((sem = sem_need(sm, c, id, dl->name)) == NULL)
 		return;
 	if (!sem_manager(sm, c, sem)) {
 		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
@@ -869,14 +856,16 @@ static void op_delete(struct sm *sm, struct sm_client *c,
 	 * in front of it through, so nobody is granted a dying semaphore.
 	 */
 	while (!list_empty(&sem->waiters)) {
-		w = list_entry(sem->waiters.prev, struct sm_wait, sem_entry);
-		wait_cancel(sm, w, SEMD__CODE__CANCELLED, "semaphore deleted");
+		m = list_entry(sem->waiters.prev, struct sm_member, sem_entry);
+		wait_cancel(sm, m->wait, SEMD__CODE__CANCELLED,
+		    "semaphore deleted", sem);
 	}
 	while (!list_empty(&sem->holders)) {
 		h = list_first_entry(&sem->holders, struct sm_hold, sem_entry);
 		notice_lost(sm, h, SEMD__CODE__CANCELLED, "semaphore deleted");
-		hold_release(sm, h, false);
+		hold_release(sm, h, false, "semaphore deleted");
 	}
+	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_DELETE, c);
 	sem_free(sm, sem);
 	reply_ok(sm, c, id);
 }
@@ -889,10 +878,10 @@ static void op_set_limit(struct sm *sm, struct sm_client *c,
 	uint64_t id = req->id;
 	struct list_head *pos, *tmp;
 	struct sm_sem *sem;
-	struct sm_wait *w;
+	struct sm_member *m;
 	long delta;
 
-	if ((sem = need_sem(sm, c, id, sl->name)) == NULL)
+	if ((sem = sem_need(sm, c, id, sl->name)) == NULL)
 		return;
 	if (!sem_manager(sm, c, sem)) {
 		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
@@ -900,7 +889,13 @@ static void op_set_limit(struct sm *sm, struct sm_client *c,
 		    c->pr->name, sem->name);
 		return;
 	}
-	if (!check_limit(sm, c, id, sl->limit))
+	if (sem->mode == SEMD__MODE__RATE) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "%s is a rate-only semaphore: it has no limit (set-rate changes its rate)",
+		    sem->name);
+		return;
+	}
+	if (!limit_ok(sm, c, id, sl->limit))
 		return;
 	delta = (long)sl->limit - (long)sem->limit;
 	sem->limit = sl->limit;
@@ -915,15 +910,16 @@ static void op_set_limit(struct sm *sm, struct sm_client *c,
 	/* A waiter wanting more than the new limit would block the queue. */
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	list_for_each_safe(pos, tmp, &sem->waiters) {
-		w = list_entry(pos, struct sm_wait, sem_entry);
-		if (w->n > sem->limit) {
-			wait_cancel(sm, w, SEMD__CODE__INVALID_ARGUMENT,
-			    "the limit shrank below the permits asked for");
+		m = list_entry(pos, struct sm_member, sem_entry);
+		if (m->n > sem->limit) {
+			wait_cancel(sm, m->wait, SEMD__CODE__INVALID_ARGUMENT,
+			    "the limit shrank below the permits asked for", sem);
 			/* tmp may have been granted and freed: restart. */
 			pos = &sem->waiters;
 			tmp = pos->next;
 		}
 	}
+	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_LIMIT, c);
 	reply_ok(sm, c, id);
 }
 
@@ -937,7 +933,7 @@ static void op_validate(struct sm *sm, struct sm_client *c,
 	Semd__ValidateReply vr = SEMD__VALIDATE_REPLY__INIT;
 	struct sm_sem *sem;
 
-	if (!check_name(sm, c, id, v->name))
+	if (!sem_name_ok(sm, c, id, v->name))
 		return;
 	sem = sem_find(sm, v->name);
 	vr.valid = sem != NULL && token_find(sm, sem, v->token) != NULL;
@@ -1003,6 +999,12 @@ static const struct {
 	[SEMD__REQUEST__OP_VALIDATE] = { { "validate", SM_RIGHT_USE }, op_validate },
 	[SEMD__REQUEST__OP_RELEASE] = { { "release", SM_RIGHT_MANAGE }, op_release },
 	[SEMD__REQUEST__OP_DETACH] = { { "detach", SM_RIGHT_NONE }, op_detach },
+	[SEMD__REQUEST__OP_SET_RATE] = { { "set_rate", SM_RIGHT_MANAGE }, op_set_rate },
+	[SEMD__REQUEST__OP_DOWN_MULTI] = { { "down_multi", SM_RIGHT_USE }, op_down_multi },
+	[SEMD__REQUEST__OP_WATCH] = { { "watch", SM_RIGHT_INSPECT }, op_watch },
+	[SEMD__REQUEST__OP_RENEW] = { { "renew", SM_RIGHT_USE }, op_renew },
+	[SEMD__REQUEST__OP_HOLDS] = { { "holds", SM_RIGHT_INSPECT }, op_holds },
+	[SEMD__REQUEST__OP_WHERE] = { { "where", SM_RIGHT_NONE }, op_where },
 };
 
 /* The table entry of an op case, or NULL for an unknown one. */
@@ -1026,6 +1028,7 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	sm->ctr.ops[sm->cur_op]++;
 	if (req->op_case == SEMD__REQUEST__OP_HELLO) {
 		r = op_hello(sm, c, id, req->hello, now);
+		sm_settle(sm);
 		sm->who = NULL;
 		return r;
 	}
@@ -1045,6 +1048,7 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	else
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "unknown or missing operation");
+	sm_settle(sm);
 	sm->who = NULL;
 	return r;
 }
@@ -1060,35 +1064,56 @@ uint64_t sm_next_deadline(const struct sm *sm)
 /* Fire every timer due at or before now. */
 void sm_tick(struct sm *sm, uint64_t now)
 {
+	sm_tick_from(sm, sm->now, now);
+}
+
+/*
+ * Fire every timer due at or before now, each at its own time (the state's
+ * clock is moved to it, never below base, the clock of the last call): a
+ * token due at 1003 is taken at 1003 even when the tick comes at 2000, and
+ * what it lets through is settled then, before the next timer.
+ */
+void sm_tick_from(struct sm *sm, uint64_t base, uint64_t now)
+{
+	struct sm_sem *sems[SM_MULTI_MAX];
 	struct sm_timer *t;
 	struct sm_wait *w;
 	struct sm_hold *h;
 	struct sm_sem *sem;
 	struct sm_session *ss;
+	unsigned int nm;
 	char why[320];
 
-	sm->now = now;
 	sm->cur_op = 0;		/* what fires answers no request */
 	while (sm->heap_n > 0 && sm->heap[0]->when <= now) {
 		t = sm->heap[0];
+		sm->now = t->when > base ? t->when : base;
 		timer_disarm(sm, t);
 		switch (t->kind) {
 		case T_WAIT:
 			w = container_of(t, struct sm_wait, deadline);
-			sem = w->sem;
-			snprintf(why, sizeof why,
-			    "no permit of %s within %" PRIu64 " ms", sem->name,
-			    now - w->since_ms);
+			for (nm = 0; nm < w->nm; nm++)
+				sems[nm] = w->m[nm].sem;
+			if (nm == 1)
+				snprintf(why, sizeof why,
+				    "no permit of %s within %" PRIu64 " ms",
+				    sems[0]->name, now - w->since_ms);
+			else
+				snprintf(why, sizeof why,
+				    "not all of %u names (%s, ...) within %" PRIu64 " ms",
+				    nm, sems[0]->name, now - w->since_ms);
 			sm->ctr.timeouts++;
-			wait_cancel(sm, w, SEMD__CODE__TIMEOUT, why);
-			sem_maybe_free(sm, sem);
+			wait_cancel(sm, w, SEMD__CODE__TIMEOUT, why, NULL);
 			break;
 		case T_HOLD:
 			h = container_of(t, struct sm_hold, expiry);
 			sem = h->sem;
 			sm->ctr.leases_expired++;
-			hold_release(sm, h, true);
+			hold_release(sm, h, true, "its lease ran out");
 			sem_maybe_free(sm, sem);
+			break;
+		case T_RATE:
+			rate_due(sm, t);
 			break;
 		case T_SESSION:
 			ss = container_of(t, struct sm_session, expiry);
@@ -1098,7 +1123,10 @@ void sm_tick(struct sm *sm, uint64_t now)
 				session_expire(sm, ss, now);
 			break;
 		}
+		sm_settle(sm);	/* what the timer let through, in time order */
 	}
+	sm->now = now;
+	sm_settle(sm);
 }
 
 /*
@@ -1111,7 +1139,7 @@ void sm_shutdown(struct sm *sm, uint64_t now)
 	char key[SM_NAME_MAX + 1];
 	struct ordidx_iter it;
 	struct sm_sem *sem;
-	struct sm_wait *w;
+	struct sm_member *m;
 	struct sm_client *c;
 	struct list_head *pos, *hpos;
 
@@ -1135,10 +1163,10 @@ void sm_shutdown(struct sm *sm, uint64_t now)
 			continue;
 		memcpy(key, sem->name, (size_t)sem->len + 1);
 		while (!list_empty(&sem->waiters)) {
-			w = list_entry(sem->waiters.prev, struct sm_wait,
+			m = list_entry(sem->waiters.prev, struct sm_member,
 			    sem_entry);
-			wait_cancel(sm, w, SEMD__CODE__UNAVAILABLE,
-			    "semd is shutting down");
+			wait_cancel(sm, m->wait, SEMD__CODE__UNAVAILABLE,
+			    "semd is shutting down", sem);
 		}
 		sem_maybe_free(sm, sem);	/* the walk resumes after key */
 		ordidx_seek(&sm->byname, &it, key, false);

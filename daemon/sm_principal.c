@@ -41,10 +41,22 @@ struct sm_principal *principal_get(struct sm *sm, const char *name)
 	if (pr == NULL)
 		return NULL;
 	pr->refs = 1;
+	INIT_LIST_HEAD(&pr->holds);
 	pr->len = k.len;
 	memcpy(pr->name, name, k.len);
 	hmap_insert(&sm->principals, &pr->node, hash);
 	return pr;
+}
+
+/* The principal named name, or NULL (nothing of it is left). */
+struct sm_principal *principal_find(const struct sm *sm, const char *name)
+{
+	struct name_key k = { name, strlen(name) };
+	struct hnode *n;
+
+	n = hmap_find(&sm->principals, name_hash(sm, k.name, k.len),
+	    principal_eq, &k);
+	return n ? container_of(n, struct sm_principal, node) : NULL;
 }
 
 /* Another reference to pr. */

@@ -83,6 +83,7 @@ void sem_free(struct sm *sm, struct sm_sem *sem)
 	/* A name created again later must not reuse its tokens. */
 	if (sem->sem.token > sm->token_hwm)
 		sm->token_hwm = sem->sem.token;
+	rate_detach(sm, sem);
 	hmap_remove(&sm->names, &sem->node);
 	sm->sem_gen++;
 	/* Fails only in sm_free(), which drops the whole index first. */
@@ -103,10 +104,14 @@ void sem_maybe_free(struct sm *sm, struct sm_sem *sem)
 
 /* --- holds -------------------------------------------------------------- */
 
-/* Record a grant of n permits as a hold; NULL when out of memory. */
-static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
+/*
+ * Record a grant of n permits as a hold; NULL when out of memory. group_key
+ * is the first hold's permit id for the holds of one DownMulti (0: none):
+ * the caller links them.
+ */
+struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
     struct sm_session *s, uint64_t request_id, uint32_t n, uint64_t token,
-    uint32_t lease_ms, uint64_t now)
+    uint32_t lease_ms, uint64_t now, uint64_t group_key)
 {
 	struct sm_hold *h = sm_cache_get(sm, &sm->hold_cache, sizeof *h);
 
@@ -119,6 +124,8 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 	h->ident = ident_get(s->ident);
 	h->since_wall = sm_wall(sm, now);
 	h->expiry.idx = SIZE_MAX;
+	h->group_key = group_key;
+	INIT_LIST_HEAD(&h->group);
 	if (lease_ms > 0) {
 		if (lease_ms > sm->cfg.max_lease_ms)
 			lease_ms = sm->cfg.max_lease_ms;
@@ -127,6 +134,7 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 			sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
 			return NULL;
 		}
+		h->lease_ms = lease_ms;
 		list_add_tail(&h->owner_entry, &sm->detached);
 	} else {
 		h->session = s;
@@ -134,6 +142,8 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 		s->nholds++;
 	}
 	list_add_tail(&h->sem_entry, &sem->holders);
+	list_add_tail(&h->pr_entry, &h->ident->pr->holds);
+	h->ident->pr->nholds++;
 	sem->nholders++;
 	sem->held += n;
 	hmap_insert(&sm->permits, &h->permit_node, id_hash(sm, h->permit_id, 1));
@@ -145,10 +155,14 @@ static struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 	return h;
 }
 
-/* Forget a hold; with up, its permits go back to the semaphore. */
-void hold_release(struct sm *sm, struct sm_hold *h, bool up)
+/*
+ * Forget a hold; with up, its permits go back to the semaphore. why says
+ * what took it, for watchers (NULL: its holder gave it back).
+ */
+void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why)
 {
 	struct sm_sem *sem = h->sem;
+	struct sm_hold *next;
 	uint32_t n = h->n;
 
 	timer_disarm(sm, &h->expiry);
@@ -156,27 +170,43 @@ void hold_release(struct sm *sm, struct sm_hold *h, bool up)
 	if (h->session != NULL)
 		h->session->nholds--;
 	list_del_init(&h->sem_entry);
+	list_del_init(&h->pr_entry);
+	h->ident->pr->nholds--;
 	sem->nholders--;
 	sem->held -= n;
 	hmap_remove(&sm->permits, &h->permit_node);
 	hmap_remove(&sm->tokens, &h->token_node);
+	/* The next hold of its DownMulti answers a retry from now on. */
+	if (h->req.indexed && !list_empty(&h->group)) {
+		next = list_first_entry(&h->group, struct sm_hold, group);
+		req_unindex(sm, &h->req);
+		req_index(sm, &next->req, h->req.session_id, h->req.request_id,
+		    REQ_HOLD);
+	}
+	list_del_init(&h->group);
 	req_unindex(sm, &h->req);
 	principal_count(h->ident->pr, SM_LIMIT_PERMITS, -(int64_t)n);
-	ident_put(sm, h->ident);
 	hist_add(&sm->ctr.hold, sm_wall(sm, sm->now) > h->since_wall ?
 	    sm_wall(sm, sm->now) - h->since_wall : 0);
-	sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
 	sm->ctr.holders--;
+	/*
+	 * Told before the permits go on to a waiter (its grant follows); an up
+	 * (why NULL) gives them back here or in one go by its caller.
+	 */
+	watch_hold(sm, h, n, up || why == NULL, why);
 	if (up)
 		sema_up_n(&sem->sem, n);
+	ident_put(sm, h->ident);
+	sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
 }
 
 /* Give back take of h's permits (fewer than it has) to its principal's count. */
-void hold_shrink(struct sm_hold *h, uint32_t take)
+void hold_shrink(struct sm *sm, struct sm_hold *h, uint32_t take)
 {
 	h->n -= take;
 	h->sem->held -= take;
 	principal_count(h->ident->pr, SM_LIMIT_PERMITS, -(int64_t)take);
+	watch_hold(sm, h, take, true, NULL);
 }
 
 /* Does the session (or its principal, for detached holds) own h? */
@@ -187,7 +217,10 @@ bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s)
 	return h->ident->pr == s->ident->pr;
 }
 
-/* Turn a grant into a hold and answer it (owned), or just answer (signal). */
+/*
+ * Turn a grant into a hold and answer it (owned), or just answer (signal
+ * mode, a rate-only name: the permits or tokens are consumed).
+ */
 void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
     uint64_t request_id, uint32_t n, uint64_t token, uint32_t lease_ms,
     uint64_t since, uint64_t now)
@@ -196,13 +229,14 @@ void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
 
 	sm->ctr.grants++;
 	hist_add(&sm->ctr.wait, now > since ? now - since : 0);
-	if (sem->mode == SEMD__MODE__SIGNAL) {
+	if (sem->mode != SEMD__MODE__OWNED) {
 		/* Nothing is left to find a retry by: keep the answer. */
 		memo_add(sm, s, request_id, SEMD__CODE__OK, n, token);
 		reply_grant(sm, s->client, request_id, 0, token, n, now - since);
+		watch_grant(sm, sem, s, request_id, 0, token, n);
 		return;
 	}
-	h = hold_new(sm, sem, s, request_id, n, token, lease_ms, now);
+	h = hold_new(sm, sem, s, request_id, n, token, lease_ms, now, 0);
 	if (h == NULL) {
 		/* Out of memory: the permits go back, the client hears why. */
 		sema_up_n(&sem->sem, n);
@@ -219,42 +253,113 @@ void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
 		sm->overgrants++;
 	reply_grant(sm, s->client, request_id, h->permit_id, token, n,
 	    now - since);
+	watch_grant(sm, sem, s, request_id, h->permit_id, token, n);
+	deadlock_after_grant(sm, s);
 }
 
 /* --- waiters ------------------------------------------------------------ */
 
-/* Take a waiter out of our lists, index and heap (not the core's list). */
+/* A waiter record for nm members, zeroed; NULL when out of memory. */
+struct sm_wait *wait_alloc(struct sm *sm, unsigned int nm)
+{
+	struct sm_wait *w;
+
+	w = nm == 1 ? sm_cache_get(sm, &sm->wait_cache, WAIT_SIZE(1)) :
+	    sm_alloc(sm, WAIT_SIZE(nm));
+	if (w == NULL)
+		return NULL;
+	w->sm = sm;
+	w->nm = (uint8_t)nm;
+	w->deadline.idx = SIZE_MAX;
+	INIT_LIST_HEAD(&w->offer_entry);
+	INIT_LIST_HEAD(&w->session_entry);
+	for (unsigned int i = 0; i < nm; i++) {
+		w->m[i].wait = w;
+		INIT_LIST_HEAD(&w->m[i].sem_entry);
+	}
+	return w;
+}
+
+/* Give a waiter record back. */
+void wait_dealloc(struct sm *sm, struct sm_wait *w)
+{
+	if (w == NULL)
+		return;
+	if (w->nm == 1)
+		sm_cache_put(sm, &sm->wait_cache, w, WAIT_SIZE(1));
+	else
+		sm_dealloc(sm, w, WAIT_SIZE(w->nm));
+}
+
+/*
+ * Should a member on sem be gated: does its request need more than sem's
+ * permits (other names, or a bucket's tokens besides a limit's permits)?
+ */
+bool member_gated(const struct sm_wait *w, const struct sm_sem *sem)
+{
+	return w->multi || sem_gates(sem);
+}
+
+/* Put a waiter, its members queued in the core, into our lists and counts. */
+void wait_link(struct sm *sm, struct sm_wait *w)
+{
+	struct sm_session *s = w->session;
+	unsigned int i;
+
+	for (i = 0; i < w->nm; i++) {
+		list_add_tail(&w->m[i].sem_entry, &w->m[i].sem->waiters);
+		w->m[i].sem->nwaiters++;
+		sm->ctr.waiters++;
+		rate_touch(sm, w->m[i].sem);
+	}
+	list_add_tail(&w->session_entry, &s->waiters);
+	s->nwaiters++;
+	principal_count(s->ident->pr, SM_LIMIT_WAITERS, 1);
+	req_index(sm, &w->req, s->id, w->req.request_id, REQ_WAIT);
+}
+
+/* Take a waiter out of our lists, index and heap (not the core's lists). */
 void wait_unlink(struct sm *sm, struct sm_wait *w)
 {
+	unsigned int i;
+
 	timer_disarm(sm, &w->deadline);
-	list_del_init(&w->sem_entry);
+	list_del_init(&w->offer_entry);
+	for (i = 0; i < w->nm; i++) {
+		list_del_init(&w->m[i].sem_entry);
+		w->m[i].sem->nwaiters--;
+		sm->ctr.waiters--;
+		rate_touch(sm, w->m[i].sem);
+	}
 	list_del_init(&w->session_entry);
-	w->sem->nwaiters--;
 	w->session->nwaiters--;
 	req_unindex(sm, &w->req);
-	sm->ctr.waiters--;
 	principal_count(w->session->ident->pr, SM_LIMIT_WAITERS, -1);
 }
 
-/* Unlink and free a waiter the core no longer knows. */
-static void wait_free(struct sm *sm, struct sm_wait *w)
-{
-	wait_unlink(sm, w);
-	sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
-}
-
-/* Core callback: a queued waiter was granted its permits. */
+/*
+ * Core callback of a member. Granted (a member that is not gated, the only
+ * one of its request): the down is answered. Offered (a gated member first
+ * in line with its permits free): the request is looked at once the call
+ * that made the offer is over (sm_settle).
+ */
 void wait_wake(struct sema_waiter *sw)
 {
-	struct sm_wait *w = container_of(sw, struct sm_wait, w);
+	struct sm_member *m = container_of(sw, struct sm_member, w);
+	struct sm_wait *w = m->wait;
 	struct sm *sm = w->sm;
-	struct sm_sem *sem = w->sem;
+	struct sm_sem *sem = m->sem;
 	struct sm_session *s = w->session;
 	uint64_t id = w->req.request_id, token = sw->token, since = w->since_ms;
-	uint32_t n = w->n, lease = w->lease_ms;
+	uint32_t n = m->n, lease = w->lease_ms;
 	int op = sm->cur_op;
 
-	wait_free(sm, w);
+	if (sw->state != SEMA_GRANTED) {
+		wait_offer(sm, w);
+		return;
+	}
+	wait_unlink(sm, w);
+	wait_dealloc(sm, w);
 	sm->cur_op = SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
 	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now);
 	sm->cur_op = op;
@@ -262,32 +367,43 @@ void wait_wake(struct sema_waiter *sw)
 
 /*
  * Cancel a queued waiter and answer it with code (no answer when code is
- * OK). The answer goes out before the core hands the freed place on, so a
+ * OK). The answer goes out before the core hands the freed places on, so a
  * client sees the cancellation before the grant it caused. The state is
  * touched by one thread at a time (the caller serializes every call: semd
  * under its state lock), so a waiter in our lists is still queued in the
- * core (wait_wake unlinks a granted one before anything else).
+ * core (wait_wake unlinks a granted one before anything else). The
+ * auto-created names it leaves idle are freed, all but keep (the caller's,
+ * which it frees itself if it must).
  */
 void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
-    const char *why)
+    const char *why, struct sm_sem *keep)
 {
+	struct sm_sem *sems[SM_MULTI_MAX];
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	struct sm_session *s = w->session;
-	bool removed;
+	unsigned int i, nm;
 	int op = sm->cur_op;
 
-	sm->cur_op = SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
+	sm->cur_op = w->multi ? SEMD__REQUEST__OP_DOWN_MULTI :
+	    SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
 	if (code != SEMD__CODE__OK)
 		reply_err(sm, s->client, w->req.request_id, code, "%s", why);
 	sm->cur_op = op;
 	wait_unlink(sm, w);
+	watch_wait_end(sm, w, code, why);
 	/* The answer stays findable by a retry (not when the session ends). */
 	if (code != SEMD__CODE__OK && code != SEMD__CODE__SESSION_EXPIRED)
 		memo_add(sm, s, w->req.request_id, code, 0, 0);
-	removed = sema_cancel(&w->sem->sem, &w->w);
-	if (!removed) {
-		/* Cannot happen with calls serialized; never lose the permits. */
-		sema_up_n(&w->sem->sem, w->n);
+	for (i = 0; i < w->nm; i++) {
+		sems[i] = w->m[i].sem;
+		if (!sema_cancel(&w->m[i].sem->sem, &w->m[i].w)) {
+			/* Cannot happen with calls serialized; never lose the permits. */
+			sema_up_n(&w->m[i].sem->sem, w->m[i].n);
+		}
 	}
-	sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
+	nm = w->nm;
+	wait_dealloc(sm, w);
+	for (i = 0; i < nm; i++)
+		if (sems[i] != keep)
+			sem_maybe_free(sm, sems[i]);
 }

@@ -106,8 +106,8 @@ void session_park(struct sm_session *s, bool away)
 	for (pos = s->waiters.prev; pos != &s->waiters; pos = prev) {
 		prev = pos->prev;
 		w = list_entry(pos, struct sm_wait, session_entry);
-		if (w->sem->mode == SEMD__MODE__SIGNAL)
-			sema_park(&w->sem->sem, &w->w, away);
+		if (w->m[0].sem->mode == SEMD__MODE__SIGNAL)
+			sema_park(&w->m[0].sem->sem, &w->m[0].w, away);
 	}
 }
 
@@ -122,16 +122,14 @@ static void session_free(struct sm *sm, struct sm_session *s)
 	/* Cancelling may grant later waiters of this session: loop on head. */
 	while (!list_empty(&s->waiters)) {
 		w = list_first_entry(&s->waiters, struct sm_wait, session_entry);
-		sem = w->sem;
-		wait_cancel(sm, w, SEMD__CODE__OK, NULL);
+		wait_cancel(sm, w, SEMD__CODE__OK, NULL, NULL);
 		sm->ctr.cancels_disconnect++;
-		sem_maybe_free(sm, sem);
 	}
 	while (!list_empty(&s->holds)) {
 		h = list_first_entry(&s->holds, struct sm_hold, owner_entry);
 		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 		sem = h->sem;
-		hold_release(sm, h, true);
+		hold_release(sm, h, true, "its session ended");
 		sem_maybe_free(sm, sem);
 	}
 	while (!list_empty(&s->memos)) {
@@ -165,7 +163,6 @@ void session_expire(struct sm *sm, struct sm_session *s, uint64_t now)
 	struct sm_client *c = s->client;
 	struct list_head *pos;
 	struct sm_wait *w;
-	struct sm_sem *sem;
 	char why[128];
 
 	sm->ctr.sessions_expired++;
@@ -178,9 +175,7 @@ void session_expire(struct sm *sm, struct sm_session *s, uint64_t now)
 		while (!list_empty(&s->waiters)) {
 			w = list_first_entry(&s->waiters, struct sm_wait,
 			    session_entry);
-			sem = w->sem;
-			wait_cancel(sm, w, SEMD__CODE__SESSION_EXPIRED, why);
-			sem_maybe_free(sm, sem);
+			wait_cancel(sm, w, SEMD__CODE__SESSION_EXPIRED, why, NULL);
 		}
 		reply_err(sm, c, 0, SEMD__CODE__SESSION_EXPIRED, "%s", why);
 		s->client = NULL;
@@ -243,6 +238,9 @@ struct sm *sm_new(const struct sm_config *cfg, const struct sm_out *out,
 	sm->wall_off = (int64_t)(cfg->wall_ms - now_ms);
 	INIT_LIST_HEAD(&sm->clients);
 	INIT_LIST_HEAD(&sm->detached);
+	INIT_LIST_HEAD(&sm->offers);
+	INIT_LIST_HEAD(&sm->watches);
+	INIT_LIST_HEAD(&sm->rate_touched);
 	ordidx_init(&sm->byname, offsetof(struct sm_sem, name));
 	if (hmap_init(&sm->names, 64) != 0 || hmap_init(&sm->sessions, 64) != 0 ||
 	    hmap_init(&sm->permits, 64) != 0 || hmap_init(&sm->tokens, 64) != 0 ||
@@ -268,6 +266,7 @@ void sm_free(struct sm *sm)
 		return;
 	sm->out.reply = NULL;
 	sm->shutting_down = true;
+	sm->freeing = true;
 	while (!list_empty(&sm->clients)) {
 		c = list_first_entry(&sm->clients, struct sm_client, entry);
 		sm_client_close(sm, c, sm->start_ms);
@@ -281,7 +280,7 @@ void sm_free(struct sm *sm)
 	}
 	while (!list_empty(&sm->detached))
 		hold_release(sm, list_first_entry(&sm->detached, struct sm_hold,
-		    owner_entry), false);
+		    owner_entry), false, NULL);
 	/* All at once rather than one name at a time in sem_free(). */
 	ordidx_destroy(&sm->byname);
 	if (sm->names.tab[0] != NULL) {
@@ -303,6 +302,8 @@ void sm_free(struct sm *sm)
 	for (size_t k = 0; k < SM_SEM_CLASSES; k++)
 		sm_cache_drain(&sm->sem_cache[k]);
 	free(sm->heap);
+	free(sm->dl_queue);
+	free(sm->dl_check);
 	free(sm);
 }
 
@@ -397,6 +398,7 @@ struct sm_client *sm_client_open(struct sm *sm, uint64_t id, void *conn,
 		return NULL;
 	}
 	c->conn = conn;
+	INIT_LIST_HEAD(&c->watches);
 	c->local = (flags & SM_CLIENT_LOCAL) != 0;
 	memcpy(c->secret, secret, SM_SECRET_LEN);
 	list_add_tail(&c->entry, &sm->clients);
@@ -432,6 +434,7 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 	sm->cur_op = 0;
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	c->conn = NULL;
+	watch_client_gone(sm, c);
 	if (c->session != NULL)
 		session_detach(sm, c->session, c->local && !c->detach, now_ms);
 	c->session = NULL;
@@ -440,6 +443,7 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 	principal_put(sm, c->pr);
 	sm_dealloc(sm, c, sizeof *c);
 	sm->ctr.clients--;
+	sm_settle(sm);
 }
 
 /* Session id of a client. */

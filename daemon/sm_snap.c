@@ -8,7 +8,7 @@
  * or memory addresses. Nothing in it depends on hash order or pointers, so
  * two machines that applied the same entries write the same bytes.
  *
- * Layout: little-endian integers, strings as u32 length + bytes.
+ * Layout (version 2): little-endian integers, strings as u32 length + bytes.
  *   header   "SEMDSNAP", u32 version, the scalars (times, counters, next ids,
  *            the settings that came through the log), the counters
  *   principals  by name; referred to by their index
@@ -16,12 +16,20 @@
  *   sessions by id: id, secret, ident, lease, heard, expiry timer, memos
  *   clients  in the order they were opened: id, principal, flags, secret,
  *            hello, session id
- *   names    in name order: limit, mode, owner, token, free count, then its
- *            holders in grant order and its waiters in queue order
- * Timers are saved with their tie-breaking sequence, so they fire in the
- * same order after a restore. A restore checks every count and reference,
- * and the state it made against every invariant (sm_check), and refuses
- * bytes that do not make a consistent state.
+ *   watches  in the order they were made: client id, id, flags, name
+ *   names    in name order: limit, mode, owner, token, free count, its
+ *            token bucket if any (rate, period, burst, level, last refill,
+ *            timer), then its holders in grant order (with their DownMulti
+ *            group and lease)
+ *   waiters  in arrival order: seq, session, lease, times, request id, and
+ *            each name waited for with its n; every queue is in arrival
+ *            order, so queueing them again in this order rebuilds each
+ * Version 1 (semd 0.2.0: no buckets, watches or multi-name waiters; each
+ * name's waiters after its holders; fewer ops and codes counted) is read
+ * too. Timers are saved with their tie-breaking sequence, so they fire in
+ * the same order after a restore. A restore checks every count and
+ * reference, and the state it made against every invariant (sm_check), and
+ * refuses bytes that do not make a consistent state.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,7 +41,10 @@
 #include "daemon/sm-int.h"
 
 #define SNAP_MAGIC	"SEMDSNAP"
-#define SNAP_VERSION	1u
+#define SNAP_VERSION	2u
+/* Version 1's counter arrays: ops up to Detach, codes up to SESSION_EXPIRED. */
+#define SNAP_V1_NOPS	16
+#define SNAP_V1_NCODES	14
 
 /* --- writing ------------------------------------------------------------------ */
 
@@ -257,6 +268,11 @@ static void w_header(struct wbuf *b, const struct sm *sm)
 	w_u64(b, k->leases_expired);
 	w_u64(b, k->sessions_expired);
 	w_u64(b, k->errors);
+	w_u64(b, k->multi_grants);
+	w_u64(b, k->deadlocks);
+	w_u64(b, k->deadlock_checks);
+	w_u64(b, k->deadlock_steps);
+	w_u64(b, k->deadlock_cut);
 	for (i = 0; i < SM_NOPS; i++)
 		w_u64(b, k->ops[i]);
 	for (i = 0; i < SM_NOPS; i++)
@@ -278,7 +294,6 @@ static void w_sem(struct wbuf *b, const struct ptrmap *im,
 {
 	const struct list_head *pos;
 	const struct sm_hold *h;
-	const struct sm_wait *w;
 
 	w_str(b, sem->name, sem->len);
 	w_u32(b, sem->limit);
@@ -287,6 +302,16 @@ static void w_sem(struct wbuf *b, const struct ptrmap *im,
 	w_u32(b, sem->owner ? ptrmap_get(pm, sem->owner) + 1 : 0);
 	w_u64(b, sem->sem.token);
 	w_u64(b, (uint64_t)sem->sem.count);
+	w_u8(b, sem->rate != NULL);
+	if (sem->rate != NULL) {
+		w_u32(b, sem->rate->rate);
+		w_u32(b, sem->rate->period_ms);
+		w_u32(b, sem->rate->burst);
+		w_u64(b, sem->rate->frac);
+		w_u64(b, sem->rate->tokens);
+		w_u64(b, sem->rate->last);
+		w_timer(b, &sem->rate->due);
+	}
 	w_u32(b, sem->nholders);
 	list_for_each(pos, &sem->holders) {
 		h = list_entry(pos, struct sm_hold, sem_entry);
@@ -298,20 +323,59 @@ static void w_sem(struct wbuf *b, const struct ptrmap *im,
 		w_u64(b, h->since_wall);
 		w_u64(b, h->req.indexed ? h->req.request_id : 0);
 		w_u64(b, h->req.session_id);
+		w_u64(b, h->group_key);
+		w_u32(b, h->lease_ms);
 		w_timer(b, &h->expiry);
 	}
-	w_u32(b, sem->nwaiters);
-	list_for_each(pos, &sem->waiters) {
-		w = list_entry(pos, struct sm_wait, sem_entry);
+}
+
+/* Waiters by arrival order. */
+static int wait_seq_cmp(const void *a, const void *b)
+{
+	const struct sm_wait *x = *(const struct sm_wait *const *)a;
+	const struct sm_wait *y = *(const struct sm_wait *const *)b;
+
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Every waiter, in arrival order, with the names it waits for. */
+static bool w_waits(struct wbuf *b, const struct sm *sm,
+    struct sm_session *const *ss, size_t ns)
+{
+	const struct list_head *pos;
+	struct sm_wait **wv;
+	const struct sm_wait *w;
+	size_t n = 0, i, j;
+
+	for (i = 0; i < ns; i++)
+		n += ss[i]->nwaiters;
+	if ((wv = ptr_array(n + 1)) == NULL)
+		return false;
+	n = 0;
+	for (i = 0; i < ns; i++)
+		list_for_each(pos, &ss[i]->waiters)
+			wv[n++] = list_entry(pos, struct sm_wait, session_entry);
+	ptr_sort(wv, n, wait_seq_cmp);
+	w_u64(b, n);
+	for (i = 0; i < n; i++) {
+		w = wv[i];
 		w_u64(b, w->seq);
 		w_u64(b, w->session->id);
-		w_u32(b, w->n);
 		w_u32(b, w->lease_ms);
 		w_u64(b, w->since_ms);
 		w_u64(b, w->since_wall);
 		w_u64(b, w->req.request_id);
+		w_u8(b, w->multi);
+		w_u8(b, w->nm);
+		for (j = 0; j < w->nm; j++) {
+			w_str(b, w->m[j].sem->name, w->m[j].sem->len);
+			w_u32(b, w->m[j].n);
+		}
 		w_timer(b, &w->deadline);
 	}
+	(void)sm;
+	free(wv);
+	return true;
 }
 
 /*
@@ -338,13 +402,15 @@ static size_t w_idents(struct wbuf *idents, struct ptrmap *im,
 	need += 40 * sm->ctr.clients;
 	ordidx_first(&sm->byname, &it);
 	while ((sem = ordidx_next(&it)) != NULL) {
-		need += 48 + sem->len + 64 * (size_t)sem->nwaiters;
+		need += 96 + sem->len + 64 * (size_t)sem->nwaiters;
 		list_for_each(pos, &sem->holders) {
 			w_ident_note(idents, im, pm, list_entry(pos,
 			    struct sm_hold, sem_entry)->ident);
-			need += 80;
+			need += 96;
 		}
 	}
+	list_for_each(pos, &sm->watches)
+		need += 32 + list_entry(pos, struct sm_watch, entry)->len;
 	return need;
 }
 
@@ -358,12 +424,13 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 	struct sm_principal **prs = NULL;
 	struct sm_session **ss = NULL;
 	struct ptrmap pm = { 0 }, im = { 0 };
-	const struct list_head *pos;
+	const struct list_head *pos, *wpos;
 	const struct sm_client *c;
 	const struct sm_memo *m;
+	const struct sm_watch *x;
 	struct ordidx_iter it;
 	const struct sm_sem *sem;
-	size_t i, need, np = hmap_count(&sm->principals);
+	size_t i, n, need, np = hmap_count(&sm->principals);
 	size_t ns = hmap_count(&sm->sessions);
 	uint32_t k;
 	int r = -ENOMEM;
@@ -415,11 +482,22 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 		w_bytes(&b, c->secret, SM_SECRET_LEN);
 		w_u64(&b, c->session ? c->session->id : 0);
 	}
+	n = 0;
+	list_for_each(wpos, &sm->watches)
+		n++;
+	w_u64(&b, n);
+	list_for_each(wpos, &sm->watches) {
+		x = list_entry(wpos, struct sm_watch, entry);
+		w_u64(&b, x->client->id);
+		w_u64(&b, x->id);
+		w_u8(&b, x->prefix | x->admin << 1);
+		w_str(&b, x->name, x->len);
+	}
 	w_u64(&b, sm->ctr.semaphores);
 	ordidx_first(&sm->byname, &it);
 	while ((sem = ordidx_next(&it)) != NULL)
 		w_sem(&b, &im, &pm, sem);
-	if (b.failed || idents.failed)
+	if (!w_waits(&b, sm, ss, ns) || b.failed || idents.failed)
 		goto out;
 	*out = b.p;
 	*len = b.len;
@@ -517,6 +595,7 @@ struct restore {
 	uint32_t		np;
 	struct sm_ident		**ids;
 	uint32_t		nids;
+	uint32_t		version;
 	char			err[160];
 };
 
@@ -541,14 +620,15 @@ static void r_header(struct restore *rs)
 	struct sm *sm = rs->sm;
 	struct sm_counters *k = &sm->ctr;
 	const uint8_t *magic = r_take(r, 8);
-	size_t i, j;
+	size_t i, j, nops, ncodes;
 
 	if (magic == NULL || memcmp(magic, SNAP_MAGIC, 8) != 0) {
 		rs_fail(rs, "not a semd snapshot");
 		return;
 	}
-	if (r_u32(r) != SNAP_VERSION) {
-		rs_fail(rs, "snapshot format version not known");
+	rs->version = r_u32(r);
+	if (rs->version != 1 && rs->version != SNAP_VERSION) {
+		rs_fail(rs, "snapshot format version %u not known", rs->version);
 		return;
 	}
 	sm->now = r_u64(r);
@@ -580,10 +660,19 @@ static void r_header(struct restore *rs)
 	k->leases_expired = r_u64(r);
 	k->sessions_expired = r_u64(r);
 	k->errors = r_u64(r);
-	for (i = 0; i < SM_NOPS; i++)
+	if (rs->version >= 2) {
+		k->multi_grants = r_u64(r);
+		k->deadlocks = r_u64(r);
+		k->deadlock_checks = r_u64(r);
+		k->deadlock_steps = r_u64(r);
+		k->deadlock_cut = r_u64(r);
+	}
+	nops = rs->version >= 2 ? SM_NOPS : SNAP_V1_NOPS;
+	ncodes = rs->version >= 2 ? SM_NCODES : SNAP_V1_NCODES;
+	for (i = 0; i < nops; i++)
 		k->ops[i] = r_u64(r);
-	for (i = 0; i < SM_NOPS; i++)
-		for (j = 0; j < SM_NCODES; j++)
+	for (i = 0; i < nops; i++)
+		for (j = 0; j < ncodes; j++)
 			k->replies[i][j] = r_u64(r);
 	for (i = 0; i < SM_HIST_BUCKETS; i++) {
 		k->wait.bucket[i] = r_u64(r);
@@ -746,15 +835,44 @@ static void r_clients(struct restore *rs)
 		}
 		c->detach = (flags & 2) != 0;
 		c->hello = (flags & 4) != 0;
-		if (sid == 0)
-			continue;
-		s = session_find(sm, sid);
-		if (s == NULL || s->client != NULL) {
-			rs_fail(rs, "client %" PRIu64 ": bad session %" PRIu64, id, sid);
+		if (sid != 0) {
+			s = session_find(sm, sid);
+			if (s == NULL || s->client != NULL) {
+				rs_fail(rs, "client %" PRIu64 ": bad session %" PRIu64,
+				    id, sid);
+				return;
+			}
+			s->client = c;
+			c->session = s;
+		}
+	}
+}
+
+/* The watches (version 2), in the order they were made. */
+static void r_watches(struct restore *rs)
+{
+	struct rbuf *r = &rs->r;
+	struct sm *sm = rs->sm;
+	struct sm_client *c;
+	uint64_t i, n = r_u64(r), cid, wid;
+	char name[SM_NAME_MAX + 1];
+	uint8_t flags;
+	size_t len;
+
+	for (i = 0; i < n && !r->bad; i++) {
+		cid = r_u64(r);
+		wid = r_u64(r);
+		flags = r_u8(r);
+		len = r_str(r, name, SM_NAME_MAX);
+		c = r->bad ? NULL : sm_client_find(sm, cid);
+		if (c == NULL || c->nwatches >= SM_WATCH_MAX || wid == 0 ||
+		    (len > 0 && !sm_name_valid(name, len)) ||
+		    ((flags & 1) == 0 && len == 0) || watch_cancel(sm, c, wid) ||
+		    watch_add(sm, c, wid, name, len, (flags & 1) != 0,
+		    (flags & 2) != 0) == NULL) {
+			rs_fail(rs, "bad watch %" PRIu64, i);
 			return;
 		}
-		s->client = c;
-		c->session = s;
 	}
 }
 
@@ -785,6 +903,7 @@ static void r_hold(struct restore *rs, struct sm_sem *sem)
 		return;
 	}
 	INIT_LIST_HEAD(&h->owner_entry);
+	INIT_LIST_HEAD(&h->group);
 	h->expiry.idx = SIZE_MAX;
 	h->sem = sem;
 	h->permit_id = r_u64(r);
@@ -795,7 +914,12 @@ static void r_hold(struct restore *rs, struct sm_sem *sem)
 	h->since_wall = r_u64(r);
 	rid = r_u64(r);
 	rsid = r_u64(r);
-	if (h->ident == NULL || r->bad || h->n == 0 || h->n > SM_LIMIT_MAX ||
+	if (rs->version >= 2) {
+		h->group_key = r_u64(r);
+		h->lease_ms = r_u32(r);
+	}
+	if (h->ident == NULL || sem->mode != SEMD__MODE__OWNED ||
+	    h->group_key > h->permit_id || r->bad || h->n == 0 || h->n > SM_LIMIT_MAX ||
 	    h->permit_id == 0 || h->permit_id > sm->next_permit ||
 	    permit_find(sm, h->permit_id) != NULL ||
 	    token_find(sm, sem, h->token) != NULL || h->token > sem->sem.token ||
@@ -807,6 +931,9 @@ static void r_hold(struct restore *rs, struct sm_sem *sem)
 	}
 	h->session = rs_session(rs, sid, true);
 	list_add_tail(&h->sem_entry, &sem->holders);
+	/* In permit order afterwards (r_owner_lists). */
+	list_add_tail(&h->pr_entry, &h->ident->pr->holds);
+	h->ident->pr->nholds++;
 	sem->nholders++;
 	sem->held += h->n;
 	hmap_insert(&sm->permits, &h->permit_node, id_hash(sm, h->permit_id, 1));
@@ -822,41 +949,42 @@ static void r_hold(struct restore *rs, struct sm_sem *sem)
 		    sem->name);
 }
 
-/* One waiter of sem (see w_sem). */
-static void r_waiter(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
+/* One waiter of sem, version 1 (each name's after its holders). */
+static void r_waiter_v1(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
 {
 	struct rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
+	struct sm_member *m;
 	struct sm_wait *w;
 	struct sm_session *s;
 
-	if ((w = sm_cache_get(sm, &sm->wait_cache, sizeof *w)) == NULL) {
+	if ((w = wait_alloc(sm, 1)) == NULL) {
 		rs_fail(rs, "out of memory");
 		return;
 	}
-	INIT_LIST_HEAD(&w->session_entry);
-	w->deadline.idx = SIZE_MAX;
-	w->sm = sm;
-	w->sem = sem;
+	m = &w->m[0];
+	m->sem = sem;
 	w->seq = r_u64(r);
 	s = rs_session(rs, r_u64(r), false);
-	w->n = r_u32(r);
+	m->n = r_u32(r);
 	w->lease_ms = r_u32(r);
 	w->since_ms = r_u64(r);
 	w->since_wall = r_u64(r);
 	w->req.request_id = r_u64(r);
 	if (r->bad || s == NULL || w->seq <= *seq || w->seq > sm->next_wait_seq ||
-	    w->n == 0 || w->n > sem->limit ||
+	    m->n == 0 || m->n > sem->limit ||
 	    (w->req.request_id != 0 && req_find(sm, s->id, w->req.request_id) != NULL) ||
-	    sema_enqueue(&sem->sem, &w->w, w->n, wait_wake,
-	    sem->mode == SEMD__MODE__SIGNAL && s->client == NULL) != 0) {
-		sm_cache_put(sm, &sm->wait_cache, w, sizeof *w);
+	    sema_enqueue(&sem->sem, &m->w, m->n, wait_wake,
+	    sem->mode == SEMD__MODE__SIGNAL && s->client == NULL ?
+	    SEMA_Q_PARKED : 0) != 0) {
+		wait_dealloc(sm, w);
 		rs_fail(rs, "%s: bad waiter record", sem->name);
 		return;
 	}
 	*seq = w->seq;
 	w->session = s;
-	list_add_tail(&w->sem_entry, &sem->waiters);
+	/* Its session's list is filled in arrival order (r_owner_lists). */
+	list_add_tail(&m->sem_entry, &sem->waiters);
 	sem->nwaiters++;
 	s->nwaiters++;
 	sm->ctr.waiters++;
@@ -865,7 +993,31 @@ static void r_waiter(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
 	r_timer(r, sm, &w->deadline, T_WAIT);
 }
 
-/* The names, each with its holders and waiters. */
+/* A name's token bucket (see w_sem). */
+static void r_rate(struct restore *rs, struct sm_sem *sem)
+{
+	struct rbuf *r = &rs->r;
+	struct sm *sm = rs->sm;
+	uint32_t rate = r_u32(r), period = r_u32(r), burst = r_u32(r);
+	uint64_t frac = r_u64(r), tokens = r_u64(r), last = r_u64(r);
+
+	if (r->bad || sem->mode == SEMD__MODE__SIGNAL || rate == 0 ||
+	    rate > SM_LIMIT_MAX || period == 0 || period > SM_RATE_PERIOD_MAX ||
+	    burst == 0 || burst > SM_LIMIT_MAX || frac >= period ||
+	    last > sm->now || (sem->mode == SEMD__MODE__RATE ?
+	    tokens != 0 || sem->sem.count < 0 || sem->sem.count > (long)burst :
+	    tokens > burst)) {
+		rs_fail(rs, "%s: bad token bucket", sem->name);
+		return;
+	}
+	if (!rate_restore(sm, sem, rate, period, burst, frac, tokens, last)) {
+		rs_fail(rs, "out of memory");
+		return;
+	}
+	r_timer(r, sm, &sem->rate->due, T_RATE);
+}
+
+/* The names, each with its holders (and waiters, version 1). */
 static void r_sems(struct restore *rs)
 {
 	struct rbuf *r = &rs->r;
@@ -884,8 +1036,9 @@ static void r_sems(struct restore *rs)
 		autoc = r_u8(r);
 		owner = r_u32(r);
 		if (r->bad || !sm_name_valid(name, len) || (i > 0 &&
-		    strcmp(prev, name) >= 0) || limit == 0 ||
-		    limit > SM_LIMIT_MAX || mode > SEMD__MODE__SIGNAL ||
+		    strcmp(prev, name) >= 0) || limit > SM_LIMIT_MAX ||
+		    (mode == SEMD__MODE__RATE) != (limit == 0) ||
+		    mode > (rs->version >= 2 ? SEMD__MODE__RATE : SEMD__MODE__SIGNAL) ||
 		    owner > rs->np || (autoc && owner != 0)) {
 			rs_fail(rs, "bad semaphore record %" PRIu64, i);
 			return;
@@ -900,13 +1053,94 @@ static void r_sems(struct restore *rs)
 			sem_set_owner(sem, rs->prs[owner - 1]);
 		sem->sem.token = r_u64(r);
 		sem->sem.count = (long)r_u64(r);
+		if (rs->version >= 2 && r_u8(r) != 0)
+			r_rate(rs, sem);
+		if (mode == SEMD__MODE__RATE && sem->rate == NULL && !r->bad)
+			rs_fail(rs, "%s: a rate-only semaphore without a rate", name);
 		nh = r_u32(r);
 		for (j = 0; j < nh && !r->bad; j++)
 			r_hold(rs, sem);
+		if (rs->version >= 2)
+			continue;
 		nw = r_u32(r);
 		seq = 0;
 		for (j = 0; j < nw && !r->bad; j++)
-			r_waiter(rs, sem, &seq);
+			r_waiter_v1(rs, sem, &seq);
+	}
+}
+
+/*
+ * The waiters (version 2), in arrival order: each queued again at the tail
+ * of every queue it was in, which rebuilds the queues in their order.
+ */
+static void r_waits(struct restore *rs)
+{
+	struct rbuf *r = &rs->r;
+	struct sm *sm = rs->sm;
+	char name[SM_NAME_MAX + 1];
+	struct sm_sem *sems[SM_MULTI_MAX];
+	uint32_t ns[SM_MULTI_MAX], lease;
+	struct sm_session *s;
+	struct sm_wait *w;
+	uint64_t i, n = r_u64(r), seq, prev = 0, since, wall, rid;
+	unsigned int j, q, nm;
+	bool multi;
+
+	for (i = 0; i < n && !r->bad; i++) {
+		seq = r_u64(r);
+		s = rs_session(rs, r_u64(r), false);
+		lease = r_u32(r);
+		since = r_u64(r);
+		wall = r_u64(r);
+		rid = r_u64(r);
+		multi = r_u8(r) != 0;
+		nm = r_u8(r);
+		if (r->bad || seq <= prev || seq > sm->next_wait_seq || nm == 0 ||
+		    nm > SM_MULTI_MAX || (!multi && nm != 1) ||
+		    (rid != 0 && req_find(sm, s->id, rid) != NULL)) {
+			rs_fail(rs, "bad waiter record %" PRIu64, seq);
+			return;
+		}
+		prev = seq;
+		for (j = 0; j < nm && !r->bad; j++) {
+			r_str(r, name, SM_NAME_MAX);
+			ns[j] = r_u32(r);
+			sems[j] = r->bad ? NULL : sem_find(sm, name);
+			if (sems[j] == NULL || ns[j] == 0 ||
+			    (sems[j]->mode != SEMD__MODE__RATE && ns[j] > sems[j]->limit) ||
+			    (sems[j]->rate != NULL && ns[j] > sems[j]->rate->burst) ||
+			    (multi && sems[j]->mode != SEMD__MODE__OWNED))
+				r->bad = true;
+			for (q = 0; q < j && !r->bad; q++)
+				if (sems[q] == sems[j])
+					r->bad = true;
+		}
+		if (r->bad) {
+			rs_fail(rs, "bad waiter record %" PRIu64, seq);
+			return;
+		}
+		if ((w = wait_alloc(sm, nm)) == NULL) {
+			rs_fail(rs, "out of memory");
+			return;
+		}
+		w->seq = seq;
+		w->session = s;
+		w->lease_ms = lease;
+		w->since_ms = since;
+		w->since_wall = wall;
+		w->req.request_id = rid;
+		w->multi = multi;
+		for (j = 0; j < nm; j++) {
+			w->m[j].sem = sems[j];
+			w->m[j].n = ns[j];
+			if (sema_enqueue(&sems[j]->sem, &w->m[j].w, ns[j], wait_wake,
+			    (sems[j]->mode == SEMD__MODE__SIGNAL && s->client == NULL ?
+			    SEMA_Q_PARKED : 0) |
+			    (member_gated(w, sems[j]) ? SEMA_Q_GATED : 0)) != 0)
+				sm->multi_bugs++;	/* n >= 1: cannot happen */
+		}
+		wait_link(sm, w);
+		r_timer(r, sm, &w->deadline, T_WAIT);
 	}
 }
 
@@ -919,22 +1153,15 @@ static int hold_cmp(const void *a, const void *b)
 	return (x->permit_id > y->permit_id) - (x->permit_id < y->permit_id);
 }
 
-static int wait_cmp(const void *a, const void *b)
-{
-	const struct sm_wait *x = *(const struct sm_wait *const *)a;
-	const struct sm_wait *y = *(const struct sm_wait *const *)b;
-
-	return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
 /*
- * Fill the sessions' hold and waiter lists and the detached list, each in
- * the order the records were made, as the running machine has them.
+ * Fill the sessions' hold lists, the detached list and the principals'
+ * hold lists, each in permit order, and link the holds of each DownMulti;
+ * for version 1, the sessions' waiter lists in arrival order.
  */
 static void r_owner_lists(struct restore *rs)
 {
 	struct sm *sm = rs->sm;
-	struct sm_hold **hv;
+	struct sm_hold **hv, *lead = NULL;
 	struct sm_wait **wv;
 	struct ordidx_iter it;
 	struct list_head *pos;
@@ -951,11 +1178,13 @@ static void r_owner_lists(struct restore *rs)
 	while ((sem = ordidx_next(&it)) != NULL) {
 		list_for_each(pos, &sem->holders)
 			hv[nh++] = list_entry(pos, struct sm_hold, sem_entry);
-		list_for_each(pos, &sem->waiters)
-			wv[nw++] = list_entry(pos, struct sm_wait, sem_entry);
+		if (rs->version < 2)
+			list_for_each(pos, &sem->waiters)
+				wv[nw++] = list_entry(pos, struct sm_member,
+				    sem_entry)->wait;
 	}
 	ptr_sort(hv, nh, hold_cmp);
-	ptr_sort(wv, nw, wait_cmp);
+	ptr_sort(wv, nw, wait_seq_cmp);
 	for (i = 0; i < nh; i++) {
 		if (hv[i]->session != NULL) {
 			list_add_tail(&hv[i]->owner_entry, &hv[i]->session->holds);
@@ -963,6 +1192,15 @@ static void r_owner_lists(struct restore *rs)
 		} else {
 			list_add_tail(&hv[i]->owner_entry, &sm->detached);
 		}
+		list_del_init(&hv[i]->pr_entry);
+		list_add_tail(&hv[i]->pr_entry, &hv[i]->ident->pr->holds);
+		/* A DownMulti's holds have consecutive permit ids. */
+		if (hv[i]->group_key == 0)
+			continue;
+		if (lead != NULL && lead->group_key == hv[i]->group_key)
+			list_add_tail(&hv[i]->group, &lead->group);
+		else
+			lead = hv[i];
 	}
 	for (i = 0; i < nw; i++)
 		list_add_tail(&wv[i]->session_entry, &wv[i]->session->waiters);
@@ -998,6 +1236,8 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 		r_sessions(&rs);
 	if (!rs.r.bad)
 		r_clients(&rs);
+	if (!rs.r.bad && rs.version >= 2)
+		r_watches(&rs);
 	if (!rs.r.bad)
 		r_sems(&rs);
 	/*
@@ -1005,7 +1245,12 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 	 * through their owners' lists, and those read so far are only on
 	 * their names'.
 	 */
+	if (!rs.r.bad && rs.version >= 2)
+		r_waits(&rs);
 	r_owner_lists(&rs);
+	/* Restored as they were: nothing to settle (wait_link touched them). */
+	while (!list_empty(&rs.sm->rate_touched))
+		list_del_init(rs.sm->rate_touched.next);
 	if (!rs.r.bad && rs.r.off != rs.r.len)
 		rs_fail(&rs, "%zu bytes past the end of the state", rs.r.len - rs.r.off);
 	/* The tables' own references go; the records keep theirs. */

@@ -73,9 +73,16 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 	COUNTER("leases_expired", k.leases_expired);
 	COUNTER("sessions_expired", k.sessions_expired);
 	COUNTER("errors", k.errors);
+	COUNTER("multi_grants", k.multi_grants);
+	COUNTER("deadlocks", k.deadlocks);
+	COUNTER("deadlock_checks", k.deadlock_checks);
+	COUNTER("deadlock_steps", k.deadlock_steps);
+	COUNTER("deadlock_cut", k.deadlock_cut);
 	/* Facts of the node that answers, not of the state: on request. */
 	if (sm->cfg.stats_local)
 		COUNTER("memory_bytes", k.memory_bytes);
+	if (sm->cfg.stats_local)
+		COUNTER("watch_notices", k.watch_notices);
 	if (sm->cfg.stats_local && sm->cfg.alloc_count != NULL)
 		COUNTER("allocations", sm->cfg.alloc_count());
 	if (sm->cfg.stats_local && sm->cfg.local_counters != NULL) {
@@ -120,6 +127,7 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 void sm_get_counters(const struct sm *sm, struct sm_counters *out)
 {
 	*out = sm->ctr;
+	out->watch_notices = sm->watch_sent;
 	out->memory_bytes = sm->mem + sizeof *sm + sm->heap_cap * sizeof(void *) +
 	    hmap_bytes(&sm->names) + hmap_bytes(&sm->sessions) +
 	    hmap_bytes(&sm->permits) + hmap_bytes(&sm->tokens) +

@@ -109,8 +109,8 @@ struct sm_client;
  * ones. Not cumulative; recording is a shift and an add, no allocation.
  */
 #define SM_HIST_BUCKETS	22
-#define SM_NCODES	14		/* Semd__Code values */
-#define SM_NOPS		(SEMD__REQUEST__OP_DETACH + 1)	/* op cases, 0 included */
+#define SM_NCODES	15		/* Semd__Code values */
+#define SM_NOPS		(SEMD__REQUEST__OP_WHERE + 1)	/* op cases, 0 included */
 struct sm_hist {
 	uint64_t	bucket[SM_HIST_BUCKETS];
 	uint64_t	sum_ms;
@@ -131,7 +131,13 @@ struct sm_counters {
 	uint64_t	leases_expired;
 	uint64_t	sessions_expired;
 	uint64_t	errors;
+	uint64_t	multi_grants;		/* DownMulti requests granted */
+	uint64_t	deadlocks;		/* downs answered DEADLOCK */
+	uint64_t	deadlock_checks;	/* wait-for graph searches */
+	uint64_t	deadlock_steps;		/* holds they looked at */
+	uint64_t	deadlock_cut;		/* searches cut at the budget */
 	uint64_t	memory_bytes;
+	uint64_t	watch_notices;		/* this node's watch events sent */
 	uint64_t	ops[SM_NOPS];		/* by Semd__Request__OpCase */
 	/* Replies by the op they answer and their code (op 0: no request). */
 	uint64_t	replies[SM_NOPS][SM_NCODES];
@@ -142,10 +148,11 @@ struct sm_counters {
 /*
  * The operations, described once (the state machine's table): the name
  * used in Stats, metrics and logs, and the right the access layer checks.
- * USE: down, up, validate; INSPECT: info, list, stats; CREATE: create;
- * MANAGE: delete, set-limit, release (the state machine then lets the
- * name's creator or an administrator through); NONE: hello, ping, cancel
- * of one's own request, detach.
+ * USE: down, up, validate, down_multi (each name), renew; INSPECT: info,
+ * list, stats, watch, holds; CREATE: create; MANAGE: delete, set-limit,
+ * set-rate, release (the state machine then lets the name's creator or an
+ * administrator through); NONE: hello, ping, cancel of one's own request,
+ * detach, where (of one's own down).
  */
 enum sm_right {
 	SM_RIGHT_NONE,
@@ -368,5 +375,16 @@ int sm_check(const struct sm *sm, char *err, size_t errlen);
 
 /* Is this a valid semaphore name: 1-255 bytes of UTF-8, no controls? */
 bool sm_name_valid(const char *name, size_t len);
+
+/*
+ * The token bucket's arithmetic (daemon/sm_rate.c), for tests: add dt ms to
+ * a level of *whole tokens and *frac units of 1/period_ms of a token (rate
+ * tokens a period, at most burst); returns the whole tokens added. And the
+ * ms until a level holds need whole tokens (0: it does).
+ */
+uint64_t sm_rate_accrue(uint64_t *whole, uint64_t *frac, uint32_t rate,
+    uint32_t period_ms, uint32_t burst, uint64_t dt);
+uint64_t sm_rate_wait_ms(uint64_t whole, uint64_t frac, uint32_t rate,
+    uint32_t period_ms, uint64_t need);
 
 #endif

@@ -25,3 +25,5 @@ EXTRA_DIST += tests/client/holds.sh tests/client/relay.py tests/client/cutoff.py
 	tests/client/ptyint.py
 TESTS += tests/client/escape.sh
 EXTRA_DIST += tests/client/escape.sh
+TESTS += tests/client/features.sh
+EXTRA_DIST += tests/client/features.sh tests/client/ptyrun.py

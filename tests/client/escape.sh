@@ -23,14 +23,23 @@ if bad:
     sys.exit("raw: %s in %r" % (" ".join(bad[:8]), s[:300]))
 PY
 for cmd in "ping" "info x" "list" "stats" "create x --limit 1" "down x" "trydown x" \
-	"up x" "delete x" "release x --holder 1" "set-limit x 3" "validate x 1" "run x -- true"; do
+	"up x" "delete x" "release x --holder 1" "set-limit x 3" "validate x 1" "run x -- true" \
+	"holds" "set-rate x 1/s" "renew x" "down x y:2" "down deadlock"; do
 	"$SEMCTL" -s "$F" $cmd >"$T/out" 2>&1
 	ok "text: $cmd prints no control or invisible character" python3 "$T/clean.py" "$T/out"
 done
 "$SEMCTL" -s "$F" ping >"$T/out" 2>&1
 ok "text: the escape is shown as \\x1b" grep -qF 'x\x1b]0;pwned\x07\x1b[2J\u009b31m\u202e\u2066\u200b\u2028\ufeff\x7f\x9b\xff\nend' "$T/out"
 
-for cmd in "ping" "info x" "list" "stats" "down x" "run x -- true"; do
+timeout -s INT 2 "$SEMCTL" -s "$F" watch x >"$T/out" 2>&1
+ok "text: watch prints no control or invisible character" python3 "$T/clean.py" "$T/out"
+ok "text: watch printed the event" grep -q grant "$T/out"
+expect_eq "a deadlock exits 7" 7 "$("$SEMCTL" -s "$F" down deadlock >/dev/null 2>&1; echo $?)"
+expect_eq "a multi-name deadlock exits 7" 7 "$("$SEMCTL" -s "$F" run deadlock y -- true >/dev/null 2>&1; echo $?)"
+expect_eq "a deadlock in JSON" "deadlock 7" "$("$SEMCTL" -s "$F" --json down deadlock 2>/dev/null |
+	python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["error"], j["exit"])')"
+
+for cmd in "ping" "info x" "list" "stats" "down x" "run x -- true" "holds"; do
 	"$SEMCTL" -s "$F" --json $cmd >"$T/out" 2>/dev/null
 	ok "json: $cmd prints no raw control or invisible character" python3 "$T/clean.py" "$T/out"
 	ok "json: $cmd is one JSON object with the escapes decoded" python3 -c '

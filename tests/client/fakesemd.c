@@ -2,9 +2,11 @@
 /*
  * tests/client/fakesemd.c - a hostile stand-in for semd on a UNIX socket:
  * every string it sends (principal, server, names, client names, hosts,
- * messages, counter names, the list cursor) carries terminal escapes, C1
- * controls, bidi overrides, zero-width characters and invalid UTF-8, to
- * check that semctl escapes what it prints (escape.sh).
+ * messages, counter names, the list cursor, watch events, holds) carries
+ * terminal escapes, C1 controls, bidi overrides, zero-width characters and
+ * invalid UTF-8, to check that semctl escapes what it prints (escape.sh).
+ * A down (or multi-name down) of the name "deadlock" is answered DEADLOCK,
+ * for semctl's exit code 7.
  *
  *   fakesemd SOCKET READYFILE   (serves connections one after the other,
  *                                until killed or 200 connections)
@@ -73,7 +75,11 @@ static int answer(int fd, const Semd__Request *rq)
 	Semd__Summary su = SEMD__SUMMARY__INIT, *sus[1] = { &su };
 	Semd__StatsReply sr = SEMD__STATS_REPLY__INIT;
 	Semd__Counter ct = SEMD__COUNTER__INIT, *cts[1] = { &ct };
+	Semd__HoldsReply hl = SEMD__HOLDS_REPLY__INIT;
+	Semd__Reply ev = SEMD__REPLY__INIT;
+	Semd__WatchEvent we = SEMD__WATCH_EVENT__INIT;
 	static uint8_t secret[32];
+	const char *dname = NULL;
 
 	rp.id = rq->id;
 	switch (rq->op_case) {
@@ -128,8 +134,34 @@ static int answer(int fd, const Semd__Request *rq)
 		rp.body_case = SEMD__REPLY__BODY_STATS;
 		rp.stats = &sr;
 		break;
+	case SEMD__REQUEST__OP_HOLDS:
+		h.permit_id = 1;
+		h.token = 1;
+		h.n = 1;
+		h.name = h.client_name = h.host = h.principal = EVIL;
+		hl.n_holds = 1;
+		hl.holds = hs;
+		hl.total = 1;
+		rp.body_case = SEMD__REPLY__BODY_HOLDS;
+		rp.holds = &hl;
+		break;
+	case SEMD__REQUEST__OP_WATCH:
+		/* OK, then one event full of escapes */
+		if (send_reply(fd, &rp) != 0)
+			return -1;
+		we.watch = rq->id;
+		we.kind = SEMD__EVENT_KIND__EVENT_GRANT;
+		we.name = we.principal = we.client_name = we.host = we.reason = EVIL;
+		ev.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
+		ev.watch_event = &we;
+		return send_reply(fd, &ev);
 	default:
-		rp.code = SEMD__CODE__NOT_FOUND;
+		if (rq->op_case == SEMD__REQUEST__OP_DOWN)
+			dname = rq->down->name;
+		else if (rq->op_case == SEMD__REQUEST__OP_DOWN_MULTI && rq->down_multi->n_wants > 0)
+			dname = rq->down_multi->wants[0]->name;
+		rp.code = dname != NULL && strcmp(dname, "deadlock") == 0 ?
+			  SEMD__CODE__DEADLOCK : SEMD__CODE__NOT_FOUND;
 		rp.message = EVIL;
 		break;
 	}

@@ -46,7 +46,7 @@ expect_eq "completion: options" "--mode" "$(comp semctl create x --mo)"
 expect_eq "completion: --mode values" "owned signal" "$(comp semctl create x --mode '')"
 expect_eq "completion: delete --force" "--force" "$(comp semctl delete x --f)"
 ok "completion: the command after run --" sh -c "test -n \"\$(bash -c '. \"$top_srcdir/client/semctl.bash-completion\"; COMP_WORDS=(semctl run x -- ech); COMP_CWORD=4; _semctl; echo \"\${COMPREPLY[*]}\"')\""
-help_cmds=$("$SEMCTL" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }' | sort | tr '\n' ' ')
+help_cmds=$("$SEMCTL" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }' | sort -u | tr '\n' ' ')
 comp_cmds=$(comp semctl '' | tr ' ' '\n' | sort | tr '\n' ' ')
 expect_eq "completion offers exactly the commands of --help" "$help_cmds" "$comp_cmds"
 

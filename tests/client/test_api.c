@@ -1396,6 +1396,145 @@ static void on_alarm(int sig)
 
 /* Start semd, run every test, report. With --threads ADDR, run only the
  * threads and async tests against a daemon the caller started (tls.sh). */
+/* Watch events seen by a callback. */
+struct wseen {
+	int n;
+	enum semc_watch_kind kinds[64];
+	uint64_t watch;
+	char principal[64];
+};
+
+/* A watch's callback: keep the kinds in order. */
+static void on_watch(struct semc *c, const struct semc_watch_event *ev, void *arg)
+{
+	struct wseen *w = arg;
+
+	(void)c;
+	if (w->n < 64)
+		w->kinds[w->n] = ev->kind;
+	w->n++;
+	w->watch = ev->watch;
+	snprintf(w->principal, sizeof w->principal, "%s", ev->principal);
+}
+
+/* Rates, multi-name downs, deadlocks, watches, renew, holds and where. */
+static void test_issue15(void)
+{
+	struct semc_create_opts co = { .limit = 0 };
+	struct semc_rate rt = { .rate = 10, .period_ms = 1000, .burst = 2 };
+	struct semc_want ab[2] = { { "i15/a", 1, 0 }, { "i15/b", 2, 0 } };
+	struct semc *c = open_client(D.unix_addr, 0), *w = open_client(D.unix_addr, 0);
+	struct semc_multi_grant *mg = NULL;
+	struct semc_holds *hs = NULL;
+	struct semc_where *wh = NULL;
+	struct semc_info *in = NULL;
+	struct wseen seen = { 0 };
+	struct events ev = { 0 };
+	struct semc_grant g;
+	uint64_t expires = 0;
+	uint32_t renewed = 0;
+	int64_t id, wid;
+
+	TEST_START("rates, multi-name downs, deadlock, watch, renew, holds, where");
+	CHECK(c != NULL && w != NULL, "connect");
+	if (c == NULL || w == NULL)
+		goto out;
+	/* a rate-only name */
+	CHECK_EQ(0, semc_create_rate(c, "i15/api", &co, &rt));
+	CHECK_EQ(0, semc_info(c, "i15/api", &in));
+	if (in != NULL) {
+		CHECK_EQ(SEMC_MODE_RATE, in->mode);
+		CHECK_EQ(10, in->rate);
+		CHECK_EQ(2, in->burst);
+		CHECK_EQ(2000000000LL, (long long)in->tokens_nano);
+	}
+	semc_info_free(in);
+	in = NULL;
+	CHECK_EQ(0, semc_trydown(c, "i15/api", 2, &g));
+	CHECK_EQ(SEMC_E_WOULD_BLOCK, semc_trydown(c, "i15/api", 1, &g));
+	CHECK_EQ(0, semc_down(c, "i15/api", 1, 2000, 0, &g));	/* 100 ms later */
+	CHECK(g.waited_us >= 20000, "waited %llu us", (unsigned long long)g.waited_us);
+	rt.rate = 1000;
+	CHECK_EQ(0, semc_set_rate(c, "i15/api", &rt));
+	rt.rate = 0;
+	CHECK_EQ(SEMC_E_INVALID, semc_set_rate(c, "i15/api", &rt));
+
+	/* watch: a callback for its events, by its id */
+	wid = semc_watch(w, "i15/", true, on_watch, &seen);
+	CHECK(wid > 0, "watch: %lld", (long long)wid);
+
+	/* a multi-name down */
+	CHECK_EQ(0, semc_create(c, "i15/a", 1, SEMC_MODE_OWNED, false));
+	CHECK_EQ(0, semc_create(c, "i15/b", 2, SEMC_MODE_OWNED, false));
+	CHECK_EQ(0, semc_down_multi(c, ab, 2, 1000, 0, &mg));
+	CHECK(mg != NULL && mg->n == 2, "two grants");
+	if (mg != NULL && mg->n == 2) {
+		CHECK(strcmp(mg->grants[0].name, "i15/a") == 0, "first: %s", mg->grants[0].name);
+		CHECK_EQ(2, mg->grants[1].n);
+		CHECK(mg->grants[0].token != 0 && mg->grants[1].permit_id != 0, "tokens");
+	}
+	CHECK_EQ(SEMC_E_WOULD_BLOCK, semc_down_multi(w, ab, 2, 0, 0, NULL));
+	CHECK_EQ(SEMC_E_ARG, semc_down_multi(w, ab, 0, 0, 0, NULL));
+	/* where: w waits behind c's holds */
+	id = semc_down_multi_async(w, ab, 2, 10000, 0, NULL, NULL);
+	CHECK(id > 0, "queued");
+	CHECK_EQ(0, semc_where(w, (uint64_t)id, &wh));
+	if (wh != NULL && wh->n == 2) {
+		CHECK_EQ(1, wh->places[0].position);
+		CHECK_EQ(1, wh->places[0].held);
+		CHECK(strcmp(wh->places[1].name, "i15/b") == 0, "%s", wh->places[1].name);
+	}
+	semc_where_free(wh);
+	CHECK_EQ(0, semc_up(c, "i15/a", 1, 0, NULL));
+	CHECK_EQ(0, semc_up(c, "i15/b", 2, 0, NULL));
+	PUMP_UNTIL(w, semc_pending(w) == 0, 3000);
+	CHECK_EQ(0, semc_pending(w));
+	semc_multi_grant_free(mg);
+	mg = NULL;
+
+	/* a deadlock: c holds x, w holds y; c waits for y; w downs x */
+	semc_set_event_callback(c, on_event, &ev);
+	CHECK_EQ(0, semc_down(c, "i15/x", 1, 1000, 0, &g));
+	CHECK_EQ(0, semc_down(w, "i15/y", 1, 1000, 0, &g));
+	id = semc_down_async(c, "i15/y", 1, 10000, 0, NULL, NULL);
+	CHECK(id > 0, "c waits");
+	CHECK_EQ(SEMC_E_DEADLOCK, semc_down(w, "i15/x", 1, 5000, 0, &g));
+	CHECK(strstr(semc_last_message(), "deadlock: ") != NULL, "%s", semc_last_message());
+	CHECK_EQ(0, semc_up(w, "i15/y", 1, 0, NULL));
+	PUMP_UNTIL(c, semc_pending(c) == 0, 3000);
+
+	/* renew and holds */
+	CHECK_EQ(0, semc_down(c, "i15/d", 1, 1000, 2000, &g));
+	CHECK_EQ(0, semc_renew(c, "i15/d", g.permit_id, 60000, &renewed, &expires));
+	CHECK_EQ(1, renewed);
+	CHECK(expires > 0, "expires");
+	CHECK_EQ(SEMC_E_NOT_HOLDER, semc_renew(w, "i15/x", 0, 0, NULL, NULL));
+	CHECK_EQ(0, semc_holds(c, NULL, 0, 0, &hs));
+	CHECK(hs != NULL && hs->n >= 2, "holds");
+	if (hs != NULL && hs->n >= 1)
+		CHECK(hs->entries[0].name[0] != '\0', "a name");
+	semc_holds_free(hs);
+
+	/* the watch saw it all, in order, by its id; unwatched, nothing more */
+	PUMP_UNTIL(w, seen.n >= 12, 3000);
+	CHECK(seen.n >= 12, "%d events", seen.n);
+	CHECK_EQ(wid, (long long)seen.watch);
+	CHECK_EQ(SEMC_WATCH_CREATE, seen.kinds[0]);
+	CHECK_EQ(SEMC_WATCH_CREATE, seen.kinds[1]);
+	CHECK_EQ(SEMC_WATCH_GRANT, seen.kinds[2]);
+	CHECK_EQ(0, semc_unwatch(w, (uint64_t)wid));
+	seen.n = 0;
+	CHECK_EQ(0, semc_trydown(c, "i15/api", 1, &g));
+	PUMP_UNTIL(w, seen.n > 0, 300);
+	CHECK_EQ(0, seen.n);
+	CHECK_EQ(0, semc_delete(c, "i15/a", true));
+	CHECK_EQ(0, semc_delete(c, "i15/b", true));
+	CHECK_EQ(0, semc_delete(c, "i15/api", true));
+out:
+	semc_free(c);
+	semc_free(w);
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGALRM, on_alarm);
@@ -1424,6 +1563,7 @@ int main(int argc, char **argv)
 	test_cut_threads();
 	test_lost_push();
 	test_new_fields();
+	test_issue15();
 	test_stall(true);
 	test_stall(false);
 	test_resume_order();

@@ -57,11 +57,43 @@ static long long dur(const char *s)
 	return ms;
 }
 
+/* A rate as "R/PERIOD_MS", or "ERR". */
+static const char *rate(const char *s)
+{
+	static char buf[64];
+	uint32_t r, p;
+
+	if (semc_parse_rate(s, &r, &p) != 0)
+		return "ERR";
+	snprintf(buf, sizeof buf, "%u/%u", r, p);
+	return buf;
+}
+
 /* Run the checks. */
 int main(void)
 {
 	struct semc *c;
 	int e;
+
+	/* rates */
+	EXPECT_STR("5000/3600000", rate("5000/h"), "per hour");
+	EXPECT_STR("10/1000", rate("10/s"), "per second");
+	EXPECT_STR("10/1000", rate("10"), "a bare count is per second");
+	EXPECT_STR("3/60000", rate("3/min"), "per minute");
+	EXPECT_STR("3/60000", rate("3/m"), "m is a minute");
+	EXPECT_STR("7/86400000", rate("7/day"), "per day");
+	EXPECT_STR("1/250", rate("1/250ms"), "a duration");
+	EXPECT_STR("2/5000", rate("2/5s"), "seconds");
+	EXPECT_STR("ERR", rate("0/s"), "zero");
+	EXPECT_STR("ERR", rate("-1/s"), "negative");
+	EXPECT_STR("ERR", rate("5/fortnight"), "unknown unit");
+	EXPECT_STR("ERR", rate("5/2d"), "more than a day");
+	EXPECT_STR("ERR", rate("1073741825/s"), "more than 2^30");
+	EXPECT_STR("ERR", rate("5/"), "no period");
+	EXPECT_STR("ERR", rate("/s"), "no count");
+	EXPECT_STR("deadlock", semc_strerror(SEMC_E_DEADLOCK), "strerror");
+	EXPECT_STR("grant", semc_watch_kind_name(SEMC_WATCH_GRANT), "kind name");
+	EXPECT_STR("unknown", semc_watch_kind_name((enum semc_watch_kind)99), "unknown kind");
 
 	/* addresses */
 	EXPECT_STR("unix:/run/semd/semd.sock", canon("unix:/run/semd/semd.sock"), "unix");

@@ -339,6 +339,106 @@ static void test_park(void)
 	T_EQ(log_len, 1);
 }
 
+/* Callback of gated waiters: count offers (and grants once ungated). */
+static int offers, gate_grants;
+static struct sema_waiter *offered;
+
+static void gate_wake(struct sema_waiter *w)
+{
+	if (w->state == SEMA_GRANTED && !w->gated) {
+		gate_grants++;
+		return;
+	}
+	if (w->state != SEMA_WAITING) {
+		fprintf(stderr, "offer callback on a gated waiter not waiting\n");
+		exit(1);
+	}
+	offers++;
+	offered = w;
+}
+
+/*
+ * A gated waiter blocks those behind it, is offered (not granted) when it is
+ * first in line with its permits free, and is granted only by sema_grant().
+ */
+static void test_gated(void)
+{
+	struct semaphore s;
+	struct sema_waiter g, g2;
+	struct rec r[3];
+
+	TEST_START("a gated waiter queues, blocks those behind, is offered when it fits");
+	sema_init(&s, 0);
+	log_len = 0;
+	offers = 0;
+	T_EQ(sema_enqueue(&s, &g, 2, gate_wake, SEMA_Q_GATED), 0);
+	T_TRUE(g.gated);
+	rec_queue(&s, &r[0], 0, 1);
+	sema_up(&s);
+	T_EQ(offers, 0);		/* 1 free, it needs 2 */
+	T_EQ(log_len, 0);		/* and r[0] stays behind it */
+	T_FALSE(sema_fits(&s, &g));
+	T_FALSE(sema_grant(&s, &g));
+	sema_up(&s);
+	T_EQ(offers, 1);
+	T_TRUE(offered == &g);
+	T_EQ(g.state, SEMA_WAITING);
+	T_EQ(log_len, 0);		/* r[0] is not served past it */
+	T_EQ(sema_count(&s), 2);
+	T_TRUE(sema_fits(&s, &g));
+	T_FALSE(sema_fits(&s, &r[0].w));
+	T_EQ(sema_up_max(&s, 1, 2), -EOVERFLOW);	/* nobody is served: 3 > 2 */
+	T_FALSE(sema_down_trylock(&s));		/* no barging past the queue */
+	TEST_START("sema_grant takes its permits and serves those behind it");
+	T_TRUE(sema_grant(&s, &g));
+	T_EQ(g.state, SEMA_GRANTED);
+	T_U64_EQ(g.token, 1);
+	T_EQ(log_len, 0);
+	T_EQ(sema_count(&s), 0);
+	sema_up(&s);
+	T_EQ(log_len, 1);
+	T_EQ(log_ids[0], 0);
+	T_U64_EQ(log_tokens[0], 2);
+	T_FALSE(sema_grant(&s, &g));		/* granted already */
+	TEST_START("sema_grant refuses a gated waiter that is not first in line");
+	sema_init(&s, 0);
+	log_len = 0;
+	offers = 0;
+	rec_queue(&s, &r[1], 1, 1);
+	T_EQ(sema_enqueue(&s, &g, 1, gate_wake, SEMA_Q_GATED), 0);
+	sema_up(&s);
+	T_EQ(log_len, 1);
+	T_EQ(offers, 0);			/* r[1] took it */
+	sema_up(&s);
+	T_EQ(offers, 1);
+	rec_queue(&s, &r[2], 2, 1);
+	T_TRUE(sema_fits(&s, &g));
+	TEST_START("ungated, a waiter that fits is granted at once");
+	gate_grants = 0;
+	sema_gate(&s, &g, false);
+	T_EQ(g.state, SEMA_GRANTED);
+	T_EQ(gate_grants, 1);
+	T_EQ(sema_count(&s), 0);
+	T_EQ(sema_waiters(&s), 1);
+	TEST_START("gating a queued waiter stops the core's grants to it");
+	T_TRUE(sema_cancel(&s, &r[2].w));
+	T_EQ(sema_enqueue(&s, &g2, 1, gate_wake, 0), 0);
+	sema_gate(&s, &g2, true);
+	sema_up(&s);
+	T_EQ(gate_grants, 1);
+	T_EQ(offers, 2);
+	T_TRUE(offered == &g2);
+	T_TRUE(sema_cancel(&s, &g2));
+	T_EQ(sema_count(&s), 1);
+	TEST_START("a parked gated waiter is passed over and never offered");
+	T_EQ(sema_enqueue(&s, &g, 1, gate_wake, SEMA_Q_GATED | SEMA_Q_PARKED), 0);
+	sema_up(&s);
+	T_EQ(offers, 2);
+	T_FALSE(sema_fits(&s, &g));
+	T_TRUE(sema_down_trylock(&s));
+	T_TRUE(sema_cancel(&s, &g));
+}
+
 /* Cancel: queued -> true; head cancel lets others go; granted -> false. */
 static void test_cancel(void)
 {
@@ -931,6 +1031,7 @@ int main(void)
 	test_nperm_handoff();
 	test_cancel();
 	test_park();
+	test_gated();
 	test_callback_reenter_free();
 	test_up_max();
 	test_adjust();

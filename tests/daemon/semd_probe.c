@@ -17,6 +17,10 @@
  *                              (FLOOD_READ_MS: the wait for one, 10 s)
  *   semd_probe --idle ADDR N HOLD_MS  N connections with Hello, kept HOLD_MS
  *   semd_probe --latency ADDR N GAP_MS  N pings: p50/p99 round trip
+ *   semd_probe --watchers ADDR W NAME N  W connections watch NAME while
+ *                              one more does N down/up pairs on it: the
+ *                              events each watcher read (4 per pair), and
+ *                              how long the pairs took with them
  *   semd_probe --stress ADDR CONNS K MS SEED
  *                              CONNS connections race for a name of limit K
  *                              for MS ms (downs with and without timeouts,
@@ -31,6 +35,10 @@
  * "info NAME", "list [prefix=P] [after=A] [max=M]", "delete NAME [force]",
  * "setlimit NAME L", "ping [PAYLOAD]", "stats", "detach", "validate NAME TOKEN",
  * "cancel ID", "release NAME PERMIT", "wait ID", "read", "sleep MS",
+ * "create NAME LIMIT rate=R period=MS burst=B" (LIMIT 0: rate-only),
+ * "setrate NAME R [period=MS] [burst=B]", "multi NAME[:N],NAME[:N]...
+ * [timeout=MS] [lease=MS]", "watch NAME [prefix]", "renew NAME [permit=P]
+ * [lease=MS]", "holds [principal=P]", "where ID",
  * "raw HEX" (bytes as they are), "slow" (toggle: write requests one byte
  * at a time), "expect-eof". Names may be given as hex:HEX. Every wait is bounded
  * (10 s). Exit 0, or 2 on a timeout or I/O error, 3 if it cannot connect.
@@ -70,7 +78,7 @@ static const char *code_names[] = {
 	"OK", "TIMEOUT", "WOULD_BLOCK", "NOT_FOUND", "EXISTS", "NOT_HOLDER",
 	"PERMISSION_DENIED", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED",
 	"CANCELLED", "UNAVAILABLE", "PROTOCOL_ERROR", "INTERNAL",
-	"SESSION_EXPIRED",
+	"SESSION_EXPIRED", "DEADLOCK",
 };
 
 /* Milliseconds on the monotonic clock, with a fraction. */
@@ -233,6 +241,10 @@ static void p_print(const Semd__Reply *r)
 		    r->info->name, r->info->limit, r->info->available,
 		    r->info->mode, r->info->auto_created, r->info->n_holders,
 		    r->info->n_waiters);
+		if (r->info->rate != 0)
+			printf(" rate=%u/%u burst=%u tokens_nano=%" PRIu64,
+			    r->info->rate, r->info->rate_period_ms,
+			    r->info->burst, r->info->tokens_nano);
 		for (i = 0; i < r->info->n_holders; i++)
 			printf(" holder=%s/%" PRIu64 "/%u%s", r->info->holders[i]->principal,
 			    r->info->holders[i]->permit_id, r->info->holders[i]->n,
@@ -267,6 +279,39 @@ static void p_print(const Semd__Reply *r)
 		printf(" lost=%s permit=%" PRIu64 " token=%" PRIu64 " n=%u",
 		    r->hold_lost->name, r->hold_lost->permit_id,
 		    r->hold_lost->token, r->hold_lost->n);
+		break;
+	case SEMD__REPLY__BODY_MULTI_GRANT:
+		for (i = 0; i < r->multi_grant->n_grants; i++)
+			printf(" grant=%s/%" PRIu64 "/%" PRIu64 "/%u",
+			    r->multi_grant->grants[i]->name,
+			    r->multi_grant->grants[i]->permit_id,
+			    r->multi_grant->grants[i]->token,
+			    r->multi_grant->grants[i]->n);
+		break;
+	case SEMD__REPLY__BODY_WATCH_EVENT:
+		printf(" watch=%" PRIu64 " event=%d name=%s n=%u permit=%" PRIu64
+		    " principal=%s holders=%u waiters=%u available=%" PRId64,
+		    r->watch_event->watch, (int)r->watch_event->kind,
+		    r->watch_event->name, r->watch_event->n,
+		    r->watch_event->permit_id, r->watch_event->principal,
+		    r->watch_event->holders, r->watch_event->waiters,
+		    r->watch_event->available);
+		break;
+	case SEMD__REPLY__BODY_RENEWED:
+		printf(" renewed=%u expires=%" PRIu64, r->renewed->holds,
+		    r->renewed->expires_ms);
+		break;
+	case SEMD__REPLY__BODY_HOLDS:
+		printf(" holds=%zu total=%u", r->holds->n_holds, r->holds->total);
+		for (i = 0; i < r->holds->n_holds; i++)
+			printf(" hold=%s/%" PRIu64 "/%u", r->holds->holds[i]->name,
+			    r->holds->holds[i]->permit_id, r->holds->holds[i]->n);
+		break;
+	case SEMD__REPLY__BODY_WHERE:
+		for (i = 0; i < r->where->n_places; i++)
+			printf(" place=%s/%u/%u", r->where->places[i]->name,
+			    r->where->places[i]->position,
+			    r->where->places[i]->waiters);
 		break;
 	default:
 		break;
@@ -368,6 +413,15 @@ static int p_command(struct pconn *c, char *line)
 	Semd__Detach detach = SEMD__DETACH__INIT;
 	Semd__Validate val = SEMD__VALIDATE__INIT;
 	Semd__Release rel = SEMD__RELEASE__INIT;
+	Semd__SetRate srate = SEMD__SET_RATE__INIT;
+	Semd__DownMulti dm = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[16], *wp[16];
+	Semd__Watch watch = SEMD__WATCH__INIT;
+	Semd__Renew renew = SEMD__RENEW__INIT;
+	Semd__Holds holds = SEMD__HOLDS__INIT;
+	Semd__Where where = SEMD__WHERE__INIT;
+	static char wnames[16][256];
+	char *colon, *nsave = NULL, *ntok;
 	static uint8_t secret[64], raw[65536];
 	char *w[32], *save = NULL, *tok;
 	const char *v;
@@ -405,6 +459,9 @@ static int p_command(struct pconn *c, char *line)
 		create.limit = (uint32_t)atol(ARG(2));
 		create.mode = flag(w, n, "signal") ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
 		create.if_not_exists = flag(w, n, "ine");
+		create.rate = (uint32_t)NUM("rate", 0);
+		create.rate_period_ms = (uint32_t)NUM("period", 0);
+		create.burst = (uint32_t)NUM("burst", 0);
 		req.op_case = SEMD__REQUEST__OP_CREATE;
 		req.create = &create;
 	} else if (strcmp(w[0], "down") == 0) {
@@ -465,6 +522,52 @@ static int p_command(struct pconn *c, char *line)
 		rel.permit_id = strtoull(ARG(2), NULL, 10);
 		req.op_case = SEMD__REQUEST__OP_RELEASE;
 		req.release = &rel;
+	} else if (strcmp(w[0], "setrate") == 0) {
+		srate.name = ARG(1);
+		srate.rate = (uint32_t)atol(ARG(2));
+		srate.rate_period_ms = (uint32_t)NUM("period", 0);
+		srate.burst = (uint32_t)NUM("burst", 0);
+		req.op_case = SEMD__REQUEST__OP_SET_RATE;
+		req.set_rate = &srate;
+	} else if (strcmp(w[0], "multi") == 0) {
+		/* NAME[:N],NAME[:N]... */
+		for (ntok = strtok_r(ARG(1), ",", &nsave); ntok != NULL && dm.n_wants < 16;
+		    ntok = strtok_r(NULL, ",", &nsave)) {
+			semd__want__init(&wv[dm.n_wants]);
+			snprintf(wnames[dm.n_wants], sizeof wnames[0], "%s", ntok);
+			colon = strrchr(wnames[dm.n_wants], ':');
+			if (colon != NULL) {
+				*colon = '\0';
+				wv[dm.n_wants].n = (uint32_t)atol(colon + 1);
+			}
+			wv[dm.n_wants].name = wnames[dm.n_wants];
+			wp[dm.n_wants] = &wv[dm.n_wants];
+			dm.n_wants++;
+		}
+		dm.wants = wp;
+		dm.timeout_ms = NUM("timeout", -1);
+		dm.lease_ms = (uint32_t)NUM("lease", 0);
+		req.op_case = SEMD__REQUEST__OP_DOWN_MULTI;
+		req.down_multi = &dm;
+	} else if (strcmp(w[0], "watch") == 0) {
+		watch.name = ARG(1);
+		watch.prefix = flag(w, n, "prefix");
+		req.op_case = SEMD__REQUEST__OP_WATCH;
+		req.watch = &watch;
+	} else if (strcmp(w[0], "renew") == 0) {
+		renew.name = ARG(1);
+		renew.permit_id = (uint64_t)NUM("permit", 0);
+		renew.lease_ms = (uint32_t)NUM("lease", 0);
+		req.op_case = SEMD__REQUEST__OP_RENEW;
+		req.renew = &renew;
+	} else if (strcmp(w[0], "holds") == 0) {
+		holds.principal = (char *)((v = opt(w, n, "principal")) ? v : "");
+		req.op_case = SEMD__REQUEST__OP_HOLDS;
+		req.holds = &holds;
+	} else if (strcmp(w[0], "where") == 0) {
+		where.request_id = strtoull(ARG(1), NULL, 10);
+		req.op_case = SEMD__REQUEST__OP_WHERE;
+		req.where = &where;
 	} else if (strcmp(w[0], "wait") == 0) {
 		return p_wait(c, strtoull(ARG(1), NULL, 10));
 	} else if (strcmp(w[0], "read") == 0) {
@@ -1019,6 +1122,130 @@ static int mode_latency(const char *addr, int n, int gap_ms)
 	return failed == 0 ? 0 : 1;
 }
 
+/* Read what is there on a watcher (poll said so); count its events. */
+static int watchers_drain(struct pconn *c, uint64_t *events)
+{
+	Semd__Reply *r;
+	size_t plen;
+	ssize_t n;
+
+	n = read(c->fd, c->buf + c->len, sizeof c->buf - c->len);
+	if (n <= 0)
+		return -1;
+	c->len += (size_t)n;
+	while (frame_peek(c->buf, c->len, sizeof c->buf - FRAME_HDR, &plen) == 1) {
+		r = semd__reply__unpack(NULL, plen, c->buf + FRAME_HDR);
+		memmove(c->buf, c->buf + FRAME_HDR + plen, c->len - FRAME_HDR - plen);
+		c->len -= FRAME_HDR + plen;
+		if (r == NULL)
+			return -1;
+		if (r->body_case == SEMD__REPLY__BODY_WATCH_EVENT)
+			(*events)++;
+		semd__reply__free_unpacked(r, NULL);
+	}
+	return 0;
+}
+
+/*
+ * --watchers: nw connections watch name while one more makes n down/up
+ * pairs on it (a round trip each), reading the watchers as it goes, from
+ * one poll loop. Prints the pairs' rate and what every watcher read; each
+ * must read 2 events a pair (its grant and its release). Bounded: every
+ * wait is WAIT_MS at most.
+ */
+static int mode_watchers(const char *addr, int nw, const char *name, int n)
+{
+	struct pconn **cs = p_open_many(addr, nw + 1), *wk;
+	struct pollfd *pf = calloc((size_t)nw + 1, sizeof *pf);
+	uint64_t *events = calloc((size_t)nw + 1, sizeof *events), id, lo = UINT64_MAX;
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Watch watch = SEMD__WATCH__INIT;
+	Semd__Down down = SEMD__DOWN__INIT;
+	Semd__Up up = SEMD__UP__INIT;
+	Semd__Reply *r;
+	double t0, t1, until;
+	int i, k, bad = 0, got;
+
+	if (cs == NULL || pf == NULL || events == NULL)
+		return 2;
+	wk = cs[nw];
+	for (i = 0; i < nw; i++) {
+		watch.name = (char *)name;
+		req.id = cs[i]->next_id++;
+		req.op_case = SEMD__REQUEST__OP_WATCH;
+		req.watch = &watch;
+		if (p_send(cs[i], &req) != 0 || (r = p_read(cs[i], WAIT_MS)) == NULL) {
+			printf("watcher %d: no answer to its watch\n", i);
+			return 2;
+		}
+		semd__reply__free_unpacked(r, NULL);
+	}
+	down.name = up.name = (char *)name;
+	down.timeout_ms = -1;
+	t0 = now_ms();
+	for (k = 0; k < 2 * n && bad == 0; k++) {
+		req.id = id = wk->next_id++;
+		if (k % 2 == 0) {
+			req.op_case = SEMD__REQUEST__OP_DOWN;
+			req.down = &down;
+		} else {
+			req.op_case = SEMD__REQUEST__OP_UP;
+			req.up = &up;
+		}
+		if (p_send(wk, &req) != 0) {
+			bad++;
+			break;
+		}
+		/* Until its answer, reading every watcher that has something. */
+		for (got = 0, until = now_ms() + WAIT_MS; !got && now_ms() < until;) {
+			for (i = 0; i <= nw; i++) {
+				pf[i].fd = cs[i]->fd;
+				pf[i].events = POLLIN;
+			}
+			if (poll(pf, (nfds_t)nw + 1, WAIT_MS) <= 0)
+				break;
+			for (i = 0; i < nw; i++)
+				if (pf[i].revents && watchers_drain(cs[i], &events[i]) != 0)
+					bad++;
+			if (pf[nw].revents && (r = p_read(wk, WAIT_MS)) != NULL) {
+				got = r->id == id && r->code == SEMD__CODE__OK;
+				semd__reply__free_unpacked(r, NULL);
+			}
+		}
+		if (!got)
+			bad++;
+	}
+	t1 = now_ms();
+	/* The last events, up to WAIT_MS. */
+	for (until = now_ms() + WAIT_MS; bad == 0 && now_ms() < until;) {
+		for (i = 0, lo = UINT64_MAX; i < nw; i++)
+			lo = events[i] < lo ? events[i] : lo;
+		if (lo >= 2 * (uint64_t)n)
+			break;
+		for (i = 0; i < nw; i++) {
+			pf[i].fd = cs[i]->fd;
+			pf[i].events = POLLIN;
+		}
+		if (poll(pf, (nfds_t)nw, 100) < 0)
+			break;
+		for (i = 0; i < nw; i++)
+			if (pf[i].revents && watchers_drain(cs[i], &events[i]) != 0)
+				bad++;
+	}
+	for (i = 0, lo = UINT64_MAX; i < nw; i++)
+		lo = events[i] < lo ? events[i] : lo;
+	if (nw == 0)
+		lo = 0;
+	printf("watchers=%d pairs=%d ms=%.1f pairs_per_s=%.0f events_each_min=%" PRIu64
+	    " events_per_s=%.0f%s\n", nw, n, t1 - t0, n / ((t1 - t0) / 1000),
+	    lo, (double)lo * nw / ((t1 - t0) / 1000),
+	    nw > 0 && lo != 2 * (uint64_t)n ? " MISSING" : "");
+	p_close_many(cs, nw + 1);
+	free(pf);
+	free(events);
+	return bad == 0 && (nw == 0 || lo == 2 * (uint64_t)n) ? 0 : 1;
+}
+
 /* One connection of --stress. */
 struct sconn {
 	struct pconn	*c;
@@ -1297,6 +1524,8 @@ int main(int argc, char **argv)
 		return mode_idle(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 5 && strcmp(argv[1], "--latency") == 0)
 		return mode_latency(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc >= 6 && strcmp(argv[1], "--watchers") == 0)
+		return mode_watchers(argv[2], atoi(argv[3]), argv[4], atoi(argv[5]));
 	if (argc < 2) {
 		fprintf(stderr, "usage: semd_probe ADDR CMD...\n");
 		return 2;

@@ -4,7 +4,8 @@
  *
  * A random log of N steps (default 120,000; -n) - clients opening and
  * closing (local ones too, some detaching), hellos with leases and resumes,
- * every operation on a few contended names, time passing, settings
+ * every operation on a few contended names (rates, multi-name downs,
+ * watches, renews and deadlocks among them), time passing, settings
  * changing, restarts - is applied by two state machines built with
  * different hash keys, clocks and start times. After every entry both must
  * have sent byte-identical replies and pass sm_check; every few thousand
@@ -138,8 +139,9 @@ static struct known sessions[NSESS];
 static int nsessions;
 static uint64_t next_client = 1;
 static const char *const names[] = {
-	"a", "b", "c", "jobs/x", "jobs/y", "sig", "q", "pool",
+	"a", "b", "c", "jobs/x", "jobs/y", "sig", "q", "pool", "api", "gh",
 };
+#define NNAMES	((unsigned int)(sizeof names / sizeof names[0]))
 static const char *const principals[] = { "uid:0", "uid:1", "uid:2", "cn:w 1" };
 
 /* Learn session ids and secrets from replica 0's HelloReplies. */
@@ -206,6 +208,14 @@ static void random_command(struct sm_batch *b)
 	Semd__Ping p = SEMD__PING__INIT;
 	Semd__Stats st = SEMD__STATS__INIT;
 	Semd__Detach dt = SEMD__DETACH__INIT;
+	Semd__SetRate sr = SEMD__SET_RATE__INIT;
+	Semd__DownMulti dm = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[4], *wp[4];
+	Semd__Watch wa = SEMD__WATCH__INIT;
+	Semd__Renew rn = SEMD__RENEW__INIT;
+	Semd__Holds ho = SEMD__HOLDS__INIT;
+	Semd__Where wh = SEMD__WHERE__INIT;
+	static const uint32_t periods[] = { 7, 100, 1000, 60000 };
 	uint8_t secret[SM_SECRET_LEN];
 	int i = (int)below(NCLIENTS), k;
 	struct known *ks;
@@ -245,9 +255,9 @@ static void random_command(struct sm_batch *b)
 		add_request(b, i, &rq);
 		return;
 	}
-	switch (below(16)) {
+	switch (below(24)) {
 	case 0: case 1: case 2: case 3:
-		d.name = (char *)names[below(8)];
+		d.name = (char *)names[below(NNAMES)];
 		d.n = below(4) ? 1 : 1 + below(3);
 		d.timeout_ms = below(3) == 0 ? 0 : below(3) == 0 ? -1 :
 		    (int64_t)(50 + below(800));
@@ -259,24 +269,32 @@ static void random_command(struct sm_batch *b)
 		rq.down = &d;
 		break;
 	case 4: case 5: case 6:
-		u.name = (char *)names[below(8)];
+		u.name = (char *)names[below(NNAMES)];
 		u.n = below(3) ? 1 : 2;
 		u.permit_id = below(4) == 0 ? 1 + below(200) : 0;
 		rq.op_case = SEMD__REQUEST__OP_UP;
 		rq.up = &u;
 		break;
 	case 7:
-		cr.name = (char *)names[below(8)];
+		cr.name = (char *)names[below(NNAMES)];
 		cr.limit = 1 + below(4);
 		cr.mode = below(4) == 0 ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
 		cr.if_not_exists = below(2);
 		cr.initial_set = cr.mode == SEMD__MODE__SIGNAL && below(2);
 		cr.initial = below(cr.limit + 1);
+		if (cr.mode == SEMD__MODE__OWNED && below(2)) {
+			/* A rate: with the limit, or rate-only (limit 0). */
+			cr.rate = 1 + below(5);
+			cr.rate_period_ms = periods[below(4)];
+			cr.burst = below(3) ? 1 + below(4) : 0;
+			if (below(3) == 0)
+				cr.limit = 0;
+		}
 		rq.op_case = SEMD__REQUEST__OP_CREATE;
 		rq.create = &cr;
 		break;
 	case 8:
-		in.name = (char *)names[below(8)];
+		in.name = (char *)names[below(NNAMES)];
 		in.max = below(4);
 		in.after_permit = below(3) == 0 ? below(100) : 0;
 		in.after_waiter = below(3) == 0 ? below(100) : 0;
@@ -291,13 +309,13 @@ static void random_command(struct sm_batch *b)
 		rq.list = &l;
 		break;
 	case 10:
-		dl.name = (char *)names[below(8)];
+		dl.name = (char *)names[below(NNAMES)];
 		dl.force = below(2);
 		rq.op_case = SEMD__REQUEST__OP_DELETE;
 		rq.delete_ = &dl;
 		break;
 	case 11:
-		sl.name = (char *)names[below(8)];
+		sl.name = (char *)names[below(NNAMES)];
 		sl.limit = 1 + below(4);
 		rq.op_case = SEMD__REQUEST__OP_SET_LIMIT;
 		rq.set_limit = &sl;
@@ -308,16 +326,76 @@ static void random_command(struct sm_batch *b)
 		rq.cancel = &cn;
 		break;
 	case 13:
-		v.name = (char *)names[below(8)];
+		v.name = (char *)names[below(NNAMES)];
 		v.token = below(2) ? rnd() : 0;
 		rq.op_case = SEMD__REQUEST__OP_VALIDATE;
 		rq.validate = &v;
 		break;
 	case 14:
-		rl.name = (char *)names[below(8)];
+		rl.name = (char *)names[below(NNAMES)];
 		rl.permit_id = 1 + below(200);
 		rq.op_case = SEMD__REQUEST__OP_RELEASE;
 		rq.release = &rl;
+		break;
+	case 16: case 17: case 18:
+		/* A multi-name down of 1 to 4 names, some repeated (refused). */
+		dm.n_wants = 1 + below(4);
+		for (k = 0; k < (int)dm.n_wants; k++) {
+			semd__want__init(&wv[k]);
+			wv[k].name = (char *)names[below(NNAMES)];
+			wv[k].n = below(4) ? 1 : 2;
+			wv[k].limit = below(10) == 0 ? 1 + below(3) : 0;
+			wp[k] = &wv[k];
+		}
+		dm.wants = wp;
+		dm.timeout_ms = below(4) == 0 ? 0 : below(3) == 0 ? -1 :
+		    (int64_t)(50 + below(800));
+		dm.lease_ms = below(6) == 0 ? 100 + below(2000) : 0;
+		if (below(8) == 0)
+			rq.id = 1 + below((unsigned int)rq.id);	/* a retry */
+		rq.op_case = SEMD__REQUEST__OP_DOWN_MULTI;
+		rq.down_multi = &dm;
+		break;
+	case 19:
+		sr.name = (char *)names[below(NNAMES)];
+		sr.rate = below(4) ? 1 + below(5) : 0;
+		sr.rate_period_ms = periods[below(4)];
+		sr.burst = below(3) ? 1 + below(4) : 0;
+		rq.op_case = SEMD__REQUEST__OP_SET_RATE;
+		rq.set_rate = &sr;
+		break;
+	case 20:
+		/* A watch (a name, or a prefix), or the end of one. */
+		if (below(3) == 0) {
+			cn.request_id = 1 + below((unsigned int)rq.id);
+			rq.op_case = SEMD__REQUEST__OP_CANCEL;
+			rq.cancel = &cn;
+			break;
+		}
+		wa.prefix = below(2);
+		wa.name = (char *)(wa.prefix ? (below(2) ? "" : "jobs/") :
+		    names[below(NNAMES)]);
+		rq.op_case = SEMD__REQUEST__OP_WATCH;
+		rq.watch = &wa;
+		break;
+	case 21:
+		rn.name = (char *)names[below(NNAMES)];
+		rn.permit_id = below(2) ? 0 : 1 + below(200);
+		rn.lease_ms = below(2) ? 0 : 100 + below(3000);
+		rq.op_case = SEMD__REQUEST__OP_RENEW;
+		rq.renew = &rn;
+		break;
+	case 22:
+		ho.principal = (char *)(below(2) ? "" : principals[below(4)]);
+		ho.after_permit = below(2) ? 0 : below(100);
+		ho.max = below(4);
+		rq.op_case = SEMD__REQUEST__OP_HOLDS;
+		rq.holds = &ho;
+		break;
+	case 23:
+		wh.request_id = 1 + below((unsigned int)rq.id);
+		rq.op_case = SEMD__REQUEST__OP_WHERE;
+		rq.where = &wh;
 		break;
 	default:
 		k = (int)below(3);
@@ -534,6 +612,21 @@ int main(int argc, char **argv)
 		}
 	}
 	snapshots();
+	{
+		struct sm_counters ct;
+
+		sm_get_counters(reps[0].sm, &ct);
+		printf("test_replay: %" PRIu64 " grants (%" PRIu64 " multi-name), "
+		    "%" PRIu64 " deadlocks in %" PRIu64 " searches, %" PRIu64
+		    " set-rates, %" PRIu64 " watches, %" PRIu64 " renews OK\n",
+		    ct.grants, ct.multi_grants, ct.deadlocks, ct.deadlock_checks,
+		    ct.ops[SEMD__REQUEST__OP_SET_RATE],
+		    ct.replies[SEMD__REQUEST__OP_WATCH][SEMD__CODE__OK],
+		    ct.replies[SEMD__REQUEST__OP_RENEW][SEMD__CODE__OK]);
+		if (steps >= 100000 && (ct.multi_grants == 0 || ct.deadlocks == 0 ||
+		    ct.replies[SEMD__REQUEST__OP_WATCH][SEMD__CODE__OK] == 0))
+			FAIL("the log did not reach the new operations");
+	}
 	for (k = 0; k < NREPLICAS; k++) {
 		sm_free(reps[k].sm);
 		free(reps[k].out.p);

@@ -159,10 +159,17 @@ static struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
 	return sm_new(&cfg, &out, now);
 }
 
+/* Check the invariants after every request (the tests of issue 15). */
+static bool t_check_each;
+
 /* Send one request. */
 static int t_req(struct sm *sm, struct sm_client *c, Semd__Request *req)
 {
-	return sm_request(sm, c, req, t_who, now);
+	int r = sm_request(sm, c, req, t_who, now);
+
+	if (t_check_each)
+		CHECK_SM(sm);
+	return r;
 }
 
 /* Hello with a lease and optional resume. */
@@ -2501,6 +2508,1161 @@ static void test_list_hidden_cap(void)
 	sm_free(sm);
 }
 
+/* --- issue 15: rates, multi-name downs, deadlocks, watches, holds -------- */
+
+/* Let time pass to t and fire what is due; the invariants hold after. */
+static void t_tick(struct sm *sm, uint64_t t)
+{
+	now = t;
+	sm_tick(sm, now);
+	CHECK_SM(sm);
+}
+
+/* Create with every option of issue 15 (limit 0 and a rate: rate-only). */
+static void t_create_rate(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t limit, uint32_t rate, uint32_t period,
+    uint32_t burst)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Create cr = SEMD__CREATE__INIT;
+
+	cr.name = (char *)name;
+	cr.limit = limit;
+	cr.rate = rate;
+	cr.rate_period_ms = period;
+	cr.burst = burst;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_CREATE;
+	req.create = &cr;
+	t_req(sm, c, &req);
+}
+
+/* SetRate. */
+static void t_set_rate(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t rate, uint32_t period, uint32_t burst)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__SetRate sr = SEMD__SET_RATE__INIT;
+
+	sr.name = (char *)name;
+	sr.rate = rate;
+	sr.rate_period_ms = period;
+	sr.burst = burst;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_SET_RATE;
+	req.set_rate = &sr;
+	t_req(sm, c, &req);
+}
+
+/* DownMulti of k names (n[i] each; n NULL: 1 each). */
+static void t_multi(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *const *names, const uint32_t *n, size_t k, int64_t timeout,
+    uint32_t lease)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__DownMulti dm = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[20], *wp[20];
+	size_t i;
+
+	for (i = 0; i < k && i < 20; i++) {
+		semd__want__init(&wv[i]);
+		wv[i].name = (char *)names[i];
+		wv[i].n = n != NULL ? n[i] : 1;
+		wp[i] = &wv[i];
+	}
+	dm.n_wants = k;
+	dm.wants = wp;
+	dm.timeout_ms = timeout;
+	dm.lease_ms = lease;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_DOWN_MULTI;
+	req.down_multi = &dm;
+	t_req(sm, c, &req);
+}
+
+/* Watch. */
+static void t_watch(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, bool prefix)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Watch w = SEMD__WATCH__INIT;
+
+	w.name = (char *)name;
+	w.prefix = prefix;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_WATCH;
+	req.watch = &w;
+	t_req(sm, c, &req);
+}
+
+/* Renew. */
+static void t_renew(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint64_t permit, uint32_t lease)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Renew rn = SEMD__RENEW__INIT;
+
+	rn.name = (char *)name;
+	rn.permit_id = permit;
+	rn.lease_ms = lease;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_RENEW;
+	req.renew = &rn;
+	t_req(sm, c, &req);
+}
+
+/* Holds; the reply, whatever its code. */
+static Semd__Reply *t_holds(struct sm *sm, struct sm_client *c, uintptr_t k,
+    uint64_t id, const char *principal, uint64_t after, uint32_t max)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Holds h = SEMD__HOLDS__INIT;
+
+	h.principal = (char *)principal;
+	h.after_permit = after;
+	h.max = max;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_HOLDS;
+	req.holds = &h;
+	t_req(sm, c, &req);
+	return take(k, id);
+}
+
+/* Where; the reply, whatever its code. */
+static Semd__Reply *t_where(struct sm *sm, struct sm_client *c, uintptr_t k,
+    uint64_t id, uint64_t which)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Where w = SEMD__WHERE__INIT;
+
+	w.request_id = which;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_WHERE;
+	req.where = &w;
+	t_req(sm, c, &req);
+	return take(k, id);
+}
+
+/* The MultiGrant of a reply, checked to name names[0..k) in order. */
+static Semd__MultiGrant *multi_of_(int line, uintptr_t k, uint64_t id,
+    const char *const *names, size_t nk)
+{
+	Semd__Reply *r = expect_code_(line, k, id, SEMD__CODE__OK);
+	size_t i;
+
+	if (r == NULL || r->body_case != SEMD__REPLY__BODY_MULTI_GRANT) {
+		FAIL("line %d: reply %" PRIu64 " is not a multi-grant", line, id);
+		return NULL;
+	}
+	if (r->multi_grant->n_grants != nk) {
+		FAIL("line %d: %zu grants, want %zu", line,
+		    r->multi_grant->n_grants, nk);
+		return NULL;
+	}
+	for (i = 0; i < nk; i++)
+		if (strcmp(r->multi_grant->grants[i]->name, names[i]) != 0 ||
+		    r->multi_grant->grants[i]->token == 0)
+			FAIL("line %d: grant %zu is of %s", line, i,
+			    r->multi_grant->grants[i]->name);
+	return r->multi_grant;
+}
+#define multi_of(k, id, names, nk) multi_of_(__LINE__, k, id, names, nk)
+
+/* The next watch event to conn k, checked to be of kind on name. */
+static Semd__WatchEvent *event_of_(int line, uintptr_t k, int kind,
+    const char *name)
+{
+	int i;
+
+	for (i = 0; i < ncaps; i++) {
+		if (caps[i].used || caps[i].conn != k || caps[i].r->id != 0 ||
+		    caps[i].r->body_case != SEMD__REPLY__BODY_WATCH_EVENT)
+			continue;
+		caps[i].used = 1;
+		if ((int)caps[i].r->watch_event->kind != kind ||
+		    strcmp(caps[i].r->watch_event->name, name) != 0) {
+			FAIL("line %d: event %d on %s, want %d on %s", line,
+			    (int)caps[i].r->watch_event->kind,
+			    caps[i].r->watch_event->name, kind, name);
+			return NULL;
+		}
+		return caps[i].r->watch_event;
+	}
+	FAIL("line %d: no event %d on %s", line, kind, name);
+	return NULL;
+}
+#define event_of(k, kind, name) event_of_(__LINE__, k, SEMD__EVENT_KIND__##kind, name)
+
+/* Watch events to conn k not taken yet. */
+static int events_left(uintptr_t k)
+{
+	int i, n = 0;
+
+	for (i = 0; i < ncaps; i++)
+		if (!caps[i].used && caps[i].conn == k && caps[i].r->id == 0 &&
+		    caps[i].r->body_case == SEMD__REPLY__BODY_WATCH_EVENT)
+			n++;
+	return n;
+}
+
+/* The InfoReply of a name. */
+static Semd__InfoReply *info_of(struct sm *sm, struct sm_client *c, uintptr_t k,
+    uint64_t id, const char *name)
+{
+	Semd__Reply *r = t_info(sm, c, k, id, name, SEMD__CODE__OK);
+
+	return r != NULL && r->body_case == SEMD__REPLY__BODY_INFO ? r->info : NULL;
+}
+
+/*
+ * A rate-only name: the bucket starts full, a down takes tokens for good,
+ * waiters are served in FIFO order at the exact ms their tokens are due,
+ * deadlines still apply, nothing can be upped.
+ */
+static void test_rate(void)
+{
+	struct sm *sm;
+	struct sm_client *a, *b;
+	Semd__InfoReply *in;
+	Semd__Grant *g;
+	uint64_t t0;
+
+	t_check_each = true;
+	now = 1000;
+	sm = t_new(1700000000000ULL, NULL);
+	a = t_client(sm, 1, "uid:1", 0);
+	b = t_client(sm, 2, "uid:2", 0);
+	TEST_START("rate: a rate-only name starts with a full bucket");
+	t_create_rate(sm, a, 2, "api", 0, 10, 1000, 5);	/* 10/s, burst 5 */
+	expect_code(1, 2, SEMD__CODE__OK);
+	in = info_of(sm, a, 1, 3, "api");
+	if (in != NULL) {
+		EXPECT_U64(SEMD__MODE__RATE, in->mode);
+		EXPECT_U64(0, in->limit);
+		EXPECT_U64(10, in->rate);
+		EXPECT_U64(1000, in->rate_period_ms);
+		EXPECT_U64(5, in->burst);
+		EXPECT_U64(5000000000ULL, in->tokens_nano);
+		EXPECT_U64(0, in->next_token_ms);
+	}
+	t_down(sm, a, 4, "api", 5, 0, 0);
+	g = grant_of(1, 4);
+	if (g != NULL)
+		EXPECT_U64(0, g->permit_id);	/* nothing is held */
+	t_down(sm, a, 5, "api", 1, 0, 0);
+	expect_code(1, 5, SEMD__CODE__WOULD_BLOCK);
+	TEST_START("rate: the next token comes 100 ms later, not before");
+	t0 = now;
+	t_down(sm, a, 6, "api", 1, -1, 0);
+	EXPECT(none(1, 6));
+	EXPECT_U64(t0 + 100, sm_next_deadline(sm));
+	t_tick(sm, t0 + 99);
+	EXPECT(none(1, 6));
+	in = info_of(sm, a, 1, 7, "api");
+	if (in != NULL) {
+		EXPECT_U64(990000000ULL, in->tokens_nano);
+		EXPECT_U64(1700000000000ULL + t0 + 100 - 1000, in->next_token_ms);
+	}
+	t_tick(sm, t0 + 100);
+	grant_of(1, 6);
+	TEST_START("rate: FIFO - one wanting 3 is not passed by one wanting 1");
+	t_down(sm, a, 8, "api", 3, -1, 0);
+	t_down(sm, b, 2, "api", 1, -1, 0);
+	t_tick(sm, t0 + 200);
+	EXPECT(none(1, 8) && none(2, 2));
+	t_tick(sm, t0 + 399);
+	EXPECT(none(1, 8));
+	t_tick(sm, t0 + 400);
+	grant_of(1, 8);
+	EXPECT(none(2, 2));
+	t_tick(sm, t0 + 500);
+	grant_of(2, 2);
+	TEST_START("rate: a deadline before the tokens answers TIMEOUT");
+	t_down(sm, a, 9, "api", 2, 150, 0);
+	t_tick(sm, t0 + 650);
+	expect_code(1, 9, SEMD__CODE__TIMEOUT);
+	TEST_START("rate: no up, n above the burst, nothing to validate");
+	t_up(sm, a, 10, "api", 1, 0);
+	expect_code(1, 10, SEMD__CODE__NOT_HOLDER);
+	t_down(sm, a, 11, "api", 6, -1, 0);
+	expect_code(1, 11, SEMD__CODE__INVALID_ARGUMENT);
+	t_set_limit(sm, a, 12, "api", 3);
+	expect_code(1, 12, SEMD__CODE__INVALID_ARGUMENT);
+	TEST_START("set-rate: faster, live; the first waiter's tokens come sooner");
+	t_tick(sm, t0 + 1000);			/* full again: 5 */
+	t_down(sm, a, 13, "api", 5, 0, 0);
+	grant_of(1, 13);
+	t_down(sm, a, 14, "api", 2, -1, 0);	/* due in 200 ms at 10/s */
+	EXPECT_U64(t0 + 1200, sm_next_deadline(sm));
+	t_who = &(struct sm_caller){ 0, { 0 } };
+	t_set_rate(sm, b, 3, "api", 1000, 1000, 5);
+	expect_code(2, 3, SEMD__CODE__PERMISSION_DENIED);	/* not its creator */
+	t_who = NULL;
+	t_set_rate(sm, a, 15, "api", 1000, 1000, 5);
+	expect_code(1, 15, SEMD__CODE__OK);
+	EXPECT_U64(t0 + 1002, sm_next_deadline(sm));
+	t_tick(sm, t0 + 1002);
+	grant_of(1, 14);
+	TEST_START("set-rate: a smaller burst cancels waiters wanting more");
+	t_tick(sm, t0 + 2000);
+	t_down(sm, a, 16, "api", 5, 0, 0);
+	grant_of(1, 16);
+	t_down(sm, a, 17, "api", 4, -1, 0);
+	t_set_rate(sm, a, 18, "api", 1, 1000, 3);
+	expect_code(1, 18, SEMD__CODE__OK);
+	expect_code(1, 17, SEMD__CODE__INVALID_ARGUMENT);
+	t_set_rate(sm, a, 19, "api", 0, 0, 0);
+	expect_code(1, 19, SEMD__CODE__INVALID_ARGUMENT);	/* rate-only */
+	TEST_START("rate: bad settings are refused");
+	t_create_rate(sm, a, 20, "bad", 0, 0, 1000, 1);
+	expect_code(1, 20, SEMD__CODE__INVALID_ARGUMENT);
+	t_create_rate(sm, a, 21, "bad", 0, 1, 86400001, 1);
+	expect_code(1, 21, SEMD__CODE__INVALID_ARGUMENT);
+	t_create_rate(sm, a, 22, "bad", 0, (1u << 30) + 1, 1000, 1);
+	expect_code(1, 22, SEMD__CODE__INVALID_ARGUMENT);
+	t_create(sm, a, 23, "sig", 2, SEMD__MODE__SIGNAL, 0);
+	expect_code(1, 23, SEMD__CODE__OK);
+	t_set_rate(sm, a, 24, "sig", 5, 1000, 5);
+	expect_code(1, 24, SEMD__CODE__INVALID_ARGUMENT);
+	caps_clear();
+	sm_free(sm);
+	t_check_each = false;
+}
+
+/*
+ * An owned name with a limit and a rate: a grant needs a free permit and a
+ * token; an up gives back the permit only; set-rate adds and removes the
+ * bucket of a name with waiters.
+ */
+static void test_rate_limit(void)
+{
+	struct sm *sm;
+	struct sm_client *a, *b;
+	Semd__InfoReply *in;
+	Semd__Grant *g;
+	uint64_t t0;
+
+	t_check_each = true;
+	now = 5000;
+	sm = t_new(1700000000000ULL, NULL);
+	a = t_client(sm, 1, "uid:1", 0);
+	b = t_client(sm, 2, "uid:2", 0);
+	t0 = now;
+	TEST_START("limit and rate: a permit needs a free slot and a token");
+	t_create_rate(sm, a, 2, "gh", 2, 1, 1000, 1);	/* 1/s, burst 1, limit 2 */
+	expect_code(1, 2, SEMD__CODE__OK);
+	t_down(sm, a, 3, "gh", 1, -1, 0);
+	g = grant_of(1, 3);
+	EXPECT(g != NULL && g->permit_id != 0);
+	t_down(sm, b, 2, "gh", 1, -1, 0);	/* a slot, but no token */
+	EXPECT(none(2, 2));
+	EXPECT_U64(t0 + 1000, sm_next_deadline(sm));
+	t_tick(sm, t0 + 999);
+	EXPECT(none(2, 2));
+	t_tick(sm, t0 + 1000);
+	grant_of(2, 2);
+	TEST_START("limit and rate: at the token's time without a slot, it waits for the up");
+	t_down(sm, b, 3, "gh", 1, -1, 0);
+	t_tick(sm, t0 + 2500);			/* a token, no slot */
+	EXPECT(none(2, 3));
+	in = info_of(sm, a, 1, 4, "gh");
+	if (in != NULL) {
+		EXPECT_U64(1000000000ULL, in->tokens_nano);
+		EXPECT_I64(0, in->available);
+	}
+	t_up(sm, a, 5, "gh", 1, g ? g->permit_id : 0);
+	expect_code(1, 5, SEMD__CODE__OK);
+	grant_of(2, 3);
+	TEST_START("limit and rate: an up gives back the permit, not the token");
+	in = info_of(sm, a, 1, 6, "gh");
+	if (in != NULL) {
+		/* full (1) from 2000 on, taken at 2500: nothing accrued while full */
+		EXPECT_U64(0, in->tokens_nano);
+		EXPECT_I64(0, in->available);
+		EXPECT_U64(1700000000000ULL + t0 + 3500 - 5000, in->next_token_ms);
+	}
+	t_up(sm, b, 4, "gh", 1, 0);
+	expect_code(2, 4, SEMD__CODE__OK);
+	t_down(sm, a, 7, "gh", 1, 0, 0);
+	expect_code(1, 7, SEMD__CODE__WOULD_BLOCK);	/* a slot, no token */
+	TEST_START("set-rate 0 takes the bucket away: waiters need a slot only");
+	t_up(sm, b, 40, "gh", 1, 0);
+	expect_code(2, 40, SEMD__CODE__OK);
+	t_down(sm, a, 8, "gh", 2, -1, 0);
+	expect_code(1, 8, SEMD__CODE__INVALID_ARGUMENT);	/* more than the burst */
+	t_down(sm, a, 8, "gh", 1, -1, 0);	/* 2 slots, no token */
+	EXPECT(none(1, 8));
+	t_set_rate(sm, a, 9, "gh", 0, 0, 0);
+	expect_code(1, 9, SEMD__CODE__OK);
+	grant_of(1, 8);
+	TEST_START("set-rate adds a bucket to a name with waiters: they wait for tokens");
+	t_create(sm, a, 10, "plain", 1, SEMD__MODE__OWNED, 0);
+	t_down(sm, a, 11, "plain", 1, -1, 0);
+	g = grant_of(1, 11);
+	t_down(sm, b, 5, "plain", 1, -1, 0);
+	t_set_rate(sm, a, 12, "plain", 1, 1000, 1);
+	expect_code(1, 12, SEMD__CODE__OK);
+	t_up(sm, a, 13, "plain", 1, 0);		/* the bucket starts full */
+	grant_of(2, 5);
+	t_up(sm, b, 6, "plain", 1, 0);
+	t_down(sm, a, 14, "plain", 1, -1, 0);
+	EXPECT(none(1, 14));			/* a slot, the token used */
+	t_tick(sm, now + 1000);
+	grant_of(1, 14);
+	caps_clear();
+	sm_free(sm);
+	t_check_each = false;
+}
+
+/* xorshift for the model tests. */
+static uint64_t m_rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t m_rand(void)
+{
+	m_rng ^= m_rng << 13;
+	m_rng ^= m_rng >> 7;
+	m_rng ^= m_rng << 17;
+	return m_rng;
+}
+
+/*
+ * The bucket against a model that keeps the level in one integer of
+ * 1/period token units (no whole/fraction split) and serves its queue
+ * event by event: random downs (some with deadlines), and time passing in
+ * random steps, often far past several events at once (one tick). Every
+ * grant must have waited exactly as long as the model says (Grant's
+ * waited_us), every timeout come, in the model's order, and the level
+ * agree. At one ms a deadline comes before the tokens.
+ */
+#define MR_MAX 64
+struct mr_entry {
+	uint64_t	id;
+	uint32_t	n;
+	uint64_t	since;
+	uint64_t	deadline;	/* 0: none */
+};
+
+struct mr_out {
+	uint64_t	id;
+	uint64_t	at;		/* granted at; 0: timed out */
+	uint64_t	since;
+};
+
+static void test_rate_model(void)
+{
+	static const uint32_t rates[][3] = {	/* rate, period, burst */
+		{ 5000, 3600000, 100 }, { 3, 7, 5 }, { 1, 1000, 1 },
+		{ 1000, 1000, 50 }, { 7, 60000, 3 }, { 13, 1000, 4 },
+	};
+	static struct mr_entry q[MR_MAX];
+	static struct mr_out o[4 * MR_MAX];
+	struct sm *sm;
+	struct sm_client *a;
+	uint64_t level, cap, id = 10, target, e, need, m_now;
+	uint32_t rate, period, burst, n;
+	int qn, no, step, v, i, j, grants = 0, timeouts = 0;
+	Semd__InfoReply *in;
+	Semd__Grant *g;
+
+	TEST_START("rate against a model: grants at the exact ms, level exact");
+	for (v = 0; v < 6; v++) {
+		rate = rates[v][0];
+		period = rates[v][1];
+		burst = rates[v][2];
+		now = 100000;
+		sm = t_new(1700000000000ULL, NULL);
+		a = t_client(sm, 1, "uid:1", 0);
+		t_create_rate(sm, a, 2, "m", 0, rate, period, burst);
+		expect_code(1, 2, SEMD__CODE__OK);
+		cap = (uint64_t)burst * period;
+		level = cap;
+		m_now = now;
+		qn = 0;
+		for (step = 0; step < 2000 && failures == 0; step++) {
+			if (m_rand() % 3 != 0 && qn < MR_MAX) {
+				n = 1 + (uint32_t)(m_rand() % burst);
+				if (qn == 0 && level >= (uint64_t)n * period) {
+					t_down(sm, a, ++id, "m", n, -1, 0);
+					grant_of(1, id);
+					level -= (uint64_t)n * period;
+					continue;
+				}
+				q[qn].id = ++id;
+				q[qn].n = n;
+				q[qn].since = now;
+				q[qn].deadline = m_rand() % 4 == 0 ?
+				    now + 1 + m_rand() % (3 * (uint64_t)period / rate + 3) : 0;
+				t_down(sm, a, id, "m", n, q[qn].deadline ?
+				    (int64_t)(q[qn].deadline - now) : -1, 0);
+				EXPECT(none(1, id));
+				qn++;
+				continue;
+			}
+			/* Time passes to target: the model goes event by event. */
+			target = now + 1 + m_rand() % (6 * (uint64_t)period / rate + 6);
+			no = 0;
+			for (;;) {
+				e = target;
+				if (qn > 0) {
+					need = (uint64_t)q[0].n * period;
+					if (level >= need)
+						e = m_now;
+					else if (m_now + (need - level + rate - 1) / rate < e)
+						e = m_now + (need - level + rate - 1) / rate;
+				}
+				for (i = 0; i < qn; i++)
+					if (q[i].deadline != 0 && q[i].deadline < e)
+						e = q[i].deadline;
+				level += (e - m_now) * (uint64_t)rate;
+				if (level > cap)
+					level = cap;
+				m_now = e;
+				for (i = 0, j = 0; i < qn; i++) {
+					if (q[i].deadline != 0 && q[i].deadline <= e) {
+						o[no].id = q[i].id;
+						o[no++].at = 0;
+						continue;
+					}
+					q[j++] = q[i];
+				}
+				qn = j;
+				while (qn > 0 && level >= (uint64_t)q[0].n * period) {
+					level -= (uint64_t)q[0].n * period;
+					o[no].id = q[0].id;
+					o[no].since = q[0].since;
+					o[no++].at = e;
+					memmove(q, q + 1, (size_t)--qn * sizeof q[0]);
+				}
+				if (e == target)
+					break;
+			}
+			/* The state machine: one tick, or a few, to target. */
+			if (m_rand() % 2)
+				t_tick(sm, now + (target - now) / 2);
+			t_tick(sm, target);
+			for (i = 0; i < no; i++) {
+				if (o[i].at == 0) {
+					expect_code(1, o[i].id, SEMD__CODE__TIMEOUT);
+					timeouts++;
+					continue;
+				}
+				g = grant_of(1, o[i].id);
+				if (g != NULL && g->waited_us != (o[i].at - o[i].since) * 1000)
+					FAIL("rate %u/%u: %" PRIu64 " waited %" PRIu64
+					    " us, the model %" PRIu64 " ms", rate, period,
+					    o[i].id, g->waited_us, o[i].at - o[i].since);
+				grants++;
+			}
+			for (i = 0; i < qn; i++)
+				EXPECT(none(1, q[i].id));
+			in = info_of(sm, a, 1, 3, "m");
+			if (in != NULL && in->tokens_nano != level / period *
+			    1000000000ULL + level % period * 1000000000ULL / period)
+				FAIL("rate %u/%u: level %" PRIu64 " units, daemon %"
+				    PRIu64 " nano", rate, period, level, in->tokens_nano);
+			if (ncaps > MAX_CAPS - 400)
+				caps_clear();
+		}
+		caps_clear();
+		sm_free(sm);
+	}
+	printf("# %d grants and %d timeouts as the model said\n", grants, timeouts);
+	EXPECT(grants > 1000 && timeouts > 50);
+}
+
+/*
+ * The bucket's arithmetic alone, a billion refills: exact, no drift. The
+ * level after T ms of refills is rate * T units whatever the steps.
+ */
+static void test_rate_billion(void)
+{
+	uint64_t whole = 0, frac = 0, units = 0, i, add = 0, n;
+	const char *env = getenv("SEMD_TEST_REFILLS");
+
+	n = env != NULL ? strtoull(env, NULL, 10) : 1000000000ULL;
+	TEST_START("a billion refills: exact to the unit");
+	for (i = 0; i < n; i++) {
+		uint64_t dt = 1 + (i & 3);	/* 1, 2, 3, 4 ms */
+
+		add += sm_rate_accrue(&whole, &frac, 3, 7, 1u << 30, dt);
+		units += 3 * dt;
+	}
+	EXPECT_U64(units / 7, whole);
+	EXPECT_U64(units % 7, frac);
+	EXPECT_U64(whole, add);
+	printf("# %" PRIu64 " refills: %" PRIu64 " tokens and %" PRIu64
+	    "/7, exactly rate x time\n", n, whole, frac);
+	whole = 5;
+	frac = 0;
+	EXPECT_U64(0, sm_rate_accrue(&whole, &frac, 3, 7, 5, 1000));
+	EXPECT_U64(5, whole);
+	whole = 0;
+	EXPECT_U64(1u << 30, sm_rate_accrue(&whole, &frac, 1u << 30, 86400000,
+	    1u << 30, UINT64_MAX / 2));	/* no overflow: capped */
+	EXPECT_U64(0, frac);
+	EXPECT_U64(3, sm_rate_wait_ms(0, 0, 1, 3, 1));
+	EXPECT_U64(2, sm_rate_wait_ms(0, 1, 1, 3, 1));
+	EXPECT_U64(0, sm_rate_wait_ms(2, 0, 1, 3, 2));
+}
+
+/*
+ * DownMulti: all names at once or none, nothing held while waiting, FIFO
+ * on every name, oldest first when two overlap, one deadline, a retry
+ * answered again.
+ */
+static void test_multi(void)
+{
+	static const char *const ab[] = { "a", "b" };
+	static const char *const ba[] = { "b", "a" };
+	static const char *const abc[] = { "a", "b", "c" };
+	static const uint32_t n12[] = { 1, 2 };
+	struct sm *sm;
+	struct sm_client *x, *y, *z, *w, *adm;
+	Semd__MultiGrant *mg;
+	Semd__InfoReply *in;
+	Semd__Grant *g;
+	Semd__Reply *r;
+	const char *many[17];
+	char buf[17][8];
+	int i;
+
+	t_check_each = true;
+	now = 1000;
+	sm = t_new(1700000000000ULL, NULL);
+	x = t_client(sm, 1, "uid:1", 0);
+	y = t_client(sm, 2, "uid:2", 0);
+	z = t_client(sm, 3, "uid:3", 0);
+	w = t_client(sm, 4, "uid:4", 0);
+	adm = t_client(sm, 5, "uid:0", 0);
+	t_create(sm, adm, 2, "a", 1, SEMD__MODE__OWNED, 0);
+	t_create(sm, adm, 3, "b", 2, SEMD__MODE__OWNED, 0);
+	TEST_START("multi: both names at once, one hold and token each");
+	t_multi(sm, x, 2, ab, n12, 2, -1, 0);
+	mg = multi_of(1, 2, ab, 2);
+	if (mg != NULL) {
+		EXPECT_U64(1, mg->grants[0]->n);
+		EXPECT_U64(2, mg->grants[1]->n);
+		EXPECT(mg->grants[0]->permit_id != 0 && mg->grants[1]->permit_id != 0);
+	}
+	t_multi(sm, x, 2, ab, n12, 2, -1, 0);	/* a retry: the same answer */
+	multi_of(1, 2, ab, 2);
+	t_down(sm, x, 2, "a", 1, -1, 0);	/* the id is a multi's */
+	expect_code(1, 2, SEMD__CODE__INVALID_ARGUMENT);
+	t_up(sm, x, 3, "a", 1, 0);
+	t_up(sm, x, 4, "b", 2, 0);
+	expect_code(1, 3, SEMD__CODE__OK);
+	expect_code(1, 4, SEMD__CODE__OK);
+	TEST_START("multi: nothing is held while it waits; FIFO on every name");
+	t_down(sm, z, 2, "a", 1, -1, 0);
+	g = grant_of(3, 2);
+	t_multi(sm, x, 5, ab, NULL, 2, -1, 0);	/* a is z's: x waits */
+	EXPECT(none(1, 5));
+	in = info_of(sm, adm, 5, 4, "b");
+	if (in != NULL) {
+		EXPECT_I64(2, in->available);	/* b is not held meanwhile */
+		EXPECT_U64(1, in->waiters_total);
+	}
+	t_down(sm, y, 2, "b", 2, -1, 0);	/* behind x on b: no barging */
+	EXPECT(none(2, 2));
+	t_down(sm, y, 3, "b", 1, 0, 0);
+	expect_code(2, 3, SEMD__CODE__WOULD_BLOCK);
+	t_up(sm, z, 3, "a", 1, g ? g->permit_id : 0);
+	multi_of(1, 5, ab, 2);			/* both at once */
+	EXPECT(none(2, 2));			/* b: 1 free, y wants 2 */
+	t_up(sm, x, 6, "b", 1, 0);
+	grant_of(2, 2);
+	t_up(sm, x, 7, "a", 1, 0);
+	t_up(sm, y, 4, "b", 2, 0);
+	TEST_START("multi: two waiters on the same names in opposite orders, oldest first");
+	t_down(sm, z, 4, "a", 1, -1, 0);
+	g = grant_of(3, 4);
+	t_multi(sm, x, 8, ab, NULL, 2, -1, 0);
+	t_multi(sm, y, 5, ba, NULL, 2, -1, 0);
+	t_up(sm, z, 5, "a", 1, g ? g->permit_id : 0);
+	multi_of(1, 8, ab, 2);
+	EXPECT(none(2, 5));
+	t_up(sm, x, 9, "a", 1, 0);
+	multi_of(2, 5, ba, 2);
+	t_up(sm, y, 6, "a", 1, 0);
+	t_up(sm, y, 7, "b", 1, 0);
+	t_up(sm, x, 10, "b", 1, 0);
+	TEST_START("multi: one deadline; nothing held after a timeout; auto names freed");
+	t_down(sm, z, 6, "a", 1, -1, 0);
+	g = grant_of(3, 6);
+	t_multi(sm, x, 11, abc, NULL, 3, 100, 0);	/* c is auto-created */
+	EXPECT(none(1, 11));
+	t_tick(sm, now + 100);
+	expect_code(1, 11, SEMD__CODE__TIMEOUT);
+	t_info(sm, adm, 5, 5, "c", SEMD__CODE__NOT_FOUND);
+	t_multi(sm, x, 11, abc, NULL, 3, 100, 0);	/* its retry: the memo */
+	expect_code(1, 11, SEMD__CODE__TIMEOUT);
+	TEST_START("multi: a cancel, a session's end, a delete end the wait");
+	t_multi(sm, x, 12, abc, NULL, 3, -1, 0);
+	t_cancel(sm, x, 13, 12);
+	expect_code(1, 12, SEMD__CODE__CANCELLED);
+	expect_code(1, 13, SEMD__CODE__OK);
+	t_multi(sm, w, 2, abc, NULL, 3, -1, 0);
+	sm_client_close(sm, w, now);
+	CHECK_SM(sm);
+	w = t_client(sm, 4, "uid:4", 0);
+	t_multi(sm, x, 14, ab, NULL, 2, -1, 0);
+	t_delete(sm, adm, 6, "b", 1);
+	expect_code(5, 6, SEMD__CODE__OK);
+	expect_code(1, 14, SEMD__CODE__CANCELLED);
+	t_create(sm, adm, 7, "b", 2, SEMD__MODE__OWNED, 0);
+	t_up(sm, z, 7, "a", 1, g ? g->permit_id : 0);
+	TEST_START("multi: bad requests");
+	t_create(sm, adm, 8, "s", 1, SEMD__MODE__SIGNAL, 0);
+	t_create_rate(sm, adm, 9, "r", 0, 5, 1000, 5);
+	{
+		static const char *const as[] = { "a", "s" };
+		static const char *const ar[] = { "a", "r" };
+		static const char *const aa[] = { "a", "a" };
+		static const uint32_t n13[] = { 1, 3 };
+
+		t_multi(sm, x, 15, as, NULL, 2, -1, 0);
+		expect_code(1, 15, SEMD__CODE__INVALID_ARGUMENT);
+		t_multi(sm, x, 16, ar, NULL, 2, -1, 0);
+		expect_code(1, 16, SEMD__CODE__INVALID_ARGUMENT);
+		t_multi(sm, x, 17, aa, NULL, 2, -1, 0);
+		expect_code(1, 17, SEMD__CODE__INVALID_ARGUMENT);
+		t_multi(sm, x, 18, ab, n13, 2, -1, 0);	/* 3 > limit of b */
+		expect_code(1, 18, SEMD__CODE__INVALID_ARGUMENT);
+		t_multi(sm, x, 19, ab, NULL, 0, -1, 0);
+		expect_code(1, 19, SEMD__CODE__INVALID_ARGUMENT);
+	}
+	for (i = 0; i < 17; i++) {
+		snprintf(buf[i], sizeof buf[i], "m%d", i);
+		many[i] = buf[i];
+	}
+	t_multi(sm, x, 20, many, NULL, 17, -1, 0);
+	expect_code(1, 20, SEMD__CODE__INVALID_ARGUMENT);
+	t_multi(sm, x, 21, many, NULL, 16, 0, 0);	/* 16 is the most */
+	multi_of(1, 21, many, 16);
+	TEST_START("multi: the permits cap counts every name's n");
+	t_who = &(struct sm_caller){ 0, { [SM_LIMIT_PERMITS] = 2 } };
+	t_multi(sm, y, 8, ab, n12, 2, -1, 0);
+	r = expect_code(2, 8, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r != NULL && strstr(r->message, "permits") != NULL);
+	t_who = NULL;
+	TEST_START("multi: detached holds with a lease, all of them");
+	t_multi(sm, y, 9, ab, NULL, 2, -1, 500);
+	mg = multi_of(2, 9, ab, 2);
+	t_tick(sm, now + 500);
+	in = info_of(sm, adm, 5, 10, "a");
+	if (in != NULL)
+		EXPECT_U64(0, in->holders_total);
+	caps_clear();
+	sm_free(sm);
+	t_check_each = false;
+}
+
+/* A multi-name waiter and a rate: all in a snapshot, and on after a restore. */
+static void test_multi_snapshot(void)
+{
+	static const char *const ab[] = { "a", "b" };
+	struct sm_config cfg;
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL };
+	struct sm *sm, *rs;
+	struct sm_client *x, *z, *adm;
+	uint8_t *s1 = NULL, *s2 = NULL;
+	size_t l1 = 0, l2 = 0;
+	char err[256];
+	Semd__Grant *g;
+	uint64_t zp;
+
+	TEST_START("snapshot: multi-name waiters, buckets and watches come back");
+	now = 1000;
+	sm = t_new(1700000000000ULL, NULL);
+	x = t_client(sm, 1, "uid:1", 0);
+	z = t_client(sm, 3, "uid:3", 0);
+	adm = t_client(sm, 5, "uid:0", 0);
+	t_create_rate(sm, adm, 2, "a", 1, 1, 1000, 1);
+	t_create_rate(sm, adm, 3, "r", 0, 3, 7, 2);
+	t_watch(sm, adm, 4, "", true);
+	expect_code(5, 4, SEMD__CODE__OK);
+	t_down(sm, z, 2, "a", 1, -1, 0);
+	g = grant_of(3, 2);
+	zp = g ? g->permit_id : 0;
+	t_multi(sm, x, 2, ab, NULL, 2, 5000, 0);
+	t_down(sm, x, 5, "r", 2, 0, 0);		/* the bucket, emptied */
+	grant_of(1, 5);
+	t_down(sm, x, 3, "r", 2, -1, 0);
+	t_down(sm, x, 4, "r", 1, -1, 0);
+	EXPECT(none(1, 3) && none(1, 4));
+	t_tick(sm, now + 3);			/* r: 1 token and 2/7 */
+	CHECK_SM(sm);
+	if (sm_snapshot(sm, &s1, &l1) != 0)
+		FAIL("snapshot");
+	sm_config_defaults(&cfg);
+	memcpy(cfg.hash_key, "another key!!!!!", 16);
+	rs = sm_restore(&cfg, &out, s1, l1, err, sizeof err);
+	if (rs == NULL) {
+		FAIL("restore: %s", err);
+		free(s1);
+		sm_free(sm);
+		return;
+	}
+	CHECK_SM(rs);
+	if (sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 || memcmp(s1, s2, l1) != 0)
+		FAIL("the restored state snapshots to other bytes");
+	/* Both go on alike: the same replies, the same snapshots. */
+	sm_free(sm);
+	sm = rs;
+	caps_clear();
+	sm_client_bind(sm_client_find(sm, 1), (void *)1);
+	sm_client_bind(sm_client_find(sm, 3), (void *)3);
+	sm_client_bind(sm_client_find(sm, 5), (void *)5);
+	t_tick(sm, now + 1000);		/* r: tokens for the 2, then the 1 */
+	grant_of(1, 3);
+	grant_of(1, 4);
+	t_up(sm, sm_client_find(sm, 3), 3, "a", 1, zp);
+	multi_of(1, 2, ab, 2);
+	event_of(5, EVENT_GRANT, "r");
+	event_of(5, EVENT_GRANT, "r");
+	event_of(5, EVENT_RELEASE, "a");
+	event_of(5, EVENT_GRANT, "a");
+	event_of(5, EVENT_GRANT, "b");
+	EXPECT_U64(0, events_left(5));
+	free(s1);
+	free(s2);
+	caps_clear();
+	sm_free(sm);
+}
+
+/*
+ * Deadlocks: a cycle closed by a new down is answered at once, naming the
+ * cycle; one closed by a grant ends its newest waiter; none is seen where
+ * other holders could serve, or in a session waiting for itself.
+ */
+static void test_deadlock(void)
+{
+	static const char *const bc[] = { "b", "c" };
+	struct sm *sm;
+	struct sm_client *s, *t, *u, *adm;
+	Semd__Reply *r;
+	Semd__Grant *g;
+	int i;
+
+	t_check_each = true;
+	now = 1000;
+	sm = t_new(1700000000000ULL, NULL);
+	s = t_client(sm, 1, "uid:1", 0);
+	t = t_client(sm, 2, "uid:2", 0);
+	u = t_client(sm, 3, "uid:3", 0);
+	adm = t_client(sm, 4, "uid:0", 0);
+	TEST_START("deadlock: S holds a and waits for b, T holds b and downs a");
+	t_watch(sm, adm, 2, "a", false);
+	t_down(sm, s, 2, "a", 1, -1, 0);
+	grant_of(1, 2);
+	t_down(sm, t, 2, "b", 1, -1, 0);
+	grant_of(2, 2);
+	t_down(sm, s, 3, "b", 1, -1, 0);
+	EXPECT(none(1, 3));
+	t_down(sm, t, 3, "a", 1, -1, 0);
+	r = expect_code(2, 3, SEMD__CODE__DEADLOCK);
+	if (r != NULL) {
+		EXPECT(strstr(r->message, "waits for a, held by session 1") != NULL);
+		EXPECT(strstr(r->message, "waits for b, held by session 2 (you)") != NULL);
+	}
+	event_of(4, EVENT_GRANT, "a");
+	event_of(4, EVENT_DEADLOCK, "a");
+	EXPECT_U64(1, t_stat(sm, adm, 4, "deadlocks"));
+	t_down(sm, t, 4, "a", 1, 0, 0);		/* a trydown never waits */
+	expect_code(2, 4, SEMD__CODE__WOULD_BLOCK);
+	t_up(sm, t, 5, "b", 1, 0);
+	grant_of(1, 3);
+	t_up(sm, s, 4, "a", 1, 0);
+	t_up(sm, s, 5, "b", 1, 0);
+	TEST_START("deadlock: not when another holder can serve (limit 2)");
+	t_create(sm, adm, 3, "c2", 2, SEMD__MODE__OWNED, 0);
+	t_down(sm, s, 6, "c2", 1, -1, 0);
+	t_down(sm, t, 6, "c2", 1, -1, 0);
+	t_down(sm, u, 2, "c2", 1, -1, 0);	/* u holds nothing: no check */
+	t_down(sm, s, 7, "d", 1, -1, 0);
+	grant_of(1, 7);
+	t_down(sm, t, 7, "d", 1, -1, 0);	/* t waits for s */
+	t_down(sm, s, 8, "c2", 1, -1, 0);	/* s waits for c2: t's or u's up */
+	EXPECT(none(1, 8));
+	TEST_START("deadlock: not for a session waiting for itself");
+	t_down(sm, s, 9, "d", 1, -1, 0);
+	EXPECT(none(1, 9));
+	sm_client_close(sm, s, now);
+	sm_client_close(sm, t, now);
+	sm_client_close(sm, u, now);
+	CHECK_SM(sm);
+	caps_clear();
+	s = t_client(sm, 1, "uid:1", 0);
+	t = t_client(sm, 2, "uid:2", 0);
+	u = t_client(sm, 3, "uid:3", 0);
+	TEST_START("deadlock: a multi-name down closing a cycle is refused whole");
+	t_down(sm, s, 2, "a", 1, -1, 0);
+	grant_of(1, 2);
+	t_down(sm, t, 2, "b", 1, -1, 0);
+	grant_of(2, 2);
+	t_down(sm, t, 3, "a", 1, -1, 0);	/* t waits for s */
+	t_multi(sm, s, 3, bc, NULL, 2, -1, 0);	/* s would wait for t */
+	expect_code(1, 3, SEMD__CODE__DEADLOCK);
+	t_info(sm, adm, 4, 5, "c", SEMD__CODE__NOT_FOUND);	/* freed again */
+	t_up(sm, s, 4, "a", 1, 0);
+	grant_of(2, 3);
+	t_up(sm, t, 4, "a", 1, 0);
+	t_up(sm, t, 5, "b", 1, 0);
+	TEST_START("deadlock: closed by a grant, the newest waiter of the cycle is answered");
+	t_down(sm, s, 5, "a", 1, -1, 0);	/* s holds a */
+	grant_of(1, 5);
+	t_down(sm, u, 2, "x", 1, -1, 0);	/* u holds x */
+	g = grant_of(3, 2);
+	t_down(sm, t, 6, "a", 1, -1, 0);	/* t waits for a (s) */
+	t_down(sm, t, 7, "x", 1, -1, 0);	/* and for x (u) */
+	t_down(sm, s, 6, "x", 1, -1, 0);	/* s waits for x after t: u holds it */
+	EXPECT(none(1, 6) && none(2, 6) && none(2, 7));
+	t_up(sm, u, 3, "x", 1, g ? g->permit_id : 0);
+	grant_of(2, 7);				/* t holds x, waits for a */
+	r = expect_code(1, 6, SEMD__CODE__DEADLOCK);	/* s's is the newest */
+	if (r != NULL)
+		EXPECT(strstr(r->message, "deadlock:") != NULL);
+	EXPECT(none(2, 6));
+	t_up(sm, s, 7, "a", 1, 0);
+	grant_of(2, 6);
+	TEST_START("deadlock: a chain of 1000 sessions, one search");
+	sm_free(sm);
+	sm = t_new(1700000000000ULL, tune_big);
+	{
+		struct sm_client *cs[1000];
+		char name[16], next[16];
+		uint64_t checks;
+
+		for (i = 0; i < 1000; i++) {
+			cs[i] = t_client(sm, 10 + (uintptr_t)i, "uid:1", 0);
+			snprintf(name, sizeof name, "n%d", i);
+			t_down(sm, cs[i], 2, name, 1, -1, 0);
+			grant_of(10 + (uintptr_t)i, 2);
+		}
+		t_check_each = false;
+		for (i = 0; i < 999; i++) {
+			snprintf(next, sizeof next, "n%d", i + 1);
+			t_down(sm, cs[i], 3, next, 1, -1, 0);
+		}
+		checks = t_stat(sm, cs[0], 10, "deadlock_checks");
+		t_down(sm, cs[999], 3, "n0", 1, -1, 0);
+		r = expect_code(1009, 3, SEMD__CODE__DEADLOCK);
+		if (r != NULL)
+			EXPECT(strstr(r->message, "more)") != NULL);
+		EXPECT_U64(checks + 1, t_stat(sm, cs[0], 10, "deadlock_checks"));
+		CHECK_SM(sm);
+	}
+	caps_clear();
+	sm_free(sm);
+	t_check_each = false;
+}
+
+/*
+ * Watches: every kind of event, for a name or a prefix, in the order the
+ * state changed; identities only for those who may see them; a cancel
+ * ends one; nothing is sent to a client not bound here.
+ */
+static void test_watch(void)
+{
+	struct sm *sm;
+	struct sm_client *a, *b, *adm, *v;
+	Semd__WatchEvent *ev;
+	Semd__Grant *g;
+	int i;
+
+	t_check_each = true;
+	now = 1000;
+	sm = t_new(1700000000000ULL, NULL);
+	a = t_client(sm, 1, "uid:1", 0);
+	b = t_client(sm, 2, "uid:2", 0);
+	adm = t_client(sm, 3, "uid:0", 0);
+	v = t_client(sm, 4, "uid:4", 0);
+	TEST_START("watch: a name's events, in order");
+	t_watch(sm, adm, 2, "jobs/x", false);
+	expect_code(3, 2, SEMD__CODE__OK);
+	t_who = &(struct sm_caller){ 0, { 0 } };	/* v: no administrator */
+	t_watch(sm, v, 2, "jobs/", true);
+	expect_code(4, 2, SEMD__CODE__OK);
+	t_who = NULL;
+	t_create(sm, a, 2, "jobs/x", 1, SEMD__MODE__OWNED, 0);
+	t_down(sm, a, 3, "jobs/x", 1, -1, 0);
+	g = grant_of(1, 3);
+	t_down(sm, b, 2, "jobs/x", 1, -1, 0);
+	t_down(sm, b, 3, "jobs/x", 1, 50, 0);
+	t_tick(sm, now + 50);
+	expect_code(2, 3, SEMD__CODE__TIMEOUT);
+	t_up(sm, a, 4, "jobs/x", 1, 0);
+	grant_of(2, 2);
+	t_set_limit(sm, a, 5, "jobs/x", 3);
+	t_cancel(sm, b, 4, 99);			/* nothing: no event */
+	t_down(sm, a, 6, "jobs/x", 2, -1, 0);
+	grant_of(1, 6);
+	t_delete(sm, a, 7, "jobs/x", 1);
+	event_of(3, EVENT_CREATE, "jobs/x");
+	ev = event_of(3, EVENT_GRANT, "jobs/x");
+	if (ev != NULL) {
+		EXPECT_U64(2, ev->watch);
+		EXPECT(g != NULL && ev->permit_id == g->permit_id);
+		EXPECT(strcmp(ev->principal, "uid:1") == 0);	/* an admin sees who */
+		EXPECT_U64(1, ev->holders);
+	}
+	ev = event_of(3, EVENT_WAIT, "jobs/x");
+	if (ev != NULL)
+		EXPECT_U64(1, ev->waiters);
+	event_of(3, EVENT_WAIT, "jobs/x");
+	event_of(3, EVENT_TIMEOUT, "jobs/x");
+	ev = event_of(3, EVENT_RELEASE, "jobs/x");
+	if (ev != NULL)
+		EXPECT_I64(1, ev->available);	/* told before it goes on */
+	event_of(3, EVENT_GRANT, "jobs/x");
+	ev = event_of(3, EVENT_LIMIT, "jobs/x");
+	if (ev != NULL)
+		EXPECT_U64(3, ev->limit);
+	event_of(3, EVENT_GRANT, "jobs/x");
+	event_of(3, EVENT_RELEASE, "jobs/x");	/* the delete takes the holds */
+	event_of(3, EVENT_RELEASE, "jobs/x");
+	event_of(3, EVENT_DELETE, "jobs/x");
+	EXPECT_U64(0, events_left(3));
+	TEST_START("watch: a prefix; who did it hidden from those who may not see");
+	for (i = 0; i < 11; i++) {
+		ev = event_of(4, EVENT_CREATE, "jobs/x");	/* the same, here */
+		if (i > 0 && ev != NULL)
+			FAIL("events came twice");
+		break;
+	}
+	ev = event_of(4, EVENT_GRANT, "jobs/x");
+	if (ev != NULL) {
+		EXPECT_U64(2, ev->watch);
+		EXPECT_U64(0, strlen(ev->principal));	/* uid:4 is no manager */
+	}
+	TEST_START("watch: cancelled by its id, or ended with its connection");
+	caps_clear();
+	t_cancel(sm, v, 3, 2);
+	expect_code(4, 3, SEMD__CODE__OK);
+	t_down(sm, a, 8, "jobs/y", 1, 0, 0);
+	grant_of(1, 8);
+	EXPECT_U64(0, events_left(4));
+	t_watch(sm, v, 4, "jobs/y", false);
+	t_watch(sm, v, 4, "jobs/y", false);
+	expect_code(4, 4, SEMD__CODE__OK);
+	expect_code(4, 4, SEMD__CODE__INVALID_ARGUMENT);	/* id taken */
+	t_watch(sm, v, 0, "jobs/y", false);
+	expect_code(4, 0, SEMD__CODE__INVALID_ARGUMENT);
+	for (i = 0; i < 16; i++)
+		t_watch(sm, v, 100 + (uint64_t)i, "z", false);
+	expect_code(4, 114, SEMD__CODE__OK);
+	expect_code(4, 115, SEMD__CODE__RESOURCE_EXHAUSTED);
+	t_watch(sm, v, 200, "\x01", false);
+	expect_code(4, 200, SEMD__CODE__INVALID_ARGUMENT);
+	TEST_START("watch: nothing is sent where the client is not bound");
+	sm_client_bind(v, NULL);
+	t_up(sm, a, 9, "jobs/y", 1, 0);
+	EXPECT_U64(0, events_left(4));
+	sm_client_bind(v, (void *)4);
+	sm_client_close(sm, v, now);
+	CHECK_SM(sm);
+	caps_clear();
+	sm_free(sm);
+	t_check_each = false;
+}
+
+/* Renew, Holds and Where. */
+static void test_holds(void)
+{
+	static const char *const ab[] = { "a", "b" };
+	struct sm *sm;
+	struct sm_client *a, *b, *adm;
+	Semd__Reply *r;
+	Semd__Grant *g;
+	uint64_t t0;
+
+	t_check_each = true;
+	now = 1000;
+	sm = t_new(1700000000000ULL, NULL);
+	a = t_client(sm, 1, "uid:1", 0);
+	b = t_client(sm, 2, "uid:2", 0);
+	adm = t_client(sm, 3, "uid:0", 0);
+	t0 = now;
+	TEST_START("renew: a detached hold's lease, from now");
+	t_down(sm, a, 2, "d", 1, -1, 1000);
+	g = grant_of(1, 2);
+	t_tick(sm, t0 + 800);
+	t_renew(sm, a, 3, "d", g ? g->permit_id : 0, 2000);
+	r = expect_code(1, 3, SEMD__CODE__OK);
+	if (r != NULL && r->body_case == SEMD__REPLY__BODY_RENEWED) {
+		EXPECT_U64(1, r->renewed->holds);
+		EXPECT_U64(1700000000000ULL + t0 + 2800 - 1000, r->renewed->expires_ms);
+	}
+	t_tick(sm, t0 + 1000);
+	t_down(sm, b, 2, "d", 1, 0, 0);
+	expect_code(2, 2, SEMD__CODE__WOULD_BLOCK);	/* still held */
+	t_renew(sm, b, 3, "d", g ? g->permit_id : 0, 1000);
+	expect_code(2, 3, SEMD__CODE__NOT_HOLDER);	/* not b's */
+	t_renew(sm, a, 4, "d", 0, 0);			/* all, their own lease */
+	r = expect_code(1, 4, SEMD__CODE__OK);
+	t_tick(sm, t0 + 2999);
+	t_down(sm, b, 4, "d", 1, 0, 0);
+	expect_code(2, 4, SEMD__CODE__WOULD_BLOCK);
+	t_tick(sm, t0 + 3000);
+	t_down(sm, b, 5, "d", 1, 0, 0);
+	grant_of(2, 5);
+	t_renew(sm, b, 6, "d", 0, 1000);		/* a session's hold */
+	expect_code(2, 6, SEMD__CODE__NOT_HOLDER);
+	TEST_START("holds: a principal's holds on every name, by permit");
+	t_multi(sm, a, 5, ab, NULL, 2, -1, 0);
+	multi_of(1, 5, ab, 2);
+	t_down(sm, a, 6, "e", 1, -1, 600000);
+	grant_of(1, 6);
+	r = t_holds(sm, a, 1, 7, "", 0, 2);
+	if (r != NULL && r->body_case == SEMD__REPLY__BODY_HOLDS) {
+		EXPECT_U64(2, r->holds->n_holds);
+		EXPECT_U64(3, r->holds->total);
+		EXPECT(strcmp(r->holds->holds[0]->name, "a") == 0);
+		EXPECT(strcmp(r->holds->holds[1]->name, "b") == 0);
+		EXPECT(r->holds->next_permit != 0);
+		r = t_holds(sm, a, 1, 8, "", r->holds->next_permit, 2);
+		if (r != NULL && r->body_case == SEMD__REPLY__BODY_HOLDS) {
+			EXPECT_U64(1, r->holds->n_holds);
+			EXPECT(strcmp(r->holds->holds[0]->name, "e") == 0);
+			EXPECT(r->holds->holds[0]->detached);
+			EXPECT_U64(0, r->holds->next_permit);
+		}
+	} else {
+		FAIL("no holds reply");
+	}
+	t_who = &(struct sm_caller){ 0, { 0 } };
+	r = t_holds(sm, b, 2, 7, "uid:1", 0, 0);
+	EXPECT(r != NULL && r->code == SEMD__CODE__PERMISSION_DENIED);
+	t_who = &(struct sm_caller){ SM_PRIV_ADMIN, { 0 } };
+	r = t_holds(sm, adm, 3, 2, "uid:1", 0, 0);
+	EXPECT(r != NULL && r->body_case == SEMD__REPLY__BODY_HOLDS &&
+	    r->holds->n_holds == 3);
+	r = t_holds(sm, adm, 3, 3, "nobody", 0, 0);
+	EXPECT(r != NULL && r->body_case == SEMD__REPLY__BODY_HOLDS &&
+	    r->holds->n_holds == 0);
+	t_who = NULL;
+	TEST_START("where: a waiter's place in each of its queues");
+	t_down(sm, b, 8, "a", 1, -1, 0);
+	t_down(sm, adm, 4, "a", 1, -1, 0);
+	t_multi(sm, b, 9, ab, NULL, 2, -1, 0);
+	r = t_where(sm, b, 2, 10, 9);
+	if (r != NULL && r->body_case == SEMD__REPLY__BODY_WHERE &&
+	    r->where->n_places == 2) {
+		EXPECT_U64(3, r->where->places[0]->position);
+		EXPECT_U64(3, r->where->places[0]->waiters);
+		EXPECT_U64(1, r->where->places[0]->held);
+		EXPECT_U64(1, r->where->places[1]->position);
+	} else {
+		FAIL("no where reply");
+	}
+	r = t_where(sm, b, 2, 11, 777);
+	EXPECT(r != NULL && r->code == SEMD__CODE__NOT_FOUND);
+	r = t_where(sm, adm, 3, 5, 9);		/* another session's id */
+	EXPECT(r != NULL && r->code == SEMD__CODE__NOT_FOUND);
+	caps_clear();
+	sm_free(sm);
+	t_check_each = false;
+}
+
 int main(void)
 {
 	test_hello();
@@ -2536,6 +3698,15 @@ int main(void)
 	test_list_visible();
 	test_list_hidden_cap();
 	test_random();
+	test_rate();
+	test_rate_limit();
+	test_rate_model();
+	test_rate_billion();
+	test_multi();
+	test_multi_snapshot();
+	test_deadlock();
+	test_watch();
+	test_holds();
 	caps_clear();
 	if (failures) {
 		printf("%d check(s) failed\n", failures);
