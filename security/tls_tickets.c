@@ -362,8 +362,12 @@ static SSL_TICKET_RETURN tickets_dec_cb(SSL *s, SSL_SESSION *ss,
 	}
 	if (ss == NULL || !tickets_acceptable(r, ss))
 		return SSL_TICKET_RETURN_IGNORE_RENEW;
-	return status == SSL_TICKET_SUCCESS_RENEW ? SSL_TICKET_RETURN_USE_RENEW :
-	    SSL_TICKET_RETURN_USE;
+	/*
+	 * Always a fresh ticket: TLS 1.3 clients use one only once (OpenSSL's
+	 * among them), so a resumed connection without one would leave the
+	 * next to a full handshake.
+	 */
+	return SSL_TICKET_RETURN_USE_RENEW;
 }
 
 /* A context is freed: drop its reference to the ring. */
