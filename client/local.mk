@@ -12,7 +12,8 @@
 lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
 noinst_HEADERS += client/client-int.h
-client_libsemclient_la_SOURCES = client/conn.c client/ops.c client/util.c client/tls.c client/keepalive.c \
+client_libsemclient_la_SOURCES = client/conn.c client/ops.c client/util.c client/tls.c client/tlssess.c \
+	client/keepalive.c \
 	proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
 client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
