@@ -1573,8 +1573,9 @@ static void conn_start(struct worker *w, int fd, SSL *ssl,
 		return;
 	}
 	c->last_input_ms = server_now();
-	log_debug("%s: connected as %s%s", c->peer, principal, ssl == NULL ? "" :
-	    SSL_session_reused(ssl) ? " (TLS, resumed)" : " (TLS)");
+	log_debug("%s: connected as %s%s, on loop %u", c->peer, principal,
+	    ssl == NULL ? "" : SSL_session_reused(ssl) ? " (TLS, resumed)" : " (TLS)",
+	    w->idx);
 	conn_watch(c, max_frame);
 }
 
