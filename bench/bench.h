@@ -66,6 +66,7 @@ struct bench_opts {
 	int			json;
 	struct wire_tls		tls;
 	SSL_CTX			*tls_ctx;	/* tls: addresses */
+	int			tls_resume;	/* churn: resume from the last ticket */
 	int			tests[T_COUNT];
 };
 
@@ -82,6 +83,8 @@ struct conn {
 	struct worker	*w;
 	int		 fd;
 	SSL		*ssl;		/* tls: only */
+	SSL_SESSION	*sess;		/* --tls-resume: the newest ticket */
+	int		 handshaking;	/* churn: TLS handshake under way */
 	unsigned	 idx;		/* 0..conns-1 over all workers */
 	int		 want_out;
 	int		 reconnect;	/* churn: op done, open a new session */
@@ -110,6 +113,8 @@ struct worker {
 	uint64_t		 timeouts;
 	uint64_t		 direct;	/* handoff: grants that were not hand-offs */
 	uint64_t		 grants_all;	/* every grant, window or not */
+	uint64_t		 hs_full;	/* TLS handshakes done in the window: full, */
+	uint64_t		 hs_resumed;	/* ... and resumed */
 	uint64_t		 outstanding;
 	uint64_t		 next;		/* names: next index to create/delete */
 	uint64_t		 end;
@@ -145,6 +150,8 @@ struct run {
 	uint64_t		 timeouts;
 	uint64_t		 direct;
 	uint64_t		 grants_all;
+	uint64_t		 hs_full;
+	uint64_t		 hs_resumed;
 	uint64_t		 grants_min;
 	uint64_t		 grants_max;
 	double			 elapsed_s;	/* measured window actually run */

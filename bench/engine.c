@@ -479,20 +479,11 @@ fail:
 	return -1;
 }
 
-/* Churn: open a new session and queue its Hello and Down in one write. */
-static void conn_churn_start(struct conn *c, uint64_t t_op)
+/* Churn: queue the new session's Hello and Down, to go in one write. */
+static void conn_churn_hello(struct conn *c, uint64_t t_op)
 {
 	struct worker *w = c->w;
-	char err[512];
 
-	if (conn_connect(c, err, sizeof(err)) != 0) {
-		worker_fail(w, "%s", err);
-		return;
-	}
-	if (conn_watch(c) != 0) {
-		worker_fail(w, "epoll_ctl: %s", strerror(errno));
-		return;
-	}
 	c->hello_id = (++c->seq << 16) | BENCH_HELLO_CHAIN;
 	if (wire_put_hello(&c->out, c->hello_id, "semd-benchmark") != 0) {
 		worker_fail(w, "out of memory");
@@ -501,6 +492,78 @@ static void conn_churn_start(struct conn *c, uint64_t t_op)
 	w->outstanding++;
 	conn_send(c, 0, S_DOWN, t_op);
 	c->chains[0].t_op = t_op;
+}
+
+/*
+ * Churn over TLS: the next step of the handshake, in the closed loop like
+ * any I/O (a blocking one would stall the thread's other connections for
+ * the round trip). Once done it is counted (full or resumed) and the
+ * Hello and Down follow.
+ */
+static void conn_handshake(struct conn *c)
+{
+	const struct run *r = c->w->run;
+	char err[512];
+	uint64_t now;
+	int want = 0, rc;
+
+	err[0] = '\0';
+	rc = wire_tls_step(c->ssl, r->o->addr.host, &want, err, sizeof(err));
+	if (rc < 0) {
+		worker_fail(c->w, "connection %u: %s", c->idx, err);
+		return;
+	}
+	if (rc == 0) {
+		conn_want_out(c, want);
+		return;
+	}
+	c->handshaking = 0;
+	conn_want_out(c, 0);
+	now = bench_now();
+	if (in_window(r, now)) {
+		if (SSL_session_reused(c->ssl))
+			c->w->hs_resumed++;
+		else
+			c->w->hs_full++;
+	}
+	conn_churn_hello(c, c->chains[0].t_op);
+}
+
+/* Churn: open a new session; over TLS its handshake comes first. */
+static void conn_churn_start(struct conn *c, uint64_t t_op)
+{
+	const struct bench_opts *o = c->w->run->o;
+	struct worker *w = c->w;
+	char err[512];
+	int fd;
+
+	fd = wire_connect(&o->addr, 0);
+	if (fd < 0) {
+		worker_fail(w, "connect %s: %s", o->addr.text, strerror(-fd));
+		return;
+	}
+	c->fd = fd;
+	c->ssl = NULL;
+	c->in.off = c->in.len = 0;
+	c->out.off = c->out.len = 0;
+	c->want_out = 0;
+	if (conn_watch(c) != 0) {
+		worker_fail(w, "epoll_ctl: %s", strerror(errno));
+		return;
+	}
+	if (!o->addr.is_tls) {
+		conn_churn_hello(c, t_op);
+		return;
+	}
+	c->ssl = wire_tls_new(o->tls_ctx, fd, o->addr.host, o->tls.insecure,
+	    o->tls_resume ? &c->sess : NULL, err, sizeof(err));
+	if (c->ssl == NULL) {
+		worker_fail(w, "%s", err);
+		return;
+	}
+	c->handshaking = 1;
+	c->chains[0].t_op = t_op;
+	conn_handshake(c);
 }
 
 /* Churn: the op is over; close the session and start the next. */
@@ -562,7 +625,7 @@ static void conn_read(struct conn *c)
 	unsigned i;
 	int rc;
 
-	/* TLS may hold decrypted bytes that epoll knows nothing of: drain them */
+	/* TLS read-ahead may hold records that epoll knows nothing of: drain them */
 	do {
 		if (wbuf_reserve(&c->in, READ_CHUNK / 4) != 0) {
 			worker_fail(w, "out of memory");
@@ -581,7 +644,7 @@ static void conn_read(struct conn *c)
 			break;
 		}
 		c->in.len += (size_t)n;
-	} while (c->ssl != NULL && SSL_pending(c->ssl) > 0);
+	} while (c->ssl != NULL && SSL_has_pending(c->ssl));
 	if (c->in.len == c->in.off)
 		return;
 	now = bench_now();
@@ -690,6 +753,12 @@ static void *worker_main(void *arg)
 		}
 		for (k = 0; k < n && !w->failed; k++) {
 			c = evs[k].data.ptr;
+			if (c->handshaking) {
+				conn_handshake(c);
+				if (!w->failed && !c->handshaking)
+					conn_flush(c);
+				continue;
+			}
 			if (evs[k].events & EPOLLOUT)
 				conn_flush(c);
 			if (!w->failed && (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
@@ -712,6 +781,7 @@ static void worker_free(struct worker *w)
 		if (c == NULL)
 			continue;
 		conn_close(c);
+		SSL_SESSION_free(c->sess);
 		wbuf_free(&c->out);
 		wbuf_free(&c->in);
 		free(c->chains);
@@ -804,6 +874,8 @@ static void run_merge(struct run *r)
 		r->timeouts += w->timeouts;
 		r->direct += w->direct;
 		r->grants_all += w->grants_all;
+		r->hs_full += w->hs_full;
+		r->hs_resumed += w->hs_resumed;
 		for (i = 0; i < w->nconns; i++) {
 			uint64_t g = w->conns[i]->grants;
 

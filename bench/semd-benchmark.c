@@ -80,6 +80,7 @@ static void usage(FILE *f)
 	    "                      [--limit K] [--names N] [--keep-names] [--threads T]\n"
 	    "                      [--warmup SECONDS] [--timeout MS] [--json]\n"
 	    "                      [--tls-ca FILE] [--tls-cert FILE] [--tls-key FILE] [--tls-insecure]\n"
+	    "                      [--tls-resume]\n"
 	    "  -s ADDR       unix:PATH, tcp:HOST:PORT or tls:HOST:PORT\n"
 	    "  -c CONNS      connections (default 16; handoff: 2)\n"
 	    "  -P PIPELINE   operations in flight per connection (default 1)\n"
@@ -99,6 +100,9 @@ static void usage(FILE *f)
 	    "                  also SEMD_TLS_CA), --tls-cert/--tls-key FILE: client\n"
 	    "                  certificate for mutual TLS (SEMD_TLS_CERT, SEMD_TLS_KEY),\n"
 	    "                  --tls-insecure: do not verify the server\n"
+	    "  --tls-resume  churn: each connection resumes the TLS session of the last\n"
+	    "                one (session tickets); handshakes/s, full and resumed,\n"
+	    "                are reported for churn over TLS either way\n"
 	    "One op: ping = 1 round trip; down-up, trydown-up, contended = down + up;\n"
 	    "handoff = an up to the next waiter's grant; churn = connect, hello, down, up,\n"
 	    "close; names = one create; rate = a down on a rate-only name (its bucket\n"
@@ -182,6 +186,7 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "tls-cert", required_argument, NULL, 'C' },
 		{ "tls-key", required_argument, NULL, 'K' },
 		{ "tls-insecure", no_argument, NULL, 'I' },
+		{ "tls-resume", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -276,6 +281,9 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case 'I':
 			o->tls.insecure = 1;
+			break;
+		case 'R':
+			o->tls_resume = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -578,6 +586,9 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 	double fair = r->grants_min ? (double)r->grants_max / (double)r->grants_min : 0;
 	double per_name = 0;
 	uint64_t created = o->names;
+	int hs = o->addr.is_tls && r->test == T_CHURN;
+	double hs_full_s = r->elapsed_s > 0 ? (double)r->hs_full / r->elapsed_s : 0;
+	double hs_res_s = r->elapsed_s > 0 ? (double)r->hs_resumed / r->elapsed_s : 0;
 	char rt[16];
 
 	if (m != NULL && m->have_names && m->names[1] > m->names[0])
@@ -605,6 +616,12 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 			    r->grants_min, r->grants_max, fair);
 		if (r->test == T_HANDOFF)
 			printf(", \"direct_grants\": %" PRIu64, r->direct);
+		if (hs)
+			printf(", \"tls_resume\": %s, \"tls_handshakes_full\": %" PRIu64
+			    ", \"tls_handshakes_resumed\": %" PRIu64
+			    ", \"tls_full_per_sec\": %.0f, \"tls_resumed_per_sec\": %.0f",
+			    o->tls_resume ? "true" : "false", r->hs_full, r->hs_resumed,
+			    hs_full_s, hs_res_s);
 		if (sd != NULL && sd->have) {
 			printf(", \"client_grants\": %" PRIu64 ", \"server_grants\": %" PRIu64
 			    ", \"server_errors\": %" PRIu64, r->grants_all, sd->grants, sd->errors);
@@ -647,6 +664,8 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 		    us(hist_quantile(&r->wait, 0.999)), us(r->wait.count ? r->wait.max : 0), fair);
 	if (r->test == T_HANDOFF)
 		printf("up->next grant; direct=%" PRIu64 " ", r->direct);
+	if (hs)
+		printf("tls handshakes/s full=%.0f resumed=%.0f ", hs_full_s, hs_res_s);
 	if (m != NULL) {
 		printf("%" PRIu64 " creates, %.0f deletes/s, ", o->names, delete_rate);
 		if (m->have_mem)

@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,11 +138,37 @@ static void tls_error(char *err, size_t errlen, const char *what)
 	ERR_clear_error();
 }
 
+/* The ex_data slot of an SSL that says where its session tickets go. */
+static int wire_slot_idx = -1;
+static pthread_once_t wire_slot_once = PTHREAD_ONCE_INIT;
+
+/* Register the slot, once per process. */
+static void wire_slot_init(void)
+{
+	wire_slot_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+/*
+ * A session ticket came (TLS 1.3 sends it after the handshake): keep the
+ * newest in the connection's slot, if it has one, to resume the next time.
+ */
+static int wire_tls_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	SSL_SESSION **slot = SSL_get_ex_data(ssl, wire_slot_idx);
+
+	if (slot == NULL)
+		return 0;
+	SSL_SESSION_free(*slot);
+	*slot = sess;
+	return 1;
+}
+
 /* A client SSL_CTX from t. */
 SSL_CTX *wire_tls_ctx_new(const struct wire_tls *t, char *err, size_t errlen)
 {
 	SSL_CTX *ctx;
 
+	pthread_once(&wire_slot_once, wire_slot_init);
 	ctx = SSL_CTX_new(TLS_client_method());
 	if (ctx == NULL) {
 		tls_error(err, errlen, "SSL_CTX_new");
@@ -150,6 +177,11 @@ SSL_CTX *wire_tls_ctx_new(const struct wire_tls *t, char *err, size_t errlen)
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
 		goto fail_ssl;
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* One read(2) takes every record that came (readers drain SSL_has_pending()). */
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, wire_tls_new_session);
 	if (t->ca_file != NULL) {
 		if (SSL_CTX_load_verify_locations(ctx, t->ca_file, NULL) != 1) {
 			tls_error(err, errlen, t->ca_file);
@@ -178,13 +210,12 @@ fail:
 	return NULL;
 }
 
-/* TLS handshake on a connected blocking fd. */
-SSL *wire_tls_handshake(SSL_CTX *ctx, int fd, const char *host, int insecure,
-    char *err, size_t errlen)
+/* A client SSL on fd, checking the server against host unless insecure. */
+SSL *wire_tls_new(SSL_CTX *ctx, int fd, const char *host, int insecure,
+    SSL_SESSION **slot, char *err, size_t errlen)
 {
 	struct in6_addr a6;
 	struct in_addr a4;
-	long vr;
 	SSL *ssl;
 
 	ssl = SSL_new(ctx);
@@ -201,13 +232,56 @@ SSL *wire_tls_handshake(SSL_CTX *ctx, int fd, const char *host, int insecure,
 		SSL_free(ssl);
 		return NULL;
 	}
-	if (SSL_connect(ssl) != 1) {
-		vr = SSL_get_verify_result(ssl);
-		if (vr != X509_V_OK)
-			snprintf(err, errlen, "TLS handshake with %s: certificate: %s", host,
-			    X509_verify_cert_error_string(vr));
-		else
-			tls_error(err, errlen, "TLS handshake");
+	if (slot != NULL) {
+		if (*slot != NULL && SSL_SESSION_is_resumable(*slot))
+			(void)SSL_set_session(ssl, *slot);
+		(void)SSL_set_ex_data(ssl, wire_slot_idx, slot);
+	}
+	SSL_set_connect_state(ssl);
+	return ssl;
+}
+
+/* One step of a handshake on a non-blocking socket. */
+int wire_tls_step(SSL *ssl, const char *host, int *want, char *err, size_t errlen)
+{
+	long vr;
+	int r, e;
+
+	ERR_clear_error();
+	errno = 0;
+	r = SSL_do_handshake(ssl);
+	if (r == 1)
+		return 1;
+	e = SSL_get_error(ssl, r);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		*want = e == SSL_ERROR_WANT_WRITE;
+		return 0;
+	}
+	vr = SSL_get_verify_result(ssl);
+	if (vr != X509_V_OK)
+		snprintf(err, errlen, "TLS handshake with %s: certificate: %s", host,
+		    X509_verify_cert_error_string(vr));
+	else if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
+		snprintf(err, errlen, "TLS handshake with %s: %s", host, errno != 0 ?
+		    strerror(errno) : "connection closed by the server");
+	else
+		tls_error(err, errlen, "TLS handshake");
+	return -1;
+}
+
+/* TLS handshake on a connected blocking fd. */
+SSL *wire_tls_handshake(SSL_CTX *ctx, int fd, const char *host, int insecure,
+    char *err, size_t errlen)
+{
+	SSL *ssl;
+	int want;
+
+	if (errlen > 0)
+		err[0] = '\0';
+	ssl = wire_tls_new(ctx, fd, host, insecure, NULL, err, errlen);
+	if (ssl != NULL && wire_tls_step(ssl, host, &want, err, errlen) != 1) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "TLS handshake with %s did not finish", host);
 		SSL_free(ssl);
 		return NULL;
 	}

@@ -57,6 +57,21 @@ SSL_CTX *wire_tls_ctx_new(const struct wire_tls *t, char *err, size_t errlen);
 SSL *wire_tls_handshake(SSL_CTX *ctx, int fd, const char *host, int insecure,
     char *err, size_t errlen);
 
+/*
+ * A client SSL on fd, for wire_tls_step(). slot (or NULL): a session to
+ * resume (*slot, if it can be), and where the session tickets the server
+ * sends are kept (the newest replaces *slot; the caller frees the last).
+ */
+SSL *wire_tls_new(SSL_CTX *ctx, int fd, const char *host, int insecure,
+    SSL_SESSION **slot, char *err, size_t errlen);
+
+/*
+ * One step of the handshake of ssl (non-blocking fd): 1 when done, 0 when
+ * it waits for the socket (*want: 0 readable, 1 writable), -1 with a
+ * message in err.
+ */
+int wire_tls_step(SSL *ssl, const char *host, int *want, char *err, size_t errlen);
+
 /* Send a close_notify (without waiting for the peer's) and free ssl. */
 void wire_tls_close(SSL *ssl);
 

@@ -53,6 +53,8 @@ struct semc_addr {
 struct semc_conn {
 	int fd;
 	SSL *ssl;
+	struct semc *owner;	/* TLS: whose session cache a ticket goes to */
+	char tls_addr[400];	/* ... under this address (canon) */
 	pthread_mutex_t iolock;	/* SSL objects are not thread-safe */
 	int refs;
 	uint64_t gen;
@@ -104,6 +106,12 @@ struct semc_deliver {
 	struct semc_evq **events_tail;
 };
 
+/* A TLS session kept for resumption (tlssess.c), per server address. */
+struct semc_tls_sess {
+	char addr[400];
+	SSL_SESSION *sess;
+};
+
 /* The client-side lease: D, the clock-rate drift bound (parts per million
  * of the lease), and M, the margin: max(SEMC_LEASE_MARGIN_MIN, lease / 20). */
 #define SEMC_LEASE_DRIFT_PPM	10000
@@ -128,6 +136,10 @@ struct semc {
 	bool reconnect;
 	char *tls_ca, *tls_cert, *tls_key;
 	SSL_CTX *ssl_ctx;
+	pthread_mutex_t tls_lock;	/* guards tls_sess */
+	struct semc_tls_sess tls_sess[SEMC_MAX_ADDRS];
+	unsigned char tls_id[32];	/* hash of the CA file's name and our certificate */
+	char *tls_dir;			/* $SEMD_TLS_SESSION_DIR, when usable */
 	semc_event_fn ev_fn;
 	void *ev_arg;
 
@@ -215,6 +227,12 @@ void semc_watch_push_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 void semc_watch_deliver(struct semc *c, struct semc_watch_event *ev);
 void semc_watch_event_free(struct semc_watch_event *ev);
 void semc_watchers_free(struct semc *c);
+
+/* tlssess.c */
+void semc_tls_sess_setup(struct semc *c, SSL_CTX *ctx, const char *ca);
+SSL_SESSION *semc_tls_sess_get(struct semc *c, const char *addr);
+void semc_tls_sess_put(struct semc *c, const char *addr, SSL_SESSION *sess);
+void semc_tls_sess_free(struct semc *c);
 
 /* tls.c */
 int semc_tls_setup(struct semc *c);

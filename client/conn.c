@@ -40,6 +40,7 @@ struct semc *semc_new(void)
 		return NULL;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->wlock, NULL);
+	pthread_mutex_init(&c->tls_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca);
@@ -181,6 +182,8 @@ int semc_set_tls(struct semc *c, const char *ca_file, const char *cert_file, con
 	    (r = str_set(&c->tls_cert, cert_file)) != 0 ||
 	    (r = str_set(&c->tls_key, key_file)) != 0)
 		return r;
+	/* Sessions made with other files are not offered again. */
+	semc_tls_sess_free(c);
 	return 0;
 }
 
@@ -1851,6 +1854,7 @@ static void handle_free_memory(struct semc *c)
 	free(c->tls_ca);
 	free(c->tls_cert);
 	free(c->tls_key);
+	free(c->tls_dir);
 	free(c->principal);
 	free(c->server);
 	free(c->rbuf);
@@ -1903,6 +1907,7 @@ void semc_free(struct semc *c)
 	semc_tls_free(c);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->wlock);
+	pthread_mutex_destroy(&c->tls_lock);
 	pthread_cond_destroy(&c->cond);
 	handle_free_memory(c);
 }

@@ -13,8 +13,8 @@
 lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
 noinst_HEADERS += client/client-int.h
-client_libsemclient_la_SOURCES = client/conn.c client/ops.c client/util.c client/tls.c client/keepalive.c \
-	client/watch.c proto/frame.c
+client_libsemclient_la_SOURCES = client/conn.c client/ops.c client/util.c client/tls.c client/tlssess.c \
+	client/keepalive.c client/watch.c proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
 client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
 client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 3:0:2 -no-undefined \

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +54,8 @@ enum {
 struct opts {
 	const char *server;
 	const char *tls_ca, *tls_cert, *tls_key;
+	bool no_tls_resume;	/* --no-tls-resume */
+	bool sess_dir_set;	/* we set SEMD_TLS_SESSION_DIR: not the command's */
 	bool json;
 	bool quiet;
 	const char *cmd;
@@ -92,6 +95,7 @@ static const char usage_text[] =
 "  -j, --json          machine-readable output\n"
 "  -q, --quiet         down, run: no progress line on a terminal\n"
 "      --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
+"      --no-tls-resume do not keep TLS sessions in $XDG_RUNTIME_DIR/semctl\n"
 "  -h, --help          this help\n"
 "  -V, --version       print the version\n"
 "Durations: 250ms, 5s, 2m or 2min, 1h (a bare number is seconds).\n"
@@ -1884,6 +1888,8 @@ static pid_t run_spawn(char **cmd, const struct acq *q)
 						q->names[i], q->token[i]);
 		setenv("SEMD_TOKENS", all, 1);
 	}
+	if (g.sess_dir_set)
+		unsetenv("SEMD_TLS_SESSION_DIR");
 	execvp(cmd[0], cmd);
 	fprintf(stderr, "semctl: run: cannot execute %s: %s\n", cmd[0], strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);
@@ -2323,16 +2329,54 @@ static bool json_wanted(int argc, char **argv)
 	return false;
 }
 
+/* Does the address (list) in use name a tls: server? */
+static bool tls_wanted(void)
+{
+	const char *a = g.server != NULL ? g.server : getenv("SEMD_SERVER");
+
+	return a != NULL && strstr(a, "tls:") != NULL;
+}
+
+/*
+ * Keep TLS sessions between runs, so that the next semctl resumes instead
+ * of a full handshake: libsemclient keeps them in $SEMD_TLS_SESSION_DIR
+ * (a setting of the caller's is left as it is; empty turns it off), which
+ * semctl points at $XDG_RUNTIME_DIR/semctl, made 0700 if missing. A
+ * directory that is not ours alone is not used, with a warning.
+ */
+static void tls_sessions_setup(void)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char dir[4096];
+	struct stat st;
+
+	if (g.no_tls_resume || !tls_wanted() || getenv("SEMD_TLS_SESSION_DIR") != NULL ||
+	    rt == NULL || rt[0] != '/' ||
+	    snprintf(dir, sizeof dir, "%s/semctl", rt) >= (int)sizeof dir)
+		return;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return;
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		fprintf(stderr, "semctl: not keeping TLS sessions in %s: it must be a "
+			"directory of yours with mode 0700\n", dir);
+		return;
+	}
+	if (setenv("SEMD_TLS_SESSION_DIR", dir, 1) == 0)
+		g.sess_dir_set = true;
+}
+
 /* Parse the global options, then run the command. */
 int main(int argc, char **argv)
 {
-	enum { G_CA = 1000, G_CERT, G_KEY };
+	enum { G_CA = 1000, G_CERT, G_KEY, G_NO_RESUME };
 	static const struct option longopts[] = {
 		{ "server", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "tls-ca", required_argument, NULL, G_CA },
 		{ "tls-cert", required_argument, NULL, G_CERT },
 		{ "tls-key", required_argument, NULL, G_KEY },
+		{ "no-tls-resume", no_argument, NULL, G_NO_RESUME },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -2350,6 +2394,7 @@ int main(int argc, char **argv)
 		case G_CA: g.tls_ca = optarg; break;
 		case G_CERT: g.tls_cert = optarg; break;
 		case G_KEY: g.tls_key = optarg; break;
+		case G_NO_RESUME: g.no_tls_resume = true; break;
 		case 'h': fputs(usage_text, stdout); return EX_OK_;
 		case 'V':
 			if (g.json)
@@ -2364,6 +2409,7 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		usage_fail("no command given");
 	g.cmd = argv[optind];
+	tls_sessions_setup();
 	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (strcmp(commands[i].name, g.cmd) == 0)
 			return commands[i].fn(argc - optind, argv + optind);

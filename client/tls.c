@@ -6,7 +6,8 @@
  * ($SEMD_TLS_CA, else the system store) and the host name. A client
  * certificate and key are presented when given (mutual TLS). The socket is
  * non-blocking; every SSL call on a connection is made under its iolock,
- * because the reader and the writers use one SSL object.
+ * because the reader and the writers use one SSL object. Sessions resume
+ * from the tickets the server sends (tlssess.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,6 +44,16 @@ static const char *tls_file(const char *set, const char *env)
 	return v != NULL && *v != '\0' ? v : NULL;
 }
 
+/* A session ticket came (after the handshake): keep it for the next connect. */
+static int tls_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct semc_conn *k = SSL_get_app_data(ssl);
+
+	if (k != NULL && k->owner != NULL)
+		semc_tls_sess_put(k->owner, k->tls_addr, sess);
+	return 0;	/* OpenSSL keeps (and frees) its own */
+}
+
 /* Build the SSL_CTX once. */
 int semc_tls_setup(struct semc *c)
 {
@@ -74,6 +85,10 @@ int semc_tls_setup(struct semc *c)
 			goto fail;
 		}
 	}
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, tls_new_session);
+	semc_tls_sess_setup(c, ctx, ca);
 	c->ssl_ctx = ctx;
 	return 0;
 fail:
@@ -84,6 +99,7 @@ fail:
 /* Free the SSL_CTX. */
 void semc_tls_free(struct semc *c)
 {
+	semc_tls_sess_free(c);
 	if (c->ssl_ctx != NULL)
 		SSL_CTX_free(c->ssl_ctx);
 	c->ssl_ctx = NULL;
@@ -101,6 +117,7 @@ static bool tls_is_ip(const char *host)
 int semc_tls_handshake(struct semc *c, struct semc_conn *k, int64_t deadline)
 {
 	struct pollfd p = { .fd = k->fd };
+	SSL_SESSION *sess;
 	int r, e;
 	long v;
 
@@ -108,6 +125,14 @@ int semc_tls_handshake(struct semc *c, struct semc_conn *k, int64_t deadline)
 		return r;
 	if ((k->ssl = SSL_new(c->ssl_ctx)) == NULL || SSL_set_fd(k->ssl, k->fd) != 1)
 		return semc_fail(SEMC_E_TLS, "TLS: %s", tls_errstr());
+	/* Tickets from this server are kept under its address; offer the last. */
+	k->owner = c;
+	snprintf(k->tls_addr, sizeof k->tls_addr, "%s", c->addr.canon);
+	SSL_set_app_data(k->ssl, k);
+	if ((sess = semc_tls_sess_get(c, k->tls_addr)) != NULL) {
+		(void)SSL_set_session(k->ssl, sess);
+		SSL_SESSION_free(sess);
+	}
 	if (tls_is_ip(c->addr.host)) {
 		X509_VERIFY_PARAM *vp = SSL_get0_param(k->ssl);
 

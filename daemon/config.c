@@ -61,6 +61,8 @@ static const struct cfg_key cfg_keys[] = {
 	{ "tls-key", CFG_PATH, OFF(tls_key), 0, 0 },
 	{ "tls-ca", CFG_PATH, OFF(tls_ca), 0, 0 },
 	{ "tls-client-auth", CFG_AUTH, OFF(tls_client_auth), 0, 0 },
+	{ "tls-ticket-lifetime", CFG_DURATION, OFF(tls_ticket_lifetime_s), 0, 604800 },
+	{ "tls-ticket-rotation", CFG_DURATION, OFF(tls_ticket_rotation_s), 1, 604800 },
 	{ "metrics-listen", CFG_METRICS, OFF(metrics_listen), 0, 0 },
 	{ "metrics-names", CFG_NAMES, 0, 0, 0 },
 	{ "metrics-max-connections", CFG_UINT, OFF(metrics_max_connections), 1, 10000 },
@@ -104,6 +106,8 @@ void config_init(struct semd_config *c)
 	c->metrics_timeout_ms = 10000;
 	c->max_output = 4u << 20;
 	c->keepalive_s = 60;
+	c->tls_ticket_lifetime_s = 3600;
+	c->tls_ticket_rotation_s = 3600;
 	c->threads = 1;
 	c->unix_mode = SEMD_DEFAULT_UNIX_MODE;
 	c->restart_grace_ms = 10000;
@@ -198,7 +202,8 @@ static int parse_u64(const char *s, unsigned long long *out, char **end)
 
 /*
  * A duration: a number with an optional unit (ms, s, m, h). A bare number
- * is in seconds. keepalive is stored in seconds, the others in ms.
+ * is in seconds. keepalive and tls-ticket-* are stored in seconds, the
+ * others in ms.
  */
 static int parse_duration(const char *s, unsigned long long *ms)
 {
@@ -416,7 +421,8 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 			    key, value);
 			return -EINVAL;
 		}
-		if (strcmp(key, "keepalive") == 0)
+		if (strcmp(key, "keepalive") == 0 ||
+		    strncmp(key, "tls-ticket-", 11) == 0)
 			v /= 1000;
 		break;
 	case CFG_MODE:

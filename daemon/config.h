@@ -59,6 +59,8 @@ struct semd_config {
 	char		*tls_key;
 	char		*tls_ca;
 	uint32_t	tls_client_auth;	/* enum tls_client_auth */
+	uint32_t	tls_ticket_lifetime_s;	/* 0: no session resumption */
+	uint32_t	tls_ticket_rotation_s;	/* a new ticket key this often */
 	struct acl	*acl;			/* acl/protect/quota lines */
 	char		*data_dir;		/* the raft log; NULL: in memory */
 	uint32_t	restart_grace_ms;	/* leases get this after a restart */

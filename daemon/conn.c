@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdatomic.h>
@@ -29,7 +30,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
 
 #include "daemon/access.h"
 #include "daemon/durable.h"
@@ -38,6 +39,16 @@
 #include "daemon/server.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
+#include "security/tls_hs.h"
+
+/* One read(2), or the records one read-ahead took in, land here. */
+#define CONN_RBUF	65536
+/* The most plaintext one TLS record carries. */
+#define TLS_RECORD_MAX	16384
+/* A TLS client idle this long gives OpenSSL's buffers back. */
+#define TLS_IDLE_MS	1000
+
+static _Thread_local uint8_t conn_rbuf[CONN_RBUF];
 
 static void conn_kill_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_resume(struct conn *c);
@@ -307,14 +318,20 @@ static void conn_queue_flush(struct conn *c)
 	}
 }
 
+/* Bytes written out of turn, still waiting for the socket to drain. */
+static size_t conn_backlog_len(struct conn *c)
+{
+	if (c->ssl != NULL)
+		return c->tlen - c->toff;
+	return c->backlog ? evbuffer_get_length(bufferevent_get_output(c->bev)) : 0;
+}
+
 /* After staging: cut off a client whose unread replies pass max-output. */
 static void conn_check_output(struct conn *c)
 {
 	size_t queued;
 
-	queued = c->wlen;
-	if (c->backlog)
-		queued += evbuffer_get_length(bufferevent_get_output(c->bev));
+	queued = c->wlen + conn_backlog_len(c);
 	if (queued > c->srv->cfg.max_output) {
 		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
 		    c->peer, queued, c->srv->cfg.max_output);
@@ -525,6 +542,9 @@ static void conn_resume(struct conn *c)
 		event_add(c->rev, NULL);
 	else
 		bufferevent_enable(c->bev, EV_READ);
+	/* Read-ahead may hold records the socket will not announce again. */
+	if (c->ssl != NULL && SSL_has_pending(c->ssl))
+		event_active(c->rev, EV_READ, 0);
 }
 
 /*
@@ -589,9 +609,176 @@ void conn_note(void *ctx, void *conn, const char *msg)
 }
 
 /*
+ * TLS: the client is gone (or spoke nonsense): nothing more is written, it
+ * is freed from the loop. The reason goes to the debug log.
+ */
+static void conn_tls_lost(struct conn *c, const char *what, int sslerr)
+{
+	unsigned long e = ERR_peek_error();
+	char why[256];
+
+	if (e != 0)
+		ERR_error_string_n(e, why, sizeof why);
+	else if (sslerr == SSL_ERROR_SYSCALL && errno != 0)
+		snprintf(why, sizeof why, "%s", strerror(errno));
+	else
+		snprintf(why, sizeof why, "connection closed by peer");
+	ERR_clear_error();
+	log_debug("%s: TLS %s: %s", c->peer, what, why);
+	c->dead = true;
+	c->wlen = 0;
+	conn_unqueue(c);
+	event_active(c->kill, EV_TIMEOUT, 0);
+}
+
+/* TLS: wake up when the socket drains. */
+static void conn_tls_want_write(struct conn *c)
+{
+	if (!c->tls_wwait) {
+		c->tls_wwait = true;
+		event_add(c->wev, NULL);
+	}
+}
+
+/*
+ * TLS: hand p[0..len) to SSL_write() until it is all taken or the socket
+ * is full. With partial writes each call seals and sends one record (16
+ * KiB of plaintext at most): a turn's replies, staged together, are one
+ * record and one write(2). Returns the bytes taken, or -1 when the
+ * connection is lost.
+ */
+static ssize_t conn_tls_write(struct conn *c, const uint8_t *p, size_t len)
+{
+	size_t off = 0;
+	int n, e;
+
+	c->tls_bufs = true;
+	while (off < len) {
+		ERR_clear_error();
+		errno = 0;
+		n = SSL_write(c->ssl, p + off, len - off > INT_MAX ? INT_MAX :
+		    (int)(len - off));
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		e = SSL_get_error(c->ssl, n);
+		if (e == SSL_ERROR_WANT_WRITE) {
+			conn_tls_want_write(c);
+			break;
+		}
+		if (e == SSL_ERROR_WANT_READ) {
+			c->tls_wwant_r = true;	/* the read callback retries */
+			break;
+		}
+		conn_tls_lost(c, "write", e);
+		return -1;
+	}
+	return (ssize_t)off;
+}
+
+/*
+ * TLS: keep p[0..len) for later, behind what is kept already. The next
+ * SSL_write() starts with the same bytes and is at least as long, as
+ * OpenSSL wants of a retry (the buffer may move).
+ */
+static int conn_tls_keep(struct conn *c, const uint8_t *p, size_t len)
+{
+	size_t cap;
+	uint8_t *nb;
+
+	if (c->toff > 0 && c->tcap - c->tlen < len) {
+		memmove(c->tbuf, c->tbuf + c->toff, c->tlen - c->toff);
+		c->tlen -= c->toff;
+		c->toff = 0;
+	}
+	if (c->tcap - c->tlen < len) {
+		cap = c->tcap ? c->tcap : 4096;
+		while (cap - c->tlen < len) {
+			if (cap > SIZE_MAX / 2)
+				return -ENOMEM;
+			cap *= 2;
+		}
+		if ((nb = realloc(c->tbuf, cap)) == NULL)
+			return -ENOMEM;
+		c->tbuf = nb;
+		c->tcap = cap;
+	}
+	memcpy(c->tbuf + c->tlen, p, len);
+	c->tlen += len;
+	return 0;
+}
+
+/* TLS: write what was kept back; finish a pending close once it is out. */
+static void conn_tls_drain(struct conn *c)
+{
+	ssize_t n;
+
+	if (c->dead || c->tlen == c->toff)
+		return;
+	if ((n = conn_tls_write(c, c->tbuf + c->toff, c->tlen - c->toff)) < 0)
+		return;
+	c->toff += (size_t)n;
+	if (c->toff < c->tlen)
+		return;
+	c->toff = c->tlen = 0;
+	if (c->tcap > 16384) {
+		free(c->tbuf);
+		c->tbuf = NULL;
+		c->tcap = 0;
+	}
+	if (c->closing)
+		event_active(c->kill, EV_TIMEOUT, 0);
+}
+
+/* TLS: the staged replies in one SSL_write(), or behind the backlog. */
+static void conn_tls_flush(struct conn *c)
+{
+	ssize_t n = 0;
+
+	if (c->tlen == c->toff && (n = conn_tls_write(c, c->wbuf, c->wlen)) < 0)
+		return;
+	if ((size_t)n < c->wlen &&
+	    conn_tls_keep(c, c->wbuf + n, c->wlen - (size_t)n) != 0) {
+		log_warn("%s: out of memory for replies, dropping the client",
+		    c->peer);
+		conn_drop(c);
+		return;
+	}
+	c->wlen = 0;
+}
+
+/* TLS: the socket drained (or an SSL_read() waited for it to). */
+static void conn_tls_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	c->tls_wwait = false;
+	if (c->dead)
+		return;
+	if (c->tls_rwant_w) {
+		c->tls_rwant_w = false;
+		event_active(c->rev, EV_READ, 0);
+	}
+	if (!c->tls_wwant_r)
+		conn_tls_drain(c);
+}
+
+/* A big reply's buffer is not kept for an idle connection. */
+static void conn_wbuf_trim(struct conn *c)
+{
+	if (c->wcap > 16384) {
+		free(c->wbuf);
+		c->wbuf = NULL;
+		c->wcap = 0;
+	}
+}
+
+/*
  * Send the staged replies: straight to the socket when nothing is queued
  * before them (one write(2), as a plain request/reply server does), the
  * rest through the bufferevent, which writes it when the socket drains.
+ * TLS the same way, through SSL_write() and our own backlog.
  */
 static void conn_flush(struct conn *c)
 {
@@ -602,6 +789,11 @@ static void conn_flush(struct conn *c)
 	conn_unqueue(c);
 	if (c->wlen == 0 || c->dead)
 		return;
+	if (c->ssl != NULL) {
+		conn_tls_flush(c);
+		conn_wbuf_trim(c);
+		return;
+	}
 	if (c->direct && !c->backlog) {
 		do
 			n = write(c->fd, c->wbuf, c->wlen);
@@ -621,12 +813,7 @@ static void conn_flush(struct conn *c)
 		c->backlog = true;
 	}
 	c->wlen = 0;
-	/* A big reply's buffer is not kept for an idle connection. */
-	if (c->wcap > 16384) {
-		free(c->wbuf);
-		c->wbuf = NULL;
-		c->wcap = 0;
-	}
+	conn_wbuf_trim(c);
 }
 
 /* Write every connection's staged replies (one write each). */
@@ -887,23 +1074,50 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 }
 
 /*
- * Input of a plain socket: one read(2) into a shared buffer, the whole
- * frames run from there, only a partial frame is kept (in c->in, made
- * when first needed, where the following reads append).
+ * Run n bytes of input: the whole frames from buf where they lie, only a
+ * partial frame is kept (in c->in, made when first needed, where the
+ * following reads append).
  */
-static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
+static void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 {
-	static _Thread_local uint8_t buf[65536];
-	struct conn *c = arg;
 	struct worker *w = c->w;
 	uint64_t frames = c->frames;
 	size_t off = 0;
-	ssize_t n;
 	bool was, go = true;
+
+	was = conn_begin_read(c);
+	server_lock(w);
+	if (c->in != NULL && evbuffer_get_length(c->in) > 0) {
+		if (evbuffer_add(c->in, buf, n) != 0) {
+			log_warn("%s: out of memory reading a frame", c->peer);
+			conn_close_later(c);
+		} else {
+			conn_run_input(c, c->in);
+		}
+	} else {
+		off = conn_run_frames(c, buf, n, &go);
+		if (go && !c->closing && !c->dead && off < n &&
+		    ((c->in == NULL && (c->in = evbuffer_new()) == NULL) ||
+		    evbuffer_add(c->in, buf + off, n - off) != 0)) {
+			log_warn("%s: out of memory reading a frame", c->peer);
+			conn_close_later(c);
+		}
+	}
+	conn_maybe_pause(c);
+	server_unlock(w);
+	conn_frame_deadline(c, frames);
+	conn_end_read(w, was);
+}
+
+/* Input of a plain socket: one read(2) into a shared buffer, then run. */
+static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	ssize_t n;
 
 	if (c->closing || c->dead)
 		return;
-	n = read(fd, buf, sizeof buf);
+	n = read(fd, conn_rbuf, sizeof conn_rbuf);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -914,28 +1128,70 @@ static void conn_raw_read_cb(evutil_socket_t fd, short what, void *arg)
 		conn_free(c);
 		return;
 	}
-	was = conn_begin_read(c);
-	server_lock(w);
-	if (c->in != NULL && evbuffer_get_length(c->in) > 0) {
-		if (evbuffer_add(c->in, buf, (size_t)n) != 0) {
-			log_warn("%s: out of memory reading a frame", c->peer);
-			conn_close_later(c);
-		} else {
-			conn_run_input(c, c->in);
-		}
-	} else {
-		off = conn_run_frames(c, buf, (size_t)n, &go);
-		if (go && !c->closing && !c->dead && off < (size_t)n &&
-		    ((c->in == NULL && (c->in = evbuffer_new()) == NULL) ||
-		    evbuffer_add(c->in, buf + off, (size_t)n - off) != 0)) {
-			log_warn("%s: out of memory reading a frame", c->peer);
-			conn_close_later(c);
-		}
+	conn_input(c, conn_rbuf, (size_t)n);
+}
+
+/*
+ * TLS input: SSL_read() while read-ahead holds whole records (the first
+ * call reads the socket once, taking in all that arrived), into the shared
+ * buffer, then run as a plain read. Records that did not fit are read at
+ * the next turn: the socket will not announce them again.
+ */
+static void conn_tls_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	size_t len = 0;
+	bool full = false, gone = false;
+	int n, e;
+
+	if (c->closing || c->dead)
+		return;
+	c->tls_bufs = true;
+	if (c->tls_wwant_r) {
+		c->tls_wwant_r = false;
+		conn_tls_drain(c);
+		if (c->dead)
+			return;
 	}
-	conn_maybe_pause(c);
-	server_unlock(w);
-	conn_frame_deadline(c, frames);
-	conn_end_read(w, was);
+	for (;;) {
+		if (sizeof conn_rbuf - len < TLS_RECORD_MAX) {
+			full = SSL_has_pending(c->ssl) != 0;
+			break;
+		}
+		ERR_clear_error();
+		errno = 0;
+		n = SSL_read(c->ssl, conn_rbuf + len, (int)(sizeof conn_rbuf - len));
+		if (n > 0) {
+			len += (size_t)n;
+			if (!SSL_has_pending(c->ssl))
+				break;
+			continue;
+		}
+		e = SSL_get_error(c->ssl, n);
+		if (e == SSL_ERROR_WANT_READ)
+			break;
+		if (e == SSL_ERROR_WANT_WRITE) {
+			c->tls_rwant_w = true;
+			conn_tls_want_write(c);
+			break;
+		}
+		if (e == SSL_ERROR_ZERO_RETURN) {
+			ERR_clear_error();
+			log_debug("%s: closed by peer", c->peer);
+		} else {
+			conn_tls_lost(c, "read", e);
+		}
+		gone = true;
+		break;
+	}
+	if (len > 0)
+		conn_input(c, conn_rbuf, len);
+	if (gone) {
+		conn_free(c);
+		return;
+	}
+	if (full && !c->paused && !c->closing && !c->dead)
+		event_active(c->rev, EV_READ, 0);
 }
 
 /* Output drained: finish a pending close. */
@@ -971,17 +1227,23 @@ static void conn_kill_cb(evutil_socket_t fd, short what, void *arg)
 void conn_close_later(struct conn *c)
 {
 	struct timeval tv = { 5, 0 };
+	bool empty;
 
 	if (c->closing)
 		return;
 	c->closing = true;
 	evtimer_del(c->ftimer);
 	conn_flush(c);
-	bufferevent_disable(c->bev, EV_READ);
+	if (c->bev != NULL)
+		bufferevent_disable(c->bev, EV_READ);
 	if (c->rev != NULL)
 		event_del(c->rev);
 	evtimer_add(c->timer, &tv);
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+	if (c->ssl != NULL)
+		empty = c->tlen == c->toff;
+	else
+		empty = evbuffer_get_length(bufferevent_get_output(c->bev)) == 0;
+	if (empty)
 		event_active(c->kill, EV_TIMEOUT, 0);
 }
 
@@ -1037,28 +1299,191 @@ static void conn_principal(struct conn *c, int fd, struct sockaddr *sa,
 	}
 }
 
-/* Close a client we will not serve (a TLS one through its bufferevent). */
-static void conn_refuse_fd(int fd, struct bufferevent *tlsbev)
+/* Close a client we will not serve (a TLS one with its SSL). */
+static void conn_refuse_fd(int fd, SSL *ssl)
 {
-	if (tlsbev != NULL)
-		bufferevent_free(tlsbev);
-	else
-		close(fd);
+	SSL_free(ssl);
+	close(fd);
+}
+
+/* Free the I/O of a connection that never opened (or is done). */
+static void conn_free_io(struct conn *c)
+{
+	if (c->timer != NULL)
+		event_free(c->timer);
+	if (c->ftimer != NULL)
+		event_free(c->ftimer);
+	if (c->kill != NULL)
+		event_free(c->kill);
+	if (c->rev != NULL)
+		event_free(c->rev);
+	if (c->wev != NULL)
+		event_free(c->wev);
+	if (c->in != NULL)
+		evbuffer_free(c->in);
+	if (c->bev != NULL)
+		bufferevent_free(c->bev);	/* closes the socket */
+	if (c->ssl != NULL) {
+		SSL_free(c->ssl);
+		close(c->fd);
+	}
+	free(c->tbuf);
+	free(c->wbuf);
+	free(c);
 }
 
 /*
- * Serve a new client of worker w: a plain socket fd, or a TLS bufferevent.
- * counted: conn_accept() already counted it in srv->nconns.
+ * The events of a new connection. A plain socket is read by us and
+ * written by us, with a bufferevent for what the socket cannot take at
+ * once; a TLS one is read and written by us through its SSL. Returns 0, or
+ * -ENOMEM (what was made stays for conn_free_io()).
  */
-static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
-    struct sockaddr *sa, bool is_unix, bool counted)
+static int conn_make_io(struct conn *c, int fd, SSL *ssl)
+{
+	struct event_base *base = c->w->base;
+
+	c->timer = evtimer_new(base, conn_timer_cb, c);
+	c->ftimer = evtimer_new(base, conn_ftimer_cb, c);
+	c->kill = event_new(base, -1, 0, conn_kill_cb, c);
+	c->direct = true;
+	if (ssl != NULL) {
+		c->ssl = ssl;
+		c->fd = fd;
+		c->rev = event_new(base, fd, EV_READ | EV_PERSIST,
+		    conn_tls_read_cb, c);
+		c->wev = event_new(base, fd, EV_WRITE, conn_tls_write_cb, c);
+		if (c->rev == NULL || c->wev == NULL)
+			return -ENOMEM;
+	} else {
+		c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (c->bev == NULL) {
+			close(fd);
+			return -ENOMEM;
+		}
+		c->fd = fd;
+		c->rev = event_new(base, fd, EV_READ | EV_PERSIST,
+		    conn_raw_read_cb, c);
+		if (c->rev == NULL)
+			c->direct = false;	/* read through the bufferevent */
+	}
+	return c->timer == NULL || c->ftimer == NULL || c->kill == NULL ?
+	    -ENOMEM : 0;
+}
+
+/*
+ * Under the lock: identify c, count it against its quota and open its
+ * client in the state (or, with a log, in the log). 0, -EDQUOT (the client
+ * was told), or -ENOMEM.
+ */
+static int conn_open_locked(struct conn *c, bool is_unix, const uint8_t *secret,
+    char *principal, size_t plen)
+{
+	struct server *srv = c->srv;
+	int r;
+
+	r = access_open(srv, c->fd, is_unix, c->ssl, &c->id, principal, plen);
+	if (r != 0)
+		return r;
+	if (srv->durable != NULL) {
+		/*
+		 * Opened in the state when the log gets there; bound then. On a
+		 * node that does not lead, opened in the log only if it leads
+		 * by the client's first request (conn_log_open).
+		 */
+		c->cid = durable_client_id(srv);
+		memcpy(c->secret, secret, sizeof c->secret);
+		c->local = is_unix;
+		server_conn_add(srv, c);
+		if (durable_serving(srv))
+			conn_log_open(c, principal);
+	} else {
+		c->cid = ++srv->next_client;
+		c->client = sm_client_open(srv->sm, c->cid, c, principal, secret,
+		    is_unix ? SM_CLIENT_LOCAL : 0, server_now());
+		if (c->client == NULL) {
+			access_close(c->id);
+			c->id = NULL;
+			return -ENOMEM;
+		}
+	}
+	list_add_tail(&c->entry, &c->w->conns);
+	conn_arm_timer(c);
+	c->open = true;
+	return 0;
+}
+
+/* Give OpenSSL's buffers of this loop's idle TLS clients back. */
+static void conn_tls_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval tv = { 2, 0 };
+	struct worker *w = arg;
+	struct list_head *pos;
+	uint64_t now = server_now();
+	struct conn *c;
+
+	list_for_each(pos, &w->conns) {
+		c = list_entry(pos, struct conn, entry);
+		if (c->ssl == NULL || !c->tls_bufs || c->dead || c->wlen > 0 ||
+		    now - c->last_input_ms < TLS_IDLE_MS || c->tlen > c->toff ||
+		    SSL_has_pending(c->ssl))
+			continue;
+		if (SSL_free_buffers(c->ssl) == 1)
+			c->tls_bufs = false;
+	}
+	if (w->ntls > 0)
+		evtimer_add(w->tls_sweep, &tv);
+}
+
+/* Start watching a TLS client: 0, or -1 when its loop cannot. */
+static int conn_watch_tls(struct conn *c)
+{
+	struct timeval tv = { 2, 0 };
+	struct worker *w = c->w;
+
+	if (event_add(c->rev, NULL) != 0)
+		return -1;
+	w->ntls++;
+	if (w->tls_sweep == NULL)
+		w->tls_sweep = evtimer_new(w->base, conn_tls_sweep_cb, w);
+	if (w->tls_sweep != NULL && !evtimer_pending(w->tls_sweep, NULL))
+		evtimer_add(w->tls_sweep, &tv);
+	/* The Hello may have come with the handshake's last flight. */
+	if (SSL_has_pending(c->ssl))
+		event_active(c->rev, EV_READ, 0);
+	return 0;
+}
+
+/* Start reading c (and writing, where a bufferevent does). */
+static void conn_watch(struct conn *c, uint32_t max_frame)
+{
+	if (c->ssl != NULL) {
+		if (conn_watch_tls(c) != 0) {
+			log_warn("%s: cannot watch a client socket, closing", c->peer);
+			conn_free(c);
+		}
+		return;
+	}
+	/* Never buffer more than one whole frame of input. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, max_frame + FRAME_HDR + 4096);
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	if (c->direct && event_add(c->rev, NULL) != 0) {
+		log_warn("cannot watch a client socket; reading through a buffer");
+		event_free(c->rev);
+		c->rev = NULL;
+		c->direct = false;
+	}
+	bufferevent_enable(c->bev, c->direct ? EV_WRITE : EV_READ | EV_WRITE);
+}
+
+/*
+ * Count a new client of worker w (counted: conn_accept() already counted
+ * it in srv->nconns). 0, or why not: -ESHUTDOWN, -EMFILE (logged).
+ */
+static int conn_count(struct worker *w, bool counted, uint32_t *keepalive,
+    uint32_t *max_frame)
 {
 	struct server *srv = w->srv;
-	uint8_t secret[SM_SECRET_LEN];
-	char principal[64];
-	uint32_t keepalive, max_frame, max_conns;
-	bool tls = tlsbev != NULL;
-	struct conn *c;
+	uint32_t max_conns;
 	int r;
 
 	server_lock(w);
@@ -1072,122 +1497,21 @@ static void conn_start(struct worker *w, int fd, struct bufferevent *tlsbev,
 	} else if (counted) {
 		srv->nconns--;
 	}
-	keepalive = srv->cfg.keepalive_s;
-	max_frame = srv->cfg.max_frame;
+	*keepalive = srv->cfg.keepalive_s;
+	*max_frame = srv->cfg.max_frame;
 	max_conns = srv->cfg.max_connections;
 	server_unlock(w);
 	if (r == -EMFILE)
 		log_warn("max-connections %u reached, refusing a client",
 		    max_conns);
-	if (r != 0) {
-		conn_refuse_fd(fd, tlsbev);
-		return;
-	}
-	if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) {
-		log_warn_errno(errno, "getrandom");
-		goto refuse;
-	}
-	c = calloc(1, sizeof *c);
-	if (c == NULL)
-		goto nomem;
-	c->srv = srv;
-	c->w = w;
-	INIT_LIST_HEAD(&c->flush_entry);
-	c->direct = tlsbev == NULL;	/* a plain socket bufferevent, made below */
-	if (!is_unix)
-		conn_tune_tcp(c, fd, keepalive);
-	conn_principal(c, fd, sa, is_unix, principal, sizeof principal);
-	c->bev = tlsbev != NULL ? tlsbev :
-	    bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		free(c);
-		goto nomem;
-	}
-	c->fd = bufferevent_getfd(c->bev);
-	c->backlog = tls;	/* TLS output always goes through the bufferevent */
-	c->timer = evtimer_new(w->base, conn_timer_cb, c);
-	c->ftimer = evtimer_new(w->base, conn_ftimer_cb, c);
-	c->kill = event_new(w->base, -1, 0, conn_kill_cb, c);
-	if (c->direct) {
-		/* We read the socket ourselves; the bufferevent only writes. */
-		c->rev = event_new(w->base, bufferevent_getfd(c->bev),
-		    EV_READ | EV_PERSIST, conn_raw_read_cb, c);
-		if (c->rev == NULL)
-			c->direct = false;
-	}
-	if (c->timer == NULL || c->ftimer == NULL || c->kill == NULL)
-		goto free_conn;
-	server_lock(w);
-	r = access_open(srv, bufferevent_getfd(c->bev), is_unix, tls ?
-	    bufferevent_openssl_get_ssl(c->bev) : NULL, &c->id, principal,
-	    sizeof principal);
-	if (r == 0 && srv->durable != NULL) {
-		/*
-		 * Opened in the state when the log gets there; bound then. On a
-		 * node that does not lead, opened in the log only if it leads
-		 * by the client's first request (conn_log_open).
-		 */
-		c->cid = durable_client_id(srv);
-		memcpy(c->secret, secret, sizeof c->secret);
-		c->local = is_unix;
-		server_conn_add(srv, c);
-		if (durable_serving(srv))
-			conn_log_open(c, principal);
-		list_add_tail(&c->entry, &w->conns);
-		conn_arm_timer(c);
-		c->open = true;
-	} else if (r == 0) {
-		c->cid = ++srv->next_client;
-		c->client = sm_client_open(srv->sm, c->cid, c, principal, secret,
-		    is_unix ? SM_CLIENT_LOCAL : 0, server_now());
-		if (c->client == NULL) {
-			access_close(c->id);
-			c->id = NULL;
-		} else {
-			list_add_tail(&c->entry, &w->conns);
-			conn_arm_timer(c);
-			c->open = true;
-		}
-	}
-	server_unlock(w);
-	if (w->batch.len > 0)
-		durable_submit(srv, &w->batch);
-	if (r != 0)
-		goto free_quiet;
-	if (!c->open)
-		goto free_conn;
-	c->last_input_ms = server_now();
-	/* Never buffer more than one whole frame of input. */
-	bufferevent_setwatermark(c->bev, EV_READ, 0, max_frame + FRAME_HDR + 4096);
-	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-	if (c->direct && event_add(c->rev, NULL) != 0) {
-		log_warn("cannot watch a client socket; reading through a buffer");
-		event_free(c->rev);
-		c->rev = NULL;
-		c->direct = false;
-	}
-	bufferevent_enable(c->bev, c->direct ? EV_WRITE : EV_READ | EV_WRITE);
-	log_debug("%s: connected as %s", c->peer, principal);
-	return;
-free_conn:
-	log_warn("out of memory accepting a client");
-free_quiet:
-	if (c->timer)
-		event_free(c->timer);
-	if (c->ftimer)
-		event_free(c->ftimer);
-	if (c->kill)
-		event_free(c->kill);
-	if (c->rev)
-		event_free(c->rev);
-	bufferevent_free(c->bev);
-	free(c);
-	goto uncount;
-nomem:
-	log_warn("out of memory accepting a client");
-refuse:
-	conn_refuse_fd(fd, tlsbev);
-uncount:
+	return r;
+}
+
+/* Take back the count of a client that will not be served. */
+static void conn_uncount(struct worker *w)
+{
+	struct server *srv = w->srv;
+
 	server_lock(w);
 	srv->nconns--;
 	w->nconns--;
@@ -1197,17 +1521,143 @@ uncount:
 }
 
 /*
+ * Serve a new client of worker w: a plain socket fd, or a TLS one whose
+ * handshake is done (ssl). counted: conn_accept() already counted it in
+ * srv->nconns.
+ */
+static void conn_start(struct worker *w, int fd, SSL *ssl,
+    struct sockaddr *sa, bool is_unix, bool counted)
+{
+	struct server *srv = w->srv;
+	uint8_t secret[SM_SECRET_LEN];
+	char principal[64];
+	uint32_t keepalive, max_frame;
+	struct conn *c;
+	int r;
+
+	if (conn_count(w, counted, &keepalive, &max_frame) != 0) {
+		conn_refuse_fd(fd, ssl);
+		return;
+	}
+	if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) {
+		log_warn_errno(errno, "getrandom");
+		conn_refuse_fd(fd, ssl);
+		conn_uncount(w);
+		return;
+	}
+	if ((c = calloc(1, sizeof *c)) == NULL) {
+		log_warn("out of memory accepting a client");
+		conn_refuse_fd(fd, ssl);
+		conn_uncount(w);
+		return;
+	}
+	c->srv = srv;
+	c->w = w;
+	INIT_LIST_HEAD(&c->flush_entry);
+	if (!is_unix)
+		conn_tune_tcp(c, fd, keepalive);
+	conn_principal(c, fd, sa, is_unix, principal, sizeof principal);
+	r = conn_make_io(c, fd, ssl);
+	if (r == 0) {
+		server_lock(w);
+		r = conn_open_locked(c, is_unix, secret, principal, sizeof principal);
+		server_unlock(w);
+		if (w->batch.len > 0)
+			durable_submit(srv, &w->batch);
+	}
+	if (r != 0) {
+		if (r == -ENOMEM)
+			log_warn("out of memory accepting a client");
+		conn_free_io(c);
+		conn_uncount(w);
+		return;
+	}
+	c->last_input_ms = server_now();
+	log_debug("%s: connected as %s%s, on loop %u", c->peer, principal,
+	    ssl == NULL ? "" : SSL_session_reused(ssl) ? " (TLS, resumed)" : " (TLS)",
+	    w->idx);
+	conn_watch(c, max_frame);
+}
+
+/* A TLS handshake ended, either way: it no longer counts (any thread). */
+static void conn_hs_done(struct server *srv, struct conn_pending *p)
+{
+	pthread_mutex_lock(&srv->hs_lock);
+	list_del_init(&p->hs_entry);
+	srv->handshakes--;
+	pthread_mutex_unlock(&srv->hs_lock);
+	free(p);
+}
+
+/* The TLS handshake of a client of this loop is done: serve it. */
+static void conn_tls_ready(SSL *ssl, evutil_socket_t fd, void *arg)
+{
+	struct conn_pending *p = arg;
+	struct worker *w = p->w;
+	struct sockaddr_storage ss = p->ss;
+
+	atomic_fetch_add_explicit(SSL_session_reused(ssl) ? &w->tls_resumed :
+	    &w->tls_full, 1, memory_order_relaxed);
+	p->hs = NULL;
+	conn_hs_done(w->srv, p);
+	conn_start(w, fd, ssl, (struct sockaddr *)&ss, false, false);
+}
+
+/* The TLS handshake failed or timed out (all freed by tls_hs). */
+static void conn_tls_failed(const char *why, void *arg)
+{
+	struct conn_pending *p = arg;
+
+	log_info("TLS handshake: %s", why);
+	p->hs = NULL;
+	conn_hs_done(p->w->srv, p);
+}
+
+/* Run the TLS handshake of p on w's loop, bounded by handshake-timeout. */
+static void conn_tls_begin(struct worker *w, struct conn_pending *p)
+{
+	struct server *srv = w->srv;
+	uint32_t timeout;
+	char err[256];
+	int one = 1;
+
+	server_lock(w);
+	timeout = srv->cfg.handshake_timeout_ms;
+	server_unlock(w);
+	p->w = w;
+	/* The handshake's flights and the ticket after it: no Nagle delays. */
+	(void)setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	p->hs = tls_hs_start(w->base, srv->tls, p->fd, timeout > INT_MAX ?
+	    INT_MAX : (int)timeout, conn_tls_ready, conn_tls_failed, p, err,
+	    sizeof err);
+	if (p->hs == NULL) {
+		log_warn("TLS accept: %s", err);
+		conn_hs_done(srv, p);
+	}
+}
+
+/* Register a TLS client's handshake as under way (tls-max-startups). */
+static void conn_hs_add(struct server *srv, struct conn_pending *p)
+{
+	pthread_mutex_lock(&srv->hs_lock);
+	list_add_tail(&p->hs_entry, &srv->hs_list);
+	srv->handshakes++;
+	pthread_mutex_unlock(&srv->hs_lock);
+}
+
+/*
  * A new client socket from a listener (on worker 0): served by the next
- * worker in turn; another worker gets it through its accept queue.
+ * worker in turn; another worker gets it through its accept queue. A TLS
+ * client's handshake runs on the loop that will serve it.
  */
 void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
-    bool is_unix)
+    bool is_unix, bool tls)
 {
 	struct worker *w = &srv->workers[srv->next_worker];
 	struct conn_pending *p;
 
 	srv->next_worker = (srv->next_worker + 1) % srv->nworkers;
-	if (w == worker_self) {
+	if (w == worker_self && !tls) {
 		conn_start(w, fd, NULL, sa, is_unix, false);
 		return;
 	}
@@ -1219,34 +1669,65 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 	}
 	p->fd = fd;
 	p->is_unix = is_unix;
+	p->tls = tls;
 	p->salen = salen;
 	memcpy(&p->ss, sa, (size_t)salen);
+	INIT_LIST_HEAD(&p->entry);
+	INIT_LIST_HEAD(&p->hs_entry);
+	if (tls)
+		conn_hs_add(srv, p);
+	if (w == worker_self) {
+		conn_tls_begin(w, p);
+		return;
+	}
 	/*
 	 * Counted at once, so that the listener's max-connections check sees
-	 * the clients still on their way to their worker.
+	 * the clients still on their way to their worker (TLS ones count as
+	 * handshakes until theirs is done).
 	 */
 	server_lock(worker_self);
-	srv->nconns++;
+	if (!tls)
+		srv->nconns++;
 	list_add_tail(&p->entry, &w->acceptq);
 	server_wake_later(w);
 	server_unlock(worker_self);
 }
 
-/* A client handed over by worker 0's listener. */
-void conn_start_pending(struct worker *w, struct conn_pending *p)
+/* A client handed over by worker 0's listener (stop: closed instead). */
+void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop)
 {
+	if (stop) {
+		close(p->fd);
+		if (p->tls)
+			conn_hs_done(w->srv, p);
+		else
+			free(p);
+		return;
+	}
+	if (p->tls) {
+		conn_tls_begin(w, p);
+		return;
+	}
 	conn_start(w, p->fd, NULL, (struct sockaddr *)&p->ss, p->is_unix, true);
+	free(p);
 }
 
-/*
- * A TLS client whose handshake is done (listen.c, security/tls_bev): its
- * bufferevent lives on worker 0's base, so worker 0 serves it.
- */
-void conn_accept_tls(struct server *srv, struct bufferevent *bev,
-    struct sockaddr *sa, int salen)
+/* After the loops ended: drop the TLS handshakes still under way. */
+void conn_handshakes_free(struct server *srv)
 {
-	conn_start(&srv->workers[0], bufferevent_getfd(bev), bev, sa, false,
-	    false);
+	struct conn_pending *p;
+
+	while (!list_empty(&srv->hs_list)) {
+		p = list_first_entry(&srv->hs_list, struct conn_pending, hs_entry);
+		list_del_init(&p->hs_entry);
+		list_del_init(&p->entry);	/* still in an accept queue? */
+		if (p->hs != NULL)
+			tls_hs_abort(p->hs);
+		else
+			close(p->fd);
+		free(p);
+	}
+	srv->handshakes = 0;
 }
 
 /* Close and free a connection; its session lets go (or lingers). */
@@ -1255,6 +1736,7 @@ void conn_free(struct conn *c)
 	struct sm_batch close;
 	struct server *srv;
 	struct worker *w;
+	bool bye;
 
 	if (c == NULL)
 		return;
@@ -1268,6 +1750,8 @@ void conn_free(struct conn *c)
 	}
 	srv = c->srv;
 	w = c->w;
+	/* Our own close with everything said: TLS tells the peer. */
+	bye = c->ssl != NULL && c->closing && !c->dead && c->tlen == c->toff;
 	c->dead = true;
 	conn_unqueue(c);
 	sm_batch_init(&close);
@@ -1295,14 +1779,13 @@ void conn_free(struct conn *c)
 	if (close.len > 0)
 		durable_submit(srv, &close);
 	sm_batch_free(&close);
-	event_free(c->timer);
-	event_free(c->ftimer);
-	event_free(c->kill);
-	if (c->rev != NULL)
-		event_free(c->rev);
-	if (c->in != NULL)
-		evbuffer_free(c->in);
-	bufferevent_free(c->bev);
-	free(c->wbuf);
-	free(c);
+	if (c->ssl != NULL)
+		w->ntls--;
+	if (bye) {
+		/* A close_notify, best effort: it never waits. */
+		ERR_clear_error();
+		(void)SSL_shutdown(c->ssl);
+		ERR_clear_error();
+	}
+	conn_free_io(c);
 }

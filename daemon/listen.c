@@ -26,7 +26,6 @@
 #include "daemon/tlsconf.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
-#include "security/tls_bev.h"
 
 #define LISTEN_BACKLOG 4096
 
@@ -74,49 +73,7 @@ static void listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 		listener_refuse(l->srv, fd, true);
 		return;
 	}
-	conn_accept(l->srv, fd, sa, salen, l->is_unix);
-}
-
-/* A TLS client whose handshake runs: where it came from. */
-struct listener_tls_pending {
-	struct server		*srv;
-	struct sockaddr_storage	ss;
-	int			salen;
-	struct list_head	entry;		/* listener_tls_list */
-};
-
-/*
- * Handshakes under way (they count against max-connections too), all on
- * worker 0's loop. At most tls-max-startups FULL of them: a walk of the
- * list per accepted TLS client is O(FULL), a hundred by default.
- */
-static size_t listener_tls_handshakes;
-static struct list_head listener_tls_list = LIST_HEAD_INIT(listener_tls_list);
-
-/* A handshake ended, either way. */
-static void listener_tls_done(struct listener_tls_pending *p)
-{
-	listener_tls_handshakes--;
-	list_del_init(&p->entry);
-	free(p);
-}
-
-/* The TLS handshake finished: serve the connection. */
-static void listener_tls_ready_cb(struct bufferevent *bev, void *arg)
-{
-	struct listener_tls_pending *p = arg;
-
-	conn_accept_tls(p->srv, bev, (struct sockaddr *)&p->ss, p->salen);
-	listener_tls_done(p);
-}
-
-/* The TLS handshake failed or timed out (all freed by tls_bev). */
-static void listener_tls_fail_cb(const char *why, void *arg)
-{
-	struct listener_tls_pending *p = arg;
-
-	log_info("TLS handshake: %s", why);
-	listener_tls_done(p);
+	conn_accept(l->srv, fd, sa, salen, l->is_unix, false);
 }
 
 /*
@@ -150,6 +107,22 @@ static unsigned int listener_percent(void)
 	return (unsigned int)(x % 100);
 }
 
+/* Handshakes under way from the source of sa, on every loop (hs_lock held). */
+static size_t listener_tls_same_locked(struct server *srv,
+    const struct sockaddr *sa)
+{
+	struct conn_pending *p;
+	struct list_head *pos;
+	size_t same = 0;
+
+	list_for_each(pos, &srv->hs_list) {
+		p = list_entry(pos, struct conn_pending, hs_entry);
+		if (listener_same_source((struct sockaddr *)&p->ss, sa))
+			same++;
+	}
+	return same;
+}
+
 /*
  * May one more TLS handshake start (OpenSSH's MaxStartups and
  * PerSourceMaxStartups)? Past start handshakes under way a new one is
@@ -157,18 +130,23 @@ static unsigned int listener_percent(void)
  * one source may have at most per_source under way. Silent or slow
  * clients then cannot hold every slot: the others keep a good chance, and
  * those from other addresses a certain one. Logs once a second at most.
+ * The handshakes run on every loop; the count and list are under hs_lock
+ * (a walk of the list per accepted TLS client is O(full), 256 by default).
  */
 static bool listener_tls_admit(struct server *srv, const struct sockaddr *sa)
 {
 	static uint64_t dropped, last_log_ms;
 	const struct semd_config *cfg = &srv->cfg;
-	size_t n = listener_tls_handshakes, same = 0;
-	struct listener_tls_pending *p;
-	struct list_head *pos;
+	size_t n, same = 0;
 	unsigned int pct;
 	uint64_t now;
 	const char *why = NULL;
 
+	pthread_mutex_lock(&srv->hs_lock);
+	n = srv->handshakes;
+	if (cfg->tls_per_source_startups > 0 && n < cfg->tls_startups_full)
+		same = listener_tls_same_locked(srv, sa);
+	pthread_mutex_unlock(&srv->hs_lock);
 	if (n >= cfg->tls_startups_full) {
 		why = "tls-max-startups full";
 	} else if (n >= cfg->tls_startups_start) {
@@ -178,15 +156,9 @@ static bool listener_tls_admit(struct server *srv, const struct sockaddr *sa)
 		if (listener_percent() < pct)
 			why = "tls-max-startups random early drop";
 	}
-	if (why == NULL && cfg->tls_per_source_startups > 0) {
-		list_for_each(pos, &listener_tls_list) {
-			p = list_entry(pos, struct listener_tls_pending, entry);
-			if (listener_same_source((struct sockaddr *)&p->ss, sa))
-				same++;
-		}
-		if (same >= cfg->tls_per_source_startups)
-			why = "tls-per-source-max-startups";
-	}
+	if (why == NULL && cfg->tls_per_source_startups > 0 &&
+	    same >= cfg->tls_per_source_startups)
+		why = "tls-per-source-max-startups";
 	if (why == NULL)
 		return true;
 	dropped++;
@@ -199,21 +171,32 @@ static bool listener_tls_admit(struct server *srv, const struct sockaddr *sa)
 	return false;
 }
 
-/* A client arrived on a tls: listener: start the handshake, bounded in time. */
+/* Handshakes under way, all loops. */
+static size_t listener_tls_handshakes(struct server *srv)
+{
+	size_t n;
+
+	pthread_mutex_lock(&srv->hs_lock);
+	n = srv->handshakes;
+	pthread_mutex_unlock(&srv->hs_lock);
+	return n;
+}
+
+/*
+ * A client arrived on a tls: listener: dealt out to the next loop like a
+ * plain one, where its handshake runs, bounded in time.
+ */
 static void listener_accept_tls_cb(struct evconnlistener *evl,
     evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
 {
 	struct listener *l = arg;
 	struct server *srv = l->srv;
-	struct listener_tls_pending *p;
-	struct tls_server *ts;
-	char err[256];
 
-	if (srv->stopping) {
+	if (srv->stopping || srv->tls == NULL) {
 		close(fd);
 		return;
 	}
-	if (server_nconns(srv) + listener_tls_handshakes >=
+	if (server_nconns(srv) + listener_tls_handshakes(srv) >=
 	    srv->cfg.max_connections) {
 		/* No plaintext frame on a TLS port: just close. */
 		listener_refuse(srv, fd, false);
@@ -223,29 +206,7 @@ static void listener_accept_tls_cb(struct evconnlistener *evl,
 		close(fd);
 		return;
 	}
-	ts = tlsconf_server(&srv->cfg);
-	p = calloc(1, sizeof *p);
-	if (ts == NULL || p == NULL || salen < 0 ||
-	    (size_t)salen > sizeof p->ss) {
-		free(p);
-		close(fd);
-		return;
-	}
-	p->srv = srv;
-	memcpy(&p->ss, sa, (size_t)salen);
-	p->salen = salen;
-	listener_tls_handshakes++;
-	list_add_tail(&p->entry, &listener_tls_list);
-	/*
-	 * Deferred callbacks: an error met while writing from inside the state
-	 * lock must not free its connection under our feet.
-	 */
-	if (tls_bev_accept(srv->base, ts, fd, BEV_OPT_DEFER_CALLBACKS,
-	    (int)srv->cfg.handshake_timeout_ms,
-	    listener_tls_ready_cb, listener_tls_fail_cb, p, err, sizeof err) != 0) {
-		log_warn("TLS accept: %s", err);
-		listener_tls_done(p);
-	}
+	conn_accept(srv, fd, sa, salen, false, true);
 }
 
 /* accept() failed: on EMFILE/ENFILE pause a second instead of spinning. */
@@ -541,7 +502,7 @@ int listener_open(struct server *srv, const char *spec)
 		return listener_open_tcp(srv, spec, false);
 	if (strncmp(spec, "tls:", 4) == 0) {
 		/* Load the certificate now: a bad one is a start-up error. */
-		if (tlsconf_server(&srv->cfg) == NULL)
+		if ((srv->tls = tlsconf_server(&srv->cfg)) == NULL)
 			return -EINVAL;
 		return listener_open_tcp(srv, spec, true);
 	}

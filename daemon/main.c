@@ -175,6 +175,7 @@ int main(int argc, char **argv)
 		"threads", "frame-timeout",
 		"unix-mode", "unix-group", "user", "allow-insecure-tcp",
 		"tls-cert", "tls-key", "tls-ca", "tls-client-auth",
+		"tls-ticket-lifetime", "tls-ticket-rotation",
 		"tls-max-startups", "tls-per-source-max-startups",
 		"metrics-listen", "metrics-names", "metrics-max-connections",
 		"metrics-timeout", "admin", "acl",

@@ -282,7 +282,7 @@ static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		p = list_first_entry(&w->acceptq, struct conn_pending, entry);
 		list_del_init(&p->entry);
 		list_add_tail(&p->entry, &q);
-		if (w->stop)
+		if (w->stop && !p->tls)
 			w->srv->nconns--;	/* counted by conn_accept() */
 	}
 	stop = w->stop;
@@ -291,11 +291,7 @@ static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 	while (!list_empty(&q)) {
 		p = list_first_entry(&q, struct conn_pending, entry);
 		list_del_init(&p->entry);
-		if (stop)
-			close(p->fd);
-		else
-			conn_start_pending(w, p);
-		free(p);
+		conn_start_pending(w, p, stop);
 	}
 	if (drop && !stop)
 		conn_drop_all(w);
@@ -398,6 +394,8 @@ static void worker_free(struct worker *w)
 		free(p);
 	}
 	INIT_LIST_HEAD(&w->acceptq);
+	if (w->tls_sweep)
+		event_free(w->tls_sweep);
 	if (w->flush_ev)
 		event_free(w->flush_ev);
 	if (w->deadline)
@@ -524,6 +522,32 @@ static void server_sm_config(const struct semd_config *cfg, struct sm_config *sc
 		sc->max_reply = cfg->max_output / 2;
 }
 
+/*
+ * This node's own figures for Stats (any thread, under the state lock):
+ * TLS handshakes by kind, and the node's view of its log.
+ */
+static void server_counters(void *arg, struct sm_local_counters *out)
+{
+	struct server *srv = arg;
+	uint64_t full = 0, resumed = 0;
+	unsigned int i;
+
+	if (srv->tls != NULL && out->n + 2 <= SM_STATS_LOCAL_MAX) {
+		for (i = 0; i < srv->nworkers; i++) {
+			full += atomic_load_explicit(&srv->workers[i].tls_full,
+			    memory_order_relaxed);
+			resumed += atomic_load_explicit(&srv->workers[i].tls_resumed,
+			    memory_order_relaxed);
+		}
+		out->name[out->n] = "tls_handshakes_full";
+		out->value[out->n++] = full;
+		out->name[out->n] = "tls_handshakes_resumed";
+		out->value[out->n++] = resumed;
+	}
+	if (srv->durable != NULL)
+		durable_counters(arg, out);
+}
+
 /* The state machine's settings: the configuration's, and this node's. */
 struct sm_config server_sm_config_of(const struct server *srv)
 {
@@ -532,10 +556,8 @@ struct sm_config server_sm_config_of(const struct server *srv)
 	server_sm_config(&srv->cfg, &sc);
 	sc.wall_ms = srv->cfg.data_dir == NULL ? server_wall() : 0;
 	sc.durable = srv->cfg.data_dir != NULL;
-	if (sc.durable) {
-		sc.local_counters = durable_counters;
-		sc.local_arg = (void *)srv;
-	}
+	sc.local_counters = server_counters;
+	sc.local_arg = (void *)srv;
 	sc.server = "semd " PACKAGE_VERSION;
 	memcpy(sc.hash_key, srv->hash_key, sizeof sc.hash_key);
 	return sc;
@@ -621,13 +643,20 @@ static void server_reload(struct server *srv)
 	config_free(&srv->cfg);
 	srv->cfg = nc;
 	/*
-	 * Connections read through a bufferevent (TLS ones, all on worker 0)
-	 * buffer up to one whole frame: follow max-frame.
+	 * Connections read through a bufferevent (a plain one whose read
+	 * event could not be added; worker 0's here) buffer up to one whole
+	 * frame: follow max-frame. The others check each frame as it comes.
 	 */
-	list_for_each(pos, &srv->workers[0].conns)
-		bufferevent_setwatermark(list_entry(pos, struct conn, entry)->bev,
-		    EV_READ, 0, nc.max_frame + FRAME_HDR + 4096);
+	list_for_each(pos, &srv->workers[0].conns) {
+		struct conn *c = list_entry(pos, struct conn, entry);
+
+		if (c->bev != NULL && !c->direct)
+			bufferevent_setwatermark(c->bev, EV_READ, 0,
+			    nc.max_frame + FRAME_HDR + 4096);
+	}
 	server_sm_config(&nc, &sc);
+	sc.local_counters = server_counters;
+	sc.local_arg = (void *)srv;
 	if (srv->durable != NULL)
 		durable_config(srv, &sc);	/* the settings go through the log */
 	else
@@ -689,7 +718,9 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	if (srv == NULL)
 		return NULL;
 	INIT_LIST_HEAD(&srv->listeners);
+	INIT_LIST_HEAD(&srv->hs_list);
 	spin_lock_init(&srv->lock);
+	pthread_mutex_init(&srv->hs_lock, NULL);
 	srv->cfg = *cfg;
 	srv->reload = fn;
 	srv->reload_arg = arg;
@@ -767,10 +798,12 @@ void server_free(struct server *srv)
 	if (srv->watchdog)
 		event_free(srv->watchdog);
 	durable_stop(srv);
+	conn_handshakes_free(srv);
 	sm_free(srv->sm);
 	hmap_destroy(&srv->conn_ids);
 	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++)
 		worker_free(&srv->workers[i]);
+	pthread_mutex_destroy(&srv->hs_lock);
 	free(srv->workers);
 	worker_self = NULL;
 	config_free(&srv->cfg);

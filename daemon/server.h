@@ -18,6 +18,7 @@
 #include <event2/event.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
+#include <openssl/ssl.h>
 
 #include "arch/arch.h"
 #include "arch/spinlock.h"
@@ -32,8 +33,9 @@ typedef int (*server_reload_fn)(void *arg, struct semd_config *out,
 
 /*
  * One event loop and its thread. Worker 0 is the main thread's loop, which
- * also owns the listeners, signals, metrics and TLS clients; with --threads
- * N the plain clients are spread over workers 0..N-1. The state machine is
+ * also owns the listeners, signals and metrics; with --threads N the
+ * clients (plain and TLS, whose handshake runs on the loop that will serve
+ * them) are spread over workers 0..N-1. The state machine is
  * shared: every call into it runs under srv->lock (server_lock/unlock). A
  * reply for a client of another worker (a hand-off across threads) is
  * packed into that worker's mailbox under the lock, and the worker is woken
@@ -68,6 +70,10 @@ struct worker {
 	_Atomic uint64_t	dropped;	/* clients cut off */
 	_Atomic uint64_t	beat_ms;	/* last heartbeat (watchdog) */
 	struct event		*beat;		/* its timer, with a watchdog */
+	_Atomic uint64_t	tls_full;	/* TLS handshakes: full, */
+	_Atomic uint64_t	tls_resumed;	/* ... and resumed from a ticket */
+	size_t			ntls;		/* TLS clients of this loop */
+	struct event		*tls_sweep;	/* gives idle ones' buffers back */
 	/* This loop's commands for the log, sent at the end of a read. */
 	struct sm_batch		batch;
 };
@@ -97,15 +103,28 @@ struct server {
 	struct durable		*durable;	/* --data-dir, or NULL: in memory */
 	struct hmap		conn_ids;	/* with a log: client id -> conn */
 	uint8_t			hash_key[16];	/* the state's */
+	struct tls_server	*tls;		/* the tls: listeners' context */
+	/* TLS handshakes under way, on every loop (tls-max-startups): */
+	pthread_mutex_t		hs_lock;
+	size_t			handshakes;
+	struct list_head	hs_list;	/* struct conn_pending */
 };
 
-/* A client accepted by worker 0 for another worker (conn.c). */
+/*
+ * A client accepted by worker 0 for another worker, or a TLS client whose
+ * handshake has not finished yet (conn.c).
+ */
 struct conn_pending {
 	int			fd;
 	bool			is_unix;
+	bool			tls;
 	int			salen;
 	struct sockaddr_storage	ss;
-	struct list_head	entry;
+	struct list_head	entry;		/* the worker's acceptq */
+	/* TLS: on srv->hs_list (under hs_lock) until the handshake ends. */
+	struct list_head	hs_entry;
+	struct worker		*w;
+	struct tls_hs		*hs;		/* under way on w's loop */
 };
 
 struct listener {
@@ -120,7 +139,7 @@ struct listener {
 struct conn {
 	struct server		*srv;
 	struct worker		*w;		/* the loop that serves it */
-	struct bufferevent	*bev;
+	struct bufferevent	*bev;		/* plain: writes a backlog; NULL for TLS */
 	struct sm_client	*client;
 	struct event		*timer;		/* handshake, then idle */
 	struct event		*ftimer;	/* a frame to complete: frame-timeout */
@@ -151,6 +170,17 @@ struct conn {
 	bool			logged;		/* log: its OPEN is in the log */
 	bool			local;		/* a UNIX peer */
 	uint8_t			secret[16];	/* log: for its OPEN */
+	/* TLS: we read and write the SSL ourselves (rev, wev). */
+	SSL			*ssl;
+	struct event		*wev;		/* waiting for the socket to drain */
+	uint8_t			*tbuf;		/* replies SSL_write() has not taken */
+	size_t			toff;
+	size_t			tlen;
+	size_t			tcap;
+	bool			tls_wwait;	/* wev is armed for tbuf */
+	bool			tls_rwant_w;	/* SSL_read() waits for writability */
+	bool			tls_wwant_r;	/* SSL_write() waits for input */
+	bool			tls_bufs;	/* OpenSSL holds buffers for it */
 };
 
 /* server.c */
@@ -215,11 +245,12 @@ int listeners_write_ready(struct server *srv, const char *path);
 uint64_t (*alloc_count_get(void))(void);
 
 /* conn.c */
+/*
+ * A new client from a listener (worker 0): served by the next worker in
+ * turn, its TLS handshake (tls) run there too.
+ */
 void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
-    bool is_unix);
-/* A TLS client after its handshake: bev owns the socket and the SSL. */
-void conn_accept_tls(struct server *srv, struct bufferevent *bev,
-    struct sockaddr *sa, int salen);
+    bool is_unix, bool tls);
 void conn_free(struct conn *c);
 /* Close after the queued replies are written (or at once if none). */
 void conn_close_later(struct conn *c);
@@ -237,7 +268,9 @@ void conn_applied_locked(struct conn *c, size_t len);
 void conn_flush_all(struct worker *w);
 /* Under the lock: move the frames in w's mailbox to their connections. */
 void conn_mbox_deliver(struct worker *w);
-/* A client for worker w (any worker, from worker 0's listeners). */
-void conn_start_pending(struct worker *w, struct conn_pending *p);
+/* A client for worker w from its acceptq (p is freed; stop: just closed). */
+void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop);
+/* After the loops ended: drop the TLS handshakes still under way. */
+void conn_handshakes_free(struct server *srv);
 
 #endif

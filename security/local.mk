@@ -8,6 +8,8 @@ security_libsemsec_a_SOURCES = \
 	security/acl.c security/acl.h \
 	security/peer.c security/peer.h \
 	security/tls.c security/tls.h \
-	security/tls_bev.c security/tls_bev.h
+	security/tls_bev.c security/tls_bev.h \
+	security/tls_hs.c security/tls_hs.h \
+	security/tls_tickets.c security/tls_tickets.h
 security_libsemsec_a_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(LIBEVENT_CFLAGS) -fPIC
 EXTRA_DIST += security/README.md

@@ -15,14 +15,19 @@
 #include <openssl/x509v3.h>
 
 #include "security/tls.h"
+#include "security/tls_tickets.h"
 
 struct tls_server {
-	pthread_mutex_t lock;		/* guards ctx and the paths */
+	pthread_mutex_t lock;		/* guards everything below */
 	SSL_CTX *ctx;
 	char *cert_file;
 	char *key_file;
 	char *ca_file;
 	enum tls_client_auth client_auth;
+	unsigned int ticket_lifetime_s;
+	unsigned int ticket_rotate_s;
+	struct tls_tickets *tickets;	/* NULL: no resumption */
+	unsigned long ticket_epoch;	/* rings made */
 };
 
 static const char *const client_auth_names[] = {
@@ -126,8 +131,27 @@ static int tls_ctx_common(SSL_CTX *ctx)
 	return 0;
 }
 
+/*
+ * Sessions: without tickets, no resumption at all (and no server cache):
+ * every connection proves its certificate against the CA loaded now. With
+ * them, a ticket resumes only under the rules of security/tls_tickets.h, so
+ * a resumed connection is as strict as a full handshake would be now.
+ */
+static int tls_server_sessions(SSL_CTX *ctx, struct tls_tickets *tickets)
+{
+	SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+	if (tickets != NULL)
+		return tls_tickets_install(ctx, tickets);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+	SSL_CTX_set_num_tickets(ctx, 0);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"semd", 4);
+	return 0;
+}
+
 /* Build a server SSL_CTX from the files of ts-like settings. */
-static SSL_CTX *tls_server_build(const struct tls_server_config *cfg, char *err, size_t errlen)
+static SSL_CTX *tls_server_build(const struct tls_server_config *cfg,
+    struct tls_tickets *tickets, char *err, size_t errlen)
 {
 	STACK_OF(X509_NAME) *names;
 	SSL_CTX *ctx;
@@ -155,19 +179,10 @@ static SSL_CTX *tls_server_build(const struct tls_server_config *cfg, char *err,
 		tls_fail_ssl(-EPROTO, err, errlen, "cannot set the minimum TLS version");
 		goto fail;
 	}
-	/*
-	 * No session resumption: no tickets (TLS 1.2 and 1.3) and no server
-	 * cache. semd connections are long-lived, so a full handshake per
-	 * connection costs little; in exchange every connection proves its
-	 * client certificate against the CA loaded now (a reload that drops a
-	 * CA takes effect at once, with no ticket to outlive it), there is no
-	 * ticket key to rotate or leak (it would break forward secrecy), and
-	 * no cache memory to bound.
-	 */
-	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_CIPHER_SERVER_PREFERENCE);
-	SSL_CTX_set_num_tickets(ctx, 0);
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-	SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"semd", 4);
+	if (tls_server_sessions(ctx, tickets) != 0) {
+		tls_fail_ssl(-ENOMEM, err, errlen, "cannot set up session tickets");
+		goto fail;
+	}
 
 	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file) != 1) {
 		tls_fail_ssl(-EINVAL, err, errlen, "cannot load certificate chain '%s'", cfg->cert_file);
@@ -219,6 +234,36 @@ static char *tls_strdup(const char *s, bool *ok)
 	return d;
 }
 
+/*
+ * The ticket ring for cfg: old when it was made for the same trust setting
+ * and times, else a new one; a reference either way, NULL without tickets.
+ */
+static int tls_server_ring(const struct tls_server_config *cfg,
+    struct tls_tickets *old, struct tls_tickets **out, char *err, size_t errlen)
+{
+	unsigned char bind[TLS_BIND_LEN];
+	const char *ca;
+	int r;
+
+	*out = NULL;
+	if (cfg->ticket_lifetime_s == 0)
+		return 0;
+	ca = cfg->client_auth != TLS_CLIENT_AUTH_NONE ? cfg->ca_file : NULL;
+	if ((r = tls_tickets_bind(ca, (int)cfg->client_auth, bind)) != 0)
+		return tls_fail(r, err, errlen, "cannot read CA file '%s': %s",
+		    ca != NULL ? ca : "", strerror(-r));
+	if (tls_tickets_same(old, bind, cfg->ticket_lifetime_s,
+	    cfg->ticket_rotate_s)) {
+		tls_tickets_ref(old);
+		*out = old;
+		return 0;
+	}
+	*out = tls_tickets_new(bind, cfg->ticket_lifetime_s, cfg->ticket_rotate_s);
+	if (*out == NULL)
+		return tls_fail(-ENOMEM, err, errlen, "out of memory");
+	return 0;
+}
+
 /* Build a server context from cfg; on error, a message for the log in err. */
 int tls_server_new(struct tls_server **out, const struct tls_server_config *cfg,
     char *err, size_t errlen)
@@ -233,12 +278,18 @@ int tls_server_new(struct tls_server **out, const struct tls_server_config *cfg,
 		free(ts);
 		return tls_fail(-ENOMEM, err, errlen, "cannot create a mutex");
 	}
-	if ((ts->ctx = tls_server_build(cfg, err, errlen)) == NULL)
+	if (tls_server_ring(cfg, NULL, &ts->tickets, err, errlen) != 0)
+		goto fail;
+	if (ts->tickets != NULL)
+		ts->ticket_epoch++;
+	if ((ts->ctx = tls_server_build(cfg, ts->tickets, err, errlen)) == NULL)
 		goto fail;
 	ts->cert_file = tls_strdup(cfg->cert_file, &ok);
 	ts->key_file = tls_strdup(cfg->key_file, &ok);
 	ts->ca_file = tls_strdup(cfg->ca_file, &ok);
 	ts->client_auth = cfg->client_auth;
+	ts->ticket_lifetime_s = cfg->ticket_lifetime_s;
+	ts->ticket_rotate_s = cfg->ticket_rotate_s;
 	if (!ok) {
 		tls_fail(-ENOMEM, err, errlen, "out of memory");
 		goto fail;
@@ -255,6 +306,7 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
     char *err, size_t errlen)
 {
 	struct tls_server_config cur;
+	struct tls_tickets *old_ring, *ring = NULL;
 	char *cert = NULL, *key = NULL, *ca = NULL;
 	SSL_CTX *ctx, *old;
 	bool ok = true;
@@ -265,11 +317,19 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
 		cur.key_file = ts->key_file;
 		cur.ca_file = ts->ca_file;
 		cur.client_auth = ts->client_auth;
+		cur.ticket_lifetime_s = ts->ticket_lifetime_s;
+		cur.ticket_rotate_s = ts->ticket_rotate_s;
 		cfg = &cur;
 	}
 	cert = tls_strdup(cfg->cert_file, &ok);
 	key = tls_strdup(cfg->key_file, &ok);
 	ca = tls_strdup(cfg->ca_file, &ok);
+	cur.client_auth = cfg->client_auth;
+	cur.ticket_lifetime_s = cfg->ticket_lifetime_s;
+	cur.ticket_rotate_s = cfg->ticket_rotate_s;
+	old_ring = ts->tickets;
+	if (old_ring != NULL)
+		tls_tickets_ref(old_ring);
 	pthread_mutex_unlock(&ts->lock);
 	if (!ok) {
 		tls_fail(-ENOMEM, err, errlen, "out of memory");
@@ -278,9 +338,10 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
 	cur.cert_file = cert;
 	cur.key_file = key;
 	cur.ca_file = ca;
-	cur.client_auth = cfg->client_auth;
 	/* The slow part (file reads, key checks) runs without the lock. */
-	if ((ctx = tls_server_build(&cur, err, errlen)) == NULL)
+	if (tls_server_ring(&cur, old_ring, &ring, err, errlen) != 0)
+		goto fail;
+	if ((ctx = tls_server_build(&cur, ring, err, errlen)) == NULL)
 		goto fail;
 
 	pthread_mutex_lock(&ts->lock);
@@ -293,11 +354,20 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
 	ts->key_file = key;
 	ts->ca_file = ca;
 	ts->client_auth = cur.client_auth;
+	ts->ticket_lifetime_s = cur.ticket_lifetime_s;
+	ts->ticket_rotate_s = cur.ticket_rotate_s;
+	if (ring != NULL && ring != ts->tickets)
+		ts->ticket_epoch++;
+	tls_tickets_unref(ts->tickets);
+	ts->tickets = ring;
 	pthread_mutex_unlock(&ts->lock);
 	/* Live SSLs hold their own reference: this only drops ours. */
 	SSL_CTX_free(old);
+	tls_tickets_unref(old_ring);
 	return 0;
 fail:
+	tls_tickets_unref(ring);
+	tls_tickets_unref(old_ring);
 	free(cert);
 	free(key);
 	free(ca);
@@ -335,11 +405,23 @@ void tls_server_free(struct tls_server *ts)
 	if (ts == NULL)
 		return;
 	SSL_CTX_free(ts->ctx);
+	tls_tickets_unref(ts->tickets);
 	free(ts->cert_file);
 	free(ts->key_file);
 	free(ts->ca_file);
 	pthread_mutex_destroy(&ts->lock);
 	free(ts);
+}
+
+/* Counts the ticket key rings made. */
+unsigned long tls_server_ticket_epoch(struct tls_server *ts)
+{
+	unsigned long e;
+
+	pthread_mutex_lock(&ts->lock);
+	e = ts->ticket_epoch;
+	pthread_mutex_unlock(&ts->lock);
+	return e;
 }
 
 /* Build a client context from cfg; on error, a message in err. */
@@ -446,7 +528,7 @@ static long long tls_now_ms(void)
 }
 
 /* Describe why a handshake step failed; returns a negative errno. */
-static int tls_handshake_error(SSL *ssl, int r, int sslerr, int sys_errno,
+int tls_handshake_why(SSL *ssl, int r, int sslerr, int sys_errno,
     char *err, size_t errlen)
 {
 	long v = SSL_get_verify_result(ssl);
@@ -494,7 +576,7 @@ int tls_handshake(SSL *ssl, int timeout_ms, char *err, size_t errlen)
 		}
 		e = SSL_get_error(ssl, r);
 		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-			rc = tls_handshake_error(ssl, r, e, errno, err, errlen);
+			rc = tls_handshake_why(ssl, r, e, errno, err, errlen);
 			break;
 		}
 		left = deadline - tls_now_ms();

@@ -22,6 +22,13 @@ struct tls_server_config {
 	const char *key_file;		/* PEM private key */
 	const char *ca_file;		/* PEM CAs trusted for client certificates */
 	enum tls_client_auth client_auth;
+	/*
+	 * Session tickets (security/tls_tickets.h): how long a ticket resumes
+	 * after the full handshake that proved the client (0: no resumption)
+	 * and how often a new ticket key starts.
+	 */
+	unsigned int ticket_lifetime_s;
+	unsigned int ticket_rotate_s;	/* 0: the lifetime */
 };
 
 /* Files for a client context. */
@@ -46,6 +53,10 @@ int tls_server_new(struct tls_server **out, const struct tls_server_config *cfg,
  * NULL) and swap it in only if everything loads. New handshakes use the new
  * one; established connections keep theirs (OpenSSL reference counts the
  * SSL_CTX behind every SSL). On error the old context stays and err says why.
+ * The ticket keys survive a reload that keeps the trust setting (the CA
+ * file's bytes, the client-auth mode) and the ticket times; otherwise they
+ * are new and no ticket issued before resumes (tls_server_ticket_epoch()
+ * then changes).
  */
 int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg,
     char *err, size_t errlen);
@@ -55,6 +66,8 @@ SSL *tls_server_ssl_new(struct tls_server *ts);
 SSL_CTX *tls_server_ctx(struct tls_server *ts);
 /* Free a server; NULL is a no-op. Live connections keep their context. */
 void tls_server_free(struct tls_server *ts);
+/* Counts the ticket key rings made: changes when old tickets stop resuming. */
+unsigned long tls_server_ticket_epoch(struct tls_server *ts);
 
 /* Build a client context from cfg; on error, a message in err. */
 int tls_client_ctx_new(SSL_CTX **out, const struct tls_client_config *cfg,
@@ -72,6 +85,13 @@ int tls_client_ssl_new(SSL_CTX *ctx, const char *host, SSL **out, char *err, siz
  * set. 0 on success; -ETIMEDOUT, -ECONNRESET or -EPROTO with err filled.
  */
 int tls_handshake(SSL *ssl, int timeout_ms, char *err, size_t errlen);
+/*
+ * Why a handshake step failed: r and sslerr from SSL_do_handshake() and
+ * SSL_get_error(), sys_errno the errno right after. Fills err, clears the
+ * OpenSSL error queue and returns -EPROTO, -ECONNRESET or -errno.
+ */
+int tls_handshake_why(SSL *ssl, int r, int sslerr, int sys_errno,
+    char *err, size_t errlen);
 
 /*
  * The principal of the peer of an established connection: "cn:NAME" from the

@@ -40,7 +40,8 @@ tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/load.sh tests/daemon/frames.sh tests/daemon/config.sh \
 	tests/daemon/activation.sh tests/daemon/hostile.sh tests/daemon/privs.sh \
-	tests/daemon/acl.sh tests/daemon/tls.sh tests/daemon/durable.sh \
+	tests/daemon/acl.sh tests/daemon/tls.sh tests/daemon/tls-resume.sh \
+	tests/daemon/tls-threads.sh tests/daemon/durable.sh \
 	tests/daemon/rates.sh tests/daemon/multi.sh tests/daemon/watch.sh
 TESTS += $(DAEMON_SH_TESTS)
 EXTRA_DIST += $(DAEMON_SH_TESTS)
