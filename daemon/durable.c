@@ -55,26 +55,26 @@
 struct durable {
 	struct server		*srv;
 	pthread_t		thread;
-	bool			thread_started;
 	uv_loop_t		loop;
 	uv_async_t		wake;		/* commands queued, or stop */
 	uv_timer_t		deadline;	/* the state's earliest deadline */
+	uv_timer_t		poll;		/* leadership and status */
 	struct raft_io		io;
 	struct raft_fsm		fsm;
 	struct raft		raft;
 	struct raft_uv_transport transport;
 	raft_id			id;		/* this node */
+	raft_term		lead_term;	/* the term we lead in */
+	struct sm_config	smcfg;		/* the settings proposed at start */
+	unsigned int		term_leader;	/* leaderships taken so far */
+	uint32_t		grace_ms;
+	uint32_t		snapshot_every;
+	bool			thread_started;
 	bool			cluster;	/* peers over TCP (node-id given) */
+	bool			leader;		/* as of the last poll */
+	bool			fresh;		/* a new data directory */
 	char			peer[256];	/* HOST:PORT, raft's address for us */
 	char			advertise[256];	/* where clients reach us */
-	uv_timer_t		poll;		/* leadership and status */
-	bool			leader;		/* as of the last poll */
-	unsigned int		term_leader;	/* leaderships taken so far */
-	bool			fresh;		/* a new data directory */
-	uint32_t		grace_ms;
-	raft_term		lead_term;	/* the term we lead in */
-	uint32_t		snapshot_every;
-	struct sm_config	smcfg;		/* the settings proposed at start */
 
 	/* Under qlock: commands from the event loops, oldest first. */
 	pthread_mutex_t		qlock;
@@ -94,6 +94,7 @@ struct durable {
 
 	/* The raft thread's own. */
 	unsigned int		inflight;
+	uint32_t		applied_entries; /* since the last snapshot */
 	bool			tick_out;	/* an empty entry is on its way */
 	bool			serving;	/* the restart entry is applied */
 	uint64_t		time_base;	/* state time at mono_base */
@@ -102,7 +103,6 @@ struct durable {
 	struct raft_barrier	barrier;
 	uint64_t		next_client;	/* under the state lock */
 	size_t			applied_bytes;	/* since the last snapshot */
-	uint32_t		applied_entries; /* since the last snapshot */
 	size_t			snap_len;	/* the last snapshot's bytes */
 
 	/* Start-up, for the main thread. */

@@ -29,7 +29,9 @@ C() { "$SEMCTL" -s "$TLS" --tls-ca ca.pem "$@"; }
 U() { "$SEMCTL" -s "$d_UNIX" "$@"; }
 
 U create x --limit 1 >/dev/null
-C run x -- sleep 1 >/dev/null 2>&1 &
+# The holder keeps x until the waiters are queued (go), 30 s at most.
+C run x -- sh -c "i=0; while [ ! -e '$T/go' ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i + 1)); done" \
+	>/dev/null 2>&1 &
 holder=$!
 held() { U info x 2>/dev/null | grep -q 'holders: 1'; }
 ok "a TLS client holds x" t_wait_for 5 held
@@ -42,6 +44,7 @@ while [ $i -lt 6 ]; do
 done
 ok "six TLS waiters queue behind it" t_wait_for 10 sh -c \
 	"'$SEMCTL' -s '$d_UNIX' --json info x | python3 -c 'import json,sys; sys.exit(len(json.load(sys.stdin)[\"waiters\"]) != 6)'"
+touch "$T/go"
 wait "$holder"
 expect_eq "the holder ran and gave the permit back" 0 "$?"
 rc=0
