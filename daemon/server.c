@@ -578,6 +578,44 @@ static void server_log_change(const char *key, uint32_t old, uint32_t new)
 		log_notice("reload: %s %u -> %u", key, old, new);
 }
 
+/* Swap *a and *b if the strings differ; false if they did. */
+static bool keep_str(char **next, char **cur)
+{
+	char *t;
+
+	if ((*next == NULL) == (*cur == NULL) &&
+	    (*next == NULL || strcmp(*next, *cur) == 0))
+		return true;
+	t = *next;
+	*next = *cur;
+	*cur = t;	/* the new one goes with the old settings */
+	return false;
+}
+
+/*
+ * A node's place in a cluster is fixed while it runs: the running values
+ * stay in next. False if a reload asked for another.
+ */
+static bool server_keep_cluster(struct semd_config *next, struct semd_config *cur)
+{
+	bool same = next->node_id == cur->node_id &&
+	    next->allow_insecure_peers == cur->allow_insecure_peers &&
+	    next->election_timeout_ms == cur->election_timeout_ms;
+
+	if (!keep_str(&next->peer_listen, &cur->peer_listen))
+		same = false;
+	if (!keep_str(&next->peer_bind, &cur->peer_bind))
+		same = false;
+	if (!keep_str(&next->bootstrap, &cur->bootstrap))
+		same = false;
+	if (!keep_str(&next->advertise, &cur->advertise))
+		same = false;
+	next->node_id = cur->node_id;
+	next->allow_insecure_peers = cur->allow_insecure_peers;
+	next->election_timeout_ms = cur->election_timeout_ms;
+	return same;
+}
+
 /* SIGHUP: read the configuration again and apply what can change live. */
 static void server_reload(struct server *srv)
 {
@@ -633,6 +671,9 @@ static void server_reload(struct server *srv)
 		nc.restart_grace_ms = srv->cfg.restart_grace_ms;
 		nc.snapshot_every = srv->cfg.snapshot_every;
 	}
+	if (!server_keep_cluster(&nc, &srv->cfg))
+		log_warn("reload: node-id, peer-listen, peer-bind, bootstrap, advertise, "
+		    "allow-insecure-peers and election-timeout change only at a restart");
 	same = nc.nlisten == srv->cfg.nlisten && nc.unix_mode == srv->cfg.unix_mode;
 	for (i = 0; same && i < nc.nlisten; i++)
 		same = strcmp(nc.listen[i], srv->cfg.listen[i]) == 0;

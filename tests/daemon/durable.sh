@@ -147,7 +147,11 @@ $SEMCTL -s "$r_UNIX" create reload/kept --limit 1 >/dev/null
 printf 'data-dir %s\n' "$T/other" >"$T/r.conf"
 kill -HUP "$r_PID"
 ok "SIGHUP with another data-dir: warned" t_wait_for 5 has 'data-dir, restart-grace and snapshot-every change only at a restart' "$T/r.log"
+printf 'data-dir %s\nnode-id 7\npeer-listen tcp:127.0.0.1:1\n' "$D" >"$T/r.conf"
+kill -HUP "$r_PID"
+ok "SIGHUP that makes it a cluster node: warned" t_wait_for 5 has 'node-id, peer-listen, .* change only at a restart' "$T/r.log"
 $SEMCTL -s "$r_UNIX" create reload/after --limit 1 >/dev/null
+expect_eq "... and it still serves alone" 0 "$?"
 kill -TERM "$r_PID"; wait "$r_PID" 2>/dev/null
 ok "... and the log stays where it was" test ! -e "$T/other"
 start_d || exit 1
