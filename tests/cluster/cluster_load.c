@@ -5,7 +5,7 @@
  * what they saw.
  *
  *   cluster_load -s ADDRS -d SECONDS [-t THREADS] [-n NAMES] [-l LIMIT]
- *                [-L LEASE_MS] [-q QUIET_END_S]
+ *                [-L LEASE_MS] [-q QUIET_END_S] [-f DONE_FILE]
  *
  * Each thread has its own handle (a session with a lease, the address
  * list, the library's failover) and repeats: down on a random name (2 s
@@ -25,7 +25,8 @@
  *  - every down answered: none waits past its timeout plus the library's
  *    reply timeout;
  *  - the clients carry on: grants in the last QUIET_END_S seconds, when the
- *    faults are over.
+ *    faults are over (with -f: the run ends QUIET_END_S + 3 s after
+ *    DONE_FILE appears, so a slow machine does not eat the quiet end).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -75,7 +76,8 @@ static int seconds = 30, quiet_end = 3;
 static struct worker workers[MAX_THREADS];
 static struct hold holds[MAX_HOLDS];
 static _Atomic size_t nholds;
-static int64_t t_end;
+static _Atomic int64_t t_end;
+static const char *done_file;	/* -f: the faults are over once it exists */
 
 /* Monotonic microseconds. */
 static int64_t now_us(void)
@@ -116,7 +118,7 @@ static void *work(void *arg)
 	size_t k;
 	int n, r;
 
-	while (now_us() < t_end) {
+	while (now_us() < atomic_load(&t_end)) {
 		n = (int)(rnd(&w->seed) % (uint64_t)nnames);
 		snprintf(name, sizeof name, "cl/%d", n);
 		w->downs++;
@@ -242,7 +244,7 @@ int main(int argc, char **argv)
 	int opt, bad = 0, n, late = 0;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:")) != -1) {
 		switch (opt) {
 		case 's': addrs = optarg; break;
 		case 'd': seconds = atoi(optarg); break;
@@ -251,6 +253,7 @@ int main(int argc, char **argv)
 		case 'l': limit = atoi(optarg); break;
 		case 'L': lease_ms = atoi(optarg); break;
 		case 'q': quiet_end = atoi(optarg); break;
+		case 'f': done_file = optarg; break;
 		default: return 2;
 		}
 	}
@@ -291,6 +294,21 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		pthread_create(&w->thread, NULL, work, w);
+	}
+	/*
+	 * With -f the run ends QUIET_END_S + 3 s after the test says the faults
+	 * are over (the clients have 3 s to find the last leader), -d seconds
+	 * at the most.
+	 */
+	while (done_file != NULL && now_us() < atomic_load(&t_end)) {
+		if (access(done_file, F_OK) == 0) {
+			int64_t e = now_us() + (int64_t)(quiet_end + 3) * 1000000;
+
+			if (e < atomic_load(&t_end))
+				atomic_store(&t_end, e);
+			break;
+		}
+		usleep(50000);
 	}
 	for (i = 0; i < (size_t)nthreads; i++) {
 		struct worker *w = &workers[i];
