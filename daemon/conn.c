@@ -165,7 +165,7 @@ static void conn_arm_timer(struct conn *c)
 	struct timeval tv;
 	uint32_t ms;
 
-	ms = c->hello ? c->srv->cfg.idle_timeout_ms : c->srv->cfg.handshake_timeout_ms;
+	ms = c->hello ? SRV_LIVE(c->srv, idle_timeout_ms) : SRV_LIVE(c->srv, handshake_timeout_ms);
 	if (ms == 0) {
 		evtimer_del(c->timer);
 		return;
@@ -183,8 +183,8 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	uint32_t idle_ms, handshake_ms;
 
 	server_lock(c->w);
-	idle_ms = c->srv->cfg.idle_timeout_ms;
-	handshake_ms = c->srv->cfg.handshake_timeout_ms;
+	idle_ms = SRV_LIVE(c->srv, idle_timeout_ms);
+	handshake_ms = SRV_LIVE(c->srv, handshake_timeout_ms);
 	if (!c->closing && !c->hello)
 		conn_protocol_error(c, "no hello within the handshake timeout");
 	server_unlock(c->w);
@@ -332,9 +332,9 @@ static void conn_check_output(struct conn *c)
 	size_t queued;
 
 	queued = c->wlen + conn_backlog_len(c);
-	if (queued > c->srv->cfg.max_output) {
+	if (queued > SRV_LIVE(c->srv, max_output)) {
 		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
-		    c->peer, queued, c->srv->cfg.max_output);
+		    c->peer, queued, SRV_LIVE(c->srv, max_output));
 		conn_drop(c);
 		return;
 	}
@@ -846,7 +846,7 @@ static int conn_refuse_nul(struct conn *c, uint64_t id)
 static void conn_frame_deadline(struct conn *c, uint64_t frames_before)
 {
 	struct evbuffer *in = c->direct ? c->in : bufferevent_get_input(c->bev);
-	uint32_t ms = c->srv->cfg.frame_timeout_ms;
+	uint32_t ms = SRV_LIVE(c->srv, frame_timeout_ms);
 	struct timeval tv;
 
 	if (c->closing || c->dead || c->ftimer == NULL)
@@ -870,7 +870,7 @@ static void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg)
 	if (c->closing || c->dead)
 		return;
 	log_notice("%s: a frame not completed within frame-timeout %u ms, closing",
-	    c->peer, c->srv->cfg.frame_timeout_ms);
+	    c->peer, SRV_LIVE(c->srv, frame_timeout_ms));
 	server_lock(c->w);
 	conn_protocol_error(c, "frame not completed within the frame timeout");
 	server_unlock(c->w);
@@ -957,7 +957,7 @@ static void conn_too_big(struct conn *c, size_t plen)
 	char why[128];
 
 	snprintf(why, sizeof why, "frame of %zu bytes is over max-frame %u",
-	    plen, c->srv->cfg.max_frame);
+	    plen, SRV_LIVE(c->srv, max_frame));
 	log_notice("%s: %s, closing", c->peer, why);
 	conn_protocol_error(c, why);
 	conn_close_later(c);
@@ -975,7 +975,7 @@ static size_t conn_run_frames(struct conn *c, const uint8_t *p, size_t len,
 	while (*go && len - off >= FRAME_HDR) {
 		plen = (size_t)p[off] << 24 | (size_t)p[off + 1] << 16 |
 		    (size_t)p[off + 2] << 8 | p[off + 3];
-		if (plen > c->srv->cfg.max_frame) {
+		if (plen > SRV_LIVE(c->srv, max_frame)) {
 			conn_too_big(c, plen);
 			*go = false;
 			break;
@@ -1017,7 +1017,7 @@ static void conn_run_input(struct conn *c, struct evbuffer *in)
 		evbuffer_copyout(in, hdr, FRAME_HDR);
 		plen = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
 		    (size_t)hdr[2] << 8 | hdr[3];
-		if (plen > c->srv->cfg.max_frame) {
+		if (plen > SRV_LIVE(c->srv, max_frame)) {
 			conn_too_big(c, plen);
 			break;
 		}
@@ -1498,7 +1498,7 @@ static int conn_count(struct worker *w, bool counted, uint32_t *keepalive,
 		srv->nconns--;
 	}
 	*keepalive = srv->cfg.keepalive_s;
-	*max_frame = srv->cfg.max_frame;
+	*max_frame = SRV_LIVE(srv, max_frame);
 	max_conns = srv->cfg.max_connections;
 	server_unlock(w);
 	if (r == -EMFILE)
@@ -1622,7 +1622,7 @@ static void conn_tls_begin(struct worker *w, struct conn_pending *p)
 	int one = 1;
 
 	server_lock(w);
-	timeout = srv->cfg.handshake_timeout_ms;
+	timeout = SRV_LIVE(srv, handshake_timeout_ms);
 	server_unlock(w);
 	p->w = w;
 	/* The handshake's flights and the ticket after it: no Nagle delays. */

@@ -571,6 +571,20 @@ struct sm_out server_sm_out(void)
 	return out;
 }
 
+/* Copy the settings the loops read without the lock (struct server_live). */
+static void server_set_live(struct server *srv)
+{
+	struct server_live *l = &srv->live;
+	const struct semd_config *c = &srv->cfg;
+
+	atomic_store_explicit(&l->idle_timeout_ms, c->idle_timeout_ms, memory_order_relaxed);
+	atomic_store_explicit(&l->handshake_timeout_ms, c->handshake_timeout_ms,
+	    memory_order_relaxed);
+	atomic_store_explicit(&l->frame_timeout_ms, c->frame_timeout_ms, memory_order_relaxed);
+	atomic_store_explicit(&l->max_output, c->max_output, memory_order_relaxed);
+	atomic_store_explicit(&l->max_frame, c->max_frame, memory_order_relaxed);
+}
+
 /* Log what a reload changes (numbers only). */
 static void server_log_change(const char *key, uint32_t old, uint32_t new)
 {
@@ -683,6 +697,7 @@ static void server_reload(struct server *srv)
 	server_lock(&srv->workers[0]);
 	config_free(&srv->cfg);
 	srv->cfg = nc;
+	server_set_live(srv);
 	/*
 	 * Connections read through a bufferevent (a plain one whose read
 	 * event could not be added; worker 0's here) buffer up to one whole
@@ -763,6 +778,7 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	spin_lock_init(&srv->lock);
 	pthread_mutex_init(&srv->hs_lock, NULL);
 	srv->cfg = *cfg;
+	server_set_live(srv);
 	srv->reload = fn;
 	srv->reload_arg = arg;
 	srv->armed_min = UINT64_MAX;

@@ -11,6 +11,7 @@
 #define SEMD_SERVER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -78,9 +79,23 @@ struct worker {
 	struct sm_batch		batch;
 };
 
+/*
+ * The settings the event loops read outside the state lock, copied from
+ * cfg at start and after a reload (a reload rewrites cfg while they run).
+ */
+struct server_live {
+	_Atomic uint32_t	idle_timeout_ms;
+	_Atomic uint32_t	handshake_timeout_ms;
+	_Atomic uint32_t	frame_timeout_ms;
+	_Atomic uint32_t	max_output;
+	_Atomic uint32_t	max_frame;
+};
+#define SRV_LIVE(srv, f) atomic_load_explicit(&(srv)->live.f, memory_order_relaxed)
+
 struct server {
 	struct event_base	*base;		/* workers[0].base */
 	struct semd_config	cfg;
+	struct server_live	live;
 	struct sm		*sm;
 	struct spinlock		lock;		/* the state machine, mailboxes */
 	struct worker		*workers;

@@ -84,7 +84,11 @@ ok "... and gave the permit back" t_wait_for 5 sh -c "! $S info ride >/dev/null 
 
 # The wall clock an hour back across a restart: tokens go on growing.
 FT=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
-if [ -f "$FT" ]; then
+if [ -f "$FT" ] && grep -qa -e __asan_init -e __tsan_init "$SEMD"; then
+	# libfaketime's clock_gettime() runs before the sanitizer's runtime is
+	# set up, and semd never becomes ready: the case runs in the normal build.
+	echo "# a sanitizer build: skipping the clock-step case (libfaketime)"
+elif [ -f "$FT" ]; then
 	stop_d TERM
 	LD_PRELOAD=$FT FAKETIME="-1h" start_d || exit 1
 	t5=$($S down back --lease 1m)

@@ -138,7 +138,12 @@ PY
 ok "flood: the client that never reads is cut off" has '^cut off after' "$T/flood.out"
 ok "flood: logged with its max-output" t_wait_for 5 has 'does not read its replies.*max-output 4194304' "$T/d.log"
 rss1=$(rss)
-ok "flood: daemon RSS grew less than 32 MiB ($rss0 -> $rss1 KiB)" test $((rss1 - rss0)) -lt 32768
+# With a data directory the requests also pass through the raft log, which
+# libraft keeps in memory back to the last snapshot (some 55 MiB measured
+# after this flood, against under 32 MiB in memory): bounded, not 3M requests.
+bound=32768
+[ -n "${SEMD_TEST_DURABLE:-}" ] && bound=98304
+ok "flood: daemon RSS grew less than $((bound / 1024)) MiB ($rss0 -> $rss1 KiB)" test $((rss1 - rss0)) -lt $bound
 $PROBE "$A" hello ping >"$T/after-flood.out" 2>&1
 ok "flood: others still served" has 'code=OK pong' "$T/after-flood.out"
 
@@ -163,12 +168,20 @@ ok "10,000 connections at once: all served" has '^burst 10000 connections: 10000
 # ... and over it: the first 1,000 are served, the others are told or
 # closed, the log is not flooded, and the daemon serves again afterwards.
 start_semd m --max-connections 1000 || exit 1
-$PROBE "$m_UNIX" hello "down mk" "sleep 4000" "info mk" "up mk" >"$T/mgood.out" 2>&1 &
+# The good client holds its connection through the burst: 4 s, or 20 s
+# under a sanitizer (a burst of 10,000 takes several seconds there).
+hold=4000
+grep -qa -e __asan_init -e __tsan_init "$SEMD" && hold=20000
+$PROBE "$m_UNIX" hello "down mk" "sleep $hold" "info mk" "up mk" >"$T/mgood.out" 2>&1 &
 mgood=$!
 t_wait_for 5 has '^reply id=2 code=OK permit' "$T/mgood.out"
+b0=$(date +%s)
 $PROBE --burst "$m_UNIX" 10000 >"$T/m.out" 2>&1
-ok "over max-connections: 999 served, the other 9,001 refused" has '^burst 10000 connections: 999 served, 9001 refused or closed, 0 other' "$T/m.out"
-ok "over max-connections: at most a few log lines" test "$(grep -c 'max-connections 1000 reached' "$T/m.log")" -le 5
+b1=$(date +%s)
+ok "over max-connections: 999 served, the other 9,001 refused ($(cat "$T/m.out"))" has '^burst 10000 connections: 999 served, 9001 refused or closed, 0 other' "$T/m.out"
+# One line a second at most, with the count refused so far.
+ok "over max-connections: at most a line a second ($((b1 - b0)) s)" \
+	test "$(grep -c 'max-connections 1000 reached' "$T/m.log")" -le $((b1 - b0 + 2))
 $PROBE "$m_UNIX" hello ping >"$T/m2.out" 2>&1
 ok "over max-connections: served again once they left" has 'code=OK pong' "$T/m2.out"
 wait "$mgood"
