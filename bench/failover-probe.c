@@ -35,8 +35,8 @@ struct event {
 
 struct client {
 	pthread_t	thread;
-	int		idx;
 	struct event	*ev;
+	int		idx;
 	unsigned int	nev;
 };
 

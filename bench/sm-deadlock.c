@@ -112,6 +112,7 @@ int main(int argc, char **argv)
 	sm_config_defaults(&cfg);
 	cfg.max_sessions = (uint32_t)n + 10;
 	cfg.max_semaphores = (uint32_t)n + 10;
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 	if ((cs = calloc(n + 2, sizeof *cs)) == NULL)
 		return 1;
 

@@ -429,27 +429,27 @@ static const struct option cmd_longopts[] = {
 };
 
 struct cmd_args {
-	int argc;		/* positional arguments */
 	char **argv;
-	uint32_t n;
-	bool n_set;
-	uint32_t limit;
-	bool limit_set;
-	enum semc_mode mode;
 	int64_t timeout_ms;	/* -1: forever */
 	int64_t lease_ms;	/* -1: unset */
-	bool force;
 	uint64_t holder;
-	bool holder_set;
 	int64_t grace_ms;	/* -1: unset */
 	uint64_t max;		/* 0: no limit */
 	const char *after;
+	const char *principal;
+	int argc;		/* positional arguments */
+	uint32_t n;
+	uint32_t limit;
+	enum semc_mode mode;
 	uint32_t initial;
-	bool initial_set;
 	struct semc_rate rate;	/* rate 0: none given */
+	bool n_set;
+	bool limit_set;
+	bool force;
+	bool holder_set;
+	bool initial_set;
 	bool rate_set;
 	bool burst_set;
-	const char *principal;
 	bool prefix;
 	bool all;
 };
@@ -2258,7 +2258,7 @@ static int cmd_watch(int argc, char **argv)
 			break;		/* the reader went away */
 		if (ws.rewatch && !watch_stop) {
 			ws.rewatch = false;
-			if ((id = semc_watch(c, ws.name, ws.prefix, watch_on_watch, &ws)) < 0)
+			if (semc_watch(c, ws.name, ws.prefix, watch_on_watch, &ws) < 0)
 				ws.rewatch = true;	/* again at the next turn */
 		}
 	}

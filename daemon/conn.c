@@ -1715,11 +1715,12 @@ void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop)
 /* After the loops ended: drop the TLS handshakes still under way. */
 void conn_handshakes_free(struct server *srv)
 {
+	struct list_head *pos, *tmp;
 	struct conn_pending *p;
 
-	while (!list_empty(&srv->hs_list)) {
-		p = list_first_entry(&srv->hs_list, struct conn_pending, hs_entry);
-		list_del_init(&p->hs_entry);
+	/* Freed one by one (the next one read first), then the list reset. */
+	list_for_each_safe(pos, tmp, &srv->hs_list) {
+		p = list_entry(pos, struct conn_pending, hs_entry);
 		list_del_init(&p->entry);	/* still in an accept queue? */
 		if (p->hs != NULL)
 			tls_hs_abort(p->hs);
@@ -1727,6 +1728,7 @@ void conn_handshakes_free(struct server *srv)
 			close(p->fd);
 		free(p);
 	}
+	INIT_LIST_HEAD(&srv->hs_list);
 	srv->handshakes = 0;
 }
 

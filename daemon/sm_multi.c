@@ -164,7 +164,7 @@ static void wait_grant(struct sm *sm, struct sm_wait *w)
 	uint64_t id = w->req.request_id, since = w->since_ms;
 	uint32_t lease = w->lease_ms;
 	unsigned int i, k = w->nm;
-	bool multi = w->multi, ok = true;
+	bool multi = w->multi, ok = k > 0;	/* no name: cannot happen */
 
 	for (i = 0; i < k; i++) {
 		sems[i] = w->m[i].sem;
@@ -182,11 +182,14 @@ static void wait_grant(struct sm *sm, struct sm_wait *w)
 		tokens[i] = w->m[i].w.token;
 	}
 	if (!ok) {
-		/* Cannot happen (sm_check counts it): lose no permit. */
+		/*
+		 * Cannot happen (sm_check counts it): lose no permit. A
+		 * member granted, or found granted when cancelled, gives its
+		 * permits back.
+		 */
 		for (i = 0; i < k; i++)
-			if (w->m[i].w.state == SEMA_GRANTED)
-				sema_up_n(&sems[i]->sem, ns[i]);
-			else if (!sema_cancel(&sems[i]->sem, &w->m[i].w))
+			if (w->m[i].w.state == SEMA_GRANTED ||
+			    !sema_cancel(&sems[i]->sem, &w->m[i].w))
 				sema_up_n(&sems[i]->sem, ns[i]);
 		wait_dealloc(sm, w);
 		reply_err(sm, s->client, id, SEMD__CODE__INTERNAL,

@@ -1075,7 +1075,6 @@ void sm_tick(struct sm *sm, uint64_t now)
  */
 void sm_tick_from(struct sm *sm, uint64_t base, uint64_t now)
 {
-	struct sm_sem *sems[SM_MULTI_MAX];
 	struct sm_timer *t;
 	struct sm_wait *w;
 	struct sm_hold *h;
@@ -1092,16 +1091,15 @@ void sm_tick_from(struct sm *sm, uint64_t base, uint64_t now)
 		switch (t->kind) {
 		case T_WAIT:
 			w = container_of(t, struct sm_wait, deadline);
-			for (nm = 0; nm < w->nm; nm++)
-				sems[nm] = w->m[nm].sem;
+			nm = w->nm;
 			if (nm == 1)
 				snprintf(why, sizeof why,
 				    "no permit of %s within %" PRIu64 " ms",
-				    sems[0]->name, now - w->since_ms);
+				    w->m[0].sem->name, now - w->since_ms);
 			else
 				snprintf(why, sizeof why,
 				    "not all of %u names (%s, ...) within %" PRIu64 " ms",
-				    nm, sems[0]->name, now - w->since_ms);
+				    nm, w->m[0].sem->name, now - w->since_ms);
 			sm->ctr.timeouts++;
 			wait_cancel(sm, w, SEMD__CODE__TIMEOUT, why, NULL);
 			break;
