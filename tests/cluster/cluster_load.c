@@ -25,8 +25,8 @@
  *  - every down answered: none waits past its timeout plus the library's
  *    reply timeout;
  *  - the clients carry on: grants in the last QUIET_END_S seconds, when the
- *    faults are over (with -f: the run ends QUIET_END_S + 5 s after
- *    DONE_FILE appears, so a slow machine does not eat the quiet end).
+ *    faults are over (with -f: the run ends LEASE + 10 s + QUIET_END_S
+ *    after DONE_FILE appears, so a slow machine does not eat the quiet end).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -296,13 +296,16 @@ int main(int argc, char **argv)
 		pthread_create(&w->thread, NULL, work, w);
 	}
 	/*
-	 * With -f the run ends QUIET_END_S + 5 s after the test says the faults
-	 * are over (the clients have 5 s to find the last leader), -d seconds
-	 * at the most.
+	 * With -f the run ends a lease plus the daemon's restart grace (10 s)
+	 * plus QUIET_END_S after the test says the faults are over: a permit
+	 * whose holder's session died with a node is kept that long (no holder
+	 * loses its permit to a failover), and the clients must carry on by
+	 * then. -d seconds at the most.
 	 */
 	while (done_file != NULL && now_us() < atomic_load(&t_end)) {
 		if (access(done_file, F_OK) == 0) {
-			int64_t e = now_us() + (int64_t)(quiet_end + 5) * 1000000;
+			int64_t e = now_us() + (int64_t)lease_ms * 1000 +
+			    (int64_t)(10 + quiet_end) * 1000000;
 
 			if (e < atomic_load(&t_end))
 				atomic_store(&t_end, e);

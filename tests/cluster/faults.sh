@@ -51,7 +51,7 @@ alive() { st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); [ -n "$st" ] && [ 
 
 for i in 1 2 3; do start_node $i || { echo "node $i did not start"; exit 1; }; done
 ok "a leader is elected" wait_leader
-"$LOAD" -s "$ADDRS" -d 100 -t 8 -n 3 -l 2 -q 4 -f "$T/faults-done" >"$T/load.out" 2>"$T/load.err" &
+"$LOAD" -s "$ADDRS" -d 120 -t 8 -n 3 -l 2 -q 4 -f "$T/faults-done" >"$T/load.out" 2>"$T/load.err" &
 load=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $load"
 sleep 4
