@@ -9,8 +9,10 @@
 #   down-up 16x1 against semd --threads 1 and --threads 2, the client on
 #   one thread (it leaves a core to the daemon's second loop)
 # BEFORE_BUILD, if given, is measured the same way in the same run
-# (alternating, one test at a time), e.g. a build of an older commit; a
+# (one build after the other), e.g. a build of an older commit; a
 # test it does not know is reported as "-". D (default 5) seconds a test.
+# The client is BUILD's semd-benchmark for both (BENCH overrides): only the
+# daemon differs.
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 BUILD [BEFORE_BUILD]" >&2; exit 64; }
 D=${D:-5}
@@ -42,10 +44,11 @@ start() {
 	TLS=$(grep -m1 '^tls:' "$T/$1.ready")
 }
 stop() { kill "$SPID"; wait "$SPID" 2>/dev/null || true; }
-# bench BUILD ARGS...: ops/s (or "-")
+BENCH=${BENCH:-$1/semd-benchmark}
+# ops BUILD ARGS...: ops/s (or "-")
 ops() {
-	b=$1; shift
-	"$b/semd-benchmark" -d "$D" --warmup 0.5 --json "$@" 2>/dev/null |
+	shift
+	"$BENCH" -d "$D" --warmup 0.5 --json "$@" 2>/dev/null |
 		sed -n 's/.*"ops_per_sec": \([0-9]*\).*/\1/p' | head -n 1 | grep . || echo -
 }
 row() { printf '%-44s %12s %12s\n' "$1" "$2" "$3"; }
