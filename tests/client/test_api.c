@@ -1498,6 +1498,10 @@ static void test_issue15(void)
 	CHECK_EQ(0, semc_down(w, "i15/y", 1, 1000, 0, &g));
 	id = semc_down_async(c, "i15/y", 1, 10000, 0, NULL, NULL);
 	CHECK(id > 0, "c waits");
+	/* Answered after c's down on the same connection: c is queued now. */
+	CHECK_EQ(0, semc_where(c, (uint64_t)id, &wh));
+	semc_where_free(wh);
+	wh = NULL;
 	CHECK_EQ(SEMC_E_DEADLOCK, semc_down(w, "i15/x", 1, 5000, 0, &g));
 	CHECK(strstr(semc_last_message(), "deadlock: ") != NULL, "%s", semc_last_message());
 	CHECK_EQ(0, semc_up(w, "i15/y", 1, 0, NULL));
