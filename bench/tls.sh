@@ -57,7 +57,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%
 builds="$1"
 [ $# -ge 2 ] && builds="$1 $2"
 for b in $builds; do
-	tag=$(echo "$b" | tr '/.' '__')
+	tag=$(echo "$b" | tr -c 'A-Za-z0-9\n' '_')
 	start "$tag" "$b" 1
 	eval "tcp_$tag=\$(ops $b -s $TCP -t down-up -c 16 --threads 1)"
 	eval "tls_$tag=\$(ops $b -s $TLS --tls-ca $T/ca.pem -t down-up -c 16 --threads 1)"
@@ -84,13 +84,13 @@ for k in tcp tls ctcp cfull cres tcp2 tls2; do
 	esac
 	set --
 	for b in $builds; do
-		tag=$(echo "$b" | tr '/.' '__')
+		tag=$(echo "$b" | tr -c 'A-Za-z0-9\n' '_')
 		eval "set -- \"\$@\" \"\$${k}_$tag\""
 	done
 	row "$l" "$1" "${2:-}"
 done
 for b in $builds; do
-	tag=$(echo "$b" | tr '/.' '__')
+	tag=$(echo "$b" | tr -c 'A-Za-z0-9\n' '_')
 	eval "tcp=\$tcp_$tag tls=\$tls_$tag ctcp=\$ctcp_$tag cfull=\$cfull_$tag cres=\$cres_$tag tcp2=\$tcp2_$tag tls2=\$tls2_$tag"
 	echo "# $b: TLS/TCP down-up $(ratio "$tls" "$tcp"); churn TLS/TCP $(ratio "$cfull" "$ctcp");" \
 		"resumed/full churn $(ratio "$cres" "$cfull"); --threads 2 / 1: TCP $(ratio "$tcp2" "$tcp")," \

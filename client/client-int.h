@@ -102,8 +102,7 @@ struct semc_evq {
 
 struct semc_deliver {
 	struct semc_req *done;		/* completed async requests */
-	struct semc_evq *events;
-	struct semc_evq **events_tail;
+	bool events;			/* events were queued on the handle */
 };
 
 /* A TLS session kept for resumption (tlssess.c), per server address. */
@@ -142,6 +141,11 @@ struct semc {
 	char *tls_dir;			/* $SEMD_TLS_SESSION_DIR, when usable */
 	semc_event_fn ev_fn;
 	void *ev_arg;
+	/* Events wait here, in the order of the changes they report, and are
+	 * delivered by one thread at a time (ev_runner), in that order. */
+	struct semc_evq *evq, **evq_tail;
+	bool ev_running;
+	pthread_t ev_runner;
 
 	bool ka_want;		/* a keepalive thread for sessions with a lease */
 	bool ka_running;	/* started (joined by semc_free) */
@@ -204,6 +208,7 @@ int64_t semc_lease_end_locked(const struct semc *c);
 int semc_timeout_locked(struct semc *c, int64_t now);
 bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d);
 void semc_deliver_init(struct semc_deliver *d);
+void semc_event_queue_locked(struct semc *c, struct semc_deliver *d, struct semc_evq *e);
 void semc_deliver_run(struct semc *c, struct semc_deliver *d);
 void semc_flush(struct semc *c);
 void semc_flush_try(struct semc *c);

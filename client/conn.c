@@ -38,6 +38,7 @@ struct semc *semc_new(void)
 	c = calloc(1, sizeof *c);
 	if (c == NULL)
 		return NULL;
+	c->evq_tail = &c->evq;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->wlock, NULL);
 	pthread_mutex_init(&c->tls_lock, NULL);
@@ -217,8 +218,18 @@ static void conn_put_locked(struct semc_conn *k)
 	free(k);
 }
 
+/* Queue e on the handle (lock held), for delivery after the lock is
+ * dropped: the order of the queue is the order of the changes. */
+void semc_event_queue_locked(struct semc *c, struct semc_deliver *d, struct semc_evq *e)
+{
+	e->next = NULL;
+	*c->evq_tail = e;
+	c->evq_tail = &e->next;
+	d->events = true;
+}
+
 /* Queue an event for delivery after the lock is dropped. */
-static void event_push(struct semc_deliver *d, enum semc_event_type type, int error,
+static void event_push(struct semc *c, struct semc_deliver *d, enum semc_event_type type, int error,
 		       const char *message, const struct semc_hold *h)
 {
 	struct semc_evq *e = calloc(1, sizeof *e);
@@ -237,42 +248,62 @@ static void event_push(struct semc_deliver *d, enum semc_event_type type, int er
 		e->ev.token = h->token;
 		e->ev.n = h->n;
 	}
-	*d->events_tail = e;
-	d->events_tail = &e->next;
+	semc_event_queue_locked(c, d, e);
 }
 
 /* Initialise an empty delivery list. */
 void semc_deliver_init(struct semc_deliver *d)
 {
 	d->done = NULL;
-	d->events = NULL;
-	d->events_tail = &d->events;
+	d->events = false;
 }
 
-/* Run gathered events and completion callbacks (lock not held). */
+/* Free a queued event. */
+static void evq_free(struct semc_evq *e)
+{
+	free(e->name);
+	free(e->message);
+	semc_watch_event_free(e->watch);
+	free(e);
+}
+
+/* Run gathered events and completion callbacks (lock not held). The events
+ * of the handle go out in order, one thread at a time: a thread that queued
+ * some waits for the one delivering (unless that is itself, in a callback),
+ * so that a call returns only once the events it caused were delivered. */
 void semc_deliver_run(struct semc *c, struct semc_deliver *d)
 {
-	struct semc_evq *e, *en;
+	struct semc_evq *e;
 	struct semc_req *r, *rn;
-	semc_event_fn fn = NULL;
-	void *arg = NULL;
+	semc_event_fn fn;
+	void *arg;
 
-	if (d->events != NULL) {
+	if (d->events) {
 		pthread_mutex_lock(&c->lock);
-		fn = c->ev_fn;
-		arg = c->ev_arg;
+		if (c->ev_running && pthread_equal(c->ev_runner, pthread_self()))
+			goto events_done;	/* a callback's call: the outer loop delivers */
+		while (c->ev_running)
+			pthread_cond_wait(&c->cond, &c->lock);
+		c->ev_running = true;
+		c->ev_runner = pthread_self();
+		while ((e = c->evq) != NULL) {
+			c->evq = e->next;
+			if (c->evq == NULL)
+				c->evq_tail = &c->evq;
+			fn = c->ev_fn;
+			arg = c->ev_arg;
+			pthread_mutex_unlock(&c->lock);
+			if (e->watch != NULL)
+				semc_watch_deliver(c, e->watch);	/* to its watch's fn */
+			else if (fn != NULL)
+				fn(c, &e->ev, arg);
+			evq_free(e);
+			pthread_mutex_lock(&c->lock);
+		}
+		c->ev_running = false;
+		pthread_cond_broadcast(&c->cond);
+events_done:
 		pthread_mutex_unlock(&c->lock);
-	}
-	for (e = d->events; e != NULL; e = en) {
-		en = e->next;
-		if (e->watch != NULL)
-			semc_watch_deliver(c, e->watch);	/* to its watch's fn */
-		else if (fn != NULL)
-			fn(c, &e->ev, arg);
-		free(e->name);
-		free(e->message);
-		semc_watch_event_free(e->watch);
-		free(e);
 	}
 	for (r = d->done; r != NULL; r = rn) {
 		rn = r->next;
@@ -517,7 +548,7 @@ static void session_lost_locked(struct semc *c, int err, const char *why, struct
 
 	for (h = c->holds; h != NULL; h = hn) {
 		hn = h->next;
-		event_push(d, SEMC_EV_HOLD_LOST, err, why, h);
+		event_push(c, d, SEMC_EV_HOLD_LOST, err, why, h);
 		c->lost_ids[c->lost_next++ % 64] = h->permit_id;
 		free(h->name);
 		free(h);
@@ -560,7 +591,7 @@ static void conn_broken_locked(struct semc *c, struct semc_conn *k, const char *
 	shutdown(k->fd, SHUT_RDWR);
 	conn_put_locked(k);
 	if (!c->closing)
-		event_push(d, SEMC_EV_DISCONNECTED, SEMC_E_DISCONNECTED, why, NULL);
+		event_push(c, d, SEMC_EV_DISCONNECTED, SEMC_E_DISCONNECTED, why, NULL);
 	/* Over a UNIX socket only the daemon can have closed it: worth a
 	 * resume when it keeps its state across a restart (or we detached);
 	 * otherwise whatever we held went with it. */
@@ -610,7 +641,7 @@ static void lease_check_locked(struct semc *c, int64_t now, struct semc_deliver 
 		c->conn = NULL;
 		shutdown(k->fd, SHUT_RDWR);
 		conn_put_locked(k);
-		event_push(d, SEMC_EV_DISCONNECTED, SEMC_E_HOLD_LOST,
+		event_push(c, d, SEMC_EV_DISCONNECTED, SEMC_E_HOLD_LOST,
 			   "no answer from the server within the session's lease", NULL);
 		session_lost_locked(c, SEMC_E_HOLD_LOST,
 				    "no answer from the server within the session's lease", d);
@@ -1011,7 +1042,7 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	if (hr->lease_ms > 0 && c->ka_want && !c->ka_running)
 		semc_keepalive_start_locked(c);
 	if (again)
-		event_push(d, hr->resumed ? SEMC_EV_RESUMED : SEMC_EV_RECONNECTED, 0,
+		event_push(c, d, hr->resumed ? SEMC_EV_RESUMED : SEMC_EV_RECONNECTED, 0,
 			   hr->resumed ? "session resumed" : "new session", NULL);
 	pthread_cond_broadcast(&c->cond);
 }
@@ -1250,7 +1281,7 @@ static void hold_lost_locked(struct semc *c, const Semd__Reply *rp, struct semc_
 		ev.token = hl->token;
 	if (hl->n != 0)
 		ev.n = hl->n;
-	event_push(d, SEMC_EV_HOLD_LOST, err, rp->message != NULL && *rp->message != '\0' ?
+	event_push(c, d, SEMC_EV_HOLD_LOST, err, rp->message != NULL && *rp->message != '\0' ?
 		   rp->message : why, &ev);
 	free(h->name);
 	free(h);
@@ -1274,7 +1305,7 @@ static void dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 		/* A node that stopped leading says which one leads now. */
 		if (rp->body_case == SEMD__REPLY__BODY_REDIRECT)
 			addr_redirect_locked(c, rp->redirect);
-		event_push(d, SEMC_EV_NOTICE, semc_code_error(rp->code), rp->message, NULL);
+		event_push(c, d, SEMC_EV_NOTICE, semc_code_error(rp->code), rp->message, NULL);
 		semd__reply__free_unpacked(rp, NULL);
 		return;
 	}
@@ -1604,7 +1635,7 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 		int due;
 
 		now = semc_now_ms();
-		if (semc_duties_locked(c, now, &d) || d.events != NULL || d.done != NULL) {
+		if (semc_duties_locked(c, now, &d) || d.events || d.done != NULL) {
 			/* deliver and send what the duties queued */
 			pthread_mutex_unlock(&c->lock);
 			semc_deliver_run(c, &d);
@@ -1838,6 +1869,7 @@ static void handle_free_memory(struct semc *c)
 {
 	struct semc_req *r, *rn;
 	struct semc_hold *h, *hn;
+	struct semc_evq *e;
 
 	for (r = c->pending; r != NULL; r = rn) {
 		rn = r->next;
@@ -1850,6 +1882,10 @@ static void handle_free_memory(struct semc *c)
 		free(h);
 	}
 	c->holds = NULL;
+	while ((e = c->evq) != NULL) {
+		c->evq = e->next;
+		evq_free(e);
+	}
 	free(c->client_name);
 	free(c->tls_ca);
 	free(c->tls_cert);

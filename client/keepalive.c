@@ -63,7 +63,7 @@ static void *keepalive_main(void *arg)
 	while (!c->closing && c->ka_want) {
 		now = semc_now_ms();
 		queued = semc_duties_locked(c, now, &d);
-		if (queued || d.events != NULL || d.done != NULL) {
+		if (queued || d.events || d.done != NULL) {
 			pthread_mutex_unlock(&c->lock);
 			semc_deliver_run(c, &d);
 			if (queued)

@@ -222,6 +222,5 @@ void semc_watch_push_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 	semd__reply__free_unpacked(rp, NULL);
 	e->watch = ev;
 	e->ev.message = "";
-	*d->events_tail = e;
-	d->events_tail = &e->next;
+	semc_event_queue_locked(c, d, e);
 }
