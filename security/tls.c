@@ -37,8 +37,7 @@ static const char *const client_auth_names[] = {
 };
 
 /* Format a message into err and return code. */
-__attribute__((format(printf, 4, 5)))
-static int tls_fail(int code, char *err, size_t errlen, const char *fmt, ...)
+int tls_errf(int code, char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -159,15 +158,15 @@ static SSL_CTX *tls_server_build(const struct tls_server_config *cfg,
 
 	ERR_clear_error();
 	if (cfg->cert_file == NULL || cfg->key_file == NULL) {
-		tls_fail(-EINVAL, err, errlen, "TLS needs a certificate and a key (--tls-cert, --tls-key)");
+		tls_errf(-EINVAL, err, errlen, "TLS needs a certificate and a key (--tls-cert, --tls-key)");
 		return NULL;
 	}
 	if ((unsigned)cfg->client_auth > TLS_CLIENT_AUTH_REQUIRED) {
-		tls_fail(-EINVAL, err, errlen, "invalid client authentication mode %d", (int)cfg->client_auth);
+		tls_errf(-EINVAL, err, errlen, "invalid client authentication mode %d", (int)cfg->client_auth);
 		return NULL;
 	}
 	if (cfg->client_auth != TLS_CLIENT_AUTH_NONE && cfg->ca_file == NULL) {
-		tls_fail(-EINVAL, err, errlen, "client authentication '%s' needs a CA file (--tls-ca)",
+		tls_errf(-EINVAL, err, errlen, "client authentication '%s' needs a CA file (--tls-ca)",
 		    client_auth_names[cfg->client_auth]);
 		return NULL;
 	}
@@ -250,7 +249,7 @@ static int tls_server_ring(const struct tls_server_config *cfg,
 		return 0;
 	ca = cfg->client_auth != TLS_CLIENT_AUTH_NONE ? cfg->ca_file : NULL;
 	if ((r = tls_tickets_bind(ca, (int)cfg->client_auth, bind)) != 0)
-		return tls_fail(r, err, errlen, "cannot read CA file '%s': %s",
+		return tls_errf(r, err, errlen, "cannot read CA file '%s': %s",
 		    ca != NULL ? ca : "", strerror(-r));
 	if (tls_tickets_same(old, bind, cfg->ticket_lifetime_s,
 	    cfg->ticket_rotate_s)) {
@@ -260,7 +259,7 @@ static int tls_server_ring(const struct tls_server_config *cfg,
 	}
 	*out = tls_tickets_new(bind, cfg->ticket_lifetime_s, cfg->ticket_rotate_s);
 	if (*out == NULL)
-		return tls_fail(-ENOMEM, err, errlen, "out of memory");
+		return tls_errf(-ENOMEM, err, errlen, "out of memory");
 	return 0;
 }
 
@@ -273,10 +272,10 @@ int tls_server_new(struct tls_server **out, const struct tls_server_config *cfg,
 
 	*out = NULL;
 	if ((ts = calloc(1, sizeof *ts)) == NULL)
-		return tls_fail(-ENOMEM, err, errlen, "out of memory");
+		return tls_errf(-ENOMEM, err, errlen, "out of memory");
 	if (pthread_mutex_init(&ts->lock, NULL) != 0) {
 		free(ts);
-		return tls_fail(-ENOMEM, err, errlen, "cannot create a mutex");
+		return tls_errf(-ENOMEM, err, errlen, "cannot create a mutex");
 	}
 	if (tls_server_ring(cfg, NULL, &ts->tickets, err, errlen) != 0)
 		goto fail;
@@ -291,7 +290,7 @@ int tls_server_new(struct tls_server **out, const struct tls_server_config *cfg,
 	ts->ticket_lifetime_s = cfg->ticket_lifetime_s;
 	ts->ticket_rotate_s = cfg->ticket_rotate_s;
 	if (!ok) {
-		tls_fail(-ENOMEM, err, errlen, "out of memory");
+		tls_errf(-ENOMEM, err, errlen, "out of memory");
 		goto fail;
 	}
 	*out = ts;
@@ -332,7 +331,7 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
 		tls_tickets_ref(old_ring);
 	pthread_mutex_unlock(&ts->lock);
 	if (!ok) {
-		tls_fail(-ENOMEM, err, errlen, "out of memory");
+		tls_errf(-ENOMEM, err, errlen, "out of memory");
 		goto fail;
 	}
 	cur.cert_file = cert;
@@ -466,7 +465,7 @@ int tls_client_ctx_new(SSL_CTX **out, const struct tls_client_config *cfg,
 			goto fail;
 		}
 	} else if (cfg->key_file != NULL) {
-		tls_fail(e, err, errlen, "a TLS key without a certificate (--tls-cert)");
+		tls_errf(e, err, errlen, "a TLS key without a certificate (--tls-cert)");
 		goto fail;
 	}
 	SSL_CTX_set_verify(ctx, cfg->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
@@ -491,7 +490,7 @@ int tls_client_ssl_new(SSL_CTX *ctx, const char *host, SSL **out, char *err, siz
 		len -= 2;
 	}
 	if (len == 0 || len >= sizeof bare)
-		return tls_fail(-EINVAL, err, errlen, "invalid TLS server host name '%.64s'", host);
+		return tls_errf(-EINVAL, err, errlen, "invalid TLS server host name '%.64s'", host);
 	memcpy(bare, host, len);
 	bare[len] = '\0';
 	ERR_clear_error();
@@ -535,22 +534,22 @@ int tls_handshake_why(SSL *ssl, int r, int sslerr, int sys_errno,
 
 	if (sslerr == SSL_ERROR_SSL && v != X509_V_OK) {
 		ERR_clear_error();
-		return tls_fail(-EPROTO, err, errlen, "TLS handshake failed: certificate verify failed: %s",
+		return tls_errf(-EPROTO, err, errlen, "TLS handshake failed: certificate verify failed: %s",
 		    X509_verify_cert_error_string(v));
 	}
 	if (sslerr == SSL_ERROR_SSL &&
 	    ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
 		ERR_clear_error();
-		return tls_fail(-ECONNRESET, err, errlen, "TLS handshake failed: connection closed by peer");
+		return tls_errf(-ECONNRESET, err, errlen, "TLS handshake failed: connection closed by peer");
 	}
 	if (sslerr == SSL_ERROR_SSL)
 		return tls_fail_ssl(-EPROTO, err, errlen, "TLS handshake failed");
 	if (sslerr == SSL_ERROR_SYSCALL && ERR_peek_error() != 0)
 		return tls_fail_ssl(-EPROTO, err, errlen, "TLS handshake failed");
 	if (sslerr == SSL_ERROR_SYSCALL && r < 0 && sys_errno != 0)
-		return tls_fail(-sys_errno, err, errlen, "TLS handshake failed: %s", strerror(sys_errno));
+		return tls_errf(-sys_errno, err, errlen, "TLS handshake failed: %s", strerror(sys_errno));
 	ERR_clear_error();
-	return tls_fail(-ECONNRESET, err, errlen, "TLS handshake failed: connection closed by peer");
+	return tls_errf(-ECONNRESET, err, errlen, "TLS handshake failed: connection closed by peer");
 }
 
 /* Run the handshake of ssl on its socket, waiting at most timeout_ms. */
@@ -561,11 +560,11 @@ int tls_handshake(SSL *ssl, int timeout_ms, char *err, size_t errlen)
 	int fd = SSL_get_fd(ssl), flags, r, e, rc;
 
 	if (fd < 0)
-		return tls_fail(-EBADF, err, errlen, "TLS connection has no socket");
+		return tls_errf(-EBADF, err, errlen, "TLS connection has no socket");
 	if ((flags = fcntl(fd, F_GETFL)) < 0)
-		return tls_fail(-errno, err, errlen, "fcntl: %s", strerror(errno));
+		return tls_errf(-errno, err, errlen, "fcntl: %s", strerror(errno));
 	if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
-		return tls_fail(-errno, err, errlen, "fcntl: %s", strerror(errno));
+		return tls_errf(-errno, err, errlen, "fcntl: %s", strerror(errno));
 	for (;;) {
 		ERR_clear_error();
 		errno = 0;
@@ -581,14 +580,14 @@ int tls_handshake(SSL *ssl, int timeout_ms, char *err, size_t errlen)
 		}
 		left = deadline - tls_now_ms();
 		if (left <= 0) {
-			rc = tls_fail(-ETIMEDOUT, err, errlen, "TLS handshake timed out after %d ms", timeout_ms);
+			rc = tls_errf(-ETIMEDOUT, err, errlen, "TLS handshake timed out after %d ms", timeout_ms);
 			break;
 		}
 		pfd.fd = fd;
 		pfd.events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
 		pfd.revents = 0;
 		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {
-			rc = tls_fail(-errno, err, errlen, "poll: %s", strerror(errno));
+			rc = tls_errf(-errno, err, errlen, "poll: %s", strerror(errno));
 			break;
 		}
 	}
@@ -623,6 +622,18 @@ static int tls_put_principal(char *out, size_t outlen, const unsigned char *name
 	return acl_name_escape(name, len, out + 3, outlen - 3) < 0 ? -ENOSPC : 0;
 }
 
+/*
+ * The principal for a certificate name (len < 0: none could be read):
+ * cn:NAME, or anonymous and -EINVAL when the name is unusable.
+ */
+static int tls_principal_of_name(char *out, size_t outlen, const unsigned char *name, int len)
+{
+	if (len >= 0 && tls_name_usable(name, (size_t)len))
+		return tls_put_principal(out, outlen, name, (size_t)len);
+	(void)tls_put_principal(out, outlen, NULL, 0);
+	return -EINVAL;
+}
+
 /* The principal of the peer: cn:NAME of a verified certificate, else anonymous. */
 int tls_peer_principal(SSL *ssl, char *out, size_t outlen)
 {
@@ -640,39 +651,23 @@ int tls_peer_principal(SSL *ssl, char *out, size_t outlen)
 	if (cert == NULL || SSL_get_verify_result(ssl) != X509_V_OK)
 		return tls_put_principal(out, outlen, NULL, 0);
 	gens = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
-	if (gens != NULL) {
-		n = sk_GENERAL_NAME_num(gens);
-		for (i = 0; i < n; i++) {
-			const unsigned char *p;
-			int len;
-
-			g = sk_GENERAL_NAME_value(gens, i);
-			if (g->type != GEN_DNS)
-				continue;
-			p = ASN1_STRING_get0_data(g->d.dNSName);
-			len = ASN1_STRING_length(g->d.dNSName);
-			if (len < 0 || !tls_name_usable(p, (size_t)len))
-				rc = -EINVAL;
-			else
-				rc = tls_put_principal(out, outlen, p, (size_t)len);
-			GENERAL_NAMES_free(gens);
-			if (rc == -EINVAL)
-				(void)tls_put_principal(out, outlen, NULL, 0);
-			return rc;
-		}
+	n = gens != NULL ? sk_GENERAL_NAME_num(gens) : 0;
+	for (i = 0; i < n; i++) {
+		g = sk_GENERAL_NAME_value(gens, i);
+		if (g->type != GEN_DNS)
+			continue;
+		rc = tls_principal_of_name(out, outlen, ASN1_STRING_get0_data(g->d.dNSName),
+		    ASN1_STRING_length(g->d.dNSName));
 		GENERAL_NAMES_free(gens);
+		return rc;
 	}
+	GENERAL_NAMES_free(gens);
 	subject = X509_get_subject_name(cert);
 	idx = subject != NULL ? X509_NAME_get_index_by_NID(subject, NID_commonName, -1) : -1;
 	entry = idx >= 0 ? X509_NAME_get_entry(subject, idx) : NULL;
 	n = entry != NULL ? ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(entry)) : -1;
-	if (n < 0 || !tls_name_usable(utf8, (size_t)n))
-		rc = -EINVAL;
-	else
-		rc = tls_put_principal(out, outlen, utf8, (size_t)n);
+	rc = tls_principal_of_name(out, outlen, utf8, n);
 	OPENSSL_free(utf8);
-	if (rc == -EINVAL)
-		(void)tls_put_principal(out, outlen, NULL, 0);
 	return rc;
 }
 

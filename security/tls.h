@@ -107,5 +107,8 @@ int tls_peer_principal(SSL *ssl, char *out, size_t outlen);
 int tls_peer_subject(SSL *ssl, struct acl_subject *s);
 /* Append the pending OpenSSL errors (and clear them) as text to err. */
 void tls_errors(char *err, size_t errlen);
+/* Format a message into err (when not NULL) and return code. */
+__attribute__((format(printf, 4, 5)))
+int tls_errf(int code, char *err, size_t errlen, const char *fmt, ...);
 
 #endif

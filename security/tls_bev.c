@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* security/tls_bev.c - TLS bufferevents (libevent + OpenSSL) with a handshake deadline. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,20 +21,6 @@ struct tls_bev_pending {
 	void *arg;
 	int timeout_ms;
 };
-
-/* Format a message into err and return code. */
-__attribute__((format(printf, 4, 5)))
-static int tls_bev_error(int code, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 /* End a handshake that failed: free everything, then tell the owner why. */
 static void tls_bev_fail(struct tls_bev_pending *p, const char *why)
@@ -180,16 +165,16 @@ int tls_bev_accept(struct event_base *base, struct tls_server *ts, evutil_socket
 
 	if (evutil_make_socket_nonblocking(fd) != 0) {
 		evutil_closesocket(fd);
-		return tls_bev_error(-EBADF, err, errlen, "cannot make the socket non-blocking");
+		return tls_errf(-EBADF, err, errlen, "cannot make the socket non-blocking");
 	}
 	if ((ssl = tls_server_ssl_new(ts)) == NULL) {
 		ERR_clear_error();
 		evutil_closesocket(fd);
-		return tls_bev_error(-ENOMEM, err, errlen, "cannot create a TLS connection");
+		return tls_errf(-ENOMEM, err, errlen, "cannot create a TLS connection");
 	}
 	if (tls_bev_start(base, ssl, fd, BUFFEREVENT_SSL_ACCEPTING, options, timeout_ms,
 	    ready, fail, arg) == NULL)
-		return tls_bev_error(-ENOMEM, err, errlen, "cannot create a TLS bufferevent");
+		return tls_errf(-ENOMEM, err, errlen, "cannot create a TLS bufferevent");
 	return 0;
 }
 
@@ -207,13 +192,13 @@ int tls_bev_connect(struct event_base *base, SSL_CTX *ctx, const char *host,
 	p = tls_bev_start(base, ssl, -1, BUFFEREVENT_SSL_CONNECTING, options, timeout_ms,
 	    ready, fail, arg);
 	if (p == NULL)
-		return tls_bev_error(-ENOMEM, err, errlen, "cannot create a TLS bufferevent");
+		return tls_errf(-ENOMEM, err, errlen, "cannot create a TLS bufferevent");
 	if (bufferevent_socket_connect(p->bev, sa, salen) != 0) {
 		e = EVUTIL_SOCKET_ERROR();
 		bufferevent_free(p->bev);
 		event_free(p->timer);
 		free(p);
-		return tls_bev_error(e > 0 ? -e : -ECONNREFUSED, err, errlen, "connect: %s",
+		return tls_errf(e > 0 ? -e : -ECONNREFUSED, err, errlen, "connect: %s",
 		    evutil_socket_error_to_string(e));
 	}
 	return 0;

@@ -1,55 +1,49 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/daemon.mk: build fragment, included by the top Makefile.am
 #
-# test_state: the state machine driven directly (fake time, captured replies).
-check_PROGRAMS += tests/daemon/test_state
-tests_daemon_test_state_SOURCES = tests/daemon/test_state.c
-tests_daemon_test_state_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_daemon_test_state_LDADD = daemon/libsemstate.a proto/libsemproto.a \
-	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
-TESTS += tests/daemon/test_state
-
+# The state machine driven directly, with fake time:
+# test_state: requests and captured replies;
 # test_replay: the same log on differently seeded state machines (and one
-# restored from a snapshot) gives the same replies and snapshots.
-check_PROGRAMS += tests/daemon/test_replay
-tests_daemon_test_replay_SOURCES = tests/daemon/test_replay.c
-tests_daemon_test_replay_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_daemon_test_replay_LDADD = daemon/libsemstate.a proto/libsemproto.a \
-	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
-TESTS += tests/daemon/test_replay
+#   restored from a snapshot) gives the same replies and snapshots;
+# test_metrics: the state's histograms and reply counters.
+STATE_TESTS = tests/daemon/test_state tests/daemon/test_replay tests/daemon/test_metrics
+STATE_TEST_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+STATE_TEST_LIBS = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
+check_PROGRAMS += $(STATE_TESTS)
+TESTS += $(STATE_TESTS)
+tests_daemon_test_state_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_replay_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_replay_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_metrics_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_metrics_LDADD = $(STATE_TEST_LIBS)
 
-# test_hmap: the hash table and SipHash.
-check_PROGRAMS += tests/daemon/test_hmap
-tests_daemon_test_hmap_SOURCES = tests/daemon/test_hmap.c
+# test_hmap: the hash table and SipHash; test_ordidx: the ordered name index
+# against a sorted model.
+check_PROGRAMS += tests/daemon/test_hmap tests/daemon/test_ordidx
+TESTS += tests/daemon/test_hmap tests/daemon/test_ordidx
 tests_daemon_test_hmap_LDADD = daemon/libsemstate.a
-TESTS += tests/daemon/test_hmap
-
-# test_ordidx: the ordered name index against a sorted model.
-check_PROGRAMS += tests/daemon/test_ordidx
-tests_daemon_test_ordidx_SOURCES = tests/daemon/test_ordidx.c
 tests_daemon_test_ordidx_LDADD = daemon/libsemstate.a
-TESTS += tests/daemon/test_ordidx
 
 # semd_probe: a protocol client for the shell tests below.
 check_PROGRAMS += tests/daemon/semd_probe
-tests_daemon_semd_probe_SOURCES = tests/daemon/semd_probe.c
 tests_daemon_semd_probe_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 
-# Shell tests against a real semd on private sockets (tests/lib.sh).
+# Shell tests against a real semd on private sockets (tests/lib.sh);
+# allocs.sh: no heap allocation per down/up on an existing name
+# (--enable-alloc-count builds; skipped in others); metrics.sh: the
+# Prometheus endpoint, scraped.
 DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/load.sh tests/daemon/frames.sh tests/daemon/config.sh \
 	tests/daemon/activation.sh tests/daemon/hostile.sh tests/daemon/privs.sh \
 	tests/daemon/acl.sh tests/daemon/tls.sh tests/daemon/tls-resume.sh \
 	tests/daemon/tls-threads.sh tests/daemon/durable.sh \
-	tests/daemon/rates.sh tests/daemon/multi.sh tests/daemon/watch.sh
+	tests/daemon/rates.sh tests/daemon/multi.sh tests/daemon/watch.sh \
+	tests/daemon/allocs.sh tests/daemon/metrics.sh
 TESTS += $(DAEMON_SH_TESTS)
 EXTRA_DIST += $(DAEMON_SH_TESTS)
-
-# No heap allocation per down/up on an existing name (--enable-alloc-count
-# builds; skipped in others).
-TESTS += tests/daemon/allocs.sh
-EXTRA_DIST += tests/daemon/allocs.sh
 
 # The hand coder of the hot messages agrees with protobuf-c.
 check_PROGRAMS += tests/daemon/test_fastpb
@@ -59,23 +53,10 @@ tests_daemon_test_fastpb_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_test_fastpb_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 TESTS += tests/daemon/test_fastpb
 
-# The Prometheus endpoint, scraped (tests/daemon/metrics.sh).
-TESTS += tests/daemon/metrics.sh
-EXTRA_DIST += tests/daemon/metrics.sh
-
-# test_metrics: the state's histograms and reply counters with fake time.
-check_PROGRAMS += tests/daemon/test_metrics
-tests_daemon_test_metrics_SOURCES = tests/daemon/test_metrics.c
-tests_daemon_test_metrics_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_daemon_test_metrics_LDADD = daemon/libsemstate.a proto/libsemproto.a \
-	core/libsemcore.a $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
-TESTS += tests/daemon/test_metrics
-
 # crash.sh: kill -9 during a stream of grants from many clients, restart,
 # repeated (crash_test checks the clients' records); a cut-off data
 # directory is refused.
 check_PROGRAMS += tests/daemon/crash_test
-tests_daemon_crash_test_SOURCES = tests/daemon/crash_test.c
 tests_daemon_crash_test_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 TESTS += tests/daemon/crash.sh
 EXTRA_DIST += tests/daemon/crash.sh

@@ -2,15 +2,13 @@
 # tests/: shared test helpers. Each area's tests live in tests/<area>.mk.
 EXTRA_DIST += tests/lib.sh tests/lsan.supp
 
-# --threads: permit invariants under racing clients on one and on four event
-# loops, FIFO and timeouts across loops, reload and stop (tests/daemon/).
-TESTS += tests/daemon/threads.sh
-EXTRA_DIST += tests/daemon/threads.sh
-
-# A UNIX peer's user and groups, looked up only once there are rules.
-TESTS += tests/daemon/identity.sh
-EXTRA_DIST += tests/daemon/identity.sh
-
-# The systemd watchdog is fed only while every event loop runs.
-TESTS += tests/daemon/watchdog.sh
-EXTRA_DIST += tests/daemon/watchdog.sh
+# tests/daemon/ tests wired here:
+# threads.sh: --threads: permit invariants under racing clients on one and on
+#   four event loops, FIFO and timeouts across loops, reload and stop;
+# identity.sh: a UNIX peer's user and groups, looked up only once there are
+#   rules;
+# watchdog.sh: the systemd watchdog is fed only while every event loop runs.
+LOCAL_SH_TESTS = tests/daemon/threads.sh tests/daemon/identity.sh \
+	tests/daemon/watchdog.sh
+TESTS += $(LOCAL_SH_TESTS)
+EXTRA_DIST += $(LOCAL_SH_TESTS)

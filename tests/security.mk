@@ -9,19 +9,15 @@ TESTS += tests/security/acl_test tests/security/peer_test tests/security/tls.sh
 EXTRA_DIST += tests/security/tls.sh tests/security/gen-certs.sh
 noinst_HEADERS += tests/security/check.h
 
-tests_security_acl_test_SOURCES = tests/security/acl_test.c
 tests_security_acl_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
 tests_security_acl_test_LDADD = $(SECURITY_TEST_LIBS)
 
-tests_security_peer_test_SOURCES = tests/security/peer_test.c
 tests_security_peer_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
 tests_security_peer_test_LDADD = $(SECURITY_TEST_LIBS)
 
-tests_security_tls_test_SOURCES = tests/security/tls_test.c
 tests_security_tls_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
 tests_security_tls_test_LDADD = $(SECURITY_TEST_LIBS)
 
-tests_security_tls_bev_test_SOURCES = tests/security/tls_bev_test.c
 tests_security_tls_bev_test_CFLAGS = $(SECURITY_TEST_CFLAGS)
 tests_security_tls_bev_test_LDADD = $(SECURITY_TEST_LIBS)
 

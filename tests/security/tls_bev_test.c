@@ -22,19 +22,6 @@
 #define NCLIENTS 10
 #define PAYLOAD (64 * 1024)
 
-static const char *dir;
-
-/* "DIR/name" in one of a ring of buffers. */
-static const char *P(const char *name)
-{
-	static char ring[8][512];
-	static int next;
-	char *b = ring[next++ % 8];
-
-	snprintf(b, 512, "%s/%s", dir, name);
-	return b;
-}
-
 struct server {
 	struct event_base *base;
 	struct tls_server *ts;
@@ -225,7 +212,7 @@ static bool server_failed(void *arg)
 /* A client context trusting our CA, with an optional certificate. */
 static SSL_CTX *client_ctx(const char *cert, const char *key)
 {
-	struct tls_client_config cfg = { .ca_file = P("ca.crt"), .cert_file = cert, .key_file = key };
+	struct tls_client_config cfg = { .ca_file = t_path("ca.crt"), .cert_file = cert, .key_file = key };
 	char err[512];
 	SSL_CTX *ctx;
 
@@ -250,7 +237,7 @@ static int raw_connect(const struct sockaddr_in *sa)
 
 static void test_echo(struct server *s)
 {
-	SSL_CTX *ctx = client_ctx(P("client.crt"), P("client.key"));
+	SSL_CTX *ctx = client_ctx(t_path("client.crt"), t_path("client.key"));
 	struct client c[NCLIENTS];
 	struct wait_clients w = { c, NCLIENTS, s, 0 };
 	char err[256];
@@ -284,39 +271,39 @@ static void test_echo(struct server *s)
 	SSL_CTX_free(ctx);
 }
 
-static void test_wrong_host(struct server *s)
+/* One client without a certificate that must fail against s, connecting to host. */
+static void failing_client(struct server *s, const char *host, struct client *c)
 {
 	SSL_CTX *ctx = client_ctx(NULL, NULL);
-	struct client c = { .payload = payload };
-	struct wait_clients w = { &c, 1, s, s->failed + 1 };
+	struct wait_clients w = { c, 1, s, s->failed + 1 };
 	char err[256];
 
-	TEST_START("wrong host name: both sides fail, the client says why");
-	CHECK_INT(tls_bev_connect(s->base, ctx, "otherhost", (struct sockaddr *)&s->addr,
-	    sizeof s->addr, 0, 5000, cli_ready, cli_fail, &c, err, sizeof err), 0);
+	CHECK_INT(tls_bev_connect(s->base, ctx, host, (struct sockaddr *)&s->addr,
+	    sizeof s->addr, 0, 5000, cli_ready, cli_fail, c, err, sizeof err), 0);
 	CHECK(run_until(s->base, clients_finished, &w, 5000));
-	CHECK(c.failed);
+	CHECK(c->failed);
+	SSL_CTX_free(ctx);
+}
+
+static void test_wrong_host(struct server *s)
+{
+	struct client c = { .payload = payload };
+
+	TEST_START("wrong host name: both sides fail, the client says why");
+	failing_client(s, "otherhost", &c);
 	CHECK(!c.ready);
 	CHECK_STR(c.why, "TLS handshake failed: certificate verify failed: hostname mismatch");
 	CHECK_HAS(s->why, "TLS handshake failed");
-	SSL_CTX_free(ctx);
 }
 
 static void test_no_client_cert(struct server *s)
 {
-	SSL_CTX *ctx = client_ctx(NULL, NULL);
 	struct client c = { .payload = payload };
-	struct wait_clients w = { &c, 1, s, s->failed + 1 };
-	char err[256];
 
 	TEST_START("client auth required: a client without a certificate is refused");
-	CHECK_INT(tls_bev_connect(s->base, ctx, "localhost", (struct sockaddr *)&s->addr,
-	    sizeof s->addr, 0, 5000, cli_ready, cli_fail, &c, err, sizeof err), 0);
-	CHECK(run_until(s->base, clients_finished, &w, 5000));
-	CHECK(c.failed);
+	failing_client(s, "localhost", &c);
 	CHECK(!c.done);
 	CHECK_HAS(s->why, "did not return a certificate");
-	SSL_CTX_free(ctx);
 }
 
 static void test_timeout(struct server *s)
@@ -397,15 +384,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s CERTDIR (made by tests/security/gen-certs.sh)\n", argv[0]);
 		return 2;
 	}
-	dir = argv[1];
+	t_dir = argv[1];
 	signal(SIGPIPE, SIG_IGN);
 	for (i = 0; i < sizeof payload; i++)
 		payload[i] = (unsigned char)(i * 7 + i / 251);
 
 	memset(&s, 0, sizeof s);
-	cfg.cert_file = P("server.crt");
-	cfg.key_file = P("server.key");
-	cfg.ca_file = P("ca.crt");
+	cfg.cert_file = t_path("server.crt");
+	cfg.key_file = t_path("server.key");
+	cfg.ca_file = t_path("ca.crt");
 	cfg.client_auth = TLS_CLIENT_AUTH_REQUIRED;
 	if (tls_server_new(&s.ts, &cfg, err, sizeof err) != 0) {
 		fprintf(stderr, "FAIL server: %s\n", err);

@@ -20,19 +20,6 @@
 
 #define HS_TIMEOUT_MS 5000
 
-static const char *dir;
-
-/* "DIR/name" in one of a ring of buffers. */
-static const char *P(const char *name)
-{
-	static char ring[16][512];
-	static int next;
-	char *b = ring[next++ % 16];
-
-	snprintf(b, 512, "%s/%s", dir, name);
-	return b;
-}
-
 /* One handshake: inputs, then what each side saw. */
 struct hs {
 	struct tls_server *ts;
@@ -187,7 +174,7 @@ static SSL_CTX *client_ctx(const char *ca, const char *cert, const char *key, in
 static struct tls_server *server(const char *cert, const char *key, enum tls_client_auth auth)
 {
 	struct tls_server_config cfg = {
-		.cert_file = cert, .key_file = key, .ca_file = P("ca.crt"), .client_auth = auth,
+		.cert_file = cert, .key_file = key, .ca_file = t_path("ca.crt"), .client_auth = auth,
 	};
 	struct tls_server *ts;
 	char err[512];
@@ -218,11 +205,11 @@ static void copy_file(const char *from, const char *to)
 
 static void test_basic(void)
 {
-	struct tls_server *ts = server(P("server.crt"), P("server.key"), TLS_CLIENT_AUTH_NONE);
-	SSL_CTX *good = client_ctx(P("ca.crt"), NULL, NULL, 0);
-	SSL_CTX *rogue = client_ctx(P("rogue.crt"), NULL, NULL, 0);
+	struct tls_server *ts = server(t_path("server.crt"), t_path("server.key"), TLS_CLIENT_AUTH_NONE);
+	SSL_CTX *good = client_ctx(t_path("ca.crt"), NULL, NULL, 0);
+	SSL_CTX *rogue = client_ctx(t_path("rogue.crt"), NULL, NULL, 0);
 	SSL_CTX *system = client_ctx(NULL, NULL, NULL, 0);
-	struct tls_client_config icfg = { .ca_file = P("rogue.crt"), .insecure = true };
+	struct tls_client_config icfg = { .ca_file = t_path("rogue.crt"), .insecure = true };
 	SSL_CTX *insecure;
 	struct hs h = { .ts = ts };
 	char err[256];
@@ -292,16 +279,25 @@ static void test_basic(void)
 	tls_server_free(ts);
 }
 
+/* Handshake with cctx: the server must accept the client as principal. */
+static void hs_accepts(struct hs *h, SSL_CTX *cctx, const char *principal)
+{
+	h->cctx = cctx;
+	hs_run(h);
+	CHECK_INT(h->srv_rc, 0);
+	CHECK_STR(h->principal, principal);
+}
+
 static void test_client_auth(void)
 {
-	struct tls_server *req = server(P("server.crt"), P("server.key"), TLS_CLIENT_AUTH_REQUIRED);
-	struct tls_server *opt = server(P("server.crt"), P("server.key"), TLS_CLIENT_AUTH_OPTIONAL);
-	SSL_CTX *nocert = client_ctx(P("ca.crt"), NULL, NULL, 0);
-	SSL_CTX *client = client_ctx(P("ca.crt"), P("client.crt"), P("client.key"), 0);
-	SSL_CTX *cnonly = client_ctx(P("ca.crt"), P("cnonly.crt"), P("cnonly.key"), 0);
-	SSL_CTX *badname = client_ctx(P("ca.crt"), P("badname.crt"), P("badname.key"), 0);
-	SSL_CTX *intruder = client_ctx(P("ca.crt"), P("intruder.crt"), P("intruder.key"), 0);
-	SSL_CTX *client12 = client_ctx(P("ca.crt"), P("client.crt"), P("client.key"), TLS1_2_VERSION);
+	struct tls_server *req = server(t_path("server.crt"), t_path("server.key"), TLS_CLIENT_AUTH_REQUIRED);
+	struct tls_server *opt = server(t_path("server.crt"), t_path("server.key"), TLS_CLIENT_AUTH_OPTIONAL);
+	SSL_CTX *nocert = client_ctx(t_path("ca.crt"), NULL, NULL, 0);
+	SSL_CTX *client = client_ctx(t_path("ca.crt"), t_path("client.crt"), t_path("client.key"), 0);
+	SSL_CTX *cnonly = client_ctx(t_path("ca.crt"), t_path("cnonly.crt"), t_path("cnonly.key"), 0);
+	SSL_CTX *badname = client_ctx(t_path("ca.crt"), t_path("badname.crt"), t_path("badname.key"), 0);
+	SSL_CTX *intruder = client_ctx(t_path("ca.crt"), t_path("intruder.crt"), t_path("intruder.key"), 0);
+	SSL_CTX *client12 = client_ctx(t_path("ca.crt"), t_path("client.crt"), t_path("client.key"), TLS1_2_VERSION);
 	struct hs h = { .ts = req, .host = "localhost" };
 
 	TEST_START("required: a missing client certificate fails");
@@ -312,24 +308,15 @@ static void test_client_auth(void)
 	CHECK(!h.echo_ok);	/* TLS 1.3: the client learns it on its first read */
 
 	TEST_START("required: principal from the first DNS SAN, else the CN");
-	h.cctx = client;
-	hs_run(&h);
-	CHECK_INT(h.srv_rc, 0);
+	hs_accepts(&h, client, "cn:backup-host.example");
 	CHECK(h.echo_ok);
 	CHECK_INT(h.principal_rc, 0);
-	CHECK_STR(h.principal, "cn:backup-host.example");
 	CHECK_STR(h.subject.principal, "cn:backup-host.example");
 	CHECK_INT(h.subject.kind, ACL_SUBJECT_CN);
-	h.cctx = cnonly;
-	hs_run(&h);
-	CHECK_INT(h.srv_rc, 0);
-	CHECK_STR(h.principal, "cn:cn-only");
+	hs_accepts(&h, cnonly, "cn:cn-only");
 	/* a space is kept, escaped: the name is not lost to anonymous */
-	h.cctx = badname;
-	hs_run(&h);
-	CHECK_INT(h.srv_rc, 0);
+	hs_accepts(&h, badname, "cn:bad\\x20name");
 	CHECK_INT(h.principal_rc, 0);
-	CHECK_STR(h.principal, "cn:bad\\x20name");
 	CHECK_STR(h.subject.principal, "cn:bad\\x20name");
 	CHECK_INT(h.subject.kind, ACL_SUBJECT_CN);
 
@@ -342,23 +329,14 @@ static void test_client_auth(void)
 	CHECK(!h.echo_ok);
 
 	TEST_START("TLS 1.2 works too, with the same identity");
-	h.cctx = client12;
-	hs_run(&h);
-	CHECK_INT(h.srv_rc, 0);
+	hs_accepts(&h, client12, "cn:backup-host.example");
 	CHECK_INT(h.version, TLS1_2_VERSION);
-	CHECK_STR(h.principal, "cn:backup-host.example");
 
 	TEST_START("optional: no certificate is anonymous, a good one is its cn, a bad one fails");
 	h.ts = opt;
-	h.cctx = nocert;
-	hs_run(&h);
-	CHECK_INT(h.srv_rc, 0);
+	hs_accepts(&h, nocert, "anonymous");
 	CHECK(h.echo_ok);
-	CHECK_STR(h.principal, "anonymous");
-	h.cctx = client;
-	hs_run(&h);
-	CHECK_INT(h.srv_rc, 0);
-	CHECK_STR(h.principal, "cn:backup-host.example");
+	hs_accepts(&h, client, "cn:backup-host.example");
 	h.cctx = intruder;
 	hs_run(&h);
 	CHECK(h.srv_rc != 0);
@@ -376,10 +354,10 @@ static void test_client_auth(void)
 
 static void test_versions_and_sessions(void)
 {
-	struct tls_server *ts = server(P("server.crt"), P("server.key"), TLS_CLIENT_AUTH_NONE);
-	SSL_CTX *c11 = client_ctx(P("ca.crt"), NULL, NULL, TLS1_1_VERSION);
-	SSL_CTX *c12 = client_ctx(P("ca.crt"), NULL, NULL, TLS1_2_VERSION);
-	SSL_CTX *c13 = client_ctx(P("ca.crt"), NULL, NULL, 0);
+	struct tls_server *ts = server(t_path("server.crt"), t_path("server.key"), TLS_CLIENT_AUTH_NONE);
+	SSL_CTX *c11 = client_ctx(t_path("ca.crt"), NULL, NULL, TLS1_1_VERSION);
+	SSL_CTX *c12 = client_ctx(t_path("ca.crt"), NULL, NULL, TLS1_2_VERSION);
+	SSL_CTX *c13 = client_ctx(t_path("ca.crt"), NULL, NULL, 0);
 	SSL_CTX *ctx = tls_server_ctx(ts);
 	struct hs h = { .ts = ts, .host = "localhost" };
 	SSL_CTX *reneg;
@@ -408,7 +386,7 @@ static void test_versions_and_sessions(void)
 	 */
 	reneg = SSL_CTX_new(TLS_client_method());
 	SSL_CTX_set_max_proto_version(reneg, TLS1_2_VERSION);
-	SSL_CTX_load_verify_locations(reneg, P("ca.crt"), NULL);
+	SSL_CTX_load_verify_locations(reneg, t_path("ca.crt"), NULL);
 	SSL_CTX_set_verify(reneg, SSL_VERIFY_PEER, NULL);
 	h.cctx = reneg;
 	h.keep = true;
@@ -450,17 +428,17 @@ static void test_versions_and_sessions(void)
 
 static void test_reload(void)
 {
-	SSL_CTX *anon = client_ctx(P("ca.crt"), NULL, NULL, 0);
-	SSL_CTX *client = client_ctx(P("ca.crt"), P("client.crt"), P("client.key"), 0);
-	const char *live_crt = P("live.crt"), *live_key = P("live.key");
+	SSL_CTX *anon = client_ctx(t_path("ca.crt"), NULL, NULL, 0);
+	SSL_CTX *client = client_ctx(t_path("ca.crt"), t_path("client.crt"), t_path("client.key"), 0);
+	const char *live_crt = t_path("live.crt"), *live_key = t_path("live.key");
 	struct tls_server_config cfg = { 0 };
 	struct tls_server *ts;
 	struct hs old = { .host = "localhost", .keep = true };
 	struct hs h = { .host = "localhost" };
 	char err[512];
 
-	copy_file(P("server.crt"), live_crt);
-	copy_file(P("server.key"), live_key);
+	copy_file(t_path("server.crt"), live_crt);
+	copy_file(t_path("server.key"), live_key);
 	ts = server(live_crt, live_key, TLS_CLIENT_AUTH_NONE);
 	old.ts = h.ts = ts;
 	old.cctx = h.cctx = anon;
@@ -469,8 +447,8 @@ static void test_reload(void)
 	hs_run(&old);			/* stays open across the reloads */
 	CHECK_INT(old.cli_rc, 0);
 	CHECK_STR(old.server_cn, "localhost");
-	copy_file(P("server2.crt"), live_crt);
-	copy_file(P("server2.key"), live_key);
+	copy_file(t_path("server2.crt"), live_crt);
+	copy_file(t_path("server2.key"), live_key);
 	err[0] = '\0';
 	CHECK_INT(tls_server_reload(ts, NULL, err, sizeof err), 0);
 	CHECK_STR(err, "");
@@ -479,27 +457,27 @@ static void test_reload(void)
 	CHECK_STR(h.server_cn, "localhost-2");
 
 	TEST_START("reload: a broken certificate keeps the old context");
-	copy_file(P("broken.crt"), live_crt);
+	copy_file(t_path("broken.crt"), live_crt);
 	CHECK_INT(tls_server_reload(ts, NULL, err, sizeof err), -EINVAL);
 	CHECK_HAS(err, "cannot load certificate chain '");
 	CHECK_HAS(err, "live.crt': error:");
 	hs_run(&h);
 	CHECK_INT(h.cli_rc, 0);
 	CHECK_STR(h.server_cn, "localhost-2");
-	copy_file(P("server3.crt"), live_crt);	/* key still server2's */
+	copy_file(t_path("server3.crt"), live_crt);	/* key still server2's */
 	CHECK_INT(tls_server_reload(ts, NULL, err, sizeof err), -EINVAL);
 	CHECK_HAS(err, "live.key' does not match certificate '");
 	hs_run(&h);
 	CHECK_STR(h.server_cn, "localhost-2");
-	copy_file(P("server3.key"), live_key);
+	copy_file(t_path("server3.key"), live_key);
 	CHECK_INT(tls_server_reload(ts, NULL, err, sizeof err), 0);
 	hs_run(&h);
 	CHECK_STR(h.server_cn, "localhost-3");
 
 	TEST_START("reload: new settings (client auth required) apply to new handshakes");
-	cfg.cert_file = P("server.crt");
-	cfg.key_file = P("server.key");
-	cfg.ca_file = P("ca.crt");
+	cfg.cert_file = t_path("server.crt");
+	cfg.key_file = t_path("server.key");
+	cfg.ca_file = t_path("ca.crt");
 	cfg.client_auth = TLS_CLIENT_AUTH_REQUIRED;
 	CHECK_INT(tls_server_reload(ts, &cfg, err, sizeof err), 0);
 	hs_run(&h);
@@ -509,7 +487,7 @@ static void test_reload(void)
 	CHECK_INT(h.srv_rc, 0);
 	CHECK_STR(h.server_cn, "localhost");
 	CHECK_STR(h.principal, "cn:backup-host.example");
-	cfg.key_file = P("nonexistent.key");
+	cfg.key_file = t_path("nonexistent.key");
 	CHECK_INT(tls_server_reload(ts, &cfg, err, sizeof err), -EINVAL);
 	CHECK_HAS(err, "cannot load private key '");
 	CHECK_HAS(err, "nonexistent.key': error:");
@@ -518,13 +496,13 @@ static void test_reload(void)
 	CHECK_INT(h.srv_rc, 0);
 
 	TEST_START("reload: a CA taken away stops its clients at once");
-	cfg.key_file = P("server.key");
-	cfg.ca_file = P("rogue.crt");
+	cfg.key_file = t_path("server.key");
+	cfg.ca_file = t_path("rogue.crt");
 	CHECK_INT(tls_server_reload(ts, &cfg, err, sizeof err), 0);
 	hs_run(&h);
 	CHECK_INT(h.srv_rc, -EPROTO);
 	CHECK_HAS(h.srv_err, "TLS handshake failed: certificate verify failed: ");
-	cfg.ca_file = P("ca.crt");
+	cfg.ca_file = t_path("ca.crt");
 	CHECK_INT(tls_server_reload(ts, &cfg, err, sizeof err), 0);
 
 	TEST_START("reload: the established connection keeps its context");
@@ -540,10 +518,10 @@ static void test_reload(void)
 static void test_config_errors(void)
 {
 	struct tls_server_config cfg = {
-		.cert_file = P("server.crt"), .key_file = P("server.key"),
+		.cert_file = t_path("server.crt"), .key_file = t_path("server.key"),
 		.client_auth = TLS_CLIENT_AUTH_REQUIRED,
 	};
-	struct tls_client_config ccfg = { .ca_file = P("missing-ca.crt") };
+	struct tls_client_config ccfg = { .ca_file = t_path("missing-ca.crt") };
 	enum tls_client_auth auth;
 	struct tls_server *ts = (struct tls_server *)&cfg;
 	SSL_CTX *ctx = (SSL_CTX *)&cfg;
@@ -554,30 +532,30 @@ static void test_config_errors(void)
 	CHECK(ts == NULL);
 	CHECK_STR(err, "client authentication 'required' needs a CA file (--tls-ca)");
 	cfg.client_auth = TLS_CLIENT_AUTH_NONE;
-	cfg.cert_file = P("missing.crt");
+	cfg.cert_file = t_path("missing.crt");
 	CHECK_INT(tls_server_new(&ts, &cfg, err, sizeof err), -EINVAL);
 	CHECK_HAS(err, "missing.crt': error:");
 	CHECK_HAS(err, "No such file or directory");
-	cfg.cert_file = P("empty.pem");
+	cfg.cert_file = t_path("empty.pem");
 	CHECK_INT(tls_server_new(&ts, &cfg, err, sizeof err), -EINVAL);
 	CHECK_HAS(err, "cannot load certificate chain");
 	cfg.cert_file = NULL;
 	CHECK_INT(tls_server_new(&ts, &cfg, err, sizeof err), -EINVAL);
 	CHECK_STR(err, "TLS needs a certificate and a key (--tls-cert, --tls-key)");
-	cfg.cert_file = P("server.crt");
-	cfg.ca_file = P("empty.pem");
+	cfg.cert_file = t_path("server.crt");
+	cfg.ca_file = t_path("empty.pem");
 	cfg.client_auth = TLS_CLIENT_AUTH_OPTIONAL;
 	CHECK_INT(tls_server_new(&ts, &cfg, err, sizeof err), -EINVAL);
 	CHECK_HAS(err, "empty.pem'");
 	CHECK_INT(tls_client_ctx_new(&ctx, &ccfg, err, sizeof err), -EINVAL);
 	CHECK(ctx == NULL);
 	CHECK_HAS(err, "cannot load CA file '");
-	ccfg.ca_file = P("ca.crt");
-	ccfg.key_file = P("client.key");
+	ccfg.ca_file = t_path("ca.crt");
+	ccfg.key_file = t_path("client.key");
 	CHECK_INT(tls_client_ctx_new(&ctx, &ccfg, err, sizeof err), -EINVAL);
 	CHECK_STR(err, "a TLS key without a certificate (--tls-cert)");
-	ccfg.cert_file = P("client.crt");
-	ccfg.key_file = P("server.key");
+	ccfg.cert_file = t_path("client.crt");
+	ccfg.key_file = t_path("server.key");
 	CHECK_INT(tls_client_ctx_new(&ctx, &ccfg, err, sizeof err), -EINVAL);
 	CHECK_HAS(err, "does not match certificate");
 
@@ -594,7 +572,7 @@ static void test_config_errors(void)
 
 static void test_timeout(void)
 {
-	struct tls_server *ts = server(P("server.crt"), P("server.key"), TLS_CLIENT_AUTH_NONE);
+	struct tls_server *ts = server(t_path("server.crt"), t_path("server.key"), TLS_CLIENT_AUTH_NONE);
 	struct timespec t0, t1;
 	char err[256];
 	SSL *ssl = tls_server_ssl_new(ts);
@@ -632,7 +610,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s CERTDIR (made by tests/security/gen-certs.sh)\n", argv[0]);
 		return 2;
 	}
-	dir = argv[1];
+	t_dir = argv[1];
 	/* a peer that hangs up must be an error, not a signal (the daemon ignores it too) */
 	signal(SIGPIPE, SIG_IGN);
 	test_basic();
