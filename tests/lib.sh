@@ -14,6 +14,7 @@ SEMD=${SEMD:-$top_builddir/semd}
 : "${LSAN_OPTIONS:=suppressions=$top_srcdir/tests/lsan.supp:print_suppressions=0}"
 export LSAN_OPTIONS
 SEMCTL=${SEMCTL:-$top_builddir/semctl}
+PROBE=${PROBE:-$top_builddir/tests/daemon/semd_probe}
 T=$(mktemp -d "${TMPDIR:-/tmp}/semd-test.XXXXXX")
 PIDS_TO_KILL=""
 TEST_NAME=$(basename "$0")
@@ -59,6 +60,9 @@ expect_eq() {
 	else t_failed=$((t_failed + 1)); echo "not ok - $1: want '$2', got '$3'"; fi
 }
 
+# has PATTERN FILE: FILE has a line matching PATTERN.
+has() { grep -q -- "$1" "$2"; }
+
 # t_wait_for SECONDS CMD... : poll CMD every 50 ms until it succeeds.
 t_wait_for() {
 	limit=$(( $1 * 20 )); shift
@@ -102,6 +106,54 @@ start_semd() {
 	eval "${name}_PID=$pid"
 	eval "${name}_UNIX=\$(grep -m1 '^unix:' \"\$T/\$name.ready\")"
 	eval "${name}_TCP=\$(grep -m1 '^tcp:' \"\$T/\$name.ready\")"
+}
+
+# t_notify_socket SECONDS [stamp]: a systemd notify socket at
+# $T/notify.sock for SECONDS (or until STOPPING=1): every line semd sends is
+# appended to $T/notify.out, after the monotonic time with "stamp".
+t_notify_socket() {
+	python3 - "$T/notify.sock" "$T/notify.out" "$1" "${2:-}" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(0.2)
+end = time.time() + float(sys.argv[3])
+with open(sys.argv[2], "a", buffering=1) as out:
+    while time.time() < end:
+        try:
+            msg = s.recv(4096).decode()
+        except socket.timeout:
+            continue
+        for line in msg.split("\n"):
+            out.write("%.3f %s\n" % (time.monotonic(), line) if sys.argv[4] else line + "\n")
+        if "STOPPING=1" in msg:
+            break
+PY
+	PIDS_TO_KILL="$PIDS_TO_KILL $!"
+	t_wait_for 5 test -S "$T/notify.sock"
+}
+
+# Throw-away certificates from the openssl CLI, in the current directory.
+# t_key NAME [ec]: NAME.key, RSA 2048 (or EC P-256).
+t_key() {
+	if [ "${2:-}" = ec ]; then
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null
+	else
+		openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key" 2>/dev/null
+	fi
+}
+# t_ca NAME SUBJECT [ec]: a self-signed CA, NAME.key and NAME.pem.
+t_ca() {
+	t_key "$1" "${3:-}" &&
+	openssl req -x509 -new -key "$1.key" -out "$1.pem" -days 2 -subj "$2" 2>/dev/null
+}
+# t_cert NAME SUBJECT SAN CA [ec]: NAME.key and NAME.pem signed by CA.
+t_cert() {
+	t_key "$1" "${5:-}" &&
+	openssl req -new -key "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null &&
+	printf 'subjectAltName=%s\n' "$3" >"$1.ext" &&
+	openssl x509 -req -in "$1.csr" -CA "$4.pem" -CAkey "$4.key" -CAcreateserial \
+		-out "$1.pem" -days 2 -extfile "$1.ext" 2>/dev/null
 }
 
 # t_done: print the plain summary line and exit with the right status.

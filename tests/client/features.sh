@@ -10,7 +10,6 @@ t_watchdog 120
 
 jget() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
 rc() { "$@" >/dev/null 2>&1; echo $?; }
-has() { grep -q -- "$1" "$2"; }
 
 start_semd d || exit 1
 S() { "$SEMCTL" -s "$d_UNIX" "$@"; }

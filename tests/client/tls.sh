@@ -9,17 +9,10 @@ t_watchdog 90
 command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
 
 cd "$T" || exit 1
-gen() { # NAME SUBJECT SAN: a key and a certificate signed by the test CA
-	openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null &&
-	printf 'subjectAltName=%s\n' "$3" >"$1.ext" &&
-	openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -out "$1.pem" \
-		-days 2 -extfile "$1.ext" 2>/dev/null
-}
-openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj "/CN=semd test CA" 2>/dev/null
-openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out otherca.pem -days 2 -subj "/CN=other CA" 2>/dev/null
-gen srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" || exit 1
-gen wrongname "/CN=elsewhere" "DNS:elsewhere.example" || exit 1
-gen cli "/CN=worker-1" "DNS:worker-1" || exit 1
+t_ca ca "/CN=semd test CA" && t_ca other "/CN=other CA" || exit 1
+t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca || exit 1
+t_cert wrongname "/CN=elsewhere" "DNS:elsewhere.example" ca || exit 1
+t_cert cli "/CN=worker-1" "DNS:worker-1" ca || exit 1
 
 # serve CERT [s_server args...]: one connection; sets PORT. The server sends
 # a frame semd would never send (length 2, bytes ff ff) once a client is in.
@@ -46,7 +39,7 @@ ok "... reported as an undecodable reply ($ERR)" sh -c "echo '$ERR' | grep -q un
 serve srv && probe -s "tls:localhost:$PORT" --tls-ca ca.pem
 ok "host name checked against DNS SAN ($ERR)" sh -c "echo '$ERR' | grep -q undecodable"
 
-serve srv && probe -s "tls:127.0.0.1:$PORT" --tls-ca otherca.pem
+serve srv && probe -s "tls:127.0.0.1:$PORT" --tls-ca other.pem
 expect_eq "unknown CA: cannot talk to the server" 3 "$RC"
 ok "... certificate verification failed ($ERR)" sh -c "echo '$ERR' | grep -q 'cannot verify'"
 
@@ -71,7 +64,7 @@ expect_eq "down over TLS" 0 $?
 expect_eq "validate over TLS" 0 "$(SEMD_TLS_CA=ca.pem "$SEMCTL" -s "$A" validate tjob "$tok" >/dev/null; echo $?)"
 expect_eq "up over TLS" 0 "$(SEMD_TLS_CA=ca.pem "$SEMCTL" -s "$A" up tjob >/dev/null; echo $?)"
 expect_eq "semd's certificate from another CA is refused" 3 \
-	"$("$SEMCTL" -s "$A" --tls-ca otherca.pem ping >/dev/null 2>&1; echo $?)"
+	"$("$SEMCTL" -s "$A" --tls-ca other.pem ping >/dev/null 2>&1; echo $?)"
 ok "threads and async on one TLS connection" env SEMD_TLS_CA=ca.pem "$top_builddir/tests/client/test_api" --threads "$A"
 out=$(SEMD_TLS_CA=ca.pem "$top_builddir/examples/jobs" -s "$A" -w 4 -k 2 -t 3 -d 10)
 expect_eq "worker processes over TLS" "4 workers ran 12 tasks, at most 2 at once (limit 2)" "$out"

@@ -7,9 +7,7 @@
 # loads new rules; bad lines are file:line errors. A second local principal
 # (nobody, through setpriv) is used when the test runs as root.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 60
-has() { grep -q -- "$1" "$2"; }
 me=$(id -u)
 
 # Bad lines: file and line named.

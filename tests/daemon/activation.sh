@@ -4,7 +4,6 @@
 # starts semd on the first connection; that connection, made before semd was
 # running, is served. READY=1 arrives on a NOTIFY_SOCKET owned by this test.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 60
 if ! command -v systemd-socket-activate >/dev/null 2>&1 ||
     ! command -v python3 >/dev/null 2>&1; then
@@ -15,28 +14,9 @@ if ! grep -q '^#define HAVE_SYSTEMD 1' "$top_builddir/config.h"; then
 	echo "# skipped: built --without-systemd"
 	exit 77
 fi
-has() { grep -q -- "$1" "$2"; }
 
 # The notify socket: a datagram socket that records what semd says.
-python3 - "$T/notify.sock" "$T/notify.out" <<'PY' &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-s.settimeout(0.2)
-end = time.time() + 50
-with open(sys.argv[2], "a", buffering=1) as out:
-    while time.time() < end:
-        try:
-            msg = s.recv(4096).decode()
-        except socket.timeout:
-            continue
-        for line in msg.split("\n"):
-            out.write(line + "\n")
-        if "STOPPING=1" in msg:
-            break
-PY
-PIDS_TO_KILL="$PIDS_TO_KILL $!"
-t_wait_for 5 test -S "$T/notify.sock"
+t_notify_socket 50
 
 # systemd-socket-activate wants a port number: ask the kernel for a free one.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -7,7 +7,6 @@
 # UNIX and over TCP; nor on an auto-created name (made by each down, freed
 # by each up). Skipped (77) in builds that do not count.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 N=1000
 t_watchdog 120
 start_semd d || exit 1
@@ -17,41 +16,36 @@ if ! $PROBE "$d_UNIX" hello stats | grep -q ' allocations='; then
 	exit 77
 fi
 
-for ADDR in "$d_UNIX" "$d_TCP"; do
-	k=$(echo "$ADDR" | cut -d: -f1)
-	set -- hello "create perf-$k 1000000"
+# pairs LABEL ADDR DOWN UP NOTE [FIRST...]: hello, FIRST, 50 warm-up pairs of
+# DOWN and UP, two stats (the first Stats grows the reply buffer: measure
+# from the second), N measured pairs, stats; then the checks every run
+# shares: all answered, every down granted, no allocation in between.
+pairs() {
+	label=$1 addr=$2 down=$3 up=$4 note=$5
+	shift 5
+	set -- hello "$@"
 	i=0
-	while [ $i -lt 50 ]; do set -- "$@" "down perf-$k timeout=5000" "up perf-$k"; i=$((i + 1)); done
-	# The first Stats grows the reply buffer: measure from the second.
+	while [ $i -lt 50 ]; do set -- "$@" "$down" "$up"; i=$((i + 1)); done
 	set -- "$@" stats stats
 	i=0
-	while [ $i -lt $N ]; do set -- "$@" "down perf-$k timeout=5000" "up perf-$k"; i=$((i + 1)); done
+	while [ $i -lt $N ]; do set -- "$@" "$down" "$up"; i=$((i + 1)); done
 	set -- "$@" stats
-	$PROBE "$ADDR" "$@" >"$T/$k.out" 2>&1
-	expect_eq "$k: $N down/up pairs answered" 0 "$?"
-	grants=$(grep -c 'permit=' "$T/$k.out")
-	expect_eq "$k: every down granted" $((N + 50)) "$grants"
-	a=$(sed -n 's/.* allocations=\([0-9]*\).*/\1/p' "$T/$k.out" | sed -n 2p)
-	b=$(sed -n 's/.* allocations=\([0-9]*\).*/\1/p' "$T/$k.out" | tail -1)
-	echo "# $k: allocations before $a, after $b ($N down/up pairs)"
-	expect_eq "$k: allocations per down/up on an existing name" 0 $((b - a))
-done
+	$PROBE "$addr" "$@" >"$T/$label.out" 2>&1
+	expect_eq "$label: $N down/up pairs answered" 0 "$?"
+	expect_eq "$label: every down granted" $((N + 50)) "$(grep -c 'permit=' "$T/$label.out")"
+	a=$(sed -n 's/.* allocations=\([0-9]*\).*/\1/p' "$T/$label.out" | sed -n 2p)
+	b=$(sed -n 's/.* allocations=\([0-9]*\).*/\1/p' "$T/$label.out" | tail -1)
+	echo "# $label: allocations before $a, after $b ($N down/up pairs)"
+	expect_eq "$label: allocations per down/up$note" 0 $((b - a))
+}
 
-set -- hello
-i=0
-while [ $i -lt 50 ]; do set -- "$@" "down auto-x" "up auto-x"; i=$((i + 1)); done
-set -- "$@" stats stats
-i=0
-while [ $i -lt $N ]; do set -- "$@" "down auto-x" "up auto-x"; i=$((i + 1)); done
-set -- "$@" stats
-$PROBE "$d_UNIX" "$@" >"$T/auto.out" 2>&1
-expect_eq "auto-created: $N down/up pairs answered" 0 "$?"
-expect_eq "auto-created: every down granted" $((N + 50)) "$(grep -c 'permit=' "$T/auto.out")"
+for ADDR in "$d_UNIX" "$d_TCP"; do
+	k=$(echo "$ADDR" | cut -d: -f1)
+	pairs "$k" "$ADDR" "down perf-$k timeout=5000" "up perf-$k" \
+		" on an existing name" "create perf-$k 1000000"
+done
+pairs auto-created "$d_UNIX" "down auto-x" "up auto-x" ""
 # Only the two names created above are left.
 expect_eq "auto-created: the name is gone after each up" 2 \
-	"$(sed -n 's/.* semaphores=\([0-9]*\).*/\1/p' "$T/auto.out" | tail -1)"
-a=$(sed -n 's/.* allocations=\([0-9]*\).*/\1/p' "$T/auto.out" | sed -n 2p)
-b=$(sed -n 's/.* allocations=\([0-9]*\).*/\1/p' "$T/auto.out" | tail -1)
-echo "# auto-created: allocations before $a, after $b ($N down/up pairs)"
-expect_eq "auto-created: allocations per down/up" 0 $((b - a))
+	"$(sed -n 's/.* semaphores=\([0-9]*\).*/\1/p' "$T/auto-created.out" | tail -1)"
 t_done

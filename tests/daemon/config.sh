@@ -4,9 +4,7 @@
 # over the file, SIGHUP reload, start-up failures with sysexits codes, a
 # stale UNIX socket replaced.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 60
-has() { grep -q -- "$1" "$2"; }
 
 "$SEMD" --version >"$T/v.out"
 ok "--version" has '^semd [0-9]' "$T/v.out"

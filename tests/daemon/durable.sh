@@ -7,13 +7,11 @@
 # restart; a damaged, foreign or cut-off data directory stops semd with exit
 # 78 and a message, never a crash or a silent empty state.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 150
 unset SEMD_TEST_DURABLE		# this test gives its own data directory
 D=$T/data
 S="$SEMCTL -s unix:$T/d.sock"
 
-has() { grep -q -- "$1" "$2"; }
 # stop_d SIGNAL: stop the daemon started last, wait for it.
 stop_d() { kill "-$1" "$d_PID"; wait "$d_PID" 2>/dev/null; }
 start_d() { start_semd d --data-dir "$D" "$@"; }

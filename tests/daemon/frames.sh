@@ -5,11 +5,9 @@
 # a clear error or a closed connection; a good client keeps its permit and
 # keeps being served throughout.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 120
 start_semd d || exit 1
 A=$d_UNIX
-has() { grep -q -- "$1" "$2"; }
 
 $PROBE "$A" hello "create fr 2" "down fr" "sleep 1500" ping "info fr" "up fr" "info fr" \
 	>"$T/good.out" 2>&1 &

@@ -8,11 +8,9 @@
 # permit throughout and keeps being served, and the daemon's counters show
 # no permit lost or leaked at the end.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 180
 start_semd d --log-level info || exit 1
 A=$d_UNIX
-has() { grep -q -- "$1" "$2"; }
 hasnt() { ! grep -q -- "$1" "$2"; }
 
 # The good client: holds one of two permits of "keep" all along, pings now

@@ -6,9 +6,7 @@
 # brings rules, a connection made before is looked up on its next request,
 # so user: and group: rules apply to it, a deny included.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 60
-has() { grep -q -- "$1" "$2"; }
 me=$(id -u)
 user=$(id -un)
 group=$(id -gn)

@@ -3,28 +3,25 @@
 # FIFO across 50 connections, 1,000 concurrent connections, timeout
 # precision (the measured error is printed).
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 120
 # 1,000 clients need more than the usual 1,024 descriptors in the daemon.
 ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 start_semd d || exit 1
 
-for ADDR in "$d_UNIX" "$d_TCP"; do
-	k=$(echo "$ADDR" | cut -d: -f1)
-	$PROBE --fifo "$ADDR" 50 >"$T/fifo-$k.out" 2>&1
-	rc=$?
-	cat "$T/fifo-$k.out"
-	expect_eq "$k: 50 waiters on 50 connections granted in FIFO order" 0 "$rc"
-done
-
-if [ "$(ulimit -n)" -ge 2200 ]; then
+# both MODE COUNT WHAT: semd_probe --MODE ADDR COUNT over UNIX and TCP.
+both() {
 	for ADDR in "$d_UNIX" "$d_TCP"; do
 		k=$(echo "$ADDR" | cut -d: -f1)
-		$PROBE --many "$ADDR" 1000 >"$T/many-$k.out" 2>&1
+		$PROBE "--$1" "$ADDR" "$2" >"$T/$1-$k.out" 2>&1
 		rc=$?
-		cat "$T/many-$k.out"
-		expect_eq "$k: 1,000 concurrent connections served" 0 "$rc"
+		cat "$T/$1-$k.out"
+		expect_eq "$k: $3" 0 "$rc"
 	done
+}
+
+both fifo 50 "50 waiters on 50 connections granted in FIFO order"
+if [ "$(ulimit -n)" -ge 2200 ]; then
+	both many 1000 "1,000 concurrent connections served"
 else
 	echo "# skipped 1,000 connections: ulimit -n is $(ulimit -n)"
 fi

@@ -4,7 +4,6 @@
 # exposition text whose counters, histograms and per-semaphore gauges follow
 # real operations; other paths are 404; semctl stats shows the same figures.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 120
 
 # scrape.py URL: print the samples as "name{labels} value", one a line, after

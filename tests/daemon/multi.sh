@@ -4,11 +4,9 @@
 # each name), deadlocks answered at once and naming the cycle, where a
 # waiter stands, renew and holds - against a real semd, several clients.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 120
 start_semd d || exit 1
 
-has() { grep -q -- "$1" "$2"; }
 
 $PROBE "$d_UNIX" hello "create a 1" "create b 2" >/dev/null
 out=$T/multi.out

@@ -2,12 +2,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Every operation over UNIX and over TCP, against a real semd.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 120
 start_semd d || exit 1
 
 # has PATTERN FILE: a line of FILE matches PATTERN.
-has() { grep -q -- "$1" "$2"; }
 
 for ADDR in "$d_UNIX" "$d_TCP"; do
 	k=$(echo "$ADDR" | cut -d: -f1)

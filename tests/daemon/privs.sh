@@ -6,9 +6,7 @@
 # takes a configured mode and group; --user drops root after binding (run
 # as root only, with the user nobody).
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 60
-has() { grep -q -- "$1" "$2"; }
 
 # Protected mode. Only -t for the accepted cases: nothing is bound beyond
 # loopback by this test.

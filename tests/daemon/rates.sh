@@ -5,11 +5,9 @@
 # the daemon's deadline timer, or with a log through an entry), set-rate
 # live, and (with a log) a bucket that survives a restart.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 120
 start_semd d || exit 1
 
-has() { grep -q -- "$1" "$2"; }
 # waited ID FILE: the waited_us of reply ID in FILE.
 waited() { sed -n "s/^reply id=$1 code=OK permit=[0-9]* token=[0-9]* n=[0-9]* waited_us=\([0-9]*\).*/\1/p" "$2"; }
 

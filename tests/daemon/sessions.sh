@@ -4,12 +4,10 @@
 # session leases keep them and can be resumed, detached holds outlive the
 # client, a retried down is idempotent, SIGTERM answers waiters UNAVAILABLE.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 120
 start_semd d || exit 1
 A=$d_UNIX
 
-has() { grep -q -- "$1" "$2"; }
 # waiters NAME: the number of waiters info reports.
 waiters() { $PROBE "$A" hello "info $1" | sed -n 's/.* waiters=\([0-9]*\).*/\1/p' | head -1; }
 waiting() { [ "$(waiters "$1")" = "$2" ]; }

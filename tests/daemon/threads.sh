@@ -8,7 +8,6 @@
 # run against one loop and against four (more loops than this machine may
 # have CPUs, so grants cross threads all the time).
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 150
 unset SEMD_TEST_THREADS		# this test chooses the number itself
 

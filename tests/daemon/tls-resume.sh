@@ -11,24 +11,13 @@
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
 command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
-has() { grep -q -- "$1" "$2"; }
 
 cd "$T" || exit 1
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null; }
-mkca() { # NAME SUBJECT
-	key "$1" && openssl req -x509 -new -key "$1.key" -out "$1.pem" -days 2 -subj "$2" 2>/dev/null
-}
-gen() { # NAME SUBJECT SAN CA: a key and a certificate signed by CA
-	key "$1" && openssl req -new -key "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null &&
-	printf 'subjectAltName=%s\n' "$3" >"$1.ext" &&
-	openssl x509 -req -in "$1.csr" -CA "$4.pem" -CAkey "$4.key" -CAcreateserial \
-		-out "$1.pem" -days 2 -extfile "$1.ext" 2>/dev/null
-}
-mkca ca "/CN=semd test CA" && mkca other "/CN=other CA" || exit 1
-gen srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca || exit 1
-gen w1 "/CN=worker-1" "DNS:worker-1" ca || exit 1
-gen w2 "/CN=worker-2" "DNS:worker-2" ca || exit 1
-gen w1o "/CN=worker-1" "DNS:worker-1" other || exit 1
+t_ca ca "/CN=semd test CA" ec && t_ca other "/CN=other CA" ec || exit 1
+t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca ec || exit 1
+t_cert w1 "/CN=worker-1" "DNS:worker-1" ca ec || exit 1
+t_cert w2 "/CN=worker-2" "DNS:worker-2" ca ec || exit 1
+t_cert w1o "/CN=worker-1" "DNS:worker-1" other ec || exit 1
 cp ca.pem trust.pem
 
 cat >"$T/d.conf" <<EOF

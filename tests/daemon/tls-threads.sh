@@ -15,12 +15,8 @@ unset SEMD_TEST_THREADS		# this test chooses the number itself
 export SEMD_TLS_SESSION_DIR=	# semctl: every run its own handshake
 
 cd "$T" || exit 1
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null; }
-key ca && openssl req -x509 -new -key ca.key -out ca.pem -days 2 -subj "/CN=semd test CA" 2>/dev/null &&
-key srv && openssl req -new -key srv.key -out srv.csr -subj "/CN=localhost" 2>/dev/null &&
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >srv.ext &&
-openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem \
-	-days 2 -extfile srv.ext 2>/dev/null || exit 1
+t_ca ca "/CN=semd test CA" ec &&
+t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca ec || exit 1
 
 start_semd d --threads 3 --listen tls:127.0.0.1:0 --tls-cert srv.pem --tls-key srv.key \
 	--tls-per-source-max-startups 0 --log-level debug || exit 1

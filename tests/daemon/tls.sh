@@ -10,23 +10,13 @@
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
 command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
-has() { grep -q -- "$1" "$2"; }
 
 cd "$T" || exit 1
-gen() { # NAME SUBJECT SAN [CA]: a key and a certificate signed by CA (ca)
-	openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null &&
-	printf 'subjectAltName=%s\n' "$3" >"$1.ext" &&
-	openssl x509 -req -in "$1.csr" -CA "${4:-ca}.pem" -CAkey "${4:-ca}.key" \
-		-CAcreateserial -out "$1.pem" -days 2 -extfile "$1.ext" 2>/dev/null
-}
-openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
-	-subj "/CN=semd test CA" 2>/dev/null
-openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out other.pem -days 2 \
-	-subj "/CN=other CA" 2>/dev/null
-gen srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" || exit 1
-gen srv2 "/CN=localhost" "DNS:localhost,IP:127.0.0.1" || exit 1
-gen cli "/CN=worker-1" "DNS:worker-1" || exit 1
-gen rogue "/CN=worker-1" "DNS:worker-1" other || exit 1
+t_ca ca "/CN=semd test CA" && t_ca other "/CN=other CA" || exit 1
+t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca || exit 1
+t_cert srv2 "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca || exit 1
+t_cert cli "/CN=worker-1" "DNS:worker-1" ca || exit 1
+t_cert rogue "/CN=worker-1" "DNS:worker-1" other || exit 1
 cp srv.pem live.pem
 cp srv.key live.key
 

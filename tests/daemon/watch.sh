@@ -4,11 +4,9 @@
 # that does not read is cut off by max-output while the daemon goes on
 # serving at full speed; 100 watchers each get every event.
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 180
 start_semd d --max-output 65536 || exit 1
 
-has() { grep -q -- "$1" "$2"; }
 
 out=$T/watch.out
 $PROBE "$d_UNIX" hello "watch ev/ prefix" read read read read read read >"$out" 2>&1 &

@@ -6,28 +6,9 @@
 # which loop; once it runs again the pings come back.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 60
-has() { grep -q -- "$1" "$2"; }
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 
-python3 - "$T/notify.sock" "$T/notify.out" <<'PY' &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-s.settimeout(0.2)
-out = open(sys.argv[2], "w", buffering=1)
-end = time.time() + 40
-while time.time() < end:
-    try:
-        msg = s.recv(4096).decode()
-    except socket.timeout:
-        continue
-    for line in msg.split("\n"):
-        out.write("%.3f %s\n" % (time.monotonic(), line))
-    if "STOPPING=1" in msg:
-        break
-PY
-PIDS_TO_KILL="$PIDS_TO_KILL $!"
-t_wait_for 5 test -S "$T/notify.sock"
+t_notify_socket 40 stamp
 
 NOTIFY_SOCKET=$T/notify.sock WATCHDOG_USEC=400000 \
 	"$SEMD" --listen "unix:$T/w.sock" --ready-file "$T/w.ready" --threads 2 \

@@ -39,9 +39,7 @@ mount -t tmpfs -o mode=0755,size=16m semd-test /run/semd || {
 	echo "SKIP: cannot mount a tmpfs on /run/semd"; exit 77; }
 
 . "$top_srcdir/tests/lib.sh"
-PROBE=$top_builddir/tests/daemon/semd_probe
 t_watchdog 300
-has() { grep -q -- "$1" "$2"; }
 chmod 0755 "$T"
 
 # Two users: the attacker and a second honest user. Removed at exit.
@@ -169,22 +167,23 @@ honest "sessions (after)"
 ##### 2. Names and holds filled: downs on new names with 24 h leases,
 # explicit creates, queued downs
 start_default h
-lat_start 600
-as_atk "$PROBE" --flood "$AA" 3 3500 0 "down atk/%d lease=86400000" >"$T/holds.out" 2>&1
-lat_end "holds"
-echo "# measure holds: $(grep '^flood' "$T/holds.out")"
-ok "holds: the attacker holds 10000 permits (the default cap)" grep -q '^flood: OK=10000 ' "$T/holds.out"
-ok "holds: then RESOURCE_EXHAUSTED naming the permits limit" \
-	grep -q 'first RESOURCE_EXHAUSTED: .*permit' "$T/holds.out"
-honest "holds (after)"
-lat_start 600
-as_atk "$PROBE" --flood "$AA" 1 10050 0 "create atkn/%d 1" >"$T/names.out" 2>&1
-lat_end "names"
-echo "# measure names: $(grep '^flood' "$T/names.out")"
-ok "names: the attacker creates 10000 names (the default cap)" grep -q '^flood: OK=10000 ' "$T/names.out"
-ok "names: then RESOURCE_EXHAUSTED naming the semaphores limit" \
-	grep -q 'first RESOURCE_EXHAUSTED: .*semaphore' "$T/names.out"
-honest "names (after)"
+# flood_to_cap LABEL WHAT LIMIT FLOOD-ARGS...: the attacker's flood gets
+# 10000 OKs (the default cap of LIMIT), then RESOURCE_EXHAUSTED naming it.
+flood_to_cap() {
+	label=$1 what=$2 limit=$3
+	shift 3
+	lat_start 600
+	as_atk "$PROBE" --flood "$AA" "$@" >"$T/$label.out" 2>&1
+	lat_end "$label"
+	echo "# measure $label: $(grep '^flood' "$T/$label.out")"
+	ok "$label: the attacker $what (the default cap)" \
+		grep -q '^flood: OK=10000 ' "$T/$label.out"
+	ok "$label: then RESOURCE_EXHAUSTED naming the ${limit}s limit" \
+		grep -q "first RESOURCE_EXHAUSTED: .*$limit" "$T/$label.out"
+	honest "$label (after)"
+}
+flood_to_cap holds "holds 10000 permits" permit 3 3500 0 "down atk/%d lease=86400000"
+flood_to_cap names "creates 10000 names" semaphore 1 10050 0 "create atkn/%d 1"
 # Queued downs on a name root holds: the replies of the queued ones never
 # come (none=), the refused ones come at once. A fresh daemon: the holds
 # above last 24 h.
