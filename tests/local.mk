@@ -12,3 +12,6 @@ LOCAL_SH_TESTS = tests/daemon/threads.sh tests/daemon/identity.sh \
 	tests/daemon/watchdog.sh
 TESTS += $(LOCAL_SH_TESTS)
 EXTRA_DIST += $(LOCAL_SH_TESTS)
+
+# Helpers the C tests share.
+noinst_HEADERS += tests/common/rng.h

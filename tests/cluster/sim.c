@@ -46,6 +46,7 @@
 
 #include "daemon/raftguard.h"
 #include "daemon/state.h"
+#include "tests/common/rng.h"
 
 #define MAXNODES	5
 #define NCL		8		/* clients */
@@ -58,22 +59,8 @@
 static const char *const names[NNAMES] = { "licence", "db", "quota" };
 static const unsigned int limits[NNAMES] = { 1, 2, 3 };
 
-static uint64_t rng;
 static uint64_t seed;
 static bool verbose;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 2685821657736338717ULL;
-}
-
-static unsigned int below(unsigned int n)
-{
-	return (unsigned int)(rnd() % n);
-}
 
 static struct raft_fixture f;
 
@@ -728,7 +715,7 @@ static void attach(struct client *c, int node)
 	sm_batch_open(&b, c->conn, "uid:0", secret, 0);
 	h.version = 1;
 	h.client_name = "sim";
-	h.lease_ms = 1000 + below(3000);
+	h.lease_ms = 1000 + rnd_below(3000);
 	if (c->session != 0 && now() < trust_end(c)) {
 		h.resume_session = c->session;
 		h.resume_secret.data = c->secret;
@@ -784,7 +771,7 @@ static void send_simple(struct client *c, int what)
 		rq.ping = &p;
 	} else if (what == 1) {
 		/* Give one back: it stops trusting it before it says so. */
-		k = (int)below((unsigned int)c->nholds);
+		k = (int)rnd_below((unsigned int)c->nholds);
 		u.name = (char *)names[c->holds[k].name];
 		u.permit_id = c->holds[k].permit;
 		u.n = 1;
@@ -840,7 +827,7 @@ static void client_step(struct client *c)
 	/* No answer for a while: try another node. */
 	if (t - c->last_heard > REQ_TIMEOUT && c->last_sent > c->last_heard) {
 		hang_up(c, "no answer");
-		c->next_act = t + below(300);
+		c->next_act = t + rnd_below(300);
 		return;
 	}
 	if (c->hello_out)
@@ -856,15 +843,15 @@ static void client_step(struct client *c)
 	}
 	if (t < c->next_act)
 		return;
-	c->next_act = t + below(400);
-	switch (below(10)) {
+	c->next_act = t + rnd_below(400);
+	switch (rnd_below(10)) {
 	case 0: case 1: case 2: case 3:
 		if (c->nholds >= 3)
 			break;
 		c->down_id = c->next_id++;
-		c->down_name = (int)below(NNAMES);
-		c->down_timeout = below(4) == 0 ? 0 : below(5) == 0 ? -1 :
-		    (int64_t)(100 + below(1500));
+		c->down_name = (int)rnd_below(NNAMES);
+		c->down_timeout = rnd_below(4) == 0 ? 0 : rnd_below(5) == 0 ? -1 :
+		    (int64_t)(100 + rnd_below(1500));
 		send_down(c, false);
 		break;
 	case 4: case 5: case 6:
@@ -872,13 +859,13 @@ static void client_step(struct client *c)
 			send_simple(c, 1);
 		break;
 	case 7:
-		if (below(6) == 0) {
+		if (rnd_below(6) == 0) {
 			send_simple(c, 2);
 			hang_up(c, "detached");
 		}
 		break;
 	case 8:
-		if (below(8) == 0)
+		if (rnd_below(8) == 0)
 			hang_up(c, "hung up");
 		break;
 	default:
@@ -899,7 +886,7 @@ static void follow(void)
 	if (now() >= next_draw) {
 		for (unsigned int i = 0; i < nn; i++)
 			raft_fixture_set_randomized_election_timeout(&f, i,
-			    500 + below(500));
+			    500 + rnd_below(500));
 		next_draw = now() + 100;
 	}
 	for (unsigned int i = 0; i < nn; i++) {
@@ -940,7 +927,7 @@ static void follow(void)
  */
 static void restore_one(void)
 {
-	struct node *n = &nodes[below(nn)];
+	struct node *n = &nodes[rnd_below(nn)];
 	struct raft_buffer buf;
 	uint8_t *p;
 	size_t len;
@@ -990,18 +977,18 @@ static void heal(void)
 				raft_fixture_reconnect(&f, i, j);
 				raft_fixture_desaturate(&f, i, j);
 			}
-		raft_fixture_set_network_latency(&f, i, 5 + below(20));
+		raft_fixture_set_network_latency(&f, i, 5 + rnd_below(20));
 	}
 }
 
 static void fault(void)
 {
-	unsigned int i = below(nn), j = below(nn), dead = 0;
+	unsigned int i = rnd_below(nn), j = rnd_below(nn), dead = 0;
 
 	for (unsigned int k = 0; k < nn; k++)
 		dead += !raft_fixture_alive(&f, k);
 	faults++;
-	switch (below(8)) {
+	switch (rnd_below(8)) {
 	case 0:		/* stop a node (its clients hang) */
 		if (raft_fixture_alive(&f, i) && dead < nn / 2 + 1) {
 			trace("fault: node %u stops", i + 1);
@@ -1039,8 +1026,8 @@ static void fault(void)
 		}
 		break;
 	case 5:
-		raft_fixture_set_network_latency(&f, i, 1 + below(60));
-		raft_fixture_set_disk_latency(&f, i, 1 + below(30));
+		raft_fixture_set_network_latency(&f, i, 1 + rnd_below(60));
+		raft_fixture_set_disk_latency(&f, i, 1 + rnd_below(30));
 		break;
 	default:
 		trace("fault: healed");
@@ -1094,13 +1081,13 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		raft_set_election_timeout(n->raft, 500);
 		raft_set_heartbeat_timeout(n->raft, 50);
 		raft_set_pre_vote(n->raft, true);
-		raft_set_snapshot_threshold(n->raft, 24 + below(64));
-		raft_set_snapshot_trailing(n->raft, 4 + below(16));
-		raft_fixture_set_randomized_election_timeout(&f, i, 500 + below(500));
-		raft_fixture_set_network_latency(&f, i, 5 + below(20));
-		raft_fixture_set_disk_latency(&f, i, 1 + below(15));
+		raft_set_snapshot_threshold(n->raft, 24 + rnd_below(64));
+		raft_set_snapshot_trailing(n->raft, 4 + rnd_below(16));
+		raft_fixture_set_randomized_election_timeout(&f, i, 500 + rnd_below(500));
+		raft_fixture_set_network_latency(&f, i, 5 + rnd_below(20));
+		raft_fixture_set_disk_latency(&f, i, 1 + rnd_below(15));
 	}
-	grace = 500 + below(3000);
+	grace = 500 + rnd_below(3000);
 	for (k = 0; k < NCL; k++) {
 		cl[k].node = -1;
 		cl[k].next_id = 1;
@@ -1120,11 +1107,11 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 			client_step(&cl[k]);
 		if (now() >= next_fault) {
 			fault();
-			next_fault = now() + 200 + below(2500);
+			next_fault = now() + 200 + rnd_below(2500);
 		}
 		if (now() >= next_snap) {
 			compare_snapshots();
-			if (below(4) == 0)
+			if (rnd_below(4) == 0)
 				restore_one();
 			next_snap = now() + 500;
 		}

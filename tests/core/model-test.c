@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/semaphore.h"
+#include "tests/common/rng.h"
 #include "tests/core/test.h"
 
 #define SLOTS 48
@@ -46,23 +47,7 @@ static int exp_ids[SLOTS], got_ids[SLOTS];
 static uint64_t exp_tok[SLOTS], got_tok[SLOTS];
 static int exp_len, got_len;
 
-static uint64_t rng;
 static unsigned long step;
-
-/* xorshift64*: the next pseudo-random number. */
-static uint64_t rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 2685821657736338717ULL;
-}
-
-/* A pseudo-random number in [0, n). */
-static unsigned int rnd_below(unsigned int n)
-{
-	return (unsigned int)(rnd() % n);
-}
 
 /* Wake callback: log the grant. */
 static void slot_wake(struct sema_waiter *w)

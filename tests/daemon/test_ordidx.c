@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "daemon/ordidx.h"
+#include "tests/common/rng.h"
 
 static int failures;
 static uint64_t seed;
@@ -43,23 +44,6 @@ struct item {
 	int	id;
 	char	name[24];
 };
-
-static uint64_t rng_state;
-
-/* xorshift64*: the tests' reproducible randomness. */
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 2685821657736338717ULL;
-}
-
-/* A uniform number below n. */
-static size_t rnd_below(size_t n)
-{
-	return (size_t)(rnd() % n);
-}
 
 /* qsort order of items by name. */
 static int item_cmp(const void *a, const void *b)
@@ -408,7 +392,7 @@ int main(int argc, char **argv)
 	    (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
 	if (seed == 0)
 		seed = 1;
-	rng_state = seed;
+	rng = seed;
 	printf("# test_ordidx seed %" PRIu64 " (rerun: test_ordidx %" PRIu64
 	    ")\n", seed, seed);
 	test_small();

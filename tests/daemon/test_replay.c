@@ -24,28 +24,14 @@
 #include <unistd.h>
 
 #include "daemon/state.h"
+#include "tests/common/rng.h"
 
 #define NCLIENTS	24
 #define NSESS		64
 #define NREPLICAS	3
 #define SNAP_EVERY	4000
 
-static uint64_t rng;
 static unsigned long step;
-
-/* xorshift64*. */
-static uint64_t rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 2685821657736338717ULL;
-}
-
-static unsigned int below(unsigned int n)
-{
-	return (unsigned int)(rnd() % n);
-}
 
 #define FAIL(...) do {							\
 	fprintf(stderr, "step %lu: ", step);				\
@@ -158,7 +144,7 @@ static void learn_sessions(const struct said *s)
 		if (r->body_case == SEMD__REPLY__BODY_HELLO &&
 		    r->hello->secret.len == SM_SECRET_LEN) {
 			struct known *k = &sessions[nsessions < NSESS ?
-			    nsessions++ : (int)below(NSESS)];
+			    nsessions++ : (int)rnd_below(NSESS)];
 
 			k->id = r->hello->session;
 			memcpy(k->secret, r->hello->secret.data, SM_SECRET_LEN);
@@ -217,7 +203,7 @@ static void random_command(struct sm_batch *b)
 	Semd__Where wh = SEMD__WHERE__INIT;
 	static const uint32_t periods[] = { 7, 100, 1000, 60000 };
 	uint8_t secret[SM_SECRET_LEN];
-	int i = (int)below(NCLIENTS), k;
+	int i = (int)rnd_below(NCLIENTS), k;
 	struct known *ks;
 
 	if (cl[i].id == 0) {
@@ -226,28 +212,28 @@ static void random_command(struct sm_batch *b)
 		cl[i].id = next_client++;
 		cl[i].hello = false;
 		cl[i].next_req = 1;
-		cl[i].local = below(3) == 0;
+		cl[i].local = rnd_below(3) == 0;
 		sm_batch_open(b, cl[i].id, principals[i % 4], secret,
 		    cl[i].local ? SM_CLIENT_LOCAL : 0);
 		return;
 	}
-	if (below(40) == 0) {
+	if (rnd_below(40) == 0) {
 		sm_batch_close(b, cl[i].id);
 		cl[i].id = 0;
 		return;
 	}
 	rq.id = cl[i].next_req++;
 	if (!cl[i].hello) {
-		h.version = below(50) ? 1 : 2;
+		h.version = rnd_below(50) ? 1 : 2;
 		h.client_name = "replay";
 		h.host = "h";
 		h.pid = (uint32_t)i;
-		h.lease_ms = below(2) ? 0 : 200 + below(3000);
-		if (nsessions > 0 && below(3) == 0) {
-			ks = &sessions[below((unsigned int)nsessions)];
+		h.lease_ms = rnd_below(2) ? 0 : 200 + rnd_below(3000);
+		if (nsessions > 0 && rnd_below(3) == 0) {
+			ks = &sessions[rnd_below((unsigned int)nsessions)];
 			h.resume_session = ks->id;
 			h.resume_secret.data = ks->secret;
-			h.resume_secret.len = below(10) ? SM_SECRET_LEN : 3;
+			h.resume_secret.len = rnd_below(10) ? SM_SECRET_LEN : 3;
 		}
 		rq.op_case = SEMD__REQUEST__OP_HELLO;
 		rq.hello = &h;
@@ -255,150 +241,150 @@ static void random_command(struct sm_batch *b)
 		add_request(b, i, &rq);
 		return;
 	}
-	switch (below(24)) {
+	switch (rnd_below(24)) {
 	case 0: case 1: case 2: case 3:
-		d.name = (char *)names[below(NNAMES)];
-		d.n = below(4) ? 1 : 1 + below(3);
-		d.timeout_ms = below(3) == 0 ? 0 : below(3) == 0 ? -1 :
-		    (int64_t)(50 + below(800));
-		d.lease_ms = below(6) == 0 ? 100 + below(2000) : 0;
-		d.limit = below(10) == 0 ? 1 + below(3) : 0;
-		if (below(8) == 0)
-			rq.id = 1 + below((unsigned int)rq.id);	/* a retry */
+		d.name = (char *)names[rnd_below(NNAMES)];
+		d.n = rnd_below(4) ? 1 : 1 + rnd_below(3);
+		d.timeout_ms = rnd_below(3) == 0 ? 0 : rnd_below(3) == 0 ? -1 :
+		    (int64_t)(50 + rnd_below(800));
+		d.lease_ms = rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0;
+		d.limit = rnd_below(10) == 0 ? 1 + rnd_below(3) : 0;
+		if (rnd_below(8) == 0)
+			rq.id = 1 + rnd_below((unsigned int)rq.id);	/* a retry */
 		rq.op_case = SEMD__REQUEST__OP_DOWN;
 		rq.down = &d;
 		break;
 	case 4: case 5: case 6:
-		u.name = (char *)names[below(NNAMES)];
-		u.n = below(3) ? 1 : 2;
-		u.permit_id = below(4) == 0 ? 1 + below(200) : 0;
+		u.name = (char *)names[rnd_below(NNAMES)];
+		u.n = rnd_below(3) ? 1 : 2;
+		u.permit_id = rnd_below(4) == 0 ? 1 + rnd_below(200) : 0;
 		rq.op_case = SEMD__REQUEST__OP_UP;
 		rq.up = &u;
 		break;
 	case 7:
-		cr.name = (char *)names[below(NNAMES)];
-		cr.limit = 1 + below(4);
-		cr.mode = below(4) == 0 ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
-		cr.if_not_exists = below(2);
-		cr.initial_set = cr.mode == SEMD__MODE__SIGNAL && below(2);
-		cr.initial = below(cr.limit + 1);
-		if (cr.mode == SEMD__MODE__OWNED && below(2)) {
+		cr.name = (char *)names[rnd_below(NNAMES)];
+		cr.limit = 1 + rnd_below(4);
+		cr.mode = rnd_below(4) == 0 ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
+		cr.if_not_exists = rnd_below(2);
+		cr.initial_set = cr.mode == SEMD__MODE__SIGNAL && rnd_below(2);
+		cr.initial = rnd_below(cr.limit + 1);
+		if (cr.mode == SEMD__MODE__OWNED && rnd_below(2)) {
 			/* A rate: with the limit, or rate-only (limit 0). */
-			cr.rate = 1 + below(5);
-			cr.rate_period_ms = periods[below(4)];
-			cr.burst = below(3) ? 1 + below(4) : 0;
-			if (below(3) == 0)
+			cr.rate = 1 + rnd_below(5);
+			cr.rate_period_ms = periods[rnd_below(4)];
+			cr.burst = rnd_below(3) ? 1 + rnd_below(4) : 0;
+			if (rnd_below(3) == 0)
 				cr.limit = 0;
 		}
 		rq.op_case = SEMD__REQUEST__OP_CREATE;
 		rq.create = &cr;
 		break;
 	case 8:
-		in.name = (char *)names[below(NNAMES)];
-		in.max = below(4);
-		in.after_permit = below(3) == 0 ? below(100) : 0;
-		in.after_waiter = below(3) == 0 ? below(100) : 0;
+		in.name = (char *)names[rnd_below(NNAMES)];
+		in.max = rnd_below(4);
+		in.after_permit = rnd_below(3) == 0 ? rnd_below(100) : 0;
+		in.after_waiter = rnd_below(3) == 0 ? rnd_below(100) : 0;
 		rq.op_case = SEMD__REQUEST__OP_INFO;
 		rq.info = &in;
 		break;
 	case 9:
-		l.prefix = below(2) ? "" : "jobs/";
-		l.max = below(4);
+		l.prefix = rnd_below(2) ? "" : "jobs/";
+		l.max = rnd_below(4);
 		l.after = "";
 		rq.op_case = SEMD__REQUEST__OP_LIST;
 		rq.list = &l;
 		break;
 	case 10:
-		dl.name = (char *)names[below(NNAMES)];
-		dl.force = below(2);
+		dl.name = (char *)names[rnd_below(NNAMES)];
+		dl.force = rnd_below(2);
 		rq.op_case = SEMD__REQUEST__OP_DELETE;
 		rq.delete_ = &dl;
 		break;
 	case 11:
-		sl.name = (char *)names[below(NNAMES)];
-		sl.limit = 1 + below(4);
+		sl.name = (char *)names[rnd_below(NNAMES)];
+		sl.limit = 1 + rnd_below(4);
 		rq.op_case = SEMD__REQUEST__OP_SET_LIMIT;
 		rq.set_limit = &sl;
 		break;
 	case 12:
-		cn.request_id = 1 + below((unsigned int)rq.id);
+		cn.request_id = 1 + rnd_below((unsigned int)rq.id);
 		rq.op_case = SEMD__REQUEST__OP_CANCEL;
 		rq.cancel = &cn;
 		break;
 	case 13:
-		v.name = (char *)names[below(NNAMES)];
-		v.token = below(2) ? rnd() : 0;
+		v.name = (char *)names[rnd_below(NNAMES)];
+		v.token = rnd_below(2) ? rnd() : 0;
 		rq.op_case = SEMD__REQUEST__OP_VALIDATE;
 		rq.validate = &v;
 		break;
 	case 14:
-		rl.name = (char *)names[below(NNAMES)];
-		rl.permit_id = 1 + below(200);
+		rl.name = (char *)names[rnd_below(NNAMES)];
+		rl.permit_id = 1 + rnd_below(200);
 		rq.op_case = SEMD__REQUEST__OP_RELEASE;
 		rq.release = &rl;
 		break;
 	case 16: case 17: case 18:
 		/* A multi-name down of 1 to 4 names, some repeated (refused). */
-		dm.n_wants = 1 + below(4);
+		dm.n_wants = 1 + rnd_below(4);
 		for (k = 0; k < (int)dm.n_wants; k++) {
 			semd__want__init(&wv[k]);
-			wv[k].name = (char *)names[below(NNAMES)];
-			wv[k].n = below(4) ? 1 : 2;
-			wv[k].limit = below(10) == 0 ? 1 + below(3) : 0;
+			wv[k].name = (char *)names[rnd_below(NNAMES)];
+			wv[k].n = rnd_below(4) ? 1 : 2;
+			wv[k].limit = rnd_below(10) == 0 ? 1 + rnd_below(3) : 0;
 			wp[k] = &wv[k];
 		}
 		dm.wants = wp;
-		dm.timeout_ms = below(4) == 0 ? 0 : below(3) == 0 ? -1 :
-		    (int64_t)(50 + below(800));
-		dm.lease_ms = below(6) == 0 ? 100 + below(2000) : 0;
-		if (below(8) == 0)
-			rq.id = 1 + below((unsigned int)rq.id);	/* a retry */
+		dm.timeout_ms = rnd_below(4) == 0 ? 0 : rnd_below(3) == 0 ? -1 :
+		    (int64_t)(50 + rnd_below(800));
+		dm.lease_ms = rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0;
+		if (rnd_below(8) == 0)
+			rq.id = 1 + rnd_below((unsigned int)rq.id);	/* a retry */
 		rq.op_case = SEMD__REQUEST__OP_DOWN_MULTI;
 		rq.down_multi = &dm;
 		break;
 	case 19:
-		sr.name = (char *)names[below(NNAMES)];
-		sr.rate = below(4) ? 1 + below(5) : 0;
-		sr.rate_period_ms = periods[below(4)];
-		sr.burst = below(3) ? 1 + below(4) : 0;
+		sr.name = (char *)names[rnd_below(NNAMES)];
+		sr.rate = rnd_below(4) ? 1 + rnd_below(5) : 0;
+		sr.rate_period_ms = periods[rnd_below(4)];
+		sr.burst = rnd_below(3) ? 1 + rnd_below(4) : 0;
 		rq.op_case = SEMD__REQUEST__OP_SET_RATE;
 		rq.set_rate = &sr;
 		break;
 	case 20:
 		/* A watch (a name, or a prefix), or the end of one. */
-		if (below(3) == 0) {
-			cn.request_id = 1 + below((unsigned int)rq.id);
+		if (rnd_below(3) == 0) {
+			cn.request_id = 1 + rnd_below((unsigned int)rq.id);
 			rq.op_case = SEMD__REQUEST__OP_CANCEL;
 			rq.cancel = &cn;
 			break;
 		}
-		wa.prefix = below(2);
-		wa.name = (char *)(wa.prefix ? (below(2) ? "" : "jobs/") :
-		    names[below(NNAMES)]);
+		wa.prefix = rnd_below(2);
+		wa.name = (char *)(wa.prefix ? (rnd_below(2) ? "" : "jobs/") :
+		    names[rnd_below(NNAMES)]);
 		rq.op_case = SEMD__REQUEST__OP_WATCH;
 		rq.watch = &wa;
 		break;
 	case 21:
-		rn.name = (char *)names[below(NNAMES)];
-		rn.permit_id = below(2) ? 0 : 1 + below(200);
-		rn.lease_ms = below(2) ? 0 : 100 + below(3000);
+		rn.name = (char *)names[rnd_below(NNAMES)];
+		rn.permit_id = rnd_below(2) ? 0 : 1 + rnd_below(200);
+		rn.lease_ms = rnd_below(2) ? 0 : 100 + rnd_below(3000);
 		rq.op_case = SEMD__REQUEST__OP_RENEW;
 		rq.renew = &rn;
 		break;
 	case 22:
-		ho.principal = (char *)(below(2) ? "" : principals[below(4)]);
-		ho.after_permit = below(2) ? 0 : below(100);
-		ho.max = below(4);
+		ho.principal = (char *)(rnd_below(2) ? "" : principals[rnd_below(4)]);
+		ho.after_permit = rnd_below(2) ? 0 : rnd_below(100);
+		ho.max = rnd_below(4);
 		rq.op_case = SEMD__REQUEST__OP_HOLDS;
 		rq.holds = &ho;
 		break;
 	case 23:
-		wh.request_id = 1 + below((unsigned int)rq.id);
+		wh.request_id = 1 + rnd_below((unsigned int)rq.id);
 		rq.op_case = SEMD__REQUEST__OP_WHERE;
 		rq.where = &wh;
 		break;
 	default:
-		k = (int)below(3);
+		k = (int)rnd_below(3);
 		if (k == 0) {
 			rq.op_case = SEMD__REQUEST__OP_PING;
 			rq.ping = &p;
@@ -550,8 +536,8 @@ int main(int argc, char **argv)
 	sm_batch_config(&b, &cfg);
 	for (step = 0; step < steps; step++) {
 		/* Time: mostly a little, sometimes a lot, sometimes none. */
-		now += below(4) == 0 ? 0 : below(20) == 0 ? below(3000) : below(60);
-		wall = wall + below(100) - 20;	/* any wall clock, even back */
+		now += rnd_below(4) == 0 ? 0 : rnd_below(20) == 0 ? rnd_below(3000) : rnd_below(60);
+		wall = wall + rnd_below(100) - 20;	/* any wall clock, even back */
 		for (k = 0; k < nto_close; k++) {
 			for (c = 0; c < NCLIENTS; c++) {
 				if (cl[c].id == to_close[k]) {
@@ -560,20 +546,20 @@ int main(int argc, char **argv)
 				}
 			}
 		}
-		if (below(5000) == 0) {
-			if (below(2))
-				sm_batch_restart(&b, below(2000));
+		if (rnd_below(5000) == 0) {
+			if (rnd_below(2))
+				sm_batch_restart(&b, rnd_below(2000));
 			else
-				sm_batch_leader(&b, 1 + below(5), below(2000),
-				    below(2) ? "tcp:127.0.0.1:7385" : "");
+				sm_batch_leader(&b, 1 + rnd_below(5), rnd_below(2000),
+				    rnd_below(2) ? "tcp:127.0.0.1:7385" : "");
 			for (c = 0; c < NCLIENTS; c++)
 				cl[c].id = 0;
-		} else if (below(3000) == 0) {
-			cfg.default_limit = 1 + below(3);
-			cfg.max_semaphores = 4 + below(8);
+		} else if (rnd_below(3000) == 0) {
+			cfg.default_limit = 1 + rnd_below(3);
+			cfg.max_semaphores = 4 + rnd_below(8);
 			sm_batch_config(&b, &cfg);
 		}
-		n = (int)below(4);
+		n = (int)rnd_below(4);
 		for (k = 0; k < n; k++)
 			random_command(&b);
 		if (b.failed)
