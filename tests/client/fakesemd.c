@@ -21,29 +21,12 @@
 
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
+#include "tests/common/io.h"
 
 /* OSC (set the title), CSI (clear the screen), C1 CSI, RLO, LRI, ZWSP,
  * LSEP, BOM, DEL, a lone C1 byte and an invalid one. */
 #define EVIL "x\x1b]0;pwned\x07\x1b[2J\xc2\x9b" "31m\xe2\x80\xae\xe2\x81\xa6\xe2\x80\x8b" \
 	"\xe2\x80\xa8\xef\xbb\xbf\x7f\x9b\xff\nend"
-
-/* Read exactly len bytes; 0 at a clean end. */
-static int read_all(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	ssize_t n;
-
-	while (len > 0) {
-		n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* Send one reply frame. */
 static int send_reply(int fd, const Semd__Reply *rp)
@@ -176,11 +159,11 @@ static void serve(int fd)
 	uint32_t len;
 
 	/* bounded by the client: it closes after its command */
-	while (read_all(fd, hdr, sizeof hdr) == 0) {
+	while (t_io_all(fd, hdr, sizeof hdr, false) == 0) {
 		len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
 		if (len > FRAME_MAX_LIMIT || (buf = malloc(len ? len : 1)) == NULL)
 			return;
-		if (read_all(fd, buf, len) != 0) {
+		if (t_io_all(fd, buf, len, false) != 0) {
 			free(buf);
 			return;
 		}

@@ -60,6 +60,7 @@
 
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
+#include "tests/common/io.h"
 
 #define WAIT_MS 10000
 
@@ -145,22 +146,18 @@ static int p_connect(const char *addr)
 	return fd;
 }
 
-/* Write all bytes. */
+/* Write all bytes (one at a time, 0.5 ms apart, on a slow connection). */
 static int p_write(struct pconn *c, const void *data, size_t len)
 {
 	const uint8_t *p = data;
-	ssize_t n;
+	size_t i;
 
-	while (len > 0) {
-		n = write(c->fd, p, c->slow ? 1 : len);
-		if (c->slow)
-			usleep(500);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
+	if (!c->slow)
+		return t_io_all(c->fd, (void *)p, len, true);
+	for (i = 0; i < len; i++) {
+		if (t_io_all(c->fd, (void *)(p + i), 1, true) != 0)
 			return -1;
-		p += n;
-		len -= (size_t)n;
+		usleep(500);
 	}
 	return 0;
 }
