@@ -25,7 +25,11 @@ expect_eq "info --json: the bucket" "rate 2 1000 2" \
 	"$(S --json info api | jget '" ".join(map(str, (j["mode"], j["rate"], j["rate_period_ms"], j["burst"])))')"
 ok "info: the rate line" sh -c "'$SEMCTL' -s '$d_UNIX' info api | grep -q '^rate: 2/s, burst 2, 2.000 tokens now (full)'"
 expect_eq "trydown takes tokens" 0 "$(rc S trydown api -n 2)"
-out=$(S trydown api 2>&1; echo "rc=$?")
+# (would block: on a name whose next token is an hour away, so that a slow
+# machine's gap between two commands refills nothing)
+S create hourly --rate 1/h --burst 1 >/dev/null
+S trydown hourly >/dev/null
+out=$(S trydown hourly 2>&1; echo "rc=$?")
 ok "then it would block, saying so in tokens" sh -c "echo '$out' | grep -q 'tokens in the bucket' && echo '$out' | grep -q '^rc=1'"
 expect_eq "down waits for the next token" 0 "$(rc S down api --timeout 2s)"
 expect_eq "no up on a rate-only name" 6 "$(rc S up api)"
@@ -56,7 +60,7 @@ expect_eq "run --json: both grants" 2 "$(S --json run db lic:2 -- true | jget 'l
 
 # --- the progress line ----------------------------------------------------------
 S down db --lease 1m >/dev/null
-( sleep 2.5; S up db >/dev/null ) &
+( sleep 4; S up db >/dev/null ) &
 bpid=$!
 python3 "$top_srcdir/tests/client/ptyrun.py" 15 "$SEMCTL" -s "$d_UNIX" down db --timeout 10s >"$T/pty.out" 2>&1
 wait "$bpid"
