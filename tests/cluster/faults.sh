@@ -12,6 +12,8 @@ unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 LOAD=$top_builddir/tests/cluster/cluster_load
 PROXY=$top_srcdir/tests/cluster/peerproxy.py
 command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
+# tests/run's distcheck stage: the check stage and the sanitizer stage run it
+[ -z "${SEMD_SKIP_FAULTS:-}" ] || { echo "SKIP: SEMD_SKIP_FAULTS"; exit 77; }
 
 # Ports: peers P1..P3 (nodes bind 127.0.0.1, the configuration names the
 # proxies on 127.0.0.2), clients C1..C3.
