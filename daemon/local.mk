@@ -6,7 +6,7 @@
 # tests/daemon/test_state and by the dispatch fuzzer (-fPIC).
 noinst_LIBRARIES += daemon/libsemstate.a
 daemon_libsemstate_a_SOURCES = daemon/state.h daemon/sm-int.h \
-	daemon/sm_mem.c daemon/sm_index.c daemon/sm_timer.c daemon/sm_reply.c \
+	daemon/sm_mem.c daemon/sm_bytes.c daemon/sm_index.c daemon/sm_timer.c daemon/sm_reply.c \
 	daemon/sm_principal.c daemon/sm_sem.c daemon/sm_session.c \
 	daemon/sm_multi.c daemon/sm_rate.c daemon/sm_deadlock.c \
 	daemon/sm_watch.c daemon/sm_holds.c \

@@ -23,6 +23,7 @@
  *
  * The files, each owning one part:
  *   sm_mem.c        allocation with accounting, record caches, labels
+ *   sm_bytes.c      the byte strings of log entries and snapshots
  *   sm_index.c      name checks, hashing, the indexes (names, sessions,
  *                   permits, tokens, requests)
  *   sm_timer.c      the deadline heap
@@ -39,7 +40,7 @@
  *                   the state machine
  *   sm_ops.c        the operations, their table and dispatch; time
  *   sm_stats.c      Stats, counters and per-name gauges
- *   sm_check.c      the invariants (sm_check)
+ *   sm_check.c      the invariants (sm_check), SM_ASSERT's report
  */
 #ifndef SEMD_SM_INT_H
 #define SEMD_SM_INT_H
@@ -53,6 +54,21 @@
 #include "daemon/hmap.h"
 #include "daemon/ordidx.h"
 #include "daemon/state.h"
+
+/*
+ * SM_ASSERT(expr): a state that cannot happen, whatever clients send - a bug
+ * in semd. Reports file, line, function and the expression on stderr and
+ * aborts (Redis' serverAssert): every replica applies the same log, so going
+ * on would only carry a corrupt state forward. Always compiled, NDEBUG or
+ * not. Never for anything a request, a log entry or a snapshot's bytes can
+ * cause: those are answered with an error or refused. A bug the state can
+ * survive without losing a permit is counted instead (multi_bugs,
+ * overgrants, ...) and reported by sm_check().
+ */
+#define SM_ASSERT(expr)							\
+	((expr) ? (void)0 : sm_assert_fail(#expr, __FILE__, __LINE__, __func__))
+_Noreturn void sm_assert_fail(const char *expr, const char *file, int line,
+    const char *func);
 
 #define SM_LIMIT_MAX	(1u << 30)
 #define SM_STR_MAX	255	/* client name, host: longer is cut */
@@ -411,6 +427,19 @@ void sm_cache_put(struct sm *sm, struct sm_cache *c, void *p, size_t size);
 void sm_cache_drain(struct sm_cache *c);
 void sm_strfree(struct sm *sm, char *s);
 uint64_t sm_wall(const struct sm *sm, uint64_t now);
+
+/* sm_bytes.c: snapshots and log entries as little-endian bytes */
+bool bytes_room(struct sm_batch *b, size_t n);
+void bytes_put(struct sm_batch *b, const void *p, size_t n);
+void bytes_int(struct sm_batch *b, uint64_t v, unsigned int size);
+struct sm_rbuf {
+	const uint8_t	*p;
+	size_t		len;
+	size_t		off;
+	bool		bad;	/* ran past the end or found nonsense */
+};
+const uint8_t *rbuf_take(struct sm_rbuf *r, size_t n);
+uint64_t rbuf_int(struct sm_rbuf *r, unsigned int size);
 
 /* sm_index.c */
 char *sm_label(struct sm *sm, const char *s);

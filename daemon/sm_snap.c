@@ -48,73 +48,21 @@
 
 /* --- writing ------------------------------------------------------------------ */
 
-struct wbuf {
-	uint8_t	*p;
-	size_t	len;
-	size_t	cap;
-	bool	failed;		/* out of memory: the result is thrown away */
-};
+/* Into a struct sm_batch (its ncmds unused), as log entries are: sm_bytes.c. */
 
-/* Room for n more bytes. */
-static bool w_room(struct wbuf *b, size_t n)
-{
-	size_t cap;
-	uint8_t *p;
-
-	if (b->failed)
-		return false;
-	if (b->cap - b->len >= n)
-		return true;
-	cap = b->cap ? b->cap : 4096;
-	while (cap - b->len < n) {
-		if (cap > SIZE_MAX / 2) {
-			b->failed = true;
-			return false;
-		}
-		cap *= 2;
-	}
-	if ((p = realloc(b->p, cap)) == NULL) {
-		b->failed = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
-/* Append n bytes. */
-static void w_bytes(struct wbuf *b, const void *data, size_t n)
-{
-	if (n > 0 && w_room(b, n)) {
-		memcpy(b->p + b->len, data, n);
-		b->len += n;
-	}
-}
-
-/* Append an integer of size bytes, little-endian. */
-static void w_int(struct wbuf *b, uint64_t v, unsigned int size)
-{
-	unsigned int i;
-
-	if (!w_room(b, size))
-		return;
-	for (i = 0; i < size; i++)
-		b->p[b->len++] = (uint8_t)(v >> (8 * i));
-}
-
-static void w_u8(struct wbuf *b, uint64_t v) { w_int(b, v, 1); }
-static void w_u32(struct wbuf *b, uint64_t v) { w_int(b, v, 4); }
-static void w_u64(struct wbuf *b, uint64_t v) { w_int(b, v, 8); }
+static void w_u8(struct sm_batch *b, uint64_t v) { bytes_int(b, v, 1); }
+static void w_u32(struct sm_batch *b, uint64_t v) { bytes_int(b, v, 4); }
+static void w_u64(struct sm_batch *b, uint64_t v) { bytes_int(b, v, 8); }
 
 /* Append a string: its length, then its bytes. */
-static void w_str(struct wbuf *b, const char *s, size_t len)
+static void w_str(struct sm_batch *b, const char *s, size_t len)
 {
 	w_u32(b, len);
-	w_bytes(b, s, len);
+	bytes_put(b, s, len);
 }
 
 /* Append a timer: armed, then when and seq. */
-static void w_timer(struct wbuf *b, const struct sm_timer *t)
+static void w_timer(struct sm_batch *b, const struct sm_timer *t)
 {
 	w_u8(b, t->idx != SIZE_MAX);
 	if (t->idx != SIZE_MAX) {
@@ -218,7 +166,7 @@ static void **sorted_nodes(const struct hmap *m, size_t offset,
 }
 
 /* The identity table: add id's entry when first seen. */
-static void w_ident_note(struct wbuf *idents, struct ptrmap *im,
+static void w_ident_note(struct sm_batch *idents, struct ptrmap *im,
     const struct ptrmap *pm, const struct sm_ident *id)
 {
 	uint32_t k;
@@ -232,12 +180,12 @@ static void w_ident_note(struct wbuf *idents, struct ptrmap *im,
 }
 
 /* The scalars of the state machine. */
-static void w_header(struct wbuf *b, const struct sm *sm)
+static void w_header(struct sm_batch *b, const struct sm *sm)
 {
 	const struct sm_counters *k = &sm->ctr;
 	size_t i, j;
 
-	w_bytes(b, SNAP_MAGIC, 8);
+	bytes_put(b, SNAP_MAGIC, 8);
 	w_u32(b, SNAP_VERSION);
 	w_u64(b, sm->now);
 	w_u64(b, sm->start_ms);
@@ -289,7 +237,7 @@ static void w_header(struct wbuf *b, const struct sm *sm)
 }
 
 /* One name with its holders and waiters. */
-static void w_sem(struct wbuf *b, const struct ptrmap *im,
+static void w_sem(struct sm_batch *b, const struct ptrmap *im,
     const struct ptrmap *pm, const struct sm_sem *sem)
 {
 	const struct list_head *pos;
@@ -339,7 +287,7 @@ static int wait_seq_cmp(const void *a, const void *b)
 }
 
 /* Every waiter, in arrival order, with the names it waits for. */
-static bool w_waits(struct wbuf *b, const struct sm *sm,
+static bool w_waits(struct sm_batch *b, const struct sm *sm,
     struct sm_session *const *ss, size_t ns)
 {
 	const struct list_head *pos;
@@ -386,7 +334,7 @@ static bool w_waits(struct wbuf *b, const struct sm *sm,
  * Also the bytes the records will take, about, so that the buffer is
  * allocated once.
  */
-static size_t w_idents(struct wbuf *idents, struct ptrmap *im,
+static size_t w_idents(struct sm_batch *idents, struct ptrmap *im,
     const struct ptrmap *pm, const struct sm *sm, struct sm_session **ss,
     size_t ns)
 {
@@ -420,7 +368,7 @@ static size_t w_idents(struct wbuf *idents, struct ptrmap *im,
  */
 int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 {
-	struct wbuf b = { 0 }, idents = { 0 };
+	struct sm_batch b = { 0 }, idents = { 0 };
 	struct sm_principal **prs = NULL;
 	struct sm_session **ss = NULL;
 	struct ptrmap pm = { 0 }, im = { 0 };
@@ -447,19 +395,19 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 	for (i = 0; i < np; i++)
 		ptrmap_add(&pm, prs[i], &k);
 	need = w_idents(&idents, &im, &pm, sm, ss, ns);
-	if (!w_room(&b, need + idents.len + 64 * np + 4096))
+	if (!bytes_room(&b, need + idents.len + 64 * np + 4096))
 		goto out;
 	w_header(&b, sm);
 	w_u32(&b, np);
 	for (i = 0; i < np; i++)
 		w_str(&b, prs[i]->name, prs[i]->len);
 	w_u32(&b, im.n);
-	w_bytes(&b, idents.p, idents.len);
+	bytes_put(&b, idents.p, idents.len);
 	/* Sessions, clients and names. */
 	w_u32(&b, ns);
 	for (i = 0; i < ns; i++) {
 		w_u64(&b, ss[i]->id);
-		w_bytes(&b, ss[i]->secret, SM_SECRET_LEN);
+		bytes_put(&b, ss[i]->secret, SM_SECRET_LEN);
 		w_u32(&b, ptrmap_get(&im, ss[i]->ident));
 		w_u32(&b, ss[i]->lease_ms);
 		w_u64(&b, ss[i]->heard);
@@ -479,7 +427,7 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 		w_u64(&b, c->id);
 		w_u32(&b, ptrmap_get(&pm, c->pr));
 		w_u8(&b, c->local | c->detach << 1 | c->hello << 2);
-		w_bytes(&b, c->secret, SM_SECRET_LEN);
+		bytes_put(&b, c->secret, SM_SECRET_LEN);
 		w_u64(&b, c->session ? c->session->id : 0);
 	}
 	n = 0;
@@ -515,45 +463,12 @@ out:
 
 /* --- reading ------------------------------------------------------------------ */
 
-struct rbuf {
-	const uint8_t	*p;
-	size_t		len;
-	size_t		off;
-	bool		bad;	/* ran past the end or found nonsense */
-};
-
-/* Take n bytes; NULL (and bad) when there are not that many. */
-static const uint8_t *r_take(struct rbuf *r, size_t n)
-{
-	const uint8_t *p;
-
-	if (r->bad || r->len - r->off < n) {
-		r->bad = true;
-		return NULL;
-	}
-	p = r->p + r->off;
-	r->off += n;
-	return p;
-}
-
-/* An integer of size bytes, little-endian (0 when bad). */
-static uint64_t r_int(struct rbuf *r, unsigned int size)
-{
-	const uint8_t *p = r_take(r, size);
-	uint64_t v = 0;
-	unsigned int i;
-
-	for (i = 0; p != NULL && i < size; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-static uint8_t r_u8(struct rbuf *r) { return (uint8_t)r_int(r, 1); }
-static uint32_t r_u32(struct rbuf *r) { return (uint32_t)r_int(r, 4); }
-static uint64_t r_u64(struct rbuf *r) { return r_int(r, 8); }
+static uint8_t r_u8(struct sm_rbuf *r) { return (uint8_t)rbuf_int(r, 1); }
+static uint32_t r_u32(struct sm_rbuf *r) { return (uint32_t)rbuf_int(r, 4); }
+static uint64_t r_u64(struct sm_rbuf *r) { return rbuf_int(r, 8); }
 
 /* A string into buf (max bytes and a NUL); its length, or bad. */
-static size_t r_str(struct rbuf *r, char *buf, size_t max)
+static size_t r_str(struct sm_rbuf *r, char *buf, size_t max)
 {
 	size_t n = r_u32(r);
 	const uint8_t *p;
@@ -562,7 +477,7 @@ static size_t r_str(struct rbuf *r, char *buf, size_t max)
 		r->bad = true;
 		return 0;
 	}
-	p = r_take(r, n);
+	p = rbuf_take(r, n);
 	if (p == NULL)
 		return 0;
 	memcpy(buf, p, n);
@@ -573,7 +488,7 @@ static size_t r_str(struct rbuf *r, char *buf, size_t max)
 }
 
 /* Arm t from the bytes (when, seq kept, so ties fire in the same order). */
-static void r_timer(struct rbuf *r, struct sm *sm, struct sm_timer *t, int kind)
+static void r_timer(struct sm_rbuf *r, struct sm *sm, struct sm_timer *t, int kind)
 {
 	uint64_t when, seq;
 
@@ -590,7 +505,7 @@ static void r_timer(struct rbuf *r, struct sm *sm, struct sm_timer *t, int kind)
 /* Restoring: the tables the records refer to by index. */
 struct restore {
 	struct sm		*sm;
-	struct rbuf		r;
+	struct sm_rbuf		r;
 	struct sm_principal	**prs;
 	uint32_t		np;
 	struct sm_ident		**ids;
@@ -616,10 +531,10 @@ rs_fail(struct restore *rs, const char *fmt, ...)
 /* The scalars (see w_header). */
 static void r_header(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_counters *k = &sm->ctr;
-	const uint8_t *magic = r_take(r, 8);
+	const uint8_t *magic = rbuf_take(r, 8);
 	size_t i, j, nops, ncodes;
 
 	if (magic == NULL || memcmp(magic, SNAP_MAGIC, 8) != 0) {
@@ -687,7 +602,7 @@ static void r_header(struct restore *rs)
 /* The principals and identities the records refer to. */
 static void r_tables(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	char name[SM_PRINCIPAL_MAX + 1], label[SM_STR_MAX + 1];
 	char host[SM_STR_MAX + 1];
@@ -753,7 +668,7 @@ static struct sm_ident *rs_ident(struct restore *rs, uint32_t i)
 /* The sessions, with their memos. */
 static void r_sessions(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_session *s;
 	struct sm_memo *m;
@@ -771,7 +686,7 @@ static void r_sessions(struct restore *rs)
 		INIT_LIST_HEAD(&s->memos);
 		s->expiry.idx = SIZE_MAX;
 		s->id = r_u64(r);
-		if ((secret = r_take(r, SM_SECRET_LEN)) != NULL)
+		if ((secret = rbuf_take(r, SM_SECRET_LEN)) != NULL)
 			memcpy(s->secret, secret, SM_SECRET_LEN);
 		s->ident = rs_ident(rs, r_u32(r));
 		if (r->bad || s->id == 0 || s->id > sm->next_session ||
@@ -808,7 +723,7 @@ static void r_sessions(struct restore *rs)
 /* The clients, in the order they were opened. */
 static void r_clients(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_client *c;
 	struct sm_session *s;
@@ -821,7 +736,7 @@ static void r_clients(struct restore *rs)
 		id = r_u64(r);
 		p = r_u32(r);
 		flags = r_u8(r);
-		secret = r_take(r, SM_SECRET_LEN);
+		secret = rbuf_take(r, SM_SECRET_LEN);
 		sid = r_u64(r);
 		if (r->bad || p >= rs->np) {
 			rs_fail(rs, "bad client record");
@@ -851,7 +766,7 @@ static void r_clients(struct restore *rs)
 /* The watches (version 2), in the order they were made. */
 static void r_watches(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_client *c;
 	uint64_t i, n = r_u64(r), cid, wid;
@@ -893,7 +808,7 @@ static struct sm_session *rs_session(struct restore *rs, uint64_t sid,
 /* One hold of sem (see w_sem). */
 static void r_hold(struct restore *rs, struct sm_sem *sem)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_hold *h;
 	uint64_t sid, rid, rsid;
@@ -952,7 +867,7 @@ static void r_hold(struct restore *rs, struct sm_sem *sem)
 /* One waiter of sem, version 1 (each name's after its holders). */
 static void r_waiter_v1(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_member *m;
 	struct sm_wait *w;
@@ -996,7 +911,7 @@ static void r_waiter_v1(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
 /* A name's token bucket (see w_sem). */
 static void r_rate(struct restore *rs, struct sm_sem *sem)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	uint32_t rate = r_u32(r), period = r_u32(r), burst = r_u32(r);
 	uint64_t frac = r_u64(r), tokens = r_u64(r), last = r_u64(r);
@@ -1020,7 +935,7 @@ static void r_rate(struct restore *rs, struct sm_sem *sem)
 /* The names, each with its holders (and waiters, version 1). */
 static void r_sems(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	char name[SM_NAME_MAX + 1], prev[SM_NAME_MAX + 1] = "";
 	struct sm_sem *sem;
@@ -1075,7 +990,7 @@ static void r_sems(struct restore *rs)
  */
 static void r_waits(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	char name[SM_NAME_MAX + 1];
 	struct sm_sem *sems[SM_MULTI_MAX];
@@ -1085,6 +1000,7 @@ static void r_waits(struct restore *rs)
 	uint64_t i, n = r_u64(r), seq, prev = 0, since, wall, rid;
 	unsigned int j, q, nm;
 	bool multi;
+	int e;
 
 	for (i = 0; i < n && !r->bad; i++) {
 		seq = r_u64(r);
@@ -1133,11 +1049,11 @@ static void r_waits(struct restore *rs)
 		for (j = 0; j < nm; j++) {
 			w->m[j].sem = sems[j];
 			w->m[j].n = ns[j];
-			if (sema_enqueue(&sems[j]->sem, &w->m[j].w, ns[j], wait_wake,
+			e = sema_enqueue(&sems[j]->sem, &w->m[j].w, ns[j], wait_wake,
 			    (sems[j]->mode == SEMD__MODE__SIGNAL && s->client == NULL ?
 			    SEMA_Q_PARKED : 0) |
-			    (member_gated(w, sems[j]) ? SEMA_Q_GATED : 0)) != 0)
-				sm->multi_bugs++;	/* n >= 1: cannot happen */
+			    (member_gated(w, sems[j]) ? SEMA_Q_GATED : 0));
+			SM_ASSERT(e == 0);	/* n >= 1, checked above */
 		}
 		wait_link(sm, w);
 		r_timer(r, sm, &w->deadline, T_WAIT);
