@@ -870,13 +870,26 @@ static void op_delete(struct sm *sm, struct sm_client *c,
 	reply_ok(sm, c, id);
 }
 
+/* The first waiter of sem asking for more than its limit, or NULL. */
+static struct sm_member *waiter_over_limit(const struct sm_sem *sem)
+{
+	struct list_head *pos;
+	struct sm_member *m;
+
+	list_for_each(pos, &sem->waiters) {
+		m = list_entry(pos, struct sm_member, sem_entry);
+		if (m->n > sem->limit)
+			return m;
+	}
+	return NULL;
+}
+
 /* SetLimit: grow or shrink live; shrinking revokes nobody. */
 static void op_set_limit(struct sm *sm, struct sm_client *c,
     const Semd__Request *req, uint64_t now)
 {
 	const Semd__SetLimit *sl = req->set_limit;
 	uint64_t id = req->id;
-	struct list_head *pos, *tmp;
 	struct sm_sem *sem;
 	struct sm_member *m;
 	long delta;
@@ -907,18 +920,14 @@ static void op_set_limit(struct sm *sm, struct sm_client *c,
 	 * than the old limit.)
 	 */
 	sema_adjust(&sem->sem, delta);
-	/* A waiter wanting more than the new limit would block the queue. */
-	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
-	list_for_each_safe(pos, tmp, &sem->waiters) {
-		m = list_entry(pos, struct sm_member, sem_entry);
-		if (m->n > sem->limit) {
-			wait_cancel(sm, m->wait, SEMD__CODE__INVALID_ARGUMENT,
-			    "the limit shrank below the permits asked for", sem);
-			/* tmp may have been granted and freed: restart. */
-			pos = &sem->waiters;
-			tmp = pos->next;
-		}
-	}
+	/*
+	 * A waiter wanting more than the new limit would block the queue.
+	 * Cancelling one may grant (and free) those behind it: each search
+	 * starts again from the head, holding no pointer across the cancel.
+	 */
+	while ((m = waiter_over_limit(sem)) != NULL)
+		wait_cancel(sm, m->wait, SEMD__CODE__INVALID_ARGUMENT,
+		    "the limit shrank below the permits asked for", sem);
 	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_LIMIT, c);
 	reply_ok(sm, c, id);
 }
@@ -1144,7 +1153,6 @@ void sm_shutdown(struct sm *sm, uint64_t now)
 	sm->now = now;
 	sm->shutting_down = true;
 	sm->cur_op = 0;
-	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: nothing is freed in this walk */
 	list_for_each(pos, &sm->clients) {
 		c = list_entry(pos, struct sm_client, entry);
 		if (c->session != NULL)

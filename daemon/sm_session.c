@@ -127,7 +127,6 @@ static void session_free(struct sm *sm, struct sm_session *s)
 	}
 	while (!list_empty(&s->holds)) {
 		h = list_first_entry(&s->holds, struct sm_hold, owner_entry);
-		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 		sem = h->sem;
 		hold_release(sm, h, true, "its session ended");
 		sem_maybe_free(sm, sem);
@@ -432,7 +431,6 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 		return;
 	sm->now = now_ms;
 	sm->cur_op = 0;
-	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	c->conn = NULL;
 	watch_client_gone(sm, c);
 	if (c->session != NULL)
