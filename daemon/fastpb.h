@@ -58,16 +58,13 @@ bool fastpb_strings_clean(const ProtobufCMessageDescriptor *d,
     const uint8_t *p, size_t len);
 
 /*
- * Packed size of a reply this encoder handles (empty, Grant, Released or
- * Pong body); false when protobuf-c must pack it.
- */
-bool fastpb_reply_size(const Semd__Reply *r, size_t *size);
-/*
- * An upper bound of the packed size (cheaper than the exact size); false
- * when protobuf-c must pack it.
+ * An upper bound of the packed size of a reply this encoder handles (empty,
+ * Grant, Released or Pong body), cheaper than the exact size: what the
+ * daemon sizes the buffer with. False when protobuf-c must pack it (or
+ * SEMD_FASTPB=0).
  */
 bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound);
-/* Pack a reply fastpb_reply_size() accepted; returns the bytes written. */
+/* Pack a reply fastpb_reply_bound() accepted; returns the bytes written. */
 size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out);
 
 #endif
