@@ -453,6 +453,15 @@ struct sm_sem *client_sem(const struct sm *sm,
     const struct sm_client *c, const char *name, size_t len);
 void client_sem_set(const struct sm *sm, struct sm_client *c,
     struct sm_sem *sem);
+void *id_lookup(const struct hmap *m, uint64_t hash, size_t node_off,
+    size_t id_off, uint64_t id);
+/*
+ * The record of type with the u64 id v in table m (hashed to hash), or
+ * NULL: its struct hnode is member node, its id (a uint64_t) member field.
+ */
+#define ID_LOOKUP(m, hash, type, node, field, v)			\
+	((type *)id_lookup((m), (hash), offsetof(type, node),		\
+	    offsetof(type, field), (v)))
 struct sm_session *session_find(const struct sm *sm, uint64_t id);
 int sm_session_cmp(const void *a, const void *b);
 struct sm_hold *permit_find(const struct sm *sm, uint64_t id);
@@ -483,6 +492,8 @@ void reply_grant(struct sm *sm, struct sm_client *c, uint64_t id,
     uint64_t permit_id, uint64_t token, uint32_t n, uint64_t waited_ms);
 void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t n);
+void reply_holder(const struct sm *sm, Semd__Holder *e,
+    const struct sm_hold *h);
 
 /* sm_principal.c */
 extern const char *const limit_names[SM_NLIMITS];
@@ -614,6 +625,8 @@ bool limit_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t limit);
 struct sm_sem *sem_need(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
+struct sm_sem *sem_need_manager(struct sm *sm, struct sm_client *c,
+    uint64_t id, const char *name, const char *what);
 
 /* sm_session.c */
 void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,

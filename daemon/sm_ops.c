@@ -162,6 +162,24 @@ struct sm_sem *sem_need(struct sm *sm, struct sm_client *c, uint64_t id,
 	return sem;
 }
 
+/*
+ * Find a semaphore c may manage (its creator, administrators), to do what
+ * to it; or answer NOT_FOUND or PERMISSION_DENIED.
+ */
+struct sm_sem *sem_need_manager(struct sm *sm, struct sm_client *c,
+    uint64_t id, const char *name, const char *what)
+{
+	struct sm_sem *sem = sem_need(sm, c, id, name);
+
+	if (sem != NULL && !sem_manager(sm, c, sem)) {
+		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+		    "%s may not %s %s (only its creator and administrators may)",
+		    c->pr->name, what, sem->name);
+		return NULL;
+	}
+	return sem;
+}
+
 /* Check a limit; answers INVALID_ARGUMENT when bad. */
 bool limit_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t limit)
@@ -401,6 +419,21 @@ out:
 	sem_maybe_free(sm, sem);
 }
 
+/*
+ * Release hold h (why: what its holder is told, NULL: it asked) and answer
+ * Released; its name goes if that leaves it idle and auto-created.
+ */
+static void release_answer(struct sm *sm, struct sm_client *c, uint64_t id,
+    struct sm_hold *h, const char *why)
+{
+	struct sm_sem *sem = h->sem;
+	uint32_t n = h->n;
+
+	hold_release(sm, h, true, why);
+	reply_released(sm, c, id, n);
+	sem_maybe_free(sm, sem);
+}
+
 /* Up in signal mode: anyone adds permits, up to the limit. */
 static void up_signal(struct sm *sm, struct sm_client *c, uint64_t id,
     struct sm_sem *sem, uint32_t n)
@@ -453,10 +486,7 @@ static void op_up(struct sm *sm, struct sm_client *c,
 			    u->permit_id, sem->name);
 			return;
 		}
-		n = h->n;
-		hold_release(sm, h, true, NULL);
-		reply_released(sm, c, id, n);
-		sem_maybe_free(sm, sem);
+		release_answer(sm, c, id, h, NULL);
 		return;
 	}
 	/* Count what the caller holds: session holds, then detached ones. */
@@ -520,8 +550,6 @@ static void op_release(struct sm *sm, struct sm_client *c,
 	uint64_t id = req->id;
 	struct sm_sem *sem;
 	struct sm_hold *h;
-	uint32_t n;
-
 	char why[SM_NAME_MAX + 64];
 
 	if ((sem = sem_need(sm, c, id, rl->name)) == NULL)
@@ -543,10 +571,7 @@ static void op_release(struct sm *sm, struct sm_client *c,
 	sm_note(sm, c, "%s force-released permit %" PRIu64 " of %s (%u, "
 	    "held by %s)", c->pr->name, h->permit_id, sem->name, h->n,
 	    h->ident->pr->name);
-	n = h->n;
-	hold_release(sm, h, true, why);
-	reply_released(sm, c, id, n);
-	sem_maybe_free(sm, sem);
+	release_answer(sm, c, id, h, why);
 }
 
 /* Cancel a pending down of this session. */
@@ -635,19 +660,7 @@ static void op_info(struct sm *sm, struct sm_client *c,
 		}
 		budget -= info_entry_size(h->ident) < budget ?
 		    info_entry_size(h->ident) : budget;
-		semd__holder__init(&hv[nh]);
-		hv[nh].permit_id = h->permit_id;
-		hv[nh].token = h->token;
-		hv[nh].n = h->n;
-		hv[nh].client_name = h->ident->client_name;
-		hv[nh].host = h->ident->host;
-		hv[nh].pid = h->ident->pid;
-		hv[nh].principal = h->ident->pr->name;
-		hv[nh].since_ms = h->since_wall;
-		hv[nh].detached = h->session == NULL;
-		hv[nh].expires_ms = h->session ? 0 : sm_wall(sm, h->expiry.when);
-		if (h->session != NULL && h->session->client == NULL)
-			hv[nh].expires_ms = sm_wall(sm, h->session->expiry.when);
+		reply_holder(sm, &hv[nh], h);
 		hp[nh] = &hv[nh];
 		nh++;
 	}
@@ -834,14 +847,8 @@ static void op_delete(struct sm *sm, struct sm_client *c,
 	struct sm_member *m;
 	struct sm_hold *h;
 
-	if ((sem = sem_need(sm, c, id, dl->name)) == NULL)
+	if ((sem = sem_need_manager(sm, c, id, dl->name, "delete")) == NULL)
 		return;
-	if (!sem_manager(sm, c, sem)) {
-		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
-		    "%s may not delete %s (only its creator and administrators may)",
-		    c->pr->name, sem->name);
-		return;
-	}
 	if ((sem->nholders > 0 || sem->nwaiters > 0) && !dl->force) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "%s is in use (%u holders, %u waiters): delete with force",
@@ -894,14 +901,9 @@ static void op_set_limit(struct sm *sm, struct sm_client *c,
 	struct sm_member *m;
 	long delta;
 
-	if ((sem = sem_need(sm, c, id, sl->name)) == NULL)
+	if ((sem = sem_need_manager(sm, c, id, sl->name,
+	    "change the limit of")) == NULL)
 		return;
-	if (!sem_manager(sm, c, sem)) {
-		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
-		    "%s may not change the limit of %s (only its creator and administrators may)",
-		    c->pr->name, sem->name);
-		return;
-	}
 	if (sem->mode == SEMD__MODE__RATE) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "%s is a rate-only semaphore: it has no limit (set-rate changes its rate)",

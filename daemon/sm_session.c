@@ -363,20 +363,11 @@ void sm_reconfigure(struct sm *sm, const struct sm_config *cfg)
 	sm->cfg.alloc_count = alloc_count;
 }
 
-/* Does a client node have this id? */
-static bool client_eq(const struct hnode *n, const void *key)
-{
-	return container_of(n, struct sm_client, node)->id ==
-	    *(const uint64_t *)key;
-}
-
 /* The client with this id, or NULL. */
 struct sm_client *sm_client_find(const struct sm *sm, uint64_t id)
 {
-	struct hnode *n;
-
-	n = hmap_find(&sm->clients_by_id, id_hash(sm, id, 2), client_eq, &id);
-	return n ? container_of(n, struct sm_client, node) : NULL;
+	return ID_LOOKUP(&sm->clients_by_id, id_hash(sm, id, 2),
+	    struct sm_client, node, id, id);
 }
 
 /* A new connection. */

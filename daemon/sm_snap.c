@@ -599,6 +599,24 @@ static void r_header(struct restore *rs)
 	k->hold.count = r_u64(r);
 }
 
+/*
+ * A table of *n pointers, n read first (each entry takes 4 bytes or more,
+ * which bounds it); NULL, refused, when out of range or memory.
+ */
+static void *rs_table(struct restore *rs, uint32_t *n, const char *what)
+{
+	void *t;
+
+	*n = r_u32(&rs->r);
+	if (*n > rs->r.len / 4) {
+		rs_fail(rs, "%s count out of range", what);
+		return NULL;
+	}
+	if ((t = ptr_array((size_t)*n + 1)) == NULL)
+		rs_fail(rs, "out of memory");
+	return t;
+}
+
 /* The principals and identities the records refer to. */
 static void r_tables(struct restore *rs)
 {
@@ -610,32 +628,16 @@ static void r_tables(struct restore *rs)
 	uint32_t i, p;
 	Semd__Hello h = SEMD__HELLO__INIT;
 
-	rs->np = r_u32(r);
-	if (rs->np > r->len / 4) {
-		rs_fail(rs, "principal count out of range");
+	if ((rs->prs = rs_table(rs, &rs->np, "principal")) == NULL)
 		return;
-	}
-	rs->prs = ptr_array((size_t)rs->np + 1);
-	if (rs->prs == NULL) {
-		rs_fail(rs, "out of memory");
-		return;
-	}
 	for (i = 0; i < rs->np && !r->bad; i++) {
 		r_str(r, name, SM_PRINCIPAL_MAX);
 		if (!r->bad && (rs->prs[i] = principal_get(sm, name)) == NULL)
 			rs_fail(rs, "out of memory");
 		/* Kept referenced by the table while restoring. */
 	}
-	rs->nids = r_u32(r);
-	if (rs->nids > r->len / 4) {
-		rs_fail(rs, "identity count out of range");
+	if ((rs->ids = rs_table(rs, &rs->nids, "identity")) == NULL)
 		return;
-	}
-	rs->ids = ptr_array((size_t)rs->nids + 1);
-	if (rs->ids == NULL) {
-		rs_fail(rs, "out of memory");
-		return;
-	}
 	for (i = 0; i < rs->nids && !r->bad; i++) {
 		p = r_u32(r);
 		h.pid = r_u32(r);
