@@ -38,9 +38,14 @@
  *   sm_holds.c      Renew, Holds and Where
  *   sm_session.c    sessions, memos, notices, clients; making and freeing
  *                   the state machine
- *   sm_ops.c        the operations, their table and dispatch; time
+ *   sm_ops.c        the operations' table and dispatch, Hello, shared
+ *                   checks, the small operations; time
+ *   sm_ops_name.c   Create, Info, List, Delete, SetLimit
+ *   sm_ops_permit.c Down, Up, Release, Cancel, Validate
  *   sm_stats.c      Stats, counters and per-name gauges
  *   sm_check.c      the invariants (sm_check), SM_ASSERT's report
+ *   sm_snap_write.c the snapshot: the state as bytes (its layout)
+ *   sm_snap_read.c  the state from a snapshot, validated
  */
 #ifndef SEMD_SM_INT_H
 #define SEMD_SM_INT_H
@@ -428,6 +433,10 @@ void sm_cache_drain(struct sm_cache *c);
 void sm_strfree(struct sm *sm, char *s);
 uint64_t sm_wall(const struct sm *sm, uint64_t now);
 
+/* sm_snap_*.c: a snapshot starts with SNAP_MAGIC, then its version. */
+#define SNAP_MAGIC	"SEMDSNAP"
+#define SNAP_VERSION	2u
+
 /* sm_bytes.c: snapshots and log entries as little-endian bytes */
 bool bytes_room(struct sm_batch *b, size_t n);
 void bytes_put(struct sm_batch *b, const void *p, size_t n);
@@ -464,6 +473,7 @@ void *id_lookup(const struct hmap *m, uint64_t hash, size_t node_off,
 	    offsetof(type, field), (v)))
 struct sm_session *session_find(const struct sm *sm, uint64_t id);
 int sm_session_cmp(const void *a, const void *b);
+int sm_wait_cmp(const void *a, const void *b);
 struct sm_hold *permit_find(const struct sm *sm, uint64_t id);
 struct sm_hold *token_find(const struct sm *sm, const struct sm_sem *sem,
     uint64_t token);
@@ -621,12 +631,38 @@ void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 /* sm_ops.c */
 bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
+bool sem_name_len_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, size_t len);
 bool limit_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t limit);
 struct sm_sem *sem_need(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
 struct sm_sem *sem_need_manager(struct sm *sm, struct sm_client *c,
     uint64_t id, const char *name, const char *what);
+
+/* sm_ops_name.c */
+void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_list(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_delete(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_set_limit(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now);
+
+/* sm_ops_permit.c */
+void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_up(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_release(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_cancel(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now);
+void op_validate(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now);
 
 /* sm_session.c */
 void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,

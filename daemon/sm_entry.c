@@ -169,6 +169,20 @@ void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall)
 	}
 }
 
+/* The state time of a leader's next entry (see state.h). */
+uint64_t sm_entry_time(uint64_t base, uint64_t elapsed, uint64_t at_least,
+    uint64_t *last)
+{
+	uint64_t t = base + elapsed;
+
+	if (t < *last)
+		t = *last;
+	if (t < at_least)
+		t = at_least;
+	*last = t;
+	return t;
+}
+
 /* --- applying ----------------------------------------------------------------- */
 
 /*

@@ -257,6 +257,15 @@ int sm_session_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* qsort order of waiter pointers by arrival. */
+int sm_wait_cmp(const void *a, const void *b)
+{
+	const struct sm_wait *x = *(const struct sm_wait *const *)a;
+	const struct sm_wait *y = *(const struct sm_wait *const *)b;
+
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
 /* Look up a session by id. */
 struct sm_session *session_find(const struct sm *sm, uint64_t id)
 {

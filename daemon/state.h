@@ -334,6 +334,13 @@ void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
     const char *address);
 size_t sm_entry_header_size(void);
 void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall);
+/*
+ * The state time a leader stamps on its next entry: base (the log's time
+ * when it took over) plus elapsed (its own clock since), never before
+ * *last, the time it stamped last, nor before at_least; *last becomes it.
+ */
+uint64_t sm_entry_time(uint64_t base, uint64_t elapsed, uint64_t at_least,
+    uint64_t *last);
 
 /*
  * What applying needs from the node: its connection for an opened client

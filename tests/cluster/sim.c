@@ -245,14 +245,8 @@ struct prop {
 
 static uint64_t stamp(struct node *n, uint64_t at_least)
 {
-	uint64_t t = n->time_base + (now() - n->mono_base);
-
-	if (t < n->last_time)
-		t = n->last_time;
-	if (t < at_least)
-		t = at_least;
-	n->last_time = t;
-	return t;
+	return sm_entry_time(n->time_base, now() - n->mono_base, at_least,
+	    &n->last_time);
 }
 
 static void applied_cb(struct raft_apply *req, int status, void *result)
