@@ -422,7 +422,18 @@ struct name_key {
 	size_t		len;
 };
 
-/* sm_mem.c */
+/*
+ * An operation's handler (sm_ops.c's table): the request of client c, at
+ * time now, answered through reply_*().
+ */
+typedef void sm_op_fn(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now);
+sm_op_fn op_create, op_info, op_list, op_delete, op_set_limit;	/* sm_ops_name.c */
+sm_op_fn op_down, op_up, op_release, op_cancel, op_validate;	/* sm_ops_permit.c */
+sm_op_fn op_down_multi;						/* sm_multi.c */
+sm_op_fn op_set_rate;						/* sm_rate.c */
+sm_op_fn op_watch;						/* sm_watch.c */
+sm_op_fn op_renew, op_holds, op_where;				/* sm_mem.c */
 void *sm_alloc(struct sm *sm, size_t size);
 void sm_dealloc(struct sm *sm, void *p, size_t size);
 void *sm_cache_get(struct sm *sm, struct sm_cache *c, size_t size);
@@ -565,8 +576,6 @@ void sm_settle(struct sm *sm);
 void down_wants(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
     uint32_t lease_ms, bool multi, uint64_t now);
-void op_down_multi(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now);
 
 /* sm_rate.c */
 bool rate_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
@@ -585,8 +594,6 @@ bool rate_settle(struct sm *sm);
 void rate_due(struct sm *sm, struct sm_timer *t);
 uint64_t rate_nano(struct sm *sm, struct sm_sem *sem);
 uint64_t rate_next_ms(struct sm *sm, struct sm_sem *sem);
-void op_set_rate(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now);
 
 /* sm_deadlock.c */
 #define SM_DEADLOCK_MSG		512	/* a cycle told, at most (bytes) */
@@ -617,16 +624,6 @@ struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, size_t len, bool prefix, bool admin);
 bool watch_cancel(struct sm *sm, struct sm_client *c, uint64_t id);
 void watch_client_gone(struct sm *sm, struct sm_client *c);
-void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-
-/* sm_holds.c */
-void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
 
 /* sm_ops.c */
 bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,
@@ -639,30 +636,6 @@ struct sm_sem *sem_need(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
 struct sm_sem *sem_need_manager(struct sm *sm, struct sm_client *c,
     uint64_t id, const char *name, const char *what);
-
-/* sm_ops_name.c */
-void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_list(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_delete(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_set_limit(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now);
-
-/* sm_ops_permit.c */
-void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_up(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_release(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_cancel(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_validate(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now);
 
 /* sm_session.c */
 void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,

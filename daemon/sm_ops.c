@@ -230,11 +230,9 @@ static void op_stats_req(struct sm *sm, struct sm_client *c,
  * access layer checks for it, and its handler (after Hello; Hello itself
  * is dispatched apart, as it makes the session the others need).
  */
-typedef void (*sm_op_fn)(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now);
 static const struct {
 	struct sm_op	op;
-	sm_op_fn	fn;
+	sm_op_fn	*fn;
 } sm_ops[SM_NOPS] = {
 	[SEMD__REQUEST__OP_HELLO] = { { "hello", SM_RIGHT_NONE }, NULL },
 	[SEMD__REQUEST__OP_CREATE] = { { "create", SM_RIGHT_CREATE }, op_create },
