@@ -142,6 +142,22 @@ static void release_answer(struct sm *sm, struct sm_client *c, uint64_t id,
 	sem_maybe_free(sm, sem);
 }
 
+/*
+ * Of the left permits an up gives back, take what hold h has: it shrinks,
+ * or is released when all of it goes (the permits are handed to the core
+ * by the caller, all at once). Returns what is left to take.
+ */
+static uint64_t hold_give_back(struct sm *sm, struct sm_hold *h, uint64_t left)
+{
+	uint32_t take = h->n < left ? h->n : (uint32_t)left;
+
+	if (take == h->n)
+		hold_release(sm, h, false, NULL);
+	else
+		hold_shrink(sm, h, take);
+	return left - take;
+}
+
 /* Up in signal mode: anyone adds permits, up to the limit. */
 static void up_signal(struct sm *sm, struct sm_client *c, uint64_t id,
     struct sm_sem *sem, uint32_t n)
@@ -166,7 +182,7 @@ void op_up(struct sm *sm, struct sm_client *c,
 	struct list_head *pos, *tmp;
 	struct sm_hold *h;
 	struct sm_sem *sem;
-	uint32_t n = u->n ? u->n : 1, take;
+	uint32_t n = u->n ? u->n : 1;
 	uint64_t have = 0, left;
 
 	if ((sem = sem_need(sm, c, id, u->name)) == NULL)
@@ -224,26 +240,14 @@ void op_up(struct sm *sm, struct sm_client *c,
 	for (pos = s->holds.prev, tmp = pos->prev; left > 0 && pos != &s->holds;
 	    pos = tmp, tmp = pos->prev) {
 		h = list_entry(pos, struct sm_hold, owner_entry);
-		if (h->sem != sem)
-			continue;
-		take = h->n < left ? h->n : (uint32_t)left;
-		left -= take;
-		if (take == h->n)
-			hold_release(sm, h, false, NULL);
-		else
-			hold_shrink(sm, h, take);
+		if (h->sem == sem)
+			left = hold_give_back(sm, h, left);
 	}
 	for (pos = sem->holders.prev, tmp = pos->prev;
 	    left > 0 && pos != &sem->holders; pos = tmp, tmp = pos->prev) {
 		h = list_entry(pos, struct sm_hold, sem_entry);
-		if (h->session != NULL || !hold_owned_by(h, s))
-			continue;
-		take = h->n < left ? h->n : (uint32_t)left;
-		left -= take;
-		if (take == h->n)
-			hold_release(sm, h, false, NULL);
-		else
-			hold_shrink(sm, h, take);
+		if (h->session == NULL && hold_owned_by(h, s))
+			left = hold_give_back(sm, h, left);
 	}
 	sema_up_n(&sem->sem, n);
 	reply_released(sm, c, id, n);
