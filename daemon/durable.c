@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/durable.c - the raft log under the state machine (see durable.h).
+ * daemon/durable.c - the raft log under the state machine (see durable.h):
+ * raft's set-up, its thread and libuv loop, the transports (none for one
+ * voter, libraft's TCP without Nagle for a cluster), the data directory,
+ * start and stop. Its other parts: durable-int.h.
  *
  * The data directory holds raft's files (segments, metadata, snapshots,
  * written by raft_uv) and semd.meta, which says whose they are: a format
@@ -9,8 +12,8 @@
  *
  * Threads: everything raft is done on the raft thread's libuv loop. The
  * queue of commands from the event loops is under qlock; the state machine
- * under the server's state lock, taken here to apply an entry, snapshot or
- * restore.
+ * under the server's state lock, taken to apply an entry, snapshot or
+ * restore (durable_apply.c).
  */
 #include <config.h>	/* autoconf's */
 
