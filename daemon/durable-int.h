@@ -4,8 +4,9 @@
  * interface is durable.h):
  *   durable.c          raft's set-up, its thread and loop, the transports,
  *                      the data directory; start and stop
- *   durable_propose.c  the state time, the queue of commands from the event
- *                      loops and its group commit into entries, deadlines
+ *   durable_propose.c  entries stamped with the state clock, the queue of
+ *                      commands from the event loops and its group commit
+ *                      into entries, deadlines
  *   durable_apply.c    applying committed entries (replies routed to the
  *                      connections), snapshots and restores
  *   durable_cluster.c  leadership, cluster changes and the published status
@@ -88,9 +89,7 @@ struct durable {
 	uint32_t		applied_entries; /* since the last snapshot */
 	bool			tick_out;	/* an empty entry is on its way */
 	bool			serving;	/* the restart entry is applied */
-	uint64_t		time_base;	/* state time at mono_base */
-	uint64_t		mono_base;
-	uint64_t		last_time;	/* the last time stamped */
+	struct sm_clock		clock;		/* the state time we stamp */
 	struct raft_barrier	barrier;
 	uint64_t		next_client;	/* under the state lock */
 	size_t			applied_bytes;	/* since the last snapshot */

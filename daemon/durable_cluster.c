@@ -59,9 +59,7 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 	 * Log time goes on from the last entry applied (the time no leader
 	 * ran counts against no lease); a new log starts at the wall clock.
 	 */
-	d->time_base = now == 0 ? d_wall_ms() : now;
-	d->mono_base = server_now();
-	d->last_time = d->time_base;
+	sm_clock_start(&d->clock, now, d_wall_ms(), server_now());
 	sm_batch_init(&b);
 	if (now == 0)
 		sm_batch_boot(&b);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/durable_propose.c - proposing: the state time stamped on entries, the queue of
- * commands from the event loops (durable_submit) and its group commit into
- * entries of up to MAX_ENTRY bytes, at most MAX_INFLIGHT in flight, and the
- * state's deadlines as empty entries.
+ * daemon/durable_propose.c - proposing: entries stamped with the leader's
+ * state clock (sm_clock), the queue of commands from the event loops
+ * (durable_submit) and its group commit into entries of up to MAX_ENTRY
+ * bytes, at most MAX_INFLIGHT in flight, and the state's deadlines as empty
+ * entries.
  */
 #include <config.h>	/* autoconf's */
 
@@ -32,18 +33,6 @@
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "daemon/durable-int.h"
-
-/* --- the state time --------------------------------------------------------------- */
-
-/*
- * The time to stamp on a new entry: where the log left off, plus the time
- * this leader has run, never going backwards, and at least at_least.
- */
-static uint64_t d_stamp(struct durable *d, uint64_t at_least)
-{
-	return sm_entry_time(d->time_base, server_now() - d->mono_base,
-	    at_least, &d->last_time);
-}
 
 /* --- proposing ------------------------------------------------------------------- */
 
@@ -112,7 +101,8 @@ bool d_propose(struct durable *d, struct qchunk *first,
 		rv = -1;
 		goto out;
 	}
-	sm_entry_header(buf.base, d_stamp(d, at_least), d_wall_ms());
+	sm_entry_header(buf.base, sm_clock_stamp(&d->clock, server_now(),
+	    at_least), d_wall_ms());
 	for (q = first, off = hl; q != end; q = q->next) {
 		memcpy((uint8_t *)buf.base + off, q->data, q->len);
 		off += q->len;
@@ -202,7 +192,7 @@ void d_arm_deadline(struct durable *d, uint64_t next)
 		uv_timer_stop(&d->deadline);
 		return;
 	}
-	now = d->time_base + (server_now() - d->mono_base);
+	now = sm_clock_now(&d->clock, server_now());
 	uv_timer_start(&d->deadline, d_deadline_cb, next > now ? next - now : 0, 0);
 }
 

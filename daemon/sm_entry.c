@@ -169,17 +169,31 @@ void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall)
 	}
 }
 
-/* The state time of a leader's next entry (see state.h). */
-uint64_t sm_entry_time(uint64_t base, uint64_t elapsed, uint64_t at_least,
-    uint64_t *last)
+/* A leader takes over at state time t, or start for a new log (t == 0). */
+void sm_clock_start(struct sm_clock *k, uint64_t t, uint64_t start,
+    uint64_t mono)
 {
-	uint64_t t = base + elapsed;
+	k->base = t == 0 ? start : t;
+	k->mono_base = mono;
+	k->last = k->base;
+}
 
-	if (t < *last)
-		t = *last;
+/* The leader's state time now. */
+uint64_t sm_clock_now(const struct sm_clock *k, uint64_t mono)
+{
+	return k->base + (mono - k->mono_base);
+}
+
+/* The state time of the leader's next entry (see state.h). */
+uint64_t sm_clock_stamp(struct sm_clock *k, uint64_t mono, uint64_t at_least)
+{
+	uint64_t t = sm_clock_now(k, mono);
+
+	if (t < k->last)
+		t = k->last;
 	if (t < at_least)
 		t = at_least;
-	*last = t;
+	k->last = t;
 	return t;
 }
 
