@@ -86,35 +86,31 @@ static bool get_string(const uint8_t *data, size_t len, char *buf,
 	return true;
 }
 
-/* Down { name = 1, n = 2, timeout_ms = 3, lease_ms = 4 }. */
-static bool get_down(Semd__Down *d, const uint8_t *p, const uint8_t *end,
-    char *buf, size_t bufsize, size_t *used)
+/*
+ * A message of a string name = 1 and varints 2 .. nv + 1 (Down, Up): the
+ * name into buf, field k's value into v[k - 2] (left alone when absent).
+ * False on anything else, or a second name.
+ */
+static bool get_named(const uint8_t *p, const uint8_t *end, char *buf,
+    size_t bufsize, size_t *used, char **name, uint64_t *v, uint32_t nv)
 {
 	const uint8_t *data;
 	uint32_t field;
 	unsigned int wt;
-	uint64_t v;
 	size_t len;
 	bool have_name = false;
 
-	*d = (Semd__Down)SEMD__DOWN__INIT;
 	while (p < end) {
 		if (!get_tag(&p, end, &field, &wt))
 			return false;
 		if (field == 1 && wt == WT_LEN && !have_name) {
 			if (!get_len(&p, end, &data, &len) ||
-			    !get_string(data, len, buf, bufsize, used, &d->name))
+			    !get_string(data, len, buf, bufsize, used, name))
 				return false;
 			have_name = true;
-		} else if (field >= 2 && field <= 4 && wt == WT_VARINT) {
-			if (!get_varint(&p, end, &v))
+		} else if (field >= 2 && field - 2 < nv && wt == WT_VARINT) {
+			if (!get_varint(&p, end, &v[field - 2]))
 				return false;
-			if (field == 2)
-				d->n = (uint32_t)v;
-			else if (field == 3)
-				d->timeout_ms = (int64_t)v;
-			else
-				d->lease_ms = (uint32_t)v;
 		} else {
 			return false;
 		}
@@ -122,37 +118,32 @@ static bool get_down(Semd__Down *d, const uint8_t *p, const uint8_t *end,
 	return true;
 }
 
+/* Down { name = 1, n = 2, timeout_ms = 3, lease_ms = 4 }. */
+static bool get_down(Semd__Down *d, const uint8_t *p, const uint8_t *end,
+    char *buf, size_t bufsize, size_t *used)
+{
+	uint64_t v[3] = { 0, 0, 0 };
+
+	*d = (Semd__Down)SEMD__DOWN__INIT;
+	if (!get_named(p, end, buf, bufsize, used, &d->name, v, 3))
+		return false;
+	d->n = (uint32_t)v[0];
+	d->timeout_ms = (int64_t)v[1];
+	d->lease_ms = (uint32_t)v[2];
+	return true;
+}
+
 /* Up { name = 1, n = 2, permit_id = 3 }. */
 static bool get_up(Semd__Up *u, const uint8_t *p, const uint8_t *end,
     char *buf, size_t bufsize, size_t *used)
 {
-	const uint8_t *data;
-	uint32_t field;
-	unsigned int wt;
-	uint64_t v;
-	size_t len;
-	bool have_name = false;
+	uint64_t v[2] = { 0, 0 };
 
 	*u = (Semd__Up)SEMD__UP__INIT;
-	while (p < end) {
-		if (!get_tag(&p, end, &field, &wt))
-			return false;
-		if (field == 1 && wt == WT_LEN && !have_name) {
-			if (!get_len(&p, end, &data, &len) ||
-			    !get_string(data, len, buf, bufsize, used, &u->name))
-				return false;
-			have_name = true;
-		} else if ((field == 2 || field == 3) && wt == WT_VARINT) {
-			if (!get_varint(&p, end, &v))
-				return false;
-			if (field == 2)
-				u->n = (uint32_t)v;
-			else
-				u->permit_id = v;
-		} else {
-			return false;
-		}
-	}
+	if (!get_named(p, end, buf, bufsize, used, &u->name, v, 2))
+		return false;
+	u->n = (uint32_t)v[0];
+	u->permit_id = v[1];
 	return true;
 }
 
@@ -367,25 +358,6 @@ static bool body_size(const Semd__Reply *r, size_t *size)
 	}
 }
 
-/* Size of a reply this encoder handles. */
-bool fastpb_reply_size(const Semd__Reply *r, size_t *size)
-{
-	size_t n, b;
-
-	n = uint_field_size(r->id) + uint_field_size((uint64_t)(int64_t)r->code);
-	if (r->message != NULL && r->message[0] != '\0') {
-		b = strlen(r->message);
-		n += 1 + varint_size(b) + b;
-	}
-	if (r->body_case != SEMD__REPLY__BODY__NOT_SET) {
-		if (!body_size(r, &b))
-			return false;
-		n += 1 + varint_size(b) + b;
-	}
-	*size = n;
-	return true;
-}
-
 /* At most how many bytes fastpb_reply_pack() writes for r; false if not ours. */
 bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound)
 {
@@ -445,7 +417,7 @@ static bool body_size_small(const Semd__Reply *r, size_t *bound)
 	}
 }
 
-/* Pack a reply fastpb_reply_size() accepted. */
+/* Pack a reply fastpb_reply_bound() accepted. */
 size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 {
 	size_t n = 0, b, start, lenpos = SIZE_MAX;

@@ -8,9 +8,14 @@
  * (tests/daemon/test_fastpb checks this on random and mangled messages,
  * and that every reply fits the bound the daemon sizes its buffer with).
  *
- * What it is worth (semd-benchmark down-up, 16x1, UNIX socket, in-memory
- * semd, three interleaved runs each on a busy two-core machine): medians
- * 36.1k op/s with it, 31.5k with SEMD_FASTPB=0 (+15%), p99 4.8 ms vs 6.4.
+ * Why it is kept - what it is worth (semd-benchmark -t down-up -c 16 -P 1,
+ * UNIX socket, in-memory semd, SEMD_FASTPB=0 turning it off):
+ * - three interleaved runs each on a busy two-core machine: medians 36.1k
+ *   op/s with it, 31.5k without (+15%), p99 4.8 ms vs 6.4;
+ * - re-measured for issue 16 (one client thread, 5 s per run, on/off/on/off
+ *   beside other builds and benchmarks, so low absolute figures): 14.3k and
+ *   14.1k op/s with it, 10.7k and 6.5k without; p50 0.41 and 0.39 ms vs
+ *   0.52 and 0.61.
  */
 #ifndef SEMD_FASTPB_H
 #define SEMD_FASTPB_H
@@ -58,16 +63,13 @@ bool fastpb_strings_clean(const ProtobufCMessageDescriptor *d,
     const uint8_t *p, size_t len);
 
 /*
- * Packed size of a reply this encoder handles (empty, Grant, Released or
- * Pong body); false when protobuf-c must pack it.
- */
-bool fastpb_reply_size(const Semd__Reply *r, size_t *size);
-/*
- * An upper bound of the packed size (cheaper than the exact size); false
- * when protobuf-c must pack it.
+ * An upper bound of the packed size of a reply this encoder handles (empty,
+ * Grant, Released or Pong body), cheaper than the exact size: what the
+ * daemon sizes the buffer with. False when protobuf-c must pack it (or
+ * SEMD_FASTPB=0).
  */
 bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound);
-/* Pack a reply fastpb_reply_size() accepted; returns the bytes written. */
+/* Pack a reply fastpb_reply_bound() accepted; returns the bytes written. */
 size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out);
 
 #endif

@@ -11,6 +11,15 @@
 #define REHASH_MOVES	4	/* non-empty buckets moved per insert */
 #define REHASH_VISITS	64	/* empty buckets skipped per insert */
 
+/*
+ * An array of n empty buckets (pointers: sized by the pointer type, not
+ * sizeof *tab, which the analyser takes for a mistaken sizeof of a pointer).
+ */
+static struct hnode **buckets_new(size_t n)
+{
+	return calloc(n, sizeof(struct hnode *));
+}
+
 /* Set up an empty table with at least buckets buckets. */
 int hmap_init(struct hmap *m, size_t buckets)
 {
@@ -19,8 +28,7 @@ int hmap_init(struct hmap *m, size_t buckets)
 	memset(m, 0, sizeof *m);
 	while (size < buckets)
 		size <<= 1;
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): the buckets are pointers */
-	m->tab[0] = calloc(size, sizeof *m->tab[0]);
+	m->tab[0] = buckets_new(size);
 	if (m->tab[0] == NULL)
 		return -ENOMEM;
 	m->size[0] = size;
@@ -80,8 +88,7 @@ void hmap_insert(struct hmap *m, struct hnode *n, uint64_t hash)
 
 	n->hash = hash;
 	if (m->tab[1] == NULL && m->used >= m->size[0]) {
-		/* NOLINTNEXTLINE(bugprone-sizeof-expression): the buckets are pointers */
-		m->tab[1] = calloc(m->size[0] * 2, sizeof *m->tab[1]);
+		m->tab[1] = buckets_new(m->size[0] * 2);
 		if (m->tab[1] != NULL) {
 			m->size[1] = m->size[0] * 2;
 			m->rehash = 0;
@@ -181,12 +188,21 @@ struct hnode *hmap_iter_next(struct hmap_iter *it)
 }
 
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND do {							\
-	v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);	\
-	v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;				\
-	v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;				\
-	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);	\
-} while (0)
+
+/* SipHash's state: four words. */
+struct sip {
+	uint64_t	v0, v1, v2, v3;
+};
+
+static inline void sip_round(struct sip *s)
+{
+	s->v0 += s->v1; s->v1 = ROTL(s->v1, 13); s->v1 ^= s->v0;
+	s->v0 = ROTL(s->v0, 32);
+	s->v2 += s->v3; s->v3 = ROTL(s->v3, 16); s->v3 ^= s->v2;
+	s->v0 += s->v3; s->v3 = ROTL(s->v3, 21); s->v3 ^= s->v0;
+	s->v2 += s->v1; s->v1 = ROTL(s->v1, 17); s->v1 ^= s->v2;
+	s->v2 = ROTL(s->v2, 32);
+}
 
 /* Read 8 little-endian bytes (one load on a little-endian machine). */
 static inline uint64_t load_le64(const uint8_t *p)
@@ -195,6 +211,35 @@ static inline uint64_t load_le64(const uint8_t *p)
 
 	memcpy(&v, p, sizeof v);
 	return le64toh(v);
+}
+
+/* The state keyed by key's 16 bytes. */
+static inline void sip_init(struct sip *s, const uint8_t key[16])
+{
+	uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+
+	s->v0 = 0x736f6d6570736575ULL ^ k0;
+	s->v1 = 0x646f72616e646f6dULL ^ k1;
+	s->v2 = 0x6c7967656e657261ULL ^ k0;
+	s->v3 = 0x7465646279746573ULL ^ k1;
+}
+
+/* One 8-byte word in (one compression round: the "1" of 1-3). */
+static inline void sip_word(struct sip *s, uint64_t m)
+{
+	s->v3 ^= m;
+	sip_round(s);
+	s->v0 ^= m;
+}
+
+/* The hash (three finalization rounds: the "3"). */
+static inline uint64_t sip_final(struct sip *s)
+{
+	s->v2 ^= 0xff;
+	sip_round(s);
+	sip_round(s);
+	sip_round(s);
+	return s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
 }
 
 /*
@@ -206,57 +251,30 @@ static inline uint64_t load_le64(const uint8_t *p)
 uint64_t hmap_siphash(const uint8_t key[16], const void *data, size_t len)
 {
 	const uint8_t *in = data, *end = in + (len & ~(size_t)7);
-	uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
-	uint64_t v0 = 0x736f6d6570736575ULL ^ k0;
-	uint64_t v1 = 0x646f72616e646f6dULL ^ k1;
-	uint64_t v2 = 0x6c7967656e657261ULL ^ k0;
-	uint64_t v3 = 0x7465646279746573ULL ^ k1;
-	uint64_t b = (uint64_t)len << 56, mi;
+	uint64_t b = (uint64_t)len << 56;
+	struct sip s;
 
-	for (; in != end; in += 8) {
-		mi = load_le64(in);
-		v3 ^= mi;
-		SIPROUND;
-		v0 ^= mi;
-	}
+	sip_init(&s, key);
+	for (; in != end; in += 8)
+		sip_word(&s, load_le64(in));
 	if (len & 7) {
 		uint8_t tail[8] = { 0 };
 
 		memcpy(tail, in, len & 7);
 		b |= load_le64(tail);
 	}
-	v3 ^= b;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
+	sip_word(&s, b);
+	return sip_final(&s);
 }
 
 /* SipHash-1-3 of the 16 little-endian bytes of a then b, without a buffer. */
 uint64_t hmap_siphash_u64x2(const uint8_t key[16], uint64_t a, uint64_t b)
 {
-	uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
-	uint64_t v0 = 0x736f6d6570736575ULL ^ k0;
-	uint64_t v1 = 0x646f72616e646f6dULL ^ k1;
-	uint64_t v2 = 0x6c7967656e657261ULL ^ k0;
-	uint64_t v3 = 0x7465646279746573ULL ^ k1;
-	uint64_t last = (uint64_t)16 << 56;
+	struct sip s;
 
-	v3 ^= a;
-	SIPROUND;
-	v0 ^= a;
-	v3 ^= b;
-	SIPROUND;
-	v0 ^= b;
-	v3 ^= last;
-	SIPROUND;
-	v0 ^= last;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
+	sip_init(&s, key);
+	sip_word(&s, a);
+	sip_word(&s, b);
+	sip_word(&s, (uint64_t)16 << 56);
+	return sip_final(&s);
 }

@@ -6,11 +6,13 @@
 # tests/daemon/test_state and by the dispatch fuzzer (-fPIC).
 noinst_LIBRARIES += daemon/libsemstate.a
 daemon_libsemstate_a_SOURCES = daemon/state.h daemon/sm-int.h \
-	daemon/sm_mem.c daemon/sm_index.c daemon/sm_timer.c daemon/sm_reply.c \
+	daemon/sm_mem.c daemon/sm_bytes.c daemon/sm_index.c daemon/sm_timer.c daemon/sm_reply.c \
 	daemon/sm_principal.c daemon/sm_sem.c daemon/sm_session.c \
 	daemon/sm_multi.c daemon/sm_rate.c daemon/sm_deadlock.c \
 	daemon/sm_watch.c daemon/sm_holds.c \
-	daemon/sm_ops.c daemon/sm_stats.c daemon/sm_check.c daemon/sm_snap.c \
+	daemon/sm_ops.c daemon/sm_ops_name.c daemon/sm_ops_permit.c \
+	daemon/sm_stats.c daemon/sm_check.c daemon/sm_snap_write.c \
+	daemon/sm_snap_read.c \
 	daemon/sm_entry.c \
 	daemon/hmap.c daemon/hmap.h
 daemon_libsemstate_a_SOURCES += daemon/ordidx.c daemon/ordidx.h
@@ -23,7 +25,9 @@ semd_SOURCES = daemon/main.c daemon/server.c daemon/server.h daemon/conn.c \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/listen.c daemon/log.c daemon/log.h daemon/config.c daemon/config.h \
 	daemon/access.c daemon/access.h daemon/tlsconf.c daemon/tlsconf.h \
-	daemon/durable.c daemon/durable.h daemon/raftguard.c daemon/raftguard.h
+	daemon/durable.c daemon/durable.h daemon/durable-int.h \
+	daemon/durable_propose.c daemon/durable_apply.c daemon/durable_cluster.c \
+	daemon/raftguard.c daemon/raftguard.h
 semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(RAFT_CFLAGS)
 semd_LDADD = daemon/libsemstate.a security/libsemsec.a proto/libsemproto.a \

@@ -23,6 +23,7 @@
  *
  * The files, each owning one part:
  *   sm_mem.c        allocation with accounting, record caches, labels
+ *   sm_bytes.c      the byte strings of log entries and snapshots
  *   sm_index.c      name checks, hashing, the indexes (names, sessions,
  *                   permits, tokens, requests)
  *   sm_timer.c      the deadline heap
@@ -37,9 +38,14 @@
  *   sm_holds.c      Renew, Holds and Where
  *   sm_session.c    sessions, memos, notices, clients; making and freeing
  *                   the state machine
- *   sm_ops.c        the operations, their table and dispatch; time
+ *   sm_ops.c        the operations' table and dispatch, Hello, shared
+ *                   checks, the small operations; time
+ *   sm_ops_name.c   Create, Info, List, Delete, SetLimit
+ *   sm_ops_permit.c Down, Up, Release, Cancel, Validate
  *   sm_stats.c      Stats, counters and per-name gauges
- *   sm_check.c      the invariants (sm_check)
+ *   sm_check.c      the invariants (sm_check), SM_ASSERT's report
+ *   sm_snap_write.c the snapshot: the state as bytes (its layout)
+ *   sm_snap_read.c  the state from a snapshot, validated
  */
 #ifndef SEMD_SM_INT_H
 #define SEMD_SM_INT_H
@@ -53,6 +59,21 @@
 #include "daemon/hmap.h"
 #include "daemon/ordidx.h"
 #include "daemon/state.h"
+
+/*
+ * SM_ASSERT(expr): a state that cannot happen, whatever clients send - a bug
+ * in semd. Reports file, line, function and the expression on stderr and
+ * aborts (Redis' serverAssert): every replica applies the same log, so going
+ * on would only carry a corrupt state forward. Always compiled, NDEBUG or
+ * not. Never for anything a request, a log entry or a snapshot's bytes can
+ * cause: those are answered with an error or refused. A bug the state can
+ * survive without losing a permit is counted instead (multi_bugs,
+ * overgrants, ...) and reported by sm_check().
+ */
+#define SM_ASSERT(expr)							\
+	((expr) ? (void)0 : sm_assert_fail(#expr, __FILE__, __LINE__, __func__))
+_Noreturn void sm_assert_fail(const char *expr, const char *file, int line,
+    const char *func);
 
 #define SM_LIMIT_MAX	(1u << 30)
 #define SM_STR_MAX	255	/* client name, host: longer is cut */
@@ -401,7 +422,18 @@ struct name_key {
 	size_t		len;
 };
 
-/* sm_mem.c */
+/*
+ * An operation's handler (sm_ops.c's table): the request of client c, at
+ * time now, answered through reply_*().
+ */
+typedef void sm_op_fn(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, uint64_t now);
+sm_op_fn op_create, op_info, op_list, op_delete, op_set_limit;	/* sm_ops_name.c */
+sm_op_fn op_down, op_up, op_release, op_cancel, op_validate;	/* sm_ops_permit.c */
+sm_op_fn op_down_multi;						/* sm_multi.c */
+sm_op_fn op_set_rate;						/* sm_rate.c */
+sm_op_fn op_watch;						/* sm_watch.c */
+sm_op_fn op_renew, op_holds, op_where;				/* sm_mem.c */
 void *sm_alloc(struct sm *sm, size_t size);
 void sm_dealloc(struct sm *sm, void *p, size_t size);
 void *sm_cache_get(struct sm *sm, struct sm_cache *c, size_t size);
@@ -411,6 +443,23 @@ void sm_cache_put(struct sm *sm, struct sm_cache *c, void *p, size_t size);
 void sm_cache_drain(struct sm_cache *c);
 void sm_strfree(struct sm *sm, char *s);
 uint64_t sm_wall(const struct sm *sm, uint64_t now);
+
+/* sm_snap_*.c: a snapshot starts with SNAP_MAGIC, then its version. */
+#define SNAP_MAGIC	"SEMDSNAP"
+#define SNAP_VERSION	2u
+
+/* sm_bytes.c: snapshots and log entries as little-endian bytes */
+bool bytes_room(struct sm_batch *b, size_t n);
+void bytes_put(struct sm_batch *b, const void *p, size_t n);
+void bytes_int(struct sm_batch *b, uint64_t v, unsigned int size);
+struct sm_rbuf {
+	const uint8_t	*p;
+	size_t		len;
+	size_t		off;
+	bool		bad;	/* ran past the end or found nonsense */
+};
+const uint8_t *rbuf_take(struct sm_rbuf *r, size_t n);
+uint64_t rbuf_int(struct sm_rbuf *r, unsigned int size);
 
 /* sm_index.c */
 char *sm_label(struct sm *sm, const char *s);
@@ -424,8 +473,18 @@ struct sm_sem *client_sem(const struct sm *sm,
     const struct sm_client *c, const char *name, size_t len);
 void client_sem_set(const struct sm *sm, struct sm_client *c,
     struct sm_sem *sem);
+void *id_lookup(const struct hmap *m, uint64_t hash, size_t node_off,
+    size_t id_off, uint64_t id);
+/*
+ * The record of type with the u64 id v in table m (hashed to hash), or
+ * NULL: its struct hnode is member node, its id (a uint64_t) member field.
+ */
+#define ID_LOOKUP(m, hash, type, node, field, v)			\
+	((type *)id_lookup((m), (hash), offsetof(type, node),		\
+	    offsetof(type, field), (v)))
 struct sm_session *session_find(const struct sm *sm, uint64_t id);
 int sm_session_cmp(const void *a, const void *b);
+int sm_wait_cmp(const void *a, const void *b);
 struct sm_hold *permit_find(const struct sm *sm, uint64_t id);
 struct sm_hold *token_find(const struct sm *sm, const struct sm_sem *sem,
     uint64_t token);
@@ -454,6 +513,8 @@ void reply_grant(struct sm *sm, struct sm_client *c, uint64_t id,
     uint64_t permit_id, uint64_t token, uint32_t n, uint64_t waited_ms);
 void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t n);
+void reply_holder(const struct sm *sm, Semd__Holder *e,
+    const struct sm_hold *h);
 
 /* sm_principal.c */
 extern const char *const limit_names[SM_NLIMITS];
@@ -515,8 +576,6 @@ void sm_settle(struct sm *sm);
 void down_wants(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
     uint32_t lease_ms, bool multi, uint64_t now);
-void op_down_multi(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now);
 
 /* sm_rate.c */
 bool rate_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
@@ -535,8 +594,6 @@ bool rate_settle(struct sm *sm);
 void rate_due(struct sm *sm, struct sm_timer *t);
 uint64_t rate_nano(struct sm *sm, struct sm_sem *sem);
 uint64_t rate_next_ms(struct sm *sm, struct sm_sem *sem);
-void op_set_rate(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now);
 
 /* sm_deadlock.c */
 #define SM_DEADLOCK_MSG		512	/* a cycle told, at most (bytes) */
@@ -567,24 +624,18 @@ struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, size_t len, bool prefix, bool admin);
 bool watch_cancel(struct sm *sm, struct sm_client *c, uint64_t id);
 void watch_client_gone(struct sm *sm, struct sm_client *c);
-void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-
-/* sm_holds.c */
-void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
-void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now);
 
 /* sm_ops.c */
 bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
+bool sem_name_len_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, size_t len);
 bool limit_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t limit);
 struct sm_sem *sem_need(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
+struct sm_sem *sem_need_manager(struct sm *sm, struct sm_client *c,
+    uint64_t id, const char *name, const char *what);
 
 /* sm_session.c */
 void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,

@@ -12,6 +12,16 @@
 
 #include "daemon/sm-int.h"
 
+/* SM_ASSERT failed: say where and what, then abort. */
+_Noreturn void sm_assert_fail(const char *expr, const char *file, int line,
+    const char *func)
+{
+	fprintf(stderr, "semd: %s:%d: %s: assertion failed: %s\n", file, line,
+	    func, expr);
+	fflush(stderr);
+	abort();
+}
+
 /* --- invariants, for tests ---------------------------------------------------- */
 
 #define CHECK(cond, ...) do {						\

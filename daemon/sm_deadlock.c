@@ -302,8 +302,7 @@ bool deadlock_settle(struct sm *sm)
 	if (d.found == NULL)
 		return true;
 	dl_cycle(sm, &d, why, sizeof why, &newest);
-	if (newest == NULL)
-		return true;	/* cannot happen: every edge here is a waiter's */
+	SM_ASSERT(newest != NULL);	/* every edge here is a waiter's */
 	sm->ctr.deadlocks++;
 	for (i = 0; i < newest->nm; i++)
 		watch_deadlock(sm, newest->m[i].sem, newest->session,

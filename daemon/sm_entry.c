@@ -48,57 +48,10 @@ enum {
 
 /* --- building ------------------------------------------------------------------ */
 
-/* Room for n more bytes in a batch. */
-static bool batch_room(struct sm_batch *b, size_t n)
-{
-	size_t cap;
-	uint8_t *p;
-
-	if (b->failed)
-		return false;
-	if (b->cap - b->len >= n)
-		return true;
-	cap = b->cap ? b->cap : 1024;
-	while (cap - b->len < n) {
-		if (cap > SIZE_MAX / 2) {
-			b->failed = true;
-			return false;
-		}
-		cap *= 2;
-	}
-	if ((p = realloc(b->p, cap)) == NULL) {
-		b->failed = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
-/* Append an integer of size bytes, little-endian. */
-static void batch_int(struct sm_batch *b, uint64_t v, unsigned int size)
-{
-	unsigned int i;
-
-	if (!batch_room(b, size))
-		return;
-	for (i = 0; i < size; i++)
-		b->p[b->len++] = (uint8_t)(v >> (8 * i));
-}
-
-/* Append bytes. */
-static void batch_bytes(struct sm_batch *b, const void *p, size_t n)
-{
-	if (n > 0 && batch_room(b, n)) {
-		memcpy(b->p + b->len, p, n);
-		b->len += n;
-	}
-}
-
 /* Start a command. */
 static void batch_cmd(struct sm_batch *b, int kind)
 {
-	batch_int(b, (uint64_t)kind, 1);
+	bytes_int(b, (uint64_t)kind, 1);
 	b->ncmds++;
 }
 
@@ -133,13 +86,13 @@ void sm_batch_boot(struct sm_batch *b)
 void sm_batch_config(struct sm_batch *b, const struct sm_config *cfg)
 {
 	batch_cmd(b, CMD_CONFIG);
-	batch_int(b, cfg->default_limit, 4);
-	batch_int(b, cfg->max_semaphores, 4);
-	batch_int(b, cfg->max_sessions, 4);
-	batch_int(b, cfg->max_waiters_per_session, 4);
-	batch_int(b, cfg->max_holds_per_session, 4);
-	batch_int(b, cfg->max_lease_ms, 4);
-	batch_int(b, cfg->max_reply, 4);
+	bytes_int(b, cfg->default_limit, 4);
+	bytes_int(b, cfg->max_semaphores, 4);
+	bytes_int(b, cfg->max_sessions, 4);
+	bytes_int(b, cfg->max_waiters_per_session, 4);
+	bytes_int(b, cfg->max_holds_per_session, 4);
+	bytes_int(b, cfg->max_lease_ms, 4);
+	bytes_int(b, cfg->max_reply, 4);
 }
 
 /* A client opens (sm_client_open). */
@@ -149,18 +102,18 @@ void sm_batch_open(struct sm_batch *b, uint64_t id, const char *principal,
 	size_t len = strlen(principal);
 
 	batch_cmd(b, CMD_OPEN);
-	batch_int(b, id, 8);
-	batch_int(b, flags, 4);
-	batch_bytes(b, secret, SM_SECRET_LEN);
-	batch_int(b, len, 4);
-	batch_bytes(b, principal, len);
+	bytes_int(b, id, 8);
+	bytes_int(b, flags, 4);
+	bytes_put(b, secret, SM_SECRET_LEN);
+	bytes_int(b, len, 4);
+	bytes_put(b, principal, len);
 }
 
 /* A client closes (sm_client_close). */
 void sm_batch_close(struct sm_batch *b, uint64_t id)
 {
 	batch_cmd(b, CMD_CLOSE);
-	batch_int(b, id, 8);
+	bytes_int(b, id, 8);
 }
 
 /* A request of client id, as its protobuf bytes, with the access decision. */
@@ -170,19 +123,19 @@ void sm_batch_request(struct sm_batch *b, uint64_t id,
 	size_t i;
 
 	batch_cmd(b, CMD_REQUEST);
-	batch_int(b, id, 8);
-	batch_int(b, who->privs, 4);
+	bytes_int(b, id, 8);
+	bytes_int(b, who->privs, 4);
 	for (i = 0; i < SM_NLIMITS; i++)
-		batch_int(b, who->limit[i], 8);
-	batch_int(b, len, 4);
-	batch_bytes(b, req, len);
+		bytes_int(b, who->limit[i], 8);
+	bytes_int(b, len, 4);
+	bytes_put(b, req, len);
 }
 
 /* The service came back after a stop or a crash. */
 void sm_batch_restart(struct sm_batch *b, uint32_t grace_ms)
 {
 	batch_cmd(b, CMD_RESTART);
-	batch_int(b, grace_ms, 4);
+	bytes_int(b, grace_ms, 4);
 }
 
 /* A leader took over (a restart of one node, or a new leader elected). */
@@ -192,10 +145,10 @@ void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
 	size_t len = strlen(address);
 
 	batch_cmd(b, CMD_LEADER);
-	batch_int(b, node, 8);
-	batch_int(b, grace_ms, 4);
-	batch_int(b, len, 4);
-	batch_bytes(b, address, len);
+	bytes_int(b, node, 8);
+	bytes_int(b, grace_ms, 4);
+	bytes_int(b, len, 4);
+	bytes_put(b, address, len);
 }
 
 /* Bytes of an entry's header. */
@@ -216,44 +169,35 @@ void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall)
 	}
 }
 
+/* A leader takes over at state time t, or start for a new log (t == 0). */
+void sm_clock_start(struct sm_clock *k, uint64_t t, uint64_t start,
+    uint64_t mono)
+{
+	k->base = t == 0 ? start : t;
+	k->mono_base = mono;
+	k->last = k->base;
+}
+
+/* The leader's state time now. */
+uint64_t sm_clock_now(const struct sm_clock *k, uint64_t mono)
+{
+	return k->base + (mono - k->mono_base);
+}
+
+/* The state time of the leader's next entry (see state.h). */
+uint64_t sm_clock_stamp(struct sm_clock *k, uint64_t mono, uint64_t at_least)
+{
+	uint64_t t = sm_clock_now(k, mono);
+
+	if (t < k->last)
+		t = k->last;
+	if (t < at_least)
+		t = at_least;
+	k->last = t;
+	return t;
+}
+
 /* --- applying ----------------------------------------------------------------- */
-
-struct ebuf {
-	const uint8_t	*p;
-	size_t		len;
-	size_t		off;
-	bool		bad;
-};
-
-/* An integer of size bytes (0 and bad past the end). */
-static uint64_t e_int(struct ebuf *e, unsigned int size)
-{
-	uint64_t v = 0;
-	unsigned int i;
-
-	if (e->bad || e->len - e->off < size) {
-		e->bad = true;
-		return 0;
-	}
-	for (i = 0; i < size; i++)
-		v |= (uint64_t)e->p[e->off + i] << (8 * i);
-	e->off += size;
-	return v;
-}
-
-/* n bytes in place (NULL and bad past the end). */
-static const uint8_t *e_bytes(struct ebuf *e, size_t n)
-{
-	const uint8_t *p;
-
-	if (e->bad || e->len - e->off < n) {
-		e->bad = true;
-		return NULL;
-	}
-	p = e->p + e->off;
-	e->off += n;
-	return p;
-}
 
 /*
  * The service came back: every client of before is gone (their connections
@@ -305,7 +249,7 @@ static void sm_restart(struct sm *sm, uint32_t grace_ms, uint64_t now)
 }
 
 /* Run one command; false when it is malformed. */
-static bool apply_cmd(struct sm *sm, struct ebuf *e,
+static bool apply_cmd(struct sm *sm, struct sm_rbuf *e,
     const struct sm_apply_hooks *hooks, uint64_t now, uint64_t wall)
 {
 	char principal[SM_PRINCIPAL_MAX + 1];
@@ -319,20 +263,20 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 	size_t len, i;
 	int r;
 
-	switch (e_int(e, 1)) {
+	switch (rbuf_int(e, 1)) {
 	case CMD_BOOT:
 		sm->start_ms = now;
 		sm->token_base = wall * 1000;
 		return true;
 	case CMD_CONFIG:
 		cfg = sm->cfg;
-		cfg.default_limit = (uint32_t)e_int(e, 4);
-		cfg.max_semaphores = (uint32_t)e_int(e, 4);
-		cfg.max_sessions = (uint32_t)e_int(e, 4);
-		cfg.max_waiters_per_session = (uint32_t)e_int(e, 4);
-		cfg.max_holds_per_session = (uint32_t)e_int(e, 4);
-		cfg.max_lease_ms = (uint32_t)e_int(e, 4);
-		cfg.max_reply = (uint32_t)e_int(e, 4);
+		cfg.default_limit = (uint32_t)rbuf_int(e, 4);
+		cfg.max_semaphores = (uint32_t)rbuf_int(e, 4);
+		cfg.max_sessions = (uint32_t)rbuf_int(e, 4);
+		cfg.max_waiters_per_session = (uint32_t)rbuf_int(e, 4);
+		cfg.max_holds_per_session = (uint32_t)rbuf_int(e, 4);
+		cfg.max_lease_ms = (uint32_t)rbuf_int(e, 4);
+		cfg.max_reply = (uint32_t)rbuf_int(e, 4);
 		/* Names are made with the default limit: one a snapshot keeps. */
 		if (e->bad || cfg.default_limit == 0 ||
 		    cfg.default_limit > SM_LIMIT_MAX)
@@ -340,11 +284,11 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 		sm_reconfigure(sm, &cfg);
 		return true;
 	case CMD_OPEN:
-		id = e_int(e, 8);
-		flags = (uint32_t)e_int(e, 4);
-		secret = e_bytes(e, SM_SECRET_LEN);
-		len = e_int(e, 4);
-		if (e->bad || len > SM_PRINCIPAL_MAX || (p = e_bytes(e, len)) == NULL)
+		id = rbuf_int(e, 8);
+		flags = (uint32_t)rbuf_int(e, 4);
+		secret = rbuf_take(e, SM_SECRET_LEN);
+		len = rbuf_int(e, 4);
+		if (e->bad || len > SM_PRINCIPAL_MAX || (p = rbuf_take(e, len)) == NULL)
 			return false;
 		memcpy(principal, p, len);
 		principal[len] = '\0';
@@ -353,18 +297,18 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 			sm_client_bind(c, hooks->bind(hooks->arg, id));
 		return true;
 	case CMD_CLOSE:
-		id = e_int(e, 8);
+		id = rbuf_int(e, 8);
 		if (e->bad)
 			return false;
 		sm_client_close(sm, sm_client_find(sm, id), now);
 		return true;
 	case CMD_REQUEST:
-		id = e_int(e, 8);
-		who.privs = (unsigned int)e_int(e, 4);
+		id = rbuf_int(e, 8);
+		who.privs = (unsigned int)rbuf_int(e, 4);
 		for (i = 0; i < SM_NLIMITS; i++)
-			who.limit[i] = e_int(e, 8);
-		len = e_int(e, 4);
-		if (e->bad || (p = e_bytes(e, len)) == NULL)
+			who.limit[i] = rbuf_int(e, 8);
+		len = rbuf_int(e, 4);
+		if (e->bad || (p = rbuf_take(e, len)) == NULL)
 			return false;
 		if (hooks != NULL && hooks->done != NULL)
 			hooks->done(hooks->arg, id, len);
@@ -383,17 +327,17 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 			sm->out.close(sm->out.ctx, c->conn);
 		return true;
 	case CMD_RESTART:
-		flags = (uint32_t)e_int(e, 4);
+		flags = (uint32_t)rbuf_int(e, 4);
 		if (e->bad)
 			return false;
 		sm_restart(sm, flags, now);
 		return true;
 	case CMD_LEADER:
-		id = e_int(e, 8);
-		flags = (uint32_t)e_int(e, 4);
-		len = e_int(e, 4);
+		id = rbuf_int(e, 8);
+		flags = (uint32_t)rbuf_int(e, 4);
+		len = rbuf_int(e, 4);
 		if (e->bad || len >= sizeof sm->leader_addr ||
-		    (p = e_bytes(e, len)) == NULL)
+		    (p = rbuf_take(e, len)) == NULL)
 			return false;
 		sm_restart(sm, flags, now);
 		sm->leader_id = id;
@@ -413,16 +357,16 @@ static bool apply_cmd(struct sm *sm, struct ebuf *e,
 int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
     const struct sm_apply_hooks *hooks, char *err, size_t errlen)
 {
-	struct ebuf e = { buf, len, 0, false };
+	struct sm_rbuf e = { buf, len, 0, false };
 	uint64_t now, wall, prev;
 	unsigned int n = 0;
 
-	if (e_int(&e, 1) != ENTRY_VERSION) {
+	if (rbuf_int(&e, 1) != ENTRY_VERSION) {
 		snprintf(err, errlen, "entry of an unknown format");
 		return -EINVAL;
 	}
-	now = e_int(&e, 8);
-	wall = e_int(&e, 8);
+	now = rbuf_int(&e, 8);
+	wall = rbuf_int(&e, 8);
 	if (e.bad) {
 		snprintf(err, errlen, "entry shorter than its header");
 		return -EINVAL;

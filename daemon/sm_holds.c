@@ -133,21 +133,8 @@ void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 				hr.next_permit = hv[nh - 1].permit_id;
 				break;
 			}
-			semd__holder__init(&hv[nh]);
+			reply_holder(sm, &hv[nh], h);
 			hv[nh].name = h->sem->name;
-			hv[nh].permit_id = h->permit_id;
-			hv[nh].token = h->token;
-			hv[nh].n = h->n;
-			hv[nh].client_name = h->ident->client_name;
-			hv[nh].host = h->ident->host;
-			hv[nh].pid = h->ident->pid;
-			hv[nh].principal = h->ident->pr->name;
-			hv[nh].since_ms = h->since_wall;
-			hv[nh].detached = h->session == NULL;
-			hv[nh].expires_ms = h->session ? 0 :
-			    sm_wall(sm, h->expiry.when);
-			if (h->session != NULL && h->session->client == NULL)
-				hv[nh].expires_ms = sm_wall(sm, h->session->expiry.when);
 			hp[nh] = &hv[nh];
 			nh++;
 		}

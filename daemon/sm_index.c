@@ -218,11 +218,34 @@ void client_sem_set(const struct sm *sm, struct sm_client *c,
 	c->last_gen = sm->sem_gen;
 }
 
-/* Does a session node have this id? */
-static bool session_eq(const struct hnode *n, const void *key)
+/* A record's u64 id, delta bytes from its table node (see id_lookup). */
+struct id_key {
+	ptrdiff_t	delta;
+	uint64_t	id;
+};
+
+/* Does the record of a table node have the key's id? */
+static bool id_eq(const struct hnode *n, const void *key)
 {
-	return container_of(n, struct sm_session, node)->id ==
-	    *(const uint64_t *)key;
+	const struct id_key *k = key;
+	uint64_t id;
+
+	memcpy(&id, (const char *)n + k->delta, sizeof id);
+	return id == k->id;
+}
+
+/*
+ * The one lookup of every table keyed by a u64 id (sessions, permits,
+ * clients): the record whose node is at node_off in it and whose id, at
+ * id_off, is id; or NULL. Called through ID_LOOKUP, which gives the offsets.
+ */
+void *id_lookup(const struct hmap *m, uint64_t hash, size_t node_off,
+    size_t id_off, uint64_t id)
+{
+	struct id_key k = { (ptrdiff_t)id_off - (ptrdiff_t)node_off, id };
+	struct hnode *n = hmap_find(m, hash, id_eq, &k);
+
+	return n != NULL ? (char *)n - node_off : NULL;
 }
 
 /* qsort order of session pointers by id. */
@@ -234,29 +257,27 @@ int sm_session_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* qsort order of waiter pointers by arrival. */
+int sm_wait_cmp(const void *a, const void *b)
+{
+	const struct sm_wait *x = *(const struct sm_wait *const *)a;
+	const struct sm_wait *y = *(const struct sm_wait *const *)b;
+
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
 /* Look up a session by id. */
 struct sm_session *session_find(const struct sm *sm, uint64_t id)
 {
-	struct hnode *n;
-
-	n = hmap_find(&sm->sessions, pair_hash(sm, id, 0), session_eq, &id);
-	return n ? container_of(n, struct sm_session, node) : NULL;
-}
-
-/* Does a permit node have this id? */
-static bool permit_eq(const struct hnode *n, const void *key)
-{
-	return container_of(n, struct sm_hold, permit_node)->permit_id ==
-	    *(const uint64_t *)key;
+	return ID_LOOKUP(&sm->sessions, pair_hash(sm, id, 0),
+	    struct sm_session, node, id, id);
 }
 
 /* Look up a hold by permit id. */
 struct sm_hold *permit_find(const struct sm *sm, uint64_t id)
 {
-	struct hnode *n;
-
-	n = hmap_find(&sm->permits, id_hash(sm, id, 1), permit_eq, &id);
-	return n ? container_of(n, struct sm_hold, permit_node) : NULL;
+	return ID_LOOKUP(&sm->permits, id_hash(sm, id, 1),
+	    struct sm_hold, permit_node, permit_id, id);
 }
 
 struct token_key {

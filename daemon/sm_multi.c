@@ -164,7 +164,9 @@ static void wait_grant(struct sm *sm, struct sm_wait *w)
 	uint64_t id = w->req.request_id, since = w->since_ms;
 	uint32_t lease = w->lease_ms;
 	unsigned int i, k = w->nm;
-	bool multi = w->multi, ok = k > 0;	/* no name: cannot happen */
+	bool multi = w->multi, ok = true;
+
+	SM_ASSERT(k > 0);
 
 	for (i = 0; i < k; i++) {
 		sems[i] = w->m[i].sem;
@@ -272,7 +274,7 @@ void down_wants(struct sm *sm, struct sm_client *c, uint64_t id,
 	uint32_t ns[SM_MULTI_MAX];
 	struct sm_wait *w;
 	unsigned int i;
-	bool gated = multi || sem_gates(wants[0].sem);
+	bool gated = multi || sem_gates(wants[0].sem), took;
 	char why[SM_DEADLOCK_MSG];
 	int r;
 
@@ -296,8 +298,9 @@ void down_wants(struct sm *sm, struct sm_client *c, uint64_t id,
 				if (sems[i]->rate != NULL &&
 				    sems[i]->mode == SEMD__MODE__OWNED)
 					rate_take(sems[i], ns[i]);
-				if (!sema_trydown_n(&sems[i]->sem, ns[i], &tokens[i]))
-					sm->multi_bugs++;	/* cannot happen */
+				took = sema_trydown_n(&sems[i]->sem, ns[i],
+				    &tokens[i]);
+				SM_ASSERT(took);	/* want_free() said so */
 				rate_touch(sm, sems[i]);
 			}
 			if (multi)
@@ -374,10 +377,11 @@ void down_wants(struct sm *sm, struct sm_client *c, uint64_t id,
 			return;
 		}
 	} else {
-		for (i = 0; i < k; i++)
-			if (sema_enqueue(&sems[i]->sem, &w->m[i].w, ns[i], wait_wake,
-			    SEMA_Q_GATED) != 0)
-				sm->multi_bugs++;	/* n >= 1: cannot happen */
+		for (i = 0; i < k; i++) {
+			r = sema_enqueue(&sems[i]->sem, &w->m[i].w, ns[i],
+			    wait_wake, SEMA_Q_GATED);
+			SM_ASSERT(r == 0);	/* n >= 1 */
+		}
 	}
 	wait_link(sm, w);
 	for (i = 0; i < k; i++)

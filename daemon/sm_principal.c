@@ -26,25 +26,19 @@ static bool principal_eq(const struct hnode *n, const void *key)
 /* A reference to the principal named name, made on first use; NULL: no memory. */
 struct sm_principal *principal_get(struct sm *sm, const char *name)
 {
-	struct name_key k = { name, strlen(name) };
-	struct sm_principal *pr;
-	struct hnode *n;
-	uint64_t hash = name_hash(sm, k.name, k.len);
+	size_t len = strlen(name);
+	struct sm_principal *pr = principal_find(sm, name);
 
-	n = hmap_find(&sm->principals, hash, principal_eq, &k);
-	if (n != NULL) {
-		pr = container_of(n, struct sm_principal, node);
-		pr->refs++;
-		return pr;
-	}
-	pr = sm_alloc(sm, sizeof *pr + k.len + 1);
+	if (pr != NULL)
+		return principal_ref(pr);
+	pr = sm_alloc(sm, sizeof *pr + len + 1);
 	if (pr == NULL)
 		return NULL;
 	pr->refs = 1;
 	INIT_LIST_HEAD(&pr->holds);
-	pr->len = k.len;
-	memcpy(pr->name, name, k.len);
-	hmap_insert(&sm->principals, &pr->node, hash);
+	pr->len = len;
+	memcpy(pr->name, name, len);
+	hmap_insert(&sm->principals, &pr->node, name_hash(sm, name, len));
 	return pr;
 }
 

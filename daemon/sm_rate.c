@@ -101,22 +101,14 @@ bool rate_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
 bool rate_attach(struct sm *sm, struct sm_sem *sem, uint32_t rate,
     uint32_t period_ms, uint32_t burst)
 {
-	struct sm_rate *r = sm_alloc(sm, sizeof *r);
+	bool rate_only = sem->mode == SEMD__MODE__RATE;
 
-	if (r == NULL)
+	/* A rate-only name keeps its tokens as the core's free count. */
+	if (!rate_restore(sm, sem, rate, period_ms, burst, 0,
+	    rate_only ? 0 : burst, sm->now))
 		return false;
-	r->rate = rate;
-	r->period_ms = period_ms;
-	r->burst = burst;
-	r->last = sm->now;
-	r->due.idx = SIZE_MAX;
-	r->sem = sem;
-	INIT_LIST_HEAD(&r->touch_entry);
-	if (sem->mode == SEMD__MODE__RATE)
+	if (rate_only)
 		sema_adjust(&sem->sem, (long)burst - sema_count(&sem->sem));
-	else
-		r->tokens = burst;
-	sem->rate = r;
 	return true;
 }
 
@@ -129,14 +121,9 @@ bool rate_restore(struct sm *sm, struct sm_sem *sem, uint32_t rate,
 
 	if (r == NULL)
 		return false;
-	r->rate = rate;
-	r->period_ms = period_ms;
-	r->burst = burst;
-	r->frac = frac;
-	r->tokens = tokens;
-	r->last = last;
-	r->due.idx = SIZE_MAX;
-	r->sem = sem;
+	*r = (struct sm_rate){ .rate = rate, .period_ms = period_ms,
+	    .burst = burst, .frac = frac, .tokens = tokens, .last = last,
+	    .due = { .idx = SIZE_MAX }, .sem = sem };
 	INIT_LIST_HEAD(&r->touch_entry);
 	sem->rate = r;
 	return true;
@@ -318,14 +305,9 @@ void op_set_rate(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	uint32_t period = sr->rate_period_ms, burst = sr->burst;
 	uint64_t whole;
 
-	if ((sem = sem_need(sm, c, id, sr->name)) == NULL)
+	if ((sem = sem_need_manager(sm, c, id, sr->name,
+	    "change the rate of")) == NULL)
 		return;
-	if (!sem_manager(sm, c, sem)) {
-		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
-		    "%s may not change the rate of %s (only its creator and administrators may)",
-		    c->pr->name, sem->name);
-		return;
-	}
 	if (sem->mode == SEMD__MODE__SIGNAL) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "%s is a signal-mode semaphore: it cannot have a rate",

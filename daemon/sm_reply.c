@@ -106,3 +106,25 @@ void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
 	r.released = &rel;
 	reply_send(sm, c, &r);
 }
+
+/*
+ * A Holder of a reply: h as clients see it, but for its name (Info's is
+ * the name asked about). It expires with its lease when detached, with its
+ * session's while that lingers, else not (0).
+ */
+void reply_holder(const struct sm *sm, Semd__Holder *e,
+    const struct sm_hold *h)
+{
+	semd__holder__init(e);
+	e->permit_id = h->permit_id;
+	e->token = h->token;
+	e->n = h->n;
+	e->client_name = h->ident->client_name;
+	e->host = h->ident->host;
+	e->pid = h->ident->pid;
+	e->principal = h->ident->pr->name;
+	e->since_ms = h->since_wall;
+	e->detached = h->session == NULL;
+	e->expires_ms = h->session == NULL ? sm_wall(sm, h->expiry.when) :
+	    h->session->client == NULL ? sm_wall(sm, h->session->expiry.when) : 0;
+}

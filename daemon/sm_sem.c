@@ -379,7 +379,6 @@ void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
     const char *why, struct sm_sem *keep)
 {
 	struct sm_sem *sems[SM_MULTI_MAX];
-	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	struct sm_session *s = w->session;
 	unsigned int i, nm;
 	int op = sm->cur_op;

@@ -127,7 +127,6 @@ static void session_free(struct sm *sm, struct sm_session *s)
 	}
 	while (!list_empty(&s->holds)) {
 		h = list_first_entry(&s->holds, struct sm_hold, owner_entry);
-		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 		sem = h->sem;
 		hold_release(sm, h, true, "its session ended");
 		sem_maybe_free(sm, sem);
@@ -364,20 +363,11 @@ void sm_reconfigure(struct sm *sm, const struct sm_config *cfg)
 	sm->cfg.alloc_count = alloc_count;
 }
 
-/* Does a client node have this id? */
-static bool client_eq(const struct hnode *n, const void *key)
-{
-	return container_of(n, struct sm_client, node)->id ==
-	    *(const uint64_t *)key;
-}
-
 /* The client with this id, or NULL. */
 struct sm_client *sm_client_find(const struct sm *sm, uint64_t id)
 {
-	struct hnode *n;
-
-	n = hmap_find(&sm->clients_by_id, id_hash(sm, id, 2), client_eq, &id);
-	return n ? container_of(n, struct sm_client, node) : NULL;
+	return ID_LOOKUP(&sm->clients_by_id, id_hash(sm, id, 2),
+	    struct sm_client, node, id, id);
 }
 
 /* A new connection. */
@@ -432,7 +422,6 @@ void sm_client_close(struct sm *sm, struct sm_client *c, uint64_t now_ms)
 		return;
 	sm->now = now_ms;
 	sm->cur_op = 0;
-	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): false positive: every loop that frees a record unlinks it from the list it walks first (list_del_init in wait_unlink/hold_release); the analyzer loses that across calls */
 	c->conn = NULL;
 	watch_client_gone(sm, c);
 	if (c->session != NULL)

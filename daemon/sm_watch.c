@@ -132,35 +132,43 @@ void watch_up(struct sm *sm, const struct sm_sem *sem,
 	watch_send(sm, sem, &ev, c->session != NULL ? c->session->ident : NULL, 0);
 }
 
-/* Permits or tokens of sem were granted to s's down id. */
-void watch_grant(struct sm *sm, const struct sm_sem *sem,
-    const struct sm_session *s, uint64_t id, uint64_t permit_id,
-    uint64_t token, uint32_t n)
+/*
+ * An event of kind about s's down id, for n of sem: a grant (its permit id
+ * and fencing token), a wait, or a refusal (why).
+ */
+static void watch_down(struct sm *sm, Semd__EventKind kind,
+    const struct sm_sem *sem, const struct sm_session *s, uint64_t id,
+    uint32_t n, uint64_t permit_id, uint64_t token, const char *why)
 {
 	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
 
 	if (list_empty(&sm->watches))
 		return;
-	ev.kind = SEMD__EVENT_KIND__EVENT_GRANT;
+	ev.kind = kind;
 	ev.n = n;
+	ev.request_id = id;
 	ev.permit_id = permit_id;
 	ev.token = token;
-	ev.request_id = id;
+	if (why != NULL)
+		ev.reason = (char *)why;
 	watch_send(sm, sem, &ev, s->ident, 0);
+}
+
+/* Permits or tokens of sem were granted to s's down id. */
+void watch_grant(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_session *s, uint64_t id, uint64_t permit_id,
+    uint64_t token, uint32_t n)
+{
+	watch_down(sm, SEMD__EVENT_KIND__EVENT_GRANT, sem, s, id, n, permit_id,
+	    token, NULL);
 }
 
 /* A down queued: member m of w. */
 void watch_wait(struct sm *sm, const struct sm_wait *w,
     const struct sm_member *m)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
-
-	if (list_empty(&sm->watches))
-		return;
-	ev.kind = SEMD__EVENT_KIND__EVENT_WAIT;
-	ev.n = m->n;
-	ev.request_id = w->req.request_id;
-	watch_send(sm, m->sem, &ev, w->session->ident, 0);
+	watch_down(sm, SEMD__EVENT_KIND__EVENT_WAIT, m->sem, w->session,
+	    w->req.request_id, m->n, 0, 0, NULL);
 }
 
 /* A queued down left without a grant, answered code (OK: silently). */
@@ -188,15 +196,8 @@ void watch_wait_end(struct sm *sm, const struct sm_wait *w, int code,
 void watch_deadlock(struct sm *sm, const struct sm_sem *sem,
     const struct sm_session *s, uint64_t id, uint32_t n, const char *why)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
-
-	if (list_empty(&sm->watches))
-		return;
-	ev.kind = SEMD__EVENT_KIND__EVENT_DEADLOCK;
-	ev.n = n;
-	ev.request_id = id;
-	ev.reason = (char *)why;
-	watch_send(sm, sem, &ev, s->ident, 0);
+	watch_down(sm, SEMD__EVENT_KIND__EVENT_DEADLOCK, sem, s, id, n, 0, 0,
+	    why);
 }
 
 /* A change of the name itself by c: created, deleted, its limit or rate. */

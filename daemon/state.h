@@ -334,6 +334,24 @@ void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
     const char *address);
 size_t sm_entry_header_size(void);
 void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall);
+/*
+ * A leader's state clock (sm_entry.c): the log's time goes on from the last
+ * entry applied, at the pace of the leader's own monotonic clock, and never
+ * backwards. Times in ms; mono is the leader's monotonic clock.
+ */
+struct sm_clock {
+	uint64_t	base;		/* state time at mono_base */
+	uint64_t	mono_base;
+	uint64_t	last;		/* the last time stamped */
+};
+/* Take over at state time t (the last entry's; 0: a new log, from start). */
+void sm_clock_start(struct sm_clock *k, uint64_t t, uint64_t start,
+    uint64_t mono);
+/* The state time now. */
+uint64_t sm_clock_now(const struct sm_clock *k, uint64_t mono);
+/* The time to stamp on the next entry: now, never before the last one nor
+ * before at_least. */
+uint64_t sm_clock_stamp(struct sm_clock *k, uint64_t mono, uint64_t at_least);
 
 /*
  * What applying needs from the node: its connection for an opened client

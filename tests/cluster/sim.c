@@ -109,9 +109,7 @@ struct node {
 	bool		leader;		/* the harness saw it lead */
 	bool		serving;	/* its LEADER entry is applied */
 	bool		ticking;	/* a tick entry is in flight */
-	uint64_t	time_base;	/* log time at mono_base */
-	uint64_t	mono_base;
-	uint64_t	last_time;
+	struct sm_clock	clock;		/* log time, while leader */
 	uint64_t	hash;		/* of what the entry being applied said */
 	struct raft_barrier barrier;
 	/* The fixture's disk, watched (see fix_truncate). */
@@ -230,18 +228,6 @@ struct prop {
 	bool		tick;
 };
 
-static uint64_t stamp(struct node *n, uint64_t at_least)
-{
-	uint64_t t = n->time_base + (now() - n->mono_base);
-
-	if (t < n->last_time)
-		t = n->last_time;
-	if (t < at_least)
-		t = at_least;
-	n->last_time = t;
-	return t;
-}
-
 static void applied_cb(struct raft_apply *req, int status, void *result)
 {
 	struct prop *p = req->data;
@@ -268,7 +254,8 @@ static bool propose(struct node *n, const struct sm_batch *b, uint64_t at_least,
 	buf.base = raft_calloc(1, buf.len);
 	if (p == NULL || buf.base == NULL)
 		fail("out of memory");
-	sm_entry_header(buf.base, stamp(n, at_least), 1700000000000ULL + now());
+	sm_entry_header(buf.base, sm_clock_stamp(&n->clock, now(), at_least),
+	    1700000000000ULL + now());
 	if (len > 0)
 		memcpy((uint8_t *)buf.base + hl, b->p, len);
 	p->n = n;
@@ -294,9 +281,7 @@ static void barrier_cb(struct raft_barrier *req, int status)
 	if (status != 0 || !n->leader)
 		return;
 	t = sm_now(n->sm);
-	n->time_base = t == 0 ? 1000 : t;
-	n->mono_base = now();
-	n->last_time = n->time_base;
+	sm_clock_start(&n->clock, t, 1000, now());
 	sm_batch_init(&b);
 	if (t == 0)
 		sm_batch_boot(&b);
@@ -914,7 +899,7 @@ static void follow(void)
 			uint64_t next = sm_next_deadline(n->sm);
 
 			if (next != UINT64_MAX &&
-			    next <= n->time_base + (now() - n->mono_base))
+			    next <= sm_clock_now(&n->clock, now()))
 				propose(n, NULL, next, false);
 		}
 	}

@@ -3,7 +3,9 @@
  * tests/daemon/test_fastpb.c - the hand coder of daemon/fastpb.c gives what
  * protobuf-c gives: random Down/Up/Ping requests packed by protobuf-c (and
  * then cut, or with bytes changed) decode to the same fields whenever the
- * fast decoder accepts them, and random replies pack to the same bytes.
+ * fast decoder accepts them, and replies of every shape the encoder takes,
+ * random and at the edges, pack to the same bytes and within
+ * fastpb_reply_bound(), the size the daemon gives their buffer.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -167,94 +169,153 @@ static void test_requests(void)
 	}
 }
 
-/* Random replies pack to the same bytes. */
+/* The reply shapes the fast encoder takes, by body. */
+static const Semd__Reply__BodyCase reply_shapes[] = {
+	SEMD__REPLY__BODY__NOT_SET, SEMD__REPLY__BODY_GRANT,
+	SEMD__REPLY__BODY_RELEASED, SEMD__REPLY__BODY_PONG,
+};
+#define NSHAPES (sizeof reply_shapes / sizeof reply_shapes[0])
+#define PAYLOAD_MAX 20000
+
+/* A reply and what it points to. */
+struct reply {
+	Semd__Reply	r;
+	Semd__Grant	gr;
+	Semd__Released	rel;
+	Semd__Pong	pong;
+	uint8_t		payload[PAYLOAD_MAX];
+	char		msg[PAYLOAD_MAX];
+};
+
+/*
+ * A reply of body shape: every number num() (the code, an enum, stays below
+ * 14), the message msg (NULL: none) and a pong payload of paylen bytes.
+ */
+static void reply_make(struct reply *x, Semd__Reply__BodyCase shape,
+    uint64_t (*num)(void), const char *msg, size_t paylen)
+{
+	size_t i;
+
+	semd__reply__init(&x->r);
+	x->r.id = num();
+	x->r.code = (Semd__Code)(num() % 14);
+	if (msg != NULL) {
+		snprintf(x->msg, sizeof x->msg, "%s", msg);
+		x->r.message = x->msg;
+	}
+	x->r.body_case = shape;
+	switch (shape) {
+	case SEMD__REPLY__BODY_GRANT:
+		semd__grant__init(&x->gr);
+		x->gr.permit_id = num();
+		x->gr.token = num();
+		x->gr.n = (uint32_t)num();
+		x->gr.waited_us = num();
+		x->r.grant = &x->gr;
+		break;
+	case SEMD__REPLY__BODY_RELEASED:
+		semd__released__init(&x->rel);
+		x->rel.n = (uint32_t)num();
+		x->r.released = &x->rel;
+		break;
+	case SEMD__REPLY__BODY_PONG:
+		semd__pong__init(&x->pong);
+		x->pong.payload.len = paylen;
+		for (i = 0; i < paylen; i++)
+			x->payload[i] = (uint8_t)rnd();
+		x->pong.payload.data = x->payload;
+		x->r.pong = &x->pong;
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * r packs to protobuf-c's bytes, and into a buffer of the size the daemon
+ * gives it: fastpb_reply_bound() (a heap buffer of exactly that size, so
+ * ASan sees any byte written past it). False, told, when not.
+ */
+static bool reply_check(const Semd__Reply *r, const char *what, int round)
+{
+	size_t la = semd__reply__get_packed_size(r), bound = 0, lb;
+	uint8_t *a = malloc(la), *b;
+	bool ok = false;
+
+	if (a == NULL || semd__reply__pack(r, a) != la) {
+		printf("not ok - %s %d: protobuf-c did not pack it\n", what, round);
+	} else if (!fastpb_reply_bound(r, &bound)) {
+		printf("not ok - %s %d: not taken by the fast encoder\n", what,
+		    round);
+	} else if (bound < la) {
+		printf("not ok - %s %d: bound %zu below the packed size %zu\n",
+		    what, round, bound, la);
+	} else if ((b = malloc(bound)) == NULL) {
+		printf("not ok - %s %d: out of memory\n", what, round);
+	} else {
+		lb = fastpb_reply_pack(r, b);
+		ok = lb == la && memcmp(a, b, la) == 0;
+		if (!ok)
+			printf("not ok - %s %d: packed %zu bytes (bound %zu), protobuf-c %zu, or other bytes\n",
+			    what, round, lb, bound, la);
+		free(b);
+	}
+	free(a);
+	if (!ok)
+		failures++;
+	return ok;
+}
+
+static uint64_t num_max(void)
+{
+	return UINT64_MAX;
+}
+
+/* Random replies of every shape pack to the same bytes, within the bound. */
 static void test_replies(void)
 {
-	Semd__Reply r;
-	Semd__Grant gr;
-	Semd__Released rel;
-	Semd__Pong pong;
-	uint8_t a[1024], b[1024], payload[300], *exact;
+	static struct reply x;
 	char msg[200];
-	size_t la, lb, fs, i, bound = 0;
 	int round;
 
 	printf("# %d random replies\n", ROUNDS);
 	for (round = 0; round < ROUNDS; round++) {
-		semd__reply__init(&r);
-		r.id = rnd_value();
-		r.code = (Semd__Code)(rnd() % 4 == 0 ? rnd() % 14 : 0);
-		if (rnd() % 3 == 0) {
-			rnd_string(msg, sizeof msg - 1);
-			r.message = msg;
-		}
-		switch (rnd() % 4) {
-		case 0:
-			break;
-		case 1:
-			semd__grant__init(&gr);
-			gr.permit_id = rnd_value();
-			gr.token = rnd_value();
-			gr.n = (uint32_t)rnd_value();
-			gr.waited_us = rnd_value();
-			r.body_case = SEMD__REPLY__BODY_GRANT;
-			r.grant = &gr;
-			break;
-		case 2:
-			semd__released__init(&rel);
-			rel.n = (uint32_t)rnd_value();
-			r.body_case = SEMD__REPLY__BODY_RELEASED;
-			r.released = &rel;
-			break;
-		default:
-			semd__pong__init(&pong);
-			pong.payload.len = rnd() % sizeof payload;
-			for (i = 0; i < pong.payload.len; i++)
-				payload[i] = (uint8_t)rnd();
-			pong.payload.data = payload;
-			r.body_case = SEMD__REPLY__BODY_PONG;
-			r.pong = &pong;
-			break;
-		}
-		la = semd__reply__pack(&r, a);
-		if (!fastpb_reply_size(&r, &fs)) {
-			failures++;
-			printf("not ok - round %d: reply not taken by the fast encoder\n",
-			    round);
-			continue;
-		}
-		/*
-		 * The daemon sizes its buffer with the bound and packs there:
-		 * the bound must hold every reply packed (in a heap buffer of
-		 * exactly that size, so ASan sees any byte past it).
-		 */
-		if (!fastpb_reply_bound(&r, &bound) || bound < la) {
-			failures++;
-			printf("not ok - round %d: bound %zu below the packed size %zu\n",
-			    round, bound, la);
-			continue;
-		}
-		exact = malloc(bound);
-		if (exact == NULL || fastpb_reply_pack(&r, exact) != la ||
-		    memcmp(exact, a, la) != 0) {
-			failures++;
-			printf("not ok - round %d: packed in a buffer of the bound\n",
-			    round);
-		}
-		free(exact);
-		lb = fastpb_reply_pack(&r, b);
-		if (fs != la || lb != la || memcmp(a, b, la) != 0) {
-			failures++;
-			printf("not ok - round %d: reply bytes differ (protobuf-c %zu, size %zu, packed %zu)\n",
-			    round, la, fs, lb);
-		}
+		rnd_string(msg, sizeof msg - 1);
+		reply_make(&x, reply_shapes[rnd() % NSHAPES], rnd_value,
+		    rnd() % 3 == 0 ? msg : NULL, rnd() % 300);
+		reply_check(&x.r, "round", round);
 		if (failures > 10)
 			return;
 	}
+}
+
+/*
+ * The bound at the edges: every shape with every number at its longest
+ * varint, no message, an empty one or a long one, and pong payloads
+ * around each length whose varint gets a byte longer.
+ */
+static void test_reply_bound_edges(void)
+{
+	static const size_t lens[] = { 0, 1, 127, 128, 16383, 16384, PAYLOAD_MAX };
+	static struct reply x;
+	static char longmsg[PAYLOAD_MAX];
+	const char *msgs[] = { NULL, "", longmsg };
+	size_t s, m, l;
+	int n = 0;
+
+	memset(longmsg, 'm', sizeof longmsg - 1);
+	printf("# the bound at the edges\n");
+	for (s = 0; s < NSHAPES; s++)
+		for (m = 0; m < sizeof msgs / sizeof msgs[0]; m++)
+			for (l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+				reply_make(&x, reply_shapes[s], num_max, msgs[m],
+				    lens[l]);
+				reply_check(&x.r, "edge", n++);
+			}
 	/* A body the fast encoder leaves to protobuf-c. */
-	semd__reply__init(&r);
-	r.body_case = SEMD__REPLY__BODY_STATS;
-	if (fastpb_reply_size(&r, &fs) || fastpb_reply_bound(&r, &fs)) {
+	semd__reply__init(&x.r);
+	x.r.body_case = SEMD__REPLY__BODY_STATS;
+	if (fastpb_reply_bound(&x.r, &s)) {
 		failures++;
 		printf("not ok - a Stats reply was taken by the fast encoder\n");
 	}
@@ -264,6 +325,7 @@ int main(void)
 {
 	test_requests();
 	test_replies();
+	test_reply_bound_edges();
 	if (failures) {
 		printf("%d failure(s)\n", failures);
 		return 1;

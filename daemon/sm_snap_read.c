@@ -1,35 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/sm_snap.c - the whole state as bytes and back: the snapshot a log
- * is compacted into (sm_snapshot, sm_restore).
+ * daemon/sm_snap_read.c - a state machine from a snapshot's bytes
+ * (sm_restore): decoding and validation of what sm_snap_write.c writes (the
+ * layout is described there).
  *
- * Only the state goes in: what a replica needs to answer the next entries
- * exactly as the machine that wrote it would, whatever its hash key, clock
- * or memory addresses. Nothing in it depends on hash order or pointers, so
- * two machines that applied the same entries write the same bytes.
- *
- * Layout (version 2): little-endian integers, strings as u32 length + bytes.
- *   header   "SEMDSNAP", u32 version, the scalars (times, counters, next ids,
- *            the settings that came through the log), the counters
- *   principals  by name; referred to by their index
- *   idents   (pid, client name, host, principal); referred to by index
- *   sessions by id: id, secret, ident, lease, heard, expiry timer, memos
- *   clients  in the order they were opened: id, principal, flags, secret,
- *            hello, session id
- *   watches  in the order they were made: client id, id, flags, name
- *   names    in name order: limit, mode, owner, token, free count, its
- *            token bucket if any (rate, period, burst, level, last refill,
- *            timer), then its holders in grant order (with their DownMulti
- *            group and lease)
- *   waiters  in arrival order: seq, session, lease, times, request id, and
- *            each name waited for with its n; every queue is in arrival
- *            order, so queueing them again in this order rebuilds each
  * Version 1 (semd 0.2.0: no buckets, watches or multi-name waiters; each
  * name's waiters after its holders; fewer ops and codes counted) is read
- * too. Timers are saved with their tie-breaking sequence, so they fire in
- * the same order after a restore. A restore checks every count and
- * reference, and the state it made against every invariant (sm_check), and
- * refuses bytes that do not make a consistent state.
+ * too. A restore checks every count and reference, and the state it made
+ * against every invariant (sm_check), and refuses bytes that do not make a
+ * consistent state.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,520 +19,16 @@
 
 #include "daemon/sm-int.h"
 
-#define SNAP_MAGIC	"SEMDSNAP"
-#define SNAP_VERSION	2u
 /* Version 1's counter arrays: ops up to Detach, codes up to SESSION_EXPIRED. */
 #define SNAP_V1_NOPS	16
 #define SNAP_V1_NCODES	14
 
-/* --- writing ------------------------------------------------------------------ */
-
-struct wbuf {
-	uint8_t	*p;
-	size_t	len;
-	size_t	cap;
-	bool	failed;		/* out of memory: the result is thrown away */
-};
-
-/* Room for n more bytes. */
-static bool w_room(struct wbuf *b, size_t n)
-{
-	size_t cap;
-	uint8_t *p;
-
-	if (b->failed)
-		return false;
-	if (b->cap - b->len >= n)
-		return true;
-	cap = b->cap ? b->cap : 4096;
-	while (cap - b->len < n) {
-		if (cap > SIZE_MAX / 2) {
-			b->failed = true;
-			return false;
-		}
-		cap *= 2;
-	}
-	if ((p = realloc(b->p, cap)) == NULL) {
-		b->failed = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
-/* Append n bytes. */
-static void w_bytes(struct wbuf *b, const void *data, size_t n)
-{
-	if (n > 0 && w_room(b, n)) {
-		memcpy(b->p + b->len, data, n);
-		b->len += n;
-	}
-}
-
-/* Append an integer of size bytes, little-endian. */
-static void w_int(struct wbuf *b, uint64_t v, unsigned int size)
-{
-	unsigned int i;
-
-	if (!w_room(b, size))
-		return;
-	for (i = 0; i < size; i++)
-		b->p[b->len++] = (uint8_t)(v >> (8 * i));
-}
-
-static void w_u8(struct wbuf *b, uint64_t v) { w_int(b, v, 1); }
-static void w_u32(struct wbuf *b, uint64_t v) { w_int(b, v, 4); }
-static void w_u64(struct wbuf *b, uint64_t v) { w_int(b, v, 8); }
-
-/* Append a string: its length, then its bytes. */
-static void w_str(struct wbuf *b, const char *s, size_t len)
-{
-	w_u32(b, len);
-	w_bytes(b, s, len);
-}
-
-/* Append a timer: armed, then when and seq. */
-static void w_timer(struct wbuf *b, const struct sm_timer *t)
-{
-	w_u8(b, t->idx != SIZE_MAX);
-	if (t->idx != SIZE_MAX) {
-		w_u64(b, t->when);
-		w_u64(b, t->seq);
-	}
-}
-
-/*
- * Pointer -> index, for the principals and identities the records refer
- * to: open addressing, linear probing, a power-of-two size at least twice
- * the number of keys.
- */
-struct ptrmap {
-	const void	**keys;
-	uint32_t	*vals;
-	size_t		size;
-	uint32_t	n;
-};
-
-/* A map for up to n keys; false when out of memory. */
-static bool ptrmap_init(struct ptrmap *m, size_t n)
-{
-	m->size = 16;
-	while (m->size < 2 * n + 2)
-		m->size *= 2;
-	m->n = 0;
-	m->keys = ptr_array(m->size);
-	m->vals = calloc(m->size, sizeof *m->vals);
-	return m->keys != NULL && m->vals != NULL;
-}
-
-/* Free a map. */
-static void ptrmap_free(struct ptrmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
-
-/* The slot of key: where it is, or the empty one where it would go. */
-static size_t ptrmap_slot(const struct ptrmap *m, const void *key)
-{
-	size_t i = (size_t)(((uintptr_t)key >> 4) * 0x9e3779b97f4a7c15ULL) &
-	    (m->size - 1);
-
-	while (m->keys[i] != NULL && m->keys[i] != key)
-		i = (i + 1) & (m->size - 1);
-	return i;
-}
-
-/* Index of key, added with the next index if new; true when it was new. */
-static bool ptrmap_add(struct ptrmap *m, const void *key, uint32_t *idx)
-{
-	size_t i = ptrmap_slot(m, key);
-
-	if (m->keys[i] != NULL) {
-		*idx = m->vals[i];
-		return false;
-	}
-	m->keys[i] = key;
-	m->vals[i] = m->n;
-	*idx = m->n++;
-	return true;
-}
-
-/* Index of a key known to be in the map. */
-static uint32_t ptrmap_get(const struct ptrmap *m, const void *key)
-{
-	return m->vals[ptrmap_slot(m, key)];
-}
-
-/* Order of principals by name. */
-static int principal_cmp(const void *a, const void *b)
-{
-	const struct sm_principal *x = *(const struct sm_principal *const *)a;
-	const struct sm_principal *y = *(const struct sm_principal *const *)b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int r = memcmp(x->name, y->name, n);
-
-	return r != 0 ? r : (x->len > y->len) - (x->len < y->len);
-}
-
-
-/* Every element of a hash table, in an array sorted by cmp; NULL: no memory. */
-static void **sorted_nodes(const struct hmap *m, size_t offset,
-    int (*cmp)(const void *, const void *))
-{
-	struct hmap_iter it;
-	struct hnode *n;
-	size_t i = 0;
-	void **v;
-
-	v = ptr_array(hmap_count(m) + 1);
-	if (v == NULL)
-		return NULL;
-	hmap_iter_init(&it, m);
-	while ((n = hmap_iter_next(&it)) != NULL)
-		v[i++] = (char *)n - offset;
-	ptr_sort(v, i, cmp);
-	return v;
-}
-
-/* The identity table: add id's entry when first seen. */
-static void w_ident_note(struct wbuf *idents, struct ptrmap *im,
-    const struct ptrmap *pm, const struct sm_ident *id)
-{
-	uint32_t k;
-
-	if (!ptrmap_add(im, id, &k))
-		return;
-	w_u32(idents, ptrmap_get(pm, id->pr));
-	w_u32(idents, id->pid);
-	w_str(idents, id->client_name, strlen(id->client_name));
-	w_str(idents, id->host, strlen(id->host));
-}
-
-/* The scalars of the state machine. */
-static void w_header(struct wbuf *b, const struct sm *sm)
-{
-	const struct sm_counters *k = &sm->ctr;
-	size_t i, j;
-
-	w_bytes(b, SNAP_MAGIC, 8);
-	w_u32(b, SNAP_VERSION);
-	w_u64(b, sm->now);
-	w_u64(b, sm->start_ms);
-	w_u64(b, sm->token_base);
-	w_u64(b, (uint64_t)sm->wall_off);
-	w_u64(b, sm->token_hwm);
-	w_u64(b, sm->timer_seq);
-	w_u64(b, sm->next_session);
-	w_u64(b, sm->next_permit);
-	w_u64(b, sm->next_wait_seq);
-	w_u64(b, sm->overgrants);
-	w_u8(b, sm->shutting_down);
-	w_u64(b, sm->leader_id);
-	w_str(b, sm->leader_addr, strlen(sm->leader_addr));
-	/* The settings that came through the log. */
-	w_u32(b, sm->cfg.default_limit);
-	w_u32(b, sm->cfg.max_semaphores);
-	w_u32(b, sm->cfg.max_sessions);
-	w_u32(b, sm->cfg.max_waiters_per_session);
-	w_u32(b, sm->cfg.max_holds_per_session);
-	w_u32(b, sm->cfg.max_lease_ms);
-	w_u32(b, sm->cfg.max_reply);
-	/* The counters (the gauges are recounted on restore). */
-	w_u64(b, k->grants);
-	w_u64(b, k->timeouts);
-	w_u64(b, k->cancels);
-	w_u64(b, k->cancels_disconnect);
-	w_u64(b, k->leases_expired);
-	w_u64(b, k->sessions_expired);
-	w_u64(b, k->errors);
-	w_u64(b, k->multi_grants);
-	w_u64(b, k->deadlocks);
-	w_u64(b, k->deadlock_checks);
-	w_u64(b, k->deadlock_steps);
-	w_u64(b, k->deadlock_cut);
-	for (i = 0; i < SM_NOPS; i++)
-		w_u64(b, k->ops[i]);
-	for (i = 0; i < SM_NOPS; i++)
-		for (j = 0; j < SM_NCODES; j++)
-			w_u64(b, k->replies[i][j]);
-	for (i = 0; i < SM_HIST_BUCKETS; i++) {
-		w_u64(b, k->wait.bucket[i]);
-		w_u64(b, k->hold.bucket[i]);
-	}
-	w_u64(b, k->wait.sum_ms);
-	w_u64(b, k->wait.count);
-	w_u64(b, k->hold.sum_ms);
-	w_u64(b, k->hold.count);
-}
-
-/* One name with its holders and waiters. */
-static void w_sem(struct wbuf *b, const struct ptrmap *im,
-    const struct ptrmap *pm, const struct sm_sem *sem)
-{
-	const struct list_head *pos;
-	const struct sm_hold *h;
-
-	w_str(b, sem->name, sem->len);
-	w_u32(b, sem->limit);
-	w_u8(b, sem->mode);
-	w_u8(b, sem->auto_created);
-	w_u32(b, sem->owner ? ptrmap_get(pm, sem->owner) + 1 : 0);
-	w_u64(b, sem->sem.token);
-	w_u64(b, (uint64_t)sem->sem.count);
-	w_u8(b, sem->rate != NULL);
-	if (sem->rate != NULL) {
-		w_u32(b, sem->rate->rate);
-		w_u32(b, sem->rate->period_ms);
-		w_u32(b, sem->rate->burst);
-		w_u64(b, sem->rate->frac);
-		w_u64(b, sem->rate->tokens);
-		w_u64(b, sem->rate->last);
-		w_timer(b, &sem->rate->due);
-	}
-	w_u32(b, sem->nholders);
-	list_for_each(pos, &sem->holders) {
-		h = list_entry(pos, struct sm_hold, sem_entry);
-		w_u64(b, h->permit_id);
-		w_u64(b, h->token);
-		w_u32(b, h->n);
-		w_u64(b, h->session ? h->session->id : 0);
-		w_u32(b, ptrmap_get(im, h->ident));
-		w_u64(b, h->since_wall);
-		w_u64(b, h->req.indexed ? h->req.request_id : 0);
-		w_u64(b, h->req.session_id);
-		w_u64(b, h->group_key);
-		w_u32(b, h->lease_ms);
-		w_timer(b, &h->expiry);
-	}
-}
-
-/* Waiters by arrival order. */
-static int wait_seq_cmp(const void *a, const void *b)
-{
-	const struct sm_wait *x = *(const struct sm_wait *const *)a;
-	const struct sm_wait *y = *(const struct sm_wait *const *)b;
-
-	return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-/* Every waiter, in arrival order, with the names it waits for. */
-static bool w_waits(struct wbuf *b, const struct sm *sm,
-    struct sm_session *const *ss, size_t ns)
-{
-	const struct list_head *pos;
-	struct sm_wait **wv;
-	const struct sm_wait *w;
-	size_t n = 0, i, j;
-
-	for (i = 0; i < ns; i++)
-		n += ss[i]->nwaiters;
-	if ((wv = ptr_array(n + 1)) == NULL)
-		return false;
-	n = 0;
-	for (i = 0; i < ns; i++)
-		list_for_each(pos, &ss[i]->waiters)
-			wv[n++] = list_entry(pos, struct sm_wait, session_entry);
-	ptr_sort(wv, n, wait_seq_cmp);
-	w_u64(b, n);
-	for (i = 0; i < n; i++) {
-		w = wv[i];
-		w_u64(b, w->seq);
-		w_u64(b, w->session->id);
-		w_u32(b, w->lease_ms);
-		w_u64(b, w->since_ms);
-		w_u64(b, w->since_wall);
-		w_u64(b, w->req.request_id);
-		w_u8(b, w->multi);
-		w_u8(b, w->nm);
-		for (j = 0; j < w->nm; j++) {
-			w_str(b, w->m[j].sem->name, w->m[j].sem->len);
-			w_u32(b, w->m[j].n);
-		}
-		w_timer(b, &w->deadline);
-	}
-	(void)sm;
-	free(wv);
-	return true;
-}
-
-/*
- * The identities, numbered as first seen: the sessions' in id order, then
- * the holders' in name and grant order. Their table comes before the
- * records that refer to them, so they are gathered in a pass of their own
- * (the records are then written straight after: no copy of the body).
- * Also the bytes the records will take, about, so that the buffer is
- * allocated once.
- */
-static size_t w_idents(struct wbuf *idents, struct ptrmap *im,
-    const struct ptrmap *pm, const struct sm *sm, struct sm_session **ss,
-    size_t ns)
-{
-	const struct list_head *pos;
-	const struct sm_sem *sem;
-	struct ordidx_iter it;
-	size_t i, need = 64;
-
-	for (i = 0; i < ns; i++) {
-		w_ident_note(idents, im, pm, ss[i]->ident);
-		need += 64 + 24 * (size_t)ss[i]->nmemos;
-	}
-	need += 40 * sm->ctr.clients;
-	ordidx_first(&sm->byname, &it);
-	while ((sem = ordidx_next(&it)) != NULL) {
-		need += 96 + sem->len + 64 * (size_t)sem->nwaiters;
-		list_for_each(pos, &sem->holders) {
-			w_ident_note(idents, im, pm, list_entry(pos,
-			    struct sm_hold, sem_entry)->ident);
-			need += 96;
-		}
-	}
-	list_for_each(pos, &sm->watches)
-		need += 32 + list_entry(pos, struct sm_watch, entry)->len;
-	return need;
-}
-
-/*
- * The state as bytes: *out (malloc'ed, the caller frees it) and *len.
- * -ENOMEM when out of memory.
- */
-int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
-{
-	struct wbuf b = { 0 }, idents = { 0 };
-	struct sm_principal **prs = NULL;
-	struct sm_session **ss = NULL;
-	struct ptrmap pm = { 0 }, im = { 0 };
-	const struct list_head *pos, *wpos;
-	const struct sm_client *c;
-	const struct sm_memo *m;
-	const struct sm_watch *x;
-	struct ordidx_iter it;
-	const struct sm_sem *sem;
-	size_t i, n, need, np = hmap_count(&sm->principals);
-	size_t ns = hmap_count(&sm->sessions);
-	uint32_t k;
-	int r = -ENOMEM;
-
-	*out = NULL;
-	*len = 0;
-	prs = (struct sm_principal **)sorted_nodes(&sm->principals,
-	    offsetof(struct sm_principal, node), principal_cmp);
-	ss = (struct sm_session **)sorted_nodes(&sm->sessions,
-	    offsetof(struct sm_session, node), sm_session_cmp);
-	if (prs == NULL || ss == NULL || !ptrmap_init(&pm, np) ||
-	    !ptrmap_init(&im, ns + sm->ctr.holders))
-		goto out;
-	for (i = 0; i < np; i++)
-		ptrmap_add(&pm, prs[i], &k);
-	need = w_idents(&idents, &im, &pm, sm, ss, ns);
-	if (!w_room(&b, need + idents.len + 64 * np + 4096))
-		goto out;
-	w_header(&b, sm);
-	w_u32(&b, np);
-	for (i = 0; i < np; i++)
-		w_str(&b, prs[i]->name, prs[i]->len);
-	w_u32(&b, im.n);
-	w_bytes(&b, idents.p, idents.len);
-	/* Sessions, clients and names. */
-	w_u32(&b, ns);
-	for (i = 0; i < ns; i++) {
-		w_u64(&b, ss[i]->id);
-		w_bytes(&b, ss[i]->secret, SM_SECRET_LEN);
-		w_u32(&b, ptrmap_get(&im, ss[i]->ident));
-		w_u32(&b, ss[i]->lease_ms);
-		w_u64(&b, ss[i]->heard);
-		w_timer(&b, &ss[i]->expiry);
-		w_u32(&b, ss[i]->nmemos);
-		list_for_each(pos, &ss[i]->memos) {
-			m = list_entry(pos, struct sm_memo, entry);
-			w_u64(&b, m->req.request_id);
-			w_u32(&b, (uint32_t)m->code);
-			w_u32(&b, m->n);
-			w_u64(&b, m->token);
-		}
-	}
-	w_u64(&b, sm->ctr.clients);
-	list_for_each(pos, &sm->clients) {
-		c = list_entry(pos, struct sm_client, entry);
-		w_u64(&b, c->id);
-		w_u32(&b, ptrmap_get(&pm, c->pr));
-		w_u8(&b, c->local | c->detach << 1 | c->hello << 2);
-		w_bytes(&b, c->secret, SM_SECRET_LEN);
-		w_u64(&b, c->session ? c->session->id : 0);
-	}
-	n = 0;
-	list_for_each(wpos, &sm->watches)
-		n++;
-	w_u64(&b, n);
-	list_for_each(wpos, &sm->watches) {
-		x = list_entry(wpos, struct sm_watch, entry);
-		w_u64(&b, x->client->id);
-		w_u64(&b, x->id);
-		w_u8(&b, x->prefix | x->admin << 1);
-		w_str(&b, x->name, x->len);
-	}
-	w_u64(&b, sm->ctr.semaphores);
-	ordidx_first(&sm->byname, &it);
-	while ((sem = ordidx_next(&it)) != NULL)
-		w_sem(&b, &im, &pm, sem);
-	if (!w_waits(&b, sm, ss, ns) || b.failed || idents.failed)
-		goto out;
-	*out = b.p;
-	*len = b.len;
-	b.p = NULL;
-	r = 0;
-out:
-	free(b.p);
-	free(idents.p);
-	free(prs);
-	free(ss);
-	ptrmap_free(&pm);
-	ptrmap_free(&im);
-	return r;
-}
-
-/* --- reading ------------------------------------------------------------------ */
-
-struct rbuf {
-	const uint8_t	*p;
-	size_t		len;
-	size_t		off;
-	bool		bad;	/* ran past the end or found nonsense */
-};
-
-/* Take n bytes; NULL (and bad) when there are not that many. */
-static const uint8_t *r_take(struct rbuf *r, size_t n)
-{
-	const uint8_t *p;
-
-	if (r->bad || r->len - r->off < n) {
-		r->bad = true;
-		return NULL;
-	}
-	p = r->p + r->off;
-	r->off += n;
-	return p;
-}
-
-/* An integer of size bytes, little-endian (0 when bad). */
-static uint64_t r_int(struct rbuf *r, unsigned int size)
-{
-	const uint8_t *p = r_take(r, size);
-	uint64_t v = 0;
-	unsigned int i;
-
-	for (i = 0; p != NULL && i < size; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-static uint8_t r_u8(struct rbuf *r) { return (uint8_t)r_int(r, 1); }
-static uint32_t r_u32(struct rbuf *r) { return (uint32_t)r_int(r, 4); }
-static uint64_t r_u64(struct rbuf *r) { return r_int(r, 8); }
+static uint8_t r_u8(struct sm_rbuf *r) { return (uint8_t)rbuf_int(r, 1); }
+static uint32_t r_u32(struct sm_rbuf *r) { return (uint32_t)rbuf_int(r, 4); }
+static uint64_t r_u64(struct sm_rbuf *r) { return rbuf_int(r, 8); }
 
 /* A string into buf (max bytes and a NUL); its length, or bad. */
-static size_t r_str(struct rbuf *r, char *buf, size_t max)
+static size_t r_str(struct sm_rbuf *r, char *buf, size_t max)
 {
 	size_t n = r_u32(r);
 	const uint8_t *p;
@@ -562,7 +37,7 @@ static size_t r_str(struct rbuf *r, char *buf, size_t max)
 		r->bad = true;
 		return 0;
 	}
-	p = r_take(r, n);
+	p = rbuf_take(r, n);
 	if (p == NULL)
 		return 0;
 	memcpy(buf, p, n);
@@ -573,7 +48,7 @@ static size_t r_str(struct rbuf *r, char *buf, size_t max)
 }
 
 /* Arm t from the bytes (when, seq kept, so ties fire in the same order). */
-static void r_timer(struct rbuf *r, struct sm *sm, struct sm_timer *t, int kind)
+static void r_timer(struct sm_rbuf *r, struct sm *sm, struct sm_timer *t, int kind)
 {
 	uint64_t when, seq;
 
@@ -590,7 +65,7 @@ static void r_timer(struct rbuf *r, struct sm *sm, struct sm_timer *t, int kind)
 /* Restoring: the tables the records refer to by index. */
 struct restore {
 	struct sm		*sm;
-	struct rbuf		r;
+	struct sm_rbuf		r;
 	struct sm_principal	**prs;
 	uint32_t		np;
 	struct sm_ident		**ids;
@@ -616,10 +91,10 @@ rs_fail(struct restore *rs, const char *fmt, ...)
 /* The scalars (see w_header). */
 static void r_header(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_counters *k = &sm->ctr;
-	const uint8_t *magic = r_take(r, 8);
+	const uint8_t *magic = rbuf_take(r, 8);
 	size_t i, j, nops, ncodes;
 
 	if (magic == NULL || memcmp(magic, SNAP_MAGIC, 8) != 0) {
@@ -684,10 +159,28 @@ static void r_header(struct restore *rs)
 	k->hold.count = r_u64(r);
 }
 
+/*
+ * A table of *n pointers, n read first (each entry takes 4 bytes or more,
+ * which bounds it); NULL, refused, when out of range or memory.
+ */
+static void *rs_table(struct restore *rs, uint32_t *n, const char *what)
+{
+	void *t;
+
+	*n = r_u32(&rs->r);
+	if (*n > rs->r.len / 4) {
+		rs_fail(rs, "%s count out of range", what);
+		return NULL;
+	}
+	if ((t = ptr_array((size_t)*n + 1)) == NULL)
+		rs_fail(rs, "out of memory");
+	return t;
+}
+
 /* The principals and identities the records refer to. */
 static void r_tables(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	char name[SM_PRINCIPAL_MAX + 1], label[SM_STR_MAX + 1];
 	char host[SM_STR_MAX + 1];
@@ -695,32 +188,16 @@ static void r_tables(struct restore *rs)
 	uint32_t i, p;
 	Semd__Hello h = SEMD__HELLO__INIT;
 
-	rs->np = r_u32(r);
-	if (rs->np > r->len / 4) {
-		rs_fail(rs, "principal count out of range");
+	if ((rs->prs = rs_table(rs, &rs->np, "principal")) == NULL)
 		return;
-	}
-	rs->prs = ptr_array((size_t)rs->np + 1);
-	if (rs->prs == NULL) {
-		rs_fail(rs, "out of memory");
-		return;
-	}
 	for (i = 0; i < rs->np && !r->bad; i++) {
 		r_str(r, name, SM_PRINCIPAL_MAX);
 		if (!r->bad && (rs->prs[i] = principal_get(sm, name)) == NULL)
 			rs_fail(rs, "out of memory");
 		/* Kept referenced by the table while restoring. */
 	}
-	rs->nids = r_u32(r);
-	if (rs->nids > r->len / 4) {
-		rs_fail(rs, "identity count out of range");
+	if ((rs->ids = rs_table(rs, &rs->nids, "identity")) == NULL)
 		return;
-	}
-	rs->ids = ptr_array((size_t)rs->nids + 1);
-	if (rs->ids == NULL) {
-		rs_fail(rs, "out of memory");
-		return;
-	}
 	for (i = 0; i < rs->nids && !r->bad; i++) {
 		p = r_u32(r);
 		h.pid = r_u32(r);
@@ -753,7 +230,7 @@ static struct sm_ident *rs_ident(struct restore *rs, uint32_t i)
 /* The sessions, with their memos. */
 static void r_sessions(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_session *s;
 	struct sm_memo *m;
@@ -771,7 +248,7 @@ static void r_sessions(struct restore *rs)
 		INIT_LIST_HEAD(&s->memos);
 		s->expiry.idx = SIZE_MAX;
 		s->id = r_u64(r);
-		if ((secret = r_take(r, SM_SECRET_LEN)) != NULL)
+		if ((secret = rbuf_take(r, SM_SECRET_LEN)) != NULL)
 			memcpy(s->secret, secret, SM_SECRET_LEN);
 		s->ident = rs_ident(rs, r_u32(r));
 		if (r->bad || s->id == 0 || s->id > sm->next_session ||
@@ -808,7 +285,7 @@ static void r_sessions(struct restore *rs)
 /* The clients, in the order they were opened. */
 static void r_clients(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_client *c;
 	struct sm_session *s;
@@ -821,7 +298,7 @@ static void r_clients(struct restore *rs)
 		id = r_u64(r);
 		p = r_u32(r);
 		flags = r_u8(r);
-		secret = r_take(r, SM_SECRET_LEN);
+		secret = rbuf_take(r, SM_SECRET_LEN);
 		sid = r_u64(r);
 		if (r->bad || p >= rs->np) {
 			rs_fail(rs, "bad client record");
@@ -851,7 +328,7 @@ static void r_clients(struct restore *rs)
 /* The watches (version 2), in the order they were made. */
 static void r_watches(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_client *c;
 	uint64_t i, n = r_u64(r), cid, wid;
@@ -893,7 +370,7 @@ static struct sm_session *rs_session(struct restore *rs, uint64_t sid,
 /* One hold of sem (see w_sem). */
 static void r_hold(struct restore *rs, struct sm_sem *sem)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_hold *h;
 	uint64_t sid, rid, rsid;
@@ -952,7 +429,7 @@ static void r_hold(struct restore *rs, struct sm_sem *sem)
 /* One waiter of sem, version 1 (each name's after its holders). */
 static void r_waiter_v1(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	struct sm_member *m;
 	struct sm_wait *w;
@@ -996,7 +473,7 @@ static void r_waiter_v1(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
 /* A name's token bucket (see w_sem). */
 static void r_rate(struct restore *rs, struct sm_sem *sem)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	uint32_t rate = r_u32(r), period = r_u32(r), burst = r_u32(r);
 	uint64_t frac = r_u64(r), tokens = r_u64(r), last = r_u64(r);
@@ -1020,7 +497,7 @@ static void r_rate(struct restore *rs, struct sm_sem *sem)
 /* The names, each with its holders (and waiters, version 1). */
 static void r_sems(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	char name[SM_NAME_MAX + 1], prev[SM_NAME_MAX + 1] = "";
 	struct sm_sem *sem;
@@ -1075,7 +552,7 @@ static void r_sems(struct restore *rs)
  */
 static void r_waits(struct restore *rs)
 {
-	struct rbuf *r = &rs->r;
+	struct sm_rbuf *r = &rs->r;
 	struct sm *sm = rs->sm;
 	char name[SM_NAME_MAX + 1];
 	struct sm_sem *sems[SM_MULTI_MAX];
@@ -1085,6 +562,7 @@ static void r_waits(struct restore *rs)
 	uint64_t i, n = r_u64(r), seq, prev = 0, since, wall, rid;
 	unsigned int j, q, nm;
 	bool multi;
+	int e;
 
 	for (i = 0; i < n && !r->bad; i++) {
 		seq = r_u64(r);
@@ -1133,11 +611,11 @@ static void r_waits(struct restore *rs)
 		for (j = 0; j < nm; j++) {
 			w->m[j].sem = sems[j];
 			w->m[j].n = ns[j];
-			if (sema_enqueue(&sems[j]->sem, &w->m[j].w, ns[j], wait_wake,
+			e = sema_enqueue(&sems[j]->sem, &w->m[j].w, ns[j], wait_wake,
 			    (sems[j]->mode == SEMD__MODE__SIGNAL && s->client == NULL ?
 			    SEMA_Q_PARKED : 0) |
-			    (member_gated(w, sems[j]) ? SEMA_Q_GATED : 0)) != 0)
-				sm->multi_bugs++;	/* n >= 1: cannot happen */
+			    (member_gated(w, sems[j]) ? SEMA_Q_GATED : 0));
+			SM_ASSERT(e == 0);	/* n >= 1, checked above */
 		}
 		wait_link(sm, w);
 		r_timer(r, sm, &w->deadline, T_WAIT);
@@ -1184,7 +662,7 @@ static void r_owner_lists(struct restore *rs)
 				    sem_entry)->wait;
 	}
 	ptr_sort(hv, nh, hold_cmp);
-	ptr_sort(wv, nw, wait_seq_cmp);
+	ptr_sort(wv, nw, sm_wait_cmp);
 	for (i = 0; i < nh; i++) {
 		if (hv[i]->session != NULL) {
 			list_add_tail(&hv[i]->owner_entry, &hv[i]->session->holds);
