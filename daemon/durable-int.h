@@ -89,8 +89,8 @@ struct durable {
 	uint32_t		applied_entries; /* since the last snapshot */
 	bool			tick_out;	/* an empty entry is on its way */
 	bool			serving;	/* the restart entry is applied */
+	bool			taking_over;	/* a barrier or the LEADER entry is out */
 	struct sm_clock		clock;		/* the state time we stamp */
-	struct raft_barrier	barrier;
 	uint64_t		next_client;	/* under the state lock */
 	size_t			applied_bytes;	/* since the last snapshot */
 	size_t			snap_len;	/* the last snapshot's bytes */

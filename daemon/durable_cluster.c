@@ -34,15 +34,29 @@
 
 /* --- leadership ------------------------------------------------------------------ */
 
+/* A take-over's barrier: its own memory, so that one left over from an
+ * earlier leadership cannot be confused with the current one's. */
+struct takeover {
+	struct raft_barrier	req;
+	struct durable		*d;
+	unsigned int		gen;	/* d->term_leader when it was made */
+};
+
 /* Leadership is ours and everything before is applied: take over. */
 static void d_barrier_cb(struct raft_barrier *req, int status)
 {
-	struct durable *d = req->data;
+	struct takeover *t = req->data;
+	struct durable *d = t->d;
+	bool stale = t->gen != d->term_leader;
 	struct sm_batch b;
 	struct qchunk *q;
 	uint64_t now;
 
+	free(t);
+	if (stale)
+		return;		/* an earlier leadership's */
 	if (status != 0) {
+		d->taking_over = false;	/* the poll tries again while we lead */
 		log_warn("log: the barrier of a new leadership failed: %s",
 		    raft_strerror(status));
 		if (!d->cluster)
@@ -50,8 +64,10 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 			    raft_strerror(status));
 		return;
 	}
-	if (!d->leader)
+	if (!d->leader) {
+		d->taking_over = false;
 		return;		/* lost it again meanwhile */
+	}
 	server_lock_any(d->srv);
 	now = sm_now(d->srv->sm);
 	server_unlock_any(d->srv);
@@ -71,12 +87,36 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 	sm_batch_leader(&b, d->id, now == 0 ? 0 : d->grace_ms, d->advertise);
 	q = b.failed ? NULL : qchunk_new(b.p, b.len);
 	if (q == NULL || !d_propose(d, q, NULL, 0, true)) {
+		d->taking_over = false;
 		log_err("log: the leader's first entry could not be proposed");
 		if (!d->cluster)
 			d_started(d, EX_IOERR,
 			    "the restart entry could not be proposed");
 	}
 	sm_batch_free(&b);
+}
+
+/* Start taking over: a barrier, then the LEADER entry; serving once it is
+ * applied. */
+static void d_take_over(struct durable *d)
+{
+	struct takeover *t = calloc(1, sizeof *t);
+	int rv;
+
+	if (t == NULL) {
+		log_warn("log: out of memory taking over; trying again");
+		return;
+	}
+	t->d = d;
+	t->gen = d->term_leader;
+	t->req.data = t;
+	d->taking_over = true;
+	rv = raft_barrier(&d->raft, &t->req, d_barrier_cb);
+	if (rv != 0) {
+		d->taking_over = false;
+		free(t);
+		log_warn("log: barrier: %s", raft_errmsg(&d->raft));
+	}
 }
 
 /* Answer a cluster change's client (raft thread; the reply goes by mailbox). */
@@ -277,7 +317,6 @@ void d_poll_cb(uv_timer_t *t)
 {
 	struct durable *d = t->data;
 	bool leader = raft_state(&d->raft) == RAFT_LEADER;
-	int rv;
 
 	/* Lost and won again between two polls: a new leadership all the same. */
 	if (leader && d->leader && d->raft.current_term != d->lead_term) {
@@ -291,10 +330,17 @@ void d_poll_cb(uv_timer_t *t)
 		log_notice("log: node %llu is the leader (term %llu)",
 		    (unsigned long long)d->id,
 		    (unsigned long long)d->raft.current_term);
-		d->barrier.data = d;
-		rv = raft_barrier(&d->raft, &d->barrier, d_barrier_cb);
-		if (rv != 0)
-			log_warn("log: barrier: %s", raft_errmsg(&d->raft));
+		d_take_over(d);
+	} else if (leader && !d->serving && !d->taking_over) {
+		/*
+		 * Leading without serving, and nothing under way that would
+		 * change it (a barrier or the LEADER entry failed, raft still
+		 * leads): the clients would be sent here and back for as long
+		 * as it lasts. Take over again.
+		 */
+		log_warn("log: node %llu leads but does not serve: taking over again",
+		    (unsigned long long)d->id);
+		d_take_over(d);
 	} else if (!leader && d->leader) {
 		d->leader = false;
 		d_leadership_lost(d);

@@ -60,6 +60,7 @@ static void d_applied(struct raft_apply *req, int status, void *result)
 		}
 	}
 	if (p->startup) {
+		d->taking_over = false;
 		if (status == 0 && d->leader) {
 			d->serving = true;
 			atomic_store(&d->serving_pub, true);
