@@ -90,6 +90,8 @@ struct durable {
 	bool			tick_out;	/* an empty entry is on its way */
 	bool			serving;	/* the restart entry is applied */
 	bool			taking_over;	/* a barrier or the LEADER entry is out */
+	bool			stopping;	/* stop seen; a hand-over may be under way */
+	struct raft_transfer	handover;	/* leadership, before stopping */
 	struct sm_clock		clock;		/* the state time we stamp */
 	uint64_t		next_client;	/* under the state lock */
 	size_t			applied_bytes;	/* since the last snapshot */
@@ -152,6 +154,7 @@ int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf);
 
 /* durable_cluster.c */
 void d_ctl_start(struct durable *d, struct ctl *c);
+bool d_hand_over(struct durable *d);
 void d_poll_cb(uv_timer_t *t);
 
 #endif

@@ -221,6 +221,52 @@ void d_ctl_start(struct durable *d, struct ctl *c)
 		    SEMD__CODE__UNAVAILABLE, "%s", raft_errmsg(&d->raft));
 }
 
+/* The hand-over before stopping ended, done or timed out: stop. */
+static void d_handed_over(struct raft_transfer *req)
+{
+	struct durable *d = req->data;
+	raft_id id = 0;
+	const char *addr = NULL;
+
+	raft_leader(&d->raft, &id, &addr);
+	if (id != 0 && id != d->id)
+		log_notice("log: leadership handed over to node %llu",
+		    (unsigned long long)id);
+	else
+		log_warn("log: leadership was not handed over in time; stopping all the same");
+	uv_stop(&d->loop);
+}
+
+/*
+ * Stopping a leader of several voters: hand leadership over first (raft's
+ * TimeoutNow to the most up-to-date follower), so that the clients find a
+ * new leader in milliseconds instead of waiting out an election. Nothing
+ * more is proposed meanwhile; raft gives up after an election timeout.
+ * true when a hand-over is under way.
+ */
+bool d_hand_over(struct durable *d)
+{
+	int rv;
+
+	if (!d->cluster || !d->leader || raft_state(&d->raft) != RAFT_LEADER)
+		return false;
+	uv_timer_stop(&d->poll);	/* the clients are gone already */
+	uv_timer_stop(&d->deadline);
+	d->serving = false;
+	atomic_store(&d->serving_pub, false);
+	d->handover.data = d;
+	rv = raft_transfer(&d->raft, &d->handover, 0, d_handed_over);
+	if (rv != 0) {
+		if (rv != RAFT_NOTFOUND)	/* NOTFOUND: the only voter */
+			log_warn("log: no hand-over of leadership: %s",
+			    raft_errmsg(&d->raft));
+		return false;
+	}
+	log_notice("log: node %llu stops: handing leadership over",
+	    (unsigned long long)d->id);
+	return true;
+}
+
 /* Leadership went: stop serving; the clients go and find the new leader. */
 static void d_leadership_lost(struct durable *d)
 {

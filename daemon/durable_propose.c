@@ -217,7 +217,12 @@ void d_wake_cb(uv_async_t *a)
 			d_ctl_start(d, c);
 	}
 	if (stop) {
-		uv_stop(&d->loop);
+		if (!d->stopping) {
+			d->stopping = true;
+			if (d_hand_over(d))
+				return;	/* d_handed_over() stops the loop */
+			uv_stop(&d->loop);
+		}
 		return;
 	}
 	d_propose_queued(d);
