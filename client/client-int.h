@@ -224,7 +224,6 @@ void semc_keepalive_stop(struct semc *c);
 /* ops.c */
 void semc_result_deliver(struct semc *c, struct semc_req *r);
 int semc_reply_error(const Semd__Reply *rp);
-struct semc_multi_grant *semc_multi_convert(const Semd__MultiGrant *p);
 
 /* watch.c */
 struct semc_watcher;
