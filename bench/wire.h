@@ -99,6 +99,10 @@ void wbuf_compact(struct wbuf *b);
 /* Release the memory of b. */
 void wbuf_free(struct wbuf *b);
 
+/* Write all of b's pending output to fd (or ssl), blocking, and empty it.
+ * Returns 0, or -1 with errno. */
+int wbuf_send_all(struct wbuf *b, int fd, SSL *ssl);
+
 /* Append one framed request. Returns 0 or -ENOMEM. */
 int wire_put_request(struct wbuf *b, const Semd__Request *req);
 

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* client/ops.c - libsemclient's operations: requests in, results out. */
+/*
+ * client/ops.c - libsemclient's operations: each fills its request message
+ * and makes one generic call (op_call(), op_async()) that sends it, checks
+ * the reply's body and copies the result out (result.c converts it).
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,269 +21,6 @@ int semc_reply_error(const Semd__Reply *rp)
 	return semc_fail(err, NULL);
 }
 
-/* strdup that maps NULL to "". */
-static char *dup0(const char *s)
-{
-	return strdup(s ? s : "");
-}
-
-/* Copy a Grant. */
-static void grant_copy(struct semc_grant *g, const Semd__Grant *pg)
-{
-	g->permit_id = pg->permit_id;
-	g->token = pg->token;
-	g->n = pg->n;
-	g->waited_us = pg->waited_us;
-}
-
-/* Copy a holder (its strings are the caller's to free); 0 or -1. */
-static int holder_copy(struct semc_holder *h, const Semd__Holder *ph)
-{
-	h->permit_id = ph->permit_id;
-	h->token = ph->token;
-	h->n = ph->n;
-	h->pid = ph->pid;
-	h->since_ms = ph->since_ms;
-	h->detached = ph->detached;
-	h->expires_ms = ph->expires_ms;
-	h->client_name = dup0(ph->client_name);
-	h->host = dup0(ph->host);
-	h->principal = dup0(ph->principal);
-	return h->client_name && h->host && h->principal ? 0 : -1;
-}
-
-/* Copy a waiter (its strings are the caller's to free); 0 or -1. */
-static int waiter_copy(struct semc_waiter *w, const Semd__Waiter *pw)
-{
-	w->request_id = pw->request_id;
-	w->n = pw->n;
-	w->pid = pw->pid;
-	w->since_ms = pw->since_ms;
-	w->deadline_ms = pw->deadline_ms;
-	w->seq = pw->seq;
-	w->detached = pw->detached;
-	w->client_name = dup0(pw->client_name);
-	w->host = dup0(pw->host);
-	w->principal = dup0(pw->principal);
-	return w->client_name && w->host && w->principal ? 0 : -1;
-}
-
-/* A semaphore's mode as the API names it. */
-static enum semc_mode mode_of(Semd__Mode m)
-{
-	return m == SEMD__MODE__SIGNAL ? SEMC_MODE_SIGNAL :
-	       m == SEMD__MODE__RATE ? SEMC_MODE_RATE : SEMC_MODE_OWNED;
-}
-
-/* Free an info result. */
-void semc_info_free(struct semc_info *info)
-{
-	size_t i;
-
-	if (info == NULL)
-		return;
-	for (i = 0; i < info->n_holders; i++) {
-		free(info->holders[i].client_name);
-		free(info->holders[i].host);
-		free(info->holders[i].principal);
-	}
-	for (i = 0; i < info->n_waiters; i++) {
-		free(info->waiters[i].client_name);
-		free(info->waiters[i].host);
-		free(info->waiters[i].principal);
-	}
-	free(info->holders);
-	free(info->waiters);
-	free(info->name);
-	free(info);
-}
-
-/* Convert an InfoReply. */
-static void *info_convert(const Semd__Reply *rp)
-{
-	const Semd__InfoReply *p = rp->info;
-	struct semc_info *in = calloc(1, sizeof *in);
-	size_t i;
-
-	if (in == NULL)
-		return NULL;
-	in->name = dup0(p->name);
-	in->limit = p->limit;
-	in->available = p->available;
-	in->mode = mode_of(p->mode);
-	in->auto_created = p->auto_created;
-	in->last_token = p->last_token;
-	/* a daemon older than these fields sends 0: the lists are complete */
-	in->holders_total = p->holders_total > p->n_holders ? p->holders_total : p->n_holders;
-	in->waiters_total = p->waiters_total > p->n_waiters ? p->waiters_total : p->n_waiters;
-	in->next_permit = p->next_permit;
-	in->next_waiter = p->next_waiter;
-	in->rate = p->rate;
-	in->rate_period_ms = p->rate_period_ms;
-	in->burst = p->burst;
-	in->tokens_nano = p->tokens_nano;
-	in->next_token_ms = p->next_token_ms;
-	in->holders = calloc(p->n_holders + 1, sizeof *in->holders);
-	in->waiters = calloc(p->n_waiters + 1, sizeof *in->waiters);
-	if (in->name == NULL || in->holders == NULL || in->waiters == NULL)
-		goto fail;
-	for (i = 0; i < p->n_holders; i++) {
-		in->n_holders++;
-		if (holder_copy(&in->holders[i], p->holders[i]) != 0)
-			goto fail;
-	}
-	for (i = 0; i < p->n_waiters; i++) {
-		in->n_waiters++;
-		if (waiter_copy(&in->waiters[i], p->waiters[i]) != 0)
-			goto fail;
-	}
-	return in;
-fail:
-	semc_info_free(in);
-	return NULL;
-}
-
-/* Free a list result. */
-void semc_list_free(struct semc_list *list)
-{
-	size_t i;
-
-	if (list == NULL)
-		return;
-	for (i = 0; i < list->n; i++)
-		free(list->entries[i].name);
-	free(list->entries);
-	free(list->next);
-	free(list);
-}
-
-/* Convert a ListReply. */
-static void *list_convert(const Semd__Reply *rp)
-{
-	const Semd__ListReply *p = rp->list;
-	struct semc_list *l = calloc(1, sizeof *l);
-	size_t i;
-
-	if (l == NULL)
-		return NULL;
-	l->entries = calloc(p->n_entries + 1, sizeof *l->entries);
-	l->next = dup0(p->next);
-	if (l->entries == NULL || l->next == NULL)
-		goto fail;
-	for (i = 0; i < p->n_entries; i++) {
-		const Semd__Summary *ps = p->entries[i];
-		struct semc_summary *s = &l->entries[i];
-
-		l->n++;
-		s->limit = ps->limit;
-		s->available = ps->available;
-		s->mode = mode_of(ps->mode);
-		s->holders = ps->holders;
-		s->waiters = ps->waiters;
-		if ((s->name = dup0(ps->name)) == NULL)
-			goto fail;
-	}
-	return l;
-fail:
-	semc_list_free(l);
-	return NULL;
-}
-
-/* Free a stats result. */
-void semc_stats_free(struct semc_stats *stats)
-{
-	size_t i;
-
-	if (stats == NULL)
-		return;
-	for (i = 0; i < stats->n; i++)
-		free(stats->counters[i].name);
-	free(stats->counters);
-	free(stats);
-}
-
-/* Convert a StatsReply. */
-static void *stats_convert(const Semd__Reply *rp)
-{
-	const Semd__StatsReply *p = rp->stats;
-	struct semc_stats *st = calloc(1, sizeof *st);
-	size_t i;
-
-	if (st == NULL)
-		return NULL;
-	if ((st->counters = calloc(p->n_counters + 1, sizeof *st->counters)) == NULL)
-		goto fail;
-	for (i = 0; i < p->n_counters; i++) {
-		st->n++;
-		st->counters[i].value = p->counters[i]->value;
-		if ((st->counters[i].name = dup0(p->counters[i]->name)) == NULL)
-			goto fail;
-	}
-	return st;
-fail:
-	semc_stats_free(st);
-	return NULL;
-}
-
-static void *multi_convert(const Semd__Reply *rp);
-
-/* Call r's completion callback with the converted outcome. */
-void semc_result_deliver(struct semc *c, struct semc_req *r)
-{
-	const Semd__Reply *rp = r->reply;
-	struct semc_result res = { .request_id = r->id, .error = r->error, .message = "" };
-	struct semc_grant g;
-	struct semc_info *info = NULL;
-	struct semc_list *list = NULL;
-	struct semc_stats *stats = NULL;
-	struct semc_multi_grant *multi = NULL;
-
-	if (rp != NULL) {
-		res.error = semc_code_error(rp->code);
-		if (rp->message != NULL)
-			res.message = rp->message;
-		switch (rp->body_case) {
-		case SEMD__REPLY__BODY_GRANT:
-			grant_copy(&g, rp->grant);
-			res.grant = &g;
-			break;
-		case SEMD__REPLY__BODY_INFO:
-			res.info = info = info_convert(rp);
-			break;
-		case SEMD__REPLY__BODY_LIST:
-			res.list = list = list_convert(rp);
-			break;
-		case SEMD__REPLY__BODY_STATS:
-			res.stats = stats = stats_convert(rp);
-			break;
-		case SEMD__REPLY__BODY_VALIDATE:
-			res.valid = rp->validate->valid;
-			break;
-		case SEMD__REPLY__BODY_RELEASED:
-			res.released = rp->released->n;
-			break;
-		case SEMD__REPLY__BODY_MULTI_GRANT:
-			res.multi = multi = multi_convert(rp);
-			break;
-		default:
-			break;
-		}
-		if (res.error == 0 && ((rp->body_case == SEMD__REPLY__BODY_INFO && !info) ||
-				       (rp->body_case == SEMD__REPLY__BODY_LIST && !list) ||
-				       (rp->body_case == SEMD__REPLY__BODY_STATS && !stats) ||
-				       (rp->body_case == SEMD__REPLY__BODY_MULTI_GRANT && !multi)))
-			res.error = SEMC_E_NOMEM;
-	} else {
-		res.message = semc_strerror(r->error);
-	}
-	if (r->fn != NULL)
-		r->fn(c, &res, r->arg);
-	semc_info_free(info);
-	semc_list_free(list);
-	semc_stats_free(stats);
-	semc_multi_grant_free(multi);
-}
-
 /* Reject names the daemon would reject anyway, before a round trip. */
 static int name_check(const char *name)
 {
@@ -291,6 +32,16 @@ static int name_check(const char *name)
 	if (len == 0 || len > 255)
 		return semc_fail(SEMC_E_INVALID, "a name is 1 to 255 bytes long");
 	return 0;
+}
+
+/* Check a name and an operation's options (NULL: what says so). */
+static int args_check(const char *name, const void *opts, const char *what)
+{
+	int r;
+
+	if ((r = name_check(name)) != 0)
+		return r;
+	return opts == NULL ? semc_fail(SEMC_E_ARG, "%s", what) : 0;
 }
 
 /*
@@ -316,7 +67,7 @@ struct op_reply {
 static void grant_out(const Semd__Reply *rp, void *out)
 {
 	if (rp != NULL)
-		grant_copy(out, rp->grant);
+		semc_grant_copy(out, rp->grant);
 }
 
 /* How many permits a reply released (a reply without the count: 0). */
@@ -353,23 +104,20 @@ static void renewed_out(const Semd__Reply *rp, void *out)
 		*o->expires_ms = rp != NULL ? rp->renewed->expires_ms : 0;
 }
 
-static void *holds_convert(const Semd__Reply *rp);
-static void *where_convert(const Semd__Reply *rp);
-static void *cluster_convert(const Semd__Reply *rp);
-
 /* What each kind of reply brings back. */
-static const struct op_reply reply_none = { SEMD__REPLY__BODY__NOT_SET, NULL, NULL };
-static const struct op_reply reply_grant = { SEMD__REPLY__BODY_GRANT, NULL, grant_out };
-static const struct op_reply reply_released = { SEMD__REPLY__BODY__NOT_SET, NULL, released_out };
-static const struct op_reply reply_valid = { SEMD__REPLY__BODY_VALIDATE, NULL, valid_out };
-static const struct op_reply reply_renewed = { SEMD__REPLY__BODY_RENEWED, NULL, renewed_out };
-static const struct op_reply reply_info = { SEMD__REPLY__BODY_INFO, info_convert, NULL };
-static const struct op_reply reply_list = { SEMD__REPLY__BODY_LIST, list_convert, NULL };
-static const struct op_reply reply_stats = { SEMD__REPLY__BODY_STATS, stats_convert, NULL };
-static const struct op_reply reply_multi = { SEMD__REPLY__BODY_MULTI_GRANT, multi_convert, NULL };
-static const struct op_reply reply_holds = { SEMD__REPLY__BODY_HOLDS, holds_convert, NULL };
-static const struct op_reply reply_where = { SEMD__REPLY__BODY_WHERE, where_convert, NULL };
-static const struct op_reply reply_cluster = { SEMD__REPLY__BODY_CLUSTER, cluster_convert, NULL };
+static const struct op_reply
+	reply_none = { SEMD__REPLY__BODY__NOT_SET, NULL, NULL },
+	reply_grant = { SEMD__REPLY__BODY_GRANT, NULL, grant_out },
+	reply_released = { SEMD__REPLY__BODY__NOT_SET, NULL, released_out },
+	reply_valid = { SEMD__REPLY__BODY_VALIDATE, NULL, valid_out },
+	reply_renewed = { SEMD__REPLY__BODY_RENEWED, NULL, renewed_out },
+	reply_info = { SEMD__REPLY__BODY_INFO, semc_info_convert, NULL },
+	reply_list = { SEMD__REPLY__BODY_LIST, semc_list_convert, NULL },
+	reply_stats = { SEMD__REPLY__BODY_STATS, semc_stats_convert, NULL },
+	reply_multi = { SEMD__REPLY__BODY_MULTI_GRANT, semc_multi_convert, NULL },
+	reply_holds = { SEMD__REPLY__BODY_HOLDS, semc_holds_convert, NULL },
+	reply_where = { SEMD__REPLY__BODY_WHERE, semc_where_convert, NULL },
+	reply_cluster = { SEMD__REPLY__BODY_CLUSTER, semc_cluster_convert, NULL };
 
 /* Put an operation's message into rq: the member of Request's oneof whose
  * type is the message's (each operation has a message type of its own). */
@@ -507,10 +255,8 @@ int semc_create_ex(struct semc *c, const char *name, const struct semc_create_op
 	Semd__Create op = SEMD__CREATE__INIT;
 	int r;
 
-	if ((r = name_check(name)) != 0)
+	if ((r = args_check(name, o, "no create options")) != 0)
 		return r;
-	if (o == NULL)
-		return semc_fail(SEMC_E_ARG, "no create options");
 	create_fill(&op, name, o, NULL);
 	return op_call(c, &op.base, 0, &reply_none, NULL);
 }
@@ -541,10 +287,8 @@ int semc_down_ex(struct semc *c, const char *name, const struct semc_down_opts *
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = name_check(name)) != 0)
+	if ((r = args_check(name, o, "no down options")) != 0)
 		return r;
-	if (o == NULL)
-		return semc_fail(SEMC_E_ARG, "no down options");
 	down_fill(&op, name, o);
 	return op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_grant, out);
 }
@@ -749,10 +493,8 @@ int64_t semc_down_ex_async(struct semc *c, const char *name, const struct semc_d
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = name_check(name)) != 0)
+	if ((r = args_check(name, o, "no down options")) != 0)
 		return r;
-	if (o == NULL)
-		return semc_fail(SEMC_E_ARG, "no down options");
 	down_fill(&op, name, o);
 	return op_async(c, &op.base, fn, arg);
 }
@@ -798,61 +540,6 @@ int64_t semc_ping_async(struct semc *c, semc_done_fn fn, void *arg)
 }
 
 /* --- clusters ---------------------------------------------------------- */
-
-/* Free a cluster status. */
-void semc_cluster_free(struct semc_cluster *cl)
-{
-	size_t i;
-
-	if (cl == NULL)
-		return;
-	for (i = 0; i < cl->n_nodes; i++) {
-		free(cl->nodes[i].address);
-		free(cl->nodes[i].role);
-	}
-	free(cl->nodes);
-	free(cl->state);
-	free(cl->leader);
-	free(cl);
-}
-
-/* Convert a ClusterStatus. */
-static void *cluster_convert(const Semd__Reply *rp)
-{
-	const Semd__ClusterStatus *st = rp->cluster;
-	struct semc_cluster *cl = calloc(1, sizeof *cl);
-	size_t i;
-
-	if (cl == NULL)
-		return NULL;
-	cl->node_id = st->node_id;
-	cl->term = st->term;
-	cl->commit_index = st->commit_index;
-	cl->applied_index = st->applied_index;
-	cl->last_index = st->last_index;
-	cl->leader_id = st->leader_id;
-	cl->state = strdup(st->state);
-	cl->leader = strdup(st->leader);
-	cl->nodes = calloc(st->n_nodes + 1, sizeof *cl->nodes);
-	if (cl->state == NULL || cl->leader == NULL || cl->nodes == NULL)
-		goto fail;
-	for (i = 0; i < st->n_nodes; i++) {
-		struct semc_cluster_node *n = &cl->nodes[i];
-
-		cl->n_nodes++;
-		n->id = st->nodes[i]->id;
-		n->match_index = st->nodes[i]->match_index;
-		n->lag = st->nodes[i]->lag;
-		n->address = strdup(st->nodes[i]->address);
-		n->role = strdup(st->nodes[i]->role);
-		if (n->address == NULL || n->role == NULL)
-			goto fail;
-	}
-	return cl;
-fail:
-	semc_cluster_free(cl);
-	return NULL;
-}
 
 /* The status the first daemon that answers gives. */
 int semc_cluster_status(struct semc *c, struct semc_cluster **out)
@@ -908,10 +595,8 @@ int semc_create_rate(struct semc *c, const char *name, const struct semc_create_
 	Semd__Create op = SEMD__CREATE__INIT;
 	int r;
 
-	if ((r = name_check(name)) != 0)
+	if ((r = args_check(name, o != NULL ? rate : NULL, "no create options or rate")) != 0)
 		return r;
-	if (o == NULL || rate == NULL)
-		return semc_fail(SEMC_E_ARG, "no create options or rate");
 	create_fill(&op, name, o, rate);
 	return op_call(c, &op.base, 0, &reply_none, NULL);
 }
@@ -922,54 +607,13 @@ int semc_set_rate(struct semc *c, const char *name, const struct semc_rate *rate
 	Semd__SetRate op = SEMD__SET_RATE__INIT;
 	int r;
 
-	if ((r = name_check(name)) != 0)
+	if ((r = args_check(name, rate, "no rate")) != 0)
 		return r;
-	if (rate == NULL)
-		return semc_fail(SEMC_E_ARG, "no rate");
 	op.name = (char *)name;
 	op.rate = rate->rate;
 	op.rate_period_ms = rate->period_ms;
 	op.burst = rate->burst;
 	return op_call(c, &op.base, 0, &reply_none, NULL);
-}
-
-/* Free a multi-name grant. */
-void semc_multi_grant_free(struct semc_multi_grant *g)
-{
-	size_t i;
-
-	if (g == NULL)
-		return;
-	for (i = 0; i < g->n; i++)
-		free(g->grants[i].name);
-	free(g->grants);
-	free(g);
-}
-
-/* Convert a MultiGrant. */
-static void *multi_convert(const Semd__Reply *rp)
-{
-	const Semd__MultiGrant *p = rp->multi_grant;
-	struct semc_multi_grant *g = calloc(1, sizeof *g);
-	size_t i;
-
-	if (g == NULL)
-		return NULL;
-	g->waited_us = p->waited_us;
-	if ((g->grants = calloc(p->n_grants + 1, sizeof *g->grants)) == NULL)
-		goto fail;
-	for (i = 0; i < p->n_grants; i++) {
-		g->n++;
-		g->grants[i].permit_id = p->grants[i]->permit_id;
-		g->grants[i].token = p->grants[i]->token;
-		g->grants[i].n = p->grants[i]->n;
-		if ((g->grants[i].name = dup0(p->grants[i]->name)) == NULL)
-			goto fail;
-	}
-	return g;
-fail:
-	semc_multi_grant_free(g);
-	return NULL;
 }
 
 /* Fill a DownMulti request (wv, wp: n entries each); SEMC_E_ARG or 0. */
@@ -1037,50 +681,6 @@ int semc_renew(struct semc *c, const char *name, uint64_t permit_id, uint32_t le
 	return op_call_named(c, name, &op.base, &reply_renewed, &out);
 }
 
-/* Free a holds result. */
-void semc_holds_free(struct semc_holds *h)
-{
-	size_t i;
-
-	if (h == NULL)
-		return;
-	for (i = 0; i < h->n; i++) {
-		free(h->entries[i].name);
-		free(h->entries[i].holder.client_name);
-		free(h->entries[i].holder.host);
-		free(h->entries[i].holder.principal);
-	}
-	free(h->entries);
-	free(h);
-}
-
-/* Convert a HoldsReply. */
-static void *holds_convert(const Semd__Reply *rp)
-{
-	const Semd__HoldsReply *p = rp->holds;
-	struct semc_holds *h = calloc(1, sizeof *h);
-	size_t i;
-
-	if (h == NULL)
-		return NULL;
-	h->total = p->total;
-	h->next_permit = p->next_permit;
-	if ((h->entries = calloc(p->n_holds + 1, sizeof *h->entries)) == NULL)
-		goto fail;
-	for (i = 0; i < p->n_holds; i++) {
-		struct semc_hold_entry *e = &h->entries[i];
-
-		h->n++;
-		if ((e->name = dup0(p->holds[i]->name)) == NULL ||
-		    holder_copy(&e->holder, p->holds[i]) != 0)
-			goto fail;
-	}
-	return h;
-fail:
-	semc_holds_free(h);
-	return NULL;
-}
-
 /* A principal's holds across all names. */
 int semc_holds(struct semc *c, const char *principal, uint64_t after_permit, uint32_t max,
 	       struct semc_holds **out)
@@ -1093,53 +693,6 @@ int semc_holds(struct semc *c, const char *principal, uint64_t after_permit, uin
 	return op_call(c, &op.base, 0, &reply_holds, out);
 }
 
-/* Free a where result. */
-void semc_where_free(struct semc_where *w)
-{
-	size_t i;
-
-	if (w == NULL)
-		return;
-	for (i = 0; i < w->n; i++)
-		free(w->places[i].name);
-	free(w->places);
-	free(w);
-}
-
-/* Convert a WhereReply. */
-static void *where_convert(const Semd__Reply *rp)
-{
-	const Semd__WhereReply *p = rp->where;
-	struct semc_where *w = calloc(1, sizeof *w);
-	size_t i;
-
-	if (w == NULL)
-		return NULL;
-	w->since_ms = p->since_ms;
-	if ((w->places = calloc(p->n_places + 1, sizeof *w->places)) == NULL)
-		goto fail;
-	for (i = 0; i < p->n_places; i++) {
-		const Semd__Place *pp = p->places[i];
-		struct semc_place *pl = &w->places[i];
-
-		w->n++;
-		pl->position = pp->position;
-		pl->waiters = pp->waiters;
-		pl->held = pp->held;
-		pl->limit = pp->limit;
-		pl->available = pp->available;
-		pl->n = pp->n;
-		pl->tokens_nano = pp->tokens_nano;
-		pl->next_token_ms = pp->next_token_ms;
-		if ((pl->name = dup0(pp->name)) == NULL)
-			goto fail;
-	}
-	return w;
-fail:
-	semc_where_free(w);
-	return NULL;
-}
-
 /* Where a pending down stands. */
 int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out)
 {
@@ -1148,3 +701,4 @@ int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out)
 	op.request_id = request_id;
 	return op_call(c, &op.base, 0, &reply_where, out);
 }
+

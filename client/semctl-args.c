@@ -106,8 +106,13 @@ int fail(int err, const char *what)
 {
 	const char *msg = semc_last_message();
 
-	if (*msg == '\0')
-		msg = semc_strerror(err);
+	return fail_msg(err, what, *msg != '\0' ? msg : semc_strerror(err));
+}
+
+/* Report a failure with its message (on stderr, and as JSON with --json);
+ * returns the exit code. */
+int fail_msg(int err, const char *what, const char *msg)
+{
 	fprintf(stderr, "semctl: %s: %s\n", what, esc(msg));
 	if (g.json) {
 		printf("{\"ok\":false,\"error\":");

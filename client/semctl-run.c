@@ -254,17 +254,7 @@ static int acquire(struct semc *c, struct acq *q)
 /* Report a failed acquire (as fail() does, with q's message). */
 static int acq_fail(const struct acq *q, int err, const char *what)
 {
-	const char *msg = q->message[0] ? q->message : semc_strerror(err);
-
-	fprintf(stderr, "semctl: %s: %s\n", what, esc(msg));
-	if (g.json) {
-		printf("{\"ok\":false,\"error\":");
-		json_str(err_name(err));
-		printf(",\"code\":%d,\"message\":", err);
-		json_str(msg);
-		printf(",\"exit\":%d}\n", exit_code(err));
-	}
-	return exit_code(err);
+	return fail_msg(err, what, q->message[0] ? q->message : semc_strerror(err));
 }
 
 /* The grants of q as a JSON array's members. */

@@ -76,6 +76,7 @@ void usage_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1,
 int exit_code(int err);
 const char *err_name(int err);
 int fail(int err, const char *what);
+int fail_msg(int err, const char *what, const char *msg);
 int fail_limit(int err, const char *what, const char *name, uint32_t limit);
 uint32_t parse_count(const char *s, const char *what, uint32_t min);
 uint64_t parse_u64(const char *s, const char *what);
