@@ -14,6 +14,9 @@
  * UTF-8 and the bidi, zero-width and line-separator code points in text
  * mode as \xHH or \uXXXX, in JSON as \uXXXX. A server cannot write to the
  * terminal.
+ *
+ * This file: main(), the global options and the command table. The
+ * commands and their helpers are in semctl-*.c (semctl.h lists them).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,7 +36,6 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
-
 
 #include "client/semctl.h"
 
