@@ -426,11 +426,7 @@ static int conn_connect(struct conn *c, char *err, size_t errlen)
 /* Close c's connection. */
 static void conn_close(struct conn *c)
 {
-	wire_tls_close(c->ssl);
-	c->ssl = NULL;
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
+	wire_close(&c->fd, &c->ssl);
 }
 
 /* Make c non-blocking and put it in the worker's epoll set. */

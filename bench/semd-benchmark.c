@@ -316,11 +316,7 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 /* Close the control connection. */
 static void ctl_close(struct ctl *c)
 {
-	wire_tls_close(c->ssl);
-	c->ssl = NULL;
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
+	wire_close(&c->fd, &c->ssl);
 	wbuf_free(&c->out);
 	wbuf_free(&c->in);
 	wire_arena_free(&c->arena);

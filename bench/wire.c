@@ -258,6 +258,16 @@ void wire_tls_close(SSL *ssl)
 	ERR_clear_error();
 }
 
+/* Close a connection: its TLS, then its socket. */
+void wire_close(int *fd, SSL **ssl)
+{
+	wire_tls_close(*ssl);
+	*ssl = NULL;
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 /* Map an SSL_read/SSL_write result to the send()/recv() convention. */
 static ssize_t tls_result(SSL *ssl, int r)
 {

@@ -75,6 +75,9 @@ int wire_tls_step(SSL *ssl, const char *host, int *want, char *err, size_t errle
 /* Send a close_notify (without waiting for the peer's) and free ssl. */
 void wire_tls_close(SSL *ssl);
 
+/* Close a connection: its TLS (if any), then its socket; both are reset. */
+void wire_close(int *fd, SSL **ssl);
+
 /*
  * send()/recv() over fd, or over ssl when it is not NULL: bytes moved, 0 at
  * the end of the stream (recv), or -1 with errno (EAGAIN: would block).
