@@ -98,13 +98,8 @@ struct conn {
 	char		 name[64];
 };
 
-struct worker {
-	struct run		*run;
-	pthread_t		 tid;
-	int			 ep;
-	struct conn		**conns;
-	unsigned		 nconns;
-	struct wire_arena	 arena;
+/* What a worker counts, and a run once the workers' counts are merged. */
+struct bench_tally {
 	struct hist		 lat;
 	struct hist		 wait;
 	uint64_t		 ops;
@@ -115,6 +110,16 @@ struct worker {
 	uint64_t		 grants_all;	/* every grant, window or not */
 	uint64_t		 hs_full;	/* TLS handshakes done in the window: full, */
 	uint64_t		 hs_resumed;	/* ... and resumed */
+};
+
+struct worker {
+	struct run		*run;
+	pthread_t		 tid;
+	int			 ep;
+	struct conn		**conns;
+	unsigned		 nconns;
+	struct wire_arena	 arena;
+	struct bench_tally	 t;
 	uint64_t		 outstanding;
 	uint64_t		 next;		/* names: next index to create/delete */
 	uint64_t		 end;
@@ -141,17 +146,7 @@ struct run {
 	atomic_int		 stop;
 	pthread_barrier_t	 barrier;
 	double			 cpu_s;		/* this process, whole run */
-	/* results, merged */
-	struct hist		 lat;
-	struct hist		 wait;
-	uint64_t		 ops;
-	uint64_t		 rts;
-	uint64_t		 refused;
-	uint64_t		 timeouts;
-	uint64_t		 direct;
-	uint64_t		 grants_all;
-	uint64_t		 hs_full;
-	uint64_t		 hs_resumed;
+	struct bench_tally	 t;		/* the workers' tallies, merged */
 	uint64_t		 grants_min;
 	uint64_t		 grants_max;
 	double			 elapsed_s;	/* measured window actually run */

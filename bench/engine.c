@@ -99,8 +99,8 @@ static void op_done(struct worker *w, uint64_t lat, uint64_t now)
 {
 	if (!in_window(w->run, now))
 		return;
-	w->ops++;
-	hist_record(&w->lat, lat);
+	w->t.ops++;
+	hist_record(&w->t.lat, lat);
 }
 
 /* Queue chain i's next request of kind step. Returns 0, or -1 when idle. */
@@ -193,7 +193,7 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 	ch->id = 0;
 	ch->step = S_IDLE;
 	w->outstanding--;
-	w->rts++;
+	w->t.rts++;
 	switch (step) {
 	case S_PING:
 		if (code != SEMD__CODE__OK)
@@ -214,7 +214,7 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 	case S_DOWNK:
 		if (code != SEMD__CODE__OK)
 			goto bad;
-		w->grants_all += step == S_MULTI ? BENCH_MULTI : 1;
+		w->t.grants_all += step == S_MULTI ? BENCH_MULTI : 1;
 		if (in_window(r, now))
 			c->grants += step == S_MULTI ? BENCH_MULTI : 1;
 		if (step == S_DOWNK && ++ch->k < BENCH_MULTI) {
@@ -239,12 +239,12 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 	case S_DOWN:
 		if (code == SEMD__CODE__WOULD_BLOCK && r->test == T_TRYDOWN_UP) {
 			if (in_window(r, now))
-				w->refused++;
+				w->t.refused++;
 			conn_send(c, i, S_DOWN, now);
 			return;
 		}
 		if (code == SEMD__CODE__TIMEOUT) {
-			w->timeouts++;
+			w->t.timeouts++;
 			conn_send(c, i, S_DOWN, now);
 			return;
 		}
@@ -252,7 +252,7 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 			goto bad;
 		if (r->test == T_RATE) {
 			/* nothing is held: the down is the op */
-			w->grants_all++;
+			w->t.grants_all++;
 			if (in_window(r, now))
 				c->grants++;
 			op_done(w, now - ch->t_op, now);
@@ -261,11 +261,11 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 			return;
 		}
 		ch->permit = permit;
-		w->grants_all++;
+		w->t.grants_all++;
 		if (in_window(r, now)) {
 			c->grants++;
 			if (r->test == T_CONTENDED)
-				hist_record(&w->wait, now - ch->t_op);
+				hist_record(&w->t.wait, now - ch->t_op);
 		}
 		if (r->test == T_HANDOFF) {
 			/*
@@ -277,7 +277,7 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 			if (last != 0 && ch->t_req < last)
 				op_done(w, now - last, now);
 			else if (in_window(r, now))
-				w->direct++;
+				w->t.direct++;
 			atomic_store_explicit(&r->last_up, now, memory_order_release);
 		}
 		conn_send(c, i, S_UP, now);
@@ -354,18 +354,7 @@ static void conn_flush(struct conn *c)
 /* Write all of c's output, blocking (before the socket is non-blocking). */
 static int conn_write_all(struct conn *c)
 {
-	ssize_t n;
-
-	while (c->out.off < c->out.len) {
-		n = wire_send(c->fd, c->ssl, c->out.p + c->out.off, c->out.len - c->out.off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		c->out.off += (size_t)n;
-	}
-	c->out.off = c->out.len = 0;
-	return 0;
+	return wbuf_send_all(&c->out, c->fd, c->ssl);
 }
 
 /* Say Hello on a fresh blocking connection and wait for the answer. */
@@ -437,11 +426,7 @@ static int conn_connect(struct conn *c, char *err, size_t errlen)
 /* Close c's connection. */
 static void conn_close(struct conn *c)
 {
-	wire_tls_close(c->ssl);
-	c->ssl = NULL;
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
+	wire_close(&c->fd, &c->ssl);
 }
 
 /* Make c non-blocking and put it in the worker's epoll set. */
@@ -522,9 +507,9 @@ static void conn_handshake(struct conn *c)
 	now = bench_now();
 	if (in_window(r, now)) {
 		if (SSL_session_reused(c->ssl))
-			c->w->hs_resumed++;
+			c->w->t.hs_resumed++;
 		else
-			c->w->hs_full++;
+			c->w->t.hs_full++;
 	}
 	conn_churn_hello(c, c->chains[0].t_op);
 }
@@ -592,7 +577,7 @@ static void conn_reply(struct conn *c, const struct wire_reply_min *rep, uint64_
 	if (rep->id == c->hello_id) {
 		c->hello_id = 0;
 		c->w->outstanding--;
-		c->w->rts++;
+		c->w->t.rts++;
 		if (rep->code != SEMD__CODE__OK)
 			worker_fail(c->w, "Hello refused: %s %.*s",
 			    wire_code_name(rep->code), (int)rep->msglen, rep->msg);
@@ -827,8 +812,8 @@ static int run_setup(struct run *r)
 		w->conns = calloc(r->conns / r->nworkers + 1, sizeof(*w->conns));
 		if (w->ep < 0 || w->conns == NULL || wire_arena_init(&w->arena, 64 * 1024) != 0)
 			return -1;
-		hist_init(&w->lat);
-		hist_init(&w->wait);
+		hist_init(&w->t.lat);
+		hist_init(&w->t.wait);
 		if (r->test == T_NAMES) {
 			w->next = o->names * k / r->nworkers;
 			w->end = o->names * (k + 1) / r->nworkers;
@@ -854,28 +839,34 @@ static int run_setup(struct run *r)
 	return 0;
 }
 
+/* Add one worker's tally to the run's. */
+static void tally_add(struct bench_tally *to, const struct bench_tally *from)
+{
+	hist_merge(&to->lat, &from->lat);
+	hist_merge(&to->wait, &from->wait);
+	to->ops += from->ops;
+	to->rts += from->rts;
+	to->refused += from->refused;
+	to->timeouts += from->timeouts;
+	to->direct += from->direct;
+	to->grants_all += from->grants_all;
+	to->hs_full += from->hs_full;
+	to->hs_resumed += from->hs_resumed;
+}
+
 /* Merge the workers' results into r. */
 static void run_merge(struct run *r)
 {
 	unsigned k, i;
 
-	hist_init(&r->lat);
-	hist_init(&r->wait);
+	hist_init(&r->t.lat);
+	hist_init(&r->t.wait);
 	r->grants_min = UINT64_MAX;
 	r->grants_max = 0;
 	for (k = 0; k < r->nworkers; k++) {
 		struct worker *w = &r->workers[k];
 
-		hist_merge(&r->lat, &w->lat);
-		hist_merge(&r->wait, &w->wait);
-		r->ops += w->ops;
-		r->rts += w->rts;
-		r->refused += w->refused;
-		r->timeouts += w->timeouts;
-		r->direct += w->direct;
-		r->grants_all += w->grants_all;
-		r->hs_full += w->hs_full;
-		r->hs_resumed += w->hs_resumed;
+		tally_add(&r->t, &w->t);
 		for (i = 0; i < w->nconns; i++) {
 			uint64_t g = w->conns[i]->grants;
 

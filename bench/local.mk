@@ -5,13 +5,14 @@ bin_PROGRAMS += semd-benchmark
 semd_benchmark_SOURCES = bench/semd-benchmark.c bench/engine.c bench/bench.h \
 	bench/wire.c bench/wire.h bench/hist.c bench/hist.h
 semd_benchmark_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS) -pthread
-semd_benchmark_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) $(PTHREAD_LIBS)
+semd_benchmark_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) \
+	$(OPENSSL_LIBS) $(PTHREAD_LIBS)
 
 # Unit tests of the histogram and the wire helpers.
 check_PROGRAMS += bench/test-bench
 bench_test_bench_SOURCES = bench/test-bench.c bench/wire.c bench/hist.c
 bench_test_bench_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
-bench_test_bench_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS)
+bench_test_bench_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS)
 TESTS += bench/test-bench
 
 # semd-benchmark against a private semd: every test, briefly.

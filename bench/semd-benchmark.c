@@ -316,11 +316,7 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 /* Close the control connection. */
 static void ctl_close(struct ctl *c)
 {
-	wire_tls_close(c->ssl);
-	c->ssl = NULL;
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
+	wire_close(&c->fd, &c->ssl);
 	wbuf_free(&c->out);
 	wbuf_free(&c->in);
 	wire_arena_free(&c->arena);
@@ -329,18 +325,7 @@ static void ctl_close(struct ctl *c)
 /* Write everything queued on the control connection. */
 static int ctl_flush(struct ctl *c)
 {
-	ssize_t n;
-
-	while (c->out.off < c->out.len) {
-		n = wire_send(c->fd, c->ssl, c->out.p + c->out.off, c->out.len - c->out.off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		c->out.off += (size_t)n;
-	}
-	c->out.off = c->out.len = 0;
-	return 0;
+	return wbuf_send_all(&c->out, c->fd, c->ssl);
 }
 
 /* Read the next reply on the control connection (NULL on error or EOF). */
@@ -579,16 +564,16 @@ static double us(uint64_t ns)
 static void report(const struct bench_opts *o, const struct run *r, const struct names_mem *m,
     const struct server_delta *sd, double delete_rate, int *first)
 {
-	const struct hist *h = &r->lat;
-	double ops_s = r->elapsed_s > 0 ? (double)r->ops / r->elapsed_s : 0;
+	const struct hist *h = &r->t.lat;
+	double ops_s = r->elapsed_s > 0 ? (double)r->t.ops / r->elapsed_s : 0;
 	double cpu_pct = r->elapsed_s > 0 ? 100.0 * r->cpu_s / ((double)(r->t_stop - r->t0) / 1e9) : 0;
-	double cpu_ns_rt = r->rts ? r->cpu_s * 1e9 / (double)r->rts : 0;
+	double cpu_ns_rt = r->t.rts ? r->cpu_s * 1e9 / (double)r->t.rts : 0;
 	double fair = r->grants_min ? (double)r->grants_max / (double)r->grants_min : 0;
 	double per_name = 0;
 	uint64_t created = o->names;
 	int hs = o->addr.is_tls && r->test == T_CHURN;
-	double hs_full_s = r->elapsed_s > 0 ? (double)r->hs_full / r->elapsed_s : 0;
-	double hs_res_s = r->elapsed_s > 0 ? (double)r->hs_resumed / r->elapsed_s : 0;
+	double hs_full_s = r->elapsed_s > 0 ? (double)r->t.hs_full / r->elapsed_s : 0;
+	double hs_res_s = r->elapsed_s > 0 ? (double)r->t.hs_resumed / r->elapsed_s : 0;
 	char rt[16];
 
 	if (m != NULL && m->have_names && m->names[1] > m->names[0])
@@ -603,31 +588,31 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 		    "\"refused\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", "
 		    "\"client_cpu_pct\": %.0f, \"client_cpu_ns_per_round_trip\": %.0f",
 		    *first ? "" : ",", test_names[r->test], r->conns, r->pipeline, r->nworkers,
-		    r->elapsed_s, r->ops, ops_s, test_rts[r->test], r->rts,
+		    r->elapsed_s, r->t.ops, ops_s, test_rts[r->test], r->t.rts,
 		    us(hist_quantile(h, 0.5)), us(hist_quantile(h, 0.99)), us(hist_quantile(h, 0.999)),
 		    us(h->count ? h->max : 0), hist_mean(h) / 1000.0,
-		    r->refused, r->timeouts, cpu_pct, cpu_ns_rt);
+		    r->t.refused, r->t.timeouts, cpu_pct, cpu_ns_rt);
 		if (r->test == T_CONTENDED)
 			printf(", \"limit\": %u, \"wait_us\": {\"p50\": %.1f, \"p99\": %.1f, \"p999\": %.1f, "
 			    "\"max\": %.1f}, \"grants_min\": %" PRIu64 ", \"grants_max\": %" PRIu64
 			    ", \"fairness_max_over_min\": %.3f",
-			    r->limit, us(hist_quantile(&r->wait, 0.5)), us(hist_quantile(&r->wait, 0.99)),
-			    us(hist_quantile(&r->wait, 0.999)), us(r->wait.count ? r->wait.max : 0),
+			    r->limit, us(hist_quantile(&r->t.wait, 0.5)), us(hist_quantile(&r->t.wait, 0.99)),
+			    us(hist_quantile(&r->t.wait, 0.999)), us(r->t.wait.count ? r->t.wait.max : 0),
 			    r->grants_min, r->grants_max, fair);
 		if (r->test == T_HANDOFF)
-			printf(", \"direct_grants\": %" PRIu64, r->direct);
+			printf(", \"direct_grants\": %" PRIu64, r->t.direct);
 		if (hs)
 			printf(", \"tls_resume\": %s, \"tls_handshakes_full\": %" PRIu64
 			    ", \"tls_handshakes_resumed\": %" PRIu64
 			    ", \"tls_full_per_sec\": %.0f, \"tls_resumed_per_sec\": %.0f",
-			    o->tls_resume ? "true" : "false", r->hs_full, r->hs_resumed,
+			    o->tls_resume ? "true" : "false", r->t.hs_full, r->t.hs_resumed,
 			    hs_full_s, hs_res_s);
 		if (sd != NULL && sd->have) {
 			printf(", \"client_grants\": %" PRIu64 ", \"server_grants\": %" PRIu64
-			    ", \"server_errors\": %" PRIu64, r->grants_all, sd->grants, sd->errors);
+			    ", \"server_errors\": %" PRIu64, r->t.grants_all, sd->grants, sd->errors);
 			if (sd->have_allocs)
 				printf(", \"server_allocations_per_round_trip\": %.3f",
-				    r->rts ? (double)sd->allocs / (double)r->rts : 0.0);
+				    r->t.rts ? (double)sd->allocs / (double)r->t.rts : 0.0);
 		}
 		if (m != NULL) {
 			printf(", \"names\": %" PRIu64 ", \"deletes_per_sec\": %.0f", o->names, delete_rate);
@@ -657,13 +642,13 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 	    us(hist_quantile(h, 0.5)), us(hist_quantile(h, 0.99)), us(hist_quantile(h, 0.999)),
 	    us(h->count ? h->max : 0));
 	if (r->test == T_TRYDOWN_UP)
-		printf("refused=%" PRIu64 " ", r->refused);
+		printf("refused=%" PRIu64 " ", r->t.refused);
 	if (r->test == T_CONTENDED)
 		printf("limit=%u wait_us p50=%.1f p99=%.1f p99.9=%.1f max=%.1f fairness(max/min)=%.2f ",
-		    r->limit, us(hist_quantile(&r->wait, 0.5)), us(hist_quantile(&r->wait, 0.99)),
-		    us(hist_quantile(&r->wait, 0.999)), us(r->wait.count ? r->wait.max : 0), fair);
+		    r->limit, us(hist_quantile(&r->t.wait, 0.5)), us(hist_quantile(&r->t.wait, 0.99)),
+		    us(hist_quantile(&r->t.wait, 0.999)), us(r->t.wait.count ? r->t.wait.max : 0), fair);
 	if (r->test == T_HANDOFF)
-		printf("up->next grant; direct=%" PRIu64 " ", r->direct);
+		printf("up->next grant; direct=%" PRIu64 " ", r->t.direct);
 	if (hs)
 		printf("tls handshakes/s full=%.0f resumed=%.0f ", hs_full_s, hs_res_s);
 	if (m != NULL) {
@@ -674,12 +659,12 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 			printf("memory per name: the daemon's Stats has no memory counter (has: %s) ",
 			    m->counters);
 	}
-	if (r->timeouts)
-		printf("timeouts=%" PRIu64 " ", r->timeouts);
+	if (r->t.timeouts)
+		printf("timeouts=%" PRIu64 " ", r->t.timeouts);
 	if (sd != NULL && sd->have && sd->errors)
 		printf("server_errors=%" PRIu64 " ", sd->errors);
 	if (sd != NULL && sd->have_allocs)
-		printf("allocs/rt=%.3f ", r->rts ? (double)sd->allocs / (double)r->rts : 0.0);
+		printf("allocs/rt=%.3f ", r->t.rts ? (double)sd->allocs / (double)r->t.rts : 0.0);
 	printf("cpu=%.0f%%\n", cpu_pct);
 	fflush(stdout);
 }
@@ -756,9 +741,9 @@ static int bench_test(const struct bench_opts *o, int t, int *first)
 	    snap_delta(&before, &after, "errors", &sd.errors);
 	sd.have_allocs = snap_delta(&before, &after, "allocations", &sd.allocs);
 	if (t == T_NAMES) {
-		if (r.ops != o->names) {
+		if (r.t.ops != o->names) {
 			fprintf(stderr, "semd-benchmark: names: only %" PRIu64 " of %" PRIu64
-			    " creates done in %d s\n", r.ops, o->names, BENCH_NAMES_CAP_S);
+			    " creates done in %d s\n", r.t.ops, o->names, BENCH_NAMES_CAP_S);
 			goto out;
 		}
 		if (ctl_stats(&c, &m, 1) != 0)
@@ -769,7 +754,7 @@ static int bench_test(const struct bench_opts *o, int t, int *first)
 			if (bench_run(&del) != 0)
 				goto out;
 			delete_rate = del.elapsed_s > 0 ?
-			    (double)del.ops / del.elapsed_s : 0;
+			    (double)del.t.ops / del.elapsed_s : 0;
 		}
 		if (ctl_stats(&c, &m, 2) != 0)
 			goto out;

@@ -18,6 +18,7 @@
 #include <openssl/x509v3.h>
 
 #include "bench/wire.h"
+#include "security/tls.h"
 
 /* Parse an address string into a sockaddr. */
 int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen)
@@ -163,72 +164,39 @@ static int wire_tls_new_session(SSL *ssl, SSL_SESSION *sess)
 	return 1;
 }
 
-/* A client SSL_CTX from t. */
+/* A client SSL_CTX from t (security/tls.c's, with the benchmark's modes). */
 SSL_CTX *wire_tls_ctx_new(const struct wire_tls *t, char *err, size_t errlen)
 {
+	struct tls_client_config cfg = {
+		.ca_file = t->ca_file, .cert_file = t->cert_file, .key_file = t->key_file,
+		.insecure = t->insecure != 0,
+	};
 	SSL_CTX *ctx;
 
 	pthread_once(&wire_slot_once, wire_slot_init);
-	ctx = SSL_CTX_new(TLS_client_method());
-	if (ctx == NULL) {
-		tls_error(err, errlen, "SSL_CTX_new");
+	if (tls_client_ctx_new(&ctx, &cfg, err, errlen) != 0)
 		return NULL;
-	}
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
-		goto fail_ssl;
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	/* One read(2) takes every record that came (readers drain SSL_has_pending()). */
 	SSL_CTX_set_read_ahead(ctx, 1);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
 	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, wire_tls_new_session);
-	if (t->ca_file != NULL) {
-		if (SSL_CTX_load_verify_locations(ctx, t->ca_file, NULL) != 1) {
-			tls_error(err, errlen, t->ca_file);
-			goto fail;
-		}
-	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-		goto fail_ssl;
-	}
-	if (t->cert_file != NULL) {
-		if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
-			tls_error(err, errlen, t->cert_file);
-			goto fail;
-		}
-		if (SSL_CTX_use_PrivateKey_file(ctx, t->key_file != NULL ? t->key_file : t->cert_file,
-		    SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
-			tls_error(err, errlen, t->key_file != NULL ? t->key_file : t->cert_file);
-			goto fail;
-		}
-	}
-	SSL_CTX_set_verify(ctx, t->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
 	return ctx;
-fail_ssl:
-	tls_error(err, errlen, "TLS context");
-fail:
-	SSL_CTX_free(ctx);
-	return NULL;
 }
 
-/* A client SSL on fd, checking the server against host unless insecure. */
+/* A client SSL on fd, checking the server against host (security/tls.c's;
+ * a context made insecure does not act on the check). */
 SSL *wire_tls_new(SSL_CTX *ctx, int fd, const char *host, int insecure,
     SSL_SESSION **slot, char *err, size_t errlen)
 {
-	struct in6_addr a6;
-	struct in_addr a4;
 	SSL *ssl;
 
-	ssl = SSL_new(ctx);
-	if (ssl == NULL || SSL_set_fd(ssl, fd) != 1) {
-		tls_error(err, errlen, "SSL_new");
-		SSL_free(ssl);
+	(void)insecure;
+	if (tls_client_ssl_new(ctx, host, &ssl, err, errlen) != 0)
 		return NULL;
-	}
-	/* names get SNI and a host name check, addresses an IP check */
-	if (inet_pton(AF_INET, host, &a4) != 1 && inet_pton(AF_INET6, host, &a6) != 1)
-		(void)SSL_set_tlsext_host_name(ssl, host);
-	if (!insecure && SSL_set1_host(ssl, host) != 1) {
-		tls_error(err, errlen, "SSL_set1_host");
+	if (SSL_set_fd(ssl, fd) != 1) {
+		tls_error(err, errlen, "SSL_set_fd");
 		SSL_free(ssl);
 		return NULL;
 	}
@@ -237,14 +205,13 @@ SSL *wire_tls_new(SSL_CTX *ctx, int fd, const char *host, int insecure,
 			(void)SSL_set_session(ssl, *slot);
 		(void)SSL_set_ex_data(ssl, wire_slot_idx, slot);
 	}
-	SSL_set_connect_state(ssl);
 	return ssl;
 }
 
 /* One step of a handshake on a non-blocking socket. */
 int wire_tls_step(SSL *ssl, const char *host, int *want, char *err, size_t errlen)
 {
-	long vr;
+	char why[256] = "";
 	int r, e;
 
 	ERR_clear_error();
@@ -257,15 +224,8 @@ int wire_tls_step(SSL *ssl, const char *host, int *want, char *err, size_t errle
 		*want = e == SSL_ERROR_WANT_WRITE;
 		return 0;
 	}
-	vr = SSL_get_verify_result(ssl);
-	if (vr != X509_V_OK)
-		snprintf(err, errlen, "TLS handshake with %s: certificate: %s", host,
-		    X509_verify_cert_error_string(vr));
-	else if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
-		snprintf(err, errlen, "TLS handshake with %s: %s", host, errno != 0 ?
-		    strerror(errno) : "connection closed by the server");
-	else
-		tls_error(err, errlen, "TLS handshake");
+	(void)tls_handshake_why(ssl, r, e, errno, why, sizeof(why));
+	snprintf(err, errlen, "%s (%s)", why, host);
 	return -1;
 }
 
@@ -296,6 +256,16 @@ void wire_tls_close(SSL *ssl)
 	(void)SSL_shutdown(ssl);
 	SSL_free(ssl);
 	ERR_clear_error();
+}
+
+/* Close a connection: its TLS, then its socket. */
+void wire_close(int *fd, SSL **ssl)
+{
+	wire_tls_close(*ssl);
+	*ssl = NULL;
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
 }
 
 /* Map an SSL_read/SSL_write result to the send()/recv() convention. */
@@ -369,6 +339,23 @@ int wbuf_reserve(struct wbuf *b, size_t n)
 		return -ENOMEM;
 	b->p = p;
 	b->cap = cap;
+	return 0;
+}
+
+/* Write all of b's pending output, blocking, and empty it. */
+int wbuf_send_all(struct wbuf *b, int fd, SSL *ssl)
+{
+	ssize_t n;
+
+	while (b->off < b->len) {
+		n = wire_send(fd, ssl, b->p + b->off, b->len - b->off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		b->off += (size_t)n;
+	}
+	b->off = b->len = 0;
 	return 0;
 }
 

@@ -75,6 +75,9 @@ int wire_tls_step(SSL *ssl, const char *host, int *want, char *err, size_t errle
 /* Send a close_notify (without waiting for the peer's) and free ssl. */
 void wire_tls_close(SSL *ssl);
 
+/* Close a connection: its TLS (if any), then its socket; both are reset. */
+void wire_close(int *fd, SSL **ssl);
+
 /*
  * send()/recv() over fd, or over ssl when it is not NULL: bytes moved, 0 at
  * the end of the stream (recv), or -1 with errno (EAGAIN: would block).
@@ -98,6 +101,10 @@ void wbuf_compact(struct wbuf *b);
 
 /* Release the memory of b. */
 void wbuf_free(struct wbuf *b);
+
+/* Write all of b's pending output to fd (or ssl), blocking, and empty it.
+ * Returns 0, or -1 with errno. */
+int wbuf_send_all(struct wbuf *b, int fd, SSL *ssl);
 
 /* Append one framed request. Returns 0 or -ENOMEM. */
 int wire_put_request(struct wbuf *b, const Semd__Request *req);

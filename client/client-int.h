@@ -42,8 +42,37 @@
 enum semc_addr_kind { SEMC_ADDR_UNIX = 1, SEMC_ADDR_TCP, SEMC_ADDR_TLS };
 #define SEMC_MAX_ADDRS	9	/* daemons in an address list */
 
+struct semc;
+struct semc_conn;
+
+/*
+ * A transport (HAProxy's xprt_ops): how a connection to one kind of address
+ * is opened, read, written and closed (xprt.c: UNIX, TCP; tls.c: TLS). The
+ * rest of the library reaches the socket only through these, so a new
+ * transport is one of them and a prefix in semc_addr_parse().
+ */
+struct semc_xprt {
+	const char *name;	/* the address prefix: "unix", "tcp", "tls" */
+	/* Prepare the handle before the first connection (NULL: nothing). */
+	int (*setup)(struct semc *c);
+	/* Connect k->fd to c->addr and finish any handshake before deadline;
+	 * 0, or semc_fail()'s error. */
+	int (*open)(struct semc *c, struct semc_conn *k, int64_t deadline);
+	/* Read what is there without blocking: n, 0 at EOF, -1 with errno. */
+	ssize_t (*read)(struct semc_conn *k, void *buf, size_t len);
+	/* Write without blocking: n, or -1 with errno (EAGAIN: poll for *want). */
+	ssize_t (*write)(struct semc_conn *k, const void *buf, size_t len, int *want);
+	/* Whether bytes already taken off the socket wait inside (NULL: never). */
+	bool (*buffered)(struct semc_conn *k);
+	/* Free what open() made besides the fd (NULL: nothing). */
+	void (*close)(struct semc_conn *k);
+};
+
+extern const struct semc_xprt semc_xprt_unix, semc_xprt_tcp, semc_xprt_tls;
+
 struct semc_addr {
 	enum semc_addr_kind kind;
+	const struct semc_xprt *xprt;
 	char path[108];		/* UNIX */
 	char host[256];		/* TCP/TLS, without brackets */
 	unsigned port;
@@ -51,8 +80,9 @@ struct semc_addr {
 };
 
 struct semc_conn {
+	const struct semc_xprt *xprt;
 	int fd;
-	SSL *ssl;
+	SSL *ssl;		/* TLS */
 	struct semc *owner;	/* TLS: whose session cache a ticket goes to */
 	char tls_addr[400];	/* ... under this address (canon) */
 	pthread_mutex_t iolock;	/* SSL objects are not thread-safe */
@@ -196,35 +226,66 @@ int semc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 void semc_clear_message(void);
 
 /* conn.c */
-struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq);
-void semc_req_free(struct semc_req *r);
-int semc_submit(struct semc *c, struct semc_req *r);
-int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost);
-int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out);
-int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms);
-bool semc_permit_lost(struct semc *c, uint64_t permit_id);
-int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg);
-int64_t semc_lease_end_locked(const struct semc *c);
-int semc_timeout_locked(struct semc *c, int64_t now);
-bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d);
+void semc_addr_use_locked(struct semc *c, unsigned i);
+void semc_addr_redirect_locked(struct semc *c, const Semd__Redirect *rd);
+int semc_str_set(char **dst, const char *s);
+void semc_detach_mark(struct semc *c);
+
+/* session.c */
 void semc_deliver_init(struct semc_deliver *d);
 void semc_event_queue_locked(struct semc *c, struct semc_deliver *d, struct semc_evq *e);
+void semc_event_push_locked(struct semc *c, struct semc_deliver *d, enum semc_event_type type,
+			    int error, const char *message, const struct semc_hold *h);
+void semc_evq_free(struct semc_evq *e);
 void semc_deliver_run(struct semc *c, struct semc_deliver *d);
+struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq);
+void semc_req_free(struct semc_req *r);
+struct semc_req *semc_internal_push_locked(struct semc *c, Semd__Request *rq);
+void semc_pending_unlink_locked(struct semc *c, struct semc_req *r);
+void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *rp, int err,
+			      struct semc_deliver *d);
+void semc_session_lost_locked(struct semc *c, int err, const char *why,
+			      struct semc_deliver *d);
+bool semc_permit_lost(struct semc *c, uint64_t permit_id);
+void semc_conn_broken_locked(struct semc *c, struct semc_conn *k, const char *why,
+			     struct semc_deliver *d);
+int64_t semc_lease_end_locked(const struct semc *c);
+void semc_lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d);
+bool semc_reconnect_due_locked(const struct semc *c, int64_t now);
+bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d);
+int semc_timeout_locked(struct semc *c, int64_t now);
+
+/* connect.c */
+int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms);
+int semc_conn_try(struct semc *c, int64_t deadline);
+
+/* reader.c */
 void semc_flush(struct semc *c);
 void semc_flush_try(struct semc *c);
 int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd);
-int semc_conn_try(struct semc *c, int64_t deadline);
-void semc_detach_mark(struct semc *c);
-bool semc_reconnect_due_locked(const struct semc *c, int64_t now);
+int semc_submit(struct semc *c, struct semc_req *r);
+void semc_cond_wait_ms_locked(struct semc *c, int ms);
+int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost);
+int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out);
+int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg);
 
 /* keepalive.c */
 int semc_keepalive_start_locked(struct semc *c);
 void semc_keepalive_stop(struct semc *c);
 
 /* ops.c */
-void semc_result_deliver(struct semc *c, struct semc_req *r);
 int semc_reply_error(const Semd__Reply *rp);
-struct semc_multi_grant *semc_multi_convert(const Semd__MultiGrant *p);
+
+/* result.c */
+void semc_grant_copy(struct semc_grant *g, const Semd__Grant *pg);
+void *semc_info_convert(const Semd__Reply *rp);
+void *semc_list_convert(const Semd__Reply *rp);
+void *semc_stats_convert(const Semd__Reply *rp);
+void *semc_multi_convert(const Semd__Reply *rp);
+void *semc_holds_convert(const Semd__Reply *rp);
+void *semc_where_convert(const Semd__Reply *rp);
+void *semc_cluster_convert(const Semd__Reply *rp);
+void semc_result_deliver(struct semc *c, struct semc_req *r);
 
 /* watch.c */
 struct semc_watcher;
@@ -241,9 +302,16 @@ void semc_tls_sess_free(struct semc *c);
 
 /* tls.c */
 int semc_tls_setup(struct semc *c);
-int semc_tls_handshake(struct semc *c, struct semc_conn *conn, int64_t deadline);
-ssize_t semc_tls_read(struct semc_conn *conn, void *buf, size_t len);
-ssize_t semc_tls_write(struct semc_conn *conn, const void *buf, size_t len, int *want);
 void semc_tls_free(struct semc *c);
+
+/* xprt.c */
+int semc_fd_wait(int fd, short events, int64_t deadline);
+int semc_tcp_open(struct semc *c, struct semc_conn *k, int64_t deadline);
+int semc_xprt_setup(struct semc *c);
+int semc_conn_open(struct semc *c, int64_t deadline, struct semc_conn **out);
+void semc_conn_put_locked(struct semc_conn *k);
+int semc_conn_write_all(struct semc_conn *k, const uint8_t *buf, size_t len, int64_t deadline);
+int semc_frame_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
+			Semd__Request *rq, Semd__Reply **out, int64_t *sent_at, const char *what);
 
 #endif

@@ -24,21 +24,6 @@
 
 #include "client/client-int.h"
 
-/* Wait on the handle's condition for at most ms (lock held). */
-static void cond_wait_ms(struct semc *c, int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(&c->cond, &c->lock, &ts);
-}
-
 /* Empty the wake pipe. */
 static void wake_drain(int fd)
 {
@@ -83,7 +68,7 @@ static void *keepalive_main(void *arg)
 		if (c->conn != NULL && !c->reading && c->granted_lease > 0) {
 			semc_reader_turn_locked(c, wait, c->ka_wake[0]);
 		} else {
-			cond_wait_ms(c, wait);
+			semc_cond_wait_ms_locked(c, wait);
 		}
 		wake_drain(c->ka_wake[0]);
 	}

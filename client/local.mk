@@ -13,14 +13,17 @@
 lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
 noinst_HEADERS += client/client-int.h
-client_libsemclient_la_SOURCES = client/conn.c client/ops.c client/util.c client/tls.c client/tlssess.c \
+client_libsemclient_la_SOURCES = client/conn.c client/session.c client/connect.c client/reader.c \
+	client/xprt.c client/ops.c client/result.c client/util.c client/tls.c client/tlssess.c \
 	client/keepalive.c client/watch.c proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
 client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
 client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 3:0:2 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/client/libsemclient.map
 EXTRA_client_libsemclient_la_DEPENDENCIES = client/libsemclient.map
-client_libsemclient_la_LIBADD = $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) $(PTHREAD_LIBS)
+# security/libsemsec.a: the TLS module the daemon uses too (security/tls.c)
+client_libsemclient_la_LIBADD = security/libsemsec.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) \
+	$(PTHREAD_LIBS)
 pkgconfig_DATA += client/semclient.pc
 DISTCLEANFILES += client/semclient.pc client/semclient-uninstalled.pc
 EXTRA_DIST += client/semclient.pc.in client/semclient-uninstalled.pc.in \
@@ -28,7 +31,8 @@ EXTRA_DIST += client/semclient.pc.in client/semclient-uninstalled.pc.in \
 
 # semctl: the command line, on the public API only.
 bin_PROGRAMS += semctl
-semctl_SOURCES = client/semctl.c
+semctl_SOURCES = client/semctl.c client/semctl.h client/semctl-args.c client/semctl-out.c \
+	client/semctl-cmds.c client/semctl-run.c
 semctl_LDADD = client/libsemclient.la
 
 # examples/: a distributed job whose workers share a limit through semd.

@@ -7,9 +7,10 @@
  * certificate and key are presented when given (mutual TLS). The socket is
  * non-blocking; every SSL call on a connection is made under its iolock,
  * because the reader and the writers use one SSL object. Sessions resume
- * from the tickets the server sends (tlssess.c).
+ * from the tickets the server sends (tlssess.c). This is the TLS transport
+ * (struct semc_xprt): TCP (xprt.c) and a handshake, made with the SSL and
+ * the handshake of security/tls.c, the daemon's TLS module.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -17,9 +18,9 @@
 #include <string.h>
 
 #include <openssl/err.h>
-#include <openssl/x509v3.h>
 
 #include "client/client-int.h"
+#include "security/tls.h"
 
 /* The most recent OpenSSL error as text. */
 static const char *tls_errstr(void)
@@ -105,25 +106,23 @@ void semc_tls_free(struct semc *c)
 	c->ssl_ctx = NULL;
 }
 
-/* Whether host is a literal IP address. */
-static bool tls_is_ip(const char *host)
+/* Run the TLS handshake on a fresh TCP connection, verifying the server
+ * (security/tls.c makes the SSL for the host name and runs the handshake). */
+static int tls_handshake_run(struct semc *c, struct semc_conn *k, int64_t deadline)
 {
-	unsigned char buf[16];
-
-	return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
-}
-
-/* Run the TLS handshake on a fresh connection, verifying the server. */
-int semc_tls_handshake(struct semc *c, struct semc_conn *k, int64_t deadline)
-{
-	struct pollfd p = { .fd = k->fd };
+	static const char prefix[] = "TLS handshake failed: ";
 	SSL_SESSION *sess;
-	int r, e;
+	char err[512] = "";
+	const char *why;
+	int64_t left;
 	long v;
+	int r;
 
 	if (c->ssl_ctx == NULL && (r = semc_tls_setup(c)) != 0)
 		return r;
-	if ((k->ssl = SSL_new(c->ssl_ctx)) == NULL || SSL_set_fd(k->ssl, k->fd) != 1)
+	if (tls_client_ssl_new(c->ssl_ctx, c->addr.host, &k->ssl, err, sizeof err) != 0)
+		return semc_fail(SEMC_E_TLS, "TLS: %s", err);
+	if (SSL_set_fd(k->ssl, k->fd) != 1)
 		return semc_fail(SEMC_E_TLS, "TLS: %s", tls_errstr());
 	/* Tickets from this server are kept under its address; offer the last. */
 	k->owner = c;
@@ -133,41 +132,34 @@ int semc_tls_handshake(struct semc *c, struct semc_conn *k, int64_t deadline)
 		(void)SSL_set_session(k->ssl, sess);
 		SSL_SESSION_free(sess);
 	}
-	if (tls_is_ip(c->addr.host)) {
-		X509_VERIFY_PARAM *vp = SSL_get0_param(k->ssl);
-
-		X509_VERIFY_PARAM_set1_ip_asc(vp, c->addr.host);
-	} else {
-		SSL_set_tlsext_host_name(k->ssl, c->addr.host);
-		SSL_set1_host(k->ssl, c->addr.host);
-	}
-	for (;;) {
-		int64_t left = deadline - semc_now_ms();
-
-		ERR_clear_error();
-		r = SSL_connect(k->ssl);
-		if (r == 1)
-			return 0;
-		e = SSL_get_error(k->ssl, r);
-		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
-			break;
-		if (left <= 0)
-			return semc_fail(SEMC_E_NO_REPLY, "TLS handshake with %s timed out",
-					 c->addr.canon);
-		p.events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
-			break;
-	}
+	left = deadline - semc_now_ms();
+	r = tls_handshake(k->ssl, left < 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left,
+			  err, sizeof err);
+	if (r == 0)
+		return 0;
+	if (r == -ETIMEDOUT)
+		return semc_fail(SEMC_E_NO_REPLY, "TLS handshake with %s timed out",
+				 c->addr.canon);
 	v = SSL_get_verify_result(k->ssl);
 	if (v != X509_V_OK)
 		return semc_fail(SEMC_E_TLS, "TLS: cannot verify %s: %s", c->addr.canon,
 				 X509_verify_cert_error_string(v));
-	return semc_fail(SEMC_E_TLS, "TLS handshake with %s failed: %s", c->addr.canon,
-			 tls_errstr());
+	why = strncmp(err, prefix, sizeof prefix - 1) == 0 ? err + sizeof prefix - 1 : err;
+	return semc_fail(SEMC_E_TLS, "TLS handshake with %s failed: %s", c->addr.canon, why);
+}
+
+/* Open a TLS connection: TCP, then the handshake. */
+static int tls_open(struct semc *c, struct semc_conn *k, int64_t deadline)
+{
+	int r;
+
+	if ((r = semc_tcp_open(c, k, deadline)) != 0)
+		return r;
+	return tls_handshake_run(c, k, deadline);
 }
 
 /* Read decrypted bytes without blocking: n, 0 at EOF, -1 with errno. */
-ssize_t semc_tls_read(struct semc_conn *k, void *buf, size_t len)
+static ssize_t tls_read(struct semc_conn *k, void *buf, size_t len)
 {
 	int r, e;
 
@@ -191,7 +183,7 @@ ssize_t semc_tls_read(struct semc_conn *k, void *buf, size_t len)
 /* Write without blocking; *want gets the poll event to wait for. OpenSSL
  * writes with write(2), so SIGPIPE is blocked around it and a SIGPIPE it
  * raised is consumed: a library must not kill its caller. */
-ssize_t semc_tls_write(struct semc_conn *k, const void *buf, size_t len, int *want)
+static ssize_t tls_write(struct semc_conn *k, const void *buf, size_t len, int *want)
 {
 	sigset_t pipe_set, old, pending;
 	struct timespec zero = { 0, 0 };
@@ -224,3 +216,32 @@ ssize_t semc_tls_write(struct semc_conn *k, const void *buf, size_t len, int *wa
 	errno = EPIPE;
 	return -1;
 }
+
+/* Whether decrypted bytes wait in the SSL object (poll() does not see them). */
+static bool tls_buffered(struct semc_conn *k)
+{
+	bool any;
+
+	pthread_mutex_lock(&k->iolock);
+	any = SSL_pending(k->ssl) > 0;
+	pthread_mutex_unlock(&k->iolock);
+	return any;
+}
+
+/* Free the connection's SSL object. */
+static void tls_close(struct semc_conn *k)
+{
+	if (k->ssl != NULL)
+		SSL_free(k->ssl);
+	k->ssl = NULL;
+}
+
+const struct semc_xprt semc_xprt_tls = {
+	.name = "tls",
+	.setup = semc_tls_setup,
+	.open = tls_open,
+	.read = tls_read,
+	.write = tls_write,
+	.buffered = tls_buffered,
+	.close = tls_close,
+};

@@ -242,7 +242,6 @@ static int addr_hostport(const char *s, struct semc_addr *a)
 int semc_addr_parse(const char *s, struct semc_addr *a)
 {
 	const char *path = NULL;
-	const char *kind;
 
 	memset(a, 0, sizeof *a);
 	if (s == NULL || *s == '\0')
@@ -257,27 +256,27 @@ int semc_addr_parse(const char *s, struct semc_addr *a)
 		if (plen == 0 || plen >= sizeof a->path)
 			return SEMC_E_ADDRESS;
 		a->kind = SEMC_ADDR_UNIX;
+		a->xprt = &semc_xprt_unix;
 		memcpy(a->path, path, plen + 1);
 		snprintf(a->canon, sizeof a->canon, "unix:%s", a->path);
 		return 0;
 	}
+	a->kind = SEMC_ADDR_TCP;
+	a->xprt = &semc_xprt_tcp;
 	if (strncmp(s, "tcp:", 4) == 0) {
-		a->kind = SEMC_ADDR_TCP;
 		s += 4;
 	} else if (strncmp(s, "tls:", 4) == 0) {
 		a->kind = SEMC_ADDR_TLS;
+		a->xprt = &semc_xprt_tls;
 		s += 4;
-	} else {
-		if (strchr(s, '/') != NULL)
-			return SEMC_E_ADDRESS;	/* unknown scheme://... */
-		a->kind = SEMC_ADDR_TCP;
+	} else if (strchr(s, '/') != NULL) {
+		return SEMC_E_ADDRESS;	/* unknown scheme://... */
 	}
 	if (addr_hostport(s, a) != 0)
 		return SEMC_E_ADDRESS;
-	kind = a->kind == SEMC_ADDR_TLS ? "tls" : "tcp";
 	if (strchr(a->host, ':') != NULL)
-		snprintf(a->canon, sizeof a->canon, "%s:[%s]:%u", kind, a->host, a->port);
+		snprintf(a->canon, sizeof a->canon, "%s:[%s]:%u", a->xprt->name, a->host, a->port);
 	else
-		snprintf(a->canon, sizeof a->canon, "%s:%s:%u", kind, a->host, a->port);
+		snprintf(a->canon, sizeof a->canon, "%s:%s:%u", a->xprt->name, a->host, a->port);
 	return 0;
 }

@@ -1,0 +1,826 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * client/semctl-cmds.c - the commands that make one call and print its
+ * result: create, up, release, info, list, delete, set-limit, set-rate,
+ * renew, holds, validate, stats, ping, cluster.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "client/semctl.h"
+
+#define INFO_MAX	10000	/* info lists at most this many holders and waiters */
+
+/* create NAME --limit N [--mode owned|signal] [--initial N], or with --rate */
+int cmd_create(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	char rb[64];
+	int r;
+
+	struct semc_create_opts o = { 0 };
+
+	cmd_get(argc, argv, "lmIRB", 1, 1,
+		 "create NAME --limit N [--mode owned|signal] [--initial N]\n"
+		 "       semctl create NAME --rate R/UNIT [--burst N] [--limit N]", &a);
+	if (!a.limit_set && !a.rate_set)
+		usage_fail("create: --limit N or --rate R/UNIT is required");
+	if (a.burst_set && !a.rate_set)
+		usage_fail("create: --burst N needs --rate");
+	if (a.rate_set && a.mode == SEMC_MODE_SIGNAL)
+		usage_fail("create: a signal-mode semaphore cannot have a rate");
+	if (a.initial_set && a.mode != SEMC_MODE_SIGNAL)
+		usage_fail("create: --initial N needs --mode signal");
+	if (a.initial_set && a.initial > a.limit)
+		usage_fail("create: --initial %u is more than --limit %u", a.initial, a.limit);
+	o.limit = a.limit_set ? a.limit : 0;
+	o.mode = a.rate_set && !a.limit_set ? SEMC_MODE_RATE : a.mode;
+	o.initial_set = a.initial_set;
+	o.initial = a.initial;
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	r = a.rate_set ? semc_create_rate(c, a.argv[0], &o, &a.rate) :
+	    semc_create_ex(c, a.argv[0], &o);
+	if ((r = call_end(c, r, "create")) != 0)
+		return r;
+	if (a.rate_set && a.rate.burst == 0)
+		a.rate.burst = a.rate.rate;	/* the daemon's default */
+	if (g.json) {
+		printf("{\"ok\":true,\"name\":");
+		json_str(a.argv[0]);
+		printf(",\"limit\":%u,\"mode\":\"%s\"", o.limit, mode_name(o.mode));
+		if (a.initial_set)
+			printf(",\"initial\":%u", a.initial);
+		if (a.rate_set)
+			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", a.rate.rate,
+			       a.rate.period_ms, a.rate.burst);
+		printf("}\n");
+	} else if (a.rate_set && a.limit_set) {
+		printf("created %s (limit %u, rate %s, burst %u)\n", esc(a.argv[0]), a.limit,
+		       rate_text(a.rate.rate, a.rate.period_ms, rb, sizeof rb), a.rate.burst);
+	} else if (a.rate_set) {
+		printf("created %s (rate %s, burst %u)\n", esc(a.argv[0]),
+		       rate_text(a.rate.rate, a.rate.period_ms, rb, sizeof rb), a.rate.burst);
+	} else if (a.initial_set) {
+		printf("created %s (limit %u, %s, %u free)\n", esc(a.argv[0]), a.limit,
+		       mode_name(a.mode), a.initial);
+	} else {
+		printf("created %s (limit %u, %s)\n", esc(a.argv[0]), a.limit, mode_name(a.mode));
+	}
+	return 0;
+}
+
+/* The pages of one info, fetched before anything is printed, and how
+ * many of each page's holders and waiters are shown (up to max in all). */
+struct info_page {
+	struct semc_info *in;
+	size_t nh, nw;
+};
+
+struct info_pages {
+	struct info_page *p;
+	size_t n;
+	size_t holders, waiters;	/* fetched, at most max each */
+	bool more_holders, more_waiters;
+	uint64_t next_permit, next_waiter;	/* where to go on from */
+};
+
+/* Fetch pages of holders and waiters until max of each or the end. */
+static int info_fetch(struct semc *c, const char *name, uint64_t max, struct info_pages *ip)
+{
+	struct info_page *np, *pp;
+	struct semc_info *pg;
+	uint64_t ap = 0, aw = 0, want;
+	bool hdone = false, wdone = false;
+	int r;
+
+	memset(ip, 0, sizeof *ip);
+	/* bounded: each page brings at least one entry, max is finite */
+	while (ip->n < 100000) {
+		want = max - (ip->holders < ip->waiters ? ip->holders : ip->waiters);
+		if (hdone)
+			want = max - ip->waiters;
+		else if (wdone)
+			want = max - ip->holders;
+		if ((r = semc_info_page(c, name, (uint32_t)(want < 1000 ? want : 1000),
+		    hdone ? UINT64_MAX : ap, wdone ? UINT64_MAX : aw, &pg)) != 0)
+			return r;
+		if ((np = realloc(ip->p, (ip->n + 1) * sizeof *ip->p)) == NULL) {
+			semc_info_free(pg);
+			return SEMC_E_NOMEM;
+		}
+		ip->p = np;
+		pp = &ip->p[ip->n++];
+		pp->in = pg;
+		pp->nh = hdone ? 0 : pg->n_holders;
+		pp->nw = wdone ? 0 : pg->n_waiters;
+		/* a page may bring more than wanted of a list: show up to max */
+		if (pp->nh > max - ip->holders) {
+			pp->nh = max - ip->holders;
+			ip->more_holders = true;
+		}
+		if (pp->nw > max - ip->waiters) {
+			pp->nw = max - ip->waiters;
+			ip->more_waiters = true;
+		}
+		ip->holders += pp->nh;
+		ip->waiters += pp->nw;
+		/* go on from the daemon's cursor, or after the last one shown */
+		if (pp->nh > 0)
+			ap = !ip->more_holders && pg->next_permit ? pg->next_permit :
+			     pg->holders[pp->nh - 1].permit_id;
+		if (pp->nw > 0)
+			aw = !ip->more_waiters && pg->next_waiter ? pg->next_waiter :
+			     pg->waiters[pp->nw - 1].seq;
+		hdone = hdone || pg->next_permit == 0 || ip->more_holders || ip->holders >= max;
+		wdone = wdone || pg->next_waiter == 0 || ip->more_waiters || ip->waiters >= max;
+		ip->more_holders = ip->more_holders || (pg->next_permit != 0 && ip->holders >= max);
+		ip->more_waiters = ip->more_waiters || (pg->next_waiter != 0 && ip->waiters >= max);
+		if (hdone && wdone)
+			break;
+		if (pp->nh == 0 && pp->nw == 0)
+			break;	/* a daemon that pages nothing more */
+	}
+	ip->next_permit = ip->more_holders ? ap : 0;
+	ip->next_waiter = ip->more_waiters ? aw : 0;
+	return 0;
+}
+
+/* Free fetched pages. */
+static void info_pages_free(struct info_pages *ip)
+{
+	size_t k;
+
+	for (k = 0; k < ip->n; k++)
+		semc_info_free(ip->p[k].in);
+	free(ip->p);
+}
+
+/* Print info's holders and waiters as JSON. */
+static void info_json(const struct info_pages *ip, int64_t now)
+{
+	const struct semc_info *in = ip->p[0].in;
+	size_t i, k, total = 0;
+
+	printf("{\"ok\":true,\"name\":");
+	json_str(in->name);
+	printf(",\"limit\":%u,\"available\":%" PRId64 ",\"mode\":\"%s\",\"auto_created\":%s,"
+	       "\"last_token\":%" PRIu64, in->limit, in->available,
+	       mode_name(in->mode), in->auto_created ? "true" : "false", in->last_token);
+	if (in->rate != 0)
+		printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u,\"tokens\":%" PRIu64
+		       ".%09" PRIu64 ",\"next_token_ms\":%" PRIu64, in->rate, in->rate_period_ms,
+		       in->burst, in->tokens_nano / 1000000000u, in->tokens_nano % 1000000000u,
+		       in->next_token_ms);
+	printf(",\"holders\":[");
+	for (k = 0; k < ip->n; k++) {
+		for (i = 0; i < ip->p[k].nh; i++, total++) {
+			const struct semc_holder *h = &ip->p[k].in->holders[i];
+
+			printf("%s{\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64 ",\"n\":%u,"
+			       "\"client_name\":", total ? "," : "", h->permit_id, h->token, h->n);
+			json_str(h->client_name);
+			printf(",\"host\":");
+			json_str(h->host);
+			printf(",\"pid\":%u,\"principal\":", h->pid);
+			json_str(h->principal);
+			printf(",\"since_ms\":%" PRIu64 ",\"held_ms\":%" PRId64 ",\"detached\":%s,"
+			       "\"expires_ms\":%" PRIu64 "}", h->since_ms, now - (int64_t)h->since_ms,
+			       h->detached ? "true" : "false", h->expires_ms);
+		}
+	}
+	printf("],\"holders_total\":%zu", in->holders_total);
+	if (ip->next_permit != 0)
+		printf(",\"next_permit\":%" PRIu64, ip->next_permit);
+	printf(",\"waiters\":[");
+	for (k = 0, total = 0; k < ip->n; k++) {
+		for (i = 0; i < ip->p[k].nw; i++, total++) {
+			const struct semc_waiter *w = &ip->p[k].in->waiters[i];
+
+			printf("%s{\"position\":%zu,\"request_id\":%" PRIu64 ",\"seq\":%" PRIu64
+			       ",\"n\":%u,\"client_name\":", total ? "," : "", total + 1,
+			       w->request_id, w->seq, w->n);
+			json_str(w->client_name);
+			printf(",\"host\":");
+			json_str(w->host);
+			printf(",\"pid\":%u,\"principal\":", w->pid);
+			json_str(w->principal);
+			printf(",\"since_ms\":%" PRIu64 ",\"waited_ms\":%" PRId64 ",\"deadline_ms\":%"
+			       PRIu64 ",\"detached\":%s}", w->since_ms, now - (int64_t)w->since_ms,
+			       w->deadline_ms, w->detached ? "true" : "false");
+		}
+	}
+	printf("],\"waiters_total\":%zu", in->waiters_total);
+	if (ip->next_waiter != 0)
+		printf(",\"next_waiter\":%" PRIu64, ip->next_waiter);
+	printf("}\n");
+}
+
+/* Print info for people. */
+static void info_text(const struct info_pages *ip, int64_t now)
+{
+	const struct semc_info *in = ip->p[0].in;
+	char b1[64], b2[64], b3[64];
+	size_t i, k, pos = 0;
+
+	printf("%s: limit %u, available %" PRId64 ", mode %s%s, last token %" PRIu64 "\n",
+	       esc(in->name), in->limit, in->available, mode_name(in->mode),
+	       in->auto_created ? " (auto-created)" : "", in->last_token);
+	if (in->rate != 0) {
+		printf("rate: %s, burst %u, %" PRIu64 ".%03" PRIu64 " tokens now",
+		       rate_text(in->rate, in->rate_period_ms, b1, sizeof b1), in->burst,
+		       in->tokens_nano / 1000000000u, in->tokens_nano % 1000000000u / 1000000u);
+		if (in->next_token_ms != 0)
+			printf(", next in %s",
+			       fmt_dur((int64_t)in->next_token_ms - now, b2, sizeof b2));
+		else
+			printf(" (full)");
+		printf("\n");
+	}
+	printf("holders: %zu", in->holders_total > ip->holders ? in->holders_total : ip->holders);
+	if (in->holders_total > ip->holders)
+		printf(" (%zu shown%s)", ip->holders, ip->more_holders ? "; --max N shows more" : "");
+	printf("\n");
+	if (ip->holders > 0)
+		printf("  %-8s %-18s %-3s %-14s %-16s %-7s %-12s %-19s %-9s %s\n", "PERMIT", "TOKEN",
+		       "N", "CLIENT", "HOST", "PID", "PRINCIPAL", "SINCE", "HELD", "EXPIRES");
+	for (k = 0; k < ip->n; k++) {
+		for (i = 0; i < ip->p[k].nh; i++) {
+			const struct semc_holder *h = &ip->p[k].in->holders[i];
+
+			printf("  %-8" PRIu64 " %-18" PRIu64 " %-3u %-14s %-16s %-7u %-12s %-19s %-9s %s\n",
+			       h->permit_id, h->token, h->n, esc(h->client_name), esc(h->host), h->pid,
+			       esc(h->principal), fmt_time(h->since_ms, b1, sizeof b1),
+			       fmt_dur(now - (int64_t)h->since_ms, b2, sizeof b2),
+			       h->expires_ms ? fmt_time(h->expires_ms, b3, sizeof b3) :
+			       (h->detached ? "-" : "with its connection"));
+		}
+	}
+	printf("waiters: %zu", in->waiters_total > ip->waiters ? in->waiters_total : ip->waiters);
+	if (in->waiters_total > ip->waiters)
+		printf(" (the first %zu shown%s)", ip->waiters,
+		       ip->more_waiters ? "; --max N shows more" : "");
+	printf("\n");
+	if (ip->waiters > 0)
+		printf("  %-3s %-8s %-3s %-14s %-16s %-7s %-12s %-19s %s\n", "#", "REQUEST", "N",
+		       "CLIENT", "HOST", "PID", "PRINCIPAL", "SINCE", "WAITING");
+	for (k = 0; k < ip->n; k++) {
+		for (i = 0; i < ip->p[k].nw; i++) {
+			const struct semc_waiter *w = &ip->p[k].in->waiters[i];
+
+			printf("  %-3zu %-8" PRIu64 " %-3u %-14s %-16s %-7u %-12s %-19s %s%s\n", ++pos,
+			       w->request_id, w->n, esc(w->client_name), esc(w->host), w->pid,
+			       esc(w->principal), fmt_time(w->since_ms, b1, sizeof b1),
+			       fmt_dur(now - (int64_t)w->since_ms, b2, sizeof b2),
+			       w->detached ? " (disconnected)" : "");
+		}
+	}
+}
+
+/* info NAME [--max N]: every page, up to INFO_MAX (or N) holders and waiters. */
+int cmd_info(int argc, char **argv)
+{
+	struct info_pages ip;
+	struct cmd_args a;
+	struct semc *c;
+	int r;
+
+	cmd_get(argc, argv, "M", 1, 1, "info NAME [--max N]", &a);
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	r = info_fetch(c, a.argv[0], a.max ? a.max : INFO_MAX, &ip);
+	semc_free(c);
+	if (r == 0 && g.json)
+		info_json(&ip, wall_ms());
+	else if (r == 0)
+		info_text(&ip, wall_ms());
+	info_pages_free(&ip);
+	return r != 0 ? fail(r, "info") : 0;
+}
+
+/* list [PREFIX] [--max N] [--after NAME]: the pages, fetched before anything is printed. */
+int cmd_list(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc_list **pages = NULL, **np;
+	struct semc *c;
+	const char *after;
+	size_t i, k, npages = 0, total = 0;
+	uint64_t got = 0, want;
+	int r = 0;
+
+	cmd_get(argc, argv, "MA", 0, 1, "list [PREFIX] [--max N] [--after NAME]", &a);
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	after = a.after;
+	/* bounded: at most a million pages of up to 1000 names */
+	while (npages < 1000000) {
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
+		if ((np = realloc(pages, (npages + 1) * sizeof *pages)) == NULL) {
+			r = SEMC_E_NOMEM;
+			break;
+		}
+		pages = np;
+		want = a.max && a.max - got < 1000 ? a.max - got : 1000;
+		if ((r = semc_list(c, a.argc ? a.argv[0] : "", after, (uint32_t)want,
+		    &pages[npages])) != 0)
+			break;
+		after = pages[npages]->next;
+		got += pages[npages]->n;
+		if (pages[npages++]->n == 0 || after == NULL || *after == '\0' ||
+		    (a.max && got >= a.max))
+			break;
+	}
+	/* Stopped by --max with names left: say where to go on from. */
+	if (after != NULL && *after == '\0')
+		after = NULL;
+	semc_free(c);
+	if (r != 0) {
+		for (k = 0; k < npages; k++)
+			semc_list_free(pages[k]);
+		free(pages);
+		return fail(r, "list");
+	}
+	if (g.json)
+		printf("{\"ok\":true,\"semaphores\":[");
+	else
+		printf("%-40s %8s %10s %-7s %8s %8s\n", "NAME", "LIMIT", "AVAILABLE", "MODE",
+		       "HOLDERS", "WAITERS");
+	for (k = 0; k < npages; k++) {
+		for (i = 0; i < pages[k]->n; i++, total++) {
+			const struct semc_summary *s = &pages[k]->entries[i];
+
+			if (g.json) {
+				printf("%s{\"name\":", total ? "," : "");
+				json_str(s->name);
+				printf(",\"limit\":%u,\"available\":%" PRId64 ",\"mode\":\"%s\","
+				       "\"holders\":%u,\"waiters\":%u}", s->limit, s->available,
+				       mode_name(s->mode), s->holders, s->waiters);
+			} else {
+				printf("%-40s %8u %10" PRId64 " %-7s %8u %8u\n", esc(s->name), s->limit,
+				       s->available, mode_name(s->mode), s->holders, s->waiters);
+			}
+		}
+	}
+	if (g.json) {
+		printf("],\"count\":%zu", total);
+		if (after != NULL) {
+			printf(",\"next\":");
+			json_str(after);
+		}
+		printf("}\n");
+	} else if (after != NULL) {
+		fprintf(stderr, "semctl: list: more names follow; go on with --after %s\n",
+			esc(after));
+	}
+	for (k = 0; k < npages; k++)
+		semc_list_free(pages[k]);
+	free(pages);
+	return 0;
+}
+
+/* delete NAME [--force] */
+int cmd_delete(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	int r;
+
+	cmd_get(argc, argv, "f", 1, 1, "delete NAME [--force]", &a);
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if ((r = call_end(c, semc_delete(c, a.argv[0], a.force), "delete")) != 0)
+		return r;
+	if (g.json)
+		json_ok(a.argv[0], NULL, 0);
+	else
+		printf("deleted %s\n", esc(a.argv[0]));
+	return 0;
+}
+
+/* set-limit NAME N */
+int cmd_set_limit(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	uint32_t limit;
+	int r;
+
+	cmd_get(argc, argv, "", 2, 2, "set-limit NAME N", &a);
+	limit = parse_count(a.argv[1], "set-limit", 1);
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if ((r = call_end(c, semc_set_limit(c, a.argv[0], limit), "set-limit")) != 0)
+		return r;
+	if (g.json)
+		json_ok(a.argv[0], "limit", limit);
+	else
+		printf("%s: limit %u\n", esc(a.argv[0]), limit);
+	return 0;
+}
+
+/* set-rate NAME R/UNIT|0 [--burst N] */
+int cmd_set_rate(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc_rate rate = { 0 };
+	struct semc *c;
+	char rb[64];
+	int r;
+
+	cmd_get(argc, argv, "B", 2, 2, "set-rate NAME R/UNIT|0 [--burst N]", &a);
+	if (strcmp(a.argv[1], "0") != 0 &&
+	    semc_parse_rate(a.argv[1], &rate.rate, &rate.period_ms) != 0)
+		usage_fail("set-rate: '%s' is not a rate (5000/h, 10/s, 3/min, 1/250ms, 0)",
+			   a.argv[1]);
+	if (rate.rate == 0 && a.burst_set)
+		usage_fail("set-rate: --burst with rate 0 (no bucket)");
+	rate.burst = a.rate.burst;
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if ((r = call_end(c, semc_set_rate(c, a.argv[0], &rate), "set-rate")) != 0)
+		return r;
+	if (rate.rate != 0 && rate.burst == 0)
+		rate.burst = rate.rate;
+	if (g.json) {
+		printf("{\"ok\":true,\"name\":");
+		json_str(a.argv[0]);
+		printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u}\n", rate.rate,
+		       rate.period_ms, rate.burst);
+	} else if (rate.rate == 0) {
+		printf("%s: no rate\n", esc(a.argv[0]));
+	} else {
+		printf("%s: rate %s, burst %u\n", esc(a.argv[0]),
+		       rate_text(rate.rate, rate.period_ms, rb, sizeof rb), rate.burst);
+	}
+	return 0;
+}
+
+/* renew NAME [--lease DUR] [--holder PERMIT_ID] */
+int cmd_renew(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	uint64_t expires = 0;
+	uint32_t renewed = 0;
+	char b1[64];
+	int r;
+
+	cmd_get(argc, argv, "LH", 1, 1, "renew NAME [--lease DUR] [--holder PERMIT_ID]", &a);
+	if (a.lease_ms == 0)
+		usage_fail("renew: --lease must be more than 0");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	r = semc_renew(c, a.argv[0], a.holder_set ? a.holder : 0,
+		       a.lease_ms > 0 ? (uint32_t)a.lease_ms : 0, &renewed, &expires);
+	if ((r = call_end(c, r, "renew")) != 0)
+		return r;
+	if (g.json) {
+		printf("{\"ok\":true,\"name\":");
+		json_str(a.argv[0]);
+		printf(",\"renewed\":%u,\"expires_ms\":%" PRIu64 "}\n", renewed, expires);
+	} else {
+		printf("renewed %u hold(s) of %s until %s\n", renewed, esc(a.argv[0]),
+		       fmt_time(expires, b1, sizeof b1));
+	}
+	return 0;
+}
+
+/* holds [--principal P] [--max N]: every hold of a principal, all pages. */
+int cmd_holds(int argc, char **argv)
+{
+	struct semc_holds **pages = NULL, **np;
+	struct cmd_args a;
+	struct semc *c;
+	uint64_t after = 0, got = 0, want, now = (uint64_t)wall_ms();
+	size_t k, i, npages = 0, total = 0;
+	char b1[64], b2[64], b3[64];
+	int r = 0;
+
+	cmd_get(argc, argv, "PM", 0, 0, "holds [--principal P] [--max N]", &a);
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	/* bounded: pages of up to 1000 until --max or the end, at most 100,000 pages */
+	while (npages < 100000) {
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
+		if ((np = realloc(pages, (npages + 1) * sizeof *pages)) == NULL) {
+			r = SEMC_E_NOMEM;
+			break;
+		}
+		pages = np;
+		want = a.max && a.max - got < 1000 ? a.max - got : 1000;
+		if ((r = semc_holds(c, a.principal, after, (uint32_t)want, &pages[npages])) != 0)
+			break;
+		got += pages[npages]->n;
+		after = pages[npages]->next_permit;
+		if (pages[npages++]->n == 0 || after == 0 || (a.max && got >= a.max))
+			break;
+	}
+	semc_free(c);
+	if (r != 0) {
+		for (k = 0; k < npages; k++)
+			semc_holds_free(pages[k]);
+		free(pages);
+		return fail(r, "holds");
+	}
+	if (g.json)
+		printf("{\"ok\":true,\"holds\":[");
+	else
+		printf("%-32s %-8s %-18s %-3s %-12s %-19s %-9s %s\n", "NAME", "PERMIT", "TOKEN", "N",
+		       "PRINCIPAL", "SINCE", "HELD", "EXPIRES");
+	for (k = 0; k < npages; k++) {
+		for (i = 0; i < pages[k]->n; i++, total++) {
+			const struct semc_hold_entry *e = &pages[k]->entries[i];
+			const struct semc_holder *h = &e->holder;
+
+			if (g.json) {
+				printf("%s{\"name\":", total ? "," : "");
+				json_str(e->name);
+				printf(",\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64 ",\"n\":%u,"
+				       "\"principal\":", h->permit_id, h->token, h->n);
+				json_str(h->principal);
+				printf(",\"client_name\":");
+				json_str(h->client_name);
+				printf(",\"host\":");
+				json_str(h->host);
+				printf(",\"pid\":%u,\"since_ms\":%" PRIu64 ",\"detached\":%s,"
+				       "\"expires_ms\":%" PRIu64 "}", h->pid, h->since_ms,
+				       h->detached ? "true" : "false", h->expires_ms);
+			} else {
+				printf("%-32s %-8" PRIu64 " %-18" PRIu64 " %-3u %-12s %-19s %-9s %s\n",
+				       esc(e->name), h->permit_id, h->token, h->n, esc(h->principal),
+				       fmt_time(h->since_ms, b1, sizeof b1),
+				       fmt_dur((int64_t)(now - h->since_ms), b2, sizeof b2),
+				       h->expires_ms ? fmt_time(h->expires_ms, b3, sizeof b3) :
+				       (h->detached ? "-" : "with its connection"));
+			}
+		}
+	}
+	if (g.json)
+		printf("],\"count\":%zu,\"total\":%zu}\n", total,
+		       npages > 0 ? pages[0]->total : 0);
+	for (k = 0; k < npages; k++)
+		semc_holds_free(pages[k]);
+	free(pages);
+	return 0;
+}
+
+/* validate NAME TOKEN: exit 0 if the token still holds a permit, else 6. */
+int cmd_validate(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	uint64_t token;
+	bool valid;
+	int r;
+
+	cmd_get(argc, argv, "", 2, 2, "validate NAME TOKEN", &a);
+	token = parse_u64(a.argv[1], "validate");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if ((r = call_end(c, semc_validate(c, a.argv[0], token, &valid), "validate")) != 0)
+		return r;
+	if (g.json) {
+		printf("{\"ok\":true,\"name\":");
+		json_str(a.argv[0]);
+		printf(",\"token\":%" PRIu64 ",\"valid\":%s}\n", token, valid ? "true" : "false");
+	} else {
+		printf("%s\n", valid ? "valid" : "invalid");
+	}
+	return valid ? EX_OK_ : EX_ERROR_;
+}
+
+/* stats */
+int cmd_stats(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc_stats *st;
+	struct semc *c;
+	size_t i;
+	int r;
+
+	cmd_get(argc, argv, "", 0, 0, "stats", &a);
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if ((r = call_end(c, semc_stats(c, &st), "stats")) != 0)
+		return r;
+	if (g.json)
+		printf("{\"ok\":true,\"counters\":{");
+	for (i = 0; i < st->n; i++) {
+		if (g.json) {
+			printf("%s", i ? "," : "");
+			json_str(st->counters[i].name);
+			printf(":%" PRIu64, st->counters[i].value);
+		} else {
+			printf("%-32s %" PRIu64 "\n", esc(st->counters[i].name), st->counters[i].value);
+		}
+	}
+	if (g.json)
+		printf("}}\n");
+	semc_stats_free(st);
+	return 0;
+}
+
+/* ping */
+int cmd_ping(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc_session s;
+	struct semc *c;
+	uint64_t rtt;
+	int r;
+
+	cmd_get(argc, argv, "", 0, 0, "ping", &a);
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	r = semc_ping(c, &rtt);
+	if (r != 0) {
+		semc_free(c);
+		return fail(r, "ping");
+	}
+	semc_session(c, &s);
+	if (g.json) {
+		printf("{\"ok\":true,\"address\":");
+		json_str(semc_address(c));
+		printf(",\"server\":");
+		json_str(s.server);
+		printf(",\"principal\":");
+		json_str(s.principal);
+		printf(",\"rtt_us\":%" PRIu64 "}\n", rtt);
+	} else {
+		printf("pong from %s (%s) as %s in %" PRIu64 " us\n", esc(semc_address(c)),
+		       esc(s.server), esc(s.principal), rtt);
+	}
+	semc_free(c);
+	return 0;
+}
+
+/* cluster status: the cluster as the first node that answers sees it. */
+static int cluster_status(void)
+{
+	struct semc_cluster *cl;
+	struct semc *c = semc_new();
+	size_t i;
+	int r;
+
+	if (c == NULL)
+		return fail(SEMC_E_NOMEM, "cluster status");
+	if (g.server != NULL && semc_set_address(c, g.server) != 0) {
+		semc_free(c);
+		usage_fail("-s: '%s' is not an address list", g.server);
+	}
+	semc_set_tls(c, g.tls_ca, g.tls_cert, g.tls_key);
+	r = semc_cluster_status(c, &cl);
+	if (r != 0) {
+		semc_free(c);
+		return fail(r, "cluster status");
+	}
+	if (g.json) {
+		printf("{\"ok\":true,\"node_id\":%" PRIu64 ",\"state\":", cl->node_id);
+		json_str(cl->state);
+		printf(",\"term\":%" PRIu64 ",\"commit_index\":%" PRIu64
+		       ",\"applied_index\":%" PRIu64 ",\"last_index\":%" PRIu64
+		       ",\"leader_id\":%" PRIu64 ",\"leader\":", cl->term,
+		       cl->commit_index, cl->applied_index, cl->last_index, cl->leader_id);
+		json_str(cl->leader);
+		printf(",\"nodes\":[");
+		for (i = 0; i < cl->n_nodes; i++) {
+			printf("%s{\"id\":%" PRIu64 ",\"address\":", i ? "," : "",
+			       cl->nodes[i].id);
+			json_str(cl->nodes[i].address);
+			printf(",\"role\":");
+			json_str(cl->nodes[i].role);
+			printf(",\"match_index\":%" PRIu64 ",\"lag\":%" PRIu64 "}",
+			       cl->nodes[i].match_index, cl->nodes[i].lag);
+		}
+		printf("]}\n");
+	} else {
+		printf("node %" PRIu64 " (%s): %s, term %" PRIu64 ", commit %" PRIu64
+		       ", applied %" PRIu64 ", last %" PRIu64 "\n", cl->node_id,
+		       esc(semc_address(c)), esc(cl->state), cl->term, cl->commit_index,
+		       cl->applied_index, cl->last_index);
+		if (cl->leader_id != 0)
+			printf("leader: node %" PRIu64 "%s%s\n", cl->leader_id,
+			       cl->leader[0] ? " at " : "", esc(cl->leader));
+		else
+			printf("leader: none known\n");
+		printf("  %-6s %-24s %-8s %12s %8s\n", "NODE", "PEER ADDRESS", "ROLE",
+		       "MATCH", "LAG");
+		for (i = 0; i < cl->n_nodes; i++) {
+			const struct semc_cluster_node *n = &cl->nodes[i];
+
+			printf("  %-6" PRIu64 " %-24s %-8s", n->id, esc(n->address),
+			       esc(n->role));
+			if (strcmp(cl->state, "leader") == 0)
+				printf(" %12" PRIu64 " %8" PRIu64 "\n", n->match_index, n->lag);
+			else
+				printf(" %12s %8s\n", "-", "-");
+		}
+	}
+	semc_cluster_free(cl);
+	semc_free(c);
+	return 0;
+}
+
+/* cluster status | add ID HOST:PORT | remove ID | transfer [ID] */
+int cmd_cluster(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	uint64_t id = 0;
+	const char *what;
+	int r;
+
+	cmd_get(argc, argv, "", 1, 3,
+		 "cluster status | add ID HOST:PORT | remove ID | transfer [ID]", &a);
+	what = a.argv[0];
+	if (strcmp(what, "status") == 0) {
+		need_args(&a, 1, 1, "cluster status");
+		return cluster_status();
+	}
+	if (strcmp(what, "add") == 0)
+		need_args(&a, 3, 3, "cluster add ID HOST:PORT");
+	else if (strcmp(what, "remove") == 0)
+		need_args(&a, 2, 2, "cluster remove ID");
+	else if (strcmp(what, "transfer") == 0)
+		need_args(&a, 1, 2, "cluster transfer [ID]");
+	else
+		usage_fail("cluster: unknown action '%s' (status, add, remove, transfer)", what);
+	if (a.argc >= 2)
+		id = parse_u64(a.argv[1], "node id");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if (strcmp(what, "add") == 0)
+		r = semc_cluster_add(c, id, a.argv[2]);
+	else if (strcmp(what, "remove") == 0)
+		r = semc_cluster_remove(c, id);
+	else
+		r = semc_cluster_transfer(c, id);
+	if ((r = call_end(c, r, what)) != 0)
+		return r;
+	if (g.json)
+		printf("{\"ok\":true,\"action\":\"%s\",\"node_id\":%" PRIu64 "}\n", what, id);
+	else
+		printf("cluster %s: done\n", what);
+	return 0;
+}
+
+/* release NAME --holder PERMIT_ID (admin) */
+int cmd_release(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	uint32_t released = 0;
+	int r;
+
+	cmd_get(argc, argv, "H", 1, 1, "release NAME --holder PERMIT_ID", &a);
+	if (!a.holder_set)
+		usage_fail("release: --holder PERMIT_ID is required");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if ((r = call_end(c, semc_release(c, a.argv[0], a.holder, &released), "release")) != 0)
+		return r;
+	if (g.json)
+		json_ok(a.argv[0], "released", released);
+	else
+		printf("released permit %" PRIu64 " of %s (%u permit(s))\n", a.holder,
+		       esc(a.argv[0]), released);
+	return 0;
+}
+
+/* up NAME [-n N] */
+int cmd_up(int argc, char **argv)
+{
+	struct cmd_args a;
+	struct semc *c;
+	uint32_t released = 0;
+	int r;
+
+	cmd_get(argc, argv, "n", 1, 1, "up NAME [-n N]", &a);
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if ((r = call_end(c, semc_up(c, a.argv[0], a.n, 0, &released), "up")) != 0)
+		return r;
+	if (g.json)
+		json_ok(a.argv[0], "released", released);
+	else
+		printf("released %u permit(s) of %s\n", released, esc(a.argv[0]));
+	return 0;
+}

@@ -1,0 +1,792 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * client/semctl-run.c - the commands that wait: down and trydown (one name
+ * or several, with the progress line), run (a command under a hold, its
+ * child supervised and the session kept) and watch.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "client/semctl.h"
+
+#define RUN_LEASE_MS	10000	/* run's default session lease */
+#define RUN_LEASE_MIN	200	/* shorter leases leave no room for a ping */
+#define RUN_GRACE_MS	2000	/* default: SIGTERM, then SIGKILL after this */
+
+/* --- acquiring: one name or several, with the progress line ---------------- */
+
+#define ACQ_MAX		16	/* names of one down (the daemon's most) */
+#define ACQ_NO_REPLY_MS	10000	/* past the deadline, how long for an answer */
+
+/* What down and run acquire, and what they got. */
+struct acq {
+	size_t k;
+	const char *names[ACQ_MAX];
+	uint32_t ns[ACQ_MAX];
+	uint32_t create_limit;
+	int64_t timeout_ms;
+	uint32_t lease_ms;
+	/* the outcome */
+	bool done;
+	int error;
+	char message[512];
+	uint64_t permit_id[ACQ_MAX];
+	uint64_t token[ACQ_MAX];
+	uint32_t n[ACQ_MAX];
+	uint64_t waited_us;
+};
+
+/*
+ * The names of down and run: one NAME (with -n N), or several NAME[:N]
+ * (a name of its own ending in :DIGITS is then written NAME:DIGITS:1).
+ */
+static void acq_names(struct acq *q, char **names, int count, const struct cmd_args *a,
+		      const char *cmd)
+{
+	unsigned long long v;
+	char *colon, *end;
+	int i;
+
+	memset(q, 0, sizeof *q);
+	if (count < 1)
+		usage_fail("%s: a semaphore name is required", cmd);
+	if (count > ACQ_MAX)
+		usage_fail("%s: at most %d names at once", cmd, ACQ_MAX);
+	if (count == 1) {
+		q->k = 1;
+		q->names[0] = names[0];
+		q->ns[0] = a->n;
+		return;
+	}
+	if (a->n_set)
+		usage_fail("%s: with several names, give each its count as NAME:N", cmd);
+	for (i = 0; i < count; i++) {
+		q->names[i] = names[i];
+		q->ns[i] = 1;
+		colon = strrchr(names[i], ':');
+		if (colon == NULL || colon[1] < '0' || colon[1] > '9')
+			continue;
+		errno = 0;
+		v = strtoull(colon + 1, &end, 10);
+		if (*end != '\0' || errno != 0 || v < 1 || v > UINT32_MAX)
+			continue;
+		*colon = '\0';		/* argv is ours */
+		q->ns[i] = (uint32_t)v;
+	}
+	q->k = (size_t)count;
+}
+
+/* Completion of the asynchronous down: keep the outcome. */
+static void acq_done(struct semc *c, const struct semc_result *res, void *arg)
+{
+	struct acq *q = arg;
+	size_t i;
+
+	(void)c;
+	q->done = true;
+	q->error = res->error;
+	snprintf(q->message, sizeof q->message, "%s", res->message);
+	if (res->error != 0)
+		return;
+	if (res->grant != NULL && q->k == 1) {
+		q->permit_id[0] = res->grant->permit_id;
+		q->token[0] = res->grant->token;
+		q->n[0] = res->grant->n;
+		q->waited_us = res->grant->waited_us;
+	} else if (res->multi != NULL && res->multi->n == q->k) {
+		for (i = 0; i < q->k; i++) {
+			q->permit_id[i] = res->multi->grants[i].permit_id;
+			q->token[i] = res->multi->grants[i].token;
+			q->n[i] = res->multi->grants[i].n;
+		}
+		q->waited_us = res->multi->waited_us;
+	} else {
+		q->error = SEMC_E_PROTOCOL;
+		snprintf(q->message, sizeof q->message, "the answer is not a grant");
+	}
+}
+
+/* "1st", "2nd", "3rd", "4th", "11th", "21st"... */
+static const char *ordinal(uint32_t n, char *buf, size_t len)
+{
+	const char *suffix = "th";
+
+	if (n % 100 < 11 || n % 100 > 13)
+		suffix = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+	snprintf(buf, len, "%u%s", n, suffix);
+	return buf;
+}
+
+/* One line of where a down stands: "waiting for deploy: 3rd of 7 in line,
+ * 4/4 held, 12 s". */
+static void acq_progress(struct semc *c, int64_t id, int64_t elapsed_ms)
+{
+	struct semc_where *w;
+	char line[1024], b1[32], b2[32];
+	size_t i, len = 0;
+
+	if (semc_where(c, (uint64_t)id, &w) != 0)
+		return;		/* granted meanwhile, or gone: nothing to say */
+	len += (size_t)snprintf(line + len, sizeof line - len, "waiting for ");
+	for (i = 0; i < w->n && len < sizeof line; i++) {
+		const struct semc_place *p = &w->places[i];
+
+		len += (size_t)snprintf(line + len, sizeof line - len, "%s%s: %s of %u in line",
+					i ? "; " : "", esc(p->name),
+					p->position ? ordinal(p->position, b1, sizeof b1) :
+					"past the 100000th", p->waiters);
+		if (len < sizeof line && p->limit != 0)
+			len += (size_t)snprintf(line + len, sizeof line - len, ", %" PRIu64 "/%u held",
+						p->held, p->limit);
+		if (len < sizeof line && (p->tokens_nano != 0 || p->next_token_ms != 0)) {
+			len += (size_t)snprintf(line + len, sizeof line - len,
+						", %" PRIu64 ".%02" PRIu64 " of %u tokens",
+						p->tokens_nano / 1000000000u,
+						p->tokens_nano % 1000000000u / 10000000u, p->n);
+			if (len < sizeof line && p->next_token_ms != 0)
+				len += (size_t)snprintf(line + len, sizeof line - len,
+							", next in %s",
+							fmt_dur((int64_t)p->next_token_ms - wall_ms(),
+								b2, sizeof b2));
+		}
+	}
+	if (len < sizeof line)
+		snprintf(line + len, sizeof line - len, ", %" PRId64 " s", elapsed_ms / 1000);
+	semc_where_free(w);
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+}
+
+/*
+ * Take q's names: an asynchronous down (or multi-name down) and a poll loop
+ * that does the library's duties; on a terminal (and without --quiet), a
+ * line on stderr says where the down stands, redrawn every second. Returns
+ * 0 or the error (the message in q->message). Bounded: the daemon answers
+ * by the deadline (timeout_ms, then ACQ_NO_REPLY_MS more), or never when
+ * the down waits for ever.
+ */
+static int acquire(struct semc *c, struct acq *q)
+{
+	struct semc_down_opts o = { 0 };
+	struct semc_want wants[ACQ_MAX];
+	int64_t id, start = mono_ms(), now, next_show, wait, deadline = -1;
+	bool progress = !g.quiet && !g.json && q->timeout_ms != 0 && isatty(STDERR_FILENO);
+	bool shown = false;
+	size_t i;
+
+	if (q->k == 1) {
+		o.n = q->ns[0];
+		o.timeout_ms = q->timeout_ms;
+		o.lease_ms = q->lease_ms;
+		o.create_limit = q->create_limit;
+		id = semc_down_ex_async(c, q->names[0], &o, acq_done, q);
+	} else {
+		for (i = 0; i < q->k; i++) {
+			wants[i].name = q->names[i];
+			wants[i].n = q->ns[i];
+			wants[i].create_limit = q->create_limit;
+		}
+		id = semc_down_multi_async(c, wants, q->k, q->timeout_ms, q->lease_ms, acq_done, q);
+	}
+	if (id < 0) {
+		snprintf(q->message, sizeof q->message, "%s", semc_last_message());
+		return (int)id;
+	}
+	if (q->timeout_ms >= 0)
+		deadline = start + q->timeout_ms + ACQ_NO_REPLY_MS;
+	next_show = start + 1000;
+	while (!q->done) {
+		struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
+
+		now = mono_ms();
+		if (deadline >= 0 && now >= deadline) {
+			q->error = SEMC_E_NO_REPLY;
+			snprintf(q->message, sizeof q->message, "no reply from %s in time",
+				 semc_address(c));
+			break;
+		}
+		wait = semc_timeout(c);
+		if (wait < 0 || wait > 1000)
+			wait = 1000;
+		if (progress && next_show - now < wait)
+			wait = next_show > now ? next_show - now : 0;
+		if (deadline >= 0 && deadline - now < wait)
+			wait = deadline - now;
+		if (p.fd < 0 && wait > 100)
+			wait = 100;		/* disconnected: retry soon */
+		if (poll(&p, p.fd >= 0 ? 1 : 0, (int)wait) < 0 && errno != EINTR)
+			break;
+		semc_process(c);
+		now = mono_ms();
+		if (!q->done && progress && now >= next_show) {
+			acq_progress(c, id, now - start);
+			shown = true;
+			next_show = now + 1000;
+		}
+	}
+	if (shown) {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+	}
+	if (!q->done && q->error == 0) {
+		q->error = SEMC_E_SYSTEM;
+		snprintf(q->message, sizeof q->message, "poll: %s", strerror(errno));
+	}
+	return q->error;
+}
+
+/* Report a failed acquire (as fail() does, with q's message). */
+static int acq_fail(const struct acq *q, int err, const char *what)
+{
+	return fail_msg(err, what, q->message[0] ? q->message : semc_strerror(err));
+}
+
+/* The grants of q as a JSON array's members. */
+static void acq_json_grants(const struct acq *q)
+{
+	size_t i;
+
+	printf("\"grants\":[");
+	for (i = 0; i < q->k; i++) {
+		printf("%s{\"name\":", i ? "," : "");
+		json_str(q->names[i]);
+		printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64 ",\"n\":%u}",
+		       q->token[i], q->permit_id[i], q->n[i]);
+	}
+	printf("]");
+}
+
+/* Print what down got: the token (one name per line), or JSON. */
+static void acq_print(const struct acq *q, int64_t lease_ms)
+{
+	size_t i;
+
+	if (!g.json) {
+		for (i = 0; i < q->k; i++)
+			printf("%" PRIu64 "\n", q->token[i]);
+		return;
+	}
+	printf("{\"ok\":true,\"name\":");
+	json_str(q->names[0]);
+	printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64 ",\"n\":%u,\"waited_us\":%" PRIu64,
+	       q->token[0], q->permit_id[0], q->n[0], q->waited_us);
+	if (lease_ms >= 0)
+		printf(",\"lease_ms\":%" PRId64, lease_ms);
+	if (q->k > 1) {
+		printf(",");
+		acq_json_grants(q);
+	}
+	printf("}\n");
+}
+
+/* down/trydown: detached holds owned by our principal. */
+int cmd_down(int argc, char **argv, bool try)
+{
+	struct cmd_args a;
+	struct acq q;
+	struct semc *c;
+	const char *what = try ? "trydown" : "down";
+	int r;
+
+	cmd_get(argc, argv, try ? "nl" : "ntLl", 1, INT_MAX,
+		 try ? "trydown NAME [-n N] [--limit N]" :
+		 "down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]", &a);
+	if (a.lease_ms == 0)
+		usage_fail("down: --lease must be more than 0 (the hold outlives semctl)");
+	acq_names(&q, a.argv, a.argc, &a, what);
+	q.timeout_ms = try ? 0 : a.timeout_ms;
+	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
+	q.lease_ms = a.lease_ms > 0 ? (uint32_t)a.lease_ms : UINT32_MAX;
+	q.create_limit = a.limit_set ? a.limit : 0;
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	r = acquire(c, &q);
+	semc_free(c);
+	if (r == SEMC_E_EXISTS && a.limit_set)
+		return fail_limit(r, what, q.names[0], a.limit);
+	if (r != 0)
+		return acq_fail(&q, r, what);
+	acq_print(&q, a.lease_ms);
+	return 0;
+}
+
+/* --- run ---------------------------------------------------------------- */
+
+/* Signals reach the main loop through this pipe, two bytes each: the
+ * signal and whether the kernel sent it (a terminal's ^C, ^\, hang-up). */
+static int run_pipe[2] = { -1, -1 };
+
+/* Signal handler: pass the signal and its origin to the main loop. */
+static void run_on_signal(int sig, siginfo_t *si, void *uc)
+{
+	unsigned char b[2] = { (unsigned char)sig, si != NULL && si->si_code == SI_KERNEL };
+	int e = errno;
+
+	(void)uc;
+	if (write(run_pipe[1], b, sizeof b) < 0) {
+		/* the pipe is full: the loop has signals to read anyway */
+	}
+	errno = e;
+}
+
+struct run_state {
+	const struct acq *q;	/* the holds: one a name */
+	int lost;		/* 0, or why a hold is lost or in jeopardy */
+	char why[300];
+};
+
+/* Connection events during run: a lost hold ends the command. */
+static void run_on_event(struct semc *c, const struct semc_event *ev, void *arg)
+{
+	struct run_state *rs = arg;
+
+	size_t i;
+
+	(void)c;
+	if (ev->type != SEMC_EV_HOLD_LOST || rs->lost || rs->q == NULL)
+		return;
+	for (i = 0; i < rs->q->k; i++) {
+		if (ev->permit_id == rs->q->permit_id[i]) {
+			rs->lost = ev->error ? ev->error : SEMC_E_HOLD_LOST;
+			snprintf(rs->why, sizeof rs->why, "the hold was lost%s%s: %s",
+				 rs->q->k > 1 ? " on " : "", rs->q->k > 1 ? esc(rs->q->names[i]) : "",
+				 ev->message);
+			return;
+		}
+	}
+}
+
+/* Start the command with SEMD_TOKEN, SEMD_NAME and SEMD_PERMIT_ID (of the
+ * first name) and SEMD_TOKENS (a NAME=TOKEN line a name) in its
+ * environment. */
+static pid_t run_spawn(char **cmd, const struct acq *q)
+{
+	pid_t pid, parent = getpid();
+	char buf[32], *all;
+	size_t i, len = 1, off = 0;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid != 0)
+		return pid;
+#ifdef __linux__
+	/* if semctl dies, the permit goes: the command must not run on */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(128 + SIGTERM);
+#endif
+	(void)parent;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	close(run_pipe[0]);
+	close(run_pipe[1]);
+	snprintf(buf, sizeof buf, "%" PRIu64, q->token[0]);
+	setenv("SEMD_TOKEN", buf, 1);
+	setenv("SEMD_NAME", q->names[0], 1);
+	snprintf(buf, sizeof buf, "%" PRIu64, q->permit_id[0]);
+	setenv("SEMD_PERMIT_ID", buf, 1);
+	for (i = 0; i < q->k; i++)
+		len += strlen(q->names[i]) + 23;
+	if ((all = malloc(len)) != NULL) {
+		all[0] = '\0';
+		for (i = 0; i < q->k; i++)
+			off += (size_t)snprintf(all + off, len - off, "%s=%" PRIu64 "\n",
+						q->names[i], q->token[i]);
+		setenv("SEMD_TOKENS", all, 1);
+	}
+	if (g.sess_dir_set)
+		unsetenv("SEMD_TLS_SESSION_DIR");
+	execvp(cmd[0], cmd);
+	fprintf(stderr, "semctl: run: cannot execute %s: %s\n", cmd[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+/* The longest grace a live session allows: SIGTERM goes at the lease's
+ * client-side end minus the grace, and a session that gets its pongs (a
+ * ping every third of the lease, answered within max(50 ms, lease / 10))
+ * must never come that close. window is the client-side lease (the lease
+ * less the drift bound and the margin), lease the granted one. */
+static int64_t run_grace_max(int64_t window, int64_t lease)
+{
+	int64_t rtt = lease / 10 > 50 ? lease / 10 : 50;
+	int64_t most = window - lease / 3 - rtt;
+
+	return most > 0 ? most : 0;
+}
+
+/* Print run's outcome as JSON. */
+static void run_json(const struct acq *q, const struct run_state *rs, int status, int code)
+{
+	if (rs->lost) {
+		printf("{\"ok\":false,\"error\":");
+		json_str(err_name(rs->lost));
+		printf(",\"code\":%d,\"message\":", rs->lost);
+		json_str(rs->why);
+		printf(",\"name\":");
+	} else {
+		printf("{\"ok\":true,\"name\":");
+	}
+	json_str(q->names[0]);
+	printf(",\"token\":%" PRIu64 ",\"permit_id\":%" PRIu64, q->token[0], q->permit_id[0]);
+	if (q->k > 1) {
+		printf(",");
+		acq_json_grants(q);
+	}
+	if (WIFSIGNALED(status))
+		printf(",\"status\":null,\"signal\":%d", WTERMSIG(status));
+	else
+		printf(",\"status\":%d,\"signal\":null", WEXITSTATUS(status));
+	printf(",\"exit\":%d}\n", code);
+}
+
+/* A system call of run failed. */
+static int run_sys_fail(const char *what)
+{
+	char m[256];
+
+	snprintf(m, sizeof m, "%s: %s", what, strerror(errno));
+	fprintf(stderr, "semctl: run: %s\n", m);
+	if (g.json) {
+		printf("{\"ok\":false,\"error\":\"system\",\"code\":%d,\"message\":", SEMC_E_SYSTEM);
+		json_str(m);
+		printf(",\"exit\":%d}\n", EX_ERROR_);
+	}
+	return EX_ERROR_;
+}
+
+/*
+ * run NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] -- CMD
+ *
+ * One thread, one poll loop: the library's keepalive duties run in
+ * semc_process() (its thread is off), signals come through run_pipe. With
+ * a lease, the child must be dead before the daemon can give the permit to
+ * anyone else: SIGTERM when the client-side lease has `grace` left, SIGKILL
+ * (and reap) when it ends - whichever comes first, that or a HoldLost from
+ * the daemon (SIGTERM at once, SIGKILL `grace` later).
+ */
+int cmd_run(int argc, char **argv)
+{
+	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
+	struct run_state rs = { 0 };
+	struct sigaction sa = { 0 };
+	struct semc_session ss;
+	struct cmd_args a;
+	struct acq q;
+	struct semc *c;
+	int64_t now, left, lease_ms, grace_ms, window, gmax, kill_at = -1;
+	int r, status = 0, i, code, dd, ncmd = 0, nnames = 1;
+	bool exited = false, termed = false;
+	size_t k;
+	pid_t pid;
+
+	/* The command is what follows "--"; the names come before it. */
+	for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++)
+		;
+	if (dd < argc)
+		ncmd = argc - dd - 1;
+	cmd_parse(argc, argv, "ntLGl", &a);
+	if (dd < argc)
+		nnames = a.argc - ncmd;
+	if (a.argc < 2 || nnames < 1 || a.argc - nnames < 1)
+		usage_fail("usage: semctl run NAME [-n N] [--timeout DUR] [--lease DUR] "
+		    "[--grace DUR] [--limit N] -- CMD [ARG...]\n"
+		    "       semctl run NAME[:N] NAME[:N]... [options] -- CMD [ARG...]");
+	acq_names(&q, a.argv, nnames, &a, "run");
+	q.timeout_ms = a.timeout_ms;
+	q.create_limit = a.limit_set ? a.limit : 0;
+	lease_ms = a.lease_ms >= 0 ? a.lease_ms : RUN_LEASE_MS;
+	if (lease_ms > 0 && lease_ms < RUN_LEASE_MIN)
+		usage_fail("--lease: at least %dms (or 0: no lease)", RUN_LEASE_MIN);
+	grace_ms = a.grace_ms >= 0 ? a.grace_ms : RUN_GRACE_MS;
+	if ((r = client_open(&c, (uint32_t)lease_ms, "semctl run")) != 0)
+		return r;
+	semc_session(c, &ss);
+	/* right after the handshake, what is left is the whole client-side lease */
+	window = semc_lease_left(c);
+	if (ss.lease_ms > 0 && window >= 0) {
+		gmax = run_grace_max(window, ss.lease_ms);
+		if (grace_ms > gmax) {
+			if (a.grace_ms >= 0)
+				fprintf(stderr, "semctl: run: --grace %" PRId64 "ms does not fit in "
+					"a %ums lease; using %" PRId64 "ms\n", grace_ms, ss.lease_ms, gmax);
+			grace_ms = gmax;
+		}
+	}
+	semc_set_event_callback(c, run_on_event, &rs);
+	r = acquire(c, &q);
+	if (r != 0) {
+		semc_free(c);
+		if (r == SEMC_E_EXISTS && a.limit_set)
+			return fail_limit(r, "run", q.names[0], a.limit);
+		return acq_fail(&q, r, "run");
+	}
+	rs.q = &q;
+	if (pipe2(run_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+		semc_free(c);
+		return run_sys_fail("pipe");
+	}
+	sa.sa_sigaction = run_on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 5; i++)
+		sigaction(fwd[i], &sa, NULL);
+	pid = run_spawn(a.argv + nnames, &q);
+	if (pid < 0) {
+		semc_free(c);
+		return run_sys_fail("fork");
+	}
+	/* bounded by the child's life: it ends by itself or is killed */
+	while (!exited) {
+		struct pollfd p[2] = { { .fd = run_pipe[0], .events = POLLIN },
+				       { .fd = semc_fd(c), .events = POLLIN } };
+		unsigned char sigs[64];
+		int64_t wait;
+		ssize_t n;
+
+		now = mono_ms();
+		left = semc_lease_left(c);
+		if (!rs.lost && left >= 0 && left <= grace_ms) {
+			/* no answer for most of the lease: the child must be dead
+			 * before the lease ends, with its grace before that */
+			rs.lost = SEMC_E_HOLD_LOST;
+			snprintf(rs.why, sizeof rs.why, "the server did not answer for most of "
+				 "the session's lease");
+			kill_at = now + left;
+		}
+		if (rs.lost && !termed) {
+			fprintf(stderr, "semctl: run: %s: %s; terminating the command\n",
+				esc(q.names[0]), esc(rs.why));
+			kill(pid, SIGTERM);
+			termed = true;
+			if (kill_at < 0)
+				kill_at = now + grace_ms;
+		}
+		if (termed && rs.lost == SEMC_E_HOLD_LOST && left < 0 && kill_at > now)
+			kill_at = now;	/* the client-side lease is over */
+		if (termed && now >= kill_at) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		wait = semc_timeout(c);
+		if (termed && (wait < 0 || kill_at - now < wait))
+			wait = kill_at - now;
+		if (!termed && left >= 0 && (wait < 0 || left - grace_ms < wait))
+			wait = left - grace_ms;
+		if (p[1].fd < 0 && (wait < 0 || wait > 100))
+			wait = 100;	/* disconnected: retry soon */
+		if (wait > 60000 || wait < 0)
+			wait = 60000;
+		if (poll(p, p[1].fd >= 0 ? 2 : 1, (int)wait) < 0 && errno != EINTR)
+			break;
+		while ((n = read(run_pipe[0], sigs, sizeof sigs)) > 0) {
+			/* a signal the terminal sent reached the child too (it is
+			 * in our foreground process group): forward only others */
+			for (i = 0; i + 1 < n; i += 2)
+				if (sigs[i] != SIGCHLD && !sigs[i + 1])
+					kill(pid, sigs[i]);
+		}
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			exited = true;
+			break;
+		}
+		semc_process(c);
+	}
+	if (!exited && !termed) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	if (!rs.lost) {
+		semc_set_timeout(c, 2000);	/* best effort: the session ends anyway */
+		for (k = 0; k < q.k; k++)
+			semc_up(c, q.names[k], 0, q.permit_id[k], NULL);
+	}
+	semc_free(c);
+	if (rs.lost)
+		code = EX_LOST_;
+	else if (WIFSIGNALED(status))
+		code = 128 + WTERMSIG(status);
+	else
+		code = WEXITSTATUS(status);
+	if (g.json)
+		run_json(&q, &rs, status, code);
+	return code;
+}
+
+/* --- watch -------------------------------------------------------------- */
+
+struct watch_state {
+	const char *name;
+	bool prefix;
+	bool rewatch;		/* the connection was made again */
+	uint64_t events;
+};
+
+static volatile sig_atomic_t watch_stop;
+
+/* SIGINT, SIGTERM, SIGHUP: end the stream. */
+static void watch_on_signal(int sig)
+{
+	(void)sig;
+	watch_stop = 1;
+}
+
+/* One event: a line, or a JSON object on a line. */
+static void watch_print(const struct semc_watch_event *e)
+{
+	char b1[64], b2[32];
+	time_t t = (time_t)(e->time_ms / 1000);
+	struct tm tm;
+
+	if (g.json) {
+		printf("{\"time_ms\":%" PRIu64 ",\"watch\":%" PRIu64 ",\"name\":", e->time_ms,
+		       e->watch);
+		json_str(e->name);
+		printf(",\"event\":\"%s\",\"n\":%u,\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64
+		       ",\"request_id\":%" PRIu64 ",\"principal\":", e->kind_name, e->n,
+		       e->permit_id, e->token, e->request_id);
+		json_str(e->principal);
+		printf(",\"client_name\":");
+		json_str(e->client_name);
+		printf(",\"host\":");
+		json_str(e->host);
+		printf(",\"pid\":%u,\"holders\":%u,\"waiters\":%u,\"available\":%" PRId64
+		       ",\"limit\":%u", e->pid, e->holders, e->waiters, e->available, e->limit);
+		if (e->rate != 0)
+			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", e->rate,
+			       e->rate_period_ms, e->burst);
+		printf(",\"reason\":");
+		json_str(e->reason);
+		printf("}\n");
+		fflush(stdout);
+		return;
+	}
+	if (localtime_r(&t, &tm) != NULL)
+		strftime(b1, sizeof b1, "%Y-%m-%d %H:%M:%S", &tm);
+	else
+		snprintf(b1, sizeof b1, "-");
+	printf("%s.%03u %-8s %s", b1, (unsigned)(e->time_ms % 1000), e->kind_name, esc(e->name));
+	if (e->n != 0)
+		printf(" n=%u", e->n);
+	if (e->permit_id != 0)
+		printf(" permit=%" PRIu64, e->permit_id);
+	if (e->token != 0)
+		printf(" token=%" PRIu64, e->token);
+	if (e->request_id != 0)
+		printf(" request=%" PRIu64, e->request_id);
+	if (*e->principal != '\0')
+		printf(" by %s (%s@%s pid %u)", esc(e->principal), esc(e->client_name),
+		       esc(e->host), e->pid);
+	if (e->kind == SEMC_WATCH_LIMIT || e->kind == SEMC_WATCH_CREATE)
+		printf(" limit=%u", e->limit);
+	if (e->rate != 0 && (e->kind == SEMC_WATCH_RATE || e->kind == SEMC_WATCH_CREATE))
+		printf(" rate=%s burst=%u", rate_text(e->rate, e->rate_period_ms, b2, sizeof b2),
+		       e->burst);
+	printf(" holders=%u waiters=%u available=%" PRId64, e->holders, e->waiters, e->available);
+	if (*e->reason != '\0')
+		printf(" (%s)", esc(e->reason));
+	printf("\n");
+	fflush(stdout);
+}
+
+/* An event of the watch. */
+static void watch_on_watch(struct semc *c, const struct semc_watch_event *ev, void *arg)
+{
+	struct watch_state *ws = arg;
+
+	(void)c;
+	ws->events++;
+	watch_print(ev);
+}
+
+/* Events of the connection during watch. */
+static void watch_on_event(struct semc *c, const struct semc_event *ev, void *arg)
+{
+	struct watch_state *ws = arg;
+
+	(void)c;
+	if (ev->type == SEMC_EV_RECONNECTED || ev->type == SEMC_EV_RESUMED) {
+		ws->rewatch = true;
+	} else if (ev->type == SEMC_EV_DISCONNECTED) {
+		fprintf(stderr, "semctl: watch: %s; connecting again (events in between are "
+			"missed)\n", esc(ev->message));
+	}
+}
+
+/*
+ * watch NAME|PREFIX/ [--prefix] [--all]: stream a name's events (a name
+ * ending in '/' or --prefix: every name it begins; --all: every name)
+ * until interrupted (exit 0). After a reconnection the watch is made again.
+ */
+int cmd_watch(int argc, char **argv)
+{
+	struct watch_state ws = { 0 };
+	struct sigaction sa = { 0 };
+	struct cmd_args a;
+	struct semc *c;
+	int64_t id, wait;
+	size_t len;
+	int r;
+
+	cmd_parse(argc, argv, "XY", &a);
+	need_args(&a, a.all ? 0 : 1, a.all ? 0 : 1, "watch NAME|PREFIX/ [--prefix] [--all]");
+	ws.name = a.all ? "" : a.argv[0];
+	len = strlen(ws.name);
+	ws.prefix = a.all || a.prefix || (len > 0 && ws.name[len - 1] == '/');
+	if ((r = client_open(&c, 0, "semctl watch")) != 0)
+		return r;
+	semc_set_event_callback(c, watch_on_event, &ws);
+	if ((id = semc_watch(c, ws.name, ws.prefix, watch_on_watch, &ws)) < 0) {
+		semc_free(c);
+		return fail((int)id, "watch");
+	}
+	sa.sa_handler = watch_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (!g.json)
+		fprintf(stderr, "semctl: watching %s%s (^C to stop)\n",
+			a.all ? "every name" : esc(ws.name), ws.prefix && !a.all ? "*" : "");
+	/* bounded by the user: until a signal (or stdout closes) */
+	while (!watch_stop) {
+		struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
+
+		wait = semc_timeout(c);
+		if (wait < 0 || wait > 1000)
+			wait = 1000;
+		if (p.fd < 0 && wait > 100)
+			wait = 100;
+		if (poll(&p, p.fd >= 0 ? 1 : 0, (int)wait) < 0 && errno != EINTR)
+			break;
+		semc_process(c);
+		if (ferror(stdout))
+			break;		/* the reader went away */
+		if (ws.rewatch && !watch_stop) {
+			ws.rewatch = false;
+			if (semc_watch(c, ws.name, ws.prefix, watch_on_watch, &ws) < 0)
+				ws.rewatch = true;	/* again at the next turn */
+		}
+	}
+	semc_free(c);
+	return ferror(stdout) ? EX_ERROR_ : EX_OK_;
+}
