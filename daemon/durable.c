@@ -34,7 +34,9 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include "daemon/conn.h"
 #include "daemon/durable.h"
+#include "daemon/listen.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -388,13 +390,13 @@ static void d_wake_cb(uv_async_t *a)
 /* sm_apply's bind hook: this node's connection of a client id. */
 static void *d_bind(void *arg, uint64_t id)
 {
-	return server_conn_by_id(arg, id);
+	return conn_by_id_locked(arg, id);
 }
 
 /* sm_apply's done hook: a request of this node's connection is applied. */
 static void d_done(void *arg, uint64_t id, size_t len)
 {
-	struct conn *c = server_conn_by_id(arg, id);
+	struct conn *c = conn_by_id_locked(arg, id);
 
 	if (c != NULL)
 		conn_applied_locked(c, len);
@@ -516,7 +518,7 @@ static int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 
 	server_lock_any(srv);
 	cfg = server_sm_config_of(srv);
-	out = server_sm_out();
+	out = server_sm_out(srv);
 	sm = sm_restore(&cfg, &out, buf->base, buf->len, err, sizeof err);
 	if (sm != NULL) {
 		d->snap_len = buf->len;
@@ -692,9 +694,9 @@ static void d_ctl_reply(struct ctl *c, int code, const char *fmt, ...)
 	r.code = code;
 	r.message = msg;
 	server_lock_any(c->d->srv);
-	conn = server_conn_by_id(c->d->srv, c->cid);
+	conn = conn_by_id_locked(c->d->srv, c->cid);
 	if (conn != NULL)
-		conn_reply(NULL, conn, &r);
+		conn_reply_locked(NULL, conn, &r);
 	server_unlock_any(c->d->srv);
 	if (code == SEMD__CODE__OK)
 		log_notice("log: cluster: %s", msg);
@@ -1169,7 +1171,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 		snprintf(d->advertise, sizeof d->advertise, "%s",
 		    srv->cfg.advertise);
 	else
-		server_client_address(srv, d->advertise, sizeof d->advertise);
+		listeners_client_address(srv, d->advertise, sizeof d->advertise);
 	d->fresh = empty || bare;
 	d->grace_ms = srv->cfg.restart_grace_ms;
 	d->snapshot_every = srv->cfg.snapshot_every;
