@@ -135,16 +135,19 @@ static void access_count_put(struct access_count *ac)
  * The state's List visibility hook (sm_visible_fn): a name is listed when
  * the connection's principal may inspect it. A hidden name under a
  * protected prefix reports that prefix, so List steps over the whole run.
- * Called under the state lock on any loop's thread: reads only the
- * connection and the configuration, keeps nothing.
+ * Called under the state lock on any loop's thread (and the log's): reads
+ * only the connection and the configuration, keeps nothing.
  */
 static bool access_visible_cb(void *arg, void *conn, const char *name,
     size_t len, size_t *skip_len)
 {
+	const struct server *srv = arg;
+	const struct acl *acl = srv->cfg.acl;
 	const struct conn *c = conn;
-	const struct acl *acl = c->srv->cfg.acl;
 
-	(void)arg;
+	/* No connection here (replayed, another node's): no one reads it. */
+	if (c == NULL)
+		return true;
 	if (c->id == NULL)
 		return false;
 	/* Without acl and protect lines List was checked on its prefix. */

@@ -252,12 +252,13 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 	struct acl_subject who;
 	uint32_t keepalive = 0;
 	struct conn *c = NULL;
-	bool names;
+	bool names, in = false;
 	int r;
 
 	acl_subject_init(&who);
 	if ((r = conn_count(w, counted, &keepalive)) != 0)
-		goto refuse;
+		goto fail;
+	in = true;
 	if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) {
 		r = -errno;
 		log_warn_errno(errno, "getrandom");
@@ -308,8 +309,8 @@ fail:
 		log_warn("out of memory accepting a client");
 	if (r == -EDQUOT && ssl == NULL)
 		conn_tell_fd(fd, SEMD__CODE__RESOURCE_EXHAUSTED, why);
-	(void)conn_count(w, -1, NULL);
-refuse:
+	if (in)
+		(void)conn_count(w, -1, NULL);
 	acl_subject_clear(&who);
 	if (c != NULL) {
 		conn_free_io(c, false);

@@ -36,7 +36,6 @@
 
 #include "daemon/conn.h"
 #include "daemon/durable.h"
-#include "daemon/listen.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -1171,7 +1170,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 		snprintf(d->advertise, sizeof d->advertise, "%s",
 		    srv->cfg.advertise);
 	else
-		listeners_client_address(srv, d->advertise, sizeof d->advertise);
+		server_client_address(srv, d->advertise, sizeof d->advertise);
 	d->fresh = empty || bare;
 	d->grace_ms = srv->cfg.restart_grace_ms;
 	d->snapshot_every = srv->cfg.snapshot_every;

@@ -320,6 +320,9 @@ static int listener_add(struct server *srv, int fd, char *unlink_path,
 		return -ENOMEM;
 	}
 	evconnlistener_set_error_cb(l->evl, listener_error_cb);
+	/* Where clients reach this node, for the others of a cluster. */
+	if (!l->is_unix && srv->client_addr[0] == '\0')
+		snprintf(srv->client_addr, sizeof srv->client_addr, "%s", l->addr);
 	l->unlink_path = unlink_path;
 	list_add_tail(&l->entry, &srv->listeners);
 	log_notice("listening on %s", l->addr);
@@ -676,19 +679,3 @@ int listeners_ready(struct server *srv, const char *extra, char *status,
 	return 0;
 }
 
-/* Where clients reach this node: its first TCP or TLS listener. */
-void listeners_client_address(struct server *srv, char *buf, size_t len)
-{
-	struct list_head *pos;
-	const struct listener *l;
-
-	buf[0] = '\0';
-	list_for_each(pos, &srv->listeners) {
-		l = list_entry(pos, struct listener, entry);
-		if (strncmp(l->addr, "tcp:", 4) == 0 ||
-		    strncmp(l->addr, "tls:", 4) == 0) {
-			snprintf(buf, len, "%s", l->addr);
-			return;
-		}
-	}
-}

@@ -44,7 +44,5 @@ void listener_close(struct evconnlistener *evl, char *unlink_path);
  */
 int listeners_ready(struct server *srv, const char *extra, char *status,
     size_t len);
-/* Where clients reach this node (its first TCP or TLS listener), for others. */
-void listeners_client_address(struct server *srv, char *buf, size_t len);
 
 #endif

@@ -272,6 +272,12 @@ void server_drop_clients(struct server *srv)
 	server_unlock_any(srv);
 }
 
+/* Where clients reach this node: its first TCP or TLS listener. */
+void server_client_address(struct server *srv, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", srv->client_addr);
+}
+
 /* The grace time of a stop ran out. */
 static void server_stop_timer_cb(evutil_socket_t fd, short what, void *arg)
 {

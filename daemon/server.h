@@ -112,6 +112,7 @@ struct server {
 	uint64_t		armed_min;	/* earliest armed deadline timer */
 	struct worker		*armed_by;	/* whose timer that is */
 	struct list_head	listeners;	/* struct listener (listen.c) */
+	char			client_addr[256]; /* the first TCP or TLS one's */
 	/* Set by listen.c: close the listeners (a stop, or the end). */
 	void			(*unlisten)(struct server *srv);
 	size_t			nconns;		/* all workers, under lock */
@@ -212,6 +213,8 @@ void server_stop(struct server *srv, const char *why);
  * so they go and find the leader (any thread).
  */
 void server_drop_clients(struct server *srv);
+/* Where clients reach this node (its first TCP or TLS listener), for others. */
+void server_client_address(struct server *srv, char *buf, size_t len);
 
 /* alloccount.c: the Stats "allocations" counter, NULL when not counted. */
 uint64_t (*alloc_count_get(void))(void);

@@ -311,25 +311,21 @@ static void xprt_tls_identify(const struct conn *c, const struct sockaddr *sa,
 		log_notice("TLS client certificate with an unusable name: anonymous");
 }
 
-const struct xprt_ops xprt_unix = {
-	.name = "unix",
-	.start = xprt_unix_start,
-	.read = xprt_fd_read,
-	.write = xprt_fd_write,
-	.pending = xprt_fd_pending,
-	.close = xprt_fd_close,
-	.identify = xprt_unix_identify,
-};
+/* A transport over a plain socket: read(2) and write(2). */
+#define XPRT_FD(nm, start_fn, identify_fn) {				\
+	.name = nm,							\
+	.start = start_fn,						\
+	.read = xprt_fd_read,						\
+	.write = xprt_fd_write,						\
+	.pending = xprt_fd_pending,					\
+	.close = xprt_fd_close,						\
+	.identify = identify_fn,					\
+}
 
-const struct xprt_ops xprt_tcp = {
-	.name = "tcp",
-	.start = xprt_tcp_start,
-	.read = xprt_fd_read,
-	.write = xprt_fd_write,
-	.pending = xprt_fd_pending,
-	.close = xprt_fd_close,
-	.identify = xprt_tcp_identify,
-};
+const struct xprt_ops xprt_unix = XPRT_FD("unix", xprt_unix_start,
+    xprt_unix_identify);
+const struct xprt_ops xprt_tcp = XPRT_FD("tcp", xprt_tcp_start,
+    xprt_tcp_identify);
 
 const struct xprt_ops xprt_tls = {
 	.name = "tls",
