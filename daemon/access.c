@@ -215,19 +215,20 @@ static int access_open_locked(struct server *srv, struct acl_subject *who,
 	return 0;
 }
 
-/* Off the lock: does a peer accepted while no rule named users want its names now? */
-static bool access_wants_names(const struct server *srv,
-    const struct access_id *id)
+/*
+ * Off the lock, on c's own loop: a UNIX peer accepted while no rule named
+ * users or groups, now that some do, has its names looked up (NSS) and
+ * kept for the next check.
+ */
+static void access_prepare(struct conn *c)
 {
-	return id != NULL && id->pending && !id->found && SRV_LIVE(srv, acl_names);
-}
+	struct access_id *id = c->id;
 
-/* Off the lock: keep the names looked up for the next check. */
-static void access_names_found(struct access_id *id, struct acl_subject *s)
-{
+	if (id == NULL || !id->pending || id->found ||
+	    !SRV_LIVE(c->srv, acl_names))
+		return;
 	acl_subject_clear(&id->names);
-	id->names = *s;
-	acl_subject_init(s);
+	c->xprt->identify(c, NULL, true, &id->names, NULL, 0);
 	id->found = true;
 }
 
@@ -236,8 +237,8 @@ static void access_names_found(struct access_id *id, struct acl_subject *s)
  * no rules, now that there are: rules naming user: or group: must see them
  * (a deny for user:bob before an allow for * would otherwise be passed
  * over). Its principal's count gets them too, for group quotas. They were
- * looked up by its loop before the lock (conn_input()); only a reload that
- * came between that look and the lock makes us look here.
+ * looked up by its loop before the lock (access_prepare()); only a reload
+ * that came between that look and the lock makes us look here.
  */
 static void access_resolve(struct access_id *id, const struct conn *c)
 {
@@ -508,8 +509,7 @@ static const struct conn_policy access_policy = {
 	.open_locked = access_open_locked,
 	.close_locked = access_close_locked,
 	.principal = access_principal,
-	.wants_names = access_wants_names,
-	.names_found = access_names_found,
+	.prepare = access_prepare,
 	.check_locked = access_check_locked,
 };
 

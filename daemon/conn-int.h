@@ -46,6 +46,12 @@ void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop);
 void conn_handshakes_free(struct server *srv);
 
 /* conn_io.c */
+/*
+ * Make room for need bytes behind used in *buf (*cap bytes, doubled from
+ * first): 0, or -ENOMEM with the buffer as it was.
+ */
+int conn_buf_reserve(uint8_t **buf, size_t *cap, size_t used, size_t need,
+    size_t first);
 /* The events of c's socket: read, write (for the backlog). */
 void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 void conn_write_cb(evutil_socket_t fd, short what, void *arg);

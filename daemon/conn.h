@@ -93,10 +93,12 @@ struct conn_policy {
 	void (*close_locked)(struct access_id *id);
 	/* The principal text ("uid:1000", "cn:web1", "anonymous"). */
 	const char *(*principal)(const struct access_id *id);
-	/* Off the lock: do the rules now want the names of a pending peer? */
-	bool (*wants_names)(const struct server *srv, const struct access_id *id);
-	/* Off the lock: the names looked up (taken over, used at the next check). */
-	void (*names_found)(struct access_id *id, struct acl_subject *s);
+	/*
+	 * Off the lock, before a read's requests are checked: what is slow
+	 * (the names of a peer that the rules came to want, through c's
+	 * transport) is done here.
+	 */
+	void (*prepare)(struct conn *c);
 	/*
 	 * Under the lock: may this request go to the state machine? 0 with
 	 * *who filled (privileges, per-principal caps), or the Code of the

@@ -100,6 +100,27 @@ static ssize_t conn_write(struct conn *c, const uint8_t *p, size_t len)
 	return n;
 }
 
+/* Make room for need bytes behind used in a buffer that doubles. */
+int conn_buf_reserve(uint8_t **buf, size_t *cap, size_t used, size_t need,
+    size_t first)
+{
+	size_t n = *cap ? *cap : first;
+	uint8_t *p;
+
+	if (*cap - used >= need)
+		return 0;
+	while (n - used < need) {
+		if (n > SIZE_MAX / 2)
+			return -ENOMEM;
+		n *= 2;
+	}
+	if ((p = realloc(*buf, n)) == NULL)
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
 /*
  * Keep p[0..len) for later, behind what is kept already. The next write
  * starts with the same bytes and is at least as long, as OpenSSL wants of
@@ -107,26 +128,13 @@ static ssize_t conn_write(struct conn *c, const uint8_t *p, size_t len)
  */
 static int conn_keep(struct conn *c, const uint8_t *p, size_t len)
 {
-	size_t cap;
-	uint8_t *nb;
-
 	if (c->toff > 0 && c->tcap - c->tlen < len) {
 		memmove(c->tbuf, c->tbuf + c->toff, c->tlen - c->toff);
 		c->tlen -= c->toff;
 		c->toff = 0;
 	}
-	if (c->tcap - c->tlen < len) {
-		cap = c->tcap ? c->tcap : 4096;
-		while (cap - c->tlen < len) {
-			if (cap > SIZE_MAX / 2)
-				return -ENOMEM;
-			cap *= 2;
-		}
-		if ((nb = realloc(c->tbuf, cap)) == NULL)
-			return -ENOMEM;
-		c->tbuf = nb;
-		c->tcap = cap;
-	}
+	if (conn_buf_reserve(&c->tbuf, &c->tcap, c->tlen, len, 4096) != 0)
+		return -ENOMEM;
 	memcpy(c->tbuf + c->tlen, p, len);
 	c->tlen += len;
 	return 0;
@@ -368,19 +376,12 @@ static void conn_run_input_locked(struct conn *c, struct evbuffer *in)
  */
 static void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 {
-	const struct conn_policy *policy = c->srv->policy;
 	struct worker *w = c->w;
 	uint64_t frames = c->frames;
-	struct acl_subject names;
 	size_t off = 0;
 	bool was, go = true;
 
-	/* Names the rules now want: looked up before the lock (NSS). */
-	if (policy->wants_names(c->srv, c->id)) {
-		acl_subject_init(&names);
-		c->xprt->identify(c, NULL, true, &names, NULL, 0);
-		policy->names_found(c->id, &names);
-	}
+	c->srv->policy->prepare(c);	/* the slow part of a check: no lock */
 	was = w->in_read;
 	w->in_read = true;
 	c->last_input_ms = server_now();	/* one clock read per batch */

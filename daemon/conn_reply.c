@@ -79,20 +79,7 @@ void conn_tell_fd(int fd, Semd__Code code, const char *why)
 /* Make room for len more staged bytes. */
 static int conn_wbuf_grow(struct conn *c, size_t len)
 {
-	size_t cap = c->wcap ? c->wcap : 512;
-	uint8_t *p;
-
-	while (cap - c->wlen < len) {
-		if (cap > SIZE_MAX / 2)
-			return -ENOMEM;
-		cap *= 2;
-	}
-	p = realloc(c->wbuf, cap);
-	if (p == NULL)
-		return -ENOMEM;
-	c->wbuf = p;
-	c->wcap = cap;
-	return 0;
+	return conn_buf_reserve(&c->wbuf, &c->wcap, c->wlen, len, 512);
 }
 
 /* After staging: cut off a client whose unread replies pass max-output. */
@@ -131,14 +118,9 @@ static bool conn_mbox_mark(struct conn *c, uint32_t what)
 {
 	struct worker *w = c->w;
 
-	if (w->mcap - w->mlen < 2 * sizeof(struct mbox_rec)) {
-		uint8_t *p = realloc(w->mbox, w->mcap * 2);
-
-		if (p == NULL)
-			return false;
-		w->mbox = p;
-		w->mcap *= 2;
-	}
+	if (conn_buf_reserve(&w->mbox, &w->mcap, w->mlen,
+	    2 * sizeof(struct mbox_rec), 4096) != 0)
+		return false;
 	conn_mbox_rec(w, c, what);
 	return true;
 }
@@ -150,31 +132,23 @@ static bool conn_mbox_mark(struct conn *c, uint32_t what)
 static void conn_mbox_put(struct conn *c, const Semd__Reply *r)
 {
 	struct worker *w = c->w;
-	size_t need, cap;
 	uint8_t *p;
 	bool fast;
+	size_t need;
 
 	/* Keep room for one drop record after it. */
 	need = 2 * sizeof(struct mbox_rec) + reply_bound(r, &fast);
-	if (w->mcap - w->mlen < need) {
-		cap = w->mcap ? w->mcap : 4096;
-		while (cap - w->mlen < need && cap <= SIZE_MAX / 2)
-			cap *= 2;
-		p = cap - w->mlen >= need ? realloc(w->mbox, cap) : NULL;
-		if (p == NULL) {
-			/* The client would miss a reply: its worker drops it. */
-			log_warn("%s: out of memory for a reply, dropping the client",
-			    c->peer);
-			if (w->mcap - w->mlen < sizeof(struct mbox_rec)) {
-				/* Not even the reserve: never lose a grant. */
-				log_err("out of memory: cannot deliver a reply, exiting");
-				abort();
-			}
-			conn_mbox_rec(w, c, MBOX_DROP);
-			return;
+	if (conn_buf_reserve(&w->mbox, &w->mcap, w->mlen, need, 4096) != 0) {
+		/* The client would miss a reply: its worker drops it. */
+		log_warn("%s: out of memory for a reply, dropping the client",
+		    c->peer);
+		if (w->mcap - w->mlen < sizeof(struct mbox_rec)) {
+			/* Not even the reserve: never lose a grant. */
+			log_err("out of memory: cannot deliver a reply, exiting");
+			abort();
 		}
-		w->mbox = p;
-		w->mcap = cap;
+		conn_mbox_rec(w, c, MBOX_DROP);
+		return;
 	}
 	/* Pack past the record, then write the record with the real size. */
 	p = w->mbox + w->mlen + sizeof(struct mbox_rec);
@@ -207,8 +181,7 @@ void conn_mbox_deliver_locked(struct worker *w)
 			conn_resume_locked(c);
 			continue;
 		}
-		if (c->wcap - c->wlen < rec.len &&
-		    conn_wbuf_grow(c, rec.len) != 0) {
+		if (conn_wbuf_grow(c, rec.len) != 0) {
 			log_warn("%s: out of memory for a reply, dropping the client",
 			    c->peer);
 			conn_drop(c);
@@ -255,7 +228,7 @@ void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r)
 	if (c->dead)
 		return;
 	len = reply_bound(r, &fast);
-	if (c->wcap - c->wlen < len && conn_wbuf_grow(c, len) != 0) {
+	if (conn_wbuf_grow(c, len) != 0) {
 		log_warn("%s: out of memory for a reply, dropping the client",
 		    c->peer);
 		conn_drop(c);

@@ -35,7 +35,7 @@ int listener_bind_unix(struct server *srv, const char *path, unsigned int mode);
 int listener_bind_tcp(const char *spec);
 /* The address a socket is bound to, in the listen syntax (malloc'd). */
 char *listener_name(int fd, bool *is_unix);
-/* Stop listening on l: free its listener and remove its socket file. */
+/* Stop listening on a socket (evl may be NULL); remove its file, free the path. */
 void listener_close(struct evconnlistener *evl, char *unlink_path);
 /*
  * Write the ready file (cfg.ready_file, if set: the bound addresses, then

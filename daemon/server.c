@@ -438,6 +438,20 @@ void server_stop(struct server *srv, const char *why)
 	worker_stop(w0);
 }
 
+/* SIGHUP: read the configuration again and apply what can change live. */
+static void server_reload(struct server *srv)
+{
+	struct semd_config nc;
+
+	if (server_config_reread(srv, &nc) != 0)
+		return;
+	/* Keep the running listeners and ready file. */
+	server_lock(&srv->workers[0]);
+	server_config_apply_locked(srv, &nc);
+	server_unlock(&srv->workers[0]);
+	log_notice("configuration reloaded");
+}
+
 /* SIGTERM, SIGINT, SIGHUP. */
 static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
 {

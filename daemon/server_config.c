@@ -4,6 +4,8 @@
  * server: the state machine's settings (one mapping, at start and at a
  * reload), the settings the loops read without the lock, this node's own
  * Stats figures, and SIGHUP's reload with what it may and may not change.
+ * It calls nothing of server.c: server.c takes the lock around
+ * server_config_apply_locked().
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
 
@@ -151,22 +153,24 @@ static bool server_keep_cluster(struct semd_config *next, struct semd_config *cu
 	return same;
 }
 
-/* SIGHUP: read the configuration again and apply what can change live. */
-void server_reload(struct server *srv)
+/*
+ * SIGHUP: read the configuration again into nc, keeping (and logging) what
+ * changes only at a restart. 0, or -1 to keep the running one (logged).
+ */
+int server_config_reread(struct server *srv, struct semd_config *next)
 {
 	struct semd_config nc;
-	struct sm_config sc;
 	char err[512];
 	size_t i;
 	bool same;
 
 	if (srv->reload == NULL) {
 		log_notice("SIGHUP: nothing to reload");
-		return;
+		return -1;
 	}
 	if (srv->reload(srv->reload_arg, &nc, err, sizeof err) != 0) {
 		log_err("reload failed, keeping the running configuration: %s", err);
-		return;
+		return -1;
 	}
 	if (nc.log_level != srv->cfg.log_level) {
 		log_notice("reload: log-level %s -> %s",
@@ -213,16 +217,21 @@ void server_reload(struct server *srv)
 		same = strcmp(nc.listen[i], srv->cfg.listen[i]) == 0;
 	if (!same)
 		log_warn("reload: listen addresses and unix-mode change only at a restart");
-	/* Keep the running listeners and ready file. */
-	server_lock(&srv->workers[0]);
+	*next = nc;
+	return 0;
+}
+
+/* Under the lock: next (taken over) becomes the running configuration. */
+void server_config_apply_locked(struct server *srv, struct semd_config *next)
+{
+	struct sm_config sc;
+
 	config_free(&srv->cfg);
-	srv->cfg = nc;
+	srv->cfg = *next;
 	server_set_live(srv);
 	sc = server_sm_config_of(srv);
 	if (srv->durable != NULL)
 		durable_config(srv, &sc);	/* the settings go through the log */
 	else
 		sm_reconfigure(srv->sm, &sc);
-	server_unlock(&srv->workers[0]);
-	log_notice("configuration reloaded");
 }

@@ -312,8 +312,7 @@ static void xprt_tls_identify(const struct conn *c, const struct sockaddr *sa,
 }
 
 /* A transport over a plain socket: read(2) and write(2). */
-#define XPRT_FD(nm, start_fn, identify_fn) {				\
-	.name = nm,							\
+#define XPRT_FD(start_fn, identify_fn) {				\
 	.start = start_fn,						\
 	.read = xprt_fd_read,						\
 	.write = xprt_fd_write,						\
@@ -322,13 +321,10 @@ static void xprt_tls_identify(const struct conn *c, const struct sockaddr *sa,
 	.identify = identify_fn,					\
 }
 
-const struct xprt_ops xprt_unix = XPRT_FD("unix", xprt_unix_start,
-    xprt_unix_identify);
-const struct xprt_ops xprt_tcp = XPRT_FD("tcp", xprt_tcp_start,
-    xprt_tcp_identify);
+const struct xprt_ops xprt_unix = XPRT_FD(xprt_unix_start, xprt_unix_identify);
+const struct xprt_ops xprt_tcp = XPRT_FD(xprt_tcp_start, xprt_tcp_identify);
 
 const struct xprt_ops xprt_tls = {
-	.name = "tls",
 	.start = xprt_tls_start,
 	.read = xprt_tls_read,
 	.write = xprt_tls_write,

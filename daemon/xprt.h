@@ -28,7 +28,6 @@ enum xprt_more {
 };
 
 struct xprt_ops {
-	const char	*name;
 	/* Set a new client up (socket options, bookkeeping); close undoes it. */
 	void		(*start)(struct conn *c, uint32_t keepalive_s);
 	/* Read into buf[0..len): the bytes read; *more says what is left. */
