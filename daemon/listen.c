@@ -574,15 +574,16 @@ void listener_close(struct evconnlistener *evl, char *unlink_path)
 /* Close every listener (srv->unlisten: a stop, or the end). */
 static void listeners_close(struct server *srv)
 {
+	struct list_head *pos, *tmp;
 	struct listener *l;
 
-	while (!list_empty(&srv->listeners)) {
-		l = list_first_entry(&srv->listeners, struct listener, entry);
-		list_del_init(&l->entry);
+	list_for_each_safe(pos, tmp, &srv->listeners) {
+		l = list_entry(pos, struct listener, entry);
 		listener_close(l->evl, l->unlink_path);
 		free(l->addr);
 		free(l);
 	}
+	INIT_LIST_HEAD(&srv->listeners);
 	if (srv->accept_resume != NULL)
 		event_free(srv->accept_resume);
 	srv->accept_resume = NULL;

@@ -313,12 +313,12 @@ static void xprt_tls_identify(const struct conn *c, const struct sockaddr *sa,
 
 /* A transport over a plain socket: read(2) and write(2). */
 #define XPRT_FD(start_fn, identify_fn) {				\
-	.start = start_fn,						\
+	.start = (start_fn),						\
 	.read = xprt_fd_read,						\
 	.write = xprt_fd_write,						\
 	.pending = xprt_fd_pending,					\
 	.close = xprt_fd_close,						\
-	.identify = identify_fn,					\
+	.identify = (identify_fn),					\
 }
 
 const struct xprt_ops xprt_unix = XPRT_FD(xprt_unix_start, xprt_unix_identify);
