@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* daemon/access.c - connection identities, ACL checks, connection quotas. */
+/*
+ * daemon/access.c - the connection policy (struct conn_policy): identities
+ * counted against quotas, ACL checks. It decides; conn.c replies.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "core/list.h"
 #include "daemon/access.h"
+#include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
-#include "proto/frame.h"
+#include "daemon/xprt.h"
 #include "security/acl.h"
-#include "security/peer.h"
-#include "security/tls.h"
 
 /*
  * What one principal has open: connections (for its connection quota; the
@@ -32,13 +33,17 @@ struct access_count {
 struct access_id {
 	struct acl_subject	subject;
 	struct access_count	*count;
-	int			fd;		/* the UNIX socket, for pending */
 	bool			pending;	/* user and groups not looked up */
+	/* Looked up off the lock by its own loop, taken at the next check: */
+	bool			found;
+	struct acl_subject	names;
 	/* Decided under the ACL numbered serial (redone after a reload): */
 	uint64_t		serial;
 	unsigned int		rights;		/* acl_default_rights() */
 	uint64_t		limit[SM_NLIMITS];
 };
+
+static void access_close_locked(struct access_id *id);
 
 /* The per-principal limits handed to the state machine, by quota kind. */
 static const enum acl_quota_kind access_limit_kind[SM_NLIMITS] = {
@@ -53,9 +58,6 @@ static const enum acl_quota_kind access_limit_kind[SM_NLIMITS] = {
  * list is enough; it holds only principals with a connection open.
  */
 static struct list_head access_counts = LIST_HEAD_INIT(access_counts);
-
-/* The server whose List the ACL filters (access_visible_cb()). */
-static struct server *access_srv;
 
 /* Find a principal's entry. */
 static struct access_count *access_count_find(const char *principal)
@@ -133,16 +135,19 @@ static void access_count_put(struct access_count *ac)
  * The state's List visibility hook (sm_visible_fn): a name is listed when
  * the connection's principal may inspect it. A hidden name under a
  * protected prefix reports that prefix, so List steps over the whole run.
- * Called under the state lock on any loop's thread: reads only the
- * connection and the configuration, keeps nothing.
+ * Called under the state lock on any loop's thread (and the log's): reads
+ * only the connection and the configuration, keeps nothing.
  */
 static bool access_visible_cb(void *arg, void *conn, const char *name,
     size_t len, size_t *skip_len)
 {
+	const struct server *srv = arg;
+	const struct acl *acl = srv->cfg.acl;
 	const struct conn *c = conn;
-	const struct acl *acl = c->srv->cfg.acl;
 
-	(void)arg;
+	/* No connection here (replayed, another node's): no one reads it. */
+	if (c == NULL)
+		return true;
 	if (c->id == NULL)
 		return false;
 	/* Without acl and protect lines List was checked on its prefix. */
@@ -153,37 +158,6 @@ static bool access_visible_cb(void *arg, void *conn, const char *name,
 	*skip_len = acl_hidden_prefix(acl, &c->id->subject, name, len,
 	    ACL_INSPECT);
 	return false;
-}
-
-/* Tell a refused client why, without waiting for the socket. */
-static void access_refuse(int fd, const char *why)
-{
-	Semd__Reply r = SEMD__REPLY__INIT;
-	uint8_t buf[256];
-	size_t len;
-	ssize_t n;
-
-	r.code = SEMD__CODE__RESOURCE_EXHAUSTED;
-	r.message = (char *)why;
-	len = semd__reply__get_packed_size(&r);
-	if (FRAME_HDR + len > sizeof buf)
-		return;
-	frame_put_header(buf, (uint32_t)len);
-	semd__reply__pack(&r, buf + FRAME_HDR);
-	n = send(fd, buf, FRAME_HDR + len, MSG_DONTWAIT | MSG_NOSIGNAL);
-	(void)n;
-}
-
-/*
- * Filter List (the default rules limit everyone who is not an
- * administrator). Called under the state lock when a connection opens.
- */
-static void access_hook(struct server *srv)
-{
-	if (access_srv != NULL)
-		return;
-	access_srv = srv;
-	sm_set_visible(srv->sm, access_visible_cb, srv);
 }
 
 /*
@@ -202,87 +176,85 @@ static void access_refresh(struct access_id *id, const struct acl *acl)
 		id->limit[i] = acl_quota(acl, &id->subject, access_limit_kind[i]);
 }
 
-/* Identify a new connection and count it against its connection quota. */
-int access_open(struct server *srv, int fd, bool is_unix, SSL *ssl,
-    struct access_id **out, char *principal, size_t len)
+/*
+ * Count a new connection, whose identity its transport worked out before
+ * the lock, against its principal's connection quota (under the lock).
+ */
+static int access_open_locked(struct server *srv, struct acl_subject *who,
+    bool pending, struct access_id **out, char *why, size_t len)
 {
 	struct access_id *id;
 	uint64_t quota;
-	uid_t uid;
-	gid_t gid;
-	char why[ACL_PRINCIPAL_MAX + 96];
 
 	*out = NULL;
 	id = calloc(1, sizeof *id);
 	if (id == NULL)
 		return -ENOMEM;
-	acl_subject_init(&id->subject);
-	id->fd = fd;
-	if (ssl != NULL) {
-		if (tls_peer_subject(ssl, &id->subject) != 0)
-			log_notice("TLS client certificate with an unusable name: anonymous");
-	} else if (is_unix && !acl_needs_names(srv->cfg.acl)) {
-		/*
-		 * No rule names a user or a group: uid:N is all anyone needs,
-		 * and the user and group names (NSS: /etc/passwd and
-		 * /etc/group, or LDAP) are looked up only if such rules come
-		 * with a reload (access_resolve()).
-		 */
-		if (peer_cred(fd, &uid, &gid, NULL) != 0 ||
-		    acl_subject_set_uid(&id->subject, uid, NULL) != 0)
-			log_debug("SO_PEERCRED failed: anonymous");
-		else
-			id->pending = true;
-	} else if (is_unix && peer_subject(fd, &id->subject) != 0) {
-		log_debug("SO_PEERCRED failed: anonymous");
-	}
+	id->subject = *who;	/* takes over its groups */
+	acl_subject_init(who);
+	acl_subject_init(&id->names);
+	id->pending = pending;
 	id->count = access_count_get(&id->subject);
 	if (id->count == NULL) {
 		acl_subject_clear(&id->subject);
 		free(id);
 		return -ENOMEM;
 	}
-	access_hook(srv);
 	access_refresh(id, srv->cfg.acl);
 	quota = acl_quota(srv->cfg.acl, &id->subject, ACL_QUOTA_CONNECTIONS);
-	if (quota != 0 && id->count->n >= quota) {
-		snprintf(why, sizeof why, "quota: %s may have %" PRIu64
+	id->count->n++;
+	if (quota != 0 && id->count->n > quota) {
+		snprintf(why, len, "quota: %s may have %" PRIu64
 		    " connection(s) open (quota connections)",
 		    id->subject.principal, quota);
 		log_notice("%s, refusing another", why);
-		if (ssl == NULL)
-			access_refuse(fd, why);
-		id->count->n++;
-		access_close(id);
+		access_close_locked(id);
 		return -EDQUOT;
 	}
-	id->count->n++;
-	snprintf(principal, len, "%s", id->subject.principal);
 	*out = id;
 	return 0;
 }
 
 /*
- * Look up the user and group names of a UNIX peer accepted while there
- * were no rules, now that there are: rules naming user: or group: must
- * see them (a deny for user:bob before an allow for * would otherwise be
- * passed over). Its principal's count gets them too, for group quotas.
+ * Off the lock, on c's own loop: a UNIX peer accepted while no rule named
+ * users or groups, now that some do, has its names looked up (NSS) and
+ * kept for the next check.
  */
-static void access_resolve(struct access_id *id)
+static void access_prepare(struct conn *c)
 {
-	struct acl_subject s;
+	struct access_id *id = c->id;
 
-	if (!id->pending)
+	if (id == NULL || !id->pending || id->found ||
+	    !SRV_LIVE(c->srv, acl_names))
 		return;
+	acl_subject_clear(&id->names);
+	c->xprt->identify(c, NULL, true, &id->names, NULL, 0);
+	id->found = true;
+}
+
+/*
+ * Take the user and group names of a UNIX peer accepted while there were
+ * no rules, now that there are: rules naming user: or group: must see them
+ * (a deny for user:bob before an allow for * would otherwise be passed
+ * over). Its principal's count gets them too, for group quotas. They were
+ * looked up by its loop before the lock (access_prepare()); only a reload
+ * that came between that look and the lock makes us look here.
+ */
+static void access_resolve(struct access_id *id, const struct conn *c)
+{
+	if (!id->found) {
+		acl_subject_clear(&id->names);
+		c->xprt->identify(c, NULL, true, &id->names, NULL, 0);
+	}
 	id->pending = false;
-	acl_subject_init(&s);
-	if (peer_subject(id->fd, &s) != 0 ||
-	    strcmp(s.principal, id->subject.principal) != 0) {
-		acl_subject_clear(&s);
+	id->found = false;
+	if (strcmp(id->names.principal, id->subject.principal) != 0) {
+		acl_subject_clear(&id->names);
 		return;
 	}
 	acl_subject_clear(&id->subject);
-	id->subject = s;	/* takes over s's groups */
+	id->subject = id->names;	/* takes over its groups */
+	acl_subject_init(&id->names);
 	id->serial = 0;		/* admin lines may name its user or groups */
 	if (id->count != NULL && id->count->subject.user_len == 0 &&
 	    id->count->subject.ngroups == 0) {
@@ -293,18 +265,19 @@ static void access_resolve(struct access_id *id)
 	}
 }
 
-/* Forget a connection's identity. */
-void access_close(struct access_id *id)
+/* Forget a connection's identity (under the lock: the counts). */
+static void access_close_locked(struct access_id *id)
 {
 	if (id == NULL)
 		return;
 	access_count_put(id->count);
 	acl_subject_clear(&id->subject);
+	acl_subject_clear(&id->names);
 	free(id);
 }
 
 /* The principal of an identity. */
-const char *access_principal(const struct access_id *id)
+static const char *access_principal(const struct access_id *id)
 {
 	return id != NULL ? id->subject.principal : "anonymous";
 }
@@ -453,7 +426,8 @@ static bool access_check_multi(struct access_id *id, const struct acl *acl,
  * counted in the next one.
  */
 #define ACCESS_LOG_PER_S 20
-static void access_log_denial(struct conn *c, uint64_t id, const char *msg)
+static void access_log_denial(const struct conn *c, uint64_t id,
+    const char *msg)
 {
 	static uint64_t second, logged, held_back;
 	uint64_t now = server_now() / 1000;
@@ -474,28 +448,27 @@ static void access_log_denial(struct conn *c, uint64_t id, const char *msg)
 }
 
 /*
- * Check one request against the ACL; answer PERMISSION_DENIED if refused.
+ * Check one request against the ACL (under the lock): 0, or
+ * PERMISSION_DENIED with the refusal in msg, for conn.c to answer.
  * Runs on every request: with no acl or protect lines it is a compare of
  * the ACL's serial and a copy of the limits decided when the connection
  * opened (or after the last reload).
  */
-bool access_check(struct conn *c, const Semd__Request *req,
-    struct sm_caller *who)
+static int access_check_locked(const struct conn *c, const Semd__Request *req,
+    struct sm_caller *who, char *msg, size_t msglen)
 {
 	const struct acl *acl = c->srv->cfg.acl;
 	struct access_id *id = c->id;
-	Semd__Reply r;
 	enum acl_right right;
 	const char *name, *verb;
-	char msg[ACL_PRINCIPAL_MAX + SM_NAME_MAX + 64];
 	unsigned int rights;
 	size_t len;
 
 	memset(who, 0, sizeof *who);
 	if (id == NULL)
-		return true;	/* cannot happen: every conn has an identity */
+		return 0;	/* cannot happen: every conn has an identity */
 	if (id->pending && acl_needs_names(acl))
-		access_resolve(id);
+		access_resolve(id, c);
 	if (id->serial != acl_serial(acl))
 		access_refresh(id, acl);
 	memcpy(who->limit, id->limit, sizeof who->limit);
@@ -508,31 +481,41 @@ bool access_check(struct conn *c, const Semd__Request *req,
 	 */
 	if (c->hello && req->op_case == SEMD__REQUEST__OP_DOWN_MULTI) {
 		if (access_check_multi(id, acl, req->down_multi, who, msg,
-		    sizeof msg))
-			return true;
+		    msglen))
+			return 0;
 		goto denied;
 	}
 	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
 	    !access_need(req, &name, &right, &verb) || name == NULL)
-		return true;
+		return 0;
 	len = strlen(name);
 	/* An invalid name gets the state machine's INVALID_ARGUMENT. */
 	if (len > 0 && !sm_name_valid(name, len))
-		return true;
+		return 0;
 	rights = acl_defaults_only(acl) ? id->rights :
 	    acl_rights(acl, &id->subject, name, len);
 	who->privs = (rights & ACL_ADMIN) ? SM_PRIV_ADMIN : 0;
 	if ((rights & (unsigned)right) == (unsigned)right)
-		return true;
-	snprintf(msg, sizeof msg, "%s may not %s %s%s", id->subject.principal,
+		return 0;
+	snprintf(msg, msglen, "%s may not %s %s%s", id->subject.principal,
 	    verb, len > 0 ? name : "(all names)",
 	    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
 denied:
 	access_log_denial(c, req->id, msg);
-	semd__reply__init(&r);
-	r.id = req->id;
-	r.code = SEMD__CODE__PERMISSION_DENIED;
-	r.message = msg;
-	conn_reply(NULL, c, &r);
-	return false;
+	return SEMD__CODE__PERMISSION_DENIED;
+}
+
+static const struct conn_policy access_policy = {
+	.open_locked = access_open_locked,
+	.close_locked = access_close_locked,
+	.principal = access_principal,
+	.prepare = access_prepare,
+	.check_locked = access_check_locked,
+};
+
+/* The policy of srv's connections, and the filter of List and Watch. */
+void access_init(struct server *srv)
+{
+	srv->policy = &access_policy;
+	sm_set_visible(srv->sm, access_visible_cb, srv);
 }

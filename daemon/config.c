@@ -262,13 +262,30 @@ static int check_listen(const char *v, char *err, size_t errlen)
 	return -EINVAL;
 }
 
+/* Append a copy of value to a list of strings (listen, metrics-names). */
+static int config_append(char ***list, size_t *n, const char *value,
+    char *err, size_t errlen)
+{
+	char **l = realloc(*list, (*n + 1) * sizeof *l);
+	char *dup;
+
+	if (l != NULL)
+		*list = l;
+	if (l == NULL || (dup = strdup(value)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	l[(*n)++] = dup;
+	return 0;
+}
+
 /* Set one key. */
 int config_set(struct semd_config *c, const char *key, const char *value,
     char *err, size_t errlen)
 {
 	const struct cfg_key *k = config_key(key);
 	unsigned long long v = 0;
-	char **list, *end, *dup;
+	char *end, *dup;
 	int level;
 
 	if (k == NULL) {
@@ -283,16 +300,7 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 	case CFG_LISTEN:
 		if (check_listen(value, err, errlen) != 0)
 			return -EINVAL;
-		list = realloc(c->listen, (c->nlisten + 1) * sizeof *list);
-		if (list == NULL || (dup = strdup(value)) == NULL) {
-			if (list != NULL)
-				c->listen = list;
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		c->listen = list;
-		c->listen[c->nlisten++] = dup;
-		return 0;
+		return config_append(&c->listen, &c->nlisten, value, err, errlen);
 	case CFG_PATH:
 	string:
 		dup = strdup(value);
@@ -370,17 +378,8 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 		return 0;
 	}
 	case CFG_NAMES:
-		list = realloc(c->metrics_names,
-		    (c->nmetrics_names + 1) * sizeof *list);
-		if (list == NULL || (dup = strdup(value)) == NULL) {
-			if (list != NULL)
-				c->metrics_names = list;
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		c->metrics_names = list;
-		c->metrics_names[c->nmetrics_names++] = dup;
-		return 0;
+		return config_append(&c->metrics_names, &c->nmetrics_names, value,
+		    err, errlen);
 	case CFG_USER:
 		if (getpwnam(value) == NULL) {
 			snprintf(err, errlen, "%s '%s': no such user", key, value);

@@ -29,6 +29,7 @@
 #include "daemon/durable.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
+#include "daemon/conn.h"
 #include "daemon/server.h"
 #include "daemon/durable-int.h"
 
@@ -37,13 +38,13 @@
 /* sm_apply's bind hook: this node's connection of a client id. */
 static void *d_bind(void *arg, uint64_t id)
 {
-	return server_conn_by_id(arg, id);
+	return conn_by_id_locked(arg, id);
 }
 
 /* sm_apply's done hook: a request of this node's connection is applied. */
 static void d_done(void *arg, uint64_t id, size_t len)
 {
-	struct conn *c = server_conn_by_id(arg, id);
+	struct conn *c = conn_by_id_locked(arg, id);
 
 	if (c != NULL)
 		conn_applied_locked(c, len);
@@ -165,7 +166,7 @@ int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 
 	server_lock_any(srv);
 	cfg = server_sm_config_of(srv);
-	out = server_sm_out();
+	out = server_sm_out(srv);
 	sm = sm_restore(&cfg, &out, buf->base, buf->len, err, sizeof err);
 	if (sm != NULL) {
 		d->snap_len = buf->len;

@@ -29,6 +29,7 @@
 #include "daemon/durable.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
+#include "daemon/conn.h"
 #include "daemon/server.h"
 #include "daemon/durable-int.h"
 
@@ -138,9 +139,9 @@ static void d_ctl_reply(struct ctl *c, int code, const char *fmt, ...)
 	r.code = code;
 	r.message = msg;
 	server_lock_any(c->d->srv);
-	conn = server_conn_by_id(c->d->srv, c->cid);
+	conn = conn_by_id_locked(c->d->srv, c->cid);
 	if (conn != NULL)
-		conn_reply(NULL, conn, &r);
+		conn_reply_locked(NULL, conn, &r);
 	server_unlock_any(c->d->srv);
 	if (code == SEMD__CODE__OK)
 		log_notice("log: cluster: %s", msg);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/listen.c - listening sockets: unix:PATH, tcp:HOST:PORT,
- * tcp:[ADDR6]:PORT, or sockets passed by systemd.
+ * tcp:[ADDR6]:PORT, or sockets passed by systemd; the ready file.
  */
+#include <config.h>	/* autoconf's, not daemon/config.h */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -18,16 +20,24 @@
 #include <sys/random.h>
 #include <sys/un.h>
 #include <arpa/inet.h>
+#include <sysexits.h>
 #include <unistd.h>
 
+#include <event2/listener.h>
+
+#ifdef HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+#include "daemon/conn.h"
+#include "daemon/listen.h"
 #include "daemon/log.h"
-#include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "daemon/tlsconf.h"
-#include "proto/frame.h"
-#include "proto/semd.pb-c.h"
 
 #define LISTEN_BACKLOG 4096
+
+static void listeners_close(struct server *srv);
 
 /*
  * Over max-connections: tell the client why (one small frame, written
@@ -38,21 +48,11 @@
 static void listener_refuse(struct server *srv, int fd, bool tell)
 {
 	static uint64_t refused, last_log_ms;
-	Semd__Reply r = SEMD__REPLY__INIT;
-	uint8_t buf[128];
-	size_t len;
 	uint64_t now = server_now();
-	ssize_t n;
 
-	r.code = SEMD__CODE__RESOURCE_EXHAUSTED;
-	r.message = "server busy: max-connections reached, try again later";
-	len = semd__reply__get_packed_size(&r);
-	if (tell && FRAME_HDR + len <= sizeof buf) {
-		frame_put_header(buf, (uint32_t)len);
-		semd__reply__pack(&r, buf + FRAME_HDR);
-		n = send(fd, buf, FRAME_HDR + len, MSG_DONTWAIT | MSG_NOSIGNAL);
-		(void)n;
-	}
+	if (tell)
+		conn_tell_fd(fd, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "server busy: max-connections reached, try again later");
 	close(fd);
 	refused++;
 	if (last_log_ms == 0 || now - last_log_ms >= 1000) {
@@ -209,6 +209,30 @@ static void listener_accept_tls_cb(struct evconnlistener *evl,
 	conn_accept(srv, fd, sa, salen, false, true);
 }
 
+/* Stop accepting for a while (EMFILE), or accept again. */
+static void listeners_enable(struct server *srv, bool on)
+{
+	struct list_head *pos;
+	struct listener *l;
+
+	list_for_each(pos, &srv->listeners) {
+		l = list_entry(pos, struct listener, entry);
+		if (on)
+			evconnlistener_enable(l->evl);
+		else
+			evconnlistener_disable(l->evl);
+	}
+}
+
+/* Resume accepting after an EMFILE pause. */
+static void listeners_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	if (!srv->stopping)
+		listeners_enable(srv, true);
+}
+
 /* accept() failed: on EMFILE/ENFILE pause a second instead of spinning. */
 static void listener_error_cb(struct evconnlistener *evl, void *arg)
 {
@@ -219,7 +243,7 @@ static void listener_error_cb(struct evconnlistener *evl, void *arg)
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 		log_warn("accept on %s: %s; pausing accepts for 1 s", l->addr,
 		    strerror(err));
-		listeners_pause(l->srv);
+		listeners_enable(l->srv, false);
 		evtimer_add(l->srv->accept_resume, &tv);
 		return;
 	}
@@ -267,10 +291,15 @@ static int listener_add(struct server *srv, int fd, char *unlink_path,
 	struct listener *l = calloc(1, sizeof *l);
 	int err;
 
-	if (l == NULL) {
+	if (srv->accept_resume == NULL)
+		srv->accept_resume = evtimer_new(srv->base, listeners_resume_cb,
+		    srv);
+	if (l == NULL || srv->accept_resume == NULL) {
+		free(l);
 		free(unlink_path);
 		return -ENOMEM;
 	}
+	srv->unlisten = listeners_close;
 	l->srv = srv;
 	l->addr = listener_name(fd, &l->is_unix);
 	if (l->addr == NULL) {
@@ -291,6 +320,9 @@ static int listener_add(struct server *srv, int fd, char *unlink_path,
 		return -ENOMEM;
 	}
 	evconnlistener_set_error_cb(l->evl, listener_error_cb);
+	/* Where clients reach this node, for the others of a cluster. */
+	if (!l->is_unix && srv->client_addr[0] == '\0')
+		snprintf(srv->client_addr, sizeof srv->client_addr, "%s", l->addr);
 	l->unlink_path = unlink_path;
 	list_add_tail(&l->entry, &srv->listeners);
 	log_notice("listening on %s", l->addr);
@@ -494,7 +526,7 @@ static int listener_open_tcp(struct server *srv, const char *spec, bool tls)
 }
 
 /* Open one configured listener. */
-int listener_open(struct server *srv, const char *spec)
+static int listener_open(struct server *srv, const char *spec)
 {
 	if (strncmp(spec, "unix:", 5) == 0)
 		return listener_open_unix(srv, spec + 5);
@@ -511,7 +543,7 @@ int listener_open(struct server *srv, const char *spec)
 }
 
 /* Take over a listening socket passed by systemd. */
-int listener_adopt(struct server *srv, int fd)
+static int listener_adopt(struct server *srv, int fd)
 {
 	int r;
 
@@ -529,40 +561,73 @@ int listener_adopt(struct server *srv, int fd)
 	return r;
 }
 
-/* Stop listening; remove our socket file. */
-void listener_free(struct listener *l)
+/* Stop listening on a socket; remove our socket file. */
+void listener_close(struct evconnlistener *evl, char *unlink_path)
 {
-	if (l == NULL)
-		return;
-	list_del_init(&l->entry);
-	evconnlistener_free(l->evl);
-	if (l->unlink_path != NULL)
-		unlink(l->unlink_path);
-	free(l->unlink_path);
-	free(l->addr);
-	free(l);
+	if (evl != NULL)
+		evconnlistener_free(evl);
+	if (unlink_path != NULL)
+		unlink(unlink_path);
+	free(unlink_path);
 }
 
-/* Stop accepting for a while (EMFILE). */
-void listeners_pause(struct server *srv)
+/* Close every listener (srv->unlisten: a stop, or the end). */
+static void listeners_close(struct server *srv)
 {
-	struct list_head *pos;
+	struct list_head *pos, *tmp;
+	struct listener *l;
 
-	list_for_each(pos, &srv->listeners)
-		evconnlistener_disable(list_entry(pos, struct listener, entry)->evl);
+	list_for_each_safe(pos, tmp, &srv->listeners) {
+		l = list_entry(pos, struct listener, entry);
+		listener_close(l->evl, l->unlink_path);
+		free(l->addr);
+		free(l);
+	}
+	INIT_LIST_HEAD(&srv->listeners);
+	if (srv->accept_resume != NULL)
+		event_free(srv->accept_resume);
+	srv->accept_resume = NULL;
 }
 
-/* Accept again. */
-void listeners_resume(struct server *srv)
+/* An exit code for a listener that could not be opened. */
+static int listeners_exit_code(int r)
 {
-	struct list_head *pos;
+	return r == -EACCES || r == -ENOENT ? EX_CANTCREAT : EX_OSERR;
+}
 
-	list_for_each(pos, &srv->listeners)
-		evconnlistener_enable(list_entry(pos, struct listener, entry)->evl);
+/* Sockets from systemd, or the configured ones, or the defaults. */
+int listeners_open(struct server *srv)
+{
+	int n = 0, i, r;
+
+#ifdef HAVE_SYSTEMD
+	n = sd_listen_fds(1);
+	if (n < 0) {
+		log_err_errno(n, "sd_listen_fds");
+		return EX_OSERR;
+	}
+	for (i = 0; i < n; i++) {
+		if (listener_adopt(srv, SD_LISTEN_FDS_START + i) != 0)
+			return EX_OSERR;
+	}
+	if (n > 0 && srv->cfg.nlisten > 0)
+		log_notice("socket activation: %d socket(s) from systemd; listen settings not used",
+		    n);
+#endif
+	/* TCP is opt-in: only the UNIX socket by default. */
+	if (n == 0 && srv->cfg.nlisten == 0 &&
+	    (r = listener_open(srv, SEMD_DEFAULT_UNIX)) != 0)
+		return listeners_exit_code(r);
+	for (i = 0; n == 0 && i < (int)srv->cfg.nlisten; i++) {
+		if ((r = listener_open(srv, srv->cfg.listen[i])) != 0)
+			return listeners_exit_code(r);
+	}
+	return 0;
 }
 
 /* Write the bound addresses to path, atomically (temporary file + rename). */
-int listeners_write_ready(struct server *srv, const char *path)
+static int listeners_write_ready(struct server *srv, const char *path,
+    const char *extra)
 {
 	struct list_head *pos;
 	char tmp[4096];
@@ -577,8 +642,8 @@ int listeners_write_ready(struct server *srv, const char *path)
 		return -errno;
 	list_for_each(pos, &srv->listeners)
 		fprintf(f, "%s\n", list_entry(pos, struct listener, entry)->addr);
-	if (srv->metrics != NULL)
-		fprintf(f, "metrics:%s\n", metrics_addr(srv->metrics));
+	if (extra != NULL)
+		fprintf(f, "metrics:%s\n", extra);
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
 		r = -errno;
 		fclose(f);
@@ -592,3 +657,26 @@ int listeners_write_ready(struct server *srv, const char *path)
 	}
 	return 0;
 }
+
+/* The ready file, and the status line that tells systemd where we listen. */
+int listeners_ready(struct server *srv, const char *extra, char *status,
+    size_t len)
+{
+	struct list_head *pos;
+	size_t off;
+	int r;
+
+	if (srv->cfg.ready_file != NULL &&
+	    (r = listeners_write_ready(srv, srv->cfg.ready_file, extra)) != 0) {
+		log_err_errno(r, "cannot write the ready file %s", srv->cfg.ready_file);
+		return EX_CANTCREAT;
+	}
+	off = (size_t)snprintf(status, len, "READY=1\nSTATUS=listening on");
+	list_for_each(pos, &srv->listeners) {
+		if (off < len)
+			off += (size_t)snprintf(status + off, len - off, " %s",
+			    list_entry(pos, struct listener, entry)->addr);
+	}
+	return 0;
+}
+

@@ -18,12 +18,19 @@ daemon_libsemstate_a_SOURCES = daemon/state.h daemon/sm-int.h \
 daemon_libsemstate_a_SOURCES += daemon/ordidx.c daemon/ordidx.h
 daemon_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
 
-# semd: the daemon. The libevent shell (server, conn, listen) around the state.
+# semd: the daemon. The libevent shell around the state, one way up: server
+# (loops, lock), conn (connections, over xprt transports), then listen,
+# access and metrics, then main.
 sbin_PROGRAMS += semd
-semd_SOURCES = daemon/main.c daemon/server.c daemon/server.h daemon/conn.c \
+semd_SOURCES = daemon/main.c \
+	daemon/server.c daemon/server_config.c daemon/server.h daemon/server-int.h \
+	daemon/conn.c daemon/conn_accept.c daemon/conn_io.c daemon/conn_req.c \
+	daemon/conn_reply.c daemon/conn.h daemon/conn-int.h \
+	daemon/xprt.c daemon/xprt.h \
 	daemon/alloccount.c daemon/fastpb.c daemon/fastpb.h \
 	daemon/metrics.c daemon/metrics.h \
-	daemon/listen.c daemon/log.c daemon/log.h daemon/config.c daemon/config.h \
+	daemon/listen.c daemon/listen.h daemon/log.c daemon/log.h \
+	daemon/config.c daemon/config.h \
 	daemon/access.c daemon/access.h daemon/tlsconf.c daemon/tlsconf.h \
 	daemon/durable.c daemon/durable.h daemon/durable-int.h \
 	daemon/durable_propose.c daemon/durable_apply.c daemon/durable_cluster.c \

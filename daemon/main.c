@@ -15,7 +15,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "daemon/access.h"
 #include "daemon/config.h"
+#include "daemon/conn.h"
+#include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
@@ -187,9 +190,10 @@ int main(int argc, char **argv)
 	struct option opts[NKEYS + 5];
 	struct semd_args args = { NULL, NULL, 0 };
 	struct semd_config cfg;
+	struct metrics *metrics = NULL;
 	struct server *srv;
 	bool check = false;
-	char err[1024];
+	char err[1024], status[512];
 	int c, i, code;
 
 	log_open();
@@ -261,24 +265,30 @@ int main(int argc, char **argv)
 	}
 	log_set_level(cfg.log_level);
 	semd_raise_nofile(&cfg);
-	srv = server_new(&cfg, semd_reload, &args, &code);
+	srv = server_new(&cfg, &conn_loop_ops, semd_reload, &args, &code);
 	if (srv == NULL) {
 		log_err("start-up failed");
 		config_free(&cfg);
 		free(args.ov);
 		return code;
 	}
-	code = server_listen(srv);
+	access_init(srv);
+	code = listeners_open(srv);
 	if (code != 0)
 		log_err("cannot listen: check the addresses, permissions, and that no other semd runs there");
 	else if (srv->cfg.metrics_listen != NULL &&
-	    metrics_new(srv, srv->cfg.metrics_listen, &srv->metrics) != 0)
+	    metrics_new(srv, srv->cfg.metrics_listen, &metrics) != 0)
 		code = EX_OSERR;
 	if (code == 0 && srv->cfg.user != NULL)
 		code = semd_drop_privileges(srv->cfg.user);
 	if (code == 0)
-		code = server_run(srv);
-	metrics_free(srv->metrics);
+		code = server_start(srv);
+	if (code == 0)
+		code = listeners_ready(srv, metrics != NULL ? metrics_addr(metrics) :
+		    NULL, status, sizeof status);
+	if (code == 0)
+		code = server_run(srv, status);
+	metrics_free(metrics);
 	server_free(srv);
 	tlsconf_free();
 	free(args.ov);

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 
 #include "core/list.h"
 #include "daemon/durable.h"
+#include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
@@ -69,6 +71,65 @@ static const char *const sem_families[4][2] = {
 	{ "waiters", "Downs queued on the semaphore." },
 	{ "available", "Permits of the semaphore that a down could take now." },
 	{ "limit", "The semaphore's limit." },
+};
+
+/* A family of one sample from the state's counters (struct sm_counters). */
+struct metrics_counter {
+	const char	*name;
+	const char	*type;
+	const char	*help;
+	size_t		off;		/* in struct sm_counters, or: */
+};
+#define METRICS_DROPPED	SIZE_MAX	/* the clients the loops cut off */
+#define METRICS_K(f)	offsetof(struct sm_counters, f)
+
+static const struct metrics_counter metrics_counters[] = {
+	{ "semd_grants_total", "counter",
+	    "Downs granted, at once or after waiting.", METRICS_K(grants) },
+	{ "semd_timeouts_total", "counter",
+	    "Downs whose deadline passed before a grant.", METRICS_K(timeouts) },
+	{ "semd_cancels_total", "counter",
+	    "Waiting downs cancelled by a Cancel request.", METRICS_K(cancels) },
+	{ "semd_cancels_disconnect_total", "counter",
+	    "Waiting downs cancelled because their client went away.",
+	    METRICS_K(cancels_disconnect) },
+	{ "semd_leases_expired_total", "counter",
+	    "Detached holds released when their lease ran out.",
+	    METRICS_K(leases_expired) },
+	{ "semd_sessions_expired_total", "counter",
+	    "Lingering sessions freed when their lease ran out.",
+	    METRICS_K(sessions_expired) },
+	{ "semd_errors_total", "counter",
+	    "Replies with a code other than OK.", METRICS_K(errors) },
+	{ "semd_multi_grants_total", "counter",
+	    "Multi-name downs granted (all their names at once).",
+	    METRICS_K(multi_grants) },
+	{ "semd_deadlocks_total", "counter",
+	    "Downs answered DEADLOCK: they closed a cycle of waiting sessions.",
+	    METRICS_K(deadlocks) },
+	{ "semd_deadlock_checks_total", "counter",
+	    "Searches of the wait-for graph.", METRICS_K(deadlock_checks) },
+	{ "semd_deadlock_steps_total", "counter",
+	    "Holds the wait-for graph searches looked at.",
+	    METRICS_K(deadlock_steps) },
+	{ "semd_watch_notices_total", "counter",
+	    "Watch events sent by this node.", METRICS_K(watch_notices) },
+	{ "semd_clients_dropped_total", "counter",
+	    "Clients cut off (bad frames, limits, slow readers).",
+	    METRICS_DROPPED },
+	{ "semd_holders", "gauge",
+	    "Hold records, over all semaphores.", METRICS_K(holders) },
+	{ "semd_waiters", "gauge",
+	    "Queued downs, over all semaphores.", METRICS_K(waiters) },
+	{ "semd_sessions", "gauge",
+	    "Sessions, connected or lingering.", METRICS_K(sessions) },
+	{ "semd_connections", "gauge",
+	    "Client connections open.", METRICS_K(clients) },
+	{ "semd_semaphores", "gauge",
+	    "Named semaphores.", METRICS_K(semaphores) },
+	{ "semd_memory_bytes", "gauge",
+	    "Bytes the semaphore table and sessions use.",
+	    METRICS_K(memory_bytes) },
 };
 
 /* Write "# HELP" and "# TYPE" lines. */
@@ -204,6 +265,7 @@ out:
 static int metrics_render(struct metrics *m, struct evbuffer *b)
 {
 	const ProtobufCEnumValue *ev;
+	const struct metrics_counter *c;
 	const char *op;
 	struct sm_counters k;
 	unsigned int i, j;
@@ -228,49 +290,11 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 			    op, ev->name, k.replies[i][j]);
 		}
 	}
-	metrics_one(b, "semd_grants_total", "counter",
-	    "Downs granted, at once or after waiting.", k.grants);
-	metrics_one(b, "semd_timeouts_total", "counter",
-	    "Downs whose deadline passed before a grant.", k.timeouts);
-	metrics_one(b, "semd_cancels_total", "counter",
-	    "Waiting downs cancelled by a Cancel request.", k.cancels);
-	metrics_one(b, "semd_cancels_disconnect_total", "counter",
-	    "Waiting downs cancelled because their client went away.",
-	    k.cancels_disconnect);
-	metrics_one(b, "semd_leases_expired_total", "counter",
-	    "Detached holds released when their lease ran out.",
-	    k.leases_expired);
-	metrics_one(b, "semd_sessions_expired_total", "counter",
-	    "Lingering sessions freed when their lease ran out.",
-	    k.sessions_expired);
-	metrics_one(b, "semd_errors_total", "counter",
-	    "Replies with a code other than OK.", k.errors);
-	metrics_one(b, "semd_multi_grants_total", "counter",
-	    "Multi-name downs granted (all their names at once).", k.multi_grants);
-	metrics_one(b, "semd_deadlocks_total", "counter",
-	    "Downs answered DEADLOCK: they closed a cycle of waiting sessions.",
-	    k.deadlocks);
-	metrics_one(b, "semd_deadlock_checks_total", "counter",
-	    "Searches of the wait-for graph.", k.deadlock_checks);
-	metrics_one(b, "semd_deadlock_steps_total", "counter",
-	    "Holds the wait-for graph searches looked at.", k.deadlock_steps);
-	metrics_one(b, "semd_watch_notices_total", "counter",
-	    "Watch events sent by this node.", k.watch_notices);
-	metrics_one(b, "semd_clients_dropped_total", "counter",
-	    "Clients cut off (bad frames, limits, slow readers).",
-	    dropped);
-	metrics_one(b, "semd_holders", "gauge",
-	    "Hold records, over all semaphores.", k.holders);
-	metrics_one(b, "semd_waiters", "gauge",
-	    "Queued downs, over all semaphores.", k.waiters);
-	metrics_one(b, "semd_sessions", "gauge",
-	    "Sessions, connected or lingering.", k.sessions);
-	metrics_one(b, "semd_connections", "gauge",
-	    "Client connections open.", k.clients);
-	metrics_one(b, "semd_semaphores", "gauge",
-	    "Named semaphores.", k.semaphores);
-	metrics_one(b, "semd_memory_bytes", "gauge",
-	    "Bytes the semaphore table and sessions use.", k.memory_bytes);
+	for (i = 0; i < sizeof metrics_counters / sizeof metrics_counters[0]; i++) {
+		c = &metrics_counters[i];
+		metrics_one(b, c->name, c->type, c->help, c->off == METRICS_DROPPED ?
+		    dropped : *(const uint64_t *)((const char *)&k + c->off));
+	}
 	metrics_hist(b, "semd_wait_seconds",
 	    "Time from a down to its grant (0 for an immediate grant).", &k.wait);
 	metrics_hist(b, "semd_hold_seconds",
@@ -556,13 +580,9 @@ void metrics_free(struct metrics *m)
 		return;
 	list_for_each_safe(pos, tmp, &m->conns)
 		metrics_conn_free(list_entry(pos, struct metrics_conn, entry));
-	if (m->evl != NULL)
-		evconnlistener_free(m->evl);
+	listener_close(m->evl, m->unlink_path);
 	if (m->resume != NULL)
 		event_free(m->resume);
-	if (m->unlink_path != NULL)
-		unlink(m->unlink_path);
-	free(m->unlink_path);
 	free(m->addr);
 	free(m);
 }

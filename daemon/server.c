@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/server.c - event base, state machine, deadline timer, signals,
- * systemd readiness and watchdog.
+ * daemon/server.c - the event loops (workers) and the state lock, the
+ * state machine's deadline timers, signals, stop, systemd readiness and
+ * watchdog. What it asks of the connections goes through srv->ops
+ * (conn.c's conn_loop_ops); the configuration's effects are in
+ * server_config.c.
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
 
@@ -27,7 +30,7 @@
 #include "daemon/durable.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
-#include "proto/frame.h"
+#include "daemon/server-int.h"
 
 #define STOP_GRACE_S 5
 
@@ -37,15 +40,6 @@ uint64_t server_now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Unix time in milliseconds. */
-static uint64_t server_wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
@@ -72,7 +66,7 @@ void server_lock(struct worker *w)
 	spin_lock(&w->srv->lock);
 	server_locked = true;
 	if (w->mlen > 0)
-		conn_mbox_deliver(w);
+		w->srv->ops->deliver_locked(w);
 }
 
 /* Take the state lock from a thread that runs no event loop (the log's). */
@@ -94,40 +88,6 @@ void server_unlock_any(struct server *srv)
 	for (i = 0; mask != 0; i++, mask >>= 1)
 		if (mask & 1)
 			server_wake(&srv->workers[i]);
-}
-
-/* Does a connection node carry this client id? */
-static bool server_cid_eq(const struct hnode *n, const void *key)
-{
-	return container_of(n, struct conn, cid_node)->cid ==
-	    *(const uint64_t *)key;
-}
-
-/* Hash of a client id (ids are ours: no client aims them). */
-static uint64_t server_cid_hash(const struct server *srv, uint64_t id)
-{
-	return hmap_siphash_u64x2(srv->hash_key, id, 0);
-}
-
-/* With a log: remember c under its client id (under the lock). */
-void server_conn_add(struct server *srv, struct conn *c)
-{
-	hmap_insert(&srv->conn_ids, &c->cid_node, server_cid_hash(srv, c->cid));
-}
-
-/* Forget c (under the lock). */
-void server_conn_remove(struct server *srv, struct conn *c)
-{
-	hmap_remove(&srv->conn_ids, &c->cid_node);
-}
-
-/* The connection of a client id, or NULL (under the lock). */
-void *server_conn_by_id(struct server *srv, uint64_t id)
-{
-	struct hnode *n = hmap_find(&srv->conn_ids, server_cid_hash(srv, id),
-	    server_cid_eq, &id);
-
-	return n ? container_of(n, struct conn, cid_node) : NULL;
 }
 
 /*
@@ -242,18 +202,18 @@ static void server_deadline_cb(evutil_socket_t fd, short what, void *arg)
 /* Replies staged outside a read callback (timers, closes, stop). */
 static void server_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
-	conn_flush_all(arg);
+	struct worker *w = arg;
+
+	w->srv->ops->flush(w);
 }
 
 /* Close every client of w; its loop ends when the last one is gone. */
 static void worker_stop(struct worker *w)
 {
 	struct timeval tv = { STOP_GRACE_S, 0 };
-	struct list_head *pos, *tmp;
 	size_t n;
 
-	list_for_each_safe(pos, tmp, &w->conns)
-		conn_close_later(list_entry(pos, struct conn, entry));
+	w->srv->ops->close_all(w);
 	server_lock(w);
 	n = w->nconns;
 	server_unlock(w);
@@ -287,14 +247,14 @@ static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	stop = w->stop;
 	server_unlock(w);
-	conn_flush_all(w);
+	w->srv->ops->flush(w);
 	while (!list_empty(&q)) {
 		p = list_first_entry(&q, struct conn_pending, entry);
 		list_del_init(&p->entry);
-		conn_start_pending(w, p, stop);
+		w->srv->ops->start(w, p, stop);
 	}
 	if (drop && !stop)
-		conn_drop_all(w);
+		w->srv->ops->drop_all(w);
 	if (stop && !event_base_got_exit(w->base))
 		worker_stop(w);
 }
@@ -315,18 +275,7 @@ void server_drop_clients(struct server *srv)
 /* Where clients reach this node: its first TCP or TLS listener. */
 void server_client_address(struct server *srv, char *buf, size_t len)
 {
-	struct list_head *pos;
-	const struct listener *l;
-
-	buf[0] = '\0';
-	list_for_each(pos, &srv->listeners) {
-		l = list_entry(pos, struct listener, entry);
-		if (strncmp(l->addr, "tcp:", 4) == 0 ||
-		    strncmp(l->addr, "tls:", 4) == 0) {
-			snprintf(buf, len, "%s", l->addr);
-			return;
-		}
-	}
+	snprintf(buf, len, "%s", srv->client_addr);
 }
 
 /* The grace time of a stop ran out. */
@@ -383,8 +332,11 @@ static int worker_init(struct server *srv, unsigned int i)
 /* Free worker w's loop (its thread has ended; its clients are gone). */
 static void worker_free(struct worker *w)
 {
+	struct event *evs[] = { w->tls_sweep, w->flush_ev, w->deadline,
+	    w->stop_timer, w->beat, w->wake_ev };
 	struct list_head *pos, *tmp;
 	struct conn_pending *p;
+	size_t i;
 
 	if (w->srv == NULL)
 		return;
@@ -394,18 +346,9 @@ static void worker_free(struct worker *w)
 		free(p);
 	}
 	INIT_LIST_HEAD(&w->acceptq);
-	if (w->tls_sweep)
-		event_free(w->tls_sweep);
-	if (w->flush_ev)
-		event_free(w->flush_ev);
-	if (w->deadline)
-		event_free(w->deadline);
-	if (w->stop_timer)
-		event_free(w->stop_timer);
-	if (w->beat)
-		event_free(w->beat);
-	if (w->wake_ev)
-		event_free(w->wake_ev);
+	for (i = 0; i < sizeof evs / sizeof evs[0]; i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
 	if (w->wakefd >= 0)
 		close(w->wakefd);
 	free(w->mbox);
@@ -423,15 +366,6 @@ static void *worker_main(void *arg)
 	if (event_base_dispatch(w->base) < 0)
 		log_err("event loop %u failed", w->idx);
 	return NULL;
-}
-
-/* Resume accepting after an EMFILE pause. */
-static void server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct server *srv = arg;
-
-	if (!srv->stopping)
-		listeners_resume(srv);
 }
 
 #ifdef HAVE_SYSTEMD
@@ -480,9 +414,8 @@ void server_stop(struct server *srv, const char *why)
 		return;
 	log_notice("%s: stopping (%zu clients)", why, server_nconns(srv));
 	server_notify(srv, "STOPPING=1\nSTATUS=stopping");
-	while (!list_empty(&srv->listeners))
-		listener_free(list_first_entry(&srv->listeners, struct listener,
-		    entry));
+	if (srv->unlisten != NULL)
+		srv->unlisten(srv);
 	server_lock(w0);
 	srv->stopping = true;
 	/* In memory the state goes with the process; a log keeps it. */
@@ -501,222 +434,20 @@ void server_stop(struct server *srv, const char *why)
 		server_wake_later(&srv->workers[i]);
 	}
 	server_unlock(w0);
-	conn_flush_all(w0);
+	srv->ops->flush(w0);
 	worker_stop(w0);
-}
-
-/* The state machine's settings from the daemon's configuration. */
-static void server_sm_config(const struct semd_config *cfg, struct sm_config *sc)
-{
-	sm_config_defaults(sc);
-	sc->alloc_count = alloc_count_get();
-	sc->stats_local = true;
-	sc->default_limit = cfg->default_limit;
-	sc->max_semaphores = cfg->max_semaphores;
-	sc->max_sessions = cfg->max_sessions;
-	sc->max_waiters_per_session = cfg->max_waiters_per_session;
-	sc->max_holds_per_session = cfg->max_holds_per_session;
-	sc->max_lease_ms = cfg->max_lease_ms;
-	/* An Info page fits well inside what a client may have queued. */
-	if (cfg->max_output / 2 < sc->max_reply)
-		sc->max_reply = cfg->max_output / 2;
-}
-
-/*
- * This node's own figures for Stats (any thread, under the state lock):
- * TLS handshakes by kind, and the node's view of its log.
- */
-static void server_counters(void *arg, struct sm_local_counters *out)
-{
-	struct server *srv = arg;
-	uint64_t full = 0, resumed = 0;
-	unsigned int i;
-
-	if (srv->tls != NULL && out->n + 2 <= SM_STATS_LOCAL_MAX) {
-		for (i = 0; i < srv->nworkers; i++) {
-			full += atomic_load_explicit(&srv->workers[i].tls_full,
-			    memory_order_relaxed);
-			resumed += atomic_load_explicit(&srv->workers[i].tls_resumed,
-			    memory_order_relaxed);
-		}
-		out->name[out->n] = "tls_handshakes_full";
-		out->value[out->n++] = full;
-		out->name[out->n] = "tls_handshakes_resumed";
-		out->value[out->n++] = resumed;
-	}
-	if (srv->durable != NULL)
-		durable_counters(arg, out);
-}
-
-/* The state machine's settings: the configuration's, and this node's. */
-struct sm_config server_sm_config_of(const struct server *srv)
-{
-	struct sm_config sc;
-
-	server_sm_config(&srv->cfg, &sc);
-	sc.wall_ms = srv->cfg.data_dir == NULL ? server_wall() : 0;
-	sc.durable = srv->cfg.data_dir != NULL;
-	sc.local_counters = server_counters;
-	sc.local_arg = (void *)srv;
-	sc.server = "semd " PACKAGE_VERSION;
-	memcpy(sc.hash_key, srv->hash_key, sizeof sc.hash_key);
-	return sc;
-}
-
-/* The state machine's effects: replies and closes on connections. */
-struct sm_out server_sm_out(void)
-{
-	struct sm_out out = { conn_reply, NULL, conn_close_effect, conn_note };
-
-	return out;
-}
-
-/* Copy the settings the loops read without the lock (struct server_live). */
-static void server_set_live(struct server *srv)
-{
-	struct server_live *l = &srv->live;
-	const struct semd_config *c = &srv->cfg;
-
-	atomic_store_explicit(&l->idle_timeout_ms, c->idle_timeout_ms, memory_order_relaxed);
-	atomic_store_explicit(&l->handshake_timeout_ms, c->handshake_timeout_ms,
-	    memory_order_relaxed);
-	atomic_store_explicit(&l->frame_timeout_ms, c->frame_timeout_ms, memory_order_relaxed);
-	atomic_store_explicit(&l->max_output, c->max_output, memory_order_relaxed);
-	atomic_store_explicit(&l->max_frame, c->max_frame, memory_order_relaxed);
-}
-
-/* Log what a reload changes (numbers only). */
-static void server_log_change(const char *key, uint32_t old, uint32_t new)
-{
-	if (old != new)
-		log_notice("reload: %s %u -> %u", key, old, new);
-}
-
-/* Swap *a and *b if the strings differ; false if they did. */
-static bool keep_str(char **next, char **cur)
-{
-	char *t;
-
-	if ((*next == NULL) == (*cur == NULL) &&
-	    (*next == NULL || strcmp(*next, *cur) == 0))
-		return true;
-	t = *next;
-	*next = *cur;
-	*cur = t;	/* the new one goes with the old settings */
-	return false;
-}
-
-/*
- * A node's place in a cluster is fixed while it runs: the running values
- * stay in next. False if a reload asked for another.
- */
-static bool server_keep_cluster(struct semd_config *next, struct semd_config *cur)
-{
-	bool same = next->node_id == cur->node_id &&
-	    next->allow_insecure_peers == cur->allow_insecure_peers &&
-	    next->election_timeout_ms == cur->election_timeout_ms;
-
-	if (!keep_str(&next->peer_listen, &cur->peer_listen))
-		same = false;
-	if (!keep_str(&next->peer_bind, &cur->peer_bind))
-		same = false;
-	if (!keep_str(&next->bootstrap, &cur->bootstrap))
-		same = false;
-	if (!keep_str(&next->advertise, &cur->advertise))
-		same = false;
-	next->node_id = cur->node_id;
-	next->allow_insecure_peers = cur->allow_insecure_peers;
-	next->election_timeout_ms = cur->election_timeout_ms;
-	return same;
 }
 
 /* SIGHUP: read the configuration again and apply what can change live. */
 static void server_reload(struct server *srv)
 {
 	struct semd_config nc;
-	struct sm_config sc;
-	struct list_head *pos;
-	char err[512];
-	size_t i;
-	bool same;
 
-	if (srv->reload == NULL) {
-		log_notice("SIGHUP: nothing to reload");
+	if (server_config_reread(srv, &nc) != 0)
 		return;
-	}
-	if (srv->reload(srv->reload_arg, &nc, err, sizeof err) != 0) {
-		log_err("reload failed, keeping the running configuration: %s", err);
-		return;
-	}
-	if (nc.log_level != srv->cfg.log_level) {
-		log_notice("reload: log-level %s -> %s",
-		    log_level_name(srv->cfg.log_level), log_level_name(nc.log_level));
-		log_set_level(nc.log_level);
-	}
-	server_log_change("default-limit", srv->cfg.default_limit, nc.default_limit);
-	server_log_change("max-frame", srv->cfg.max_frame, nc.max_frame);
-	server_log_change("max-connections", srv->cfg.max_connections, nc.max_connections);
-	server_log_change("max-semaphores", srv->cfg.max_semaphores, nc.max_semaphores);
-	server_log_change("max-sessions", srv->cfg.max_sessions, nc.max_sessions);
-	server_log_change("max-waiters-per-session", srv->cfg.max_waiters_per_session,
-	    nc.max_waiters_per_session);
-	server_log_change("max-holds-per-session", srv->cfg.max_holds_per_session,
-	    nc.max_holds_per_session);
-	server_log_change("max-lease (ms)", srv->cfg.max_lease_ms, nc.max_lease_ms);
-	server_log_change("handshake-timeout (ms)", srv->cfg.handshake_timeout_ms,
-	    nc.handshake_timeout_ms);
-	server_log_change("idle-timeout (ms)", srv->cfg.idle_timeout_ms, nc.idle_timeout_ms);
-	server_log_change("frame-timeout (ms)", srv->cfg.frame_timeout_ms, nc.frame_timeout_ms);
-	server_log_change("max-output", srv->cfg.max_output, nc.max_output);
-	server_log_change("keepalive (s)", srv->cfg.keepalive_s, nc.keepalive_s);
-	if (nc.threads != srv->cfg.threads)
-		log_warn("reload: threads changes only at a restart");
-	nc.threads = srv->cfg.threads;
-	if ((nc.data_dir == NULL) != (srv->cfg.data_dir == NULL) ||
-	    (nc.data_dir != NULL && strcmp(nc.data_dir, srv->cfg.data_dir) != 0) ||
-	    nc.restart_grace_ms != srv->cfg.restart_grace_ms ||
-	    nc.snapshot_every != srv->cfg.snapshot_every) {
-		char *dir = nc.data_dir;
-
-		log_warn("reload: data-dir, restart-grace and snapshot-every "
-		    "change only at a restart");
-		nc.data_dir = srv->cfg.data_dir;	/* the old goes with cfg */
-		srv->cfg.data_dir = dir;
-		nc.restart_grace_ms = srv->cfg.restart_grace_ms;
-		nc.snapshot_every = srv->cfg.snapshot_every;
-	}
-	if (!server_keep_cluster(&nc, &srv->cfg))
-		log_warn("reload: node-id, peer-listen, peer-bind, bootstrap, advertise, "
-		    "allow-insecure-peers and election-timeout change only at a restart");
-	same = nc.nlisten == srv->cfg.nlisten && nc.unix_mode == srv->cfg.unix_mode;
-	for (i = 0; same && i < nc.nlisten; i++)
-		same = strcmp(nc.listen[i], srv->cfg.listen[i]) == 0;
-	if (!same)
-		log_warn("reload: listen addresses and unix-mode change only at a restart");
 	/* Keep the running listeners and ready file. */
 	server_lock(&srv->workers[0]);
-	config_free(&srv->cfg);
-	srv->cfg = nc;
-	server_set_live(srv);
-	/*
-	 * Connections read through a bufferevent (a plain one whose read
-	 * event could not be added; worker 0's here) buffer up to one whole
-	 * frame: follow max-frame. The others check each frame as it comes.
-	 */
-	list_for_each(pos, &srv->workers[0].conns) {
-		struct conn *c = list_entry(pos, struct conn, entry);
-
-		if (c->bev != NULL && !c->direct)
-			bufferevent_setwatermark(c->bev, EV_READ, 0,
-			    nc.max_frame + FRAME_HDR + 4096);
-	}
-	server_sm_config(&nc, &sc);
-	sc.local_counters = server_counters;
-	sc.local_arg = (void *)srv;
-	if (srv->durable != NULL)
-		durable_config(srv, &sc);	/* the settings go through the log */
-	else
-		sm_reconfigure(srv->sm, &sc);
+	server_config_apply_locked(srv, &nc);
 	server_unlock(&srv->workers[0]);
 	log_notice("configuration reloaded");
 }
@@ -759,12 +490,12 @@ static void server_event_log_cb(int severity, const char *msg)
 }
 
 /* Make the server: event base, state, timers, signals. */
-struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
-    void *arg, int *exit_code)
+struct server *server_new(const struct semd_config *cfg,
+    const struct server_ops *ops, server_reload_fn fn, void *arg,
+    int *exit_code)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	struct sm_config sc;
-	struct sm_out out = { conn_reply, NULL, conn_close_effect, conn_note };
 	struct server *srv;
 	size_t i;
 
@@ -778,6 +509,7 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	spin_lock_init(&srv->lock);
 	pthread_mutex_init(&srv->hs_lock, NULL);
 	srv->cfg = *cfg;
+	srv->ops = ops;
 	server_set_live(srv);
 	srv->reload = fn;
 	srv->reload_arg = arg;
@@ -808,12 +540,8 @@ struct server *server_new(const struct semd_config *cfg, server_reload_fn fn,
 	 * In memory the state's time is this process' monotonic clock; with a
 	 * log it is the log's (the first entry starts it).
 	 */
-	if (cfg->data_dir == NULL)
-		srv->sm = sm_new(&sc, &out, server_now());
-	else
-		srv->sm = sm_new(&sc, &out, 0);
-	srv->accept_resume = evtimer_new(srv->base, server_accept_resume_cb, srv);
-	if (srv->sm == NULL || srv->accept_resume == NULL)
+	srv->sm = sm_new(&sc, &ops->out, cfg->data_dir == NULL ? server_now() : 0);
+	if (srv->sm == NULL)
 		goto fail;
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		srv->sigs[i] = evsignal_new(srv->base, sigs[i], server_signal_cb, srv);
@@ -831,31 +559,20 @@ fail:
 /* Free everything (the worker threads have ended). */
 void server_free(struct server *srv)
 {
-	struct worker *w;
 	size_t i;
 
 	if (srv == NULL)
 		return;
-	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++) {
-		w = &srv->workers[i];
-		worker_self = w;
-		while (w->srv != NULL && !list_empty(&w->conns))
-			conn_free(list_first_entry(&w->conns, struct conn,
-			    entry));
-	}
-	worker_self = srv->workers != NULL ? &srv->workers[0] : NULL;
-	while (!list_empty(&srv->listeners))
-		listener_free(list_first_entry(&srv->listeners, struct listener,
-		    entry));
+	if (srv->ops != NULL)
+		srv->ops->free_all(srv);
+	if (srv->unlisten != NULL)
+		srv->unlisten(srv);
 	for (i = 0; i < sizeof srv->sigs / sizeof srv->sigs[0]; i++)
 		if (srv->sigs[i] != NULL)
 			event_free(srv->sigs[i]);
-	if (srv->accept_resume)
-		event_free(srv->accept_resume);
 	if (srv->watchdog)
 		event_free(srv->watchdog);
 	durable_stop(srv);
-	conn_handshakes_free(srv);
 	sm_free(srv->sm);
 	hmap_destroy(&srv->conn_ids);
 	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++)
@@ -865,37 +582,6 @@ void server_free(struct server *srv)
 	worker_self = NULL;
 	config_free(&srv->cfg);
 	free(srv);
-}
-
-/* Sockets from systemd, or the configured ones, or the defaults. */
-int server_listen(struct server *srv)
-{
-	int n = 0, i, r;
-
-#ifdef HAVE_SYSTEMD
-	n = sd_listen_fds(1);
-	if (n < 0) {
-		log_err_errno(n, "sd_listen_fds");
-		return EX_OSERR;
-	}
-	for (i = 0; i < n; i++) {
-		if (listener_adopt(srv, SD_LISTEN_FDS_START + i) != 0)
-			return EX_OSERR;
-	}
-	if (n > 0 && srv->cfg.nlisten > 0)
-		log_notice("socket activation: %d socket(s) from systemd; listen settings not used",
-		    n);
-#endif
-	if (n == 0 && srv->cfg.nlisten == 0) {
-		/* TCP is opt-in: only the UNIX socket by default. */
-		if ((r = listener_open(srv, SEMD_DEFAULT_UNIX)) != 0)
-			return r == -EACCES || r == -ENOENT ? EX_CANTCREAT : EX_OSERR;
-	}
-	for (i = 0; n == 0 && i < (int)srv->cfg.nlisten; i++) {
-		if ((r = listener_open(srv, srv->cfg.listen[i])) != 0)
-			return r == -EACCES || r == -ENOENT ? EX_CANTCREAT : EX_OSERR;
-	}
-	return 0;
 }
 
 /* Start the threads of workers 1..N-1, signals blocked in them. */
@@ -943,40 +629,33 @@ static void server_join_workers(struct server *srv)
 	}
 }
 
-/* Announce readiness, run the loop, return the exit code. */
-int server_run(struct server *srv)
+/* With a data directory: open the log, restore the state from it. */
+int server_start(struct server *srv)
 {
-	char status[512];
-	struct list_head *pos;
-	size_t off = 0;
+	char err[512];
+	int r;
+
+	if (srv->cfg.data_dir == NULL)
+		return 0;
+	log_notice("log: opening %s", srv->cfg.data_dir);
+	r = durable_start(srv, err, sizeof err);
+	if (r != 0) {
+		log_err("log: %s", err);
+		return r;
+	}
+	log_notice("log: state restored from %s", srv->cfg.data_dir);
+	return 0;
+}
+
+/* Announce readiness, run the loop, return the exit code. */
+int server_run(struct server *srv, const char *status)
+{
 	uint64_t usec = 0;
 	struct timeval tv;
 	struct worker *w;
 	unsigned int i;
 	int r;
 
-	if (srv->cfg.data_dir != NULL) {
-		char err[512];
-
-		log_notice("log: opening %s", srv->cfg.data_dir);
-		r = durable_start(srv, err, sizeof err);
-		if (r != 0) {
-			log_err("log: %s", err);
-			return r;
-		}
-		log_notice("log: state restored from %s", srv->cfg.data_dir);
-	}
-	if (srv->cfg.ready_file != NULL &&
-	    (r = listeners_write_ready(srv, srv->cfg.ready_file)) != 0) {
-		log_err_errno(r, "cannot write the ready file %s", srv->cfg.ready_file);
-		return EX_CANTCREAT;
-	}
-	off = (size_t)snprintf(status, sizeof status, "READY=1\nSTATUS=listening on");
-	list_for_each(pos, &srv->listeners) {
-		if (off < sizeof status)
-			off += (size_t)snprintf(status + off, sizeof status - off,
-			    " %s", list_entry(pos, struct listener, entry)->addr);
-	}
 	server_notify(srv, status);
 #ifdef HAVE_SYSTEMD
 	if (srv->systemd && sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {

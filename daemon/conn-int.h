@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/conn-int.h - what the parts of the connection layer (conn.c,
+ * conn_accept.c, conn_io.c, conn_req.c, conn_reply.c) share; nothing
+ * outside them includes it.
+ *
+ * Threads: a connection belongs to one worker (one event loop and thread)
+ * and only that thread touches it. Every call into the state machine runs
+ * under the server lock (functions named _locked expect it held); a reply
+ * the state machine makes for a client of another worker goes to that
+ * worker's mailbox (conn_reply.c), which the owner empties into its
+ * connections when it next takes the lock (conn_mbox_deliver_locked).
+ */
+#ifndef SEMD_CONN_INT_H
+#define SEMD_CONN_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+
+/*
+ * With a log, a connection stops being read while it has more than
+ * CONN_PROPOSED_MAX bytes of requests on their way through the log, and is
+ * read again below half of it: a client that sends faster than the log
+ * commits is slowed down (its socket fills), not buffered without bound.
+ */
+#define CONN_PROPOSED_MAX	(1u << 20)
+
+/* conn.c */
+/* (Re-)arm the handshake or idle timer. */
+void conn_arm_timer(struct conn *c);
+/* Arm ev to fire in ms milliseconds. */
+void conn_timer_add_ms(struct event *ev, uint64_t ms);
+/* Serve a new client of w (counted: already in srv->nconns). */
+void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
+    bool is_unix, bool counted);
+
+/* conn_accept.c */
+/* A client for w from its acceptq (p is freed; stop: just closed). */
+void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop);
+/* After the loops ended: drop the TLS handshakes still under way. */
+void conn_handshakes_free(struct server *srv);
+
+/* conn_io.c */
+/*
+ * Make room for need bytes behind used in *buf (*cap bytes, doubled from
+ * first): 0, or -ENOMEM with the buffer as it was.
+ */
+int conn_buf_reserve(uint8_t **buf, size_t *cap, size_t used, size_t need,
+    size_t first);
+/* The events of c's socket: read, write (for the backlog). */
+void conn_read_cb(evutil_socket_t fd, short what, void *arg);
+void conn_write_cb(evutil_socket_t fd, short what, void *arg);
+/* Queue c for the one write at the end of this loop turn. */
+void conn_queue_flush(struct conn *c);
+/* Take c off the flush queue (if it is on it). */
+void conn_unqueue(struct conn *c);
+/* Send c's staged replies now (or keep what the socket cannot take). */
+void conn_flush(struct conn *c);
+/* Write every connection's staged replies (one write each). */
+void conn_flush_all(struct worker *w);
+/* Bytes written out of turn, still waiting for the socket to drain. */
+size_t conn_backlog_len(const struct conn *c);
+/* Cut a client off: nothing more is written, it is freed soon. */
+void conn_drop(struct conn *c);
+/* Nothing more is written; freed from the loop (not counted as dropped). */
+void conn_kill(struct conn *c);
+/* Read c again (its own thread, under the lock). */
+void conn_resume_locked(struct conn *c);
+/* A frame was not completed within frame-timeout. */
+void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg);
+
+/* conn_req.c */
+/* Under the lock: decode one frame's payload and run it; false: stop reading. */
+bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen);
+/* Under the lock: PROTOCOL_ERROR (id 0) to what could not be decoded. */
+void conn_protocol_error_locked(struct conn *c, const char *why);
+/* Under the lock: UNAVAILABLE, and where the leader is (id 0: a notice). */
+void conn_redirect_locked(struct conn *c, uint64_t id);
+/* Under the lock, with a log: open c's client in the log (its loop's batch). */
+void conn_log_open_locked(struct conn *c, const char *principal);
+
+/* conn_reply.c */
+/* Under the lock: stage the frames other workers left for w's clients. */
+void conn_mbox_deliver_locked(struct worker *w);
+/* The sm_out close and note effects (under the lock). */
+void conn_close_effect_locked(void *ctx, void *conn);
+void conn_note_locked(void *ctx, void *conn, const char *msg);
+/* Under the lock: a reply with just a code and a message. */
+void conn_reply_code_locked(struct conn *c, uint64_t id, Semd__Code code,
+    const char *msg);
+
+#endif

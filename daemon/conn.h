@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/conn.h - client connections: frames in, replies out.
+ *
+ * conn.c owns a connection's life (start, timers, close), conn_accept.c
+ * hands new clients to their loop (and runs TLS handshakes there),
+ * conn_io.c moves its bytes (frames in, staged replies out), conn_req.c
+ * decodes and runs one request, conn_reply.c packs replies (and the
+ * mailboxes between loops). The bytes go through the connection's transport
+ * (xprt.h: UNIX, TCP, TLS). What a client may do is asked of the policy
+ * (struct conn_policy, access.c's), which decides and never replies.
+ */
+#ifndef SEMD_CONN_H
+#define SEMD_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
+#include "core/list.h"
+#include "daemon/hmap.h"
+#include "daemon/server.h"
+#include "daemon/state.h"
+#include "proto/semd.pb-c.h"
+#include "security/acl.h"
+
+struct xprt_ops;
+struct access_id;
+
+struct conn {
+	struct server		*srv;
+	struct worker		*w;		/* the loop that serves it */
+	const struct xprt_ops	*xprt;		/* its transport */
+	struct sm_client	*client;
+	struct event		*timer;		/* handshake, then idle */
+	struct event		*ftimer;	/* a frame to complete: frame-timeout */
+	uint64_t		frames;		/* frames read */
+	struct event		*kill;		/* deferred close */
+	struct event		*rev;		/* readable */
+	struct event		*wev;		/* writable, for the backlog */
+	struct evbuffer		*in;		/* a partial frame */
+	char			peer[80];
+	bool			closing;	/* close once output is flushed */
+	bool			dead;		/* close now, write nothing more */
+	bool			hello;
+	int			fd;
+	uint64_t		last_input_ms;
+	struct list_head	entry;
+	uint8_t			*wbuf;		/* replies staged this turn */
+	size_t			wlen;
+	size_t			wcap;
+	struct list_head	flush_entry;	/* w->flushq, when wlen > 0 */
+	struct access_id	*id;		/* principal, quota count */
+	uint64_t		cid;		/* its client id in the state */
+	size_t			proposed;	/* log: request bytes not applied */
+	bool			paused;		/* log: not read until they are */
+	bool			resuming;	/* log: a resume is in its mailbox */
+	struct hnode		cid_node;	/* srv->conn_ids (with a log) */
+	bool			open;		/* opened in the state (or queued) */
+	bool			logged;		/* log: its OPEN is in the log */
+	bool			local;		/* a UNIX peer */
+	uint8_t			secret[16];	/* log: for its OPEN */
+	/* Replies the transport has not taken yet (the socket was full). */
+	uint8_t			*tbuf;
+	size_t			toff;
+	size_t			tlen;
+	size_t			tcap;
+	bool			wwait;		/* wev is armed for tbuf */
+	bool			rwant_w;	/* a read waits for writability */
+	bool			wwant_r;	/* a write waits for input */
+	/* TLS: */
+	SSL			*ssl;
+	bool			tls_bufs;	/* OpenSSL holds buffers for it */
+};
+
+/*
+ * The access policy a connection asks (access.c's access_policy, set in
+ * srv->policy by access_init()). It decides; conn.c answers the client.
+ */
+struct conn_policy {
+	/*
+	 * Under the lock: count a new client, whose identity *who was worked
+	 * out before the lock (it is taken over; pending: only uid:N, the
+	 * names not looked up), against its connection quota. 0 with *out
+	 * set; -EDQUOT with why filled; -ENOMEM.
+	 */
+	int (*open_locked)(struct server *srv, struct acl_subject *who,
+	    bool pending, struct access_id **out, char *why, size_t len);
+	/* Under the lock: the connection is gone; NULL is a no-op. */
+	void (*close_locked)(struct access_id *id);
+	/* The principal text ("uid:1000", "cn:web1", "anonymous"). */
+	const char *(*principal)(const struct access_id *id);
+	/*
+	 * Off the lock, before a read's requests are checked: what is slow
+	 * (the names of a peer that the rules came to want, through c's
+	 * transport) is done here.
+	 */
+	void (*prepare)(struct conn *c);
+	/*
+	 * Under the lock: may this request go to the state machine? 0 with
+	 * *who filled (privileges, per-principal caps), or the Code of the
+	 * refusal with msg filled (and logged).
+	 */
+	int (*check_locked)(const struct conn *c, const Semd__Request *req,
+	    struct sm_caller *who, char *msg, size_t len);
+};
+
+/* What server.c's loops call here (given to server_new() by main.c). */
+extern const struct server_ops conn_loop_ops;
+
+/*
+ * A new client from a listener (worker 0): served by the next worker in
+ * turn, its TLS handshake (tls) run there too.
+ */
+void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
+    bool is_unix, bool tls);
+void conn_free(struct conn *c);
+/* Close after the queued replies are written (or at once if none). */
+void conn_close_later(struct conn *c);
+/* The sm_out sink, under the lock: pack a reply into c's output. */
+void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r);
+/* With a log, under the lock: len bytes of c's requests were applied. */
+void conn_applied_locked(struct conn *c, size_t len);
+/* With a log, under the lock: this node's connection of a client id. */
+struct conn *conn_by_id_locked(struct server *srv, uint64_t id);
+/*
+ * Tell a client we will not serve why, in one frame written without
+ * waiting (a full socket buffer just loses it).
+ */
+void conn_tell_fd(int fd, Semd__Code code, const char *why);
+
+#endif

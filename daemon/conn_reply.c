@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/conn_reply.c - replies to clients, packed as frames.
+ *
+ * Owns the state machine's effects on connections (struct sm_out: replies,
+ * closes, notes), the staging buffer a connection's replies are packed
+ * into, and the mailboxes that carry replies to a client of another loop.
+ * Everything here runs under the state lock, on any loop's thread.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "daemon/conn-int.h"
+#include "daemon/fastpb.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "proto/frame.h"
+
+/*
+ * A frame in a worker's mailbox: for whom, how long; or, with len
+ * MBOX_DROP, cut c off, with MBOX_CLOSE, close c once its replies are out,
+ * with MBOX_RESUME, read c again.
+ */
+struct mbox_rec {
+	struct conn	*c;
+	uint32_t	len;
+};
+#define MBOX_DROP	UINT32_MAX
+#define MBOX_CLOSE	(UINT32_MAX - 1)
+#define MBOX_RESUME	(UINT32_MAX - 2)
+
+/*
+ * The most a reply's frame can take: the hot replies by hand into room for
+ * their largest size (fastpb), the others through protobuf-c. *fast says
+ * which reply_pack() will use.
+ */
+static size_t reply_bound(const Semd__Reply *r, bool *fast)
+{
+	size_t len;
+
+	*fast = fastpb_reply_bound(r, &len);
+	if (!*fast)
+		len = semd__reply__get_packed_size(r);
+	return FRAME_HDR + len;
+}
+
+/* Pack r as a frame at p (room for reply_bound()); its length. */
+static size_t reply_pack(const Semd__Reply *r, bool fast, uint8_t *p)
+{
+	size_t len;
+
+	if (fast)
+		len = fastpb_reply_pack(r, p + FRAME_HDR);
+	else
+		len = semd__reply__pack(r, p + FRAME_HDR);
+	frame_put_header(p, (uint32_t)len);
+	return FRAME_HDR + len;
+}
+
+/* Tell a client we will not serve why, without waiting for the socket. */
+void conn_tell_fd(int fd, Semd__Code code, const char *why)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	uint8_t buf[256];
+	bool fast;
+	ssize_t n;
+
+	r.code = code;
+	r.message = (char *)why;
+	if (reply_bound(&r, &fast) > sizeof buf)
+		return;
+	n = send(fd, buf, reply_pack(&r, fast, buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)n;
+}
+
+/* Make room for len more staged bytes. */
+static int conn_wbuf_grow(struct conn *c, size_t len)
+{
+	return conn_buf_reserve(&c->wbuf, &c->wcap, c->wlen, len, 512);
+}
+
+/* After staging: cut off a client whose unread replies pass max-output. */
+static void conn_check_output(struct conn *c)
+{
+	size_t queued;
+
+	queued = c->wlen + conn_backlog_len(c);
+	if (queued > SRV_LIVE(c->srv, max_output)) {
+		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
+		    c->peer, queued, SRV_LIVE(c->srv, max_output));
+		conn_drop(c);
+		return;
+	}
+	conn_queue_flush(c);
+}
+
+/* Append a record header to w's mailbox (room is known to be there). */
+static uint8_t *conn_mbox_rec(struct worker *w, struct conn *c, uint32_t len)
+{
+	struct mbox_rec rec = { c, len };
+	uint8_t *p = w->mbox + w->mlen;
+
+	if (w->mlen == 0)
+		server_wake_later(w);
+	memcpy(p, &rec, sizeof rec);
+	w->mlen += sizeof rec + (len >= MBOX_RESUME ? 0 : len);
+	return p + sizeof rec;
+}
+
+/*
+ * A record without a frame (close, resume) for c's worker; false when
+ * there is no memory for it.
+ */
+static bool conn_mbox_mark(struct conn *c, uint32_t what)
+{
+	struct worker *w = c->w;
+
+	if (conn_buf_reserve(&w->mbox, &w->mcap, w->mlen,
+	    2 * sizeof(struct mbox_rec), 4096) != 0)
+		return false;
+	conn_mbox_rec(w, c, what);
+	return true;
+}
+
+/*
+ * A reply for a client of another worker: pack it into that worker's
+ * mailbox as a record and a frame, and have the worker woken.
+ */
+static void conn_mbox_put(struct conn *c, const Semd__Reply *r)
+{
+	struct worker *w = c->w;
+	uint8_t *p;
+	bool fast;
+	size_t need;
+
+	/* Keep room for one drop record after it. */
+	need = 2 * sizeof(struct mbox_rec) + reply_bound(r, &fast);
+	if (conn_buf_reserve(&w->mbox, &w->mcap, w->mlen, need, 4096) != 0) {
+		/* The client would miss a reply: its worker drops it. */
+		log_warn("%s: out of memory for a reply, dropping the client",
+		    c->peer);
+		if (w->mcap - w->mlen < sizeof(struct mbox_rec)) {
+			/* Not even the reserve: never lose a grant. */
+			log_err("out of memory: cannot deliver a reply, exiting");
+			abort();
+		}
+		conn_mbox_rec(w, c, MBOX_DROP);
+		return;
+	}
+	/* Pack past the record, then write the record with the real size. */
+	p = w->mbox + w->mlen + sizeof(struct mbox_rec);
+	conn_mbox_rec(w, c, (uint32_t)reply_pack(r, fast, p));
+}
+
+/* Under the lock: stage the frames other workers left for our clients. */
+void conn_mbox_deliver_locked(struct worker *w)
+{
+	struct mbox_rec rec;
+	size_t off = 0;
+	struct conn *c;
+
+	while (off < w->mlen) {
+		memcpy(&rec, w->mbox + off, sizeof rec);
+		off += sizeof rec;
+		c = rec.c;
+		if (c->dead) {
+			off += rec.len >= MBOX_RESUME ? 0 : rec.len;
+			continue;
+		}
+		switch (rec.len) {
+		case MBOX_DROP:
+			conn_drop(c);
+			continue;
+		case MBOX_CLOSE:
+			conn_close_later(c);
+			continue;
+		case MBOX_RESUME:
+			conn_resume_locked(c);
+			continue;
+		}
+		if (conn_wbuf_grow(c, rec.len) != 0) {
+			log_warn("%s: out of memory for a reply, dropping the client",
+			    c->peer);
+			conn_drop(c);
+		} else {
+			memcpy(c->wbuf + c->wlen, w->mbox + off, rec.len);
+			c->wlen += rec.len;
+			conn_check_output(c);
+		}
+		off += rec.len;
+	}
+	w->mlen = 0;
+	/* A burst's memory is not kept (the reserve of one record stays). */
+	if (w->mcap > 65536) {
+		uint8_t *p = realloc(w->mbox, 4096);
+
+		if (p != NULL) {
+			w->mbox = p;
+			w->mcap = 4096;
+		}
+	}
+}
+
+/*
+ * The sm_out sink, under the lock. Pack one reply as a frame into the
+ * connection's staging buffer; the staged replies go out in one write at
+ * the end of the loop turn. A client of another worker gets it through
+ * that worker's mailbox.
+ */
+void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r)
+{
+	struct conn *c = conn;
+	size_t len;
+	bool fast;
+
+	(void)ctx;
+	/* Abnormal events get a log line: limits hit, internal errors. */
+	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
+		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
+	/* Only c's own thread reads its state: dead is checked at delivery. */
+	if (c->w != worker_self) {
+		conn_mbox_put(c, r);
+		return;
+	}
+	if (c->dead)
+		return;
+	len = reply_bound(r, &fast);
+	if (conn_wbuf_grow(c, len) != 0) {
+		log_warn("%s: out of memory for a reply, dropping the client",
+		    c->peer);
+		conn_drop(c);
+		return;
+	}
+	c->wlen += reply_pack(r, fast, c->wbuf + c->wlen);
+	conn_check_output(c);
+}
+
+/* Under the lock: a reply with just a code and a message. */
+void conn_reply_code_locked(struct conn *c, uint64_t id, Semd__Code code,
+    const char *msg)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+
+	r.id = id;
+	r.code = code;
+	r.message = (char *)msg;
+	conn_reply_locked(NULL, c, &r);
+}
+
+/*
+ * With a log, under the lock (the log's thread): len bytes of c's requests
+ * were applied; a paused connection below half its allowance is read again
+ * (by its own loop: a resume record in its mailbox).
+ */
+void conn_applied_locked(struct conn *c, size_t len)
+{
+	c->proposed = c->proposed > len ? c->proposed - len : 0;
+	if (!c->paused || c->proposed > CONN_PROPOSED_MAX / 2 || c->resuming)
+		return;
+	/* Without memory: read again at the next one applied. */
+	if (conn_mbox_mark(c, MBOX_RESUME))
+		c->resuming = true;
+}
+
+/*
+ * The sm_out close effect, under the lock: the client's session ended
+ * (its lease ran out while it was silent); close the connection once the
+ * notices staged for it are written. Another worker's client gets a close
+ * record in its mailbox, behind the frames already there (without memory
+ * for it, it closes when its next request is refused).
+ */
+void conn_close_effect_locked(void *ctx, void *conn)
+{
+	struct conn *c = conn;
+
+	(void)ctx;
+	log_info("%s: session expired, closing", c->peer);
+	if (c->w != worker_self)
+		(void)conn_mbox_mark(c, MBOX_CLOSE);
+	else if (!c->dead)
+		conn_close_later(c);
+}
+
+/* The sm_out note effect: an operator's line, with the peer when known. */
+void conn_note_locked(void *ctx, void *conn, const char *msg)
+{
+	const struct conn *c = conn;
+
+	(void)ctx;
+	log_notice("%s: %s", c != NULL ? c->peer : "(not on this node)", msg);
+}

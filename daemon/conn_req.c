@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/conn_req.c - one request of a client: decoded (Down, Up and Ping
+ * by hand, the rest by protobuf-c, into a per-thread arena), asked of the
+ * policy (conn_policy), then run by the state machine, or with a log put
+ * into this loop's batch for it. Cluster requests are answered here.
+ * Everything here runs under the state lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/conn-int.h"
+#include "daemon/durable.h"
+#include "daemon/fastpb.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+/*
+ * Requests are unpacked into this arena: a bump allocator reset after each
+ * request, so decoding a small request never touches the heap. A request
+ * that does not fit (a big Ping payload) spills to malloc for the rest.
+ * The state machine copies what it keeps. One arena per thread.
+ */
+#define ARENA_SIZE	4096
+
+static _Thread_local struct {
+	_Alignas(16) uint8_t	buf[ARENA_SIZE];
+	size_t			used;
+	unsigned int		spilled;	/* heap blocks handed out */
+} conn_arena;
+
+/* ProtobufCAllocator.alloc: bump, or malloc when the arena is full. */
+static void *conn_arena_alloc(void *data, size_t size)
+{
+	size_t sz = (size + 15) & ~(size_t)15;
+	void *p;
+
+	(void)data;
+	if (sz >= size && ARENA_SIZE - conn_arena.used >= sz) {
+		p = conn_arena.buf + conn_arena.used;
+		conn_arena.used += sz;
+		return p;
+	}
+	p = malloc(size);
+	if (p != NULL)
+		conn_arena.spilled++;
+	return p;
+}
+
+/* ProtobufCAllocator.free: only spilled blocks go back to the heap. */
+static void conn_arena_free(void *data, void *p)
+{
+	uint8_t *b = p;
+
+	(void)data;
+	if (b >= conn_arena.buf && b < conn_arena.buf + ARENA_SIZE)
+		return;
+	free(p);
+}
+
+static ProtobufCAllocator conn_allocator = {
+	.alloc = conn_arena_alloc,
+	.free = conn_arena_free,
+	.allocator_data = NULL,
+};
+
+/* Let go of an unpacked request (NULL: a fast one) and reset the arena. */
+static void conn_arena_reset(Semd__Request *req)
+{
+	if (req != NULL && conn_arena.spilled > 0)
+		semd__request__free_unpacked(req, &conn_allocator);
+	conn_arena.used = 0;
+	conn_arena.spilled = 0;
+}
+
+/*
+ * With a log on a node that does not lead: answer UNAVAILABLE, with the
+ * leader when it is known (a Redirect), for request id (0: a notice).
+ */
+void conn_redirect_locked(struct conn *c, uint64_t id)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Redirect rd = SEMD__REDIRECT__INIT;
+	char addr[256], msg[320];
+
+	rd.leader_id = durable_leader(c->srv, addr, sizeof addr);
+	rd.leader = addr;
+	if (addr[0] != '\0')
+		snprintf(msg, sizeof msg, "not the leader: node %llu at %s is",
+		    (unsigned long long)rd.leader_id, addr);
+	else
+		snprintf(msg, sizeof msg, "not the leader, and no leader known yet");
+	r.id = id;
+	r.code = SEMD__CODE__UNAVAILABLE;
+	r.message = msg;
+	r.body_case = SEMD__REPLY__BODY_REDIRECT;
+	r.redirect = &rd;
+	conn_reply_locked(NULL, c, &r);
+}
+
+/* With a log: open c's client in the log (its loop's batch). */
+void conn_log_open_locked(struct conn *c, const char *principal)
+{
+	sm_batch_open(&c->w->batch, c->cid, principal, c->secret,
+	    c->local ? SM_CLIENT_LOCAL : 0);
+	c->logged = true;
+}
+
+/*
+ * A cluster request: STATUS answered here from the node's own view, a
+ * change handed to the log's thread (answered from there).
+ */
+static void conn_cluster_locked(struct conn *c, const Semd__Request *req)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	uint8_t *buf = NULL;
+
+	if (c->srv->durable == NULL) {
+		conn_reply_code_locked(c, req->id, SEMD__CODE__INVALID_ARGUMENT,
+		    "this semd keeps its state in memory: no cluster");
+		return;
+	}
+	if (req->cluster->action == SEMD__CLUSTER__ACTION__STATUS) {
+		r.id = req->id;
+		if (durable_status(c->srv, &r, &buf) != 0) {
+			conn_reply_code_locked(c, req->id,
+			    SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+			return;
+		}
+		conn_reply_locked(NULL, c, &r);
+		semd__cluster_status__free_unpacked(r.cluster, NULL);
+		return;
+	}
+	if (!durable_serving(c->srv))
+		conn_redirect_locked(c, req->id);
+	else if (durable_cluster_change(c->srv, c->cid, req->id, req->cluster) != 0)
+		conn_reply_code_locked(c, req->id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+}
+
+/*
+ * Answer PROTOCOL_ERROR (id 0) to what could not be decoded: through the
+ * state machine in memory (it counts it); with a log, straight back, since
+ * nothing of the state changes.
+ */
+void conn_protocol_error_locked(struct conn *c, const char *why)
+{
+	if (c->srv->durable == NULL)
+		sm_protocol_error(c->srv->sm, c->client, why);
+	else
+		conn_reply_code_locked(c, 0, SEMD__CODE__PROTOCOL_ERROR, why);
+}
+
+/* Ask the policy; a refusal is answered here. True: go on. */
+static bool conn_allowed_locked(struct conn *c, const Semd__Request *req,
+    struct sm_caller *who)
+{
+	char msg[ACL_PRINCIPAL_MAX + SM_NAME_MAX + 64];
+	int code;
+
+	code = c->srv->policy->check_locked(c, req, who, msg, sizeof msg);
+	if (code == 0)
+		return true;
+	conn_reply_code_locked(c, req->id, (Semd__Code)code, msg);
+	return false;
+}
+
+/*
+ * With a log the request goes into this loop's batch, as it came and with
+ * the access decision; it is answered once applied. Hello is taken as seen
+ * from here on, so the requests behind it are checked against the ACL (a
+ * failed Hello closes). False: stop reading.
+ */
+static bool conn_propose_locked(struct conn *c, const Semd__Request *req,
+    const uint8_t *data, size_t plen)
+{
+	struct server *srv = c->srv;
+	struct sm_caller who;
+
+	if (!conn_allowed_locked(c, req, &who)) {
+		/* denied and answered */
+	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
+		conn_cluster_locked(c, req);
+	} else if (!durable_serving(srv)) {
+		/* Not the leader: where to go, then close. */
+		conn_redirect_locked(c, req->id);
+		conn_close_later(c);
+		return false;
+	} else {
+		if (!c->logged)
+			conn_log_open_locked(c, srv->policy->principal(c->id));
+		sm_batch_request(&c->w->batch, c->cid, &who, data, plen);
+		c->proposed += plen;
+	}
+	if (req->op_case == SEMD__REQUEST__OP_HELLO && !c->hello) {
+		c->hello = true;
+		conn_arm_timer(c);
+	}
+	return !c->closing && !c->dead;
+}
+
+/* In memory: run the request in the state machine. False: stop reading. */
+static bool conn_run_locked(struct conn *c, const Semd__Request *req)
+{
+	struct sm_caller who;
+	int r = SM_OK;
+
+	/* The time the batch was read: one clock read per batch. */
+	if (conn_allowed_locked(c, req, &who))
+		r = sm_request(c->srv->sm, c->client, req, &who, c->last_input_ms);
+	if (!c->hello && sm_client_session(c->client) != 0) {
+		c->hello = true;
+		conn_arm_timer(c);
+	}
+	if (r == SM_CLOSE) {
+		log_info("%s: protocol error, closing", c->peer);
+		conn_close_later(c);
+		return false;
+	}
+	return !c->closing && !c->dead;
+}
+
+/* Decode one frame's payload and run it. Returns false to stop reading. */
+bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen)
+{
+	struct fastpb_req f;
+	Semd__Request *req;
+	bool fast, go;
+
+	/* Down, Up and Ping by hand (strings into the arena), or protobuf-c. */
+	fast = fastpb_request(&f, data, plen, (char *)conn_arena.buf, ARENA_SIZE);
+	req = fast ? &f.req : semd__request__unpack(&conn_allocator, plen, data);
+	if (req == NULL) {
+		conn_arena_reset(NULL);
+		log_notice("%s: undecodable request of %zu bytes, closing",
+		    c->peer, plen);
+		conn_protocol_error_locked(c, "undecodable request (not a semd.Request)");
+		conn_close_later(c);
+		return false;
+	}
+	c->frames++;
+	/* A string with a NUL byte would reach the state cut short. */
+	if (!fast && !fastpb_strings_clean(&semd__request__descriptor, data, plen)) {
+		conn_reply_code_locked(c, req->id, SEMD__CODE__INVALID_ARGUMENT,
+		    "a string field holds a NUL byte");
+		go = !c->closing && !c->dead;
+	} else if (c->srv->durable != NULL) {
+		go = conn_propose_locked(c, req, data, plen);
+	} else {
+		go = conn_run_locked(c, req);
+	}
+	conn_arena_reset(fast ? NULL : req);
+	return go;
+}
