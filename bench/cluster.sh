@@ -85,5 +85,5 @@ done
 unset IFS
 if [ -n "$ANCHORS" ]; then
 	echo "# anchors (run-anchors.sh, the etcd table), same run:"
-	BASE=0 ZK=0 REPS=1 D=$D ETCD_CFGS=$CFGS sh "$ANCHORS"
+	BASE=0 ZK=0 REPS=1 D=$D ETCD_CFGS=$CFGS bash "$ANCHORS"
 fi
