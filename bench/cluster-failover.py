@@ -157,7 +157,7 @@ def main():
     ap.add_argument("-c", "--clients", type=int, default=4)
     ap.add_argument("-w", "--warm", type=float, default=3.0)
     ap.add_argument("-e", "--election", type=int, default=500, help="election-timeout (ms)")
-    ap.add_argument("-p", "--port", type=int, default=47180)
+    ap.add_argument("-p", "--port", type=int, default=29180)
     ap.add_argument("-o", "--out")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)

@@ -9,7 +9,7 @@
 # ANCHORS: the path of run-anchors.sh; when given, its etcd table (the
 # reference server, Redis, etcd 1 and 3 nodes) is measured right after,
 # with the same C x P cells. Knobs: D (seconds per cell, 5), CFGS ("C P"
-# pairs, default "1 1,16 1,16 16"), PORT (first of 20, default 47200),
+# pairs, default "1 1,16 1,16 16"), PORT (first of 20, default 29200: below the ephemeral range),
 # DIR (parent of the data directories, default /var/tmp: the log is
 # fsynced, tmpfs would flatter it).
 set -eu
@@ -17,7 +17,7 @@ B=$(cd "${1:?usage: bench/cluster.sh BUILDDIR [ANCHORS]}" && pwd)
 ANCHORS=${2:-}
 D=${D:-5}
 CFGS=${CFGS:-1 1,16 1,16 16}
-PORT=${PORT:-47200}
+PORT=${PORT:-29200}
 DIR=${DIR:-/var/tmp}
 W=$(mktemp -d "$DIR/semd-cluster-bench.XXXXXX")
 PIDS=
