@@ -58,6 +58,18 @@ static void record(struct client *cl, int64_t send, int code)
 		cl->ev[cl->nev++] = (struct event){ send, now_ns(), code };
 }
 
+/* With $FAILOVER_PROBE_TRACE set: the connection's events and failed ups
+ * on stderr, with the wall time in ns (for a run that went wrong). */
+static void on_event(struct semc *c, const struct semc_event *ev, void *arg)
+{
+	const struct client *cl = arg;
+
+	(void)c;
+	fprintf(stderr, "V %d %" PRId64 " type %d error %d permit %llu %s\n", cl->idx,
+	    now_ns(), (int)ev->type, ev->error, (unsigned long long)ev->permit_id,
+	    ev->message != NULL ? ev->message : "");
+}
+
 static void *run(void *arg)
 {
 	struct client *cl = arg;
@@ -74,6 +86,8 @@ static void *run(void *arg)
 	semc_set_client_name(c, "failover-probe");
 	semc_set_lease(c, (uint32_t)lease_ms);
 	semc_set_timeout(c, reply_timeout);
+	if (getenv("FAILOVER_PROBE_TRACE") != NULL)
+		semc_set_event_callback(c, on_event, cl);
 	while ((r = semc_connect(c, 5000)) != 0 && now_ns() < end)
 		usleep(10000);
 	if (r != 0) {
@@ -88,8 +102,10 @@ static void *run(void *arg)
 		t = now_ns();
 		r = semc_down_ex(c, name, &o, &g);
 		record(cl, t, r);
-		if (r == 0)
-			(void)semc_up(c, name, 1, g.permit_id, NULL);
+		if (r == 0 && (r = semc_up(c, name, 1, g.permit_id, NULL)) != 0 &&
+		    getenv("FAILOVER_PROBE_TRACE") != NULL)
+			fprintf(stderr, "U %d %" PRId64 " permit %llu error %d %s\n", cl->idx,
+			    now_ns(), (unsigned long long)g.permit_id, r, semc_last_message());
 		else
 			usleep(1000);
 	}

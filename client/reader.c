@@ -383,6 +383,14 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 				rq.op_case = SEMD__REQUEST__OP_CANCEL;
 				rq.cancel = &cn;
 				semc_internal_push_locked(c, &rq);
+			} else if (r->op == SEMD__REQUEST__OP_UP && r->permit_id != 0) {
+				/* An up by permit id can be sent again safely: keep
+				 * it queued as the library's own, sent again after a
+				 * reconnection, so that the permit is given back
+				 * although its caller stopped waiting (a failover
+				 * can outlast the reply timeout). */
+				r->internal = true;
+				*ghost = true;
 			} else {
 				semc_pending_unlink_locked(c, r);
 				r->done = true;
@@ -460,7 +468,7 @@ int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply *
 	deadline = extra_ms < 0 ? -1 : semc_now_ms() + atomic_load(&c->timeout_ms) + extra_ms;
 	err = semc_wait(c, r, deadline, &ghost);
 	if (ghost)
-		return err;	/* abandoned down: the queue owns it now */
+		return err;	/* an abandoned down or up: the queue owns it now */
 	*out = r->reply;
 	r->reply = NULL;
 	semc_req_free(r);

@@ -321,14 +321,15 @@ void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *r
 			if (r->lease_ms == 0)
 				hold_add_locked(c, ng->name, &g);
 		}
+	} else if (rp != NULL && rp->code == SEMD__CODE__OK && r->op == SEMD__REQUEST__OP_UP) {
+		/* the caller's, or one it stopped waiting for */
+		hold_drop_locked(c, r->name, r->permit_id,
+				 rp->body_case == SEMD__REPLY__BODY_RELEASED &&
+				 rp->released->n ? rp->released->n : r->n);
 	} else if (rp != NULL && rp->code == SEMD__CODE__OK && !r->internal) {
 		if (r->op == SEMD__REQUEST__OP_DOWN && r->lease_ms == 0 &&
 		    rp->body_case == SEMD__REPLY__BODY_GRANT)
 			hold_add_locked(c, r->name, rp->grant);
-		else if (r->op == SEMD__REQUEST__OP_UP)
-			hold_drop_locked(c, r->name, r->permit_id,
-					 rp->body_case == SEMD__REPLY__BODY_RELEASED &&
-					 rp->released->n ? rp->released->n : r->n);
 	}
 	if (r->internal) {
 		semc_req_free(r);

@@ -641,6 +641,48 @@ out:
 	relay_stop(&r);
 }
 
+/* An up by permit id that its caller gave up on (no reply in time: a
+ * failover can take longer than the reply timeout) is sent again after the
+ * reconnection: the permit is given back, not held until the session ends. */
+static void test_up_given_up(void)
+{
+	struct relay r;
+	struct semc *c = NULL, *obs = open_client(D.unix_addr, 0);
+	struct semc_grant g;
+	char addr[64];
+	bool valid = true;
+	long long end;
+
+	TEST_START("an up given up on is sent again after a reconnection");
+	CHECK(relay_start(&r, D.tcp_addr) == 0, "relay");
+	snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", r.port);
+	c = open_client(addr, 10000);
+	CHECK(c != NULL && obs != NULL, "connect through the relay");
+	if (c == NULL || obs == NULL)
+		goto out;
+	CHECK_EQ(0, semc_down(c, "upghost/a", 1, 1000, 0, &g));
+	relay_ctl(&r, 's');		/* nothing reaches the daemon */
+	semc_set_timeout(c, 300);
+	CHECK_EQ(SEMC_E_NO_REPLY, semc_up(c, "upghost/a", 1, g.permit_id, NULL));
+	relay_cut(&r);			/* and the up never will on that connection */
+	relay_ctl(&r, 'r');
+	semc_set_timeout(c, 5000);
+	CHECK_EQ(0, semc_ping(c, NULL));	/* reconnects, resumes, sends it again */
+	end = t_now_ms() + 5000;
+	while (t_now_ms() < end) {
+		CHECK_EQ(0, semc_validate(obs, "upghost/a", g.token, &valid));
+		if (!valid)
+			break;
+		semc_process(c);
+		t_sleep_ms(20);
+	}
+	CHECK(!valid, "the permit was given back");
+out:
+	semc_free(c);
+	semc_free(obs);
+	relay_stop(&r);
+}
+
 /* --- threads through repeated cuts ------------------------------------------ */
 
 static struct semc *cut_handle;
@@ -1564,6 +1606,7 @@ int main(int argc, char **argv)
 	test_mixed();
 	test_semctl_paging();
 	test_resume();
+	test_up_given_up();
 	test_cut_threads();
 	test_lost_push();
 	test_new_fields();
