@@ -180,10 +180,10 @@ static int conn_open_locked(struct conn *c, struct acl_subject *who,
 		 * node that does not lead, opened in the log only if it leads
 		 * by the client's first request (conn_log_open_locked).
 		 */
-		c->cid = durable_client_id(srv);
+		c->cid = durable_client_id(srv->durable);
 		memcpy(c->secret, secret, sizeof c->secret);
 		hmap_insert(&srv->conn_ids, &c->cid_node, conn_id_hash(srv, c->cid));
-		if (durable_serving(srv))
+		if (durable_serving(srv->durable))
 			conn_log_open_locked(c, principal);
 	} else {
 		c->cid = ++srv->next_client;
@@ -288,7 +288,7 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 	    who.kind == ACL_SUBJECT_UID, secret, why, sizeof why);
 	server_unlock(w);
 	if (w->batch.len > 0)
-		durable_submit(srv, &w->batch);
+		durable_submit(srv->durable, &w->batch);
 	if (r != 0)
 		goto fail;
 	c->last_input_ms = server_now();
@@ -364,7 +364,7 @@ void conn_free(struct conn *c)
 		event_base_loopexit(w->base, NULL);
 	server_unlock(w);
 	if (close.len > 0)
-		durable_submit(srv, &close);
+		durable_submit(srv->durable, &close);
 	sm_batch_free(&close);
 	conn_free_io(c, bye);
 }
@@ -424,4 +424,6 @@ const struct server_ops conn_loop_ops = {
 	.drop_all = conn_drop_all,
 	.close_all = conn_close_all,
 	.free_all = conn_free_all,
+	.by_id_locked = conn_by_id_locked,
+	.applied_locked = conn_applied_locked,
 };

@@ -409,7 +409,7 @@ static void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 	if (!was)
 		conn_flush_all(w);
 	if (w->batch.len > 0)
-		durable_submit(w->srv, &w->batch);
+		durable_submit(w->srv->durable, &w->batch);
 	if (w->batch.cap > 65536)
 		sm_batch_free(&w->batch);	/* a burst's memory is not kept */
 }

@@ -84,7 +84,7 @@ void conn_redirect_locked(struct conn *c, uint64_t id)
 	Semd__Redirect rd = SEMD__REDIRECT__INIT;
 	char addr[256], msg[320];
 
-	rd.leader_id = durable_leader(c->srv, addr, sizeof addr);
+	rd.leader_id = durable_leader(c->srv->durable, addr, sizeof addr);
 	rd.leader = addr;
 	if (addr[0] != '\0')
 		snprintf(msg, sizeof msg, "not the leader: node %llu at %s is",
@@ -123,7 +123,7 @@ static void conn_cluster_locked(struct conn *c, const Semd__Request *req)
 	}
 	if (req->cluster->action == SEMD__CLUSTER__ACTION__STATUS) {
 		r.id = req->id;
-		if (durable_status(c->srv, &r, &buf) != 0) {
+		if (durable_status(c->srv->durable, &r, &buf) != 0) {
 			conn_reply_code_locked(c, req->id,
 			    SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
 			return;
@@ -132,9 +132,9 @@ static void conn_cluster_locked(struct conn *c, const Semd__Request *req)
 		semd__cluster_status__free_unpacked(r.cluster, NULL);
 		return;
 	}
-	if (!durable_serving(c->srv))
+	if (!durable_serving(c->srv->durable))
 		conn_redirect_locked(c, req->id);
-	else if (durable_cluster_change(c->srv, c->cid, req->id, req->cluster) != 0)
+	else if (durable_cluster_change(c->srv->durable, c->cid, req->id, req->cluster) != 0)
 		conn_reply_code_locked(c, req->id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 }
@@ -182,7 +182,7 @@ static bool conn_propose_locked(struct conn *c, const Semd__Request *req,
 		/* denied and answered */
 	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
 		conn_cluster_locked(c, req);
-	} else if (!durable_serving(srv)) {
+	} else if (!durable_serving(srv->durable)) {
 		/* Not the leader: where to go, then close. */
 		conn_redirect_locked(c, req->id);
 		conn_close_later(c);

@@ -29,7 +29,6 @@
 #include <uv.h>
 
 #include "daemon/durable.h"
-#include "daemon/server.h"
 
 #define META_NAME	"semd.meta"
 #define META_FORMAT	"semd-data 1"
@@ -45,7 +44,7 @@
 #define SEGMENT_SIZE	(8u << 20)	/* raft_uv's open segments, made whole */
 
 struct durable {
-	struct server		*srv;
+	struct durable_host	host;		/* the server */
 	pthread_t		thread;
 	uv_loop_t		loop;
 	uv_async_t		wake;		/* commands queued, or stop */
@@ -61,6 +60,8 @@ struct durable {
 	unsigned int		term_leader;	/* leaderships taken so far */
 	uint32_t		grace_ms;
 	uint32_t		snapshot_every;
+	uint32_t		election_ms;	/* a cluster's election timeout */
+	char			*bootstrap;	/* --bootstrap, or NULL */
 	bool			thread_started;
 	bool			cluster;	/* peers over TCP (node-id given) */
 	bool			leader;		/* as of the last poll */
@@ -131,8 +132,25 @@ struct proposal {
 	bool			startup;	/* the BOOT/CONFIG/RESTART entry */
 };
 
+/* The host's state lock, and its state (lock held). */
+static inline void d_lock(struct durable *d)
+{
+	d->host.lock(d->host.arg);
+}
+
+static inline void d_unlock(struct durable *d)
+{
+	d->host.unlock(d->host.arg);
+}
+
+static inline struct sm *d_sm(struct durable *d)
+{
+	return *d->host.sm;
+}
+
 /* durable.c */
 uint64_t d_wall_ms(void);
+uint64_t d_now_ms(void);
 void d_started(struct durable *d, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

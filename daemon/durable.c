@@ -37,19 +37,30 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include "daemon/config.h"
 #include "daemon/durable.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
-#include "daemon/server.h"
 #include "daemon/durable-int.h"
 
-/* Unix time in milliseconds (monotonic time: server_now()). */
-uint64_t d_wall_ms(void)
+static uint64_t clock_ms(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Unix time in milliseconds. */
+uint64_t d_wall_ms(void)
+{
+	return clock_ms(CLOCK_REALTIME);
+}
+
+/* Monotonic time in milliseconds (the server's clock too). */
+uint64_t d_now_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /* Tell the main thread how the start went (status 1: ready, else an exit code). */
@@ -176,15 +187,14 @@ static void *d_main(void *arg)
 		 * steps down (raft does that check); pre-vote keeps a node cut
 		 * off from disturbing the others when it comes back.
 		 */
-		raft_set_election_timeout(&d->raft, d->srv->cfg.election_timeout_ms);
+		raft_set_election_timeout(&d->raft, d->election_ms);
 		raft_set_heartbeat_timeout(&d->raft,
-		    d->srv->cfg.election_timeout_ms / 10 > 10 ?
-		    d->srv->cfg.election_timeout_ms / 10 : 10);
+		    d->election_ms / 10 > 10 ? d->election_ms / 10 : 10);
 		raft_set_pre_vote(&d->raft, true);
 	}
-	if (d->fresh && (!d->cluster || d->srv->cfg.bootstrap != NULL)) {
+	if (d->fresh && (!d->cluster || d->bootstrap != NULL)) {
 		raft_configuration_init(&conf);
-		rv = d->cluster ? durable_parse_bootstrap(d->srv->cfg.bootstrap,
+		rv = d->cluster ? durable_parse_bootstrap(d->bootstrap,
 		    &conf, d->err, sizeof d->err) :
 		    raft_configuration_add(&conf, NODE_ID, "local", RAFT_VOTER);
 		if (rv == 0)
@@ -384,9 +394,11 @@ static int metadata_check(const char *dir, bool *fresh, char *err,
 }
 
 /* Check or make the directory; start the raft thread; wait until it serves. */
-int durable_start(struct server *srv, char *err, size_t errlen)
+int durable_start(struct durable **dp, const struct semd_config *cfg,
+    const struct durable_host *host, const char *advertise, char *err,
+    size_t errlen)
 {
-	const char *dir = srv->cfg.data_dir;
+	const char *dir = cfg->data_dir;
 	struct timespec ts;
 	struct durable *d;
 	struct stat st;
@@ -394,6 +406,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	raft_id id;
 	int r, empty;
 
+	*dp = NULL;
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		snprintf(err, errlen, "cannot create the data directory %s: %s",
 		    dir, strerror(errno));
@@ -407,7 +420,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read %s: %s", dir, strerror(-empty));
 		return EX_CANTCREAT;
 	}
-	id = srv->cfg.node_id != 0 ? srv->cfg.node_id : NODE_ID;
+	id = cfg->node_id != 0 ? cfg->node_id : NODE_ID;
 	if (empty && (r = meta_write(dir, id, err, errlen)) != 0)
 		return r;
 	if (!empty && ((r = meta_check(dir, id, err, errlen)) != 0 ||
@@ -415,24 +428,25 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	    (r = segments_check(dir, err, errlen)) != 0))
 		return r;
 	d = calloc(1, sizeof *d);
-	if (d == NULL) {
+	if (d == NULL || (cfg->bootstrap != NULL &&
+	    (d->bootstrap = strdup(cfg->bootstrap)) == NULL)) {
+		free(d);
 		snprintf(err, errlen, "out of memory");
 		return EX_OSERR;
 	}
-	d->srv = srv;
+	d->host = *host;
 	d->id = id;
-	d->cluster = srv->cfg.node_id != 0;
+	d->cluster = cfg->node_id != 0;
 	snprintf(d->peer, sizeof d->peer, "%s", d->cluster ?
-	    srv->cfg.peer_listen + 4 : "local");
-	if (srv->cfg.advertise != NULL)
-		snprintf(d->advertise, sizeof d->advertise, "%s",
-		    srv->cfg.advertise);
-	else
-		server_client_address(srv, d->advertise, sizeof d->advertise);
+	    cfg->peer_listen + 4 : "local");
+	snprintf(d->advertise, sizeof d->advertise, "%s", advertise);
 	d->fresh = empty || bare;
-	d->grace_ms = srv->cfg.restart_grace_ms;
-	d->snapshot_every = srv->cfg.snapshot_every;
-	d->smcfg = server_sm_config_of(srv);
+	d->grace_ms = cfg->restart_grace_ms;
+	d->snapshot_every = cfg->snapshot_every;
+	d->election_ms = cfg->election_timeout_ms;
+	host->lock(host->arg);
+	d->smcfg = host->sm_config(host->arg);
+	host->unlock(host->arg);
 	pthread_mutex_init(&d->qlock, NULL);
 	pthread_mutex_init(&d->slock, NULL);
 	pthread_mutex_init(&d->rlock, NULL);
@@ -441,7 +455,7 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	d->st.leader = d->st_leader;
 	pthread_cond_init(&d->rcond, NULL);
 	d->qtail = &d->qhead;
-	srv->durable = d;
+	*dp = d;
 	if (uv_loop_init(&d->loop) != 0 ||
 	    uv_async_init(&d->loop, &d->wake, d_wake_cb) != 0 ||
 	    uv_timer_init(&d->loop, &d->deadline) != 0 ||
@@ -453,9 +467,9 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 	d->deadline.data = d;
 	if (d->cluster) {
 		r = raft_uv_tcp_init(&d->transport, &d->loop);
-		if (r == 0 && srv->cfg.peer_bind != NULL)
+		if (r == 0 && cfg->peer_bind != NULL)
 			r = raft_uv_tcp_set_bind_address(&d->transport,
-			    srv->cfg.peer_bind + 4);
+			    cfg->peer_bind + 4);
 		if (r != 0) {
 			snprintf(err, errlen, "raft TCP transport: %s",
 			    raft_strerror(r));
@@ -521,10 +535,8 @@ int durable_start(struct server *srv, char *err, size_t errlen)
 }
 
 /* Stop the raft thread and free the log. */
-void durable_stop(struct server *srv)
+void durable_stop(struct durable *d)
 {
-	struct durable *d = srv->durable;
-
 	if (d == NULL)
 		return;
 	if (d->thread_started) {
@@ -550,6 +562,6 @@ void durable_stop(struct server *srv)
 	pthread_mutex_destroy(&d->slock);
 	pthread_mutex_destroy(&d->rlock);
 	pthread_cond_destroy(&d->rcond);
+	free(d->bootstrap);
 	free(d);
-	srv->durable = NULL;
 }

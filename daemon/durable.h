@@ -26,41 +26,63 @@
 
 #include "daemon/state.h"
 
-struct server;
+struct semd_config;
 struct durable;
 
 /*
- * Check (or make) the data directory and start the raft thread: replay the
- * log, take the state over, append the restart entry. Returns 0 once the
- * state is ready to serve, or a sysexits code with the reason in err:
- * EX_CONFIG for a damaged or foreign data directory, EX_CANTCREAT or
- * EX_IOERR when it cannot be used.
+ * What the log needs of its host (the server), so that it depends on no
+ * part of it: the state lock, the state machine, this node's clients. The
+ * raft thread calls them; those marked "locked" with the lock held.
  */
-int durable_start(struct server *srv, char *err, size_t errlen);
-/* Stop the raft thread (entries not committed yet are dropped). */
-void durable_stop(struct server *srv);
+struct durable_host {
+	void		*arg;			/* passed to each call */
+	struct sm	**sm;			/* the state; a restore replaces it (locked) */
+	void		(*lock)(void *arg);
+	void		(*unlock)(void *arg);
+	struct sm_config (*sm_config)(void *arg);	/* locked: the settings */
+	struct sm_out	(*sm_out)(void *arg);		/* locked: its outputs */
+	/* Locked: this node's client cid (or NULL); its request ran; answer it. */
+	void		*(*conn)(void *arg, uint64_t cid);
+	void		(*applied)(void *arg, void *conn, size_t len);
+	void		(*reply)(void *arg, void *conn, const Semd__Reply *r);
+	void		(*drop_clients)(void *arg);	/* leadership lost */
+};
+
+/*
+ * Check (or make) cfg's data directory and start the raft thread: replay the
+ * log, take the state over, append the restart entry. *dp is set at once
+ * (durable_stop() frees it, whatever the outcome). Returns 0 once the state
+ * is ready to serve, or a sysexits code with the reason in err: EX_CONFIG
+ * for a damaged or foreign data directory, EX_CANTCREAT or EX_IOERR when it
+ * cannot be used. advertise: where clients reach this node.
+ */
+int durable_start(struct durable **dp, const struct semd_config *cfg,
+    const struct durable_host *host, const char *advertise, char *err,
+    size_t errlen);
+/* Stop the raft thread (entries not committed yet are dropped); free d. */
+void durable_stop(struct durable *d);
 /* Hand a batch of commands to the log (any thread); the batch is emptied. */
-void durable_submit(struct server *srv, struct sm_batch *b);
+void durable_submit(struct durable *d, struct sm_batch *b);
 /* Propose the settings that decide answers (after a reload). */
-void durable_config(struct server *srv, const struct sm_config *cfg);
+void durable_config(struct durable *d, const struct sm_config *cfg);
 /*
  * A client id unique in this log: the node id in the top 16 bits and a
  * counter (ids start again after a restart, which closes every client).
  */
-uint64_t durable_client_id(struct server *srv);
+uint64_t durable_client_id(struct durable *d);
 /* The node's cluster figures for Stats (sm_config.local_counters). */
-void durable_counters(void *arg, struct sm_local_counters *out);
+void durable_counters(struct durable *d, struct sm_local_counters *out);
 /* Is this node the leader, serving clients? (any thread) */
-bool durable_serving(struct server *srv);
+bool durable_serving(struct durable *d);
 /* The leader as this node knows it: its id (0: none), its client address. */
-uint64_t durable_leader(struct server *srv, char *addr, size_t len);
+uint64_t durable_leader(struct durable *d, char *addr, size_t len);
 /*
  * The cluster status as a Reply body (r->cluster, freed with
  * semd__cluster_status__free_unpacked); -ENOMEM.
  */
-int durable_status(struct server *srv, Semd__Reply *r, uint8_t **buf);
+int durable_status(struct durable *d, Semd__Reply *r, uint8_t **buf);
 /* Start ADD, REMOVE or TRANSFER; client cid's request req_id is answered later. */
-int durable_cluster_change(struct server *srv, uint64_t cid, uint64_t req_id,
+int durable_cluster_change(struct durable *d, uint64_t cid, uint64_t req_id,
     const Semd__Cluster *cl);
 struct raft_configuration;
 /* Parse --bootstrap "ID=HOST:PORT,...". 0, or -1 with err filled. */

@@ -29,8 +29,6 @@
 #include "daemon/durable.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
-#include "daemon/conn.h"
-#include "daemon/server.h"
 #include "daemon/durable-int.h"
 
 /* --- the state machine's side --------------------------------------------------- */
@@ -38,16 +36,19 @@
 /* sm_apply's bind hook: this node's connection of a client id. */
 static void *d_bind(void *arg, uint64_t id)
 {
-	return conn_by_id_locked(arg, id);
+	struct durable *d = arg;
+
+	return d->host.conn(d->host.arg, id);
 }
 
 /* sm_apply's done hook: a request of this node's connection is applied. */
 static void d_done(void *arg, uint64_t id, size_t len)
 {
-	struct conn *c = conn_by_id_locked(arg, id);
+	struct durable *d = arg;
+	void *c = d->host.conn(d->host.arg, id);
 
 	if (c != NULL)
-		conn_applied_locked(c, len);
+		d->host.applied(d->host.arg, c, len);
 }
 
 /* raft_fsm.apply: one committed entry. */
@@ -55,17 +56,16 @@ int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     void **result)
 {
 	struct durable *d = fsm->data;
-	struct server *srv = d->srv;
-	struct sm_apply_hooks hooks = { d_bind, d_done, srv };
+	struct sm_apply_hooks hooks = { d_bind, d_done, d };
 	char err[160];
 	uint64_t next;
 	int r;
 
 	*result = NULL;
-	server_lock_any(srv);
-	r = sm_apply(srv->sm, buf->base, buf->len, &hooks, err, sizeof err);
-	next = sm_next_deadline(srv->sm);
-	server_unlock_any(srv);
+	d_lock(d);
+	r = sm_apply(d_sm(d), buf->base, buf->len, &hooks, err, sizeof err);
+	next = sm_next_deadline(d_sm(d));
+	d_unlock(d);
 	if (r != 0) {
 		/*
 		 * Written by us and checksummed: damage, or a bug. Nothing
@@ -108,7 +108,7 @@ int d_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
     unsigned int *n)
 {
 	struct durable *d = fsm->data;
-	uint64_t t0 = server_now();
+	uint64_t t0 = d_now_ms();
 	uint8_t *p;
 	size_t len;
 	int r;
@@ -116,9 +116,9 @@ int d_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
 	*bufs = raft_malloc(sizeof **bufs);
 	if (*bufs == NULL)
 		return RAFT_NOMEM;
-	server_lock_any(d->srv);
-	r = sm_snapshot(d->srv->sm, &p, &len);
-	server_unlock_any(d->srv);
+	d_lock(d);
+	r = sm_snapshot(d_sm(d), &p, &len);
+	d_unlock(d);
 	if (r != 0) {
 		raft_free(*bufs);
 		*bufs = NULL;
@@ -132,7 +132,7 @@ int d_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
 	d->snap_len = len;
 	raft_set_snapshot_threshold(&d->raft, SNAP_NEVER);
 	log_info("log: snapshot of %zu bytes taken in %" PRIu64 " ms", len,
-	    server_now() - t0);
+	    d_now_ms() - t0);
 	return 0;
 }
 
@@ -158,26 +158,25 @@ int d_fsm_snapshot_finalize(struct raft_fsm *fsm,
 int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct durable *d = fsm->data;
-	struct server *srv = d->srv;
 	struct sm_config cfg;
 	struct sm_out out;
 	struct sm *sm, *old;
 	char err[200];
 
-	server_lock_any(srv);
-	cfg = server_sm_config_of(srv);
-	out = server_sm_out(srv);
+	d_lock(d);
+	cfg = d->host.sm_config(d->host.arg);
+	out = d->host.sm_out(d->host.arg);
 	sm = sm_restore(&cfg, &out, buf->base, buf->len, err, sizeof err);
 	if (sm != NULL) {
 		d->snap_len = buf->len;
 		d->applied_bytes = 0;
 		d->applied_entries = 0;
-		old = srv->sm;
+		old = d_sm(d);
 		sm_take_hooks(sm, old);
-		srv->sm = sm;
+		*d->host.sm = sm;
 		sm_free(old);
 	}
-	server_unlock_any(srv);
+	d_unlock(d);
 	if (sm == NULL) {
 		if (d->serving)
 			log_err("log: the snapshot cannot be restored: %s", err);
@@ -190,9 +189,8 @@ int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 }
 
 /* The node's cluster figures for Stats (any thread; under the state lock). */
-void durable_counters(void *arg, struct sm_local_counters *out)
+void durable_counters(struct durable *d, struct sm_local_counters *out)
 {
-	struct durable *d = ((struct server *)arg)->durable;
 	const char *st;
 
 	if (d == NULL)

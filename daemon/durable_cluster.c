@@ -29,8 +29,6 @@
 #include "daemon/durable.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
-#include "daemon/conn.h"
-#include "daemon/server.h"
 #include "daemon/durable-int.h"
 
 /* --- leadership ------------------------------------------------------------------ */
@@ -69,14 +67,14 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 		d->taking_over = false;
 		return;		/* lost it again meanwhile */
 	}
-	server_lock_any(d->srv);
-	now = sm_now(d->srv->sm);
-	server_unlock_any(d->srv);
+	d_lock(d);
+	now = sm_now(d_sm(d));
+	d_unlock(d);
 	/*
 	 * Log time goes on from the last entry applied (the time no leader
 	 * ran counts against no lease); a new log starts at the wall clock.
 	 */
-	sm_clock_start(&d->clock, now, d_wall_ms(), server_now());
+	sm_clock_start(&d->clock, now, d_wall_ms(), d_now_ms());
 	sm_batch_init(&b);
 	if (now == 0)
 		sm_batch_boot(&b);
@@ -127,7 +125,7 @@ static void d_ctl_reply(struct ctl *c, int code, const char *fmt, ...)
 {
 	Semd__Reply r = SEMD__REPLY__INIT;
 	char msg[256] = "";
-	struct conn *conn;
+	void *conn;
 	va_list ap;
 
 	if (fmt != NULL) {
@@ -138,11 +136,11 @@ static void d_ctl_reply(struct ctl *c, int code, const char *fmt, ...)
 	r.id = c->req_id;
 	r.code = code;
 	r.message = msg;
-	server_lock_any(c->d->srv);
-	conn = conn_by_id_locked(c->d->srv, c->cid);
+	d_lock(c->d);
+	conn = c->d->host.conn(c->d->host.arg, c->cid);
 	if (conn != NULL)
-		conn_reply_locked(NULL, conn, &r);
-	server_unlock_any(c->d->srv);
+		c->d->host.reply(c->d->host.arg, conn, &r);
+	d_unlock(c->d);
 	if (code == SEMD__CODE__OK)
 		log_notice("log: cluster: %s", msg);
 	free(c);
@@ -288,7 +286,7 @@ static void d_leadership_lost(struct durable *d)
 	}
 	log_notice("log: node %llu is no longer the leader",
 	    (unsigned long long)d->id);
-	server_drop_clients(d->srv);
+	d->host.drop_clients(d->host.arg);
 }
 
 /* The state name of raft_state(). */
@@ -318,9 +316,9 @@ static void d_publish(struct durable *d)
 	char sm_addr[256];
 	uint64_t sm_lid;
 
-	server_lock_any(d->srv);
-	sm_lid = sm_leader(d->srv->sm, sm_addr, sizeof sm_addr);
-	server_unlock_any(d->srv);
+	d_lock(d);
+	sm_lid = sm_leader(d_sm(d), sm_addr, sizeof sm_addr);
+	d_unlock(d);
 	raft_leader(r, &lid, &laddr);
 	pthread_mutex_lock(&d->slock);
 	semd__cluster_status__init(st);
@@ -396,15 +394,14 @@ void d_poll_cb(uv_timer_t *t)
 }
 
 /* Is this node the leader, serving clients? (any thread) */
-bool durable_serving(struct server *srv)
+bool durable_serving(struct durable *d)
 {
-	return atomic_load(&srv->durable->serving_pub);
+	return atomic_load(&d->serving_pub);
 }
 
 /* The leader as this node knows it: its id (0: none) and client address. */
-uint64_t durable_leader(struct server *srv, char *addr, size_t len)
+uint64_t durable_leader(struct durable *d, char *addr, size_t len)
 {
-	struct durable *d = srv->durable;
 	uint64_t id;
 
 	pthread_mutex_lock(&d->slock);
@@ -415,9 +412,8 @@ uint64_t durable_leader(struct server *srv, char *addr, size_t len)
 }
 
 /* Pack the cluster status into out (a Reply body); *buf holds it; free it. */
-int durable_status(struct server *srv, Semd__Reply *r, uint8_t **buf)
+int durable_status(struct durable *d, Semd__Reply *r, uint8_t **buf)
 {
-	struct durable *d = srv->durable;
 	Semd__ClusterStatus *copy;
 	size_t len;
 
@@ -441,10 +437,9 @@ int durable_status(struct server *srv, Semd__Reply *r, uint8_t **buf)
 }
 
 /* A cluster change for the raft thread; the client is answered from there. */
-int durable_cluster_change(struct server *srv, uint64_t cid, uint64_t req_id,
+int durable_cluster_change(struct durable *d, uint64_t cid, uint64_t req_id,
     const Semd__Cluster *cl)
 {
-	struct durable *d = srv->durable;
 	struct ctl *c = calloc(1, sizeof *c);
 
 	if (c == NULL)

@@ -31,7 +31,6 @@
 #include "daemon/durable.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
-#include "daemon/server.h"
 #include "daemon/durable-int.h"
 
 /* --- proposing ------------------------------------------------------------------- */
@@ -102,7 +101,7 @@ bool d_propose(struct durable *d, struct qchunk *first,
 		rv = -1;
 		goto out;
 	}
-	sm_entry_header(buf.base, sm_clock_stamp(&d->clock, server_now(),
+	sm_entry_header(buf.base, sm_clock_stamp(&d->clock, d_now_ms(),
 	    at_least), d_wall_ms());
 	for (q = first, off = hl; q != end; q = q->next) {
 		memcpy((uint8_t *)buf.base + off, q->data, q->len);
@@ -175,9 +174,9 @@ static void d_deadline_cb(uv_timer_t *t)
 	struct durable *d = t->data;
 	uint64_t next;
 
-	server_lock_any(d->srv);
-	next = sm_next_deadline(d->srv->sm);
-	server_unlock_any(d->srv);
+	d_lock(d);
+	next = sm_next_deadline(d_sm(d));
+	d_unlock(d);
 	if (!d->serving || d->tick_out || next == UINT64_MAX)
 		return;
 	if (d_propose(d, NULL, NULL, next, false))
@@ -193,7 +192,7 @@ void d_arm_deadline(struct durable *d, uint64_t next)
 		uv_timer_stop(&d->deadline);
 		return;
 	}
-	now = sm_clock_now(&d->clock, server_now());
+	now = sm_clock_now(&d->clock, d_now_ms());
 	uv_timer_start(&d->deadline, d_deadline_cb, next > now ? next - now : 0, 0);
 }
 
@@ -229,9 +228,8 @@ void d_wake_cb(uv_async_t *a)
 }
 
 /* Queue a batch's commands for the next entry; wake the raft thread. */
-void durable_submit(struct server *srv, struct sm_batch *b)
+void durable_submit(struct durable *d, struct sm_batch *b)
 {
-	struct durable *d = srv->durable;
 	struct qchunk *q;
 
 	if (b->len == 0)
@@ -255,18 +253,18 @@ void durable_submit(struct server *srv, struct sm_batch *b)
 }
 
 /* Propose new settings (a reload). */
-void durable_config(struct server *srv, const struct sm_config *cfg)
+void durable_config(struct durable *d, const struct sm_config *cfg)
 {
 	struct sm_batch b;
 
 	sm_batch_init(&b);
 	sm_batch_config(&b, cfg);
-	durable_submit(srv, &b);
+	durable_submit(d, &b);
 	sm_batch_free(&b);
 }
 
 /* A new client id (under the state lock). */
-uint64_t durable_client_id(struct server *srv)
+uint64_t durable_client_id(struct durable *d)
 {
-	return (uint64_t)srv->durable->id << 48 | ++srv->durable->next_client;
+	return (uint64_t)d->id << 48 | ++d->next_client;
 }

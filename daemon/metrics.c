@@ -304,7 +304,7 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 		char name[64];
 
 		/* The node's view of its cluster (a log of one voter is one). */
-		durable_counters(m->srv, &lc);
+		durable_counters(m->srv->durable, &lc);
 		for (i = 0; i < lc.n; i++) {
 			snprintf(name, sizeof name, "semd_%s", lc.name[i]);
 			metrics_one(b, name, "gauge", "This node's view of the raft log "

@@ -259,9 +259,13 @@ static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		worker_stop(w);
 }
 
-/* This node stopped leading: have every loop close its clients. */
-void server_drop_clients(struct server *srv)
+/*
+ * This node stopped leading: every loop tells its clients and closes them,
+ * so they go and find the leader (any thread).
+ */
+static void server_drop_clients(void *arg)
 {
+	struct server *srv = arg;
 	unsigned int i;
 
 	server_lock_any(srv);
@@ -270,12 +274,6 @@ void server_drop_clients(struct server *srv)
 		server_wake_later(&srv->workers[i]);
 	}
 	server_unlock_any(srv);
-}
-
-/* Where clients reach this node: its first TCP or TLS listener. */
-void server_client_address(struct server *srv, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s", srv->client_addr);
 }
 
 /* The grace time of a stop ran out. */
@@ -572,7 +570,8 @@ void server_free(struct server *srv)
 			event_free(srv->sigs[i]);
 	if (srv->watchdog)
 		event_free(srv->watchdog);
-	durable_stop(srv);
+	durable_stop(srv->durable);
+	srv->durable = NULL;
 	sm_free(srv->sm);
 	hmap_destroy(&srv->conn_ids);
 	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++)
@@ -629,16 +628,72 @@ static void server_join_workers(struct server *srv)
 	}
 }
 
+/* --- the log's host: the state lock, the state machine, the clients ---------- */
+
+static void host_lock(void *arg)
+{
+	server_lock_any(arg);
+}
+
+static void host_unlock(void *arg)
+{
+	server_unlock_any(arg);
+}
+
+static struct sm_config host_sm_config(void *arg)
+{
+	return server_sm_config_of(arg);
+}
+
+static struct sm_out host_sm_out(void *arg)
+{
+	return server_sm_out(arg);
+}
+
+static void *host_conn(void *arg, uint64_t cid)
+{
+	struct server *srv = arg;
+
+	return srv->ops->by_id_locked(srv, cid);
+}
+
+static void host_applied(void *arg, void *conn, size_t len)
+{
+	struct server *srv = arg;
+
+	srv->ops->applied_locked(conn, len);
+}
+
+static void host_reply(void *arg, void *conn, const Semd__Reply *r)
+{
+	struct server *srv = arg;
+
+	srv->ops->out.reply(NULL, conn, r);
+}
+
 /* With a data directory: open the log, restore the state from it. */
 int server_start(struct server *srv)
 {
+	const struct durable_host host = {
+		.arg = srv,
+		.sm = &srv->sm,
+		.lock = host_lock,
+		.unlock = host_unlock,
+		.sm_config = host_sm_config,
+		.sm_out = host_sm_out,
+		.conn = host_conn,
+		.applied = host_applied,
+		.reply = host_reply,
+		.drop_clients = server_drop_clients,
+	};
 	char err[512];
 	int r;
 
 	if (srv->cfg.data_dir == NULL)
 		return 0;
 	log_notice("log: opening %s", srv->cfg.data_dir);
-	r = durable_start(srv, err, sizeof err);
+	r = durable_start(&srv->durable, &srv->cfg, &host, srv->cfg.advertise != NULL ?
+	    srv->cfg.advertise : srv->client_addr, err, sizeof err);
 	if (r != 0) {
 		log_err("log: %s", err);
 		return r;

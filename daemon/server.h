@@ -158,6 +158,8 @@ struct conn_pending {
  * What the loops call in the layer above them: conn.c's conn_loop_ops,
  * given to server_new() by main.c, so that server.c names nothing of it.
  */
+struct conn;
+
 struct server_ops {
 	struct sm_out	out;		/* the state machine's effects on clients */
 	/* Under the lock: move the frames in w's mailbox to its clients. */
@@ -172,6 +174,9 @@ struct server_ops {
 	void		(*close_all)(struct worker *w);
 	/* After the loops ended: free every client and TLS handshake. */
 	void		(*free_all)(struct server *srv);
+	/* Under the lock, for the log: this node's client id (or NULL); its request ran. */
+	struct conn	*(*by_id_locked)(struct server *srv, uint64_t id);
+	void		(*applied_locked)(struct conn *c, size_t len);
 };
 
 /* server.c */
@@ -208,13 +213,6 @@ size_t server_nconns(struct server *srv);
 uint64_t server_dropped(struct server *srv);
 /* Start a graceful stop. */
 void server_stop(struct server *srv, const char *why);
-/*
- * This node stopped leading: every loop tells its clients and closes them,
- * so they go and find the leader (any thread).
- */
-void server_drop_clients(struct server *srv);
-/* Where clients reach this node (its first TCP or TLS listener), for others. */
-void server_client_address(struct server *srv, char *buf, size_t len);
 
 /* alloccount.c: the Stats "allocations" counter, NULL when not counted. */
 uint64_t (*alloc_count_get(void))(void);

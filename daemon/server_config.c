@@ -53,7 +53,7 @@ static void server_counters(void *arg, struct sm_local_counters *out)
 		out->value[out->n++] = resumed;
 	}
 	if (srv->durable != NULL)
-		durable_counters(arg, out);
+		durable_counters(srv->durable, out);
 }
 
 /*
@@ -231,7 +231,7 @@ void server_config_apply_locked(struct server *srv, struct semd_config *next)
 	server_set_live(srv);
 	sc = server_sm_config_of(srv);
 	if (srv->durable != NULL)
-		durable_config(srv, &sc);	/* the settings go through the log */
+		durable_config(srv->durable, &sc);	/* the settings go through the log */
 	else
 		sm_reconfigure(srv->sm, &sc);
 }
