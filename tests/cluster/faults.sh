@@ -103,4 +103,12 @@ for i in 1 2 3; do
 	ok "node $i never crashed (its log has no abort)" sh -c "! grep -qi 'assert\|abort\|double free' '$T/n$i.log'"
 	ok "node $i is still running (only the test's kill -9 stopped it)" alive "$(pid_of $i)"
 done
+# Each node stops cleanly on SIGTERM: exit status 0, nothing from a
+# sanitizer (a restarted node once crashed closing its peer connections).
+stopped_ok() {
+	kill -TERM "$1" && wait "$1" && ! grep -q 'Sanitizer' "$2"
+}
+for i in 1 2 3; do
+	ok "node $i stops cleanly on SIGTERM" stopped_ok "$(pid_of $i)" "$T/n$i.log"
+done
 t_done
