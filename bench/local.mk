@@ -31,7 +31,7 @@ bench: all
 noinst_PROGRAMS += failover-probe
 failover_probe_SOURCES = bench/failover-probe.c
 failover_probe_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
-EXTRA_DIST += bench/cluster-failover.py
+EXTRA_DIST += bench/cluster-failover.py bench/cluster.sh bench/tls.sh
 
 # sm-deadlock: the deadlock search's cost with 100,000 waiters (the state
 # machine driven directly), for the README's figures.

@@ -43,6 +43,8 @@ EXTRA_DIST += \
 	packaging/debian/not-installed \
 	packaging/tests/units-verify.sh \
 	packaging/tests/install.sh \
+	packaging/tests/nspawn.sh \
+	packaging/tests/nspawn-inside.sh \
 	packaging/tests/man-lint.sh \
 	packaging/tests/docs-match.sh \
 	packaging/tests/socket-activate.sh
