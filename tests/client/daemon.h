@@ -120,7 +120,7 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 	const char *durable = getenv("SEMD_TEST_DURABLE");
 	char semd[512], sock[128], ready[128], data[160];
 	const char *argv[32];
-	int i = 0, j, tries;
+	int i, j, tries;
 
 	if (d->dir[0] == '\0') {
 		strcpy(d->dir, "/tmp/semc-test.XXXXXX");
@@ -132,16 +132,7 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 	snprintf(ready, sizeof ready, "%s/ready", d->dir);
 	snprintf(d->log, sizeof d->log, "%s/semd.log", d->dir);
 	unlink(ready);
-	argv[i++] = semd;
-	argv[i++] = "--listen";
-	argv[i++] = sock;
-	argv[i++] = "--listen";
-	argv[i++] = "tcp:127.0.0.1:0";
-	/* TCP clients are anonymous, by default allowed only to use names */
-	argv[i++] = "--acl";
-	argv[i++] = "anonymous * all";
-	argv[i++] = "--ready-file";
-	argv[i++] = ready;
+	i = t_semd_args(argv, semd, sock, "tcp:127.0.0.1:0", ready);
 	if (threads != NULL && threads[0] != '\0') {
 		argv[i++] = "--threads";
 		argv[i++] = threads;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/client/spawn.h - start a program for a C test (its output to a log,
- * killed when the test dies) and read the addresses semd wrote to its
+ * killed when the test dies) with semd's usual arguments, and read the addresses semd wrote to its
  * ready file. Shared by tests/client/daemon.h and tests/daemon/crash_test.c.
  */
 #ifndef TESTS_CLIENT_SPAWN_H
@@ -13,6 +13,22 @@
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+/* Put the start of a test semd's command line into argv: the program at
+ * path listening on sock and tcp, every client allowed everything (TCP
+ * clients are anonymous, by default allowed only to use names), the ready
+ * file. Returns how many arguments it put. */
+static inline int t_semd_args(const char **argv, const char *path, const char *sock,
+			      const char *tcp, const char *ready)
+{
+	const char *const args[] = {
+		path, "--listen", sock, "--listen", tcp,
+		"--acl", "anonymous * all", "--ready-file", ready,
+	};
+
+	memcpy(argv, args, sizeof args);
+	return (int)(sizeof args / sizeof args[0]);
+}
 
 /* Fork and exec path with argv, its output appended to log; the child
  * dies with the test. The child's pid, or -1. */

@@ -367,7 +367,7 @@ static int semd_start(void)
 	char sock[300], ready[300], data[300], log[300], listen_tcp[64];
 	const char *argv[48];
 	uint64_t until;
-	int i = 0, j;
+	int i, j;
 
 	snprintf(sock, sizeof sock, "unix:%s/s.sock", dir);
 	snprintf(ready, sizeof ready, "%s/ready", dir);
@@ -375,15 +375,7 @@ static int semd_start(void)
 	snprintf(log, sizeof log, "%s/semd.log", dir);
 	snprintf(listen_tcp, sizeof listen_tcp, "tcp:127.0.0.1:%d", tcp_port);
 	unlink(ready);
-	argv[i++] = semd_path;
-	argv[i++] = "--listen";
-	argv[i++] = sock;
-	argv[i++] = "--listen";
-	argv[i++] = listen_tcp;
-	argv[i++] = "--acl";
-	argv[i++] = "anonymous * all";
-	argv[i++] = "--ready-file";
-	argv[i++] = ready;
+	i = t_semd_args(argv, semd_path, sock, listen_tcp, ready);
 	argv[i++] = "--data-dir";
 	argv[i++] = data;
 	for (j = 0; j < nextra && i < 46; j++)
