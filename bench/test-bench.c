@@ -2,6 +2,7 @@
 /* bench/test-bench.c - unit tests of semd-benchmark's histogram and wire helpers. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,27 +12,34 @@
 
 #include "bench/hist.h"
 #include "bench/wire.h"
+#include "tests/common/rng.h"
 
 static int failures;
 static int checks;
 
 #define TEST_START(s)	printf("# %s\n", (s))
+/* Count one check, and a failure when it failed; returns ok. */
+static bool tally(bool ok)
+{
+	checks++;
+	if (!ok)
+		failures++;
+	return ok;
+}
+
 #define EXPECT(cond) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
+	if (!tally(cond))						\
 		printf("not ok - %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-	}								\
 } while (0)
-#define EXPECT_U64(want, got) do {					\
-	uint64_t w_ = (want), g_ = (got);				\
-	checks++;							\
-	if (w_ != g_) {							\
-		failures++;						\
-		printf("not ok - %s:%d: %s: want %" PRIu64 ", got %" PRIu64 "\n", \
-		    __FILE__, __LINE__, #got, w_, g_);			\
-	}								\
-} while (0)
+
+/* Check that got (the expression what, at line) is want. */
+static void expect_u64(uint64_t want, uint64_t got, int line, const char *what)
+{
+	if (!tally(want == got))
+		printf("not ok - %s:%d: %s: want %" PRIu64 ", got %" PRIu64 "\n",
+		    __FILE__, line, what, want, got);
+}
+#define EXPECT_U64(want, got) expect_u64((want), (got), __LINE__, #got)
 
 /* Every bucket's range is contiguous with the next and holds its values. */
 static void test_hist_buckets(void)
@@ -237,16 +245,6 @@ static void test_reply_arena(void)
 	EXPECT(strcmp(wire_code_name(SEMD__CODE__WOULD_BLOCK), "WOULD_BLOCK") == 0);
 }
 
-/* A deterministic pseudo-random sequence (xorshift64). */
-static uint64_t rnd_state = 88172645463325252ull;
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
-
 /* A value of a random magnitude: 0, small, or up to 64 bits. */
 static uint64_t rnd_value(void)
 {
@@ -334,9 +332,7 @@ static void test_hot_encoding(void)
 				    i, req.op_case, (unsigned long long)id, mine.len, ref.len);
 		}
 	}
-	checks++;
-	if (differ)
-		failures++;
+	tally(differ == 0);
 	wbuf_free(&mine);
 	wbuf_free(&ref);
 }
@@ -402,9 +398,7 @@ static void test_reply_peek(void)
 		for (cut = 0; cut < n; cut++)
 			crashes_would_show += wire_reply_peek(buf, cut, &m) == 0;
 	}
-	checks++;
-	if (wrong)
-		failures++;
+	tally(wrong == 0);
 	(void)crashes_would_show;
 	TEST_START("malformed replies are refused");
 	EXPECT(wire_reply_peek((const uint8_t *)"\x08", 1, &m) == -1);	/* cut varint */
@@ -417,6 +411,7 @@ static void test_reply_peek(void)
 
 int main(void)
 {
+	rng = 88172645463325252ull;	/* the random tests' fixed sequence */
 	test_hist_buckets();
 	test_hist_quantiles();
 	test_addr();

@@ -13,11 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tests/client/spawn.h"
 
 static int t_failures, t_checks;
 
@@ -117,10 +118,9 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 	const char *top = getenv("top_builddir");
 	const char *threads = getenv("SEMD_TEST_THREADS");
 	const char *durable = getenv("SEMD_TEST_DURABLE");
-	char semd[512], sock[128], ready[128], line[256], data[160];
+	char semd[512], sock[128], ready[128], data[160];
 	const char *argv[32];
-	int i = 0, j, tries;
-	FILE *f;
+	int i, j, tries;
 
 	if (d->dir[0] == '\0') {
 		strcpy(d->dir, "/tmp/semc-test.XXXXXX");
@@ -132,16 +132,7 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 	snprintf(ready, sizeof ready, "%s/ready", d->dir);
 	snprintf(d->log, sizeof d->log, "%s/semd.log", d->dir);
 	unlink(ready);
-	argv[i++] = semd;
-	argv[i++] = "--listen";
-	argv[i++] = sock;
-	argv[i++] = "--listen";
-	argv[i++] = "tcp:127.0.0.1:0";
-	/* TCP clients are anonymous, by default allowed only to use names */
-	argv[i++] = "--acl";
-	argv[i++] = "anonymous * all";
-	argv[i++] = "--ready-file";
-	argv[i++] = ready;
+	i = t_semd_args(argv, semd, sock, "tcp:127.0.0.1:0", ready);
 	if (threads != NULL && threads[0] != '\0') {
 		argv[i++] = "--threads";
 		argv[i++] = threads;
@@ -154,22 +145,9 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 	for (j = 0; extra != NULL && extra[j] != NULL && i < 30; j++)
 		argv[i++] = extra[j];
 	argv[i] = NULL;
-	d->pid = fork();
+	d->pid = t_spawn(semd, argv, d->log);
 	if (d->pid < 0)
 		return -1;
-	if (d->pid == 0) {
-		FILE *lf = fopen(d->log, "a");
-
-		/* a test that crashes or is killed takes its daemon along */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-
-		if (lf != NULL) {
-			dup2(fileno(lf), 1);
-			dup2(fileno(lf), 2);
-		}
-		execv(semd, (char *const *)argv);
-		_exit(127);
-	}
 	/* the ready file appears once it accepts: at most 10 s */
 	for (tries = 0; tries < 200; tries++) {
 		struct stat st;
@@ -182,16 +160,9 @@ static inline int tdaemon_start(struct tdaemon *d, const char *const *extra)
 		}
 		t_sleep_ms(50);
 	}
-	if ((f = fopen(ready, "r")) == NULL)
+	if (t_ready_read(ready, d->unix_addr, sizeof d->unix_addr, d->tcp_addr,
+			 sizeof d->tcp_addr) != 0)
 		return -1;
-	while (fgets(line, sizeof line, f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if (strncmp(line, "unix:", 5) == 0)
-			snprintf(d->unix_addr, sizeof d->unix_addr, "%s", line);
-		else if (strncmp(line, "tcp:", 4) == 0)
-			snprintf(d->tcp_addr, sizeof d->tcp_addr, "%s", line);
-	}
-	fclose(f);
 	return d->unix_addr[0] && d->tcp_addr[0] ? 0 : -1;
 }
 

@@ -20,6 +20,12 @@
 
 static struct tdaemon D;
 
+/* An info's queue: how many hold and how many wait. */
+#define CHECK_QUEUE(in, holders, waiters) do {				\
+	CHECK_EQ(holders, (in)->n_holders);				\
+	CHECK_EQ(waiters, (in)->n_waiters);				\
+} while (0)
+
 /* Connect a handle to addr with a lease. */
 static struct semc *open_client(const char *addr, uint32_t lease_ms)
 {
@@ -38,6 +44,13 @@ static struct semc *open_client(const char *addr, uint32_t lease_ms)
 		return NULL;
 	}
 	return c;
+}
+
+/* Delete (forced) each of the names, up to NULL. */
+static void delete_names(struct semc *c, const char *const *names)
+{
+	for (; *names != NULL; names++)
+		CHECK_EQ(0, semc_delete(c, *names, true));
 }
 
 /* Every operation and its answers, on one connection. */
@@ -95,8 +108,7 @@ static void test_operations(const char *addr, bool is_unix)
 	if (in != NULL) {
 		CHECK_EQ(2, in->limit);
 		CHECK_EQ(0, in->available);
-		CHECK_EQ(2, in->n_holders);
-		CHECK_EQ(0, in->n_waiters);
+		CHECK_QUEUE(in, 2, 0);
 		CHECK(in->n_holders > 0 && strcmp(in->holders[0].client_name, "test_api") == 0,
 		      "holder's client name");
 		CHECK(in->n_holders > 0 && in->holders[0].pid == (uint32_t)getpid(), "holder's pid");
@@ -522,6 +534,20 @@ static int relay_start(struct relay *r, const char *tcp_addr)
 	return pthread_create(&r->th, NULL, relay_main, r);
 }
 
+/* Start a relay (a check of its own) and write its address to addr. */
+static void relay_open(struct relay *r, char *addr, size_t len)
+{
+	CHECK(relay_start(r, D.tcp_addr) == 0, "relay");
+	snprintf(addr, len, "tcp:127.0.0.1:%d", r->port);
+}
+
+/* A client with lease_ms through a new relay, whose address goes to addr. */
+static struct semc *relay_client(struct relay *r, char *addr, size_t len, uint32_t lease_ms)
+{
+	relay_open(r, addr, len);
+	return open_client(addr, lease_ms);
+}
+
 /* Send the relay a command and wait until it is done: c cut every
  * connection, s stall (stop forwarding), r resume, b block new
  * connections, u unblock. */
@@ -573,6 +599,17 @@ static void on_event(struct semc *c, const struct semc_event *ev, void *arg)
 	}
 }
 
+/* Two sessions that hold a permit each: c of a, c2 of b; their events go
+ * to fn with arg1 and arg2. */
+static void hold_two(struct semc *c, struct semc *c2, semc_event_fn fn, void *arg1, void *arg2,
+		     const char *a, struct semc_grant *ga, const char *b, struct semc_grant *gb)
+{
+	semc_set_event_callback(c, fn, arg1);
+	semc_set_event_callback(c2, fn, arg2);
+	CHECK_EQ(0, semc_down(c, a, 1, 1000, 0, ga));
+	CHECK_EQ(0, semc_down(c2, b, 1, 1000, 0, gb));
+}
+
 /* A cut with a lease: the session and its hold survive. Without: lost. */
 static void test_resume(void)
 {
@@ -584,17 +621,12 @@ static void test_resume(void)
 	bool valid = false;
 
 	TEST_START("session resume after a network cut");
-	CHECK(relay_start(&r, D.tcp_addr) == 0, "relay");
-	snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", r.port);
-	c = open_client(addr, 10000);
+	c = relay_client(&r, addr, sizeof addr, 10000);
 	c2 = open_client(addr, 0);
 	CHECK(c != NULL && c2 != NULL && obs != NULL, "connect through the relay");
 	if (c == NULL || c2 == NULL || obs == NULL)
 		goto out;
-	semc_set_event_callback(c, on_event, &ev);
-	semc_set_event_callback(c2, on_event, &ev2);
-	CHECK_EQ(0, semc_down(c, "resume/a", 1, 1000, 0, &g));
-	CHECK_EQ(0, semc_down(c2, "resume/b", 1, 1000, 0, &g2));
+	hold_two(c, c2, on_event, &ev, &ev2, "resume/a", &g, "resume/b", &g2);
 	relay_cut(&r);
 	/* the next call notices, reconnects and resumes */
 	CHECK_EQ(0, semc_ping(c, NULL));
@@ -629,8 +661,7 @@ static void test_resume(void)
 		PUMP_UNTIL(c, semc_pending(c) == 0, 5000);
 		CHECK_EQ(0, semc_info(obs, "resume/c", &in));
 		if (in != NULL) {
-			CHECK_EQ(1, in->n_holders);
-			CHECK_EQ(0, in->n_waiters);
+			CHECK_QUEUE(in, 1, 0);
 		}
 		semc_info_free(in);
 	}
@@ -654,9 +685,7 @@ static void test_up_given_up(void)
 	long long end;
 
 	TEST_START("an up given up on is sent again after a reconnection");
-	CHECK(relay_start(&r, D.tcp_addr) == 0, "relay");
-	snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", r.port);
-	c = open_client(addr, 10000);
+	c = relay_client(&r, addr, sizeof addr, 10000);
 	CHECK(c != NULL && obs != NULL, "connect through the relay");
 	if (c == NULL || obs == NULL)
 		goto out;
@@ -722,9 +751,7 @@ static void test_cut_threads(void)
 	int i, cuts = 0;
 
 	TEST_START("threads on one session through repeated network cuts");
-	CHECK(relay_start(&r, D.tcp_addr) == 0, "relay");
-	snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", r.port);
-	cut_handle = open_client(addr, 10000);
+	cut_handle = relay_client(&r, addr, sizeof addr, 10000);
 	CHECK(cut_handle != NULL && obs != NULL, "connect");
 	if (cut_handle == NULL || obs == NULL)
 		goto out;
@@ -748,8 +775,7 @@ static void test_cut_threads(void)
 	CHECK_EQ(0, semc_info(obs, "cuts", &in));
 	if (in != NULL) {
 		CHECK_EQ(2, in->available);
-		CHECK_EQ(0, in->n_holders);
-		CHECK_EQ(0, in->n_waiters);
+		CHECK_QUEUE(in, 0, 0);
 	}
 	semc_info_free(in);
 	fprintf(stderr, "   %d cuts, %d resumes\n", cuts, ev.resumed);
@@ -1146,15 +1172,12 @@ static void test_new_fields(void)
 	CHECK(pages >= 2, "%d pages", pages + 1);
 	CHECK_EQ(0, semc_info(c, "new/page", &in));
 	if (in != NULL) {
-		CHECK_EQ(5, in->n_holders);
-		CHECK_EQ(4, in->n_waiters);
+		CHECK_QUEUE(in, 5, 4);
 		CHECK_EQ(0, in->next_permit);
 		CHECK_EQ(0, in->next_waiter);
 	}
 	semc_info_free(in);
-	CHECK_EQ(0, semc_delete(c, "new/page", true));
-	CHECK_EQ(0, semc_delete(c, "new/sig", true));
-	CHECK_EQ(0, semc_delete(c, "new/auto", true));
+	delete_names(c, (const char *const[]){ "new/page", "new/sig", "new/auto", NULL });
 out:
 	semc_free(c);
 	semc_free(w);
@@ -1184,8 +1207,7 @@ static void test_stall(bool thread)
 
 	TEST_START(thread ? "keepalives and the client-side lease, from the library's thread" :
 		   "keepalives and the client-side lease, from semc_process()");
-	CHECK(relay_start(&r, D.tcp_addr) == 0, "relay");
-	snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", r.port);
+	relay_open(&r, addr, sizeof addr);
 	semc_set_address(c, addr);
 	semc_set_lease(c, 900);
 	semc_set_timeout(c, 2000);
@@ -1281,9 +1303,7 @@ static void test_resume_order(void)
 	int i;
 
 	TEST_START("a waiter keeps its place across a cut and a resume");
-	CHECK(relay_start(&r, D.tcp_addr) == 0, "relay");
-	snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", r.port);
-	a = open_client(addr, 5000);
+	a = relay_client(&r, addr, sizeof addr, 5000);
 	CHECK(a != NULL && b != NULL && obs != NULL, "connect");
 	if (a == NULL || b == NULL || obs == NULL)
 		goto out;
@@ -1352,10 +1372,7 @@ static void test_detach(void)
 	CHECK(c != NULL && c2 != NULL && obs != NULL, "connect");
 	if (c == NULL || c2 == NULL || obs == NULL)
 		goto out;
-	semc_set_event_callback(c, on_lost, &l1);
-	semc_set_event_callback(c2, on_lost, &l2);
-	CHECK_EQ(0, semc_down(c, "detach/a", 1, 1000, 0, &g));
-	CHECK_EQ(0, semc_down(c2, "detach/b", 1, 1000, 0, &g2));
+	hold_two(c, c2, on_lost, &l1, &l2, "detach/a", &g, "detach/b", &g2);
 	CHECK_EQ(0, semc_detach(c));
 	shutdown(semc_fd(c), SHUT_RDWR);
 	shutdown(semc_fd(c2), SHUT_RDWR);
@@ -1573,9 +1590,7 @@ static void test_issue15(void)
 	CHECK_EQ(0, semc_down(c, "i15/api", 1, 2000, 0, &g));	/* a token may be due */
 	PUMP_UNTIL(w, seen.n > 0, 300);
 	CHECK_EQ(0, seen.n);
-	CHECK_EQ(0, semc_delete(c, "i15/a", true));
-	CHECK_EQ(0, semc_delete(c, "i15/b", true));
-	CHECK_EQ(0, semc_delete(c, "i15/api", true));
+	delete_names(c, (const char *const[]){ "i15/a", "i15/b", "i15/api", NULL });
 out:
 	semc_free(c);
 	semc_free(w);

@@ -44,13 +44,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/semclient.h"
+#include "tests/client/spawn.h"
 
 #define MAX_CLIENTS	64
 #define MAX_ROUNDS	32
@@ -367,9 +367,7 @@ static int semd_start(void)
 	char sock[300], ready[300], data[300], log[300], listen_tcp[64];
 	const char *argv[48];
 	uint64_t until;
-	FILE *f;
-	char line[300];
-	int i = 0, j;
+	int i, j;
 
 	snprintf(sock, sizeof sock, "unix:%s/s.sock", dir);
 	snprintf(ready, sizeof ready, "%s/ready", dir);
@@ -377,34 +375,15 @@ static int semd_start(void)
 	snprintf(log, sizeof log, "%s/semd.log", dir);
 	snprintf(listen_tcp, sizeof listen_tcp, "tcp:127.0.0.1:%d", tcp_port);
 	unlink(ready);
-	argv[i++] = semd_path;
-	argv[i++] = "--listen";
-	argv[i++] = sock;
-	argv[i++] = "--listen";
-	argv[i++] = listen_tcp;
-	argv[i++] = "--acl";
-	argv[i++] = "anonymous * all";
-	argv[i++] = "--ready-file";
-	argv[i++] = ready;
+	i = t_semd_args(argv, semd_path, sock, listen_tcp, ready);
 	argv[i++] = "--data-dir";
 	argv[i++] = data;
 	for (j = 0; j < nextra && i < 46; j++)
 		argv[i++] = semd_extra[j];
 	argv[i] = NULL;
-	semd_pid = fork();
+	semd_pid = t_spawn(semd_path, argv, log);
 	if (semd_pid < 0)
 		return -1;
-	if (semd_pid == 0) {
-		FILE *lf = fopen(log, "a");
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (lf != NULL) {
-			dup2(fileno(lf), 1);
-			dup2(fileno(lf), 2);
-		}
-		execv(semd_path, (char *const *)argv);
-		_exit(127);
-	}
 	until = now_ns() + (uint64_t)READY_WAIT_MS * 1000000;
 	for (;;) {
 		struct stat st;
@@ -424,19 +403,10 @@ static int semd_start(void)
 		}
 		sleep_ms(5);
 	}
-	if ((f = fopen(ready, "r")) == NULL)
+	if (t_ready_read(ready, unix_addr, sizeof unix_addr, tcp_addr, sizeof tcp_addr) != 0)
 		return -1;
-	while (fgets(line, sizeof line, f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if (strncmp(line, "unix:", 5) == 0)
-			snprintf(unix_addr, sizeof unix_addr, "%s", line);
-		else if (strncmp(line, "tcp:", 4) == 0) {
-			snprintf(tcp_addr, sizeof tcp_addr, "%s", line);
-			if (tcp_port == 0 && strrchr(line, ':') != NULL)
-				tcp_port = atoi(strrchr(line, ':') + 1);
-		}
-	}
-	fclose(f);
+	if (tcp_port == 0 && strrchr(tcp_addr, ':') != NULL)
+		tcp_port = atoi(strrchr(tcp_addr, ':') + 1);
 	return unix_addr[0] && tcp_port > 0 ? 0 : -1;
 }
 
