@@ -89,8 +89,11 @@ static inline const char *req_field(struct req *q, const char *p,
 	if (strncmp(p, ".*s", 3) == 0 && f->type == PROTOBUF_C_TYPE_BYTES) {
 		ProtobufCBinaryData *b = (ProtobufCBinaryData *)(void *)at;
 
+		/* empty bytes stay at the default, {0, NULL} */
 		b->len = (size_t)va_arg(*ap, int);
 		b->data = (uint8_t *)(uintptr_t)va_arg(*ap, const char *);
+		if (b->len == 0)
+			b->data = NULL;
 		return p + 3;
 	}
 	if (*p == 's' && f->type == PROTOBUF_C_TYPE_STRING) {
