@@ -11,29 +11,9 @@
 #include <string.h>
 
 #include "daemon/state.h"
+#include "tests/common/check.h"
 #include "tests/common/req.h"
 
-static int failures;
-static const char *current;
-
-#define TEST_START(name) do { current = (name); printf("# %s\n", name); } while (0)
-#define FAIL(...) do {							\
-	failures++;							\
-	printf("not ok - %s: %s:%d: ", current, __FILE__, __LINE__);	\
-	printf(__VA_ARGS__);						\
-	printf("\n");							\
-} while (0)
-#define EXPECT(cond) do { if (!(cond)) FAIL("%s", #cond); } while (0)
-#define EXPECT_U64(want, got) do {					\
-	uint64_t w_ = (uint64_t)(want), g_ = (uint64_t)(got);		\
-	if (w_ != g_)							\
-		FAIL("%s: want %" PRIu64 ", got %" PRIu64, #got, w_, g_); \
-} while (0)
-#define EXPECT_I64(want, got) do {					\
-	int64_t w_ = (int64_t)(want), g_ = (int64_t)(got);		\
-	if (w_ != g_)							\
-		FAIL("%s: want %" PRId64 ", got %" PRId64, #got, w_, g_); \
-} while (0)
 #define CHECK_SM(sm) do {						\
 	char e_[256];							\
 	if (sm_check((sm), e_, sizeof e_) != 0)				\
@@ -3486,10 +3466,5 @@ int main(void)
 	test_watch();
 	test_holds();
 	caps_clear();
-	if (failures) {
-		printf("%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("all state tests passed\n");
-	return 0;
+	return check_done("state");
 }
