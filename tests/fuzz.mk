@@ -17,7 +17,8 @@ tests_fuzz_replay_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_replay_frame_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 
 check_PROGRAMS += tests/fuzz/replay-dispatch
-tests_fuzz_replay_dispatch_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_dispatch.c tests/fuzz/fuzz.h
+tests_fuzz_replay_dispatch_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_dispatch.c tests/fuzz/fuzz.h \
+	tests/fuzz/fuzz_sm.h
 tests_fuzz_replay_dispatch_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_replay_dispatch_LDADD = daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)

@@ -14,4 +14,5 @@ TESTS += $(LOCAL_SH_TESTS)
 EXTRA_DIST += $(LOCAL_SH_TESTS)
 
 # Helpers the C tests share.
-noinst_HEADERS += tests/common/rng.h tests/common/io.h
+noinst_HEADERS += tests/common/rng.h tests/common/io.h tests/common/req.h \
+	tests/common/check.h

@@ -61,6 +61,7 @@
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
 #include "tests/common/io.h"
+#include "tests/common/req.h"
 
 #define WAIT_MS 10000
 
@@ -353,6 +354,22 @@ static const char *opt(char **w, int n, const char *key)
 	return NULL;
 }
 
+/* Value of key=... as a number, or d. */
+static long long opt_num(char **w, int n, const char *key, long long d)
+{
+	const char *v = opt(w, n, key);
+
+	return v != NULL ? strtoll(v, NULL, 10) : d;
+}
+
+/* Value of key=..., or "". */
+static const char *opt_str(char **w, int n, const char *key)
+{
+	const char *v = opt(w, n, key);
+
+	return v != NULL ? v : "";
+}
+
 /* Is the bare word there? */
 static bool flag(char **w, int n, const char *word)
 {
@@ -395,34 +412,16 @@ static char *name_arg(char *s)
 /* Run one script command. */
 static int p_command(struct pconn *c, char *line)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Hello hello = SEMD__HELLO__INIT;
-	Semd__Create create = SEMD__CREATE__INIT;
-	Semd__Down down = SEMD__DOWN__INIT;
-	Semd__Up up = SEMD__UP__INIT;
-	Semd__Cancel cancel = SEMD__CANCEL__INIT;
-	Semd__Info info = SEMD__INFO__INIT;
-	Semd__List list = SEMD__LIST__INIT;
-	Semd__Delete del = SEMD__DELETE__INIT;
-	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
-	Semd__Ping ping = SEMD__PING__INIT;
-	Semd__Stats stats = SEMD__STATS__INIT;
-	Semd__Detach detach = SEMD__DETACH__INIT;
-	Semd__Validate val = SEMD__VALIDATE__INIT;
-	Semd__Release rel = SEMD__RELEASE__INIT;
-	Semd__SetRate srate = SEMD__SET_RATE__INIT;
-	Semd__DownMulti dm = SEMD__DOWN_MULTI__INIT;
 	Semd__Want wv[16], *wp[16];
-	Semd__Watch watch = SEMD__WATCH__INIT;
-	Semd__Renew renew = SEMD__RENEW__INIT;
-	Semd__Holds holds = SEMD__HOLDS__INIT;
-	Semd__Where where = SEMD__WHERE__INIT;
+	Semd__DownMulti *dm;
 	static char wnames[16][256];
 	char *colon, *nsave = NULL, *ntok;
 	static uint8_t secret[64], raw[65536];
 	char *w[32], *save = NULL, *tok;
 	const char *v;
 	int n = 0;
+	uint64_t id = 0;
+	struct req q;
 	Semd__Reply *r;
 
 	for (tok = strtok_r(line, " ", &save); tok && n < 32;
@@ -431,140 +430,94 @@ static int p_command(struct pconn *c, char *line)
 	if (n == 0)
 		return 0;
 #define ARG(i) (n > (i) ? name_arg(w[i]) : "")
-#define NUM(k, d) ((v = opt(w, n, k)) ? strtoll(v, NULL, 10) : (d))
+#define NUM(k, d) opt_num(w, n, k, d)
 	/* Only requests take an id; local commands (sleep, raw...) do not. */
 	if (strstr(" wait read slow sleep raw expect-eof ", w[0]) == NULL ||
 	    strchr(w[0], ' ') != NULL) {
-		req.id = (uint64_t)NUM("id", (long long)c->next_id);
-		c->next_id = req.id + 1;
+		id = (uint64_t)NUM("id", (long long)c->next_id);
+		c->next_id = id + 1;
 	}
 	if (strcmp(w[0], "hello") == 0) {
-		hello.version = (uint32_t)NUM("version", 1);
-		hello.client_name = "semd_probe";
-		hello.host = "localhost";
-		hello.pid = (uint32_t)getpid();
-		hello.lease_ms = (uint32_t)NUM("lease", 0);
-		hello.resume_session = (uint64_t)NUM("resume", 0);
-		if ((v = opt(w, n, "secret")) != NULL) {
-			hello.resume_secret.data = secret;
-			hello.resume_secret.len = unhex(v, secret, sizeof secret);
-		}
-		req.op_case = SEMD__REQUEST__OP_HELLO;
-		req.hello = &hello;
+		req_make(&q, id, SEMD__REQUEST__OP_HELLO,
+		    "version=%lld client_name=%s host=%s pid=%d lease_ms=%lld resume_session=%lld",
+		    NUM("version", 1), "semd_probe", "localhost", (int)getpid(),
+		    NUM("lease", 0), NUM("resume", 0));
+		if ((v = opt(w, n, "secret")) != NULL)
+			req_set(&q, "resume_secret=%.*s",
+			    (int)unhex(v, secret, sizeof secret), (const char *)secret);
 	} else if (strcmp(w[0], "create") == 0) {
-		create.name = ARG(1);
-		create.limit = (uint32_t)atol(ARG(2));
-		create.mode = flag(w, n, "signal") ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
-		create.if_not_exists = flag(w, n, "ine");
-		create.rate = (uint32_t)NUM("rate", 0);
-		create.rate_period_ms = (uint32_t)NUM("period", 0);
-		create.burst = (uint32_t)NUM("burst", 0);
-		req.op_case = SEMD__REQUEST__OP_CREATE;
-		req.create = &create;
+		req_make(&q, id, SEMD__REQUEST__OP_CREATE,
+		    "name=%s limit=%ld mode=%d if_not_exists=%d rate=%lld rate_period_ms=%lld burst=%lld",
+		    ARG(1), atol(ARG(2)),
+		    flag(w, n, "signal") ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED,
+		    flag(w, n, "ine"), NUM("rate", 0), NUM("period", 0), NUM("burst", 0));
 	} else if (strcmp(w[0], "down") == 0) {
-		down.name = ARG(1);
-		down.n = (uint32_t)NUM("n", 1);
-		down.timeout_ms = NUM("timeout", -1);
-		down.lease_ms = (uint32_t)NUM("lease", 0);
-		req.op_case = SEMD__REQUEST__OP_DOWN;
-		req.down = &down;
+		req_make(&q, id, SEMD__REQUEST__OP_DOWN, "name=%s n=%lld timeout_ms=%lld lease_ms=%lld",
+		    ARG(1), NUM("n", 1), NUM("timeout", -1), NUM("lease", 0));
 	} else if (strcmp(w[0], "up") == 0) {
-		up.name = ARG(1);
-		up.n = (uint32_t)NUM("n", 0);
-		up.permit_id = (uint64_t)NUM("permit", 0);
-		req.op_case = SEMD__REQUEST__OP_UP;
-		req.up = &up;
+		req_make(&q, id, SEMD__REQUEST__OP_UP, "name=%s n=%lld permit_id=%lld",
+		    ARG(1), NUM("n", 0), NUM("permit", 0));
 	} else if (strcmp(w[0], "cancel") == 0) {
-		cancel.request_id = strtoull(ARG(1), NULL, 10);
-		req.op_case = SEMD__REQUEST__OP_CANCEL;
-		req.cancel = &cancel;
+		req_make(&q, id, SEMD__REQUEST__OP_CANCEL, "request_id=%llu",
+		    strtoull(ARG(1), NULL, 10));
 	} else if (strcmp(w[0], "info") == 0) {
-		info.name = ARG(1);
-		req.op_case = SEMD__REQUEST__OP_INFO;
-		req.info = &info;
+		req_make(&q, id, SEMD__REQUEST__OP_INFO, "name=%s", ARG(1));
 	} else if (strcmp(w[0], "list") == 0) {
-		list.prefix = (char *)((v = opt(w, n, "prefix")) ? v : "");
-		list.after = (char *)((v = opt(w, n, "after")) ? v : "");
-		list.max = (uint32_t)NUM("max", 0);
-		req.op_case = SEMD__REQUEST__OP_LIST;
-		req.list = &list;
+		req_make(&q, id, SEMD__REQUEST__OP_LIST, "prefix=%s after=%s max=%lld",
+		    opt_str(w, n, "prefix"), opt_str(w, n, "after"), NUM("max", 0));
 	} else if (strcmp(w[0], "delete") == 0) {
-		del.name = ARG(1);
-		del.force = flag(w, n, "force");
-		req.op_case = SEMD__REQUEST__OP_DELETE;
-		req.delete_ = &del;
+		req_make(&q, id, SEMD__REQUEST__OP_DELETE, "name=%s force=%d",
+		    ARG(1), flag(w, n, "force"));
 	} else if (strcmp(w[0], "setlimit") == 0) {
-		sl.name = ARG(1);
-		sl.limit = (uint32_t)atol(ARG(2));
-		req.op_case = SEMD__REQUEST__OP_SET_LIMIT;
-		req.set_limit = &sl;
+		req_make(&q, id, SEMD__REQUEST__OP_SET_LIMIT, "name=%s limit=%ld",
+		    ARG(1), atol(ARG(2)));
 	} else if (strcmp(w[0], "ping") == 0) {
-		ping.payload.data = (uint8_t *)ARG(1);
-		ping.payload.len = strlen(ARG(1));
-		req.op_case = SEMD__REQUEST__OP_PING;
-		req.ping = &ping;
+		req_make(&q, id, SEMD__REQUEST__OP_PING, "payload=%.*s",
+		    (int)strlen(ARG(1)), ARG(1));
 	} else if (strcmp(w[0], "stats") == 0) {
-		req.op_case = SEMD__REQUEST__OP_STATS;
-		req.stats = &stats;
+		req_op(&q, id, SEMD__REQUEST__OP_STATS);
 	} else if (strcmp(w[0], "detach") == 0) {
-		req.op_case = SEMD__REQUEST__OP_DETACH;
-		req.detach = &detach;
+		req_op(&q, id, SEMD__REQUEST__OP_DETACH);
 	} else if (strcmp(w[0], "validate") == 0) {
-		val.name = ARG(1);
-		val.token = strtoull(ARG(2), NULL, 10);
-		req.op_case = SEMD__REQUEST__OP_VALIDATE;
-		req.validate = &val;
+		req_make(&q, id, SEMD__REQUEST__OP_VALIDATE, "name=%s token=%llu",
+		    ARG(1), strtoull(ARG(2), NULL, 10));
 	} else if (strcmp(w[0], "release") == 0) {
-		rel.name = ARG(1);
-		rel.permit_id = strtoull(ARG(2), NULL, 10);
-		req.op_case = SEMD__REQUEST__OP_RELEASE;
-		req.release = &rel;
+		req_make(&q, id, SEMD__REQUEST__OP_RELEASE, "name=%s permit_id=%llu",
+		    ARG(1), strtoull(ARG(2), NULL, 10));
 	} else if (strcmp(w[0], "setrate") == 0) {
-		srate.name = ARG(1);
-		srate.rate = (uint32_t)atol(ARG(2));
-		srate.rate_period_ms = (uint32_t)NUM("period", 0);
-		srate.burst = (uint32_t)NUM("burst", 0);
-		req.op_case = SEMD__REQUEST__OP_SET_RATE;
-		req.set_rate = &srate;
+		req_make(&q, id, SEMD__REQUEST__OP_SET_RATE,
+		    "name=%s rate=%ld rate_period_ms=%lld burst=%lld",
+		    ARG(1), atol(ARG(2)), NUM("period", 0), NUM("burst", 0));
 	} else if (strcmp(w[0], "multi") == 0) {
+		dm = req_make(&q, id, SEMD__REQUEST__OP_DOWN_MULTI, "timeout_ms=%lld lease_ms=%lld",
+		    NUM("timeout", -1), NUM("lease", 0))->down_multi;
 		/* NAME[:N],NAME[:N]... */
-		for (ntok = strtok_r(ARG(1), ",", &nsave); ntok != NULL && dm.n_wants < 16;
+		for (ntok = strtok_r(ARG(1), ",", &nsave); ntok != NULL && dm->n_wants < 16;
 		    ntok = strtok_r(NULL, ",", &nsave)) {
-			semd__want__init(&wv[dm.n_wants]);
-			snprintf(wnames[dm.n_wants], sizeof wnames[0], "%s", ntok);
-			colon = strrchr(wnames[dm.n_wants], ':');
+			semd__want__init(&wv[dm->n_wants]);
+			snprintf(wnames[dm->n_wants], sizeof wnames[0], "%s", ntok);
+			colon = strrchr(wnames[dm->n_wants], ':');
 			if (colon != NULL) {
 				*colon = '\0';
-				wv[dm.n_wants].n = (uint32_t)atol(colon + 1);
+				wv[dm->n_wants].n = (uint32_t)atol(colon + 1);
 			}
-			wv[dm.n_wants].name = wnames[dm.n_wants];
-			wp[dm.n_wants] = &wv[dm.n_wants];
-			dm.n_wants++;
+			wv[dm->n_wants].name = wnames[dm->n_wants];
+			wp[dm->n_wants] = &wv[dm->n_wants];
+			dm->n_wants++;
 		}
-		dm.wants = wp;
-		dm.timeout_ms = NUM("timeout", -1);
-		dm.lease_ms = (uint32_t)NUM("lease", 0);
-		req.op_case = SEMD__REQUEST__OP_DOWN_MULTI;
-		req.down_multi = &dm;
+		dm->wants = wp;
 	} else if (strcmp(w[0], "watch") == 0) {
-		watch.name = ARG(1);
-		watch.prefix = flag(w, n, "prefix");
-		req.op_case = SEMD__REQUEST__OP_WATCH;
-		req.watch = &watch;
+		req_make(&q, id, SEMD__REQUEST__OP_WATCH, "name=%s prefix=%d",
+		    ARG(1), flag(w, n, "prefix"));
 	} else if (strcmp(w[0], "renew") == 0) {
-		renew.name = ARG(1);
-		renew.permit_id = (uint64_t)NUM("permit", 0);
-		renew.lease_ms = (uint32_t)NUM("lease", 0);
-		req.op_case = SEMD__REQUEST__OP_RENEW;
-		req.renew = &renew;
+		req_make(&q, id, SEMD__REQUEST__OP_RENEW, "name=%s permit_id=%lld lease_ms=%lld",
+		    ARG(1), NUM("permit", 0), NUM("lease", 0));
 	} else if (strcmp(w[0], "holds") == 0) {
-		holds.principal = (char *)((v = opt(w, n, "principal")) ? v : "");
-		req.op_case = SEMD__REQUEST__OP_HOLDS;
-		req.holds = &holds;
+		req_make(&q, id, SEMD__REQUEST__OP_HOLDS, "principal=%s",
+		    opt_str(w, n, "principal"));
 	} else if (strcmp(w[0], "where") == 0) {
-		where.request_id = strtoull(ARG(1), NULL, 10);
-		req.op_case = SEMD__REQUEST__OP_WHERE;
-		req.where = &where;
+		req_make(&q, id, SEMD__REQUEST__OP_WHERE, "request_id=%llu",
+		    strtoull(ARG(1), NULL, 10));
 	} else if (strcmp(w[0], "wait") == 0) {
 		return p_wait(c, strtoull(ARG(1), NULL, 10));
 	} else if (strcmp(w[0], "read") == 0) {
@@ -596,13 +549,13 @@ static int p_command(struct pconn *c, char *line)
 		fprintf(stderr, "semd_probe: unknown command %s\n", w[0]);
 		return -1;
 	}
-	if (p_send(c, &req) != 0) {
+	if (p_send(c, &q.r) != 0) {
 		printf("write failed: %s\n", strerror(errno));
 		return -1;
 	}
 	if (flag(w, n, "nowait"))
 		return 0;
-	return p_wait(c, req.id);
+	return p_wait(c, q.r.id);
 #undef ARG
 #undef NUM
 }
@@ -619,33 +572,32 @@ static int p_hello(struct pconn *c)
 	return r;
 }
 
-/* A request built on the stack and sent; returns its id. */
+/* Send q as the connection's next request; returns its id, 0 if the write failed. */
+static uint64_t p_send_next(struct pconn *c, struct req *q)
+{
+	q->r.id = c->next_id++;
+	return p_send(c, &q->r) == 0 ? q->r.id : 0;
+}
+
+/* A down of one permit, sent; returns its id. */
 static uint64_t p_down(struct pconn *c, const char *name, int64_t timeout)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Down d = SEMD__DOWN__INIT;
+	struct req q;
 
-	d.name = (char *)name;
-	d.n = 1;
-	d.timeout_ms = timeout;
-	req.id = c->next_id++;
-	req.op_case = SEMD__REQUEST__OP_DOWN;
-	req.down = &d;
-	return p_send(c, &req) == 0 ? req.id : 0;
+	req_make(&q, 0, SEMD__REQUEST__OP_DOWN, "name=%s n=%d timeout_ms=%" PRId64,
+	    name, 1, timeout);
+	return p_send_next(c, &q);
 }
 
 /* Send a ping and wait for its pong (a barrier). */
 static int p_sync(struct pconn *c)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Ping p = SEMD__PING__INIT;
+	struct req q;
 	Semd__Reply *r;
 	uint64_t id;
 
-	req.id = id = c->next_id++;
-	req.op_case = SEMD__REQUEST__OP_PING;
-	req.ping = &p;
-	if (p_send(c, &req) != 0)
+	req_op(&q, 0, SEMD__REQUEST__OP_PING);
+	if ((id = p_send_next(c, &q)) == 0)
 		return -1;
 	while ((r = p_read(c, WAIT_MS)) != NULL) {
 		bool done = r->id == id;
@@ -660,16 +612,12 @@ static int p_sync(struct pconn *c)
 /* Up one permit and wait for the answer. */
 static int p_up(struct pconn *c, const char *name)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Up u = SEMD__UP__INIT;
+	struct req q;
 	Semd__Reply *r;
 	int code;
 
-	u.name = (char *)name;
-	req.id = c->next_id++;
-	req.op_case = SEMD__REQUEST__OP_UP;
-	req.up = &u;
-	if (p_send(c, &req) != 0 || (r = p_read(c, WAIT_MS)) == NULL)
+	req_make(&q, 0, SEMD__REQUEST__OP_UP, "name=%s", name);
+	if (p_send_next(c, &q) == 0 || (r = p_read(c, WAIT_MS)) == NULL)
 		return -1;
 	code = r->code;
 	semd__reply__free_unpacked(r, NULL);
@@ -815,8 +763,7 @@ static int mode_many(const char *addr, int n)
 /* n connections at once, some maybe refused: how many served, how many cut. */
 static int mode_burst(const char *addr, int n)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Hello hello = SEMD__HELLO__INIT;
+	struct req q;
 	struct rlimit rl;
 	struct pconn **cs;
 	Semd__Reply *r;
@@ -840,13 +787,10 @@ static int mode_burst(const char *addr, int n)
 			return 2;
 		}
 	}
-	hello.version = 1;
-	req.id = 1;
-	req.op_case = SEMD__REQUEST__OP_HELLO;
-	req.hello = &hello;
+	req_make(&q, 1, SEMD__REQUEST__OP_HELLO, "version=%d", 1);
 	/* A refused connection may already be closed: a failed write counts as cut. */
 	for (i = 0; i < n; i++)
-		if (p_send(cs[i], &req) != 0)
+		if (p_send(cs[i], &q.r) != 0)
 			cs[i]->eof = true;
 	for (i = 0; i < n; i++) {
 		r = cs[i]->eof ? NULL : p_read(cs[i], WAIT_MS);
@@ -1155,10 +1099,7 @@ static int mode_watchers(const char *addr, int nw, const char *name, int n)
 	struct pconn **cs = p_open_many(addr, nw + 1), *wk;
 	struct pollfd *pf = calloc((size_t)nw + 1, sizeof *pf);
 	uint64_t *events = calloc((size_t)nw + 1, sizeof *events), id, lo = UINT64_MAX;
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Watch watch = SEMD__WATCH__INIT;
-	Semd__Down down = SEMD__DOWN__INIT;
-	Semd__Up up = SEMD__UP__INIT;
+	struct req q;
 	Semd__Reply *r;
 	double t0, t1, until;
 	int i, k, bad = 0, got;
@@ -1167,29 +1108,20 @@ static int mode_watchers(const char *addr, int nw, const char *name, int n)
 		return 2;
 	wk = cs[nw];
 	for (i = 0; i < nw; i++) {
-		watch.name = (char *)name;
-		req.id = cs[i]->next_id++;
-		req.op_case = SEMD__REQUEST__OP_WATCH;
-		req.watch = &watch;
-		if (p_send(cs[i], &req) != 0 || (r = p_read(cs[i], WAIT_MS)) == NULL) {
+		req_make(&q, 0, SEMD__REQUEST__OP_WATCH, "name=%s", name);
+		if (p_send_next(cs[i], &q) == 0 || (r = p_read(cs[i], WAIT_MS)) == NULL) {
 			printf("watcher %d: no answer to its watch\n", i);
 			return 2;
 		}
 		semd__reply__free_unpacked(r, NULL);
 	}
-	down.name = up.name = (char *)name;
-	down.timeout_ms = -1;
 	t0 = now_ms();
 	for (k = 0; k < 2 * n && bad == 0; k++) {
-		req.id = id = wk->next_id++;
-		if (k % 2 == 0) {
-			req.op_case = SEMD__REQUEST__OP_DOWN;
-			req.down = &down;
-		} else {
-			req.op_case = SEMD__REQUEST__OP_UP;
-			req.up = &up;
-		}
-		if (p_send(wk, &req) != 0) {
+		if (k % 2 == 0)
+			req_make(&q, 0, SEMD__REQUEST__OP_DOWN, "name=%s timeout_ms=%d", name, -1);
+		else
+			req_make(&q, 0, SEMD__REQUEST__OP_UP, "name=%s", name);
+		if ((id = p_send_next(wk, &q)) == 0) {
 			bad++;
 			break;
 		}
@@ -1351,16 +1283,12 @@ static int mode_stress(const char *addr, int n, int k, int ms, unsigned seed)
 					return 2;
 				s->st = S_WAITING;
 			} else if (s->st == S_HOLDING && (dice < 700 || drain)) {
-				Semd__Request req = SEMD__REQUEST__INIT;
-				Semd__Up u = SEMD__UP__INIT;
+				struct req q;
 
-				u.name = name;
-				req.id = s->c->next_id++;
-				req.op_case = SEMD__REQUEST__OP_UP;
-				req.up = &u;
+				req_make(&q, 0, SEMD__REQUEST__OP_UP, "name=%s", name);
 				held--;
 				ups++;
-				if (p_send(s->c, &req) != 0)
+				if (p_send_next(s->c, &q) == 0)
 					return 2;
 				s->st = S_UPPING;
 			}
@@ -1466,15 +1394,11 @@ static int mode_stress(const char *addr, int n, int k, int ms, unsigned seed)
 	if (cs == NULL)
 		return 2;
 	for (i = 0; i < 200; i++) {
-		Semd__Request req = SEMD__REQUEST__INIT;
-		Semd__Info in = SEMD__INFO__INIT;
+		struct req q;
 		bool free_all = false;
 
-		in.name = name;
-		req.id = cs[0]->next_id++;
-		req.op_case = SEMD__REQUEST__OP_INFO;
-		req.info = &in;
-		if (p_send(cs[0], &req) != 0 || (r = p_read(cs[0], WAIT_MS)) == NULL)
+		req_make(&q, 0, SEMD__REQUEST__OP_INFO, "name=%s", name);
+		if (p_send_next(cs[0], &q) == 0 || (r = p_read(cs[0], WAIT_MS)) == NULL)
 			return 2;
 		if (r->code == SEMD__CODE__OK && r->body_case == SEMD__REPLY__BODY_INFO)
 			free_all = r->info->available == k &&

@@ -13,20 +13,11 @@
 #include <string.h>
 
 #include "daemon/fastpb.h"
+#include "tests/common/check.h"
+#include "tests/common/rng.h"
 
 #define ROUNDS 200000
 
-static int failures;
-static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-
-/* xorshift64* */
-static uint64_t rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 2685821657736338717ULL;
-}
 
 /* A value that is often 0, small, or big. */
 static uint64_t rnd_value(void)
@@ -323,13 +314,9 @@ static void test_reply_bound_edges(void)
 
 int main(void)
 {
+	rng = 0x9e3779b97f4a7c15ULL;
 	test_requests();
 	test_replies();
 	test_reply_bound_edges();
-	if (failures) {
-		printf("%d failure(s)\n", failures);
-		return 1;
-	}
-	printf("all fastpb tests passed\n");
-	return 0;
+	return check_done("fastpb");
 }

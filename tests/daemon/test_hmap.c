@@ -11,15 +11,8 @@
 
 #include "core/list.h"
 #include "daemon/hmap.h"
+#include "tests/common/check.h"
 
-static int failures;
-
-#define EXPECT(cond) do {						\
-	if (!(cond)) {							\
-		failures++;						\
-		printf("not ok - %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-	}								\
-} while (0)
 
 struct item {
 	struct hnode	node;
@@ -192,10 +185,5 @@ int main(void)
 	test_siphash();
 	test_siphash_u64x2();
 	test_table();
-	if (failures) {
-		printf("%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("all hmap tests passed\n");
-	return 0;
+	return check_done("hmap");
 }

@@ -10,17 +10,8 @@
 #include <string.h>
 
 #include "daemon/state.h"
-
-static int failures;
-
-#define EXPECT_U64(want, got) do {					\
-	uint64_t w_ = (uint64_t)(want), g_ = (uint64_t)(got);		\
-	if (w_ != g_) {							\
-		failures++;						\
-		printf("not ok - %s:%d: %s: want %" PRIu64 ", got %" PRIu64 "\n", \
-		    __FILE__, __LINE__, #got, w_, g_);			\
-	}								\
-} while (0)
+#include "tests/common/check.h"
+#include "tests/common/req.h"
 
 static int replies;
 
@@ -36,43 +27,30 @@ static void sink(void *ctx, void *conn, const Semd__Reply *r)
 /* Send a Hello. */
 static void hello(struct sm *sm, struct sm_client *c, uint64_t now)
 {
-	Semd__Request q = SEMD__REQUEST__INIT;
-	Semd__Hello h = SEMD__HELLO__INIT;
+	struct req q;
 
-	h.version = SM_PROTO_VERSION;
-	q.id = 1;
-	q.op_case = SEMD__REQUEST__OP_HELLO;
-	q.hello = &h;
-	sm_request(sm, c, &q, NULL, now);
+	sm_request(sm, c, req_make(&q, 1, SEMD__REQUEST__OP_HELLO, "version=%d",
+	    SM_PROTO_VERSION), NULL, now);
 }
 
 /* Send a Down (timeout_ms < 0: wait forever). */
 static void down(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, int64_t timeout_ms, uint64_t now)
 {
-	Semd__Request q = SEMD__REQUEST__INIT;
-	Semd__Down d = SEMD__DOWN__INIT;
+	struct req q;
 
-	d.name = (char *)name;
-	d.timeout_ms = timeout_ms;
-	q.id = id;
-	q.op_case = SEMD__REQUEST__OP_DOWN;
-	q.down = &d;
-	sm_request(sm, c, &q, NULL, now);
+	sm_request(sm, c, req_make(&q, id, SEMD__REQUEST__OP_DOWN,
+	    "name=%s timeout_ms=%" PRId64, name, timeout_ms), NULL, now);
 }
 
 /* Send an Up of one permit. */
 static void up(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint64_t now)
 {
-	Semd__Request q = SEMD__REQUEST__INIT;
-	Semd__Up u = SEMD__UP__INIT;
+	struct req q;
 
-	u.name = (char *)name;
-	q.id = id;
-	q.op_case = SEMD__REQUEST__OP_UP;
-	q.up = &u;
-	sm_request(sm, c, &q, NULL, now);
+	sm_request(sm, c, req_make(&q, id, SEMD__REQUEST__OP_UP, "name=%s", name),
+	    NULL, now);
 }
 
 struct seen {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon/state.h"
+#include "tests/common/req.h"
 #include "tests/common/rng.h"
 
 #define NCLIENTS	24
@@ -179,32 +180,17 @@ static void add_request(struct sm_batch *b, int i, Semd__Request *rq)
 /* One random command for the batch. */
 static void random_command(struct sm_batch *b)
 {
-	Semd__Request rq = SEMD__REQUEST__INIT;
-	Semd__Hello h = SEMD__HELLO__INIT;
-	Semd__Down d = SEMD__DOWN__INIT;
-	Semd__Up u = SEMD__UP__INIT;
-	Semd__Create cr = SEMD__CREATE__INIT;
-	Semd__Info in = SEMD__INFO__INIT;
-	Semd__List l = SEMD__LIST__INIT;
-	Semd__Delete dl = SEMD__DELETE__INIT;
-	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
-	Semd__Cancel cn = SEMD__CANCEL__INIT;
-	Semd__Validate v = SEMD__VALIDATE__INIT;
-	Semd__Release rl = SEMD__RELEASE__INIT;
-	Semd__Ping p = SEMD__PING__INIT;
-	Semd__Stats st = SEMD__STATS__INIT;
-	Semd__Detach dt = SEMD__DETACH__INIT;
-	Semd__SetRate sr = SEMD__SET_RATE__INIT;
-	Semd__DownMulti dm = SEMD__DOWN_MULTI__INIT;
-	Semd__Want wv[4], *wp[4];
-	Semd__Watch wa = SEMD__WATCH__INIT;
-	Semd__Renew rn = SEMD__RENEW__INIT;
-	Semd__Holds ho = SEMD__HOLDS__INIT;
-	Semd__Where wh = SEMD__WHERE__INIT;
 	static const uint32_t periods[] = { 7, 100, 1000, 60000 };
+	static const int simple[] = {
+		SEMD__REQUEST__OP_PING, SEMD__REQUEST__OP_STATS, SEMD__REQUEST__OP_DETACH,
+	};
+	Semd__Want wv[4], *wp[4];
+	Semd__Create *cr;
 	uint8_t secret[SM_SECRET_LEN];
 	int i = (int)rnd_below(NCLIENTS), k;
 	struct known *ks;
+	struct req q;
+	uint64_t id;
 
 	if (cl[i].id == 0) {
 		for (k = 0; k < SM_SECRET_LEN; k++)
@@ -222,182 +208,139 @@ static void random_command(struct sm_batch *b)
 		cl[i].id = 0;
 		return;
 	}
-	rq.id = cl[i].next_req++;
+	id = cl[i].next_req++;
+	/* Each req_set() in turn: the random numbers come in a fixed order. */
 	if (!cl[i].hello) {
-		h.version = rnd_below(50) ? 1 : 2;
-		h.client_name = "replay";
-		h.host = "h";
-		h.pid = (uint32_t)i;
-		h.lease_ms = rnd_below(2) ? 0 : 200 + rnd_below(3000);
+		req_make(&q, id, SEMD__REQUEST__OP_HELLO, "version=%d client_name=%s host=%s pid=%d",
+		    rnd_below(50) ? 1 : 2, "replay", "h", i);
+		req_set(&q, "lease_ms=%" PRIu64, rnd_below(2) ? 0 : 200 + rnd_below(3000));
 		if (nsessions > 0 && rnd_below(3) == 0) {
 			ks = &sessions[rnd_below((unsigned int)nsessions)];
-			h.resume_session = ks->id;
-			h.resume_secret.data = ks->secret;
-			h.resume_secret.len = rnd_below(10) ? SM_SECRET_LEN : 3;
+			req_set(&q, "resume_session=%" PRIu64 " resume_secret=%.*s", ks->id,
+			    rnd_below(10) ? SM_SECRET_LEN : 3, (const char *)ks->secret);
 		}
-		rq.op_case = SEMD__REQUEST__OP_HELLO;
-		rq.hello = &h;
 		cl[i].hello = true;
-		add_request(b, i, &rq);
+		add_request(b, i, &q.r);
 		return;
 	}
 	switch (rnd_below(24)) {
 	case 0: case 1: case 2: case 3:
-		d.name = (char *)names[rnd_below(NNAMES)];
-		d.n = rnd_below(4) ? 1 : 1 + rnd_below(3);
-		d.timeout_ms = rnd_below(3) == 0 ? 0 : rnd_below(3) == 0 ? -1 :
-		    (int64_t)(50 + rnd_below(800));
-		d.lease_ms = rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0;
-		d.limit = rnd_below(10) == 0 ? 1 + rnd_below(3) : 0;
+		req_make(&q, id, SEMD__REQUEST__OP_DOWN, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "n=%" PRIu64, rnd_below(4) ? 1 : 1 + rnd_below(3));
+		req_set(&q, "timeout_ms=%" PRId64, rnd_below(3) == 0 ? 0 : rnd_below(3) == 0 ? -1 :
+		    (int64_t)(50 + rnd_below(800)));
+		req_set(&q, "lease_ms=%" PRIu64, rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0);
+		req_set(&q, "limit=%" PRIu64, rnd_below(10) == 0 ? 1 + rnd_below(3) : 0);
 		if (rnd_below(8) == 0)
-			rq.id = 1 + rnd_below((unsigned int)rq.id);	/* a retry */
-		rq.op_case = SEMD__REQUEST__OP_DOWN;
-		rq.down = &d;
+			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;
 	case 4: case 5: case 6:
-		u.name = (char *)names[rnd_below(NNAMES)];
-		u.n = rnd_below(3) ? 1 : 2;
-		u.permit_id = rnd_below(4) == 0 ? 1 + rnd_below(200) : 0;
-		rq.op_case = SEMD__REQUEST__OP_UP;
-		rq.up = &u;
+		req_make(&q, id, SEMD__REQUEST__OP_UP, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "n=%d", rnd_below(3) ? 1 : 2);
+		req_set(&q, "permit_id=%" PRIu64, rnd_below(4) == 0 ? 1 + rnd_below(200) : 0);
 		break;
 	case 7:
-		cr.name = (char *)names[rnd_below(NNAMES)];
-		cr.limit = 1 + rnd_below(4);
-		cr.mode = rnd_below(4) == 0 ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
-		cr.if_not_exists = rnd_below(2);
-		cr.initial_set = cr.mode == SEMD__MODE__SIGNAL && rnd_below(2);
-		cr.initial = rnd_below(cr.limit + 1);
-		if (cr.mode == SEMD__MODE__OWNED && rnd_below(2)) {
+		cr = req_make(&q, id, SEMD__REQUEST__OP_CREATE, "name=%s",
+		    names[rnd_below(NNAMES)])->create;
+		cr->limit = 1 + rnd_below(4);
+		cr->mode = rnd_below(4) == 0 ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
+		cr->if_not_exists = rnd_below(2);
+		cr->initial_set = cr->mode == SEMD__MODE__SIGNAL && rnd_below(2);
+		cr->initial = rnd_below(cr->limit + 1);
+		if (cr->mode == SEMD__MODE__OWNED && rnd_below(2)) {
 			/* A rate: with the limit, or rate-only (limit 0). */
-			cr.rate = 1 + rnd_below(5);
-			cr.rate_period_ms = periods[rnd_below(4)];
-			cr.burst = rnd_below(3) ? 1 + rnd_below(4) : 0;
+			cr->rate = 1 + rnd_below(5);
+			cr->rate_period_ms = periods[rnd_below(4)];
+			cr->burst = rnd_below(3) ? 1 + rnd_below(4) : 0;
 			if (rnd_below(3) == 0)
-				cr.limit = 0;
+				cr->limit = 0;
 		}
-		rq.op_case = SEMD__REQUEST__OP_CREATE;
-		rq.create = &cr;
 		break;
 	case 8:
-		in.name = (char *)names[rnd_below(NNAMES)];
-		in.max = rnd_below(4);
-		in.after_permit = rnd_below(3) == 0 ? rnd_below(100) : 0;
-		in.after_waiter = rnd_below(3) == 0 ? rnd_below(100) : 0;
-		rq.op_case = SEMD__REQUEST__OP_INFO;
-		rq.info = &in;
+		req_make(&q, id, SEMD__REQUEST__OP_INFO, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "max=%" PRIu64, rnd_below(4));
+		req_set(&q, "after_permit=%" PRIu64, rnd_below(3) == 0 ? rnd_below(100) : 0);
+		req_set(&q, "after_waiter=%" PRIu64, rnd_below(3) == 0 ? rnd_below(100) : 0);
 		break;
 	case 9:
-		l.prefix = rnd_below(2) ? "" : "jobs/";
-		l.max = rnd_below(4);
-		l.after = "";
-		rq.op_case = SEMD__REQUEST__OP_LIST;
-		rq.list = &l;
+		req_make(&q, id, SEMD__REQUEST__OP_LIST, "prefix=%s", rnd_below(2) ? "" : "jobs/");
+		req_set(&q, "max=%" PRIu64 " after=%s", rnd_below(4), "");
 		break;
 	case 10:
-		dl.name = (char *)names[rnd_below(NNAMES)];
-		dl.force = rnd_below(2);
-		rq.op_case = SEMD__REQUEST__OP_DELETE;
-		rq.delete_ = &dl;
+		req_make(&q, id, SEMD__REQUEST__OP_DELETE, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "force=%" PRIu64, rnd_below(2));
 		break;
 	case 11:
-		sl.name = (char *)names[rnd_below(NNAMES)];
-		sl.limit = 1 + rnd_below(4);
-		rq.op_case = SEMD__REQUEST__OP_SET_LIMIT;
-		rq.set_limit = &sl;
+		req_make(&q, id, SEMD__REQUEST__OP_SET_LIMIT, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "limit=%" PRIu64, 1 + rnd_below(4));
 		break;
 	case 12:
-		cn.request_id = 1 + rnd_below((unsigned int)rq.id);
-		rq.op_case = SEMD__REQUEST__OP_CANCEL;
-		rq.cancel = &cn;
+		req_make(&q, id, SEMD__REQUEST__OP_CANCEL, "request_id=%" PRIu64,
+		    1 + rnd_below((unsigned int)id));
 		break;
 	case 13:
-		v.name = (char *)names[rnd_below(NNAMES)];
-		v.token = rnd_below(2) ? rnd() : 0;
-		rq.op_case = SEMD__REQUEST__OP_VALIDATE;
-		rq.validate = &v;
+		req_make(&q, id, SEMD__REQUEST__OP_VALIDATE, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "token=%" PRIu64, rnd_below(2) ? rnd() : 0);
 		break;
 	case 14:
-		rl.name = (char *)names[rnd_below(NNAMES)];
-		rl.permit_id = 1 + rnd_below(200);
-		rq.op_case = SEMD__REQUEST__OP_RELEASE;
-		rq.release = &rl;
+		req_make(&q, id, SEMD__REQUEST__OP_RELEASE, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "permit_id=%" PRIu64, 1 + rnd_below(200));
 		break;
 	case 16: case 17: case 18:
 		/* A multi-name down of 1 to 4 names, some repeated (refused). */
-		dm.n_wants = 1 + rnd_below(4);
-		for (k = 0; k < (int)dm.n_wants; k++) {
+		req_op(&q, id, SEMD__REQUEST__OP_DOWN_MULTI);
+		q.r.down_multi->n_wants = 1 + rnd_below(4);
+		for (k = 0; k < (int)q.r.down_multi->n_wants; k++) {
 			semd__want__init(&wv[k]);
 			wv[k].name = (char *)names[rnd_below(NNAMES)];
 			wv[k].n = rnd_below(4) ? 1 : 2;
 			wv[k].limit = rnd_below(10) == 0 ? 1 + rnd_below(3) : 0;
 			wp[k] = &wv[k];
 		}
-		dm.wants = wp;
-		dm.timeout_ms = rnd_below(4) == 0 ? 0 : rnd_below(3) == 0 ? -1 :
-		    (int64_t)(50 + rnd_below(800));
-		dm.lease_ms = rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0;
+		q.r.down_multi->wants = wp;
+		req_set(&q, "timeout_ms=%" PRId64, rnd_below(4) == 0 ? 0 : rnd_below(3) == 0 ? -1 :
+		    (int64_t)(50 + rnd_below(800)));
+		req_set(&q, "lease_ms=%" PRIu64, rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0);
 		if (rnd_below(8) == 0)
-			rq.id = 1 + rnd_below((unsigned int)rq.id);	/* a retry */
-		rq.op_case = SEMD__REQUEST__OP_DOWN_MULTI;
-		rq.down_multi = &dm;
+			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;
 	case 19:
-		sr.name = (char *)names[rnd_below(NNAMES)];
-		sr.rate = rnd_below(4) ? 1 + rnd_below(5) : 0;
-		sr.rate_period_ms = periods[rnd_below(4)];
-		sr.burst = rnd_below(3) ? 1 + rnd_below(4) : 0;
-		rq.op_case = SEMD__REQUEST__OP_SET_RATE;
-		rq.set_rate = &sr;
+		req_make(&q, id, SEMD__REQUEST__OP_SET_RATE, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "rate=%" PRIu64, rnd_below(4) ? 1 + rnd_below(5) : 0);
+		req_set(&q, "rate_period_ms=%u", periods[rnd_below(4)]);
+		req_set(&q, "burst=%" PRIu64, rnd_below(3) ? 1 + rnd_below(4) : 0);
 		break;
 	case 20:
 		/* A watch (a name, or a prefix), or the end of one. */
 		if (rnd_below(3) == 0) {
-			cn.request_id = 1 + rnd_below((unsigned int)rq.id);
-			rq.op_case = SEMD__REQUEST__OP_CANCEL;
-			rq.cancel = &cn;
+			req_make(&q, id, SEMD__REQUEST__OP_CANCEL, "request_id=%" PRIu64,
+			    1 + rnd_below((unsigned int)id));
 			break;
 		}
-		wa.prefix = rnd_below(2);
-		wa.name = (char *)(wa.prefix ? (rnd_below(2) ? "" : "jobs/") :
+		req_make(&q, id, SEMD__REQUEST__OP_WATCH, "prefix=%" PRIu64, rnd_below(2));
+		req_set(&q, "name=%s", q.r.watch->prefix ? (rnd_below(2) ? "" : "jobs/") :
 		    names[rnd_below(NNAMES)]);
-		rq.op_case = SEMD__REQUEST__OP_WATCH;
-		rq.watch = &wa;
 		break;
 	case 21:
-		rn.name = (char *)names[rnd_below(NNAMES)];
-		rn.permit_id = rnd_below(2) ? 0 : 1 + rnd_below(200);
-		rn.lease_ms = rnd_below(2) ? 0 : 100 + rnd_below(3000);
-		rq.op_case = SEMD__REQUEST__OP_RENEW;
-		rq.renew = &rn;
+		req_make(&q, id, SEMD__REQUEST__OP_RENEW, "name=%s", names[rnd_below(NNAMES)]);
+		req_set(&q, "permit_id=%" PRIu64, rnd_below(2) ? 0 : 1 + rnd_below(200));
+		req_set(&q, "lease_ms=%" PRIu64, rnd_below(2) ? 0 : 100 + rnd_below(3000));
 		break;
 	case 22:
-		ho.principal = (char *)(rnd_below(2) ? "" : principals[rnd_below(4)]);
-		ho.after_permit = rnd_below(2) ? 0 : rnd_below(100);
-		ho.max = rnd_below(4);
-		rq.op_case = SEMD__REQUEST__OP_HOLDS;
-		rq.holds = &ho;
+		req_make(&q, id, SEMD__REQUEST__OP_HOLDS, "principal=%s",
+		    rnd_below(2) ? "" : principals[rnd_below(4)]);
+		req_set(&q, "after_permit=%" PRIu64, rnd_below(2) ? 0 : rnd_below(100));
+		req_set(&q, "max=%" PRIu64, rnd_below(4));
 		break;
 	case 23:
-		wh.request_id = 1 + rnd_below((unsigned int)rq.id);
-		rq.op_case = SEMD__REQUEST__OP_WHERE;
-		rq.where = &wh;
+		req_make(&q, id, SEMD__REQUEST__OP_WHERE, "request_id=%" PRIu64,
+		    1 + rnd_below((unsigned int)id));
 		break;
 	default:
-		k = (int)rnd_below(3);
-		if (k == 0) {
-			rq.op_case = SEMD__REQUEST__OP_PING;
-			rq.ping = &p;
-		} else if (k == 1) {
-			rq.op_case = SEMD__REQUEST__OP_STATS;
-			rq.stats = &st;
-		} else {
-			rq.op_case = SEMD__REQUEST__OP_DETACH;
-			rq.detach = &dt;
-		}
+		req_op(&q, id, simple[rnd_below(3)]);
 		break;
 	}
-	add_request(b, i, &rq);
+	add_request(b, i, &q.r);
 }
 
 /* --- the run --------------------------------------------------------------------- */

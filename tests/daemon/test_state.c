@@ -5,33 +5,15 @@
  * unpacked again, so they are real wire messages).
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/state.h"
+#include "tests/common/check.h"
+#include "tests/common/req.h"
 
-static int failures;
-static const char *current;
-
-#define TEST_START(name) do { current = (name); printf("# %s\n", name); } while (0)
-#define FAIL(...) do {							\
-	failures++;							\
-	printf("not ok - %s: %s:%d: ", current, __FILE__, __LINE__);	\
-	printf(__VA_ARGS__);						\
-	printf("\n");							\
-} while (0)
-#define EXPECT(cond) do { if (!(cond)) FAIL("%s", #cond); } while (0)
-#define EXPECT_U64(want, got) do {					\
-	uint64_t w_ = (uint64_t)(want), g_ = (uint64_t)(got);		\
-	if (w_ != g_)							\
-		FAIL("%s: want %" PRIu64 ", got %" PRIu64, #got, w_, g_); \
-} while (0)
-#define EXPECT_I64(want, got) do {					\
-	int64_t w_ = (int64_t)(want), g_ = (int64_t)(got);		\
-	if (w_ != g_)							\
-		FAIL("%s: want %" PRId64 ", got %" PRId64, #got, w_, g_); \
-} while (0)
 #define CHECK_SM(sm) do {						\
 	char e_[256];							\
 	if (sm_check((sm), e_, sizeof e_) != 0)				\
@@ -172,27 +154,38 @@ static int t_req(struct sm *sm, struct sm_client *c, Semd__Request *req)
 	return r;
 }
 
+/* Send request id of op with the fields fmt names (tests/common/req.h). */
+__attribute__((format(printf, 5, 6)))
+static int t_op(struct sm *sm, struct sm_client *c, uint64_t id, int op,
+    const char *fmt, ...)
+{
+	struct req q;
+	va_list ap;
+
+	req_op(&q, id, op);
+	va_start(ap, fmt);
+	req_vset(&q, fmt, ap);
+	va_end(ap);
+	return t_req(sm, c, &q.r);
+}
+
+/* Send q again as request id (its fields changed since, or not). */
+static void t_again(struct sm *sm, struct sm_client *c, struct req *q,
+    uint64_t id)
+{
+	q->r.id = id;
+	t_req(sm, c, &q->r);
+}
+
 /* Hello with a lease and optional resume. */
 static int t_hello(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t lease, uint64_t resume, const uint8_t *secret)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Hello h = SEMD__HELLO__INIT;
-
-	h.version = 1;
-	h.client_name = "test";
-	h.host = "localhost";
-	h.pid = 42;
-	h.lease_ms = lease;
-	h.resume_session = resume;
-	if (secret != NULL) {
-		h.resume_secret.data = (uint8_t *)secret;
-		h.resume_secret.len = SM_SECRET_LEN;
-	}
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_HELLO;
-	req.hello = &h;
-	return t_req(sm, c, &req);
+	return t_op(sm, c, id, SEMD__REQUEST__OP_HELLO,
+	    "version=%d client_name=%s host=%s pid=%d lease_ms=%u resume_session=%" PRIu64
+	    " resume_secret=%.*s", 1, "test", "localhost", 42, lease, resume,
+	    secret != NULL ? SM_SECRET_LEN : 0,
+	    secret != NULL ? (const char *)secret : "");
 }
 
 /* Open a client on conn k with a principal and say hello. */
@@ -210,64 +203,31 @@ static struct sm_client *t_client(struct sm *sm, uintptr_t k,
 static void t_down(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint32_t n, int64_t timeout, uint32_t lease)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Down d = SEMD__DOWN__INIT;
-
-	d.name = (char *)name;
-	d.n = n;
-	d.timeout_ms = timeout;
-	d.lease_ms = lease;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_DOWN;
-	req.down = &d;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_DOWN, "name=%s n=%u timeout_ms=%" PRId64
+	    " lease_ms=%u", name, n, timeout, lease);
 }
 
 /* Up by n or by permit id. */
 static void t_up(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint32_t n, uint64_t permit)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Up u = SEMD__UP__INIT;
-
-	u.name = (char *)name;
-	u.n = n;
-	u.permit_id = permit;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_UP;
-	req.up = &u;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_UP, "name=%s n=%u permit_id=%" PRIu64,
+	    name, n, permit);
 }
 
 /* Create. */
 static void t_create(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint32_t limit, int mode, int ine)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Create cr = SEMD__CREATE__INIT;
-
-	cr.name = (char *)name;
-	cr.limit = limit;
-	cr.mode = mode;
-	cr.if_not_exists = ine;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_CREATE;
-	req.create = &cr;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_CREATE,
+	    "name=%s limit=%u mode=%d if_not_exists=%d", name, limit, mode, ine);
 }
 
 /* Info; returns the reply (or NULL). */
 static Semd__Reply *t_info(struct sm *sm, struct sm_client *c, uintptr_t k,
     uint64_t id, const char *name, int code)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Info in = SEMD__INFO__INIT;
-
-	in.name = (char *)name;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_INFO;
-	req.info = &in;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_INFO, "name=%s", name);
 	return expect_code(k, id, code);
 }
 
@@ -275,60 +235,31 @@ static Semd__Reply *t_info(struct sm *sm, struct sm_client *c, uintptr_t k,
 static void t_set_limit(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint32_t limit)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
-
-	sl.name = (char *)name;
-	sl.limit = limit;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_SET_LIMIT;
-	req.set_limit = &sl;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_SET_LIMIT, "name=%s limit=%u", name, limit);
 }
 
 /* Delete. */
 static void t_delete(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, int force)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Delete dl = SEMD__DELETE__INIT;
-
-	dl.name = (char *)name;
-	dl.force = force;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_DELETE;
-	req.delete_ = &dl;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_DELETE, "name=%s force=%d", name, force);
 }
 
 /* Cancel. */
 static void t_cancel(struct sm *sm, struct sm_client *c, uint64_t id,
     uint64_t which)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Cancel cn = SEMD__CANCEL__INIT;
-
-	cn.request_id = which;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_CANCEL;
-	req.cancel = &cn;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_CANCEL, "request_id=%" PRIu64, which);
 }
 
 /* Validate; returns validity, -1 on an error reply. */
 static int t_validate(struct sm *sm, struct sm_client *c, uintptr_t k,
     uint64_t id, const char *name, uint64_t token)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Validate v = SEMD__VALIDATE__INIT;
 	Semd__Reply *r;
 
-	v.name = (char *)name;
-	v.token = token;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_VALIDATE;
-	req.validate = &v;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_VALIDATE, "name=%s token=%" PRIu64,
+	    name, token);
 	r = expect_code(k, id, SEMD__CODE__OK);
 	if (r == NULL || r->body_case != SEMD__REPLY__BODY_VALIDATE)
 		return -1;
@@ -339,15 +270,11 @@ static int t_validate(struct sm *sm, struct sm_client *c, uintptr_t k,
 static uint64_t t_stat(struct sm *sm, struct sm_client *c, uintptr_t k,
     const char *name)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Stats st = SEMD__STATS__INIT;
+	struct req q;
 	Semd__Reply *r;
 	size_t i;
 
-	req.id = 999999;
-	req.op_case = SEMD__REQUEST__OP_STATS;
-	req.stats = &st;
-	t_req(sm, c, &req);
+	t_req(sm, c, req_op(&q, 999999, SEMD__REQUEST__OP_STATS));
 	r = expect_code(k, 999999, SEMD__CODE__OK);
 	if (r == NULL || r->body_case != SEMD__REPLY__BODY_STATS)
 		return UINT64_MAX;
@@ -371,6 +298,15 @@ static Semd__Grant *grant_of_(int line, uintptr_t k, uint64_t id)
 }
 #define grant_of(k, id) grant_of_(__LINE__, k, id)
 
+/* A down on conn k that waits forever, granted at once: its Grant, checked. */
+static Semd__Grant *t_held_(int line, struct sm *sm, struct sm_client *c,
+    uintptr_t k, uint64_t id, const char *name, uint32_t n)
+{
+	t_down(sm, c, id, name, n, -1, 0);
+	return grant_of_(line, k, id);
+}
+#define t_held(sm, c, k, id, name, n) t_held_(__LINE__, sm, c, k, id, name, n)
+
 /* --- the tests ---------------------------------------------------------- */
 
 /* Hello must come first and speak version 1. */
@@ -393,14 +329,10 @@ static void test_hello(void)
 	sm_client_close(sm, c, now);
 	c = sm_client_open(sm, (uint64_t)2, (void *)2, "uid:1", secret_a, 0, now);
 	{
-		Semd__Request req = SEMD__REQUEST__INIT;
-		Semd__Hello h = SEMD__HELLO__INIT;
+		struct req q;
 
-		h.version = 2;
-		req.id = 8;
-		req.op_case = SEMD__REQUEST__OP_HELLO;
-		req.hello = &h;
-		EXPECT_I64(SM_CLOSE, sm_request(sm, c, &req, NULL, now));
+		req_make(&q, 8, SEMD__REQUEST__OP_HELLO, "version=%d", 2);
+		EXPECT_I64(SM_CLOSE, sm_request(sm, c, &q.r, NULL, now));
 		expect_code(2, 8, SEMD__CODE__PROTOCOL_ERROR);
 	}
 	sm_client_close(sm, c, now);
@@ -473,15 +405,10 @@ static void test_ops(void)
 	t_create(sm, a, 24, "other", 1, SEMD__MODE__OWNED, 0);
 	expect_code(1, 22, 0); expect_code(1, 23, 0); expect_code(1, 24, 0);
 	{
-		Semd__Request req = SEMD__REQUEST__INIT;
-		Semd__List l = SEMD__LIST__INIT;
+		struct req q;
 
-		l.prefix = "db/";
-		l.max = 2;
-		req.id = 25;
-		req.op_case = SEMD__REQUEST__OP_LIST;
-		req.list = &l;
-		t_req(sm, a, &req);
+		t_req(sm, a, req_make(&q, 25, SEMD__REQUEST__OP_LIST,
+		    "prefix=%s max=%d", "db/", 2));
 		r = expect_code(1, 25, SEMD__CODE__OK);
 		if (r != NULL) {
 			EXPECT_U64(2, r->list->n_entries);
@@ -489,9 +416,8 @@ static void test_ops(void)
 			EXPECT(strcmp(r->list->entries[1]->name, "db/main") == 0);
 			EXPECT(strcmp(r->list->next, "db/main") == 0);
 		}
-		l.after = "db/main";
-		req.id = 26;
-		t_req(sm, a, &req);
+		req_set(&q, "after=%s", "db/main");
+		t_again(sm, a, &q, 26);
 		r = expect_code(1, 26, SEMD__CODE__OK);
 		if (r != NULL) {
 			EXPECT_U64(1, r->list->n_entries);
@@ -499,20 +425,10 @@ static void test_ops(void)
 			EXPECT(strcmp(r->list->next, "") == 0);
 		}
 	}
-	{
-		Semd__Request req = SEMD__REQUEST__INIT;
-		Semd__Ping p = SEMD__PING__INIT;
-
-		p.payload.data = (uint8_t *)"hi";
-		p.payload.len = 2;
-		req.id = 27;
-		req.op_case = SEMD__REQUEST__OP_PING;
-		req.ping = &p;
-		t_req(sm, a, &req);
-		r = expect_code(1, 27, SEMD__CODE__OK);
-		EXPECT(r && r->body_case == SEMD__REPLY__BODY_PONG &&
-		    r->pong->payload.len == 2 && memcmp(r->pong->payload.data, "hi", 2) == 0);
-	}
+	t_op(sm, a, 27, SEMD__REQUEST__OP_PING, "payload=%.*s", 2, "hi");
+	r = expect_code(1, 27, SEMD__CODE__OK);
+	EXPECT(r && r->body_case == SEMD__REPLY__BODY_PONG &&
+	    r->pong->payload.len == 2 && memcmp(r->pong->payload.data, "hi", 2) == 0);
 	t_delete(sm, a, 28, "other", 0);
 	expect_code(1, 28, SEMD__CODE__OK);
 	t_info(sm, a, 1, 29, "other", SEMD__CODE__NOT_FOUND);
@@ -545,8 +461,7 @@ static void test_fifo(void)
 	TEST_START("FIFO across 50 sessions");
 	for (i = 0; i <= 50; i++)
 		c[i] = t_client(sm, 100 + i, "uid:1", 0);
-	t_down(sm, c[0], 2, "q", 1, -1, 0);
-	g = grant_of(100, 2);
+	g = t_held(sm, c[0], 100, 2, "q", 1);
 	for (i = 1; i <= 50; i++) {
 		t_down(sm, c[i], 2, "q", 1, -1, 0);
 		EXPECT(none(100 + i, 2));
@@ -586,8 +501,7 @@ static void test_npermits(void)
 	TEST_START("n-permit hand-off");
 	t_create(sm, a, 2, "pool", 3, SEMD__MODE__OWNED, 0);
 	expect_code(1, 2, 0);
-	t_down(sm, a, 3, "pool", 2, -1, 0);
-	grant_of(1, 3);
+	t_held(sm, a, 1, 3, "pool", 2);
 	t_down(sm, b, 3, "pool", 3, -1, 0);
 	t_down(sm, c, 3, "pool", 1, -1, 0);
 	EXPECT(none(2, 3));
@@ -620,8 +534,7 @@ static void test_deadline(void)
 	Semd__Reply *r;
 
 	TEST_START("deadline expiry exactly at the tick");
-	t_down(sm, a, 2, "m", 1, -1, 0);
-	grant_of(1, 2);
+	t_held(sm, a, 1, 2, "m", 1);
 	t_down(sm, b, 2, "m", 1, 250, 0);
 	t_down(sm, b, 3, "m", 1, 100, 0);
 	EXPECT_U64(now + 100, sm_next_deadline(sm));
@@ -648,13 +561,10 @@ static void test_disconnect(void)
 	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
 
 	TEST_START("disconnect frees holds at once");
-	t_down(sm, a, 2, "m", 1, -1, 0);
-	grant_of(1, 2);
-	t_down(sm, a, 3, "other", 1, -1, 0);
-	grant_of(1, 3);
+	t_held(sm, a, 1, 2, "m", 1);
+	t_held(sm, a, 1, 3, "other", 1);
 	t_down(sm, b, 4, "other", 1, -1, 0);	/* b waits on other */
-	t_down(sm, a, 4, "m2", 1, -1, 0);
-	grant_of(1, 4);
+	t_held(sm, a, 1, 4, "m2", 1);
 	t_down(sm, b, 5, "m", 1, 5000, 0);
 	EXPECT(none(2, 5));
 	sm_client_close(sm, a, now);
@@ -680,11 +590,9 @@ static void test_lease(void)
 	Semd__Grant *g;
 
 	TEST_START("lease keep, resume, expiry");
-	t_down(sm, a, 2, "m", 1, -1, 0);
-	g = grant_of(1, 2);
+	g = t_held(sm, a, 1, 2, "m", 1);
 	permit = g ? g->permit_id : 0;
-	t_down(sm, a, 3, "n", 1, -1, 0);
-	grant_of(1, 3);
+	t_held(sm, a, 1, 3, "n", 1);
 	t_down(sm, b, 2, "m", 1, -1, 0);
 	sm_client_close(sm, a, now);
 	EXPECT(none(2, 2));		/* kept for the lease */
@@ -700,8 +608,7 @@ static void test_lease(void)
 	r = expect_code(3, 2, SEMD__CODE__OK);
 	EXPECT(r && r->hello->resumed && r->hello->session == sid);
 	/* The retried down finds the grant it had. */
-	t_down(sm, a2, 2, "m", 1, -1, 0);
-	g = grant_of(3, 2);
+	g = t_held(sm, a2, 3, 2, "m", 1);
 	EXPECT(g && g->permit_id == permit);
 	now += 2000;
 	sm_tick(sm, now);		/* past the old expiry: nothing */
@@ -780,18 +687,15 @@ static void test_idempotent(void)
 	TEST_START("idempotent retry");
 	t_create(sm, a, 2, "r", 3, SEMD__MODE__OWNED, 0);
 	expect_code(1, 2, 0);
-	t_down(sm, a, 7, "r", 1, -1, 0);
-	g1 = grant_of(1, 7);
-	t_down(sm, a, 7, "r", 1, -1, 0);
-	g2 = grant_of(1, 7);
+	g1 = t_held(sm, a, 1, 7, "r", 1);
+	g2 = t_held(sm, a, 1, 7, "r", 1);
 	EXPECT(g1 && g2 && g1->permit_id == g2->permit_id && g1->token == g2->token);
 	r = t_info(sm, a, 1, 8, "r", SEMD__CODE__OK);
 	EXPECT(r && r->info->available == 2);
 	t_down(sm, a, 7, "other", 1, -1, 0);
 	expect_code(1, 7, SEMD__CODE__INVALID_ARGUMENT);
 	/* a waiting down retried stays one waiter */
-	t_down(sm, b, 3, "r", 2, -1, 0);
-	grant_of(2, 3);
+	t_held(sm, b, 2, 3, "r", 2);
 	t_down(sm, a, 9, "r", 1, -1, 0);
 	t_down(sm, a, 9, "r", 1, -1, 0);
 	EXPECT(none(1, 9));
@@ -815,8 +719,7 @@ static void test_set_limit(void)
 	TEST_START("set-limit shrink and grow");
 	t_create(sm, a, 2, "s", 3, SEMD__MODE__OWNED, 0);
 	expect_code(1, 2, 0);
-	t_down(sm, a, 3, "s", 3, -1, 0);
-	grant_of(1, 3);
+	t_held(sm, a, 1, 3, "s", 3);
 	t_down(sm, b, 3, "s", 1, -1, 0);
 	t_down(sm, b, 4, "s", 2, -1, 0);
 	t_set_limit(sm, a, 4, "s", 1);
@@ -859,8 +762,7 @@ static void test_issue_set_limit_shrink_overgrant(void)
 	TEST_START("set-limit shrink does not grant beyond the new limit");
 	t_create(sm, a, 2, "g", 10, SEMD__MODE__OWNED, 0);
 	expect_code(1, 2, 0);
-	t_down(sm, a, 3, "g", 3, -1, 0);
-	grant_of(1, 3);
+	t_held(sm, a, 1, 3, "g", 3);
 	t_down(sm, b, 4, "g", 9, -1, 0);	/* head: needs 9 of 7 free */
 	t_down(sm, c, 5, "g", 4, -1, 0);	/* behind it: 4 would fit now */
 	EXPECT(none(2, 4));
@@ -893,8 +795,7 @@ static void test_delete(void)
 	TEST_START("delete with force");
 	t_create(sm, a, 2, "d", 1, SEMD__MODE__OWNED, 0);
 	expect_code(1, 2, 0);
-	t_down(sm, a, 3, "d", 1, -1, 0);
-	grant_of(1, 3);
+	t_held(sm, a, 1, 3, "d", 1);
 	t_down(sm, b, 3, "d", 1, 1000, 0);
 	t_down(sm, a, 4, "d", 1, -1, 0);
 	t_delete(sm, b, 4, "d", 0);
@@ -925,8 +826,7 @@ static void test_name_cache(void)
 	Semd__Reply *r;
 
 	TEST_START("a client's last semaphore after it is freed");
-	t_down(sm, a, 2, "nc/x", 1, -1, 0);
-	grant_of(1, 2);
+	t_held(sm, a, 1, 2, "nc/x", 1);
 	t_up(sm, a, 3, "nc/x", 1, 0);
 	expect_code(1, 3, 0);
 	/* Freed when idle: an up names nothing now. */
@@ -963,8 +863,7 @@ static void test_autocreate(void)
 	Semd__Reply *r;
 
 	TEST_START("auto-create and freeing");
-	t_down(sm, a, 2, "auto/x", 1, -1, 0);
-	grant_of(1, 2);
+	t_held(sm, a, 1, 2, "auto/x", 1);
 	r = t_info(sm, a, 1, 3, "auto/x", SEMD__CODE__OK);
 	EXPECT(r && r->info->auto_created && r->info->limit == 1);
 	t_up(sm, a, 4, "auto/x", 1, 0);
@@ -1005,8 +904,7 @@ static void test_limits(void)
 	Semd__Reply *r;
 
 	TEST_START("limits: semaphores, waiters and holds per session");
-	t_down(sm, a, 2, "l1", 2, -1, 0);
-	grant_of(1, 2);
+	t_held(sm, a, 1, 2, "l1", 2);
 	t_create(sm, a, 3, "l2", 1, SEMD__MODE__OWNED, 0);
 	expect_code(1, 3, 0);
 	t_create(sm, a, 4, "l3", 1, SEMD__MODE__OWNED, 0);
@@ -1019,8 +917,7 @@ static void test_limits(void)
 	t_down(sm, b, 7, "l1", 1, -1, 0);
 	r = expect_code(2, 7, SEMD__CODE__RESOURCE_EXHAUSTED);
 	EXPECT(r && strstr(r->message, "max-waiters-per-session") != NULL);
-	t_down(sm, a, 8, "l2", 1, -1, 0);
-	grant_of(1, 8);
+	t_held(sm, a, 1, 8, "l2", 1);
 	t_down(sm, a, 9, "l2", 1, -1, 0);	/* 2 holds + 1 waiter */
 	t_down(sm, a, 10, "l1", 1, -1, 0);	/* 4th */
 	t_down(sm, a, 11, "l1", 1, -1, 0);
@@ -1040,17 +937,8 @@ static Semd__Reply *t_info_page(struct sm *sm, struct sm_client *c,
     uintptr_t k, uint64_t id, const char *name, uint32_t max,
     uint64_t after_permit, uint64_t after_waiter)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Info in = SEMD__INFO__INIT;
-
-	in.name = (char *)name;
-	in.max = max;
-	in.after_permit = after_permit;
-	in.after_waiter = after_waiter;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_INFO;
-	req.info = &in;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_INFO, "name=%s max=%u after_permit=%" PRIu64
+	    " after_waiter=%" PRIu64, name, max, after_permit, after_waiter);
 	return expect_code(k, id, SEMD__CODE__OK);
 }
 
@@ -1168,31 +1056,16 @@ static void test_info_cap(void)
 static void t_release(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint64_t permit)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Release rl = SEMD__RELEASE__INIT;
-
-	rl.name = (char *)name;
-	rl.permit_id = permit;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_RELEASE;
-	req.release = &rl;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_RELEASE, "name=%s permit_id=%" PRIu64,
+	    name, permit);
 }
 
 /* A bare request of op (ping, detach). */
 static void t_simple(struct sm *sm, struct sm_client *c, uint64_t id, int op)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Ping p = SEMD__PING__INIT;
-	Semd__Detach d = SEMD__DETACH__INIT;
+	struct req q;
 
-	req.id = id;
-	req.op_case = op;
-	if (op == SEMD__REQUEST__OP_PING)
-		req.ping = &p;
-	else
-		req.detach = &d;
-	t_req(sm, c, &req);
+	t_req(sm, c, req_op(&q, id, op));
 }
 
 /* The hold-lost notice to conn k (id 0): its code and name. */
@@ -1219,21 +1092,18 @@ static void test_lost_push(void)
 	Semd__Grant *g;
 
 	TEST_START("force-release pushes HoldLost(CANCELLED) to the holder");
-	t_down(sm, a, 2, "x", 1, -1, 0);
-	g = grant_of(1, 2);
+	g = t_held(sm, a, 1, 2, "x", 1);
 	t_release(sm, adm, 3, "x", g ? g->permit_id : 0);
 	expect_code(2, 3, SEMD__CODE__OK);
 	expect_lost(1, SEMD__CODE__CANCELLED, "x", g ? g->permit_id : 0);
 	TEST_START("delete --force pushes HoldLost(CANCELLED)");
 	t_create(sm, adm, 4, "y", 2, SEMD__MODE__OWNED, 0);
-	t_down(sm, a, 3, "y", 2, -1, 0);
-	grant_of(1, 3);
+	t_held(sm, a, 1, 3, "y", 2);
 	t_delete(sm, adm, 5, "y", 1);
 	expect_code(2, 5, SEMD__CODE__OK);
 	expect_lost(1, SEMD__CODE__CANCELLED, "y", 0);
 	TEST_START("shutdown pushes HoldLost(UNAVAILABLE) and a stop notice");
-	t_down(sm, a, 4, "z", 1, -1, 0);
-	grant_of(1, 4);
+	t_held(sm, a, 1, 4, "z", 1);
 	sm_shutdown(sm, now);
 	expect_lost(1, SEMD__CODE__UNAVAILABLE, "z", 0);
 	expect_code(1, 0, SEMD__CODE__UNAVAILABLE);
@@ -1251,8 +1121,7 @@ static void test_lease_silence(void)
 	uint64_t t0 = now;
 
 	TEST_START("requests keep a connected session alive");
-	t_down(sm, a, 2, "s", 1, -1, 0);
-	grant_of(1, 2);
+	t_held(sm, a, 1, 2, "s", 1);
 	t_down(sm, b, 2, "s", 1, -1, 0);
 	t_down(sm, a, 3, "w", 1, -1, 0);	/* a waiter too */
 	grant_of(1, 3);
@@ -1296,8 +1165,7 @@ static void test_local_death(void)
 	a = sm_client_open(sm, (uint64_t)1, (void *)1, "uid:1", secret_a, SM_CLIENT_LOCAL, now);
 	t_hello(sm, a, 1, 60000, 0, NULL);
 	expect_code(1, 1, SEMD__CODE__OK);
-	t_down(sm, a, 2, "l", 1, -1, 0);
-	grant_of(1, 2);
+	t_held(sm, a, 1, 2, "l", 1);
 	t_down(sm, b, 2, "l", 1, -1, 0);
 	sm_client_close(sm, a, now);
 	grant_of(2, 2);
@@ -1307,8 +1175,7 @@ static void test_local_death(void)
 	t_hello(sm, a, 1, 60000, 0, NULL);
 	expect_code(3, 1, SEMD__CODE__OK);
 	sid = sm_client_session(a);
-	t_down(sm, a, 2, "k", 1, -1, 0);
-	grant_of(3, 2);
+	t_held(sm, a, 3, 2, "k", 1);
 	t_simple(sm, a, 3, SEMD__REQUEST__OP_DETACH);
 	expect_code(3, 3, SEMD__CODE__OK);
 	sm_client_close(sm, a, now);
@@ -1319,8 +1186,7 @@ static void test_local_death(void)
 	TEST_START("a session without a lease ends with its connection, over TCP too");
 	sm_client_close(sm, a, now);	/* no Detach on this connection */
 	a = t_client(sm, 5, "uid:1", 0);
-	t_down(sm, a, 2, "k", 1, -1, 0);
-	grant_of(5, 2);
+	t_held(sm, a, 5, 2, "k", 1);
 	sm_client_close(sm, a, now);
 	t_down(sm, b, 4, "k", 1, 0, 0);
 	grant_of(2, 4);
@@ -1341,8 +1207,7 @@ static void test_resume_place(void)
 	Semd__Reply *r;
 
 	TEST_START("A waits first, B second; A away and back: A is granted first");
-	t_down(sm, h, 2, "f", 1, -1, 0);
-	grant_of(1, 2);
+	t_held(sm, h, 1, 2, "f", 1);
 	t_down(sm, a, 2, "f", 1, -1, 0);
 	t_down(sm, b, 2, "f", 1, -1, 0);
 	sm_client_close(sm, a, now);
@@ -1360,8 +1225,7 @@ static void test_resume_place(void)
 	CHECK_SM(sm);
 	TEST_START("owned: granted while away, the retried down gets that grant");
 	sm_client_close(sm, a2, now);
-	t_down(sm, b, 5, "g", 1, -1, 0);
-	grant_of(3, 5);
+	t_held(sm, b, 3, 5, "g", 1);
 	a2 = sm_client_open(sm, (uint64_t)5, (void *)5, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 5000, sid, secret_a);
 	t_down(sm, a2, 7, "g", 1, -1, 0);
@@ -1370,8 +1234,7 @@ static void test_resume_place(void)
 	CHECK_SM(sm);
 	a2 = sm_client_open(sm, (uint64_t)6, (void *)6, "uid:1", secret_a, 0, now);
 	t_hello(sm, a2, 1, 5000, sid, secret_a);
-	t_down(sm, a2, 7, "g", 1, -1, 0);
-	g = grant_of(6, 7);
+	g = t_held(sm, a2, 6, 7, "g", 1);
 	EXPECT(g != NULL && g->permit_id != 0);
 	TEST_START("signal mode: an absent waiter is passed over, served when back");
 	t_create(sm, b, 8, "sig", 2, SEMD__MODE__SIGNAL, 0);
@@ -1415,21 +1278,13 @@ static void test_create_options(void)
 {
 	struct sm *sm = t_new(1700000000000ULL, NULL);
 	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Create cr = SEMD__CREATE__INIT;
-	Semd__Down d = SEMD__DOWN__INIT;
 	struct sm_caller cap = { SM_PRIV_ADMIN, { 0 } };
+	struct req q;
 
 	TEST_START("create --mode signal --initial 0 starts empty");
-	cr.name = "pc";
-	cr.limit = 3;
-	cr.mode = SEMD__MODE__SIGNAL;
-	cr.initial = 0;
-	cr.initial_set = 1;
-	req.id = 2;
-	req.op_case = SEMD__REQUEST__OP_CREATE;
-	req.create = &cr;
-	t_req(sm, a, &req);
+	t_req(sm, a, req_make(&q, 2, SEMD__REQUEST__OP_CREATE,
+	    "name=%s limit=%d mode=%d initial=%d initial_set=%d",
+	    "pc", 3, SEMD__MODE__SIGNAL, 0, 1));
 	expect_code(1, 2, SEMD__CODE__OK);
 	t_down(sm, a, 3, "pc", 1, 0, 0);
 	expect_code(1, 3, SEMD__CODE__WOULD_BLOCK);
@@ -1437,32 +1292,20 @@ static void test_create_options(void)
 	expect_code(1, 4, SEMD__CODE__OK);
 	t_down(sm, a, 5, "pc", 1, 0, 0);
 	grant_of(1, 5);
-	cr.name = "bad";
-	cr.mode = SEMD__MODE__OWNED;
-	req.id = 6;
-	t_req(sm, a, &req);
+	req_set(&q, "name=%s mode=%d", "bad", SEMD__MODE__OWNED);
+	t_again(sm, a, &q, 6);
 	expect_code(1, 6, SEMD__CODE__INVALID_ARGUMENT);
-	cr.mode = SEMD__MODE__SIGNAL;
-	cr.initial = 4;
-	req.id = 7;
-	t_req(sm, a, &req);
+	req_set(&q, "mode=%d initial=%d", SEMD__MODE__SIGNAL, 4);
+	t_again(sm, a, &q, 7);
 	expect_code(1, 7, SEMD__CODE__INVALID_ARGUMENT);
 	TEST_START("down --limit creates a missing name with that limit");
-	d.name = "dl";
-	d.n = 1;
-	d.limit = 3;
-	d.timeout_ms = 0;
-	req.id = 8;
-	req.op_case = SEMD__REQUEST__OP_DOWN;
-	req.down = &d;
-	t_req(sm, a, &req);
+	t_req(sm, a, req_make(&q, 8, SEMD__REQUEST__OP_DOWN,
+	    "name=%s n=%d limit=%d timeout_ms=%d", "dl", 1, 3, 0));
 	grant_of(1, 8);
-	req.id = 9;
-	t_req(sm, a, &req);
+	t_again(sm, a, &q, 9);
 	grant_of(1, 9);
-	d.limit = 2;
-	req.id = 10;
-	t_req(sm, a, &req);
+	req_set(&q, "limit=%d", 2);
+	t_again(sm, a, &q, 10);
 	expect_code(1, 10, SEMD__CODE__EXISTS);
 	TEST_START("partial ups give the permits back to the principal's count");
 	t_who = &cap;
@@ -1504,14 +1347,11 @@ static void test_ownership(void)
 	t_set_limit(sm, a, 3, "mine", 3);
 	expect_code(1, 3, SEMD__CODE__OK);
 	TEST_START("only the creator and administrators release others' holds");
-	t_down(sm, b, 4, "mine", 1, -1, 0);
-	g = grant_of(2, 4);
+	g = t_held(sm, b, 2, 4, "mine", 1);
 	t_release(sm, b, 5, "mine", g ? g->permit_id : 0);	/* its own */
 	expect_code(2, 5, SEMD__CODE__OK);
-	t_down(sm, b, 6, "mine", 1, -1, 0);
-	g = grant_of(2, 6);
-	t_down(sm, a, 4, "mine", 1, -1, 0);
-	grant_of(1, 4);
+	g = t_held(sm, b, 2, 6, "mine", 1);
+	t_held(sm, a, 1, 4, "mine", 1);
 	t_release(sm, b, 7, "mine", 0);
 	expect_code(2, 7, SEMD__CODE__NOT_FOUND);
 	TEST_START("info hides others' holders from a non-manager");
@@ -1524,8 +1364,7 @@ static void test_ownership(void)
 	expect_code(1, 6, SEMD__CODE__OK);
 	expect_lost(2, SEMD__CODE__CANCELLED, "mine", 0);
 	TEST_START("nobody but administrators manages an auto-created name");
-	t_down(sm, a, 7, "auto", 1, -1, 0);
-	grant_of(1, 7);
+	t_held(sm, a, 1, 7, "auto", 1);
 	t_delete(sm, a, 8, "auto", 1);
 	expect_code(1, 8, SEMD__CODE__PERMISSION_DENIED);
 	t_down(sm, b, 9, "auto", 1, -1, 0);
@@ -1744,8 +1583,7 @@ static void test_shutdown(void)
 	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
 
 	TEST_START("shutdown");
-	t_down(sm, a, 2, "x", 1, -1, 0);
-	grant_of(1, 2);
+	t_held(sm, a, 1, 2, "x", 1);
 	t_down(sm, b, 2, "x", 1, -1, 0);
 	t_down(sm, b, 3, "x", 1, 5000, 0);
 	sm_shutdown(sm, now);
@@ -1767,13 +1605,19 @@ static char l_names[L_NAMES][16];	/* sorted by strcmp() */
 static int l_state[L_NAMES];		/* 0 absent, 1 created, 2 auto-created, held */
 static uint64_t l_rng = 0x9e3779b97f4a7c15ULL;
 
-/* xorshift64 for the list tests (apart from test_random's sequence). */
+/* xorshift64: the next number of the sequence in *s (each test has its own). */
+static uint64_t xs64(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* The list tests' sequence (apart from test_random's). */
 static uint64_t l_rand(void)
 {
-	l_rng ^= l_rng << 13;
-	l_rng ^= l_rng >> 7;
-	l_rng ^= l_rng << 17;
-	return l_rng;
+	return xs64(&l_rng);
 }
 
 /* qsort order of the model's names. */
@@ -1786,17 +1630,10 @@ static int l_cmp(const void *a, const void *b)
 static Semd__Reply *t_list(struct sm *sm, struct sm_client *c, uintptr_t k,
     uint64_t id, const char *prefix, const char *after, uint32_t max)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__List l = SEMD__LIST__INIT;
 	Semd__Reply *r;
 
-	l.prefix = (char *)prefix;
-	l.after = (char *)after;
-	l.max = max;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_LIST;
-	req.list = &l;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_LIST, "prefix=%s after=%s max=%u",
+	    prefix, after, max);
 	r = expect_code(k, id, SEMD__CODE__OK);
 	if (r != NULL && r->body_case != SEMD__REPLY__BODY_LIST) {
 		FAIL("reply %" PRIu64 " is not a list", id);
@@ -2055,13 +1892,10 @@ static uint64_t r_last_token[R_NAMES];
 static uint64_t r_last_permit;
 static uint64_t rng = 88172645463325252ULL;
 
-/* xorshift64: deterministic. */
+/* test_random's sequence. */
 static uint64_t r_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return xs64(&rng);
 }
 
 /* Drop (sess, id) from the model queues. */
@@ -2305,17 +2139,10 @@ static Semd__Reply *t_list_any(struct sm *sm, struct sm_client *c,
     uintptr_t k, uint64_t id, const char *prefix, const char *after,
     uint32_t max)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__List l = SEMD__LIST__INIT;
 	Semd__Reply *r;
 
-	l.prefix = (char *)prefix;
-	l.after = (char *)after;
-	l.max = max;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_LIST;
-	req.list = &l;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_LIST, "prefix=%s after=%s max=%u",
+	    prefix, after, max);
 	if ((r = take(k, id)) == NULL)
 		FAIL("no reply to list %" PRIu64, id);
 	return r;
@@ -2523,35 +2350,17 @@ static void t_create_rate(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint32_t limit, uint32_t rate, uint32_t period,
     uint32_t burst)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Create cr = SEMD__CREATE__INIT;
-
-	cr.name = (char *)name;
-	cr.limit = limit;
-	cr.rate = rate;
-	cr.rate_period_ms = period;
-	cr.burst = burst;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_CREATE;
-	req.create = &cr;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_CREATE,
+	    "name=%s limit=%u rate=%u rate_period_ms=%u burst=%u",
+	    name, limit, rate, period, burst);
 }
 
 /* SetRate. */
 static void t_set_rate(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint32_t rate, uint32_t period, uint32_t burst)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__SetRate sr = SEMD__SET_RATE__INIT;
-
-	sr.name = (char *)name;
-	sr.rate = rate;
-	sr.rate_period_ms = period;
-	sr.burst = burst;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_SET_RATE;
-	req.set_rate = &sr;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_SET_RATE,
+	    "name=%s rate=%u rate_period_ms=%u burst=%u", name, rate, period, burst);
 }
 
 /* DownMulti of k names (n[i] each; n NULL: 1 each). */
@@ -2559,9 +2368,8 @@ static void t_multi(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *const *names, const uint32_t *n, size_t k, int64_t timeout,
     uint32_t lease)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__DownMulti dm = SEMD__DOWN_MULTI__INIT;
 	Semd__Want wv[20], *wp[20];
+	struct req q;
 	size_t i;
 
 	for (i = 0; i < k && i < 20; i++) {
@@ -2570,61 +2378,34 @@ static void t_multi(struct sm *sm, struct sm_client *c, uint64_t id,
 		wv[i].n = n != NULL ? n[i] : 1;
 		wp[i] = &wv[i];
 	}
-	dm.n_wants = k;
-	dm.wants = wp;
-	dm.timeout_ms = timeout;
-	dm.lease_ms = lease;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_DOWN_MULTI;
-	req.down_multi = &dm;
-	t_req(sm, c, &req);
+	req_make(&q, id, SEMD__REQUEST__OP_DOWN_MULTI,
+	    "timeout_ms=%" PRId64 " lease_ms=%u", timeout, lease);
+	q.r.down_multi->n_wants = k;
+	q.r.down_multi->wants = wp;
+	t_req(sm, c, &q.r);
 }
 
 /* Watch. */
 static void t_watch(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, bool prefix)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Watch w = SEMD__WATCH__INIT;
-
-	w.name = (char *)name;
-	w.prefix = prefix;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_WATCH;
-	req.watch = &w;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_WATCH, "name=%s prefix=%d", name, prefix);
 }
 
 /* Renew. */
 static void t_renew(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint64_t permit, uint32_t lease)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Renew rn = SEMD__RENEW__INIT;
-
-	rn.name = (char *)name;
-	rn.permit_id = permit;
-	rn.lease_ms = lease;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_RENEW;
-	req.renew = &rn;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_RENEW,
+	    "name=%s permit_id=%" PRIu64 " lease_ms=%u", name, permit, lease);
 }
 
 /* Holds; the reply, whatever its code. */
 static Semd__Reply *t_holds(struct sm *sm, struct sm_client *c, uintptr_t k,
     uint64_t id, const char *principal, uint64_t after, uint32_t max)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Holds h = SEMD__HOLDS__INIT;
-
-	h.principal = (char *)principal;
-	h.after_permit = after;
-	h.max = max;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_HOLDS;
-	req.holds = &h;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_HOLDS,
+	    "principal=%s after_permit=%" PRIu64 " max=%u", principal, after, max);
 	return take(k, id);
 }
 
@@ -2632,14 +2413,7 @@ static Semd__Reply *t_holds(struct sm *sm, struct sm_client *c, uintptr_t k,
 static Semd__Reply *t_where(struct sm *sm, struct sm_client *c, uintptr_t k,
     uint64_t id, uint64_t which)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Where w = SEMD__WHERE__INIT;
-
-	w.request_id = which;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_WHERE;
-	req.where = &w;
-	t_req(sm, c, &req);
+	t_op(sm, c, id, SEMD__REQUEST__OP_WHERE, "request_id=%" PRIu64, which);
 	return take(k, id);
 }
 
@@ -2851,8 +2625,7 @@ static void test_rate_limit(void)
 	TEST_START("limit and rate: a permit needs a free slot and a token");
 	t_create_rate(sm, a, 2, "gh", 2, 1, 1000, 1);	/* 1/s, burst 1, limit 2 */
 	expect_code(1, 2, SEMD__CODE__OK);
-	t_down(sm, a, 3, "gh", 1, -1, 0);
-	g = grant_of(1, 3);
+	g = t_held(sm, a, 1, 3, "gh", 1);
 	EXPECT(g != NULL && g->permit_id != 0);
 	t_down(sm, b, 2, "gh", 1, -1, 0);	/* a slot, but no token */
 	EXPECT(none(2, 2));
@@ -2897,8 +2670,7 @@ static void test_rate_limit(void)
 	grant_of(1, 8);
 	TEST_START("set-rate adds a bucket to a name with waiters: they wait for tokens");
 	t_create(sm, a, 10, "plain", 1, SEMD__MODE__OWNED, 0);
-	t_down(sm, a, 11, "plain", 1, -1, 0);
-	g = grant_of(1, 11);
+	g = t_held(sm, a, 1, 11, "plain", 1);
 	t_down(sm, b, 5, "plain", 1, -1, 0);
 	t_set_rate(sm, a, 12, "plain", 1, 1000, 1);
 	expect_code(1, 12, SEMD__CODE__OK);
@@ -2914,14 +2686,11 @@ static void test_rate_limit(void)
 	t_check_each = false;
 }
 
-/* xorshift for the model tests. */
+/* The model tests' sequence. */
 static uint64_t m_rng = 0x9e3779b97f4a7c15ULL;
 static uint64_t m_rand(void)
 {
-	m_rng ^= m_rng << 13;
-	m_rng ^= m_rng >> 7;
-	m_rng ^= m_rng << 17;
-	return m_rng;
+	return xs64(&m_rng);
 }
 
 /*
@@ -3152,8 +2921,7 @@ static void test_multi(void)
 	expect_code(1, 3, SEMD__CODE__OK);
 	expect_code(1, 4, SEMD__CODE__OK);
 	TEST_START("multi: nothing is held while it waits; FIFO on every name");
-	t_down(sm, z, 2, "a", 1, -1, 0);
-	g = grant_of(3, 2);
+	g = t_held(sm, z, 3, 2, "a", 1);
 	t_multi(sm, x, 5, ab, NULL, 2, -1, 0);	/* a is z's: x waits */
 	EXPECT(none(1, 5));
 	in = info_of(sm, adm, 5, 4, "b");
@@ -3173,8 +2941,7 @@ static void test_multi(void)
 	t_up(sm, x, 7, "a", 1, 0);
 	t_up(sm, y, 4, "b", 2, 0);
 	TEST_START("multi: two waiters on the same names in opposite orders, oldest first");
-	t_down(sm, z, 4, "a", 1, -1, 0);
-	g = grant_of(3, 4);
+	g = t_held(sm, z, 3, 4, "a", 1);
 	t_multi(sm, x, 8, ab, NULL, 2, -1, 0);
 	t_multi(sm, y, 5, ba, NULL, 2, -1, 0);
 	t_up(sm, z, 5, "a", 1, g ? g->permit_id : 0);
@@ -3186,8 +2953,7 @@ static void test_multi(void)
 	t_up(sm, y, 7, "b", 1, 0);
 	t_up(sm, x, 10, "b", 1, 0);
 	TEST_START("multi: one deadline; nothing held after a timeout; auto names freed");
-	t_down(sm, z, 6, "a", 1, -1, 0);
-	g = grant_of(3, 6);
+	g = t_held(sm, z, 3, 6, "a", 1);
 	t_multi(sm, x, 11, abc, NULL, 3, 100, 0);	/* c is auto-created */
 	EXPECT(none(1, 11));
 	t_tick(sm, now + 100);
@@ -3280,8 +3046,7 @@ static void test_multi_snapshot(void)
 	t_create_rate(sm, adm, 3, "r", 0, 3, 7, 2);
 	t_watch(sm, adm, 4, "", true);
 	expect_code(5, 4, SEMD__CODE__OK);
-	t_down(sm, z, 2, "a", 1, -1, 0);
-	g = grant_of(3, 2);
+	g = t_held(sm, z, 3, 2, "a", 1);
 	zp = g ? g->permit_id : 0;
 	t_multi(sm, x, 2, ab, NULL, 2, 5000, 0);
 	t_down(sm, x, 5, "r", 2, 0, 0);		/* the bucket, emptied */
@@ -3352,10 +3117,8 @@ static void test_deadlock(void)
 	adm = t_client(sm, 4, "uid:0", 0);
 	TEST_START("deadlock: S holds a and waits for b, T holds b and downs a");
 	t_watch(sm, adm, 2, "a", false);
-	t_down(sm, s, 2, "a", 1, -1, 0);
-	grant_of(1, 2);
-	t_down(sm, t, 2, "b", 1, -1, 0);
-	grant_of(2, 2);
+	t_held(sm, s, 1, 2, "a", 1);
+	t_held(sm, t, 2, 2, "b", 1);
 	t_down(sm, s, 3, "b", 1, -1, 0);
 	EXPECT(none(1, 3));
 	t_down(sm, t, 3, "a", 1, -1, 0);
@@ -3378,8 +3141,7 @@ static void test_deadlock(void)
 	t_down(sm, s, 6, "c2", 1, -1, 0);
 	t_down(sm, t, 6, "c2", 1, -1, 0);
 	t_down(sm, u, 2, "c2", 1, -1, 0);	/* u holds nothing: no check */
-	t_down(sm, s, 7, "d", 1, -1, 0);
-	grant_of(1, 7);
+	t_held(sm, s, 1, 7, "d", 1);
 	t_down(sm, t, 7, "d", 1, -1, 0);	/* t waits for s */
 	t_down(sm, s, 8, "c2", 1, -1, 0);	/* s waits for c2: t's or u's up */
 	EXPECT(none(1, 8));
@@ -3395,10 +3157,8 @@ static void test_deadlock(void)
 	t = t_client(sm, 2, "uid:2", 0);
 	u = t_client(sm, 3, "uid:3", 0);
 	TEST_START("deadlock: a multi-name down closing a cycle is refused whole");
-	t_down(sm, s, 2, "a", 1, -1, 0);
-	grant_of(1, 2);
-	t_down(sm, t, 2, "b", 1, -1, 0);
-	grant_of(2, 2);
+	t_held(sm, s, 1, 2, "a", 1);
+	t_held(sm, t, 2, 2, "b", 1);
 	t_down(sm, t, 3, "a", 1, -1, 0);	/* t waits for s */
 	t_multi(sm, s, 3, bc, NULL, 2, -1, 0);	/* s would wait for t */
 	expect_code(1, 3, SEMD__CODE__DEADLOCK);
@@ -3484,8 +3244,7 @@ static void test_watch(void)
 	expect_code(4, 2, SEMD__CODE__OK);
 	t_who = NULL;
 	t_create(sm, a, 2, "jobs/x", 1, SEMD__MODE__OWNED, 0);
-	t_down(sm, a, 3, "jobs/x", 1, -1, 0);
-	g = grant_of(1, 3);
+	g = t_held(sm, a, 1, 3, "jobs/x", 1);
 	t_down(sm, b, 2, "jobs/x", 1, -1, 0);
 	t_down(sm, b, 3, "jobs/x", 1, 50, 0);
 	t_tick(sm, now + 50);
@@ -3494,8 +3253,7 @@ static void test_watch(void)
 	grant_of(2, 2);
 	t_set_limit(sm, a, 5, "jobs/x", 3);
 	t_cancel(sm, b, 4, 99);			/* nothing: no event */
-	t_down(sm, a, 6, "jobs/x", 2, -1, 0);
-	grant_of(1, 6);
+	t_held(sm, a, 1, 6, "jobs/x", 2);
 	t_delete(sm, a, 7, "jobs/x", 1);
 	event_of(3, EVENT_CREATE, "jobs/x");
 	ev = event_of(3, EVENT_GRANT, "jobs/x");
@@ -3708,10 +3466,5 @@ int main(void)
 	test_watch();
 	test_holds();
 	caps_clear();
-	if (failures) {
-		printf("%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("all state tests passed\n");
-	return 0;
+	return check_done("state");
 }

@@ -20,6 +20,7 @@
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/fuzz_sm.h"
 
 #define FUZZ_LEASE_MAX_MS	60000u
 
@@ -56,21 +57,10 @@ static void fz_reply(void *ctx, void *conn, const Semd__Reply *r)
 {
 	struct fz *f = ctx;
 	int *tag = conn;
-	Semd__Reply *back;
-	uint8_t *buf;
-	size_t n;
 
 	FUZZ_ASSERT(tag >= f->tag && tag < f->tag + FUZZ_CLIENTS);
 	FUZZ_ASSERT(f->open[tag - f->tag]);
-	n = semd__reply__get_packed_size(r);
-	FUZZ_ASSERT(n <= FRAME_MAX_LIMIT);
-	buf = malloc(n + 1);
-	FUZZ_ASSERT(buf != NULL);
-	FUZZ_ASSERT(semd__reply__pack(r, buf) == n);
-	back = semd__reply__unpack(NULL, n, buf);
-	FUZZ_ASSERT(back != NULL && back->id == r->id && back->code == r->code);
-	semd__reply__free_unpacked(back, NULL);
-	free(buf);
+	fsm_reply(ctx, conn, r);
 }
 
 /* Open connection k (a new client in slot k). */

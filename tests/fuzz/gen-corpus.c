@@ -9,6 +9,8 @@
  * Its output is committed under tests/fuzz/corpus/.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "daemon/state.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
+#include "tests/common/req.h"
 #include "tests/fuzz/fuzz.h"
 
 struct out {
@@ -76,166 +79,104 @@ static void out_write(const struct out *o, const char *target, const char *name)
 static void req_hello_resume(struct out *o, uint64_t id, uint32_t lease_ms, uint64_t session,
     const uint8_t *secret, size_t secret_len)
 {
-	Semd__Request r = SEMD__REQUEST__INIT;
-	Semd__Hello m = SEMD__HELLO__INIT;
+	struct req q;
 
-	m.version = 1;
-	m.client_name = "fuzz";
-	m.lease_ms = lease_ms;
-	m.resume_session = session;
-	m.resume_secret.data = (uint8_t *)secret;
-	m.resume_secret.len = secret_len;
-	r.id = id;
-	r.op_case = SEMD__REQUEST__OP_HELLO;
-	r.hello = &m;
-	out_req(o, &r);
+	out_req(o, req_make(&q, id, SEMD__REQUEST__OP_HELLO,
+	    "version=%d client_name=%s lease_ms=%u resume_session=%" PRIu64
+	    " resume_secret=%.*s", 1, "fuzz", lease_ms, session,
+	    (int)secret_len, (const char *)secret));
 }
 
 /* Hello, version 1, with an optional session lease. */
 static void req_hello(struct out *o, uint64_t id, uint32_t lease_ms)
 {
-	Semd__Request r = SEMD__REQUEST__INIT;
-	Semd__Hello m = SEMD__HELLO__INIT;
+	struct req q;
 
-	m.version = 1;
-	m.client_name = "fuzz";
-	m.host = "localhost";
-	m.pid = 4242;
-	m.lease_ms = lease_ms;
-	r.id = id;
-	r.op_case = SEMD__REQUEST__OP_HELLO;
-	r.hello = &m;
-	out_req(o, &r);
+	out_req(o, req_make(&q, id, SEMD__REQUEST__OP_HELLO,
+	    "version=%d client_name=%s host=%s pid=%d lease_ms=%u",
+	    1, "fuzz", "localhost", 4242, lease_ms));
 }
 
 /* Create NAME with a limit, owned or signal mode. */
 static void req_create(struct out *o, uint64_t id, const char *name, uint32_t limit, int signal)
 {
-	Semd__Request r = SEMD__REQUEST__INIT;
-	Semd__Create m = SEMD__CREATE__INIT;
+	struct req q;
 
-	m.name = (char *)name;
-	m.limit = limit;
-	m.mode = signal ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED;
-	r.id = id;
-	r.op_case = SEMD__REQUEST__OP_CREATE;
-	r.create = &m;
-	out_req(o, &r);
+	out_req(o, req_make(&q, id, SEMD__REQUEST__OP_CREATE, "name=%s limit=%u mode=%d",
+	    name, limit, signal ? SEMD__MODE__SIGNAL : SEMD__MODE__OWNED));
 }
 
 /* Down of n permits with a timeout and an optional detached lease. */
 static void req_down(struct out *o, uint64_t id, const char *name, uint32_t n, int64_t timeout_ms,
     uint32_t lease_ms)
 {
-	Semd__Request r = SEMD__REQUEST__INIT;
-	Semd__Down m = SEMD__DOWN__INIT;
+	struct req q;
 
-	m.name = (char *)name;
-	m.n = n;
-	m.timeout_ms = timeout_ms;
-	m.lease_ms = lease_ms;
-	r.id = id;
-	r.op_case = SEMD__REQUEST__OP_DOWN;
-	r.down = &m;
-	out_req(o, &r);
+	out_req(o, req_make(&q, id, SEMD__REQUEST__OP_DOWN,
+	    "name=%s n=%u timeout_ms=%" PRId64 " lease_ms=%u", name, n, timeout_ms, lease_ms));
 }
 
 /* Up of n permits, or of one permit by id. */
 static void req_up(struct out *o, uint64_t id, const char *name, uint32_t n, uint64_t permit)
 {
-	Semd__Request r = SEMD__REQUEST__INIT;
-	Semd__Up m = SEMD__UP__INIT;
+	struct req q;
 
-	m.name = (char *)name;
-	m.n = n;
-	m.permit_id = permit;
-	r.id = id;
-	r.op_case = SEMD__REQUEST__OP_UP;
-	r.up = &m;
-	out_req(o, &r);
+	out_req(o, req_make(&q, id, SEMD__REQUEST__OP_UP,
+	    "name=%s n=%u permit_id=%" PRIu64, name, n, permit));
 }
 
-/* One of the requests that only name a semaphore (info, delete, ...). */
+/* req_set() with the field list of a table (each takes a string and a number). */
+static void req_set_listed(struct req *q, const char *fields, ...)
+{
+	va_list ap;
+
+	va_start(ap, fields);
+	req_vset(q, fields, ap);
+	va_end(ap);
+}
+
+/*
+ * One of the requests that only name a semaphore (info, delete, ...): the
+ * field that takes the name, and the one other field set, to value.
+ */
 static void req_name_op(struct out *o, uint64_t id, int op, const char *name)
 {
-	Semd__Request r = SEMD__REQUEST__INIT;
-	Semd__Info info = SEMD__INFO__INIT;
-	Semd__Delete del = SEMD__DELETE__INIT;
-	Semd__List list = SEMD__LIST__INIT;
-	Semd__Validate val = SEMD__VALIDATE__INIT;
-	Semd__Release rel = SEMD__RELEASE__INIT;
-	Semd__SetLimit sl = SEMD__SET_LIMIT__INIT;
+	static const struct {
+		int		op;
+		const char	*fields;	/* "name=%s other=%u" */
+		unsigned	value;
+	} ops[] = {
+		{ SEMD__REQUEST__OP_INFO, "name=%s", 0 },
+		{ SEMD__REQUEST__OP_DELETE, "name=%s force=%u", 1 },
+		{ SEMD__REQUEST__OP_LIST, "prefix=%s max=%u", 2 },
+		{ SEMD__REQUEST__OP_VALIDATE, "name=%s token=%u", 1 },
+		{ SEMD__REQUEST__OP_RELEASE, "name=%s permit_id=%u", 1 },
+		{ SEMD__REQUEST__OP_SET_LIMIT, "name=%s limit=%u", 3 },
+	};
+	struct req q;
+	size_t i;
 
-	r.id = id;
-	r.op_case = op;
-	switch (op) {
-	case SEMD__REQUEST__OP_INFO:
-		info.name = (char *)name;
-		r.info = &info;
-		break;
-	case SEMD__REQUEST__OP_DELETE:
-		del.name = (char *)name;
-		del.force = 1;
-		r.delete_ = &del;
-		break;
-	case SEMD__REQUEST__OP_LIST:
-		list.prefix = (char *)name;
-		list.max = 2;
-		r.list = &list;
-		break;
-	case SEMD__REQUEST__OP_VALIDATE:
-		val.name = (char *)name;
-		val.token = 1;
-		r.validate = &val;
-		break;
-	case SEMD__REQUEST__OP_RELEASE:
-		rel.name = (char *)name;
-		rel.permit_id = 1;
-		r.release = &rel;
-		break;
-	case SEMD__REQUEST__OP_SET_LIMIT:
-		sl.name = (char *)name;
-		sl.limit = 3;
-		r.set_limit = &sl;
-		break;
-	default:
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]) && ops[i].op != op; i++)
+		continue;
+	if (i == sizeof(ops) / sizeof(ops[0]))
 		exit(1);
-	}
-	out_req(o, &r);
+	req_op(&q, id, op);
+	req_set_listed(&q, ops[i].fields, name, ops[i].value);
+	out_req(o, &q.r);
 }
 
 /* Ping, Stats, Detach or Cancel (of the previous id). */
 static void req_simple(struct out *o, uint64_t id, int op)
 {
-	Semd__Request r = SEMD__REQUEST__INIT;
-	Semd__Ping ping = SEMD__PING__INIT;
-	Semd__Stats stats = SEMD__STATS__INIT;
-	Semd__Cancel cancel = SEMD__CANCEL__INIT;
-	Semd__Detach detach = SEMD__DETACH__INIT;
-	static uint8_t payload[] = "payload";
+	static const char payload[] = "payload";
+	struct req q;
 
-	r.id = id;
-	r.op_case = op;
-	switch (op) {
-	case SEMD__REQUEST__OP_PING:
-		ping.payload.data = payload;
-		ping.payload.len = sizeof(payload) - 1;
-		r.ping = &ping;
-		break;
-	case SEMD__REQUEST__OP_STATS:
-		r.stats = &stats;
-		break;
-	case SEMD__REQUEST__OP_CANCEL:
-		cancel.request_id = id - 1;
-		r.cancel = &cancel;
-		break;
-	case SEMD__REQUEST__OP_DETACH:
-		r.detach = &detach;
-		break;
-	default:
-		break;
-	}
-	out_req(o, &r);
+	req_op(&q, id, op);
+	if (op == SEMD__REQUEST__OP_PING)
+		req_set(&q, "payload=%.*s", (int)sizeof(payload) - 1, payload);
+	else if (op == SEMD__REQUEST__OP_CANCEL)
+		req_set(&q, "request_id=%" PRIu64, id - 1);
+	out_req(o, &q.r);
 }
 
 /* Control bytes of the dispatch scripts: a record of kind for client. */
