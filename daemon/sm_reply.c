@@ -132,9 +132,10 @@ size_t page_max(size_t asked, size_t dflt, size_t cap)
 }
 
 /*
- * The entries of a reply page (Info, List, Holds): an array of n pointers,
- * each to its own zeroed entry of size bytes, all in one block that one
- * free() releases; NULL, answered RESOURCE_EXHAUSTED, when out of memory.
+ * The entries of a reply page (Info, List, Holds): an array of n pointers
+ * (n >= 1, as page_max() gives), each to its own zeroed entry of size
+ * bytes, all in one block that one free() releases; NULL, answered
+ * RESOURCE_EXHAUSTED, when out of memory.
  */
 void *reply_page(struct sm *sm, struct sm_client *c, uint64_t id, size_t n,
     size_t size)
@@ -143,7 +144,7 @@ void *reply_page(struct sm *sm, struct sm_client *c, uint64_t id, size_t n,
 	size_t head = (n * sizeof(void *) + align - 1) / align * align, i;
 	void **v = NULL;
 
-	if (size <= (SIZE_MAX - head) / (n ? n : 1))
+	if (n > 0 && size <= (SIZE_MAX - head) / n)
 		v = calloc(1, head + n * size);
 	if (v == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
