@@ -511,9 +511,12 @@ void sema_up_n(struct semaphore *sem, unsigned int n)
 
 /* --- asynchronous API ------------------------------------------------------- */
 
-/* Take n permits for w now (0) or queue it for a later callback (1). */
-int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
-    unsigned int n, void (*wake)(struct sema_waiter *))
+/*
+ * Ready w to wait for n permits, woken through wake, with its SEMA_Q_*
+ * flags; -EINVAL for nothing to wait for or no one to wake.
+ */
+static int waiter_init(struct sema_waiter *w, unsigned int n,
+    void (*wake)(struct sema_waiter *), unsigned int flags)
 {
 	if (n == 0 || wake == NULL)
 		return -EINVAL;
@@ -521,8 +524,17 @@ int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
 	w->wake = wake;
 	w->wake_next = NULL;
 	w->token = 0;
-	w->parked = false;
-	w->gated = false;
+	w->parked = (flags & SEMA_Q_PARKED) != 0;
+	w->gated = (flags & SEMA_Q_GATED) != 0;
+	return 0;
+}
+
+/* Take n permits for w now (0) or queue it for a later callback (1). */
+int sema_down_async(struct semaphore *sem, struct sema_waiter *w,
+    unsigned int n, void (*wake)(struct sema_waiter *))
+{
+	if (waiter_init(w, n, wake, 0) != 0)
+		return -EINVAL;
 	spin_lock(&sem->lock);
 	if (do_trydown_locked(sem, n, &w->token)) {
 		w->state = SEMA_GRANTED;
@@ -602,14 +614,8 @@ int sema_up_max(struct semaphore *sem, unsigned int n, long max)
 int sema_enqueue(struct semaphore *sem, struct sema_waiter *w, unsigned int n,
     void (*wake)(struct sema_waiter *), unsigned int flags)
 {
-	if (n == 0 || wake == NULL)
+	if (waiter_init(w, n, wake, flags) != 0)
 		return -EINVAL;
-	w->n = n;
-	w->wake = wake;
-	w->wake_next = NULL;
-	w->token = 0;
-	w->parked = (flags & SEMA_Q_PARKED) != 0;
-	w->gated = (flags & SEMA_Q_GATED) != 0;
 	w->state = SEMA_WAITING;
 	spin_lock(&sem->lock);
 	list_add_tail(&w->list, &sem->wait_list);
@@ -651,35 +657,38 @@ bool sema_grant(struct semaphore *sem, struct sema_waiter *w)
 	return true;
 }
 
-/* Gate a queued waiter, or let the core grant it again. */
-void sema_gate(struct semaphore *sem, struct sema_waiter *w, bool gated)
+/*
+ * Set flag, w->gated or w->parked, of a queued waiter to on, and serve the
+ * queue when that may let someone through: any (un)parking, or ungating
+ * the first unparked waiter.
+ */
+static void sema_set_flag(struct semaphore *sem, struct sema_waiter *w,
+    bool *flag, bool on)
 {
 	struct sema_wakeq q;
 
 	sema_wakeq_init(&q);
 	spin_lock(&sem->lock);
-	if (w->state == SEMA_WAITING && w->gated != gated) {
-		w->gated = gated;
-		if (!gated && !w->parked && do_first_locked(sem) == w)
+	if (w->state == SEMA_WAITING && *flag != on) {
+		*flag = on;
+		if (flag == &w->parked ||
+		    (!on && !w->parked && do_first_locked(sem) == w))
 			do_wake_locked(sem, &q);
 	}
 	spin_unlock(&sem->lock);
 	sema_wakeq_run(&q);
 }
 
+/* Gate a queued waiter, or let the core grant it again. */
+void sema_gate(struct semaphore *sem, struct sema_waiter *w, bool gated)
+{
+	sema_set_flag(sem, w, &w->gated, gated);
+}
+
 /* Pass a queued waiter over (parked) or serve it in its place again. */
 void sema_park(struct semaphore *sem, struct sema_waiter *w, bool parked)
 {
-	struct sema_wakeq q;
-
-	sema_wakeq_init(&q);
-	spin_lock(&sem->lock);
-	if (w->state == SEMA_WAITING && w->parked != parked) {
-		w->parked = parked;
-		do_wake_locked(sem, &q);
-	}
-	spin_unlock(&sem->lock);
-	sema_wakeq_run(&q);
+	sema_set_flag(sem, w, &w->parked, parked);
 }
 
 /* Change the number of permits by delta; growing hands off to waiters. */

@@ -92,12 +92,12 @@ static bool get_string(const uint8_t *data, size_t len, char *buf,
  * False on anything else, or a second name.
  */
 static bool get_named(const uint8_t *p, const uint8_t *end, char *buf,
-    size_t bufsize, size_t *used, char **name, uint64_t *v, uint32_t nv)
+    size_t bufsize, char **name, uint64_t *v, uint32_t nv)
 {
 	const uint8_t *data;
 	uint32_t field;
 	unsigned int wt;
-	size_t len;
+	size_t len, used = 0;
 	bool have_name = false;
 
 	while (p < end) {
@@ -105,7 +105,7 @@ static bool get_named(const uint8_t *p, const uint8_t *end, char *buf,
 			return false;
 		if (field == 1 && wt == WT_LEN && !have_name) {
 			if (!get_len(&p, end, &data, &len) ||
-			    !get_string(data, len, buf, bufsize, used, name))
+			    !get_string(data, len, buf, bufsize, &used, name))
 				return false;
 			have_name = true;
 		} else if (field >= 2 && field - 2 < nv && wt == WT_VARINT) {
@@ -118,55 +118,62 @@ static bool get_named(const uint8_t *p, const uint8_t *end, char *buf,
 	return true;
 }
 
-/* Down { name = 1, n = 2, timeout_ms = 3, lease_ms = 4 }. */
-static bool get_down(Semd__Down *d, const uint8_t *p, const uint8_t *end,
-    char *buf, size_t bufsize, size_t *used)
+/* Down { name = 1, n = 2, timeout_ms = 3, lease_ms = 4 }: out's request. */
+static bool get_down(struct fastpb_req *out, const uint8_t *p,
+    const uint8_t *end, char *buf, size_t bufsize)
 {
+	Semd__Down *d = &out->op.down;
 	uint64_t v[3] = { 0, 0, 0 };
 
 	*d = (Semd__Down)SEMD__DOWN__INIT;
-	if (!get_named(p, end, buf, bufsize, used, &d->name, v, 3))
+	if (!get_named(p, end, buf, bufsize, &d->name, v, 3))
 		return false;
 	d->n = (uint32_t)v[0];
 	d->timeout_ms = (int64_t)v[1];
 	d->lease_ms = (uint32_t)v[2];
+	out->req.op_case = SEMD__REQUEST__OP_DOWN;
+	out->req.down = d;
 	return true;
 }
 
-/* Up { name = 1, n = 2, permit_id = 3 }. */
-static bool get_up(Semd__Up *u, const uint8_t *p, const uint8_t *end,
-    char *buf, size_t bufsize, size_t *used)
+/* Up { name = 1, n = 2, permit_id = 3 }: out's request. */
+static bool get_up(struct fastpb_req *out, const uint8_t *p,
+    const uint8_t *end, char *buf, size_t bufsize)
 {
+	Semd__Up *u = &out->op.up;
 	uint64_t v[2] = { 0, 0 };
 
 	*u = (Semd__Up)SEMD__UP__INIT;
-	if (!get_named(p, end, buf, bufsize, used, &u->name, v, 2))
+	if (!get_named(p, end, buf, bufsize, &u->name, v, 2))
 		return false;
 	u->n = (uint32_t)v[0];
 	u->permit_id = v[1];
+	out->req.op_case = SEMD__REQUEST__OP_UP;
+	out->req.up = u;
 	return true;
 }
 
-/* Ping { payload = 1 }: the payload stays in the frame. */
-static bool get_ping(Semd__Ping *g, const uint8_t *p, const uint8_t *end)
+/* Ping { payload = 1 }: out's request; the payload stays in the frame. */
+static bool get_ping(struct fastpb_req *out, const uint8_t *p,
+    const uint8_t *end)
 {
-	const uint8_t *data;
+	Semd__Ping *g = &out->op.ping;
+	const uint8_t *data = NULL;
 	uint32_t field;
 	unsigned int wt;
-	size_t len;
-	bool have = false;
+	size_t len = 0;
 
 	*g = (Semd__Ping)SEMD__PING__INIT;
-	while (p < end) {
-		if (!get_tag(&p, end, &field, &wt) || field != 1 ||
-		    wt != WT_LEN || have || !get_len(&p, end, &data, &len))
-			return false;
-		if (len > 0) {
-			g->payload.data = (uint8_t *)data;
-			g->payload.len = len;
-		}
-		have = true;
+	/* No field, or one payload and nothing after it. */
+	if (p < end && (!get_tag(&p, end, &field, &wt) || field != 1 ||
+	    wt != WT_LEN || !get_len(&p, end, &data, &len) || p != end))
+		return false;
+	if (len > 0) {
+		g->payload.data = (uint8_t *)data;
+		g->payload.len = len;
 	}
+	out->req.op_case = SEMD__REQUEST__OP_PING;
+	out->req.ping = g;
 	return true;
 }
 
@@ -194,7 +201,7 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
 	uint32_t field, op = 0;
 	unsigned int wt;
 	uint64_t v;
-	size_t dlen = 0, used = 0;
+	size_t dlen = 0;
 
 	if (!fastpb_enabled())
 		return false;
@@ -218,23 +225,11 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
 	}
 	switch (op) {
 	case SEMD__REQUEST__OP_DOWN:
-		if (!get_down(&out->op.down, data, data + dlen, buf, bufsize, &used))
-			return false;
-		out->req.op_case = SEMD__REQUEST__OP_DOWN;
-		out->req.down = &out->op.down;
-		return true;
+		return get_down(out, data, data + dlen, buf, bufsize);
 	case SEMD__REQUEST__OP_UP:
-		if (!get_up(&out->op.up, data, data + dlen, buf, bufsize, &used))
-			return false;
-		out->req.op_case = SEMD__REQUEST__OP_UP;
-		out->req.up = &out->op.up;
-		return true;
+		return get_up(out, data, data + dlen, buf, bufsize);
 	case SEMD__REQUEST__OP_PING:
-		if (!get_ping(&out->op.ping, data, data + dlen))
-			return false;
-		out->req.op_case = SEMD__REQUEST__OP_PING;
-		out->req.ping = &out->op.ping;
-		return true;
+		return get_ping(out, data, data + dlen);
 	default:
 		return false;
 	}

@@ -447,6 +447,14 @@ uint64_t sm_wall(const struct sm *sm, uint64_t now);
 /* sm_snap_*.c: a snapshot starts with SNAP_MAGIC, then its version. */
 #define SNAP_MAGIC	"SEMDSNAP"
 #define SNAP_VERSION	2u
+/*
+ * The counters a snapshot keeps after the settings, in this order: their
+ * offsets in struct sm_counters (version 1 has the first SNAP_V1_COUNTERS).
+ * The gauges are recounted on restore.
+ */
+#define SNAP_COUNTERS		12
+#define SNAP_V1_COUNTERS	7
+extern const size_t snap_counters[SNAP_COUNTERS];
 
 /* sm_bytes.c: snapshots and log entries as little-endian bytes */
 bool bytes_room(struct sm_batch *b, size_t n);
@@ -515,6 +523,23 @@ void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t n);
 void reply_holder(const struct sm *sm, Semd__Holder *e,
     const struct sm_hold *h);
+size_t page_max(size_t asked, size_t dflt, size_t cap);
+void *reply_page(struct sm *sm, struct sm_client *c, uint64_t id, size_t n,
+    size_t size);
+
+/*
+ * Send the reply to request rid with one body: the oneof's case
+ * SEMD__REPLY__BODY_<CASE> and its member field pointing at body. A macro
+ * because a function cannot name the union's member.
+ */
+#define REPLY_BODY(sm, c, rid, CASE, field, body) do {			\
+	Semd__Reply reply_ = SEMD__REPLY__INIT;				\
+									\
+	reply_.id = (rid);						\
+	reply_.body_case = SEMD__REPLY__BODY_##CASE;			\
+	reply_.field = (body);						\
+	reply_send((sm), (c), &reply_);					\
+} while (0)
 
 /* sm_principal.c */
 extern const char *const limit_names[SM_NLIMITS];
@@ -636,6 +661,14 @@ struct sm_sem *sem_need(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
 struct sm_sem *sem_need_manager(struct sm *sm, struct sm_client *c,
     uint64_t id, const char *name, const char *what);
+bool sem_mode_refused(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_sem *sem, int mode, int code, const char *why);
+const char *sem_mode_name(int mode);
+struct sm_sem *sem_create(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t limit, int mode,
+    const struct sm_principal *pr);
+struct sm_sem *sem_auto_create(struct sm *sm, struct sm_client *c,
+    uint64_t id, const char *name, uint32_t limit);
 
 /* sm_session.c */
 void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,

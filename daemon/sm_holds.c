@@ -37,7 +37,6 @@ void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     uint64_t now)
 {
 	const Semd__Renew *rn = req->renew;
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__Renewed rd = SEMD__RENEWED__INIT;
 	struct sm_principal *pr = c->session->ident->pr;
 	struct list_head *pos;
@@ -82,10 +81,7 @@ void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	}
 	rd.holds = n;
 	rd.expires_ms = sm_wall(sm, when);
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_RENEWED;
-	r.renewed = &rd;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, RENEWED, renewed, &rd);
 }
 
 /*
@@ -96,14 +92,13 @@ void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     uint64_t now)
 {
 	const Semd__Holds *hq = req->holds;
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__HoldsReply hr = SEMD__HOLDS_REPLY__INIT;
-	Semd__Holder *hv = NULL, **hp = NULL;
+	Semd__Holder **hp;
 	struct sm_principal *pr = c->pr;
 	struct list_head *pos;
 	struct sm_hold *h;
 	uint64_t id = req->id;
-	size_t max = hq->max ? hq->max : SM_INFO_PAGE, nh = 0;
+	size_t max = page_max(hq->max, SM_INFO_PAGE, SM_INFO_PAGE_MAX), nh = 0;
 
 	(void)now;
 	if (*hq->principal != '\0' && strcmp(hq->principal, c->pr->name) != 0) {
@@ -115,39 +110,25 @@ void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 		}
 		pr = principal_find(sm, hq->principal);	/* NULL: it holds nothing */
 	}
-	if (max > SM_INFO_PAGE_MAX)
-		max = SM_INFO_PAGE_MAX;
-	hv = calloc(max, sizeof *hv);
-	hp = ptr_array(max);
-	if (hv == NULL || hp == NULL) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "out of memory");
-		goto out;
-	}
+	if ((hp = reply_page(sm, c, id, max, sizeof **hp)) == NULL)
+		return;
 	if (pr != NULL) {
 		list_for_each(pos, &pr->holds) {
 			h = list_entry(pos, struct sm_hold, pr_entry);
 			if (h->permit_id <= hq->after_permit)
 				continue;
 			if (nh == max) {
-				hr.next_permit = hv[nh - 1].permit_id;
+				hr.next_permit = hp[nh - 1]->permit_id;
 				break;
 			}
-			reply_holder(sm, &hv[nh], h);
-			hv[nh].name = h->sem->name;
-			hp[nh] = &hv[nh];
-			nh++;
+			reply_holder(sm, hp[nh], h);
+			hp[nh++]->name = h->sem->name;
 		}
 		hr.total = pr->nholds;
 	}
 	hr.n_holds = nh;
 	hr.holds = hp;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_HOLDS;
-	r.holds = &hr;
-	reply_send(sm, c, &r);
-out:
-	free(hv);
+	REPLY_BODY(sm, c, id, HOLDS, holds, &hr);
 	free(hp);
 }
 
@@ -156,7 +137,6 @@ void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     uint64_t now)
 {
 	const Semd__Where *wq = req->where;
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__WhereReply wr = SEMD__WHERE_REPLY__INIT;
 	Semd__Place pv[SM_MULTI_MAX], *pp[SM_MULTI_MAX];
 	struct sm_sem *sems[SM_MULTI_MAX];
@@ -214,8 +194,5 @@ void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	wr.n_places = w->nm;
 	wr.places = pp;
 	wr.since_ms = w->since_wall;
-	r.id = req->id;
-	r.body_case = SEMD__REPLY__BODY_WHERE;
-	r.where = &wr;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, req->id, WHERE, where, &wr);
 }

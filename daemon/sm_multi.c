@@ -80,7 +80,6 @@ static void reply_multi(struct sm *sm, struct sm_client *c, uint64_t id,
     unsigned int k, struct sm_sem *const *sems, const uint64_t *permits,
     const uint64_t *tokens, const uint32_t *ns, uint64_t waited_ms)
 {
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__MultiGrant mg = SEMD__MULTI_GRANT__INIT;
 	Semd__NamedGrant gv[SM_MULTI_MAX], *gp[SM_MULTI_MAX];
 	unsigned int i;
@@ -96,10 +95,7 @@ static void reply_multi(struct sm *sm, struct sm_client *c, uint64_t id,
 	mg.n_grants = k;
 	mg.grants = gp;
 	mg.waited_us = waited_ms * 1000;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_MULTI_GRANT;
-	r.multi_grant = &mg;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, MULTI_GRANT, multi_grant, &mg);
 }
 
 /*
@@ -489,27 +485,14 @@ static struct sm_sem *multi_sem(struct sm *sm, struct sm_client *c,
 
 	*made = false;
 	if (sem == NULL) {
-		if (wt->limit != 0 && !limit_ok(sm, c, id, wt->limit))
+		if ((sem = sem_auto_create(sm, c, id, wt->name, wt->limit)) == NULL)
 			return NULL;
-		if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
-			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-			    "too many semaphores (max-semaphores %u)",
-			    sm->cfg.max_semaphores);
-			return NULL;
-		}
-		sem = sem_new(sm, wt->name, wt->limit ? wt->limit :
-		    sm->cfg.default_limit, SEMD__MODE__OWNED, true, sm->now);
-		if (sem == NULL) {
-			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-			    "out of memory");
-			return NULL;
-		}
 		*made = true;
 	} else if (sem->mode != SEMD__MODE__OWNED) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "%s is a %s semaphore: a multi-name down takes owned ones "
 		    "(nothing would be held; take it with its own down)", sem->name,
-		    sem->mode == SEMD__MODE__SIGNAL ? "signal-mode" : "rate-only");
+		    sem_mode_name(sem->mode));
 		return NULL;
 	} else if (wt->limit != 0 && wt->limit != sem->limit) {
 		reply_err(sm, c, id, SEMD__CODE__EXISTS,

@@ -21,7 +21,6 @@
 static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
     const Semd__Hello *h, uint64_t now)
 {
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__HelloReply hr = SEMD__HELLO_REPLY__INIT;
 	struct sm_session *s;
 	uint32_t lease;
@@ -107,10 +106,7 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	hr.principal = s->ident->pr->name;
 	hr.server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
 	hr.durable = sm->cfg.durable;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_HELLO;
-	r.hello = &hr;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, HELLO, hello, &hr);
 	if (back)
 		session_park(s, false);	/* grants now go to c, after HelloReply */
 	return SM_OK;
@@ -183,6 +179,65 @@ struct sm_sem *sem_need_manager(struct sm *sm, struct sm_client *c,
 	return sem;
 }
 
+/* How messages name a mode: "a rate-only semaphore". */
+const char *sem_mode_name(int mode)
+{
+	return mode == SEMD__MODE__SIGNAL ? "signal-mode" :
+	    mode == SEMD__MODE__RATE ? "rate-only" : "owned";
+}
+
+/*
+ * Refuse a request that does not apply to a semaphore of mode: when sem is
+ * one, answer code with "NAME is a MODE semaphore: why" and return true.
+ */
+bool sem_mode_refused(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_sem *sem, int mode, int code, const char *why)
+{
+	if (sem->mode != mode)
+		return false;
+	reply_err(sm, c, id, code, "%s is a %s semaphore: %s", sem->name,
+	    sem_mode_name(mode), why);
+	return true;
+}
+
+/*
+ * Make a name: created explicitly, owned by and counted against pr, or
+ * auto-created by a down (pr NULL). NULL, answered RESOURCE_EXHAUSTED, when
+ * max-semaphores is reached, pr is at its quota or memory runs out.
+ */
+struct sm_sem *sem_create(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t limit, int mode,
+    const struct sm_principal *pr)
+{
+	struct sm_sem *sem;
+
+	if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "too many semaphores (max-semaphores %u)",
+		    sm->cfg.max_semaphores);
+		return NULL;
+	}
+	if (pr != NULL && !principal_room(sm, c, id, pr, SM_LIMIT_SEMAPHORES, 1))
+		return NULL;
+	if ((sem = sem_new(sm, name, limit, mode, pr == NULL, sm->now)) == NULL)
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+	return sem;
+}
+
+/*
+ * Auto-create a name for a down: owned, with the limit the down asked for
+ * (0: the default limit). NULL when answered.
+ */
+struct sm_sem *sem_auto_create(struct sm *sm, struct sm_client *c,
+    uint64_t id, const char *name, uint32_t limit)
+{
+	if (limit != 0 && !limit_ok(sm, c, id, limit))
+		return NULL;
+	return sem_create(sm, c, id, name, limit ? limit :
+	    sm->cfg.default_limit, SEMD__MODE__OWNED, NULL);
+}
+
 /* Check a limit; answers INVALID_ARGUMENT when bad. */
 bool limit_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t limit)
@@ -200,14 +255,10 @@ static void op_ping(struct sm *sm, struct sm_client *c,
 {
 	const Semd__Ping *p = req->ping;
 	uint64_t id = req->id;
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__Pong pong = SEMD__PONG__INIT;
 
 	pong.payload = p->payload;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_PONG;
-	r.pong = &pong;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, PONG, pong, &pong);
 }
 
 /* Detach: this session outlives the connection's close by its lease. */

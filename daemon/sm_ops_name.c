@@ -99,19 +99,8 @@ void op_create(struct sm *sm, struct sm_client *c,
 		reply_ok(sm, c, id);
 		return;
 	}
-	if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "too many semaphores (max-semaphores %u)",
-		    sm->cfg.max_semaphores);
+	if ((sem = sem_create(sm, c, id, cr->name, cr->limit, mode, pr)) == NULL)
 		return;
-	}
-	if (!principal_room(sm, c, id, pr, SM_LIMIT_SEMAPHORES, 1))
-		return;
-	if ((sem = sem_new(sm, cr->name, cr->limit, mode, false, now)) == NULL) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "out of memory");
-		return;
-	}
 	if (cr->rate != 0 && !rate_attach(sm, sem, cr->rate, period, burst)) {
 		sem_free(sm, sem);
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
@@ -146,48 +135,38 @@ void op_info(struct sm *sm, struct sm_client *c,
 {
 	const Semd__Info *in = req->info;
 	uint64_t id = req->id;
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__InfoReply ir = SEMD__INFO_REPLY__INIT;
-	Semd__Holder *hv = NULL, **hp = NULL;
-	Semd__Waiter *wv = NULL, **wp = NULL;
+	Semd__Holder **hp = NULL;
+	Semd__Waiter **wp = NULL, *e;
 	struct list_head *pos;
 	struct sm_member *m;
 	struct sm_sem *sem;
 	struct sm_hold *h;
 	struct sm_wait *w;
-	size_t max = in->max ? in->max : SM_INFO_PAGE, nh = 0, nw = 0, budget;
+	size_t max = page_max(in->max, SM_INFO_PAGE, SM_INFO_PAGE_MAX);
+	size_t nh = 0, nw = 0, budget;
 	bool all;
 
 	if ((sem = sem_need(sm, c, id, in->name)) == NULL)
 		return;
 	rate_refill(sm, sem);	/* may grant (tokens due): before the lists */
-	if (max > SM_INFO_PAGE_MAX)
-		max = SM_INFO_PAGE_MAX;
 	all = sem_manager(sm, c, sem);
 	budget = sm->cfg.max_reply / 2;		/* each list gets half */
-	hv = calloc(max, sizeof *hv);
-	hp = ptr_array(max);
-	wv = calloc(max, sizeof *wv);
-	wp = ptr_array(max);
-	if (hv == NULL || hp == NULL || wv == NULL || wp == NULL) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "out of memory");
+	if ((hp = reply_page(sm, c, id, max, sizeof **hp)) == NULL ||
+	    (wp = reply_page(sm, c, id, max, sizeof **wp)) == NULL)
 		goto out;
-	}
 	list_for_each(pos, &sem->holders) {
 		h = list_entry(pos, struct sm_hold, sem_entry);
 		if (h->permit_id <= in->after_permit ||
 		    (!all && h->ident->pr != c->pr))
 			continue;
 		if (nh == max || (nh > 0 && info_entry_size(h->ident) > budget)) {
-			ir.next_permit = hv[nh - 1].permit_id;
+			ir.next_permit = hp[nh - 1]->permit_id;
 			break;
 		}
 		budget -= info_entry_size(h->ident) < budget ?
 		    info_entry_size(h->ident) : budget;
-		reply_holder(sm, &hv[nh], h);
-		hp[nh] = &hv[nh];
-		nh++;
+		reply_holder(sm, hp[nh++], h);
 	}
 	budget = sm->cfg.max_reply / 2;
 	list_for_each(pos, &sem->waiters) {
@@ -197,25 +176,24 @@ void op_info(struct sm *sm, struct sm_client *c,
 		    (!all && w->session->ident->pr != c->pr))
 			continue;
 		if (nw == max || (nw > 0 && info_entry_size(w->session->ident) > budget)) {
-			ir.next_waiter = wv[nw - 1].seq;
+			ir.next_waiter = wp[nw - 1]->seq;
 			break;
 		}
 		budget -= info_entry_size(w->session->ident) < budget ?
 		    info_entry_size(w->session->ident) : budget;
-		semd__waiter__init(&wv[nw]);
-		wv[nw].request_id = w->req.request_id;
-		wv[nw].n = m->n;
-		wv[nw].client_name = w->session->ident->client_name;
-		wv[nw].host = w->session->ident->host;
-		wv[nw].pid = w->session->ident->pid;
-		wv[nw].principal = w->session->ident->pr->name;
-		wv[nw].since_ms = w->since_wall;
-		wv[nw].deadline_ms = w->deadline.idx != SIZE_MAX ?
+		e = wp[nw++];
+		semd__waiter__init(e);
+		e->request_id = w->req.request_id;
+		e->n = m->n;
+		e->client_name = w->session->ident->client_name;
+		e->host = w->session->ident->host;
+		e->pid = w->session->ident->pid;
+		e->principal = w->session->ident->pr->name;
+		e->since_ms = w->since_wall;
+		e->deadline_ms = w->deadline.idx != SIZE_MAX ?
 		    sm_wall(sm, w->deadline.when) : 0;
-		wv[nw].seq = w->seq;
-		wv[nw].detached = w->session->client == NULL;
-		wp[nw] = &wv[nw];
-		nw++;
+		e->seq = w->seq;
+		e->detached = w->session->client == NULL;
 	}
 	ir.name = sem->name;
 	ir.limit = sem->limit;
@@ -236,14 +214,9 @@ void op_info(struct sm *sm, struct sm_client *c,
 		ir.tokens_nano = rate_nano(sm, sem);
 		ir.next_token_ms = rate_next_ms(sm, sem);
 	}
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_INFO;
-	r.info = &ir;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, INFO, info, &ir);
 out:
-	free(hv);
 	free(hp);
-	free(wv);
 	free(wp);
 }
 
@@ -286,24 +259,16 @@ void op_list(struct sm *sm, struct sm_client *c,
 {
 	const Semd__List *l = req->list;
 	uint64_t id = req->id;
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__ListReply lr = SEMD__LIST_REPLY__INIT;
-	Semd__Summary *sv = NULL, **sp = NULL;
-	size_t max = l->max ? l->max : SM_LIST_DEFAULT, i = 0;
+	Semd__Summary **sp, *e;
+	size_t max = page_max(l->max, SM_LIST_DEFAULT, SM_LIST_MAX), i = 0;
 	size_t plen = strlen(l->prefix), hidden = 0, skip;
 	char key[SM_NAME_MAX + 1];
 	struct ordidx_iter it;
 	struct sm_sem *sem;
 
-	if (max > SM_LIST_MAX)
-		max = SM_LIST_MAX;
-	sv = calloc(max, sizeof *sv);
-	sp = ptr_array(max);
-	if (sv == NULL || sp == NULL) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "out of memory");
-		goto out;
-	}
+	if ((sp = reply_page(sm, c, id, max, sizeof **sp)) == NULL)
+		return;
 	/* Every name with the prefix is >= prefix. */
 	if (strcmp(l->after, l->prefix) >= 0)
 		ordidx_seek(&sm->byname, &it, l->after, false);
@@ -324,22 +289,21 @@ void op_list(struct sm *sm, struct sm_client *c,
 			continue;
 		}
 		if (i == max) {
-			lr.next = sv[max - 1].name;
+			lr.next = sp[max - 1]->name;
 			break;
 		}
-		semd__summary__init(&sv[i]);
-		sv[i].name = sem->name;
-		sv[i].limit = sem->limit;
-		sv[i].available = sema_count(&sem->sem);
-		sv[i].mode = sem->mode;
-		sv[i].holders = sem->nholders;
-		sv[i].waiters = sem->nwaiters;
+		e = sp[i++];
+		semd__summary__init(e);
+		e->name = sem->name;
+		e->limit = sem->limit;
+		e->available = sema_count(&sem->sem);
+		e->mode = sem->mode;
+		e->holders = sem->nholders;
+		e->waiters = sem->nwaiters;
 		if (sem->rate != NULL) {
-			sv[i].rate = sem->rate->rate;
-			sv[i].rate_period_ms = sem->rate->period_ms;
+			e->rate = sem->rate->rate;
+			e->rate_period_ms = sem->rate->period_ms;
 		}
-		sp[i] = &sv[i];
-		i++;
 	}
 	if (hidden > SM_LIST_HIDDEN_MAX) {
 		if (i == 0) {
@@ -349,16 +313,12 @@ void op_list(struct sm *sm, struct sm_client *c,
 			    SM_LIST_HIDDEN_MAX);
 			goto out;
 		}
-		lr.next = sv[i - 1].name;
+		lr.next = sp[i - 1]->name;
 	}
 	lr.n_entries = i;
 	lr.entries = sp;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_LIST;
-	r.list = &lr;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, LIST, list, &lr);
 out:
-	free(sv);
 	free(sp);
 }
 
@@ -429,13 +389,10 @@ void op_set_limit(struct sm *sm, struct sm_client *c,
 	if ((sem = sem_need_manager(sm, c, id, sl->name,
 	    "change the limit of")) == NULL)
 		return;
-	if (sem->mode == SEMD__MODE__RATE) {
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "%s is a rate-only semaphore: it has no limit (set-rate changes its rate)",
-		    sem->name);
-		return;
-	}
-	if (!limit_ok(sm, c, id, sl->limit))
+	if (sem_mode_refused(sm, c, id, sem, SEMD__MODE__RATE,
+	    SEMD__CODE__INVALID_ARGUMENT,
+	    "it has no limit (set-rate changes its rate)") ||
+	    !limit_ok(sm, c, id, sl->limit))
 		return;
 	delta = (long)sl->limit - (long)sem->limit;
 	sem->limit = sl->limit;

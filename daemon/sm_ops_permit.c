@@ -87,24 +87,9 @@ void op_down(struct sm *sm, struct sm_client *c,
 		    d->limit);
 		return;
 	}
-	if (sem == NULL) {
-		/* Auto-created, with the default limit or the one asked for. */
-		if (d->limit != 0 && !limit_ok(sm, c, id, d->limit))
-			return;
-		if (sm->ctr.semaphores >= sm->cfg.max_semaphores) {
-			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-			    "too many semaphores (max-semaphores %u)",
-			    sm->cfg.max_semaphores);
-			return;
-		}
-		sem = sem_new(sm, d->name, d->limit ? d->limit :
-		    sm->cfg.default_limit, SEMD__MODE__OWNED, true, now);
-		if (sem == NULL) {
-			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-			    "out of memory");
-			return;
-		}
-	}
+	if (sem == NULL &&
+	    (sem = sem_auto_create(sm, c, id, d->name, d->limit)) == NULL)
+		return;
 	client_sem_set(sm, c, sem);
 	if (sem->mode != SEMD__MODE__RATE && n > sem->limit) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
@@ -187,12 +172,10 @@ void op_up(struct sm *sm, struct sm_client *c,
 
 	if ((sem = sem_need(sm, c, id, u->name)) == NULL)
 		return;
-	if (sem->mode == SEMD__MODE__RATE) {
-		reply_err(sm, c, id, SEMD__CODE__NOT_HOLDER,
-		    "%s is a rate-only semaphore: a down takes its tokens for good, nothing is held",
-		    sem->name);
+	if (sem_mode_refused(sm, c, id, sem, SEMD__MODE__RATE,
+	    SEMD__CODE__NOT_HOLDER,
+	    "a down takes its tokens for good, nothing is held"))
 		return;
-	}
 	if (sem->mode == SEMD__MODE__SIGNAL && u->permit_id == 0) {
 		if (n > SM_LIMIT_MAX) {
 			reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
@@ -318,7 +301,6 @@ void op_validate(struct sm *sm, struct sm_client *c,
 {
 	const Semd__Validate *v = req->validate;
 	uint64_t id = req->id;
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__ValidateReply vr = SEMD__VALIDATE_REPLY__INIT;
 	struct sm_sem *sem;
 
@@ -326,8 +308,5 @@ void op_validate(struct sm *sm, struct sm_client *c,
 		return;
 	sem = sem_find(sm, v->name);
 	vr.valid = sem != NULL && token_find(sm, sem, v->token) != NULL;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_VALIDATE;
-	r.validate = &vr;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, VALIDATE, validate, &vr);
 }

@@ -308,19 +308,13 @@ void op_set_rate(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	if ((sem = sem_need_manager(sm, c, id, sr->name,
 	    "change the rate of")) == NULL)
 		return;
-	if (sem->mode == SEMD__MODE__SIGNAL) {
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "%s is a signal-mode semaphore: it cannot have a rate",
-		    sem->name);
-		return;
-	}
-	if (sr->rate == 0 && sem->mode == SEMD__MODE__RATE) {
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "%s is a rate-only semaphore: it needs a rate (delete it instead)",
-		    sem->name);
-		return;
-	}
-	if (sr->rate != 0 && !rate_args_ok(sm, c, id, sr->rate, &period, &burst))
+	if (sem_mode_refused(sm, c, id, sem, SEMD__MODE__SIGNAL,
+	    SEMD__CODE__INVALID_ARGUMENT, "it cannot have a rate") ||
+	    (sr->rate == 0 && sem_mode_refused(sm, c, id, sem,
+	    SEMD__MODE__RATE, SEMD__CODE__INVALID_ARGUMENT,
+	    "it needs a rate (delete it instead)")) ||
+	    (sr->rate != 0 &&
+	    !rate_args_ok(sm, c, id, sr->rate, &period, &burst)))
 		return;
 	rate_refill(sm, sem);			/* at the old rate, up to now */
 	sem->auto_created = false;

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,31 +82,23 @@ void reply_ok(struct sm *sm, struct sm_client *c, uint64_t id)
 void reply_grant(struct sm *sm, struct sm_client *c, uint64_t id,
     uint64_t permit_id, uint64_t token, uint32_t n, uint64_t waited_ms)
 {
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__Grant g = SEMD__GRANT__INIT;
 
 	g.permit_id = permit_id;
 	g.token = token;
 	g.n = n;
 	g.waited_us = waited_ms * 1000;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_GRANT;
-	r.grant = &g;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, GRANT, grant, &g);
 }
 
 /* Send Released{n}. */
 void reply_released(struct sm *sm, struct sm_client *c, uint64_t id,
     uint32_t n)
 {
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__Released rel = SEMD__RELEASED__INIT;
 
 	rel.n = n;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_RELEASED;
-	r.released = &rel;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, RELEASED, released, &rel);
 }
 
 /*
@@ -127,4 +121,37 @@ void reply_holder(const struct sm *sm, Semd__Holder *e,
 	e->detached = h->session == NULL;
 	e->expires_ms = h->session == NULL ? sm_wall(sm, h->expiry.when) :
 	    h->session->client == NULL ? sm_wall(sm, h->session->expiry.when) : 0;
+}
+
+/* The entries a reply page lists: as many as asked (0: dflt), at most cap. */
+size_t page_max(size_t asked, size_t dflt, size_t cap)
+{
+	if (asked == 0)
+		asked = dflt;
+	return asked < cap ? asked : cap;
+}
+
+/*
+ * The entries of a reply page (Info, List, Holds): an array of n pointers
+ * (n >= 1, as page_max() gives), each to its own zeroed entry of size
+ * bytes, all in one block that one free() releases; NULL, answered
+ * RESOURCE_EXHAUSTED, when out of memory.
+ */
+void *reply_page(struct sm *sm, struct sm_client *c, uint64_t id, size_t n,
+    size_t size)
+{
+	size_t align = _Alignof(max_align_t);
+	size_t head = (n * sizeof(void *) + align - 1) / align * align, i;
+	void **v = NULL;
+
+	if (n > 0 && size <= (SIZE_MAX - head) / n)
+		v = calloc(1, head + n * size);
+	if (v == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		v[i] = (char *)v + head + i * size;
+	return v;
 }

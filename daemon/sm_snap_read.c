@@ -95,7 +95,7 @@ static void r_header(struct restore *rs)
 	struct sm *sm = rs->sm;
 	struct sm_counters *k = &sm->ctr;
 	const uint8_t *magic = rbuf_take(r, 8);
-	size_t i, j, nops, ncodes;
+	size_t i, j, n, nops, ncodes;
 
 	if (magic == NULL || memcmp(magic, SNAP_MAGIC, 8) != 0) {
 		rs_fail(rs, "not a semd snapshot");
@@ -128,20 +128,9 @@ static void r_header(struct restore *rs)
 	sm->cfg.max_reply = r_u32(r);
 	if (sm->cfg.default_limit == 0 || sm->cfg.default_limit > SM_LIMIT_MAX)
 		rs_fail(rs, "default limit out of range");
-	k->grants = r_u64(r);
-	k->timeouts = r_u64(r);
-	k->cancels = r_u64(r);
-	k->cancels_disconnect = r_u64(r);
-	k->leases_expired = r_u64(r);
-	k->sessions_expired = r_u64(r);
-	k->errors = r_u64(r);
-	if (rs->version >= 2) {
-		k->multi_grants = r_u64(r);
-		k->deadlocks = r_u64(r);
-		k->deadlock_checks = r_u64(r);
-		k->deadlock_steps = r_u64(r);
-		k->deadlock_cut = r_u64(r);
-	}
+	n = rs->version >= 2 ? SNAP_COUNTERS : SNAP_V1_COUNTERS;
+	for (i = 0; i < n; i++)
+		*(uint64_t *)((char *)k + snap_counters[i]) = r_u64(r);
 	nops = rs->version >= 2 ? SM_NOPS : SNAP_V1_NOPS;
 	ncodes = rs->version >= 2 ? SM_NCODES : SNAP_V1_NCODES;
 	for (i = 0; i < nops; i++)

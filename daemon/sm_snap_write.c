@@ -29,11 +29,22 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/sm-int.h"
+
+#define SNAP_K(f)	offsetof(struct sm_counters, f)
+const size_t snap_counters[SNAP_COUNTERS] = {
+	SNAP_K(grants), SNAP_K(timeouts), SNAP_K(cancels),
+	SNAP_K(cancels_disconnect), SNAP_K(leases_expired),
+	SNAP_K(sessions_expired), SNAP_K(errors),
+	/* version 2 */
+	SNAP_K(multi_grants), SNAP_K(deadlocks), SNAP_K(deadlock_checks),
+	SNAP_K(deadlock_steps), SNAP_K(deadlock_cut),
+};
 
 /* Into a struct sm_batch (its ncmds unused), as log entries are: sm_bytes.c. */
 static void w_u8(struct sm_batch *b, uint64_t v) { bytes_int(b, v, 1); }
@@ -195,18 +206,8 @@ static void w_header(struct sm_batch *b, const struct sm *sm)
 	w_u32(b, sm->cfg.max_lease_ms);
 	w_u32(b, sm->cfg.max_reply);
 	/* The counters (the gauges are recounted on restore). */
-	w_u64(b, k->grants);
-	w_u64(b, k->timeouts);
-	w_u64(b, k->cancels);
-	w_u64(b, k->cancels_disconnect);
-	w_u64(b, k->leases_expired);
-	w_u64(b, k->sessions_expired);
-	w_u64(b, k->errors);
-	w_u64(b, k->multi_grants);
-	w_u64(b, k->deadlocks);
-	w_u64(b, k->deadlock_checks);
-	w_u64(b, k->deadlock_steps);
-	w_u64(b, k->deadlock_cut);
+	for (i = 0; i < SNAP_COUNTERS; i++)
+		w_u64(b, *(const uint64_t *)((const char *)k + snap_counters[i]));
 	for (i = 0; i < SM_NOPS; i++)
 		w_u64(b, k->ops[i]);
 	for (i = 0; i < SM_NOPS; i++)

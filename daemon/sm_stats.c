@@ -45,7 +45,6 @@ static void stats_hist(const struct sm_hist *h, const char *what,
 /* Stats: the counters, by name. */
 void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 {
-	Semd__Reply r = SEMD__REPLY__INIT;
 	Semd__StatsReply sr = SEMD__STATS_REPLY__INIT;
 	Semd__Counter cv[SM_STATS_MAX], *cp[SM_STATS_MAX];
 	char names[SM_STATS_MAX][40];
@@ -116,10 +115,7 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 #undef COUNTER
 	sr.n_counters = n;
 	sr.counters = cp;
-	r.id = id;
-	r.body_case = SEMD__REPLY__BODY_STATS;
-	r.stats = &sr;
-	reply_send(sm, c, &r);
+	REPLY_BODY(sm, c, id, STATS, stats, &sr);
 }
 
 

@@ -20,12 +20,7 @@
 struct tls_server {
 	pthread_mutex_t lock;		/* guards everything below */
 	SSL_CTX *ctx;
-	char *cert_file;
-	char *key_file;
-	char *ca_file;
-	enum tls_client_auth client_auth;
-	unsigned int ticket_lifetime_s;
-	unsigned int ticket_rotate_s;
+	struct tls_server_config cfg;	/* its file names: tls_config_dup()'s */
 	struct tls_tickets *tickets;	/* NULL: no resumption */
 	unsigned long ticket_epoch;	/* rings made */
 };
@@ -234,6 +229,30 @@ static char *tls_strdup(const char *s, bool *ok)
 }
 
 /*
+ * Copy cfg into out with file names of its own; false when out of memory
+ * (what was copied is freed by tls_config_free() all the same).
+ */
+static bool tls_config_dup(struct tls_server_config *out,
+    const struct tls_server_config *cfg)
+{
+	bool ok = true;
+
+	*out = *cfg;
+	out->cert_file = tls_strdup(cfg->cert_file, &ok);
+	out->key_file = tls_strdup(cfg->key_file, &ok);
+	out->ca_file = tls_strdup(cfg->ca_file, &ok);
+	return ok;
+}
+
+/* Free the file names of a tls_config_dup() copy. */
+static void tls_config_free(struct tls_server_config *c)
+{
+	free((char *)c->cert_file);
+	free((char *)c->key_file);
+	free((char *)c->ca_file);
+}
+
+/*
  * The ticket ring for cfg: old when it was made for the same trust setting
  * and times, else a new one; a reference either way, NULL without tickets.
  */
@@ -268,7 +287,6 @@ int tls_server_new(struct tls_server **out, const struct tls_server_config *cfg,
     char *err, size_t errlen)
 {
 	struct tls_server *ts;
-	bool ok = true;
 
 	*out = NULL;
 	if ((ts = calloc(1, sizeof *ts)) == NULL)
@@ -283,13 +301,7 @@ int tls_server_new(struct tls_server **out, const struct tls_server_config *cfg,
 		ts->ticket_epoch++;
 	if ((ts->ctx = tls_server_build(cfg, ts->tickets, err, errlen)) == NULL)
 		goto fail;
-	ts->cert_file = tls_strdup(cfg->cert_file, &ok);
-	ts->key_file = tls_strdup(cfg->key_file, &ok);
-	ts->ca_file = tls_strdup(cfg->ca_file, &ok);
-	ts->client_auth = cfg->client_auth;
-	ts->ticket_lifetime_s = cfg->ticket_lifetime_s;
-	ts->ticket_rotate_s = cfg->ticket_rotate_s;
-	if (!ok) {
+	if (!tls_config_dup(&ts->cfg, cfg)) {
 		tls_errf(-ENOMEM, err, errlen, "out of memory");
 		goto fail;
 	}
@@ -306,26 +318,12 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
 {
 	struct tls_server_config cur;
 	struct tls_tickets *old_ring, *ring = NULL;
-	char *cert = NULL, *key = NULL, *ca = NULL;
 	SSL_CTX *ctx, *old;
-	bool ok = true;
+	bool ok;
 
 	pthread_mutex_lock(&ts->lock);
-	if (cfg == NULL) {
-		cur.cert_file = ts->cert_file;
-		cur.key_file = ts->key_file;
-		cur.ca_file = ts->ca_file;
-		cur.client_auth = ts->client_auth;
-		cur.ticket_lifetime_s = ts->ticket_lifetime_s;
-		cur.ticket_rotate_s = ts->ticket_rotate_s;
-		cfg = &cur;
-	}
-	cert = tls_strdup(cfg->cert_file, &ok);
-	key = tls_strdup(cfg->key_file, &ok);
-	ca = tls_strdup(cfg->ca_file, &ok);
-	cur.client_auth = cfg->client_auth;
-	cur.ticket_lifetime_s = cfg->ticket_lifetime_s;
-	cur.ticket_rotate_s = cfg->ticket_rotate_s;
+	/* A copy: another reload may free ts's names once we unlock. */
+	ok = tls_config_dup(&cur, cfg != NULL ? cfg : &ts->cfg);
 	old_ring = ts->tickets;
 	if (old_ring != NULL)
 		tls_tickets_ref(old_ring);
@@ -334,9 +332,6 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
 		tls_errf(-ENOMEM, err, errlen, "out of memory");
 		goto fail;
 	}
-	cur.cert_file = cert;
-	cur.key_file = key;
-	cur.ca_file = ca;
 	/* The slow part (file reads, key checks) runs without the lock. */
 	if (tls_server_ring(&cur, old_ring, &ring, err, errlen) != 0)
 		goto fail;
@@ -346,15 +341,8 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
 	pthread_mutex_lock(&ts->lock);
 	old = ts->ctx;
 	ts->ctx = ctx;
-	free(ts->cert_file);
-	free(ts->key_file);
-	free(ts->ca_file);
-	ts->cert_file = cert;
-	ts->key_file = key;
-	ts->ca_file = ca;
-	ts->client_auth = cur.client_auth;
-	ts->ticket_lifetime_s = cur.ticket_lifetime_s;
-	ts->ticket_rotate_s = cur.ticket_rotate_s;
+	tls_config_free(&ts->cfg);
+	ts->cfg = cur;
 	if (ring != NULL && ring != ts->tickets)
 		ts->ticket_epoch++;
 	tls_tickets_unref(ts->tickets);
@@ -367,9 +355,7 @@ int tls_server_reload(struct tls_server *ts, const struct tls_server_config *cfg
 fail:
 	tls_tickets_unref(ring);
 	tls_tickets_unref(old_ring);
-	free(cert);
-	free(key);
-	free(ca);
+	tls_config_free(&cur);
 	return -EINVAL;
 }
 
@@ -405,9 +391,7 @@ void tls_server_free(struct tls_server *ts)
 		return;
 	SSL_CTX_free(ts->ctx);
 	tls_tickets_unref(ts->tickets);
-	free(ts->cert_file);
-	free(ts->key_file);
-	free(ts->ca_file);
+	tls_config_free(&ts->cfg);
 	pthread_mutex_destroy(&ts->lock);
 	free(ts);
 }
