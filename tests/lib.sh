@@ -18,8 +18,7 @@ PROBE=${PROBE:-$top_builddir/tests/daemon/semd_probe}
 T=$(mktemp -d "${TMPDIR:-/tmp}/semd-test.XXXXXX")
 PIDS_TO_KILL=""
 TEST_NAME=$(basename "$0")
-t_failed=0
-t_passed=0
+. "$top_srcdir/tests/tap.sh"
 
 t_cleanup() {
 	rc=$?
@@ -45,19 +44,6 @@ trap 'exit 130' INT TERM
 t_watchdog() {
 	( sleep "${1:-120}"; echo "$TEST_NAME: watchdog fired after ${1:-120}s" >&2; kill -TERM $$ ) &
 	PIDS_TO_KILL="$PIDS_TO_KILL $!"
-}
-
-# ok COND-DESCRIPTION CMD... : run CMD, count a pass or a failure.
-ok() {
-	desc=$1; shift
-	if "$@"; then t_passed=$((t_passed + 1)); echo "ok - $desc"
-	else t_failed=$((t_failed + 1)); echo "not ok - $desc"; fi
-}
-
-# expect_eq DESC WANT GOT
-expect_eq() {
-	if [ "$2" = "$3" ]; then t_passed=$((t_passed + 1)); echo "ok - $1"
-	else t_failed=$((t_failed + 1)); echo "not ok - $1: want '$2', got '$3'"; fi
 }
 
 # has PATTERN FILE: FILE has a line matching PATTERN.
