@@ -142,6 +142,17 @@ t_cert() {
 		-out "$1.pem" -days 2 -extfile "$1.ext" 2>/dev/null
 }
 
+# t_tls_certs [ec]: skipped (77) without the openssl CLI; otherwise in $T,
+# which becomes the current directory, a CA "ca", a CA "other" the tests do
+# not trust, and srv.key/srv.pem for localhost and 127.0.0.1 signed by ca
+# (RSA, or EC with "ec"). The test's own certificates come after.
+t_tls_certs() {
+	command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
+	cd "$T" || exit 1
+	t_ca ca "/CN=semd test CA" "${1:-}" && t_ca other "/CN=other CA" "${1:-}" &&
+	t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca "${1:-}" || exit 1
+}
+
 # t_done: print the plain summary line and exit with the right status.
 t_done() {
 	echo "$t_passed passed, $t_failed failed"
