@@ -94,6 +94,17 @@ start_semd() {
 	eval "${name}_TCP=\$(grep -m1 '^tcp:' \"\$T/\$name.ready\")"
 }
 
+# t_reload PID CONF SED-SCRIPT [OUT]: edit the configuration file CONF in
+# place with SED-SCRIPT, then reload PID (SIGHUP). With OUT, first wait until
+# the probe writing OUT, started in the background to keep a connection open
+# across the reload, has had its hello answered.
+t_reload() {
+	if [ -n "${4:-}" ]; then
+		t_wait_for 5 has '^reply id=1 ' "$4" || return 1
+	fi
+	sed -i "$3" "$2" && kill -HUP "$1"
+}
+
 # t_notify_socket SECONDS [stamp]: a systemd notify socket at
 # $T/notify.sock for SECONDS (or until STOPPING=1): every line semd sends is
 # appended to $T/notify.out, after the monotonic time with "stamp".
