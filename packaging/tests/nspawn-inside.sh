@@ -22,6 +22,7 @@ t0=$(date +%s)
 
 # ok DESC CMD... and expect_eq DESC WANT GOT count into t_passed and
 # t_failed: tests/tap.sh, copied beside this script by nspawn.sh.
+# shellcheck source=tests/tap.sh
 . "$(dirname "$0")/tap.sh"
 # note TEXT: a diagnostic line.
 note() { echo "# $*"; }
