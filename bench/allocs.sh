@@ -9,40 +9,28 @@
 #   build directory or with top_builddir set. Knobs: C (connections, 4),
 #   D1/D2 (the two durations, 1 and 3 s), SEMD, BENCH.
 set -euo pipefail
-
-: "${top_builddir:=$(pwd)}"
-SEMD=${SEMD:-$top_builddir/semd}
-BENCH=${BENCH:-$top_builddir/semd-benchmark}
+. "$(dirname "$0")/lib.sh"
 C=${C:-4}
 D1=${D1:-1}
 D2=${D2:-3}
 tests=${*:-ping down-up contended}
 
 command -v valgrind >/dev/null || { echo "allocs: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-for b in "$SEMD" "$BENCH"; do
-	[ -x "$b" ] || { echo "allocs: $b not built" >&2; exit 1; }
-done
-T=$(mktemp -d "${TMPDIR:-/tmp}/semd-allocs.XXXXXX")
-VP=
-cleanup() {
-	if [ -n "$VP" ]; then kill -TERM "$VP" 2>/dev/null || true; wait "$VP" 2>/dev/null || true; fi
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_init allocs
 
 measure() { # test seconds -> "round_trips allocs"
 	rm -f "$T/s.sock" "$T/ready"
 	valgrind --tool=memcheck --leak-check=no "$SEMD" --listen "unix:$T/s.sock" \
 		--ready-file "$T/ready" --log-level warning >"$T/vg.log" 2>&1 &
 	VP=$!
-	for _ in $(seq 300); do [ -s "$T/ready" ] && break; sleep 0.1; done
-	[ -s "$T/ready" ] || { echo "allocs: semd under valgrind did not start" >&2; cat "$T/vg.log" >&2; exit 1; }
+	PIDS=("$VP")
+	wait_ready "$VP" "$T/ready" 30 ||
+		{ echo "allocs: semd under valgrind did not start" >&2; cat "$T/vg.log" >&2; exit 1; }
 	rts=$("$BENCH" -s "unix:$T/s.sock" -t "$1" -c "$C" -d "$2" --warmup 0 --threads 1 --json |
 		sed -n 's/.*"round_trips": \([0-9]*\).*/\1/p')
 	kill -TERM "$VP"
 	wait "$VP" || true
-	VP=
+	PIDS=()
 	allocs=$(sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' "$T/vg.log" | tr -d ,)
 	echo "${rts:-0} ${allocs:-0}"
 }

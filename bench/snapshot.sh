@@ -20,33 +20,17 @@
 #        DIR (where the data directories go: a disk, not tmpfs; default
 #        /var/tmp), SEMD, BENCH.
 set -euo pipefail
-
-: "${top_builddir:=$(pwd)}"
-SEMD=${SEMD:-$top_builddir/semd}
-BENCH=${BENCH:-$top_builddir/semd-benchmark}
+. "$(dirname "$0")/lib.sh"
 NAMES=${NAMES:-1000000}
 D=${D:-30}
 DIR=${DIR:-/var/tmp}
-for b in "$SEMD" "$BENCH"; do
-	[ -x "$b" ] || { echo "snapshot: $b not built (run make first)" >&2; exit 1; }
-done
-
-T=$(mktemp -d "$DIR/semd-snapshot.XXXXXX")
-PIDS=()
-cleanup() {
-	set +e
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_init snapshot "$DIR"
 
 now_ms() { date +%s%3N; }
 # start NAME: a durable semd on $T/NAME.sock with its data in $T/NAME.data;
 # START_MS: the milliseconds it took to be ready.
 start() {
-	local t0 i
+	local t0
 	rm -f "$T/$1.ready"
 	t0=$(now_ms)
 	# shellcheck disable=SC2086
@@ -55,10 +39,7 @@ start() {
 		--ready-file "$T/$1.ready" >>"$T/$1.log" 2>&1 &
 	PIDS+=($!)
 	eval "${1}_PID=$!"
-	for i in $(seq 6000); do
-		[ -s "$T/$1.ready" ] && { START_MS=$(($(now_ms) - t0)); return 0; }
-		sleep 0.05
-	done
+	wait_ready "$!" "$T/$1.ready" 300 && { START_MS=$(($(now_ms) - t0)); return 0; }
 	echo "snapshot: semd $1 did not come up" >&2
 	cat "$T/$1.log" >&2
 	return 1

@@ -6,39 +6,19 @@
 #   D (seconds per test, 2), WARM (warm-up, 0.3), NAMES (100000),
 #   THREADS (semd-benchmark threads, default one per core), SEMD, BENCH.
 set -euo pipefail
-
-: "${top_builddir:=$(pwd)}"
-SEMD=${SEMD:-$top_builddir/semd}
-BENCH=${BENCH:-$top_builddir/semd-benchmark}
+. "$(dirname "$0")/lib.sh"
+bench_init suite
 D=${D:-2}
 WARM=${WARM:-0.3}
 NAMES=${NAMES:-100000}
 THREADS=${THREADS:-$(nproc)}
 
-for b in "$SEMD" "$BENCH"; do
-	[ -x "$b" ] || { echo "suite: $b not built (run make first)" >&2; exit 1; }
-done
-T=$(mktemp -d "${TMPDIR:-/tmp}/semd-bench.XXXXXX")
-SEMD_PID=
-cleanup() {
-	if [ -n "$SEMD_PID" ]; then
-		kill -TERM "$SEMD_PID" 2>/dev/null || true
-		wait "$SEMD_PID" 2>/dev/null || true
-	fi
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
 "$SEMD" --listen "unix:$T/semd.sock" --listen tcp:127.0.0.1:0 --acl "anonymous * all" \
 	--ready-file "$T/ready" >"$T/semd.log" 2>&1 &
 SEMD_PID=$!
-for _ in $(seq 200); do
-	[ -s "$T/ready" ] && break
-	kill -0 "$SEMD_PID" 2>/dev/null || break
-	sleep 0.05
-done
-[ -s "$T/ready" ] || { echo "suite: semd did not become ready" >&2; cat "$T/semd.log" >&2; exit 1; }
+PIDS+=("$SEMD_PID")
+wait_ready "$SEMD_PID" "$T/ready" 10 ||
+	{ echo "suite: semd did not become ready" >&2; cat "$T/semd.log" >&2; exit 1; }
 UNIX=$(grep -m1 '^unix:' "$T/ready")
 TCP=$(grep -m1 '^tcp:' "$T/ready")
 

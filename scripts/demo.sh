@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 TOP=$PWD
 JOBS=${JOBS:-$(nproc)}
 B=$TOP/build/demo
+. "$TOP/bench/lib.sh"		# wait_ready
 
 bold= plain=
 if [ -t 1 ]; then bold=$(printf '\033[1m'); plain=$(printf '\033[0m'); fi
@@ -52,12 +53,7 @@ start_semd() {
 	"$B/semd" --listen "unix:$D/semd.sock" --data-dir "$D/data" \
 		--ready-file "$D/ready" --log-level notice 2>>"$D/semd.log" &
 	SEMD_PID=$!
-	for _ in $(seq 100); do
-		[ -s "$D/ready" ] && break
-		kill -0 "$SEMD_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [ ! -s "$D/ready" ]; then
+	if ! wait_ready "$SEMD_PID" "$D/ready" 10; then
 		echo "semd did not start:"; cat "$D/semd.log"; exit 1
 	fi
 }

@@ -18,8 +18,7 @@ PROBE=${PROBE:-$top_builddir/tests/daemon/semd_probe}
 T=$(mktemp -d "${TMPDIR:-/tmp}/semd-test.XXXXXX")
 PIDS_TO_KILL=""
 TEST_NAME=$(basename "$0")
-t_failed=0
-t_passed=0
+. "$top_srcdir/tests/tap.sh"
 
 t_cleanup() {
 	rc=$?
@@ -45,19 +44,6 @@ trap 'exit 130' INT TERM
 t_watchdog() {
 	( sleep "${1:-120}"; echo "$TEST_NAME: watchdog fired after ${1:-120}s" >&2; kill -TERM $$ ) &
 	PIDS_TO_KILL="$PIDS_TO_KILL $!"
-}
-
-# ok COND-DESCRIPTION CMD... : run CMD, count a pass or a failure.
-ok() {
-	desc=$1; shift
-	if "$@"; then t_passed=$((t_passed + 1)); echo "ok - $desc"
-	else t_failed=$((t_failed + 1)); echo "not ok - $desc"; fi
-}
-
-# expect_eq DESC WANT GOT
-expect_eq() {
-	if [ "$2" = "$3" ]; then t_passed=$((t_passed + 1)); echo "ok - $1"
-	else t_failed=$((t_failed + 1)); echo "not ok - $1: want '$2', got '$3'"; fi
 }
 
 # has PATTERN FILE: FILE has a line matching PATTERN.
@@ -108,6 +94,17 @@ start_semd() {
 	eval "${name}_TCP=\$(grep -m1 '^tcp:' \"\$T/\$name.ready\")"
 }
 
+# t_reload PID CONF SED-SCRIPT [OUT]: edit the configuration file CONF in
+# place with SED-SCRIPT, then reload PID (SIGHUP). With OUT, first wait until
+# the probe writing OUT, started in the background to keep a connection open
+# across the reload, has had its hello answered.
+t_reload() {
+	if [ -n "${4:-}" ]; then
+		t_wait_for 5 has '^reply id=1 ' "$4" || return 1
+	fi
+	sed -i "$3" "$2" && kill -HUP "$1"
+}
+
 # t_notify_socket SECONDS [stamp]: a systemd notify socket at
 # $T/notify.sock for SECONDS (or until STOPPING=1): every line semd sends is
 # appended to $T/notify.out, after the monotonic time with "stamp".
@@ -154,6 +151,17 @@ t_cert() {
 	printf 'subjectAltName=%s\n' "$3" >"$1.ext" &&
 	openssl x509 -req -in "$1.csr" -CA "$4.pem" -CAkey "$4.key" -CAcreateserial \
 		-out "$1.pem" -days 2 -extfile "$1.ext" 2>/dev/null
+}
+
+# t_tls_certs [ec]: skipped (77) without the openssl CLI; otherwise in $T,
+# which becomes the current directory, a CA "ca", a CA "other" the tests do
+# not trust, and srv.key/srv.pem for localhost and 127.0.0.1 signed by ca
+# (RSA, or EC with "ec"). The test's own certificates come after.
+t_tls_certs() {
+	command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
+	cd "$T" || exit 1
+	t_ca ca "/CN=semd test CA" "${1:-}" && t_ca other "/CN=other CA" "${1:-}" &&
+	t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca "${1:-}" || exit 1
 }
 
 # t_done: print the plain summary line and exit with the right status.

@@ -18,21 +18,12 @@ DEBS=${DEBS:-/root/debs}
 # loses a hardening line fails here.
 MAX_EXPOSURE=${MAX_EXPOSURE:-1.2}
 
-failed=0
-passed=0
 t0=$(date +%s)
 
-# ok DESC CMD... : run CMD, count a pass or a failure.
-ok() {
-	desc=$1; shift
-	if "$@"; then passed=$((passed + 1)); echo "ok - $desc"
-	else failed=$((failed + 1)); echo "not ok - $desc"; fi
-}
-# expect_eq DESC WANT GOT
-expect_eq() {
-	if [ "$2" = "$3" ]; then passed=$((passed + 1)); echo "ok - $1"
-	else failed=$((failed + 1)); echo "not ok - $1: want '$2', got '$3'"; fi
-}
+# ok DESC CMD... and expect_eq DESC WANT GOT count into t_passed and
+# t_failed: tests/tap.sh, copied beside this script by nspawn.sh.
+# shellcheck source=tests/tap.sh
+. "$(dirname "$0")/tap.sh"
 # note TEXT: a diagnostic line.
 note() { echo "# $*"; }
 # wait_for SECONDS CMD... : poll CMD every 200 ms until it succeeds.
@@ -59,12 +50,12 @@ status_of() { "$@" >/dev/null 2>&1; echo $?; }
 exits() { want=$1; shift; [ "$(status_of "$@")" = "$want" ]; }
 
 finish() {
-	if [ "$failed" != 0 ]; then
+	if [ "$t_failed" != 0 ]; then
 		echo "---- journal of semd.socket and semd.service ----"
 		journalctl -b --no-pager -o short-monotonic -u semd.socket -u semd.service | tail -n 80
 	fi
-	note "inside the container: $passed passed, $failed failed, $(($(date +%s) - t0)) s"
-	echo "$failed" >"$OUT/status"
+	note "inside the container: $t_passed passed, $t_failed failed, $(($(date +%s) - t0)) s"
+	echo "$t_failed" >"$OUT/status"
 }
 trap finish EXIT
 

@@ -151,6 +151,7 @@ mkdir -p "$root/root/debs" "$root/var/log/journal"
 # shellcheck disable=SC2086
 cp $debs "$root/root/debs/"
 cp "$top/packaging/tests/nspawn-inside.sh" "$root/root/nspawn-inside.sh"
+cp "$top/tests/tap.sh" "$root/root/tap.sh"
 chmod 0755 "$root/root/nspawn-inside.sh"
 cat >"$root/etc/systemd/system/semd-nspawn-test.service" <<EOF
 [Unit]

@@ -48,6 +48,13 @@ leader() {
 has_leader() { l=$(leader); [ -n "$l" ] && [ "$l" != 0 ]; }
 wait_leader() { t_wait_for 10 has_leader; }
 pid_of() { eval "echo \$N$1"; }
+# kill_leader DOWN [NOTE]: kill -9 the leader, restart it DOWN s later.
+kill_leader() {
+	L=$(leader); echo "# kill -9 of the leader, node $L${2:-}"
+	kill -9 "$(pid_of "$L")"; wait "$(pid_of "$L")" 2>/dev/null
+	sleep "$1"
+	start_node "$L"
+}
 # alive PID: running, not a zombie (a crash leaves one until it is waited for).
 alive() { st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
 
@@ -66,10 +73,7 @@ load=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $load"
 sleep 4
 
-L=$(leader); echo "# kill -9 of the leader, node $L"
-kill -9 "$(pid_of "$L")"; wait "$(pid_of "$L")" 2>/dev/null
-sleep 2
-start_node "$L"
+kill_leader 2
 ok "kill -9: a new leader" wait_leader
 sleep 4
 
@@ -87,10 +91,7 @@ sleep 5
 ok "partition healed: a leader" wait_leader
 sleep 4
 
-L=$(leader); echo "# kill -9 of the leader, node $L, again"
-kill -9 "$(pid_of "$L")"; wait "$(pid_of "$L")" 2>/dev/null
-sleep 1
-start_node "$L"
+kill_leader 1 ", again"
 ok "kill -9 again: a leader" wait_leader
 touch "$T/faults-done"
 

@@ -56,6 +56,38 @@ static void rec_queue(struct semaphore *s, struct rec *r, int id, unsigned int n
 	T_EQ(r->w.state, SEMA_WAITING);
 }
 
+/* The log holds want[0..n-1]: those waiters were granted, in that order. */
+static void log_is(const char *file, int line, const int *want, int n)
+{
+	int i;
+
+	for (i = 0; i < n && i < log_len && log_ids[i] == want[i]; i++)
+		;
+	if (i == n && log_len == n)
+		return;
+	fprintf(stderr, "%s:%d: FAIL in \"%s\": granted", file, line, test_current_);
+	for (i = 0; i < log_len && i < LOG_MAX; i++)
+		fprintf(stderr, " %d", log_ids[i]);
+	fprintf(stderr, ", want");
+	for (i = 0; i < n; i++)
+		fprintf(stderr, " %d", want[i]);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+#define T_LOG(...) log_is(__FILE__, __LINE__, (const int[]){ __VA_ARGS__ },	\
+	(int)(sizeof((const int[]){ __VA_ARGS__ }) / sizeof(int)))
+
+/* s new at 0, the log emptied, then r[i] queued (id i) for need[i] permits. */
+static void rec_line_up(struct semaphore *s, struct rec *r, const unsigned int *need, int n)
+{
+	int i;
+
+	sema_init(s, 0);
+	log_len = 0;
+	for (i = 0; i < n; i++)
+		rec_queue(s, &r[i], i, need[i]);
+}
+
 /* --- blocking threads ------------------------------------------------------ */
 
 enum op { OP_DOWN, OP_INTR, OP_KILL, OP_TIMEOUT, OP_DOWN_N, OP_DOWN_N_TIMEOUT };
@@ -227,11 +259,7 @@ static void test_nperm_head_blocks(void)
 	struct rec r[3];
 
 	TEST_START("head waiter needing 3 blocks later ones needing 1");
-	sema_init(&s, 0);
-	log_len = 0;
-	rec_queue(&s, &r[0], 0, 3);
-	rec_queue(&s, &r[1], 1, 1);
-	rec_queue(&s, &r[2], 2, 1);
+	rec_line_up(&s, r, (const unsigned int[]){ 3, 1, 1 }, 3);
 	sema_up(&s);
 	sema_up(&s);
 	T_EQ(log_len, 0);
@@ -239,13 +267,10 @@ static void test_nperm_head_blocks(void)
 	T_FALSE(sema_down_trylock(&s));		/* trylock does not barge either */
 	T_FALSE(sema_trydown_n(&s, 1, NULL));
 	sema_up(&s);
-	T_EQ(log_len, 1);
-	T_EQ(log_ids[0], 0);
+	T_LOG(0);
 	T_EQ(sema_count(&s), 0);
 	sema_up_n(&s, 2);
-	T_EQ(log_len, 3);
-	T_EQ(log_ids[1], 1);
-	T_EQ(log_ids[2], 2);
+	T_LOG(0, 1, 2);
 	T_EQ(sema_count(&s), 0);
 }
 
@@ -256,17 +281,9 @@ static void test_nperm_handoff(void)
 	struct rec r[4];
 
 	TEST_START("n-permit hand-off across several waiters");
-	sema_init(&s, 0);
-	log_len = 0;
-	rec_queue(&s, &r[0], 0, 2);
-	rec_queue(&s, &r[1], 1, 2);
-	rec_queue(&s, &r[2], 2, 1);
-	rec_queue(&s, &r[3], 3, 4);
+	rec_line_up(&s, r, (const unsigned int[]){ 2, 2, 1, 4 }, 4);
 	sema_up_n(&s, 5);
-	T_EQ(log_len, 3);
-	T_EQ(log_ids[0], 0);
-	T_EQ(log_ids[1], 1);
-	T_EQ(log_ids[2], 2);
+	T_LOG(0, 1, 2);
 	T_U64_EQ(log_tokens[0], 1);
 	T_U64_EQ(log_tokens[1], 2);
 	T_U64_EQ(log_tokens[2], 3);
@@ -276,8 +293,7 @@ static void test_nperm_handoff(void)
 	T_EQ(log_len, 3);
 	T_EQ(sema_count(&s), 3);
 	sema_up(&s);
-	T_EQ(log_len, 4);
-	T_EQ(log_ids[3], 3);
+	T_LOG(0, 1, 2, 3);
 	T_U64_EQ(r[3].w.token, 4);
 	T_EQ(sema_count(&s), 0);
 	T_EQ(sema_waiters(&s), 0);
@@ -290,16 +306,11 @@ static void test_park(void)
 	struct rec r[3];
 
 	TEST_START("a parked head is passed over and blocks nobody behind it");
-	sema_init(&s, 0);
-	log_len = 0;
-	rec_queue(&s, &r[0], 0, 2);
-	rec_queue(&s, &r[1], 1, 1);
-	rec_queue(&s, &r[2], 2, 1);
+	rec_line_up(&s, r, (const unsigned int[]){ 2, 1, 1 }, 3);
 	sema_park(&s, &r[0].w, true);
 	T_TRUE(r[0].w.parked);
 	sema_up(&s);
-	T_EQ(log_len, 1);
-	T_EQ(log_ids[0], 1);
+	T_LOG(1);
 	T_FALSE(sema_down_trylock(&s));		/* r[2] queues, not parked */
 	T_EQ(sema_count(&s), 0);
 	TEST_START("unparked, a waiter is served in its old place before later ones");
@@ -308,12 +319,10 @@ static void test_park(void)
 	T_EQ(log_len, 1);		/* r[0] needs 2 and blocks r[2] again */
 	T_EQ(sema_count(&s), 1);
 	sema_up(&s);
-	T_EQ(log_len, 2);
-	T_EQ(log_ids[1], 0);
+	T_LOG(1, 0);
 	T_EQ(sema_count(&s), 0);
 	sema_up(&s);
-	T_EQ(log_len, 3);
-	T_EQ(log_ids[2], 2);
+	T_LOG(1, 0, 2);
 	TEST_START("unparking a waiter whose permits are free grants it at once");
 	log_len = 0;
 	rec_queue(&s, &r[0], 0, 1);
@@ -323,8 +332,7 @@ static void test_park(void)
 	T_EQ(log_len, 0);
 	T_EQ(sema_count(&s), 1);
 	sema_park(&s, &r[0].w, false);
-	T_EQ(log_len, 1);
-	T_EQ(log_ids[0], 0);
+	T_LOG(0);
 	T_EQ(sema_count(&s), 0);
 	TEST_START("only parked waiters queued: a trydown takes free permits");
 	sema_park(&s, &r[1].w, true);
@@ -396,8 +404,7 @@ static void test_gated(void)
 	T_EQ(log_len, 0);
 	T_EQ(sema_count(&s), 0);
 	sema_up(&s);
-	T_EQ(log_len, 1);
-	T_EQ(log_ids[0], 0);
+	T_LOG(0);
 	T_U64_EQ(log_tokens[0], 2);
 	T_FALSE(sema_grant(&s, &g));		/* granted already */
 	TEST_START("sema_grant refuses a gated waiter that is not first in line");
@@ -446,12 +453,7 @@ static void test_cancel(void)
 	struct rec r[4];
 
 	TEST_START("cancel takes a queued waiter off without permits");
-	sema_init(&s, 0);
-	log_len = 0;
-	rec_queue(&s, &r[0], 0, 3);
-	rec_queue(&s, &r[1], 1, 1);
-	rec_queue(&s, &r[2], 2, 1);
-	rec_queue(&s, &r[3], 3, 1);
+	rec_line_up(&s, r, (const unsigned int[]){ 3, 1, 1, 1 }, 4);
 	T_TRUE(sema_cancel(&s, &r[2].w));
 	T_EQ(r[2].w.state, SEMA_CANCELLED);
 	T_TRUE(sema_cancel(&s, &r[2].w));	/* again: no-op */
@@ -461,8 +463,7 @@ static void test_cancel(void)
 	sema_up(&s);
 	T_EQ(log_len, 0);
 	T_TRUE(sema_cancel(&s, &r[0].w));
-	T_EQ(log_len, 1);
-	T_EQ(log_ids[0], 1);
+	T_LOG(1);
 	T_EQ(sema_count(&s), 0);
 	T_EQ(sema_waiters(&s), 1);
 
@@ -470,8 +471,7 @@ static void test_cancel(void)
 	T_FALSE(sema_cancel(&s, &r[1].w));
 	T_EQ(r[1].w.state, SEMA_GRANTED);
 	sema_up(&s);			/* r[1] gives its permit back: goes to r[3] */
-	T_EQ(log_len, 2);
-	T_EQ(log_ids[1], 3);
+	T_LOG(1, 3);
 	T_FALSE(sema_cancel(&s, &r[3].w));
 	sema_up(&s);
 	T_EQ(sema_count(&s), 1);
@@ -541,8 +541,7 @@ static void test_up_max(void)
 	T_EQ(log_len, 0);
 	T_EQ(sema_count(&s), 0);
 	T_EQ(sema_up_max(&s, 3, 1), 0);			/* 3 - 2 = 1 left */
-	T_EQ(log_len, 1);
-	T_EQ(log_ids[0], 7);
+	T_LOG(7);
 	T_EQ(sema_count(&s), 1);
 	T_EQ(sema_waiters(&s), 0);
 }
@@ -567,14 +566,12 @@ static void test_adjust(void)
 	T_EQ(sema_count(&s), 0);
 	T_EQ(log_len, 0);
 	sema_adjust(&s, 1);
-	T_EQ(log_len, 1);
-	T_EQ(log_ids[0], 0);
+	T_LOG(0);
 	T_EQ(sema_count(&s), 0);
 	sema_adjust(&s, 0);
 	T_EQ(log_len, 1);
 	sema_adjust(&s, 5);
-	T_EQ(log_len, 2);
-	T_EQ(log_ids[1], 1);
+	T_LOG(0, 1);
 	T_EQ(sema_count(&s), 4);
 	T_EQ(sema_waiters(&s), 0);
 
@@ -668,8 +665,7 @@ static void test_timeout(void)
 		T_EQ(sema_waiters(&s), 2);	/* (log_len is the thread's now) */
 		thr_join(&t);
 		T_EQ(t.result, -ETIME);
-		T_EQ(log_len, 1);		/* granted by the timing-out thread */
-		T_EQ(log_ids[0], 9);
+		T_LOG(9);		/* granted by the timing-out thread */
 		T_EQ(sema_count(&s), 0);
 		T_EQ(sema_waiters(&s), 0);
 	}
@@ -794,6 +790,25 @@ static void thr_wait_started(struct thr *t)
 		sched_yield();
 }
 
+/*
+ * Join t, whose down raced with one up on s (count 0 before): either t took
+ * the permit, or it failed with err and the permit is free (taken back here).
+ * True when t took it.
+ */
+static bool thr_join_one_owner(struct thr *t, struct semaphore *s, int err)
+{
+	thr_join(t);
+	T_EQ(sema_waiters(s), 0);
+	if (t->result == 0) {
+		T_EQ(sema_count(s), 0);
+		return true;
+	}
+	T_EQ(t->result, err);
+	T_EQ(sema_count(s), 1);
+	T_TRUE(sema_down_trylock(s));
+	return false;
+}
+
 /* A timeout expiring just as up comes in: one owner of the permit. */
 static void test_race_timeout_vs_up(void)
 {
@@ -817,17 +832,10 @@ static void test_race_timeout_vs_up(void)
 		while (t_now_ns() < t0 + 600000LL + (i % 9) * 100000LL)
 			cpu_relax();
 		sema_up(&s);
-		thr_join(&t);
-		if (t.result == 0) {
-			T_EQ(sema_count(&s), 0);
+		if (thr_join_one_owner(&t, &s, -ETIME))
 			got++;
-		} else {
-			T_EQ(t.result, -ETIME);
-			T_EQ(sema_count(&s), 1);
-			T_TRUE(sema_down_trylock(&s));
+		else
 			timed++;
-		}
-		T_EQ(sema_waiters(&s), 0);
 	}
 	printf("  %d granted, %d timed out\n", got, timed);
 }
@@ -851,66 +859,19 @@ static void test_race_signal_vs_up(void)
 		spin_n((i * 13u) % 64u);
 		sema_task_signal(t.task, false);
 		race_wait(&rc, i);
-		thr_join(&t);
-		if (t.result == 0) {
-			T_EQ(sema_count(&s), 0);
+		if (thr_join_one_owner(&t, &s, -EINTR))
 			got++;
-		} else {
-			T_EQ(t.result, -EINTR);
-			T_EQ(sema_count(&s), 1);
-			T_TRUE(sema_down_trylock(&s));
+		else
 			intr++;
-		}
-		T_EQ(sema_waiters(&s), 0);
 	}
 	race_stop(&rc);
 	printf("  %d granted, %d interrupted\n", got, intr);
 }
 
-/* Interruptible gives up on any signal, killable only on a fatal one. */
-static void test_signals_from_thread(void)
+/* How a test signals t: through the core, as another thread would. */
+static void signal_task(struct thr *t, bool fatal)
 {
-	struct semaphore s;
-	struct thr t;
-
-	TEST_START("down_interruptible returns -EINTR on a signal from another thread");
-	sema_init(&s, 0);
-	thr_start(&t, &s, OP_INTR, 0, 0);
-	wait_waiters(&s, 1);
-	sema_task_signal(t.task, false);
-	thr_join(&t);
-	T_EQ(t.result, -EINTR);
-	T_EQ(sema_waiters(&s), 0);
-	T_EQ(sema_count(&s), 0);
-
-	TEST_START("down_killable ignores a non-fatal signal, stops on a fatal one");
-	thr_start(&t, &s, OP_KILL, 0, 0);
-	wait_waiters(&s, 1);
-	sema_task_signal(t.task, false);
-	t_sleep_ms(30);
-	T_EQ(arch_load_acquire32(&t.finished), 0);
-	T_EQ(sema_waiters(&s), 1);
-	sema_task_signal(t.task, true);
-	thr_join(&t);
-	T_EQ(t.result, -EINTR);
-	T_EQ(sema_waiters(&s), 0);
-
-	TEST_START("down ignores every signal and returns on up");
-	thr_start(&t, &s, OP_DOWN, 0, 0);
-	wait_waiters(&s, 1);
-	sema_task_signal(t.task, true);
-	t_sleep_ms(30);
-	T_EQ(arch_load_acquire32(&t.finished), 0);
-	sema_up(&s);
-	thr_join(&t);
-	T_EQ(sema_count(&s), 0);
-
-	TEST_START("down_timeout ignores signals");
-	thr_start(&t, &s, OP_TIMEOUT, 50 * 1000000L, 0);
-	wait_waiters(&s, 1);
-	sema_task_signal(t.task, true);
-	thr_join(&t);
-	T_EQ(t.result, -ETIME);
+	sema_task_signal(t->task, fatal);
 }
 
 /* Handler: SIGUSR1 is an ordinary signal, SIGUSR2 a fatal one. */
@@ -919,12 +880,82 @@ static void on_signal(int sig)
 	sema_task_signal(sema_current(), sig == SIGUSR2);
 }
 
+/* Or with real signals delivered by pthread_kill to that handler. */
+static void signal_thread(struct thr *t, bool fatal)
+{
+	T_OK(pthread_kill(t->tid, fatal ? SIGUSR2 : SIGUSR1));
+}
+
+/* Start t on s with op; once it waits, send it a signal: 30 ms later it still waits. */
+static void thr_sleeps_through(struct thr *t, struct semaphore *s, enum op op,
+    void (*send)(struct thr *, bool), bool fatal)
+{
+	thr_start(t, s, op, 0, 0);
+	wait_waiters(s, 1);
+	send(t, fatal);
+	t_sleep_ms(30);
+	T_EQ(arch_load_acquire32(&t->finished), 0);
+	T_EQ(sema_waiters(s), 1);
+}
+
+/*
+ * Interruptible gives up on any signal, killable only on a fatal one, the
+ * signals sent by send; the two tests' names say how.
+ */
+static void check_intr_and_kill(void (*send)(struct thr *, bool), const char *intr_name,
+    const char *kill_name)
+{
+	struct semaphore s;
+	struct thr t;
+
+	TEST_START(intr_name);
+	sema_init(&s, 0);
+	thr_start(&t, &s, OP_INTR, 0, 0);
+	wait_waiters(&s, 1);
+	send(&t, false);
+	thr_join(&t);
+	T_EQ(t.result, -EINTR);
+	T_EQ(sema_waiters(&s), 0);
+	T_EQ(sema_count(&s), 0);
+
+	TEST_START(kill_name);
+	thr_sleeps_through(&t, &s, OP_KILL, send, false);
+	send(&t, true);
+	thr_join(&t);
+	T_EQ(t.result, -EINTR);
+	T_EQ(sema_waiters(&s), 0);
+	T_EQ(sema_count(&s), 0);
+}
+
+/* Signals from another thread: also down and down_timeout ignore them. */
+static void test_signals_from_thread(void)
+{
+	struct semaphore s;
+	struct thr t;
+
+	check_intr_and_kill(signal_task,
+	    "down_interruptible returns -EINTR on a signal from another thread",
+	    "down_killable ignores a non-fatal signal, stops on a fatal one");
+
+	TEST_START("down ignores every signal and returns on up");
+	sema_init(&s, 0);
+	thr_sleeps_through(&t, &s, OP_DOWN, signal_task, true);
+	sema_up(&s);
+	thr_join(&t);
+	T_EQ(sema_count(&s), 0);
+
+	TEST_START("down_timeout ignores signals");
+	thr_start(&t, &s, OP_TIMEOUT, 50 * 1000000L, 0);
+	wait_waiters(&s, 1);
+	signal_task(&t, true);
+	thr_join(&t);
+	T_EQ(t.result, -ETIME);
+}
+
 /* The same, with real signals delivered by pthread_kill to a handler. */
 static void test_signals_from_handler(void)
 {
 	struct sigaction sa;
-	struct semaphore s;
-	struct thr t;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -932,27 +963,9 @@ static void test_signals_from_handler(void)
 	T_OK(sigaction(SIGUSR1, &sa, NULL));
 	T_OK(sigaction(SIGUSR2, &sa, NULL));
 
-	TEST_START("down_interruptible returns -EINTR on SIGUSR1 via a handler");
-	sema_init(&s, 0);
-	thr_start(&t, &s, OP_INTR, 0, 0);
-	wait_waiters(&s, 1);
-	T_OK(pthread_kill(t.tid, SIGUSR1));
-	thr_join(&t);
-	T_EQ(t.result, -EINTR);
-	T_EQ(sema_waiters(&s), 0);
-
-	TEST_START("down_killable sleeps through SIGUSR1, stops on SIGUSR2 (fatal)");
-	thr_start(&t, &s, OP_KILL, 0, 0);
-	wait_waiters(&s, 1);
-	T_OK(pthread_kill(t.tid, SIGUSR1));
-	t_sleep_ms(30);
-	T_EQ(arch_load_acquire32(&t.finished), 0);
-	T_EQ(sema_waiters(&s), 1);
-	T_OK(pthread_kill(t.tid, SIGUSR2));
-	thr_join(&t);
-	T_EQ(t.result, -EINTR);
-	T_EQ(sema_waiters(&s), 0);
-	T_EQ(sema_count(&s), 0);
+	check_intr_and_kill(signal_thread,
+	    "down_interruptible returns -EINTR on SIGUSR1 via a handler",
+	    "down_killable sleeps through SIGUSR1, stops on SIGUSR2 (fatal)");
 
 	signal(SIGUSR1, SIG_DFL);
 	signal(SIGUSR2, SIG_DFL);

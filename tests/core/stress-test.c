@@ -85,6 +85,20 @@ static void hold(struct worker *w, unsigned int n)
 	w->st[ST_ACQ]++;
 }
 
+/*
+ * What a down of n permits returned, r: hold them on 0, count stat on the
+ * failure it may have (fail, e.g. -ETIME), fail the test on any other.
+ */
+static void took(struct worker *w, unsigned int n, int r, int fail, int stat, const char *what)
+{
+	if (r == 0)
+		hold(w, n);
+	else if (r == fail)
+		w->st[stat]++;
+	else
+		TEST_FAIL_("worker %d: %s returned %d", w->id, what, r);
+}
+
 struct async_waiter {
 	struct sema_waiter	w;
 	arch_atomic32_t		fired;
@@ -165,7 +179,6 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct sema_task *me = sema_current();
 	long long end;
-	int r;
 
 	arch_store_release64(&w->task_ptr, (uint64_t)(uintptr_t)me);
 	arch_fetch_add32(&started, 1);
@@ -187,44 +200,22 @@ static void *worker_main(void *arg)
 				w->st[ST_TRYFAIL]++;
 			break;
 		case 4:
-			r = sema_down_timeout(&sem, (long)(w_rnd(w) % 200000));
-			if (r == 0)
-				hold(w, 1);
-			else if (r == -ETIME)
-				w->st[ST_TIMEOUT]++;
-			else
-				TEST_FAIL_("worker %d: down_timeout returned %d", w->id, r);
+			took(w, 1, sema_down_timeout(&sem, (long)(w_rnd(w) % 200000)),
+			    -ETIME, ST_TIMEOUT, "down_timeout");
 			break;
 		case 5:
 			sema_task_clear(me);
-			r = sema_down_interruptible(&sem);
-			if (r == 0)
-				hold(w, 1);
-			else if (r == -EINTR)
-				w->st[ST_INTR]++;
-			else
-				TEST_FAIL_("worker %d: down_interruptible returned %d", w->id, r);
+			took(w, 1, sema_down_interruptible(&sem), -EINTR, ST_INTR,
+			    "down_interruptible");
 			break;
 		case 6:
 			sema_task_clear(me);
-			r = sema_down_killable(&sem);
-			if (r == 0)
-				hold(w, 1);
-			else if (r == -EINTR)
-				w->st[ST_KILLED]++;
-			else
-				TEST_FAIL_("worker %d: down_killable returned %d", w->id, r);
+			took(w, 1, sema_down_killable(&sem), -EINTR, ST_KILLED, "down_killable");
 			break;
 		case 7:
-			if (K >= 2) {
-				r = sema_down_n(&sem, 2, 1000000L);
-				if (r == 0)
-					hold(w, 2);
-				else if (r == -ETIME)
-					w->st[ST_TIMEOUT]++;
-				else
-					TEST_FAIL_("worker %d: down_n returned %d", w->id, r);
-			}
+			if (K >= 2)
+				took(w, 2, sema_down_n(&sem, 2, 1000000L), -ETIME, ST_TIMEOUT,
+				    "down_n");
 			break;
 		default:
 			do_async(w);

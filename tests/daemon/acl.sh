@@ -216,9 +216,7 @@ ok "... and pages over them" has '^reply id=4 code=OK entries=1 db/main next=db/
 # SIGHUP: new rules apply to open and new connections.
 $PROBE "$A" hello "sleep 1500" "down jobs/c timeout=0" >"$T/open.out" 2>&1 &
 open=$!
-sed -i "s|^acl uid:$me jobs/ use,inspect|acl uid:$me jobs/ inspect|" "$T/acl.conf"
-sleep 0.3
-kill -HUP "$d_PID"
+t_reload "$d_PID" "$T/acl.conf" "s|^acl uid:$me jobs/ use,inspect|acl uid:$me jobs/ inspect|" "$T/open.out"
 ok "reload logged" t_wait_for 5 has 'configuration reloaded' "$T/d.log"
 $PROBE "$A" hello "down jobs/a timeout=0" "info jobs/a" >"$T/after.out" 2>&1
 ok "after SIGHUP: use on jobs/ now denied" has '^reply id=2 code=PERMISSION_DENIED' "$T/after.out"

@@ -58,9 +58,7 @@ ok "a 12000-byte request is over max-frame 4096" has 'code=PROTOCOL_ERROR msg="f
 # A connection open across the reload gets the new max-frame too.
 $PROBE "unix:$T/c.sock" hello "sleep 1500" "ping $(printf 'x%.0s' $(seq 12000))" >"$T/big2.out" 2>&1 &
 big=$!
-sed -i 's/^max-frame 4096/max-frame 20000/; s/^log-level info/log-level debug/' "$T/good.conf"
-sleep 0.5
-kill -HUP "$c"
+t_reload "$c" "$T/good.conf" 's/^max-frame 4096/max-frame 20000/; s/^log-level info/log-level debug/' "$T/big2.out"
 ok "reload logged" t_wait_for 5 has 'reload: max-frame 4096 -> 20000' "$T/c.log"
 wait "$big"
 ok "after reload a 12000-byte request is served on an old connection" has 'code=OK pong=xxxx' "$T/big2.out"

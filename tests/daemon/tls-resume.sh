@@ -10,11 +10,7 @@
 # across key rotations. Certificates from the openssl CLI (EC P-256).
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
-command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
-
-cd "$T" || exit 1
-t_ca ca "/CN=semd test CA" ec && t_ca other "/CN=other CA" ec || exit 1
-t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca ec || exit 1
+t_tls_certs ec
 t_cert w1 "/CN=worker-1" "DNS:worker-1" ca ec || exit 1
 t_cert w2 "/CN=worker-2" "DNS:worker-2" ca ec || exit 1
 t_cert w1o "/CN=worker-1" "DNS:worker-1" other ec || exit 1

@@ -9,14 +9,10 @@
 # agreeing. Under ThreadSanitizer (tests/run tsan) any race aborts semd.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
-command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
 BENCH=$top_builddir/semd-benchmark
 unset SEMD_TEST_THREADS		# this test chooses the number itself
 export SEMD_TLS_SESSION_DIR=	# semctl: every run its own handshake
-
-cd "$T" || exit 1
-t_ca ca "/CN=semd test CA" ec &&
-t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca ec || exit 1
+t_tls_certs ec
 
 start_semd d --threads 3 --listen tls:127.0.0.1:0 --tls-cert srv.pem --tls-key srv.key \
 	--tls-per-source-max-startups 0 --log-level debug || exit 1

@@ -9,11 +9,7 @@
 # connections, and a bad one is refused with the old kept.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
-command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
-
-cd "$T" || exit 1
-t_ca ca "/CN=semd test CA" && t_ca other "/CN=other CA" || exit 1
-t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca || exit 1
+t_tls_certs
 t_cert srv2 "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca || exit 1
 t_cert cli "/CN=worker-1" "DNS:worker-1" ca || exit 1
 t_cert rogue "/CN=worker-1" "DNS:worker-1" other || exit 1

@@ -664,7 +664,65 @@ static void test_hidden_prefix(void)
 	};
 	static const char *const ops[] = { "ops", NULL };
 	struct acl_subject s, other;
+	/* Under a rule set, the prefix of a name hidden from alice (s) or bob (other). */
+	const struct hidden_want {
+		const char *const *rules;
+		const struct acl_subject *who;
+		const char *name;
+		size_t len;
+	} want[] = {
+		/* A protected prefix with no rule: the whole prefix, glob or '/'. */
+		{ team, &s, "team/a1", 5 },
+		{ team, &s, "team/public/p1", 5 },
+		{ team, &s, "team/", 5 },
+		{ team, &s, "db/replica-1", 11 },
+		{ team, &s, "alpha", 0 },
+		{ team, &s, "db/main", 0 },
+		/* An acl rule allowing team/public/: never all of team/. */
+		{ pub, &s, "team/a1", 6 },		/* team/a... */
+		{ pub, &s, "team/pz", 7 },		/* team/pz... */
+		{ pub, &s, "team/pub", 0 },		/* team/public/ under it */
+		{ pub, &s, "team/", 0 },
+		/* the rule is uid:1000's: anyone else loses all of team/ */
+		{ pub, &other, "team/pub", 5 },
+		/* A '*' principal rule counts for everyone; exact names under it. */
+		{ star, &s, "team/a1", 0 },
+		{ star, &s, "team/a1/", 0 },
+		{ star, &s, "team/a1/y", 9 },
+		{ star, &s, "team/a1/xz", 10 },
+		{ star, &s, "team/b", 6 },
+		{ star, &other, "team/a", 0 },
+		/* An exact-name rule: no prefix of that name is a hidden subtree. */
+		{ exact, &s, "team/", 0 },
+		{ exact, &s, "team/ab", 7 },		/* longer than team/a */
+		{ exact, &s, "team/b", 6 },
+		{ exact, &other, "team/a", 5 },
+		/* Globs, granting and protecting. */
+		{ glob, &s, "db/replica-1", 12 },
+		{ glob, &s, "db/replica-", 0 },
+		{ glob, &s, "db/replica-4", 12 },
+		{ glob, &other, "db/replica-3", 11 },
+		/* A denying rule first shadows the later grants, even for '*'. */
+		{ shadow, &s, "team/secret/x", 12 },
+		/* protect *: the first byte where the name leaves what is granted. */
+		{ all, &s, "zeta", 1 },
+		{ all, &s, "jobx", 4 },
+		{ all, &s, "job", 0 },
+		{ all, &other, "jobs/a", 1 },
+	}, *w;
+	/* And names alice may, or may not, inspect there. */
+	const struct {
+		const char *const *rules;
+		const char *name;
+		bool may;
+	} mays[] = {
+		{ pub, "team/a1", false },
+		{ exact, "team/a", true },
+		{ glob, "db/replica-3x", true },
+		{ shadow, "team/other", true },
+	}, *m;
 	struct acl *acl;
+	size_t got;
 
 	TEST_START("acl_hidden_prefix");
 	acl_subject_init(&s);
@@ -673,68 +731,20 @@ static void test_hidden_prefix(void)
 	subject_uid(&other, 2000, "bob", NULL);
 	CHECK_INT(acl_hidden_prefix(NULL, &s, "team/a", 6, ACL_INSPECT), 0);
 
-	/* A protected prefix with no rule: the whole prefix, glob or '/'. */
-	if ((acl = acl_of(team)) != NULL) {
-		CHECK_INT(hidden(acl, &s, "team/a1"), 5);
-		CHECK_INT(hidden(acl, &s, "team/public/p1"), 5);
-		CHECK_INT(hidden(acl, &s, "team/"), 5);
-		CHECK_INT(hidden(acl, &s, "db/replica-1"), 11);
-		CHECK_INT(hidden(acl, &s, "alpha"), 0);
-		CHECK_INT(hidden(acl, &s, "db/main"), 0);
-		CHECK_INT(acl_hidden_prefix(acl, &s, "team/a1", 0, ACL_INSPECT), 0);
+	for (w = want; w < want + sizeof want / sizeof want[0]; w++) {
+		if ((acl = acl_of(w->rules)) == NULL)
+			continue;
+		got = hidden(acl, w->who, w->name);
+		t_check(got == w->len, __FILE__, __LINE__, "hidden(%s, \"%s\") == %zu, want %zu",
+		    w->who->principal, w->name, got, w->len);
+		CHECK_INT(acl_hidden_prefix(acl, w->who, w->name, 0, ACL_INSPECT), 0);
 		acl_free(acl);
 	}
-	/* An acl rule allowing team/public/: never all of team/. */
-	if ((acl = acl_of(pub)) != NULL) {
-		CHECK(!may(acl, &s, "team/a1", ACL_INSPECT));
-		CHECK_INT(hidden(acl, &s, "team/a1"), 6);	/* team/a... */
-		CHECK_INT(hidden(acl, &s, "team/pz"), 7);	/* team/pz... */
-		CHECK_INT(hidden(acl, &s, "team/pub"), 0);	/* team/public/ under it */
-		CHECK_INT(hidden(acl, &s, "team/"), 0);
-		/* the rule is uid:1000's: anyone else loses all of team/ */
-		CHECK_INT(hidden(acl, &other, "team/pub"), 5);
-		acl_free(acl);
-	}
-	/* A '*' principal rule counts for everyone; exact names under it. */
-	if ((acl = acl_of(star)) != NULL) {
-		CHECK_INT(hidden(acl, &s, "team/a1"), 0);
-		CHECK_INT(hidden(acl, &s, "team/a1/"), 0);
-		CHECK_INT(hidden(acl, &s, "team/a1/y"), 9);
-		CHECK_INT(hidden(acl, &s, "team/a1/xz"), 10);
-		CHECK_INT(hidden(acl, &s, "team/b"), 6);
-		CHECK_INT(hidden(acl, &other, "team/a"), 0);
-		acl_free(acl);
-	}
-	/* An exact-name rule: no prefix of that name is a hidden subtree. */
-	if ((acl = acl_of(exact)) != NULL) {
-		CHECK(may(acl, &s, "team/a", ACL_INSPECT));
-		CHECK_INT(hidden(acl, &s, "team/"), 0);
-		CHECK_INT(hidden(acl, &s, "team/ab"), 7);	/* longer than team/a */
-		CHECK_INT(hidden(acl, &s, "team/b"), 6);
-		CHECK_INT(hidden(acl, &other, "team/a"), 5);
-		acl_free(acl);
-	}
-	/* Globs, granting and protecting. */
-	if ((acl = acl_of(glob)) != NULL) {
-		CHECK(may(acl, &s, "db/replica-3x", ACL_INSPECT));
-		CHECK_INT(hidden(acl, &s, "db/replica-1"), 12);
-		CHECK_INT(hidden(acl, &s, "db/replica-"), 0);
-		CHECK_INT(hidden(acl, &s, "db/replica-4"), 12);
-		CHECK_INT(hidden(acl, &other, "db/replica-3"), 11);
-		acl_free(acl);
-	}
-	/* A denying rule first shadows the later grants, even for '*'. */
-	if ((acl = acl_of(shadow)) != NULL) {
-		CHECK_INT(hidden(acl, &s, "team/secret/x"), 12);
-		CHECK(may(acl, &s, "team/other", ACL_INSPECT));
-		acl_free(acl);
-	}
-	/* protect *: the first byte where the name leaves what is granted. */
-	if ((acl = acl_of(all)) != NULL) {
-		CHECK_INT(hidden(acl, &s, "zeta"), 1);
-		CHECK_INT(hidden(acl, &s, "jobx"), 4);
-		CHECK_INT(hidden(acl, &s, "job"), 0);
-		CHECK_INT(hidden(acl, &other, "jobs/a"), 1);
+	for (m = mays; m < mays + sizeof mays / sizeof mays[0]; m++) {
+		if ((acl = acl_of(m->rules)) == NULL)
+			continue;
+		t_check(may(acl, &s, m->name, ACL_INSPECT) == m->may, __FILE__, __LINE__,
+		    "may(%s, \"%s\") is not %d", s.principal, m->name, m->may);
 		acl_free(acl);
 	}
 	/* Group rules count only for members; a grant of another right is no grant. */

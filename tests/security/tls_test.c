@@ -352,6 +352,33 @@ static void test_client_auth(void)
 	tls_server_free(opt);
 }
 
+/*
+ * A handshake with cctx, then another offering the session the first one left
+ * the client: the session is not resumable, and the server does not resume it.
+ */
+static void check_no_resumption(struct hs *h, SSL_CTX *cctx)
+{
+	SSL_SESSION *sess;
+
+	h->cctx = cctx;
+	h->resume = NULL;
+	h->keep = true;		/* hs_finish would free the session */
+	hs_run(h);
+	h->keep = false;
+	CHECK_INT(h->cli_rc, 0);
+	CHECK(h->session == NULL || !SSL_SESSION_is_resumable(h->session));
+	sess = h->session;	/* ours now */
+	h->session = NULL;
+	if (h->echo_ok)		/* else hs_run closed it already */
+		hs_finish(h);
+	h->resume = sess;
+	hs_run(h);
+	CHECK_INT(h->cli_rc, 0);
+	CHECK(!h->reused);
+	h->resume = NULL;
+	SSL_SESSION_free(sess);
+}
+
 static void test_versions_and_sessions(void)
 {
 	struct tls_server *ts = server(t_path("server.crt"), t_path("server.key"), TLS_CLIENT_AUTH_NONE);
@@ -361,7 +388,6 @@ static void test_versions_and_sessions(void)
 	SSL_CTX *ctx = tls_server_ctx(ts);
 	struct hs h = { .ts = ts, .host = "localhost" };
 	SSL_CTX *reneg;
-	SSL_SESSION *sess;
 
 	TEST_START("TLS 1.2 is the floor; renegotiation and tickets are off");
 	CHECK_INT(SSL_CTX_get_min_proto_version(ctx), TLS1_2_VERSION);
@@ -400,25 +426,8 @@ static void test_versions_and_sessions(void)
 	SSL_CTX_free(reneg);
 
 	TEST_START("no session resumption (1.3 and 1.2)");
-	h.cctx = c13;
-	hs_run(&h);
-	CHECK_INT(h.cli_rc, 0);
-	CHECK(h.session == NULL || !SSL_SESSION_is_resumable(h.session));
-	sess = h.session != NULL ? SSL_SESSION_dup(h.session) : NULL;
-	h.resume = sess;
-	hs_run(&h);
-	CHECK_INT(h.cli_rc, 0);
-	CHECK(!h.reused);
-	SSL_SESSION_free(sess);
-	h.cctx = c12;
-	h.resume = NULL;
-	hs_run(&h);
-	sess = h.session != NULL ? SSL_SESSION_dup(h.session) : NULL;
-	h.resume = sess;
-	hs_run(&h);
-	CHECK_INT(h.cli_rc, 0);
-	CHECK(!h.reused);
-	SSL_SESSION_free(sess);
+	check_no_resumption(&h, c13);
+	check_no_resumption(&h, c12);
 
 	SSL_CTX_free(c11);
 	SSL_CTX_free(c12);
