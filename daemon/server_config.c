@@ -147,6 +147,12 @@ static bool server_keep_cluster(struct semd_config *next, struct semd_config *cu
 		same = false;
 	if (!keep_str(&next->advertise, &cur->advertise))
 		same = false;
+	if (!keep_str(&next->peer_tls_cert, &cur->peer_tls_cert))
+		same = false;
+	if (!keep_str(&next->peer_tls_key, &cur->peer_tls_key))
+		same = false;
+	if (!keep_str(&next->peer_tls_ca, &cur->peer_tls_ca))
+		same = false;
 	next->node_id = cur->node_id;
 	next->allow_insecure_peers = cur->allow_insecure_peers;
 	next->election_timeout_ms = cur->election_timeout_ms;
@@ -211,7 +217,8 @@ int server_config_reread(struct server *srv, struct semd_config *next)
 	}
 	if (!server_keep_cluster(&nc, &srv->cfg))
 		log_warn("reload: node-id, peer-listen, peer-bind, bootstrap, advertise, "
-		    "allow-insecure-peers and election-timeout change only at a restart");
+		    "allow-insecure-peers, election-timeout and peer-tls-* change "
+		    "only at a restart");
 	same = nc.nlisten == srv->cfg.nlisten && nc.unix_mode == srv->cfg.unix_mode;
 	for (i = 0; same && i < nc.nlisten; i++)
 		same = strcmp(nc.listen[i], srv->cfg.listen[i]) == 0;
