@@ -42,7 +42,6 @@
 
 #define HS_TIMEOUT_MS	5000		/* handshake and header */
 #define MAX_PENDING	16		/* accepted, not yet raft's */
-#define HDR_MAGIC	"semdpt\0\1"	/* 8 bytes: a name, format 1 */
 #define HDR_ADDR	256		/* the address field, NUL-padded */
 #define HDR_LEN		(8 + 8 + HDR_ADDR)
 #define HDR_OK		0x01		/* the accepting side's answer */
@@ -106,6 +105,9 @@ struct wreq {
 	struct relay	*r;
 	char		data[];
 };
+
+/* The header's first 8 bytes: a name, then the format (1). */
+static const uint8_t hdr_magic[8] = { 's', 'e', 'm', 'd', 'p', 't', 0, 1 };
 
 static void relay_pump(struct relay *r);
 
@@ -506,7 +508,7 @@ static int relay_send_header(struct relay *r)
 {
 	uint8_t hdr[HDR_LEN] = { 0 };
 
-	memcpy(hdr, HDR_MAGIC, 8);
+	memcpy(hdr, hdr_magic, sizeof hdr_magic);
 	put64(hdr + 8, r->p->id);
 	memcpy(hdr + 16, r->p->address, strlen(r->p->address));
 	return SSL_write(r->ssl, hdr, HDR_LEN) == HDR_LEN ? 0 : -1;
@@ -570,7 +572,7 @@ static int relay_check_header(struct relay *r, raft_id *id, char *address)
 
 	*id = get64(r->hdr + 8);
 	memcpy(address, r->hdr + 16, HDR_ADDR);
-	if (memcmp(r->hdr, HDR_MAGIC, 8) != 0 || *id == 0 ||
+	if (memcmp(r->hdr, hdr_magic, sizeof hdr_magic) != 0 || *id == 0 ||
 	    address[HDR_ADDR - 1] != '\0' ||
 	    addr_parse(address, &sa, host, sizeof host) != 0) {
 		log_warn("peer TLS: %s: refused: not a semd peer header of "

@@ -135,24 +135,20 @@ static bool keep_str(char **next, char **cur)
  */
 static bool server_keep_cluster(struct semd_config *next, struct semd_config *cur)
 {
+	char **nexts[] = { &next->peer_listen, &next->peer_bind,
+	    &next->bootstrap, &next->advertise, &next->peer_tls_cert,
+	    &next->peer_tls_key, &next->peer_tls_ca };
+	char **curs[] = { &cur->peer_listen, &cur->peer_bind, &cur->bootstrap,
+	    &cur->advertise, &cur->peer_tls_cert, &cur->peer_tls_key,
+	    &cur->peer_tls_ca };
 	bool same = next->node_id == cur->node_id &&
 	    next->allow_insecure_peers == cur->allow_insecure_peers &&
 	    next->election_timeout_ms == cur->election_timeout_ms;
+	size_t i;
 
-	if (!keep_str(&next->peer_listen, &cur->peer_listen))
-		same = false;
-	if (!keep_str(&next->peer_bind, &cur->peer_bind))
-		same = false;
-	if (!keep_str(&next->bootstrap, &cur->bootstrap))
-		same = false;
-	if (!keep_str(&next->advertise, &cur->advertise))
-		same = false;
-	if (!keep_str(&next->peer_tls_cert, &cur->peer_tls_cert))
-		same = false;
-	if (!keep_str(&next->peer_tls_key, &cur->peer_tls_key))
-		same = false;
-	if (!keep_str(&next->peer_tls_ca, &cur->peer_tls_ca))
-		same = false;
+	for (i = 0; i < sizeof nexts / sizeof nexts[0]; i++)
+		if (!keep_str(nexts[i], curs[i]))
+			same = false;
 	next->node_id = cur->node_id;
 	next->allow_insecure_peers = cur->allow_insecure_peers;
 	next->election_timeout_ms = cur->election_timeout_ms;

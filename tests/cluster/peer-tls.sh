@@ -26,17 +26,11 @@ ptls() { echo "--peer-tls-cert $T/n$1.pem --peer-tls-key $T/n$1.key --peer-tls-c
 # start_node I [ARGS...]: node I (peer port base+I, client port base+10+I).
 start_node() {
 	i=$1; shift
-	rm -f "$T/r$i"
 	# shellcheck disable=SC2046
-	"$SEMD" --data-dir "$T/d$i" --node-id "$i" \
+	t_start_node "$i" --data-dir "$T/d$i" --node-id "$i" \
 		--peer-listen "tcp:127.0.0.1:$((base + i))" \
 		--listen "tcp:127.0.0.1:$((base + 10 + i))" \
-		--election-timeout 300ms \
-		--acl "anonymous * all" --ready-file "$T/r$i" $(ptls "$i") "$@" \
-		>>"$T/n$i.log" 2>&1 &
-	eval "N$i=$!"
-	PIDS_TO_KILL="$PIDS_TO_KILL $!"
-	t_wait_for 10 test -s "$T/r$i"
+		--election-timeout 300ms --acl "anonymous * all" $(ptls "$i") "$@"
 }
 field() {
 	"$SEMCTL" -s "${2:-$ADDRS}" --json cluster status 2>/dev/null |
