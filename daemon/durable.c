@@ -576,6 +576,8 @@ void durable_stop(struct durable *d)
 		uv_close((uv_handle_t *)&d->deadline, NULL);
 		uv_close((uv_handle_t *)&d->poll, NULL);
 		uv_run(&d->loop, UV_RUN_DEFAULT);
+		if (d->peer_tls)
+			peer_tls_free(&d->transport);	/* never listened */
 	}
 	uv_loop_close(&d->loop);
 	while (d->qhead != NULL) {

@@ -64,6 +64,11 @@ ok "... and it says all three are needed" has "peer-tls-ca" "$T/partial.out"
 	--peer-listen "tcp:127.0.0.1:$((base + 9))" --peer-tls-key "$T/n1.key" \
 	--peer-tls-ca "$T/ca.pem" >"$T/partial2.out" 2>&1
 expect_eq "peer-tls-key and -ca without -cert: exit status EX_CONFIG" 78 $?
+"$SEMD" --data-dir "$T/x" --node-id 1 --listen "tcp:127.0.0.1:$((base + 19))" \
+	--peer-listen "tcp:127.0.0.1:$((base + 9))" --peer-tls-cert "$T/ca.pem" \
+	--peer-tls-key "$T/n1.key" --peer-tls-ca "$T/ca.pem" >"$T/badkey.out" 2>&1
+expect_eq "a key of another certificate: exit status EX_CONFIG" 78 $?
+ok "... and it says so" has "peer TLS: private key .* does not match" "$T/badkey.out"
 # shellcheck disable=SC2046
 "$SEMD" --check-config --data-dir "$T/x" --node-id 1 \
 	--peer-listen "tcp:0.0.0.0:$((base + 9))" $(ptls 1) >"$T/wide.out" 2>&1
