@@ -76,6 +76,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "bootstrap", CFG_PATH, OFF(bootstrap), 0, 0 },
 	{ "advertise", CFG_PATH, OFF(advertise), 0, 0 },
 	{ "allow-insecure-peers", CFG_BOOL, OFF(allow_insecure_peers), 0, 0 },
+	{ "peer-tls-cert", CFG_PATH, OFF(peer_tls_cert), 0, 0 },
+	{ "peer-tls-key", CFG_PATH, OFF(peer_tls_key), 0, 0 },
+	{ "peer-tls-ca", CFG_PATH, OFF(peer_tls_ca), 0, 0 },
 	{ "election-timeout", CFG_DURATION, OFF(election_timeout_ms), 100, 60000 },
 	{ "restart-grace", CFG_DURATION, OFF(restart_grace_ms), 0, 3600000 },
 	{ "snapshot-every", CFG_UINT, OFF(snapshot_every), 64, 1u << 24 },
@@ -145,6 +148,12 @@ void config_free(struct semd_config *c)
 	c->bootstrap = NULL;
 	free(c->advertise);
 	c->advertise = NULL;
+	free(c->peer_tls_cert);
+	c->peer_tls_cert = NULL;
+	free(c->peer_tls_key);
+	c->peer_tls_key = NULL;
+	free(c->peer_tls_ca);
+	c->peer_tls_ca = NULL;
 	free(c->unix_group);
 	c->unix_group = NULL;
 	free(c->user);
@@ -605,17 +614,26 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		/*
-		 * Raft's peer traffic is plain TCP (libraft's own transport),
-		 * unauthenticated: whoever reaches a peer port can take part in
-		 * the log. Beyond loopback only by an explicit choice.
+		 * Without peer-tls-*, raft's peer traffic is plain TCP
+		 * (libraft's own transport), unauthenticated: whoever reaches
+		 * a peer port can take part in the log. Beyond loopback only
+		 * by an explicit choice.
 		 */
-		if (!c->allow_insecure_peers && !config_host_loopback(c->peer_listen)) {
+		if (c->peer_tls_cert == NULL && !c->allow_insecure_peers &&
+		    !config_host_loopback(c->peer_listen)) {
 			snprintf(err, errlen, "peer-listen %s: raft's peer traffic is "
-			    "plain, unauthenticated TCP; use a loopback address (or a "
-			    "private network you trust, with allow-insecure-peers yes)",
+			    "plain, unauthenticated TCP; set peer-tls-cert, peer-tls-key "
+			    "and peer-tls-ca, or use a loopback address (or a private "
+			    "network you trust, with allow-insecure-peers yes)",
 			    c->peer_listen);
 			return -EINVAL;
 		}
+	}
+	if ((c->peer_tls_cert == NULL) != (c->peer_tls_key == NULL) ||
+	    (c->peer_tls_cert == NULL) != (c->peer_tls_ca == NULL)) {
+		snprintf(err, errlen, "peer TLS needs all three of peer-tls-cert, "
+		    "peer-tls-key and peer-tls-ca (or none of them)");
+		return -EINVAL;
 	}
 	if (tls && (c->tls_cert == NULL || c->tls_key == NULL)) {
 		snprintf(err, errlen, "a tls: listener needs tls-cert and tls-key");

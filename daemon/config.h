@@ -71,6 +71,9 @@ struct semd_config {
 	char		*bootstrap;		/* "ID=HOST:PORT,..." for a new cluster */
 	char		*advertise;		/* the address clients are sent to */
 	bool		allow_insecure_peers;	/* plain peer TCP beyond loopback */
+	char		*peer_tls_cert;		/* peer TLS: this node's chain, */
+	char		*peer_tls_key;		/* ... its key, */
+	char		*peer_tls_ca;		/* ... the CA of every peer */
 	uint32_t	election_timeout_ms;
 	char		*metrics_listen;	/* tcp:HOST:PORT, unix:PATH or NULL */
 	uint32_t	metrics_max_connections;

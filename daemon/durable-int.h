@@ -64,6 +64,7 @@ struct durable {
 	char			*bootstrap;	/* --bootstrap, or NULL */
 	bool			thread_started;
 	bool			cluster;	/* peers over TCP (node-id given) */
+	bool			peer_tls;	/* ... in TLS (peer_tls.h) */
 	bool			leader;		/* as of the last poll */
 	bool			fresh;		/* a new data directory */
 	char			peer[256];	/* HOST:PORT, raft's address for us */

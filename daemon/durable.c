@@ -2,8 +2,8 @@
 /*
  * daemon/durable.c - the raft log under the state machine (see durable.h):
  * raft's set-up, its thread and libuv loop, the transports (none for one
- * voter, libraft's TCP without Nagle for a cluster), the data directory,
- * start and stop. Its other parts: durable-int.h.
+ * voter, libraft's TCP without Nagle or ours in TLS for a cluster), the data directory,
+ * start and stop. Its other parts: durable-int.h; peer TLS: peer_tls.h.
  *
  * The data directory holds raft's files (segments, metadata, snapshots,
  * written by raft_uv) and semd.meta, which says whose they are: a format
@@ -41,6 +41,7 @@
 #include "daemon/durable.h"
 #include "daemon/raftguard.h"
 #include "daemon/log.h"
+#include "daemon/peer_tls.h"
 #include "daemon/durable-int.h"
 
 static uint64_t clock_ms(clockid_t id)
@@ -166,6 +167,47 @@ static int nd_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	return tcp_connect(t, req, id, address, nd_connected);
 }
 
+/*
+ * The peer transport: none for one voter; for a cluster, ours in TLS
+ * (peer_tls.h) with peer-tls-*, else libraft's TCP without Nagle.
+ */
+static int d_transport(struct durable *d, const struct semd_config *cfg,
+    char *err, size_t errlen)
+{
+	const char *bind = cfg->peer_bind != NULL ? cfg->peer_bind + 4 : NULL;
+	struct peer_tls_config pc = { cfg->peer_tls_cert, cfg->peer_tls_key,
+	    cfg->peer_tls_ca, bind };
+	int r;
+
+	if (!d->cluster) {
+		d->transport.init = nt_init;
+		d->transport.listen = nt_listen;
+		d->transport.connect = nt_connect;
+		d->transport.close = nt_close;
+		return 0;
+	}
+	if (cfg->peer_tls_cert != NULL) {
+		if (peer_tls_init(&d->transport, &d->loop, &pc, err, errlen) != 0)
+			return EX_CONFIG;
+		d->peer_tls = true;
+		log_info("log: peer traffic in TLS 1.3, certificate %s, peers "
+		    "proved by %s", cfg->peer_tls_cert, cfg->peer_tls_ca);
+		return 0;
+	}
+	r = raft_uv_tcp_init(&d->transport, &d->loop);
+	if (r == 0 && bind != NULL)
+		r = raft_uv_tcp_set_bind_address(&d->transport, bind);
+	if (r != 0) {
+		snprintf(err, errlen, "raft TCP transport: %s", raft_strerror(r));
+		return EX_OSERR;
+	}
+	tcp_listen = d->transport.listen;
+	tcp_connect = d->transport.connect;
+	d->transport.listen = nd_listen;
+	d->transport.connect = nd_connect;
+	return 0;
+}
+
 /* The raft thread: load, then follow or lead until stopped. */
 static void *d_main(void *arg)
 {
@@ -233,7 +275,9 @@ close:
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 	raft_uv_close(&d->io);
 	raftguard_remove(&d->io);
-	if (d->cluster)
+	if (d->peer_tls)
+		peer_tls_free(&d->transport);
+	else if (d->cluster)
 		raft_uv_tcp_close(&d->transport);
 	return NULL;
 }
@@ -465,26 +509,8 @@ int durable_start(struct durable **dp, const struct semd_config *cfg,
 	}
 	d->wake.data = d;
 	d->deadline.data = d;
-	if (d->cluster) {
-		r = raft_uv_tcp_init(&d->transport, &d->loop);
-		if (r == 0 && cfg->peer_bind != NULL)
-			r = raft_uv_tcp_set_bind_address(&d->transport,
-			    cfg->peer_bind + 4);
-		if (r != 0) {
-			snprintf(err, errlen, "raft TCP transport: %s",
-			    raft_strerror(r));
-			return EX_OSERR;
-		}
-		tcp_listen = d->transport.listen;
-		tcp_connect = d->transport.connect;
-		d->transport.listen = nd_listen;
-		d->transport.connect = nd_connect;
-	} else {
-		d->transport.init = nt_init;
-		d->transport.listen = nt_listen;
-		d->transport.connect = nt_connect;
-		d->transport.close = nt_close;
-	}
+	if ((r = d_transport(d, cfg, err, errlen)) != 0)
+		return r;
 	d->fsm.version = 2;
 	d->fsm.data = d;
 	d->fsm.apply = d_fsm_apply;
@@ -550,6 +576,8 @@ void durable_stop(struct durable *d)
 		uv_close((uv_handle_t *)&d->deadline, NULL);
 		uv_close((uv_handle_t *)&d->poll, NULL);
 		uv_run(&d->loop, UV_RUN_DEFAULT);
+		if (d->peer_tls)
+			peer_tls_free(&d->transport);	/* never listened */
 	}
 	uv_loop_close(&d->loop);
 	while (d->qhead != NULL) {

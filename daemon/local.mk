@@ -34,7 +34,8 @@ semd_SOURCES = daemon/main.c \
 	daemon/access.c daemon/access.h daemon/tlsconf.c daemon/tlsconf.h \
 	daemon/durable.c daemon/durable.h daemon/durable-int.h \
 	daemon/durable_propose.c daemon/durable_apply.c daemon/durable_cluster.c \
-	daemon/raftguard.c daemon/raftguard.h
+	daemon/raftguard.c daemon/raftguard.h \
+	daemon/peer_tls.c daemon/peer_tls.h
 semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(RAFT_CFLAGS)
 semd_LDADD = daemon/libsemstate.a security/libsemsec.a proto/libsemproto.a \

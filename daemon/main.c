@@ -69,6 +69,9 @@ static void usage(FILE *f)
 "      --bootstrap ID=IP:PORT,..., --advertise ADDR, --election-timeout\n"
 "      DURATION (500ms), --allow-insecure-peers[=yes|no]  a raft cluster\n"
 "                            of 3 or 5 nodes (semd(8), CLUSTERS)\n"
+"      --peer-tls-cert FILE, --peer-tls-key FILE, --peer-tls-ca FILE\n"
+"                            peer traffic in TLS 1.3, both ends proved by\n"
+"                            certificates of the peer CA (all three or none)\n"
 "      --allow-insecure-tcp[=yes|no]  plain tcp: on non-loopback addresses\n"
 "                            (refused by default)\n"
 "      --acl 'PRINCIPAL PATTERN RIGHTS'  an access rule, after the config\n"
@@ -185,6 +188,7 @@ int main(int argc, char **argv)
 		"data-dir", "restart-grace", "snapshot-every",
 		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
 		"allow-insecure-peers", "election-timeout",
+		"peer-tls-cert", "peer-tls-key", "peer-tls-ca",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct option opts[NKEYS + 5];

@@ -135,18 +135,20 @@ static bool keep_str(char **next, char **cur)
  */
 static bool server_keep_cluster(struct semd_config *next, struct semd_config *cur)
 {
+	char **nexts[] = { &next->peer_listen, &next->peer_bind,
+	    &next->bootstrap, &next->advertise, &next->peer_tls_cert,
+	    &next->peer_tls_key, &next->peer_tls_ca };
+	char **curs[] = { &cur->peer_listen, &cur->peer_bind, &cur->bootstrap,
+	    &cur->advertise, &cur->peer_tls_cert, &cur->peer_tls_key,
+	    &cur->peer_tls_ca };
 	bool same = next->node_id == cur->node_id &&
 	    next->allow_insecure_peers == cur->allow_insecure_peers &&
 	    next->election_timeout_ms == cur->election_timeout_ms;
+	size_t i;
 
-	if (!keep_str(&next->peer_listen, &cur->peer_listen))
-		same = false;
-	if (!keep_str(&next->peer_bind, &cur->peer_bind))
-		same = false;
-	if (!keep_str(&next->bootstrap, &cur->bootstrap))
-		same = false;
-	if (!keep_str(&next->advertise, &cur->advertise))
-		same = false;
+	for (i = 0; i < sizeof nexts / sizeof nexts[0]; i++)
+		if (!keep_str(nexts[i], curs[i]))
+			same = false;
 	next->node_id = cur->node_id;
 	next->allow_insecure_peers = cur->allow_insecure_peers;
 	next->election_timeout_ms = cur->election_timeout_ms;
@@ -211,7 +213,8 @@ int server_config_reread(struct server *srv, struct semd_config *next)
 	}
 	if (!server_keep_cluster(&nc, &srv->cfg))
 		log_warn("reload: node-id, peer-listen, peer-bind, bootstrap, advertise, "
-		    "allow-insecure-peers and election-timeout change only at a restart");
+		    "allow-insecure-peers, election-timeout and peer-tls-* change "
+		    "only at a restart");
 	same = nc.nlisten == srv->cfg.nlisten && nc.unix_mode == srv->cfg.unix_mode;
 	for (i = 0; same && i < nc.nlisten; i++)
 		same = strcmp(nc.listen[i], srv->cfg.listen[i]) == 0;

@@ -105,6 +105,18 @@ t_reload() {
 	sed -i "$3" "$2" && kill -HUP "$1"
 }
 
+# t_start_node I [ARGS...]: semd ARGS (a cluster node, say) in the
+# background with the ready file $T/rI, logging to $T/nI.log; its pid in NI
+# (killed at the end). Waits up to 10 s for it to be ready.
+t_start_node() {
+	t_i=$1; shift
+	rm -f "$T/r$t_i"
+	"$SEMD" --ready-file "$T/r$t_i" "$@" >>"$T/n$t_i.log" 2>&1 &
+	eval "N$t_i=$!"
+	PIDS_TO_KILL="$PIDS_TO_KILL $!"
+	t_wait_for 10 test -s "$T/r$t_i"
+}
+
 # t_notify_socket SECONDS [stamp]: a systemd notify socket at
 # $T/notify.sock for SECONDS (or until STOPPING=1): every line semd sends is
 # appended to $T/notify.out, after the monotonic time with "stamp".

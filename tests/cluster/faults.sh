@@ -31,14 +31,10 @@ PIDS_TO_KILL="$PIDS_TO_KILL $!"
 # start_node I: node I on its data directory (made on the first start).
 start_node() {
 	eval "port=\$P$1 cport=\$C$1"
-	"$SEMD" --data-dir "$T/d$1" --node-id "$1" \
+	t_start_node "$1" --data-dir "$T/d$1" --node-id "$1" \
 		--peer-listen "tcp:127.0.0.2:$port" --peer-bind "tcp:127.0.0.1:$port" \
 		--bootstrap "$BOOT" --listen "tcp:127.0.0.1:$cport" \
-		--acl "anonymous * all" --ready-file "$T/r$1" \
-		>>"$T/n$1.log" 2>&1 &
-	eval "N$1=$!"
-	PIDS_TO_KILL="$PIDS_TO_KILL $!"
-	t_wait_for 10 test -s "$T/r$1"
+		--acl "anonymous * all"
 }
 # leader: the leader's node id, as the cluster says.
 leader() {

@@ -15,14 +15,10 @@ ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$
 # start_node I [ARGS...]: node I (peer port base+I, client port base+10+I).
 start_node() {
 	i=$1; shift
-	"$SEMD" --data-dir "$T/d$i" --node-id "$i" \
+	t_start_node "$i" --data-dir "$T/d$i" --node-id "$i" \
 		--peer-listen "tcp:127.0.0.1:$((base + i))" \
 		--listen "tcp:127.0.0.1:$((base + 10 + i))" \
-		--acl "anonymous * all" --ready-file "$T/r$i" "$@" \
-		>>"$T/n$i.log" 2>&1 &
-	eval "N$i=$!"
-	PIDS_TO_KILL="$PIDS_TO_KILL $!"
-	t_wait_for 10 test -s "$T/r$i"
+		--acl "anonymous * all" "$@"
 }
 # field NAME [ADDRS]: a number of the cluster status, as the first node of
 # ADDRS (default: any) that answers sees it.
