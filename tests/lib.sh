@@ -105,6 +105,38 @@ t_reload() {
 	sed -i "$3" "$2" && kill -HUP "$1"
 }
 
+# t_port_base N: the first of N consecutive TCP ports that are free on
+# 127.0.0.1 and 127.0.0.2 now, for a cluster whose peers must know each
+# other's addresses before they start (port 0 cannot do). Chosen at random
+# below the kernel's ephemeral range, so that no client connection of a test
+# running beside this one can be holding one of them.
+t_port_base() {
+	python3 - "$1" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+hi = min(lo, 32768) - n
+for _ in range(200):
+    base = random.randrange(10000, hi)
+    socks = []
+    try:
+        for port in range(base, base + n):
+            for host in ("127.0.0.1", "127.0.0.2"):
+                s = socket.socket()
+                socks.append(s)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((host, port))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(base)
+    sys.exit(0)
+sys.exit("no free block of %d ports" % n)
+PY
+}
+
 # t_start_node I [ARGS...]: semd ARGS (a cluster node, say) in the
 # background with the ready file $T/rI, logging to $T/nI.log; its pid in NI
 # (killed at the end). Waits up to 10 s for it to be ready.

@@ -17,7 +17,7 @@ command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
 
 # Ports: peers P1..P3 (nodes bind 127.0.0.1, the configuration names the
 # proxies on 127.0.0.2), clients C1..C3.
-base=$((20000 + $$ % 20000))
+base=$(t_port_base 14) || exit 1
 P1=$base; P2=$((base + 1)); P3=$((base + 2))
 C1=$((base + 11)); C2=$((base + 12)); C3=$((base + 13))
 BOOT="1=127.0.0.2:$P1,2=127.0.0.2:$P2,3=127.0.0.2:$P3"

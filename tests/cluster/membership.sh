@@ -8,7 +8,7 @@
 t_watchdog 90
 unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 
-base=$((20000 + ($$ * 7) % 20000))
+base=$(t_port_base 15) || exit 1
 BOOT="1=127.0.0.1:$((base + 1)),2=127.0.0.1:$((base + 2)),3=127.0.0.1:$((base + 3))"
 ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$((base + 13))"
 
