@@ -87,7 +87,7 @@ expect_eq "a worker-1 certificate of the new CA is served (full handshake)" \
 # though every resumption brings a fresh ticket (and keys rotate each second).
 rm -f "$T/e.ready"
 "$SEMD" --listen "unix:$T/e.sock" --listen tls:127.0.0.1:0 --tls-cert srv.pem --tls-key srv.key \
-	--acl "anonymous * all" --tls-ticket-lifetime 4s --tls-ticket-rotation 1s \
+	--acl "anonymous * all" --tls-ticket-lifetime 8s --tls-ticket-rotation 1s \
 	--ready-file "$T/e.ready" >"$T/e.log" 2>&1 &
 PIDS_TO_KILL="$PIDS_TO_KILL $!"
 t_wait_for 10 test -s "$T/e.ready" || exit 1
@@ -98,11 +98,22 @@ ecounts() {
 	"$SEMCTL" -s "unix:$T/e.sock" stats |
 		awk '$1 == "tls_handshakes_full" { f = $2 } $1 == "tls_handshakes_resumed" { r = $2 } END { print f "/" r }'
 }
+# sleep_until T0 S: sleep until S seconds past the time T0 (date +%s.%N).
+sleep_until() {
+	d=$(awk -v t0="$1" -v s="$2" -v now="$(date +%s.%N)" \
+		'BEGIN { d = t0 + s - now; printf "%.2f", d > 0 ? d : 0 }')
+	sleep "$d"
+}
+# Times from t0, taken before the full handshake: the server counts whole
+# seconds, so the resumption 2.5 s on stays well inside the 8 s lifetime
+# however slow a loaded machine makes each call, and the last call comes a
+# second and more past it.
+t0=$(date +%s.%N)
 A && A
-sleep 1.5
+sleep_until "$t0" 2.5
 A
 expect_eq "within the lifetime, across a key rotation: resumed" 1/2 "$(ecounts)"
-sleep 2.9
+sleep_until "$t0" 9.5
 A
 expect_eq "past the lifetime of the full handshake: a full handshake again" 2/2 "$(ecounts)"
 t_done
