@@ -137,6 +137,16 @@ sys.exit("no free block of %d ports" % n)
 PY
 }
 
+# t_cluster3 N: the addresses of a three-node cluster on 127.0.0.1, in a
+# block of N free ports (t_port_base): node I's peer port is base+I, its
+# client port base+10+I. Sets base, BOOT (the peers, id=host:port, for
+# --bootstrap) and ADDRS (the client addresses, for semctl -s).
+t_cluster3() {
+	base=$(t_port_base "$1") || return 1
+	BOOT="1=127.0.0.1:$((base + 1)),2=127.0.0.1:$((base + 2)),3=127.0.0.1:$((base + 3))"
+	ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$((base + 13))"
+}
+
 # t_start_node I [ARGS...]: semd ARGS (a cluster node, say) in the
 # background with the ready file $T/rI, logging to $T/nI.log; its pid in NI
 # (killed at the end). Waits up to 10 s for it to be ready.
