@@ -218,6 +218,14 @@ t_tls_certs() {
 	t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca "${1:-}" || exit 1
 }
 
+# t_tls_conf CERT CA AUTH: the TLS lines of a semd configuration: the server
+# certificate $T/CERT.pem and its key, client certificates checked against
+# $T/CA.pem, tls-client-auth AUTH (optional or required).
+t_tls_conf() {
+	printf 'tls-cert %s\ntls-key %s\ntls-ca %s\ntls-client-auth %s\n' \
+		"$T/$1.pem" "$T/$1.key" "$T/$2.pem" "$3"
+}
+
 # t_done: print the plain summary line and exit with the right status.
 t_done() {
 	echo "$t_passed passed, $t_failed failed"
