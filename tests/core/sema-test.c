@@ -759,43 +759,86 @@ static void race_stop(struct race *rc)
 	T_OK(pthread_join(rc->tid, NULL));
 }
 
-/* cancel racing with up: the permit is never lost nor duplicated. */
-static void test_race_cancel_vs_handoff(void)
+/*
+ * A race of the partner's up with this thread taking the waiter away: each
+ * round, queue() puts a waiter on s (at 0), the partner ups while this
+ * thread spins a little, then act() tries to take the waiter away (cancel,
+ * signal); once the up is done, settle() checks that the permit has exactly
+ * one owner and returns true for the outcome counted first.
+ */
+struct race_case {
+	const char	*name;
+	uint32_t	rounds;
+	void		(*queue)(struct semaphore *s, uint32_t round);
+	bool		(*act)(struct semaphore *s);
+	bool		(*settle)(struct semaphore *s, bool acted);
+	const char	*first, *second;	/* the outcomes, for the summary */
+};
+
+/* Play the rounds of rcase against the partner; print how they ended. */
+static void race_run(const struct race_case *rcase)
 {
 	struct semaphore s;
 	struct race rc;
-	struct rec r;
 	uint32_t i;
-	int cancelled = 0, granted = 0;
+	int first = 0, second = 0;
+	bool acted;
 
-	TEST_START("cancel racing with hand-off never loses or duplicates a permit");
+	TEST_START(rcase->name);
 	sema_init(&s, 0);
 	race_start(&rc, &s);
-	for (i = 1; i <= RACE_ROUNDS; i++) {
-		rec_queue(&s, &r, (int)i, 1);
+	for (i = 1; i <= rcase->rounds; i++) {
+		rcase->queue(&s, i);
 		race_go(&rc, i);
 		spin_n((i * 13u) % 64u);
-		if (sema_cancel(&s, &r.w)) {
-			race_wait(&rc, i);
-			T_EQ(r.w.state, SEMA_CANCELLED);
-			T_EQ(r.woken, 0);
-			T_EQ(sema_count(&s), 1);	/* the up stayed free */
-			T_TRUE(sema_down_trylock(&s));
-			cancelled++;
-		} else {
-			race_wait(&rc, i);		/* its callback has run */
-			T_EQ(r.w.state, SEMA_GRANTED);
-			T_EQ(r.woken, 1);		/* exactly one callback */
-			T_EQ(sema_count(&s), 0);	/* we own the permit */
-			granted++;
-		}
-		T_EQ(sema_waiters(&s), 0);
-		T_EQ(sema_count(&s), 0);
+		acted = rcase->act(&s);
+		race_wait(&rc, i);		/* the up and any callback are done */
+		if (rcase->settle(&s, acted))
+			first++;
+		else
+			second++;
 	}
 	race_stop(&rc);
-	printf("  %d cancelled first, %d granted first\n", cancelled, granted);
-	T_EQ(cancelled + granted, RACE_ROUNDS);
+	printf("  %d %s, %d %s\n", first, rcase->first, second, rcase->second);
+	T_EQ(first + second, rcase->rounds);
 }
+
+/* cancel racing with up: the permit is never lost nor duplicated. */
+static struct rec race_rec;
+
+static void cancel_queue(struct semaphore *s, uint32_t round)
+{
+	rec_queue(s, &race_rec, (int)round, 1);
+}
+
+static bool cancel_act(struct semaphore *s)
+{
+	return sema_cancel(s, &race_rec.w);
+}
+
+/* Cancelled first: the up stayed free; else granted, with one callback. */
+static bool cancel_settle(struct semaphore *s, bool cancelled)
+{
+	if (cancelled) {
+		T_EQ(race_rec.w.state, SEMA_CANCELLED);
+		T_EQ(race_rec.woken, 0);
+		T_EQ(sema_count(s), 1);		/* the up stayed free */
+		T_TRUE(sema_down_trylock(s));
+	} else {
+		T_EQ(race_rec.w.state, SEMA_GRANTED);
+		T_EQ(race_rec.woken, 1);	/* exactly one callback */
+		T_EQ(sema_count(s), 0);		/* we own the permit */
+	}
+	T_EQ(sema_waiters(s), 0);
+	T_EQ(sema_count(s), 0);
+	return cancelled;
+}
+
+static const struct race_case race_cancel = {
+	"cancel racing with hand-off never loses or duplicates a permit",
+	RACE_ROUNDS, cancel_queue, cancel_act, cancel_settle,
+	"cancelled first", "granted first",
+};
 
 /* Wait, spinning, until t has started its call. */
 static void thr_wait_started(struct thr *t)
@@ -855,32 +898,32 @@ static void test_race_timeout_vs_up(void)
 }
 
 /* A signal arriving with a grant: either outcome, one owner. */
-static void test_race_signal_vs_up(void)
-{
-	struct semaphore s;
-	struct race rc;
-	struct thr t;
-	uint32_t i;
-	int got = 0, intr = 0;
+static struct thr race_thr;
 
-	TEST_START("a signal racing with hand-off never loses or duplicates a permit");
-	sema_init(&s, 0);
-	race_start(&rc, &s);
-	for (i = 1; i <= 300; i++) {
-		thr_start(&t, &s, OP_INTR, 0, 0);
-		wait_waiters(&s, 1);
-		race_go(&rc, i);
-		spin_n((i * 13u) % 64u);
-		sema_task_signal(t.task, false);
-		race_wait(&rc, i);
-		if (thr_join_one_owner(&t, &s, -EINTR))
-			got++;
-		else
-			intr++;
-	}
-	race_stop(&rc);
-	printf("  %d granted, %d interrupted\n", got, intr);
+/* race_thr sleeps in an interruptible down. */
+static void signal_queue(struct semaphore *s, uint32_t round)
+{
+	thr_start(&race_thr, s, OP_INTR, 0, 0);
+	wait_waiters(s, 1);
 }
+
+static bool signal_act(struct semaphore *s)
+{
+	sema_task_signal(race_thr.task, false);
+	return true;
+}
+
+/* True when race_thr took the permit, false when it was interrupted. */
+static bool signal_settle(struct semaphore *s, bool acted)
+{
+	return thr_join_one_owner(&race_thr, s, -EINTR);
+}
+
+static const struct race_case race_signal = {
+	"a signal racing with hand-off never loses or duplicates a permit",
+	300, signal_queue, signal_act, signal_settle,
+	"granted", "interrupted",
+};
 
 /* How a test signals t: through the core, as another thread would. */
 static void signal_task(struct thr *t, bool fatal)
@@ -1064,9 +1107,9 @@ int main(void)
 	test_signals_from_thread();
 	test_signals_from_handler();
 	test_pending_signal();
-	test_race_cancel_vs_handoff();
+	race_run(&race_cancel);
 	test_race_timeout_vs_up();
-	test_race_signal_vs_up();
+	race_run(&race_signal);
 	test_exit_after_grant();
 	printf("sema-test: all passed\n");
 	return 0;
