@@ -141,6 +141,7 @@ PY
 # block of N free ports (t_port_base): node I's peer port is base+I, its
 # client port base+10+I. Sets base, BOOT (the peers, id=host:port, for
 # --bootstrap) and ADDRS (the client addresses, for semctl -s).
+# shellcheck disable=SC2034 # BOOT and ADDRS are for the caller
 t_cluster3() {
 	base=$(t_port_base "$1") || return 1
 	BOOT="1=127.0.0.1:$((base + 1)),2=127.0.0.1:$((base + 2)),3=127.0.0.1:$((base + 3))"
