@@ -137,6 +137,17 @@ sys.exit("no free block of %d ports" % n)
 PY
 }
 
+# t_cluster3 N: the addresses of a three-node cluster on 127.0.0.1, in a
+# block of N free ports (t_port_base): node I's peer port is base+I, its
+# client port base+10+I. Sets base, BOOT (the peers, id=host:port, for
+# --bootstrap) and ADDRS (the client addresses, for semctl -s).
+# shellcheck disable=SC2034 # BOOT and ADDRS are for the caller
+t_cluster3() {
+	base=$(t_port_base "$1") || return 1
+	BOOT="1=127.0.0.1:$((base + 1)),2=127.0.0.1:$((base + 2)),3=127.0.0.1:$((base + 3))"
+	ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$((base + 13))"
+}
+
 # t_start_node I [ARGS...]: semd ARGS (a cluster node, say) in the
 # background with the ready file $T/rI, logging to $T/nI.log; its pid in NI
 # (killed at the end). Waits up to 10 s for it to be ready.
@@ -206,6 +217,14 @@ t_tls_certs() {
 	cd "$T" || exit 1
 	t_ca ca "/CN=semd test CA" "${1:-}" && t_ca other "/CN=other CA" "${1:-}" &&
 	t_cert srv "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca "${1:-}" || exit 1
+}
+
+# t_tls_conf CERT CA AUTH: the TLS lines of a semd configuration: the server
+# certificate $T/CERT.pem and its key, client certificates checked against
+# $T/CA.pem, tls-client-auth AUTH (optional or required).
+t_tls_conf() {
+	printf 'tls-cert %s\ntls-key %s\ntls-ca %s\ntls-client-auth %s\n' \
+		"$T/$1.pem" "$T/$1.key" "$T/$2.pem" "$3"
 }
 
 # t_done: print the plain summary line and exit with the right status.

@@ -8,9 +8,7 @@
 t_watchdog 90
 unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 
-base=$(t_port_base 15) || exit 1
-BOOT="1=127.0.0.1:$((base + 1)),2=127.0.0.1:$((base + 2)),3=127.0.0.1:$((base + 3))"
-ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$((base + 13))"
+t_cluster3 15 || exit 1
 
 # start_node I [ARGS...]: node I (peer port base+I, client port base+10+I).
 start_node() {

@@ -10,9 +10,7 @@
 t_watchdog 60
 unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 
-base=$(t_port_base 20) || exit 1
-BOOT="1=127.0.0.1:$((base + 1)),2=127.0.0.1:$((base + 2)),3=127.0.0.1:$((base + 3))"
-ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$((base + 13))"
+t_cluster3 20 || exit 1
 
 # The peer CA and a certificate for each node (its peer IP as a SAN); node
 # 4's is signed by another CA.

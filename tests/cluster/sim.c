@@ -46,6 +46,7 @@
 
 #include "daemon/raftguard.h"
 #include "daemon/state.h"
+#include "tests/common/opts.h"
 #include "tests/common/rng.h"
 
 #define MAXNODES	5
@@ -1161,36 +1162,23 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 int main(int argc, char **argv)
 {
 	uint64_t first = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
-	unsigned long count = 1000, s;
-	unsigned int n_nodes = 0;
+	uint64_t count = 1000, s;
+	uint64_t n_nodes = 0;
 	uint64_t sim_s = 60;
-	int opt;
+	const struct t_opt opts[] = {
+		{ 's', &first, NULL },
+		{ 'n', &count, NULL },
+		{ 't', &sim_s, NULL },
+		{ 'N', &n_nodes, NULL },
+		{ 'v', NULL, &verbose },
+		{ 0, NULL, NULL },
+	};
 
 	if (getenv("SIM_SEEDS") != NULL)
-		count = strtoul(getenv("SIM_SEEDS"), NULL, 0);
-	while ((opt = getopt(argc, argv, "s:n:t:N:v")) != -1) {
-		switch (opt) {
-		case 's':
-			first = strtoull(optarg, NULL, 0);
-			break;
-		case 'n':
-			count = strtoul(optarg, NULL, 0);
-			break;
-		case 't':
-			sim_s = strtoull(optarg, NULL, 0);
-			break;
-		case 'N':
-			n_nodes = (unsigned int)strtoul(optarg, NULL, 0);
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		default:
-			fprintf(stderr, "usage: sim [-s seed] [-n seeds] "
-			    "[-t sim-seconds] [-N 3|5] [-v]\n");
-			return 2;
-		}
-	}
+		count = strtoull(getenv("SIM_SEEDS"), NULL, 0);
+	if (t_opts_parse(argc, argv, opts,
+	    "sim [-s seed] [-n seeds] [-t sim-seconds] [-N 3|5] [-v]") != 0)
+		return 2;
 	if (n_nodes != 0 && n_nodes != 3 && n_nodes != 5) {
 		fprintf(stderr, "sim: -N is 3 or 5\n");
 		return 2;
@@ -1200,9 +1188,9 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	for (s = 0; s < count; s++) {
 		seed = first + s;
-		run_seed(n_nodes ? n_nodes : seed % 2 ? 5 : 3, sim_s * 1000);
+		run_seed(n_nodes ? (unsigned int)n_nodes : seed % 2 ? 5 : 3, sim_s * 1000);
 	}
-	printf("sim: %lu seeds passed: %lu entries, %lu grants, %lu faults, "
+	printf("sim: %" PRIu64 " seeds passed: %lu entries, %lu grants, %lu faults, "
 	    "%lu snapshot pairs compared, %lu states restored from a snapshot, "
 	    "%lu messages trimmed by raftguard\n", count, entries, grants, faults,
 	    snaps_compared, installs, raftguard_trimmed());

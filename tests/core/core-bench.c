@@ -25,9 +25,6 @@
 #include "core/semaphore.h"
 #include "tests/core/test.h"
 
-enum impl { IMPL_SEMA, IMPL_SEMT, IMPL_MUTEX, IMPL_N };
-static const char *impl_names[IMPL_N] = { "semd core", "glibc sem_t", "pthread mutex" };
-
 static struct semaphore core_sem;
 static sem_t posix_sem;
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -36,41 +33,54 @@ static arch_atomic32_t stop;
 static arch_atomic32_t ready;
 static volatile unsigned long shared_counter;
 
-/* Acquire with impl. */
-static inline void impl_acquire(enum impl im)
+/* The core: down and up. */
+static void sema_acquire(void)
 {
-	switch (im) {
-	case IMPL_SEMA:
-		sema_down(&core_sem);
-		break;
-	case IMPL_SEMT:
-		while (sem_wait(&posix_sem) != 0)
-			;
-		break;
-	default:
-		pthread_mutex_lock(&mutex);
-		break;
-	}
+	sema_down(&core_sem);
 }
 
-/* Release with impl. */
-static inline void impl_release(enum impl im)
+static void sema_release(void)
 {
-	switch (im) {
-	case IMPL_SEMA:
-		sema_up(&core_sem);
-		break;
-	case IMPL_SEMT:
-		sem_post(&posix_sem);
-		break;
-	default:
-		pthread_mutex_unlock(&mutex);
-		break;
-	}
+	sema_up(&core_sem);
 }
+
+/* glibc's sem_t: sem_wait (again after a signal) and sem_post. */
+static void semt_acquire(void)
+{
+	while (sem_wait(&posix_sem) != 0)
+		;
+}
+
+static void semt_release(void)
+{
+	sem_post(&posix_sem);
+}
+
+/* A pthread mutex: lock and unlock. */
+static void mutex_acquire(void)
+{
+	pthread_mutex_lock(&mutex);
+}
+
+static void mutex_release(void)
+{
+	pthread_mutex_unlock(&mutex);
+}
+
+/* The implementations compared, in the order of the tables printed. */
+static const struct impl {
+	const char	*name;
+	void		(*acquire)(void);
+	void		(*release)(void);
+} impls[] = {
+	{ "semd core", sema_acquire, sema_release },
+	{ "glibc sem_t", semt_acquire, semt_release },
+	{ "pthread mutex", mutex_acquire, mutex_release },
+};
+#define IMPL_N ((int)(sizeof(impls) / sizeof(impls[0])))
 
 /* ns per acquire+release in one thread; best of three runs. */
-static double bench_uncontended(enum impl im, long iters)
+static double bench_uncontended(const struct impl *im, long iters)
 {
 	double best = 1e30, ns;
 	long long t0;
@@ -80,8 +90,8 @@ static double bench_uncontended(enum impl im, long iters)
 	for (run = 0; run < 3; run++) {
 		t0 = t_now_ns();
 		for (i = 0; i < iters; i++) {
-			impl_acquire(im);
-			impl_release(im);
+			im->acquire();
+			im->release();
 		}
 		ns = (double)(t_now_ns() - t0) / (double)iters;
 		if (ns < best)
@@ -91,9 +101,9 @@ static double bench_uncontended(enum impl im, long iters)
 }
 
 struct runner {
-	pthread_t	tid;
-	enum impl	im;
-	unsigned long	ops;
+	pthread_t		tid;
+	const struct impl	*im;
+	unsigned long		ops;
 };
 
 /* Contended loop: acquire, touch shared state, release, until stop. */
@@ -105,11 +115,11 @@ static void *runner_main(void *arg)
 
 	arch_fetch_add32(&ready, 1);
 	while (arch_load_acquire32(&stop) == 0) {
-		impl_acquire(r->im);
+		r->im->acquire();
 		shared_counter++;
 		for (i = 0; i < 10; i++)
 			cpu_relax();
-		impl_release(r->im);
+		r->im->release();
 		ops++;
 	}
 	r->ops = ops;
@@ -117,7 +127,7 @@ static void *runner_main(void *arg)
 }
 
 /* Throughput (ops/s) of n threads on one permit, and min/max fairness. */
-static double bench_contended(enum impl im, int n, double seconds, double *fair)
+static double bench_contended(const struct impl *im, int n, double seconds, double *fair)
 {
 	struct runner r[16];
 	unsigned long total = 0, mn = ~0UL, mx = 0;
@@ -191,17 +201,17 @@ int main(int argc, char **argv)
 	    SEMD_ARCH_NAME, sysconf(_SC_NPROCESSORS_ONLN), seconds);
 	printf("uncontended acquire+release (ns/op, best of 3 x %ld)\n", iters);
 	for (im = 0; im < IMPL_N; im++)
-		printf("  %-14s %8.1f\n", impl_names[im], bench_uncontended((enum impl)im, iters));
+		printf("  %-14s %8.1f\n", impls[im].name, bench_uncontended(&impls[im], iters));
 
 	printf("\ncontended, one permit: throughput in ops/s (fairness = min/max ops per thread)\n");
 	printf("  %-8s", "threads");
 	for (im = 0; im < IMPL_N; im++)
-		printf("  %22s", impl_names[im]);
+		printf("  %22s", impls[im].name);
 	printf("\n");
 	for (i = 0; i < (int)(sizeof(threads) / sizeof(threads[0])); i++) {
 		printf("  %-8d", threads[i]);
 		for (im = 0; im < IMPL_N; im++) {
-			ops = bench_contended((enum impl)im, threads[i], seconds, &fair);
+			ops = bench_contended(&impls[im], threads[i], seconds, &fair);
 			printf("  %12.0f (f %5.2f)", ops, fair);
 			fflush(stdout);
 		}

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/semaphore.h"
+#include "tests/common/opts.h"
 #include "tests/common/rng.h"
 #include "tests/core/test.h"
 
@@ -296,26 +297,20 @@ static void op_park(struct semaphore *sem)
 int main(int argc, char **argv)
 {
 	struct semaphore sem;
-	unsigned long steps = 200000;
+	uint64_t steps = 200000;
 	uint64_t seed = (uint64_t)t_now_ns() ^ (uint64_t)getpid();
+	const struct t_opt opts[] = {
+		{ 's', &seed, NULL },
+		{ 'n', &steps, NULL },
+		{ 0, NULL, NULL },
+	};
 	unsigned long counts[7] = { 0 };
 	int c, k;
 
 	t_watchdog(300);
-	while ((c = getopt(argc, argv, "s:n:")) != -1) {
-		switch (c) {
-		case 's':
-			seed = strtoull(optarg, NULL, 0);
-			break;
-		case 'n':
-			steps = strtoul(optarg, NULL, 0);
-			break;
-		default:
-			fprintf(stderr, "usage: model-test [-s seed] [-n steps]\n");
-			return 2;
-		}
-	}
-	printf("model-test: seed %" PRIu64 ", %lu steps (rerun: -s %" PRIu64 ")\n",
+	if (t_opts_parse(argc, argv, opts, "model-test [-s seed] [-n steps]") != 0)
+		return 2;
+	printf("model-test: seed %" PRIu64 ", %" PRIu64 " steps (rerun: -s %" PRIu64 ")\n",
 	    seed, steps, seed);
 	fflush(stdout);
 	rng = seed ? seed : 1;

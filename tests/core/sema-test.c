@@ -253,97 +253,82 @@ static void test_async_fifo(void)
 }
 
 /* A head needing 3 blocks later waiters needing 1 (no barging). */
-static void test_nperm_head_blocks(void)
+static void line_nperm_head_blocks(struct semaphore *s, struct rec *r)
 {
-	struct semaphore s;
-	struct rec r[3];
-
-	TEST_START("head waiter needing 3 blocks later ones needing 1");
-	rec_line_up(&s, r, (const unsigned int[]){ 3, 1, 1 }, 3);
-	sema_up(&s);
-	sema_up(&s);
+	sema_up(s);
+	sema_up(s);
 	T_EQ(log_len, 0);
-	T_EQ(sema_count(&s), 2);
-	T_FALSE(sema_down_trylock(&s));		/* trylock does not barge either */
-	T_FALSE(sema_trydown_n(&s, 1, NULL));
-	sema_up(&s);
+	T_EQ(sema_count(s), 2);
+	T_FALSE(sema_down_trylock(s));		/* trylock does not barge either */
+	T_FALSE(sema_trydown_n(s, 1, NULL));
+	sema_up(s);
 	T_LOG(0);
-	T_EQ(sema_count(&s), 0);
-	sema_up_n(&s, 2);
+	T_EQ(sema_count(s), 0);
+	sema_up_n(s, 2);
 	T_LOG(0, 1, 2);
-	T_EQ(sema_count(&s), 0);
+	T_EQ(sema_count(s), 0);
 }
 
 /* One up_n serves several waiters in order, with consecutive tokens. */
-static void test_nperm_handoff(void)
+static void line_nperm_handoff(struct semaphore *s, struct rec *r)
 {
-	struct semaphore s;
-	struct rec r[4];
-
-	TEST_START("n-permit hand-off across several waiters");
-	rec_line_up(&s, r, (const unsigned int[]){ 2, 2, 1, 4 }, 4);
-	sema_up_n(&s, 5);
+	sema_up_n(s, 5);
 	T_LOG(0, 1, 2);
 	T_U64_EQ(log_tokens[0], 1);
 	T_U64_EQ(log_tokens[1], 2);
 	T_U64_EQ(log_tokens[2], 3);
-	T_EQ(sema_count(&s), 0);
-	T_EQ(sema_waiters(&s), 1);
-	sema_up_n(&s, 3);
+	T_EQ(sema_count(s), 0);
+	T_EQ(sema_waiters(s), 1);
+	sema_up_n(s, 3);
 	T_EQ(log_len, 3);
-	T_EQ(sema_count(&s), 3);
-	sema_up(&s);
+	T_EQ(sema_count(s), 3);
+	sema_up(s);
 	T_LOG(0, 1, 2, 3);
 	T_U64_EQ(r[3].w.token, 4);
-	T_EQ(sema_count(&s), 0);
-	T_EQ(sema_waiters(&s), 0);
+	T_EQ(sema_count(s), 0);
+	T_EQ(sema_waiters(s), 0);
 }
 
 /* A parked waiter keeps its place, blocks nobody, is served when unparked. */
-static void test_park(void)
+static void line_park(struct semaphore *s, struct rec *r)
 {
-	struct semaphore s;
-	struct rec r[3];
-
-	TEST_START("a parked head is passed over and blocks nobody behind it");
-	rec_line_up(&s, r, (const unsigned int[]){ 2, 1, 1 }, 3);
-	sema_park(&s, &r[0].w, true);
+	sema_park(s, &r[0].w, true);
 	T_TRUE(r[0].w.parked);
-	sema_up(&s);
+	sema_up(s);
 	T_LOG(1);
-	T_FALSE(sema_down_trylock(&s));		/* r[2] queues, not parked */
-	T_EQ(sema_count(&s), 0);
+	T_FALSE(sema_down_trylock(s));		/* r[2] queues, not parked */
+	T_EQ(sema_count(s), 0);
 	TEST_START("unparked, a waiter is served in its old place before later ones");
-	sema_park(&s, &r[0].w, false);
-	sema_up(&s);
+	sema_park(s, &r[0].w, false);
+	sema_up(s);
 	T_EQ(log_len, 1);		/* r[0] needs 2 and blocks r[2] again */
-	T_EQ(sema_count(&s), 1);
-	sema_up(&s);
+	T_EQ(sema_count(s), 1);
+	sema_up(s);
 	T_LOG(1, 0);
-	T_EQ(sema_count(&s), 0);
-	sema_up(&s);
+	T_EQ(sema_count(s), 0);
+	sema_up(s);
 	T_LOG(1, 0, 2);
 	TEST_START("unparking a waiter whose permits are free grants it at once");
 	log_len = 0;
-	rec_queue(&s, &r[0], 0, 1);
-	rec_queue(&s, &r[1], 1, 2);
-	sema_park(&s, &r[0].w, true);
-	sema_up(&s);			/* r[1] needs 2: nobody served */
+	rec_queue(s, &r[0], 0, 1);
+	rec_queue(s, &r[1], 1, 2);
+	sema_park(s, &r[0].w, true);
+	sema_up(s);			/* r[1] needs 2: nobody served */
 	T_EQ(log_len, 0);
-	T_EQ(sema_count(&s), 1);
-	sema_park(&s, &r[0].w, false);
+	T_EQ(sema_count(s), 1);
+	sema_park(s, &r[0].w, false);
 	T_LOG(0);
-	T_EQ(sema_count(&s), 0);
+	T_EQ(sema_count(s), 0);
 	TEST_START("only parked waiters queued: a trydown takes free permits");
-	sema_park(&s, &r[1].w, true);
-	sema_up(&s);
-	T_TRUE(sema_down_trylock(&s));
-	T_EQ(sema_up_max(&s, 2, 2), 0);	/* the parked one takes nothing */
-	T_EQ(sema_count(&s), 2);
+	sema_park(s, &r[1].w, true);
+	sema_up(s);
+	T_TRUE(sema_down_trylock(s));
+	T_EQ(sema_up_max(s, 2, 2), 0);	/* the parked one takes nothing */
+	T_EQ(sema_count(s), 2);
 	TEST_START("cancelling a parked waiter changes nothing for the others");
-	T_TRUE(sema_cancel(&s, &r[1].w));
-	T_EQ(sema_waiters(&s), 0);
-	T_EQ(sema_count(&s), 2);
+	T_TRUE(sema_cancel(s, &r[1].w));
+	T_EQ(sema_waiters(s), 0);
+	T_EQ(sema_count(s), 2);
 	T_EQ(log_len, 1);
 }
 
@@ -447,36 +432,65 @@ static void test_gated(void)
 }
 
 /* Cancel: queued -> true; head cancel lets others go; granted -> false. */
-static void test_cancel(void)
+static void line_cancel(struct semaphore *s, struct rec *r)
 {
+	T_TRUE(sema_cancel(s, &r[2].w));
+	T_EQ(r[2].w.state, SEMA_CANCELLED);
+	T_TRUE(sema_cancel(s, &r[2].w));	/* again: no-op */
+	T_EQ(sema_waiters(s), 3);
+
+	TEST_START("cancelling the head lets the next ones proceed before cancel returns");
+	sema_up(s);
+	T_EQ(log_len, 0);
+	T_TRUE(sema_cancel(s, &r[0].w));
+	T_LOG(1);
+	T_EQ(sema_count(s), 0);
+	T_EQ(sema_waiters(s), 1);
+
+	TEST_START("cancelling a granted waiter returns false, the caller owns the permits");
+	T_FALSE(sema_cancel(s, &r[1].w));
+	T_EQ(r[1].w.state, SEMA_GRANTED);
+	sema_up(s);			/* r[1] gives its permit back: goes to r[3] */
+	T_LOG(1, 3);
+	T_FALSE(sema_cancel(s, &r[3].w));
+	sema_up(s);
+	T_EQ(sema_count(s), 1);
+	T_EQ(sema_waiters(s), 0);
+	T_EQ(r[0].woken + r[2].woken, 0);
+}
+
+/*
+ * The cases that start from async waiters lined up on a semaphore at 0:
+ * r[i] queued (id i) for need[i] permits, the log empty; run goes on.
+ */
+static const struct line_case {
+	const char	*name;
+	unsigned int	need[4];
+	int		n;
+	void		(*run)(struct semaphore *s, struct rec *r);
+} line_cases[] = {
+	{ "head waiter needing 3 blocks later ones needing 1", { 3, 1, 1 }, 3,
+	    line_nperm_head_blocks },
+	{ "n-permit hand-off across several waiters", { 2, 2, 1, 4 }, 4,
+	    line_nperm_handoff },
+	{ "cancel takes a queued waiter off without permits", { 3, 1, 1, 1 }, 4,
+	    line_cancel },
+	{ "a parked head is passed over and blocks nobody behind it", { 2, 1, 1 }, 3,
+	    line_park },
+};
+
+/* Run each of line_cases on its own line of waiters. */
+static void test_line_cases(void)
+{
+	const struct line_case *c;
 	struct semaphore s;
 	struct rec r[4];
 
-	TEST_START("cancel takes a queued waiter off without permits");
-	rec_line_up(&s, r, (const unsigned int[]){ 3, 1, 1, 1 }, 4);
-	T_TRUE(sema_cancel(&s, &r[2].w));
-	T_EQ(r[2].w.state, SEMA_CANCELLED);
-	T_TRUE(sema_cancel(&s, &r[2].w));	/* again: no-op */
-	T_EQ(sema_waiters(&s), 3);
-
-	TEST_START("cancelling the head lets the next ones proceed before cancel returns");
-	sema_up(&s);
-	T_EQ(log_len, 0);
-	T_TRUE(sema_cancel(&s, &r[0].w));
-	T_LOG(1);
-	T_EQ(sema_count(&s), 0);
-	T_EQ(sema_waiters(&s), 1);
-
-	TEST_START("cancelling a granted waiter returns false, the caller owns the permits");
-	T_FALSE(sema_cancel(&s, &r[1].w));
-	T_EQ(r[1].w.state, SEMA_GRANTED);
-	sema_up(&s);			/* r[1] gives its permit back: goes to r[3] */
-	T_LOG(1, 3);
-	T_FALSE(sema_cancel(&s, &r[3].w));
-	sema_up(&s);
-	T_EQ(sema_count(&s), 1);
-	T_EQ(sema_waiters(&s), 0);
-	T_EQ(r[0].woken + r[2].woken, 0);
+	for (c = line_cases; c < line_cases + sizeof(line_cases) / sizeof(line_cases[0]); c++) {
+		TEST_START(c->name);
+		rec_line_up(&s, r, c->need, c->n);
+		c->run(&s, r);
+	}
 }
 
 static struct semaphore reenter_sem;
@@ -745,43 +759,86 @@ static void race_stop(struct race *rc)
 	T_OK(pthread_join(rc->tid, NULL));
 }
 
-/* cancel racing with up: the permit is never lost nor duplicated. */
-static void test_race_cancel_vs_handoff(void)
+/*
+ * A race of the partner's up with this thread taking the waiter away: each
+ * round, queue() puts a waiter on s (at 0), the partner ups while this
+ * thread spins a little, then act() tries to take the waiter away (cancel,
+ * signal); once the up is done, settle() checks that the permit has exactly
+ * one owner and returns true for the outcome counted first.
+ */
+struct race_case {
+	const char	*name;
+	uint32_t	rounds;
+	void		(*queue)(struct semaphore *s, uint32_t round);
+	bool		(*act)(struct semaphore *s);
+	bool		(*settle)(struct semaphore *s, bool acted);
+	const char	*first, *second;	/* the outcomes, for the summary */
+};
+
+/* Play the rounds of rcase against the partner; print how they ended. */
+static void race_run(const struct race_case *rcase)
 {
 	struct semaphore s;
 	struct race rc;
-	struct rec r;
 	uint32_t i;
-	int cancelled = 0, granted = 0;
+	int first = 0, second = 0;
+	bool acted;
 
-	TEST_START("cancel racing with hand-off never loses or duplicates a permit");
+	TEST_START(rcase->name);
 	sema_init(&s, 0);
 	race_start(&rc, &s);
-	for (i = 1; i <= RACE_ROUNDS; i++) {
-		rec_queue(&s, &r, (int)i, 1);
+	for (i = 1; i <= rcase->rounds; i++) {
+		rcase->queue(&s, i);
 		race_go(&rc, i);
 		spin_n((i * 13u) % 64u);
-		if (sema_cancel(&s, &r.w)) {
-			race_wait(&rc, i);
-			T_EQ(r.w.state, SEMA_CANCELLED);
-			T_EQ(r.woken, 0);
-			T_EQ(sema_count(&s), 1);	/* the up stayed free */
-			T_TRUE(sema_down_trylock(&s));
-			cancelled++;
-		} else {
-			race_wait(&rc, i);		/* its callback has run */
-			T_EQ(r.w.state, SEMA_GRANTED);
-			T_EQ(r.woken, 1);		/* exactly one callback */
-			T_EQ(sema_count(&s), 0);	/* we own the permit */
-			granted++;
-		}
-		T_EQ(sema_waiters(&s), 0);
-		T_EQ(sema_count(&s), 0);
+		acted = rcase->act(&s);
+		race_wait(&rc, i);		/* the up and any callback are done */
+		if (rcase->settle(&s, acted))
+			first++;
+		else
+			second++;
 	}
 	race_stop(&rc);
-	printf("  %d cancelled first, %d granted first\n", cancelled, granted);
-	T_EQ(cancelled + granted, RACE_ROUNDS);
+	printf("  %d %s, %d %s\n", first, rcase->first, second, rcase->second);
+	T_EQ(first + second, rcase->rounds);
 }
+
+/* cancel racing with up: the permit is never lost nor duplicated. */
+static struct rec race_rec;
+
+static void cancel_queue(struct semaphore *s, uint32_t round)
+{
+	rec_queue(s, &race_rec, (int)round, 1);
+}
+
+static bool cancel_act(struct semaphore *s)
+{
+	return sema_cancel(s, &race_rec.w);
+}
+
+/* Cancelled first: the up stayed free; else granted, with one callback. */
+static bool cancel_settle(struct semaphore *s, bool cancelled)
+{
+	if (cancelled) {
+		T_EQ(race_rec.w.state, SEMA_CANCELLED);
+		T_EQ(race_rec.woken, 0);
+		T_EQ(sema_count(s), 1);		/* the up stayed free */
+		T_TRUE(sema_down_trylock(s));
+	} else {
+		T_EQ(race_rec.w.state, SEMA_GRANTED);
+		T_EQ(race_rec.woken, 1);	/* exactly one callback */
+		T_EQ(sema_count(s), 0);		/* we own the permit */
+	}
+	T_EQ(sema_waiters(s), 0);
+	T_EQ(sema_count(s), 0);
+	return cancelled;
+}
+
+static const struct race_case race_cancel = {
+	"cancel racing with hand-off never loses or duplicates a permit",
+	RACE_ROUNDS, cancel_queue, cancel_act, cancel_settle,
+	"cancelled first", "granted first",
+};
 
 /* Wait, spinning, until t has started its call. */
 static void thr_wait_started(struct thr *t)
@@ -841,32 +898,32 @@ static void test_race_timeout_vs_up(void)
 }
 
 /* A signal arriving with a grant: either outcome, one owner. */
-static void test_race_signal_vs_up(void)
-{
-	struct semaphore s;
-	struct race rc;
-	struct thr t;
-	uint32_t i;
-	int got = 0, intr = 0;
+static struct thr race_thr;
 
-	TEST_START("a signal racing with hand-off never loses or duplicates a permit");
-	sema_init(&s, 0);
-	race_start(&rc, &s);
-	for (i = 1; i <= 300; i++) {
-		thr_start(&t, &s, OP_INTR, 0, 0);
-		wait_waiters(&s, 1);
-		race_go(&rc, i);
-		spin_n((i * 13u) % 64u);
-		sema_task_signal(t.task, false);
-		race_wait(&rc, i);
-		if (thr_join_one_owner(&t, &s, -EINTR))
-			got++;
-		else
-			intr++;
-	}
-	race_stop(&rc);
-	printf("  %d granted, %d interrupted\n", got, intr);
+/* race_thr sleeps in an interruptible down. */
+static void signal_queue(struct semaphore *s, uint32_t round)
+{
+	thr_start(&race_thr, s, OP_INTR, 0, 0);
+	wait_waiters(s, 1);
 }
+
+static bool signal_act(struct semaphore *s)
+{
+	sema_task_signal(race_thr.task, false);
+	return true;
+}
+
+/* True when race_thr took the permit, false when it was interrupted. */
+static bool signal_settle(struct semaphore *s, bool acted)
+{
+	return thr_join_one_owner(&race_thr, s, -EINTR);
+}
+
+static const struct race_case race_signal = {
+	"a signal racing with hand-off never loses or duplicates a permit",
+	300, signal_queue, signal_act, signal_settle,
+	"granted", "interrupted",
+};
 
 /* How a test signals t: through the core, as another thread would. */
 static void signal_task(struct thr *t, bool fatal)
@@ -1040,10 +1097,7 @@ int main(void)
 	test_trylock();
 	test_async_immediate();
 	test_async_fifo();
-	test_nperm_head_blocks();
-	test_nperm_handoff();
-	test_cancel();
-	test_park();
+	test_line_cases();
 	test_gated();
 	test_callback_reenter_free();
 	test_up_max();
@@ -1053,9 +1107,9 @@ int main(void)
 	test_signals_from_thread();
 	test_signals_from_handler();
 	test_pending_signal();
-	test_race_cancel_vs_handoff();
+	race_run(&race_cancel);
 	test_race_timeout_vs_up();
-	test_race_signal_vs_up();
+	race_run(&race_signal);
 	test_exit_after_grant();
 	printf("sema-test: all passed\n");
 	return 0;

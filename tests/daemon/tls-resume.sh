@@ -16,11 +16,8 @@ t_cert w2 "/CN=worker-2" "DNS:worker-2" ca ec || exit 1
 t_cert w1o "/CN=worker-1" "DNS:worker-1" other ec || exit 1
 cp ca.pem trust.pem
 
-cat >"$T/d.conf" <<EOF
-tls-cert $T/srv.pem
-tls-key $T/srv.key
-tls-ca $T/trust.pem
-tls-client-auth required
+t_tls_conf srv trust required >"$T/d.conf"
+cat >>"$T/d.conf" <<EOF
 acl cn:worker-1 * all
 acl cn:worker-2 * all
 EOF

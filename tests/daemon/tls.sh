@@ -16,11 +16,8 @@ t_cert rogue "/CN=worker-1" "DNS:worker-1" other || exit 1
 cp srv.pem live.pem
 cp srv.key live.key
 
-cat >"$T/tls.conf" <<EOF
-tls-cert $T/live.pem
-tls-key $T/live.key
-tls-ca $T/ca.pem
-tls-client-auth optional
+t_tls_conf live ca optional >"$T/tls.conf"
+cat >>"$T/tls.conf" <<EOF
 acl cn:worker-1 jobs/ all
 acl anonymous jobs/ inspect
 protect jobs/
