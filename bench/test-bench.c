@@ -12,7 +12,7 @@
 
 #include "bench/hist.h"
 #include "bench/wire.h"
-#include "tests/common/rng.h"
+#include "tests/common/rnd_value.h"
 
 static int failures;
 static int checks;
@@ -243,21 +243,6 @@ static void test_reply_arena(void)
 	wire_reply_done(&a, got);
 	wire_arena_free(&a);
 	EXPECT(strcmp(wire_code_name(SEMD__CODE__WOULD_BLOCK), "WOULD_BLOCK") == 0);
-}
-
-/* A value of a random magnitude: 0, small, or up to 64 bits. */
-static uint64_t rnd_value(void)
-{
-	switch (rnd() % 4) {
-	case 0:
-		return 0;
-	case 1:
-		return rnd() % 200;
-	case 2:
-		return rnd() >> (rnd() % 64);
-	default:
-		return rnd();
-	}
 }
 
 /* Frame a Request packed by protobuf-c, for comparison. */
