@@ -279,21 +279,20 @@ static void test_hot_encoding(void)
 
 		semd__request__init(&req);
 		req.id = id;
+		/* The Down and the Up both take one permit of name. */
+		semd__down__init(&down);
+		semd__up__init(&up);
+		down.name = up.name = name;
+		down.n = up.n = 1;
+		down.timeout_ms = timeout;
+		up.permit_id = permit;
 		switch (i % 3) {
 		case 0:
-			semd__down__init(&down);
-			down.name = name;
-			down.n = 1;
-			down.timeout_ms = timeout;
 			req.op_case = SEMD__REQUEST__OP_DOWN;
 			req.down = &down;
 			EXPECT(wire_put_down(&mine, id, name, timeout) == 0);
 			break;
 		case 1:
-			semd__up__init(&up);
-			up.name = name;
-			up.n = 1;
-			up.permit_id = permit;
 			req.op_case = SEMD__REQUEST__OP_UP;
 			req.up = &up;
 			EXPECT(wire_put_up(&mine, id, name, permit) == 0);
