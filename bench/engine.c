@@ -178,6 +178,22 @@ static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 	return 0;
 }
 
+/* Chain i's op, begun at t0, is done: count it and begin the next with step. */
+static void chain_again(struct conn *c, unsigned i, uint64_t t0, int step, uint64_t now)
+{
+	op_done(c->w, now - t0, now);
+	c->chains[i].t_op = now;
+	conn_send(c, i, step, now);
+}
+
+/* Count n grants on c (and in the window, when now is in it). */
+static void grants_add(struct conn *c, uint64_t n, uint64_t now)
+{
+	c->w->t.grants_all += n;
+	if (in_window(c->w->run, now))
+		c->grants += n;
+}
+
 /*
  * The reply to chain i's request came with code (and, for a grant, its
  * permit id): take the next step.
@@ -196,27 +212,17 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 	w->t.rts++;
 	switch (step) {
 	case S_PING:
-		if (code != SEMD__CODE__OK)
-			goto bad;
-		op_done(w, now - ch->t_req, now);
-		ch->t_op = now;
-		conn_send(c, i, S_PING, now);
+		chain_again(c, i, ch->t_req, S_PING, now);
 		return;
 	case S_ECHO1:
 		conn_send(c, i, S_ECHO2, now);
 		return;
 	case S_ECHO2:
-		op_done(w, now - ch->t_op, now);
-		ch->t_op = now;
-		conn_send(c, i, S_ECHO1, now);
+		chain_again(c, i, ch->t_op, S_ECHO1, now);
 		return;
 	case S_MULTI:
 	case S_DOWNK:
-		if (code != SEMD__CODE__OK)
-			goto bad;
-		w->t.grants_all += step == S_MULTI ? BENCH_MULTI : 1;
-		if (in_window(r, now))
-			c->grants += step == S_MULTI ? BENCH_MULTI : 1;
+		grants_add(c, step == S_MULTI ? BENCH_MULTI : 1, now);
 		if (step == S_DOWNK && ++ch->k < BENCH_MULTI) {
 			conn_send(c, i, S_DOWNK, now);
 			return;
@@ -225,16 +231,12 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 		conn_send(c, i, S_UPK, now);
 		return;
 	case S_UPK:
-		if (code != SEMD__CODE__OK)
-			goto bad;
 		if (++ch->k < BENCH_MULTI) {
 			conn_send(c, i, S_UPK, now);
 			return;
 		}
-		op_done(w, now - ch->t_op, now);
-		ch->t_op = now;
 		ch->k = 0;
-		conn_send(c, i, r->test == T_MULTI ? S_MULTI : S_DOWNK, now);
+		chain_again(c, i, ch->t_op, r->test == T_MULTI ? S_MULTI : S_DOWNK, now);
 		return;
 	case S_DOWN:
 		if (code == SEMD__CODE__WOULD_BLOCK && r->test == T_TRYDOWN_UP) {
@@ -252,12 +254,8 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 			goto bad;
 		if (r->test == T_RATE) {
 			/* nothing is held: the down is the op */
-			w->t.grants_all++;
-			if (in_window(r, now))
-				c->grants++;
-			op_done(w, now - ch->t_op, now);
-			ch->t_op = now;
-			conn_send(c, i, S_DOWN, now);
+			grants_add(c, 1, now);
+			chain_again(c, i, ch->t_op, S_DOWN, now);
 			return;
 		}
 		ch->permit = permit;
@@ -283,25 +281,20 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 		conn_send(c, i, S_UP, now);
 		return;
 	case S_UP:
-		if (code != SEMD__CODE__OK)
-			goto bad;
 		if (r->test == T_HANDOFF) {
 			ch->t_op = now;
 			conn_send(c, i, S_DOWN, now);
 			return;
 		}
-		op_done(w, now - ch->t_op, now);
 		if (r->test == T_CHURN) {
+			op_done(w, now - ch->t_op, now);
 			c->reconnect = 1;
 			return;
 		}
-		ch->t_op = now;
-		conn_send(c, i, S_DOWN, now);
+		chain_again(c, i, ch->t_op, S_DOWN, now);
 		return;
 	case S_CREATE:
 	case S_DELETE:
-		if (code != SEMD__CODE__OK)
-			goto bad;
 		op_done(w, now - ch->t_req, now);
 		conn_send(c, i, step, now);
 		return;

@@ -10,7 +10,8 @@ semd_benchmark_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIB
 
 # Unit tests of the histogram and the wire helpers.
 check_PROGRAMS += bench/test-bench
-bench_test_bench_SOURCES = bench/test-bench.c bench/wire.c bench/hist.c
+bench_test_bench_SOURCES = bench/test-bench.c bench/wire.c bench/hist.c \
+	tests/common/rnd_value.h
 bench_test_bench_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
 bench_test_bench_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS)
 TESTS += bench/test-bench

@@ -110,17 +110,41 @@ static void usage(FILE *f)
 	    "their 3 ups; down3 = the same 3 names taken by 3 downs, then 3 ups.\n");
 }
 
-/* Parse a non-negative integer option within [min, max]. */
-static int opt_uint(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *v)
+/* The options that take a non-negative integer, and its range. */
+static const struct opt_range {
+	int		ch;
+	const char	*what;
+	uint64_t	min;
+	uint64_t	max;
+} opt_ranges[] = {
+	{ 'c', "-c", 1, 100000 },
+	{ 'P', "-P", 1, BENCH_PIPELINE_MAX },
+	{ 'L', "--limit", 1, UINT32_MAX },
+	{ 'N', "--names", 1, 100000000 },
+	{ 'T', "--threads", 1, 1024 },
+};
+
+/*
+ * Parse option ch's argument s into *v when ch is one of opt_ranges (else
+ * leave *v alone). Returns 0, or -1 when s is not an integer in range.
+ */
+static int opt_uint(int ch, const char *s, uint64_t *v)
 {
+	const struct opt_range *r = NULL;
 	char *end;
 	unsigned long long x;
+	size_t i;
 
+	for (i = 0; i < sizeof(opt_ranges) / sizeof(opt_ranges[0]); i++)
+		if (opt_ranges[i].ch == ch)
+			r = &opt_ranges[i];
+	if (r == NULL)
+		return 0;
 	errno = 0;
 	x = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || x < min || x > max) {
+	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || x < r->min || x > r->max) {
 		fprintf(stderr, "semd-benchmark: %s must be an integer in [%" PRIu64 ", %" PRIu64 "]\n",
-		    what, min, max);
+		    r->what, r->min, r->max);
 		return -1;
 	}
 	*v = x;
@@ -166,6 +190,17 @@ static int opt_tests(const char *s, int tests[T_COUNT])
 	return 0;
 }
 
+/* The options' defaults; opts_parse adds the TLS files and threads at run time. */
+static const struct bench_opts opts_default = {
+	.conns = 16,
+	.pipeline = 1,
+	.duration = 5,
+	.warmup = 0.5,
+	.limit = 1,
+	.names = 100000,
+	.timeout_ms = -1,
+};
+
 /* Parse argv into o. Returns 0, 1 for --help, -1 on a usage error. */
 static int opts_parse(int argc, char **argv, struct bench_opts *o)
 {
@@ -192,18 +227,11 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 	};
 	const char *server = NULL;
 	char err[256];
-	uint64_t v;
+	uint64_t v = 0;
 	long ncpu;
 	int ch, i;
 
-	memset(o, 0, sizeof(*o));
-	o->conns = 16;
-	o->pipeline = 1;
-	o->duration = 5;
-	o->warmup = 0.5;
-	o->limit = 1;
-	o->names = 100000;
-	o->timeout_ms = -1;
+	*o = opts_default;
 	o->tls.ca_file = getenv("SEMD_TLS_CA");
 	o->tls.cert_file = getenv("SEMD_TLS_CERT");
 	o->tls.key_file = getenv("SEMD_TLS_KEY");
@@ -212,46 +240,38 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 	for (i = 0; i < T_COUNT; i++)
 		o->tests[i] = i < T_ECHO;	/* echo, rate, multi, down3: asked for */
 	while ((ch = getopt_long(argc, argv, "s:c:P:d:t:h", longopts, NULL)) != -1) {
+		if (opt_uint(ch, optarg, &v) != 0)
+			return -1;
 		switch (ch) {
 		case 's':
 			server = optarg;
 			break;
-		case 'c':
-			if (opt_uint("-c", optarg, 1, 100000, &v) != 0)
-				return -1;
+		case 'c':	/* c, P, L, N, T: v, as opt_uint parsed it */
 			o->conns = (unsigned)v;
 			o->conns_set = 1;
 			break;
 		case 'P':
-			if (opt_uint("-P", optarg, 1, BENCH_PIPELINE_MAX, &v) != 0)
-				return -1;
 			o->pipeline = (unsigned)v;
+			break;
+		case 'L':
+			o->limit = (uint32_t)v;
+			break;
+		case 'N':
+			o->names = v;
+			break;
+		case 'T':
+			o->threads = (unsigned)v;
 			break;
 		case 'd':
 			if (opt_seconds("-d", optarg, 0, &o->duration) != 0)
 				return -1;
 			break;
-		case 't':
-			if (opt_tests(optarg, o->tests) != 0)
-				return -1;
-			break;
-		case 'L':
-			if (opt_uint("--limit", optarg, 1, UINT32_MAX, &v) != 0)
-				return -1;
-			o->limit = (uint32_t)v;
-			break;
-		case 'N':
-			if (opt_uint("--names", optarg, 1, 100000000, &v) != 0)
-				return -1;
-			o->names = v;
-			break;
-		case 'T':
-			if (opt_uint("--threads", optarg, 1, 1024, &v) != 0)
-				return -1;
-			o->threads = (unsigned)v;
-			break;
 		case 'W':
 			if (opt_seconds("--warmup", optarg, 1, &o->warmup) != 0)
+				return -1;
+			break;
+		case 't':
+			if (opt_tests(optarg, o->tests) != 0)
 				return -1;
 			break;
 		case 'O': {

@@ -12,7 +12,7 @@
 
 #include "bench/hist.h"
 #include "bench/wire.h"
-#include "tests/common/rng.h"
+#include "tests/common/rnd_value.h"
 
 static int failures;
 static int checks;
@@ -245,21 +245,6 @@ static void test_reply_arena(void)
 	EXPECT(strcmp(wire_code_name(SEMD__CODE__WOULD_BLOCK), "WOULD_BLOCK") == 0);
 }
 
-/* A value of a random magnitude: 0, small, or up to 64 bits. */
-static uint64_t rnd_value(void)
-{
-	switch (rnd() % 4) {
-	case 0:
-		return 0;
-	case 1:
-		return rnd() % 200;
-	case 2:
-		return rnd() >> (rnd() % 64);
-	default:
-		return rnd();
-	}
-}
-
 /* Frame a Request packed by protobuf-c, for comparison. */
 static void ref_frame(struct wbuf *b, const Semd__Request *req)
 {
@@ -294,21 +279,20 @@ static void test_hot_encoding(void)
 
 		semd__request__init(&req);
 		req.id = id;
+		/* The Down and the Up both take one permit of name. */
+		semd__down__init(&down);
+		semd__up__init(&up);
+		down.name = up.name = name;
+		down.n = up.n = 1;
+		down.timeout_ms = timeout;
+		up.permit_id = permit;
 		switch (i % 3) {
 		case 0:
-			semd__down__init(&down);
-			down.name = name;
-			down.n = 1;
-			down.timeout_ms = timeout;
 			req.op_case = SEMD__REQUEST__OP_DOWN;
 			req.down = &down;
 			EXPECT(wire_put_down(&mine, id, name, timeout) == 0);
 			break;
 		case 1:
-			semd__up__init(&up);
-			up.name = name;
-			up.n = 1;
-			up.permit_id = permit;
 			req.op_case = SEMD__REQUEST__OP_UP;
 			req.up = &up;
 			EXPECT(wire_put_up(&mine, id, name, permit) == 0);

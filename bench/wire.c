@@ -18,6 +18,7 @@
 #include <openssl/x509v3.h>
 
 #include "bench/wire.h"
+#include "proto/pbwire.h"
 #include "security/tls.h"
 
 /* Parse an address string into a sockaddr. */
@@ -409,60 +410,9 @@ int wire_put_hello(struct wbuf *b, uint64_t id, const char *client_name)
 /*
  * The hot requests (Ping, Down, Up) are encoded by hand, straight into the
  * output buffer, in the byte order protobuf-c itself uses (fields by number,
- * zero values left out): test-bench checks the two agree byte for byte.
+ * zero values left out; proto/pbwire.h writes the fields): test-bench
+ * checks the two agree byte for byte.
  */
-#define PB_VARINT	0
-#define PB_LEN		2
-
-/* Bytes of v as a varint. */
-static size_t pb_varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* Write v as a varint at p; returns the bytes written. */
-static size_t pb_put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-/* Size of a varint field (0 when v is 0: proto3 leaves it out). */
-static size_t pb_field_varint_len(uint64_t v)
-{
-	return v ? 1 + pb_varint_len(v) : 0;
-}
-
-/* Write a varint field unless v is 0. */
-static size_t pb_put_field_varint(uint8_t *p, unsigned field, uint64_t v)
-{
-	size_t n;
-
-	if (v == 0)
-		return 0;
-	p[0] = (uint8_t)(field << 3 | PB_VARINT);
-	n = pb_put_varint(p + 1, v);
-	return 1 + n;
-}
-
-/* Write the header of a length-delimited field. */
-static size_t pb_put_field_len(uint8_t *p, unsigned field, size_t len)
-{
-	p[0] = (uint8_t)(field << 3 | PB_LEN);
-	return 1 + pb_put_varint(p + 1, len);
-}
 
 /*
  * Append a frame holding Request { id, op = body } where body is op's
@@ -482,24 +432,24 @@ static int put_hot(struct wbuf *b, uint64_t id, unsigned op, const char *name,
 		bytes = (const uint8_t *)name;
 	}
 	if (nbytes > 0)
-		body += 1 + pb_varint_len(nbytes) + nbytes;
+		body += 1 + pb_varint_size(nbytes) + nbytes;
 	for (i = 0; i < nv; i++)
-		body += pb_field_varint_len(v[i]);
-	msg = pb_field_varint_len(id) + 1 + pb_varint_len(body) + body;
+		body += pb_uint_field_size(v[i]);
+	msg = pb_uint_field_size(id) + 1 + pb_varint_size(body) + body;
 	if ((r = wbuf_reserve(b, FRAME_HDR + msg)) != 0)
 		return r;
 	p = b->p + b->len;
 	frame_put_header(p, (uint32_t)msg);
 	p += FRAME_HDR;
-	n += pb_put_field_varint(p + n, 1, id);
-	n += pb_put_field_len(p + n, op, body);
+	n += pb_put_uint_field(p + n, 1, id);
+	n += pb_put_len_field(p + n, op, body);
 	if (nbytes > 0) {
-		n += pb_put_field_len(p + n, 1, nbytes);
+		n += pb_put_len_field(p + n, 1, nbytes);
 		memcpy(p + n, bytes, nbytes);
 		n += nbytes;
 	}
 	for (i = 0; i < nv; i++)
-		n += pb_put_field_varint(p + n, 2 + i, v[i]);
+		n += pb_put_uint_field(p + n, 2 + i, v[i]);
 	b->len += FRAME_HDR + msg;
 	return 0;
 }
@@ -548,11 +498,11 @@ static const uint8_t *pb_skip(const uint8_t *p, const uint8_t *end, unsigned wt)
 	uint64_t n;
 
 	switch (wt) {
-	case PB_VARINT:
+	case PB_WT_VARINT:
 		return pb_get_varint(p, end, &n);
 	case 1:
 		return end - p >= 8 ? p + 8 : NULL;
-	case PB_LEN:
+	case PB_WT_LEN:
 		p = pb_get_varint(p, end, &n);
 		return p != NULL && n <= (uint64_t)(end - p) ? p + n : NULL;
 	case 5:
@@ -578,7 +528,7 @@ int wire_reply_peek(const uint8_t *p, size_t len, struct wire_reply_min *r)
 		wt = (unsigned)(tag & 7);
 		if (field == 0 || tag >> 32 != 0)
 			return -1;
-		if (wt == PB_VARINT && (field == 1 || field == 2)) {
+		if (wt == PB_WT_VARINT && (field == 1 || field == 2)) {
 			if ((p = pb_get_varint(p, end, &v)) == NULL)
 				return -1;
 			if (field == 1)
@@ -587,7 +537,7 @@ int wire_reply_peek(const uint8_t *p, size_t len, struct wire_reply_min *r)
 				r->code = (int32_t)(uint32_t)v;
 			continue;
 		}
-		if (wt == PB_LEN && (field == 3 || field == 5)) {
+		if (wt == PB_WT_LEN && (field == 3 || field == 5)) {
 			if ((p = pb_get_varint(p, end, &n)) == NULL || n > (uint64_t)(end - p))
 				return -1;
 			q = p;
@@ -605,7 +555,7 @@ int wire_reply_peek(const uint8_t *p, size_t len, struct wire_reply_min *r)
 					return -1;
 				if (tag >> 3 == 0)
 					return -1;
-				if (tag == (1 << 3 | PB_VARINT)) {
+				if (tag == (1 << 3 | PB_WT_VARINT)) {
 					if ((q = pb_get_varint(q, qe, &r->permit)) == NULL)
 						return -1;
 				} else if ((q = pb_skip(q, qe, (unsigned)(tag & 7))) == NULL) {

@@ -12,9 +12,7 @@
 #include <string.h>
 
 #include "daemon/fastpb.h"
-
-#define WT_VARINT	0
-#define WT_LEN		2
+#include "proto/pbwire.h"
 
 /* Read a varint at *p (< end); false when cut short or over 10 bytes. */
 static inline bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -103,12 +101,12 @@ static bool get_named(const uint8_t *p, const uint8_t *end, char *buf,
 	while (p < end) {
 		if (!get_tag(&p, end, &field, &wt))
 			return false;
-		if (field == 1 && wt == WT_LEN && !have_name) {
+		if (field == 1 && wt == PB_WT_LEN && !have_name) {
 			if (!get_len(&p, end, &data, &len) ||
 			    !get_string(data, len, buf, bufsize, &used, name))
 				return false;
 			have_name = true;
-		} else if (field >= 2 && field - 2 < nv && wt == WT_VARINT) {
+		} else if (field >= 2 && field - 2 < nv && wt == PB_WT_VARINT) {
 			if (!get_varint(&p, end, &v[field - 2]))
 				return false;
 		} else {
@@ -166,7 +164,7 @@ static bool get_ping(struct fastpb_req *out, const uint8_t *p,
 	*g = (Semd__Ping)SEMD__PING__INIT;
 	/* No field, or one payload and nothing after it. */
 	if (p < end && (!get_tag(&p, end, &field, &wt) || field != 1 ||
-	    wt != WT_LEN || !get_len(&p, end, &data, &len) || p != end))
+	    wt != PB_WT_LEN || !get_len(&p, end, &data, &len) || p != end))
 		return false;
 	if (len > 0) {
 		g->payload.data = (uint8_t *)data;
@@ -209,13 +207,13 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
 	while (p < end) {
 		if (!get_tag(&p, end, &field, &wt))
 			return false;
-		if (field == 1 && wt == WT_VARINT) {
+		if (field == 1 && wt == PB_WT_VARINT) {
 			if (!get_varint(&p, end, &v))
 				return false;
 			out->req.id = v;
 		} else if ((field == SEMD__REQUEST__OP_DOWN ||
 		    field == SEMD__REQUEST__OP_UP ||
-		    field == SEMD__REQUEST__OP_PING) && wt == WT_LEN && op == 0) {
+		    field == SEMD__REQUEST__OP_PING) && wt == PB_WT_LEN && op == 0) {
 			if (!get_len(&p, end, &data, &dlen))
 				return false;
 			op = field;
@@ -253,7 +251,7 @@ static bool strings_clean(const ProtobufCMessageDescriptor *d,
 		if (!get_tag(&p, end, &field, &wt))
 			return true;
 		switch (wt) {
-		case WT_VARINT:
+		case PB_WT_VARINT:
 			if (!get_varint(&p, end, &v))
 				return true;
 			break;
@@ -264,7 +262,7 @@ static bool strings_clean(const ProtobufCMessageDescriptor *d,
 				return true;
 			p += len;
 			break;
-		case WT_LEN:
+		case PB_WT_LEN:
 			if (!get_len(&p, end, &data, &len))
 				return true;
 			fd = protobuf_c_message_descriptor_get_field(d, field);
@@ -291,40 +289,6 @@ bool fastpb_strings_clean(const ProtobufCMessageDescriptor *d,
 	return strings_clean(d, p, p + len, 0);
 }
 
-/* Bytes of a varint. */
-static inline size_t varint_size(uint64_t v)
-{
-	return ((size_t)(64 - __builtin_clzll(v | 1)) + 6) / 7;
-}
-
-/* Write a varint; returns its bytes. */
-static inline size_t put_varint(uint8_t *out, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		out[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	out[n++] = (uint8_t)v;
-	return n;
-}
-
-/* Size of a varint field (tag < 16) when v is not zero. */
-static inline size_t uint_field_size(uint64_t v)
-{
-	return v ? 1 + varint_size(v) : 0;
-}
-
-/* Write a varint field (tag < 16) when v is not zero. */
-static inline size_t put_uint_field(uint8_t *out, unsigned int field, uint64_t v)
-{
-	if (v == 0)
-		return 0;
-	out[0] = (uint8_t)(field << 3 | WT_VARINT);
-	return 1 + put_varint(out + 1, v);
-}
-
 /* Size of the body message's content (not its tag and length). */
 static bool body_size(const Semd__Reply *r, size_t *size)
 {
@@ -332,21 +296,21 @@ static bool body_size(const Semd__Reply *r, size_t *size)
 	case SEMD__REPLY__BODY_GRANT:
 		if (r->grant == NULL)
 			return false;
-		*size = uint_field_size(r->grant->permit_id) +
-		    uint_field_size(r->grant->token) +
-		    uint_field_size(r->grant->n) +
-		    uint_field_size(r->grant->waited_us);
+		*size = pb_uint_field_size(r->grant->permit_id) +
+		    pb_uint_field_size(r->grant->token) +
+		    pb_uint_field_size(r->grant->n) +
+		    pb_uint_field_size(r->grant->waited_us);
 		return true;
 	case SEMD__REPLY__BODY_RELEASED:
 		if (r->released == NULL)
 			return false;
-		*size = uint_field_size(r->released->n);
+		*size = pb_uint_field_size(r->released->n);
 		return true;
 	case SEMD__REPLY__BODY_PONG:
 		if (r->pong == NULL)
 			return false;
 		*size = r->pong->payload.len ?
-		    1 + varint_size(r->pong->payload.len) + r->pong->payload.len : 0;
+		    1 + pb_varint_size(r->pong->payload.len) + r->pong->payload.len : 0;
 		return true;
 	default:
 		return false;
@@ -417,41 +381,41 @@ size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 {
 	size_t n = 0, b, start, lenpos = SIZE_MAX;
 
-	n += put_uint_field(out + n, 1, r->id);
-	n += put_uint_field(out + n, 2, (uint64_t)(int64_t)r->code);
+	n += pb_put_uint_field(out + n, 1, r->id);
+	n += pb_put_uint_field(out + n, 2, (uint64_t)(int64_t)r->code);
 	if (r->message != NULL && r->message[0] != '\0') {
 		b = strlen(r->message);
-		out[n++] = 3 << 3 | WT_LEN;
-		n += put_varint(out + n, b);
+		out[n++] = 3 << 3 | PB_WT_LEN;
+		n += pb_put_varint(out + n, b);
 		memcpy(out + n, r->message, b);
 		n += b;
 	}
 	if (r->body_case == SEMD__REPLY__BODY__NOT_SET || !body_size_small(r, &b))
 		return n;
-	out[n++] = (uint8_t)((unsigned)r->body_case << 3 | WT_LEN);
+	out[n++] = (uint8_t)((unsigned)r->body_case << 3 | PB_WT_LEN);
 	/* A body under 128 bytes: its one-byte length is known at the end. */
 	if (b < 0x80) {
 		lenpos = n++;
 	} else {
 		if (!body_size(r, &b))
 			return n;
-		n += put_varint(out + n, b);
+		n += pb_put_varint(out + n, b);
 	}
 	start = n;
 	switch (r->body_case) {
 	case SEMD__REPLY__BODY_GRANT:
-		n += put_uint_field(out + n, 1, r->grant->permit_id);
-		n += put_uint_field(out + n, 2, r->grant->token);
-		n += put_uint_field(out + n, 3, r->grant->n);
-		n += put_uint_field(out + n, 4, r->grant->waited_us);
+		n += pb_put_uint_field(out + n, 1, r->grant->permit_id);
+		n += pb_put_uint_field(out + n, 2, r->grant->token);
+		n += pb_put_uint_field(out + n, 3, r->grant->n);
+		n += pb_put_uint_field(out + n, 4, r->grant->waited_us);
 		break;
 	case SEMD__REPLY__BODY_RELEASED:
-		n += put_uint_field(out + n, 1, r->released->n);
+		n += pb_put_uint_field(out + n, 1, r->released->n);
 		break;
 	case SEMD__REPLY__BODY_PONG:
 		if (r->pong->payload.len) {
-			out[n++] = 1 << 3 | WT_LEN;
-			n += put_varint(out + n, r->pong->payload.len);
+			out[n++] = 1 << 3 | PB_WT_LEN;
+			n += pb_put_varint(out + n, r->pong->payload.len);
 			memcpy(out + n, r->pong->payload.data, r->pong->payload.len);
 			n += r->pong->payload.len;
 		}

@@ -14,27 +14,10 @@
 
 #include "daemon/fastpb.h"
 #include "tests/common/check.h"
-#include "tests/common/rng.h"
+#include "tests/common/rnd_value.h"
 
 #define ROUNDS 200000
 
-
-/* A value that is often 0, small, or big. */
-static uint64_t rnd_value(void)
-{
-	switch (rnd() % 5) {
-	case 0:
-		return 0;
-	case 4:
-		return UINT64_MAX;	/* the longest varint */
-	case 1:
-		return rnd() % 200;
-	case 2:
-		return rnd() >> (rnd() % 64);
-	default:
-		return rnd();
-	}
-}
 
 /* Fill a random string of up to max bytes (NULs and high bytes too). */
 static void rnd_string(char *s, size_t max)
