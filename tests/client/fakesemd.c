@@ -22,6 +22,7 @@
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
 #include "tests/common/io.h"
+#include "tests/common/req.h"
 
 /* OSC (set the title), CSI (clear the screen), C1 CSI, RLO, LRI, ZWSP,
  * LSEP, BOM, DEL, a lone C1 byte and an invalid one. */
@@ -61,74 +62,70 @@ static int answer(int fd, const Semd__Request *rq)
 	Semd__HoldsReply hl = SEMD__HOLDS_REPLY__INIT;
 	Semd__Reply ev = SEMD__REPLY__INIT;
 	Semd__WatchEvent we = SEMD__WATCH_EVENT__INIT;
+	/* the body of the reply to each op that gets one */
+	const struct {
+		Semd__Request__OpCase	op;
+		Semd__Reply__BodyCase	body;
+		ProtobufCMessage	*msg;
+	} bodies[] = {
+		{ SEMD__REQUEST__OP_HELLO, SEMD__REPLY__BODY_HELLO, &hr.base },
+		{ SEMD__REQUEST__OP_PING, SEMD__REPLY__BODY_PONG, &pong.base },
+		{ SEMD__REQUEST__OP_INFO, SEMD__REPLY__BODY_INFO, &in.base },
+		{ SEMD__REQUEST__OP_LIST, SEMD__REPLY__BODY_LIST, &lr.base },
+		{ SEMD__REQUEST__OP_STATS, SEMD__REPLY__BODY_STATS, &sr.base },
+		{ SEMD__REQUEST__OP_HOLDS, SEMD__REPLY__BODY_HOLDS, &hl.base },
+	};
 	static uint8_t secret[32];
 	const char *dname = NULL;
+	size_t i;
+
+	/* Every body there is, filled in; the op picks one. */
+	hr.version = 1;
+	hr.session = 1;
+	hr.secret.data = secret;
+	hr.secret.len = sizeof secret;
+	hr.principal = EVIL;
+	hr.server = EVIL;
+	in.name = EVIL;
+	in.limit = 2;
+	h.permit_id = 1;
+	h.token = 1;
+	h.n = 1;
+	h.client_name = h.host = h.principal = EVIL;
+	w.request_id = 2;
+	w.n = 1;
+	w.seq = 1;
+	w.client_name = w.host = w.principal = EVIL;
+	in.n_holders = 1;
+	in.holders = hs;
+	in.n_waiters = 1;
+	in.waiters = ws;
+	in.holders_total = in.waiters_total = 1;
+	su.name = EVIL;
+	su.limit = 1;
+	lr.n_entries = 1;
+	lr.entries = sus;
+	/* a cursor only once, or semctl would page forever */
+	if (rq->op_case == SEMD__REQUEST__OP_LIST)
+		lr.next = rq->list->after[0] == '\0' ? EVIL : "";
+	ct.name = EVIL;
+	ct.value = 1;
+	sr.n_counters = 1;
+	sr.counters = cts;
+	hl.n_holds = 1;
+	hl.holds = hs;
+	hl.total = 1;
+	if (rq->op_case == SEMD__REQUEST__OP_HOLDS)
+		h.name = EVIL;		/* Info's holders have none */
 
 	rp.id = rq->id;
-	switch (rq->op_case) {
-	case SEMD__REQUEST__OP_HELLO:
-		hr.version = 1;
-		hr.session = 1;
-		hr.secret.data = secret;
-		hr.secret.len = sizeof secret;
-		hr.principal = EVIL;
-		hr.server = EVIL;
-		rp.body_case = SEMD__REPLY__BODY_HELLO;
-		rp.hello = &hr;
-		break;
-	case SEMD__REQUEST__OP_PING:
-		rp.body_case = SEMD__REPLY__BODY_PONG;
-		rp.pong = &pong;
-		break;
-	case SEMD__REQUEST__OP_INFO:
-		in.name = EVIL;
-		in.limit = 2;
-		h.permit_id = 1;
-		h.token = 1;
-		h.n = 1;
-		h.client_name = h.host = h.principal = EVIL;
-		w.request_id = 2;
-		w.n = 1;
-		w.seq = 1;
-		w.client_name = w.host = w.principal = EVIL;
-		in.n_holders = 1;
-		in.holders = hs;
-		in.n_waiters = 1;
-		in.waiters = ws;
-		in.holders_total = in.waiters_total = 1;
-		rp.body_case = SEMD__REPLY__BODY_INFO;
-		rp.info = &in;
-		break;
-	case SEMD__REQUEST__OP_LIST:
-		su.name = EVIL;
-		su.limit = 1;
-		lr.n_entries = 1;
-		lr.entries = sus;
-		/* a cursor only once, or semctl would page forever */
-		lr.next = rq->list->after[0] == '\0' ? EVIL : "";
-		rp.body_case = SEMD__REPLY__BODY_LIST;
-		rp.list = &lr;
-		break;
-	case SEMD__REQUEST__OP_STATS:
-		ct.name = EVIL;
-		ct.value = 1;
-		sr.n_counters = 1;
-		sr.counters = cts;
-		rp.body_case = SEMD__REPLY__BODY_STATS;
-		rp.stats = &sr;
-		break;
-	case SEMD__REQUEST__OP_HOLDS:
-		h.permit_id = 1;
-		h.token = 1;
-		h.n = 1;
-		h.name = h.client_name = h.host = h.principal = EVIL;
-		hl.n_holds = 1;
-		hl.holds = hs;
-		hl.total = 1;
-		rp.body_case = SEMD__REPLY__BODY_HOLDS;
-		rp.holds = &hl;
-		break;
-	case SEMD__REQUEST__OP_WATCH:
+	for (i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+		if (bodies[i].op == rq->op_case) {
+			req_oneof(&rp.base, bodies[i].body, bodies[i].msg);
+			return send_reply(fd, &rp);
+		}
+	}
+	if (rq->op_case == SEMD__REQUEST__OP_WATCH) {
 		/* OK, then one event full of escapes */
 		if (send_reply(fd, &rp) != 0)
 			return -1;
@@ -138,16 +135,14 @@ static int answer(int fd, const Semd__Request *rq)
 		ev.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
 		ev.watch_event = &we;
 		return send_reply(fd, &ev);
-	default:
-		if (rq->op_case == SEMD__REQUEST__OP_DOWN)
-			dname = rq->down->name;
-		else if (rq->op_case == SEMD__REQUEST__OP_DOWN_MULTI && rq->down_multi->n_wants > 0)
-			dname = rq->down_multi->wants[0]->name;
-		rp.code = dname != NULL && strcmp(dname, "deadlock") == 0 ?
-			  SEMD__CODE__DEADLOCK : SEMD__CODE__NOT_FOUND;
-		rp.message = EVIL;
-		break;
 	}
+	if (rq->op_case == SEMD__REQUEST__OP_DOWN)
+		dname = rq->down->name;
+	else if (rq->op_case == SEMD__REQUEST__OP_DOWN_MULTI && rq->down_multi->n_wants > 0)
+		dname = rq->down_multi->wants[0]->name;
+	rp.code = dname != NULL && strcmp(dname, "deadlock") == 0 ?
+		  SEMD__CODE__DEADLOCK : SEMD__CODE__NOT_FOUND;
+	rp.message = EVIL;
 	return send_reply(fd, &rp);
 }
 

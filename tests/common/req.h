@@ -13,7 +13,8 @@
  * numbers, bools and enums. A field the op's message does not have, or a
  * conversion that does not fit the field's type, stops the program.
  * Strings and bytes are not copied: the request points at the caller's.
- * req_op() makes a request whose message keeps its defaults.
+ * req_op() makes a request whose message keeps its defaults; req_oneof()
+ * sets the member of a oneof by its number (a request's op, a reply's body).
  */
 #ifndef SEMD_TESTS_COMMON_REQ_H
 #define SEMD_TESTS_COMMON_REQ_H
@@ -149,6 +150,22 @@ static inline void req_set(struct req *q, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Make sub the member numbered num (its field number, also its _case value)
+ * of a oneof of msg, and that the member the oneof holds.
+ */
+static inline void req_oneof(ProtobufCMessage *msg, unsigned num,
+    ProtobufCMessage *sub)
+{
+	const ProtobufCFieldDescriptor *f =
+	    protobuf_c_message_descriptor_get_field(msg->descriptor, num);
+
+	if (f == NULL || f->type != PROTOBUF_C_TYPE_MESSAGE || f->quantifier_offset == 0)
+		req_bad("", "no such oneof member");
+	*(ProtobufCMessage **)(void *)((char *)msg + f->offset) = sub;
+	*(uint32_t *)(void *)((char *)msg + f->quantifier_offset) = num;
+}
+
 /* Make q request id of op (a SEMD__REQUEST__OP_ value), its message at its defaults. */
 static inline Semd__Request *req_op(struct req *q, uint64_t id, int op)
 {
@@ -162,8 +179,7 @@ static inline Semd__Request *req_op(struct req *q, uint64_t id, int op)
 	if (((const ProtobufCMessageDescriptor *)f->descriptor)->sizeof_message > sizeof(q->m))
 		req_bad("", "the op's message is over REQ_MSG_MAX");
 	protobuf_c_message_init(f->descriptor, &q->m);
-	*(ProtobufCMessage **)(void *)((char *)&q->r + f->offset) = &q->m.base;
-	*(uint32_t *)(void *)((char *)&q->r + f->quantifier_offset) = (uint32_t)op;
+	req_oneof(&q->r.base, (unsigned)op, &q->m.base);
 	return &q->r;
 }
 

@@ -624,8 +624,20 @@ static int p_up(struct pconn *c, const char *name)
 	return code;
 }
 
-/* Open n connections with hello. */
-static struct pconn **p_open_many(const char *addr, int n)
+/* Raise the open-file limit for n connections. */
+static void p_nofile(int n)
+{
+	struct rlimit rl;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < (rlim_t)n + 64) {
+		rl.rlim_cur = rl.rlim_max < (rlim_t)n + 64 ? rl.rlim_max : (rlim_t)n + 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* n connections, not connected yet (fd -1), ids from 1; NULL without memory. */
+static struct pconn **p_alloc_many(int n)
 {
 	struct pconn **cs = calloc((size_t)n, sizeof *cs);
 	int i;
@@ -634,13 +646,34 @@ static struct pconn **p_open_many(const char *addr, int n)
 		cs[i] = calloc(1, sizeof **cs);
 		if (cs[i] == NULL)
 			return NULL;
+		cs[i]->fd = -1;
 		cs[i]->next_id = 1;
+	}
+	return cs;
+}
+
+/* Connect n connections (no hello yet); NULL if one cannot. */
+static struct pconn **p_connect_many(const char *addr, int n)
+{
+	struct pconn **cs = p_alloc_many(n);
+	int i;
+
+	for (i = 0; cs != NULL && i < n; i++) {
 		cs[i]->fd = p_connect(addr);
 		if (cs[i]->fd < 0) {
 			printf("connection %d: cannot connect: %s\n", i, strerror(errno));
 			return NULL;
 		}
 	}
+	return cs;
+}
+
+/* Open n connections with hello. */
+static struct pconn **p_open_many(const char *addr, int n)
+{
+	struct pconn **cs = p_connect_many(addr, n);
+	int i;
+
 	for (i = 0; cs != NULL && i < n; i++) {
 		if (p_hello(cs[i]) != 0) {
 			printf("connection %d: no hello reply\n", i);
@@ -764,29 +797,13 @@ static int mode_many(const char *addr, int n)
 static int mode_burst(const char *addr, int n)
 {
 	struct req q;
-	struct rlimit rl;
 	struct pconn **cs;
 	Semd__Reply *r;
 	int i, served = 0, closed = 0, other = 0;
 
-	getrlimit(RLIMIT_NOFILE, &rl);
-	if (rl.rlim_cur < (rlim_t)n + 64) {
-		rl.rlim_cur = rl.rlim_max < (rlim_t)n + 64 ? rl.rlim_max : (rlim_t)n + 64;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	cs = calloc((size_t)n, sizeof *cs);
-	if (cs == NULL)
+	p_nofile(n);
+	if ((cs = p_connect_many(addr, n)) == NULL)
 		return 2;
-	for (i = 0; i < n; i++) {
-		cs[i] = calloc(1, sizeof **cs);
-		if (cs[i] == NULL)
-			return 2;
-		cs[i]->fd = p_connect(addr);
-		if (cs[i]->fd < 0) {
-			printf("connection %d: cannot connect: %s\n", i, strerror(errno));
-			return 2;
-		}
-	}
 	req_make(&q, 1, SEMD__REQUEST__OP_HELLO, "version=%d", 1);
 	/* A refused connection may already be closed: a failed write counts as cut. */
 	for (i = 0; i < n; i++)
@@ -872,18 +889,6 @@ static void tally_print(const char *what, const struct tally *t)
 			printf("first %s: %s\n", code_name(k), t->msg[k]);
 }
 
-/* Raise the open-file limit for n connections. */
-static void p_nofile(int n)
-{
-	struct rlimit rl;
-
-	getrlimit(RLIMIT_NOFILE, &rl);
-	if (rl.rlim_cur < (rlim_t)n + 64) {
-		rl.rlim_cur = rl.rlim_max < (rlim_t)n + 64 ? rl.rlim_max : (rlim_t)n + 64;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 /*
  * --sessions ADDR N LEASE_MS: N times connect, Hello with a lease, close
  * (the session lingers for its lease): the Hello replies' codes.
@@ -945,14 +950,9 @@ static int mode_flood(const char *addr, int conns, int n, int hold_ms,
 	memset(&t, 0, sizeof t);
 	memset(&th, 0, sizeof th);
 	p_nofile(conns);
-	cs = calloc((size_t)conns, sizeof *cs);
-	if (cs == NULL)
+	if ((cs = p_alloc_many(conns)) == NULL)
 		return 2;
 	for (i = 0; i < conns; i++) {
-		cs[i] = calloc(1, sizeof **cs);
-		if (cs[i] == NULL)
-			return 2;
-		cs[i]->next_id = 1;
 		cs[i]->fd = p_connect(addr);
 		snprintf(line, sizeof line, "hello nowait");
 		if (cs[i]->fd < 0 || p_command(cs[i], line) != 0) {

@@ -307,6 +307,71 @@ static Semd__Grant *t_held_(int line, struct sm *sm, struct sm_client *c,
 }
 #define t_held(sm, c, k, id, name, n) t_held_(__LINE__, sm, c, k, id, name, n)
 
+/* A create on conn k, answered OK. */
+static void t_created_(int line, struct sm *sm, struct sm_client *c,
+    uintptr_t k, uint64_t id, const char *name, uint32_t limit, int mode)
+{
+	t_create(sm, c, id, name, limit, mode, 0);
+	expect_code_(line, k, id, SEMD__CODE__OK);
+}
+#define t_created(sm, c, k, id, name, limit, mode) \
+	t_created_(__LINE__, sm, c, k, id, name, limit, mode)
+
+/*
+ * The start of a test: TEST_START(title), a state machine at the usual wall
+ * clock (tuned by tune, or not), and for each principal of who (separated
+ * by spaces; "uid:1/5000" asks a lease of 5000 ms) a client on conn 1, 2,
+ * ... in turn, said hello, in the next of the clients given. With t0 (not
+ * 0) the clock is set to t0 first, and the invariants are checked after
+ * every request until t_end() (the tests of issue 15).
+ */
+static struct sm *t_start_(uint64_t t0, const char *title,
+    void (*tune)(struct sm_config *), const char *who,
+    struct sm_client **const *c)
+{
+	struct sm *sm;
+	char principal[32];
+	uintptr_t k = 1;
+	size_t n, len;
+
+	TEST_START(title);
+	if (t0 != 0) {
+		now = t0;
+		t_check_each = true;
+	}
+	sm = t_new(1700000000000ULL, tune);
+	for (; *who != '\0'; who += n + strspn(who + n, " "), k++) {
+		n = strcspn(who, " ");
+		len = strcspn(who, "/ ");
+		if (c[k - 1] == NULL || len >= sizeof principal) {
+			fprintf(stderr, "t_start: \"%s\": not one client each\n", who);
+			abort();
+		}
+		memcpy(principal, who, len);
+		principal[len] = '\0';
+		*c[k - 1] = t_client(sm, k, principal,
+		    len < n ? (uint32_t)strtoul(who + len + 1, NULL, 10) : 0);
+	}
+	if (c[k - 1] != NULL) {
+		fprintf(stderr, "t_start: more clients than principals\n");
+		abort();
+	}
+	return sm;
+}
+#define t_start(title, tune, who, ...) t_start_(0, title, tune, who,	\
+	(struct sm_client **const []){ __VA_ARGS__, NULL })
+#define t_start_checked(t0, title, tune, who, ...) t_start_(t0, title, tune, \
+	who, (struct sm_client **const []){ __VA_ARGS__, NULL })
+
+/* The end of a test: the invariants hold; the state machine and its replies go. */
+static void t_end(struct sm *sm)
+{
+	CHECK_SM(sm);
+	caps_clear();
+	sm_free(sm);
+	t_check_each = false;
+}
+
 /* --- the tests ---------------------------------------------------------- */
 
 /* Hello must come first and speak version 1. */
@@ -336,23 +401,20 @@ static void test_hello(void)
 		expect_code(2, 8, SEMD__CODE__PROTOCOL_ERROR);
 	}
 	sm_client_close(sm, c, now);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Every basic operation. */
 static void test_ops(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("create, down, up, info, list, delete, ping, stats",
+	    NULL, "uid:1 uid:2", &a, &b);
 	Semd__Grant *g1, *g2;
 	Semd__Reply *r;
 	uint64_t p1, t1, t2;
 
-	TEST_START("create, down, up, info, list, delete, ping, stats");
-	t_create(sm, a, 2, "db/main", 2, SEMD__MODE__OWNED, 0);
-	expect_code(1, 2, SEMD__CODE__OK);
+	t_created(sm, a, 1, 2, "db/main", 2, SEMD__MODE__OWNED);
 	t_create(sm, a, 3, "db/main", 2, SEMD__MODE__OWNED, 0);
 	expect_code(1, 3, SEMD__CODE__EXISTS);
 	t_create(sm, a, 4, "db/main", 5, SEMD__MODE__OWNED, 1);
@@ -445,8 +507,7 @@ static void test_ops(void)
 		expect_code(1, 30, SEMD__CODE__INVALID_ARGUMENT);
 	}
 out:
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* FIFO hand-off across many sessions. */
@@ -484,23 +545,19 @@ static void test_fifo(void)
 	}
 	for (i = 0; i <= 50; i++)
 		sm_client_close(sm, c[i], now);
-	CHECK_SM(sm);
 	EXPECT_U64(UINT64_MAX, sm_next_deadline(sm));
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* n permits: a big head blocks small later ones (no barging). */
 static void test_npermits(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
-	struct sm_client *c = t_client(sm, 3, "uid:1", 0);
+	struct sm_client *a, *b, *c;
+	struct sm *sm = t_start("n-permit hand-off", NULL, "uid:1 uid:1 uid:1",
+	    &a, &b, &c);
 	Semd__Grant *g;
 
-	TEST_START("n-permit hand-off");
-	t_create(sm, a, 2, "pool", 3, SEMD__MODE__OWNED, 0);
-	expect_code(1, 2, 0);
+	t_created(sm, a, 1, 2, "pool", 3, SEMD__MODE__OWNED);
 	t_held(sm, a, 1, 3, "pool", 2);
 	t_down(sm, b, 3, "pool", 3, -1, 0);
 	t_down(sm, c, 3, "pool", 1, -1, 0);
@@ -521,19 +578,17 @@ static void test_npermits(void)
 	t_up(sm, b, 8, "pool", 2, 0);	/* partial up of a 3-permit hold */
 	expect_code(2, 8, 0);
 	grant_of(3, 3);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* A deadline fires exactly at its tick. */
 static void test_deadline(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("deadline expiry exactly at the tick", NULL,
+	    "uid:1 uid:1", &a, &b);
 	Semd__Reply *r;
 
-	TEST_START("deadline expiry exactly at the tick");
 	t_held(sm, a, 1, 2, "m", 1);
 	t_down(sm, b, 2, "m", 1, 250, 0);
 	t_down(sm, b, 3, "m", 1, 100, 0);
@@ -549,18 +604,16 @@ static void test_deadline(void)
 	expect_code(2, 2, SEMD__CODE__TIMEOUT);
 	EXPECT_U64(UINT64_MAX, sm_next_deadline(sm));
 	EXPECT_U64(2, t_stat(sm, a, 1, "timeouts"));
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Disconnect: waiters cancelled, holds back at once. */
 static void test_disconnect(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("disconnect frees holds at once", NULL,
+	    "uid:1 uid:1", &a, &b);
 
-	TEST_START("disconnect frees holds at once");
 	t_held(sm, a, 1, 2, "m", 1);
 	t_held(sm, a, 1, 3, "other", 1);
 	t_down(sm, b, 4, "other", 1, -1, 0);	/* b waits on other */
@@ -574,22 +627,20 @@ static void test_disconnect(void)
 	sm_client_close(sm, b, now);
 	CHECK_SM(sm);
 	EXPECT_U64(0, t_stat(sm, t_client(sm, 3, "x", 0), 3, "semaphores"));
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Session lease: holds survive a disconnect, resume, expiry. */
 static void test_lease(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 5000);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
-	struct sm_client *a2;
+	struct sm_client *a, *b, *a2;
+	struct sm *sm = t_start("lease keep, resume, expiry", NULL,
+	    "uid:1/5000 uid:1", &a, &b);
 	uint8_t bad[SM_SECRET_LEN];
 	uint64_t sid = sm_client_session(a), permit;
 	Semd__Reply *r;
 	Semd__Grant *g;
 
-	TEST_START("lease keep, resume, expiry");
 	g = t_held(sm, a, 1, 2, "m", 1);
 	permit = g ? g->permit_id : 0;
 	t_held(sm, a, 1, 3, "n", 1);
@@ -634,19 +685,17 @@ static void test_lease(void)
 		expect_code(6, 1, SEMD__CODE__PERMISSION_DENIED);
 	}
 	EXPECT_U64(1, t_stat(sm, b, 2, "sessions_expired"));
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Detached holds belong to the principal. */
 static void test_detached(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b, *c;
+	struct sm_client *a, *b, *c;
+	struct sm *sm = t_start("detached hold outlives its connection", NULL,
+	    "uid:1", &a);
 	Semd__Reply *r;
 
-	TEST_START("detached hold outlives its connection");
 	t_down(sm, a, 2, "job", 1, 0, 60000);
 	grant_of(1, 2);
 	sm_client_close(sm, a, now);
@@ -671,22 +720,19 @@ static void test_detached(void)
 	sm_tick(sm, now + 1000);
 	grant_of(2, 7);
 	EXPECT_U64(1, t_stat(sm, b, 2, "leases_expired"));
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* A retried down does not take a second permit. */
 static void test_idempotent(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("idempotent retry", NULL,
+	    "uid:1 uid:1", &a, &b);
 	Semd__Grant *g1, *g2;
 	Semd__Reply *r;
 
-	TEST_START("idempotent retry");
-	t_create(sm, a, 2, "r", 3, SEMD__MODE__OWNED, 0);
-	expect_code(1, 2, 0);
+	t_created(sm, a, 1, 2, "r", 3, SEMD__MODE__OWNED);
 	g1 = t_held(sm, a, 1, 7, "r", 1);
 	g2 = t_held(sm, a, 1, 7, "r", 1);
 	EXPECT(g1 && g2 && g1->permit_id == g2->permit_id && g1->token == g2->token);
@@ -704,21 +750,18 @@ static void test_idempotent(void)
 	t_up(sm, b, 4, "r", 1, 0);
 	grant_of(1, 9);
 	EXPECT(none(1, 9));
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* set-limit shrink revokes nobody; grow wakes waiters. */
 static void test_set_limit(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("set-limit shrink and grow", NULL,
+	    "uid:1 uid:1", &a, &b);
 	Semd__Reply *r;
 
-	TEST_START("set-limit shrink and grow");
-	t_create(sm, a, 2, "s", 3, SEMD__MODE__OWNED, 0);
-	expect_code(1, 2, 0);
+	t_created(sm, a, 1, 2, "s", 3, SEMD__MODE__OWNED);
 	t_held(sm, a, 1, 3, "s", 3);
 	t_down(sm, b, 3, "s", 1, -1, 0);
 	t_down(sm, b, 4, "s", 2, -1, 0);
@@ -740,8 +783,7 @@ static void test_set_limit(void)
 	grant_of(1, 8);
 	t_set_limit(sm, a, 10, "s", 0);
 	expect_code(1, 10, SEMD__CODE__INVALID_ARGUMENT);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /*
@@ -753,15 +795,12 @@ static void test_set_limit(void)
  */
 static void test_issue_set_limit_shrink_overgrant(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
-	struct sm_client *c = t_client(sm, 3, "uid:1", 0);
+	struct sm_client *a, *b, *c;
+	struct sm *sm = t_start("set-limit shrink does not grant beyond the new limit",
+	    NULL, "uid:1 uid:1 uid:1", &a, &b, &c);
 	Semd__Reply *r;
 
-	TEST_START("set-limit shrink does not grant beyond the new limit");
-	t_create(sm, a, 2, "g", 10, SEMD__MODE__OWNED, 0);
-	expect_code(1, 2, 0);
+	t_created(sm, a, 1, 2, "g", 10, SEMD__MODE__OWNED);
 	t_held(sm, a, 1, 3, "g", 3);
 	t_down(sm, b, 4, "g", 9, -1, 0);	/* head: needs 9 of 7 free */
 	t_down(sm, c, 5, "g", 4, -1, 0);	/* behind it: 4 would fit now */
@@ -780,21 +819,18 @@ static void test_issue_set_limit_shrink_overgrant(void)
 	grant_of(3, 5);			/* now 4 of 4 */
 	r = t_info(sm, a, 1, 9, "g", SEMD__CODE__OK);
 	EXPECT(r && r->info->available == 0 && r->info->n_holders == 1);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* delete --force cancels waiters and drops holders. */
 static void test_delete(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("delete with force", NULL,
+	    "uid:1 uid:1", &a, &b);
 	Semd__Reply *r;
 
-	TEST_START("delete with force");
-	t_create(sm, a, 2, "d", 1, SEMD__MODE__OWNED, 0);
-	expect_code(1, 2, 0);
+	t_created(sm, a, 1, 2, "d", 1, SEMD__MODE__OWNED);
 	t_held(sm, a, 1, 3, "d", 1);
 	t_down(sm, b, 3, "d", 1, 1000, 0);
 	t_down(sm, a, 4, "d", 1, -1, 0);
@@ -809,8 +845,7 @@ static void test_delete(void)
 	    strcmp(r->hold_lost->name, "d") == 0 && r->hold_lost->n == 1);
 	EXPECT_U64(UINT64_MAX, sm_next_deadline(sm));
 	t_info(sm, a, 1, 6, "d", SEMD__CODE__NOT_FOUND);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /*
@@ -820,12 +855,11 @@ static void test_delete(void)
  */
 static void test_name_cache(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("a client's last semaphore after it is freed",
+	    NULL, "uid:1 uid:1", &a, &b);
 	Semd__Reply *r;
 
-	TEST_START("a client's last semaphore after it is freed");
 	t_held(sm, a, 1, 2, "nc/x", 1);
 	t_up(sm, a, 3, "nc/x", 1, 0);
 	expect_code(1, 3, 0);
@@ -834,8 +868,7 @@ static void test_name_cache(void)
 	expect_code(1, 4, SEMD__CODE__NOT_FOUND);
 	t_info(sm, a, 1, 5, "nc/x", SEMD__CODE__NOT_FOUND);
 	/* Explicit, then deleted by another client, then made again. */
-	t_create(sm, a, 6, "nc/y", 3, SEMD__MODE__OWNED, 0);
-	expect_code(1, 6, 0);
+	t_created(sm, a, 1, 6, "nc/y", 3, SEMD__MODE__OWNED);
 	t_down(sm, a, 7, "nc/y", 1, 0, 0);
 	grant_of(1, 7);
 	t_delete(sm, b, 3, "nc/y", 1);
@@ -843,26 +876,23 @@ static void test_name_cache(void)
 	expect_code(1, 0, SEMD__CODE__CANCELLED);	/* lost-hold notice */
 	t_up(sm, a, 8, "nc/y", 1, 0);
 	expect_code(1, 8, SEMD__CODE__NOT_FOUND);
-	t_create(sm, b, 4, "nc/y", 1, SEMD__MODE__OWNED, 0);
-	expect_code(2, 4, 0);
+	t_created(sm, b, 2, 4, "nc/y", 1, SEMD__MODE__OWNED);
 	t_down(sm, a, 9, "nc/y", 1, 0, 0);
 	grant_of(1, 9);
 	t_down(sm, a, 10, "nc/y", 1, 0, 0);
 	expect_code(1, 10, SEMD__CODE__WOULD_BLOCK);	/* limit 1 now */
 	r = t_info(sm, a, 1, 11, "nc/y", SEMD__CODE__OK);
 	EXPECT(r && r->info->limit == 1 && r->info->n_holders == 1);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Auto-created names are freed when idle; explicit ones stay. */
 static void test_autocreate(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *a;
+	struct sm *sm = t_start("auto-create and freeing", NULL, "uid:1", &a);
 	Semd__Reply *r;
 
-	TEST_START("auto-create and freeing");
 	t_held(sm, a, 1, 2, "auto/x", 1);
 	r = t_info(sm, a, 1, 3, "auto/x", SEMD__CODE__OK);
 	EXPECT(r && r->info->auto_created && r->info->limit == 1);
@@ -883,8 +913,7 @@ static void test_autocreate(void)
 	a = t_client(sm, 2, "uid:1", 0);
 	EXPECT_U64(0, t_stat(sm, a, 2, "semaphores"));
 	EXPECT_U64(1, t_stat(sm, a, 2, "cancels"));
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 static void tune_tiny(struct sm_config *cfg)
@@ -898,15 +927,13 @@ static void tune_tiny(struct sm_config *cfg)
 /* Limits give RESOURCE_EXHAUSTED with a message. */
 static void test_limits(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, tune_tiny);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("limits: semaphores, waiters and holds per session",
+	    tune_tiny, "uid:1 uid:1", &a, &b);
 	Semd__Reply *r;
 
-	TEST_START("limits: semaphores, waiters and holds per session");
 	t_held(sm, a, 1, 2, "l1", 2);
-	t_create(sm, a, 3, "l2", 1, SEMD__MODE__OWNED, 0);
-	expect_code(1, 3, 0);
+	t_created(sm, a, 1, 3, "l2", 1, SEMD__MODE__OWNED);
 	t_create(sm, a, 4, "l3", 1, SEMD__MODE__OWNED, 0);
 	r = expect_code(1, 4, SEMD__CODE__RESOURCE_EXHAUSTED);
 	EXPECT(r && strstr(r->message, "max-semaphores") != NULL);
@@ -923,8 +950,7 @@ static void test_limits(void)
 	t_down(sm, a, 11, "l1", 1, -1, 0);
 	r = expect_code(1, 11, SEMD__CODE__RESOURCE_EXHAUSTED);
 	EXPECT(r && strstr(r->message, "max-holds-per-session") != NULL);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 static void tune_big(struct sm_config *cfg)
@@ -1000,16 +1026,14 @@ static void tune_small_reply(struct sm_config *cfg)
 /* Info pages its holders and waiters and never builds a big reply. */
 static void test_info_cap(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, tune_big);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b;
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("info of a semaphore with 10,005 holders comes in pages",
+	    tune_big, "uid:1", &a);
 	Semd__Reply *r;
 	size_t nh, nw, np;
 	int i;
 
-	TEST_START("info of a semaphore with 10,005 holders comes in pages");
-	t_create(sm, a, 2, "big", 20000, SEMD__MODE__OWNED, 0);
-	expect_code(1, 2, 0);
+	t_created(sm, a, 1, 2, "big", 20000, SEMD__MODE__OWNED);
 	for (i = 0; i < 10005; i++)
 		t_down(sm, a, 100 + (uint64_t)i, "big", 1, 0, 0);
 	caps_clear();
@@ -1027,13 +1051,10 @@ static void test_info_cap(void)
 	info_walk(sm, a, 1, "big", 5000, &nh, &nw, &np);	/* capped at 1000 */
 	EXPECT_U64(10005, nh);
 	EXPECT_U64(11, np);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 
-	TEST_START("info pages waiters by seq, bounded by max_reply bytes");
-	sm = t_new(1700000000000ULL, tune_small_reply);
-	a = t_client(sm, 1, "uid:1", 0);
-	b = t_client(sm, 2, "uid:2", 0);
+	sm = t_start("info pages waiters by seq, bounded by max_reply bytes",
+	    tune_small_reply, "uid:1 uid:2", &a, &b);
 	t_create(sm, a, 2, "q", 1, SEMD__MODE__OWNED, 0);
 	t_down(sm, a, 3, "q", 1, 0, 0);
 	expect_code(1, 3, 0);
@@ -1047,8 +1068,7 @@ static void test_info_cap(void)
 	TEST_START("info shows a non-manager only its own holders and waiters");
 	info_walk(sm, b, 2, "q", 1000, &nh, &nw, &np);
 	EXPECT_U64(3000, nw);	/* NULL caller: an administrator */
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 
@@ -1086,12 +1106,11 @@ static void expect_lost_(int line, uintptr_t k, int code, const char *name,
 /* Force-release and delete --force tell the holder at once. */
 static void test_lost_push(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 5000);
-	struct sm_client *adm = t_client(sm, 2, "uid:0", 0);
+	struct sm_client *a, *adm;
+	struct sm *sm = t_start("force-release pushes HoldLost(CANCELLED) to the holder",
+	    NULL, "uid:1/5000 uid:0", &a, &adm);
 	Semd__Grant *g;
 
-	TEST_START("force-release pushes HoldLost(CANCELLED) to the holder");
 	g = t_held(sm, a, 1, 2, "x", 1);
 	t_release(sm, adm, 3, "x", g ? g->permit_id : 0);
 	expect_code(2, 3, SEMD__CODE__OK);
@@ -1108,19 +1127,17 @@ static void test_lost_push(void)
 	expect_lost(1, SEMD__CODE__UNAVAILABLE, "z", 0);
 	expect_code(1, 0, SEMD__CODE__UNAVAILABLE);
 	expect_code(2, 0, SEMD__CODE__UNAVAILABLE);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* A silent session loses its holds one lease after the last request. */
 static void test_lease_silence(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 3000);
-	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("requests keep a connected session alive", NULL,
+	    "uid:1/3000 uid:2", &a, &b);
 	uint64_t t0 = now;
 
-	TEST_START("requests keep a connected session alive");
 	t_held(sm, a, 1, 2, "s", 1);
 	t_down(sm, b, 2, "s", 1, -1, 0);
 	t_down(sm, a, 3, "w", 1, -1, 0);	/* a waiter too */
@@ -1149,8 +1166,7 @@ static void test_lease_silence(void)
 	t_simple(sm, a, 6, SEMD__REQUEST__OP_PING);
 	expect_code(1, 6, SEMD__CODE__SESSION_EXPIRED);
 	sm_client_close(sm, a, t0 + 5000);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 	now = t0;
 }
 
@@ -1190,23 +1206,19 @@ static void test_local_death(void)
 	sm_client_close(sm, a, now);
 	t_down(sm, b, 4, "k", 1, 0, 0);
 	grant_of(2, 4);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* A waiter of an absent session keeps its place in the queue. */
 static void test_resume_place(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *h = t_client(sm, 1, "uid:9", 0);
-	struct sm_client *a = t_client(sm, 2, "uid:1", 5000);
-	struct sm_client *b = t_client(sm, 3, "uid:2", 0);
-	struct sm_client *a2;
+	struct sm_client *h, *a, *b, *a2;
+	struct sm *sm = t_start("A waits first, B second; A away and back: A is granted first",
+	    NULL, "uid:9 uid:1/5000 uid:2", &h, &a, &b);
 	uint64_t sid = sm_client_session(a);
 	Semd__Grant *g;
 	Semd__Reply *r;
 
-	TEST_START("A waits first, B second; A away and back: A is granted first");
 	t_held(sm, h, 1, 2, "f", 1);
 	t_down(sm, a, 2, "f", 1, -1, 0);
 	t_down(sm, b, 2, "f", 1, -1, 0);
@@ -1237,8 +1249,7 @@ static void test_resume_place(void)
 	g = t_held(sm, a2, 6, 7, "g", 1);
 	EXPECT(g != NULL && g->permit_id != 0);
 	TEST_START("signal mode: an absent waiter is passed over, served when back");
-	t_create(sm, b, 8, "sig", 2, SEMD__MODE__SIGNAL, 0);
-	expect_code(3, 8, SEMD__CODE__OK);
+	t_created(sm, b, 3, 8, "sig", 2, SEMD__MODE__SIGNAL);
 	t_down(sm, b, 9, "sig", 2, 0, 0);
 	grant_of(3, 9);
 	t_down(sm, a2, 8, "sig", 1, -1, 0);
@@ -1269,19 +1280,18 @@ static void test_resume_place(void)
 	expect_code(8, 9, SEMD__CODE__TIMEOUT);
 	t_down(sm, a2, 10, "sig", 1, 0, 0);
 	expect_code(8, 10, SEMD__CODE__WOULD_BLOCK);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Create.initial, Down.limit, partial ups and the permit count. */
 static void test_create_options(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *a;
+	struct sm *sm = t_start("create --mode signal --initial 0 starts empty",
+	    NULL, "uid:1", &a);
 	struct sm_caller cap = { SM_PRIV_ADMIN, { 0 } };
 	struct req q;
 
-	TEST_START("create --mode signal --initial 0 starts empty");
 	t_req(sm, a, req_make(&q, 2, SEMD__REQUEST__OP_CREATE,
 	    "name=%s limit=%d mode=%d initial=%d initial_set=%d",
 	    "pc", 3, SEMD__MODE__SIGNAL, 0, 1));
@@ -1321,25 +1331,21 @@ static void test_create_options(void)
 	t_down(sm, a, 16, "pu", 3, 0, 0);
 	grant_of(1, 16);
 	t_who = NULL;
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Without SM_PRIV_ADMIN only a name's creator manages it. */
 static void test_ownership(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
-	struct sm_client *adm = t_client(sm, 3, "uid:0", 0);
+	struct sm_client *a, *b, *adm;
+	struct sm *sm = t_start("the creator deletes and sets the limit; others may not",
+	    NULL, "uid:1 uid:2 uid:0", &a, &b, &adm);
 	struct sm_caller user = { 0, { 0 } };
 	Semd__Grant *g;
 	Semd__Reply *r;
 
 	t_who = &user;
-	TEST_START("the creator deletes and sets the limit; others may not");
-	t_create(sm, a, 2, "mine", 2, SEMD__MODE__OWNED, 0);
-	expect_code(1, 2, SEMD__CODE__OK);
+	t_created(sm, a, 1, 2, "mine", 2, SEMD__MODE__OWNED);
 	t_set_limit(sm, b, 2, "mine", 5);
 	expect_code(2, 2, SEMD__CODE__PERMISSION_DENIED);
 	t_delete(sm, b, 3, "mine", 1);
@@ -1376,8 +1382,7 @@ static void test_ownership(void)
 	t_delete(sm, adm, 2, "auto", 1);
 	expect_code(3, 2, SEMD__CODE__OK);
 	t_who = NULL;
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Per-principal caps: the one at its cap is refused, the others are not. */
@@ -1429,11 +1434,9 @@ static void test_principal_caps(void)
 	t_create(sm, a, 12, "n3", 1, SEMD__MODE__OWNED, 0);
 	r = expect_code(1, 12, SEMD__CODE__RESOURCE_EXHAUSTED);
 	EXPECT(r && strstr(r->message, "semaphores") != NULL);
-	t_create(sm, b, 3, "n3", 1, SEMD__MODE__OWNED, 0);
-	expect_code(5, 3, SEMD__CODE__OK);
+	t_created(sm, b, 5, 3, "n3", 1, SEMD__MODE__OWNED);
 	t_who = NULL;
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Bad names and counts are INVALID_ARGUMENT. */
@@ -1447,12 +1450,11 @@ static void test_invalid(void)
 		"a\xe2\x80\xae" "b", "a\xe2\x80\x8b" "b", "a\xe2\x80\xa8" "b",
 		"\xef\xbb\xbfname", "x\xe2\x81\xa6y", "soft\xc2\xadhyphen",
 	};
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *a;
+	struct sm *sm = t_start("bad names and counts", NULL, "uid:1", &a);
 	char longname[300];
 	size_t i;
 
-	TEST_START("bad names and counts");
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		EXPECT(!sm_name_valid(bad[i], strlen(bad[i])) || i == 0);
 		t_down(sm, a, 100 + i, bad[i], 1, 0, 0);
@@ -1476,8 +1478,7 @@ static void test_invalid(void)
 	expect_code(1, 6, SEMD__CODE__INVALID_ARGUMENT);
 	t_down(sm, a, 7, "c3", 0xffffffffu, -1, 0);
 	expect_code(1, 7, SEMD__CODE__INVALID_ARGUMENT);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /*
@@ -1516,14 +1517,11 @@ static void test_name_bytes(void)
 /* Signal mode: anyone ups, bounded by the limit. */
 static void test_signal(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("signal mode", NULL, "uid:1 uid:2", &a, &b);
 	Semd__Reply *r;
 
-	TEST_START("signal mode");
-	t_create(sm, a, 2, "sig", 2, SEMD__MODE__SIGNAL, 0);
-	expect_code(1, 2, 0);
+	t_created(sm, a, 1, 2, "sig", 2, SEMD__MODE__SIGNAL);
 	t_up(sm, b, 3, "sig", 1, 0);
 	expect_code(2, 3, SEMD__CODE__RESOURCE_EXHAUSTED);	/* full */
 	t_down(sm, a, 4, "sig", 2, 0, 0);
@@ -1540,20 +1538,18 @@ static void test_signal(void)
 	grant_of(3, 7);
 	t_up(sm, b, 9, "sig", 2, 0);
 	expect_code(2, 9, SEMD__CODE__RESOURCE_EXHAUSTED);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Tokens grow per semaphore, across re-creation and restarts. */
 static void test_tokens(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *a;
+	struct sm *sm = t_start("fencing tokens only grow", NULL, "uid:1", &a);
 	Semd__Grant *g;
 	uint64_t last = 0;
 	int i;
 
-	TEST_START("fencing tokens only grow");
 	for (i = 0; i < 20; i++) {
 		t_down(sm, a, 10 + i, "tok", 1, 0, 0);	/* auto, freed each time */
 		g = grant_of(1, 10 + i);
@@ -1565,24 +1561,22 @@ static void test_tokens(void)
 		t_up(sm, a, 100 + i, "tok", 1, 0);
 		expect_code(1, 100 + i, 0);
 	}
-	sm_free(sm);
+	t_end(sm);
 	/* a "restart" a millisecond later starts above */
 	sm = t_new(1700000000001ULL, NULL);
 	a = t_client(sm, 1, "uid:1", 0);
 	t_down(sm, a, 2, "tok", 1, 0, 0);
 	g = grant_of(1, 2);
 	EXPECT(g && g->token > last);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* Shutdown answers every waiter UNAVAILABLE. */
 static void test_shutdown(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:1", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("shutdown", NULL, "uid:1 uid:1", &a, &b);
 
-	TEST_START("shutdown");
 	t_held(sm, a, 1, 2, "x", 1);
 	t_down(sm, b, 2, "x", 1, -1, 0);
 	t_down(sm, b, 3, "x", 1, 5000, 0);
@@ -1591,8 +1585,7 @@ static void test_shutdown(void)
 	expect_code(2, 3, SEMD__CODE__UNAVAILABLE);
 	t_down(sm, b, 4, "x", 1, -1, 0);
 	expect_code(2, 4, SEMD__CODE__UNAVAILABLE);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* --- List paging against a model ----------------------------------------- */
@@ -1742,8 +1735,9 @@ static void test_list_paging(void)
 		"", "a", "a/", "a/b/", "a/1", "ab", "b", "\xc3", "\xc3\xa9/",
 		"z", "zz", "~"
 	};
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *a;
+	struct sm *sm = t_start("list paging across creates, auto-creates and deletes",
+	    NULL, "uid:1", &a);
 	const char *prefix;
 	char after[64], err[256];
 	uint64_t id = 10;
@@ -1751,7 +1745,6 @@ static void test_list_paging(void)
 	int i, j, walk, page, pages = 0, failed = failures;
 	Semd__Reply *r;
 
-	TEST_START("list paging across creates, auto-creates and deletes");
 	for (i = 0, j = 0; i < L_PREFIXES; i++)
 		for (int k = 0; k < L_PER; k++)
 			snprintf(l_names[j++], sizeof l_names[0], "%s%d", parts[i], k);
@@ -1788,8 +1781,7 @@ static void test_list_paging(void)
 			caps_clear();
 	}
 	printf("# %d walks, %d pages\n", walk, pages);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 static void tune_many(struct sm_config *cfg)
@@ -1804,15 +1796,15 @@ static void tune_many(struct sm_config *cfg)
  */
 static void test_list_full_pages(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, tune_many);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
+	struct sm_client *a;
+	struct sm *sm = t_start("list: full pages of 1000 at 5000 names",
+	    tune_many, "uid:1", &a);
 	char name[32], after[32] = "";
 	uint64_t id = 10;
 	size_t seen;
 	int i, page;
 	Semd__Reply *r;
 
-	TEST_START("list: full pages of 1000 at 5000 names");
 	/* Created out of order: 7 is prime to 5000. */
 	for (i = 0; i < 5000; i++) {
 		snprintf(name, sizeof name, "m/%05d", (i * 7) % 5000);
@@ -1869,8 +1861,7 @@ static void test_list_full_pages(void)
 	}
 	EXPECT_U64(2500, seen);
 	EXPECT_U64(24, page);
-	CHECK_SM(sm);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* --- randomized model check -------------------------------------------- */
@@ -2067,7 +2058,7 @@ static void test_random(void)
 	    " cancels, %" PRIu64 " disconnect cancels, %" PRIu64 " lease expiries\n",
 	    k.grants, k.timeouts, k.cancels, k.cancels_disconnect,
 	    k.leases_expired);
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* --- List with a visibility hook ----------------------------------------- */
@@ -2159,9 +2150,9 @@ static void test_list_visible(void)
 {
 	static const char *const groups[] = { "a", "h/", "m", "q", "s", "x", "z" };
 	static const char *const prefixes[] = { "", "h", "h/", "m", "q", "x", "z", "s" };
-	struct sm *sm = t_new(1700000000000ULL, NULL);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("list with a visibility hook: hidden runs, paging, skip_len",
+	    NULL, "uid:1 uid:2", &a, &b);
 	struct vis v = { 0, 0 };
 	char name[32], after[32], want[64][32], got[64][32];
 	size_t nwant = 0, ngot, g, p, k, total = 0;
@@ -2170,7 +2161,6 @@ static void test_list_visible(void)
 	int i, page;
 	Semd__Reply *r;
 
-	TEST_START("list with a visibility hook: hidden runs, paging, skip_len");
 	for (g = 0; g < sizeof groups / sizeof groups[0]; g++) {
 		for (i = 0; i < 12; i++) {
 			snprintf(name, sizeof name, "%s%02d", groups[g], i);
@@ -2251,9 +2241,7 @@ static void test_list_visible(void)
 	if (r != NULL)
 		EXPECT_U64(total, r->list->n_entries);
 	EXPECT_U64(0, v.calls);
-	CHECK_SM(sm);
-	caps_clear();
-	sm_free(sm);
+	t_end(sm);
 }
 
 /*
@@ -2269,16 +2257,15 @@ static void tune_hidden(struct sm_config *cfg)
 
 static void test_list_hidden_cap(void)
 {
-	struct sm *sm = t_new(1700000000000ULL, tune_hidden);
-	struct sm_client *a = t_client(sm, 1, "uid:1", 0);
-	struct sm_client *b = t_client(sm, 2, "uid:2", 0);
+	struct sm_client *a, *b;
+	struct sm *sm = t_start("list with a visibility hook: the cap on hidden names",
+	    tune_hidden, "uid:1 uid:2", &a, &b);
 	struct vis v = { 0, 0 };
 	char name[32];
 	uint64_t id = 10;
 	int i;
 	Semd__Reply *r;
 
-	TEST_START("list with a visibility hook: the cap on hidden names");
 	for (i = 0; i < SM_LIST_HIDDEN_MAX + 5; i++) {
 		snprintf(name, sizeof name, "x%05d", i);
 		t_create(sm, a, id, name, 1, SEMD__MODE__OWNED, 0);
@@ -2330,9 +2317,7 @@ static void test_list_hidden_cap(void)
 		EXPECT_U64(0, r->list->n_entries);
 	EXPECT_U64(1, v.calls);
 	EXPECT_U64(0, v.bad_conn);
-	CHECK_SM(sm);
-	caps_clear();
-	sm_free(sm);
+	t_end(sm);
 }
 
 /* --- issue 15: rates, multi-name downs, deadlocks, watches, holds -------- */
@@ -2495,18 +2480,14 @@ static Semd__InfoReply *info_of(struct sm *sm, struct sm_client *c, uintptr_t k,
  */
 static void test_rate(void)
 {
-	struct sm *sm;
 	struct sm_client *a, *b;
+	struct sm *sm = t_start_checked(1000,
+	    "rate: a rate-only name starts with a full bucket", NULL,
+	    "uid:1 uid:2", &a, &b);
 	Semd__InfoReply *in;
 	Semd__Grant *g;
 	uint64_t t0;
 
-	t_check_each = true;
-	now = 1000;
-	sm = t_new(1700000000000ULL, NULL);
-	a = t_client(sm, 1, "uid:1", 0);
-	b = t_client(sm, 2, "uid:2", 0);
-	TEST_START("rate: a rate-only name starts with a full bucket");
 	t_create_rate(sm, a, 2, "api", 0, 10, 1000, 5);	/* 10/s, burst 5 */
 	expect_code(1, 2, SEMD__CODE__OK);
 	in = info_of(sm, a, 1, 3, "api");
@@ -2594,13 +2575,10 @@ static void test_rate(void)
 	expect_code(1, 21, SEMD__CODE__INVALID_ARGUMENT);
 	t_create_rate(sm, a, 22, "bad", 0, (1u << 30) + 1, 1000, 1);
 	expect_code(1, 22, SEMD__CODE__INVALID_ARGUMENT);
-	t_create(sm, a, 23, "sig", 2, SEMD__MODE__SIGNAL, 0);
-	expect_code(1, 23, SEMD__CODE__OK);
+	t_created(sm, a, 1, 23, "sig", 2, SEMD__MODE__SIGNAL);
 	t_set_rate(sm, a, 24, "sig", 5, 1000, 5);
 	expect_code(1, 24, SEMD__CODE__INVALID_ARGUMENT);
-	caps_clear();
-	sm_free(sm);
-	t_check_each = false;
+	t_end(sm);
 }
 
 /*
@@ -2610,19 +2588,14 @@ static void test_rate(void)
  */
 static void test_rate_limit(void)
 {
-	struct sm *sm;
 	struct sm_client *a, *b;
+	struct sm *sm = t_start_checked(5000,
+	    "limit and rate: a permit needs a free slot and a token", NULL,
+	    "uid:1 uid:2", &a, &b);
+	uint64_t t0 = now;
 	Semd__InfoReply *in;
 	Semd__Grant *g;
-	uint64_t t0;
 
-	t_check_each = true;
-	now = 5000;
-	sm = t_new(1700000000000ULL, NULL);
-	a = t_client(sm, 1, "uid:1", 0);
-	b = t_client(sm, 2, "uid:2", 0);
-	t0 = now;
-	TEST_START("limit and rate: a permit needs a free slot and a token");
 	t_create_rate(sm, a, 2, "gh", 2, 1, 1000, 1);	/* 1/s, burst 1, limit 2 */
 	expect_code(1, 2, SEMD__CODE__OK);
 	g = t_held(sm, a, 1, 3, "gh", 1);
@@ -2681,9 +2654,7 @@ static void test_rate_limit(void)
 	EXPECT(none(1, 14));			/* a slot, the token used */
 	t_tick(sm, now + 1000);
 	grant_of(1, 14);
-	caps_clear();
-	sm_free(sm);
-	t_check_each = false;
+	t_end(sm);
 }
 
 /* The model tests' sequence. */
@@ -2831,8 +2802,7 @@ static void test_rate_model(void)
 			if (ncaps > MAX_CAPS - 400)
 				caps_clear();
 		}
-		caps_clear();
-		sm_free(sm);
+		t_end(sm);
 	}
 	printf("# %d grants and %d timeouts as the model said\n", grants, timeouts);
 	EXPECT(grants > 1000 && timeouts > 50);
@@ -2884,8 +2854,10 @@ static void test_multi(void)
 	static const char *const ba[] = { "b", "a" };
 	static const char *const abc[] = { "a", "b", "c" };
 	static const uint32_t n12[] = { 1, 2 };
-	struct sm *sm;
 	struct sm_client *x, *y, *z, *w, *adm;
+	struct sm *sm = t_start_checked(1000,
+	    "multi: both names at once, one hold and token each", NULL,
+	    "uid:1 uid:2 uid:3 uid:4 uid:0", &x, &y, &z, &w, &adm);
 	Semd__MultiGrant *mg;
 	Semd__InfoReply *in;
 	Semd__Grant *g;
@@ -2894,17 +2866,8 @@ static void test_multi(void)
 	char buf[17][8];
 	int i;
 
-	t_check_each = true;
-	now = 1000;
-	sm = t_new(1700000000000ULL, NULL);
-	x = t_client(sm, 1, "uid:1", 0);
-	y = t_client(sm, 2, "uid:2", 0);
-	z = t_client(sm, 3, "uid:3", 0);
-	w = t_client(sm, 4, "uid:4", 0);
-	adm = t_client(sm, 5, "uid:0", 0);
 	t_create(sm, adm, 2, "a", 1, SEMD__MODE__OWNED, 0);
 	t_create(sm, adm, 3, "b", 2, SEMD__MODE__OWNED, 0);
-	TEST_START("multi: both names at once, one hold and token each");
 	t_multi(sm, x, 2, ab, n12, 2, -1, 0);
 	mg = multi_of(1, 2, ab, 2);
 	if (mg != NULL) {
@@ -3017,9 +2980,7 @@ static void test_multi(void)
 	in = info_of(sm, adm, 5, 10, "a");
 	if (in != NULL)
 		EXPECT_U64(0, in->holders_total);
-	caps_clear();
-	sm_free(sm);
-	t_check_each = false;
+	t_end(sm);
 }
 
 /* A multi-name waiter and a rate: all in a snapshot, and on after a restore. */
@@ -3090,8 +3051,7 @@ static void test_multi_snapshot(void)
 	EXPECT_U64(0, events_left(5));
 	free(s1);
 	free(s2);
-	caps_clear();
-	sm_free(sm);
+	t_end(sm);
 }
 
 /*
@@ -3102,20 +3062,14 @@ static void test_multi_snapshot(void)
 static void test_deadlock(void)
 {
 	static const char *const bc[] = { "b", "c" };
-	struct sm *sm;
 	struct sm_client *s, *t, *u, *adm;
+	struct sm *sm = t_start_checked(1000,
+	    "deadlock: S holds a and waits for b, T holds b and downs a", NULL,
+	    "uid:1 uid:2 uid:3 uid:0", &s, &t, &u, &adm);
 	Semd__Reply *r;
 	Semd__Grant *g;
 	int i;
 
-	t_check_each = true;
-	now = 1000;
-	sm = t_new(1700000000000ULL, NULL);
-	s = t_client(sm, 1, "uid:1", 0);
-	t = t_client(sm, 2, "uid:2", 0);
-	u = t_client(sm, 3, "uid:3", 0);
-	adm = t_client(sm, 4, "uid:0", 0);
-	TEST_START("deadlock: S holds a and waits for b, T holds b and downs a");
 	t_watch(sm, adm, 2, "a", false);
 	t_held(sm, s, 1, 2, "a", 1);
 	t_held(sm, t, 2, 2, "b", 1);
@@ -3211,9 +3165,7 @@ static void test_deadlock(void)
 		EXPECT_U64(checks + 1, t_stat(sm, cs[0], 10, "deadlock_checks"));
 		CHECK_SM(sm);
 	}
-	caps_clear();
-	sm_free(sm);
-	t_check_each = false;
+	t_end(sm);
 }
 
 /*
@@ -3223,20 +3175,13 @@ static void test_deadlock(void)
  */
 static void test_watch(void)
 {
-	struct sm *sm;
 	struct sm_client *a, *b, *adm, *v;
+	struct sm *sm = t_start_checked(1000, "watch: a name's events, in order",
+	    NULL, "uid:1 uid:2 uid:0 uid:4", &a, &b, &adm, &v);
 	Semd__WatchEvent *ev;
 	Semd__Grant *g;
 	int i;
 
-	t_check_each = true;
-	now = 1000;
-	sm = t_new(1700000000000ULL, NULL);
-	a = t_client(sm, 1, "uid:1", 0);
-	b = t_client(sm, 2, "uid:2", 0);
-	adm = t_client(sm, 3, "uid:0", 0);
-	v = t_client(sm, 4, "uid:4", 0);
-	TEST_START("watch: a name's events, in order");
 	t_watch(sm, adm, 2, "jobs/x", false);
 	expect_code(3, 2, SEMD__CODE__OK);
 	t_who = &(struct sm_caller){ 0, { 0 } };	/* v: no administrator */
@@ -3318,29 +3263,22 @@ static void test_watch(void)
 	sm_client_bind(v, (void *)4);
 	sm_client_close(sm, v, now);
 	CHECK_SM(sm);
-	caps_clear();
-	sm_free(sm);
-	t_check_each = false;
+	t_end(sm);
 }
 
 /* Renew, Holds and Where. */
 static void test_holds(void)
 {
 	static const char *const ab[] = { "a", "b" };
-	struct sm *sm;
 	struct sm_client *a, *b, *adm;
+	struct sm *sm = t_start_checked(1000,
+	    "renew: a detached hold's lease, from now", NULL,
+	    "uid:1 uid:2 uid:0", &a, &b, &adm);
 	Semd__Reply *r;
 	Semd__Grant *g;
 	uint64_t t0;
 
-	t_check_each = true;
-	now = 1000;
-	sm = t_new(1700000000000ULL, NULL);
-	a = t_client(sm, 1, "uid:1", 0);
-	b = t_client(sm, 2, "uid:2", 0);
-	adm = t_client(sm, 3, "uid:0", 0);
 	t0 = now;
-	TEST_START("renew: a detached hold's lease, from now");
 	t_down(sm, a, 2, "d", 1, -1, 1000);
 	g = grant_of(1, 2);
 	t_tick(sm, t0 + 800);
@@ -3416,9 +3354,7 @@ static void test_holds(void)
 	EXPECT(r != NULL && r->code == SEMD__CODE__NOT_FOUND);
 	r = t_where(sm, adm, 3, 5, 9);		/* another session's id */
 	EXPECT(r != NULL && r->code == SEMD__CODE__NOT_FOUND);
-	caps_clear();
-	sm_free(sm);
-	t_check_each = false;
+	t_end(sm);
 }
 
 int main(void)

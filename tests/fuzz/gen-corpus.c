@@ -194,6 +194,18 @@ static void tick(struct out *o, uint8_t root_ms)
 	out_bytes(o, &root_ms, 1);
 }
 
+/* A new dispatch script: clients 0 to n - 1 say hello, without a lease. */
+static void script_start(struct out *o, int n)
+{
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	for (i = 0; i < n; i++) {
+		ctl(o, 0, i);
+		req_hello(o, 1, 0);
+	}
+}
+
 /* The fuzz_frame seeds: one of each request, streams, and broken frames. */
 static void gen_frame(void)
 {
@@ -256,9 +268,7 @@ static void gen_dispatch(void)
 	struct out o;
 
 	/* hand-off: 0 holds, 1 waits, 0 ups, 1 gets it */
-	memset(&o, 0, sizeof(o));
-	ctl(&o, 0, 0); req_hello(&o, 1, 0);
-	ctl(&o, 0, 1); req_hello(&o, 1, 0);
+	script_start(&o, 2);
 	ctl(&o, 0, 0); req_create(&o, 2, "a", 1, 0);
 	ctl(&o, 0, 0); req_down(&o, 3, "a", 1, -1, 0);
 	ctl(&o, 0, 1); req_down(&o, 2, "a", 1, -1, 0);
@@ -267,10 +277,7 @@ static void gen_dispatch(void)
 	out_write(&o, "fuzz_dispatch", "handoff");
 
 	/* a waiter times out, another is cancelled, a holder disconnects */
-	memset(&o, 0, sizeof(o));
-	ctl(&o, 0, 0); req_hello(&o, 1, 0);
-	ctl(&o, 0, 1); req_hello(&o, 1, 0);
-	ctl(&o, 0, 2); req_hello(&o, 1, 0);
+	script_start(&o, 3);
 	ctl(&o, 0, 0); req_down(&o, 2, "b", 1, -1, 0);
 	ctl(&o, 0, 1); req_down(&o, 2, "b", 1, 50, 0);
 	ctl(&o, 0, 2); req_down(&o, 2, "b", 1, -1, 0);
@@ -281,9 +288,7 @@ static void gen_dispatch(void)
 	out_write(&o, "fuzz_dispatch", "timeout-cancel-disconnect");
 
 	/* counting: limit 3, n = 2 each, set-limit, delete --force with waiters */
-	memset(&o, 0, sizeof(o));
-	ctl(&o, 0, 0); req_hello(&o, 1, 0);
-	ctl(&o, 0, 1); req_hello(&o, 1, 0);
+	script_start(&o, 2);
 	ctl(&o, 0, 0); req_create(&o, 2, "c", 3, 0);
 	ctl(&o, 0, 0); req_down(&o, 3, "c", 2, -1, 0);
 	ctl(&o, 0, 1); req_down(&o, 2, "c", 2, 1000, 0);
@@ -307,9 +312,7 @@ static void gen_dispatch(void)
 	out_write(&o, "fuzz_dispatch", "leases");
 
 	/* signal mode, up without a hold, release by an admin */
-	memset(&o, 0, sizeof(o));
-	ctl(&o, 0, 0); req_hello(&o, 1, 0);
-	ctl(&o, 0, 1); req_hello(&o, 1, 0);
+	script_start(&o, 2);
 	ctl(&o, 0, 0); req_create(&o, 2, "s", 2, 1);
 	ctl(&o, 0, 1); req_down(&o, 2, "s", 1, -1, 0);
 	ctl(&o, 0, 0); req_up(&o, 3, "s", 1, 0);
