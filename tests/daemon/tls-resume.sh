@@ -98,7 +98,7 @@ ecounts() {
 # sleep_until T0 S: sleep until S seconds past the time T0 (date +%s.%N).
 sleep_until() {
 	d=$(awk -v t0="$1" -v s="$2" -v now="$(date +%s.%N)" \
-		'BEGIN { d = t0 + s - now; printf "%.2f", d > 0 ? d : 0 }')
+		'BEGIN { d = t0 + s - now; printf "%.2f", (d > 0 ? d : 0) }')
 	sleep "$d"
 }
 # Times from t0, taken before the full handshake: the server counts whole
