@@ -127,10 +127,12 @@ $PROBE "$m_UNIX" hello "create app/keep 3" "create hex:$qname 2" \
 	"create other/x 2" >"$T/create.out" 2>&1
 ok "semaphores created" test "$(grep -c '^reply id=[234] code=OK$' "$T/create.out")" = 3
 
-# A holder that waits 5 s before giving app/w back, then a second client
-# whose down on app/w waits for it; a holder of app/keep all along.
-$PROBE "$m_UNIX" hello "down app/keep" "down app/w" "sleep 5000" "up app/w" \
-	"sleep 1500" >"$T/holder.out" 2>&1 &
+# A holder that gives app/w back 1.1 s after the gauges are read (the file
+# go), then a second client whose down on app/w waits for it; a holder of
+# app/keep until the waiter is done (go2). Files, not fixed sleeps: on a
+# loaded machine the scrape may come seconds later.
+$PROBE "$m_UNIX" hello "down app/keep" "down app/w" "until $T/go" "sleep 1100" \
+	"up app/w" "until $T/go2" >"$T/holder.out" 2>&1 &
 holder=$!
 ok "the holder holds two permits" t_wait_for 10 holders_are 2
 $PROBE "$m_TCP" hello "down app/w timeout=15000" "up app/w" >"$T/waiter.out" 2>&1 &
@@ -148,8 +150,10 @@ ok "no gauges for names no prefix selects" sh -c "! grep -q 'other/x' '$T/s1.txt
 expect_eq "sessions gauge" 2 "$(value "$T/s1.txt" semd_sessions)"
 expect_eq "connections gauge" 2 "$(value "$T/s1.txt" semd_connections)"
 expect_eq "semaphores gauge" 4 "$(value "$T/s1.txt" semd_semaphores)"
+touch "$T/go"
 wait "$waiter"
 ok "the waiter was granted" grep -q '^reply id=2 code=OK permit=' "$T/waiter.out"
+touch "$T/go2"
 wait "$holder"
 ok "every client gone" t_wait_for 10 idle
 scrape "$T/s2.txt"

@@ -35,6 +35,7 @@
  * "info NAME", "list [prefix=P] [after=A] [max=M]", "delete NAME [force]",
  * "setlimit NAME L", "ping [PAYLOAD]", "stats", "detach", "validate NAME TOKEN",
  * "cancel ID", "release NAME PERMIT", "wait ID", "read", "sleep MS",
+ * "until FILE" (wait up to a minute for FILE to exist),
  * "create NAME LIMIT rate=R period=MS burst=B" (LIMIT 0: rate-only),
  * "setrate NAME R [period=MS] [burst=B]", "multi NAME[:N],NAME[:N]...
  * [timeout=MS] [lease=MS]", "watch NAME [prefix]", "renew NAME [permit=P]
@@ -342,6 +343,21 @@ static int p_wait(struct pconn *c, uint64_t id)
 	}
 }
 
+/* Wait until the file path exists: up to a minute, then fail. */
+static int p_until(const char *path)
+{
+	int i;
+
+	for (i = 0; i < 6000; i++) {
+		if (access(path, F_OK) == 0)
+			return 0;
+		usleep(10000);
+	}
+	printf("timeout waiting for %s\n", path);
+	fflush(stdout);
+	return -1;
+}
+
 /* Value of key=... among the words, or NULL. */
 static const char *opt(char **w, int n, const char *key)
 {
@@ -432,7 +448,7 @@ static int p_command(struct pconn *c, char *line)
 #define ARG(i) (n > (i) ? name_arg(w[i]) : "")
 #define NUM(k, d) opt_num(w, n, k, d)
 	/* Only requests take an id; local commands (sleep, raw...) do not. */
-	if (strstr(" wait read slow sleep raw expect-eof ", w[0]) == NULL ||
+	if (strstr(" wait read slow sleep until raw expect-eof ", w[0]) == NULL ||
 	    strchr(w[0], ' ') != NULL) {
 		id = (uint64_t)NUM("id", (long long)c->next_id);
 		c->next_id = id + 1;
@@ -535,6 +551,8 @@ static int p_command(struct pconn *c, char *line)
 	} else if (strcmp(w[0], "sleep") == 0) {
 		usleep((useconds_t)atol(ARG(1)) * 1000);
 		return 0;
+	} else if (strcmp(w[0], "until") == 0) {
+		return p_until(ARG(1));
 	} else if (strcmp(w[0], "raw") == 0) {
 		return p_write(c, raw, unhex(ARG(1), raw, sizeof raw));
 	} else if (strcmp(w[0], "expect-eof") == 0) {
@@ -668,18 +686,32 @@ static struct pconn **p_connect_many(const char *addr, int n)
 	return cs;
 }
 
-/* Open n connections with hello. */
+/*
+ * Open n connections with hello: every hello is sent before the first reply
+ * is read, so that none waits out the daemon's handshake timeout behind the
+ * others (a durable daemon writes each new session to its log).
+ */
 static struct pconn **p_open_many(const char *addr, int n)
 {
 	struct pconn **cs = p_connect_many(addr, n);
 	int i;
 
+	quiet = true;
 	for (i = 0; cs != NULL && i < n; i++) {
-		if (p_hello(cs[i]) != 0) {
-			printf("connection %d: no hello reply\n", i);
-			return NULL;
+		char line[] = "hello nowait";
+
+		if (p_command(cs[i], line) != 0) {
+			printf("connection %d: hello not sent\n", i);
+			cs = NULL;
 		}
 	}
+	for (i = 0; cs != NULL && i < n; i++) {
+		if (p_wait(cs[i], 1) != 0) {
+			printf("connection %d: no hello reply\n", i);
+			cs = NULL;
+		}
+	}
+	quiet = false;
 	return cs;
 }
 
