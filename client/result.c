@@ -5,91 +5,20 @@
  * converts and returns NULL when out of memory), their free functions, and
  * the outcome handed to an asynchronous call's callback.
  *
- * A result is made by a table, not by code of its own: each of its fields
- * is a struct conv_field that says what kind of field it is (a number, a
- * string, an array of elements, ...) and where it is in the result and in
- * the reply's message (offsetof, checked against the field's size). An
- * array's elements are made by a table of their own, and freeing walks the
- * same tables. A new result is its struct semc_conv (and its elements'),
- * one line of RESULT_FREE, and a line in delivered[] when asynchronous
- * calls return it.
+ * A result is made by a table, not by code of its own (client/conv.h):
+ * each of its fields is a struct conv_field that says what kind of field it
+ * is (a number, a string, an array of elements, ...) and where it is in the
+ * result and in the reply's message. An array's elements are made by a
+ * table of their own, and freeing walks the same tables. A new result is
+ * its struct semc_conv (and its elements'), one line of RESULT_FREE, and a
+ * line in delivered[] when asynchronous calls return it.
  */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client-int.h"
-
-/* What kind of field a struct conv_field fills. */
-enum conv_kind {
-	CONV_END,	/* the end of a table */
-	CONV_COPY,	/* a number of the same type on both sides: size bytes */
-	CONV_BOOL,	/* a bool from a protobuf_c_boolean */
-	CONV_MODE,	/* an enum semc_mode from a Semd__Mode */
-	CONV_STR,	/* a string, copied (NULL: "") */
-	CONV_TOTAL,	/* a size_t from a uint32_t, at least the count at src_n
-			 * when there is one (src_n 0: none) */
-	CONV_ARRAY,	/* an array of the elements of a repeated field (count at
-			 * dst_n, from src_n), each made by sub, size bytes each */
-	CONV_SUB,	/* a struct inside the result, made by sub from the same
-			 * message */
-};
-
-/* One field of a result: offsets in the result and in the message. */
-struct conv_field {
-	enum conv_kind kind;
-	size_t dst, src;
-	size_t size;		/* CONV_COPY: of the number; CONV_ARRAY: of an element */
-	size_t dst_n, src_n;	/* CONV_ARRAY, CONV_TOTAL: offsets of the counts */
-	const struct semc_conv *sub;
-};
-
-/* How a result (or an element of one) is made. */
-struct semc_conv {
-	size_t size;				/* of the struct */
-	const struct conv_field *fields;	/* up to a CONV_END */
-	/* a result: the body of the reply it is made from, and where that
-	 * body is in Semd__Reply */
-	Semd__Reply__BodyCase body;
-	size_t body_off;
-};
-
-/* offsetof(T, f), a compile-time error unless T's f is as large as x. */
-#define OFF(T, f, x)	\
-	(offsetof(T, f) + 0 * sizeof(char[sizeof(((T *)0)->f) == sizeof(x) ? 1 : -1]))
-
-/* The fields of a struct D made from the field of the same name of a
- * message S, one macro a kind of struct conv_field (F_SIZE: CONV_TOTAL with
- * no count; F_ARRAY: the array df and its count dn of D from the repeated
- * field sf, count sn, of S). */
-#define F_COPY(D, S, f)	\
-	{ .kind = CONV_COPY, .dst = offsetof(D, f), .src = OFF(S, f, ((D *)0)->f),	\
-	  .size = sizeof(((D *)0)->f) }
-#define F_BOOL(D, S, f)	\
-	{ .kind = CONV_BOOL, .dst = OFF(D, f, bool), .src = OFF(S, f, protobuf_c_boolean) }
-#define F_MODE(D, S, f)	\
-	{ .kind = CONV_MODE, .dst = OFF(D, f, enum semc_mode), .src = OFF(S, f, Semd__Mode) }
-#define F_STR(D, S, f)	\
-	{ .kind = CONV_STR, .dst = OFF(D, f, char *), .src = OFF(S, f, char *) }
-#define F_TOTAL(D, S, f, sn)	\
-	{ .kind = CONV_TOTAL, .dst = OFF(D, f, size_t), .src = OFF(S, f, uint32_t),	\
-	  .src_n = OFF(S, sn, size_t) }
-#define F_SIZE(D, S, f)	\
-	{ .kind = CONV_TOTAL, .dst = OFF(D, f, size_t), .src = OFF(S, f, uint32_t) }
-#define F_ARRAY(D, S, dn, df, sn, sf, elem)						\
-	{ .kind = CONV_ARRAY, .dst = OFF(D, df, void *), .src = OFF(S, sf, void **),	\
-	  .size = sizeof(*((D *)0)->df), .dst_n = OFF(D, dn, size_t),			\
-	  .src_n = OFF(S, sn, size_t), .sub = elem }
-#define F_SUB(D, S, f, elem)	{ .kind = CONV_SUB, .dst = offsetof(D, f), .sub = elem }
-
-/* How a struct T is made: the table of its fields; a result's, made from
- * the body member of a reply (SEMD__REPLY__BODY_bc). */
-#define CONV(T, ...)	\
-	{ .size = sizeof(T), .fields = (const struct conv_field[]){ __VA_ARGS__, { CONV_END } } }
-#define RESULT(T, bc, member, ...)							\
-	{ .size = sizeof(T), .body = SEMD__REPLY__BODY_##bc,				\
-	  .body_off = OFF(Semd__Reply, member, void *),					\
-	  .fields = (const struct conv_field[]){ __VA_ARGS__, { CONV_END } } }
+#include "client/conv.h"
 
 /* strdup that maps NULL to "". */
 static char *dup0(const char *s)
@@ -109,8 +38,6 @@ static void *at(const void *p, size_t off)
 {
 	return (char *)p + off;
 }
-
-static int conv_fill(const struct semc_conv *cv, void *dst, const void *src);
 
 /*
  * Copy a message's repeated field into a new array of elements (and one
@@ -133,7 +60,7 @@ static int array_fill(const struct conv_field *f, void *dst, const void *src)
 	memcpy(at(dst, f->dst_n), &n, sizeof n);
 	for (i = 0; i < n; i++) {
 		memcpy(&msg, msgs + i * sizeof msg, sizeof msg);
-		if (conv_fill(f->sub, a + i * f->size, msg) != 0)
+		if (semc_conv_fill(f->sub, a + i * f->size, msg) != 0)
 			return -1;
 	}
 	return 0;
@@ -141,7 +68,7 @@ static int array_fill(const struct conv_field *f, void *dst, const void *src)
 
 /* Fill the struct at dst (zeroes) from the message at src as cv says; 0, or
  * -1 when out of memory (dst then holds what was made, for conv_fini()). */
-static int conv_fill(const struct semc_conv *cv, void *dst, const void *src)
+int semc_conv_fill(const struct semc_conv *cv, void *dst, const void *src)
 {
 	const struct conv_field *f;
 	size_t min;
@@ -173,7 +100,7 @@ static int conv_fill(const struct semc_conv *cv, void *dst, const void *src)
 				return -1;
 			break;
 		case CONV_SUB:
-			if (conv_fill(f->sub, d, src) != 0)
+			if (semc_conv_fill(f->sub, d, src) != 0)
 				return -1;
 			break;
 		case CONV_END:	/* not reached: the loop stops there */
@@ -229,7 +156,7 @@ void *semc_convert(const struct semc_conv *cv, const Semd__Reply *rp)
 	memcpy(&msg, at(rp, cv->body_off), sizeof msg);
 	if ((res = calloc(1, cv->size)) == NULL)
 		return NULL;
-	if (conv_fill(cv, res, msg) != 0) {
+	if (semc_conv_fill(cv, res, msg) != 0) {
 		conv_free(cv, res);
 		return NULL;
 	}
@@ -245,7 +172,7 @@ static const struct semc_conv grant_conv = CONV(struct semc_grant,
 /* Copy a Grant. */
 void semc_grant_copy(struct semc_grant *g, const Semd__Grant *pg)
 {
-	(void)conv_fill(&grant_conv, g, pg);	/* no strings: cannot fail */
+	(void)semc_conv_fill(&grant_conv, g, pg);	/* no strings: cannot fail */
 }
 
 /* A holder: of an InfoReply, or in a hold of a HoldsReply. */
