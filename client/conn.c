@@ -147,25 +147,28 @@ void semc_set_timeout(struct semc *c, int timeout_ms)
 	atomic_store(&c->timeout_ms, timeout_ms > 0 ? timeout_ms : 10000);
 }
 
+/* Set a flag of the handle under c->lock; a forked child, which must not
+ * touch the parent's handle, sets nothing. Whether it was set. */
+static bool flag_set(struct semc *c, bool *flag, bool on)
+{
+	if (semc_forked(c))
+		return false;
+	pthread_mutex_lock(&c->lock);
+	*flag = on;
+	pthread_mutex_unlock(&c->lock);
+	return true;
+}
+
 /* Turn automatic reconnection on or off. */
 void semc_set_reconnect(struct semc *c, bool on)
 {
-	if (semc_forked(c))
-		return;
-	pthread_mutex_lock(&c->lock);
-	c->reconnect = on;
-	pthread_mutex_unlock(&c->lock);
+	flag_set(c, &c->reconnect, on);
 }
 
 /* Whether sessions with a lease get the keepalive thread (default yes). */
 void semc_set_keepalive_thread(struct semc *c, bool on)
 {
-	if (semc_forked(c))
-		return;
-	pthread_mutex_lock(&c->lock);
-	c->ka_want = on;
-	pthread_mutex_unlock(&c->lock);
-	if (!on)
+	if (flag_set(c, &c->ka_want, on) && !on)
 		semc_keepalive_stop(c);
 }
 
