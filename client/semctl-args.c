@@ -368,6 +368,15 @@ void cmd_get(int argc, char **argv, const char *allowed, int min, int max,
 	need_args(a, min, max, synopsis);
 }
 
+/* cmd_get(), then connect (client_open()) for a command that checks nothing
+ * more before its call: 0, or the exit code of the failure to connect. */
+int cmd_open(int argc, char **argv, const char *allowed, int min, int max,
+	     const char *synopsis, struct cmd_args *a, struct semc **c)
+{
+	cmd_get(argc, argv, allowed, min, max, synopsis, a);
+	return client_open(c, 0, "semctl");
+}
+
 /* Close a command's client after its one call; r != 0: report it as what. */
 int call_end(struct semc *c, int r, const char *what)
 {
