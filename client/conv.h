@@ -80,11 +80,11 @@ struct semc_conv {
 /* How a struct T is made: the table of its fields; a result's, made from
  * the body member of a reply (SEMD__REPLY__BODY_bc). */
 #define CONV(T, ...)	\
-	{ .size = sizeof(T), .fields = (const struct conv_field[]){ __VA_ARGS__, { CONV_END } } }
+	{ .size = sizeof(T), .fields = (const struct conv_field[]){ __VA_ARGS__, { .kind = CONV_END } } }
 #define RESULT(T, bc, member, ...)							\
 	{ .size = sizeof(T), .body = SEMD__REPLY__BODY_##bc,				\
 	  .body_off = OFF(Semd__Reply, member, void *),					\
-	  .fields = (const struct conv_field[]){ __VA_ARGS__, { CONV_END } } }
+	  .fields = (const struct conv_field[]){ __VA_ARGS__, { .kind = CONV_END } } }
 
 int semc_conv_fill(const struct semc_conv *cv, void *dst, const void *src);
 
