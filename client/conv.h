@@ -72,7 +72,7 @@ struct semc_conv {
 #define F_SIZE(D, S, f)	\
 	{ .kind = CONV_TOTAL, .dst = OFF(D, f, size_t), .src = OFF(S, f, uint32_t) }
 #define F_ARRAY(D, S, dn, df, sn, sf, elem)						\
-	{ .kind = CONV_ARRAY, .dst = OFF(D, df, void *), .src = OFF(S, sf, void **),	\
+	{ .kind = CONV_ARRAY, .dst = offsetof(D, df), .src = offsetof(S, sf),		\
 	  .size = sizeof(*((D *)0)->df), .dst_n = OFF(D, dn, size_t),			\
 	  .src_n = OFF(S, sn, size_t), .sub = elem }
 #define F_SUB(D, S, f, elem)	{ .kind = CONV_SUB, .dst = offsetof(D, f), .sub = elem }
@@ -83,7 +83,7 @@ struct semc_conv {
 	{ .size = sizeof(T), .fields = (const struct conv_field[]){ __VA_ARGS__, { .kind = CONV_END } } }
 #define RESULT(T, bc, member, ...)							\
 	{ .size = sizeof(T), .body = SEMD__REPLY__BODY_##bc,				\
-	  .body_off = OFF(Semd__Reply, member, void *),					\
+	  .body_off = offsetof(Semd__Reply, member),					\
 	  .fields = (const struct conv_field[]){ __VA_ARGS__, { .kind = CONV_END } } }
 
 int semc_conv_fill(const struct semc_conv *cv, void *dst, const void *src);

@@ -260,7 +260,8 @@ const struct semc_conv semc_where_conv = RESULT(struct semc_where, WHERE, where,
 
 /* semclient.h's free functions: each frees a result and what it holds
  * (NULL: nothing). */
-#define RESULT_FREE(fn, T, cv)	void fn(T *res) { conv_free(&cv, res); }
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): fn is a name and T a type */
+#define RESULT_FREE(fn, T, cv)	void fn(T *res) { conv_free(&(cv), res); }
 RESULT_FREE(semc_info_free, struct semc_info, semc_info_conv)
 RESULT_FREE(semc_list_free, struct semc_list, semc_list_conv)
 RESULT_FREE(semc_stats_free, struct semc_stats, semc_stats_conv)

@@ -337,6 +337,8 @@ static void pages_free(struct pages *pp)
 			semc_list_free(pp->p[k]);
 	}
 	free(pp->p);
+	pp->p = NULL;
+	pp->n = 0;
 }
 
 /* Fetch the page of up to want entries that follows last (NULL: the first
