@@ -277,14 +277,12 @@ void semc_keepalive_stop(struct semc *c);
 int semc_reply_error(const Semd__Reply *rp);
 
 /* result.c */
+/* How a result is made from a reply's body (a table: see result.c). */
+struct semc_conv;
+extern const struct semc_conv semc_info_conv, semc_list_conv, semc_stats_conv,
+	semc_multi_conv, semc_holds_conv, semc_where_conv, semc_cluster_conv;
 void semc_grant_copy(struct semc_grant *g, const Semd__Grant *pg);
-void *semc_info_convert(const Semd__Reply *rp);
-void *semc_list_convert(const Semd__Reply *rp);
-void *semc_stats_convert(const Semd__Reply *rp);
-void *semc_multi_convert(const Semd__Reply *rp);
-void *semc_holds_convert(const Semd__Reply *rp);
-void *semc_where_convert(const Semd__Reply *rp);
-void *semc_cluster_convert(const Semd__Reply *rp);
+void *semc_convert(const struct semc_conv *cv, const Semd__Reply *rp);
 void semc_result_deliver(struct semc *c, struct semc_req *r);
 
 /* watch.c */

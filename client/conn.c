@@ -147,25 +147,28 @@ void semc_set_timeout(struct semc *c, int timeout_ms)
 	atomic_store(&c->timeout_ms, timeout_ms > 0 ? timeout_ms : 10000);
 }
 
+/* Set a flag of the handle under c->lock; a forked child, which must not
+ * touch the parent's handle, sets nothing. Whether it was set. */
+static bool flag_set(struct semc *c, bool *flag, bool on)
+{
+	if (semc_forked(c))
+		return false;
+	pthread_mutex_lock(&c->lock);
+	*flag = on;
+	pthread_mutex_unlock(&c->lock);
+	return true;
+}
+
 /* Turn automatic reconnection on or off. */
 void semc_set_reconnect(struct semc *c, bool on)
 {
-	if (semc_forked(c))
-		return;
-	pthread_mutex_lock(&c->lock);
-	c->reconnect = on;
-	pthread_mutex_unlock(&c->lock);
+	flag_set(c, &c->reconnect, on);
 }
 
 /* Whether sessions with a lease get the keepalive thread (default yes). */
 void semc_set_keepalive_thread(struct semc *c, bool on)
 {
-	if (semc_forked(c))
-		return;
-	pthread_mutex_lock(&c->lock);
-	c->ka_want = on;
-	pthread_mutex_unlock(&c->lock);
-	if (!on)
+	if (flag_set(c, &c->ka_want, on) && !on)
 		semc_keepalive_stop(c);
 }
 
@@ -223,17 +226,30 @@ int semc_session(struct semc *c, struct semc_session *out)
 	return r;
 }
 
-/* The socket to poll. */
-int semc_fd(struct semc *c)
+/* What get(c) says under c->lock; -1 in a forked child, which must not
+ * touch the parent's connection (the event loop's getters). */
+static int64_t locked_get(struct semc *c, int64_t (*get)(struct semc *c))
 {
-	int fd;
+	int64_t v;
 
 	if (semc_forked(c))
 		return -1;
 	pthread_mutex_lock(&c->lock);
-	fd = c->conn ? c->conn->fd : -1;
+	v = get(c);
 	pthread_mutex_unlock(&c->lock);
-	return fd;
+	return v;
+}
+
+/* The connection's socket (-1: none). */
+static int64_t fd_locked(struct semc *c)
+{
+	return c->conn ? c->conn->fd : -1;
+}
+
+/* The socket to poll. */
+int semc_fd(struct semc *c)
+{
+	return (int)locked_get(c, fd_locked);
 }
 
 /* Non-blocking: read and dispatch what is there; reconnect if due. */
@@ -265,33 +281,32 @@ int semc_process(struct semc *c)
 	return n;
 }
 
+/* semc_timeout_locked() now. */
+static int64_t timeout_now_locked(struct semc *c)
+{
+	return semc_timeout_locked(c, semc_now_ms());
+}
+
 /* Milliseconds until semc_process() has something to do (-1: nothing). */
 int semc_timeout(struct semc *c)
 {
-	int t;
+	return (int)locked_get(c, timeout_now_locked);
+}
 
-	if (semc_forked(c))
+/* Milliseconds left of the lease (-1: no lease). */
+static int64_t lease_left_locked(struct semc *c)
+{
+	int64_t end = semc_lease_end_locked(c), now = semc_now_ms();
+
+	if (end < 0)
 		return -1;
-	pthread_mutex_lock(&c->lock);
-	t = semc_timeout_locked(c, semc_now_ms());
-	pthread_mutex_unlock(&c->lock);
-	return t;
+	return end > now ? end - now : 0;
 }
 
 /* Milliseconds left of the session's client-side lease (-1: no lease). */
 int64_t semc_lease_left(struct semc *c)
 {
-	int64_t end, now;
-
-	if (semc_forked(c))
-		return -1;
-	pthread_mutex_lock(&c->lock);
-	end = semc_lease_end_locked(c);
-	now = semc_now_ms();
-	pthread_mutex_unlock(&c->lock);
-	if (end < 0)
-		return -1;
-	return end > now ? end - now : 0;
+	return locked_get(c, lease_left_locked);
 }
 
 /* Mark the session to outlive the connection's close (sent again on every

@@ -60,9 +60,9 @@ static int args_check(const char *name, const void *opts, const char *what)
  */
 struct op_reply {
 	Semd__Reply__BodyCase body;	/* a success's body (NOT_SET: not checked) */
-	/* A result the caller frees: out is a pointer to its pointer, set to
-	 * NULL first; a NULL result is SEMC_E_NOMEM. */
-	void *(*convert)(const Semd__Reply *rp);
+	/* A result the caller frees, made by semc_convert(): out is a pointer
+	 * to its pointer, set to NULL first; a NULL result is SEMC_E_NOMEM. */
+	const struct semc_conv *convert;
 	/* A plain value: copy(NULL, out) clears out first, copy(rp, out) fills
 	 * it from a successful reply. */
 	void (*copy)(const Semd__Reply *rp, void *out);
@@ -116,13 +116,13 @@ static const struct op_reply
 	reply_released = { SEMD__REPLY__BODY__NOT_SET, NULL, released_out },
 	reply_valid = { SEMD__REPLY__BODY_VALIDATE, NULL, valid_out },
 	reply_renewed = { SEMD__REPLY__BODY_RENEWED, NULL, renewed_out },
-	reply_info = { SEMD__REPLY__BODY_INFO, semc_info_convert, NULL },
-	reply_list = { SEMD__REPLY__BODY_LIST, semc_list_convert, NULL },
-	reply_stats = { SEMD__REPLY__BODY_STATS, semc_stats_convert, NULL },
-	reply_multi = { SEMD__REPLY__BODY_MULTI_GRANT, semc_multi_convert, NULL },
-	reply_holds = { SEMD__REPLY__BODY_HOLDS, semc_holds_convert, NULL },
-	reply_where = { SEMD__REPLY__BODY_WHERE, semc_where_convert, NULL },
-	reply_cluster = { SEMD__REPLY__BODY_CLUSTER, semc_cluster_convert, NULL };
+	reply_info = { SEMD__REPLY__BODY_INFO, &semc_info_conv, NULL },
+	reply_list = { SEMD__REPLY__BODY_LIST, &semc_list_conv, NULL },
+	reply_stats = { SEMD__REPLY__BODY_STATS, &semc_stats_conv, NULL },
+	reply_multi = { SEMD__REPLY__BODY_MULTI_GRANT, &semc_multi_conv, NULL },
+	reply_holds = { SEMD__REPLY__BODY_HOLDS, &semc_holds_conv, NULL },
+	reply_where = { SEMD__REPLY__BODY_WHERE, &semc_where_conv, NULL },
+	reply_cluster = { SEMD__REPLY__BODY_CLUSTER, &semc_cluster_conv, NULL };
 
 /* Put an operation's message into rq: the member of Request's oneof whose
  * type is the message's (each operation has a message type of its own). */
@@ -172,7 +172,7 @@ static int op_finish(int r, Semd__Reply *rp, const struct op_reply *how, void *o
 	if (r == 0 && out != NULL && how->copy != NULL)
 		how->copy(rp, out);
 	if (r == 0 && out != NULL && how->convert != NULL) {
-		if ((res = how->convert(rp)) == NULL)
+		if ((res = semc_convert(how->convert, rp)) == NULL)
 			r = semc_fail(SEMC_E_NOMEM, NULL);
 		else
 			memcpy(out, &res, sizeof res);

@@ -231,6 +231,13 @@ static const struct option cmd_longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* A count option's value (at least min), and that it was given. */
+static void opt_count(uint32_t *v, bool *set, const char *name, uint32_t min)
+{
+	*v = parse_count(optarg, name, min);
+	*set = true;
+}
+
 /* Parse a command's options; allowed lists the options it takes
  * ("nlmtLfHGMAIRBPXY": -n, --limit, --mode, --timeout, --lease, --force,
  * --holder, --grace, --max, --after, --initial, --rate, --burst,
@@ -277,12 +284,10 @@ void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a)
 			usage_fail("%s: option '%s' does not apply", g.cmd, argv[optind - 1]);
 		switch (ch) {
 		case 'n':
-			a->n = parse_count(optarg, "-n", 1);
-			a->n_set = true;
+			opt_count(&a->n, &a->n_set, "-n", 1);
 			break;
 		case O_LIMIT:
-			a->limit = parse_count(optarg, "--limit", 1);
-			a->limit_set = true;
+			opt_count(&a->limit, &a->limit_set, "--limit", 1);
 			break;
 		case O_MODE:
 			if (strcmp(optarg, "owned") == 0)
@@ -321,8 +326,7 @@ void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a)
 			a->after = optarg;
 			break;
 		case O_INITIAL:
-			a->initial = parse_count(optarg, "--initial", 0);
-			a->initial_set = true;
+			opt_count(&a->initial, &a->initial_set, "--initial", 0);
 			break;
 		case O_RATE:
 			if (semc_parse_rate(optarg, &a->rate.rate, &a->rate.period_ms) != 0)
@@ -331,8 +335,7 @@ void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a)
 			a->rate_set = true;
 			break;
 		case O_BURST:
-			a->rate.burst = parse_count(optarg, "--burst", 1);
-			a->burst_set = true;
+			opt_count(&a->rate.burst, &a->burst_set, "--burst", 1);
 			break;
 		case O_PRINCIPAL:
 			a->principal = optarg;
@@ -363,6 +366,15 @@ void cmd_get(int argc, char **argv, const char *allowed, int min, int max,
 {
 	cmd_parse(argc, argv, allowed, a);
 	need_args(a, min, max, synopsis);
+}
+
+/* cmd_get(), then connect (client_open()) for a command that checks nothing
+ * more before its call: 0, or the exit code of the failure to connect. */
+int cmd_open(int argc, char **argv, const char *allowed, int min, int max,
+	     const char *synopsis, struct cmd_args *a, struct semc **c)
+{
+	cmd_get(argc, argv, allowed, min, max, synopsis, a);
+	return client_open(c, 0, "semctl");
 }
 
 /* Close a command's client after its one call; r != 0: report it as what. */

@@ -173,6 +173,18 @@ static void info_pages_free(struct info_pages *ip)
 	free(ip->p);
 }
 
+/* A holder's or waiter's client as JSON members (after others). */
+static void json_client(const char *client_name, const char *host, uint32_t pid,
+			const char *principal)
+{
+	printf(",\"client_name\":");
+	json_str(client_name);
+	printf(",\"host\":");
+	json_str(host);
+	printf(",\"pid\":%u,\"principal\":", pid);
+	json_str(principal);
+}
+
 /* Print info's holders and waiters as JSON. */
 static void info_json(const struct info_pages *ip, int64_t now)
 {
@@ -194,13 +206,9 @@ static void info_json(const struct info_pages *ip, int64_t now)
 		for (i = 0; i < ip->p[k].nh; i++, total++) {
 			const struct semc_holder *h = &ip->p[k].in->holders[i];
 
-			printf("%s{\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64 ",\"n\":%u,"
-			       "\"client_name\":", total ? "," : "", h->permit_id, h->token, h->n);
-			json_str(h->client_name);
-			printf(",\"host\":");
-			json_str(h->host);
-			printf(",\"pid\":%u,\"principal\":", h->pid);
-			json_str(h->principal);
+			printf("%s{\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64 ",\"n\":%u",
+			       total ? "," : "", h->permit_id, h->token, h->n);
+			json_client(h->client_name, h->host, h->pid, h->principal);
 			printf(",\"since_ms\":%" PRIu64 ",\"held_ms\":%" PRId64 ",\"detached\":%s,"
 			       "\"expires_ms\":%" PRIu64 "}", h->since_ms, now - (int64_t)h->since_ms,
 			       h->detached ? "true" : "false", h->expires_ms);
@@ -215,13 +223,8 @@ static void info_json(const struct info_pages *ip, int64_t now)
 			const struct semc_waiter *w = &ip->p[k].in->waiters[i];
 
 			printf("%s{\"position\":%zu,\"request_id\":%" PRIu64 ",\"seq\":%" PRIu64
-			       ",\"n\":%u,\"client_name\":", total ? "," : "", total + 1,
-			       w->request_id, w->seq, w->n);
-			json_str(w->client_name);
-			printf(",\"host\":");
-			json_str(w->host);
-			printf(",\"pid\":%u,\"principal\":", w->pid);
-			json_str(w->principal);
+			       ",\"n\":%u", total ? "," : "", total + 1, w->request_id, w->seq, w->n);
+			json_client(w->client_name, w->host, w->pid, w->principal);
 			printf(",\"since_ms\":%" PRIu64 ",\"waited_ms\":%" PRId64 ",\"deadline_ms\":%"
 			       PRIu64 ",\"detached\":%s}", w->since_ms, now - (int64_t)w->since_ms,
 			       w->deadline_ms, w->detached ? "true" : "false");
@@ -302,8 +305,7 @@ int cmd_info(int argc, char **argv)
 	struct semc *c;
 	int r;
 
-	cmd_get(argc, argv, "M", 1, 1, "info NAME [--max N]", &a);
-	if ((r = client_open(&c, 0, "semctl")) != 0)
+	if ((r = cmd_open(argc, argv, "M", 1, 1, "info NAME [--max N]", &a, &c)) != 0)
 		return r;
 	r = info_fetch(c, a.argv[0], a.max ? a.max : INFO_MAX, &ip);
 	semc_free(c);
@@ -315,57 +317,121 @@ int cmd_info(int argc, char **argv)
 	return r != 0 ? fail(r, "info") : 0;
 }
 
+/* A listing fetched page by page (list, or holds), all of it before
+ * anything is printed. */
+struct pages {
+	bool holds;	/* struct semc_holds pages, else struct semc_list */
+	void **p;
+	size_t n;
+};
+
+/* Free the pages of a listing. */
+static void pages_free(struct pages *pp)
+{
+	size_t k;
+
+	for (k = 0; k < pp->n; k++) {
+		if (pp->holds)
+			semc_holds_free(pp->p[k]);
+		else
+			semc_list_free(pp->p[k]);
+	}
+	free(pp->p);
+	pp->p = NULL;
+	pp->n = 0;
+}
+
+/* Fetch the page of up to want entries that follows last (NULL: the first
+ * page, from --after): *page, how many entries it has, whether more follow. */
+static int page_next(struct semc *c, const struct cmd_args *a, bool holds, const void *last,
+		     uint32_t want, void **page, size_t *n, bool *more)
+{
+	const struct semc_holds *ph = last;
+	const struct semc_list *pl = last;
+	struct semc_holds *h = NULL;
+	struct semc_list *l = NULL;
+	int r;
+
+	if (holds) {
+		r = semc_holds(c, a->principal, ph ? ph->next_permit : 0, want, &h);
+		*page = h;
+		*n = h ? h->n : 0;
+		*more = h && h->next_permit != 0;
+	} else {
+		r = semc_list(c, a->argc ? a->argv[0] : "", pl ? pl->next : a->after, want, &l);
+		*page = l;
+		*n = l ? l->n : 0;
+		*more = l && l->next != NULL && *l->next != '\0';
+	}
+	return r;
+}
+
+/* Connect and fetch pages of up to 1000 until --max, the end or max_pages
+ * (a bound); a failure is reported as what (its exit code). */
+static int pages_fetch(const struct cmd_args *a, bool holds, size_t max_pages, const char *what,
+		       struct pages *pp)
+{
+	struct semc *c;
+	uint64_t got = 0, want;
+	void **np, *page;
+	bool more = true;
+	size_t n;
+	int r;
+
+	memset(pp, 0, sizeof *pp);
+	pp->holds = holds;
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	while (more && pp->n < max_pages && !(a->max && got >= a->max)) {
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
+		if ((np = realloc(pp->p, (pp->n + 1) * sizeof *np)) == NULL) {
+			r = SEMC_E_NOMEM;
+			break;
+		}
+		pp->p = np;
+		want = a->max && a->max - got < 1000 ? a->max - got : 1000;
+		r = page_next(c, a, holds, pp->n ? pp->p[pp->n - 1] : NULL, (uint32_t)want, &page,
+			      &n, &more);
+		if (r != 0)
+			break;
+		pp->p[pp->n++] = page;
+		got += n;
+		more = more && n != 0;
+	}
+	semc_free(c);
+	if (r != 0) {
+		pages_free(pp);
+		return fail(r, what);
+	}
+	return 0;
+}
+
 /* list [PREFIX] [--max N] [--after NAME]: the pages, fetched before anything is printed. */
 int cmd_list(int argc, char **argv)
 {
 	struct cmd_args a;
-	struct semc_list **pages = NULL, **np;
-	struct semc *c;
+	struct pages pp;
 	const char *after;
-	size_t i, k, npages = 0, total = 0;
-	uint64_t got = 0, want;
-	int r = 0;
+	size_t i, k, total = 0;
+	int r;
 
 	cmd_get(argc, argv, "MA", 0, 1, "list [PREFIX] [--max N] [--after NAME]", &a);
-	if ((r = client_open(&c, 0, "semctl")) != 0)
+	if ((r = pages_fetch(&a, false, 1000000, "list", &pp)) != 0)
 		return r;
-	after = a.after;
-	/* bounded: at most a million pages of up to 1000 names */
-	while (npages < 1000000) {
-		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
-		if ((np = realloc(pages, (npages + 1) * sizeof *pages)) == NULL) {
-			r = SEMC_E_NOMEM;
-			break;
-		}
-		pages = np;
-		want = a.max && a.max - got < 1000 ? a.max - got : 1000;
-		if ((r = semc_list(c, a.argc ? a.argv[0] : "", after, (uint32_t)want,
-		    &pages[npages])) != 0)
-			break;
-		after = pages[npages]->next;
-		got += pages[npages]->n;
-		if (pages[npages++]->n == 0 || after == NULL || *after == '\0' ||
-		    (a.max && got >= a.max))
-			break;
-	}
 	/* Stopped by --max with names left: say where to go on from. */
+	after = pp.n > 0 ? ((const struct semc_list *)pp.p[pp.n - 1])->next : NULL;
 	if (after != NULL && *after == '\0')
 		after = NULL;
-	semc_free(c);
-	if (r != 0) {
-		for (k = 0; k < npages; k++)
-			semc_list_free(pages[k]);
-		free(pages);
-		return fail(r, "list");
-	}
 	if (g.json)
 		printf("{\"ok\":true,\"semaphores\":[");
 	else
 		printf("%-40s %8s %10s %-7s %8s %8s\n", "NAME", "LIMIT", "AVAILABLE", "MODE",
 		       "HOLDERS", "WAITERS");
-	for (k = 0; k < npages; k++) {
-		for (i = 0; i < pages[k]->n; i++, total++) {
-			const struct semc_summary *s = &pages[k]->entries[i];
+	for (k = 0; k < pp.n; k++) {
+		const struct semc_list *l = pp.p[k];
+
+		for (i = 0; i < l->n; i++, total++) {
+			const struct semc_summary *s = &l->entries[i];
 
 			if (g.json) {
 				printf("%s{\"name\":", total ? "," : "");
@@ -390,9 +456,7 @@ int cmd_list(int argc, char **argv)
 		fprintf(stderr, "semctl: list: more names follow; go on with --after %s\n",
 			esc(after));
 	}
-	for (k = 0; k < npages; k++)
-		semc_list_free(pages[k]);
-	free(pages);
+	pages_free(&pp);
 	return 0;
 }
 
@@ -403,8 +467,7 @@ int cmd_delete(int argc, char **argv)
 	struct semc *c;
 	int r;
 
-	cmd_get(argc, argv, "f", 1, 1, "delete NAME [--force]", &a);
-	if ((r = client_open(&c, 0, "semctl")) != 0)
+	if ((r = cmd_open(argc, argv, "f", 1, 1, "delete NAME [--force]", &a, &c)) != 0)
 		return r;
 	if ((r = call_end(c, semc_delete(c, a.argv[0], a.force), "delete")) != 0)
 		return r;
@@ -506,48 +569,26 @@ int cmd_renew(int argc, char **argv)
 /* holds [--principal P] [--max N]: every hold of a principal, all pages. */
 int cmd_holds(int argc, char **argv)
 {
-	struct semc_holds **pages = NULL, **np;
 	struct cmd_args a;
-	struct semc *c;
-	uint64_t after = 0, got = 0, want, now = (uint64_t)wall_ms();
-	size_t k, i, npages = 0, total = 0;
+	struct pages pp;
+	uint64_t now = (uint64_t)wall_ms();
+	size_t k, i, total = 0;
 	char b1[64], b2[64], b3[64];
-	int r = 0;
+	int r;
 
 	cmd_get(argc, argv, "PM", 0, 0, "holds [--principal P] [--max N]", &a);
-	if ((r = client_open(&c, 0, "semctl")) != 0)
+	if ((r = pages_fetch(&a, true, 100000, "holds", &pp)) != 0)
 		return r;
-	/* bounded: pages of up to 1000 until --max or the end, at most 100,000 pages */
-	while (npages < 100000) {
-		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
-		if ((np = realloc(pages, (npages + 1) * sizeof *pages)) == NULL) {
-			r = SEMC_E_NOMEM;
-			break;
-		}
-		pages = np;
-		want = a.max && a.max - got < 1000 ? a.max - got : 1000;
-		if ((r = semc_holds(c, a.principal, after, (uint32_t)want, &pages[npages])) != 0)
-			break;
-		got += pages[npages]->n;
-		after = pages[npages]->next_permit;
-		if (pages[npages++]->n == 0 || after == 0 || (a.max && got >= a.max))
-			break;
-	}
-	semc_free(c);
-	if (r != 0) {
-		for (k = 0; k < npages; k++)
-			semc_holds_free(pages[k]);
-		free(pages);
-		return fail(r, "holds");
-	}
 	if (g.json)
 		printf("{\"ok\":true,\"holds\":[");
 	else
 		printf("%-32s %-8s %-18s %-3s %-12s %-19s %-9s %s\n", "NAME", "PERMIT", "TOKEN", "N",
 		       "PRINCIPAL", "SINCE", "HELD", "EXPIRES");
-	for (k = 0; k < npages; k++) {
-		for (i = 0; i < pages[k]->n; i++, total++) {
-			const struct semc_hold_entry *e = &pages[k]->entries[i];
+	for (k = 0; k < pp.n; k++) {
+		const struct semc_holds *hs = pp.p[k];
+
+		for (i = 0; i < hs->n; i++, total++) {
+			const struct semc_hold_entry *e = &hs->entries[i];
 			const struct semc_holder *h = &e->holder;
 
 			if (g.json) {
@@ -575,10 +616,8 @@ int cmd_holds(int argc, char **argv)
 	}
 	if (g.json)
 		printf("],\"count\":%zu,\"total\":%zu}\n", total,
-		       npages > 0 ? pages[0]->total : 0);
-	for (k = 0; k < npages; k++)
-		semc_holds_free(pages[k]);
-	free(pages);
+		       pp.n > 0 ? ((const struct semc_holds *)pp.p[0])->total : 0);
+	pages_free(&pp);
 	return 0;
 }
 
@@ -616,8 +655,7 @@ int cmd_stats(int argc, char **argv)
 	size_t i;
 	int r;
 
-	cmd_get(argc, argv, "", 0, 0, "stats", &a);
-	if ((r = client_open(&c, 0, "semctl")) != 0)
+	if ((r = cmd_open(argc, argv, "", 0, 0, "stats", &a, &c)) != 0)
 		return r;
 	if ((r = call_end(c, semc_stats(c, &st), "stats")) != 0)
 		return r;
@@ -647,8 +685,7 @@ int cmd_ping(int argc, char **argv)
 	uint64_t rtt;
 	int r;
 
-	cmd_get(argc, argv, "", 0, 0, "ping", &a);
-	if ((r = client_open(&c, 0, "semctl")) != 0)
+	if ((r = cmd_open(argc, argv, "", 0, 0, "ping", &a, &c)) != 0)
 		return r;
 	r = semc_ping(c, &rtt);
 	if (r != 0) {
@@ -782,45 +819,45 @@ int cmd_cluster(int argc, char **argv)
 	return 0;
 }
 
-/* release NAME --holder PERMIT_ID (admin) */
-int cmd_release(int argc, char **argv)
+/* up NAME [-n N], or release NAME --holder PERMIT_ID (admin): permits given
+ * back, of this client or (release) of anyone. */
+static int give_back(int argc, char **argv, bool release)
 {
+	const char *what = release ? "release" : "up";
 	struct cmd_args a;
-	struct semc *c;
 	uint32_t released = 0;
+	struct semc *c;
 	int r;
 
-	cmd_get(argc, argv, "H", 1, 1, "release NAME --holder PERMIT_ID", &a);
-	if (!a.holder_set)
-		usage_fail("release: --holder PERMIT_ID is required");
+	if (release) {
+		cmd_get(argc, argv, "H", 1, 1, "release NAME --holder PERMIT_ID", &a);
+		if (!a.holder_set)
+			usage_fail("release: --holder PERMIT_ID is required");
+	} else {
+		cmd_get(argc, argv, "n", 1, 1, "up NAME [-n N]", &a);
+	}
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	if ((r = call_end(c, semc_release(c, a.argv[0], a.holder, &released), "release")) != 0)
+	r = release ? semc_release(c, a.argv[0], a.holder, &released) :
+	    semc_up(c, a.argv[0], a.n, 0, &released);
+	if ((r = call_end(c, r, what)) != 0)
 		return r;
 	if (g.json)
 		json_ok(a.argv[0], "released", released);
-	else
+	else if (release)
 		printf("released permit %" PRIu64 " of %s (%u permit(s))\n", a.holder,
 		       esc(a.argv[0]), released);
-	return 0;
-}
-
-/* up NAME [-n N] */
-int cmd_up(int argc, char **argv)
-{
-	struct cmd_args a;
-	struct semc *c;
-	uint32_t released = 0;
-	int r;
-
-	cmd_get(argc, argv, "n", 1, 1, "up NAME [-n N]", &a);
-	if ((r = client_open(&c, 0, "semctl")) != 0)
-		return r;
-	if ((r = call_end(c, semc_up(c, a.argv[0], a.n, 0, &released), "up")) != 0)
-		return r;
-	if (g.json)
-		json_ok(a.argv[0], "released", released);
 	else
 		printf("released %u permit(s) of %s\n", released, esc(a.argv[0]));
 	return 0;
+}
+
+int cmd_release(int argc, char **argv)
+{
+	return give_back(argc, argv, true);
+}
+
+int cmd_up(int argc, char **argv)
+{
+	return give_back(argc, argv, false);
 }

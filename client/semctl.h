@@ -85,6 +85,8 @@ void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a);
 void need_args(const struct cmd_args *a, int min, int max, const char *synopsis);
 void cmd_get(int argc, char **argv, const char *allowed, int min, int max,
 	     const char *synopsis, struct cmd_args *a);
+int cmd_open(int argc, char **argv, const char *allowed, int min, int max,
+	     const char *synopsis, struct cmd_args *a, struct semc **c);
 int call_end(struct semc *c, int r, const char *what);
 
 /* semctl-out.c */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "client/client-int.h"
+#include "client/conv.h"
 
 /* A watch of the handle: its id and callback (c->watchers, under c->lock). */
 struct semc_watcher {
@@ -173,6 +174,16 @@ static const char *copy_str(char **at, const char *s)
 	return p;
 }
 
+/* The numbers of a watch event, as the WatchEvent has them (its strings
+ * are copied into one block with it, its kind is the API's). */
+#define EVENT(kind, ...)	kind(struct semc_watch_event, Semd__WatchEvent, __VA_ARGS__)
+static const struct semc_conv event_conv = CONV(struct semc_watch_event,
+	EVENT(F_COPY, watch), EVENT(F_COPY, time_ms), EVENT(F_COPY, n), EVENT(F_COPY, permit_id),
+	EVENT(F_COPY, token), EVENT(F_COPY, request_id), EVENT(F_COPY, pid),
+	EVENT(F_COPY, holders), EVENT(F_COPY, waiters), EVENT(F_COPY, available),
+	EVENT(F_COPY, limit), EVENT(F_COPY, rate), EVENT(F_COPY, rate_period_ms),
+	EVENT(F_COPY, burst));
+
 /*
  * A watch_event notice (rp, whose ownership passes here): queue it as a
  * SEMC_EV_WATCH event, its strings copied into one block with it. Nothing
@@ -197,27 +208,14 @@ void semc_watch_push_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 		semd__reply__free_unpacked(rp, NULL);
 		return;
 	}
-	at = (char *)(ev + 1);
-	ev->watch = w->watch;
-	ev->name = copy_str(&at, w->name);
+	(void)semc_conv_fill(&event_conv, ev, w);	/* numbers only: cannot fail */
 	ev->kind = (enum semc_watch_kind)w->kind;
 	ev->kind_name = semc_watch_kind_name(ev->kind);
-	ev->time_ms = w->time_ms;
-	ev->n = w->n;
-	ev->permit_id = w->permit_id;
-	ev->token = w->token;
-	ev->request_id = w->request_id;
+	at = (char *)(ev + 1);
+	ev->name = copy_str(&at, w->name);
 	ev->principal = copy_str(&at, w->principal);
 	ev->client_name = copy_str(&at, w->client_name);
 	ev->host = copy_str(&at, w->host);
-	ev->pid = w->pid;
-	ev->holders = w->holders;
-	ev->waiters = w->waiters;
-	ev->available = w->available;
-	ev->limit = w->limit;
-	ev->rate = w->rate;
-	ev->rate_period_ms = w->rate_period_ms;
-	ev->burst = w->burst;
 	ev->reason = copy_str(&at, w->reason);
 	semd__reply__free_unpacked(rp, NULL);
 	e->watch = ev;
