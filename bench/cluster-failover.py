@@ -22,6 +22,7 @@ Only processes this script started are signalled, by PID.
 
 usage: cluster-failover.py -b BUILDDIR [-n RUNS] [-c CLIENTS] [-w WARM_S]
                            [-e ELECTION_MS] [-p BASE_PORT] [-o OUTFILE]
+                           [--peer-tls]
 Ports: node n (1..3) serves clients on BASE+n, peers on BASE+10+n.
 """
 import argparse
@@ -49,6 +50,15 @@ class Node:
     def addr(self):
         return "tcp:127.0.0.1:%d" % self.cport
 
+    def tls_args(self):
+        """With --peer-tls: this node's certificate, key and the CA."""
+        if not self.a.peer_tls:
+            return []
+        d = self.ddir
+        return ["--peer-tls-cert", os.path.join(d, "t%d.pem" % self.n),
+                "--peer-tls-key", os.path.join(d, "t%d.key" % self.n),
+                "--peer-tls-ca", os.path.join(d, "ca.pem")]
+
     def start(self):
         log = open(os.path.join(self.ddir, "n%d.log" % self.n), "ab")
         ready = os.path.join(self.ddir, "r%d" % self.n)
@@ -60,7 +70,7 @@ class Node:
              "--peer-listen", "tcp:127.0.0.1:%d" % self.pport,
              "--bootstrap", self.boot, "--listen", self.addr(),
              "--acl", "anonymous * all", "--ready-file", ready,
-             "--election-timeout", "%dms" % self.a.election],
+             "--election-timeout", "%dms" % self.a.election] + self.tls_args(),
             stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         t_end = time.monotonic() + 15
@@ -68,6 +78,26 @@ class Node:
             if time.monotonic() > t_end or self.proc.poll() is not None:
                 raise RuntimeError("node %d did not start" % self.n)
             time.sleep(0.02)
+
+
+def make_certs(ddir):
+    """A CA of its own and an EC P-256 certificate per node (IP SAN 127.0.0.1)."""
+    def ssl(*args):
+        subprocess.run(["openssl"] + list(args), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def j(f):
+        return os.path.join(ddir, f)
+    ssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+        "-nodes", "-keyout", j("ca.key"), "-out", j("ca.pem"), "-days", "1",
+        "-subj", "/CN=failover-ca")
+    with open(j("san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    for n in (1, 2, 3):
+        ssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", j("t%d.key" % n), "-out", j("t%d.csr" % n), "-subj", "/CN=node%d" % n)
+        ssl("x509", "-req", "-in", j("t%d.csr" % n), "-CA", j("ca.pem"), "-CAkey",
+            j("ca.key"), "-CAcreateserial", "-out", j("t%d.pem" % n), "-days", "1",
+            "-extfile", j("san.ext"))
 
 
 def status(a, node):
@@ -159,10 +189,14 @@ def main():
     ap.add_argument("-e", "--election", type=int, default=500, help="election-timeout (ms)")
     ap.add_argument("-p", "--port", type=int, default=29180)
     ap.add_argument("-o", "--out")
+    ap.add_argument("--peer-tls", action="store_true",
+                    help="peer traffic in mutual TLS (certificates made here)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     ddir = tempfile.mkdtemp(prefix="semd-failover.", dir="/var/tmp")
     boot = ",".join("%d=127.0.0.1:%d" % (n, a.port + 10 + n) for n in (1, 2, 3))
+    if a.peer_tls:
+        make_certs(ddir)
     nodes = [Node(n, a, ddir, boot) for n in (1, 2, 3)]
     runs = []
     try:
@@ -180,7 +214,8 @@ def main():
                     m.proc.kill()
         shutil.rmtree(ddir, ignore_errors=True)
     lines = ["# semd 3-node failover: leader SIGKILLed under %d clients (down+up), "
-             "election-timeout %d ms, %s" % (a.clients, a.election,
+             "election-timeout %d ms%s, %s" % (a.clients, a.election,
+                                             ", peer TLS" if a.peer_tls else "",
                                              time.strftime("%Y-%m-%d %H:%M:%S")),
              "# times in ms from the kill; first = first grant after it, first_ok = first "
              "grant of a down sent after it, all_ok = every client has had one",
