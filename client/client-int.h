@@ -107,6 +107,7 @@ struct semc_req {
 	bool async;		/* completed through deliver_run(), fn may be NULL */
 	bool resent;		/* written again after a resume */
 	bool keepalive;		/* the library's keepalive ping */
+	bool not_run;		/* refused unrun by a node that does not lead */
 	int error;		/* client-side failure when reply is NULL */
 	Semd__Reply *reply;
 	semc_done_fn fn;

@@ -56,7 +56,8 @@ again:
 			pthread_mutex_unlock(&c->lock);
 			break;
 		}
-		if (r->sent_gen != 0 && r->op == SEMD__REQUEST__OP_UP && r->permit_id == 0) {
+		if (r->sent_gen != 0 && r->op == SEMD__REQUEST__OP_UP && r->permit_id == 0 &&
+		    !r->not_run) {
 			/* Ups are not idempotent: sent again, an up by count
 			 * could give back a second permit. The outcome of the
 			 * first is unknown, and the caller is told so. */
@@ -66,6 +67,7 @@ again:
 		}
 		if (r->sent_gen != 0)
 			r->resent = true;
+		r->not_run = false;
 		r->sent_gen = k->gen;
 		r->sent_at = semc_now_ms();
 		len = r->frame_len;
@@ -193,6 +195,21 @@ static void dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver
 			break;
 	if (r == NULL) {
 		/* a late answer to a request given up on: nothing holds it */
+		semd__reply__free_unpacked(rp, NULL);
+		return;
+	}
+	if (rp->code == SEMD__CODE__UNAVAILABLE &&
+	    rp->body_case == SEMD__REPLY__BODY_REDIRECT &&
+	    r->op != SEMD__REQUEST__OP_CLUSTER && c->reconnect && !c->closing) {
+		/*
+		 * A node that does not lead (any more) refused it without
+		 * running it, and closes the connection: the request waits to
+		 * be sent again to the leader after the reconnection, as one
+		 * never sent (so an up, even by count, is not lost). Told to
+		 * the caller, an up's error would leave its permit held.
+		 */
+		semc_addr_redirect_locked(c, rp->redirect);
+		r->not_run = true;
 		semd__reply__free_unpacked(rp, NULL);
 		return;
 	}

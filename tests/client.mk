@@ -5,7 +5,9 @@
 check_PROGRAMS += tests/client/test_unit tests/client/test_api tests/client/fakesemd
 noinst_HEADERS += tests/client/daemon.h tests/client/spawn.h
 tests_client_test_unit_LDADD = client/libsemclient.la
-tests_client_test_api_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
+tests_client_test_api_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_client_test_api_LDADD = client/libsemclient.la proto/libsemproto.a \
+	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 tests_client_fakesemd_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_client_fakesemd_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 TESTS += tests/client/test_unit tests/client/test_api

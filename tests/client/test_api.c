@@ -16,6 +16,8 @@
 #include <fcntl.h>
 
 #include "client/semclient.h"
+#include "proto/frame.h"
+#include "proto/semd.pb-c.h"
 #include "tests/client/daemon.h"
 
 static struct tdaemon D;
@@ -408,6 +410,8 @@ struct relay {
 	int npairs;
 	bool stalled;		/* connections kept, nothing forwarded */
 	bool blocked;		/* new connections closed at once */
+	bool refuse_up;		/* the next Up: answered as a follower would */
+	int refused;		/* Ups so answered */
 	atomic_long up;		/* bytes forwarded client -> daemon */
 };
 
@@ -435,6 +439,50 @@ static void relay_cut_all(struct relay *r)
 		close(r->pairs[i][1]);
 	}
 	r->npairs = 0;
+}
+
+/*
+ * With refuse_up, got bytes from a client that are one whole Up request:
+ * answer it as a node that does not lead does (UNAVAILABLE, a Redirect
+ * naming the relay itself as the leader, the connection then closed) and
+ * say so; the Up never reaches the daemon. false: forward them.
+ */
+static bool relay_refuse(struct relay *r, int fd, const uint8_t *buf, size_t got)
+{
+	Semd__Reply rp = SEMD__REPLY__INIT;
+	Semd__Redirect rd = SEMD__REDIRECT__INIT;
+	Semd__Request *rq;
+	uint8_t out[512];
+	char leader[64];
+	size_t len;
+	bool up;
+
+	if (!r->refuse_up || frame_peek(buf, got, FRAME_MAX_DEFAULT, &len) != 1 ||
+	    FRAME_HDR + len != got)
+		return false;
+	rq = semd__request__unpack(NULL, got - FRAME_HDR, buf + FRAME_HDR);
+	if (rq == NULL)
+		return false;
+	up = rq->op_case == SEMD__REQUEST__OP_UP;
+	rp.id = rq->id;
+	semd__request__free_unpacked(rq, NULL);
+	if (!up)
+		return false;
+	snprintf(leader, sizeof leader, "tcp:127.0.0.1:%d", r->port);
+	rd.leader_id = 1;
+	rd.leader = leader;
+	rp.code = SEMD__CODE__UNAVAILABLE;
+	rp.message = "not the leader";
+	rp.body_case = SEMD__REPLY__BODY_REDIRECT;
+	rp.redirect = &rd;
+	len = semd__reply__get_packed_size(&rp);
+	frame_put_header(out, (uint32_t)len);
+	semd__reply__pack(&rp, out + FRAME_HDR);
+	if (write(fd, out, FRAME_HDR + len) != (ssize_t)(FRAME_HDR + len))
+		return false;
+	r->refuse_up = false;
+	r->refused++;
+	return true;
 }
 
 /* The relay thread: accept, connect onwards, copy bytes both ways. */
@@ -468,6 +516,8 @@ static void *relay_main(void *arg)
 				r->stalled = cmd == 's';
 			else if (cmd == 'b' || cmd == 'u')
 				r->blocked = cmd == 'b';
+			else if (cmd == 'n')
+				r->refuse_up = true;
 			if (write(r->ctl[0], "k", 1) != 1)
 				return NULL;
 			continue;
@@ -500,7 +550,9 @@ static void *relay_main(void *arg)
 				got = read(r->pairs[i][j], buf, sizeof buf);
 				if (got > 0 && j == 0)
 					atomic_fetch_add(&r->up, got);
-				if (got <= 0 || write(r->pairs[i][!j], buf, (size_t)got) != got) {
+				if (got <= 0 || (j == 0 && relay_refuse(r, r->pairs[i][0],
+				    (const uint8_t *)buf, (size_t)got)) ||
+				    write(r->pairs[i][!j], buf, (size_t)got) != got) {
 					close(r->pairs[i][0]);
 					close(r->pairs[i][1]);
 					r->pairs[i][0] = r->pairs[r->npairs - 1][0];
@@ -550,7 +602,7 @@ static struct semc *relay_client(struct relay *r, char *addr, size_t len, uint32
 
 /* Send the relay a command and wait until it is done: c cut every
  * connection, s stall (stop forwarding), r resume, b block new
- * connections, u unblock. */
+ * connections, u unblock, n answer the next Up as a follower would. */
 static void relay_ctl(struct relay *r, char cmd)
 {
 	char k;
@@ -706,6 +758,42 @@ static void test_up_given_up(void)
 		t_sleep_ms(20);
 	}
 	CHECK(!valid, "the permit was given back");
+out:
+	semc_free(c);
+	semc_free(obs);
+	relay_stop(&r);
+}
+
+/*
+ * A node that does not lead (a leader just deposed) answers an up
+ * UNAVAILABLE with the leader's address, without running it, and closes:
+ * the library sends it again to the leader, as never sent, and the caller
+ * sees it done. Told to the caller instead, the error left the permit held
+ * by the live session, and a program that moved on leaked it (faults.sh
+ * found two permits of a name held so, its clients timing out).
+ */
+static void test_up_redirected(void)
+{
+	struct relay r;
+	struct semc *c = NULL, *obs = open_client(D.unix_addr, 0);
+	struct semc_grant g;
+	char addr[64];
+	bool valid = true;
+	int i;
+
+	TEST_START("an up refused by a node that does not lead goes to the leader");
+	c = relay_client(&r, addr, sizeof addr, 10000);
+	CHECK(c != NULL && obs != NULL, "connect through the relay");
+	if (c == NULL || obs == NULL)
+		goto out;
+	for (i = 0; i < 2; i++) {	/* by permit id, then by count */
+		CHECK_EQ(0, semc_down(c, "redirected/a", 1, 1000, 0, &g));
+		relay_ctl(&r, 'n');
+		CHECK_EQ(0, semc_up(c, "redirected/a", 1, i == 0 ? g.permit_id : 0, NULL));
+		CHECK_EQ(i + 1, r.refused);
+		CHECK_EQ(0, semc_validate(obs, "redirected/a", g.token, &valid));
+		CHECK(!valid, "the permit was given back");
+	}
 out:
 	semc_free(c);
 	semc_free(obs);
@@ -1622,6 +1710,7 @@ int main(int argc, char **argv)
 	test_semctl_paging();
 	test_resume();
 	test_up_given_up();
+	test_up_redirected();
 	test_cut_threads();
 	test_lost_push();
 	test_new_fields();
