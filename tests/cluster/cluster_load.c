@@ -79,6 +79,16 @@ static struct hold holds[MAX_HOLDS];
 static _Atomic size_t nholds;
 static _Atomic int64_t t_end;
 static const char *done_file;	/* -f: the faults are over once it exists */
+/*
+ * For the report when a check fails: timeouts per name in 5 s slots from
+ * the start (a name whose permits are stuck shows as a run of them), and
+ * the first errors as the library told them.
+ */
+#define SLOT_S		5
+#define MAX_SLOTS	64
+static _Atomic unsigned tmo_slots[MAX_NAMES][MAX_SLOTS];
+static _Atomic int64_t t_start;
+static _Atomic int nerr_told;
 
 /* Monotonic microseconds. */
 static int64_t now_us(void)
@@ -129,12 +139,20 @@ static void *work(void *arg)
 		if (t1 - t0 > w->slowest_down_us)
 			w->slowest_down_us = t1 - t0;
 		if (r == SEMC_E_TIMEOUT) {
+			int64_t slot = (t1 - atomic_load(&t_start)) / (SLOT_S * 1000000);
+
+			if (slot >= 0 && slot < MAX_SLOTS)
+				atomic_fetch_add(&tmo_slots[n][slot], 1);
 			w->timeouts++;
 			continue;
 		}
 		if (r == SEMC_E_NO_REPLY)
 			w->no_reply++;
 		if (r != 0) {
+			if (atomic_fetch_add(&nerr_told, 1) < 20)
+				fprintf(stderr, "worker %d, %.1f s: down %s: %s (%s)\n",
+				    w->idx, (double)(t1 - atomic_load(&t_start)) / 1e6,
+				    name, semc_strerror(r), semc_last_message());
 			w->errors++;
 			usleep(20000);
 			continue;
@@ -277,7 +295,8 @@ int main(int argc, char **argv)
 		}
 	}
 	semc_free(c);
-	t_end = now_us() + (int64_t)seconds * 1000000;
+	t_start = now_us();
+	t_end = t_start + (int64_t)seconds * 1000000;
 	for (i = 0; i < (size_t)nthreads; i++) {
 		struct worker *w = &workers[i];
 
@@ -369,6 +388,18 @@ int main(int argc, char **argv)
 	bad += (int)silent + late;
 	if (grants == 0)
 		bad++;
+	if (bad || timeouts > 0) {
+		int64_t slots = (atomic_load(&t_end) - t_start) / (SLOT_S * 1000000) + 1;
+
+		if (slots > MAX_SLOTS)
+			slots = MAX_SLOTS;
+		for (n = 0; n < nnames; n++) {
+			fprintf(stderr, "cl/%d timeouts per %d s:", n, SLOT_S);
+			for (k = 0; k < (size_t)slots; k++)
+				fprintf(stderr, " %u", atomic_load(&tmo_slots[n][k]));
+			fprintf(stderr, "\n");
+		}
+	}
 	printf("%s\n", bad ? "VIOLATIONS" : "all checks passed");
 	return bad ? 1 : 0;
 }
