@@ -724,22 +724,31 @@ out:
 	relay_stop(&r);
 }
 
+/* A client with a 10 s lease through a new relay, and an observer on the
+ * daemon's UNIX socket; false (and a failed check) without both. */
+static bool relay_and_observer(struct relay *r, struct semc **c, struct semc **obs)
+{
+	char addr[64];
+
+	*obs = open_client(D.unix_addr, 0);
+	*c = relay_client(r, addr, sizeof addr, 10000);
+	CHECK(*c != NULL && *obs != NULL, "connect through the relay");
+	return *c != NULL && *obs != NULL;
+}
+
 /* An up by permit id that its caller gave up on (no reply in time: a
  * failover can take longer than the reply timeout) is sent again after the
  * reconnection: the permit is given back, not held until the session ends. */
 static void test_up_given_up(void)
 {
 	struct relay r;
-	struct semc *c = NULL, *obs = open_client(D.unix_addr, 0);
+	struct semc *c, *obs;
 	struct semc_grant g;
-	char addr[64];
 	bool valid = true;
 	long long end;
 
 	TEST_START("an up given up on is sent again after a reconnection");
-	c = relay_client(&r, addr, sizeof addr, 10000);
-	CHECK(c != NULL && obs != NULL, "connect through the relay");
-	if (c == NULL || obs == NULL)
+	if (!relay_and_observer(&r, &c, &obs))
 		goto out;
 	CHECK_EQ(0, semc_down(c, "upghost/a", 1, 1000, 0, &g));
 	relay_ctl(&r, 's');		/* nothing reaches the daemon */
@@ -775,16 +784,13 @@ out:
 static void test_up_redirected(void)
 {
 	struct relay r;
-	struct semc *c = NULL, *obs = open_client(D.unix_addr, 0);
+	struct semc *c, *obs;
 	struct semc_grant g;
-	char addr[64];
 	bool valid = true;
 	int i;
 
 	TEST_START("an up refused by a node that does not lead goes to the leader");
-	c = relay_client(&r, addr, sizeof addr, 10000);
-	CHECK(c != NULL && obs != NULL, "connect through the relay");
-	if (c == NULL || obs == NULL)
+	if (!relay_and_observer(&r, &c, &obs))
 		goto out;
 	for (i = 0; i < 2; i++) {	/* by permit id, then by count */
 		CHECK_EQ(0, semc_down(c, "redirected/a", 1, 1000, 0, &g));
