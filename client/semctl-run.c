@@ -28,6 +28,7 @@
 #define RUN_LEASE_MS	10000	/* run's default session lease */
 #define RUN_LEASE_MIN	200	/* shorter leases leave no room for a ping */
 #define RUN_GRACE_MS	2000	/* default: SIGTERM, then SIGKILL after this */
+#define DOWN_LEASE_MS	10000	/* the session lease of a down that waits */
 
 /* --- acquiring: one name or several, with the progress line ---------------- */
 
@@ -314,7 +315,14 @@ int cmd_down(int argc, char **argv, bool try)
 	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
 	q.lease_ms = a.lease_ms > 0 ? (uint32_t)a.lease_ms : UINT32_MAX;
 	q.create_limit = a.limit_set ? a.limit : 0;
-	if ((r = client_open(&c, 0, "semctl")) != 0)
+	/*
+	 * A down that waits does so in a session with a lease, as run's does:
+	 * across a restart of a durable daemon or a failover it is resumed,
+	 * and its down, sent again, finds its waiter in its place with its
+	 * deadline. While the session is away that waiter is passed over (a
+	 * grant would reach nobody), so a semctl that dies leaves no hold.
+	 */
+	if ((r = client_open(&c, try ? 0 : DOWN_LEASE_MS, "semctl")) != 0)
 		return r;
 	r = acquire(c, &q);
 	semc_free(c);

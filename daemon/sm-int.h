@@ -562,6 +562,20 @@ static inline bool sem_gates(const struct sm_sem *sem)
 	return sem->rate != NULL && sem->mode == SEMD__MODE__OWNED;
 }
 
+/*
+ * Is w's member on sem passed over (parked) while w's session is away? Yes
+ * where a grant would reach nobody: on a signal-mode name (the permits are
+ * consumed), and for a down of a detached hold (Down.lease_ms > 0: the
+ * hold would outlive the session, owned by the principal for its own
+ * lease, and nobody would have its token). It keeps its place and is
+ * served in it again when the session is back.
+ */
+static inline bool wait_parks_away(const struct sm_wait *w,
+    const struct sm_sem *sem)
+{
+	return sem->mode == SEMD__MODE__SIGNAL || w->lease_ms > 0;
+}
+
 /* What a down wants of one name. */
 struct sm_want {
 	struct sm_sem	*sem;

@@ -148,8 +148,8 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 		return -1;
 	/*
 	 * Our member list mirrors the core's FIFO list exactly, in the one
-	 * arrival order of every queue; only signal-mode waiters of absent
-	 * sessions are parked; the members that need more than this name's
+	 * arrival order of every queue; only the waiters of absent sessions
+	 * whose grant would reach nobody (wait_parks_away) are parked; the members that need more than this name's
 	 * permits are gated; and the first one not parked waits for more than
 	 * is free - or is gated, and its request is not ready (an offer lost
 	 * would leave it waiting for ever).
@@ -169,7 +169,7 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 		    sem->name, m->n, m->w.n);
 		CHECK(w->seq > seq, "%s: waiters out of arrival order", sem->name);
 		seq = w->seq;
-		CHECK(m->w.parked == (sem->mode == SEMD__MODE__SIGNAL &&
+		CHECK(m->w.parked == (wait_parks_away(w, sem) &&
 		    w->session->client == NULL),
 		    "%s: waiter %" PRIu64 " parked %d wrongly", sem->name, w->seq,
 		    (int)m->w.parked);

@@ -91,11 +91,15 @@ void notice_lost(struct sm *sm, const struct sm_hold *h, int code,
 	sm->cur_op = op;
 }
 
-/* Park (away) or unpark (back) the session's signal-mode waiters. */
+/*
+ * Park (away) or unpark (back) the session's waiters whose grant would
+ * reach nobody while it is away (wait_parks_away).
+ */
 void session_park(struct sm_session *s, bool away)
 {
 	struct list_head *pos, *prev;
 	struct sm_wait *w;
+	unsigned int i;
 
 	/*
 	 * Newest first: changing one may grant waiters queued after it, and
@@ -106,8 +110,9 @@ void session_park(struct sm_session *s, bool away)
 	for (pos = s->waiters.prev; pos != &s->waiters; pos = prev) {
 		prev = pos->prev;
 		w = list_entry(pos, struct sm_wait, session_entry);
-		if (w->m[0].sem->mode == SEMD__MODE__SIGNAL)
-			sema_park(&w->m[0].sem->sem, &w->m[0].w, away);
+		for (i = 0; i < w->nm; i++)
+			if (wait_parks_away(w, w->m[i].sem))
+				sema_park(&w->m[i].sem->sem, &w->m[i].w, away);
 	}
 }
 

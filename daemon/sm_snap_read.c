@@ -441,7 +441,7 @@ static void r_waiter_v1(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
 	    m->n == 0 || m->n > sem->limit ||
 	    (w->req.request_id != 0 && req_find(sm, s->id, w->req.request_id) != NULL) ||
 	    sema_enqueue(&sem->sem, &m->w, m->n, wait_wake,
-	    sem->mode == SEMD__MODE__SIGNAL && s->client == NULL ?
+	    wait_parks_away(w, sem) && s->client == NULL ?
 	    SEMA_Q_PARKED : 0) != 0) {
 		wait_dealloc(sm, w);
 		rs_fail(rs, "%s: bad waiter record", sem->name);
@@ -601,7 +601,7 @@ static void r_waits(struct restore *rs)
 			w->m[j].sem = sems[j];
 			w->m[j].n = ns[j];
 			e = sema_enqueue(&sems[j]->sem, &w->m[j].w, ns[j], wait_wake,
-			    (sems[j]->mode == SEMD__MODE__SIGNAL && s->client == NULL ?
+			    (wait_parks_away(w, sems[j]) && s->client == NULL ?
 			    SEMA_Q_PARKED : 0) |
 			    (member_gated(w, sems[j]) ? SEMA_Q_GATED : 0));
 			SM_ASSERT(e == 0);	/* n >= 1, checked above */
