@@ -22,8 +22,9 @@ cmd_until() { echo "i=0; while [ ! -e '$1' ] && [ \$i -lt 400 ]; do sleep 0.05; 
 # --- a HoldLost from the daemon ends run at once ------------------------------------
 # end_by NAME WHAT CMD...: start run on NAME, then CMD (a semctl command,
 # %PERMIT% replaced by the holder's permit id); run must exit 5. The time
-# counts semctl's own start (a libtool wrapper here: some 80 ms): test_api
-# checks the 100 ms from the request itself.
+# counts semctl's own start (a libtool wrapper here: some 80 ms), on a
+# loaded machine much more: test_api checks the 100 ms from the request
+# itself.
 end_by() {
 	name=$1 what=$2; shift 2
 	rm -f "$T/started"
@@ -41,7 +42,8 @@ end_by() {
 	rc=$?
 	el=$(( $(now_ms) - t0 ))
 	expect_eq "$what ends run with exit 5" 5 "$rc"
-	ok "$what: run ended $el ms after semctl $1 started (at most 1000)" test "$el" -le 1000
+	# (the command sleeps 30 s: ending well before is ending on the notice)
+	ok "$what: run ended $el ms after semctl $1 started (at most 5000)" test "$el" -le 5000
 	ok "$what: run said why ($(tr -d '\n' <"$T/run.err"))" grep -Eq "hold was lost: .*(released|deleted)" "$T/run.err"
 }
 S create fr --limit 1 >/dev/null
@@ -63,7 +65,6 @@ expect_eq "run --json: the lost hold, one object" "1 False cancelled 5" \
 	"$(python3 -c 'import json,sys; l=open(sys.argv[1]).read().splitlines(); j=json.loads(l[-1]); print(len(l), j["ok"], j["error"], j["exit"])' "$T/run.json")"
 
 # --- kill -9 of semctl run over UNIX: the close ends the session ------------------------
-# the next holder's grant time is the daemon's own (info: since_ms)
 S create k9 --limit 1 >/dev/null
 for lease in 10s 0; do
 	rm -f "$T/started" "$T/granted"
@@ -74,13 +75,14 @@ for lease in 10s 0; do
 	"$SEMCTL" -s "$d_UNIX" run k9 -- sh -c "touch '$T/granted'; $(cmd_until "$T/release")" &
 	wpid=$!
 	t_wait_for 5 sh -c "'$SEMCTL' -s '$d_UNIX' --json info k9 | python3 -c 'import json,sys; assert len(json.load(sys.stdin)[\"waiters\"]) == 1'"
-	t0=$(date +%s%N)
+	# one clock, the test's: from before the kill to the grant seen, well
+	# short of the 10 s lease
+	t0=$(now_ms)
 	kill -9 "$rpid"
-	t_wait_for 5 test -e "$T/granted"
-	since=$(S --json info k9 | jget 'j["holders"][0]["since_ms"]')
-	el=$(( since - t0 / 1000000 ))
-	ok "kill -9 of run --lease $lease over UNIX: the next one is granted on the close, not the lease: within 1 s ($el ms)" \
-		test "$el" -ge 0 -a "$el" -lt 1000
+	t_wait_for 8 test -e "$T/granted"
+	el=$(( $(now_ms) - t0 ))
+	ok "kill -9 of run --lease $lease over UNIX: the next one is granted on the close, not the lease: within 5 s ($el ms)" \
+		test "$el" -lt 5000
 	touch "$T/release"
 	wait "$wpid"
 	wait "$rpid" 2>/dev/null
