@@ -200,10 +200,26 @@ uint64_t sm_clock_stamp(struct sm_clock *k, uint64_t mono, uint64_t at_least)
 /* --- applying ----------------------------------------------------------------- */
 
 /*
+ * The grace a session's lease gets at a restart or a new leader: at most
+ * the lease itself. A client's own lease ends at most lease_ms after the
+ * last answer it had, which came before this entry, and time in the state
+ * stood still in between: kept lease_ms past this entry the session outlives
+ * every client that can still resume it, and the rest of the grace is slack
+ * for clock rates. Beyond that it only kept the permits of clients that had
+ * given up (a 2 s lease through a failover: a new session each) for 10 s
+ * more at every fault, with their waiters granted ahead of the live ones.
+ */
+static uint64_t session_grace(const struct sm_session *s, uint32_t grace_ms)
+{
+	return grace_ms < s->lease_ms ? grace_ms : s->lease_ms;
+}
+
+/*
  * The service came back: every client of before is gone (their connections
  * went with the old process, which is no death of theirs), and every lease
  * - sessions', detached holds' - is extended by grace_ms (Chubby's rule: no
- * holder loses its permit because the service was away). State time does
+ * holder loses its permit because the service was away), a session's by
+ * no more than its lease (session_grace). State time does
  * not pass while no leader runs, so only the grace is added.
  */
 static void sm_restart(struct sm *sm, uint32_t grace_ms, uint64_t now)
@@ -231,7 +247,7 @@ static void sm_restart(struct sm *sm, uint32_t grace_ms, uint64_t now)
 			ss[i++] = container_of(n, struct sm_session, node);
 		ptr_sort(ss, ns, sm_session_cmp);
 		for (i = 0; i < ns; i++) {
-			ss[i]->heard += grace_ms;
+			ss[i]->heard += session_grace(ss[i], grace_ms);
 			session_arm(sm, ss[i]);
 		}
 		free(ss);

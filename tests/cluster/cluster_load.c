@@ -6,6 +6,7 @@
  *
  *   cluster_load -s ADDRS -d SECONDS [-t THREADS] [-n NAMES] [-l LIMIT]
  *                [-L LEASE_MS] [-q QUIET_END_S] [-f DONE_FILE]
+ *                [-w START_FILE] [-p PREFIX]
  *
  * Each thread has its own handle (a session with a lease, the address
  * list, the library's failover) and repeats: down on a random name (2 s
@@ -28,6 +29,10 @@
  *    QUIET_END_S seconds, when the
  *    faults are over (with -f: the run ends LEASE + 10 s + QUIET_END_S
  *    after DONE_FILE appears, so a slow machine does not eat the quiet end).
+ *
+ * With -w it also prints the grants that arrived between START_FILE and
+ * DONE_FILE appearing (the faults), and their rate: "fault window: N
+ * grants in S s (R/s)". -p names the names PREFIX/0.. (default cl).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -79,6 +84,9 @@ static struct hold holds[MAX_HOLDS];
 static _Atomic size_t nholds;
 static _Atomic int64_t t_end;
 static const char *done_file;	/* -f: the faults are over once it exists */
+static const char *start_file;	/* -w: the faults begin once it exists */
+static const char *prefix = "cl";
+static _Atomic int64_t t_faults, t_faults_end;	/* 0: not seen */
 /*
  * For the report when a check fails: timeouts per name in 5 s slots from
  * the start (a name whose permits are stuck shows as a run of them), and
@@ -131,7 +139,7 @@ static void *work(void *arg)
 
 	while (now_us() < atomic_load(&t_end)) {
 		n = (int)(rnd(&w->seed) % (uint64_t)nnames);
-		snprintf(name, sizeof name, "cl/%d", n);
+		snprintf(name, sizeof name, "%s/%d", prefix, n);
 		w->downs++;
 		t0 = now_us();
 		r = semc_down(w->c, name, 1, DOWN_TIMEOUT_MS, 0, &g);
@@ -220,8 +228,8 @@ static int check_name(int n, struct hold *v, size_t cnt)
 		if (active > maxact)
 			maxact = active;
 		if (active > (size_t)limit) {
-			fprintf(stderr, "cl/%d: %zu holders at t=%" PRId64 " us "
-			    "(limit %d): token %" PRIu64 "\n", n, active,
+			fprintf(stderr, "%s/%d: %zu holders at t=%" PRId64 " us "
+			    "(limit %d): token %" PRIu64 "\n", prefix, n, active,
 			    v[i].start_us, limit, v[i].token);
 			bad++;
 		}
@@ -235,19 +243,19 @@ static int check_name(int n, struct hold *v, size_t cnt)
 	for (i = 0; i < cnt; i++) {
 		for (j = i + 1; j < cnt && j < i + 200; j++) {
 			if (v[i].token == v[j].token) {
-				fprintf(stderr, "cl/%d: token %" PRIu64 " granted twice\n",
-				    n, v[i].token);
+				fprintf(stderr, "%s/%d: token %" PRIu64 " granted twice\n",
+				    prefix, n, v[i].token);
 				bad++;
 			}
 			if (v[j].sent_us > v[i].end_us && v[j].token < v[i].token) {
-				fprintf(stderr, "cl/%d: token %" PRIu64 " granted to a "
-				    "down sent after %" PRIu64 " ended\n", n, v[j].token,
+				fprintf(stderr, "%s/%d: token %" PRIu64 " granted to a "
+				    "down sent after %" PRIu64 " ended\n", prefix, n, v[j].token,
 				    v[i].token);
 				bad++;
 			}
 		}
 	}
-	printf("cl/%d: %zu holds, at most %zu at once (limit %d)\n", n, cnt,
+	printf("%s/%d: %zu holds, at most %zu at once (limit %d)\n", prefix, n, cnt,
 	    maxact, limit);
 	free(ends);
 	return bad;
@@ -263,7 +271,7 @@ int main(int argc, char **argv)
 	int opt, bad = 0, n, late = 0;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:w:p:")) != -1) {
 		switch (opt) {
 		case 's': addrs = optarg; break;
 		case 'd': seconds = atoi(optarg); break;
@@ -273,12 +281,16 @@ int main(int argc, char **argv)
 		case 'L': lease_ms = atoi(optarg); break;
 		case 'q': quiet_end = atoi(optarg); break;
 		case 'f': done_file = optarg; break;
+		case 'w': start_file = optarg; break;
+		case 'p': prefix = optarg; break;
 		default: return 2;
 		}
 	}
 	if (addrs == NULL || nthreads < 1 || nthreads > MAX_THREADS ||
-	    nnames < 1 || nnames > MAX_NAMES || limit < 1) {
-		fprintf(stderr, "usage: cluster_load -s ADDRS -d SECONDS [-t N] [-n N] [-l N]\n");
+	    nnames < 1 || nnames > MAX_NAMES || limit < 1 ||
+	    strlen(prefix) > 16 || (start_file != NULL && done_file == NULL)) {
+		fprintf(stderr, "usage: cluster_load -s ADDRS -d SECONDS [-t N] [-n N] [-l N] "
+		    "[-L MS] [-q S] [-f FILE] [-w FILE] [-p PREFIX]\n");
 		return 2;
 	}
 	/* The names, with their limit (through whichever node leads). */
@@ -288,7 +300,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (n = 0; n < nnames; n++) {
-		snprintf(name, sizeof name, "cl/%d", n);
+		snprintf(name, sizeof name, "%s/%d", prefix, n);
 		if (semc_create(c, name, (uint32_t)limit, SEMC_MODE_OWNED, true) != 0) {
 			fprintf(stderr, "create %s: %s\n", name, semc_last_message());
 			return 2;
@@ -323,7 +335,11 @@ int main(int argc, char **argv)
 	 * then. -d seconds at the most.
 	 */
 	while (done_file != NULL && now_us() < atomic_load(&t_end)) {
+		if (start_file != NULL && atomic_load(&t_faults) == 0 &&
+		    access(start_file, F_OK) == 0)
+			atomic_store(&t_faults, now_us());
 		if (access(done_file, F_OK) == 0) {
+			atomic_store(&t_faults_end, now_us());
 			int64_t e = now_us() + (int64_t)lease_ms * 1000 +
 			    (int64_t)(10 + quiet_end) * 1000000;
 
@@ -356,9 +372,9 @@ int main(int argc, char **argv)
 	for (k = 0; k < total; k++) {
 		lost += holds[k].lost;
 		if (holds[k].silent) {
-			fprintf(stderr, "cl/%d: permit %" PRIu64 " (token %" PRIu64
+			fprintf(stderr, "%s/%d: permit %" PRIu64 " (token %" PRIu64
 			    ") gone at its up without a lost-hold report\n",
-			    holds[k].name, holds[k].permit, holds[k].token);
+			    prefix, holds[k].name, holds[k].permit, holds[k].token);
 			silent++;
 		}
 	}
@@ -377,6 +393,20 @@ int main(int argc, char **argv)
 		bad += check_name(n, v, cnt);
 		free(v);
 	}
+	if (start_file != NULL) {
+		int64_t a = atomic_load(&t_faults), b = atomic_load(&t_faults_end);
+		unsigned long in = 0;
+
+		if (a == 0 || b <= a) {
+			fprintf(stderr, "the fault window was not seen\n");
+			bad++;
+		} else {
+			for (k = 0; k < total; k++)
+				in += holds[k].start_us >= a && holds[k].start_us < b;
+			printf("fault window: %lu grants in %.1f s (%.1f/s)\n", in,
+			    (double)(b - a) / 1e6, (double)in * 1e6 / (double)(b - a));
+		}
+	}
 	printf("%d threads, %d s: %lu downs, %lu grants, %lu timeouts, %lu "
 	    "errors (%lu no reply), %lu holds reported lost, slowest down %.0f ms\n",
 	    nthreads, seconds, downs, grants, timeouts, errors, noreply, lost,
@@ -394,7 +424,7 @@ int main(int argc, char **argv)
 		if (slots > MAX_SLOTS)
 			slots = MAX_SLOTS;
 		for (n = 0; n < nnames; n++) {
-			fprintf(stderr, "cl/%d timeouts per %d s:", n, SLOT_S);
+			fprintf(stderr, "%s/%d timeouts per %d s:", prefix, n, SLOT_S);
 			for (k = 0; k < (size_t)slots; k++)
 				fprintf(stderr, " %u", atomic_load(&tmo_slots[n][k]));
 			fprintf(stderr, "\n");
