@@ -35,9 +35,9 @@ type Client struct {
 	mu     sync.RWMutex
 	closed atomic.Bool
 
-	wake         [2]int // a non-blocking pipe that wakes the poller
-	pollerDone   chan struct{}
-	closeOnce    sync.Once
+	wake       [2]int // a non-blocking pipe that wakes the poller
+	pollerDone chan struct{}
+	closeOnce  sync.Once
 
 	pmu       sync.Mutex
 	permits   map[permitKey]*Permit
@@ -56,12 +56,12 @@ type permitKey struct {
 type Option func(*dialConfig)
 
 type dialConfig struct {
-	lease      time.Duration
-	name       string
-	replyTTL   time.Duration
-	tls        bool
-	ca, cert   string
-	key        string
+	lease       time.Duration
+	name        string
+	replyTTL    time.Duration
+	tls         bool
+	ca, cert    string
+	key         string
 	noReconnect bool
 }
 
@@ -387,4 +387,3 @@ func (cl *call) abandon() (result, bool) {
 	cl.abandoned = true
 	return result{}, false
 }
-

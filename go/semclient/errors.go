@@ -64,30 +64,30 @@ func (c Code) String() string {
 // The sentinel errors, one per libsemclient code; an *Error matches the
 // one of its code with errors.Is.
 const (
-	ErrTimeout          Code = C.SEMC_E_TIMEOUT        // the acquire's deadline passed
-	ErrWouldBlock       Code = C.SEMC_E_WOULD_BLOCK    // TryAcquire: not free now
-	ErrNotFound         Code = C.SEMC_E_NOT_FOUND      // no such semaphore
-	ErrExists           Code = C.SEMC_E_EXISTS         // Create: it exists already
-	ErrNotHolder        Code = C.SEMC_E_NOT_HOLDER     // the permit is not ours
-	ErrPermissionDenied Code = C.SEMC_E_PERMISSION     // the ACL refuses it
-	ErrInvalid          Code = C.SEMC_E_INVALID        // the daemon refused the arguments
-	ErrExhausted        Code = C.SEMC_E_EXHAUSTED      // a daemon limit was reached
-	ErrCancelled        Code = C.SEMC_E_CANCELLED      // cancelled (or force-released)
-	ErrUnavailable      Code = C.SEMC_E_UNAVAILABLE    // shutting down, or no leader
-	ErrProtocol         Code = C.SEMC_E_PROTOCOL       // a malformed frame
-	ErrInternal         Code = C.SEMC_E_INTERNAL       // the daemon failed
+	ErrTimeout          Code = C.SEMC_E_TIMEOUT         // the acquire's deadline passed
+	ErrWouldBlock       Code = C.SEMC_E_WOULD_BLOCK     // TryAcquire: not free now
+	ErrNotFound         Code = C.SEMC_E_NOT_FOUND       // no such semaphore
+	ErrExists           Code = C.SEMC_E_EXISTS          // Create: it exists already
+	ErrNotHolder        Code = C.SEMC_E_NOT_HOLDER      // the permit is not ours
+	ErrPermissionDenied Code = C.SEMC_E_PERMISSION      // the ACL refuses it
+	ErrInvalid          Code = C.SEMC_E_INVALID         // the daemon refused the arguments
+	ErrExhausted        Code = C.SEMC_E_EXHAUSTED       // a daemon limit was reached
+	ErrCancelled        Code = C.SEMC_E_CANCELLED       // cancelled (or force-released)
+	ErrUnavailable      Code = C.SEMC_E_UNAVAILABLE     // shutting down, or no leader
+	ErrProtocol         Code = C.SEMC_E_PROTOCOL        // a malformed frame
+	ErrInternal         Code = C.SEMC_E_INTERNAL        // the daemon failed
 	ErrSessionExpired   Code = C.SEMC_E_SESSION_EXPIRED // the daemon ended the session
-	ErrDeadlock         Code = C.SEMC_E_DEADLOCK       // waiting would close a cycle
-	ErrConnect          Code = C.SEMC_E_CONNECT        // cannot connect
-	ErrDisconnected     Code = C.SEMC_E_DISCONNECTED   // the connection broke
-	ErrHoldLost         Code = C.SEMC_E_HOLD_LOST      // a hold was lost
-	ErrNoReply          Code = C.SEMC_E_NO_REPLY       // no answer in time
-	ErrNoMemory         Code = C.SEMC_E_NOMEM          // out of memory
-	ErrAddress          Code = C.SEMC_E_ADDRESS        // malformed address
-	ErrNotSupported     Code = C.SEMC_E_NOT_SUPPORTED  // not supported here
-	ErrTLS              Code = C.SEMC_E_TLS            // TLS setup or handshake
-	ErrSystem           Code = C.SEMC_E_SYSTEM         // a system call failed
-	ErrArgument         Code = C.SEMC_E_ARG            // a bad argument to the library
+	ErrDeadlock         Code = C.SEMC_E_DEADLOCK        // waiting would close a cycle
+	ErrConnect          Code = C.SEMC_E_CONNECT         // cannot connect
+	ErrDisconnected     Code = C.SEMC_E_DISCONNECTED    // the connection broke
+	ErrHoldLost         Code = C.SEMC_E_HOLD_LOST       // a hold was lost
+	ErrNoReply          Code = C.SEMC_E_NO_REPLY        // no answer in time
+	ErrNoMemory         Code = C.SEMC_E_NOMEM           // out of memory
+	ErrAddress          Code = C.SEMC_E_ADDRESS         // malformed address
+	ErrNotSupported     Code = C.SEMC_E_NOT_SUPPORTED   // not supported here
+	ErrTLS              Code = C.SEMC_E_TLS             // TLS setup or handshake
+	ErrSystem           Code = C.SEMC_E_SYSTEM          // a system call failed
+	ErrArgument         Code = C.SEMC_E_ARG             // a bad argument to the library
 	// ErrClosed is returned by calls on a closed Client and by calls
 	// that were pending when it closed.
 	ErrClosed Code = -1000

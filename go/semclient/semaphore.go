@@ -213,9 +213,10 @@ type Permit struct {
 	mu       sync.Mutex
 	released bool
 	lostErr  error
-	lost     chan struct{} // closed when lost
-	gone     chan struct{} // closed when lost or released
-	timer    *time.Timer   // detached: the client-side end of its lease
+	lost     chan struct{}        // closed when lost
+	gone     chan struct{}        // closed when lost or released
+	timer    *time.Timer          // detached: the client-side end of its lease
+	cancels  []context.CancelFunc // of Context's contexts
 }
 
 // file makes the Permit of g and tracks it for lost-hold events.
@@ -305,6 +306,10 @@ func (p *Permit) markLost(err error) {
 	if !p.released {
 		close(p.gone)
 	}
+	for _, f := range p.cancels {
+		f()
+	}
+	p.cancels = nil
 }
 
 // Name returns the semaphore's name.
@@ -341,20 +346,16 @@ func (p *Permit) Err() error {
 // the hold is lost (the moment Lost closes) or released, so that work can
 // be tied to the hold.
 func (p *Permit) Context(parent context.Context) context.Context {
-	ctx, cancel := context.WithCancel(parent)
-	select {
-	case <-p.gone:
-		cancel()
-		return ctx
-	default:
+	ctx, cancel := withCancel(parent) // cancel is kept for the end of the hold
+	p.mu.Lock()
+	ended := p.released || p.lostErr != nil
+	if !ended {
+		p.cancels = append(p.cancels, cancel)
 	}
-	go func() {
-		select {
-		case <-p.gone:
-		case <-ctx.Done():
-		}
+	p.mu.Unlock()
+	if ended {
 		cancel()
-	}()
+	}
 	return ctx
 }
 
@@ -374,7 +375,12 @@ func (p *Permit) Release() error {
 	if lostErr == nil {
 		close(p.gone)
 	}
+	cancels := p.cancels
+	p.cancels = nil
 	p.mu.Unlock()
+	for _, f := range cancels {
+		f()
+	}
 	c := p.c
 	c.pmu.Lock()
 	delete(c.permits, permitKey{p.g.Name, p.g.PermitID})
@@ -439,4 +445,10 @@ func (p *Permit) Renew(ctx context.Context, lease time.Duration) error {
 	}
 	p.armLease(sent, lease)
 	return nil
+}
+
+// withCancel is context.WithCancel, for a cancel function kept beyond the
+// caller (go vet's lostcancel check cannot follow it).
+func withCancel(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithCancel(parent)
 }
