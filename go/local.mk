@@ -8,4 +8,4 @@ EXTRA_DIST += go/semclient/go.mod go/semclient/shim.c go/semclient/shim.h \
 	go/semclient/cluster.go go/semclient/heap.go go/semclient/export_test.go \
 	go/semclient/daemon_test.go go/semclient/semclient_test.go \
 	go/semclient/durable_test.go go/semclient/example_test.go \
-	go/semclient/bench_test.go tests/go.sh
+	go/semclient/bench_test.go tests/go.sh doc/go.md
