@@ -1,0 +1,3 @@
+module semd/semclient
+
+go 1.19

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: BSD-2-Clause
+
+package semclient
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"time"
+	"unsafe"
+)
+
+// Mode is a semaphore's mode.
+type Mode int
+
+// The modes of a semaphore.
+const (
+	ModeOwned  Mode = C.SEMC_MODE_OWNED  // only a holder gives back, only what it holds
+	ModeSignal Mode = C.SEMC_MODE_SIGNAL // any client may give back, up to the limit
+	ModeRate   Mode = C.SEMC_MODE_RATE   // a token bucket: tokens are taken for good
+)
+
+// Holder is one hold of a semaphore, as Info lists it.
+type Holder struct {
+	PermitID  uint64
+	Token     uint64
+	N         int
+	Client    string
+	Host      string
+	PID       int
+	Principal string
+	Since     time.Time
+	Detached  bool
+	Expires   time.Time // zero: tied to a live connection
+}
+
+// Waiter is one request waiting in a semaphore's line, as Info lists it.
+type Waiter struct {
+	RequestID uint64
+	N         int
+	Client    string
+	Host      string
+	PID       int
+	Principal string
+	Since     time.Time
+	Deadline  time.Time // zero: none
+	Detached  bool
+}
+
+// Info describes a semaphore: its limit and what is free, its holders and
+// its waiters in line order (up to 10,000 of each; the totals count all).
+type Info struct {
+	Name         string
+	Limit        int
+	Available    int64 // negative after a shrinking SetLimit
+	Mode         Mode
+	AutoCreated  bool
+	LastToken    uint64
+	Holders      []Holder
+	Waiters      []Waiter
+	HoldersTotal int
+	WaitersTotal int
+}
+
+func unixMs(ms C.uint64_t) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(ms))
+}
+
+// Info describes the semaphore name.
+func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out *Info
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	err := c.blocking("info", name, func() C.int {
+		var ci *C.struct_semc_info
+		r := C.semc_info(c.h, cs, &ci)
+		if r != 0 {
+			return r
+		}
+		defer C.semc_info_free(ci)
+		out = &Info{Name: C.GoString(ci.name), Limit: int(ci.limit), Available: int64(ci.available),
+			Mode: Mode(ci.mode), AutoCreated: bool(ci.auto_created), LastToken: uint64(ci.last_token),
+			HoldersTotal: int(ci.holders_total), WaitersTotal: int(ci.waiters_total)}
+		if ci.n_holders > 0 {
+			for _, h := range unsafe.Slice(ci.holders, int(ci.n_holders)) {
+				out.Holders = append(out.Holders, Holder{PermitID: uint64(h.permit_id),
+					Token: uint64(h.token), N: int(h.n), Client: C.GoString(h.client_name),
+					Host: C.GoString(h.host), PID: int(h.pid), Principal: C.GoString(h.principal),
+					Since: unixMs(h.since_ms), Detached: bool(h.detached), Expires: unixMs(h.expires_ms)})
+			}
+		}
+		if ci.n_waiters > 0 {
+			for _, w := range unsafe.Slice(ci.waiters, int(ci.n_waiters)) {
+				out.Waiters = append(out.Waiters, Waiter{RequestID: uint64(w.request_id), N: int(w.n),
+					Client: C.GoString(w.client_name), Host: C.GoString(w.host), PID: int(w.pid),
+					Principal: C.GoString(w.principal), Since: unixMs(w.since_ms),
+					Deadline: unixMs(w.deadline_ms), Detached: bool(w.detached)})
+			}
+		}
+		return 0
+	})
+	return out, err
+}
+
+// Info describes the semaphore.
+func (s *Semaphore) Info(ctx context.Context) (*Info, error) { return s.c.Info(ctx, s.name) }
+
+// CreateOption configures Client.Create.
+type CreateOption func(*C.struct_semc_create_opts)
+
+// WithMode creates the semaphore in mode m (default ModeOwned).
+func WithMode(m Mode) CreateOption {
+	return func(o *C.struct_semc_create_opts) { o.mode = C.enum_semc_mode(m) }
+}
+
+// IfNotExists makes Create succeed when the name exists already.
+func IfNotExists() CreateOption {
+	return func(o *C.struct_semc_create_opts) { o.if_not_exists = true }
+}
+
+// WithInitial starts a ModeSignal semaphore with n free permits (0..limit;
+// by default all limit are free).
+func WithInitial(n int) CreateOption {
+	return func(o *C.struct_semc_create_opts) { o.initial_set, o.initial = true, C.uint32_t(n) }
+}
+
+// Create makes the semaphore name with limit permits (ErrExists when it
+// exists, unless IfNotExists).
+func (c *Client) Create(ctx context.Context, name string, limit int, opts ...CreateOption) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var o C.struct_semc_create_opts
+	o.limit = C.uint32_t(limit)
+	for _, f := range opts {
+		f(&o)
+	}
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return c.blocking("create", name, func() C.int { return C.semc_create_ex(c.h, cs, &o) })
+}
+
+// SetLimit changes the limit of name. Shrinking below what is held leaves
+// the holders alone: Available goes negative until they give back.
+func (c *Client) SetLimit(ctx context.Context, name string, limit int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return c.blocking("set-limit", name, func() C.int {
+		return C.semc_set_limit(c.h, cs, C.uint32_t(limit))
+	})
+}
+
+// Delete removes the semaphore name; with force, even while it is held or
+// waited for (its holders' permits are lost, its waiters cancelled).
+func (c *Client) Delete(ctx context.Context, name string, force bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return c.blocking("delete", name, func() C.int { return C.semc_delete(c.h, cs, C.bool(force)) })
+}
+
+// ForceRelease gives back someone else's permit (the admin right): its
+// holder's Permit reports it lost.
+func (c *Client) ForceRelease(ctx context.Context, name string, permitID uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return c.blocking("force-release", name, func() C.int {
+		return C.semc_release(c.h, cs, C.uint64_t(permitID), nil)
+	})
+}

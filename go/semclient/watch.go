@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: BSD-2-Clause
+
+package semclient
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// EventKind says what a watch's Event reports.
+type EventKind int
+
+// The kinds of watch events; EventGap is the package's own.
+const (
+	EventWait     EventKind = C.SEMC_WATCH_WAIT     // a request queued
+	EventGrant    EventKind = C.SEMC_WATCH_GRANT    // permits granted
+	EventRelease  EventKind = C.SEMC_WATCH_RELEASE  // permits given back
+	EventTimeout  EventKind = C.SEMC_WATCH_TIMEOUT  // a queued request's deadline passed
+	EventCancel   EventKind = C.SEMC_WATCH_CANCEL   // a queued request left without a grant
+	EventLimit    EventKind = C.SEMC_WATCH_LIMIT    // the limit changed
+	EventRate     EventKind = C.SEMC_WATCH_RATE     // the token bucket changed
+	EventCreate   EventKind = C.SEMC_WATCH_CREATE   // the name was created
+	EventDelete   EventKind = C.SEMC_WATCH_DELETE   // the name was deleted
+	EventDeadlock EventKind = C.SEMC_WATCH_DEADLOCK // a request was refused: deadlock
+	// EventGap says the connection was replaced (a reconnection or a
+	// failover) and the watch made again: events in between are missing.
+	EventGap EventKind = 100
+)
+
+// String names the kind: "wait", "grant", ..., "gap".
+func (k EventKind) String() string {
+	if k == EventGap {
+		return "gap"
+	}
+	return C.GoString(C.semc_watch_kind_name(C.enum_semc_watch_kind(k)))
+}
+
+// Event is one change of a watched semaphore, as the daemon reported it.
+type Event struct {
+	Name      string
+	Kind      EventKind
+	Time      time.Time // the daemon's clock
+	N         int
+	PermitID  uint64
+	Token     uint64
+	RequestID uint64
+	Principal string // "" when the watcher may not see who
+	Client    string
+	Host      string
+	PID       int
+	Holders   int // after the event
+	Waiters   int
+	Available int64
+	Limit     int
+	Reason    string
+}
+
+// watch is one Watch: the callback queues events, its goroutine hands
+// them to the channel.
+type watch struct {
+	c      *Client
+	key    uintptr
+	name   string
+	prefix bool
+
+	mu      sync.Mutex
+	queue   []Event
+	wake    chan struct{} // cap 1: events queued
+	rewatch chan struct{} // cap 1: the connection was replaced
+	stop    chan struct{} // closed by end()
+	once    sync.Once
+}
+
+func (w *watch) push(ev Event) {
+	w.mu.Lock()
+	w.queue = append(w.queue, ev)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watch) kick() {
+	select {
+	case w.rewatch <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watch) end() { w.once.Do(func() { close(w.stop) }) }
+
+// start asks the daemon for the watch and returns its id.
+func (w *watch) start() (int64, error) {
+	var id int64
+	cs := C.CString(w.name)
+	defer C.free(unsafe.Pointer(cs))
+	err := w.c.blocking("watch", w.name, func() C.int {
+		r := C.gsc_watch(w.c.h, cs, C.bool(w.prefix), C.uintptr_t(w.key))
+		if r < 0 {
+			return C.int(r)
+		}
+		id = int64(r)
+		return 0
+	})
+	return id, err
+}
+
+// Watch reports the events of the semaphore name on the returned
+// channel until ctx is done or the client closes; then the channel
+// closes. Events are queued without bound while the program does not
+// read them (the daemon is never kept waiting). After a reconnection the
+// watch is made again and an Event of kind EventGap comes first.
+func (c *Client) Watch(ctx context.Context, name string) (<-chan Event, error) {
+	return c.watch(ctx, name, false)
+}
+
+// WatchPrefix is Watch for every name that begins with prefix ("": all).
+func (c *Client) WatchPrefix(ctx context.Context, prefix string) (<-chan Event, error) {
+	return c.watch(ctx, prefix, true)
+}
+
+func (c *Client) watch(ctx context.Context, name string, prefix bool) (<-chan Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w := &watch{c: c, name: name, prefix: prefix, wake: make(chan struct{}, 1),
+		rewatch: make(chan struct{}, 1), stop: make(chan struct{})}
+	w.key = table.addWatch(w)
+	c.pmu.Lock()
+	c.watches[w.key] = w
+	c.pmu.Unlock()
+	id, err := w.start()
+	if err != nil {
+		c.pmu.Lock()
+		delete(c.watches, w.key)
+		c.pmu.Unlock()
+		table.dropWatch(w.key)
+		return nil, err
+	}
+	out := make(chan Event)
+	go w.run(ctx, id, out)
+	return out, nil
+}
+
+// run hands the queued events to out, makes the watch again after a
+// reconnection, and ends it when ctx is done or the client closes.
+func (w *watch) run(ctx context.Context, id int64, out chan<- Event) {
+	defer close(out)
+	defer func() {
+		w.c.pmu.Lock()
+		delete(w.c.watches, w.key)
+		w.c.pmu.Unlock()
+		if id > 0 {
+			_ = w.c.blocking("unwatch", w.name, func() C.int {
+				return C.semc_unwatch(w.c.h, C.uint64_t(id))
+			})
+		}
+		table.dropWatch(w.key)
+	}()
+	for {
+		w.mu.Lock()
+		var ev Event
+		have := len(w.queue) > 0
+		if have {
+			ev = w.queue[0]
+			w.queue[0] = Event{}
+			w.queue = w.queue[1:]
+		}
+		w.mu.Unlock()
+		if have {
+			select {
+			case out <- ev:
+				continue
+			case <-ctx.Done():
+				return
+			case <-w.stop:
+				id = 0
+				return
+			case <-w.rewatch:
+				w.mu.Lock()
+				w.queue = append([]Event{ev}, w.queue...)
+				w.mu.Unlock()
+				if !w.again(&id) {
+					return
+				}
+				continue
+			}
+		}
+		select {
+		case <-w.wake:
+		case <-ctx.Done():
+			return
+		case <-w.stop:
+			id = 0
+			return
+		case <-w.rewatch:
+			if !w.again(&id) {
+				return
+			}
+		}
+	}
+}
+
+// again makes the watch on the new connection and queues an EventGap.
+func (w *watch) again(id *int64) bool {
+	n, err := w.start()
+	if err != nil {
+		*id = 0
+		return false
+	}
+	*id = n
+	w.push(Event{Name: w.name, Kind: EventGap, Time: time.Now()})
+	return true
+}
