@@ -576,6 +576,23 @@ static inline bool wait_parks_away(const struct sm_wait *w,
 	return sem->mode == SEMD__MODE__SIGNAL || w->lease_ms > 0;
 }
 
+/*
+ * The first member in sem's line that is not parked, or NULL: the one the
+ * core serves next. Parked members keep their places but block nobody.
+ */
+static inline struct sm_member *sem_first_in_line(const struct sm_sem *sem)
+{
+	struct list_head *pos;
+	struct sm_member *m;
+
+	list_for_each(pos, &sem->waiters) {
+		m = list_entry(pos, struct sm_member, sem_entry);
+		if (!m->w.parked)
+			return m;
+	}
+	return NULL;
+}
+
 /* What a down wants of one name. */
 struct sm_want {
 	struct sm_sem	*sem;
@@ -690,7 +707,7 @@ void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
 void memo_answer(struct sm *sm, struct sm_client *c, struct sm_memo *m);
 void notice_lost(struct sm *sm, const struct sm_hold *h, int code,
     const char *why);
-void session_park(struct sm_session *s, bool away);
+void session_park(struct sm *sm, struct sm_session *s, bool away);
 void session_arm(struct sm *sm, struct sm_session *s);
 void session_expire(struct sm *sm, struct sm_session *s, uint64_t now);
 

@@ -91,8 +91,7 @@ static int check_rate(const struct sm *sm, const struct sm_sem *sem, char *err,
 	if (sem->mode == SEMD__MODE__RATE)
 		CHECK(sem->sem.count >= 0 && sem->held == 0 && sem->limit == 0,
 		    "%s: rate-only semaphore with holds, a limit or a debt", sem->name);
-	if (!list_empty(&sem->waiters))
-		head = list_first_entry(&sem->waiters, struct sm_member, sem_entry);
+	head = sem_first_in_line(sem);
 	if (head == NULL || whole >= head->n) {
 		CHECK(r->due.idx == SIZE_MAX, "%s: token timer armed with %s",
 		    sem->name, head ? "the tokens there" : "nobody waiting");

@@ -234,10 +234,13 @@ void sm_settle(struct sm *sm)
 	sm->settling = false;
 }
 
-/* Is sem free for n right now: nobody in line, n permits and tokens? */
+/*
+ * Is sem free for n right now: nobody in line but parked waiters (who block
+ * nobody), n permits and tokens?
+ */
 static bool want_free(struct sm *sm, struct sm_sem *sem, uint32_t n)
 {
-	return list_empty(&sem->waiters) && sema_count(&sem->sem) >= (long)n &&
+	return sem_first_in_line(sem) == NULL && sema_count(&sem->sem) >= (long)n &&
 	    tokens_ok(sm, sem, n);
 }
 

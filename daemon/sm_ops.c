@@ -108,7 +108,7 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	hr.durable = sm->cfg.durable;
 	REPLY_BODY(sm, c, id, HELLO, hello, &hr);
 	if (back)
-		session_park(s, false);	/* grants now go to c, after HelloReply */
+		session_park(sm, s, false);	/* grants now go to c, after HelloReply */
 	return SM_OK;
 }
 

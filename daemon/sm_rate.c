@@ -192,12 +192,13 @@ void rate_touch(struct sm *sm, struct sm_sem *sem)
 		list_add_tail(&sem->rate->touch_entry, &sm->rate_touched);
 }
 
-/* The first member in line on sem (names with a rate have no parked ones). */
+/*
+ * The member whose tokens the bucket waits for: the first in line that is
+ * not parked (a detached-hold down of a session that is away is passed over).
+ */
 static struct sm_member *rate_head(const struct sm_sem *sem)
 {
-	if (list_empty(&sem->waiters))
-		return NULL;
-	return list_first_entry(&sem->waiters, struct sm_member, sem_entry);
+	return sem_first_in_line(sem);
 }
 
 /*
@@ -329,9 +330,8 @@ void op_set_rate(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 					sema_gate(&sem->sem, &m->w, false);
 			}
 			/* A multi-name waiter first in line may need no more. */
-			if (!list_empty(&sem->waiters))
-				wait_offer(sm, list_first_entry(&sem->waiters,
-				    struct sm_member, sem_entry)->wait);
+			if ((m = sem_first_in_line(sem)) != NULL)
+				wait_offer(sm, m->wait);
 		}
 		watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_RATE, c);
 		reply_ok(sm, c, id);

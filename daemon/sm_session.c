@@ -95,7 +95,7 @@ void notice_lost(struct sm *sm, const struct sm_hold *h, int code,
  * Park (away) or unpark (back) the session's waiters whose grant would
  * reach nobody while it is away (wait_parks_away).
  */
-void session_park(struct sm_session *s, bool away)
+void session_park(struct sm *sm, struct sm_session *s, bool away)
 {
 	struct list_head *pos, *prev;
 	struct sm_wait *w;
@@ -110,9 +110,13 @@ void session_park(struct sm_session *s, bool away)
 	for (pos = s->waiters.prev; pos != &s->waiters; pos = prev) {
 		prev = pos->prev;
 		w = list_entry(pos, struct sm_wait, session_entry);
-		for (i = 0; i < w->nm; i++)
-			if (wait_parks_away(w, w->m[i].sem))
-				sema_park(&w->m[i].sem->sem, &w->m[i].w, away);
+		for (i = 0; i < w->nm; i++) {
+			if (!wait_parks_away(w, w->m[i].sem))
+				continue;
+			sema_park(&w->m[i].sem->sem, &w->m[i].w, away);
+			/* Its bucket may wait for another head now. */
+			rate_touch(sm, w->m[i].sem);
+		}
 	}
 }
 
@@ -206,7 +210,7 @@ static void session_detach(struct sm *sm, struct sm_session *s, bool death,
 		session_free(sm, s);
 		return;
 	}
-	session_park(s, true);
+	session_park(sm, s, true);
 }
 
 /* --- lifecycle --------------------------------------------------------- */

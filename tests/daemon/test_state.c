@@ -3357,6 +3357,49 @@ static void test_holds(void)
 	t_end(sm);
 }
 
+/*
+ * A detached-hold down of a session that is away is parked: it keeps its
+ * place and blocks nobody. A multi-name down (gated) arriving behind it
+ * while permits are free was queued and never offered, and a rate name's
+ * bucket waited for the parked head's tokens (test_replay seed 1151892897).
+ */
+static void test_issue_parked_head_blocks_nobody(void)
+{
+	static const char *const p1[] = { "p" };
+	static const uint32_t one[] = { 1 };
+	struct sm_client *h, *a, *b, *d;
+	struct sm *sm = t_start_checked(1000,
+	    "a parked detached down blocks nobody: a multi behind it is granted at once",
+	    NULL, "uid:9 uid:1/5000 uid:2 uid:3/5000", &h, &a, &b, &d);
+
+	t_created(sm, h, 1, 2, "p", 2, SEMD__MODE__OWNED);
+	t_held(sm, h, 1, 3, "p", 2);
+	t_down(sm, a, 2, "p", 1, -1, 60000);	/* a detached hold, waiting */
+	EXPECT(none(2, 2));
+	sm_client_close(sm, a, now);		/* away: parked in its place */
+	t_up(sm, h, 4, "p", 1, 0);
+	expect_code(1, 4, SEMD__CODE__OK);
+	EXPECT(none(2, 2));
+	t_multi(sm, b, 2, p1, one, 1, -1, 0);
+	multi_of(3, 2, p1, 1);
+	TEST_START("a parked detached down blocks nobody: a trydown behind it gets the permit");
+	t_up(sm, b, 3, "p", 1, 0);
+	expect_code(3, 3, SEMD__CODE__OK);
+	t_multi(sm, b, 4, p1, one, 1, 0, 0);
+	multi_of(3, 4, p1, 1);
+	TEST_START("a rate name's bucket waits for the first waiter not parked");
+	t_create_rate(sm, h, 5, "r", 2, 1, 1000, 1);	/* 1/s, burst 1, limit 2 */
+	expect_code(1, 5, SEMD__CODE__OK);
+	t_held(sm, h, 1, 6, "r", 1);		/* the token */
+	t_down(sm, d, 2, "r", 1, -1, 60000);	/* a detached hold, waiting */
+	sm_client_close(sm, d, now);		/* away: parked */
+	t_down(sm, b, 5, "r", 1, -1, 0);
+	EXPECT(none(3, 5));
+	t_tick(sm, now + 1000);			/* a token: to b, not the parked */
+	grant_of(3, 5);
+	t_end(sm);
+}
+
 int main(void)
 {
 	test_hello();
@@ -3397,6 +3440,7 @@ int main(void)
 	test_rate_model();
 	test_rate_billion();
 	test_multi();
+	test_issue_parked_head_blocks_nobody();
 	test_multi_snapshot();
 	test_deadlock();
 	test_watch();
