@@ -13,6 +13,17 @@ SEMD=${SEMD:-$top_builddir/semd}
 # Sanitizer builds: what libraft leaks on its way out of a damaged log.
 : "${LSAN_OPTIONS:=suppressions=$top_srcdir/tests/lsan.supp:print_suppressions=0}"
 export LSAN_OPTIONS
+# Debian's python3 (scripts/deps.sh installs it) before any version
+# manager's shim on the PATH, which can cost a second or more a start.
+if [ -x /usr/bin/python3 ]; then PATH=/usr/bin:$PATH; export PATH; fi
+# The built semctl itself, not libtool's wrapper script around it (which
+# costs a shell and ~0.2 s a call): the tests run it hundreds of times.
+if [ -z "${SEMCTL:-}" ] && [ -x "$top_builddir/.libs/semctl" ] &&
+    [ -d "$top_builddir/client/.libs" ]; then
+	SEMCTL=$top_builddir/.libs/semctl
+	LD_LIBRARY_PATH=$top_builddir/client/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export LD_LIBRARY_PATH
+fi
 SEMCTL=${SEMCTL:-$top_builddir/semctl}
 PROBE=${PROBE:-$top_builddir/tests/daemon/semd_probe}
 T=$(mktemp -d "${TMPDIR:-/tmp}/semd-test.XXXXXX")
