@@ -76,7 +76,8 @@ ok "detached: same principal releases it" has '^reply id=4 code=OK released=1' "
 ok "detached: free again" has '^reply id=5 code=OK permit=' "$T/d2.out"
 
 # n permits: a big request at the head is served before smaller later ones.
-$PROBE "$A" hello "create pool 3" "down pool n=2" "sleep 1500" "up pool n=2" "sleep 1500" >"$T/n1.out" 2>&1 &
+# The first holds until the test has looked (n1.go), not for a fixed time.
+$PROBE "$A" hello "create pool 3" "down pool n=2" "until $T/n1.go" "up pool n=2" "sleep 1500" >"$T/n1.out" 2>&1 &
 n1=$!
 ok "n-permit: first holds 2" t_wait_for 5 has '^reply id=3 code=OK permit=.* n=2' "$T/n1.out"
 $PROBE "$A" hello "down pool n=3 timeout=10000" "up pool n=3" >"$T/n2.out" 2>&1 &
@@ -87,6 +88,7 @@ n3=$!
 t_wait_for 5 waiting pool 2
 $PROBE "$A" hello "info pool" >"$T/n4.out"
 ok "n-permit: the 1-permit down waits behind the 3-permit one (no barging)" has 'available=1 .*waiters=2' "$T/n4.out"
+touch "$T/n1.go"
 wait "$n1" "$n2" "$n3"
 ok "n-permit: 3 granted" has '^reply id=2 code=OK permit=.* n=3' "$T/n2.out"
 ok "n-permit: then 1 granted" has '^reply id=2 code=OK permit=.* n=1' "$T/n3.out"
