@@ -32,7 +32,8 @@ bench: all
 noinst_PROGRAMS += failover-probe
 failover_probe_SOURCES = bench/failover-probe.c
 failover_probe_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
-EXTRA_DIST += bench/cluster-failover.py bench/cluster.sh bench/tls.sh
+EXTRA_DIST += bench/cluster-failover.py bench/cluster.sh bench/tls.sh \
+	bench/go-bench.sh bench/go-etcd/main.go
 
 # sm-deadlock: the deadlock search's cost with 100,000 waiters (the state
 # machine driven directly), for the README's figures.
