@@ -26,6 +26,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
+# shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 D=${D:-3}
 REPS=${REPS:-3}
@@ -83,8 +84,8 @@ printf '%-34s %10s %8s\n' "Go, 16 goroutines, 1 Client" "$G16" "$(ratio "$G16" "
 printf '%-34s %10s %8s\n' "Go, 16 Clients, 1 goroutine each" "$GC16" "$(ratio "$GC16" "$C16")"
 
 [ "$ETCD" = 1 ] || exit 0
-for b in etcd; do command -v "$b" >/dev/null ||
-	{ echo "go-bench: no $b (apt-get install etcd-server); ETCD=0 skips it" >&2; exit 1; }; done
+command -v etcd >/dev/null ||
+	{ echo "go-bench: no etcd (apt-get install etcd-server); ETCD=0 skips it" >&2; exit 1; }
 [ -d /usr/share/gocode/src/go.etcd.io/etcd/clientv3 ] ||
 	{ echo "go-bench: no clientv3 (apt-get install golang-etcd-server-dev); ETCD=0 skips it" >&2; exit 1; }
 mkdir -p "$T/gopath/src/goetcd"
