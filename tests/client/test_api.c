@@ -1162,7 +1162,11 @@ static void test_lost_push(void)
 	CHECK_EQ(SEMC_E_CANCELLED, ls.error);
 	CHECK_EQ(g.permit_id, ls.permit_id);
 
-	/* semctl run: exit 5 within 100 ms of the request, both ways */
+	/*
+	 * semctl run: exit 5 soon after the request, both ways: the command
+	 * gets SIGTERM at once, not after the 2 s grace (1 s apart from it,
+	 * whatever the load: 121 ms was seen under TSan at load 9)
+	 */
 	snprintf(started, sizeof started, "%s/push.started", D.dir);
 	for (k = 0; k < 2; k++) {
 		pid = run_start(D.unix_addr, "push/run", started);
@@ -1180,7 +1184,7 @@ static void test_lost_push(void)
 		rc = wait_exit(pid, 5000);
 		el = t_now_ms() - t0;
 		CHECK_EQ(5, rc);
-		CHECK(el <= 100, "%s ended semctl run after %lld ms (at most 100)",
+		CHECK(el <= 1000, "%s ended semctl run after %lld ms (at most 1000)",
 		      k == 0 ? "force-release" : "delete --force", el);
 		fprintf(stderr, "   %s: semctl run exited 5 after %lld ms\n",
 			k == 0 ? "force-release" : "delete --force", el);
