@@ -486,17 +486,18 @@ func TestClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := dial(t, shared.Unix)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := c.Semaphore(name+"-2", semclient.CreateLimit(1)).Acquire(ctx, 1)
-		errc <- err
-	}()
-	// A waiter on another name held by another client.
+	// A waiter on another name held by another client: the holder first
+	// (started together, c's waiter could take it and other would wait).
 	q, err := other.Semaphore(name+"-2", semclient.CreateLimit(1)).Acquire(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer q.Release()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Semaphore(name+"-2", semclient.CreateLimit(1)).Acquire(ctx, 1)
+		errc <- err
+	}()
 	waitFor(5*time.Second, func() bool {
 		info, err := other.Info(ctx, name+"-2")
 		return err == nil && info.WaitersTotal == 1
