@@ -30,16 +30,13 @@ start_node() {
 		--listen "tcp:127.0.0.1:$((base + 10 + i))" \
 		--election-timeout 300ms --acl "anonymous * all" $(ptls "$i") "$@"
 }
-field() {
-	"$SEMCTL" -s "${2:-$ADDRS}" --json cluster status 2>/dev/null |
-		sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
-}
+field() { t_field "$@"; }
 # leader_field NAME: as the leader sees it.
 leader_field() {
 	l=$(field leader_id)
 	[ -n "$l" ] && [ "$l" != 0 ] && field "$1" "tcp:127.0.0.1:$((base + 10 + l))"
 }
-has_leader() { l=$(field leader_id "${1:-}"); [ -n "$l" ] && [ "$l" != 0 ]; }
+has_leader() { t_has_leader "$@"; }
 members_are() {
 	[ "$("$SEMCTL" -s "$ADDRS" --json cluster status 2>/dev/null |
 		grep -o '"role"' | wc -l)" -eq "$1" ]
