@@ -72,15 +72,21 @@ func unixMs(ms C.uint64_t) time.Time {
 	return time.UnixMilli(int64(ms))
 }
 
-// Info describes the semaphore name.
-func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
+// named runs the blocking call f of op on name, given as a C string,
+// unless ctx is done already.
+func (c *Client) named(ctx context.Context, op, name string, f func(cs *C.char) C.int) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	var out *Info
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))
-	err := c.blocking("info", name, func() C.int {
+	return c.blocking(op, name, func() C.int { return f(cs) })
+}
+
+// Info describes the semaphore name.
+func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
+	var out *Info
+	err := c.named(ctx, "info", name, func(cs *C.char) C.int {
 		var ci *C.struct_semc_info
 		r := C.semc_info(c.h, cs, &ci)
 		if r != 0 {
@@ -136,28 +142,18 @@ func WithInitial(n int) CreateOption {
 // Create makes the semaphore name with limit permits (ErrExists when it
 // exists, unless IfNotExists).
 func (c *Client) Create(ctx context.Context, name string, limit int, opts ...CreateOption) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	var o C.struct_semc_create_opts
 	o.limit = C.uint32_t(limit)
 	for _, f := range opts {
 		f(&o)
 	}
-	cs := C.CString(name)
-	defer C.free(unsafe.Pointer(cs))
-	return c.blocking("create", name, func() C.int { return C.semc_create_ex(c.h, cs, &o) })
+	return c.named(ctx, "create", name, func(cs *C.char) C.int { return C.semc_create_ex(c.h, cs, &o) })
 }
 
 // SetLimit changes the limit of name. Shrinking below what is held leaves
 // the holders alone: Available goes negative until they give back.
 func (c *Client) SetLimit(ctx context.Context, name string, limit int) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	cs := C.CString(name)
-	defer C.free(unsafe.Pointer(cs))
-	return c.blocking("set-limit", name, func() C.int {
+	return c.named(ctx, "set-limit", name, func(cs *C.char) C.int {
 		return C.semc_set_limit(c.h, cs, C.uint32_t(limit))
 	})
 }
@@ -165,23 +161,13 @@ func (c *Client) SetLimit(ctx context.Context, name string, limit int) error {
 // Delete removes the semaphore name; with force, even while it is held or
 // waited for (its holders' permits are lost, its waiters cancelled).
 func (c *Client) Delete(ctx context.Context, name string, force bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	cs := C.CString(name)
-	defer C.free(unsafe.Pointer(cs))
-	return c.blocking("delete", name, func() C.int { return C.semc_delete(c.h, cs, C.bool(force)) })
+	return c.named(ctx, "delete", name, func(cs *C.char) C.int { return C.semc_delete(c.h, cs, C.bool(force)) })
 }
 
 // ForceRelease gives back someone else's permit (the admin right): its
 // holder's Permit reports it lost.
 func (c *Client) ForceRelease(ctx context.Context, name string, permitID uint64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	cs := C.CString(name)
-	defer C.free(unsafe.Pointer(cs))
-	return c.blocking("force-release", name, func() C.int {
+	return c.named(ctx, "force-release", name, func(cs *C.char) C.int {
 		return C.semc_release(c.h, cs, C.uint64_t(permitID), nil)
 	})
 }

@@ -51,13 +51,20 @@ func dial(tb testing.TB, addr string, opts ...semclient.Option) *semclient.Clien
 // uniq makes a name of its own for each test.
 func uniq(t testing.TB) string { return fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()) }
 
+// created makes a name of the test's own with limit permits, through c.
+func created(t testing.TB, ctx context.Context, c *semclient.Client, limit int) string {
+	t.Helper()
+	name := uniq(t)
+	if err := c.Create(ctx, name, limit); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
 func TestAcquireRelease(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	c := dial(t, shared.Unix)
-	name := uniq(t)
-	if err := c.Create(ctx, name, 2); err != nil {
-		t.Fatal(err)
-	}
+	name := created(t, ctx, c, 2)
 	if err := c.Create(ctx, name, 2); !errors.Is(err, semclient.ErrExists) {
 		t.Fatalf("second create: %v, want ErrExists", err)
 	}
@@ -144,10 +151,7 @@ func TestAcquireRelease(t *testing.T) {
 func TestCancelFreesWaiter(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	holder, waiter := dial(t, shared.Unix), dial(t, shared.TCP)
-	name := uniq(t)
-	if err := holder.Create(ctx, name, 1); err != nil {
-		t.Fatal(err)
-	}
+	name := created(t, ctx, holder, 1)
 	p, err := holder.Semaphore(name).Acquire(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -338,10 +342,7 @@ func TestClientSideLease(t *testing.T) {
 func TestWatch(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	c := dial(t, shared.Unix)
-	name := uniq(t)
-	if err := c.Create(ctx, name, 1); err != nil {
-		t.Fatal(err)
-	}
+	name := created(t, ctx, c, 1)
 	wctx, wcancel := context.WithCancel(ctx)
 	evs, err := c.Watch(wctx, name)
 	if err != nil {
@@ -551,10 +552,7 @@ func TestNoLeaks(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	c := dial(t, shared.Unix)
 	other := dial(t, shared.Unix)
-	name := uniq(t)
-	if err := c.Create(ctx, name, 1); err != nil {
-		t.Fatal(err)
-	}
+	name := created(t, ctx, c, 1)
 	s := c.Semaphore(name)
 	round := func() {
 		p, err := s.Acquire(ctx, 1)

@@ -17,35 +17,36 @@ type keyTable struct {
 var table = &keyTable{next: 1, calls: map[uintptr]*call{}, clients: map[uintptr]*Client{},
 	watches: map[uintptr]*watch{}}
 
-func (t *keyTable) add(c *Client) uintptr {
+// keyPut stores v under a new key of the table's one sequence; keyGet
+// and keyDrop read and remove it. The maps are the table's, under its mutex.
+func keyPut[T any](t *keyTable, m map[uintptr]T, v T) uintptr {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := t.next
 	t.next++
-	t.clients[k] = c
+	m[k] = v
 	return k
 }
 
-func (t *keyTable) client(k uintptr) *Client {
+func keyGet[T any](t *keyTable, m map[uintptr]T, k uintptr) T {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.clients[k]
+	return m[k]
 }
 
-func (t *keyTable) drop(k uintptr) {
+func keyDrop[T any](t *keyTable, m map[uintptr]T, k uintptr) {
 	t.mu.Lock()
-	delete(t.clients, k)
+	delete(m, k)
 	t.mu.Unlock()
 }
 
-func (t *keyTable) addCall(cl *call) uintptr {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k := t.next
-	t.next++
-	t.calls[k] = cl
-	return k
-}
+func (t *keyTable) add(c *Client) uintptr     { return keyPut(t, t.clients, c) }
+func (t *keyTable) client(k uintptr) *Client  { return keyGet(t, t.clients, k) }
+func (t *keyTable) drop(k uintptr)            { keyDrop(t, t.clients, k) }
+func (t *keyTable) addCall(cl *call) uintptr  { return keyPut(t, t.calls, cl) }
+func (t *keyTable) addWatch(w *watch) uintptr { return keyPut(t, t.watches, w) }
+func (t *keyTable) watch(k uintptr) *watch    { return keyGet(t, t.watches, k) }
+func (t *keyTable) dropWatch(k uintptr)       { keyDrop(t, t.watches, k) }
 
 // takeCall removes and returns the call of k (nil: none), and whether it
 // was abandoned.
@@ -58,27 +59,6 @@ func (t *keyTable) takeCall(k uintptr) (*call, bool) {
 	}
 	delete(t.calls, k)
 	return cl, cl.abandoned
-}
-
-func (t *keyTable) addWatch(w *watch) uintptr {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k := t.next
-	t.next++
-	t.watches[k] = w
-	return k
-}
-
-func (t *keyTable) watch(k uintptr) *watch {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.watches[k]
-}
-
-func (t *keyTable) dropWatch(k uintptr) {
-	t.mu.Lock()
-	delete(t.watches, k)
-	t.mu.Unlock()
 }
 
 // failClient completes every call of c still waiting (after semc_free(),

@@ -175,33 +175,28 @@ func (w *watch) run(ctx context.Context, id int64, out chan<- Event) {
 			w.queue = w.queue[1:]
 		}
 		w.mu.Unlock()
+		// With an event, wait to hand it over; without, for the next one.
+		var send chan<- Event
+		var wake <-chan struct{}
 		if have {
-			select {
-			case out <- ev:
-				continue
-			case <-ctx.Done():
-				return
-			case <-w.stop:
-				id = 0
-				return
-			case <-w.rewatch:
-				w.mu.Lock()
-				w.queue = append([]Event{ev}, w.queue...)
-				w.mu.Unlock()
-				if !w.again(&id) {
-					return
-				}
-				continue
-			}
+			send = out
+		} else {
+			wake = w.wake
 		}
 		select {
-		case <-w.wake:
+		case send <- ev:
+		case <-wake:
 		case <-ctx.Done():
 			return
 		case <-w.stop:
 			id = 0
 			return
 		case <-w.rewatch:
+			if have {
+				w.mu.Lock()
+				w.queue = append([]Event{ev}, w.queue...)
+				w.mu.Unlock()
+			}
 			if !w.again(&id) {
 				return
 			}
