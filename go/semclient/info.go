@@ -23,29 +23,31 @@ const (
 	ModeRate   Mode = C.SEMC_MODE_RATE   // a token bucket: tokens are taken for good
 )
 
-// Holder is one hold of a semaphore, as Info lists it.
-type Holder struct {
-	PermitID  uint64
-	Token     uint64
-	N         int
+// Who holds or waits: the client as it named itself in its handshake,
+// the principal the daemon knows it as, and since when.
+type Who struct {
 	Client    string
 	Host      string
 	PID       int
 	Principal string
 	Since     time.Time
-	Detached  bool
-	Expires   time.Time // zero: tied to a live connection
+}
+
+// Holder is one hold of a semaphore, as Info lists it.
+type Holder struct {
+	Who
+	PermitID uint64
+	Token    uint64
+	N        int
+	Detached bool
+	Expires  time.Time // zero: tied to a live connection
 }
 
 // Waiter is one request waiting in a semaphore's line, as Info lists it.
 type Waiter struct {
+	Who
 	RequestID uint64
 	N         int
-	Client    string
-	Host      string
-	PID       int
-	Principal string
-	Since     time.Time
 	Deadline  time.Time // zero: none
 	Detached  bool
 }
@@ -70,6 +72,12 @@ func unixMs(ms C.uint64_t) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(int64(ms))
+}
+
+// who makes a Who of the C strings and numbers of a holder or waiter.
+func who(client, host *C.char, pid C.uint32_t, principal *C.char, sinceMs C.uint64_t) Who {
+	return Who{Client: C.GoString(client), Host: C.GoString(host), PID: int(pid),
+		Principal: C.GoString(principal), Since: unixMs(sinceMs)}
 }
 
 // named runs the blocking call f of op on name, given as a C string,
@@ -99,16 +107,15 @@ func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
 		if ci.n_holders > 0 {
 			for _, h := range unsafe.Slice(ci.holders, int(ci.n_holders)) {
 				out.Holders = append(out.Holders, Holder{PermitID: uint64(h.permit_id),
-					Token: uint64(h.token), N: int(h.n), Client: C.GoString(h.client_name),
-					Host: C.GoString(h.host), PID: int(h.pid), Principal: C.GoString(h.principal),
-					Since: unixMs(h.since_ms), Detached: bool(h.detached), Expires: unixMs(h.expires_ms)})
+					Token: uint64(h.token), N: int(h.n),
+					Who:      who(h.client_name, h.host, h.pid, h.principal, h.since_ms),
+					Detached: bool(h.detached), Expires: unixMs(h.expires_ms)})
 			}
 		}
 		if ci.n_waiters > 0 {
 			for _, w := range unsafe.Slice(ci.waiters, int(ci.n_waiters)) {
 				out.Waiters = append(out.Waiters, Waiter{RequestID: uint64(w.request_id), N: int(w.n),
-					Client: C.GoString(w.client_name), Host: C.GoString(w.host), PID: int(w.pid),
-					Principal: C.GoString(w.principal), Since: unixMs(w.since_ms),
+					Who:      who(w.client_name, w.host, w.pid, w.principal, w.since_ms),
 					Deadline: unixMs(w.deadline_ms), Detached: bool(w.detached)})
 			}
 		}

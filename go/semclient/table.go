@@ -53,12 +53,19 @@ func (t *keyTable) dropWatch(k uintptr)       { keyDrop(t, t.watches, k) }
 func (t *keyTable) takeCall(k uintptr) (*call, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cl := t.calls[k]
-	if cl == nil {
-		return nil, false
+	if cl := t.takeLocked(k); cl != nil {
+		return cl, cl.abandoned
 	}
-	delete(t.calls, k)
-	return cl, cl.abandoned
+	return nil, false
+}
+
+// takeLocked removes and returns the call of k (nil: none), t.mu held.
+func (t *keyTable) takeLocked(k uintptr) *call {
+	cl := t.calls[k]
+	if cl != nil {
+		delete(t.calls, k)
+	}
+	return cl
 }
 
 // failClient completes every call of c still waiting (after semc_free(),
@@ -97,11 +104,10 @@ func (t *keyTable) callsOf(c *Client) int {
 func (t *keyTable) complete(k uintptr, r result) (*call, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cl := t.calls[k]
+	cl := t.takeLocked(k)
 	if cl == nil {
 		return nil, false
 	}
-	delete(t.calls, k)
 	if !cl.abandoned {
 		cl.ch <- r
 	}

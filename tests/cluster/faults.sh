@@ -8,12 +8,6 @@
 # only grow, no grant lost silently, every down answered, the clients go on.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 170
-unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
-LOAD=$top_builddir/tests/cluster/cluster_load
-command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
-# tests/run's distcheck stage: the check stage and the sanitizer stage run it
-[ -z "${SEMD_SKIP_FAULTS:-}" ] || { echo "SKIP: SEMD_SKIP_FAULTS"; exit 77; }
-
 . "$top_srcdir/tests/cluster/proxied.sh"
 # kill_leader DOWN [NOTE]: kill -9 the leader, restart it DOWN s later.
 kill_leader() {

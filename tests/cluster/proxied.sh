@@ -7,7 +7,14 @@
 # and C1..C3 (clients), BOOT and ADDRS; starts the proxy; defines
 # start_node I, leader (the leader's node id), has_leader, wait_leader and
 # pid_of I.
-# shellcheck disable=SC2034 # P*, C* and ADDRS are for the test
+# Skipped without python3, or with SEMD_SKIP_FAULTS (tests/run's distcheck
+# stage: the check and sanitizer stages run the fault tests). LOAD is the
+# clients' program.
+# shellcheck disable=SC2034 # P*, C*, ADDRS and LOAD are for the test
+command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
+[ -z "${SEMD_SKIP_FAULTS:-}" ] || { echo "SKIP: SEMD_SKIP_FAULTS"; exit 77; }
+unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
+LOAD=$top_builddir/tests/cluster/cluster_load
 base=$(t_port_base 14) || exit 1
 P1=$base; P2=$((base + 1)); P3=$((base + 2))
 C1=$((base + 11)); C2=$((base + 12)); C3=$((base + 13))
