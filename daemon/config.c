@@ -21,7 +21,7 @@
 enum cfg_type {
 	CFG_LISTEN, CFG_PATH, CFG_UINT, CFG_DURATION, CFG_LEVEL, CFG_MODE,
 	CFG_BOOL, CFG_GROUP, CFG_USER, CFG_AUTH, CFG_METRICS, CFG_NAMES,
-	CFG_ADMIN, CFG_STARTUPS, CFG_ACL
+	CFG_ADMIN, CFG_STARTUPS, CFG_ACL, CFG_LOGFMT
 };
 
 struct cfg_key {
@@ -40,6 +40,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "max-frame", CFG_UINT, OFF(max_frame), 64, FRAME_MAX_LIMIT },
 	{ "max-connections", CFG_UINT, OFF(max_connections), 1, 10000000 },
 	{ "log-level", CFG_LEVEL, OFF(log_level), 0, 0 },
+	{ "log-format", CFG_LOGFMT, OFF(log_format), 0, 0 },
 	{ "max-semaphores", CFG_UINT, OFF(max_semaphores), 1, UINT32_MAX },
 	{ "max-sessions", CFG_UINT, OFF(max_sessions), 1, UINT32_MAX },
 	{ "max-waiters-per-session", CFG_UINT, OFF(max_waiters_per_session), 1, UINT32_MAX },
@@ -415,6 +416,15 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 			return -EINVAL;
 		}
 		c->log_level = level;
+		return 0;
+	case CFG_LOGFMT:
+		level = log_parse_format(value);
+		if (level < 0) {
+			snprintf(err, errlen, "log-format '%s': use text or json",
+			    value);
+			return -EINVAL;
+		}
+		c->log_format = level;
 		return 0;
 	case CFG_UINT:
 		if (parse_u64(value, &v, &end) != 0 || *end != '\0') {

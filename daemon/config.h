@@ -35,6 +35,7 @@ struct semd_config {
 	uint32_t	max_frame;
 	uint32_t	max_connections;
 	int		log_level;
+	int		log_format;	/* LOG_FORMAT_TEXT or _JSON */
 	uint32_t	max_semaphores;
 	uint32_t	max_sessions;
 	uint32_t	max_waiters_per_session;

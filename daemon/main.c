@@ -51,6 +51,7 @@ static void usage(FILE *f)
 "      --max-frame BYTES     largest request frame (65536)\n"
 "      --max-connections N   clients served at once (10000)\n"
 "      --log-level LEVEL     least severe messages logged (info)\n"
+"      --log-format text|json  a log line as text or a JSON object (text)\n"
 "      --max-semaphores N, --max-sessions N, --max-waiters-per-session N,\n"
 "      --max-holds-per-session N, --max-output BYTES (per client),\n"
 "      --max-lease DURATION, --handshake-timeout DURATION (10s),\n"
@@ -175,7 +176,8 @@ int main(int argc, char **argv)
 	enum { OPT_BASE = 256 };
 	static const char *const keys[] = {
 		"listen", "ready-file", "default-limit", "max-frame",
-		"max-connections", "log-level", "max-semaphores", "max-sessions",
+		"max-connections", "log-level", "log-format", "max-semaphores",
+		"max-sessions",
 		"max-waiters-per-session", "max-holds-per-session", "max-lease",
 		"handshake-timeout", "idle-timeout", "max-output", "keepalive",
 		"threads", "frame-timeout",
@@ -268,6 +270,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_set_level(cfg.log_level);
+	log_set_format(cfg.log_format);
 	semd_raise_nofile(&cfg);
 	srv = server_new(&cfg, &conn_loop_ops, semd_reload, &args, &code);
 	if (srv == NULL) {

@@ -179,6 +179,12 @@ int server_config_reread(struct server *srv, struct semd_config *next)
 		    log_level_name(srv->cfg.log_level), log_level_name(nc.log_level));
 		log_set_level(nc.log_level);
 	}
+	if (nc.log_format != srv->cfg.log_format) {
+		log_notice("reload: log-format %s -> %s",
+		    log_format_name(srv->cfg.log_format),
+		    log_format_name(nc.log_format));
+		log_set_format(nc.log_format);
+	}
 	server_log_change("default-limit", srv->cfg.default_limit, nc.default_limit);
 	server_log_change("max-frame", srv->cfg.max_frame, nc.max_frame);
 	server_log_change("max-connections", srv->cfg.max_connections, nc.max_connections);
