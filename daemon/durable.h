@@ -76,6 +76,22 @@ void durable_counters(struct durable *d, struct sm_local_counters *out);
 bool durable_serving(struct durable *d);
 /* The leader as this node knows it: its id (0: none), its client address. */
 uint64_t durable_leader(struct durable *d, char *addr, size_t len);
+
+/* What readiness (/readyz) needs of the log: this node's view. */
+struct durable_health {
+	bool		cluster;	/* peers (node-id given), or one voter */
+	bool		serving;	/* the leader, serving clients */
+	bool		leader;		/* raft's state is leader (serving or not yet) */
+	uint64_t	node_id;
+	uint64_t	leader_id;	/* 0: no leader known */
+	bool		leader_addr;	/* its client address is known */
+	uint64_t	term;
+	uint64_t	applied;	/* the last entry applied here */
+	uint64_t	commit;		/* the highest commit index heard of */
+	uint64_t	snapshot;	/* the last snapshot a leader sent (0: none) */
+};
+/* Fill h (any thread; does not take the state lock). */
+void durable_health(struct durable *d, struct durable_health *h);
 /*
  * The cluster status as a Reply body (r->cluster, freed with
  * semd__cluster_status__free_unpacked); -ENOMEM.

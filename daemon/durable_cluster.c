@@ -411,6 +411,30 @@ uint64_t durable_leader(struct durable *d, char *addr, size_t len)
 	return id;
 }
 
+/*
+ * This node's view for readiness: the published status (as of the last
+ * poll, POLL_MS ago at most) and what the guard heard from a leader.
+ */
+void durable_health(struct durable *d, struct durable_health *h)
+{
+	uint64_t heard, snap;
+
+	memset(h, 0, sizeof *h);
+	raftguard_heard(&d->io, &heard, &snap);
+	h->cluster = d->cluster;
+	h->serving = durable_serving(d);
+	pthread_mutex_lock(&d->slock);
+	h->leader = d->st.state != NULL && strcmp(d->st.state, "leader") == 0;
+	h->node_id = d->id;
+	h->leader_id = d->st.leader_id;
+	h->leader_addr = d->st_leader[0] != '\0';
+	h->term = d->st.term;
+	h->applied = d->st.applied_index;
+	h->commit = d->st.commit_index > heard ? d->st.commit_index : heard;
+	pthread_mutex_unlock(&d->slock);
+	h->snapshot = snap;
+}
+
 /* Pack the cluster status into out (a Reply body); *buf holds it; free it. */
 int durable_status(struct durable *d, Semd__Reply *r, uint8_t **buf)
 {

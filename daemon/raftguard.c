@@ -4,6 +4,7 @@
  * libraft 0.15 again (see raftguard.h).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "daemon/raftguard.h"
@@ -13,6 +14,9 @@ struct guard {
 	int		(*start)(struct raft_io *io, unsigned msecs,
 	    raft_io_tick_cb tick, raft_io_recv_cb recv);
 	raft_io_recv_cb	recv;
+	/* Heard from a leader (raftguard_heard), read by any thread. */
+	_Atomic uint64_t leader_commit;
+	_Atomic uint64_t snapshot_index;
 };
 
 static struct guard guards[RAFTGUARD_MAX];
@@ -74,10 +78,24 @@ unsigned int raftguard_trim(const struct raft *r, struct raft_message *m)
 	return (unsigned int)k;
 }
 
+/* Remember the highest index a leader said in a message of type. */
+static void guard_heard(_Atomic uint64_t *at, uint64_t index)
+{
+	uint64_t cur = atomic_load_explicit(at, memory_order_relaxed);
+
+	while (index > cur && !atomic_compare_exchange_weak_explicit(at, &cur,
+	    index, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 static void guard_recv(struct raft_io *io, struct raft_message *m)
 {
 	struct guard *g = guard_of(io);
 
+	if (m->type == RAFT_IO_APPEND_ENTRIES)
+		guard_heard(&g->leader_commit, m->append_entries.leader_commit);
+	else if (m->type == RAFT_IO_INSTALL_SNAPSHOT)
+		guard_heard(&g->snapshot_index, m->install_snapshot.last_index);
 	if (io->data != NULL && raftguard_trim(io->data, m) > 0)
 		trimmed++;
 	g->recv(io, m);
@@ -102,6 +120,8 @@ int raftguard_install(struct raft_io *io)
 			guards[i].io = io;
 			guards[i].start = io->start;
 			guards[i].recv = NULL;
+			atomic_store(&guards[i].leader_commit, 0);
+			atomic_store(&guards[i].snapshot_index, 0);
 			io->start = guard_start;
 			rv = 0;
 			break;
@@ -124,4 +144,13 @@ void raftguard_remove(struct raft_io *io)
 unsigned long raftguard_trimmed(void)
 {
 	return trimmed;
+}
+
+void raftguard_heard(const struct raft_io *io, uint64_t *leader_commit,
+    uint64_t *snapshot_index)
+{
+	struct guard *g = guard_of(io);
+
+	*leader_commit = g != NULL ? atomic_load(&g->leader_commit) : 0;
+	*snapshot_index = g != NULL ? atomic_load(&g->snapshot_index) : 0;
 }

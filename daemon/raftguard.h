@@ -11,9 +11,17 @@
  * entries; the guard does it before raft sees the message: the entries up
  * to the follower's snapshot, committed and in the snapshot already, are
  * dropped and the message starts at the snapshot's last index.
+ *
+ * Since every message from a leader passes through it, the guard also
+ * remembers what a follower cannot ask libraft: the highest commit index a
+ * leader has told it (raft's own commit index on a follower stops at what
+ * the follower has stored), and the last snapshot a leader sent it, for
+ * readiness (/readyz: how far behind the leader a follower is).
  */
 #ifndef SEMD_RAFTGUARD_H
 #define SEMD_RAFTGUARD_H
+
+#include <stdint.h>
 
 #include <raft.h>
 
@@ -29,6 +37,14 @@ void raftguard_remove(struct raft_io *io);
 
 /* Messages trimmed so far, in this process. */
 unsigned long raftguard_trimmed(void);
+
+/*
+ * The highest leader commit index heard in an AppendEntries message, and
+ * the highest last index of an InstallSnapshot message, on a guarded io
+ * (0 when none yet). Any thread.
+ */
+void raftguard_heard(const struct raft_io *io, uint64_t *leader_commit,
+    uint64_t *snapshot_index);
 
 /*
  * Trim an AppendEntries message for raft r (exposed for tests): returns the
