@@ -68,6 +68,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "metrics-names", CFG_NAMES, 0, 0, 0 },
 	{ "metrics-max-connections", CFG_UINT, OFF(metrics_max_connections), 1, 10000 },
 	{ "metrics-timeout", CFG_DURATION, OFF(metrics_timeout_ms), 1, UINT32_MAX },
+	{ "ready-max-lag", CFG_UINT, OFF(ready_max_lag), 0, UINT32_MAX },
 	{ "admin", CFG_ADMIN, 0, 0, 0 },
 	{ "acl", CFG_ACL, 0, 0, 0 },
 	{ "data-dir", CFG_PATH, OFF(data_dir), 0, 0 },
@@ -108,6 +109,7 @@ void config_init(struct semd_config *c)
 	c->tls_per_source_startups = 8;
 	c->metrics_max_connections = 16;
 	c->metrics_timeout_ms = 10000;
+	c->ready_max_lag = 1000;
 	c->max_output = 4u << 20;
 	c->keepalive_s = 60;
 	c->tls_ticket_lifetime_s = 3600;

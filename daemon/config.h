@@ -81,6 +81,7 @@ struct semd_config {
 	uint32_t	metrics_timeout_ms;	/* to send a request, to read the page */
 	char		**metrics_names;	/* prefixes with per-name gauges */
 	size_t		nmetrics_names;
+	uint32_t	ready_max_lag;		/* /readyz: entries a follower may lag */
 };
 
 /* A key=value pair from the command line, kept to re-apply on reload. */

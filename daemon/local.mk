@@ -28,7 +28,7 @@ semd_SOURCES = daemon/main.c \
 	daemon/conn_reply.c daemon/conn.h daemon/conn-int.h \
 	daemon/xprt.c daemon/xprt.h \
 	daemon/alloccount.c daemon/fastpb.c daemon/fastpb.h \
-	daemon/metrics.c daemon/metrics.h \
+	daemon/metrics.c daemon/metrics.h daemon/health.c daemon/health.h \
 	daemon/listen.c daemon/listen.h daemon/log.c daemon/log.h \
 	daemon/config.c daemon/config.h \
 	daemon/access.c daemon/access.h daemon/tlsconf.c daemon/tlsconf.h \

@@ -87,11 +87,13 @@ static void usage(FILE *f)
 "                            (64:30:256)\n"
 "      --tls-per-source-max-startups N  handshakes from one address (8)\n"
 "      --metrics-listen ADDR  serve Prometheus metrics at tcp:HOST:PORT or\n"
-"                            unix:PATH, path /metrics\n"
+"                            unix:PATH, paths /metrics, /healthz, /readyz\n"
 "      --metrics-max-connections N  scrapers served at once (16)\n"
 "      --metrics-timeout DURATION  to send a request, to read the page (10s)\n"
 "      --metrics-names PREFIX  per-semaphore gauges for names with PREFIX\n"
 "                            (repeatable)\n"
+"      --ready-max-lag N     /readyz: entries a follower may be behind the\n"
+"                            leader and be ready (1000)\n"
 "  -t, --check-config        check the configuration and exit\n"
 "  -V, --version             print the version\n"
 "  -h, --help                print this help\n"
@@ -186,7 +188,7 @@ int main(int argc, char **argv)
 		"tls-ticket-lifetime", "tls-ticket-rotation",
 		"tls-max-startups", "tls-per-source-max-startups",
 		"metrics-listen", "metrics-names", "metrics-max-connections",
-		"metrics-timeout", "admin", "acl",
+		"metrics-timeout", "ready-max-lag", "admin", "acl",
 		"data-dir", "restart-grace", "snapshot-every",
 		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
 		"allow-insecure-peers", "election-timeout",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/metrics.c - the Prometheus text endpoint (exposition format 0.0.4).
+ * daemon/metrics.c - the Prometheus text endpoint (exposition format 0.0.4),
+ * and the health checks beside it (/healthz, /readyz: health.c decides).
  *
  * Every scrape renders the figures afresh from the state: the counters are
  * the state's own (struct sm_counters), so `semctl stats` and this page never
@@ -33,6 +34,7 @@
 
 #include "core/list.h"
 #include "daemon/durable.h"
+#include "daemon/health.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -261,6 +263,8 @@ out:
 	return r;
 }
 
+static bool metrics_ready(struct metrics *m, char *why, size_t len);
+
 /* Render the whole page into b. */
 static int metrics_render(struct metrics *m, struct evbuffer *b)
 {
@@ -270,6 +274,7 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	struct sm_counters k;
 	unsigned int i, j;
 	uint64_t dropped;
+	char why[256];
 
 	server_lock(worker_self);
 	sm_get_counters(m->srv->sm, &k);
@@ -299,6 +304,9 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	    "Time from a down to its grant (0 for an immediate grant).", &k.wait);
 	metrics_hist(b, "semd_hold_seconds",
 	    "Time from a grant to the release of the hold.", &k.hold);
+	metrics_one(b, "semd_ready", "gauge", "1 when /readyz answers 200 "
+	    "(this node takes clients), else 0.",
+	    metrics_ready(m, why, sizeof why));
 	if (m->srv->durable != NULL) {
 		struct sm_local_counters lc = { 0 };
 		char name[64];
@@ -351,10 +359,55 @@ static void metrics_error(struct metrics_conn *mc, int status,
 		evbuffer_free(b);
 }
 
+/* Ready for clients? (health.c decides) */
+static bool metrics_ready(struct metrics *m, char *why, size_t len)
+{
+	struct health_view v = { 0 };
+
+	v.stopping = m->srv->stopping;
+	v.durable = m->srv->durable != NULL;
+	v.max_lag = m->srv->cfg.ready_max_lag;
+	if (v.durable)
+		durable_health(m->srv->durable, &v.log);
+	return health_ready(&v, why, len);
+}
+
 /*
- * The request line of a complete request head: GET or HEAD of /metrics
- * (a query string is ignored), 404 for another path, 405 for another
- * method, 400 for anything that is not a request line.
+ * /healthz: the loop that serves this answered, so the process serves;
+ * /readyz: ready for clients (200) or not (503), with the reason. Plain
+ * text, one line.
+ */
+static void metrics_health(struct metrics_conn *mc, bool ready_check,
+    bool head)
+{
+	struct evbuffer *b = evbuffer_new();
+	char why[256];
+	bool ok = true;
+
+	if (ready_check)
+		ok = metrics_ready(mc->m, why, sizeof why);
+	else
+		snprintf(why, sizeof why, "ok: serving");
+	if (b == NULL) {
+		metrics_error(mc, 500, "Internal Server Error", head);
+		return;
+	}
+	evbuffer_add_printf(b, "%s\n", why);
+	metrics_answer(mc, ok ? 200 : 503, ok ? "OK" : "Service Unavailable",
+	    "text/plain; charset=utf-8", b, head);
+	evbuffer_free(b);
+}
+
+/* Is the path (without its query) p? */
+static bool metrics_path_is(const char *path, size_t plen, const char *p)
+{
+	return plen == strlen(p) && memcmp(path, p, plen) == 0;
+}
+
+/*
+ * The request line of a complete request head: GET or HEAD of /metrics,
+ * /healthz or /readyz (a query string is ignored), 404 for another path,
+ * 405 for another method, 400 for anything that is not a request line.
  */
 static void metrics_serve(struct metrics_conn *mc, const char *line, size_t len)
 {
@@ -379,8 +432,14 @@ static void metrics_serve(struct metrics_conn *mc, const char *line, size_t len)
 	plen = (size_t)(sp2 - path);
 	if (memchr(path, '?', plen) != NULL)
 		plen = (size_t)((const char *)memchr(path, '?', plen) - path);
-	if (plen != 8 || memcmp(path, "/metrics", 8) != 0) {
-		metrics_error(mc, 404, "Not Found (try /metrics)", head);
+	if (metrics_path_is(path, plen, "/healthz") ||
+	    metrics_path_is(path, plen, "/readyz")) {
+		metrics_health(mc, metrics_path_is(path, plen, "/readyz"), head);
+		return;
+	}
+	if (!metrics_path_is(path, plen, "/metrics")) {
+		metrics_error(mc, 404, "Not Found (try /metrics, /healthz or /readyz)",
+		    head);
 		return;
 	}
 	b = evbuffer_new();

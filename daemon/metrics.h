@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/metrics.h - the Prometheus text endpoint (GET /metrics).
+ * daemon/metrics.h - the Prometheus text endpoint (GET /metrics), and
+ * the health checks (GET /healthz, /readyz) on the same listener.
  *
  * A small HTTP server on the daemon's first event loop renders the state's
  * counters, gauges and histograms (sm_get_counters) and, for the semaphores

@@ -19,6 +19,13 @@ tests_daemon_test_replay_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_metrics_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_metrics_LDADD = $(STATE_TEST_LIBS)
 
+# test_health: readiness (/readyz) decided for every kind of node.
+check_PROGRAMS += tests/daemon/test_health
+TESTS += tests/daemon/test_health
+tests_daemon_test_health_SOURCES = tests/daemon/test_health.c daemon/health.c \
+	daemon/health.h
+tests_daemon_test_health_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+
 # test_hmap: the hash table and SipHash; test_ordidx: the ordered name index
 # against a sorted model.
 check_PROGRAMS += tests/daemon/test_hmap tests/daemon/test_ordidx
