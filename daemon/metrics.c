@@ -17,6 +17,9 @@
  * output per scraper. accept() failing for lack of descriptors pauses the
  * endpoint for a second instead of spinning, as the client listeners do.
  */
+#include <config.h>	/* autoconf's, not daemon/config.h */
+
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -24,8 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include <protobuf-c/protobuf-c.h>
 #include <event2/buffer.h>
@@ -52,6 +58,7 @@ struct metrics {
 	size_t			nconns;
 	uint64_t		refused;	/* over metrics-max-connections */
 	uint64_t		last_log_ms;
+	unsigned long long	btime;		/* boot time (/proc/stat), once read */
 };
 
 /* One scraper's connection: a request in, one page out, closed. */
@@ -265,6 +272,108 @@ out:
 
 static bool metrics_ready(struct metrics *m, char *why, size_t len);
 
+/* semd_build_info: the version, and those of the libraries it runs on. */
+static void metrics_build_info(struct evbuffer *b)
+{
+	metrics_head(b, "semd_build_info", "gauge", "The version of semd and of "
+	    "the libevent and OpenSSL it runs on, as labels; always 1.");
+	evbuffer_add_printf(b, "semd_build_info{version=\"");
+	metrics_label(b, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
+	evbuffer_add_printf(b, "\",libevent=\"");
+	metrics_label(b, event_get_version(), strlen(event_get_version()));
+	evbuffer_add_printf(b, "\",openssl=\"");
+	metrics_label(b, OpenSSL_version(OPENSSL_VERSION_STRING),
+	    strlen(OpenSSL_version(OPENSSL_VERSION_STRING)));
+	evbuffer_add_printf(b, "\"} 1\n");
+}
+
+/* The boot time in seconds since the epoch (/proc/stat's btime), or 0. */
+static unsigned long long metrics_btime(void)
+{
+	unsigned long long bt = 0;
+	char line[256];
+	FILE *f = fopen("/proc/stat", "re");
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "btime %llu", &bt) == 1)
+			break;
+	fclose(f);
+	return bt;
+}
+
+/* Descriptors open in this process, or -1. */
+static long metrics_open_fds(void)
+{
+	DIR *dp = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (dp == NULL)
+		return -1;
+	while ((e = readdir(dp)) != NULL)
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(dp))
+			n++;
+	closedir(dp);
+	return n;
+}
+
+/*
+ * The process families every Prometheus client library exports, read from
+ * /proc/self as they do: CPU time, memory, descriptors, start time. A
+ * family that cannot be read is left out rather than reported wrong.
+ */
+static void metrics_process(struct metrics *m, struct evbuffer *b)
+{
+	unsigned long long utime, stime, start, vsize;
+	long long rss;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE), fds;
+	struct rlimit rl;
+	char buf[1024], *p;
+	FILE *f;
+	size_t n;
+	int got = 0;
+
+	if ((f = fopen("/proc/self/stat", "re")) != NULL) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		/* Fields after the command name, which may hold anything. */
+		p = strrchr(buf, ')');
+		if (p != NULL)
+			got = sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u "
+			    "%*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %lld",
+			    &utime, &stime, &start, &vsize, &rss);
+	}
+	if (got == 5 && tck > 0 && page > 0) {
+		metrics_head(b, "process_cpu_seconds_total", "counter",
+		    "CPU time this process has used, user and system, in seconds.");
+		evbuffer_add_printf(b, "process_cpu_seconds_total %.3f\n",
+		    (double)(utime + stime) / (double)tck);
+		metrics_one(b, "process_virtual_memory_bytes", "gauge",
+		    "Size of this process' virtual address space in bytes.", vsize);
+		metrics_one(b, "process_resident_memory_bytes", "gauge",
+		    "Bytes of this process' memory resident in RAM.",
+		    rss > 0 ? (uint64_t)rss * (uint64_t)page : 0);
+		if (m->btime == 0)
+			m->btime = metrics_btime();
+		if (m->btime != 0) {
+			metrics_head(b, "process_start_time_seconds", "gauge",
+			    "When this process started, in seconds since the epoch.");
+			evbuffer_add_printf(b, "process_start_time_seconds %.2f\n",
+			    (double)m->btime + (double)start / (double)tck);
+		}
+	}
+	if ((fds = metrics_open_fds()) >= 0)
+		metrics_one(b, "process_open_fds", "gauge",
+		    "File descriptors this process has open.", (uint64_t)fds);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		metrics_one(b, "process_max_fds", "gauge", "The most file "
+		    "descriptors this process may open (RLIMIT_NOFILE).",
+		    (uint64_t)rl.rlim_cur);
+}
+
 /* Render the whole page into b. */
 static int metrics_render(struct metrics *m, struct evbuffer *b)
 {
@@ -307,6 +416,14 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	metrics_one(b, "semd_ready", "gauge", "1 when /readyz answers 200 "
 	    "(this node takes clients), else 0.",
 	    metrics_ready(m, why, sizeof why));
+	metrics_one(b, "semd_max_sessions", "gauge",
+	    "The max-sessions setting: sessions there may be at once.",
+	    m->srv->cfg.max_sessions);
+	metrics_one(b, "semd_max_connections", "gauge",
+	    "The max-connections setting: clients served at once.",
+	    m->srv->cfg.max_connections);
+	metrics_build_info(b);
+	metrics_process(m, b);
 	if (m->srv->durable != NULL) {
 		struct sm_local_counters lc = { 0 };
 		char name[64];

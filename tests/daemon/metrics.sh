@@ -116,6 +116,30 @@ ok "a fresh daemon's page parses" scrape "$T/s0.txt"
 expect_eq "no grants yet" 0 "$(value "$T/s0.txt" semd_grants_total)"
 expect_eq "the wait histogram starts empty" 0 "$(value "$T/s0.txt" semd_wait_seconds_count)"
 ok "memory in use is reported" test "$(value "$T/s0.txt" semd_memory_bytes)" -gt 0
+ver=$("$SEMD" --version | sed 's/^semd //')
+ok "semd_build_info names the version ($ver), libevent and OpenSSL" grep -q \
+	"^semd_build_info{version=\"$ver\",libevent=\"[0-9][^\"]*\",openssl=\"[0-9][^\"]*\"} 1\$" "$T/s0.txt"
+expect_eq "semd_max_sessions is the setting" 100000 "$(value "$T/s0.txt" semd_max_sessions)"
+expect_eq "semd_max_connections is the setting" 10000 "$(value "$T/s0.txt" semd_max_connections)"
+expect_eq "semd_ready" 1 "$(value "$T/s0.txt" semd_ready)"
+# The process families, against what /proc says of the daemon.
+fds=$(value "$T/s0.txt" process_open_fds)
+nfd=$(ls "/proc/$m_PID/fd" | wc -l)
+ok "process_open_fds ($fds) is the daemon's ($nfd, give or take the scrape's)" \
+	test "$fds" -ge $((nfd - 2)) -a "$fds" -le $((nfd + 2))
+expect_eq "process_max_fds is its soft RLIMIT_NOFILE" \
+	"$(awk '/^Max open files/ { print $4 }' "/proc/$m_PID/limits")" \
+	"$(value "$T/s0.txt" process_max_fds)"
+rss=$(value "$T/s0.txt" process_resident_memory_bytes)
+ok "resident memory ($rss) is about /proc's VmRSS" awk -v r="$rss" \
+	-v k="$(awk '/^VmRSS/ { print $2 }' "/proc/$m_PID/status")" \
+	'BEGIN { exit !(r > 0 && r >= k * 1024 / 2 && r <= k * 1024 * 2) }'
+ok "virtual memory is at least the resident" \
+	test "$(value "$T/s0.txt" process_virtual_memory_bytes)" -ge "$rss"
+ok "the start time is within the test's minutes" awk -v s="$(value "$T/s0.txt" process_start_time_seconds)" \
+	-v now="$(date +%s)" 'BEGIN { exit !(s > now - 600 && s < now + 5) }'
+ok "CPU seconds are counted" awk -v c="$(value "$T/s0.txt" process_cpu_seconds_total)" \
+	'BEGIN { exit !(c >= 0 && c < 600) }'
 expect_eq "404 for another path" 404 \
 	"$("$PY" "$T/scrape.py" --status "http://$m_METRICS/other")"
 expect_eq "404 below /metrics" 404 \
