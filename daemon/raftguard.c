@@ -5,7 +5,10 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/raftguard.h"
 
@@ -17,6 +20,22 @@ struct guard {
 	/* Heard from a leader (raftguard_heard), read by any thread. */
 	_Atomic uint64_t leader_commit;
 	_Atomic uint64_t snapshot_index;
+	/* Measured (raftguard_measure): the io's own calls, and what it did. */
+	int		(*append)(struct raft_io *io, struct raft_io_append *req,
+	    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb);
+	int		(*snapshot_put)(struct raft_io *io, unsigned trailing,
+	    struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
+	    raft_io_snapshot_put_cb cb);
+	_Atomic uint64_t append_bucket[RAFTGUARD_APPEND_BUCKETS];
+	_Atomic uint64_t append_sum_us;
+	_Atomic uint64_t snapshots;
+	_Atomic uint64_t snapshot_failures;
+};
+
+/* The upper bounds of the append buckets, in microseconds (then +Inf). */
+const uint32_t raftguard_append_le_us[RAFTGUARD_APPEND_BUCKETS - 1] = {
+	100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+	250000, 500000, 1000000, 2500000, 5000000,
 };
 
 static struct guard guards[RAFTGUARD_MAX];
@@ -122,6 +141,13 @@ int raftguard_install(struct raft_io *io)
 			guards[i].recv = NULL;
 			atomic_store(&guards[i].leader_commit, 0);
 			atomic_store(&guards[i].snapshot_index, 0);
+			guards[i].append = NULL;
+			guards[i].snapshot_put = NULL;
+			for (size_t k = 0; k < RAFTGUARD_APPEND_BUCKETS; k++)
+				atomic_store(&guards[i].append_bucket[k], 0);
+			atomic_store(&guards[i].append_sum_us, 0);
+			atomic_store(&guards[i].snapshots, 0);
+			atomic_store(&guards[i].snapshot_failures, 0);
 			io->start = guard_start;
 			rv = 0;
 			break;
@@ -136,6 +162,10 @@ void raftguard_remove(struct raft_io *io)
 	for (size_t i = 0; i < RAFTGUARD_MAX; i++)
 		if (guards[i].io == io) {
 			io->start = guards[i].start;
+			if (guards[i].append != NULL)
+				io->append = guards[i].append;
+			if (guards[i].snapshot_put != NULL)
+				io->snapshot_put = guards[i].snapshot_put;
 			memset(&guards[i], 0, sizeof guards[i]);
 		}
 	pthread_mutex_unlock(&guards_lock);
@@ -153,4 +183,141 @@ void raftguard_heard(const struct raft_io *io, uint64_t *leader_commit,
 
 	*leader_commit = g != NULL ? atomic_load(&g->leader_commit) : 0;
 	*snapshot_index = g != NULL ? atomic_load(&g->snapshot_index) : 0;
+}
+
+/* Microseconds of the monotonic clock. */
+static uint64_t guard_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/*
+ * An append on its way to the disk: the request the io sees is ours, so
+ * that its completion comes here first; raft's own is completed after.
+ */
+struct guard_append {
+	struct raft_io_append	req;
+	struct raft_io_append	*orig;
+	raft_io_append_cb	cb;
+	struct guard		*g;
+	uint64_t		t0_us;
+};
+
+static void guard_append_cb(struct raft_io_append *req, int status)
+{
+	struct guard_append *a = (struct guard_append *)(void *)
+	    ((char *)req - offsetof(struct guard_append, req));
+	struct raft_io_append *orig = a->orig;
+	raft_io_append_cb cb = a->cb;
+	uint64_t us = guard_now_us() - a->t0_us;
+	size_t i = 0;
+
+	if (status == 0) {
+		while (i < RAFTGUARD_APPEND_BUCKETS - 1 &&
+		    us > raftguard_append_le_us[i])
+			i++;
+		atomic_fetch_add(&a->g->append_bucket[i], 1);
+		atomic_fetch_add(&a->g->append_sum_us, us);
+	}
+	free(a);
+	cb(orig, status);
+}
+
+/* io->append, timed from the call to the completion (out of memory: not). */
+static int guard_append(struct raft_io *io, struct raft_io_append *req,
+    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct guard *g = guard_of(io);
+	struct guard_append *a = malloc(sizeof *a);
+	int rv;
+
+	if (a == NULL)
+		return g->append(io, req, entries, n, cb);
+	a->req.data = req->data;
+	a->orig = req;
+	a->cb = cb;
+	a->g = g;
+	a->t0_us = guard_now_us();
+	rv = g->append(io, &a->req, entries, n, guard_append_cb);
+	if (rv != 0)
+		free(a);
+	return rv;
+}
+
+/* A snapshot being written (one taken here, or one a leader sent). */
+struct guard_put {
+	struct raft_io_snapshot_put	req;
+	struct raft_io_snapshot_put	*orig;
+	raft_io_snapshot_put_cb		cb;
+	struct guard			*g;
+};
+
+static void guard_put_cb(struct raft_io_snapshot_put *req, int status)
+{
+	struct guard_put *p = (struct guard_put *)(void *)
+	    ((char *)req - offsetof(struct guard_put, req));
+	struct raft_io_snapshot_put *orig = p->orig;
+	raft_io_snapshot_put_cb cb = p->cb;
+
+	/* Cancelled (the io closing) is no failure of the disk's. */
+	if (status == 0)
+		atomic_fetch_add(&p->g->snapshots, 1);
+	else if (status != RAFT_CANCELED)
+		atomic_fetch_add(&p->g->snapshot_failures, 1);
+	free(p);
+	cb(orig, status);
+}
+
+/* io->snapshot_put, counted. */
+static int guard_snapshot_put(struct raft_io *io, unsigned trailing,
+    struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
+    raft_io_snapshot_put_cb cb)
+{
+	struct guard *g = guard_of(io);
+	struct guard_put *p = malloc(sizeof *p);
+	int rv;
+
+	if (p == NULL)		/* not counted, not changed */
+		return g->snapshot_put(io, trailing, req, snapshot, cb);
+	p->req.data = req->data;
+	p->orig = req;
+	p->cb = cb;
+	p->g = g;
+	rv = g->snapshot_put(io, trailing, &p->req, snapshot, guard_put_cb);
+	if (rv != 0) {
+		atomic_fetch_add(&g->snapshot_failures, 1);
+		free(p);
+	}
+	return rv;
+}
+
+int raftguard_measure(struct raft_io *io)
+{
+	struct guard *g = guard_of(io);
+
+	if (g == NULL)
+		return -1;
+	g->append = io->append;
+	g->snapshot_put = io->snapshot_put;
+	io->append = guard_append;
+	io->snapshot_put = guard_snapshot_put;
+	return 0;
+}
+
+void raftguard_stats(const struct raft_io *io, struct raftguard_stats *out)
+{
+	struct guard *g = guard_of(io);
+	size_t i;
+
+	memset(out, 0, sizeof *out);
+	if (g == NULL)
+		return;
+	for (i = 0; i < RAFTGUARD_APPEND_BUCKETS; i++)
+		out->append_bucket[i] = atomic_load(&g->append_bucket[i]);
+	out->append_sum_us = atomic_load(&g->append_sum_us);
+	out->snapshots = atomic_load(&g->snapshots);
+	out->snapshot_failures = atomic_load(&g->snapshot_failures);
 }

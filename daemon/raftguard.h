@@ -16,7 +16,10 @@
  * remembers what a follower cannot ask libraft: the highest commit index a
  * leader has told it (raft's own commit index on a follower stops at what
  * the follower has stored), and the last snapshot a leader sent it, for
- * readiness (/readyz: how far behind the leader a follower is).
+ * readiness (/readyz: how far behind the leader a follower is). And it
+ * can measure the io's disk work for the metrics (raftguard_measure): how
+ * long appends take to be written and fsynced, and how many snapshot
+ * writes succeed and fail.
  */
 #ifndef SEMD_RAFTGUARD_H
 #define SEMD_RAFTGUARD_H
@@ -37,6 +40,32 @@ void raftguard_remove(struct raft_io *io);
 
 /* Messages trimmed so far, in this process. */
 unsigned long raftguard_trimmed(void);
+
+/*
+ * Time the io's appends and count its snapshot writes (raftguard_stats).
+ * Call after raftguard_install(), before raft_start(); 0, or -1 when io is
+ * not guarded.
+ */
+int raftguard_measure(struct raft_io *io);
+
+/*
+ * Appends by duration: bucket i holds those that took at most
+ * raftguard_append_le_us[i] (and more than the bound before), the last
+ * bucket those above every bound; from the io->append call to its
+ * completion, the wait behind earlier writes included. Snapshots written
+ * (taken here, or installed from a leader), and those whose write failed
+ * (not counting a write cancelled by a close).
+ */
+#define RAFTGUARD_APPEND_BUCKETS	16
+extern const uint32_t raftguard_append_le_us[RAFTGUARD_APPEND_BUCKETS - 1];
+struct raftguard_stats {
+	uint64_t	append_bucket[RAFTGUARD_APPEND_BUCKETS];
+	uint64_t	append_sum_us;
+	uint64_t	snapshots;
+	uint64_t	snapshot_failures;
+};
+/* What a measured io did so far (zeros for another). Any thread. */
+void raftguard_stats(const struct raft_io *io, struct raftguard_stats *out);
 
 /*
  * The highest leader commit index heard in an AppendEntries message, and

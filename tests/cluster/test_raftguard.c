@@ -3,6 +3,11 @@
  * tests/cluster/test_raftguard.c - raftguard_trim: AppendEntries that reach
  * below a follower's snapshot start at the snapshot; others are untouched;
  * the memory of what is dropped is freed (run it under ASan or valgrind).
+ * And the guard on an io (a stand-in for raft_uv that completes requests
+ * when the test says): messages reach raft, the highest leader commit and
+ * snapshot heard are kept; appends are timed and reach raft's callback with
+ * raft's request; snapshot writes count as written, failed, or (cancelled)
+ * neither; the io's calls are given back on removal.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +50,160 @@ static void message(struct raft_message *m, raft_index prev, raft_term prev_term
 		a->entries[i].buf.len = 64;
 		a->entries[i].batch = batch;
 	}
+}
+
+/* The stand-in io: what the guard passed down, completed by the test. */
+static raft_io_recv_cb io_recv;
+static struct raft_io_append *io_append_req;
+static struct raft_io_snapshot_put *io_put_req;
+static int io_put_rv;
+
+static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
+    raft_io_recv_cb recv)
+{
+	(void)io;
+	(void)msecs;
+	(void)tick;
+	io_recv = recv;
+	return 0;
+}
+
+static int io_append(struct raft_io *io, struct raft_io_append *req,
+    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	(void)io;
+	(void)entries;
+	(void)n;
+	req->cb = cb;		/* as raft_uv does */
+	io_append_req = req;
+	return 0;
+}
+
+static int io_snapshot_put(struct raft_io *io, unsigned trailing,
+    struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
+    raft_io_snapshot_put_cb cb)
+{
+	(void)io;
+	(void)trailing;
+	(void)snapshot;
+	if (io_put_rv != 0)
+		return io_put_rv;
+	req->cb = cb;
+	io_put_req = req;
+	return 0;
+}
+
+/* What raft saw: messages, completions and their requests and statuses. */
+static int raft_msgs, raft_appended, raft_put;
+static int raft_status;
+static void *raft_req;
+
+static void raft_recv_cb(struct raft_io *io, struct raft_message *m)
+{
+	(void)io;
+	(void)m;
+	raft_msgs++;
+}
+
+static void raft_append_cb(struct raft_io_append *req, int status)
+{
+	raft_appended++;
+	raft_req = req;
+	raft_status = status;
+}
+
+static void raft_put_cb(struct raft_io_snapshot_put *req, int status)
+{
+	raft_put++;
+	raft_req = req;
+	raft_status = status;
+}
+
+/* The guard and the measures on the stand-in io. */
+static void test_io(void)
+{
+	struct raft_io io;
+	struct raft_message m;
+	struct raft_io_append ar;
+	struct raft_io_snapshot_put pr;
+	struct raftguard_stats st;
+	uint64_t commit, snap, n;
+	int before;
+
+	memset(&io, 0, sizeof io);
+	io.start = io_start;
+	io.append = io_append;
+	io.snapshot_put = io_snapshot_put;
+	CHECK(raftguard_install(&io) == 0);
+	CHECK(raftguard_measure(&io) == 0);
+	CHECK(io.append != io_append && io.snapshot_put != io_snapshot_put);
+	CHECK(io.start(&io, 100, NULL, raft_recv_cb) == 0);
+
+	/* Heard: the highest leader commit, the last snapshot sent. */
+	raftguard_heard(&io, &commit, &snap);
+	CHECK(commit == 0 && snap == 0);
+	memset(&m, 0, sizeof m);
+	m.type = RAFT_IO_APPEND_ENTRIES;
+	m.append_entries.leader_commit = 42;
+	io_recv(&io, &m);
+	m.append_entries.leader_commit = 40;	/* an older leader's, late */
+	io_recv(&io, &m);
+	memset(&m, 0, sizeof m);
+	m.type = RAFT_IO_INSTALL_SNAPSHOT;
+	m.install_snapshot.last_index = 77;
+	io_recv(&io, &m);
+	CHECK(raft_msgs == 3);
+	raftguard_heard(&io, &commit, &snap);
+	CHECK(commit == 42 && snap == 77);
+
+	/* An append: raft's callback gets raft's request, once, timed. */
+	memset(&ar, 0, sizeof ar);
+	ar.data = &ar;
+	CHECK(io.append(&io, &ar, NULL, 0, raft_append_cb) == 0);
+	CHECK(io_append_req != NULL && io_append_req != &ar);
+	CHECK(io_append_req->data == &ar);
+	CHECK(raft_appended == 0);
+	io_append_req->cb(io_append_req, 0);
+	CHECK(raft_appended == 1 && raft_req == &ar && raft_status == 0);
+	raftguard_stats(&io, &st);
+	n = 0;
+	for (int i = 0; i < RAFTGUARD_APPEND_BUCKETS; i++)
+		n += st.append_bucket[i];
+	CHECK(n == 1);
+	/* A failed append is passed on, not timed. */
+	CHECK(io.append(&io, &ar, NULL, 0, raft_append_cb) == 0);
+	io_append_req->cb(io_append_req, RAFT_IOERR);
+	CHECK(raft_appended == 2 && raft_status == RAFT_IOERR);
+	raftguard_stats(&io, &st);
+	n = 0;
+	for (int i = 0; i < RAFTGUARD_APPEND_BUCKETS; i++)
+		n += st.append_bucket[i];
+	CHECK(n == 1);
+
+	/* Snapshot writes: written, failed, cancelled, refused at once. */
+	memset(&pr, 0, sizeof pr);
+	CHECK(io.snapshot_put(&io, 4, &pr, NULL, raft_put_cb) == 0);
+	io_put_req->cb(io_put_req, 0);
+	CHECK(raft_put == 1 && raft_req == &pr && raft_status == 0);
+	CHECK(io.snapshot_put(&io, 4, &pr, NULL, raft_put_cb) == 0);
+	io_put_req->cb(io_put_req, RAFT_IOERR);
+	CHECK(raft_put == 2 && raft_status == RAFT_IOERR);
+	CHECK(io.snapshot_put(&io, 4, &pr, NULL, raft_put_cb) == 0);
+	io_put_req->cb(io_put_req, RAFT_CANCELED);
+	CHECK(raft_put == 3 && raft_status == RAFT_CANCELED);
+	io_put_rv = RAFT_NOSPACE;
+	before = raft_put;
+	CHECK(io.snapshot_put(&io, 0, &pr, NULL, raft_put_cb) == RAFT_NOSPACE);
+	CHECK(raft_put == before);
+	io_put_rv = 0;
+	raftguard_stats(&io, &st);
+	CHECK(st.snapshots == 1 && st.snapshot_failures == 2);
+
+	raftguard_remove(&io);
+	CHECK(io.start == io_start && io.append == io_append &&
+	    io.snapshot_put == io_snapshot_put);
+	raftguard_stats(&io, &st);
+	CHECK(st.snapshots == 0 && st.append_sum_us == 0);
 }
 
 /* What raft does with the message when done (entryBatchesDestroy). */
@@ -115,6 +274,8 @@ int main(void)
 	memset(&m, 0, sizeof m);
 	m.type = RAFT_IO_REQUEST_VOTE;
 	CHECK(raftguard_trim(&r, &m) == 0);
+
+	test_io();
 
 	if (failures == 0)
 		printf("test_raftguard: ok\n");
