@@ -522,8 +522,11 @@ int durable_start(struct durable **dp, const struct semd_config *cfg,
 		snprintf(err, errlen, "raft I/O on %s: %s", dir, d->io.errmsg);
 		return EX_CANTCREAT;
 	}
-	/* libraft 0.15 crashes on entries it compacted away: see raftguard.h. */
-	if (raftguard_install(&d->io) != 0) {
+	/*
+	 * libraft 0.15 crashes on entries it compacted away: see raftguard.h.
+	 * The guard also times the appends and counts the snapshots (metrics).
+	 */
+	if (raftguard_install(&d->io) != 0 || raftguard_measure(&d->io) != 0) {
 		snprintf(err, errlen, "raft I/O: too many logs in one process");
 		raft_uv_close(&d->io);
 		return EX_SOFTWARE;

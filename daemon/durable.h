@@ -92,6 +92,9 @@ struct durable_health {
 };
 /* Fill h (any thread; does not take the state lock). */
 void durable_health(struct durable *d, struct durable_health *h);
+struct raftguard_stats;
+/* The log's disk work: appends timed, snapshots written (any thread). */
+void durable_io_stats(struct durable *d, struct raftguard_stats *out);
 /*
  * The cluster status as a Reply body (r->cluster, freed with
  * semd__cluster_status__free_unpacked); -ENOMEM.

@@ -435,6 +435,12 @@ void durable_health(struct durable *d, struct durable_health *h)
 	h->snapshot = snap;
 }
 
+/* The log's disk work, as the guard measured it. */
+void durable_io_stats(struct durable *d, struct raftguard_stats *out)
+{
+	raftguard_stats(&d->io, out);
+}
+
 /* Pack the cluster status into out (a Reply body); *buf holds it; free it. */
 int durable_status(struct durable *d, Semd__Reply *r, uint8_t **buf)
 {

@@ -44,6 +44,7 @@
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/raftguard.h"
 #include "daemon/server.h"
 
 #define METRICS_MAX_HEADERS	8192
@@ -272,6 +273,52 @@ out:
 
 static bool metrics_ready(struct metrics *m, char *why, size_t len);
 
+/* Microseconds as seconds, exactly, without trailing zeros ("0.00025"). */
+static void metrics_us(struct evbuffer *b, uint64_t us)
+{
+	char frac[8];
+	int n;
+
+	evbuffer_add_printf(b, "%" PRIu64, us / 1000000);
+	if (us % 1000000 == 0)
+		return;
+	n = snprintf(frac, sizeof frac, "%06u", (unsigned int)(us % 1000000));
+	while (n > 0 && frac[n - 1] == '0')
+		frac[--n] = '\0';
+	evbuffer_add_printf(b, ".%s", frac);
+}
+
+/* The log's disk work (--data-dir): append times, snapshots written. */
+static void metrics_log_io(struct metrics *m, struct evbuffer *b)
+{
+	struct raftguard_stats st;
+	uint64_t cum = 0;
+	unsigned int i;
+
+	durable_io_stats(m->srv->durable, &st);
+	metrics_head(b, "semd_log_append_seconds", "histogram", "Time the log "
+	    "took to write and fsync an append of entries, from libraft's "
+	    "request to its completion.");
+	for (i = 0; i < RAFTGUARD_APPEND_BUCKETS - 1; i++) {
+		cum += st.append_bucket[i];
+		evbuffer_add_printf(b, "semd_log_append_seconds_bucket{le=\"");
+		metrics_us(b, raftguard_append_le_us[i]);
+		evbuffer_add_printf(b, "\"} %" PRIu64 "\n", cum);
+	}
+	cum += st.append_bucket[RAFTGUARD_APPEND_BUCKETS - 1];
+	evbuffer_add_printf(b, "semd_log_append_seconds_bucket{le=\"+Inf\"} %"
+	    PRIu64 "\nsemd_log_append_seconds_sum ", cum);
+	metrics_us(b, st.append_sum_us);
+	evbuffer_add_printf(b, "\nsemd_log_append_seconds_count %" PRIu64 "\n",
+	    cum);
+	metrics_one(b, "semd_snapshots_total", "counter", "Snapshots of the "
+	    "state this node wrote (taken, or installed from the leader).",
+	    st.snapshots);
+	metrics_one(b, "semd_snapshot_failures_total", "counter", "Snapshot "
+	    "writes that failed (the disk full, say); the log keeps growing "
+	    "until one succeeds.", st.snapshot_failures);
+}
+
 /* semd_build_info: the version, and those of the libraries it runs on. */
 static void metrics_build_info(struct evbuffer *b)
 {
@@ -435,6 +482,7 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 			metrics_one(b, name, "gauge", "This node's view of the raft log "
 			    "(semctl cluster status).", lc.value[i]);
 		}
+		metrics_log_io(m, b);
 	}
 	return metrics_sems(m, b);
 }
