@@ -71,6 +71,18 @@ t_wait_for() {
 	return 1
 }
 
+# t_wait_secs SECONDS CMD... : poll CMD every 0.2 s until it succeeds, for
+# at most SECONDS of wall-clock time (t_wait_for counts tries, which a
+# CMD that takes a while itself, a python3 client say, stretches).
+t_wait_secs() {
+	t_end=$(( $(date +%s) + $1 )); shift
+	while :; do
+		if "$@" 2>/dev/null; then return 0; fi
+		[ "$(date +%s)" -lt "$t_end" ] || return 1
+		sleep 0.2
+	done
+}
+
 # start_semd NAME [ARGS...]: start a daemon listening on $T/NAME.sock and
 # tcp:127.0.0.1:0; sets NAME_PID, NAME_UNIX (unix:PATH), NAME_TCP
 # (tcp:HOST:PORT) from its ready file. Log in $T/NAME.log.

@@ -95,9 +95,9 @@ a_leader() {
 }
 # has_leader I...: one of nodes I... is ready as the leader.
 has_leader() { a_leader "$@" >/dev/null; }
-ok "a leader is elected and says it is ready" t_wait_for 15 has_leader 1 2 3
+ok "a leader is elected and says it is ready" t_wait_secs 15 has_leader 1 2 3
 L=$(a_leader 1 2 3)
-ok "the followers are ready under it (node $L)" t_wait_for 10 all_ready_under "$L" 1 2 3
+ok "the followers are ready under it (node $L)" t_wait_secs 10 all_ready_under "$L" 1 2 3
 ok "a node waiting to be added is alive" says "http://$M4/healthz" "200 ok: serving"
 expect_eq "... and not ready" "503 not ready: no leader known (an election under way, or no quorum)" \
 	"$(get "http://$M4/readyz")"
@@ -108,7 +108,7 @@ kill -STOP "$lp"
 others=$(for n in 1 2 3; do [ "$n" = "$L" ] || printf '%s ' "$n"; done)
 # shellcheck disable=SC2086 # two node numbers
 new_leader() { l=$(a_leader $others) && [ "$l" != "$L" ] && all_ready_under "$l" $others; }
-ok "the leader stopped: the others are ready under a new leader" t_wait_for 15 new_leader
+ok "the leader stopped: the others are ready under a new leader" t_wait_secs 15 new_leader
 # shellcheck disable=SC2086
 L2=$(a_leader $others)
 last=$(for n in $others; do [ "$n" = "$L2" ] || echo "$n"; done)
@@ -116,7 +116,7 @@ eval "lp2=\$N$L2"
 eval "ML=\$M$last"
 kill -STOP "$lp2"
 ok "a second node stopped: the last one is not ready (no leader known)" \
-	t_wait_for 15 says "http://$ML/readyz" "503 not ready: no leader known"
+	t_wait_secs 15 says "http://$ML/readyz" "503 not ready: no leader known"
 ok "... but alive" says "http://$ML/healthz" "200 ok: serving"
 expect_eq "... and its semd_ready gauge says 0" 0 "$(ready_gauge "$ML")"
 kill -CONT "$lp" "$lp2"
@@ -125,6 +125,6 @@ all_ready() {
 	for ld in 1 2 3; do all_ready_under "$ld" 1 2 3 && return 0; done
 	return 1
 }
-ok "both continued: all three ready under one leader" t_wait_for 20 all_ready
+ok "both continued: all three ready under one leader" t_wait_secs 20 all_ready
 expect_eq "... and the last node's semd_ready gauge says 1" 1 "$(ready_gauge "$ML")"
 t_done

@@ -36,18 +36,18 @@ expect_eq "no snapshot yet" 0 "$(sample "$M" semd_snapshots_total)"
 ops 100
 ok "200 downs and ups served" test "$(grep -c '^reply id=.* code=OK' "$T/ops.out")" -gt 200
 ok "semd_log_append_seconds counts their appends (at least one each)" \
-	t_wait_for 5 at_least semd_log_append_seconds_count $((a0 + 200))
+	t_wait_secs 5 at_least semd_log_append_seconds_count $((a0 + 200))
 ok "the +Inf bucket is the count" test "$(sample "$M" 'semd_log_append_seconds_bucket{le="+Inf"}')" = \
 	"$(sample "$M" semd_log_append_seconds_count)"
 ok "the sum is some time and under a minute" awk -v s="$(sample "$M" semd_log_append_seconds_sum)" \
 	'BEGIN { exit !(s > 0 && s < 60) }'
 ok "snapshot-every 64: snapshots are written and counted" \
-	t_wait_for 10 at_least semd_snapshots_total 2
+	t_wait_secs 10 at_least semd_snapshots_total 2
 # as_logged: as many snapshots counted as the log says were taken.
 as_logged() {
 	[ "$(sample "$M" semd_snapshots_total)" = "$(grep -c 'log: snapshot of .* taken' "$T/d.log")" ]
 }
-ok "... as many as the log says it took" t_wait_for 10 as_logged
+ok "... as many as the log says it took" t_wait_secs 10 as_logged
 expect_eq "none failed" 0 "$(sample "$M" semd_snapshot_failures_total)"
 
 start_semd m --metrics-listen tcp:127.0.0.1:0 || exit 1
