@@ -73,7 +73,8 @@ echo "== package contents"
 expect semd /usr/sbin/semd /usr/bin/semd-benchmark \
 	/lib/systemd/system/semd.socket /lib/systemd/system/semd.service \
 	/etc/semd/semd.conf /usr/share/man/man8/semd.8.gz /usr/share/man/man5/semd.conf.5.gz \
-	/usr/share/man/man1/semd-benchmark.1.gz
+	/usr/share/man/man1/semd-benchmark.1.gz \
+	/usr/share/semd/prometheus/semd-rules.yml /usr/share/semd/grafana/semd-dashboard.json
 expect semctl /usr/bin/semctl /usr/share/man/man1/semctl.1.gz \
 	/usr/share/bash-completion/completions/semctl
 expect libsemclient1 "/usr/lib/$ma/libsemclient.so.1" "/usr/lib/$ma/libsemclient.so.1.*"

@@ -8,6 +8,13 @@ systemdunitdir = $(systemdsystemunitdir)
 semdconfdir = $(sysconfdir)/semd
 semdconf_DATA = packaging/semd.conf
 
+# Monitoring: the Prometheus alerting rules and the Grafana dashboard, in
+# $(datadir)/semd (semd(8), MONITORING).
+semdpromdir = $(pkgdatadir)/prometheus
+dist_semdprom_DATA = packaging/prometheus/semd-rules.yml
+semdgrafanadir = $(pkgdatadir)/grafana
+dist_semdgrafana_DATA = packaging/grafana/semd-dashboard.json
+
 # The example is installed as the real configuration: every key commented out
 # with its default, so an untouched file changes nothing.
 packaging/semd.conf: packaging/semd.conf.example
@@ -47,11 +54,13 @@ EXTRA_DIST += \
 	packaging/tests/nspawn-inside.sh \
 	packaging/tests/man-lint.sh \
 	packaging/tests/docs-match.sh \
-	packaging/tests/socket-activate.sh
+	packaging/tests/socket-activate.sh \
+	packaging/tests/prometheus-rules.sh \
+	packaging/tests/semd-rules.test.yml
 
 TESTS += packaging/tests/units-verify.sh packaging/tests/install.sh \
 	packaging/tests/man-lint.sh packaging/tests/docs-match.sh \
-	packaging/tests/socket-activate.sh
+	packaging/tests/socket-activate.sh packaging/tests/prometheus-rules.sh
 
 # Print the installation directories, fully expanded, for packaging/tests/install.sh.
 packaging-print-dirs:

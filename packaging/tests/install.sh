@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # packaging/tests/install.sh - `make install DESTDIR=...` puts every piece in
 # its usual place: programs, the client library (shared, with its SONAME
-# link), header, pkg-config file, man pages, systemd units and the example
-# configuration; and `make uninstall` takes them all away again.
+# link), header, pkg-config file, man pages, systemd units, the example
+# configuration, the Prometheus rules and the Grafana dashboard; and `make
+# uninstall` takes them all away again.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 300
 
@@ -35,6 +36,8 @@ has_exec "client" "$bindir/semctl"
 has "semctl(1)" "$mandir/man1/semctl.1"
 has "semctl's bash completion" "$datadir/bash-completion/completions/semctl"
 has "semclient(3)" "$mandir/man3/semclient.3"
+has "Prometheus alerting rules" "$datadir/semd/prometheus/semd-rules.yml"
+has "Grafana dashboard" "$datadir/semd/grafana/semd-dashboard.json"
 
 has "shared library link" "$libdir/libsemclient.so"
 soname=$(objdump -p "$D$libdir/libsemclient.so" 2>/dev/null | sed -n 's/^ *SONAME *//p')
