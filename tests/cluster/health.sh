@@ -58,19 +58,13 @@ ok "one voter: /readyz once loaded" says "http://$M/readyz" "200 ready: log load
 
 # A cluster, and a fourth node waiting to be added.
 t_cluster3 15 || exit 1
-start_node() {
-	sn=$1; shift
-	t_start_node "$sn" --data-dir "$T/d$sn" --node-id "$sn" \
-		--peer-listen "tcp:127.0.0.1:$((base + sn))" \
-		--listen "tcp:127.0.0.1:$((base + 10 + sn))" \
-		--metrics-listen tcp:127.0.0.1:0 --acl "anonymous * all" "$@"
-}
 # (t_wait_for counts in i: the loops here have names of their own.)
 for n in 1 2 3; do
-	start_node "$n" --bootstrap "$BOOT" || { echo "node $n did not start"; exit 1; }
+	t_node3 "$n" --metrics-listen tcp:127.0.0.1:0 --bootstrap "$BOOT" ||
+		{ echo "node $n did not start"; exit 1; }
 	eval "M$n=\$(metrics_of \"\$T/r$n\")"
 done
-start_node 4 || { echo "node 4 did not start"; exit 1; }
+t_node3 4 --metrics-listen tcp:127.0.0.1:0 || { echo "node 4 did not start"; exit 1; }
 M4=$(metrics_of "$T/r4")
 
 # leader_of I: the id of the leader node I reports ready under.

@@ -24,12 +24,8 @@ fi
 # The cluster, each node with a metrics port of its own.
 t_cluster3 15 || exit 1
 for n in 1 2 3; do
-	t_start_node "$n" --data-dir "$T/d$n" --node-id "$n" \
-		--peer-listen "tcp:127.0.0.1:$((base + n))" \
-		--listen "tcp:127.0.0.1:$((base + 10 + n))" \
-		--metrics-listen tcp:127.0.0.1:0 --metrics-names app/ \
-		--acl "anonymous * all" --bootstrap "$BOOT" ||
-		{ echo "node $n did not start"; exit 1; }
+	t_node3 "$n" --metrics-listen tcp:127.0.0.1:0 --metrics-names app/ \
+		--bootstrap "$BOOT" || { echo "node $n did not start"; exit 1; }
 	eval "M$n=\$(sed -n 's/^metrics://p' \"\$T/r$n\")"
 done
 
