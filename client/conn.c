@@ -384,6 +384,36 @@ static void handle_free_forked(struct semc *c)
 	handle_free_memory(c);
 }
 
+/* Close the connection, fail every pending request and stop the keepalive
+ * thread, leaving the handle to semc_free(). From a callback of the
+ * keepalive thread, that thread ends on its own (it sees closing) and
+ * semc_free() joins it. */
+void semc_shutdown(struct semc *c)
+{
+	struct semc_deliver d;
+	struct semc_conn *k;
+	bool in_keepalive;
+
+	if (c == NULL || semc_forked(c))
+		return;
+	semc_deliver_init(&d);
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	if ((k = c->conn) != NULL) {
+		c->conn = NULL;
+		shutdown(k->fd, SHUT_RDWR);
+		semc_conn_put_locked(k);	/* a reader or writer keeps its own reference */
+	}
+	while (c->pending != NULL)
+		semc_req_complete_locked(c, c->pending, NULL, SEMC_E_DISCONNECTED, &d);
+	in_keepalive = c->ka_running && pthread_equal(c->ka_thread, pthread_self());
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	if (!in_keepalive)
+		semc_keepalive_stop(c);
+	semc_deliver_run(c, &d);
+}
+
 /* Close and free everything. Pending asynchronous requests are dropped
  * without their callbacks. Not from a callback of the same handle. */
 void semc_free(struct semc *c)
