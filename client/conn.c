@@ -44,6 +44,7 @@ struct semc *semc_new(void)
 	pthread_cond_init(&c->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	c->pid = getpid();
+	c->fork_gen = semc_fork_gen();
 	atomic_init(&c->timeout_ms, 10000);
 	atomic_init(&c->lease_ms, 0);
 	c->reconnect = true;
