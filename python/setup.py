@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -64,11 +65,28 @@ def _from_pkg_config():
     return cfg
 
 
-build_dir = os.environ.get("SEMCLIENT_BUILD_DIR")
-cfg = _from_build_dir(build_dir) if build_dir else _from_pkg_config()
-cfg.setdefault("extra_compile_args", []).extend(["-std=c11", "-Wall", "-Wextra"])
-if os.environ.get("SEMCLIENT_WERROR") == "1":
-    cfg["extra_compile_args"].append("-Werror")
+def _config():
+    build_dir = os.environ.get("SEMCLIENT_BUILD_DIR")
+    cfg = _from_build_dir(build_dir) if build_dir else _from_pkg_config()
+    cfg.setdefault("extra_compile_args", []).extend(["-std=c11", "-Wall", "-Wextra"])
+    if os.environ.get("SEMCLIENT_WERROR") == "1":   # the project's own warnings (configure.ac)
+        cfg["extra_compile_args"].extend(["-Wshadow", "-Wstrict-prototypes",
+                                          "-Wmissing-prototypes", "-Wformat=2", "-Wvla",
+                                          "-Werror"])
+    return cfg
+
+
+class BuildExt(build_ext):
+    """build_ext that finds libsemclient when it builds (not to clean)."""
+
+    def build_extensions(self):
+        cfg = _config()
+        for ext in self.extensions:
+            for key, value in cfg.items():
+                getattr(ext, key).extend(value)
+        super().build_extensions()
+
 
 setup(packages=["semclient"], package_data={"semclient": ["py.typed", "*.pyi"]},
-      ext_modules=[Extension("semclient._semclient", ["src/_semclient.c"], **cfg)])
+      ext_modules=[Extension("semclient._semclient", ["src/_semclient.c"])],
+      cmdclass={"build_ext": BuildExt})

@@ -18,8 +18,9 @@ import weakref
 from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import _semclient as _c
-from ._common import (MODES, ClientBase, Number, PermitState, call_on_lost, count, handle_options,
-                      iter_pages, lease_ms, name_of, rate_of, timeout_ms, wants_of)
+from ._common import (HELD, LOST, MODES, RELEASED, U32, ClientBase, Number, PermitState,
+                      call_on_lost, count, handle_options, iter_pages, lease_end, lease_ms,
+                      name_of, rate_of, timeout_ms, wants_of)
 from ._errors import Closed, Disconnected, Error, HoldLost, NotFound, NotHolder, WouldBlock
 from ._errors import lost as _lost
 from ._types import ClusterStatus, Hold, Holder, Info, Summary, WatchEvent
@@ -267,14 +268,23 @@ class Semaphore:
         signal handler) runs when it ends: give a timeout, or use
         AsyncClient, for a wait you want to interrupt."""
         lms = self._lease_ms if lease is None else lease_ms(lease)
+        if n.__class__ is not int or not 0 < n <= U32:
+            n = count(n)
+        tms = -1 if timeout is None else timeout_ms(timeout)
         c = self._client
-        sent = time.monotonic()
+        sent = time.monotonic() if lms else 0.0
         try:
-            grant = c._h.down(self.name, count(n), timeout_ms(timeout), lms, self._create_limit)
+            grant = c._h.down(self.name, n, tms, lms, self._create_limit)
         except Disconnected:
             c._raise_if_closed()
             raise
-        return c._file(Permit(c, self.name, grant, lms, on_lost, sent))
+        p = Permit(c, self.name, grant, lms, on_lost, sent)
+        if lms == 0 and p.permit_id:    # a hold of the session: tracked for losses
+            early = c._holds.file((self.name, p.permit_id), p)
+            if early is not None:
+                c._lost(p, early)
+            return p
+        return c._file(p)
 
     def try_acquire(self, n: int = 1, *, lease: Optional[Number] = None,
                     on_lost: Optional[OnLost] = None) -> Optional["Permit"]:
@@ -367,14 +377,14 @@ class Permit(PermitState):
         released before or lost (see lost_error)."""
         c = self._client
         with c._plock:
-            if self._state != self.HELD:
+            if self._state != HELD:
                 return False
-            self._state = self.RELEASED
+            self._state = RELEASED
         c._holds.drop((self.name, self.permit_id))
         try:
             c._h.up(self.name, 0, self.permit_id)
         except (HoldLost, NotHolder, NotFound) as e:
-            self._state = self.HELD
+            self._state = HELD
             c._lost(self, e if isinstance(e, HoldLost) else
                     _lost(_c.E_HOLD_LOST, "the daemon no longer had it: " + e.message, self.name))
             return False
@@ -398,7 +408,6 @@ class Permit(PermitState):
         if renewed == 0:
             c._lost(self, _lost(_c.E_HOLD_LOST, "the hold is gone", self.name))
             self.check()
-        from ._common import lease_end
         self._expires = lease_end(sent, lms or int(self.lease * 1000))
         c._arm_lease(self)
 
@@ -406,9 +415,9 @@ class Permit(PermitState):
         return self
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        was_lost = self._state == self.LOST
-        self.release()
-        if was_lost and et is None and self._lost_error is not None:
+        if self._state == HELD and self.release():
+            return
+        if self._state == LOST and et is None and self._lost_error is not None:
             raise self._lost_error
 
 

@@ -204,35 +204,42 @@ class HoldTable:
         return len(self.permits())
 
 
+HELD, RELEASED, LOST = 0, 1, 2
+
+
 class PermitState:
     """The state a Permit and an AsyncPermit share (attributes, loss)."""
 
-    __slots__ = ("_client", "name", "n", "token", "permit_id", "waited", "lease", "_state",
-                 "_lost_error", "_on_lost", "_expires", "__weakref__")
+    __slots__ = ("_client", "name", "n", "token", "permit_id", "_waited_us", "_lease_ms",
+                 "_state", "_lost_error", "_on_lost", "_expires", "__weakref__")
 
-    HELD, RELEASED, LOST = 0, 1, 2
+    HELD, RELEASED, LOST = HELD, RELEASED, LOST
 
     def __init__(self, client: Any, name: str, grant: tuple, lease: int,
                  on_lost: Optional[Callable[[Any], None]], sent: float) -> None:
-        permit_id, token, n, waited_us = grant
         self._client = client
         #: the semaphore's name
         self.name = name
-        #: how many permits the hold is
-        self.n = n
+        #: the daemon's id of the hold (0 for a rate-only name: nothing is held);
         #: the fencing token, strictly increasing per name: hand it to the
-        #: resource the permit guards, which refuses older ones
-        self.token = token
-        #: the daemon's id of the hold (0 for a rate-only name: nothing is held)
-        self.permit_id = permit_id
-        #: how long the acquire waited in line, seconds
-        self.waited = waited_us / 1e6
-        #: a detached hold's lease, seconds (None: the hold lives with the session)
-        self.lease = lease / 1000.0 if lease else None
-        self._state = self.HELD if permit_id else self.RELEASED
+        #: resource the permit guards, which refuses older ones; how many
+        #: permits the hold is
+        self.permit_id, self.token, self.n, self._waited_us = grant
+        self._lease_ms = lease
+        self._state = HELD if self.permit_id else RELEASED
         self._lost_error: Optional[HoldLost] = None
         self._on_lost = on_lost
         self._expires = lease_end(sent, lease) if lease else None
+
+    @property
+    def waited(self) -> float:
+        """How long the acquire waited in line, seconds."""
+        return self._waited_us / 1e6
+
+    @property
+    def lease(self) -> Optional[float]:
+        """A detached hold's lease, seconds (None: the hold lives with the session)."""
+        return self._lease_ms / 1000.0 if self._lease_ms else None
 
     @property
     def held(self) -> bool:

@@ -1957,6 +1957,8 @@ static struct PyModuleDef module_def = {
 	.m_methods = module_methods,
 };
 
+PyMODINIT_FUNC PyInit__semclient(void);
+
 PyMODINIT_FUNC PyInit__semclient(void)
 {
 	static const struct { const char *name; long value; } consts[] = {
