@@ -6,6 +6,8 @@
 # with Debian's /usr/bin/python3 and python3-pytest (scripts/deps.sh).
 #   PYTHON=...        another interpreter (default /usr/bin/python3)
 #   SEMD_PY_BUILD_ONLY=1  build only (make python)
+#   SEMD_PY_LINT=1    first lint the extension (clang-tidy, cppcheck) and the
+#                     Python (pyflakes3), as tests/lint.sh does the C code
 #   SEMD_PY_ASAN=1    BUILDDIR is an ASan+UBSan build (--enable-sanitizers
 #                     with clang): the extension is built with the same
 #                     sanitizers and the interpreter runs with the clang ASan
@@ -20,6 +22,25 @@ py=${PYTHON:-/usr/bin/python3}
 "$py" -c 'import pytest' 2>/dev/null ||
 	{ echo "tests/python.sh: no pytest for $py (apt-get install python3-pytest)" >&2; exit 1; }
 out=$build/python
+if [ "${SEMD_PY_LINT:-0}" = 1 ]; then
+	# The extension as tests/lint.sh checks the rest: clang-tidy with the
+	# project's .clang-tidy, cppcheck (told Python's macros), and pyflakes.
+	inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+	if ! tidy=$(clang-tidy --quiet --warnings-as-errors='*' "$top/python/src/_semclient.c" -- \
+		-std=c11 -D_GNU_SOURCE -I"$inc" -I"$top/client" 2>&1); then
+		printf '%s\n' "$tidy" >&2
+		echo "tests/python.sh: clang-tidy findings (above)" >&2
+		exit 1
+	fi
+	cppcheck -q --enable=warning,performance,portability --error-exitcode=1 --std=c11 \
+		-I "$top/client" "-DPy_RETURN_NONE=return Py_None" "-DPy_BEGIN_ALLOW_THREADS={" \
+		"-DPy_END_ALLOW_THREADS=}" "$top/python/src/_semclient.c" ||
+		{ echo "tests/python.sh: cppcheck findings (above)" >&2; exit 1; }
+	pyflakes3 "$top"/python/semclient/*.py "$top"/python/tests/*.py "$top/python/setup.py" \
+		"$top/examples/jobs.py" "$top"/bench/python-bench.py ||
+		{ echo "tests/python.sh: pyflakes findings (above)" >&2; exit 1; }
+	echo "tests/python.sh: lint clean"
+fi
 rm -rf "$out/lib" "$out/tmp"
 mkdir -p "$out"
 export SEMCLIENT_BUILD_DIR="$build" SEMCLIENT_WERROR=1 PYTHONDONTWRITEBYTECODE=1
