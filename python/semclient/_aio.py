@@ -67,7 +67,7 @@ class _Call:
         c = self.client
         if threading.get_ident() == c._loop_tid:
             self._done(code, message, value)
-        else:
+        elif not c._loop.is_closed():       # else: the loop is gone, and its futures
             c._loop.call_soon_threadsafe(self._done, code, message, value)
 
     def _done(self, code: int, message: str, value: Any) -> None:
@@ -253,7 +253,7 @@ class AsyncClient(ClientBase):
         # next connection, which the loop must watch afresh
         self._fd_stale = True
         if self._loop is not None and threading.get_ident() != self._loop_tid and \
-                not self._closed:
+                not self._closed and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._arm)
 
     def _check(self) -> None:
@@ -303,7 +303,8 @@ class AsyncClient(ClientBase):
 
     def _lost(self, permit: "AsyncPermit", err: HoldLost) -> None:
         if threading.get_ident() != self._loop_tid and self._loop is not None:
-            self._loop.call_soon_threadsafe(self._lost, permit, err)
+            if not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(self._lost, permit, err)
             return
         if not permit._lose(err):
             return
@@ -721,7 +722,7 @@ class AsyncWatch:
         ev = WatchEvent._of(t)
         if threading.get_ident() == c._loop_tid:
             self._q.put_nowait(ev)
-        else:
+        elif not c._loop.is_closed():
             c._loop.call_soon_threadsafe(self._q.put_nowait, ev)
 
     def _kick(self) -> None:
@@ -739,7 +740,7 @@ class AsyncWatch:
             return
         if threading.get_ident() == c._loop_tid:
             self._q.put_nowait(None)  # type: ignore[arg-type]
-        else:
+        elif not c._loop.is_closed():
             c._loop.call_soon_threadsafe(self._q.put_nowait, None)
 
     def __aiter__(self) -> "AsyncWatch":
