@@ -30,8 +30,9 @@ from typing import Any, Awaitable, Callable, Dict, Generator, Iterable, List, Op
 
 from . import _semclient as _c
 from ._client import _create_args, _holds_page, _token
-from ._common import (ClientBase, Number, PermitState, call_on_lost, count, handle_options,
-                      iter_pages, lease_end, lease_ms, name_of, rate_of, timeout_ms, wants_of)
+from ._common import (ClientBase, Number, PermitGroup, PermitState, SemaphoreBase, call_on_lost,
+                      count, handle_options, iter_pages, lease_end, lease_ms, name_of, rate_of,
+                      timeout_ms, wants_of)
 from ._errors import Closed, Error, HoldLost, NoReply, NotFound, NotHolder, WouldBlock
 from ._errors import from_code as _error
 from ._errors import lost as _lost
@@ -441,18 +442,12 @@ def _run_on_lost(fn: OnLost, permit: "AsyncPermit") -> None:
         asyncio.ensure_future(r)
 
 
-class AsyncSemaphore:
+class AsyncSemaphore(SemaphoreBase):
     """A handle on one named semaphore of an AsyncClient (Semaphore's
     options)."""
 
-    __slots__ = ("_client", "name", "_create_limit", "_lease_ms")
-
-    def __init__(self, client: AsyncClient, name: str, limit: Optional[int] = None,
-                 lease: Optional[Number] = None) -> None:
-        self._client = client
-        self.name = name_of(name)
-        self._create_limit = 0 if limit is None else count(limit, "limit")
-        self._lease_ms = lease_ms(lease)
+    __slots__ = ()
+    _client: AsyncClient
 
     def acquire(self, n: int = 1, timeout: Optional[Number] = None, *,
                 lease: Optional[Number] = None, on_lost: Optional[OnLost] = None) -> "_Acquire":
@@ -493,10 +488,6 @@ class AsyncSemaphore:
 
     def watch(self) -> "AsyncWatch":
         return self._client.watch(self.name)
-
-    def __repr__(self) -> str:
-        return "<AsyncSemaphore %s%s>" % (
-            self.name, " limit=%d" % self._create_limit if self._create_limit else "")
 
 
 class _HoldCM:
@@ -636,36 +627,10 @@ class AsyncPermit(PermitState):
             raise self._lost_error from (ev if et is not None else None)
 
 
-class AsyncMultiPermit:
+class AsyncMultiPermit(PermitGroup):
     """The permits of a multi-name acquire (as MultiPermit), for asyncio."""
 
-    __slots__ = ("permits", "_task")
-
-    def __init__(self, permits: List[AsyncPermit]) -> None:
-        self.permits = permits
-        self._task = None
-
-    def __getitem__(self, key: Union[int, str]) -> AsyncPermit:
-        if isinstance(key, str):
-            for p in self.permits:
-                if p.name == key:
-                    return p
-            raise KeyError(key)
-        return self.permits[key]
-
-    def __len__(self) -> int:
-        return len(self.permits)
-
-    def __iter__(self) -> Any:
-        return iter(self.permits)
-
-    @property
-    def held(self) -> bool:
-        return all(p.held for p in self.permits)
-
-    def check(self) -> None:
-        for p in self.permits:
-            p.check()
+    __slots__ = ()
 
     async def release(self) -> bool:
         ok = True
@@ -686,10 +651,6 @@ class AsyncMultiPermit:
                 err = err or e
         if err is not None:
             raise err
-
-    def __repr__(self) -> str:
-        return "<AsyncMultiPermit %s>" % ", ".join("%s n=%d token=%d" % (p.name, p.n, p.token)
-                                                   for p in self.permits)
 
 
 class AsyncWatch:

@@ -18,9 +18,9 @@ import weakref
 from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import _semclient as _c
-from ._common import (HELD, LOST, MODES, RELEASED, U32, ClientBase, Number, PermitState,
-                      call_on_lost, count, handle_options, iter_pages, lease_end, lease_ms,
-                      name_of, rate_of, timeout_ms, wants_of)
+from ._common import (HELD, LOST, MODES, RELEASED, U32, ClientBase, Number, PermitGroup,
+                      PermitState, SemaphoreBase, call_on_lost, count, handle_options,
+                      iter_pages, lease_end, lease_ms, name_of, rate_of, timeout_ms, wants_of)
 from ._errors import Closed, Disconnected, Error, HoldLost, NotFound, NotHolder, WouldBlock
 from ._errors import lost as _lost
 from ._types import ClusterStatus, Hold, Holder, Info, Summary, WatchEvent
@@ -243,18 +243,12 @@ class Client(ClientBase):
         self._h.detach()
 
 
-class Semaphore:
+class Semaphore(SemaphoreBase):
     """A handle on one named semaphore of a Client: a name and options.
     Making one sends nothing; it is safe to share between threads."""
 
-    __slots__ = ("_client", "name", "_create_limit", "_lease_ms")
-
-    def __init__(self, client: Client, name: str, limit: Optional[int] = None,
-                 lease: Optional[Number] = None) -> None:
-        self._client = client
-        self.name = name_of(name)
-        self._create_limit = 0 if limit is None else count(limit, "limit")
-        self._lease_ms = lease_ms(lease)
+    __slots__ = ()
+    _client: Client
 
     def acquire(self, n: int = 1, timeout: Optional[Number] = None, *,
                 lease: Optional[Number] = None, on_lost: Optional[OnLost] = None) -> "Permit":
@@ -315,14 +309,6 @@ class Semaphore:
 
     def watch(self) -> "Watch":
         return self._client.watch(self.name)
-
-    def __repr__(self) -> str:
-        opts = ""
-        if self._create_limit:
-            opts += " limit=%d" % self._create_limit
-        if self._lease_ms:
-            opts += " lease=%gs" % (self._lease_ms / 1000.0)
-        return "<Semaphore %s%s>" % (self.name, opts)
 
 
 class Permit(PermitState):
@@ -421,37 +407,12 @@ class Permit(PermitState):
             raise self._lost_error
 
 
-class MultiPermit:
+class MultiPermit(PermitGroup):
     """The permits of a multi-name acquire, in the order of the wants: a
-    sequence of Permit (also by name: ``mp["db"]``), given back together."""
+    sequence of Permit (also by name: ``mp["db"]``), given back together;
+    a ``with`` block whose holds were lost raises HoldLost at its end."""
 
-    __slots__ = ("permits",)
-
-    def __init__(self, permits: List[Permit]) -> None:
-        self.permits = permits
-
-    def __getitem__(self, key: Union[int, str]) -> Permit:
-        if isinstance(key, str):
-            for p in self.permits:
-                if p.name == key:
-                    return p
-            raise KeyError(key)
-        return self.permits[key]
-
-    def __len__(self) -> int:
-        return len(self.permits)
-
-    def __iter__(self) -> Iterator[Permit]:
-        return iter(self.permits)
-
-    @property
-    def held(self) -> bool:
-        return all(p.held for p in self.permits)
-
-    def check(self) -> None:
-        """Raise HoldLost if any of the holds is lost."""
-        for p in self.permits:
-            p.check()
+    __slots__ = ()
 
     def release(self) -> bool:
         """Give every permit back; True if each was given back by this call."""
@@ -464,14 +425,10 @@ class MultiPermit:
         return self
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        lost = [p.lost_error for p in self.permits if p._state == p.LOST]
+        lost = [p.lost_error for p in self.permits if p._state == LOST]
         self.release()
         if lost and et is None and lost[0] is not None:
             raise lost[0]
-
-    def __repr__(self) -> str:
-        return "<MultiPermit %s>" % ", ".join("%s n=%d token=%d" % (p.name, p.n, p.token)
-                                              for p in self.permits)
 
 
 class Watch:

@@ -79,7 +79,7 @@ def rate_of(rate: Any, burst: Optional[int]) -> Tuple[int, int, int]:
     return r, period, b
 
 
-def wants_of(wants: Any, limits: Optional[Dict[str, int]] = None) -> Tuple[Tuple[str, int, int], ...]:
+def wants_of(wants: Any) -> Tuple[Tuple[str, int, int], ...]:
     """A multi-name acquire's wants: names, (name, n) pairs, Semaphores, or
     a {name: n} dict, as ((name, n, create_limit), ...)."""
     if isinstance(wants, dict):
@@ -289,6 +289,66 @@ class PermitState:
             extra = " lease=%gs" % self.lease
         return "<%s %s n=%d token=%d permit_id=%d %s%s>" % (
             type(self).__name__, self.name, self.n, self.token, self.permit_id, state, extra)
+
+
+class SemaphoreBase:
+    """A name and the options of its acquires (Semaphore, AsyncSemaphore)."""
+
+    __slots__ = ("_client", "name", "_create_limit", "_lease_ms")
+
+    def __init__(self, client: Any, name: str, limit: Optional[int] = None,
+                 lease: Optional[Number] = None) -> None:
+        self._client = client
+        self.name = name_of(name)
+        self._create_limit = 0 if limit is None else count(limit, "limit")
+        self._lease_ms = lease_ms(lease)
+
+    def __repr__(self) -> str:
+        opts = ""
+        if self._create_limit:
+            opts += " limit=%d" % self._create_limit
+        if self._lease_ms:
+            opts += " lease=%gs" % (self._lease_ms / 1000.0)
+        return "<%s %s%s>" % (type(self).__name__, self.name, opts)
+
+
+class PermitGroup:
+    """The permits of a multi-name acquire, in the order of the wants: a
+    sequence of permits (also by name: ``group["db"]``), given back
+    together; MultiPermit and AsyncMultiPermit add the release."""
+
+    __slots__ = ("permits",)
+
+    def __init__(self, permits: List[Any]) -> None:
+        self.permits = permits
+
+    def __getitem__(self, key: Union[int, str]) -> Any:
+        if isinstance(key, str):
+            for p in self.permits:
+                if p.name == key:
+                    return p
+            raise KeyError(key)
+        return self.permits[key]
+
+    def __len__(self) -> int:
+        return len(self.permits)
+
+    def __iter__(self) -> Any:
+        return iter(self.permits)
+
+    @property
+    def held(self) -> bool:
+        """Whether every hold is still ours."""
+        return all(p.held for p in self.permits)
+
+    def check(self) -> None:
+        """Raise HoldLost if any of the holds is lost."""
+        for p in self.permits:
+            p.check()
+
+    def __repr__(self) -> str:
+        return "<%s %s>" % (type(self).__name__, ", ".join(
+            "%s n=%d token=%d" % (p.name, p.n, p.token) for p in self.permits))
 
 
 class ClientBase:

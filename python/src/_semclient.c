@@ -431,6 +431,25 @@ static void handle_close(struct hctx *ctx)
 	}
 }
 
+/* Finish a blocking call that returned r (the GIL back): raise op's
+ * exception when it failed (semc_last_message() is still this thread's),
+ * leave the library. Whether it succeeded. */
+static bool call_end(struct hctx *ctx, int r, const char *op, const char *name)
+{
+	if (r != 0)
+		error_last(r, op, name);
+	handle_leave(ctx);
+	return r == 0;
+}
+
+/* The same, for a call that returns nothing: None or NULL. */
+static PyObject *call_none(struct hctx *ctx, int r, const char *op, const char *name)
+{
+	if (!call_end(ctx, r, op, name))
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 /* A callback starts: the GIL, and the context kept. false: the
  * interpreter is going away, do nothing. */
 static bool cb_enter(struct hctx *ctx, PyGILState_STATE *st)
@@ -913,12 +932,7 @@ static PyObject *h_connect(HandleObject *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	r = semc_connect(ctx->c, ms);
 	Py_END_ALLOW_THREADS
-	if (r != 0)
-		error_last(r, "connect", NULL);
-	handle_leave(ctx);
-	if (r != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return call_none(ctx, r, "connect", NULL);
 }
 
 static PyObject *h_close(HandleObject *self, PyObject *unused)
@@ -989,10 +1003,7 @@ static PyObject *h_down(HandleObject *self, PyObject *const *args, Py_ssize_t na
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_down_ex(ctx->c, name, &o, &g));
-	if (r != 0)
-		error_last(r, "acquire", name);
-	handle_leave(ctx);
-	if (r != 0)
+	if (!call_end(ctx, r, "acquire", name))
 		return NULL;
 	return grant_to_py(&g);
 }
@@ -1012,10 +1023,7 @@ static PyObject *h_up(HandleObject *self, PyObject *const *args, Py_ssize_t narg
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_up(ctx->c, name, n, permit_id, &released));
-	if (r != 0)
-		error_last(r, "release", name);
-	handle_leave(ctx);
-	if (r != 0)
+	if (!call_end(ctx, r, "release", name))
 		return NULL;
 	return PyLong_FromUnsignedLong(released);
 }
@@ -1047,12 +1055,7 @@ static PyObject *h_create(HandleObject *self, PyObject *args)
 		BLOCKING(ctx, r = semc_create_rate(ctx->c, name, &o, &rt));
 	else
 		BLOCKING(ctx, r = semc_create_ex(ctx->c, name, &o));
-	if (r != 0)
-		error_last(r, "create", name);
-	handle_leave(ctx);
-	if (r != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return call_none(ctx, r, "create", name);
 }
 
 static PyObject *h_delete(HandleObject *self, PyObject *args)
@@ -1066,12 +1069,7 @@ static PyObject *h_delete(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_delete(ctx->c, name, force));
-	if (r != 0)
-		error_last(r, "delete", name);
-	handle_leave(ctx);
-	if (r != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return call_none(ctx, r, "delete", name);
 }
 
 static PyObject *h_set_limit(HandleObject *self, PyObject *args)
@@ -1086,12 +1084,7 @@ static PyObject *h_set_limit(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_set_limit(ctx->c, name, limit));
-	if (r != 0)
-		error_last(r, "set_limit", name);
-	handle_leave(ctx);
-	if (r != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return call_none(ctx, r, "set_limit", name);
 }
 
 static PyObject *h_set_rate(HandleObject *self, PyObject *args)
@@ -1107,12 +1100,7 @@ static PyObject *h_set_rate(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_set_rate(ctx->c, name, &rt));
-	if (r != 0)
-		error_last(r, "set_rate", name);
-	handle_leave(ctx);
-	if (r != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return call_none(ctx, r, "set_rate", name);
 }
 
 static PyObject *h_cancel(HandleObject *self, PyObject *args)
@@ -1126,12 +1114,7 @@ static PyObject *h_cancel(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_cancel(ctx->c, id));
-	if (r != 0)
-		error_last(r, "cancel", NULL);
-	handle_leave(ctx);
-	if (r != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return call_none(ctx, r, "cancel", NULL);
 }
 
 static PyObject *h_info(HandleObject *self, PyObject *args)
@@ -1147,11 +1130,8 @@ static PyObject *h_info(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_info(ctx->c, name, &in));
-	if (r != 0)
-		error_last(r, "info", name);
-	else
+	if (call_end(ctx, r, "info", name))
 		v = info_to_py(in);
-	handle_leave(ctx);
 	semc_info_free(in);
 	return v;
 }
@@ -1171,12 +1151,9 @@ static PyObject *h_list(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_list(ctx->c, prefix, after, max, &l));
-	if (r != 0)
-		error_last(r, "list", prefix);
-	else
+	if (call_end(ctx, r, "list", prefix))
 		v = Py_BuildValue("(NN)", list_of(l->entries, l->n, sizeof *l->entries, summary_one),
 				  str_from(l->next));
-	handle_leave(ctx);
 	semc_list_free(l);
 	return v;
 }
@@ -1194,45 +1171,42 @@ static PyObject *h_validate(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_validate(ctx->c, name, token, &valid));
-	if (r != 0)
-		error_last(r, "validate", name);
-	handle_leave(ctx);
-	if (r != 0)
+	if (!call_end(ctx, r, "validate", name))
 		return NULL;
 	return PyBool_FromLong(valid);
 }
 
+static PyObject *stats_to_py(const struct semc_stats *st)
+{
+	PyObject *d = PyDict_New();
+	size_t i;
+
+	for (i = 0; d != NULL && i < st->n; i++) {
+		PyObject *k = str_from(st->counters[i].name);
+		PyObject *v = PyLong_FromUnsignedLongLong(st->counters[i].value);
+
+		if (k == NULL || v == NULL || PyDict_SetItem(d, k, v) != 0)
+			Py_CLEAR(d);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	return d;
+}
+
 static PyObject *h_stats(HandleObject *self, PyObject *unused)
 {
-	struct semc_stats *s = NULL;
+	struct semc_stats *st = NULL;
 	struct hctx *ctx;
 	PyObject *d = NULL;
-	size_t i;
 	int r;
 
 	(void)unused;
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
-	BLOCKING(ctx, r = semc_stats(ctx->c, &s));
-	if (r != 0) {
-		error_last(r, "stats", NULL);
-	} else if ((d = PyDict_New()) != NULL) {
-		for (i = 0; i < s->n; i++) {
-			PyObject *k = str_from(s->counters[i].name);
-			PyObject *v = PyLong_FromUnsignedLongLong(s->counters[i].value);
-
-			if (k == NULL || v == NULL || PyDict_SetItem(d, k, v) != 0) {
-				Py_XDECREF(k);
-				Py_XDECREF(v);
-				Py_CLEAR(d);
-				break;
-			}
-			Py_DECREF(k);
-			Py_DECREF(v);
-		}
-	}
-	handle_leave(ctx);
-	semc_stats_free(s);
+	BLOCKING(ctx, r = semc_stats(ctx->c, &st));
+	if (call_end(ctx, r, "stats", NULL))
+		d = stats_to_py(st);
+	semc_stats_free(st);
 	return d;
 }
 
@@ -1246,10 +1220,7 @@ static PyObject *h_ping(HandleObject *self, PyObject *unused)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_ping(ctx->c, &rtt));
-	if (r != 0)
-		error_last(r, "ping", NULL);
-	handle_leave(ctx);
-	if (r != 0)
+	if (!call_end(ctx, r, "ping", NULL))
 		return NULL;
 	return PyLong_FromUnsignedLongLong(rtt);
 }
@@ -1267,10 +1238,7 @@ static PyObject *h_release(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_release(ctx->c, name, permit_id, &released));
-	if (r != 0)
-		error_last(r, "force_release", name);
-	handle_leave(ctx);
-	if (r != 0)
+	if (!call_end(ctx, r, "force_release", name))
 		return NULL;
 	return PyLong_FromUnsignedLong(released);
 }
@@ -1284,12 +1252,7 @@ static PyObject *h_detach(HandleObject *self, PyObject *unused)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_detach(ctx->c));
-	if (r != 0)
-		error_last(r, "detach", NULL);
-	handle_leave(ctx);
-	if (r != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return call_none(ctx, r, "detach", NULL);
 }
 
 /* A tuple of (name, n, create_limit) as semc_wants, in wv (16 at most);
@@ -1341,11 +1304,8 @@ static PyObject *h_down_multi(HandleObject *self, PyObject *args)
 		return NULL;
 	}
 	BLOCKING(ctx, r = semc_down_multi(ctx->c, wv, n, timeout_ms, lease_ms, &m));
-	if (r != 0)
-		error_last(r, "acquire", wv[0].name);
-	else
+	if (call_end(ctx, r, "acquire", wv[0].name))
 		v = multi_to_py(m);
-	handle_leave(ctx);
 	Py_DECREF(seq);
 	semc_multi_grant_free(m);
 	return v;
@@ -1365,10 +1325,7 @@ static PyObject *h_renew(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_renew(ctx->c, name, permit_id, lease_ms, &renewed, &expires));
-	if (r != 0)
-		error_last(r, "renew", name);
-	handle_leave(ctx);
-	if (r != 0)
+	if (!call_end(ctx, r, "renew", name))
 		return NULL;
 	return Py_BuildValue("(kK)", (unsigned long)renewed, (unsigned long long)expires);
 }
@@ -1389,12 +1346,9 @@ static PyObject *h_holds(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_holds(ctx->c, principal, after, max, &hs));
-	if (r != 0)
-		error_last(r, "holds", NULL);
-	else
+	if (call_end(ctx, r, "holds", NULL))
 		v = Py_BuildValue("(NnK)", list_of(hs->entries, hs->n, sizeof *hs->entries, hold_one),
 				  (Py_ssize_t)hs->total, (unsigned long long)hs->next_permit);
-	handle_leave(ctx);
 	semc_holds_free(hs);
 	return v;
 }
@@ -1412,12 +1366,9 @@ static PyObject *h_where(HandleObject *self, PyObject *args)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_where(ctx->c, id, &w));
-	if (r != 0)
-		error_last(r, "where", NULL);
-	else
+	if (call_end(ctx, r, "where", NULL))
 		v = Py_BuildValue("(NK)", list_of(w->places, w->n, sizeof *w->places, place_one),
 				  (unsigned long long)w->since_ms);
-	handle_leave(ctx);
 	semc_where_free(w);
 	return v;
 }
@@ -1433,11 +1384,8 @@ static PyObject *h_cluster_status(HandleObject *self, PyObject *unused)
 	if ((ctx = handle_enter(self)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_cluster_status(ctx->c, &cl));
-	if (r != 0)
-		error_last(r, "cluster_status", NULL);
-	else
+	if (call_end(ctx, r, "cluster_status", NULL))
 		v = cluster_to_py(cl);
-	handle_leave(ctx);
 	semc_cluster_free(cl);
 	return v;
 }
@@ -1492,12 +1440,7 @@ static PyObject *h_unwatch(HandleObject *self, PyObject *args)
 	for (w = ctx->watches; w != NULL; w = w->next)
 		if (w->id == id)
 			Py_CLEAR(w->fn);
-	if (r != 0)
-		error_last(r, "unwatch", NULL);
-	handle_leave(ctx);
-	if (r != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return call_none(ctx, r, "unwatch", NULL);
 }
 
 /* --- Handle: asynchronous operations and the event loop --------------------

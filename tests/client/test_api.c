@@ -1727,6 +1727,26 @@ static void on_outcome(struct semc *c, const struct semc_result *r, void *arg)
 		o->other++;
 }
 
+/* Wait (at most ms) until name has n waiters, as semc_info() sees them. */
+static bool waiters_become(struct semc *c, const char *name, size_t n, int ms)
+{
+	long long end = t_now_ms() + ms;
+	struct semc_info *in;
+	size_t got;
+
+	for (;;) {
+		if (semc_info(c, name, &in) != 0)
+			return false;
+		got = in->n_waiters;
+		semc_info_free(in);
+		if (got == n)
+			return true;
+		if (t_now_ms() >= end)
+			return false;
+		t_sleep_ms(10);
+	}
+}
+
 /* semc_cancel_async() and semc_shutdown(), for language bindings. */
 static void test_bindings(void)
 {
@@ -1738,7 +1758,6 @@ static void test_bindings(void)
 	struct semc_grant g;
 	pthread_t th;
 	int64_t id, cid;
-	long long t0;
 
 	TEST_START("semc_cancel_async, semc_shutdown");
 	CHECK(c != NULL && h != NULL && s != NULL, "connect");
@@ -1756,7 +1775,6 @@ static void test_bindings(void)
 	if (in != NULL)
 		CHECK_QUEUE(in, 1, 0);
 	semc_info_free(in);
-	in = NULL;
 	PUMP_UNTIL(c, down.cancelled + down.ok + down.other > 0 && cancel.ok > 0, 3000);
 	CHECK_EQ(1, down.cancelled);
 	CHECK_EQ(1, cancel.ok);
@@ -1767,17 +1785,7 @@ static void test_bindings(void)
 	/* shutdown wakes a thread blocked in a down, fails what is pending,
 	 * stops the keepalive thread; the handle is freed after */
 	CHECK_EQ(0, pthread_create(&th, NULL, blocked_down_main, &b));
-	t0 = t_now_ms();
-	do {
-		semc_info_free(in);
-		in = NULL;
-		CHECK_EQ(0, semc_info(c, "bind/x", &in));
-		t_sleep_ms(10);
-	} while (in != NULL && in->n_waiters == 0 && t_now_ms() - t0 < 3000);
-	if (in != NULL)
-		CHECK_QUEUE(in, 1, 1);
-	semc_info_free(in);
-	in = NULL;
+	CHECK(waiters_become(c, "bind/x", 1, 3000), "the blocked down waits");
 	id = semc_down_async(s, "bind/x", 1, -1, 0, on_outcome, &late);
 	CHECK(id > 0, "a second down queued");
 	semc_shutdown(s);
@@ -1793,16 +1801,7 @@ static void test_bindings(void)
 	s = NULL;
 	/* the daemon forgets its waiters once the session is gone (5 s lease:
 	 * a TCP session outlives its connection that long) */
-	t0 = t_now_ms();
-	do {
-		semc_info_free(in);
-		in = NULL;
-		CHECK_EQ(0, semc_info(c, "bind/x", &in));
-		t_sleep_ms(50);
-	} while (in != NULL && in->n_waiters != 0 && t_now_ms() - t0 < 15000);
-	if (in != NULL)
-		CHECK_QUEUE(in, 1, 0);
-	semc_info_free(in);
+	CHECK(waiters_become(c, "bind/x", 0, 15000), "the waiters are gone");
 	CHECK_EQ(0, semc_delete(h, "bind/x", true));
 out:
 	semc_free(c);
