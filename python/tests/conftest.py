@@ -185,6 +185,7 @@ class Relay:
         self.port = self.lsock.getsockname()[1]
         self.addr = "tcp:127.0.0.1:%d" % self.port
         self.stalled = False
+        self._cut = False
         self.pairs: Dict[socket.socket, socket.socket] = {}
         self._stop = False
         self._r, self._w = os.pipe()
@@ -193,6 +194,11 @@ class Relay:
 
     def _run(self) -> None:
         while not self._stop:
+            if self._cut:
+                self._cut = False
+                for s in list(self.pairs):
+                    if s in self.pairs:
+                        self._drop(s, self.pairs[s])
             rl = [self.lsock, self._r] + ([] if self.stalled else list(self.pairs))
             r, _, _ = select.select(rl, [], [], 0.2)
             for s in r:
@@ -225,6 +231,11 @@ class Relay:
         self.pairs.pop(b, None)
         a.close()
         b.close()
+
+    def cut(self) -> None:
+        """Close every relayed connection (new ones are accepted)."""
+        self._cut = True
+        os.write(self._w, b"x")
 
     def stall(self, on: bool = True) -> None:
         self.stalled = on

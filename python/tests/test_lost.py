@@ -183,3 +183,40 @@ def test_async_external_cancel_is_not_hold_lost(semd):
                 await t
             assert (await c.info("ec")).available == 1
     asyncio.run(main())
+
+
+def test_watch_comes_back_after_a_cut(semd, relay_to):
+    """A watch belongs to its connection: after a cut the client resumes its
+    session, makes the watch again, and a "gap" event says so."""
+    relay = relay_to(semd.tcp)
+    with semclient.Client(relay.addr, lease=5) as w, semclient.Client(semd.unix) as c:
+        c.create("wc", 1)
+        with w.watch("wc") as events:
+            c.set_limit("wc", 2)
+            assert events.get(timeout=10).kind == "limit"
+            relay.cut()
+            assert wait_for(lambda: w._reconnects > 0, 10)
+            ev = events.get(timeout=10)
+            assert ev is not None and ev.kind == "gap"
+            c.set_limit("wc", 3)
+            ev = events.get(timeout=10)
+            assert ev is not None and (ev.kind, ev.limit) == ("limit", 3)
+
+
+def test_async_watch_comes_back_after_a_cut(semd, relay_to):
+    relay = relay_to(semd.tcp)
+
+    async def main():
+        async with semclient.AsyncClient(relay.addr, lease=5) as w, \
+                semclient.AsyncClient(semd.unix) as c:
+            await c.create("awc", 1)
+            async with w.watch("awc") as events:
+                await c.set_limit("awc", 2)
+                assert (await events.__anext__()).kind == "limit"
+                relay.cut()
+                ev = await events.__anext__()
+                assert ev.kind == "gap"
+                await c.set_limit("awc", 3)
+                ev = await events.__anext__()
+                assert (ev.kind, ev.limit) == ("limit", 3)
+    asyncio.run(asyncio.wait_for(main(), 30))
