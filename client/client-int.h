@@ -152,6 +152,7 @@ struct semc {
 	pthread_mutex_t wlock;
 	pthread_cond_t cond;
 	pid_t pid;		/* the process that made the handle */
+	unsigned fork_gen;	/* its fork generation (semc_forked()) */
 
 	struct semc_addr addr;		/* the one in use (connecting: lock) */
 	bool addr_set;
@@ -218,6 +219,7 @@ struct semc {
 };
 
 /* util.c */
+unsigned semc_fork_gen(void);
 bool semc_forked(const struct semc *c);
 int64_t semc_now_ms(void);
 int64_t semc_wall_ms(void);

@@ -44,6 +44,7 @@ struct semc *semc_new(void)
 	pthread_cond_init(&c->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	c->pid = getpid();
+	c->fork_gen = semc_fork_gen();
 	atomic_init(&c->timeout_ms, 10000);
 	atomic_init(&c->lease_ms, 0);
 	c->reconnect = true;
@@ -382,6 +383,36 @@ static void handle_free_forked(struct semc *c)
 		close(c->ka_wake[1]);
 	}
 	handle_free_memory(c);
+}
+
+/* Close the connection, fail every pending request and stop the keepalive
+ * thread, leaving the handle to semc_free(). From a callback of the
+ * keepalive thread, that thread ends on its own (it sees closing) and
+ * semc_free() joins it. */
+void semc_shutdown(struct semc *c)
+{
+	struct semc_deliver d;
+	struct semc_conn *k;
+	bool in_keepalive;
+
+	if (c == NULL || semc_forked(c))
+		return;
+	semc_deliver_init(&d);
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	if ((k = c->conn) != NULL) {
+		c->conn = NULL;
+		shutdown(k->fd, SHUT_RDWR);
+		semc_conn_put_locked(k);	/* a reader or writer keeps its own reference */
+	}
+	while (c->pending != NULL)
+		semc_req_complete_locked(c, c->pending, NULL, SEMC_E_DISCONNECTED, &d);
+	in_keepalive = c->ka_running && pthread_equal(c->ka_thread, pthread_self());
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	if (!in_keepalive)
+		semc_keepalive_stop(c);
+	semc_deliver_run(c, &d);
 }
 
 /* Close and free everything. Pending asynchronous requests are dropped

@@ -332,6 +332,15 @@ int semc_cancel(struct semc *c, uint64_t request_id)
 	return op_call(c, &op.base, 0, &reply_none, NULL);
 }
 
+/* Cancel a pending down without waiting for the answer. */
+int64_t semc_cancel_async(struct semc *c, uint64_t request_id, semc_done_fn fn, void *arg)
+{
+	Semd__Cancel op = SEMD__CANCEL__INIT;
+
+	op.request_id = request_id;
+	return op_async(c, &op.base, fn, arg);
+}
+
 /* Append page's holders and waiters to in (page keeps nothing it owned). */
 static int info_append(struct semc_info *in, struct semc_info *page)
 {

@@ -240,6 +240,8 @@ static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, int w
 			return 0;
 	}
 	for (;;) {
+		size_t room;
+
 		if (c->rcap - c->rlen < 4096) {
 			size_t ncap = c->rcap ? c->rcap * 2 : 16384;
 			uint8_t *nb;
@@ -253,7 +255,8 @@ static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, int w
 			c->rbuf = nb;
 			c->rcap = ncap;
 		}
-		n = k->xprt->read(k, c->rbuf + c->rlen, c->rcap - c->rlen);
+		room = c->rcap - c->rlen;
+		n = k->xprt->read(k, c->rbuf + c->rlen, room);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -279,6 +282,11 @@ static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, int w
 		if (r < 0)
 			why = "oversized reply frame";
 		if (why != NULL)
+			break;
+		/* A short read of a socket took all it had: no read more to
+		 * learn EAGAIN (the next turn polls). A transport that keeps
+		 * bytes of its own (TLS records) is read until it says so. */
+		if ((size_t)n < room && k->xprt->buffered == NULL)
 			break;
 	}
 	if (why == NULL)

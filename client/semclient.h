@@ -486,6 +486,24 @@ struct semc_where {
 int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out);
 void semc_where_free(struct semc_where *w);
 
+/* --- for bindings: cancel without waiting, shut down before freeing ------
+ * Symbol version LIBSEMCLIENT_1.3. */
+
+/* semc_cancel() without waiting for the answer: the Cancel is queued (and
+ * sent, if connected) before it returns, so a request made after it is
+ * answered after it. fn (may be NULL) gets the Cancel's outcome; the
+ * cancelled down's own callback still runs once, with SEMC_E_CANCELLED, or
+ * with the grant when it crossed the Cancel (give that back). Returns the
+ * Cancel's request id or a negative error. */
+int64_t semc_cancel_async(struct semc *c, uint64_t request_id, semc_done_fn fn, void *arg);
+/* Close the connection and stop the keepalive thread without freeing the
+ * handle: every pending request fails with SEMC_E_DISCONNECTED (threads
+ * blocked in calls on the handle return it, callbacks run with it) and
+ * later calls fail at once. Holds are not reported lost. For a program
+ * (a language binding) that must wake the threads blocked in calls before
+ * it can semc_free() the handle; it may be called from a callback. */
+void semc_shutdown(struct semc *c);
+
 /* --- clusters ----------------------------------------------------------
  * semd --node-id N ...: the address may be a list, "tcp:a:7385,tcp:b:7385",
  * tried in turn; only the leader serves, and the library follows it

@@ -15,12 +15,35 @@
 
 static _Thread_local char semc_msg[512];
 
+/* The process's fork generation: one more in each child of fork() (a
+ * pthread_atfork handler), so that semc_forked(), which every call asks,
+ * costs no system call (getpid() is one). */
+static atomic_uint fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+	atomic_fetch_add(&fork_gen, 1);
+}
+
+static void fork_setup(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
+/* The fork generation of the calling process (for a new handle). */
+unsigned semc_fork_gen(void)
+{
+	pthread_once(&fork_once, fork_setup);
+	return atomic_load(&fork_gen);
+}
+
 /* Whether the calling process is a fork of the one that made the handle:
  * then its locks may be held by threads that are not here, and its socket
  * is the parent's. */
 bool semc_forked(const struct semc *c)
 {
-	return getpid() != c->pid;
+	return atomic_load_explicit(&fork_gen, memory_order_relaxed) != c->fork_gen;
 }
 
 /* Monotonic milliseconds. */

@@ -81,6 +81,12 @@ expect libsemclient1 "/usr/lib/$ma/libsemclient.so.1" "/usr/lib/$ma/libsemclient
 expect libsemclient-dev /usr/include/semclient.h "/usr/lib/$ma/libsemclient.so" \
 	"/usr/lib/$ma/libsemclient.a" "/usr/lib/$ma/pkgconfig/semclient.pc" \
 	/usr/share/man/man3/semclient.3.gz
+expect python3-semclient /usr/lib/python3/dist-packages/semclient/__init__.py \
+	"/usr/lib/python3/dist-packages/semclient/_semclient.cpython-*.so" \
+	/usr/lib/python3/dist-packages/semclient/py.typed \
+	/usr/lib/python3/dist-packages/semclient/_semclient.pyi \
+	"/usr/share/doc/python3-semclient/python.md*" \
+	/usr/share/doc/python3-semclient/examples/jobs.py
 
 # The maintainer scripts: the system user, and the units enabled.
 ctl=$work/ctl
@@ -94,13 +100,33 @@ fi
 
 echo "== the packaged programs"
 x=$work/root
-for p in semd semctl libsemclient1; do dpkg-deb -x "$work/${p}_${version}_$arch.deb" "$x"; done
+for p in semd semctl libsemclient1 python3-semclient; do dpkg-deb -x "$work/${p}_${version}_$arch.deb" "$x"; done
 res=$(LD_LIBRARY_PATH=$x/usr/lib/$ma "$x/usr/sbin/semd" --config "$x/etc/semd/semd.conf" --check-config 2>&1) || true
 if [ "$res" = "semd: configuration OK" ]; then echo "ok - the packaged semd accepts the packaged semd.conf"
 else echo "not ok - the packaged semd on the packaged semd.conf: $res"; failed=1; fi
 if LD_LIBRARY_PATH=$x/usr/lib/$ma "$x/usr/bin/semctl" --version >/dev/null 2>&1; then
 	echo "ok - the packaged semctl runs on the packaged libsemclient1"
 else echo "not ok - the packaged semctl does not run"; failed=1; fi
+# The packaged Python package, on the packaged library, against the packaged
+# daemon: one permit taken and given back (bounded: a 10 s timeout each).
+sock=$work/py.sock
+LD_LIBRARY_PATH=$x/usr/lib/$ma timeout 30 "$x/usr/sbin/semd" --listen "unix:$sock" \
+	--ready-file "$work/py.ready" --acl "anonymous * all" >"$work/py-semd.log" 2>&1 &
+semd_pid=$!
+i=0
+while [ ! -s "$work/py.ready" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+res=$(LD_LIBRARY_PATH=$x/usr/lib/$ma PYTHONPATH=$x/usr/lib/python3/dist-packages \
+	PYTHONDONTWRITEBYTECODE=1 timeout 20 /usr/bin/python3 -c '
+import sys, semclient
+with semclient.Client(sys.argv[1], timeout=10) as c:
+    with c.semaphore("deb", limit=1).acquire(timeout=10) as p:
+        print("ok", p.n, semclient.library_version())
+' "unix:$sock" 2>&1) || true
+kill "$semd_pid" 2>/dev/null; wait "$semd_pid" 2>/dev/null || true
+case $res in
+"ok 1 "*) echo "ok - the packaged semclient takes a permit of the packaged semd";;
+*) echo "not ok - the packaged semclient: $res"; failed=1;;
+esac
 # The packaged units, pointed at the packaged files, verify cleanly.
 mkdir -p "$work/units"
 for u in semd.socket semd.service; do

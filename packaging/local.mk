@@ -48,6 +48,8 @@ EXTRA_DIST += \
 	packaging/debian/libsemclient1.symbols \
 	packaging/debian/libsemclient-dev.install \
 	packaging/debian/not-installed \
+	packaging/debian/python3-semclient.docs \
+	packaging/debian/python3-semclient.examples \
 	packaging/tests/units-verify.sh \
 	packaging/tests/install.sh \
 	packaging/tests/nspawn.sh \

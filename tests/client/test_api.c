@@ -1694,6 +1694,125 @@ out:
 	semc_free(w);
 }
 
+/* A blocking down in a thread of its own, for test_bindings(). */
+struct blocked_down {
+	struct semc *c;
+	int r;
+	atomic_bool done;
+};
+
+static void *blocked_down_main(void *arg)
+{
+	struct blocked_down *b = arg;
+	struct semc_grant g;
+
+	b->r = semc_down(b->c, "bind/x", 1, -1, 0, &g);
+	atomic_store(&b->done, true);
+	return NULL;
+}
+
+/* A callback that counts its outcomes by error. */
+struct outcomes {
+	int ok, cancelled, disconnected, other;
+};
+
+static void on_outcome(struct semc *c, const struct semc_result *r, void *arg)
+{
+	struct outcomes *o = arg;
+
+	(void)c;
+	if (r->error == 0)
+		o->ok++;
+	else if (r->error == SEMC_E_CANCELLED)
+		o->cancelled++;
+	else if (r->error == SEMC_E_DISCONNECTED)
+		o->disconnected++;
+	else
+		o->other++;
+}
+
+/* Wait (at most ms) until name has n waiters, as semc_info() sees them. */
+static bool waiters_become(struct semc *c, const char *name, size_t n, int ms)
+{
+	long long end = t_now_ms() + ms;
+	struct semc_info *in;
+	size_t got;
+
+	for (;;) {
+		if (semc_info(c, name, &in) != 0)
+			return false;
+		got = in->n_waiters;
+		semc_info_free(in);
+		if (got == n)
+			return true;
+		if (t_now_ms() >= end)
+			return false;
+		t_sleep_ms(10);
+	}
+}
+
+/* semc_cancel_async() and semc_shutdown(), for language bindings. */
+static void test_bindings(void)
+{
+	struct semc *c = open_client(D.unix_addr, 0), *h = open_client(D.unix_addr, 0);
+	struct semc *s = open_client(D.tcp_addr, 5000);
+	struct outcomes down = { 0 }, cancel = { 0 }, late = { 0 };
+	struct blocked_down b = { .c = s };
+	struct semc_info *in = NULL;
+	struct semc_grant g;
+	pthread_t th;
+	int64_t id, cid;
+
+	TEST_START("semc_cancel_async, semc_shutdown");
+	CHECK(c != NULL && h != NULL && s != NULL, "connect");
+	if (c == NULL || h == NULL || s == NULL)
+		goto out;
+	CHECK_EQ(0, semc_create(h, "bind/x", 1, SEMC_MODE_OWNED, false));
+	CHECK_EQ(0, semc_down(h, "bind/x", 1, 1000, 0, &g));
+
+	/* the Cancel goes before a later request: info sees no waiter */
+	id = semc_down_async(c, "bind/x", 1, -1, 0, on_outcome, &down);
+	CHECK(id > 0, "queued");
+	cid = semc_cancel_async(c, (uint64_t)id, on_outcome, &cancel);
+	CHECK(cid > 0 && cid != id, "cancel id %lld", (long long)cid);
+	CHECK_EQ(0, semc_info(c, "bind/x", &in));
+	if (in != NULL)
+		CHECK_QUEUE(in, 1, 0);
+	semc_info_free(in);
+	PUMP_UNTIL(c, down.cancelled + down.ok + down.other > 0 && cancel.ok > 0, 3000);
+	CHECK_EQ(1, down.cancelled);
+	CHECK_EQ(1, cancel.ok);
+	CHECK_EQ(0, semc_pending(c));
+	CHECK(semc_cancel_async(c, 0, NULL, NULL) > 0, "a cancel without a callback");
+	PUMP_UNTIL(c, semc_pending(c) == 0, 1000);
+
+	/* shutdown wakes a thread blocked in a down, fails what is pending,
+	 * stops the keepalive thread; the handle is freed after */
+	CHECK_EQ(0, pthread_create(&th, NULL, blocked_down_main, &b));
+	CHECK(waiters_become(c, "bind/x", 1, 3000), "the blocked down waits");
+	id = semc_down_async(s, "bind/x", 1, -1, 0, on_outcome, &late);
+	CHECK(id > 0, "a second down queued");
+	semc_shutdown(s);
+	pthread_join(th, NULL);
+	CHECK(atomic_load(&b.done), "the blocked down returned");
+	CHECK_EQ(SEMC_E_DISCONNECTED, b.r);
+	CHECK_EQ(1, late.disconnected);
+	CHECK_EQ(0, semc_pending(s));
+	CHECK_EQ(-1, semc_fd(s));
+	CHECK_EQ(SEMC_E_DISCONNECTED, semc_ping(s, NULL));
+	semc_shutdown(s);	/* again: nothing */
+	semc_free(s);
+	s = NULL;
+	/* the daemon forgets its waiters once the session is gone (5 s lease:
+	 * a TCP session outlives its connection that long) */
+	CHECK(waiters_become(c, "bind/x", 0, 15000), "the waiters are gone");
+	CHECK_EQ(0, semc_delete(h, "bind/x", true));
+out:
+	semc_free(c);
+	semc_free(h);
+	semc_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGALRM, on_alarm);
@@ -1725,6 +1844,7 @@ int main(int argc, char **argv)
 	test_lost_push();
 	test_new_fields();
 	test_issue15();
+	test_bindings();
 	test_stall(true);
 	test_stall(false);
 	test_resume_order();
