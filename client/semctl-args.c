@@ -26,15 +26,12 @@
 
 /* Print a usage error (with the command's synopses when forms) and exit 2,
  * with --json also as one JSON object. */
-static void usage_vfail(bool forms, const char *fmt, va_list ap)
-	__attribute__((noreturn, format(printf, 2, 0)));
-static void usage_vfail(bool forms, const char *fmt, va_list ap)
+static void usage_exit(bool forms, const char *msg) __attribute__((noreturn));
+static void usage_exit(bool forms, const char *msg)
 {
 	const struct cmd_def *d = g.def;
-	char msg[1024];
 	int i;
 
-	vsnprintf(msg, sizeof msg, fmt, ap);
 	fprintf(stderr, "semctl: %s\n", esc(msg));
 	for (i = 0; forms && d != NULL && i < CMD_FORMS && d->forms[i] != NULL; i++)
 		fprintf(stderr, "%s semctl %s%s%s\n", i ? "      " : "usage:", d->name,
@@ -58,19 +55,25 @@ static void usage_vfail(bool forms, const char *fmt, va_list ap)
 /* A usage error: the message, and where to find help. */
 void usage_fail(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	usage_vfail(false, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	usage_exit(false, msg);
 }
 
 /* A usage error of the command's arguments: the message and its synopses. */
 void usage_forms(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	usage_vfail(true, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	usage_exit(true, msg);
 }
 
 /* The exit code for a library error. */
