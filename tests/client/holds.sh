@@ -113,7 +113,9 @@ waiters() { S --json info q | python3 -c "import json,sys; j=json.load(sys.stdin
 S create q --limit 1 >/dev/null
 S down q >/dev/null
 rm -f "$T/order"
-"$SEMCTL" -s "$RELAY" run q --lease 5s -- sh -c "echo A >>'$T/order'" 2>"$T/a.err" &
+# (A's session lease is what the cut, the checks and its reconnection
+# must fit in: 30 s, not the 5 s a loaded machine has run past)
+"$SEMCTL" -s "$RELAY" run q --lease 30s -- sh -c "echo A >>'$T/order'" 2>"$T/a.err" &
 apid=$!
 t_wait_for 5 sh -c "test \"\$(cd '$T' && '$SEMCTL' -s '$d_UNIX' --json info q | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"waiters\"]))')\" = 1"
 "$SEMCTL" -s "$d_UNIX" run q -- sh -c "echo B >>'$T/order'" &
@@ -125,7 +127,7 @@ rctl cut
 ok "cut off, A's waiter keeps its place, marked disconnected" \
 	t_wait_for 5 sh -c "test \"\$(cd '$T'; '$SEMCTL' -s '$d_UNIX' --json info q | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"waiters\"][0][\"detached\"])')\" = True"
 rctl unblock
-ok "A resumes in its place" t_wait_for 5 sh -c "test \"\$('$SEMCTL' -s '$d_UNIX' --json info q | python3 -c 'import json,sys; w=json.load(sys.stdin)[\"waiters\"]; print(len(w), w[0][\"detached\"])')\" = '2 False'"
+ok "A resumes in its place" t_wait_for 15 sh -c "test \"\$('$SEMCTL' -s '$d_UNIX' --json info q | python3 -c 'import json,sys; w=json.load(sys.stdin)[\"waiters\"]; print(len(w), w[0][\"detached\"])')\" = '2 False'"
 S up q >/dev/null
 wait "$apid"
 expect_eq "A's run exits 0" 0 $?
