@@ -24,7 +24,35 @@
 
 #include "client/semctl.h"
 
-/* Print a usage error and exit 2 (with --json, also one JSON object). */
+/* Print a usage error (with the command's synopses when forms) and exit 2,
+ * with --json also as one JSON object. */
+static void usage_exit(bool forms, const char *msg) __attribute__((noreturn));
+static void usage_exit(bool forms, const char *msg)
+{
+	const struct cmd_def *d = g.def;
+	int i;
+
+	fprintf(stderr, "semctl: %s\n", esc(msg));
+	for (i = 0; forms && d != NULL && i < CMD_FORMS && d->forms[i] != NULL; i++)
+		fprintf(stderr, "%s semctl %s%s%s\n", i ? "      " : "usage:", d->name,
+			*d->forms[i] ? " " : "", d->forms[i]);
+	if (d != NULL)
+		fprintf(stderr, "Try 'semctl help %s'.\n", d->name);
+	else
+		fprintf(stderr, "Try 'semctl --help'.\n");
+	if (g.json) {
+		printf("{\"ok\":false,\"error\":\"usage\",\"code\":%d,\"message\":", SEMC_E_ARG);
+		json_str(msg);
+		if (d != NULL) {
+			printf(",\"command\":");
+			json_str(d->name);
+		}
+		printf(",\"exit\":%d}\n", EX_USAGE_);
+	}
+	exit(EX_USAGE_);
+}
+
+/* A usage error: the message, and where to find help. */
 void usage_fail(const char *fmt, ...)
 {
 	char msg[1024];
@@ -33,13 +61,19 @@ void usage_fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "semctl: %s\nTry 'semctl --help'.\n", esc(msg));
-	if (g.json) {
-		printf("{\"ok\":false,\"error\":\"usage\",\"code\":%d,\"message\":", SEMC_E_ARG);
-		json_str(msg);
-		printf(",\"exit\":%d}\n", EX_USAGE_);
-	}
-	exit(EX_USAGE_);
+	usage_exit(false, msg);
+}
+
+/* A usage error of the command's arguments: the message and its synopses. */
+void usage_forms(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	usage_exit(true, msg);
 }
 
 /* The exit code for a library error. */
@@ -113,66 +147,70 @@ int fail(int err, const char *what)
  * returns the exit code. */
 int fail_msg(int err, const char *what, const char *msg)
 {
+	return fail_json(exit_code(err), err_name(err), err, what, msg, NULL);
+}
+
+/*
+ * Report a failure: "semctl: what: msg" on stderr and, with --json, the
+ * object every failure prints: {"ok":false,"error":error,"code":code,
+ * "message":msg,...,"exit":ex}, where more (if not NULL) adds members
+ * (",\"key\":value"). Returns ex.
+ */
+int fail_json(int ex, const char *error, int code, const char *what, const char *msg,
+	      const char *more)
+{
 	fprintf(stderr, "semctl: %s: %s\n", what, esc(msg));
 	if (g.json) {
 		printf("{\"ok\":false,\"error\":");
-		json_str(err_name(err));
-		printf(",\"code\":%d,\"message\":", err);
+		json_str(error);
+		printf(",\"code\":%d,\"message\":", code);
 		json_str(msg);
-		printf(",\"exit\":%d}\n", exit_code(err));
+		printf("%s,\"exit\":%d}\n", more != NULL ? more : "", ex);
 	}
-	return exit_code(err);
+	return ex;
 }
 
-/* Report --limit N against an existing name with another limit. */
-int fail_limit(int err, const char *what, const char *name, uint32_t limit)
-{
-	char m[512];
-
-	snprintf(m, sizeof m, "%s exists with another limit than %u (%s)", name, limit,
-		 semc_last_message());
-	fprintf(stderr, "semctl: %s: %s\n", what, esc(m));
-	if (g.json) {
-		printf("{\"ok\":false,\"error\":\"exists\",\"code\":%d,\"message\":", err);
-		json_str(m);
-		printf(",\"exit\":%d}\n", EX_ERROR_);
-	}
-	return EX_ERROR_;
-}
-
-/* Parse a positive count. */
-uint32_t parse_count(const char *s, const char *what, uint32_t min)
+/* Parse a count from min to max: a number, in range, else a usage error
+ * that says which. */
+uint32_t parse_count(const char *s, const char *what, uint32_t min, uint32_t max)
 {
 	char *end;
 	unsigned long long v;
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (*s == '-' || *s == '\0' || *end != '\0' || errno != 0 || v > UINT32_MAX || v < min)
-		usage_fail("%s: '%s' is not a number >= %u", what, s, min);
+	if (*s < '0' || *s > '9' || *end != '\0')
+		usage_fail("%s: '%s' is not a number (%u to %u)", what, s, min, max);
+	if (errno != 0 || v > max || v < min)
+		usage_fail("%s: %s is out of range (%u to %u)", what, s, min, max);
 	return (uint32_t)v;
 }
 
-/* Parse a 64-bit number (tokens, permit ids). */
-uint64_t parse_u64(const char *s, const char *what)
+/* Parse a 64-bit number (tokens, permit ids, --max) of at least min. */
+uint64_t parse_u64(const char *s, const char *what, uint64_t min)
 {
 	char *end;
 	unsigned long long v;
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (*s == '-' || *s == '\0' || *end != '\0' || errno != 0)
+	if (*s < '0' || *s > '9' || *end != '\0')
 		usage_fail("%s: '%s' is not a number", what, s);
+	if (errno != 0 || v < min)
+		usage_fail("%s: %s is out of range (%" PRIu64 " to %llu)", what, s, min,
+			   ULLONG_MAX);
 	return v;
 }
 
-/* Parse a duration option. */
-static int64_t parse_dur(const char *s, const char *what)
+/* Parse a duration option of at most max ms (-1: no most). */
+static int64_t parse_dur(const char *s, const char *what, int64_t max, const char *range)
 {
 	int64_t ms;
 
 	if (semc_parse_duration(s, &ms) != 0)
-		usage_fail("%s: '%s' is not a duration (250ms, 5s, 2m, 1h)", what, s);
+		usage_fail("%s: '%s' is not a duration (250ms, 5s, 2m, 1h, 1d)", what, s);
+	if (max >= 0 && ms > max)
+		usage_fail("%s: %s is out of range (%s)", what, s, range);
 	return ms;
 }
 
@@ -203,178 +241,277 @@ int client_open(struct semc **out, uint32_t lease_ms, const char *name)
 	return 0;
 }
 
-/* Command option table shared by the commands; each accepts a subset. */
-enum { O_LIMIT = 1000, O_MODE, O_TIMEOUT, O_LEASE, O_FORCE, O_HOLDER, O_JSON,
-	O_GRACE, O_MAX, O_AFTER, O_INITIAL, O_RATE, O_BURST, O_PRINCIPAL, O_PREFIX,
-	O_ALL };
+/* --- the options, by the table ------------------------------------------- */
 
-static const struct option cmd_longopts[] = {
-	{ "limit", required_argument, NULL, O_LIMIT },
-	{ "mode", required_argument, NULL, O_MODE },
-	{ "timeout", required_argument, NULL, O_TIMEOUT },
-	{ "lease", required_argument, NULL, O_LEASE },
-	{ "force", no_argument, NULL, O_FORCE },
-	{ "holder", required_argument, NULL, O_HOLDER },
-	{ "grace", required_argument, NULL, O_GRACE },
-	{ "max", required_argument, NULL, O_MAX },
-	{ "after", required_argument, NULL, O_AFTER },
-	{ "initial", required_argument, NULL, O_INITIAL },
-	{ "rate", required_argument, NULL, O_RATE },
-	{ "burst", required_argument, NULL, O_BURST },
-	{ "principal", required_argument, NULL, O_PRINCIPAL },
-	{ "prefix", no_argument, NULL, O_PREFIX },
-	{ "all", no_argument, NULL, O_ALL },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "json", no_argument, NULL, O_JSON },
-	{ "server", required_argument, NULL, 's' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
+#define OPT_VAL		1000	/* getopt's value of option id: OPT_VAL + id */
 
-/* A count option's value (at least min), and that it was given. */
-static void opt_count(uint32_t *v, bool *set, const char *name, uint32_t min)
+static struct option opt_long[OPT_COUNT];
+static char opt_short[2 * OPT_COUNT + 3];	/* "+:" then the letters; a
+						 * command's from opt_short + 1 */
+
+/* getopt_long()'s tables, from opt_defs[] (once). */
+static void opt_tables(void)
 {
-	*v = parse_count(optarg, name, min);
-	*set = true;
+	size_t i, n = 0, k = 0;
+
+	if (opt_short[0] != '\0')
+		return;
+	opt_short[k++] = '+';	/* the global options stop at the command */
+	opt_short[k++] = ':';
+	for (i = OPT_NONE + 1; i < OPT_COUNT; i++) {
+		const struct opt_def *o = &opt_defs[i];
+
+		if (o->name != NULL) {
+			opt_long[n].name = o->name;
+			opt_long[n].has_arg = o->value != NULL ? required_argument : no_argument;
+			opt_long[n].flag = NULL;
+			opt_long[n++].val = OPT_VAL + (int)i;
+		}
+		if (o->letter != 0) {
+			opt_short[k++] = o->letter;
+			if (o->value != NULL)
+				opt_short[k++] = ':';
+		}
+	}
+	opt_short[k] = '\0';
 }
 
-/* Parse a command's options; allowed lists the options it takes
- * ("nlmtLfHGMAIRBPXY": -n, --limit, --mode, --timeout, --lease, --force,
- * --holder, --grace, --max, --after, --initial, --rate, --burst,
- * --principal, --prefix, --all). */
-void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a)
+/* The option id of getopt_long()'s answer ch (OPT_NONE: not an option). */
+static enum opt_id opt_of(int ch)
 {
+	size_t i;
+
+	if (ch > OPT_VAL && ch < OPT_VAL + OPT_COUNT)
+		return (enum opt_id)(ch - OPT_VAL);
+	for (i = OPT_NONE + 1; i < OPT_COUNT; i++)
+		if (opt_defs[i].letter != 0 && opt_defs[i].letter == ch)
+			return (enum opt_id)i;
+	return OPT_NONE;
+}
+
+/* Does the command take the option? */
+bool cmd_takes(const struct cmd_def *cmd, enum opt_id id)
+{
+	size_t i;
+
+	for (i = 0; i < CMD_OPTS && cmd->opts[i].id != OPT_NONE; i++)
+		if (cmd->opts[i].id == id)
+			return true;
+	return false;
+}
+
+/* An option as written: "--limit", or "-n" for one with only a letter. */
+static const char *opt_written(enum opt_id id, char *buf, size_t len)
+{
+	if (opt_defs[id].name != NULL)
+		snprintf(buf, len, "--%s", opt_defs[id].name);
+	else
+		snprintf(buf, len, "-%c", opt_defs[id].letter);
+	return buf;
+}
+
+/*
+ * Whether --json (or -j) is among the options, so that a usage error
+ * found before getopt reaches it is reported as JSON too. Stops at "--";
+ * skips the values of the options that take one.
+ */
+bool json_wanted(int argc, char **argv)
+{
+	size_t k;
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
+			return true;
+		for (k = OPT_NONE + 1; k < OPT_COUNT; k++) {
+			const struct opt_def *o = &opt_defs[k];
+
+			if (o->value != NULL && ((o->name != NULL && strncmp(argv[i], "--", 2) == 0 &&
+			    strcmp(argv[i] + 2, o->name) == 0) ||
+			    (o->letter != 0 && argv[i][0] == '-' && argv[i][1] == o->letter &&
+			     argv[i][2] == '\0')))
+				break;
+		}
+		if (k < OPT_COUNT)
+			i++;
+	}
+	return false;
+}
+
+/* A global option, before or after the command. */
+static void global_set(enum opt_id id)
+{
+	switch (id) {
+	case OPT_SERVER: g.server = optarg; break;
+	case OPT_JSON: g.json = true; break;
+	case OPT_QUIET: g.quiet = true; break;
+	case OPT_TLS_CA: g.tls_ca = optarg; break;
+	case OPT_TLS_CERT: g.tls_cert = optarg; break;
+	case OPT_TLS_KEY: g.tls_key = optarg; break;
+	case OPT_NO_TLS_RESUME: g.no_tls_resume = true; break;
+	case OPT_HELP:
+		if (g.def != NULL)
+			help_command(g.def);
+		else
+			help_global();
+		exit(EX_OK_);
+	case OPT_VERSION:
+		if (g.json)
+			printf("{\"ok\":true,\"version\":\"%s\"}\n", semc_version());
+		else
+			printf("semctl %s\n", semc_version());
+		exit(EX_OK_);
+	default:
+		break;
+	}
+}
+
+/* The global options before the command: the index of the command. */
+int globals_parse(int argc, char **argv)
+{
+	char b[40];
+	enum opt_id id;
 	int ch;
 
+	opt_tables();
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, opt_short, opt_long, NULL)) != -1) {
+		if (ch == ':')
+			usage_fail("option '%s' needs a value", argv[optind - 1]);
+		if ((id = opt_of(ch)) == OPT_NONE)
+			usage_fail("unknown option '%s'", argv[optind - 1]);
+		if (id < OPT_FIRST_GLOBAL)
+			usage_fail("option '%s' is a command's: put it after the command",
+				   opt_written(id, b, sizeof b));
+		global_set(id);
+	}
+	return optind;
+}
+
+/* The value of a command's option into a. */
+static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
+{
+	switch (id) {
+	case OPT_N:
+		a->n = parse_count(optarg, "-n", 1, COUNT_MAX);
+		a->n_set = true;
+		break;
+	case OPT_LIMIT:
+		a->limit = parse_count(optarg, "--limit", 1, COUNT_MAX);
+		a->limit_set = true;
+		break;
+	case OPT_MODE:
+		if (strcmp(optarg, "owned") == 0)
+			a->mode = SEMC_MODE_OWNED;
+		else if (strcmp(optarg, "signal") == 0)
+			a->mode = SEMC_MODE_SIGNAL;
+		else
+			usage_fail("--mode: '%s' is not owned or signal", optarg);
+		break;
+	case OPT_TIMEOUT:
+		a->timeout_ms = parse_dur(optarg, "--timeout", -1, NULL);
+		break;
+	case OPT_LEASE:
+		/* the protocol's most; the daemon's max-lease may be less */
+		a->lease_ms = parse_dur(optarg, "--lease", UINT32_MAX,
+					"at most 4294967295ms, 49d17h; semd's max-lease may "
+					"be less, 24h unless configured");
+		a->lease_arg = optarg;
+		break;
+	case OPT_GRACE:
+		a->grace_ms = parse_dur(optarg, "--grace", 86400000, "0 to 24h");
+		break;
+	case OPT_FORCE:
+		a->force = true;
+		break;
+	case OPT_HOLDER:
+		a->holder = parse_u64(optarg, "--holder", 1);
+		a->holder_set = true;
+		break;
+	case OPT_MAX:
+		a->max = parse_u64(optarg, "--max", 1);
+		break;
+	case OPT_AFTER:
+		a->after = optarg;
+		break;
+	case OPT_INITIAL:
+		a->initial = parse_count(optarg, "--initial", 0, COUNT_MAX);
+		a->initial_set = true;
+		break;
+	case OPT_RATE:
+		if (semc_parse_rate(optarg, &a->rate.rate, &a->rate.period_ms) != 0)
+			usage_fail("--rate: '%s' is not a rate (R/UNIT: R 1 to %u, UNIT s, min, "
+				   "h, d or a duration from 1ms to 1d: 5000/h, 10/s, 1/250ms)",
+				   optarg, COUNT_MAX);
+		a->rate_set = true;
+		break;
+	case OPT_BURST:
+		a->rate.burst = parse_count(optarg, "--burst", 1, COUNT_MAX);
+		a->burst_set = true;
+		break;
+	case OPT_PRINCIPAL:
+		a->principal = optarg;
+		break;
+	case OPT_PREFIX:
+		a->prefix = true;
+		break;
+	case OPT_ALL:
+		a->all = true;
+		break;
+	default:
+		global_set(id);
+		break;
+	}
+}
+
+/*
+ * Parse a command's options and arguments (argv[0] is the command): the
+ * global options anywhere, the command's own (those cmd_defs[] gives it),
+ * then min to max positional arguments, else a usage error with the
+ * command's synopses. Options end at "--"; what follows it is positional
+ * (a->nafter says how many).
+ */
+void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args *a)
+{
+	char b[40];
+	enum opt_id id;
+	int ch, i;
+
 	memset(a, 0, sizeof *a);
+	a->cmd = cmd;
 	a->n = 1;
 	a->timeout_ms = -1;
 	a->lease_ms = -1;
 	a->grace_ms = -1;
-	optind = 0;	/* glibc: start over */
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":n:s:hjq", cmd_longopts, NULL)) != -1) {
-		const char *letter = NULL;
-
-		switch (ch) {
-		case 'n': letter = "n"; break;
-		case O_LIMIT: letter = "l"; break;
-		case O_MODE: letter = "m"; break;
-		case O_TIMEOUT: letter = "t"; break;
-		case O_LEASE: letter = "L"; break;
-		case O_FORCE: letter = "f"; break;
-		case O_HOLDER: letter = "H"; break;
-		case O_GRACE: letter = "G"; break;
-		case O_MAX: letter = "M"; break;
-		case O_AFTER: letter = "A"; break;
-		case O_INITIAL: letter = "I"; break;
-		case O_RATE: letter = "R"; break;
-		case O_BURST: letter = "B"; break;
-		case O_PRINCIPAL: letter = "P"; break;
-		case O_PREFIX: letter = "X"; break;
-		case O_ALL: letter = "Y"; break;
-		case 'q': g.quiet = true; continue;
-		case O_JSON: case 'j': g.json = true; continue;
-		case 's': g.server = optarg; continue;	/* global, accepted here too */
-		case 'h': fputs(usage_text, stdout); exit(EX_OK_);
-		case ':': usage_fail("%s: option '%s' needs a value", g.cmd, argv[optind - 1]);
-		default: usage_fail("%s: unknown option '%s'", g.cmd, argv[optind - 1]);
-		}
-		if (strchr(allowed, *letter) == NULL)
-			usage_fail("%s: option '%s' does not apply", g.cmd, argv[optind - 1]);
-		switch (ch) {
-		case 'n':
-			opt_count(&a->n, &a->n_set, "-n", 1);
-			break;
-		case O_LIMIT:
-			opt_count(&a->limit, &a->limit_set, "--limit", 1);
-			break;
-		case O_MODE:
-			if (strcmp(optarg, "owned") == 0)
-				a->mode = SEMC_MODE_OWNED;
-			else if (strcmp(optarg, "signal") == 0)
-				a->mode = SEMC_MODE_SIGNAL;
-			else
-				usage_fail("--mode: '%s' is not owned or signal", optarg);
-			break;
-		case O_TIMEOUT:
-			a->timeout_ms = parse_dur(optarg, "--timeout");
-			break;
-		case O_LEASE:
-			a->lease_ms = parse_dur(optarg, "--lease");
-			if (a->lease_ms > UINT32_MAX)
-				usage_fail("--lease: '%s' is out of range", optarg);
-			break;
-		case O_FORCE:
-			a->force = true;
-			break;
-		case O_HOLDER:
-			a->holder = parse_u64(optarg, "--holder");
-			a->holder_set = true;
-			break;
-		case O_GRACE:
-			a->grace_ms = parse_dur(optarg, "--grace");
-			if (a->grace_ms < 0 || a->grace_ms > 86400000)
-				usage_fail("--grace: '%s' is out of range", optarg);
-			break;
-		case O_MAX:
-			a->max = parse_u64(optarg, "--max");
-			if (a->max == 0)
-				usage_fail("--max: must be at least 1");
-			break;
-		case O_AFTER:
-			a->after = optarg;
-			break;
-		case O_INITIAL:
-			opt_count(&a->initial, &a->initial_set, "--initial", 0);
-			break;
-		case O_RATE:
-			if (semc_parse_rate(optarg, &a->rate.rate, &a->rate.period_ms) != 0)
-				usage_fail("--rate: '%s' is not a rate (5000/h, 10/s, 3/min, 1/250ms)",
-					   optarg);
-			a->rate_set = true;
-			break;
-		case O_BURST:
-			opt_count(&a->rate.burst, &a->burst_set, "--burst", 1);
-			break;
-		case O_PRINCIPAL:
-			a->principal = optarg;
-			break;
-		case O_PREFIX:
-			a->prefix = true;
-			break;
-		case O_ALL:
-			a->all = true;
+	a->nafter = -1;
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			a->nafter = argc - i - 1;
 			break;
 		}
 	}
+	opt_tables();
+	optind = 0;	/* glibc: start over */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, opt_short + 1, opt_long, NULL)) != -1) {
+		if (ch == ':')
+			usage_fail("%s: option '%s' needs a value", cmd->name, argv[optind - 1]);
+		if ((id = opt_of(ch)) == OPT_NONE)
+			usage_fail("%s: unknown option '%s'", cmd->name, argv[optind - 1]);
+		if (id < OPT_FIRST_GLOBAL && !cmd_takes(cmd, id))
+			usage_fail("%s: option '%s' does not apply to %s", cmd->name,
+				   opt_written(id, b, sizeof b), cmd->name);
+		cmd_opt_set(id, a);
+	}
 	a->argc = argc - optind;
 	a->argv = argv + optind;
-}
-
-/* Require exactly want positional arguments. */
-void need_args(const struct cmd_args *a, int min, int max, const char *synopsis)
-{
-	if (a->argc < min || a->argc > max)
-		usage_fail("usage: semctl %s", synopsis);
-}
-
-/* Parse a command's options (cmd_parse()) and require min to max
- * positional arguments, else print its synopsis and exit. */
-void cmd_get(int argc, char **argv, const char *allowed, int min, int max,
-	     const char *synopsis, struct cmd_args *a)
-{
-	cmd_parse(argc, argv, allowed, a);
-	need_args(a, min, max, synopsis);
-}
-
-/* cmd_get(), then connect (client_open()) for a command that checks nothing
- * more before its call: 0, or the exit code of the failure to connect. */
-int cmd_open(int argc, char **argv, const char *allowed, int min, int max,
-	     const char *synopsis, struct cmd_args *a, struct semc **c)
-{
-	cmd_get(argc, argv, allowed, min, max, synopsis, a);
-	return client_open(c, 0, "semctl");
+	if (a->argc < cmd->min_args)
+		usage_forms("%s: %s", cmd->name, a->argc ? "too few arguments" :
+			    "arguments are missing");
+	if (cmd->max_args >= 0 && a->argc > cmd->max_args)
+		usage_forms("%s: unexpected argument '%s'", cmd->name,
+			    a->argv[cmd->max_args]);
 }
 
 /* Close a command's client after its one call; r != 0: report it as what. */

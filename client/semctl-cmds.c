@@ -28,61 +28,57 @@
 #define INFO_MAX	10000	/* info lists at most this many holders and waiters */
 
 /* create NAME --limit N [--mode owned|signal] [--initial N], or with --rate */
-int cmd_create(int argc, char **argv)
+int cmd_create(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct semc *c;
 	char rb[64];
 	int r;
 
 	struct semc_create_opts o = { 0 };
 
-	cmd_get(argc, argv, "lmIRB", 1, 1,
-		 "create NAME --limit N [--mode owned|signal] [--initial N]\n"
-		 "       semctl create NAME --rate R/UNIT [--burst N] [--limit N]", &a);
-	if (!a.limit_set && !a.rate_set)
-		usage_fail("create: --limit N or --rate R/UNIT is required");
-	if (a.burst_set && !a.rate_set)
+	if (!a->limit_set && !a->rate_set)
+		usage_forms("create: --limit N or --rate R/UNIT is required");
+	if (a->burst_set && !a->rate_set)
 		usage_fail("create: --burst N needs --rate");
-	if (a.rate_set && a.mode == SEMC_MODE_SIGNAL)
+	if (a->rate_set && a->mode == SEMC_MODE_SIGNAL)
 		usage_fail("create: a signal-mode semaphore cannot have a rate");
-	if (a.initial_set && a.mode != SEMC_MODE_SIGNAL)
+	if (a->initial_set && a->mode != SEMC_MODE_SIGNAL)
 		usage_fail("create: --initial N needs --mode signal");
-	if (a.initial_set && a.initial > a.limit)
-		usage_fail("create: --initial %u is more than --limit %u", a.initial, a.limit);
-	o.limit = a.limit_set ? a.limit : 0;
-	o.mode = a.rate_set && !a.limit_set ? SEMC_MODE_RATE : a.mode;
-	o.initial_set = a.initial_set;
-	o.initial = a.initial;
+	if (a->initial_set && a->initial > a->limit)
+		usage_fail("create: --initial %u is more than --limit %u", a->initial, a->limit);
+	o.limit = a->limit_set ? a->limit : 0;
+	o.mode = a->rate_set && !a->limit_set ? SEMC_MODE_RATE : a->mode;
+	o.initial_set = a->initial_set;
+	o.initial = a->initial;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = a.rate_set ? semc_create_rate(c, a.argv[0], &o, &a.rate) :
-	    semc_create_ex(c, a.argv[0], &o);
+	r = a->rate_set ? semc_create_rate(c, a->argv[0], &o, &a->rate) :
+	    semc_create_ex(c, a->argv[0], &o);
 	if ((r = call_end(c, r, "create")) != 0)
 		return r;
-	if (a.rate_set && a.rate.burst == 0)
-		a.rate.burst = a.rate.rate;	/* the daemon's default */
+	if (a->rate_set && a->rate.burst == 0)
+		a->rate.burst = a->rate.rate;	/* the daemon's default */
 	if (g.json) {
 		printf("{\"ok\":true,\"name\":");
-		json_str(a.argv[0]);
+		json_str(a->argv[0]);
 		printf(",\"limit\":%u,\"mode\":\"%s\"", o.limit, mode_name(o.mode));
-		if (a.initial_set)
-			printf(",\"initial\":%u", a.initial);
-		if (a.rate_set)
-			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", a.rate.rate,
-			       a.rate.period_ms, a.rate.burst);
+		if (a->initial_set)
+			printf(",\"initial\":%u", a->initial);
+		if (a->rate_set)
+			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", a->rate.rate,
+			       a->rate.period_ms, a->rate.burst);
 		printf("}\n");
-	} else if (a.rate_set && a.limit_set) {
-		printf("created %s (limit %u, rate %s, burst %u)\n", esc(a.argv[0]), a.limit,
-		       rate_text(a.rate.rate, a.rate.period_ms, rb, sizeof rb), a.rate.burst);
-	} else if (a.rate_set) {
-		printf("created %s (rate %s, burst %u)\n", esc(a.argv[0]),
-		       rate_text(a.rate.rate, a.rate.period_ms, rb, sizeof rb), a.rate.burst);
-	} else if (a.initial_set) {
-		printf("created %s (limit %u, %s, %u free)\n", esc(a.argv[0]), a.limit,
-		       mode_name(a.mode), a.initial);
+	} else if (a->rate_set && a->limit_set) {
+		printf("created %s (limit %u, rate %s, burst %u)\n", esc(a->argv[0]), a->limit,
+		       rate_text(a->rate.rate, a->rate.period_ms, rb, sizeof rb), a->rate.burst);
+	} else if (a->rate_set) {
+		printf("created %s (rate %s, burst %u)\n", esc(a->argv[0]),
+		       rate_text(a->rate.rate, a->rate.period_ms, rb, sizeof rb), a->rate.burst);
+	} else if (a->initial_set) {
+		printf("created %s (limit %u, %s, %u free)\n", esc(a->argv[0]), a->limit,
+		       mode_name(a->mode), a->initial);
 	} else {
-		printf("created %s (limit %u, %s)\n", esc(a.argv[0]), a.limit, mode_name(a.mode));
+		printf("created %s (limit %u, %s)\n", esc(a->argv[0]), a->limit, mode_name(a->mode));
 	}
 	return 0;
 }
@@ -193,9 +189,10 @@ static void info_json(const struct info_pages *ip, int64_t now)
 
 	printf("{\"ok\":true,\"name\":");
 	json_str(in->name);
-	printf(",\"limit\":%u,\"available\":%" PRId64 ",\"mode\":\"%s\",\"auto_created\":%s,"
-	       "\"last_token\":%" PRIu64, in->limit, in->available,
-	       mode_name(in->mode), in->auto_created ? "true" : "false", in->last_token);
+	printf(",\"limit\":%u,\"available\":%" PRId64 ",\"over_limit\":%" PRId64
+	       ",\"mode\":\"%s\",\"auto_created\":%s,\"last_token\":%" PRIu64, in->limit,
+	       in->available, in->available < 0 ? -in->available : 0, mode_name(in->mode),
+	       in->auto_created ? "true" : "false", in->last_token);
 	if (in->rate != 0)
 		printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u,\"tokens\":%" PRIu64
 		       ".%09" PRIu64 ",\"next_token_ms\":%" PRIu64, in->rate, in->rate_period_ms,
@@ -243,9 +240,14 @@ static void info_text(const struct info_pages *ip, int64_t now)
 	char b1[64], b2[64], b3[64];
 	size_t i, k, pos = 0;
 
-	printf("%s: limit %u, available %" PRId64 ", mode %s%s, last token %" PRIu64 "\n",
-	       esc(in->name), in->limit, in->available, mode_name(in->mode),
-	       in->auto_created ? " (auto-created)" : "", in->last_token);
+	/* after a shrinking set-limit the holders may hold more than the limit */
+	if (in->available < 0)
+		snprintf(b1, sizeof b1, "%" PRId64 " over the limit", -in->available);
+	else
+		snprintf(b1, sizeof b1, "available %" PRId64, in->available);
+	printf("%s: limit %u, %s, mode %s%s, last token %" PRIu64 "\n", esc(in->name),
+	       in->limit, b1, mode_name(in->mode), in->auto_created ? " (auto-created)" : "",
+	       in->last_token);
 	if (in->rate != 0) {
 		printf("rate: %s, burst %u, %" PRIu64 ".%03" PRIu64 " tokens now",
 		       rate_text(in->rate, in->rate_period_ms, b1, sizeof b1), in->burst,
@@ -298,16 +300,15 @@ static void info_text(const struct info_pages *ip, int64_t now)
 }
 
 /* info NAME [--max N]: every page, up to INFO_MAX (or N) holders and waiters. */
-int cmd_info(int argc, char **argv)
+int cmd_info(struct cmd_args *a)
 {
 	struct info_pages ip;
-	struct cmd_args a;
 	struct semc *c;
 	int r;
 
-	if ((r = cmd_open(argc, argv, "M", 1, 1, "info NAME [--max N]", &a, &c)) != 0)
+	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = info_fetch(c, a.argv[0], a.max ? a.max : INFO_MAX, &ip);
+	r = info_fetch(c, a->argv[0], a->max ? a->max : INFO_MAX, &ip);
 	semc_free(c);
 	if (r == 0 && g.json)
 		info_json(&ip, wall_ms());
@@ -407,16 +408,14 @@ static int pages_fetch(const struct cmd_args *a, bool holds, size_t max_pages, c
 }
 
 /* list [PREFIX] [--max N] [--after NAME]: the pages, fetched before anything is printed. */
-int cmd_list(int argc, char **argv)
+int cmd_list(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct pages pp;
 	const char *after;
 	size_t i, k, total = 0;
 	int r;
 
-	cmd_get(argc, argv, "MA", 0, 1, "list [PREFIX] [--max N] [--after NAME]", &a);
-	if ((r = pages_fetch(&a, false, 1000000, "list", &pp)) != 0)
+	if ((r = pages_fetch(a, false, 1000000, "list", &pp)) != 0)
 		return r;
 	/* Stopped by --max with names left: say where to go on from. */
 	after = pp.n > 0 ? ((const struct semc_list *)pp.p[pp.n - 1])->next : NULL;
@@ -440,8 +439,14 @@ int cmd_list(int argc, char **argv)
 				       "\"holders\":%u,\"waiters\":%u}", s->limit, s->available,
 				       mode_name(s->mode), s->holders, s->waiters);
 			} else {
-				printf("%-40s %8u %10" PRId64 " %-7s %8u %8u\n", esc(s->name), s->limit,
-				       s->available, mode_name(s->mode), s->holders, s->waiters);
+				char av[32];
+
+				if (s->available < 0)
+					snprintf(av, sizeof av, "%" PRId64 " over", -s->available);
+				else
+					snprintf(av, sizeof av, "%" PRId64, s->available);
+				printf("%-40s %8u %10s %-7s %8u %8u\n", esc(s->name), s->limit, av,
+				       mode_name(s->mode), s->holders, s->waiters);
 			}
 		}
 	}
@@ -461,123 +466,114 @@ int cmd_list(int argc, char **argv)
 }
 
 /* delete NAME [--force] */
-int cmd_delete(int argc, char **argv)
+int cmd_delete(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct semc *c;
 	int r;
 
-	if ((r = cmd_open(argc, argv, "f", 1, 1, "delete NAME [--force]", &a, &c)) != 0)
+	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	if ((r = call_end(c, semc_delete(c, a.argv[0], a.force), "delete")) != 0)
+	if ((r = call_end(c, semc_delete(c, a->argv[0], a->force), "delete")) != 0)
 		return r;
 	if (g.json)
-		json_ok(a.argv[0], NULL, 0);
+		json_ok(a->argv[0], NULL, 0);
 	else
-		printf("deleted %s\n", esc(a.argv[0]));
+		printf("deleted %s\n", esc(a->argv[0]));
 	return 0;
 }
 
 /* set-limit NAME N */
-int cmd_set_limit(int argc, char **argv)
+int cmd_set_limit(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct semc *c;
 	uint32_t limit;
 	int r;
 
-	cmd_get(argc, argv, "", 2, 2, "set-limit NAME N", &a);
-	limit = parse_count(a.argv[1], "set-limit", 1);
+	limit = parse_count(a->argv[1], "set-limit: N", 1, COUNT_MAX);
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	if ((r = call_end(c, semc_set_limit(c, a.argv[0], limit), "set-limit")) != 0)
+	if ((r = call_end(c, semc_set_limit(c, a->argv[0], limit), "set-limit")) != 0)
 		return r;
 	if (g.json)
-		json_ok(a.argv[0], "limit", limit);
+		json_ok(a->argv[0], "limit", limit);
 	else
-		printf("%s: limit %u\n", esc(a.argv[0]), limit);
+		printf("%s: limit %u\n", esc(a->argv[0]), limit);
 	return 0;
 }
 
 /* set-rate NAME R/UNIT|0 [--burst N] */
-int cmd_set_rate(int argc, char **argv)
+int cmd_set_rate(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct semc_rate rate = { 0 };
 	struct semc *c;
 	char rb[64];
 	int r;
 
-	cmd_get(argc, argv, "B", 2, 2, "set-rate NAME R/UNIT|0 [--burst N]", &a);
-	if (strcmp(a.argv[1], "0") != 0 &&
-	    semc_parse_rate(a.argv[1], &rate.rate, &rate.period_ms) != 0)
+	if (strcmp(a->argv[1], "0") != 0 &&
+	    semc_parse_rate(a->argv[1], &rate.rate, &rate.period_ms) != 0)
 		usage_fail("set-rate: '%s' is not a rate (5000/h, 10/s, 3/min, 1/250ms, 0)",
-			   a.argv[1]);
-	if (rate.rate == 0 && a.burst_set)
+			   a->argv[1]);
+	if (rate.rate == 0 && a->burst_set)
 		usage_fail("set-rate: --burst with rate 0 (no bucket)");
-	rate.burst = a.rate.burst;
+	rate.burst = a->rate.burst;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	if ((r = call_end(c, semc_set_rate(c, a.argv[0], &rate), "set-rate")) != 0)
+	if ((r = call_end(c, semc_set_rate(c, a->argv[0], &rate), "set-rate")) != 0)
 		return r;
 	if (rate.rate != 0 && rate.burst == 0)
 		rate.burst = rate.rate;
 	if (g.json) {
 		printf("{\"ok\":true,\"name\":");
-		json_str(a.argv[0]);
+		json_str(a->argv[0]);
 		printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u}\n", rate.rate,
 		       rate.period_ms, rate.burst);
 	} else if (rate.rate == 0) {
-		printf("%s: no rate\n", esc(a.argv[0]));
+		printf("%s: no rate\n", esc(a->argv[0]));
 	} else {
-		printf("%s: rate %s, burst %u\n", esc(a.argv[0]),
+		printf("%s: rate %s, burst %u\n", esc(a->argv[0]),
 		       rate_text(rate.rate, rate.period_ms, rb, sizeof rb), rate.burst);
 	}
 	return 0;
 }
 
 /* renew NAME [--lease DUR] [--holder PERMIT_ID] */
-int cmd_renew(int argc, char **argv)
+int cmd_renew(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct semc *c;
 	uint64_t expires = 0;
 	uint32_t renewed = 0;
 	char b1[64];
 	int r;
 
-	cmd_get(argc, argv, "LH", 1, 1, "renew NAME [--lease DUR] [--holder PERMIT_ID]", &a);
-	if (a.lease_ms == 0)
+	if (a->lease_ms == 0)
 		usage_fail("renew: --lease must be more than 0");
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = semc_renew(c, a.argv[0], a.holder_set ? a.holder : 0,
-		       a.lease_ms > 0 ? (uint32_t)a.lease_ms : 0, &renewed, &expires);
+	r = semc_renew(c, a->argv[0], a->holder_set ? a->holder : 0,
+		       a->lease_ms > 0 ? (uint32_t)a->lease_ms : 0, &renewed, &expires);
 	if ((r = call_end(c, r, "renew")) != 0)
 		return r;
 	if (g.json) {
 		printf("{\"ok\":true,\"name\":");
-		json_str(a.argv[0]);
+		json_str(a->argv[0]);
 		printf(",\"renewed\":%u,\"expires_ms\":%" PRIu64 "}\n", renewed, expires);
 	} else {
-		printf("renewed %u hold(s) of %s until %s\n", renewed, esc(a.argv[0]),
+		printf("renewed %u hold(s) of %s until %s\n", renewed, esc(a->argv[0]),
 		       fmt_time(expires, b1, sizeof b1));
 	}
 	return 0;
 }
 
 /* holds [--principal P] [--max N]: every hold of a principal, all pages. */
-int cmd_holds(int argc, char **argv)
+int cmd_holds(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct pages pp;
 	uint64_t now = (uint64_t)wall_ms();
 	size_t k, i, total = 0;
 	char b1[64], b2[64], b3[64];
 	int r;
 
-	cmd_get(argc, argv, "PM", 0, 0, "holds [--principal P] [--max N]", &a);
-	if ((r = pages_fetch(&a, true, 100000, "holds", &pp)) != 0)
+	if ((r = pages_fetch(a, true, 100000, "holds", &pp)) != 0)
 		return r;
 	if (g.json)
 		printf("{\"ok\":true,\"holds\":[");
@@ -621,41 +617,52 @@ int cmd_holds(int argc, char **argv)
 	return 0;
 }
 
-/* validate NAME TOKEN: exit 0 if the token still holds a permit, else 6. */
-int cmd_validate(int argc, char **argv)
+/*
+ * validate NAME TOKEN: exit 0 if the token still holds a permit, else 6.
+ * With --json an invalid token is a failure like any other: "ok":false,
+ * "error":"invalid_token" and the exit code, with "valid":false.
+ */
+int cmd_validate(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct semc *c;
 	uint64_t token;
 	bool valid;
 	int r;
 
-	cmd_get(argc, argv, "", 2, 2, "validate NAME TOKEN", &a);
-	token = parse_u64(a.argv[1], "validate");
+	token = parse_u64(a->argv[1], "validate: TOKEN", 0);
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	if ((r = call_end(c, semc_validate(c, a.argv[0], token, &valid), "validate")) != 0)
+	if ((r = call_end(c, semc_validate(c, a->argv[0], token, &valid), "validate")) != 0)
 		return r;
-	if (g.json) {
-		printf("{\"ok\":true,\"name\":");
-		json_str(a.argv[0]);
-		printf(",\"token\":%" PRIu64 ",\"valid\":%s}\n", token, valid ? "true" : "false");
-	} else {
+	if (!g.json) {
 		printf("%s\n", valid ? "valid" : "invalid");
+		return valid ? EX_OK_ : EX_ERROR_;
 	}
+	if (valid) {
+		printf("{\"ok\":true,\"name\":");
+	} else {
+		printf("{\"ok\":false,\"error\":\"invalid_token\",\"code\":%d,\"message\":",
+		       SEMC_E_NOT_HOLDER);
+		json_str("the token holds no permit of the name");
+		printf(",\"name\":");
+	}
+	json_str(a->argv[0]);
+	printf(",\"token\":%" PRIu64 ",\"valid\":%s", token, valid ? "true" : "false");
+	if (!valid)
+		printf(",\"exit\":%d", EX_ERROR_);
+	printf("}\n");
 	return valid ? EX_OK_ : EX_ERROR_;
 }
 
 /* stats */
-int cmd_stats(int argc, char **argv)
+int cmd_stats(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct semc_stats *st;
 	struct semc *c;
 	size_t i;
 	int r;
 
-	if ((r = cmd_open(argc, argv, "", 0, 0, "stats", &a, &c)) != 0)
+	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
 	if ((r = call_end(c, semc_stats(c, &st), "stats")) != 0)
 		return r;
@@ -677,15 +684,14 @@ int cmd_stats(int argc, char **argv)
 }
 
 /* ping */
-int cmd_ping(int argc, char **argv)
+int cmd_ping(struct cmd_args *a)
 {
-	struct cmd_args a;
 	struct semc_session s;
 	struct semc *c;
 	uint64_t rtt;
 	int r;
 
-	if ((r = cmd_open(argc, argv, "", 0, 0, "ping", &a, &c)) != 0)
+	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
 	r = semc_ping(c, &rtt);
 	if (r != 0) {
@@ -777,40 +783,41 @@ static int cluster_status(void)
 }
 
 /* cluster status | add ID HOST:PORT | remove ID | transfer [ID] */
-int cmd_cluster(int argc, char **argv)
+int cmd_cluster(struct cmd_args *a)
 {
-	struct cmd_args a;
+	static const struct { const char *what; int min, max; } acts[] = {
+		{ "status", 1, 1 }, { "add", 3, 3 }, { "remove", 2, 2 }, { "transfer", 1, 2 },
+	};
 	struct semc *c;
 	uint64_t id = 0;
-	const char *what;
+	const char *what = a->argv[0];
+	char title[32];
+	size_t i;
 	int r;
 
-	cmd_get(argc, argv, "", 1, 3,
-		 "cluster status | add ID HOST:PORT | remove ID | transfer [ID]", &a);
-	what = a.argv[0];
-	if (strcmp(what, "status") == 0) {
-		need_args(&a, 1, 1, "cluster status");
+	for (i = 0; i < sizeof acts / sizeof acts[0]; i++)
+		if (strcmp(acts[i].what, what) == 0)
+			break;
+	if (i == sizeof acts / sizeof acts[0])
+		usage_forms("cluster: unknown action '%s' (status, add, remove, transfer)", what);
+	if (a->argc < acts[i].min)
+		usage_forms("cluster %s: arguments are missing", what);
+	if (a->argc > acts[i].max)
+		usage_forms("cluster %s: unexpected argument '%s'", what, a->argv[acts[i].max]);
+	if (strcmp(what, "status") == 0)
 		return cluster_status();
-	}
-	if (strcmp(what, "add") == 0)
-		need_args(&a, 3, 3, "cluster add ID HOST:PORT");
-	else if (strcmp(what, "remove") == 0)
-		need_args(&a, 2, 2, "cluster remove ID");
-	else if (strcmp(what, "transfer") == 0)
-		need_args(&a, 1, 2, "cluster transfer [ID]");
-	else
-		usage_fail("cluster: unknown action '%s' (status, add, remove, transfer)", what);
-	if (a.argc >= 2)
-		id = parse_u64(a.argv[1], "node id");
+	if (a->argc >= 2)
+		id = parse_u64(a->argv[1], "cluster: ID", 1);
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
 	if (strcmp(what, "add") == 0)
-		r = semc_cluster_add(c, id, a.argv[2]);
+		r = semc_cluster_add(c, id, a->argv[2]);
 	else if (strcmp(what, "remove") == 0)
 		r = semc_cluster_remove(c, id);
 	else
 		r = semc_cluster_transfer(c, id);
-	if ((r = call_end(c, r, what)) != 0)
+	snprintf(title, sizeof title, "cluster %s", what);
+	if ((r = call_end(c, r, title)) != 0)
 		return r;
 	if (g.json)
 		printf("{\"ok\":true,\"action\":\"%s\",\"node_id\":%" PRIu64 "}\n", what, id);
@@ -821,43 +828,37 @@ int cmd_cluster(int argc, char **argv)
 
 /* up NAME [-n N], or release NAME --holder PERMIT_ID (admin): permits given
  * back, of this client or (release) of anyone. */
-static int give_back(int argc, char **argv, bool release)
+static int give_back(struct cmd_args *a, bool release)
 {
 	const char *what = release ? "release" : "up";
-	struct cmd_args a;
 	uint32_t released = 0;
 	struct semc *c;
 	int r;
 
-	if (release) {
-		cmd_get(argc, argv, "H", 1, 1, "release NAME --holder PERMIT_ID", &a);
-		if (!a.holder_set)
-			usage_fail("release: --holder PERMIT_ID is required");
-	} else {
-		cmd_get(argc, argv, "n", 1, 1, "up NAME [-n N]", &a);
-	}
+	if (release && !a->holder_set)
+		usage_forms("release: --holder PERMIT_ID is required");
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = release ? semc_release(c, a.argv[0], a.holder, &released) :
-	    semc_up(c, a.argv[0], a.n, 0, &released);
+	r = release ? semc_release(c, a->argv[0], a->holder, &released) :
+	    semc_up(c, a->argv[0], a->n, 0, &released);
 	if ((r = call_end(c, r, what)) != 0)
 		return r;
 	if (g.json)
-		json_ok(a.argv[0], "released", released);
+		json_ok(a->argv[0], "released", released);
 	else if (release)
-		printf("released permit %" PRIu64 " of %s (%u permit(s))\n", a.holder,
-		       esc(a.argv[0]), released);
+		printf("released permit %" PRIu64 " of %s (%u permit(s))\n", a->holder,
+		       esc(a->argv[0]), released);
 	else
-		printf("released %u permit(s) of %s\n", released, esc(a.argv[0]));
+		printf("released %u permit(s) of %s\n", released, esc(a->argv[0]));
 	return 0;
 }
 
-int cmd_release(int argc, char **argv)
+int cmd_release(struct cmd_args *a)
 {
-	return give_back(argc, argv, true);
+	return give_back(a, true);
 }
 
-int cmd_up(int argc, char **argv)
+int cmd_up(struct cmd_args *a)
 {
-	return give_back(argc, argv, false);
+	return give_back(a, false);
 }

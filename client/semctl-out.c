@@ -198,6 +198,25 @@ const char *fmt_dur(int64_t ms, char *buf, size_t len)
 	return buf;
 }
 
+/* A duration as a setting is written: "24h", "90s", "1500ms" (the
+ * largest unit that divides it; days from 2 on). */
+const char *fmt_exact(int64_t ms, char *buf, size_t len)
+{
+	static const struct { int64_t ms; const char *unit; } units[] = {
+		{ 86400000, "d" }, { 3600000, "h" }, { 60000, "min" }, { 1000, "s" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (ms > 0 && ms % units[i].ms == 0 && (i > 0 || ms > units[i].ms)) {
+			snprintf(buf, len, "%" PRId64 "%s", ms / units[i].ms, units[i].unit);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%" PRId64 "ms", ms);
+	return buf;
+}
+
 /* Wall-clock ms. */
 int64_t wall_ms(void)
 {

@@ -46,6 +46,7 @@ struct acq {
 	/* the outcome */
 	bool done;
 	int error;
+	int signal;		/* the signal that interrupted the wait, or 0 */
 	char message[512];
 	uint64_t permit_id[ACQ_MAX];
 	uint64_t token[ACQ_MAX];
@@ -54,39 +55,43 @@ struct acq {
 };
 
 /*
- * The names of down and run: one NAME (with -n N), or several NAME[:N]
- * (a name of its own ending in :DIGITS is then written NAME:DIGITS:1).
+ * The names of down, trydown and run: each NAME or NAME:N, N permits of
+ * NAME (1 to COUNT_MAX), whether one name or several; a name of its own
+ * that ends in :DIGITS is written with its count, NAME:DIGITS:1. -n N
+ * gives the count of a single NAME.
  */
-static void acq_names(struct acq *q, char **names, int count, const struct cmd_args *a,
-		      const char *cmd)
+static void acq_names(struct acq *q, char **names, int count, const struct cmd_args *a)
 {
+	const char *cmd = a->cmd->name;
 	unsigned long long v;
 	char *colon, *end;
 	int i;
 
 	memset(q, 0, sizeof *q);
 	if (count < 1)
-		usage_fail("%s: a semaphore name is required", cmd);
+		usage_forms("%s: a semaphore name is required", cmd);
 	if (count > ACQ_MAX)
 		usage_fail("%s: at most %d names at once", cmd, ACQ_MAX);
-	if (count == 1) {
-		q->k = 1;
-		q->names[0] = names[0];
-		q->ns[0] = a->n;
-		return;
-	}
-	if (a->n_set)
+	if (count > 1 && a->n_set)
 		usage_fail("%s: with several names, give each its count as NAME:N", cmd);
 	for (i = 0; i < count; i++) {
 		q->names[i] = names[i];
-		q->ns[i] = 1;
+		q->ns[i] = a->n;
 		colon = strrchr(names[i], ':');
-		if (colon == NULL || colon[1] < '0' || colon[1] > '9')
+		if (colon == NULL || colon[1] < '0' || colon[1] > '9' ||
+		    strspn(colon + 1, "0123456789") != strlen(colon + 1))
 			continue;
+		if (a->n_set)
+			usage_fail("%s: '%s': give the count once, as -n N or as NAME:N", cmd,
+				   names[i]);
 		errno = 0;
 		v = strtoull(colon + 1, &end, 10);
-		if (*end != '\0' || errno != 0 || v < 1 || v > UINT32_MAX)
-			continue;
+		if (errno != 0 || v < 1 || v > COUNT_MAX)
+			usage_fail("%s: '%s': the count %s is out of range (1 to %u; a name "
+				   "that ends in :DIGITS is written NAME:DIGITS:1)", cmd, names[i],
+				   colon + 1, COUNT_MAX);
+		if (colon == names[i])
+			usage_fail("%s: '%s': no name before the count", cmd, names[i]);
 		*colon = '\0';		/* argv is ours */
 		q->ns[i] = (uint32_t)v;
 	}
@@ -174,13 +179,103 @@ static void acq_progress(struct semc *c, int64_t id, int64_t elapsed_ms)
 	fflush(stderr);
 }
 
+/* --- signals: a wait interrupted, a command's signals forwarded ------------ */
+
+/* Signals reach the loops (acquire()'s, run's) through this pipe, two bytes
+ * each: the signal and whether the kernel sent it (a terminal's ^C, ^\,
+ * hang-up). */
+static int sig_pipe[2] = { -1, -1 };
+
+/* Signal handler: pass the signal and its origin to the loop. */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	unsigned char b[2] = { (unsigned char)sig, si != NULL && si->si_code == SI_KERNEL };
+	int e = errno;
+
+	(void)uc;
+	if (write(sig_pipe[1], b, sizeof b) < 0) {
+		/* the pipe is full: the loop has signals to read anyway */
+	}
+	errno = e;
+}
+
+/* Catch SIGINT, SIGTERM, SIGHUP, SIGQUIT (and with chld SIGCHLD) into
+ * sig_pipe: 0, or -1 (errno set). */
+static int signals_catch(bool chld)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
+	struct sigaction sa = { 0 };
+	size_t i;
+
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -1;
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		if (sigs[i] != SIGCHLD || chld)
+			sigaction(sigs[i], &sa, NULL);
+	return 0;
+}
+
+/* The first signal waiting in sig_pipe that ends a wait (not SIGCHLD), or 0. */
+static int signal_pending(void)
+{
+	unsigned char b[64];
+	ssize_t n, i;
+	int sig = 0;
+
+	while (sig_pipe[0] >= 0 && (n = read(sig_pipe[0], b, sizeof b)) > 0)
+		for (i = 0; i + 1 < n; i += 2)
+			if (sig == 0 && b[i] != SIGCHLD)
+				sig = b[i];
+	return sig;
+}
+
+/*
+ * A wait interrupted by signal sig: the down is cancelled and, if it was
+ * granted meanwhile, given back, so that nothing is held; q says so.
+ * Bounded: the cancel and each up wait at most 2 s for their answer, the
+ * down's own answer 2 s more.
+ */
+static void acq_interrupt(struct semc *c, struct acq *q, int64_t id, int sig)
+{
+	int64_t end;
+	size_t i;
+	int r = 0;
+
+	semc_set_timeout(c, 2000);
+	if (!q->done)
+		semc_cancel(c, (uint64_t)id);	/* NOT_FOUND: answered meanwhile */
+	end = mono_ms() + 2000;
+	while (!q->done && mono_ms() < end) {
+		struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
+
+		if (poll(&p, 1, 100) < 0 && errno != EINTR)
+			break;
+		semc_process(c);
+	}
+	for (i = 0; q->done && q->error == 0 && i < q->k; i++)
+		if (semc_up(c, q->names[i], 0, q->permit_id[i], NULL) != 0)
+			r = -1;
+	q->done = true;
+	q->signal = sig;
+	q->error = SEMC_E_CANCELLED;
+	snprintf(q->message, sizeof q->message, "interrupted by %s while waiting; %s",
+		 sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ?
+		 "SIGHUP" : sig == SIGQUIT ? "SIGQUIT" : "a signal",
+		 r != 0 ? "granted meanwhile, and not given back: it is held until its lease "
+		 "ends or an up" : "nothing is held");
+}
+
 /*
  * Take q's names: an asynchronous down (or multi-name down) and a poll loop
  * that does the library's duties; on a terminal (and without --quiet), a
  * line on stderr says where the down stands, redrawn every second. Returns
- * 0 or the error (the message in q->message). Bounded: the daemon answers
- * by the deadline (timeout_ms, then ACQ_NO_REPLY_MS more), or never when
- * the down waits for ever.
+ * 0 or the error (the message in q->message). A signal caught into
+ * sig_pipe ends the wait with nothing held (acq_interrupt()). Bounded: the
+ * daemon answers by the deadline (timeout_ms, then ACQ_NO_REPLY_MS more),
+ * or never when the down waits for ever, and a signal ends it.
  */
 static int acquire(struct semc *c, struct acq *q)
 {
@@ -190,6 +285,7 @@ static int acquire(struct semc *c, struct acq *q)
 	bool progress = !g.quiet && !g.json && q->timeout_ms != 0 && isatty(STDERR_FILENO);
 	bool shown = false;
 	size_t i;
+	int sig = 0;
 
 	if (q->k == 1) {
 		o.n = q->ns[0];
@@ -213,7 +309,8 @@ static int acquire(struct semc *c, struct acq *q)
 		deadline = start + q->timeout_ms + ACQ_NO_REPLY_MS;
 	next_show = start + 1000;
 	while (!q->done) {
-		struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
+		struct pollfd p[2] = { { .fd = sig_pipe[0], .events = POLLIN },
+				       { .fd = semc_fd(c), .events = POLLIN } };
 
 		now = mono_ms();
 		if (deadline >= 0 && now >= deadline) {
@@ -229,11 +326,13 @@ static int acquire(struct semc *c, struct acq *q)
 			wait = next_show > now ? next_show - now : 0;
 		if (deadline >= 0 && deadline - now < wait)
 			wait = deadline - now;
-		if (p.fd < 0 && wait > 100)
+		if (p[1].fd < 0 && wait > 100)
 			wait = 100;		/* disconnected: retry soon */
-		if (poll(&p, p.fd >= 0 ? 1 : 0, (int)wait) < 0 && errno != EINTR)
+		if (poll(p, 2, (int)wait) < 0 && errno != EINTR)
 			break;
 		semc_process(c);
+		if ((sig = signal_pending()) != 0)
+			break;
 		now = mono_ms();
 		if (!q->done && progress && now >= next_show) {
 			acq_progress(c, id, now - start);
@@ -245,6 +344,8 @@ static int acquire(struct semc *c, struct acq *q)
 		fprintf(stderr, "\r\033[K");
 		fflush(stderr);
 	}
+	if (sig != 0)
+		acq_interrupt(c, q, id, sig);
 	if (!q->done && q->error == 0) {
 		q->error = SEMC_E_SYSTEM;
 		snprintf(q->message, sizeof q->message, "poll: %s", strerror(errno));
@@ -252,9 +353,17 @@ static int acquire(struct semc *c, struct acq *q)
 	return q->error;
 }
 
-/* Report a failed acquire (as fail() does, with q's message). */
+/* Report a failed acquire (as fail() does, with q's message); an
+ * interrupted one exits 128 + the signal, its object saying which. */
 static int acq_fail(const struct acq *q, int err, const char *what)
 {
+	char more[32];
+
+	if (q->signal != 0) {
+		snprintf(more, sizeof more, ",\"signal\":%d", q->signal);
+		return fail_json(EX_SIGNAL_ + q->signal, "interrupted", err, what, q->message,
+				 more);
+	}
 	return fail_msg(err, what, q->message[0] ? q->message : semc_strerror(err));
 }
 
@@ -296,62 +405,103 @@ static void acq_print(const struct acq *q, int64_t lease_ms)
 	printf("}\n");
 }
 
-/* down/trydown: detached holds owned by our principal. */
-int cmd_down(int argc, char **argv, bool try)
+/*
+ * A down given --lease: the lease the daemon granted, from the first hold's
+ * since and expiry (both the daemon's clock), if semctl may inspect the
+ * name; -1 when it cannot tell.
+ */
+static int64_t acq_granted_lease(struct semc *c, const struct acq *q)
 {
-	struct cmd_args a;
+	struct semc_info *pg;
+	int64_t lease = -1;
+
+	if (semc_info_page(c, q->names[0], 1, q->permit_id[0] - 1, UINT64_MAX, &pg) != 0)
+		return -1;
+	if (pg->n_holders >= 1 && pg->holders[0].permit_id == q->permit_id[0] &&
+	    pg->holders[0].expires_ms > pg->holders[0].since_ms)
+		lease = (int64_t)(pg->holders[0].expires_ms - pg->holders[0].since_ms);
+	semc_info_free(pg);
+	return lease;
+}
+
+/*
+ * --lease longer than the daemon's max-lease: refused, as a hold that ends
+ * long before the caller was told would be. The permits granted are given
+ * back at once (nothing is held) and the failure names the max-lease.
+ * Granted leases are compared with 1 s to spare (the daemon's wall clock
+ * may be stepped between the two times it gives).
+ */
+static int acq_lease_check(struct semc *c, const struct acq *q, const struct cmd_args *a)
+{
+	int64_t want = a->lease_ms;
+	int64_t got = acq_granted_lease(c, q);
+	char msg[256], more[64], b1[32], b2[32];
+	size_t i;
+	int r = 0;
+
+	if (got < 0 || got + 1000 >= want)
+		return 0;
+	for (i = 0; i < q->k; i++)
+		if (semc_up(c, q->names[i], 0, q->permit_id[i], NULL) != 0)
+			r = -1;
+	snprintf(msg, sizeof msg, "--lease %s is more than this semd's max-lease (%s): %s",
+		 a->lease_arg != NULL ? a->lease_arg : fmt_exact(want, b1, sizeof b1),
+		 fmt_exact(got, b2, sizeof b2),
+		 r == 0 ? "given back, nothing is held" : "granted, and not given back");
+	snprintf(more, sizeof more, ",\"max_lease_ms\":%" PRId64, got);
+	return fail_json(EX_ERROR_, "invalid_argument", SEMC_E_INVALID, a->cmd->name, msg, more);
+}
+
+/* down, trydown: detached holds owned by our principal. */
+static int down(struct cmd_args *a, bool try)
+{
+	const char *what = a->cmd->name;
 	struct acq q;
 	struct semc *c;
-	const char *what = try ? "trydown" : "down";
 	int r;
 
-	cmd_get(argc, argv, try ? "nl" : "ntLl", 1, INT_MAX,
-		 try ? "trydown NAME [-n N] [--limit N]" :
-		 "down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]", &a);
-	if (a.lease_ms == 0)
+	if (a->lease_ms == 0)
 		usage_fail("down: --lease must be more than 0 (the hold outlives semctl)");
-	acq_names(&q, a.argv, a.argc, &a, what);
-	q.timeout_ms = try ? 0 : a.timeout_ms;
+	acq_names(&q, a->argv, a->argc, a);
+	q.timeout_ms = try ? 0 : a->timeout_ms;
 	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
-	q.lease_ms = a.lease_ms > 0 ? (uint32_t)a.lease_ms : UINT32_MAX;
-	q.create_limit = a.limit_set ? a.limit : 0;
+	q.lease_ms = a->lease_ms > 0 ? (uint32_t)a->lease_ms : UINT32_MAX;
+	q.create_limit = a->limit_set ? a->limit : 0;
 	/*
 	 * A down that waits does so in a session with a lease, as run's does:
 	 * across a restart of a durable daemon or a failover it is resumed,
 	 * and its down, sent again, finds its waiter in its place with its
 	 * deadline. While the session is away that waiter is passed over (a
-	 * grant would reach nobody), so a semctl that dies leaves no hold.
+	 * grant would reach nobody), so a semctl that dies leaves no hold. A
+	 * signal ends the wait with nothing held.
 	 */
+	if (signals_catch(false) != 0)
+		return fail_json(EX_ERROR_, "system", SEMC_E_SYSTEM, what, strerror(errno), NULL);
 	if ((r = client_open(&c, try ? 0 : DOWN_LEASE_MS, "semctl")) != 0)
 		return r;
 	r = acquire(c, &q);
+	if (r == 0 && a->lease_ms > 0 && (r = acq_lease_check(c, &q, a)) != 0) {
+		semc_free(c);
+		return r;
+	}
 	semc_free(c);
-	if (r == SEMC_E_EXISTS && a.limit_set)
-		return fail_limit(r, what, q.names[0], a.limit);
 	if (r != 0)
 		return acq_fail(&q, r, what);
-	acq_print(&q, a.lease_ms);
+	acq_print(&q, a->lease_ms);
 	return 0;
 }
 
-/* --- run ---------------------------------------------------------------- */
-
-/* Signals reach the main loop through this pipe, two bytes each: the
- * signal and whether the kernel sent it (a terminal's ^C, ^\, hang-up). */
-static int run_pipe[2] = { -1, -1 };
-
-/* Signal handler: pass the signal and its origin to the main loop. */
-static void run_on_signal(int sig, siginfo_t *si, void *uc)
+int cmd_down(struct cmd_args *a)
 {
-	unsigned char b[2] = { (unsigned char)sig, si != NULL && si->si_code == SI_KERNEL };
-	int e = errno;
-
-	(void)uc;
-	if (write(run_pipe[1], b, sizeof b) < 0) {
-		/* the pipe is full: the loop has signals to read anyway */
-	}
-	errno = e;
+	return down(a, false);
 }
+
+int cmd_trydown(struct cmd_args *a)
+{
+	return down(a, true);
+}
+
+/* --- run ---------------------------------------------------------------- */
 
 struct run_state {
 	const struct acq *q;	/* the holds: one a name */
@@ -405,8 +555,8 @@ static pid_t run_spawn(char **cmd, const struct acq *q)
 	signal(SIGHUP, SIG_DFL);
 	signal(SIGQUIT, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
-	close(run_pipe[0]);
-	close(run_pipe[1]);
+	close(sig_pipe[0]);
+	close(sig_pipe[1]);
 	snprintf(buf, sizeof buf, "%" PRIu64, q->token[0]);
 	setenv("SEMD_TOKEN", buf, 1);
 	setenv("SEMD_NAME", q->names[0], 1);
@@ -485,46 +635,43 @@ static int run_sys_fail(const char *what)
  * run NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] -- CMD
  *
  * One thread, one poll loop: the library's keepalive duties run in
- * semc_process() (its thread is off), signals come through run_pipe. With
+ * semc_process() (its thread is off), signals come through sig_pipe. With
  * a lease, the child must be dead before the daemon can give the permit to
  * anyone else: SIGTERM when the client-side lease has `grace` left, SIGKILL
  * (and reap) when it ends - whichever comes first, that or a HoldLost from
  * the daemon (SIGTERM at once, SIGKILL `grace` later).
  */
-int cmd_run(int argc, char **argv)
+int cmd_run(struct cmd_args *a)
 {
-	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
 	struct run_state rs = { 0 };
-	struct sigaction sa = { 0 };
 	struct semc_session ss;
-	struct cmd_args a;
 	struct acq q;
 	struct semc *c;
 	int64_t now, left, lease_ms, grace_ms, window, gmax, kill_at = -1;
-	int r, status = 0, i, code, dd, ncmd = 0, nnames = 1;
+	int r, status = 0, i, code, nnames;
 	bool exited = false, termed = false;
 	size_t k;
 	pid_t pid;
 
-	/* The command is what follows "--"; the names come before it. */
-	for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++)
-		;
-	if (dd < argc)
-		ncmd = argc - dd - 1;
-	cmd_parse(argc, argv, "ntLGl", &a);
-	if (dd < argc)
-		nnames = a.argc - ncmd;
-	if (a.argc < 2 || nnames < 1 || a.argc - nnames < 1)
-		usage_fail("usage: semctl run NAME [-n N] [--timeout DUR] [--lease DUR] "
-		    "[--grace DUR] [--limit N] -- CMD [ARG...]\n"
-		    "       semctl run NAME[:N] NAME[:N]... [options] -- CMD [ARG...]");
-	acq_names(&q, a.argv, nnames, &a, "run");
-	q.timeout_ms = a.timeout_ms;
-	q.create_limit = a.limit_set ? a.limit : 0;
-	lease_ms = a.lease_ms >= 0 ? a.lease_ms : RUN_LEASE_MS;
+	/* The command is what follows "--" (without one, all but the first
+	 * argument); the names come before it. */
+	nnames = a->nafter >= 0 ? a->argc - a->nafter : 1;
+	if (nnames < 1)
+		usage_forms("run: a semaphore name is required before --");
+	if (a->argc - nnames < 1)
+		usage_forms("run: the command to run is missing after --");
+	acq_names(&q, a->argv, nnames, a);
+	q.timeout_ms = a->timeout_ms;
+	q.create_limit = a->limit_set ? a->limit : 0;
+	lease_ms = a->lease_ms >= 0 ? a->lease_ms : RUN_LEASE_MS;
 	if (lease_ms > 0 && lease_ms < RUN_LEASE_MIN)
-		usage_fail("--lease: at least %dms (or 0: no lease)", RUN_LEASE_MIN);
-	grace_ms = a.grace_ms >= 0 ? a.grace_ms : RUN_GRACE_MS;
+		usage_fail("--lease: %" PRId64 "ms is out of range (0: no lease, or %dms to "
+			   "49d17h)", lease_ms, RUN_LEASE_MIN);
+	grace_ms = a->grace_ms >= 0 ? a->grace_ms : RUN_GRACE_MS;
+	/* a signal while it waits ends run with nothing held; once the
+	 * command runs, signals are forwarded to it */
+	if (signals_catch(true) != 0)
+		return run_sys_fail("pipe");
 	if ((r = client_open(&c, (uint32_t)lease_ms, "semctl run")) != 0)
 		return r;
 	semc_session(c, &ss);
@@ -533,7 +680,7 @@ int cmd_run(int argc, char **argv)
 	if (ss.lease_ms > 0 && window >= 0) {
 		gmax = run_grace_max(window, ss.lease_ms);
 		if (grace_ms > gmax) {
-			if (a.grace_ms >= 0)
+			if (a->grace_ms >= 0)
 				fprintf(stderr, "semctl: run: --grace %" PRId64 "ms does not fit in "
 					"a %ums lease; using %" PRId64 "ms\n", grace_ms, ss.lease_ms, gmax);
 			grace_ms = gmax;
@@ -543,28 +690,17 @@ int cmd_run(int argc, char **argv)
 	r = acquire(c, &q);
 	if (r != 0) {
 		semc_free(c);
-		if (r == SEMC_E_EXISTS && a.limit_set)
-			return fail_limit(r, "run", q.names[0], a.limit);
 		return acq_fail(&q, r, "run");
 	}
 	rs.q = &q;
-	if (pipe2(run_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		semc_free(c);
-		return run_sys_fail("pipe");
-	}
-	sa.sa_sigaction = run_on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < 5; i++)
-		sigaction(fwd[i], &sa, NULL);
-	pid = run_spawn(a.argv + nnames, &q);
+	pid = run_spawn(a->argv + nnames, &q);
 	if (pid < 0) {
 		semc_free(c);
 		return run_sys_fail("fork");
 	}
 	/* bounded by the child's life: it ends by itself or is killed */
 	while (!exited) {
-		struct pollfd p[2] = { { .fd = run_pipe[0], .events = POLLIN },
+		struct pollfd p[2] = { { .fd = sig_pipe[0], .events = POLLIN },
 				       { .fd = semc_fd(c), .events = POLLIN } };
 		unsigned char sigs[64];
 		int64_t wait;
@@ -606,7 +742,7 @@ int cmd_run(int argc, char **argv)
 			wait = 60000;
 		if (poll(p, p[1].fd >= 0 ? 2 : 1, (int)wait) < 0 && errno != EINTR)
 			break;
-		while ((n = read(run_pipe[0], sigs, sizeof sigs)) > 0) {
+		while ((n = read(sig_pipe[0], sigs, sizeof sigs)) > 0) {
 			/* a signal the terminal sent reached the child too (it is
 			 * in our foreground process group): forward only others */
 			for (i = 0; i + 1 < n; i += 2)
@@ -745,21 +881,22 @@ static void watch_on_event(struct semc *c, const struct semc_event *ev, void *ar
  * ending in '/' or --prefix: every name it begins; --all: every name)
  * until interrupted (exit 0). After a reconnection the watch is made again.
  */
-int cmd_watch(int argc, char **argv)
+int cmd_watch(struct cmd_args *a)
 {
 	struct watch_state ws = { 0 };
 	struct sigaction sa = { 0 };
-	struct cmd_args a;
 	struct semc *c;
 	int64_t id, wait;
 	size_t len;
 	int r;
 
-	cmd_parse(argc, argv, "XY", &a);
-	need_args(&a, a.all ? 0 : 1, a.all ? 0 : 1, "watch NAME|PREFIX/ [--prefix] [--all]");
-	ws.name = a.all ? "" : a.argv[0];
+	if (a->all && a->argc > 0)
+		usage_forms("watch: --all takes no NAME");
+	if (!a->all && a->argc == 0)
+		usage_forms("watch: NAME, PREFIX/ or --all is required");
+	ws.name = a->all ? "" : a->argv[0];
 	len = strlen(ws.name);
-	ws.prefix = a.all || a.prefix || (len > 0 && ws.name[len - 1] == '/');
+	ws.prefix = a->all || a->prefix || (len > 0 && ws.name[len - 1] == '/');
 	if ((r = client_open(&c, 0, "semctl watch")) != 0)
 		return r;
 	semc_set_event_callback(c, watch_on_event, &ws);
@@ -774,7 +911,7 @@ int cmd_watch(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	if (!g.json)
 		fprintf(stderr, "semctl: watching %s%s (^C to stop)\n",
-			a.all ? "every name" : esc(ws.name), ws.prefix && !a.all ? "*" : "");
+			a->all ? "every name" : esc(ws.name), ws.prefix && !a->all ? "*" : "");
 	/* bounded by the user: until a signal (or stdout closes) */
 	while (!watch_stop) {
 		struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };

@@ -15,133 +15,191 @@
  * mode as \xHH or \uXXXX, in JSON as \uXXXX. A server cannot write to the
  * terminal.
  *
- * This file: main(), the global options and the command table. The
- * commands and their helpers are in semctl-*.c (semctl.h lists them).
+ * This file: main(), and the two tables everything else reads: every
+ * option (opt_defs[]) and every command (cmd_defs[]: its synopses, help,
+ * options and handler). The dispatch, the option parsing, --help, `help
+ * COMMAND`, a command's usage errors and the bash completion (`semctl
+ * __complete`) all come from them, and the docs test checks semctl(1)
+ * against them (`semctl --json help`). The commands and their helpers are
+ * in semctl-*.c (semctl.h lists them).
  */
 #include <errno.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include "client/semctl.h"
 
 struct opts g;
 
-const char usage_text[] =
-"usage: semctl [-s ADDR] [--json] COMMAND [ARGS]\n"
-"\n"
-"Commands:\n"
-"  create NAME --limit N [--mode owned|signal] [--initial N]\n"
-"  create NAME --rate R/UNIT [--burst N] [--limit N]   a token bucket (R/s, /min, /h)\n"
-"  down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]   detached hold; prints the token\n"
-"  down NAME[:N] NAME[:N]... [--timeout DUR] [--lease DUR]   all at once, or none\n"
-"  trydown NAME [-n N] [--limit N]   (or NAME[:N] NAME[:N]...)\n"
-"  up NAME [-n N]\n"
-"  run NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] -- CMD [ARG...]\n"
-"  run NAME[:N] NAME[:N]... [options] -- CMD [ARG...]   all names at once\n"
-"  info NAME [--max N]\n"
-"  list [PREFIX] [--max N] [--after NAME]\n"
-"  delete NAME [--force]\n"
-"  set-limit NAME N\n"
-"  set-rate NAME R/UNIT|0 [--burst N]\n"
-"  renew NAME [--lease DUR] [--holder PERMIT_ID]   a detached hold's lease, from now\n"
-"  holds [--principal P] [--max N]   every hold of a principal\n"
-"  watch NAME|PREFIX/ [--prefix] [--all]   stream its events until interrupted\n"
-"  validate NAME TOKEN\n"
-"  release NAME --holder PERMIT_ID\n"
-"  stats\n"
-"  ping\n"
-"  cluster status | add ID HOST:PORT | remove ID | transfer [ID]\n"
-"\n"
-"Options:\n"
-"  -s, --server ADDR   unix:PATH, tcp:HOST:PORT or tls:HOST:PORT\n"
-"                      (default $SEMD_SERVER, else unix:" SEMC_DEFAULT_UNIX ")\n"
-"  -j, --json          machine-readable output\n"
-"  -q, --quiet         down, run: no progress line on a terminal\n"
-"      --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
-"      --no-tls-resume do not keep TLS sessions in $XDG_RUNTIME_DIR/semctl\n"
-"  -h, --help          this help\n"
-"  -V, --version       print the version\n"
-"Durations: 250ms, 5s, 2m or 2min, 1h (a bare number is seconds).\n"
-"Exit: 0 ok, 1 timed out/would block, 2 usage, 3 server unreachable,\n"
-"      4 permission denied, 5 hold lost, 6 other error, 7 deadlock;\n"
-"      run: the command's.\n";
-
-/* --- main --------------------------------------------------------------- */
-
-struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
+const struct opt_def opt_defs[OPT_COUNT] = {
+	[OPT_N] = { NULL, 'n', "N", NULL, NULL },
+	[OPT_LIMIT] = { "limit", 0, "N", NULL, NULL },
+	[OPT_MODE] = { "mode", 0, "owned|signal", "owned signal", NULL },
+	[OPT_INITIAL] = { "initial", 0, "N", NULL, NULL },
+	[OPT_RATE] = { "rate", 0, "R/UNIT", NULL, NULL },
+	[OPT_BURST] = { "burst", 0, "N", NULL, NULL },
+	[OPT_TIMEOUT] = { "timeout", 0, "DUR", NULL, NULL },
+	[OPT_LEASE] = { "lease", 0, "DUR", NULL, NULL },
+	[OPT_GRACE] = { "grace", 0, "DUR", NULL, NULL },
+	[OPT_FORCE] = { "force", 0, NULL, NULL, NULL },
+	[OPT_HOLDER] = { "holder", 0, "PERMIT_ID", NULL, NULL },
+	[OPT_MAX] = { "max", 0, "N", NULL, NULL },
+	[OPT_AFTER] = { "after", 0, "NAME", NULL, NULL },
+	[OPT_PRINCIPAL] = { "principal", 0, "P", NULL, NULL },
+	[OPT_PREFIX] = { "prefix", 0, NULL, NULL, NULL },
+	[OPT_ALL] = { "all", 0, NULL, NULL, NULL },
+	[OPT_SERVER] = { "server", 's', "ADDR", "@address",
+		"the daemon: unix:PATH, tcp:HOST:PORT or tls:HOST:PORT, or a cluster's "
+		"as a comma-separated list (default $SEMD_SERVER, else unix:"
+		SEMC_DEFAULT_UNIX ")" },
+	[OPT_JSON] = { "json", 'j', NULL, NULL,
+		"print one JSON object (watch: one a line), failures included" },
+	[OPT_QUIET] = { "quiet", 'q', NULL, NULL,
+		"down, run: no progress line on a terminal" },
+	[OPT_TLS_CA] = { "tls-ca", 0, "FILE", "@file",
+		"the CA of the server's certificate (default: the system's)" },
+	[OPT_TLS_CERT] = { "tls-cert", 0, "FILE", "@file",
+		"a client certificate, for mutual TLS" },
+	[OPT_TLS_KEY] = { "tls-key", 0, "FILE", "@file",
+		"its private key" },
+	[OPT_NO_TLS_RESUME] = { "no-tls-resume", 0, NULL, NULL,
+		"do not keep TLS sessions in $XDG_RUNTIME_DIR/semctl" },
+	[OPT_HELP] = { "help", 'h', NULL, NULL,
+		"this help; after a command, the command's" },
+	[OPT_VERSION] = { "version", 'V', NULL, NULL, "print the version" },
 };
 
-/* down without try. */
-static int cmd_down_wait(int argc, char **argv)
-{
-	return cmd_down(argc, argv, false);
-}
+/* What the options of the commands that take permits mean. */
+#define O_N_TAKE	{ OPT_N, "permits to take (default 1), or NAME:N for each name" }
+#define O_LIMIT_MAKE	{ OPT_LIMIT, "create a missing NAME with limit N (exit 6 if it " \
+	"exists with another limit)" }
+#define O_TIMEOUT	{ OPT_TIMEOUT, "wait at most DUR (default: for ever)" }
 
-/* trydown. */
-static int cmd_trydown(int argc, char **argv)
-{
-	return cmd_down(argc, argv, true);
-}
-
-static const struct command commands[] = {
-	{ "create", cmd_create },
-	{ "down", cmd_down_wait },
-	{ "trydown", cmd_trydown },
-	{ "up", cmd_up },
-	{ "run", cmd_run },
-	{ "info", cmd_info },
-	{ "list", cmd_list },
-	{ "delete", cmd_delete },
-	{ "set-limit", cmd_set_limit },
-	{ "set-rate", cmd_set_rate },
-	{ "renew", cmd_renew },
-	{ "holds", cmd_holds },
-	{ "watch", cmd_watch },
-	{ "validate", cmd_validate },
-	{ "stats", cmd_stats },
-	{ "ping", cmd_ping },
-	{ "release", cmd_release },
-	{ "cluster", cmd_cluster },
+const struct cmd_def cmd_defs[] = {
+	{ "create", { "NAME --limit N [--mode owned|signal] [--initial N]",
+		      "NAME --rate R/UNIT [--burst N] [--limit N]" },
+	  "Create a semaphore of N permits, or a token bucket (a rate semaphore) that gains "
+	  "R tokens every UNIT (s, min, h, d or a duration), with a limit too or without.",
+	  { { OPT_LIMIT, "how many permits exist" },
+	    { OPT_MODE, "owned: only a holder gives back (the default); signal: anyone "
+	      "may up, bounded by the limit" },
+	    { OPT_INITIAL, "signal mode: permits free at first (default: the limit)" },
+	    { OPT_RATE, "a token bucket: R tokens every UNIT (5000/h, 10/s, 1/250ms)" },
+	    { OPT_BURST, "the bucket's size (default R)" } },
+	  1, 1, NULL, cmd_create },
+	{ "down", { "NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]",
+		    "NAME[:N] NAME[:N]... [--timeout DUR] [--lease DUR] [--limit N]" },
+	  "Take permits, waiting in line, and print the fencing token (a line a name). The "
+	  "hold is detached: it outlives semctl until `semctl up` or the end of its lease. "
+	  "Several names are taken all at once, or none.",
+	  { O_N_TAKE, O_TIMEOUT,
+	    { OPT_LEASE, "the hold's lease (default and most: the daemon's max-lease, 24h "
+	      "unless configured; a longer one is refused)" },
+	    O_LIMIT_MAKE },
+	  1, -1, NULL, cmd_down },
+	{ "trydown", { "NAME [-n N] [--limit N]", "NAME[:N] NAME[:N]... [--limit N]" },
+	  "Like down, but never waits: exit 1 when the permits are not free now.",
+	  { O_N_TAKE, O_LIMIT_MAKE },
+	  1, -1, NULL, cmd_trydown },
+	{ "up", { "NAME [-n N]" },
+	  "Give back permits the caller holds, newest first.",
+	  { { OPT_N, "permits to give back (default 1)" } },
+	  1, 1, NULL, cmd_up },
+	{ "run", { "NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] "
+		   "-- CMD [ARG...]",
+		   "NAME[:N] NAME[:N]... [options] -- CMD [ARG...]" },
+	  "Take the permits, run CMD while holding them (SEMD_TOKEN, SEMD_NAME, "
+	  "SEMD_PERMIT_ID and SEMD_TOKENS in its environment), give them back when it ends, "
+	  "and exit with its status. If the hold is lost the command is terminated and "
+	  "semctl exits 5.",
+	  { O_N_TAKE, O_TIMEOUT,
+	    { OPT_LEASE, "the session's lease: how long a cut or a restart of a durable "
+	      "daemon is ridden out (default 10s, at least 200ms; 0: none)" },
+	    { OPT_GRACE, "from SIGTERM to SIGKILL when the hold is lost (default 2s)" },
+	    O_LIMIT_MAKE },
+	  2, -1, NULL, cmd_run },
+	{ "info", { "NAME [--max N]" },
+	  "Show a semaphore: its limit, free permits, mode, last token, holders and waiters.",
+	  { { OPT_MAX, "show at most N holders and N waiters (default 10000)" } },
+	  1, 1, NULL, cmd_info },
+	{ "list", { "[PREFIX] [--max N] [--after NAME]" },
+	  "List the semaphores whose names begin with PREFIX (all without), in byte order.",
+	  { { OPT_MAX, "at most N names" },
+	    { OPT_AFTER, "only names after NAME (to go on from where --max stopped)" } },
+	  0, 1, NULL, cmd_list },
+	{ "delete", { "NAME [--force]" },
+	  "Delete a semaphore.",
+	  { { OPT_FORCE, "even in use: drop its holders, wake its waiters with an error" } },
+	  1, 1, NULL, cmd_delete },
+	{ "set-limit", { "NAME N" },
+	  "Change the limit while in use; shrinking revokes nobody, new grants wait until "
+	  "the holders are below the new limit.",
+	  { { OPT_NONE, NULL } },
+	  2, 2, NULL, cmd_set_limit },
+	{ "set-rate", { "NAME R/UNIT|0 [--burst N]" },
+	  "Change a name's token bucket while in use (0: take it away).",
+	  { { OPT_BURST, "the bucket's size (default R)" } },
+	  2, 2, NULL, cmd_set_rate },
+	{ "renew", { "NAME [--lease DUR] [--holder PERMIT_ID]" },
+	  "Extend the lease of the caller's detached holds of NAME from now, and print "
+	  "when they end (at most the daemon's max-lease from now).",
+	  { { OPT_LEASE, "the new lease (default: each hold's own)" },
+	    { OPT_HOLDER, "only this permit (the permit id of info or down --json)" } },
+	  1, 1, NULL, cmd_renew },
+	{ "holds", { "[--principal P] [--max N]" },
+	  "List every hold of the caller's principal, across all names.",
+	  { { OPT_PRINCIPAL, "another principal's (administrators only)" },
+	    { OPT_MAX, "at most N holds" } },
+	  0, 0, NULL, cmd_holds },
+	{ "watch", { "NAME|PREFIX/ [--prefix]", "--all" },
+	  "Print what happens to a name (or to every name a prefix begins) as it happens, "
+	  "a line an event, until interrupted (exit 0).",
+	  { { OPT_PREFIX, "NAME is a prefix (as a NAME ending in / is)" },
+	    { OPT_ALL, "every name" } },
+	  0, 1, NULL, cmd_watch },
+	{ "validate", { "NAME TOKEN" },
+	  "Exit 0 and print valid if TOKEN still holds a permit of NAME, else exit 6 and "
+	  "print invalid.",
+	  { { OPT_NONE, NULL } },
+	  2, 2, NULL, cmd_validate },
+	{ "release", { "NAME --holder PERMIT_ID" },
+	  "Administrator: force-release someone else's permit (its id is shown by info).",
+	  { { OPT_HOLDER, "the permit to release" } },
+	  1, 1, NULL, cmd_release },
+	{ "stats", { "" },
+	  "Print the daemon's counters.",
+	  { { OPT_NONE, NULL } },
+	  0, 0, NULL, cmd_stats },
+	{ "ping", { "" },
+	  "Check that the daemon answers: its version, who it takes us for, the round trip.",
+	  { { OPT_NONE, NULL } },
+	  0, 0, NULL, cmd_ping },
+	{ "cluster", { "status", "add ID HOST:PORT", "remove ID", "transfer [ID]" },
+	  "A cluster node's view (status), or a change of its members or leader by the "
+	  "leader (admin right). A semd without --data-dir is no cluster: exit 6.",
+	  { { OPT_NONE, NULL } },
+	  1, 3, "status add remove transfer", cmd_cluster },
+	{ "help", { "[COMMAND]" },
+	  "Describe a command and its options, or list them all.",
+	  { { OPT_NONE, NULL } },
+	  0, 1, "@command", cmd_help },
 };
 
-/* Whether --json (or -j) is among the options, so that a usage error
- * found before getopt reaches it is reported as JSON too. Stops at "--";
- * skips the values of the options that take one. */
-static bool json_wanted(int argc, char **argv)
-{
-	static const char *const valued[] = { "-s", "--server", "--tls-ca", "--tls-cert",
-		"--tls-key", "-n", "--limit", "--mode", "--timeout", "--lease", "--holder",
-		"--grace", "--max", "--after", "--initial", "--rate", "--burst", "--principal" };
-	size_t k;
-	int i;
+const size_t cmd_count = sizeof cmd_defs / sizeof cmd_defs[0];
 
-	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
-			return true;
-		for (k = 0; k < sizeof valued / sizeof valued[0]; k++)
-			if (strcmp(argv[i], valued[k]) == 0)
-				break;
-		if (k < sizeof valued / sizeof valued[0])
-			i++;
-	}
-	return false;
+/* The command of that name, or NULL. */
+const struct cmd_def *cmd_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cmd_count; i++)
+		if (strcmp(cmd_defs[i].name, name) == 0)
+			return &cmd_defs[i];
+	return NULL;
 }
 
 /* Does the address (list) in use name a tls: server? */
@@ -181,53 +239,24 @@ static void tls_sessions_setup(void)
 		g.sess_dir_set = true;
 }
 
-/* Parse the global options, then run the command. */
+/* Parse the global options, then the command's, and run it. */
 int main(int argc, char **argv)
 {
-	enum { G_CA = 1000, G_CERT, G_KEY, G_NO_RESUME };
-	static const struct option longopts[] = {
-		{ "server", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "tls-ca", required_argument, NULL, G_CA },
-		{ "tls-cert", required_argument, NULL, G_CERT },
-		{ "tls-key", required_argument, NULL, G_KEY },
-		{ "no-tls-resume", no_argument, NULL, G_NO_RESUME },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	size_t i;
-	int ch;
+	struct cmd_args a;
+	int i;
 
 	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && strcmp(argv[1], "__complete") == 0)
+		return complete_words(argc - 2, argv + 2);
 	g.json = json_wanted(argc, argv);
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:s:jhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 's': g.server = optarg; break;
-		case 'j': g.json = true; break;
-		case G_CA: g.tls_ca = optarg; break;
-		case G_CERT: g.tls_cert = optarg; break;
-		case G_KEY: g.tls_key = optarg; break;
-		case G_NO_RESUME: g.no_tls_resume = true; break;
-		case 'h': fputs(usage_text, stdout); return EX_OK_;
-		case 'V':
-			if (g.json)
-				printf("{\"ok\":true,\"version\":\"%s\"}\n", semc_version());
-			else
-				printf("semctl %s\n", semc_version());
-			return EX_OK_;
-		case ':': usage_fail("option '%s' needs a value", argv[optind - 1]);
-		default: usage_fail("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind >= argc)
+	i = globals_parse(argc, argv);
+	if (i >= argc)
 		usage_fail("no command given");
-	g.cmd = argv[optind];
+	g.cmd = argv[i];
+	if ((g.def = cmd_find(argv[i])) == NULL)
+		usage_fail("unknown command '%s'", argv[i]);
+	g.cmd = g.def->name;
+	cmd_parse(g.def, argc - i, argv + i, &a);
 	tls_sessions_setup();
-	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(commands[i].name, g.cmd) == 0)
-			return commands[i].fn(argc - optind, argv + optind);
-	usage_fail("unknown command '%s'", g.cmd);
+	return g.def->fn(&a);
 }
-

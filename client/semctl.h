@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl.h - what the files of semctl share: the global options, a
- * command's parsed arguments, the exit codes, and the helpers for parsing,
- * errors and output. The command line's files:
- *   semctl.c        main(), the global options and the command table
- *   semctl-args.c   a command's options, usage errors, exit codes, the client
+ * client/semctl.h - what the files of semctl share: the option and command
+ * tables, the global options, a command's parsed arguments, the exit codes,
+ * and the helpers for parsing, errors and output. The command line's files:
+ *   semctl.c        main(): the option and command tables, the dispatch
+ *   semctl-args.c   parsing by the tables, usage errors, exit codes, the client
+ *   semctl-help.c   --help, help COMMAND and the completion, from the tables
  *   semctl-out.c    escaping, JSON strings, times, durations, rates
  *   semctl-cmds.c   the commands of one call: create, up, info, list, ...
  *   semctl-run.c    acquiring (down, trydown), run and its child, watch
@@ -27,6 +28,58 @@ enum {
 	EX_LOST_ = 5,
 	EX_ERROR_ = 6,
 	EX_DEADLOCK_ = 7,
+	EX_SIGNAL_ = 128,	/* + N: interrupted by signal N while waiting */
+};
+
+/* The most permits a count may ask for, as semd takes them (1 to 2^30:
+ * limits, -n, bursts). */
+#define COUNT_MAX	(1u << 30)
+
+/*
+ * Every option of semctl. The global ones (OPT_SERVER on) go before or
+ * after the command; a command's own go after it, and only those its
+ * entry in cmd_defs[] lists.
+ */
+enum opt_id {
+	OPT_NONE,
+	OPT_N, OPT_LIMIT, OPT_MODE, OPT_INITIAL, OPT_RATE, OPT_BURST,
+	OPT_TIMEOUT, OPT_LEASE, OPT_GRACE, OPT_FORCE, OPT_HOLDER, OPT_MAX,
+	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL,
+	OPT_SERVER, OPT_JSON, OPT_QUIET, OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY,
+	OPT_NO_TLS_RESUME, OPT_HELP, OPT_VERSION,
+	OPT_COUNT
+};
+#define OPT_FIRST_GLOBAL	OPT_SERVER
+
+struct opt_def {
+	const char *name;	/* the long option, without "--" (NULL: none) */
+	char letter;		/* the short one, or 0 */
+	const char *value;	/* what it takes ("N", "DUR"), NULL: no value */
+	const char *complete;	/* its values' completion: words, or "@file",
+				 * "@address" */
+	const char *help;	/* a global option's help */
+};
+
+/* An option of a command, and what it means there. */
+struct cmd_opt {
+	enum opt_id id;
+	const char *help;
+};
+
+#define CMD_FORMS	4
+#define CMD_OPTS	6
+
+struct cmd_args;
+
+/* A command: its name, synopses, help, options and handler. */
+struct cmd_def {
+	const char *name;
+	const char *forms[CMD_FORMS];	/* synopses, after "semctl NAME" */
+	const char *help;		/* what it does */
+	struct cmd_opt opts[CMD_OPTS];	/* the options it takes */
+	int min_args, max_args;		/* positional arguments; max -1: any */
+	const char *complete;		/* its first argument's completion */
+	int (*fn)(struct cmd_args *a);
 };
 
 struct opts {
@@ -36,22 +89,26 @@ struct opts {
 	bool sess_dir_set;	/* we set SEMD_TLS_SESSION_DIR: not the command's */
 	bool json;
 	bool quiet;
-	const char *cmd;
+	const char *cmd;		/* the command's name, for messages */
+	const struct cmd_def *def;	/* the command, once known */
 };
 
 /* The global options (-s, --json, ...), set by main(). */
 extern struct opts g;
 
 struct cmd_args {
+	const struct cmd_def *cmd;
 	char **argv;
 	int64_t timeout_ms;	/* -1: forever */
 	int64_t lease_ms;	/* -1: unset */
+	const char *lease_arg;	/* --lease as given */
 	uint64_t holder;
 	int64_t grace_ms;	/* -1: unset */
 	uint64_t max;		/* 0: no limit */
 	const char *after;
 	const char *principal;
 	int argc;		/* positional arguments */
+	int nafter;		/* how many of them follow "--" (-1: no "--") */
 	uint32_t n;
 	uint32_t limit;
 	enum semc_mode mode;
@@ -69,25 +126,34 @@ struct cmd_args {
 };
 
 /* semctl.c */
-extern const char usage_text[];
+extern const struct opt_def opt_defs[OPT_COUNT];
+extern const struct cmd_def cmd_defs[];
+extern const size_t cmd_count;
+const struct cmd_def *cmd_find(const char *name);
 
 /* semctl-args.c */
 void usage_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void usage_forms(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 int exit_code(int err);
 const char *err_name(int err);
 int fail(int err, const char *what);
 int fail_msg(int err, const char *what, const char *msg);
-int fail_limit(int err, const char *what, const char *name, uint32_t limit);
-uint32_t parse_count(const char *s, const char *what, uint32_t min);
-uint64_t parse_u64(const char *s, const char *what);
+int fail_json(int ex, const char *error, int code, const char *what, const char *msg,
+	      const char *more);
+uint32_t parse_count(const char *s, const char *what, uint32_t min, uint32_t max);
+uint64_t parse_u64(const char *s, const char *what, uint64_t min);
+bool json_wanted(int argc, char **argv);
+int globals_parse(int argc, char **argv);
+bool cmd_takes(const struct cmd_def *cmd, enum opt_id id);
+void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args *a);
 int client_open(struct semc **out, uint32_t lease_ms, const char *name);
-void cmd_parse(int argc, char **argv, const char *allowed, struct cmd_args *a);
-void need_args(const struct cmd_args *a, int min, int max, const char *synopsis);
-void cmd_get(int argc, char **argv, const char *allowed, int min, int max,
-	     const char *synopsis, struct cmd_args *a);
-int cmd_open(int argc, char **argv, const char *allowed, int min, int max,
-	     const char *synopsis, struct cmd_args *a, struct semc **c);
 int call_end(struct semc *c, int r, const char *what);
+
+/* semctl-help.c */
+void help_global(void);
+void help_command(const struct cmd_def *cmd);
+int cmd_help(struct cmd_args *a);
+int complete_words(int argc, char **argv);
 
 /* semctl-out.c */
 const char *esc(const char *s);
@@ -96,29 +162,31 @@ void json_ok(const char *name, const char *extra_key, int64_t extra);
 const char *mode_name(enum semc_mode m);
 const char *rate_text(uint32_t rate, uint32_t period_ms, char *buf, size_t len);
 const char *fmt_dur(int64_t ms, char *buf, size_t len);
+const char *fmt_exact(int64_t ms, char *buf, size_t len);
 int64_t wall_ms(void);
 const char *fmt_time(uint64_t ms, char *buf, size_t len);
 int64_t mono_ms(void);
 
 /* semctl-cmds.c */
-int cmd_create(int argc, char **argv);
-int cmd_info(int argc, char **argv);
-int cmd_list(int argc, char **argv);
-int cmd_delete(int argc, char **argv);
-int cmd_set_limit(int argc, char **argv);
-int cmd_set_rate(int argc, char **argv);
-int cmd_renew(int argc, char **argv);
-int cmd_holds(int argc, char **argv);
-int cmd_validate(int argc, char **argv);
-int cmd_stats(int argc, char **argv);
-int cmd_ping(int argc, char **argv);
-int cmd_cluster(int argc, char **argv);
-int cmd_release(int argc, char **argv);
-int cmd_up(int argc, char **argv);
+int cmd_create(struct cmd_args *a);
+int cmd_info(struct cmd_args *a);
+int cmd_list(struct cmd_args *a);
+int cmd_delete(struct cmd_args *a);
+int cmd_set_limit(struct cmd_args *a);
+int cmd_set_rate(struct cmd_args *a);
+int cmd_renew(struct cmd_args *a);
+int cmd_holds(struct cmd_args *a);
+int cmd_validate(struct cmd_args *a);
+int cmd_stats(struct cmd_args *a);
+int cmd_ping(struct cmd_args *a);
+int cmd_cluster(struct cmd_args *a);
+int cmd_release(struct cmd_args *a);
+int cmd_up(struct cmd_args *a);
 
 /* semctl-run.c */
-int cmd_down(int argc, char **argv, bool try);
-int cmd_run(int argc, char **argv);
-int cmd_watch(int argc, char **argv);
+int cmd_down(struct cmd_args *a);
+int cmd_trydown(struct cmd_args *a);
+int cmd_run(struct cmd_args *a);
+int cmd_watch(struct cmd_args *a);
 
 #endif

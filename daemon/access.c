@@ -303,7 +303,7 @@ static bool access_need(const Semd__Request *req, const char **name,
 		*right = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS ?
 		    ACL_INSPECT : ACL_ADMIN;
 		*verb = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS ?
-		    "inspect the cluster of" : "change the cluster of";
+		    "inspect the cluster" : "change the cluster";
 		return true;
 	case SEMD__REQUEST__OP_DELETE:
 		*name = req->delete_->name;
@@ -497,9 +497,15 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 	who->privs = (rights & ACL_ADMIN) ? SM_PRIV_ADMIN : 0;
 	if ((rights & (unsigned)right) == (unsigned)right)
 		return 0;
-	snprintf(msg, msglen, "%s may not %s %s%s", id->subject.principal,
-	    verb, len > 0 ? name : "(all names)",
-	    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
+	if (len > 0)
+		snprintf(msg, msglen, "%s may not %s %s%s", id->subject.principal,
+		    verb, name,
+		    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
+	else
+		snprintf(msg, msglen, "%s may not %s%s: that needs the %s right "
+		    "on every name", id->subject.principal, verb,
+		    req->op_case == SEMD__REQUEST__OP_CLUSTER ? "" : " every name",
+		    acl_right_name(right));
 denied:
 	access_log_denial(c, req->id, msg);
 	return SEMD__CODE__PERMISSION_DENIED;

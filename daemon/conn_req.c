@@ -118,7 +118,8 @@ static void conn_cluster_locked(struct conn *c, const Semd__Request *req)
 
 	if (c->srv->durable == NULL) {
 		conn_reply_code_locked(c, req->id, SEMD__CODE__INVALID_ARGUMENT,
-		    "this semd keeps its state in memory: no cluster");
+		    "this semd is not a cluster: it keeps its state in memory "
+		    "(a cluster's nodes run with --data-dir)");
 		return;
 	}
 	if (req->cluster->action == SEMD__CLUSTER__ACTION__STATUS) {
@@ -206,9 +207,16 @@ static bool conn_run_locked(struct conn *c, const Semd__Request *req)
 	struct sm_caller who;
 	int r = SM_OK;
 
-	/* The time the batch was read: one clock read per batch. */
-	if (conn_allowed_locked(c, req, &who))
-		r = sm_request(c->srv->sm, c->client, req, &who, c->last_input_ms);
+	/* The time the batch was read: one clock read per batch. A cluster
+	 * request is answered here: no cluster (and no protocol error, even
+	 * before Hello, as a node answers it without a session). */
+	if (conn_allowed_locked(c, req, &who)) {
+		if (req->op_case == SEMD__REQUEST__OP_CLUSTER)
+			conn_cluster_locked(c, req);
+		else
+			r = sm_request(c->srv->sm, c->client, req, &who,
+			    c->last_input_ms);
+	}
 	if (!c->hello && sm_client_session(c->client) != 0) {
 		c->hello = true;
 		conn_arm_timer(c);

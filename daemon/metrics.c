@@ -439,9 +439,9 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	metrics_head(b, "semd_requests_total", "counter",
 	    "Replies sent, by the operation they answer and their code.");
 	for (i = 0; i < SM_NOPS; i++) {
-		/* Replies to no request (notices, protocol errors): "unknown". */
-		op = i == 0 ? "unknown" : sm_op((int)i) ? sm_op((int)i)->name : NULL;
 		for (j = 0; j < SM_NCODES; j++) {
+			/* replies to no request: "notice", "invalid_request" */
+			op = sm_reply_op((int)i, (int)j);
 			ev = protobuf_c_enum_descriptor_get_value(
 			    &semd__code__descriptor, (int)j);
 			if (k.replies[i][j] == 0 || op == NULL || ev == NULL)

@@ -315,6 +315,15 @@ const struct sm_op *sm_op(int op_case)
 	return &sm_ops[op_case].op;
 }
 
+/* The label of the replies counted under op_case with code (state.h). */
+const char *sm_reply_op(int op_case, int code)
+{
+	if (op_case != 0)
+		return sm_op(op_case) != NULL ? sm_op(op_case)->name : NULL;
+	return code == SEMD__CODE__PROTOCOL_ERROR || code == SEMD__CODE__INVALID_ARGUMENT ?
+	    "invalid_request" : "notice";
+}
+
 /* Dispatch one request. */
 int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     const struct sm_caller *who, uint64_t now)

@@ -336,7 +336,8 @@ void op_delete(struct sm *sm, struct sm_client *c,
 		return;
 	if ((sem->nholders > 0 || sem->nwaiters > 0) && !dl->force) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "%s is in use (%u holders, %u waiters): delete with force",
+		    "%s is in use (%u holders, %u waiters): delete it with force "
+		    "(semctl delete --force)",
 		    sem->name, sem->nholders, sem->nwaiters);
 		return;
 	}

@@ -105,7 +105,8 @@ void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
 			if (k.replies[i][j] == 0 || ev == NULL)
 				continue;
 			snprintf(names[n], sizeof names[n], "replies_%s_%s",
-			    sm_op((int)i) != NULL ? sm_op((int)i)->name : "unknown", ev->name);
+			    sm_reply_op((int)i, (int)j) != NULL ?
+			    sm_reply_op((int)i, (int)j) : "unknown", ev->name);
 			COUNTER(names[n], k.replies[i][j]);
 		}
 	}

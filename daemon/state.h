@@ -169,6 +169,10 @@ struct sm_op {
 
 /* The table entry of an op case (Semd__Request__OpCase), or NULL. */
 const struct sm_op *sm_op(int op_case);
+/* The label of replies[op_case][code]: the op's name, or for op case 0,
+ * replies to no request, "notice" (a hold lost, the shutdown) or
+ * "invalid_request" (undecodable, or without a known op); NULL: none. */
+const char *sm_reply_op(int op_case, int code);
 
 /* One semaphore's gauges, for sm_sem_each(). */
 struct sm_sem_gauges {

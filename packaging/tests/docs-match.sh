@@ -5,7 +5,10 @@
 # `semd --help` is in semd(8), every setting is in semd.conf(5) and in
 # semd.conf.example, neither documents an option semd does not have, and the
 # example is a valid configuration both as shipped and with every setting
-# uncommented.
+# uncommented. And semctl(1) documents every command of semctl's command
+# table (`semctl --json help`, which --help, help COMMAND, the dispatch and
+# the bash completion read too) with exactly the options the table gives
+# it, every global option, and nothing the table does not have.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 60
 
@@ -59,6 +62,78 @@ ok "semd-benchmark --help lists options ($(wc -l <"$T/bopts"))" test "$(wc -l <"
 while read -r o; do
 	ok "semd-benchmark(1) documents $o" grep -q -- "^\.B[IR]* .*$(roff "$o")\b" "$top_srcdir/doc/semd-benchmark.1"
 done <"$T/bopts"
+
+# semctl(1) against semctl's command table.
+"$top_builddir/semctl" --json help >"$T/semctl.json"
+ok "semctl --json help works" test -s "$T/semctl.json"
+python3 - "$T/semctl.json" "$top_srcdir/doc/semctl.1" >"$T/semctl.check" <<'PY'
+import json, re, sys
+table = json.load(open(sys.argv[1]))
+man = open(sys.argv[2]).read().split("\n")
+
+def section(name):
+    """The lines of a .SH section."""
+    out, on = [], False
+    for line in man:
+        if line.startswith(".SH "):
+            on = line[4:].strip('"') == name
+        elif on:
+            out.append(line)
+    return out
+
+def headings(lines):
+    """The tag line of each .TP, as plain text."""
+    out = []
+    for i, line in enumerate(lines[:-1]):
+        if line == ".TP":
+            t = re.sub(r"^\.[BIR]+ ?", "", lines[i + 1])
+            t = re.sub(r"\\f[BIRP]", "", t).replace('"', " ").replace("\\-", "-")
+            out.append(t)
+    return out
+
+OPT = re.compile(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z])(?![\w-])")
+
+def check(desc, cond):
+    print(("PASS " if cond else "FAIL ") + desc)
+
+# Commands: each heading's first word, and the options the headings give it.
+doc = {}
+for h in headings(section("COMMANDS")):
+    words = h.split()
+    doc.setdefault(words[0], set()).update(OPT.findall(h))
+cmds = {c["name"]: c for c in table["commands"]}
+check("the table has commands (%d)" % len(cmds), len(cmds) >= 15)
+for name, c in cmds.items():
+    check("semctl(1) documents the command %s" % name, name in doc)
+    want = {o["long"] or o["short"] for o in c["options"]}
+    got = doc.get(name, set())
+    for o in sorted(want):
+        check("semctl(1) gives %s its option %s" % (name, o), o in got)
+    for o in sorted(got - want):
+        check("%s %s in semctl(1) is in the table" % (name, o), False)
+for name in sorted(set(doc) - set(cmds)):
+    check("the command %s in semctl(1) is in the table" % name, False)
+# The global options: short and long spellings alike.
+want = set()
+for o in table["options"]:
+    want.update(x for x in (o["short"], o["long"]) if x)
+got = set()
+for h in headings(section("OPTIONS")):
+    got.update(OPT.findall(h))
+check("the table has global options (%d)" % len(want), len(want) >= 10)
+for o in sorted(want):
+    check("semctl(1) documents the global option %s" % o, o in got)
+for o in sorted(got - want):
+    check("the global option %s in semctl(1) is in the table" % o, False)
+PY
+ok "semctl(1) was compared with the table" test -s "$T/semctl.check"
+while read -r verdict desc; do
+	ok "$desc" test "$verdict" = PASS
+done <"$T/semctl.check"
+# The completion offers exactly the table's commands.
+cmds=$(python3 -c 'import json,sys; print(" ".join(sorted(c["name"] for c in json.load(open(sys.argv[1]))["commands"])))' "$T/semctl.json")
+comp=$("$top_builddir/semctl" __complete '' | sed 1d | LC_ALL=C sort | tr '\n' ' ')
+expect_eq "the completion offers the table's commands" "$cmds " "$comp"
 
 out=$("$SEMD" --check-config --config "$example" 2>&1)
 expect_eq "the example as shipped is valid" "semd: configuration OK" "$out"

@@ -9,7 +9,8 @@
 # killed while it waits leaves no detached hold behind (owned by nobody for
 # its whole lease).
 . "$top_srcdir/tests/lib.sh"
-t_watchdog 120
+# (a sanitizer build on a loaded machine took more than 120 s)
+t_watchdog 300
 unset SEMD_TEST_DURABLE		# this test gives its own data directory
 D=$T/data
 port=$(t_port_base 1) || exit 1

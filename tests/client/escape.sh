@@ -6,7 +6,8 @@
 # every string it sends; semctl must print none of them raw: escaped as
 # \xHH / \uXXXX in text mode, as \uXXXX in JSON (which must still parse).
 . "$top_srcdir/tests/lib.sh"
-t_watchdog 60
+# (about 70 semctl and python3 runs: a minute and more on a loaded machine)
+t_watchdog 240
 "$top_builddir/tests/client/fakesemd" "$T/fake.sock" "$T/fake.ready" &
 PIDS_TO_KILL="$PIDS_TO_KILL $!"
 t_wait_for 10 test -s "$T/fake.ready" || { echo "fakesemd did not start"; exit 1; }

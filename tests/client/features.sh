@@ -10,6 +10,10 @@ t_watchdog 120
 
 jget() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
 rc() { "$@" >/dev/null 2>&1; echo $?; }
+# now_ms: the test's one clock (monotonic, milliseconds)
+now_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
+# queued NAME: a down waits on NAME
+queued() { "$SEMCTL" -s "$d_UNIX" info "$1" 2>/dev/null | grep -q '^waiters: 1$'; }
 
 start_semd d || exit 1
 S() { "$SEMCTL" -s "$d_UNIX" "$@"; }
@@ -59,27 +63,31 @@ expect_eq "run of two names: the command's status" 3 "$(rc S run db lic -- sh -c
 expect_eq "run --json: both grants" 2 "$(S --json run db lic:2 -- true | jget 'len(j["grants"])')"
 
 # --- the progress line ----------------------------------------------------------
+# (the up comes once the line is drawn, or the down has waited 10 s: not
+# after a fixed time that a loaded machine could outrun)
 S down db --lease 1m >/dev/null
-( sleep 4; S up db >/dev/null ) &
+( t_wait_for 10 grep -q 'waiting for db' "$T/pty.out"; S up db >/dev/null ) &
 bpid=$!
-python3 "$top_srcdir/tests/client/ptyrun.py" 15 "$SEMCTL" -s "$d_UNIX" down db --timeout 10s >"$T/pty.out" 2>&1
+python3 "$top_srcdir/tests/client/ptyrun.py" 60 "$SEMCTL" -s "$d_UNIX" down db --timeout 30s >"$T/pty.out" 2>&1
 wait "$bpid"
 ok "on a terminal: where it stands, drawn in place" has "waiting for db: 1st of 1 in line, 1/1 held, [0-9]* s" "$T/pty.out"
 ok "on a terminal: the line is erased before the token" python3 -c '
 import re, sys
 sys.exit(0 if re.search(rb"\r\x1b\[K[0-9]+\r?\n", open(sys.argv[1], "rb").read()) else 1)' "$T/pty.out"
 S up db >/dev/null
+# (no line: the down is given back its permit once it has waited in line
+# for 1.5 s, past when the line would be drawn)
 S down db --lease 1m >/dev/null
-( sleep 1.5; S up db >/dev/null ) &
+( t_wait_for 10 queued db; sleep 1.5; S up db >/dev/null ) &
 bpid=$!
-python3 "$top_srcdir/tests/client/ptyrun.py" 15 "$SEMCTL" -s "$d_UNIX" --quiet down db --timeout 10s >"$T/quiet.out" 2>&1
+python3 "$top_srcdir/tests/client/ptyrun.py" 60 "$SEMCTL" -s "$d_UNIX" --quiet down db --timeout 30s >"$T/quiet.out" 2>&1
 wait "$bpid"
 ok "--quiet: no progress line" sh -c "! grep -q 'waiting for' '$T/quiet.out'"
 S up db >/dev/null
 S down db --lease 1m >/dev/null
-( sleep 1.5; S up db >/dev/null ) &
+( t_wait_for 10 queued db; sleep 1.5; S up db >/dev/null ) &
 bpid=$!
-S down db --timeout 10s >/dev/null 2>"$T/notty.err"
+S down db --timeout 30s >/dev/null 2>"$T/notty.err"
 wait "$bpid"
 ok "not a terminal: no progress line" sh -c "! grep -q 'waiting for' '$T/notty.err'"
 S up db >/dev/null
@@ -110,11 +118,15 @@ ok "watch: a line an event" grep -q '^[0-9-]* [0-9:.]* grant    w/a n=1 permit=[
 S up w/a >/dev/null
 
 # --- renew, holds -----------------------------------------------------------------
-S down r --lease 2s >/dev/null
+# (the first lease, 5 s, counts from the down, after t0: past t0 + 5.2 s on
+# the test's clock it has run out, had the renew not made it an hour)
+t0=$(now_ms)
+S down r --lease 5s >/dev/null
 ok "renew" sh -c "'$SEMCTL' -s '$d_UNIX' renew r --lease 1h | grep -q '^renewed 1 hold(s) of r until '"
 expect_eq "renew --json" 1 "$(S --json renew r | jget 'j["renewed"]')"
 expect_eq "renew of nothing held" 6 "$(rc S renew db)"
-sleep 2.2
+left=$((t0 + 5200 - $(now_ms)))
+[ "$left" -le 0 ] || sleep "$(awk -v ms="$left" 'BEGIN { printf "%.3f", ms / 1000 }')"
 expect_eq "renewed: still held after its first lease" 1 "$(rc S trydown r)"
 ok "holds lists the hold" sh -c "'$SEMCTL' -s '$d_UNIX' holds | grep -q '^r  *[0-9]'"
 expect_eq "holds --json" True "$(S --json holds | jget '"r" in [h["name"] for h in j["holds"]]')"

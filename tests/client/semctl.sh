@@ -10,6 +10,8 @@ json_ok() { python3 -c 'import json,sys; json.load(sys.stdin)'; }
 jget() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
 # rc CMD...: run CMD, print its exit status (stdout discarded)
 rc() { "$@" >/dev/null 2>&1; echo $?; }
+# now_ms: the test's one clock (monotonic, milliseconds)
+now_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
 
 start_semd d || exit 1
 S() { "$SEMCTL" -s "$d_UNIX" "$@"; }
@@ -36,8 +38,9 @@ out=$("$SEMCTL" -s "unix:$T/none.sock" --json ping 2>/dev/null)
 expect_eq "unreachable: JSON error" "connect 3" "$(echo "$out" | jget 'j["error"], j["exit"]')"
 
 # --- bash completion ------------------------------------------------------------
+# The completion asks semctl itself (semctl __complete): the one built here.
 comp() { # WORDS...: what the completion offers for the last word
-	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _semctl; echo "${COMPREPLY[*]}"' \
+	PATH="$top_builddir:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _semctl; echo "${COMPREPLY[*]}"' \
 		_ "$top_srcdir/client/semctl.bash-completion" "$@"
 }
 expect_eq "completion: commands" "create" "$(comp semctl cr)"
@@ -45,7 +48,7 @@ expect_eq "completion: after -s ADDR" "info" "$(comp semctl -s unix:/x inf)"
 expect_eq "completion: options" "--mode" "$(comp semctl create x --mo)"
 expect_eq "completion: --mode values" "owned signal" "$(comp semctl create x --mode '')"
 expect_eq "completion: delete --force" "--force" "$(comp semctl delete x --f)"
-ok "completion: the command after run --" sh -c "test -n \"\$(bash -c '. \"$top_srcdir/client/semctl.bash-completion\"; COMP_WORDS=(semctl run x -- ech); COMP_CWORD=4; _semctl; echo \"\${COMPREPLY[*]}\"')\""
+ok "completion: the command after run --" test -n "$(comp semctl run x -- ech)"
 help_cmds=$("$SEMCTL" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }' | sort -u | tr '\n' ' ')
 comp_cmds=$(comp semctl '' | tr ' ' '\n' | sort | tr '\n' ' ')
 expect_eq "completion offers exactly the commands of --help" "$help_cmds" "$comp_cmds"
@@ -73,15 +76,18 @@ expect_eq "validate a held token" 0 "$(rc S validate jobs "$tok")"
 expect_eq "validate --json" True "$(S --json validate jobs "$tok" | jget 'j["valid"]')"
 tok2=$(S down jobs -n 1 --timeout 1s)
 expect_eq "trydown on a full semaphore would block" 1 "$(rc S trydown jobs)"
-t0=$(date +%s%N)
+# (the daemon counts 300 ms from the request: no less on the test's clock;
+# the upper bound only tells a timeout from none, with room for a loaded machine)
+t0=$(now_ms)
 expect_eq "down --timeout 300ms times out" 1 "$(rc S down jobs --timeout 300ms)"
-el=$(( ($(date +%s%N) - t0) / 1000000 ))
-ok "the timeout took about 300 ms ($el ms)" test "$el" -ge 250 -a "$el" -lt 3000
+el=$(( $(now_ms) - t0 ))
+ok "the timeout took 300 ms or more, not forever ($el ms)" test "$el" -ge 300 -a "$el" -lt 10000
 out=$(S --json trydown jobs 2>/dev/null)
 expect_eq "would block: JSON" "would_block 1" "$(echo "$out" | jget 'j["error"], j["exit"]')"
 
-# a waiter in the queue shows in info, with its wait time
-S down jobs --timeout 5s >"$T/waiter.out" 2>&1 &
+# a waiter in the queue shows in info, with its wait time (its timeout is
+# far longer than the checks before the up, however slow the machine)
+S down jobs --timeout 60s >"$T/waiter.out" 2>&1 &
 wpid=$!
 t_wait_for 5 sh -c "'$SEMCTL' -s '$d_UNIX' --json info jobs | python3 -c 'import json,sys; assert len(json.load(sys.stdin)[\"waiters\"]) == 1'"
 expect_eq "info shows the waiter" "1 1 2" "$(S --json info jobs | jget 'len(j["waiters"]), j["waiters_total"], j["holders_total"]')"
@@ -186,20 +192,24 @@ rm -f "$T/started" "$T/got"
 "$SEMCTL" -s "$d_UNIX" run r2 -- sh -c "trap 'echo lost > \"$T/got\"; exit 0' TERM; touch '$T/started'; i=0; while [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done" 2>"$T/run.err" &
 rpid=$!
 t_wait_for 5 test -e "$T/started"
-t0=$(date +%s)
+t0=$(now_ms)
 kill -9 "$d_PID"
 wait "$rpid"
 expect_eq "run exits 5 when the hold is lost" 5 $?
 expect_eq "the command was terminated" lost "$(cat "$T/got" 2>/dev/null)"
-el=$(( $(date +%s) - t0 ))
+el=$(( $(now_ms) - t0 ))
 if [ -n "${SEMD_TEST_DURABLE:-}" ]; then
-	# semd keeps its state: the session waits for it to come back, up to
-	# the client-side lease (10 s less 5%, from the last ping answered)
-	ok "with a data directory the session waits out its lease ($el s)" \
-		test "$el" -ge 5 -a "$el" -le 11
+	# semd keeps its state: the session waits for it to come back, until
+	# only the grace (2 s) is left of the client-side lease (10 s less 1%
+	# and 500 ms from the last ping answered, which went out up to a third
+	# of the lease before the kill): SIGTERM 4.1 (less a reply) to 7.4 s
+	# after the kill; later on a loaded machine, never sooner
+	ok "with a data directory the session waits out its lease ($el ms)" \
+		test "$el" -ge 3500 -a "$el" -le 15000
 	ok "run said why" grep -q "did not answer for most of the session's lease" "$T/run.err"
 else
-	ok "at once: over UNIX the close ended the session ($el s)" test "$el" -le 3
+	# (the lease would end it 4.1 s or more after the kill)
+	ok "at once: over UNIX the close ended the session ($el ms)" test "$el" -le 3000
 	ok "run said why" grep -q "hold was lost" "$T/run.err"
 fi
 
@@ -222,13 +232,16 @@ rm -f "$T/started"
 "$SEMCTL" -s "$f_UNIX" run r --lease 1s --grace 0 -- sh -c "trap '' TERM; touch '$T/started'; i=0; while [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done" 2>/dev/null &
 rpid=$!
 t_wait_for 5 test -e "$T/started"
-t0=$(date +%s)
+t0=$(now_ms)
 kill -STOP "$f_PID"
 wait "$rpid"
 expect_eq "run --lease 1s --grace 0: hold lost, run exits 5" 5 $?
-el=$(( $(date +%s) - t0 ))
+el=$(( $(now_ms) - t0 ))
 kill -CONT "$f_PID"
-ok "run --lease 1s --grace 0 ended within the client-side lease ($el s)" test "$el" -le 2
+# (0.94 s at most after the last answered ping, which came before the
+# stop; the bound leaves a loaded machine 2 s to schedule and reap)
+ok "run --lease 1s --grace 0 ended about the client-side lease after the stop ($el ms)" \
+	test "$el" -le 3000
 expect_eq "run --grace needs a duration" 2 "$(rc S run r --grace soon -- true)"
 expect_eq "run --lease 0: no lease, accepted" 0 "$(rc "$SEMCTL" -s "$f_UNIX" run r --lease 0 -- true)"
 expect_eq "run --lease 100ms is too short" 2 "$(rc "$SEMCTL" -s "$f_UNIX" run r --lease 100ms -- true)"
@@ -256,7 +269,7 @@ expect_eq "down --limit 3 creates the name" 0 "$(rc F down lim --limit 3)"
 expect_eq "with limit 3" 3 "$(F --json info lim | jget 'j["limit"]')"
 expect_eq "down --limit 3 again" 0 "$(rc F down lim --limit 3)"
 expect_eq "down --limit 4: exists with another limit" 6 "$(rc F down lim --limit 4)"
-ok "... and says so" sh -c "'$SEMCTL' -s '$f_UNIX' down lim --limit 4 2>&1 | grep -q 'exists with another limit than 4'"
+ok "... and says so" sh -c "'$SEMCTL' -s '$f_UNIX' down lim --limit 4 2>&1 | grep -q 'lim exists with limit 3, not 4'"
 expect_eq "run --limit 4: exists" "exists 6" "$(F --json run lim --limit 4 -- true 2>/dev/null | jget 'j["error"], j["exit"]')"
 expect_eq "run --limit 2 creates" 0 "$(rc F run lim2 --limit 2 -- true)"
 # run --json: one object for the command's outcome, after the command's output

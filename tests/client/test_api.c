@@ -99,7 +99,9 @@ static void test_operations(const char *addr, bool is_unix)
 	t0 = t_now_ms();
 	CHECK_EQ(SEMC_E_TIMEOUT, semc_down(c2, "ops/a", 1, 200, 0, &g3));
 	el = t_now_ms() - t0;
-	CHECK(el >= 150 && el < 2000, "a 200 ms down timed out after %lld ms", el);
+	/* the daemon counts 200 ms from the request, after t0; the upper bound
+	 * tells a timeout from none, with room for a loaded machine */
+	CHECK(el >= 199 && el < 10000, "a 200 ms down timed out after %lld ms", el);
 
 	CHECK_EQ(0, semc_validate(c2, "ops/a", g1.token, &valid));
 	CHECK(valid, "token %" PRIu64 " is valid while held", g1.token);
@@ -888,7 +890,9 @@ static void test_restart(void)
 {
 	const char *durable = getenv("SEMD_TEST_DURABLE");
 	struct events ev = { 0 };
-	struct semc *c = open_client(D.unix_addr, 3000), *c2 = open_client(D.unix_addr, 0);
+	/* a 10 s lease: a restart under load stays well inside it, and a loss
+	 * by the close is told from one by the lease */
+	struct semc *c = open_client(D.unix_addr, 10000), *c2 = open_client(D.unix_addr, 0);
 	struct semc_grant g;
 	bool valid = false;
 	long long t0;
@@ -914,7 +918,7 @@ static void test_restart(void)
 		CHECK_EQ(0, semc_validate(c2, "restart/a", g.token, &valid));
 		CHECK(valid, "the hold lived through the restart");
 		CHECK_EQ(0, semc_up(c, "restart/a", 1, g.permit_id, NULL));
-		CHECK(t_now_ms() - t0 < 2800, "back after %lld ms (the lease is 3000)",
+		CHECK(t_now_ms() - t0 < 9000, "back after %lld ms (the lease is 10000)",
 		      t_now_ms() - t0);
 		goto out;
 	}
@@ -922,7 +926,7 @@ static void test_restart(void)
 	PUMP_UNTIL(c2, semc_fd(c2) < 0, 3000);
 	CHECK_EQ(1, ev.lost);
 	CHECK_EQ(SEMC_E_DISCONNECTED, ev.last_lost_error);
-	CHECK(t_now_ms() - t0 < 1000, "lost after %lld ms (the lease is 3000)", t_now_ms() - t0);
+	CHECK(t_now_ms() - t0 < 5000, "lost after %lld ms (the lease is 10000)", t_now_ms() - t0);
 
 	CHECK(tdaemon_start(&D, NULL) == 0, "restart semd");
 	CHECK_EQ(0, semc_ping(c, NULL));
@@ -1126,7 +1130,8 @@ static int wait_exit(pid_t pid, int ms)
 }
 
 /* The daemon takes a hold back (force-release, delete --force): the
- * library drops it and says why; semctl run ends within 100 ms. */
+ * library drops it and says why; semctl run ends at once (its 10 s lease
+ * would end it otherwise). */
 static void test_lost_push(void)
 {
 	struct lost_seen ls = { 0 };
@@ -1327,7 +1332,8 @@ static void test_stall(bool thread)
 		CHECK_EQ(up0, atomic_load(&r.up));
 		CHECK_EQ(0, semc_timeout(c));
 		semc_process(c);
-		t_sleep_ms(50);
+		for (at = 0; at < 200 && atomic_load(&r.up) == up0; at++)
+			t_sleep_ms(10);		/* the relay's thread forwards it */
 		CHECK(atomic_load(&r.up) > up0, "semc_process() sent a ping");
 	}
 	/* idle (or only pumping) for three leases: kept alive by pings */
@@ -1358,13 +1364,23 @@ static void test_stall(bool thread)
 	CHECK(ls.n == 0 || pthread_equal(ls.thread, pthread_self()) != thread,
 	      "delivered from %s", thread ? "the keepalive thread" : "semc_process()");
 	at = ls.at - t0;
-	/* the last answered request was sent 0 to 300 ms (+ a reply) before the cut */
-	CHECK(at >= win - 300 - 50 && at <= win + 150, "lost %lld ms after the cut (window %lld)",
+	/* the last answered request was sent 0 to 300 ms (+ a reply) before the
+	 * cut: never sooner; later only by the scheduling of a loaded machine */
+	CHECK(at >= win - 300 - 50 && at <= win + 1000, "lost %lld ms after the cut (window %lld)",
 	      at, win);
 	fprintf(stderr, "   cut off: lost %lld ms after the cut (lease 900, window %lld)\n", at, win);
-	/* the daemon has not re-granted it yet: its lease runs from the last frame */
+	/*
+	 * The daemon has not re-granted it yet: its lease runs from the last
+	 * frame, 59 ms (1% + 50 ms of 900) after the client's ends. A validate
+	 * that leaves later than 20 ms after the loss may find it gone on a
+	 * correct daemon: then it tells nothing.
+	 */
+	at = t_now_ms() - ls.at;
 	CHECK_EQ(0, semc_validate(obs, "stall/a", g.token, &valid));
-	CHECK(valid, "the daemon still counts the lease when the client gives up");
+	if (at <= 20)
+		CHECK(valid, "the daemon still counts the lease when the client gives up");
+	else
+		fprintf(stderr, "   (validated %lld ms after the loss: not checked)\n", at);
 	relay_ctl(&r, 'r');
 	CHECK_EQ(SEMC_E_HOLD_LOST, semc_up(c, "stall/a", 0, g.permit_id, NULL));
 	CHECK_EQ(0, semc_ping(c, NULL));
@@ -1591,6 +1607,7 @@ static void test_issue15(void)
 	uint64_t expires = 0;
 	uint32_t renewed = 0;
 	int64_t id, wid;
+	long long t0;
 
 	TEST_START("rates, multi-name downs, deadlock, watch, renew, holds, where");
 	CHECK(c != NULL && w != NULL, "connect");
@@ -1607,10 +1624,14 @@ static void test_issue15(void)
 	}
 	semc_info_free(in);
 	in = NULL;
+	/* emptied after t0: the next token comes 100 ms later, however slow
+	 * the calls between (measured on the test's clock alone) */
+	t0 = t_now_ms();
 	CHECK_EQ(0, semc_trydown(c, "i15/api", 2, &g));
 	CHECK_EQ(SEMC_E_WOULD_BLOCK, semc_trydown(c, "i15/api", 1, &g));
 	CHECK_EQ(0, semc_down(c, "i15/api", 1, 2000, 0, &g));	/* 100 ms later */
-	CHECK(g.waited_us >= 20000, "waited %llu us", (unsigned long long)g.waited_us);
+	CHECK(t_now_ms() - t0 >= 99, "granted %lld ms after the bucket was emptied",
+	      t_now_ms() - t0);
 	rt.rate = 1000;
 	CHECK_EQ(0, semc_set_rate(c, "i15/api", &rt));
 	rt.rate = 0;

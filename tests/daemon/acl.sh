@@ -81,11 +81,12 @@ ok "anonymous: pub/ allowed" has '^reply id=4 code=OK permit=' "$T/anon.out"
 if [ "$me" = 0 ] && command -v setpriv >/dev/null && getent passwd nobody >/dev/null; then
 	NB="setpriv --reuid=nobody --regid=$(id -g nobody) --clear-groups"
 	nuid=$(id -u nobody)
-	$PROBE "$A" hello "down hold/me" "down admin/h" "sleep 3000" "info hold/me" "info admin/h" >"$T/holder.out" 2>&1 &
+	$PROBE "$A" hello "down hold/me" "down admin/h" "until $T/nobody.done" "info hold/me" "info admin/h" >"$T/holder.out" 2>&1 &
 	holder=$!
 	t_wait_for 5 has '^reply id=3 code=OK permit' "$T/holder.out"
 	$NB "$PROBE" "$A" hello "down jobs/a timeout=0" "info jobs/a" "down pub/n" "up pub/n" \
 		"release admin/h 1" "up hold/me" >"$T/nobody.out" 2>&1
+	touch "$T/nobody.done"
 	ok "nobody is uid:$nuid" has "^reply id=1 code=OK .*principal=uid:$nuid" "$T/nobody.out"
 	ok "nobody: use on jobs/ denied" has "^reply id=2 code=PERMISSION_DENIED msg=\"uid:$nuid may not use jobs/a\"" "$T/nobody.out"
 	ok "nobody: inspect on jobs/ denied" has '^reply id=3 code=PERMISSION_DENIED' "$T/nobody.out"
@@ -99,9 +100,9 @@ if [ "$me" = 0 ] && command -v setpriv >/dev/null && getent passwd nobody >/dev/
 
 	# Connection quota: nobody may have 2 connections; a third is refused,
 	# others are not affected.
-	$NB "$PROBE" "$A" hello "sleep 2500" ping >"$T/q1.out" 2>&1 &
+	$NB "$PROBE" "$A" hello "until $T/q.done" ping >"$T/q1.out" 2>&1 &
 	q1=$!
-	$NB "$PROBE" "$A" hello "sleep 2500" ping >"$T/q2.out" 2>&1 &
+	$NB "$PROBE" "$A" hello "until $T/q.done" ping >"$T/q2.out" 2>&1 &
 	q2=$!
 	t_wait_for 5 has '^reply id=1 code=OK' "$T/q1.out"
 	t_wait_for 5 has '^reply id=1 code=OK' "$T/q2.out"
@@ -110,6 +111,7 @@ if [ "$me" = 0 ] && command -v setpriv >/dev/null && getent passwd nobody >/dev/
 	ok "... and logged" has "quota: uid:$nuid may have 2 connection(s) open" "$T/d.log"
 	$PROBE "$A" hello ping >"$T/q4.out" 2>&1
 	ok "... while another principal connects fine" has 'code=OK pong' "$T/q4.out"
+	touch "$T/q.done"
 	wait "$q1" "$q2"
 	ok "the two within the quota were served" has 'code=OK pong' "$T/q2.out"
 	$NB "$PROBE" "$A" hello ping >"$T/q5.out" 2>&1
@@ -131,12 +133,17 @@ $PROBE "$q_UNIX" hello "down p1" "down p2" "down p3 timeout=0" "up dt" "down p3 
 	>"$T/qb.out" 2>&1
 ok "the detached hold still counts after its client left" has '^reply id=4 code=RESOURCE_EXHAUSTED' "$T/qb.out"
 ok "giving it back frees quota" has '^reply id=6 code=OK permit=' "$T/qb.out"
-$PROBE "$q_TCP" hello "down w" "sleep 1200" "up w" >"$T/qanon.out" 2>&1 &
+$PROBE "$q_TCP" hello "down w" "until $T/qanon.go" "up w" >"$T/qanon.out" 2>&1 &
 qanon=$!
 t_wait_for 5 has '^reply id=2 code=OK permit' "$T/qanon.out"
 ok "quotas are per principal: anonymous is not limited" has '^reply id=2 code=OK permit' "$T/qanon.out"
-$PROBE "$q_UNIX" hello "down w timeout=5000 nowait" "down w2 timeout=0" \
-	"down w timeout=5000 nowait" "wait 4" "wait 2" "info w" "stats" >"$T/qw.out" 2>&1
+# anonymous lets go once the second waiting down has been refused
+$PROBE "$q_UNIX" hello "down w timeout=30000 nowait" "down w2 timeout=0" \
+	"down w timeout=30000 nowait" "wait 4" "wait 2" "info w" "stats" >"$T/qw.out" 2>&1 &
+qw=$!
+t_wait_for 10 has '^reply id=4 ' "$T/qw.out"
+touch "$T/qanon.go"
+wait "$qw"
 wait "$qanon"
 ok "quota waiters 1: one down waits" has '^reply id=2 code=OK permit=' "$T/qw.out"
 ok "quota waiters 1: a second waiting down refused" has "^reply id=4 code=RESOURCE_EXHAUSTED msg=\"quota: uid:$me has 1 waiters, 1 more would pass its waiters quota (1)\"" "$T/qw.out"
@@ -214,10 +221,11 @@ ok "... under team/ too" has '^reply id=3 code=OK entries=6 team/a1 team/a2 team
 ok "... and pages over them" has '^reply id=4 code=OK entries=1 db/main next=db/main$' "$T/lad.out"
 
 # SIGHUP: new rules apply to open and new connections.
-$PROBE "$A" hello "sleep 1500" "down jobs/c timeout=0" >"$T/open.out" 2>&1 &
+$PROBE "$A" hello "until $T/open.go" "down jobs/c timeout=0" >"$T/open.out" 2>&1 &
 open=$!
 t_reload "$d_PID" "$T/acl.conf" "s|^acl uid:$me jobs/ use,inspect|acl uid:$me jobs/ inspect|" "$T/open.out"
 ok "reload logged" t_wait_for 5 has 'configuration reloaded' "$T/d.log"
+touch "$T/open.go"
 $PROBE "$A" hello "down jobs/a timeout=0" "info jobs/a" >"$T/after.out" 2>&1
 ok "after SIGHUP: use on jobs/ now denied" has '^reply id=2 code=PERMISSION_DENIED' "$T/after.out"
 ok "after SIGHUP: inspect still allowed" has '^reply id=3 code=NOT_FOUND' "$T/after.out"

@@ -56,10 +56,11 @@ ok "flag beats the file (default-limit 3)" has 'name=x1 limit=3 ' "$T/x1.out"
 $PROBE "unix:$T/c.sock" hello "ping $(printf 'x%.0s' $(seq 12000))" >"$T/big1.out" 2>&1
 ok "a 12000-byte request is over max-frame 4096" has 'code=PROTOCOL_ERROR msg="frame of 120[0-9][0-9] bytes is over max-frame 4096"' "$T/big1.out"
 # A connection open across the reload gets the new max-frame too.
-$PROBE "unix:$T/c.sock" hello "sleep 1500" "ping $(printf 'x%.0s' $(seq 12000))" >"$T/big2.out" 2>&1 &
+$PROBE "unix:$T/c.sock" hello "until $T/big.go" "ping $(printf 'x%.0s' $(seq 12000))" >"$T/big2.out" 2>&1 &
 big=$!
 t_reload "$c" "$T/good.conf" 's/^max-frame 4096/max-frame 20000/; s/^log-level info/log-level debug/' "$T/big2.out"
 ok "reload logged" t_wait_for 5 has 'reload: max-frame 4096 -> 20000' "$T/c.log"
+touch "$T/big.go"
 wait "$big"
 ok "after reload a 12000-byte request is served on an old connection" has 'code=OK pong=xxxx' "$T/big2.out"
 ok "reload: log level changed" has 'reload: log-level info -> debug' "$T/c.log"
@@ -89,11 +90,12 @@ ok "socket mode 0666 (every local user, as itself)" sh -c "[ \"\$(stat -c %a '$T
 # TCP keepalive probes are armed on client connections.
 if command -v ss >/dev/null 2>&1; then
 	start_semd ka --keepalive 7s || exit 1
-	$PROBE "$ka_TCP" hello "sleep 1500" >/dev/null 2>&1 &
+	$PROBE "$ka_TCP" hello "until $T/ka.go" >/dev/null 2>&1 &
 	ka=$!
 	port=${ka_TCP##*:}
 	ok "keepalive timer on the daemon's side of a TCP client" t_wait_for 5 \
 		sh -c "ss -tno state established '( sport = :$port )' | grep -q 'timer:(keepalive'"
+	touch "$T/ka.go"
 	wait "$ka"
 fi
 

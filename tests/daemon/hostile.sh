@@ -70,13 +70,18 @@ ok "still served" has '^reply id=16 code=OK pong' "$T/huge.out"
 
 # Extreme timeouts: INT64_MAX and INT64_MIN wait (forever), a lease of
 # 2^32-1 ms is capped at max-lease, and cancel removes both waiters.
-$PROBE "$A" hello "down w" "sleep 3000" "up w" >"$T/wh.out" 2>&1 &
+# (the holder lets go once the three are seen waiting)
+$PROBE "$A" hello "down w" "until $T/wh.go" "up w" >"$T/wh.out" 2>&1 &
 wh=$!
 t_wait_for 5 has '^reply id=2 code=OK permit' "$T/wh.out"
 $PROBE "$A" hello "down w timeout=9223372036854775807 nowait" \
 	"down w timeout=-9223372036854775808 nowait" "down w timeout=-1 lease=$M32 nowait" \
-	"sleep 200" "info w" "cancel 2" "cancel 3" "wait 4" "info w" \
-	"up w" >"$T/wt2.out" 2>&1
+	"info w" "cancel 2" "cancel 3" "wait 4" "info w" \
+	"up w" >"$T/wt2.out" 2>&1 &
+wt2=$!
+t_wait_for 10 has '^reply id=7 ' "$T/wt2.out"
+touch "$T/wh.go"
+wait "$wt2"
 wait "$wh"
 ok "INT64_MAX and INT64_MIN timeouts both wait" has '^reply id=5 code=OK name=w limit=1 available=0 .*waiters=3' "$T/wt2.out"
 ok "the INT64_MAX waiter cancels" has '^reply id=2 code=CANCELLED' "$T/wt2.out"

@@ -16,7 +16,7 @@ cfg=$T/semd.conf
 start_semd d --config "$cfg" || exit 1
 
 # Connected while there are no rules; the requests come after the reload.
-$PROBE "$d_UNIX" hello "down open/a timeout=0" "up open/a" "sleep 1500" \
+$PROBE "$d_UNIX" hello "down open/a timeout=0" "up open/a" "until $T/old.go" \
 	"down id/a timeout=0" "info id/a" "down grp/a timeout=0" >"$T/old.out" 2>&1 &
 old=$!
 t_wait_for 5 has '^reply id=3 code=OK' "$T/old.out"
@@ -31,6 +31,7 @@ protect grp/
 EOF2
 kill -HUP "$d_PID"
 t_wait_for 5 has 'configuration reloaded' "$T/d.log"
+touch "$T/old.go"
 wait "$old"
 cat "$T/old.out"
 ok "reload: a user: deny applies to a connection made before the rules" \

@@ -11,7 +11,7 @@ A=$d_UNIX
 # waiters NAME: the number of waiters info reports.
 waiters() { $PROBE "$A" hello "info $1" | sed -n 's/.* waiters=\([0-9]*\).*/\1/p' | head -1; }
 waiting() { [ "$(waiters "$1")" = "$2" ]; }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+now_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
 
 # A holder that is killed with SIGKILL: its permit goes to the waiter at once.
 $PROBE "$A" hello "down k9" "sleep 60000" >"$T/h.out" 2>&1 &
@@ -23,7 +23,8 @@ w=$!
 ok "waiter queued" t_wait_for 5 waiting k9 1
 t0=$(now_ms)
 kill -9 "$h"
-ok "kill -9 of the holder: waiter granted within 1 s" t_wait_for 1 has 'code=OK permit=' "$T/w.out"
+# (at once; 5 s leaves a loaded machine room, the holder would hold a minute)
+ok "kill -9 of the holder: waiter granted at once" t_wait_for 5 has 'code=OK permit=' "$T/w.out"
 echo "# grant seen $(( $(now_ms) - t0 )) ms after kill -9 (50 ms polling)"
 wait "$w"
 
@@ -42,7 +43,7 @@ ok "unix: a leased session's close without detach frees at once" has '^reply id=
 
 # Lease: after Detach the holds stay when the connection closes, and can
 # be resumed.
-$PROBE "$A" "hello lease=3000" "down ls id=2" detach >"$T/l1.out" 2>&1
+$PROBE "$A" "hello lease=10000" "down ls id=2" detach >"$T/l1.out" 2>&1
 sid=$(sed -n 's/.* session=\([0-9]*\) .*/\1/p' "$T/l1.out")
 sec=$(sed -n 's/.* secret=\([0-9a-f]*\) .*/\1/p' "$T/l1.out")
 permit=$(sed -n 's/^reply id=2 code=OK permit=\([0-9]*\).*/\1/p' "$T/l1.out")
@@ -54,15 +55,16 @@ sleep 1
 ok "lease: still held 1 s after the disconnect" test "$(grep -c 'permit=' "$T/lw.out")" = 0
 $PROBE "$A" "hello resume=$sid secret=00" >"$T/bad.out" 2>&1
 ok "lease: resume with a wrong secret refused" has 'code=SESSION_EXPIRED' "$T/bad.out"
+# The resumed session's lease, 2 s, counts from its last frame, after t0.
+t0=$(now_ms)
 $PROBE "$A" "hello resume=$sid secret=$sec lease=2000" "down ls id=2" "info ls" detach >"$T/l2.out" 2>&1
 ok "lease: resumed" has '^reply id=1 code=OK .*resumed=1' "$T/l2.out"
 ok "lease: retried down returns the same permit" has "^reply id=2 code=OK permit=$permit " "$T/l2.out"
 ok "lease: still one holder" has 'holders=1 waiters=1' "$T/l2.out"
-t0=$(now_ms)
-ok "lease: expiry hands the permit on" t_wait_for 6 has 'code=OK permit=' "$T/lw.out"
+ok "lease: expiry hands the permit on" t_wait_for 10 has 'code=OK permit=' "$T/lw.out"
 dt=$(( $(now_ms) - t0 ))
-echo "# lease of 2000 ms expired after $dt ms"
-ok "lease: not before the lease ran out" test "$dt" -ge 1800
+echo "# lease of 2000 ms expired $dt ms after the resume began"
+ok "lease: not before the lease ran out" test "$dt" -ge 1999
 wait "$w"
 $PROBE "$A" "hello resume=$sid secret=$sec" >"$T/l3.out" 2>&1
 ok "lease: expired session cannot be resumed" has 'code=SESSION_EXPIRED' "$T/l3.out"
@@ -98,7 +100,7 @@ ok "n-permit: in FIFO order (tokens)" test "$g2" -lt "$g3"
 
 # SIGTERM with waiters: UNAVAILABLE, exit 0.
 start_semd e || exit 1
-$PROBE "$e_UNIX" hello "down st" "sleep 5000" >"$T/s1.out" 2>&1 &
+$PROBE "$e_UNIX" hello "down st" "until $T/st.go" >"$T/s1.out" 2>&1 &
 t_wait_for 5 has 'code=OK permit=' "$T/s1.out"
 $PROBE "$e_TCP" hello "down st timeout=-1" >"$T/s2.out" 2>&1 &
 s2=$!
@@ -109,5 +111,6 @@ rc=$?
 expect_eq "sigterm: exit status" 0 "$rc"
 wait "$s2"
 ok "sigterm: waiter answered UNAVAILABLE" has 'code=UNAVAILABLE' "$T/s2.out"
+touch "$T/st.go"
 ok "sigterm: UNIX socket removed" test ! -e "$T/e.sock"
 t_done

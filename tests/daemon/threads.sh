@@ -65,11 +65,13 @@ while [ $i -lt 6 ]; do
 done
 t_wait_for 5 sh -c "$PROBE '$r_UNIX' hello 'info stop/x' | grep -q 'waiters=6'"
 kill -TERM "$r_PID"
-t0=$(date +%s)
+t0=$(date +%s%N)
 wait "$r_PID"
 rc=$?
+el=$((($(date +%s%N) - t0) / 1000000))
 expect_eq "stop with waiters on both loops: exit status" 0 "$rc"
-ok "stop: semd exited within the grace time" test $(($(date +%s) - t0)) -le 5
+# (clients still there are cut off after 5 s; 2 s more for a loaded machine)
+ok "stop: semd exited within the grace time ($el ms)" test "$el" -le 7000
 kill "$holder" 2>/dev/null
 wait $waiters
 # In memory each waiting down is answered; with a log (the state is kept)

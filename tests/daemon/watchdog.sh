@@ -41,14 +41,18 @@ if [ "$rc" = 77 ]; then
 	echo "SKIP: ptrace not allowed here"
 	exit 77
 fi
-sleep 1
 read -r _ t0 t1 <"$T/freeze.out"
+# pings_after T: WATCHDOG=1 lines after the time T (the notify socket's clock)
+pings_after() { awk -v b="$1" '$2 == "WATCHDOG=1" && $1 > b { n++ } END { print n + 0 }' "$T/notify.out"; }
+# (waited for, not slept: a loaded machine may take longer than a second)
+t_wait_for 10 eval '[ "$(pings_after "$t1")" -ge 2 ]'
+t_wait_for 10 has 'event loop 1 has not run for' "$T/w.log"
 # Pings while frozen, leaving the first watchdog period (0.4 s) for the
 # loop's last beat to age.
 n=$(awk -v a="$t0" -v b="$t1" '$2 == "WATCHDOG=1" && $1 > a + 0.7 && $1 < b { n++ } END { print n + 0 }' "$T/notify.out")
 expect_eq "no WATCHDOG=1 while a loop is frozen" 0 "$n"
 ok "the log names the frozen loop" has 'event loop 1 has not run for' "$T/w.log"
-n=$(awk -v b="$t1" '$2 == "WATCHDOG=1" && $1 > b { n++ } END { print n + 0 }' "$T/notify.out")
+n=$(pings_after "$t1")
 ok "pings come back once it runs ($n)" test "$n" -ge 2
 kill -TERM "$pid"
 wait "$pid"
