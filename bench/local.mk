@@ -39,5 +39,5 @@ EXTRA_DIST += bench/cluster-failover.py bench/cluster.sh bench/tls.sh
 noinst_PROGRAMS += sm-deadlock
 sm_deadlock_SOURCES = bench/sm-deadlock.c
 sm_deadlock_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-sm_deadlock_LDADD = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+sm_deadlock_LDADD = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)

@@ -14,7 +14,7 @@
 #include "core/list.h"
 #include "daemon/access.h"
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/xprt.h"
 #include "security/acl.h"

@@ -21,8 +21,8 @@
 #include <event2/buffer.h>
 
 #include "daemon/conn-int.h"
-#include "daemon/durable.h"
-#include "daemon/log.h"
+#include "daemon/log/durable.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/xprt.h"
 

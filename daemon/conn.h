@@ -21,9 +21,9 @@
 #include <openssl/ssl.h>
 
 #include "core/list.h"
-#include "daemon/hmap.h"
+#include "daemon/state/hmap.h"
 #include "daemon/server.h"
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 #include "proto/semd.pb-c.h"
 #include "security/acl.h"
 

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "daemon/conn-int.h"
-#include "daemon/durable.h"
+#include "daemon/log/durable.h"
 #include "daemon/fastpb.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 
 /*

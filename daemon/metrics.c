@@ -32,9 +32,9 @@
 #include <event2/listener.h>
 
 #include "core/list.h"
-#include "daemon/durable.h"
+#include "daemon/log/durable.h"
 #include "daemon/listen.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
 

@@ -27,8 +27,8 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "daemon/durable.h"
-#include "daemon/log.h"
+#include "daemon/log/durable.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/server-int.h"
 

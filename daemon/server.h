@@ -26,8 +26,8 @@
 #include "arch/spinlock.h"
 #include "core/list.h"
 #include "daemon/config.h"
-#include "daemon/hmap.h"
-#include "daemon/state.h"
+#include "daemon/state/hmap.h"
+#include "daemon/state/state.h"
 
 struct conn_pending;
 struct conn_policy;

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/durable.h"
-#include "daemon/log.h"
+#include "daemon/log/durable.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/server-int.h"
 #include "security/acl.h"

@@ -8,7 +8,7 @@
 # test_metrics: the state's histograms and reply counters.
 STATE_TESTS = tests/daemon/test_state tests/daemon/test_replay tests/daemon/test_metrics
 STATE_TEST_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-STATE_TEST_LIBS = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+STATE_TEST_LIBS = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 check_PROGRAMS += $(STATE_TESTS)
 TESTS += $(STATE_TESTS)
@@ -23,8 +23,8 @@ tests_daemon_test_metrics_LDADD = $(STATE_TEST_LIBS)
 # against a sorted model.
 check_PROGRAMS += tests/daemon/test_hmap tests/daemon/test_ordidx
 TESTS += tests/daemon/test_hmap tests/daemon/test_ordidx
-tests_daemon_test_hmap_LDADD = daemon/libsemstate.a
-tests_daemon_test_ordidx_LDADD = daemon/libsemstate.a
+tests_daemon_test_hmap_LDADD = daemon/state/libsemstate.a
+tests_daemon_test_ordidx_LDADD = daemon/state/libsemstate.a
 
 # semd_probe: a protocol client for the shell tests below.
 check_PROGRAMS += tests/daemon/semd_probe

@@ -4,7 +4,7 @@
  *
  * Three or five raft nodes of libraft's deterministic fixture (its own
  * network, disks and clock), each applying the log to its own state machine
- * the way daemon/durable.c does: a new leader's barrier, then its LEADER
+ * the way daemon/log/durable.c does: a new leader's barrier, then its LEADER
  * entry (every client of before gone, leases given the grace), entries
  * stamped with log time that goes on from the last one applied, ticks
  * proposed when a deadline is due, snapshots every few dozen entries sent to
@@ -44,8 +44,8 @@
 #include <raft.h>
 #include <raft/fixture.h>
 
-#include "daemon/raftguard.h"
-#include "daemon/state.h"
+#include "daemon/log/raftguard.h"
+#include "daemon/state/state.h"
 #include "tests/common/opts.h"
 #include "tests/common/rng.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 #include "tests/common/check.h"
 #include "tests/common/req.h"
 
