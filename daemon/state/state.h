@@ -146,11 +146,17 @@ struct sm_counters {
 };
 
 /*
- * The operations, described once (the state machine's table): the name
- * used in Stats, metrics and logs, and the right the access layer checks.
- * USE: down, up, validate, down_multi (each name), renew; INSPECT: info,
- * list, stats, watch, holds; CREATE: create; MANAGE: delete, set-limit,
- * set-rate, release (the state machine then lets the name's creator or an
+ * The operations, described once (the state machine's table): the name used
+ * in Stats, metrics and logs, and what the access layer checks before a
+ * request reaches the state machine, as the Redis command table is read by
+ * its ACL - the right the request needs, on which name (the field of its
+ * message that holds it), and the verb that says it in a refusal
+ * ("uid:1000 may not VERB NAME").
+ *
+ * Rights. USE: down, up, validate, down_multi (each name), renew; INSPECT:
+ * info, list, stats, watch, holds; CREATE: create; MANAGE: delete,
+ * set-limit, set-rate, release (the access layer asks for the create right
+ * on the name; the state machine then lets only the name's creator or an
  * administrator through); NONE: hello, ping, cancel of one's own request,
  * detach, where (of one's own down).
  */
@@ -162,13 +168,30 @@ enum sm_right {
 	SM_RIGHT_MANAGE,
 };
 
+/* Which name a request's right is checked on. */
+enum sm_target {
+	SM_TARGET_NONE,		/* none: nothing is checked */
+	SM_TARGET_FIELD,	/* the string at name_off in the op's message */
+	SM_TARGET_ALL,		/* every name, checked as "" (Stats, Holds) */
+	SM_TARGET_EACH,		/* each name a DownMulti wants */
+};
+
 struct sm_op {
 	const char	*name;		/* "down" */
 	enum sm_right	right;
+	enum sm_target	target;
+	size_t		name_off;	/* SM_TARGET_FIELD: offsetof() the name */
+	const char	*verb;		/* "set the limit of" */
+	const char	*after;		/* said after the name in a refusal, or "" */
 };
 
 /* The table entry of an op case (Semd__Request__OpCase), or NULL. */
 const struct sm_op *sm_op(int op_case);
+/*
+ * The name req's right is checked on: its op's field, "" for every name, or
+ * NULL when there is none to check (SM_TARGET_NONE, SM_TARGET_EACH).
+ */
+const char *sm_op_target(const struct sm_op *op, const Semd__Request *req);
 
 /* One semaphore's gauges, for sm_sem_each(). */
 struct sm_sem_gauges {

@@ -404,6 +404,83 @@ static void test_hello(void)
 	t_end(sm);
 }
 
+/*
+ * The op table: each op's right is checked on the field that holds its
+ * name (the access layer reads it), with the vocabulary of its refusals.
+ */
+static void test_op_table(void)
+{
+	static const struct {
+		int		op;
+		const char	*field;		/* NULL: no name; "": all */
+		enum sm_right	right;
+		const char	*verb;
+	} want[] = {
+		{ SEMD__REQUEST__OP_HELLO, NULL, SM_RIGHT_NONE, "" },
+		{ SEMD__REQUEST__OP_CREATE, "name", SM_RIGHT_CREATE, "create" },
+		{ SEMD__REQUEST__OP_DOWN, "name", SM_RIGHT_USE, "use" },
+		{ SEMD__REQUEST__OP_UP, "name", SM_RIGHT_USE, "use" },
+		{ SEMD__REQUEST__OP_CANCEL, NULL, SM_RIGHT_NONE, "" },
+		{ SEMD__REQUEST__OP_INFO, "name", SM_RIGHT_INSPECT, "inspect" },
+		{ SEMD__REQUEST__OP_LIST, "prefix", SM_RIGHT_INSPECT, "inspect" },
+		{ SEMD__REQUEST__OP_DELETE, "name", SM_RIGHT_MANAGE, "delete" },
+		{ SEMD__REQUEST__OP_SET_LIMIT, "name", SM_RIGHT_MANAGE,
+		    "set the limit of" },
+		{ SEMD__REQUEST__OP_PING, NULL, SM_RIGHT_NONE, "" },
+		{ SEMD__REQUEST__OP_STATS, "", SM_RIGHT_INSPECT, "inspect" },
+		{ SEMD__REQUEST__OP_VALIDATE, "name", SM_RIGHT_USE, "use" },
+		{ SEMD__REQUEST__OP_RELEASE, "name", SM_RIGHT_MANAGE,
+		    "release holds on" },
+		{ SEMD__REQUEST__OP_DETACH, NULL, SM_RIGHT_NONE, "" },
+		{ SEMD__REQUEST__OP_SET_RATE, "name", SM_RIGHT_MANAGE,
+		    "set the rate of" },
+		{ SEMD__REQUEST__OP_DOWN_MULTI, NULL, SM_RIGHT_USE, "use" },
+		{ SEMD__REQUEST__OP_WATCH, "name", SM_RIGHT_INSPECT, "watch" },
+		{ SEMD__REQUEST__OP_RENEW, "name", SM_RIGHT_USE, "use" },
+		{ SEMD__REQUEST__OP_HOLDS, "", SM_RIGHT_INSPECT, "inspect" },
+		{ SEMD__REQUEST__OP_WHERE, NULL, SM_RIGHT_NONE, "" },
+	};
+	const struct sm_op *op;
+	struct req q;
+	const char *name = "some/name", *got;
+	size_t i, n = 0;
+
+	TEST_START("op table: rights, the field with the name, refusals");
+	EXPECT(sm_op(0) == NULL);
+	EXPECT(sm_op(SEMD__REQUEST__OP_CLUSTER) == NULL);
+	for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+		op = sm_op(want[i].op);
+		EXPECT(op != NULL);
+		if (op == NULL)
+			continue;
+		n++;
+		if (want[i].field == NULL || want[i].field[0] == '\0')
+			req_op(&q, 1, want[i].op);
+		else if (strcmp(want[i].field, "prefix") == 0)
+			req_make(&q, 1, want[i].op, "prefix=%s", name);
+		else
+			req_make(&q, 1, want[i].op, "name=%s", name);
+		got = sm_op_target(op, &q.r);
+		if (want[i].field == NULL)
+			EXPECT(got == NULL);
+		else if (want[i].field[0] == '\0')
+			EXPECT(got != NULL && strcmp(got, "") == 0);
+		else
+			EXPECT(got == name);
+		EXPECT_I64(want[i].right, op->right);
+		if (strcmp(op->verb, want[i].verb) != 0)
+			FAIL("%s: verb \"%s\", want \"%s\"", op->name, op->verb,
+			    want[i].verb);
+		EXPECT(strcmp(op->after, want[i].op == SEMD__REQUEST__OP_LIST ?
+		    " (list)" : "") == 0);
+	}
+	/* Every op of the table is listed above. */
+	for (i = 1; i < SM_NOPS; i++)
+		if (sm_op((int)i) != NULL)
+			n--;
+	EXPECT_U64(0, n);
+}
+
 /* Every basic operation. */
 static void test_ops(void)
 {
@@ -3360,6 +3437,7 @@ static void test_holds(void)
 int main(void)
 {
 	test_hello();
+	test_op_table();
 	test_ops();
 	test_fifo();
 	test_npermits();
