@@ -6,13 +6,15 @@
 # (daemon/log/local.mk).
 #
 # semd: the daemon. The libevent shell around the state, one way up: server
-# (loops, lock), conn (connections, over xprt transports), then listen,
-# access and metrics, then main.
+# (loops, lock), conn (connections, over xprt transports) and the feed that
+# hands their requests to the state (feed.h: straight, or through the log),
+# then listen, access and metrics, then main.
 sbin_PROGRAMS += semd
 semd_SOURCES = daemon/main.c \
 	daemon/server.c daemon/server_config.c daemon/server.h daemon/server-int.h \
 	daemon/conn.c daemon/conn_accept.c daemon/conn_io.c daemon/conn_req.c \
 	daemon/conn_reply.c daemon/conn.h daemon/conn-int.h \
+	daemon/feed.h daemon/feed_memory.c daemon/feed_log.c \
 	daemon/xprt.c daemon/xprt.h \
 	daemon/alloccount.c daemon/fastpb.c daemon/fastpb.h \
 	daemon/metrics.c daemon/metrics.h \

@@ -32,7 +32,7 @@
 #include <event2/listener.h>
 
 #include "core/list.h"
-#include "daemon/log/durable.h"
+#include "daemon/feed.h"
 #include "daemon/listen.h"
 #include "daemon/logging.h"
 #include "daemon/metrics.h"
@@ -299,12 +299,12 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	    "Time from a down to its grant (0 for an immediate grant).", &k.wait);
 	metrics_hist(b, "semd_hold_seconds",
 	    "Time from a grant to the release of the hold.", &k.hold);
-	if (m->srv->durable != NULL) {
+	{
 		struct sm_local_counters lc = { 0 };
 		char name[64];
 
-		/* The node's view of its cluster (a log of one voter is one). */
-		durable_counters(m->srv->durable, &lc);
+		/* The node's view of its log, if it feeds the state through one. */
+		m->srv->feed->counters(m->srv, &lc);
 		for (i = 0; i < lc.n; i++) {
 			snprintf(name, sizeof name, "semd_%s", lc.name[i]);
 			metrics_one(b, name, "gauge", "This node's view of the raft log "

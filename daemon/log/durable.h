@@ -41,9 +41,13 @@ struct durable_host {
 	void		(*unlock)(void *arg);
 	struct sm_config (*sm_config)(void *arg);	/* locked: the settings */
 	struct sm_out	(*sm_out)(void *arg);		/* locked: its outputs */
-	/* Locked: this node's client cid (or NULL); its request ran; answer it. */
+	/*
+	 * Locked: this node's connection of client cid, or NULL (sm_apply()'s
+	 * bind hook); len bytes of cid's requests were applied (its done
+	 * hook); answer a connection (a cluster change).
+	 */
 	void		*(*conn)(void *arg, uint64_t cid);
-	void		(*applied)(void *arg, void *conn, size_t len);
+	void		(*applied)(void *arg, uint64_t cid, size_t len);
 	void		(*reply)(void *arg, void *conn, const Semd__Reply *r);
 	void		(*drop_clients)(void *arg);	/* leadership lost */
 };
