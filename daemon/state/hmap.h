@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/hmap.h - intrusive chained hash table with incremental rehashing.
+ * daemon/state/hmap.h - intrusive chained hash table with incremental
+ * rehashing.
  *
  * Nodes are embedded in the objects they index (struct hnode), so insertion
  * never allocates except when the bucket array grows. Growth doubles the

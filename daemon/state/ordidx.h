@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/ordidx.h - an ordered index of string-keyed elements: a B+tree of
- * element pointers.
+ * daemon/state/ordidx.h - an ordered index of string-keyed elements: a B+tree
+ * of element pointers.
  *
  * The index stores pointers to elements owned by someone else; each element
  * carries its key as a NUL-terminated string at a fixed offset (key_off),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm-int.h - the state machine's insides, shared by its files (not
- * by anyone else: the interface is daemon/state/state.h).
+ * daemon/state/sm-int.h - the state machine's insides, shared by its files
+ * (not by anyone else: the interface is daemon/state/state.h).
  *
  * Plain logic: no I/O, no clock, no randomness (see state.h). Every permit a
  * client holds is a struct sm_hold, owned by its session or, for a detached
@@ -12,7 +12,7 @@
  * hand-off) and calls wait_wake() on a grant. A member that needs more than
  * its semaphore's permits (a DownMulti's, and any on a name with a rate and
  * a limit, which also needs tokens) is gated: the core only offers it, and
- * sm_multi.c grants the whole request at once when every member is first in
+ * sm_wait.c grants the whole request at once when every member is first in
  * line with what it needs (see the design there).
  *
  * For an OWNED semaphore, held + count == limit at all times: permits only
@@ -21,31 +21,50 @@
  * negative while the holders drain). A SIGNAL semaphore has no holds: a down
  * consumes permits, any up adds them back, and count never exceeds limit.
  *
- * The files, each owning one part:
- *   sm_mem.c        allocation with accounting, record caches, labels
+ * The files, each owning one part, in layers: a file calls only files of
+ * the layers below its own (tests/callgraph.py checks that no two files
+ * call each other, directly or round a circle). What a lower part finds
+ * must happen above it - a waiting request to look at again, a bucket's
+ * timer to set, a cycle to search for after a grant - it queues as an
+ * effect (sm_effect.c), and sm_settle() delivers the effects when the call
+ * into the state machine is over.
+ *
+ *   the base
+ *   sm_mem.c        allocation with accounting, record caches, wall time,
+ *                   SM_ASSERT's report
  *   sm_bytes.c      the byte strings of log entries and snapshots
  *   sm_index.c      name checks, hashing, the indexes (names, sessions,
  *                   permits, tokens, requests)
  *   sm_timer.c      the deadline heap
  *   sm_reply.c      building replies
  *   sm_principal.c  principals (counts for the caps) and identities
- *   sm_sem.c        semaphores, holds, waiters, grants
- *   sm_multi.c      requests across several queues: gated members, offers,
- *                   the atomic grant (settling), DownMulti
- *   sm_rate.c       token buckets: refills, due times, SetRate
- *   sm_deadlock.c   the wait-for graph: DEADLOCK
+ *   sm_effect.c     the queues of effects
+ *   the parts
+ *   sm_memo.c       the answers kept for a retried down
  *   sm_watch.c      watches and their events
+ *   sm_rate.c       token buckets: refills, due times
+ *   sm_sem.c        semaphores and holds; grants recorded and answered
+ *   sm_wait.c       waiting downs: queued, granted (the hand-off; a gated
+ *                   request all at once), cancelled
+ *   sm_deadlock.c   the wait-for graph: DEADLOCK
+ *   sm_session.c    sessions: leases, parking, hold-lost notices, the end
+ *   the operations
+ *   sm_need.c       what they check and look up first, shared
+ *   sm_down.c       Down (and the steps DownMulti shares)
+ *   sm_multi.c      DownMulti
+ *   sm_ops_permit.c Up, Release, Cancel, Validate
+ *   sm_ops_name.c   Create, Info, List, Delete, SetLimit, SetRate
  *   sm_holds.c      Renew, Holds and Where
- *   sm_session.c    sessions, memos, notices, clients; making and freeing
- *                   the state machine
- *   sm_ops.c        the operations' table and dispatch, Hello, shared
- *                   checks, the small operations; time
- *   sm_ops_name.c   Create, Info, List, Delete, SetLimit
- *   sm_ops_permit.c Down, Up, Release, Cancel, Validate
  *   sm_stats.c      Stats, counters and per-name gauges
- *   sm_check.c      the invariants (sm_check), SM_ASSERT's report
+ *   sm_optab.c      the table: every operation once (state.h)
+ *   the ways in (state.h), each settled by sm_settle.c
+ *   sm_ops.c        a request: dispatch; Hello, Ping, Detach, Watch
+ *   sm_time.c       deadlines (sm_tick), shutdown
+ *   sm_client.c     clients opened and closed; making and freeing the state
+ *   sm_entry.c      log entries: commands applied (sm_apply), batches made
  *   sm_snap_write.c the snapshot: the state as bytes (its layout)
  *   sm_snap_read.c  the state from a snapshot, validated
+ *   sm_check.c      the invariants (sm_check), for tests and restores
  */
 #ifndef SEMD_SM_INT_H
 #define SEMD_SM_INT_H
@@ -423,17 +442,27 @@ struct name_key {
 };
 
 /*
- * An operation's handler (sm_ops.c's table): the request of client c, at
+ * An operation's handler (sm_optab.c's table): the request of client c, at
  * time now, answered through reply_*().
  */
 typedef void sm_op_fn(struct sm *sm, struct sm_client *c,
     const Semd__Request *req, uint64_t now);
+sm_op_fn op_ping, op_detach, op_watch;				/* sm_ops.c */
 sm_op_fn op_create, op_info, op_list, op_delete, op_set_limit;	/* sm_ops_name.c */
-sm_op_fn op_down, op_up, op_release, op_cancel, op_validate;	/* sm_ops_permit.c */
+sm_op_fn op_set_rate;						/* sm_ops_name.c */
+sm_op_fn op_down;						/* sm_down.c */
 sm_op_fn op_down_multi;						/* sm_multi.c */
-sm_op_fn op_set_rate;						/* sm_rate.c */
-sm_op_fn op_watch;						/* sm_watch.c */
-sm_op_fn op_renew, op_holds, op_where;				/* sm_mem.c */
+sm_op_fn op_up, op_release, op_cancel, op_validate;		/* sm_ops_permit.c */
+sm_op_fn op_renew, op_holds, op_where;				/* sm_holds.c */
+sm_op_fn op_stats;						/* sm_stats.c */
+
+/*
+ * The parts below, each under the heading of its file, bottom up: a file
+ * calls the ones above it in this list, never one below (tests/callgraph.py
+ * checks it).
+ */
+
+/* sm_mem.c (and sm_assert_fail, above) */
 void *sm_alloc(struct sm *sm, size_t size);
 void sm_dealloc(struct sm *sm, void *p, size_t size);
 void *sm_cache_get(struct sm *sm, struct sm_cache *c, size_t size);
@@ -556,6 +585,20 @@ void ident_put(struct sm *sm, struct sm_ident *id);
 struct sm_ident *ident_new(struct sm *sm, struct sm_principal *pr,
     const Semd__Hello *h);
 
+/* sm_effect.c: what a part queues for sm_settle() to deliver */
+void effect_offer(struct sm *sm, struct sm_wait *w);
+void effect_rate(struct sm *sm, struct sm_sem *sem);
+void effect_deadlock(struct sm *sm, struct sm_session *s);
+struct sm_wait *effect_next_offer(struct sm *sm);
+struct sm_sem *effect_next_rate(struct sm *sm);
+bool effect_next_deadlock(struct sm *sm, uint64_t *session_id);
+
+/* sm_memo.c */
+void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
+    int code, uint32_t n, uint64_t token);
+void memo_answer(struct sm *sm, struct sm_client *c, struct sm_memo *m);
+void memo_free(struct sm *sm, struct sm_session *s, struct sm_memo *m);
+
 /* A name with a limit and a rate: its waiters need tokens too (gated). */
 static inline bool sem_gates(const struct sm_sem *sem)
 {
@@ -582,67 +625,6 @@ struct sm_want {
 	uint32_t	n;
 };
 
-/* sm_sem.c */
-struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
-    int mode, bool auto_created, uint64_t now);
-void sem_set_owner(struct sm_sem *sem, struct sm_principal *pr);
-bool sem_manager(const struct sm *sm, const struct sm_client *c,
-    const struct sm_sem *sem);
-void sem_free(struct sm *sm, struct sm_sem *sem);
-void sem_maybe_free(struct sm *sm, struct sm_sem *sem);
-struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
-    struct sm_session *s, uint64_t request_id, uint32_t n, uint64_t token,
-    uint32_t lease_ms, uint64_t now, uint64_t group_key);
-void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why);
-void hold_shrink(struct sm *sm, struct sm_hold *h, uint32_t take);
-bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s);
-void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
-    uint64_t request_id, uint32_t n, uint64_t token, uint32_t lease_ms,
-    uint64_t since, uint64_t now);
-struct sm_wait *wait_alloc(struct sm *sm, unsigned int nm);
-void wait_dealloc(struct sm *sm, struct sm_wait *w);
-bool member_gated(const struct sm_wait *w, const struct sm_sem *sem);
-void wait_link(struct sm *sm, struct sm_wait *w);
-void wait_unlink(struct sm *sm, struct sm_wait *w);
-void wait_wake(struct sema_waiter *sw);
-void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
-    const char *why, struct sm_sem *keep);
-
-/* sm_multi.c */
-void wait_offer(struct sm *sm, struct sm_wait *w);
-bool wait_ready(struct sm *sm, struct sm_wait *w);
-void sm_settle(struct sm *sm);
-void down_wants(struct sm *sm, struct sm_client *c, uint64_t id,
-    const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
-    uint32_t lease_ms, bool multi, uint64_t now);
-
-/* sm_rate.c */
-bool rate_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
-    uint32_t rate, uint32_t *period_ms, uint32_t *burst);
-bool rate_attach(struct sm *sm, struct sm_sem *sem, uint32_t rate,
-    uint32_t period_ms, uint32_t burst);
-bool rate_restore(struct sm *sm, struct sm_sem *sem, uint32_t rate,
-    uint32_t period_ms, uint32_t burst, uint64_t frac, uint64_t tokens,
-    uint64_t last);
-void rate_detach(struct sm *sm, struct sm_sem *sem);
-uint64_t rate_whole(const struct sm_sem *sem);
-void rate_refill(struct sm *sm, struct sm_sem *sem);
-void rate_take(struct sm_sem *sem, uint32_t n);
-void rate_touch(struct sm *sm, struct sm_sem *sem);
-bool rate_settle(struct sm *sm);
-void rate_due(struct sm *sm, struct sm_timer *t);
-uint64_t rate_nano(struct sm *sm, struct sm_sem *sem);
-uint64_t rate_next_ms(struct sm *sm, struct sm_sem *sem);
-
-/* sm_deadlock.c */
-#define SM_DEADLOCK_MSG		512	/* a cycle told, at most (bytes) */
-#define SM_DEADLOCK_SHOWN	4	/* hops of a cycle told */
-#define SM_DEADLOCK_BUDGET	250000	/* holds looked at by one search */
-bool deadlock_new(struct sm *sm, struct sm_session *s,
-    const struct sm_want *wants, unsigned int k, char *why, size_t len);
-void deadlock_after_grant(struct sm *sm, struct sm_session *s);
-bool deadlock_settle(struct sm *sm);
-
 /* sm_watch.c */
 void watch_hold(struct sm *sm, const struct sm_hold *h, uint32_t n,
     bool freed, const char *why);
@@ -664,7 +646,69 @@ struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
 bool watch_cancel(struct sm *sm, struct sm_client *c, uint64_t id);
 void watch_client_gone(struct sm *sm, struct sm_client *c);
 
-/* sm_ops.c */
+/* sm_rate.c */
+bool rate_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint32_t rate, uint32_t *period_ms, uint32_t *burst);
+bool rate_attach(struct sm *sm, struct sm_sem *sem, uint32_t rate,
+    uint32_t period_ms, uint32_t burst);
+bool rate_restore(struct sm *sm, struct sm_sem *sem, uint32_t rate,
+    uint32_t period_ms, uint32_t burst, uint64_t frac, uint64_t tokens,
+    uint64_t last);
+void rate_detach(struct sm *sm, struct sm_sem *sem);
+uint64_t rate_whole(const struct sm_sem *sem);
+void rate_refill(struct sm *sm, struct sm_sem *sem);
+void rate_take(struct sm_sem *sem, uint32_t n);
+bool rate_has(struct sm *sm, struct sm_sem *sem, uint32_t n);
+void rate_arm(struct sm *sm, struct sm_sem *sem);
+void rate_due(struct sm *sm, struct sm_timer *t);
+uint64_t rate_nano(struct sm *sm, struct sm_sem *sem);
+uint64_t rate_next_ms(struct sm *sm, struct sm_sem *sem);
+
+/* sm_sem.c */
+struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
+    int mode, bool auto_created, uint64_t now);
+void sem_set_owner(struct sm_sem *sem, struct sm_principal *pr);
+bool sem_manager(const struct sm *sm, const struct sm_client *c,
+    const struct sm_sem *sem);
+void sem_free(struct sm *sm, struct sm_sem *sem);
+void sem_maybe_free(struct sm *sm, struct sm_sem *sem);
+struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
+    struct sm_session *s, uint64_t request_id, uint32_t n, uint64_t token,
+    uint32_t lease_ms, uint64_t now, uint64_t group_key);
+void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why);
+void hold_shrink(struct sm *sm, struct sm_hold *h, uint32_t take);
+bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s);
+void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
+    uint64_t request_id, uint32_t n, uint64_t token, uint32_t lease_ms,
+    uint64_t since, uint64_t now);
+void reply_multi(struct sm *sm, struct sm_client *c, uint64_t id,
+    unsigned int k, struct sm_sem *const *sems, const uint64_t *permits,
+    const uint64_t *tokens, const uint32_t *ns, uint64_t waited_ms);
+void multi_deliver(struct sm *sm, struct sm_session *s, uint64_t id,
+    unsigned int k, struct sm_sem *const *sems, const uint32_t *ns,
+    const uint64_t *tokens, uint32_t lease_ms, uint64_t since, uint64_t now);
+
+/* sm_wait.c */
+struct sm_wait *wait_alloc(struct sm *sm, unsigned int nm);
+void wait_dealloc(struct sm *sm, struct sm_wait *w);
+bool member_gated(const struct sm_wait *w, const struct sm_sem *sem);
+void wait_link(struct sm *sm, struct sm_wait *w);
+void wait_unlink(struct sm *sm, struct sm_wait *w);
+void wait_wake(struct sema_waiter *sw);
+void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
+    const char *why, struct sm_sem *keep);
+bool wait_ready(struct sm *sm, struct sm_wait *w);
+void wait_grant(struct sm *sm, struct sm_wait *w);
+
+/* sm_deadlock.c */
+#define SM_DEADLOCK_MSG		512	/* a cycle told, at most (bytes) */
+#define SM_DEADLOCK_SHOWN	4	/* hops of a cycle told */
+#define SM_DEADLOCK_BUDGET	250000	/* holds looked at by one search */
+bool deadlock_new(struct sm *sm, struct sm_session *s,
+    const struct sm_want *wants, unsigned int k, char *why, size_t len);
+void deadlock_check(struct sm *sm, uint64_t session_id);
+
+/* sm_need.c */
 bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
 bool sem_name_len_ok(struct sm *sm, struct sm_client *c, uint64_t id,
@@ -685,18 +729,32 @@ struct sm_sem *sem_auto_create(struct sm *sm, struct sm_client *c,
     uint64_t id, const char *name, uint32_t limit);
 
 /* sm_session.c */
-void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
-    int code, uint32_t n, uint64_t token);
-void memo_answer(struct sm *sm, struct sm_client *c, struct sm_memo *m);
 void notice_lost(struct sm *sm, const struct sm_hold *h, int code,
     const char *why);
 void session_park(struct sm_session *s, bool away);
 void session_arm(struct sm *sm, struct sm_session *s);
 void session_expire(struct sm *sm, struct sm_session *s, uint64_t now);
+void session_free(struct sm *sm, struct sm_session *s);
+void session_detach(struct sm *sm, struct sm_session *s, bool death,
+    uint64_t now);
 
+/* sm_down.c: the steps of a down after its lookup, DownMulti's too */
+bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
+    uint64_t *tokens);
+bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_want *wants, unsigned int k, int64_t timeout_ms);
+struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
+    uint32_t lease_ms, bool multi, uint64_t now);
+void down_queued(struct sm *sm, struct sm_wait *w);
+
+/* sm_settle.c */
+void sm_settle(struct sm *sm);
+
+/* sm_optab.c */
+sm_op_fn *sm_op_handler(int op_case);
+
+/* sm_time.c */
 void sm_tick_from(struct sm *sm, uint64_t base, uint64_t now);
-
-/* sm_stats.c */
-void op_stats(struct sm *sm, struct sm_client *c, uint64_t id);
 
 #endif

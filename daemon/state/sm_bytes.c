@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_bytes.c - the little-endian byte strings the state is written as
- * (log entries, sm_entry.c; snapshots, sm_snap_*.c): a growing buffer to
- * write them into, and a bounded reader that notes running past the end.
+ * daemon/state/sm_bytes.c - the little-endian byte strings the state is
+ * written as (log entries, sm_entry.c; snapshots, sm_snap_*.c): a growing
+ * buffer to write them into, and a bounded reader that notes running past the
+ * end.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_check.c - every invariant of the state, checked by tests after every
- * step (sm_check).
+ * daemon/state/sm_check.c - every invariant of the state, checked by tests
+ * after every step (sm_check).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,16 +11,6 @@
 #include <string.h>
 
 #include "daemon/state/sm-int.h"
-
-/* SM_ASSERT failed: say where and what, then abort. */
-_Noreturn void sm_assert_fail(const char *expr, const char *file, int line,
-    const char *func)
-{
-	fprintf(stderr, "semd: %s:%d: %s: assertion failed: %s\n", file, line,
-	    func, expr);
-	fflush(stderr);
-	abort();
-}
 
 /* --- invariants, for tests ---------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_deadlock.c - the wait-for graph: a down that would close a cycle
- * of sessions, each waiting for a hold of the next, is answered DEADLOCK.
+ * daemon/state/sm_deadlock.c - the wait-for graph: a down that would close a
+ * cycle of sessions, each waiting for a hold of the next, is answered
+ * DEADLOCK.
  *
  * The graph: a session that waits for n permits of an owned-mode name has
  * an edge to every session holding permits of it that it cannot do without
@@ -256,51 +257,26 @@ bool deadlock_new(struct sm *sm, struct sm_session *s,
 	return true;
 }
 
-/* A grant to s: if s still waits for something, look for a cycle soon. */
-void deadlock_after_grant(struct sm *sm, struct sm_session *s)
-{
-	uint64_t *v;
-	size_t cap;
-
-	if (s->nwaiters == 0 || s->nholds == 0)
-		return;
-	if (sm->dl_ncheck == sm->dl_check_cap) {
-		cap = sm->dl_check_cap ? sm->dl_check_cap * 2 : 16;
-		if ((v = realloc(sm->dl_check, cap * sizeof *v)) == NULL) {
-			sm->ctr.deadlock_cut++;
-			return;
-		}
-		sm->dl_check = v;
-		sm->dl_check_cap = cap;
-	}
-	sm->dl_check[sm->dl_ncheck++] = s->id;
-}
-
 /*
- * Settling: search from one session granted a hold while it waits for
- * something else; on a cycle, the newest waiter of it is answered DEADLOCK.
- * False when nothing was left to check.
+ * Settling: search from a session granted a hold while it waits for
+ * something else (effect_deadlock); on a cycle, the newest waiter of it is
+ * answered DEADLOCK.
  */
-bool deadlock_settle(struct sm *sm)
+void deadlock_check(struct sm *sm, uint64_t session_id)
 {
 	struct dl_search d;
-	struct sm_session *s;
+	struct sm_session *s = session_find(sm, session_id);
 	struct sm_wait *newest;
 	char why[SM_DEADLOCK_MSG];
 	unsigned int i;
 
-	if (sm->dl_ncheck == 0)
-		return false;
-	s = session_find(sm, sm->dl_check[0]);
-	memmove(sm->dl_check, sm->dl_check + 1,
-	    --sm->dl_ncheck * sizeof *sm->dl_check);
 	if (s == NULL || s->nwaiters == 0 || s->nholds == 0)
-		return true;
+		return;
 	dl_start(sm, &d, s);
 	dl_expand(sm, &d, s);
 	dl_walk(sm, &d);
 	if (d.found == NULL)
-		return true;
+		return;
 	dl_cycle(sm, &d, why, sizeof why, &newest);
 	SM_ASSERT(newest != NULL);	/* every edge here is a waiter's */
 	sm->ctr.deadlocks++;
@@ -308,5 +284,4 @@ bool deadlock_settle(struct sm *sm)
 		watch_deadlock(sm, newest->m[i].sem, newest->session,
 		    newest->req.request_id, newest->m[i].n, why);
 	wait_cancel(sm, newest, SEMD__CODE__DEADLOCK, why, NULL);
-	return true;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_entry.c - log entries: every change of the state as bytes that
- * any replica applies alike (sm_apply), and the commands they carry.
+ * daemon/state/sm_entry.c - log entries: every change of the state as bytes
+ * that any replica applies alike (sm_apply), and the commands they carry.
  *
  * An entry is a header and commands:
  *   u8 version, u64 time (state time, stamped by the leader, never going

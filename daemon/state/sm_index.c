@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_index.c - names (what a valid one is), hashing, and the indexes: names
- * (hash table and ordered B+tree), sessions, permits, tokens, requests.
+ * daemon/state/sm_index.c - names (what a valid one is), hashing, and the
+ * indexes: names (hash table and ordered B+tree), sessions, permits, tokens,
+ * requests.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_mem.c - memory with accounting: counted allocations, caches of freed
- * records, labels copied from clients.
+ * daemon/state/sm_mem.c - memory with accounting: counted allocations, caches
+ * of freed records, labels copied from clients.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -97,4 +97,16 @@ void sm_strfree(struct sm *sm, char *s)
 uint64_t sm_wall(const struct sm *sm, uint64_t now)
 {
 	return now + (uint64_t)sm->wall_off;
+}
+
+/* --- a broken invariant ------------------------------------------------------ */
+
+/* SM_ASSERT failed: say where and what, then abort. */
+_Noreturn void sm_assert_fail(const char *expr, const char *file, int line,
+    const char *func)
+{
+	fprintf(stderr, "semd: %s:%d: %s: assertion failed: %s\n", file, line,
+	    func, expr);
+	fflush(stderr);
+	abort();
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/state/sm_ops_name.c - the operations on names: Create, Info, List,
- * Delete and SetLimit (dispatched by sm_ops.c).
+ * Delete, SetLimit and SetRate (dispatched by sm_ops.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -413,5 +413,107 @@ void op_set_limit(struct sm *sm, struct sm_client *c,
 		wait_cancel(sm, m->wait, SEMD__CODE__INVALID_ARGUMENT,
 		    "the limit shrank below the permits asked for", sem);
 	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_LIMIT, c);
+	reply_ok(sm, c, id);
+}
+
+/*
+ * Cancel the waiters of sem wanting more than max tokens (the burst shrank),
+ * restarting after each: a cancel can grant and free later ones.
+ */
+static void rate_cancel_over(struct sm *sm, struct sm_sem *sem, uint32_t max)
+{
+	struct list_head *pos;
+	struct sm_member *m;
+	bool again = true;
+
+	while (again) {
+		again = false;
+		list_for_each(pos, &sem->waiters) {
+			m = list_entry(pos, struct sm_member, sem_entry);
+			if (m->n > max) {
+				wait_cancel(sm, m->wait, SEMD__CODE__INVALID_ARGUMENT,
+				    "the burst shrank below the tokens asked for", sem);
+				again = true;
+				break;
+			}
+		}
+	}
+}
+
+/* SetRate: change a name's bucket live (its creator, administrators). */
+void op_set_rate(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now)
+{
+	const Semd__SetRate *sr = req->set_rate;
+	uint64_t id = req->id;
+	struct list_head *pos, *prev;
+	struct sm_member *m;
+	struct sm_sem *sem;
+	struct sm_rate *r;
+	uint32_t period = sr->rate_period_ms, burst = sr->burst;
+	uint64_t whole;
+
+	if ((sem = sem_need_manager(sm, c, id, sr->name,
+	    "change the rate of")) == NULL)
+		return;
+	if (sem_mode_refused(sm, c, id, sem, SEMD__MODE__SIGNAL,
+	    SEMD__CODE__INVALID_ARGUMENT, "it cannot have a rate") ||
+	    (sr->rate == 0 && sem_mode_refused(sm, c, id, sem,
+	    SEMD__MODE__RATE, SEMD__CODE__INVALID_ARGUMENT,
+	    "it needs a rate (delete it instead)")) ||
+	    (sr->rate != 0 &&
+	    !rate_args_ok(sm, c, id, sr->rate, &period, &burst)))
+		return;
+	rate_refill(sm, sem);			/* at the old rate, up to now */
+	sem->auto_created = false;
+	if (sr->rate == 0) {
+		if (sem->rate != NULL) {
+			rate_detach(sm, sem);
+			/* From the tail: only the first in line can be granted. */
+			for (pos = sem->waiters.prev; pos != &sem->waiters; pos = prev) {
+				prev = pos->prev;
+				m = list_entry(pos, struct sm_member, sem_entry);
+				if (!member_gated(m->wait, sem))
+					sema_gate(&sem->sem, &m->w, false);
+			}
+			/* A multi-name waiter first in line may need no more. */
+			if (!list_empty(&sem->waiters))
+				effect_offer(sm, list_first_entry(&sem->waiters,
+				    struct sm_member, sem_entry)->wait);
+		}
+		watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_RATE, c);
+		reply_ok(sm, c, id);
+		return;
+	}
+	if (sem->rate == NULL) {
+		if (!rate_attach(sm, sem, sr->rate, period, burst)) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			return;
+		}
+		list_for_each(pos, &sem->waiters) {
+			m = list_entry(pos, struct sm_member, sem_entry);
+			sema_gate(&sem->sem, &m->w, true);	/* grants nobody */
+		}
+	} else {
+		r = sem->rate;
+		/* The fraction of a token carries over, in the new units. */
+		r->frac = r->frac * period / r->period_ms;
+		r->rate = sr->rate;
+		r->period_ms = period;
+		r->burst = burst;
+		whole = rate_whole(sem);
+		if (whole > burst) {
+			if (sem->mode == SEMD__MODE__RATE)
+				sema_adjust(&sem->sem, (long)burst - (long)whole);
+			else
+				r->tokens = burst;
+		}
+		if (rate_whole(sem) >= burst)
+			r->frac = 0;
+	}
+	rate_cancel_over(sm, sem, burst);
+	effect_rate(sm, sem);
+	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_RATE, c);
 	reply_ok(sm, c, id);
 }

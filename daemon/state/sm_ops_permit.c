@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_ops_permit.c - the operations on permits: Down, Up, Release,
- * Cancel and Validate (dispatched by sm_ops.c; DownMulti is sm_multi.c's).
+ * daemon/state/sm_ops_permit.c - the operations on permits held: Up,
+ * Release, Cancel and Validate (dispatched by sm_ops.c; Down is sm_down.c's,
+ * DownMulti sm_multi.c's).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,106 +12,6 @@
 #include <string.h>
 
 #include "daemon/state/sm-int.h"
-
-/*
- * Per-principal caps of a down: n more held permits (owned mode), and one
- * more waiter if it may wait. Answers RESOURCE_EXHAUSTED when over.
- */
-static bool down_room(struct sm *sm, struct sm_client *c, uint64_t id,
-    const struct sm_sem *sem, uint32_t n, bool may_wait)
-{
-	struct sm_principal *pr = c->session->ident->pr;
-
-	return (sem->mode != SEMD__MODE__OWNED ||
-	    principal_room(sm, c, id, pr, SM_LIMIT_PERMITS, n)) &&
-	    (!may_wait || principal_room(sm, c, id, pr, SM_LIMIT_WAITERS, 1));
-}
-
-/* Down: take n permits now, or wait for them until a deadline. */
-void op_down(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
-{
-	const Semd__Down *d = req->down;
-	uint64_t id = req->id;
-	struct sm_session *s = c->session;
-	struct sm_reqkey *prev;
-	struct sm_want want;
-	struct sm_hold *h;
-	struct sm_sem *sem;
-	struct sm_wait *w;
-	uint32_t n = d->n ? d->n : 1;
-	size_t len = strlen(d->name);
-
-	sem = client_sem(sm, c, d->name, len);
-	if (sem == NULL && !sem_name_len_ok(sm, c, id, d->name, len))
-		return;
-	if (n > SM_LIMIT_MAX) {
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "n = %u is out of range", n);
-		return;
-	}
-	if (id != 0 && (prev = req_find(sm, s->id, id)) != NULL) {
-		/* A retried down: answer what the first one got. */
-		if (prev->kind == REQ_MEMO) {
-			memo_answer(sm, c, container_of(prev, struct sm_memo,
-			    req));
-			return;
-		}
-		if (prev->kind == REQ_HOLD) {
-			h = container_of(prev, struct sm_hold, req);
-			if (h->group_key == 0 && strcmp(h->sem->name, d->name) == 0) {
-				reply_grant(sm, c, id, h->permit_id, h->token,
-				    h->n, 0);
-				return;
-			}
-		} else {
-			w = container_of(prev, struct sm_wait, req);
-			if (!w->multi && strcmp(w->m[0].sem->name, d->name) == 0)
-				return;	/* the pending waiter will answer */
-		}
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "request id %" PRIu64 " is in use by a down on another name", id);
-		return;
-	}
-
-	if (s->nholds + s->nwaiters >= sm->cfg.max_holds_per_session) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "session holds or waits for too many permits (max-holds-per-session %u)",
-		    sm->cfg.max_holds_per_session);
-		return;
-	}
-	if (sem == NULL)
-		sem = sem_find_len(sm, d->name, len);
-	if (sem != NULL && d->limit != 0 && d->limit != sem->limit) {
-		reply_err(sm, c, id, SEMD__CODE__EXISTS,
-		    "%s exists with limit %u, not %u", sem->name, sem->limit,
-		    d->limit);
-		return;
-	}
-	if (sem == NULL &&
-	    (sem = sem_auto_create(sm, c, id, d->name, d->limit)) == NULL)
-		return;
-	client_sem_set(sm, c, sem);
-	if (sem->mode != SEMD__MODE__RATE && n > sem->limit) {
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "n = %u is more than the limit of %s (%u)", n, sem->name,
-		    sem->limit);
-		goto out;
-	}
-	if (sem->rate != NULL && n > sem->rate->burst) {
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "n = %u is more than the burst of %s (%u tokens)", n,
-		    sem->name, sem->rate->burst);
-		goto out;
-	}
-	if (!down_room(sm, c, id, sem, n, d->timeout_ms != 0))
-		goto out;
-	want.sem = sem;
-	want.n = n;
-	down_wants(sm, c, id, &want, 1, d->timeout_ms, d->lease_ms, false, now);
-out:
-	sem_maybe_free(sm, sem);
-}
 
 /*
  * Release hold h (why: what its holder is told, NULL: it asked) and answer

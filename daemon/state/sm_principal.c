@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_principal.c - principals (who sessions, holds and names belong to, with
- * their counts for the per-principal caps) and identities.
+ * daemon/state/sm_principal.c - principals (who sessions, holds and names
+ * belong to, with their counts for the per-principal caps) and identities.
  */
 #include <errno.h>
 #include <inttypes.h>

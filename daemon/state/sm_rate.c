@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_rate.c - token buckets: a name's rate, its refills, the moment
- * its first waiter's tokens are due, and SetRate.
+ * daemon/state/sm_rate.c - token buckets: a name's rate, its refills, the
+ * moment its first waiter's tokens are due (SetRate is sm_ops_name.c's).
  *
  * A bucket holds whole tokens and a fraction of one, frac, counted in
  * 1/period_ms of a token, so that dt ms add exactly rate * dt units: the
@@ -19,7 +19,7 @@
  * A rate-only name (mode RATE) keeps its whole tokens as the core
  * semaphore's free count: a refill is an up, and the core hands the tokens
  * to its waiters in FIFO order as they come. A name with a limit keeps them
- * here, and its waiters are gated (sm_multi.c): a grant needs a free permit
+ * here, and its waiters are gated (sm_wait.c): a grant needs a free permit
  * and the tokens.
  *
  * Bounds: rate, burst <= 2^30 and period_ms <= 86,400,000, so a full bucket
@@ -173,7 +173,7 @@ void rate_refill(struct sm *sm, struct sm_sem *sem)
 		r->tokens = whole;
 		/* The first waiter may have its tokens now: look (settling). */
 		if (add > 0 && !list_empty(&sem->waiters))
-			rate_touch(sm, sem);
+			effect_rate(sm, sem);
 	} else if (add > 0) {
 		sema_up_n(&sem->sem, (unsigned int)add);
 	}
@@ -185,11 +185,13 @@ void rate_take(struct sm_sem *sem, uint32_t n)
 	sem->rate->tokens -= n;
 }
 
-/* The queue or the tokens of sem changed: its timer is set again on settling. */
-void rate_touch(struct sm *sm, struct sm_sem *sem)
+/* Has a name with a limit and a rate n tokens now (refilled first)? */
+bool rate_has(struct sm *sm, struct sm_sem *sem, uint32_t n)
 {
-	if (sem->rate != NULL && list_empty(&sem->rate->touch_entry))
-		list_add_tail(&sem->rate->touch_entry, &sm->rate_touched);
+	if (sem->rate == NULL || sem->mode == SEMD__MODE__RATE)
+		return true;
+	rate_refill(sm, sem);
+	return rate_whole(sem) >= n;
 }
 
 /* The first member in line on sem (names with a rate have no parked ones). */
@@ -204,7 +206,7 @@ static struct sm_member *rate_head(const struct sm_sem *sem)
  * Set sem's timer for the moment its first waiter's tokens are due, and
  * offer the first waiter of a name with a limit whose tokens are there.
  */
-static void rate_arm(struct sm *sm, struct sm_sem *sem)
+void rate_arm(struct sm *sm, struct sm_sem *sem)
 {
 	struct sm_rate *r = sem->rate;
 	struct sm_member *head;
@@ -218,24 +220,11 @@ static void rate_arm(struct sm *sm, struct sm_sem *sem)
 	wait = sm_rate_wait_ms(whole, r->frac, r->rate, r->period_ms, head->n);
 	if (wait == 0) {
 		if (sem->mode != SEMD__MODE__RATE)
-			wait_offer(sm, head->wait);
+			effect_offer(sm, head->wait);
 		return;
 	}
 	if (timer_arm(sm, &r->due, T_RATE, r->last + wait) != 0)
 		sm->rate_bugs++;	/* out of memory: served at the next refill */
-}
-
-/* Re-arm the timers of every touched name; false when there were none. */
-bool rate_settle(struct sm *sm)
-{
-	struct sm_rate *r;
-
-	if (list_empty(&sm->rate_touched))
-		return false;
-	r = list_first_entry(&sm->rate_touched, struct sm_rate, touch_entry);
-	list_del_init(&r->touch_entry);
-	rate_arm(sm, r->sem);
-	return true;
 }
 
 /* A T_RATE timer fired: the first waiter's tokens are due. */
@@ -243,7 +232,7 @@ void rate_due(struct sm *sm, struct sm_timer *t)
 {
 	struct sm_rate *r = container_of(t, struct sm_rate, due);
 
-	rate_touch(sm, r->sem);		/* refilled, offered, re-armed on settling */
+	effect_rate(sm, r->sem);		/* refilled, offered, re-armed on settling */
 }
 
 /* Tokens in sem's bucket now, in billionths (refilled first). */
@@ -268,104 +257,3 @@ uint64_t rate_next_ms(struct sm *sm, struct sm_sem *sem)
 	    r->period_ms, whole + 1));
 }
 
-/*
- * Cancel the waiters of sem wanting more than max tokens (the burst shrank),
- * restarting after each: a cancel can grant and free later ones.
- */
-static void rate_cancel_over(struct sm *sm, struct sm_sem *sem, uint32_t max)
-{
-	struct list_head *pos;
-	struct sm_member *m;
-	bool again = true;
-
-	while (again) {
-		again = false;
-		list_for_each(pos, &sem->waiters) {
-			m = list_entry(pos, struct sm_member, sem_entry);
-			if (m->n > max) {
-				wait_cancel(sm, m->wait, SEMD__CODE__INVALID_ARGUMENT,
-				    "the burst shrank below the tokens asked for", sem);
-				again = true;
-				break;
-			}
-		}
-	}
-}
-
-/* SetRate: change a name's bucket live (its creator, administrators). */
-void op_set_rate(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
-{
-	const Semd__SetRate *sr = req->set_rate;
-	uint64_t id = req->id;
-	struct list_head *pos, *prev;
-	struct sm_member *m;
-	struct sm_sem *sem;
-	struct sm_rate *r;
-	uint32_t period = sr->rate_period_ms, burst = sr->burst;
-	uint64_t whole;
-
-	if ((sem = sem_need_manager(sm, c, id, sr->name,
-	    "change the rate of")) == NULL)
-		return;
-	if (sem_mode_refused(sm, c, id, sem, SEMD__MODE__SIGNAL,
-	    SEMD__CODE__INVALID_ARGUMENT, "it cannot have a rate") ||
-	    (sr->rate == 0 && sem_mode_refused(sm, c, id, sem,
-	    SEMD__MODE__RATE, SEMD__CODE__INVALID_ARGUMENT,
-	    "it needs a rate (delete it instead)")) ||
-	    (sr->rate != 0 &&
-	    !rate_args_ok(sm, c, id, sr->rate, &period, &burst)))
-		return;
-	rate_refill(sm, sem);			/* at the old rate, up to now */
-	sem->auto_created = false;
-	if (sr->rate == 0) {
-		if (sem->rate != NULL) {
-			rate_detach(sm, sem);
-			/* From the tail: only the first in line can be granted. */
-			for (pos = sem->waiters.prev; pos != &sem->waiters; pos = prev) {
-				prev = pos->prev;
-				m = list_entry(pos, struct sm_member, sem_entry);
-				if (!member_gated(m->wait, sem))
-					sema_gate(&sem->sem, &m->w, false);
-			}
-			/* A multi-name waiter first in line may need no more. */
-			if (!list_empty(&sem->waiters))
-				wait_offer(sm, list_first_entry(&sem->waiters,
-				    struct sm_member, sem_entry)->wait);
-		}
-		watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_RATE, c);
-		reply_ok(sm, c, id);
-		return;
-	}
-	if (sem->rate == NULL) {
-		if (!rate_attach(sm, sem, sr->rate, period, burst)) {
-			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-			    "out of memory");
-			return;
-		}
-		list_for_each(pos, &sem->waiters) {
-			m = list_entry(pos, struct sm_member, sem_entry);
-			sema_gate(&sem->sem, &m->w, true);	/* grants nobody */
-		}
-	} else {
-		r = sem->rate;
-		/* The fraction of a token carries over, in the new units. */
-		r->frac = r->frac * period / r->period_ms;
-		r->rate = sr->rate;
-		r->period_ms = period;
-		r->burst = burst;
-		whole = rate_whole(sem);
-		if (whole > burst) {
-			if (sem->mode == SEMD__MODE__RATE)
-				sema_adjust(&sem->sem, (long)burst - (long)whole);
-			else
-				r->tokens = burst;
-		}
-		if (rate_whole(sem) >= burst)
-			r->frac = 0;
-	}
-	rate_cancel_over(sm, sem, burst);
-	rate_touch(sm, sem);
-	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_RATE, c);
-	reply_ok(sm, c, id);
-}

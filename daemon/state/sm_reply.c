@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_reply.c - building replies: errors, grants, releases, histograms of
- * the waits and holds they end.
+ * daemon/state/sm_reply.c - building replies: errors, grants, releases,
+ * histograms of the waits and holds they end.
  */
 #include <errno.h>
 #include <inttypes.h>

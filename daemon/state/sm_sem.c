@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_sem.c - semaphores, holds and waiters: creating and freeing names,
- * recording grants as holds, queueing and cancelling waiters.
+ * daemon/state/sm_sem.c - semaphores and holds: names made and freed, grants
+ * recorded as holds and answered (a Down's, a DownMulti's all at once),
+ * holds given back. Waiting is sm_wait.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -254,155 +255,77 @@ void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
 	reply_grant(sm, s->client, request_id, h->permit_id, token, n,
 	    now - since);
 	watch_grant(sm, sem, s, request_id, h->permit_id, token, n);
-	deadlock_after_grant(sm, s);
+	effect_deadlock(sm, s);
 }
 
-/* --- waiters ------------------------------------------------------------ */
-
-/* A waiter record for nm members, zeroed; NULL when out of memory. */
-struct sm_wait *wait_alloc(struct sm *sm, unsigned int nm)
+/* Send a MultiGrant. */
+void reply_multi(struct sm *sm, struct sm_client *c, uint64_t id,
+    unsigned int k, struct sm_sem *const *sems, const uint64_t *permits,
+    const uint64_t *tokens, const uint32_t *ns, uint64_t waited_ms)
 {
-	struct sm_wait *w;
-
-	w = nm == 1 ? sm_cache_get(sm, &sm->wait_cache, WAIT_SIZE(1)) :
-	    sm_alloc(sm, WAIT_SIZE(nm));
-	if (w == NULL)
-		return NULL;
-	w->sm = sm;
-	w->nm = (uint8_t)nm;
-	w->deadline.idx = SIZE_MAX;
-	INIT_LIST_HEAD(&w->offer_entry);
-	INIT_LIST_HEAD(&w->session_entry);
-	for (unsigned int i = 0; i < nm; i++) {
-		w->m[i].wait = w;
-		INIT_LIST_HEAD(&w->m[i].sem_entry);
-	}
-	return w;
-}
-
-/* Give a waiter record back. */
-void wait_dealloc(struct sm *sm, struct sm_wait *w)
-{
-	if (w == NULL)
-		return;
-	if (w->nm == 1)
-		sm_cache_put(sm, &sm->wait_cache, w, WAIT_SIZE(1));
-	else
-		sm_dealloc(sm, w, WAIT_SIZE(w->nm));
-}
-
-/*
- * Should a member on sem be gated: does its request need more than sem's
- * permits (other names, or a bucket's tokens besides a limit's permits)?
- */
-bool member_gated(const struct sm_wait *w, const struct sm_sem *sem)
-{
-	return w->multi || sem_gates(sem);
-}
-
-/* Put a waiter, its members queued in the core, into our lists and counts. */
-void wait_link(struct sm *sm, struct sm_wait *w)
-{
-	struct sm_session *s = w->session;
+	Semd__MultiGrant mg = SEMD__MULTI_GRANT__INIT;
+	Semd__NamedGrant gv[SM_MULTI_MAX], *gp[SM_MULTI_MAX];
 	unsigned int i;
 
-	for (i = 0; i < w->nm; i++) {
-		list_add_tail(&w->m[i].sem_entry, &w->m[i].sem->waiters);
-		w->m[i].sem->nwaiters++;
-		sm->ctr.waiters++;
-		rate_touch(sm, w->m[i].sem);
+	for (i = 0; i < k; i++) {
+		semd__named_grant__init(&gv[i]);
+		gv[i].name = sems[i]->name;
+		gv[i].permit_id = permits[i];
+		gv[i].token = tokens[i];
+		gv[i].n = ns[i];
+		gp[i] = &gv[i];
 	}
-	list_add_tail(&w->session_entry, &s->waiters);
-	s->nwaiters++;
-	principal_count(s->ident->pr, SM_LIMIT_WAITERS, 1);
-	req_index(sm, &w->req, s->id, w->req.request_id, REQ_WAIT);
-}
-
-/* Take a waiter out of our lists, index and heap (not the core's lists). */
-void wait_unlink(struct sm *sm, struct sm_wait *w)
-{
-	unsigned int i;
-
-	timer_disarm(sm, &w->deadline);
-	list_del_init(&w->offer_entry);
-	for (i = 0; i < w->nm; i++) {
-		list_del_init(&w->m[i].sem_entry);
-		w->m[i].sem->nwaiters--;
-		sm->ctr.waiters--;
-		rate_touch(sm, w->m[i].sem);
-	}
-	list_del_init(&w->session_entry);
-	w->session->nwaiters--;
-	req_unindex(sm, &w->req);
-	principal_count(w->session->ident->pr, SM_LIMIT_WAITERS, -1);
+	mg.n_grants = k;
+	mg.grants = gp;
+	mg.waited_us = waited_ms * 1000;
+	REPLY_BODY(sm, c, id, MULTI_GRANT, multi_grant, &mg);
 }
 
 /*
- * Core callback of a member. Granted (a member that is not gated, the only
- * one of its request): the down is answered. Offered (a gated member first
- * in line with its permits free): the request is looked at once the call
- * that made the offer is over (sm_settle).
+ * Turn the grants of a DownMulti (permits taken, tokens[i] the fencing
+ * tokens) into holds, linked as one group, and answer it.
  */
-void wait_wake(struct sema_waiter *sw)
+void multi_deliver(struct sm *sm, struct sm_session *s, uint64_t id,
+    unsigned int k, struct sm_sem *const *sems, const uint32_t *ns,
+    const uint64_t *tokens, uint32_t lease_ms, uint64_t since, uint64_t now)
 {
-	struct sm_member *m = container_of(sw, struct sm_member, w);
-	struct sm_wait *w = m->wait;
-	struct sm *sm = w->sm;
-	struct sm_sem *sem = m->sem;
-	struct sm_session *s = w->session;
-	uint64_t id = w->req.request_id, token = sw->token, since = w->since_ms;
-	uint32_t n = m->n, lease = w->lease_ms;
+	struct sm_hold *h[SM_MULTI_MAX];
+	uint64_t permits[SM_MULTI_MAX] = { 0 }, key = 0;
+	unsigned int i;
 	int op = sm->cur_op;
 
-	if (sw->state != SEMA_GRANTED) {
-		wait_offer(sm, w);
+	for (i = 0; i < k; i++) {
+		h[i] = hold_new(sm, sems[i], s, i == 0 ? id : 0, ns[i], tokens[i],
+		    lease_ms, now, key);
+		if (h[i] == NULL)
+			break;
+		if (i == 0)
+			key = h[i]->group_key = h[i]->permit_id;
+		else
+			list_add_tail(&h[i]->group, &h[0]->group);
+		permits[i] = h[i]->permit_id;
+	}
+	sm->cur_op = SEMD__REQUEST__OP_DOWN_MULTI;
+	if (i < k) {
+		/* Out of memory: everything goes back, the client hears why. */
+		while (i-- > 0)
+			hold_release(sm, h[i], false, "out of memory");
+		for (i = 0; i < k; i++)
+			sema_up_n(&sems[i]->sem, ns[i]);
+		reply_err(sm, s->client, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory recording the grants");
+		sm->cur_op = op;
 		return;
 	}
-	wait_unlink(sm, w);
-	wait_dealloc(sm, w);
-	sm->cur_op = SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
-	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now);
+	sm->ctr.grants += k;
+	sm->ctr.multi_grants++;
+	hist_add(&sm->ctr.wait, now > since ? now - since : 0);
+	for (i = 0; i < k; i++)
+		if (sems[i]->held > sems[i]->limit)
+			sm->overgrants++;
+	reply_multi(sm, s->client, id, k, sems, permits, tokens, ns, now - since);
+	for (i = 0; i < k; i++)
+		watch_grant(sm, sems[i], s, id, permits[i], tokens[i], ns[i]);
 	sm->cur_op = op;
-}
-
-/*
- * Cancel a queued waiter and answer it with code (no answer when code is
- * OK). The answer goes out before the core hands the freed places on, so a
- * client sees the cancellation before the grant it caused. The state is
- * touched by one thread at a time (the caller serializes every call: semd
- * under its state lock), so a waiter in our lists is still queued in the
- * core (wait_wake unlinks a granted one before anything else). The
- * auto-created names it leaves idle are freed, all but keep (the caller's,
- * which it frees itself if it must).
- */
-void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
-    const char *why, struct sm_sem *keep)
-{
-	struct sm_sem *sems[SM_MULTI_MAX];
-	struct sm_session *s = w->session;
-	unsigned int i, nm;
-	int op = sm->cur_op;
-
-	sm->cur_op = w->multi ? SEMD__REQUEST__OP_DOWN_MULTI :
-	    SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
-	if (code != SEMD__CODE__OK)
-		reply_err(sm, s->client, w->req.request_id, code, "%s", why);
-	sm->cur_op = op;
-	wait_unlink(sm, w);
-	watch_wait_end(sm, w, code, why);
-	/* The answer stays findable by a retry (not when the session ends). */
-	if (code != SEMD__CODE__OK && code != SEMD__CODE__SESSION_EXPIRED)
-		memo_add(sm, s, w->req.request_id, code, 0, 0);
-	for (i = 0; i < w->nm; i++) {
-		sems[i] = w->m[i].sem;
-		if (!sema_cancel(&w->m[i].sem->sem, &w->m[i].w)) {
-			/* Cannot happen with calls serialized; never lose the permits. */
-			sema_up_n(&w->m[i].sem->sem, w->m[i].n);
-		}
-	}
-	nm = w->nm;
-	wait_dealloc(sm, w);
-	for (i = 0; i < nm; i++)
-		if (sems[i] != keep)
-			sem_maybe_free(sm, sems[i]);
+	effect_deadlock(sm, s);
 }

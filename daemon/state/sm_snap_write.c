@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_snap_write.c - the whole state as bytes: the snapshot a log is
- * compacted into (sm_snapshot). sm_snap_read.c reads it back.
+ * daemon/state/sm_snap_write.c - the whole state as bytes: the snapshot a log
+ * is compacted into (sm_snapshot). sm_snap_read.c reads it back.
  *
  * Only the state goes in: what a replica needs to answer the next entries
  * exactly as the machine that wrote it would, whatever its hash key, clock

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_stats.c - Stats replies, the counters, per-name gauges for metrics.
+ * daemon/state/sm_stats.c - Stats replies, the counters, per-name gauges for
+ * metrics.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,8 +44,10 @@ static void stats_hist(const struct sm_hist *h, const char *what,
 }
 
 /* Stats: the counters, by name. */
-void op_stats(struct sm *sm, struct sm_client *c, uint64_t id)
+void op_stats(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    uint64_t now)
 {
+	uint64_t id = req->id;
 	Semd__StatsReply sr = SEMD__STATS_REPLY__INIT;
 	Semd__Counter cv[SM_STATS_MAX], *cp[SM_STATS_MAX];
 	char names[SM_STATS_MAX][40];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_timer.c - the deadline heap: one min-heap of every timer (waiter
- * deadlines, hold leases, session leases), ties in arming order.
+ * daemon/state/sm_timer.c - the deadline heap: one min-heap of every timer
+ * (waiter deadlines, hold leases, session leases), ties in arming order.
  */
 #include <errno.h>
 #include <inttypes.h>

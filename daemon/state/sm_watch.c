@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_watch.c - watches: what happens to a name, or to the names with
- * a prefix, streamed to the connections that asked (Watch).
+ * daemon/state/sm_watch.c - watches: what happens to a name, or to the names
+ * with a prefix, streamed to the connections that asked (Watch).
  *
  * A watch is part of the state (the choice the protocol comment explains):
  * registered by a Watch request through the log like any operation, kept
@@ -274,46 +274,3 @@ void watch_client_gone(struct sm *sm, struct sm_client *c)
 		    client_entry));
 }
 
-/* Watch: stream the events of a name, or of the names with a prefix. */
-void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
-{
-	const Semd__Watch *wt = req->watch;
-	uint64_t id = req->id;
-	size_t len = strlen(wt->name);
-	struct list_head *pos;
-
-	(void)now;
-	if (!wt->prefix && !sem_name_ok(sm, c, id, wt->name))
-		return;
-	if (wt->prefix && len > 0 && (len > SM_NAME_MAX ||
-	    !sm_name_valid(wt->name, len))) {
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "the prefix is not the beginning of a valid name");
-		return;
-	}
-	if (id == 0) {
-		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-		    "a watch needs a request id (its events carry it)");
-		return;
-	}
-	list_for_each(pos, &c->watches) {
-		if (list_entry(pos, struct sm_watch, client_entry)->id == id) {
-			reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
-			    "request id %" PRIu64 " is a watch already", id);
-			return;
-		}
-	}
-	if (c->nwatches >= SM_WATCH_MAX) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "too many watches on this connection (%d)", SM_WATCH_MAX);
-		return;
-	}
-	if (watch_add(sm, c, id, wt->name, len, wt->prefix, sm->who == NULL ||
-	    (sm->who->privs & SM_PRIV_ADMIN) != 0) == NULL) {
-		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "out of memory");
-		return;
-	}
-	reply_ok(sm, c, id);
-}
