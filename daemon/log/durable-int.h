@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/log/durable-int.h - the raft log's insides, shared by its files (the
- * interface is durable.h):
+ * daemon/log/durable-int.h - the raft log's insides, shared by its files
+ * (the interface is durable.h):
  *   durable.c          raft's set-up, its thread and loop, the transports,
  *                      the data directory; start and stop
  *   durable_propose.c  entries stamped with the state clock, the queue of

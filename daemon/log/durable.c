@@ -2,8 +2,9 @@
 /*
  * daemon/log/durable.c - the raft log under the state machine (see durable.h):
  * raft's set-up, its thread and libuv loop, the transports (none for one
- * voter, libraft's TCP without Nagle or ours in TLS for a cluster), the data directory,
- * start and stop. Its other parts: durable-int.h; peer TLS: peer_tls.h.
+ * voter, libraft's TCP without Nagle or ours in TLS for a cluster), the data
+ * directory, start and stop. Its other parts: durable-int.h; peer TLS:
+ * peer_tls.h.
  *
  * The data directory holds raft's files (segments, metadata, snapshots,
  * written by raft_uv) and semd.meta, which says whose they are: a format

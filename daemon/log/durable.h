@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/log/durable.h - --data-dir: every change of the state is an entry of a
- * raft log (canonical raft on libuv, one voter) and is applied only once
+ * daemon/log/durable.h - --data-dir: every change of the state is an entry of
+ * a raft log (canonical raft on libuv, one voter) and is applied only once
  * committed; the reply goes out after.
  *
  * Raft lives on a thread of its own (no raft call is thread-safe). The

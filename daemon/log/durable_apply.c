@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/log/durable_apply.c - the state machine's side of the log: committed entries
- * applied under the state lock (their replies routed to this node's
+ * daemon/log/durable_apply.c - the state machine's side of the log: committed
+ * entries applied under the state lock (their replies routed to this node's
  * connections), snapshots taken and restored, the node's figures.
  */
 #include <config.h>	/* autoconf's */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/log/durable_cluster.c - leadership and the cluster: taking over (the barrier and
- * the LEADER entry), losing it, membership changes asked for by clients,
- * transfers, and the status published for any thread.
+ * daemon/log/durable_cluster.c - leadership and the cluster: taking over (the
+ * barrier and the LEADER entry), losing it, membership changes asked for by
+ * clients, transfers, and the status published for any thread.
  */
 #include <config.h>	/* autoconf's */
 

@@ -2,9 +2,8 @@
 /*
  * daemon/log/durable_propose.c - proposing: entries stamped with the leader's
  * state clock (sm_clock), the queue of commands from the event loops
- * (durable_submit) and its group commit into entries of up to MAX_ENTRY
- * bytes, at most MAX_INFLIGHT in flight, and the state's deadlines as empty
- * entries.
+ * (durable_submit) and its group commit into entries of up to MAX_ENTRY bytes,
+ * at most MAX_INFLIGHT in flight, and the state's deadlines as empty entries.
  */
 #include <config.h>	/* autoconf's */
 
