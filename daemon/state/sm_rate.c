@@ -7,7 +7,7 @@
  * 1/period_ms of a token, so that dt ms add exactly rate * dt units: the
  * level after any number of refills is exactly min(burst, level before +
  * rate * time / period_ms), with nothing rounded (no drift, however many
- * refills: tests/daemon/test_state runs a billion). Time is the state's
+ * refills: tests/daemon/test_state_rate runs a billion). Time is the state's
  * clock, so every replica fills its buckets alike; a refill is done lazily
  * whenever a name with a rate is looked at, and at the moment the first
  * waiter's tokens are due, by a T_RATE timer in the deadline heap (with a
