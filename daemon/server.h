@@ -3,13 +3,16 @@
  * daemon/server.h - the event loops around the state machine.
  *
  * server.c owns the event loops (workers), the state (struct sm) and its
- * lock, the deadline timers, signals, reload (server_reload.c) and systemd
- * notification. It calls nothing above it: what it needs of the
- * connections is conn.c's struct server_ops, given to server_new(), and of
- * the listeners a hook (srv->unlisten). Above it, one way: conn (conn.h),
- * then listen, access and metrics (listen.h, access.h, metrics.h), then
- * main.c, which ties them together. None of them decides anything about
- * semaphores: they decode, call the state machine (state.h), encode.
+ * lock, the deadline timers, signals, stop and systemd notification; the
+ * configuration's effects and SIGHUP's reload are server_config.c's. It
+ * calls nothing above it: what it needs of the connections is conn.c's
+ * struct server_ops, given to server_new(), and of the listeners a hook
+ * (srv->unlisten). How requests reach the state is the feed it chose
+ * (feed.h: in memory, or through the log). Above it, one way: conn
+ * (conn.h), then listen, access and metrics (listen.h, access.h,
+ * metrics.h), then main.c, which ties them together. None of them decides
+ * anything about semaphores: they decode, call the state machine (state.h),
+ * encode.
  */
 #ifndef SEMD_SERVER_H
 #define SEMD_SERVER_H
