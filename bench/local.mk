@@ -9,16 +9,16 @@ semd_benchmark_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIB
 	$(OPENSSL_LIBS) $(PTHREAD_LIBS)
 
 # Unit tests of the histogram and the wire helpers.
-check_PROGRAMS += bench/test-bench
-bench_test_bench_SOURCES = bench/test-bench.c bench/wire.c bench/hist.c \
+check_PROGRAMS += bench/test_bench
+bench_test_bench_SOURCES = bench/test_bench.c bench/wire.c bench/hist.c \
 	tests/common/rnd_value.h
 bench_test_bench_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
 bench_test_bench_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS)
-TESTS += bench/test-bench
+TESTS += bench/test_bench
 
 # semd-benchmark against a private semd: every test, briefly.
-TESTS += bench/test-benchmark.sh bench/test-benchmark-tls.sh
-EXTRA_DIST += bench/test-benchmark.sh bench/test-benchmark-tls.sh
+TESTS += bench/test_benchmark.sh bench/test_benchmark-tls.sh
+EXTRA_DIST += bench/test_benchmark.sh bench/test_benchmark-tls.sh
 
 # make bench: a private semd and the standard suite, one table.
 EXTRA_DIST += bench/suite.sh bench/compare.sh bench/snapshot.sh bench/allocs.sh bench/README.md \

@@ -76,9 +76,9 @@ tests_daemon_test_fastpb_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 TESTS += tests/daemon/test_fastpb
 
 # crash.sh: kill -9 during a stream of grants from many clients, restart,
-# repeated (crash_test checks the clients' records); a cut-off data
+# repeated (crash_clients checks the clients' records); a cut-off data
 # directory is refused.
-check_PROGRAMS += tests/daemon/crash_test
-tests_daemon_crash_test_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
+check_PROGRAMS += tests/daemon/crash_clients
+tests_daemon_crash_clients_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 TESTS += tests/daemon/crash.sh
 EXTRA_DIST += tests/daemon/crash.sh

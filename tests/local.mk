@@ -16,5 +16,5 @@ EXTRA_DIST += $(LOCAL_SH_TESTS)
 # Helpers the C tests share.
 noinst_HEADERS += tests/common/rng.h tests/common/io.h tests/common/req.h \
 	tests/common/check.h
-# opts.h: the randomized tests' command line (model-test, sim).
+# opts.h: the randomized tests' command line (test_model, sim).
 noinst_HEADERS += tests/common/opts.h

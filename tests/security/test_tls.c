@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tests/security/tls_test.c CERTDIR - real TLS handshakes between the server
+/* tests/security/test_tls.c CERTDIR - real TLS handshakes between the server
  * and client contexts of security/tls.c, over socketpairs, one thread a side. */
 #include <errno.h>
 #include <fcntl.h>
@@ -628,5 +628,5 @@ int main(int argc, char **argv)
 	test_reload();
 	test_config_errors();
 	test_timeout();
-	return t_done("tls_test");
+	return t_done("test_tls");
 }

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tests/core/model-test.c - random sequences of asynchronous operations
+ * tests/core/test_model.c - random sequences of asynchronous operations
  * checked step by step against a reference model: a counter and a FIFO
  * queue. After every step the semaphore must agree with the model on the
  * free count, the queue length, which waiters were granted, in which order,
  * and with which fencing tokens. Waiters may be parked (passed over in
  * their place) and unparked at any step.
  *
- * Usage: model-test [-s seed] [-n steps]   (the seed is printed; rerun a
+ * Usage: test_model [-s seed] [-n steps]   (the seed is printed; rerun a
  * failure with the same -s)
  */
 #ifdef HAVE_CONFIG_H
@@ -308,9 +308,9 @@ int main(int argc, char **argv)
 	int c, k;
 
 	t_watchdog(300);
-	if (t_opts_parse(argc, argv, opts, "model-test [-s seed] [-n steps]") != 0)
+	if (t_opts_parse(argc, argv, opts, "test_model [-s seed] [-n steps]") != 0)
 		return 2;
-	printf("model-test: seed %" PRIu64 ", %" PRIu64 " steps (rerun: -s %" PRIu64 ")\n",
+	printf("test_model: seed %" PRIu64 ", %" PRIu64 " steps (rerun: -s %" PRIu64 ")\n",
 	    seed, steps, seed);
 	fflush(stdout);
 	rng = seed ? seed : 1;
@@ -335,6 +335,6 @@ int main(int argc, char **argv)
 	printf("  down %lu trydown %lu up %lu cancel %lu adjust %lu park %lu "
 	    "up_max %lu; %" PRIu64 " grants\n", counts[0], counts[1], counts[2],
 	    counts[3], counts[4], counts[5], counts[6], m_token);
-	printf("model-test: all passed\n");
+	printf("test_model: all passed\n");
 	return 0;
 }

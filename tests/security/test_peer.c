@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tests/security/peer_test.c - principals of UNIX socket peers (SO_PEERCRED). */
+/* tests/security/test_peer.c - principals of UNIX socket peers (SO_PEERCRED). */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -95,5 +95,5 @@ int main(void)
 	close(pp[0]);
 	close(pp[1]);
 	acl_subject_clear(&s);
-	return t_done("peer_test");
+	return t_done("test_peer");
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* bench/test-bench.c - unit tests of semd-benchmark's histogram and wire helpers. */
+/* bench/test_bench.c - unit tests of semd-benchmark's histogram and wire helpers. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>

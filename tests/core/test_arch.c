@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tests/core/arch-test.c - the arch/ atomics, spinlock and futex wrappers. */
+/* tests/core/test_arch.c - the arch/ atomics, spinlock and futex wrappers. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -187,6 +187,6 @@ int main(void)
 	test_trylock();
 	test_concurrent();
 	test_futex();
-	printf("arch-test: all passed\n");
+	printf("test_arch: all passed\n");
 	return 0;
 }

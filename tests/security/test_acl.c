@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tests/security/acl_test.c - ACL parsing and evaluation, quotas, subjects. */
+/* tests/security/test_acl.c - ACL parsing and evaluation, quotas, subjects. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -925,5 +925,5 @@ int main(void)
 	test_hidden_prefix();
 	test_hidden_prefix_random();
 	test_speed();
-	return t_done("acl_test");
+	return t_done("test_acl");
 }

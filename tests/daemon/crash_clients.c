@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tests/daemon/crash_test.c - kill -9 semd --data-dir during a stream of
+ * tests/daemon/crash_clients.c - kill -9 semd --data-dir during a stream of
  * grants from many clients, restart it on the same directory, again and
  * again, and check from the clients' own records what the log promises:
  *
@@ -26,7 +26,7 @@
  * two permits at a time on a few names of limit 3, most holds short and
  * some long enough to straddle a restart.
  *
- * Usage: crash_test -S SEMD -d DIR [-r rounds] [-c clients] [-s seed]
+ * Usage: crash_clients -S SEMD -d DIR [-r rounds] [-c clients] [-s seed]
  *                   [-- extra semd arguments]
  * DIR (existing, empty) gets the data directory, the socket, the ready
  * file and semd.log. Exit 0 when every check held, 1 otherwise. Bounded:
@@ -213,7 +213,7 @@ static struct semc *client_open(bool tcp, uint32_t lease_ms,
 	if (c == NULL)
 		return NULL;
 	semc_set_address(c, tcp ? tcp_addr : unix_addr);
-	semc_set_client_name(c, "crash_test");
+	semc_set_client_name(c, "crash_clients");
 	semc_set_lease(c, lease_ms);
 	semc_set_timeout(c, CALL_TIMEOUT_MS);
 	if (fn != NULL)
@@ -652,7 +652,7 @@ static void check_name(int name, struct grant **v, size_t n,
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: crash_test -S SEMD -d DIR [-r rounds] [-c clients] "
+	fprintf(stderr, "usage: crash_clients -S SEMD -d DIR [-r rounds] [-c clients] "
 	    "[-n names] [-s seed] [-T seconds] [-- semd args]\n");
 	exit(2);
 }
@@ -690,7 +690,7 @@ int main(int argc, char **argv)
 	if (seed == 0)
 		seed = 1;
 	rng = seed;
-	printf("# crash_test: seed %u (-s %u replays the choices, not the "
+	printf("# crash_clients: seed %u (-s %u replays the choices, not the "
 	    "timing), %d clients, %d names of limit %d, %d kills\n", seed, seed,
 	    nclients, nnames, NAME_LIMIT, nrounds);
 	signal(SIGPIPE, SIG_IGN);

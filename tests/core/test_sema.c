@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tests/core/sema-test.c - unit tests of every semaphore operation, blocking
+ * tests/core/test_sema.c - unit tests of every semaphore operation, blocking
  * and asynchronous, and of the races the core must get right.
  */
 #ifdef HAVE_CONFIG_H
@@ -1111,6 +1111,6 @@ int main(void)
 	test_race_timeout_vs_up();
 	race_run(&race_signal);
 	test_exit_after_grant();
-	printf("sema-test: all passed\n");
+	printf("test_sema: all passed\n");
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tests/core/stress-test.c - in the spirit of the kernel's synchro-test
+ * tests/core/test_stress.c - in the spirit of the kernel's synchro-test
  * module: T threads for S seconds take and release permits of a semaphore
  * of count K, mixing plain downs, trylocks, timeouts, n-permit downs,
  * interruptible and killable waits that other threads signal, and async
@@ -8,7 +8,7 @@
  * that every thread made progress, and at the end that the count is back to
  * K, the wait list is empty and permits granted == permits returned.
  *
- * Usage: stress-test [-t threads] [-s seconds] [-k count]  (default 4, 2, 3)
+ * Usage: test_stress [-t threads] [-s seconds] [-k count]  (default 4, 2, 3)
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -246,17 +246,17 @@ int main(int argc, char **argv)
 		case 's': seconds = atof(optarg); break;
 		case 'k': K = atol(optarg); break;
 		default:
-			fprintf(stderr, "usage: stress-test [-t threads] [-s seconds] [-k count]\n");
+			fprintf(stderr, "usage: test_stress [-t threads] [-s seconds] [-k count]\n");
 			return 2;
 		}
 	}
 	if (T < 2 || T > MAX_THREADS || K < 1 || seconds <= 0) {
-		fprintf(stderr, "stress-test: need 2 <= threads <= %d, count >= 1, seconds > 0\n",
+		fprintf(stderr, "test_stress: need 2 <= threads <= %d, count >= 1, seconds > 0\n",
 		    MAX_THREADS);
 		return 2;
 	}
 	t_watchdog((unsigned int)seconds + 120);
-	printf("stress-test: %d threads, %.1f s, count %ld, arch %s, seed %" PRIu64 "\n",
+	printf("test_stress: %d threads, %.1f s, count %ld, arch %s, seed %" PRIu64 "\n",
 	    T, seconds, K, SEMD_ARCH_NAME, seed);
 	fflush(stdout);
 	TEST_START("holders never exceed the count; no permit lost; all progress");
@@ -291,6 +291,6 @@ int main(int argc, char **argv)
 	for (i = 0; i < T; i++)
 		if (workers[i].st[ST_ACQ] == 0)
 			TEST_FAIL_("thread %d never acquired a permit", i);
-	printf("stress-test: all passed\n");
+	printf("test_stress: all passed\n");
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tests/security/tls_bev_test.c CERTDIR - a libevent loop serving a TLS echo
+/* tests/security/test_tls_bev.c CERTDIR - a libevent loop serving a TLS echo
  * over loopback TCP with real bufferevent_openssl on both sides. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -421,5 +421,5 @@ int main(int argc, char **argv)
 	evconnlistener_free(s.listener);
 	event_base_free(s.base);
 	tls_server_free(s.ts);
-	return t_done("tls_bev_test");
+	return t_done("test_tls_bev");
 }
