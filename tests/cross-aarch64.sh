@@ -17,7 +17,7 @@ CC=${CROSS_CC:-aarch64-linux-gnu-gcc}
 OBJDUMP=${CROSS_OBJDUMP:-aarch64-linux-gnu-objdump}
 QEMU=${QEMU:-qemu-aarch64}
 STRESS_SECONDS=${STRESS_SECONDS:-1}
-TESTS="test_arch test_sema test_model test_stress"
+TESTS="test_arch test_sema test_sema_threads test_model test_stress"
 
 for tool in "$CC" "$OBJDUMP" "$QEMU"; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
