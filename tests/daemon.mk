@@ -50,6 +50,8 @@ tests_daemon_test_ordidx_LDADD = daemon/state/libsemstate.a
 
 # semd_probe: a protocol client for the shell tests below.
 check_PROGRAMS += tests/daemon/semd_probe
+tests_daemon_semd_probe_SOURCES = tests/daemon/semd_probe.c \
+	tests/daemon/probe_modes.c tests/daemon/probe_stress.c tests/daemon/probe.h
 tests_daemon_semd_probe_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 
