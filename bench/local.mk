@@ -2,7 +2,7 @@
 # bench/ build fragment, included by the top Makefile.am
 # semd-benchmark: the load generator and latency meter (installed).
 bin_PROGRAMS += semd-benchmark
-semd_benchmark_SOURCES = bench/semd-benchmark.c bench/engine.c bench/bench.h \
+semd_benchmark_SOURCES = bench/semd-benchmark.c bench/engine.c bench/run.c bench/bench.h \
 	bench/wire.c bench/wire.h bench/hist.c bench/hist.h
 semd_benchmark_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS) -pthread
 semd_benchmark_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) \
