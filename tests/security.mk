@@ -3,14 +3,17 @@
 SECURITY_TEST_LIBS = security/libsemsec.a $(LIBEVENT_LIBS) $(OPENSSL_LIBS) $(PTHREAD_LIBS)
 SECURITY_TEST_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS) $(LIBEVENT_CFLAGS)
 
-check_PROGRAMS += tests/security/test_acl tests/security/test_peer \
-	tests/security/test_tls tests/security/test_tls_bev
-TESTS += tests/security/test_acl tests/security/test_peer tests/security/tls.sh
+check_PROGRAMS += tests/security/test_acl tests/security/test_acl_hidden \
+	tests/security/test_peer tests/security/test_tls tests/security/test_tls_bev
+TESTS += tests/security/test_acl tests/security/test_acl_hidden \
+	tests/security/test_peer tests/security/tls.sh
 EXTRA_DIST += tests/security/tls.sh tests/security/gen-certs.sh
-noinst_HEADERS += tests/security/check.h
+noinst_HEADERS += tests/security/check.h tests/security/acl_check.h
 
 tests_security_test_acl_CFLAGS = $(SECURITY_TEST_CFLAGS)
 tests_security_test_acl_LDADD = $(SECURITY_TEST_LIBS)
+tests_security_test_acl_hidden_CFLAGS = $(SECURITY_TEST_CFLAGS)
+tests_security_test_acl_hidden_LDADD = $(SECURITY_TEST_LIBS)
 
 tests_security_test_peer_CFLAGS = $(SECURITY_TEST_CFLAGS)
 tests_security_test_peer_LDADD = $(SECURITY_TEST_LIBS)
