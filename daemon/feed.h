@@ -68,6 +68,22 @@ struct feed {
 	uint64_t	(*leader)(struct server *srv, char *addr, size_t len);
 };
 
+/*
+ * A feed whose operations are named PREFIX_OP (memory_start, ...): every
+ * one of them, in the order of struct feed.
+ */
+#define FEED_OF(NAME, DURABLE, P) {					\
+	.name = (NAME), .durable = (DURABLE),				\
+	.clock = P##_clock, .start = P##_start, .stop = P##_stop,	\
+	.deadline_locked = P##_deadline_locked,				\
+	.open_locked = P##_open_locked, .close_locked = P##_close_locked, \
+	.request_locked = P##_request_locked,				\
+	.protocol_error_locked = P##_protocol_error_locked,		\
+	.submit = P##_submit, .stopping_locked = P##_stopping_locked,	\
+	.reconfigure_locked = P##_reconfigure_locked,			\
+	.counters = P##_counters, .leader = P##_leader,			\
+}
+
 /* The two; server_new() takes feed_log when there is a data directory. */
 extern const struct feed feed_memory;
 extern const struct feed feed_log;

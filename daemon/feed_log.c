@@ -308,20 +308,4 @@ static uint64_t log_leader(struct server *srv, char *addr, size_t len)
 	return durable_leader(srv->feed_state->d, addr, len);
 }
 
-const struct feed feed_log = {
-	.name = "log",
-	.durable = true,
-	.clock = log_clock,
-	.start = log_start,
-	.stop = log_stop,
-	.deadline_locked = log_deadline_locked,
-	.open_locked = log_open_locked,
-	.close_locked = log_close_locked,
-	.request_locked = log_request_locked,
-	.protocol_error_locked = log_protocol_error_locked,
-	.submit = log_submit,
-	.stopping_locked = log_stopping_locked,
-	.reconfigure_locked = log_reconfigure_locked,
-	.counters = log_counters,
-	.leader = log_leader,
-};
+const struct feed feed_log = FEED_OF("log", true, log);

@@ -128,20 +128,4 @@ static uint64_t memory_leader(struct server *srv, char *addr, size_t len)
 	return 0;
 }
 
-const struct feed feed_memory = {
-	.name = "memory",
-	.durable = false,
-	.clock = memory_clock,
-	.start = memory_start,
-	.stop = memory_stop,
-	.deadline_locked = memory_deadline_locked,
-	.open_locked = memory_open_locked,
-	.close_locked = memory_close_locked,
-	.request_locked = memory_request_locked,
-	.protocol_error_locked = memory_protocol_error_locked,
-	.submit = memory_submit,
-	.stopping_locked = memory_stopping_locked,
-	.reconfigure_locked = memory_reconfigure_locked,
-	.counters = memory_counters,
-	.leader = memory_leader,
-};
+const struct feed feed_memory = FEED_OF("memory", false, memory);
