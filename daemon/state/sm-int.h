@@ -442,11 +442,11 @@ struct name_key {
 };
 
 /*
- * An operation's handler (sm_optab.c's table): the request of client c, at
- * time now, answered through reply_*().
+ * An operation's handler (sm_optab.c's table): the request of client c,
+ * answered through reply_*(); its time is sm->now.
  */
 typedef void sm_op_fn(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now);
+    const Semd__Request *req);
 sm_op_fn op_ping, op_detach, op_watch;				/* sm_ops.c */
 sm_op_fn op_create, op_info, op_list, op_delete, op_set_limit;	/* sm_ops_name.c */
 sm_op_fn op_set_rate;						/* sm_ops_name.c */

@@ -220,8 +220,7 @@ static bool down_room(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Down: take n permits now, or wait for them until a deadline. */
-void op_down(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Down *d = req->down;
 	uint64_t id = req->id;
@@ -297,7 +296,7 @@ void op_down(struct sm *sm, struct sm_client *c,
 	}
 	if (!down_room(sm, c, id, sem, n, d->timeout_ms != 0))
 		goto out;
-	down_one(sm, c, id, sem, n, d->timeout_ms, d->lease_ms, now);
+	down_one(sm, c, id, sem, n, d->timeout_ms, d->lease_ms, sm->now);
 out:
 	sem_maybe_free(sm, sem);
 }

@@ -67,28 +67,32 @@ void effect_deadlock(struct sm *sm, struct sm_session *s)
 	sm->dl_check[sm->dl_ncheck++] = s->id;
 }
 
+/* Take the first entry off a queue; NULL when it is empty. */
+static struct list_head *effect_pop(struct list_head *queue)
+{
+	struct list_head *e;
+
+	if (list_empty(queue))
+		return NULL;
+	e = queue->next;
+	list_del_init(e);
+	return e;
+}
+
 /* The next request to look at, taken off its queue; NULL: none. */
 struct sm_wait *effect_next_offer(struct sm *sm)
 {
-	struct sm_wait *w;
+	struct list_head *e = effect_pop(&sm->offers);
 
-	if (list_empty(&sm->offers))
-		return NULL;
-	w = list_first_entry(&sm->offers, struct sm_wait, offer_entry);
-	list_del_init(&w->offer_entry);
-	return w;
+	return e != NULL ? list_entry(e, struct sm_wait, offer_entry) : NULL;
 }
 
 /* The next name whose bucket's timer is to be set, off its queue; NULL: none. */
 struct sm_sem *effect_next_rate(struct sm *sm)
 {
-	struct sm_rate *r;
+	struct list_head *e = effect_pop(&sm->rate_touched);
 
-	if (list_empty(&sm->rate_touched))
-		return NULL;
-	r = list_first_entry(&sm->rate_touched, struct sm_rate, touch_entry);
-	list_del_init(&r->touch_entry);
-	return r->sem;
+	return e != NULL ? list_entry(e, struct sm_rate, touch_entry)->sem : NULL;
 }
 
 /* The next session to search a cycle from, off its queue; false: none. */

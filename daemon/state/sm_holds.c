@@ -33,8 +33,7 @@ static uint64_t renew_one(struct sm *sm, struct sm_hold *h, uint32_t lease_ms)
 }
 
 /* Renew: extend the lease of the caller's principal's detached holds on a name. */
-void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
+void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Renew *rn = req->renew;
 	Semd__Renewed rd = SEMD__RENEWED__INIT;
@@ -45,7 +44,6 @@ void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	uint64_t id = req->id, when = 0;
 	uint32_t n = 0;
 
-	(void)now;
 	if ((sem = sem_need(sm, c, id, rn->name)) == NULL)
 		return;
 	if (rn->permit_id != 0) {
@@ -88,8 +86,7 @@ void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req,
  * Holds: a principal's holds on every name, by permit id, one page: the
  * caller's, or (administrators) another's.
  */
-void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
+void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Holds *hq = req->holds;
 	Semd__HoldsReply hr = SEMD__HOLDS_REPLY__INIT;
@@ -100,7 +97,6 @@ void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	uint64_t id = req->id;
 	size_t max = page_max(hq->max, SM_INFO_PAGE, SM_INFO_PAGE_MAX), nh = 0;
 
-	(void)now;
 	if (*hq->principal != '\0' && strcmp(hq->principal, c->pr->name) != 0) {
 		if (sm->who != NULL && (sm->who->privs & SM_PRIV_ADMIN) == 0) {
 			reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
@@ -133,8 +129,7 @@ void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 }
 
 /* Where: a pending down's place in each queue it is in. */
-void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
+void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Where *wq = req->where;
 	Semd__WhereReply wr = SEMD__WHERE_REPLY__INIT;
@@ -148,7 +143,6 @@ void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	uint32_t place;
 	unsigned int i, nm = 0;
 
-	(void)now;
 	if (k != NULL && k->kind == REQ_WAIT) {
 		/* Buckets first: a refill may grant the down itself. */
 		w = container_of(k, struct sm_wait, req);

@@ -182,8 +182,7 @@ static void multi_down(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* DownMulti: several names at once, all or nothing. */
-void op_down_multi(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
+void op_down_multi(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__DownMulti *dm = req->down_multi;
 	uint64_t id = req->id, permits = 0;
@@ -211,7 +210,8 @@ void op_down_multi(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	if (principal_room(sm, c, id, pr, SM_LIMIT_PERMITS, permits) &&
 	    (dm->timeout_ms == 0 || principal_room(sm, c, id, pr,
 	    SM_LIMIT_WAITERS, 1)))
-		multi_down(sm, c, id, wants, k, dm->timeout_ms, dm->lease_ms, now);
+		multi_down(sm, c, id, wants, k, dm->timeout_ms, dm->lease_ms,
+		    sm->now);
 out:
 	for (i = 0; i < k; i++)
 		sem_maybe_free(sm, wants[i].sem);

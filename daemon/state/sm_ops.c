@@ -114,20 +114,16 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Ping: echo the payload. */
-void op_ping(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_ping(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
-	const Semd__Ping *p = req->ping;
-	uint64_t id = req->id;
 	Semd__Pong pong = SEMD__PONG__INIT;
 
-	pong.payload = p->payload;
-	REPLY_BODY(sm, c, id, PONG, pong, &pong);
+	pong.payload = req->ping->payload;
+	REPLY_BODY(sm, c, req->id, PONG, pong, &pong);
 }
 
 /* Detach: this session outlives the connection's close by its lease. */
-void op_detach(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_detach(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	c->detach = true;
 	reply_ok(sm, c, req->id);
@@ -163,7 +159,7 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	}
 	c->session->heard = now;	/* the lease counts from here */
 	if ((fn = sm_op_handler(req->op_case)) != NULL)
-		fn(sm, c, req, now);
+		fn(sm, c, req);
 	else
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "unknown or missing operation");
@@ -173,15 +169,13 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 }
 
 /* Watch: stream the events of a name, or of the names with a prefix. */
-void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
+void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Watch *wt = req->watch;
 	uint64_t id = req->id;
 	size_t len = strlen(wt->name);
 	struct list_head *pos;
 
-	(void)now;
 	if (!wt->prefix && !sem_name_ok(sm, c, id, wt->name))
 		return;
 	if (wt->prefix && len > 0 && (len > SM_NAME_MAX ||

@@ -31,8 +31,7 @@ static bool sem_used_only_by(const struct sm_sem *sem,
 }
 
 /* Create: a named semaphore with a limit and a mode. */
-void op_create(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Create *cr = req->create;
 	uint64_t id = req->id;
@@ -130,8 +129,7 @@ static size_t info_entry_size(const struct sm_ident *id)
  * and waiter if it may manage the name, else only its own (the counts stay
  * whole). next_permit / next_waiter are set when more follow.
  */
-void op_info(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Info *in = req->info;
 	uint64_t id = req->id;
@@ -254,8 +252,7 @@ static bool list_past_prefix(const char *name, size_t len, char *key)
  * set, the usual cursor), or with no entry yet is answered
  * RESOURCE_EXHAUSTED, so no client makes the loop scan without bound.
  */
-void op_list(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_list(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__List *l = req->list;
 	uint64_t id = req->id;
@@ -323,8 +320,7 @@ out:
 }
 
 /* Delete: remove a semaphore; busy ones only with force. */
-void op_delete(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_delete(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Delete *dl = req->delete_;
 	uint64_t id = req->id;
@@ -377,8 +373,7 @@ static struct sm_member *waiter_over_limit(const struct sm_sem *sem)
 }
 
 /* SetLimit: grow or shrink live; shrinking revokes nobody. */
-void op_set_limit(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_set_limit(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__SetLimit *sl = req->set_limit;
 	uint64_t id = req->id;
@@ -441,8 +436,7 @@ static void rate_cancel_over(struct sm *sm, struct sm_sem *sem, uint32_t max)
 }
 
 /* SetRate: change a name's bucket live (its creator, administrators). */
-void op_set_rate(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
+void op_set_rate(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__SetRate *sr = req->set_rate;
 	uint64_t id = req->id;

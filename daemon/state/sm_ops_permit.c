@@ -59,8 +59,7 @@ static void up_signal(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Up: give back permits the caller holds (owned) or add permits (signal). */
-void op_up(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_up(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Up *u = req->up;
 	uint64_t id = req->id;
@@ -139,8 +138,7 @@ void op_up(struct sm *sm, struct sm_client *c,
 }
 
 /* Release: force-release anyone's hold by permit id (admin). */
-void op_release(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_release(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Release *rl = req->release;
 	uint64_t id = req->id;
@@ -171,8 +169,7 @@ void op_release(struct sm *sm, struct sm_client *c,
 }
 
 /* Cancel a pending down of this session. */
-void op_cancel(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_cancel(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Cancel *cn = req->cancel;
 	uint64_t id = req->id;
@@ -197,8 +194,7 @@ void op_cancel(struct sm *sm, struct sm_client *c,
 }
 
 /* Validate: does this fencing token still hold a permit? */
-void op_validate(struct sm *sm, struct sm_client *c,
-    const Semd__Request *req, uint64_t now)
+void op_validate(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Validate *v = req->validate;
 	uint64_t id = req->id;

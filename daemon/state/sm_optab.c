@@ -16,66 +16,60 @@
  * layer checks for it (state.h: the right, on which name, the verb of a
  * refusal) and its handler (after Hello; Hello itself is dispatched apart,
  * as it makes the session the others need).
+ *
+ * A row: the op case, its name, the right it needs, the verb of a refusal,
+ * which name the right is checked on (NO_NAME, ALL_NAMES, EACH_NAME, or
+ * FIELD(message, field), FIELD_SAID(..., what is said after the name)),
+ * and its handler.
  */
-#define ON(type, field)	SM_TARGET_FIELD, offsetof(type, field)
-#define ON_ALL		SM_TARGET_ALL, 0
-#define ON_EACH		SM_TARGET_EACH, 0
-#define ON_NONE		SM_TARGET_NONE, 0, "", ""
+#define OP(CASE, NAME, RIGHT, VERB, ON, FN) \
+	[SEMD__REQUEST__OP_##CASE] = { { NAME, SM_RIGHT_##RIGHT, VERB, ON }, FN }
+#define FIELD(M, F)		SM_TARGET_FIELD, offsetof(Semd__##M, F), ""
+#define FIELD_SAID(M, F, AFTER)	SM_TARGET_FIELD, offsetof(Semd__##M, F), AFTER
+#define NO_NAME			SM_TARGET_NONE, 0, ""
+#define ALL_NAMES		SM_TARGET_ALL, 0, ""
+#define EACH_NAME		SM_TARGET_EACH, 0, ""
 static const struct {
 	struct sm_op	op;
 	sm_op_fn	*fn;
 } sm_ops[SM_NOPS] = {
-	[SEMD__REQUEST__OP_HELLO] = { { "hello", SM_RIGHT_NONE, ON_NONE },
-	    NULL },
-	[SEMD__REQUEST__OP_CREATE] = { { "create", SM_RIGHT_CREATE,
-	    ON(Semd__Create, name), "create", "" }, op_create },
-	[SEMD__REQUEST__OP_DOWN] = { { "down", SM_RIGHT_USE,
-	    ON(Semd__Down, name), "use", "" }, op_down },
-	[SEMD__REQUEST__OP_UP] = { { "up", SM_RIGHT_USE,
-	    ON(Semd__Up, name), "use", "" }, op_up },
-	[SEMD__REQUEST__OP_CANCEL] = { { "cancel", SM_RIGHT_NONE, ON_NONE },
-	    op_cancel },
-	[SEMD__REQUEST__OP_INFO] = { { "info", SM_RIGHT_INSPECT,
-	    ON(Semd__Info, name), "inspect", "" }, op_info },
+	OP(HELLO, "hello", NONE, "", NO_NAME, NULL),
+	OP(CREATE, "create", CREATE, "create", FIELD(Create, name), op_create),
+	OP(DOWN, "down", USE, "use", FIELD(Down, name), op_down),
+	OP(UP, "up", USE, "use", FIELD(Up, name), op_up),
+	OP(CANCEL, "cancel", NONE, "", NO_NAME, op_cancel),
+	OP(INFO, "info", INSPECT, "inspect", FIELD(Info, name), op_info),
 	/*
 	 * Checked on its prefix (a protected prefix is refused outright); the
 	 * names listed are then filtered one by one (sm_set_visible).
 	 */
-	[SEMD__REQUEST__OP_LIST] = { { "list", SM_RIGHT_INSPECT,
-	    ON(Semd__List, prefix), "inspect", " (list)" }, op_list },
-	[SEMD__REQUEST__OP_DELETE] = { { "delete", SM_RIGHT_MANAGE,
-	    ON(Semd__Delete, name), "delete", "" }, op_delete },
-	[SEMD__REQUEST__OP_SET_LIMIT] = { { "set_limit", SM_RIGHT_MANAGE,
-	    ON(Semd__SetLimit, name), "set the limit of", "" }, op_set_limit },
-	[SEMD__REQUEST__OP_PING] = { { "ping", SM_RIGHT_NONE, ON_NONE },
-	    op_ping },
-	[SEMD__REQUEST__OP_STATS] = { { "stats", SM_RIGHT_INSPECT, ON_ALL,
-	    "inspect", "" }, op_stats },
-	[SEMD__REQUEST__OP_VALIDATE] = { { "validate", SM_RIGHT_USE,
-	    ON(Semd__Validate, name), "use", "" }, op_validate },
-	[SEMD__REQUEST__OP_RELEASE] = { { "release", SM_RIGHT_MANAGE,
-	    ON(Semd__Release, name), "release holds on", "" }, op_release },
-	[SEMD__REQUEST__OP_DETACH] = { { "detach", SM_RIGHT_NONE, ON_NONE },
-	    op_detach },
-	[SEMD__REQUEST__OP_SET_RATE] = { { "set_rate", SM_RIGHT_MANAGE,
-	    ON(Semd__SetRate, name), "set the rate of", "" }, op_set_rate },
-	[SEMD__REQUEST__OP_DOWN_MULTI] = { { "down_multi", SM_RIGHT_USE,
-	    ON_EACH, "use", "" }, op_down_multi },
+	OP(LIST, "list", INSPECT, "inspect", FIELD_SAID(List, prefix, " (list)"),
+	    op_list),
+	OP(DELETE, "delete", MANAGE, "delete", FIELD(Delete, name), op_delete),
+	OP(SET_LIMIT, "set_limit", MANAGE, "set the limit of",
+	    FIELD(SetLimit, name), op_set_limit),
+	OP(PING, "ping", NONE, "", NO_NAME, op_ping),
+	OP(STATS, "stats", INSPECT, "inspect", ALL_NAMES, op_stats),
+	OP(VALIDATE, "validate", USE, "use", FIELD(Validate, name), op_validate),
+	OP(RELEASE, "release", MANAGE, "release holds on",
+	    FIELD(Release, name), op_release),
+	OP(DETACH, "detach", NONE, "", NO_NAME, op_detach),
+	OP(SET_RATE, "set_rate", MANAGE, "set the rate of",
+	    FIELD(SetRate, name), op_set_rate),
+	OP(DOWN_MULTI, "down_multi", USE, "use", EACH_NAME, op_down_multi),
 	/* A name, or a prefix checked like List's and filtered the same way. */
-	[SEMD__REQUEST__OP_WATCH] = { { "watch", SM_RIGHT_INSPECT,
-	    ON(Semd__Watch, name), "watch", "" }, op_watch },
-	[SEMD__REQUEST__OP_RENEW] = { { "renew", SM_RIGHT_USE,
-	    ON(Semd__Renew, name), "use", "" }, op_renew },
+	OP(WATCH, "watch", INSPECT, "watch", FIELD(Watch, name), op_watch),
+	OP(RENEW, "renew", USE, "use", FIELD(Renew, name), op_renew),
 	/* Another principal's: the state machine wants admin on every name. */
-	[SEMD__REQUEST__OP_HOLDS] = { { "holds", SM_RIGHT_INSPECT, ON_ALL,
-	    "inspect", "" }, op_holds },
-	[SEMD__REQUEST__OP_WHERE] = { { "where", SM_RIGHT_NONE, ON_NONE },
-	    op_where },
+	OP(HOLDS, "holds", INSPECT, "inspect", ALL_NAMES, op_holds),
+	OP(WHERE, "where", NONE, "", NO_NAME, op_where),
 };
-#undef ON
-#undef ON_ALL
-#undef ON_EACH
-#undef ON_NONE
+#undef OP
+#undef FIELD
+#undef FIELD_SAID
+#undef NO_NAME
+#undef ALL_NAMES
+#undef EACH_NAME
 
 /* The table entry of an op case, or NULL for an unknown one. */
 const struct sm_op *sm_op(int op_case)

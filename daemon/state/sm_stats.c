@@ -44,8 +44,7 @@ static void stats_hist(const struct sm_hist *h, const char *what,
 }
 
 /* Stats: the counters, by name. */
-void op_stats(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    uint64_t now)
+void op_stats(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	uint64_t id = req->id;
 	Semd__StatsReply sr = SEMD__STATS_REPLY__INIT;

@@ -179,9 +179,9 @@ enum sm_target {
 struct sm_op {
 	const char	*name;		/* "down" */
 	enum sm_right	right;
+	const char	*verb;		/* "set the limit of" */
 	enum sm_target	target;
 	size_t		name_off;	/* SM_TARGET_FIELD: offsetof() the name */
-	const char	*verb;		/* "set the limit of" */
 	const char	*after;		/* said after the name in a refusal, or "" */
 };
 
