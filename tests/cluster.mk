@@ -10,7 +10,7 @@ CLUSTER_SH_TESTS = tests/cluster/faults.sh tests/cluster/membership.sh \
 	tests/cluster/peer-tls.sh tests/cluster/down-failover.sh \
 	tests/cluster/lease-faults.sh
 TESTS += $(CLUSTER_SH_TESTS)
-EXTRA_DIST += $(CLUSTER_SH_TESTS) tests/cluster/peerproxy.py
+EXTRA_DIST += $(CLUSTER_SH_TESTS) tests/cluster/peerproxy.py tests/cluster/proxied.sh
 
 # sim: the state machines of a 3/5-node cluster on libraft's deterministic
 # fixture, under faults, with simulated clients checking what they trusted.

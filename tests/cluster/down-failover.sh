@@ -9,16 +9,10 @@ t_watchdog 90
 unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 
 t_cluster3 15 || exit 1
-start_node() {
-	i=$1; shift
-	t_start_node "$i" --data-dir "$T/d$i" --node-id "$i" \
-		--peer-listen "tcp:127.0.0.1:$((base + i))" \
-		--listen "tcp:127.0.0.1:$((base + 10 + i))" \
-		--acl "anonymous * all" --bootstrap "$BOOT" "$@"
-}
+start_node() { t_cluster_node "$@" --bootstrap "$BOOT"; }
 S="$SEMCTL -s $ADDRS"
-leader() { $S --json cluster status 2>/dev/null | sed -n 's/.*"leader_id":\([0-9]*\).*/\1/p'; }
-has_leader() { l=$(leader); [ -n "$l" ] && [ "$l" != 0 ]; }
+leader() { t_cluster_field leader_id; }
+has_leader() { t_cluster_has_leader; }
 # queued NAME PID...: NAME's waiters are these processes, in this order,
 # none of them away.
 queued() {

@@ -13,40 +13,12 @@
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 150
 unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
-LOAD=$top_builddir/tests/cluster/cluster_load
-PROXY=$top_srcdir/tests/cluster/peerproxy.py
-command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
-[ -z "${SEMD_SKIP_FAULTS:-}" ] || { echo "SKIP: SEMD_SKIP_FAULTS"; exit 77; }
 if grep -qa -e __asan_init -e __tsan_init "$SEMD"; then
 	echo "SKIP: a sanitizer build (a rate test; faults.sh checks safety there)"
 	exit 77
 fi
 
-base=$(t_port_base 14) || exit 1
-P1=$base; P2=$((base + 1)); P3=$((base + 2))
-C1=$((base + 11)); C2=$((base + 12)); C3=$((base + 13))
-BOOT="1=127.0.0.2:$P1,2=127.0.0.2:$P2,3=127.0.0.2:$P3"
-ADDRS="tcp:127.0.0.1:$C1,tcp:127.0.0.1:$C2,tcp:127.0.0.1:$C3"
-: >"$T/blocked"
-python3 "$PROXY" "$T/blocked" "127.0.0.2:$P1=127.0.0.1:$P1" \
-	"127.0.0.2:$P2=127.0.0.1:$P2" "127.0.0.2:$P3=127.0.0.1:$P3" \
-	>"$T/proxy.log" 2>&1 &
-PIDS_TO_KILL="$PIDS_TO_KILL $!"
-
-start_node() {
-	eval "port=\$P$1 cport=\$C$1"
-	t_start_node "$1" --data-dir "$T/d$1" --node-id "$1" \
-		--peer-listen "tcp:127.0.0.2:$port" --peer-bind "tcp:127.0.0.1:$port" \
-		--bootstrap "$BOOT" --listen "tcp:127.0.0.1:$cport" \
-		--acl "anonymous * all"
-}
-leader() {
-	"$SEMCTL" -s "$ADDRS" --json cluster status 2>/dev/null |
-		sed -n 's/.*"leader_id":\([0-9]*\).*/\1/p'
-}
-has_leader() { l=$(leader); [ -n "$l" ] && [ "$l" != 0 ]; }
-wait_leader() { t_wait_for 10 has_leader; }
-pid_of() { eval "echo \$N$1"; }
+. "$top_srcdir/tests/cluster/proxied.sh"
 
 for i in 1 2 3; do start_node $i || { echo "node $i did not start"; exit 1; }; done
 ok "a leader is elected" wait_leader

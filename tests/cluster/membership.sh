@@ -10,22 +10,10 @@ unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 
 t_cluster3 15 || exit 1
 
-# start_node I [ARGS...]: node I (peer port base+I, client port base+10+I).
-start_node() {
-	i=$1; shift
-	t_start_node "$i" --data-dir "$T/d$i" --node-id "$i" \
-		--peer-listen "tcp:127.0.0.1:$((base + i))" \
-		--listen "tcp:127.0.0.1:$((base + 10 + i))" \
-		--acl "anonymous * all" "$@"
-}
-# field NAME [ADDRS]: a number of the cluster status, as the first node of
-# ADDRS (default: any) that answers sees it.
-field() {
-	"$SEMCTL" -s "${2:-$ADDRS}" --json cluster status 2>/dev/null |
-		sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
-}
+start_node() { t_cluster_node "$@"; }
+field() { t_cluster_field "$@"; }
 leader_is() { [ "$(field leader_id)" = "$1" ]; }
-has_leader() { l=$(field leader_id); [ -n "$l" ] && [ "$l" != 0 ]; }
+has_leader() { t_cluster_has_leader; }
 members() { "$SEMCTL" -s "$ADDRS" --json cluster status 2>/dev/null | grep -o '"role"' | wc -l; }
 members_are() { [ "$(members)" -eq "$1" ]; }
 # caught_up I: node I has applied at least what the leader had committed.

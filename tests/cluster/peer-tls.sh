@@ -21,25 +21,19 @@ t_cluster3 20 || exit 1
 	{ echo "cannot make the test certificates"; exit 1; }
 ptls() { echo "--peer-tls-cert $T/n$1.pem --peer-tls-key $T/n$1.key --peer-tls-ca $T/ca.pem"; }
 
-# start_node I [ARGS...]: node I (peer port base+I, client port base+10+I).
+# start_node I [ARGS...]: node I (t_cluster_node), its peers in TLS.
 start_node() {
 	i=$1; shift
 	# shellcheck disable=SC2046
-	t_start_node "$i" --data-dir "$T/d$i" --node-id "$i" \
-		--peer-listen "tcp:127.0.0.1:$((base + i))" \
-		--listen "tcp:127.0.0.1:$((base + 10 + i))" \
-		--election-timeout 300ms --acl "anonymous * all" $(ptls "$i") "$@"
+	t_cluster_node "$i" --election-timeout 300ms $(ptls "$i") "$@"
 }
-field() {
-	"$SEMCTL" -s "${2:-$ADDRS}" --json cluster status 2>/dev/null |
-		sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
-}
+field() { t_cluster_field "$@"; }
 # leader_field NAME: as the leader sees it.
 leader_field() {
 	l=$(field leader_id)
 	[ -n "$l" ] && [ "$l" != 0 ] && field "$1" "tcp:127.0.0.1:$((base + 10 + l))"
 }
-has_leader() { l=$(field leader_id "${1:-}"); [ -n "$l" ] && [ "$l" != 0 ]; }
+has_leader() { t_cluster_has_leader "${1:-}"; }
 members_are() {
 	[ "$("$SEMCTL" -s "$ADDRS" --json cluster status 2>/dev/null |
 		grep -o '"role"' | wc -l)" -eq "$1" ]

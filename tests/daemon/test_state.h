@@ -344,6 +344,8 @@ static inline struct sm *t_start_(uint64_t t0, const char *title,
 }
 #define t_start(title, tune, who, ...) t_start_(0, title, tune, who,	\
 	(struct sm_client **const []){ __VA_ARGS__, NULL })
+/* The commonest start: two clients of uid:1, a and b, with the defaults. */
+#define t_pair(title, a, b) t_start(title, NULL, "uid:1 uid:1", a, b)
 #define t_start_checked(t0, title, tune, who, ...) t_start_(t0, title, tune, \
 	who, (struct sm_client **const []){ __VA_ARGS__, NULL })
 

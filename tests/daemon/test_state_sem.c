@@ -287,8 +287,7 @@ static void test_npermits(void)
 static void test_set_limit(void)
 {
 	struct sm_client *a, *b;
-	struct sm *sm = t_start("set-limit shrink and grow", NULL,
-	    "uid:1 uid:1", &a, &b);
+	struct sm *sm = t_pair("set-limit shrink and grow", &a, &b);
 	Semd__Reply *r;
 
 	t_created(sm, a, 1, 2, "s", 3, SEMD__MODE__OWNED);
@@ -356,8 +355,7 @@ static void test_issue_set_limit_shrink_overgrant(void)
 static void test_delete(void)
 {
 	struct sm_client *a, *b;
-	struct sm *sm = t_start("delete with force", NULL,
-	    "uid:1 uid:1", &a, &b);
+	struct sm *sm = t_pair("delete with force", &a, &b);
 	Semd__Reply *r;
 
 	t_created(sm, a, 1, 2, "d", 1, SEMD__MODE__OWNED);
@@ -386,8 +384,8 @@ static void test_delete(void)
 static void test_name_cache(void)
 {
 	struct sm_client *a, *b;
-	struct sm *sm = t_start("a client's last semaphore after it is freed",
-	    NULL, "uid:1 uid:1", &a, &b);
+	struct sm *sm = t_pair("a client's last semaphore after it is freed",
+	    &a, &b);
 	Semd__Reply *r;
 
 	t_held(sm, a, 1, 2, "nc/x", 1);

@@ -43,8 +43,7 @@ static void test_hello(void)
 static void test_deadline(void)
 {
 	struct sm_client *a, *b;
-	struct sm *sm = t_start("deadline expiry exactly at the tick", NULL,
-	    "uid:1 uid:1", &a, &b);
+	struct sm *sm = t_pair("deadline expiry exactly at the tick", &a, &b);
 	Semd__Reply *r;
 
 	t_held(sm, a, 1, 2, "m", 1);
@@ -69,8 +68,7 @@ static void test_deadline(void)
 static void test_disconnect(void)
 {
 	struct sm_client *a, *b;
-	struct sm *sm = t_start("disconnect frees holds at once", NULL,
-	    "uid:1 uid:1", &a, &b);
+	struct sm *sm = t_pair("disconnect frees holds at once", &a, &b);
 
 	t_held(sm, a, 1, 2, "m", 1);
 	t_held(sm, a, 1, 3, "other", 1);
@@ -185,8 +183,7 @@ static void test_detached(void)
 static void test_idempotent(void)
 {
 	struct sm_client *a, *b;
-	struct sm *sm = t_start("idempotent retry", NULL,
-	    "uid:1 uid:1", &a, &b);
+	struct sm *sm = t_pair("idempotent retry", &a, &b);
 	Semd__Grant *g1, *g2;
 	Semd__Reply *r;
 
@@ -457,7 +454,7 @@ static void test_principal_caps(void)
 static void test_shutdown(void)
 {
 	struct sm_client *a, *b;
-	struct sm *sm = t_start("shutdown", NULL, "uid:1 uid:1", &a, &b);
+	struct sm *sm = t_pair("shutdown", &a, &b);
 
 	t_held(sm, a, 1, 2, "x", 1);
 	t_down(sm, b, 2, "x", 1, -1, 0);
