@@ -35,7 +35,7 @@ failover_probe_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 EXTRA_DIST += bench/cluster-failover.py bench/cluster.sh bench/tls.sh
 
 # sm-deadlock: the deadlock search's cost with 100,000 waiters (the state
-# machine driven directly), for the README's figures.
+# machine driven directly), for the figures of doc/features.md.
 noinst_PROGRAMS += sm-deadlock
 sm_deadlock_SOURCES = bench/sm-deadlock.c
 sm_deadlock_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)

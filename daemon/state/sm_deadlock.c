@@ -34,7 +34,7 @@
  * what is reachable, nothing else - with 100,000 waiters on unrelated names
  * a search still costs only its own names' holders. It is cut at
  * SM_DEADLOCK_BUDGET holds looked at (counted in deadlock_cut; the down
- * then waits as if no cycle were found). Measured in the README.
+ * then waits as if no cycle were found). Measured in doc/features.md.
  */
 #include <errno.h>
 #include <inttypes.h>
