@@ -17,8 +17,8 @@ bench_test_bench_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_L
 TESTS += bench/test_bench
 
 # semd-benchmark against a private semd: every test, briefly.
-TESTS += bench/test_benchmark.sh bench/test_benchmark-tls.sh
-EXTRA_DIST += bench/test_benchmark.sh bench/test_benchmark-tls.sh
+TESTS += bench/test-benchmark.sh bench/test-benchmark-tls.sh
+EXTRA_DIST += bench/test-benchmark.sh bench/test-benchmark-tls.sh
 
 # make bench: a private semd and the standard suite, one table.
 EXTRA_DIST += bench/suite.sh bench/compare.sh bench/snapshot.sh bench/allocs.sh bench/README.md \
