@@ -168,4 +168,14 @@ void bench_names_name(const struct run *r, uint64_t i, char *buf, size_t len);
  */
 int bench_run(struct run *r);
 
+/* engine.c, for run.c: a worker's connections and their closed loop. */
+void worker_fail(struct worker *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int conn_open(struct conn *c, int hello);
+void conn_start(struct conn *c, uint64_t now);
+void conn_handshake(struct conn *c);
+void conn_read(struct conn *c);
+void conn_flush(struct conn *c);
+void conn_close(struct conn *c);
+
 #endif

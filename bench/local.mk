@@ -2,19 +2,19 @@
 # bench/ build fragment, included by the top Makefile.am
 # semd-benchmark: the load generator and latency meter (installed).
 bin_PROGRAMS += semd-benchmark
-semd_benchmark_SOURCES = bench/semd-benchmark.c bench/engine.c bench/bench.h \
+semd_benchmark_SOURCES = bench/semd-benchmark.c bench/engine.c bench/run.c bench/bench.h \
 	bench/wire.c bench/wire.h bench/hist.c bench/hist.h
 semd_benchmark_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS) -pthread
 semd_benchmark_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) \
 	$(OPENSSL_LIBS) $(PTHREAD_LIBS)
 
 # Unit tests of the histogram and the wire helpers.
-check_PROGRAMS += bench/test-bench
-bench_test_bench_SOURCES = bench/test-bench.c bench/wire.c bench/hist.c \
+check_PROGRAMS += bench/test_bench
+bench_test_bench_SOURCES = bench/test_bench.c bench/wire.c bench/hist.c \
 	tests/common/rnd_value.h
 bench_test_bench_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
 bench_test_bench_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS)
-TESTS += bench/test-bench
+TESTS += bench/test_bench
 
 # semd-benchmark against a private semd: every test, briefly.
 TESTS += bench/test-benchmark.sh bench/test-benchmark-tls.sh
@@ -36,9 +36,9 @@ EXTRA_DIST += bench/cluster-failover.py bench/cluster.sh bench/tls.sh \
 	bench/go-bench.sh bench/go-etcd/main.go
 
 # sm-deadlock: the deadlock search's cost with 100,000 waiters (the state
-# machine driven directly), for the README's figures.
+# machine driven directly), for the figures of doc/features.md.
 noinst_PROGRAMS += sm-deadlock
 sm_deadlock_SOURCES = bench/sm-deadlock.c
 sm_deadlock_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-sm_deadlock_LDADD = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+sm_deadlock_LDADD = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)

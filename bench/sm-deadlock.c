@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 
 static int last_code = -1;
 

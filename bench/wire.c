@@ -410,7 +410,7 @@ int wire_put_hello(struct wbuf *b, uint64_t id, const char *client_name)
 /*
  * The hot requests (Ping, Down, Up) are encoded by hand, straight into the
  * output buffer, in the byte order protobuf-c itself uses (fields by number,
- * zero values left out; proto/pbwire.h writes the fields): test-bench
+ * zero values left out; proto/pbwire.h writes the fields): test_bench
  * checks the two agree byte for byte.
  */
 

@@ -14,7 +14,7 @@
 #include "core/list.h"
 #include "daemon/access.h"
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/xprt.h"
 #include "security/acl.h"
@@ -283,121 +283,60 @@ static const char *access_principal(const struct access_id *id)
 }
 
 /*
- * The name a request acts on, the right it needs and the verb for a denial;
- * false: no name to check. Managing a name (delete, set-limit, release of
- * a hold) needs create: the state machine then lets only the principal
- * that created the name do it, unless the caller has admin on it too.
+ * The ACL right each right of the op table (state.h) asks for. Managing a
+ * name (delete, set-limit, set-rate, release of a hold) needs create: the
+ * state machine then lets only the principal that created the name do it,
+ * unless the caller has admin on it too.
+ */
+static const enum acl_right access_right[] = {
+	[SM_RIGHT_NONE] = 0,
+	[SM_RIGHT_INSPECT] = ACL_INSPECT,
+	[SM_RIGHT_USE] = ACL_USE,
+	[SM_RIGHT_CREATE] = ACL_CREATE,
+	[SM_RIGHT_MANAGE] = ACL_CREATE,
+};
+
+/*
+ * What a request needs, read from the op table (state.h): the name it acts
+ * on, the right it needs there, and the verb (and what follows the name)
+ * for a refusal. False: no name to check - hello, ping, cancel, detach and
+ * where; a multi-name down, whose names access_check_each() checks one by
+ * one; an unknown op. A cluster request is the node's, not the state's:
+ * its view needs inspect, a change of the cluster admin.
  */
 static bool access_need(const Semd__Request *req, const char **name,
-    enum acl_right *right, const char **verb)
+    enum acl_right *right, const char **verb, const char **after)
 {
-	switch (req->op_case) {
-	case SEMD__REQUEST__OP_CREATE:
-		*name = req->create->name;
-		*right = ACL_CREATE;
-		*verb = "create";
-		return true;
-	case SEMD__REQUEST__OP_CLUSTER:
-		/* The node's view: inspect; a change of the cluster: admin. */
+	const struct sm_op *op;
+	bool status;
+
+	if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
+		status = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS;
 		*name = "";
-		*right = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS ?
-		    ACL_INSPECT : ACL_ADMIN;
-		*verb = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS ?
-		    "inspect the cluster" : "change the cluster";
+		*right = status ? ACL_INSPECT : ACL_ADMIN;
+		*verb = status ? "inspect the cluster" : "change the cluster";
+		*after = "";
 		return true;
-	case SEMD__REQUEST__OP_DELETE:
-		*name = req->delete_->name;
-		*right = ACL_CREATE;
-		*verb = "delete";
-		return true;
-	case SEMD__REQUEST__OP_SET_LIMIT:
-		*name = req->set_limit->name;
-		*right = ACL_CREATE;
-		*verb = "set the limit of";
-		return true;
-	case SEMD__REQUEST__OP_RELEASE:
-		*name = req->release->name;
-		*right = ACL_CREATE;
-		*verb = "release holds on";
-		return true;
-	case SEMD__REQUEST__OP_DOWN:
-		*name = req->down->name;
-		*right = ACL_USE;
-		*verb = "use";
-		return true;
-	case SEMD__REQUEST__OP_UP:
-		*name = req->up->name;
-		*right = ACL_USE;
-		*verb = "use";
-		return true;
-	case SEMD__REQUEST__OP_VALIDATE:
-		*name = req->validate->name;
-		*right = ACL_USE;
-		*verb = "use";
-		return true;
-	case SEMD__REQUEST__OP_INFO:
-		*name = req->info->name;
-		*right = ACL_INSPECT;
-		*verb = "inspect";
-		return true;
-	case SEMD__REQUEST__OP_LIST:
-		/*
-		 * Checked against the prefix (so a protected prefix is refused
-		 * outright); the names listed are then filtered one by one
-		 * through access_visible_cb().
-		 */
-		*name = req->list->prefix;
-		*right = ACL_INSPECT;
-		*verb = "inspect";
-		return true;
-	case SEMD__REQUEST__OP_STATS:
-		*name = "";
-		*right = ACL_INSPECT;
-		*verb = "inspect";
-		return true;
-	case SEMD__REQUEST__OP_SET_RATE:
-		*name = req->set_rate->name;
-		*right = ACL_CREATE;
-		*verb = "set the rate of";
-		return true;
-	case SEMD__REQUEST__OP_WATCH:
-		/*
-		 * A name, or a prefix checked like List's: the names it covers
-		 * are then filtered one by one through access_visible_cb().
-		 */
-		*name = req->watch->name;
-		*right = ACL_INSPECT;
-		*verb = "watch";
-		return true;
-	case SEMD__REQUEST__OP_RENEW:
-		*name = req->renew->name;
-		*right = ACL_USE;
-		*verb = "use";
-		return true;
-	case SEMD__REQUEST__OP_HOLDS:
-		/* Another principal's: the state machine wants admin on all. */
-		*name = "";
-		*right = ACL_INSPECT;
-		*verb = "inspect";
-		return true;
-	default:
-		/*
-		 * hello, ping, cancel and where (of one's own request), a
-		 * multi-name down (each name: access_check_multi()), unknown:
-		 * no name
-		 */
-		return false;
 	}
+	if ((op = sm_op(req->op_case)) == NULL ||
+	    (*name = sm_op_target(op, req)) == NULL)
+		return false;
+	*right = access_right[op->right];
+	*verb = op->verb;
+	*after = op->after;
+	return true;
 }
 
 /*
- * A multi-name down needs use of every name; administrators of all of them
- * are administrators for it. False with the refusal in msg.
+ * A multi-name down (op's target: each name) needs op's right on every
+ * name; administrators of all of them are administrators for it. False
+ * with the refusal in msg.
  */
-static bool access_check_multi(struct access_id *id, const struct acl *acl,
-    const Semd__DownMulti *dm, struct sm_caller *who, char *msg, size_t len)
+static bool access_check_each(struct access_id *id, const struct acl *acl,
+    const struct sm_op *op, const Semd__DownMulti *dm, struct sm_caller *who,
+    char *msg, size_t len)
 {
-	unsigned int rights, all = ACL_RIGHTS_ALL;
+	unsigned int right = access_right[op->right], rights, all = ACL_RIGHTS_ALL;
 	const char *name;
 	size_t i, n;
 
@@ -410,9 +349,9 @@ static bool access_check_multi(struct access_id *id, const struct acl *acl,
 		rights = acl_defaults_only(acl) ? id->rights :
 		    acl_rights(acl, &id->subject, name, n);
 		all &= rights;
-		if ((rights & ACL_USE) == 0) {
-			snprintf(msg, len, "%s may not use %s", id->subject.principal,
-			    name);
+		if ((rights & right) != right) {
+			snprintf(msg, len, "%s may not %s %s", id->subject.principal,
+			    op->verb, name);
 			return false;
 		}
 	}
@@ -459,8 +398,9 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 {
 	const struct acl *acl = c->srv->cfg.acl;
 	struct access_id *id = c->id;
+	const struct sm_op *op = sm_op(req->op_case);
 	enum acl_right right;
-	const char *name, *verb;
+	const char *name, *verb, *after;
 	unsigned int rights;
 	size_t len;
 
@@ -479,14 +419,14 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 	 * cluster's status is answered by the node without a session, so it
 	 * is checked from the first request on.
 	 */
-	if (c->hello && req->op_case == SEMD__REQUEST__OP_DOWN_MULTI) {
-		if (access_check_multi(id, acl, req->down_multi, who, msg,
+	if (c->hello && op != NULL && op->target == SM_TARGET_EACH) {
+		if (access_check_each(id, acl, op, req->down_multi, who, msg,
 		    msglen))
 			return 0;
 		goto denied;
 	}
 	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
-	    !access_need(req, &name, &right, &verb) || name == NULL)
+	    !access_need(req, &name, &right, &verb, &after))
 		return 0;
 	len = strlen(name);
 	/* An invalid name gets the state machine's INVALID_ARGUMENT. */
@@ -499,8 +439,7 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 		return 0;
 	if (len > 0)
 		snprintf(msg, msglen, "%s may not %s %s%s", id->subject.principal,
-		    verb, name,
-		    req->op_case == SEMD__REQUEST__OP_LIST ? " (list)" : "");
+		    verb, name, after);
 	else
 		snprintf(msg, msglen, "%s may not %s%s: that needs the %s right "
 		    "on every name", id->subject.principal, verb,

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "daemon/config.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "proto/frame.h"
 #include "security/acl.h"
 #include "security/tls.h"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/conn-int.h - what the parts of the connection layer (conn.c,
- * conn_accept.c, conn_io.c, conn_req.c, conn_reply.c) share; nothing
- * outside them includes it.
+ * conn_accept.c, conn_io.c, conn_req.c, conn_reply.c) and the two feeds
+ * under it (feed_memory.c, feed_log.c) share; nothing else includes it.
  *
  * Threads: a connection belongs to one worker (one event loop and thread)
  * and only that thread touches it. Every call into the state machine runs
@@ -81,8 +81,6 @@ bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen);
 void conn_protocol_error_locked(struct conn *c, const char *why);
 /* Under the lock: UNAVAILABLE, and where the leader is (id 0: a notice). */
 void conn_redirect_locked(struct conn *c, uint64_t id);
-/* Under the lock, with a log: open c's client in the log (its loop's batch). */
-void conn_log_open_locked(struct conn *c, const char *principal);
 
 /* conn_reply.c */
 /* Under the lock: stage the frames other workers left for w's clients. */

@@ -7,8 +7,8 @@
  * state lock is taken; under the lock it is only counted and opened in the
  * state. Nothing may free a connection from inside the state machine:
  * closes are deferred to the kill event. Also the hooks server.c's loops
- * call (conn_loop_ops), and with a log the map from client ids to
- * connections.
+ * call (conn_loop_ops). How a client is opened in the state, and closed,
+ * is the feed's (feed.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,8 +21,8 @@
 #include <event2/buffer.h>
 
 #include "daemon/conn-int.h"
-#include "daemon/durable.h"
-#include "daemon/log.h"
+#include "daemon/feed.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/xprt.h"
 
@@ -105,28 +105,6 @@ void conn_close_later(struct conn *c)
 		event_active(c->kill, EV_TIMEOUT, 0);
 }
 
-/* With a log: the hash of a client id (ids are ours: no client aims them). */
-static uint64_t conn_id_hash(const struct server *srv, uint64_t id)
-{
-	return hmap_siphash_u64x2(srv->hash_key, id, 0);
-}
-
-/* Does a connection node carry this client id? */
-static bool conn_id_eq(const struct hnode *n, const void *key)
-{
-	return container_of(n, struct conn, cid_node)->cid ==
-	    *(const uint64_t *)key;
-}
-
-/* The connection of a client id, or NULL (under the lock). */
-struct conn *conn_by_id_locked(struct server *srv, uint64_t id)
-{
-	struct hnode *n = hmap_find(&srv->conn_ids, conn_id_hash(srv, id),
-	    conn_id_eq, &id);
-
-	return n ? container_of(n, struct conn, cid_node) : NULL;
-}
-
 /* The events of a new connection: 0, or -ENOMEM (freed by conn_free_io()). */
 static int conn_make_io(struct conn *c)
 {
@@ -160,8 +138,8 @@ static void conn_free_io(struct conn *c, bool bye)
 
 /*
  * Under the lock: count c against its quota (its identity who, worked out
- * before the lock) and open its client in the state (or, with a log, in
- * the log). 0, -EDQUOT (why filled), or -ENOMEM.
+ * before the lock) and open its client through the feed. 0, -EDQUOT (why
+ * filled), or -ENOMEM.
  */
 static int conn_open_locked(struct conn *c, struct acl_subject *who,
     bool pending, const uint8_t *secret, char *why, size_t len)
@@ -174,26 +152,10 @@ static int conn_open_locked(struct conn *c, struct acl_subject *who,
 	if (r != 0)
 		return r;
 	principal = srv->policy->principal(c->id);
-	if (srv->durable != NULL) {
-		/*
-		 * Opened in the state when the log gets there; bound then. On a
-		 * node that does not lead, opened in the log only if it leads
-		 * by the client's first request (conn_log_open_locked).
-		 */
-		c->cid = durable_client_id(srv->durable);
-		memcpy(c->secret, secret, sizeof c->secret);
-		hmap_insert(&srv->conn_ids, &c->cid_node, conn_id_hash(srv, c->cid));
-		if (durable_serving(srv->durable))
-			conn_log_open_locked(c, principal);
-	} else {
-		c->cid = ++srv->next_client;
-		c->client = sm_client_open(srv->sm, c->cid, c, principal, secret,
-		    c->local ? SM_CLIENT_LOCAL : 0, server_now());
-		if (c->client == NULL) {
-			srv->policy->close_locked(c->id);
-			c->id = NULL;
-			return -ENOMEM;
-		}
+	if ((r = srv->feed->open_locked(c, principal, secret)) != 0) {
+		srv->policy->close_locked(c->id);
+		c->id = NULL;
+		return r;
 	}
 	list_add_tail(&c->entry, &c->w->conns);
 	conn_arm_timer(c);
@@ -288,7 +250,7 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 	    who.kind == ACL_SUBJECT_UID, secret, why, sizeof why);
 	server_unlock(w);
 	if (w->batch.len > 0)
-		durable_submit(srv->durable, &w->batch);
+		srv->feed->submit(srv, &w->batch);
 	if (r != 0)
 		goto fail;
 	c->last_input_ms = server_now();
@@ -346,25 +308,13 @@ void conn_free(struct conn *c)
 	list_del_init(&c->entry);
 	srv->nconns--;
 	w->nconns--;
-	if (srv->durable != NULL) {
-		struct sm_client *cl = sm_client_find(srv->sm, c->cid);
-
-		/* Nothing more reaches it; the state hears of it through the log. */
-		hmap_remove(&srv->conn_ids, &c->cid_node);
-		if (cl != NULL)
-			sm_client_bind(cl, NULL);
-		/* A stop is no client's death: the restart entry says what goes. */
-		if (!srv->stopping && c->logged)
-			sm_batch_close(&close, c->cid);
-	} else {
-		sm_client_close(srv->sm, c->client, server_now());
-	}
+	srv->feed->close_locked(c, &close);
 	srv->policy->close_locked(c->id);
 	if (srv->stopping && w->nconns == 0)
 		event_base_loopexit(w->base, NULL);
 	server_unlock(w);
 	if (close.len > 0)
-		durable_submit(srv->durable, &close);
+		srv->feed->submit(srv, &close);
 	sm_batch_free(&close);
 	conn_free_io(c, bye);
 }
@@ -424,6 +374,4 @@ const struct server_ops conn_loop_ops = {
 	.drop_all = conn_drop_all,
 	.close_all = conn_close_all,
 	.free_all = conn_free_all,
-	.by_id_locked = conn_by_id_locked,
-	.applied_locked = conn_applied_locked,
 };

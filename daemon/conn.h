@@ -21,9 +21,9 @@
 #include <openssl/ssl.h>
 
 #include "core/list.h"
-#include "daemon/hmap.h"
+#include "daemon/state/hmap.h"
 #include "daemon/server.h"
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 #include "proto/semd.pb-c.h"
 #include "security/acl.h"
 
@@ -58,7 +58,7 @@ struct conn {
 	size_t			proposed;	/* log: request bytes not applied */
 	bool			paused;		/* log: not read until they are */
 	bool			resuming;	/* log: a resume is in its mailbox */
-	struct hnode		cid_node;	/* srv->conn_ids (with a log) */
+	struct hnode		cid_node;	/* log: feed_log.c's map of client ids */
 	bool			open;		/* opened in the state (or queued) */
 	bool			logged;		/* log: its OPEN is in the log */
 	bool			local;		/* a UNIX peer */
@@ -124,8 +124,6 @@ void conn_close_later(struct conn *c);
 void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r);
 /* With a log, under the lock: len bytes of c's requests were applied. */
 void conn_applied_locked(struct conn *c, size_t len);
-/* With a log, under the lock: this node's connection of a client id. */
-struct conn *conn_by_id_locked(struct server *srv, uint64_t id);
 /*
  * Tell a client we will not serve why, in one frame written without
  * waiting (a full socket buffer just loses it).

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "daemon/conn-int.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "security/tls_hs.h"
 

@@ -22,8 +22,8 @@
 #include <event2/buffer.h>
 
 #include "daemon/conn-int.h"
-#include "daemon/durable.h"
-#include "daemon/log.h"
+#include "daemon/feed.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/xprt.h"
 #include "proto/frame.h"
@@ -224,10 +224,13 @@ static void conn_pause(struct conn *c)
 	event_del(c->rev);
 }
 
-/* Under the lock: stop reading c while too much of it waits in the log. */
+/*
+ * Under the lock: stop reading c while too much of it waits in the log
+ * (only the log's feed counts c->proposed: in memory it stays 0).
+ */
 static void conn_maybe_pause_locked(struct conn *c)
 {
-	if (c->srv->durable != NULL && !c->paused && !c->closing && !c->dead &&
+	if (!c->paused && !c->closing && !c->dead &&
 	    c->proposed > CONN_PROPOSED_MAX)
 		conn_pause(c);
 }
@@ -409,7 +412,7 @@ static void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 	if (!was)
 		conn_flush_all(w);
 	if (w->batch.len > 0)
-		durable_submit(w->srv->durable, &w->batch);
+		w->srv->feed->submit(w->srv, &w->batch);
 	if (w->batch.cap > 65536)
 		sm_batch_free(&w->batch);	/* a burst's memory is not kept */
 }

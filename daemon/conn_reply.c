@@ -15,7 +15,7 @@
 
 #include "daemon/conn-int.h"
 #include "daemon/fastpb.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "proto/frame.h"
 

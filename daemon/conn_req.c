@@ -2,8 +2,8 @@
 /*
  * daemon/conn_req.c - one request of a client: decoded (Down, Up and Ping
  * by hand, the rest by protobuf-c, into a per-thread arena), asked of the
- * policy (conn_policy), then run by the state machine, or with a log put
- * into this loop's batch for it. Cluster requests are answered here.
+ * policy (conn_policy), then handed to the feed (feed.h), which runs it in
+ * the state machine or puts it into this loop's batch for the log.
  * Everything here runs under the state lock.
  */
 #include <stdio.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "daemon/conn-int.h"
-#include "daemon/durable.h"
 #include "daemon/fastpb.h"
-#include "daemon/log.h"
+#include "daemon/feed.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 
 /*
@@ -75,8 +75,8 @@ static void conn_arena_reset(Semd__Request *req)
 }
 
 /*
- * With a log on a node that does not lead: answer UNAVAILABLE, with the
- * leader when it is known (a Redirect), for request id (0: a notice).
+ * On a node that does not lead: answer UNAVAILABLE, with the leader when
+ * it is known (a Redirect), for request id (0: a notice).
  */
 void conn_redirect_locked(struct conn *c, uint64_t id)
 {
@@ -84,7 +84,7 @@ void conn_redirect_locked(struct conn *c, uint64_t id)
 	Semd__Redirect rd = SEMD__REDIRECT__INIT;
 	char addr[256], msg[320];
 
-	rd.leader_id = durable_leader(c->srv->durable, addr, sizeof addr);
+	rd.leader_id = c->srv->feed->leader(c->srv, addr, sizeof addr);
 	rd.leader = addr;
 	if (addr[0] != '\0')
 		snprintf(msg, sizeof msg, "not the leader: node %llu at %s is",
@@ -99,58 +99,10 @@ void conn_redirect_locked(struct conn *c, uint64_t id)
 	conn_reply_locked(NULL, c, &r);
 }
 
-/* With a log: open c's client in the log (its loop's batch). */
-void conn_log_open_locked(struct conn *c, const char *principal)
-{
-	sm_batch_open(&c->w->batch, c->cid, principal, c->secret,
-	    c->local ? SM_CLIENT_LOCAL : 0);
-	c->logged = true;
-}
-
-/*
- * A cluster request: STATUS answered here from the node's own view, a
- * change handed to the log's thread (answered from there).
- */
-static void conn_cluster_locked(struct conn *c, const Semd__Request *req)
-{
-	Semd__Reply r = SEMD__REPLY__INIT;
-	uint8_t *buf = NULL;
-
-	if (c->srv->durable == NULL) {
-		conn_reply_code_locked(c, req->id, SEMD__CODE__INVALID_ARGUMENT,
-		    "this semd is not a cluster: it keeps its state in memory "
-		    "(a cluster's nodes run with --data-dir)");
-		return;
-	}
-	if (req->cluster->action == SEMD__CLUSTER__ACTION__STATUS) {
-		r.id = req->id;
-		if (durable_status(c->srv->durable, &r, &buf) != 0) {
-			conn_reply_code_locked(c, req->id,
-			    SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-			return;
-		}
-		conn_reply_locked(NULL, c, &r);
-		semd__cluster_status__free_unpacked(r.cluster, NULL);
-		return;
-	}
-	if (!durable_serving(c->srv->durable))
-		conn_redirect_locked(c, req->id);
-	else if (durable_cluster_change(c->srv->durable, c->cid, req->id, req->cluster) != 0)
-		conn_reply_code_locked(c, req->id, SEMD__CODE__RESOURCE_EXHAUSTED,
-		    "out of memory");
-}
-
-/*
- * Answer PROTOCOL_ERROR (id 0) to what could not be decoded: through the
- * state machine in memory (it counts it); with a log, straight back, since
- * nothing of the state changes.
- */
+/* PROTOCOL_ERROR (id 0) to what could not be decoded: the feed's way. */
 void conn_protocol_error_locked(struct conn *c, const char *why)
 {
-	if (c->srv->durable == NULL)
-		sm_protocol_error(c->srv->sm, c->client, why);
-	else
-		conn_reply_code_locked(c, 0, SEMD__CODE__PROTOCOL_ERROR, why);
+	c->srv->feed->protocol_error_locked(c, why);
 }
 
 /* Ask the policy; a refusal is answered here. True: go on. */
@@ -167,72 +119,11 @@ static bool conn_allowed_locked(struct conn *c, const Semd__Request *req,
 	return false;
 }
 
-/*
- * With a log the request goes into this loop's batch, as it came and with
- * the access decision; it is answered once applied. Hello is taken as seen
- * from here on, so the requests behind it are checked against the ACL (a
- * failed Hello closes). False: stop reading.
- */
-static bool conn_propose_locked(struct conn *c, const Semd__Request *req,
-    const uint8_t *data, size_t plen)
-{
-	struct server *srv = c->srv;
-	struct sm_caller who;
-
-	if (!conn_allowed_locked(c, req, &who)) {
-		/* denied and answered */
-	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
-		conn_cluster_locked(c, req);
-	} else if (!durable_serving(srv->durable)) {
-		/* Not the leader: where to go, then close. */
-		conn_redirect_locked(c, req->id);
-		conn_close_later(c);
-		return false;
-	} else {
-		if (!c->logged)
-			conn_log_open_locked(c, srv->policy->principal(c->id));
-		sm_batch_request(&c->w->batch, c->cid, &who, data, plen);
-		c->proposed += plen;
-	}
-	if (req->op_case == SEMD__REQUEST__OP_HELLO && !c->hello) {
-		c->hello = true;
-		conn_arm_timer(c);
-	}
-	return !c->closing && !c->dead;
-}
-
-/* In memory: run the request in the state machine. False: stop reading. */
-static bool conn_run_locked(struct conn *c, const Semd__Request *req)
-{
-	struct sm_caller who;
-	int r = SM_OK;
-
-	/* The time the batch was read: one clock read per batch. A cluster
-	 * request is answered here: no cluster (and no protocol error, even
-	 * before Hello, as a node answers it without a session). */
-	if (conn_allowed_locked(c, req, &who)) {
-		if (req->op_case == SEMD__REQUEST__OP_CLUSTER)
-			conn_cluster_locked(c, req);
-		else
-			r = sm_request(c->srv->sm, c->client, req, &who,
-			    c->last_input_ms);
-	}
-	if (!c->hello && sm_client_session(c->client) != 0) {
-		c->hello = true;
-		conn_arm_timer(c);
-	}
-	if (r == SM_CLOSE) {
-		log_info("%s: protocol error, closing", c->peer);
-		conn_close_later(c);
-		return false;
-	}
-	return !c->closing && !c->dead;
-}
-
 /* Decode one frame's payload and run it. Returns false to stop reading. */
 bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen)
 {
 	struct fastpb_req f;
+	struct sm_caller who;
 	Semd__Request *req;
 	bool fast, go;
 
@@ -253,10 +144,9 @@ bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen)
 		conn_reply_code_locked(c, req->id, SEMD__CODE__INVALID_ARGUMENT,
 		    "a string field holds a NUL byte");
 		go = !c->closing && !c->dead;
-	} else if (c->srv->durable != NULL) {
-		go = conn_propose_locked(c, req, data, plen);
 	} else {
-		go = conn_run_locked(c, req);
+		go = c->srv->feed->request_locked(c, req,
+		    conn_allowed_locked(c, req, &who) ? &who : NULL, data, plen);
 	}
 	conn_arena_reset(fast ? NULL : req);
 	return go;

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/durable.h"
+#include "daemon/log/durable.h"
 
 /* What the decision looks at. */
 struct health_view {

@@ -31,7 +31,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/listen.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/tlsconf.h"
 

@@ -19,7 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/conn.h"
 #include "daemon/listen.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "daemon/tlsconf.h"

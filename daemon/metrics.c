@@ -39,12 +39,12 @@
 #include <event2/listener.h>
 
 #include "core/list.h"
-#include "daemon/durable.h"
+#include "daemon/feed.h"
 #include "daemon/health.h"
 #include "daemon/listen.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/metrics.h"
-#include "daemon/raftguard.h"
+#include "daemon/log/raftguard.h"
 #include "daemon/server.h"
 
 #define METRICS_MAX_HEADERS	8192
@@ -295,7 +295,8 @@ static void metrics_log_io(struct metrics *m, struct evbuffer *b)
 	uint64_t cum = 0;
 	unsigned int i;
 
-	durable_io_stats(m->srv->durable, &st);
+	if (!m->srv->feed->io_stats(m->srv, &st))
+		return;		/* in memory: no log */
 	metrics_head(b, "semd_log_append_seconds", "histogram", "Time the log "
 	    "took to write and fsync an append of entries, from libraft's "
 	    "request to its completion.");
@@ -471,12 +472,12 @@ static int metrics_render(struct metrics *m, struct evbuffer *b)
 	    m->srv->cfg.max_connections);
 	metrics_build_info(b);
 	metrics_process(m, b);
-	if (m->srv->durable != NULL) {
+	{
 		struct sm_local_counters lc = { 0 };
 		char name[64];
 
-		/* The node's view of its cluster (a log of one voter is one). */
-		durable_counters(m->srv->durable, &lc);
+		/* The node's view of its log, if it feeds the state through one. */
+		m->srv->feed->counters(m->srv, &lc);
 		for (i = 0; i < lc.n; i++) {
 			snprintf(name, sizeof name, "semd_%s", lc.name[i]);
 			metrics_one(b, name, "gauge", "This node's view of the raft log "
@@ -530,10 +531,8 @@ static bool metrics_ready(struct metrics *m, char *why, size_t len)
 	struct health_view v = { 0 };
 
 	v.stopping = m->srv->stopping;
-	v.durable = m->srv->durable != NULL;
 	v.max_lag = m->srv->cfg.ready_max_lag;
-	if (v.durable)
-		durable_health(m->srv->durable, &v.log);
+	v.durable = m->srv->feed->health(m->srv, &v.log);
 	return health_ready(&v, why, len);
 }
 

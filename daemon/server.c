@@ -27,8 +27,8 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "daemon/durable.h"
-#include "daemon/log.h"
+#include "daemon/feed.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/server-int.h"
 
@@ -104,9 +104,7 @@ static void server_arm_locked(struct worker *w)
 	uint64_t next, now, delta;
 	struct timeval tv;
 
-	if (srv->durable != NULL)
-		return;		/* time passes through the log */
-	next = sm_next_deadline(srv->sm);
+	next = srv->feed->deadline_locked(srv);
 	if (next >= srv->armed_min && srv->armed_by != w)
 		return;
 	srv->armed_min = next;
@@ -263,9 +261,8 @@ static void worker_wake_cb(evutil_socket_t fd, short what, void *arg)
  * This node stopped leading: every loop tells its clients and closes them,
  * so they go and find the leader (any thread).
  */
-static void server_drop_clients(void *arg)
+void server_drop_clients(struct server *srv)
 {
-	struct server *srv = arg;
 	unsigned int i;
 
 	server_lock_any(srv);
@@ -417,16 +414,7 @@ void server_stop(struct server *srv, const char *why)
 	server_lock(w0);
 	srv->stopping = true;
 	/* In memory the state goes with the process; a log keeps it. */
-	if (srv->durable == NULL) {
-		sm_shutdown(srv->sm, server_now());
-	} else {
-		Semd__Reply r = SEMD__REPLY__INIT;
-
-		r.code = SEMD__CODE__UNAVAILABLE;
-		r.message = (char *)"semd is stopping; the state is kept: a "
-		    "session with a lease resumes when it is back";
-		sm_tell_all(srv->sm, &r);
-	}
+	srv->feed->stopping_locked(srv);
 	for (i = 1; i < srv->nworkers; i++) {
 		srv->workers[i].stop = true;
 		server_wake_later(&srv->workers[i]);
@@ -495,6 +483,7 @@ struct server *server_new(const struct semd_config *cfg,
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	struct sm_config sc;
 	struct server *srv;
+	uint64_t now;
 	size_t i;
 
 	*exit_code = EX_OSERR;
@@ -508,6 +497,8 @@ struct server *server_new(const struct semd_config *cfg,
 	pthread_mutex_init(&srv->hs_lock, NULL);
 	srv->cfg = *cfg;
 	srv->ops = ops;
+	/* The one choice of the mode: the rest asks srv->feed. */
+	srv->feed = cfg->data_dir != NULL ? &feed_log : &feed_memory;
 	server_set_live(srv);
 	srv->reload = fn;
 	srv->reload_arg = arg;
@@ -532,13 +523,12 @@ struct server *server_new(const struct semd_config *cfg,
 		goto fail;
 	}
 	sc = server_sm_config_of(srv);
-	if (hmap_init(&srv->conn_ids, 64) != 0)
-		goto fail;
 	/*
 	 * In memory the state's time is this process' monotonic clock; with a
 	 * log it is the log's (the first entry starts it).
 	 */
-	srv->sm = sm_new(&sc, &ops->out, cfg->data_dir == NULL ? server_now() : 0);
+	srv->feed->clock(&now, &sc.wall_ms);
+	srv->sm = sm_new(&sc, &ops->out, now);
 	if (srv->sm == NULL)
 		goto fail;
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
@@ -570,10 +560,8 @@ void server_free(struct server *srv)
 			event_free(srv->sigs[i]);
 	if (srv->watchdog)
 		event_free(srv->watchdog);
-	durable_stop(srv->durable);
-	srv->durable = NULL;
+	srv->feed->stop(srv);
 	sm_free(srv->sm);
-	hmap_destroy(&srv->conn_ids);
 	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++)
 		worker_free(&srv->workers[i]);
 	pthread_mutex_destroy(&srv->hs_lock);
@@ -628,78 +616,10 @@ static void server_join_workers(struct server *srv)
 	}
 }
 
-/* --- the log's host: the state lock, the state machine, the clients ---------- */
-
-static void host_lock(void *arg)
-{
-	server_lock_any(arg);
-}
-
-static void host_unlock(void *arg)
-{
-	server_unlock_any(arg);
-}
-
-static struct sm_config host_sm_config(void *arg)
-{
-	return server_sm_config_of(arg);
-}
-
-static struct sm_out host_sm_out(void *arg)
-{
-	return server_sm_out(arg);
-}
-
-static void *host_conn(void *arg, uint64_t cid)
-{
-	struct server *srv = arg;
-
-	return srv->ops->by_id_locked(srv, cid);
-}
-
-static void host_applied(void *arg, void *conn, size_t len)
-{
-	struct server *srv = arg;
-
-	srv->ops->applied_locked(conn, len);
-}
-
-static void host_reply(void *arg, void *conn, const Semd__Reply *r)
-{
-	struct server *srv = arg;
-
-	srv->ops->out.reply(NULL, conn, r);
-}
-
-/* With a data directory: open the log, restore the state from it. */
+/* Take the state up: with a log, open it and replay it. */
 int server_start(struct server *srv)
 {
-	const struct durable_host host = {
-		.arg = srv,
-		.sm = &srv->sm,
-		.lock = host_lock,
-		.unlock = host_unlock,
-		.sm_config = host_sm_config,
-		.sm_out = host_sm_out,
-		.conn = host_conn,
-		.applied = host_applied,
-		.reply = host_reply,
-		.drop_clients = server_drop_clients,
-	};
-	char err[512];
-	int r;
-
-	if (srv->cfg.data_dir == NULL)
-		return 0;
-	log_notice("log: opening %s", srv->cfg.data_dir);
-	r = durable_start(&srv->durable, &srv->cfg, &host, srv->cfg.advertise != NULL ?
-	    srv->cfg.advertise : srv->client_addr, err, sizeof err);
-	if (r != 0) {
-		log_err("log: %s", err);
-		return r;
-	}
-	log_notice("log: state restored from %s", srv->cfg.data_dir);
-	return 0;
+	return srv->feed->start(srv);
 }
 
 /* Announce readiness, run the loop, return the exit code. */

@@ -3,13 +3,16 @@
  * daemon/server.h - the event loops around the state machine.
  *
  * server.c owns the event loops (workers), the state (struct sm) and its
- * lock, the deadline timers, signals, reload (server_reload.c) and systemd
- * notification. It calls nothing above it: what it needs of the
- * connections is conn.c's struct server_ops, given to server_new(), and of
- * the listeners a hook (srv->unlisten). Above it, one way: conn (conn.h),
- * then listen, access and metrics (listen.h, access.h, metrics.h), then
- * main.c, which ties them together. None of them decides anything about
- * semaphores: they decode, call the state machine (state.h), encode.
+ * lock, the deadline timers, signals, stop and systemd notification; the
+ * configuration's effects and SIGHUP's reload are server_config.c's. It
+ * calls nothing above it: what it needs of the connections is conn.c's
+ * struct server_ops, given to server_new(), and of the listeners a hook
+ * (srv->unlisten). How requests reach the state is the feed it chose
+ * (feed.h: in memory, or through the log). Above it, one way: conn
+ * (conn.h), then listen, access and metrics (listen.h, access.h,
+ * metrics.h), then main.c, which ties them together. None of them decides
+ * anything about semaphores: they decode, call the state machine (state.h),
+ * encode.
  */
 #ifndef SEMD_SERVER_H
 #define SEMD_SERVER_H
@@ -26,11 +29,13 @@
 #include "arch/spinlock.h"
 #include "core/list.h"
 #include "daemon/config.h"
-#include "daemon/hmap.h"
-#include "daemon/state.h"
+#include "daemon/state/hmap.h"
+#include "daemon/state/state.h"
 
 struct conn_pending;
 struct conn_policy;
+struct feed;
+struct feed_state;
 struct server_ops;
 struct tls_hs;
 struct tls_server;
@@ -125,8 +130,9 @@ struct server {
 	bool			systemd;	/* NOTIFY_SOCKET is set */
 	server_reload_fn	reload;
 	void			*reload_arg;
-	struct durable		*durable;	/* --data-dir, or NULL: in memory */
-	struct hmap		conn_ids;	/* with a log: client id -> conn */
+	/* How requests reach the state (feed.h), chosen once; its own. */
+	const struct feed	*feed;
+	struct feed_state	*feed_state;
 	const struct server_ops	*ops;		/* conn.c's */
 	const struct conn_policy *policy;	/* access.c's (access_init()) */
 	uint8_t			hash_key[16];	/* the state's */
@@ -174,9 +180,6 @@ struct server_ops {
 	void		(*close_all)(struct worker *w);
 	/* After the loops ended: free every client and TLS handshake. */
 	void		(*free_all)(struct server *srv);
-	/* Under the lock, for the log: this node's client id (or NULL); its request ran. */
-	struct conn	*(*by_id_locked)(struct server *srv, uint64_t id);
-	void		(*applied_locked)(struct conn *c, size_t len);
 };
 
 /* server.c */
@@ -185,7 +188,7 @@ struct server *server_new(const struct semd_config *cfg,
     const struct server_ops *ops, server_reload_fn fn, void *arg,
     int *exit_code);
 void server_free(struct server *srv);
-/* With a data directory: open the log and restore the state; 0 or an exit code. */
+/* Take the state up (with a log: replay it); 0 or an exit code. */
 int server_start(struct server *srv);
 /* Announce readiness (status: systemd's), run until stopped; the exit code. */
 int server_run(struct server *srv, const char *status);
@@ -213,6 +216,11 @@ size_t server_nconns(struct server *srv);
 uint64_t server_dropped(struct server *srv);
 /* Start a graceful stop. */
 void server_stop(struct server *srv, const char *why);
+/*
+ * This node stopped leading: every loop tells its clients where to go and
+ * closes them (any thread).
+ */
+void server_drop_clients(struct server *srv);
 
 /* alloccount.c: the Stats "allocations" counter, NULL when not counted. */
 uint64_t (*alloc_count_get(void))(void);

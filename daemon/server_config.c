@@ -12,23 +12,12 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-#include "daemon/durable.h"
-#include "daemon/log.h"
+#include "daemon/feed.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/server-int.h"
 #include "security/acl.h"
-
-/* Unix time in milliseconds. */
-static uint64_t server_wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 
 /*
  * This node's own figures for Stats (any thread, under the state lock):
@@ -52,8 +41,7 @@ static void server_counters(void *arg, struct sm_local_counters *out)
 		out->name[out->n] = "tls_handshakes_resumed";
 		out->value[out->n++] = resumed;
 	}
-	if (srv->durable != NULL)
-		durable_counters(srv->durable, out);
+	srv->feed->counters(srv, out);
 }
 
 /*
@@ -77,8 +65,8 @@ struct sm_config server_sm_config_of(const struct server *srv)
 	/* An Info page fits well inside what a client may have queued. */
 	if (cfg->max_output / 2 < sc.max_reply)
 		sc.max_reply = cfg->max_output / 2;
-	sc.wall_ms = srv->cfg.data_dir == NULL ? server_wall() : 0;
-	sc.durable = srv->cfg.data_dir != NULL;
+	sc.wall_ms = 0;		/* the feed's clock says (server_new) */
+	sc.durable = srv->feed->durable;
 	sc.local_counters = server_counters;
 	sc.local_arg = (void *)srv;
 	sc.server = "semd " PACKAGE_VERSION;
@@ -239,8 +227,5 @@ void server_config_apply_locked(struct server *srv, struct semd_config *next)
 	srv->cfg = *next;
 	server_set_live(srv);
 	sc = server_sm_config_of(srv);
-	if (srv->durable != NULL)
-		durable_config(srv->durable, &sc);	/* the settings go through the log */
-	else
-		sm_reconfigure(srv->sm, &sc);
+	srv->feed->reconfigure_locked(srv, &sc);
 }

@@ -2,7 +2,7 @@
 /* daemon/tlsconf.c - the TLS server context from the configuration. */
 #include <stddef.h>
 
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/tlsconf.h"
 #include "security/tls.h"
 

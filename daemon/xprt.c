@@ -19,7 +19,7 @@
 #include <openssl/ssl.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/xprt.h"
 #include "security/acl.h"

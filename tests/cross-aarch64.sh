@@ -17,7 +17,7 @@ CC=${CROSS_CC:-aarch64-linux-gnu-gcc}
 OBJDUMP=${CROSS_OBJDUMP:-aarch64-linux-gnu-objdump}
 QEMU=${QEMU:-qemu-aarch64}
 STRESS_SECONDS=${STRESS_SECONDS:-1}
-TESTS="arch-test sema-test model-test stress-test"
+TESTS="test_arch test_sema test_sema_threads test_model test_stress"
 
 for tool in "$CC" "$OBJDUMP" "$QEMU"; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -55,7 +55,7 @@ run_variant() {
 	# The right atomics were compiled in: look at two core functions
 	# (libc's own code may use either kind, so not the whole binary).
 	if [ -n "$must" ]; then
-		"$OBJDUMP" -d --no-show-raw-insn "$dir/sema-test" | awk '
+		"$OBJDUMP" -d --no-show-raw-insn "$dir/test_sema" | awk '
 			/^[0-9a-f]+ <(sema_up_n|sema_task_signal)>:$/ { p = 1; print; next }
 			/^[0-9a-f]+ </ { p = 0 }
 			p' >"$dir/core.dis"
@@ -69,11 +69,11 @@ run_variant() {
 	fi
 	for t in $TESTS; do
 		args=
-		[ "$t" = stress-test ] && args="-s $STRESS_SECONDS"
+		[ "$t" = test_stress ] && args="-s $STRESS_SECONDS"
 		log=$dir/$t.log
 		# shellcheck disable=SC2086
 		if timeout 600 "$QEMU" $qflags "$dir/$t" $args >"$log" 2>&1; then
-			if [ "$t" = arch-test ] && ! grep -qx "arch: $name" "$log"; then
+			if [ "$t" = test_arch ] && ! grep -qx "arch: $name" "$log"; then
 				result FAIL "$v: $t ran with $(grep '^arch:' "$log"), expected $name"
 			else
 				result ok "$v: $t"
@@ -86,11 +86,11 @@ run_variant() {
 	# More threads than CPUs on one permit: every hand-off wakes a sleeper.
 	log=$dir/stress-oversub.log
 	# shellcheck disable=SC2086
-	if timeout 600 "$QEMU" $qflags "$dir/stress-test" -t 8 -k 1 -s "$STRESS_SECONDS" >"$log" 2>&1; then
-		result ok "$v: stress-test -t 8 -k 1"
+	if timeout 600 "$QEMU" $qflags "$dir/test_stress" -t 8 -k 1 -s "$STRESS_SECONDS" >"$log" 2>&1; then
+		result ok "$v: test_stress -t 8 -k 1"
 	else
 		tail -n 30 "$log"
-		result FAIL "$v: stress-test -t 8 -k 1 (see $log)"
+		result FAIL "$v: test_stress -t 8 -k 1 (see $log)"
 	fi
 }
 

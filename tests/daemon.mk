@@ -1,19 +1,41 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/daemon.mk: build fragment, included by the top Makefile.am
 #
-# The state machine driven directly, with fake time:
-# test_state: requests and captured replies;
+# The state machine driven directly, with fake time (tests/daemon/test_state.h):
+# one program for each part of daemon/state/, requests and captured replies -
+# test_state_sem (semaphores, holds, the name and permit operations),
+# test_state_session (sessions, leases, retries, notices, caps, shutdown),
+# test_state_list (List), test_state_random (random operations against a
+# model), test_state_rate (token buckets), test_state_multi (DownMulti,
+# gated waiters, deadlocks), test_state_watch (watches, Renew, Holds, Where);
 # test_replay: the same log on differently seeded state machines (and one
 #   restored from a snapshot) gives the same replies and snapshots;
 # test_metrics: the state's histograms and reply counters.
-STATE_TESTS = tests/daemon/test_state tests/daemon/test_replay tests/daemon/test_metrics
+STATE_PART_TESTS = tests/daemon/test_state_sem tests/daemon/test_state_session \
+	tests/daemon/test_state_list tests/daemon/test_state_random \
+	tests/daemon/test_state_rate tests/daemon/test_state_multi \
+	tests/daemon/test_state_watch
+STATE_TESTS = $(STATE_PART_TESTS) tests/daemon/test_replay tests/daemon/test_metrics
 STATE_TEST_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-STATE_TEST_LIBS = daemon/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+STATE_TEST_LIBS = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 check_PROGRAMS += $(STATE_TESTS)
 TESTS += $(STATE_TESTS)
-tests_daemon_test_state_CFLAGS = $(STATE_TEST_CFLAGS)
-tests_daemon_test_state_LDADD = $(STATE_TEST_LIBS)
+noinst_HEADERS += tests/daemon/test_state.h
+tests_daemon_test_state_sem_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_sem_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_session_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_session_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_list_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_list_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_random_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_random_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_rate_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_rate_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_multi_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_multi_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_watch_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_watch_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_replay_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_replay_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_metrics_CFLAGS = $(STATE_TEST_CFLAGS)
@@ -30,11 +52,13 @@ tests_daemon_test_health_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 # against a sorted model.
 check_PROGRAMS += tests/daemon/test_hmap tests/daemon/test_ordidx
 TESTS += tests/daemon/test_hmap tests/daemon/test_ordidx
-tests_daemon_test_hmap_LDADD = daemon/libsemstate.a
-tests_daemon_test_ordidx_LDADD = daemon/libsemstate.a
+tests_daemon_test_hmap_LDADD = daemon/state/libsemstate.a
+tests_daemon_test_ordidx_LDADD = daemon/state/libsemstate.a
 
 # semd_probe: a protocol client for the shell tests below.
 check_PROGRAMS += tests/daemon/semd_probe
+tests_daemon_semd_probe_SOURCES = tests/daemon/semd_probe.c \
+	tests/daemon/probe_modes.c tests/daemon/probe_stress.c tests/daemon/probe.h
 tests_daemon_semd_probe_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 
@@ -62,9 +86,9 @@ tests_daemon_test_fastpb_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 TESTS += tests/daemon/test_fastpb
 
 # crash.sh: kill -9 during a stream of grants from many clients, restart,
-# repeated (crash_test checks the clients' records); a cut-off data
+# repeated (crash_clients checks the clients' records); a cut-off data
 # directory is refused.
-check_PROGRAMS += tests/daemon/crash_test
-tests_daemon_crash_test_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
+check_PROGRAMS += tests/daemon/crash_clients
+tests_daemon_crash_clients_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 TESTS += tests/daemon/crash.sh
 EXTRA_DIST += tests/daemon/crash.sh

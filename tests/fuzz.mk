@@ -8,7 +8,7 @@
 check_PROGRAMS += tests/fuzz/gen-corpus
 tests_fuzz_gen_corpus_SOURCES = tests/fuzz/gen-corpus.c tests/fuzz/fuzz.h
 tests_fuzz_gen_corpus_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_fuzz_gen_corpus_LDADD = daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a \
+tests_fuzz_gen_corpus_LDADD = daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 
 check_PROGRAMS += tests/fuzz/replay-frame
@@ -20,7 +20,7 @@ check_PROGRAMS += tests/fuzz/replay-dispatch
 tests_fuzz_replay_dispatch_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_dispatch.c tests/fuzz/fuzz.h \
 	tests/fuzz/fuzz_sm.h
 tests_fuzz_replay_dispatch_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_fuzz_replay_dispatch_LDADD = daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a \
+tests_fuzz_replay_dispatch_LDADD = daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 
 # The log: hostile entries for sm_apply, hostile snapshots for sm_restore.
@@ -28,12 +28,12 @@ check_PROGRAMS += tests/fuzz/replay-entry tests/fuzz/replay-snap
 tests_fuzz_replay_entry_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_entry.c tests/fuzz/fuzz.h \
 	tests/fuzz/fuzz_sm.h
 tests_fuzz_replay_entry_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_fuzz_replay_entry_LDADD = daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a \
+tests_fuzz_replay_entry_LDADD = daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 tests_fuzz_replay_snap_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_snap.c tests/fuzz/fuzz.h \
 	tests/fuzz/fuzz_sm.h
 tests_fuzz_replay_snap_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_fuzz_replay_snap_LDADD = daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a \
+tests_fuzz_replay_snap_LDADD = daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 
 TESTS += tests/fuzz/replay-frame tests/fuzz/replay-dispatch tests/fuzz/replay-entry \

@@ -171,10 +171,10 @@ t_cluster3() {
 	ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$((base + 13))"
 }
 
-# t_node3 I [ARGS...]: node I of t_cluster3's cluster (data in $T/dI, peer
-# port base+I, client port base+10+I, every right to anyone), started with
-# t_start_node.
-t_node3() {
+# t_cluster_node I [ARGS...]: node I of t_cluster3's cluster (t_start_node)
+# on its data directory $T/dI, peer port base+I, client port base+10+I,
+# open to anyone; ARGS after.
+t_cluster_node() {
 	t_n=$1; shift
 	t_start_node "$t_n" --data-dir "$T/d$t_n" --node-id "$t_n" \
 		--peer-listen "tcp:127.0.0.1:$((base + t_n))" \
@@ -182,13 +182,18 @@ t_node3() {
 		--acl "anonymous * all" "$@"
 }
 
-# t_field NAME [ADDRS]: a number of the cluster status, as the first node of
-# ADDRS (default $ADDRS) that answers sees it; t_has_leader: one is known.
-t_field() {
+# t_cluster_field NAME [ADDRS]: a number of the cluster status, as the first
+# node of ADDRS (default: $ADDRS) that answers sees it.
+t_cluster_field() {
 	"$SEMCTL" -s "${2:-$ADDRS}" --json cluster status 2>/dev/null |
 		sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
 }
-t_has_leader() { t_l=$(t_field leader_id "${1:-}"); [ -n "$t_l" ] && [ "$t_l" != 0 ]; }
+
+# t_cluster_has_leader [ADDRS]: a node there knows a leader.
+t_cluster_has_leader() {
+	t_l=$(t_cluster_field leader_id "${1:-}")
+	[ -n "$t_l" ] && [ "$t_l" != 0 ]
+}
 
 # t_start_node I [ARGS...]: semd ARGS (a cluster node, say) in the
 # background with the ready file $T/rI, logging to $T/nI.log; its pid in NI

@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # Static analysis of semd's own C code: clang-tidy (checks in .clang-tidy at the top)
-# and cppcheck. Exits non-zero on any finding.
+# and cppcheck; and the daemon's shape: no circle of calls between the files of
+# daemon/state/, its rooms calling one way (tests/callgraph.py, from gcc's call
+# graph). Exits non-zero on any finding.
 # Usage: tests/lint.sh BUILD_DIR
 # BUILD_DIR is configured if it has no Makefile; if it has no compile_commands.json,
 # it is cleaned and built again under bear to record one. LINT_JOBS (default 2)
@@ -17,7 +19,7 @@ B=$(cd "$1" && pwd)
 JOBS=${LINT_JOBS:-2}
 DIRS="arch core proto daemon client security bench examples"
 
-for t in bear clang-tidy cppcheck python3 make; do
+for t in bear clang-tidy cppcheck python3 make gcc; do
 	if ! command -v "$t" >/dev/null 2>&1; then
 		echo "lint: $t is not installed (scripts/deps.sh installs it)" >&2
 		exit 1
@@ -115,6 +117,14 @@ if cppcheck -q --enable=warning,performance,portability --inline-suppr --error-e
 	echo "lint: cppcheck: clean"
 else
 	echo "lint: cppcheck: FINDINGS (above)"
+	fail=1
+fi
+
+echo "lint: the daemon's calls between files"
+if python3 "$TOP/tests/callgraph.py" "$B"; then
+	echo "lint: callgraph: clean"
+else
+	echo "lint: callgraph: FINDINGS (above)"
 	fail=1
 fi
 exit "$fail"

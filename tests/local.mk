@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/: shared test helpers. Each area's tests live in tests/<area>.mk.
-EXTRA_DIST += tests/lib.sh tests/tap.sh tests/lsan.supp
+EXTRA_DIST += tests/lib.sh tests/tap.sh tests/lsan.supp tests/callgraph.py
 
 # tests/daemon/ tests wired here:
 # threads.sh: --threads: permit invariants under racing clients on one and on
@@ -16,5 +16,5 @@ EXTRA_DIST += $(LOCAL_SH_TESTS)
 # Helpers the C tests share.
 noinst_HEADERS += tests/common/rng.h tests/common/io.h tests/common/req.h \
 	tests/common/check.h
-# opts.h: the randomized tests' command line (model-test, sim).
+# opts.h: the randomized tests' command line (test_model, sim).
 noinst_HEADERS += tests/common/opts.h

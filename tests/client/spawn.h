@@ -2,7 +2,7 @@
 /*
  * tests/client/spawn.h - start a program for a C test (its output to a log,
  * killed when the test dies) with semd's usual arguments, and read the addresses semd wrote to its
- * ready file. Shared by tests/client/daemon.h and tests/daemon/crash_test.c.
+ * ready file. Shared by tests/client/daemon.h and tests/daemon/crash_clients.c.
  */
 #ifndef TESTS_CLIENT_SPAWN_H
 #define TESTS_CLIENT_SPAWN_H

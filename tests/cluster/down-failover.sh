@@ -9,10 +9,10 @@ t_watchdog 90
 unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 
 t_cluster3 15 || exit 1
-start_node() { t_node3 "$@" --bootstrap "$BOOT"; }
+start_node() { t_cluster_node "$@" --bootstrap "$BOOT"; }
 S="$SEMCTL -s $ADDRS"
-leader() { t_field leader_id; }
-has_leader() { t_has_leader; }
+leader() { t_cluster_field leader_id; }
+has_leader() { t_cluster_has_leader; }
 # queued NAME PID...: NAME's waiters are these processes, in this order,
 # none of them away.
 queued() {

@@ -8,6 +8,8 @@
 # only grow, no grant lost silently, every down answered, the clients go on.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 170
+unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
+
 . "$top_srcdir/tests/cluster/proxied.sh"
 # kill_leader DOWN [NOTE]: kill -9 the leader, restart it DOWN s later.
 kill_leader() {

@@ -60,11 +60,11 @@ ok "one voter: /readyz once loaded" says "http://$M/readyz" "200 ready: log load
 t_cluster3 15 || exit 1
 # (t_wait_for counts in i: the loops here have names of their own.)
 for n in 1 2 3; do
-	t_node3 "$n" --metrics-listen tcp:127.0.0.1:0 --bootstrap "$BOOT" ||
+	t_cluster_node "$n" --metrics-listen tcp:127.0.0.1:0 --bootstrap "$BOOT" ||
 		{ echo "node $n did not start"; exit 1; }
 	eval "M$n=\$(metrics_of \"\$T/r$n\")"
 done
-t_node3 4 --metrics-listen tcp:127.0.0.1:0 || { echo "node 4 did not start"; exit 1; }
+t_cluster_node 4 --metrics-listen tcp:127.0.0.1:0 || { echo "node 4 did not start"; exit 1; }
 M4=$(metrics_of "$T/r4")
 
 # leader_of I: the id of the leader node I reports ready under.

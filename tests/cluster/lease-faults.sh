@@ -12,6 +12,7 @@
 # 0.05-0.1 of the other's grants (0.26 here before the fix, 0.82 after).
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 150
+unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 if grep -qa -e __asan_init -e __tsan_init "$SEMD"; then
 	echo "SKIP: a sanitizer build (a rate test; faults.sh checks safety there)"
 	exit 77

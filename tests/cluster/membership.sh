@@ -10,10 +10,10 @@ unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
 
 t_cluster3 15 || exit 1
 
-start_node() { t_node3 "$@"; }
-field() { t_field "$@"; }
+start_node() { t_cluster_node "$@"; }
+field() { t_cluster_field "$@"; }
 leader_is() { [ "$(field leader_id)" = "$1" ]; }
-has_leader() { t_has_leader; }
+has_leader() { t_cluster_has_leader; }
 members() { "$SEMCTL" -s "$ADDRS" --json cluster status 2>/dev/null | grep -o '"role"' | wc -l; }
 members_are() { [ "$(members)" -eq "$1" ]; }
 # caught_up I: node I has applied at least what the leader had committed.

@@ -24,7 +24,7 @@ fi
 # The cluster, each node with a metrics port of its own.
 t_cluster3 15 || exit 1
 for n in 1 2 3; do
-	t_node3 "$n" --metrics-listen tcp:127.0.0.1:0 --metrics-names app/ \
+	t_cluster_node "$n" --metrics-listen tcp:127.0.0.1:0 --metrics-names app/ \
 		--bootstrap "$BOOT" || { echo "node $n did not start"; exit 1; }
 	eval "M$n=\$(sed -n 's/^metrics://p' \"\$T/r$n\")"
 done

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/raftguard.h"
+#include "daemon/log/raftguard.h"
 
 static int failures;
 

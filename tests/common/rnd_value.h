@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/common/rnd_value.h - a random field value for the encoder tests
- * (bench/test-bench.c, tests/daemon/test_fastpb.c): often 0, small, or of
+ * (bench/test_bench.c, tests/daemon/test_fastpb.c): often 0, small, or of
  * any length up to the longest varint, from the test's one sequence.
  */
 #ifndef SEMD_TESTS_COMMON_RND_VALUE_H

@@ -18,13 +18,20 @@ static inline uint64_t rng_next(uint64_t *s)
 	return *s * 2685821657736338717ULL;
 }
 
-/* The test's one sequence, for rnd() and rnd_below(). */
+/*
+ * The test's one sequence, for rnd() and rnd_below(): rng, one per file; a
+ * program of several files that must draw from one sequence names its own
+ * (extern) as RNG_STATE before including this.
+ */
+#ifndef RNG_STATE
 static uint64_t rng;
+#define RNG_STATE rng
+#endif
 
 /* The next number of the test's sequence. */
 static inline uint64_t rnd(void)
 {
-	return rng_next(&rng);
+	return rng_next(&RNG_STATE);
 }
 
 /* A number of the test's sequence in [0, n). */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # The crash test: kill -9 semd --data-dir during a stream of grants from
-# many clients, restart it, repeated (tests/daemon/crash_test.c checks the
+# many clients, restart it, repeated (tests/daemon/crash_clients.c checks the
 # clients' records: never more permits held than the limit, tokens only
 # growing, every acknowledged grant still held or released by its client,
 # every acknowledged create still there). Snapshots are taken often
@@ -12,7 +12,7 @@
 # a crash, a hang or a start with a shorter log; the uncut directory still
 # starts and serves.
 . "$top_srcdir/tests/lib.sh"
-CRASH=$top_builddir/tests/daemon/crash_test
+CRASH=$top_builddir/tests/daemon/crash_clients
 t_watchdog 150
 unset SEMD_TEST_DURABLE
 mkdir "$T/run"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/list.h"
-#include "daemon/hmap.h"
+#include "daemon/state/hmap.h"
 #include "tests/common/check.h"
 
 

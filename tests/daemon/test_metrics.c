@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 #include "tests/common/check.h"
 #include "tests/common/req.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tests/daemon/test_ordidx.c - the ordered name index (daemon/ordidx.c):
+ * tests/daemon/test_ordidx.c - the ordered name index (daemon/state/ordidx.c):
  * random insert/remove/seek/find sequences checked against a sorted model
  * after every step, and 200,000 keys in ascending, descending and random
  * order (memory per key, seeks, draining back to one leaf).
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/ordidx.h"
+#include "daemon/state/ordidx.h"
 #include "tests/common/rng.h"
 
 static int failures;

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 #include "tests/common/req.h"
 #include "tests/common/rng.h"
 

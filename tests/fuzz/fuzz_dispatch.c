@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/fuzz/fuzz_dispatch.c - requests from several clients, fed into the
- * daemon's state machine (daemon/state.h) with a fake clock.
+ * daemon's state machine (daemon/state/state.h) with a fake clock.
  *
  * The input is a script (see fuzz.h): framed requests from FUZZ_CLIENTS
  * connections, clock advances, and disconnects. Frames are cut and decoded
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
 #include "tests/fuzz/fuzz.h"

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
 #include "tests/fuzz/fuzz.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "daemon/state.h"
+#include "daemon/state/state.h"
 #include "proto/frame.h"
 #include "proto/semd.pb-c.h"
 #include "tests/common/req.h"

@@ -35,9 +35,9 @@ fi
 # target name -> the libraries it needs, in link order (paths under BUILD)
 declare -A LIBS
 LIBS[fuzz_frame]="proto/libsemproto.a"
-LIBS[fuzz_dispatch]="daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a"
-LIBS[fuzz_entry]="daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a"
-LIBS[fuzz_snap]="daemon/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+LIBS[fuzz_dispatch]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+LIBS[fuzz_entry]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+LIBS[fuzz_snap]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)

@@ -11,8 +11,8 @@ if ! command -v openssl >/dev/null 2>&1; then
 fi
 ok "generate CA, server and client certificates" \
 	sh "$top_srcdir/tests/security/gen-certs.sh" "$T/certs"
-ok "tls_test: handshakes, verification, client auth, reload" \
-	"$top_builddir/tests/security/tls_test" "$T/certs"
-ok "tls_bev_test: bufferevent_openssl echo over loopback TCP" \
-	"$top_builddir/tests/security/tls_bev_test" "$T/certs"
+ok "test_tls: handshakes, verification, client auth, reload" \
+	"$top_builddir/tests/security/test_tls" "$T/certs"
+ok "test_tls_bev: bufferevent_openssl echo over loopback TCP" \
+	"$top_builddir/tests/security/test_tls_bev" "$T/certs"
 t_done

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/feed_log.c - the state machine fed through the replicated log
+ * (see feed.h; the log is daemon/log/durable.h): --data-dir. A request
+ * goes into its loop's batch as it came, with the access decision, and is
+ * proposed at the end of the read; it is applied on every node once
+ * committed, and answered then. A client is known to the log by a client
+ * id; this node keeps the map from those ids to its connections, which the
+ * log's thread reads (under the state lock) to bind an opened client and
+ * to route the replies of what it applies. Cluster requests are answered
+ * here. The log is given what it needs of the server as a struct
+ * durable_host, so that it calls nothing of the shell by name.
+ */
+#include <config.h>	/* autoconf's, not daemon/config.h */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "daemon/conn-int.h"
+#include "daemon/feed.h"
+#include "daemon/log/durable.h"
+#include "daemon/logging.h"
+#include "daemon/server.h"
+
+/* The log feed's own (srv->feed_state). */
+struct feed_state {
+	struct durable	*d;
+	struct hmap	conns;		/* client id -> struct conn (cid_node) */
+};
+
+/* The hash of a client id (ids are ours: no client aims them). */
+static uint64_t log_cid_hash(const struct server *srv, uint64_t id)
+{
+	return hmap_siphash_u64x2(srv->hash_key, id, 0);
+}
+
+/* Does a connection node carry this client id? */
+static bool log_cid_eq(const struct hnode *n, const void *key)
+{
+	return container_of(n, struct conn, cid_node)->cid ==
+	    *(const uint64_t *)key;
+}
+
+/* --- the log's host (struct durable_host): called on the log's thread -------- */
+
+static void log_lock(void *arg)
+{
+	server_lock_any(arg);
+}
+
+static void log_unlock(void *arg)
+{
+	server_unlock_any(arg);
+}
+
+static struct sm_config log_sm_config(void *arg)
+{
+	return server_sm_config_of(arg);
+}
+
+static struct sm_out log_sm_out(void *arg)
+{
+	return server_sm_out(arg);
+}
+
+/* This node's connection of client id, or NULL (under the lock). */
+static void *log_conn(void *arg, uint64_t id)
+{
+	struct server *srv = arg;
+	struct hnode *n = hmap_find(&srv->feed_state->conns,
+	    log_cid_hash(srv, id), log_cid_eq, &id);
+
+	return n ? container_of(n, struct conn, cid_node) : NULL;
+}
+
+/* len bytes of client id's requests were applied (under the lock). */
+static void log_applied(void *arg, uint64_t id, size_t len)
+{
+	struct conn *c = log_conn(arg, id);
+
+	if (c != NULL)
+		conn_applied_locked(c, len);
+}
+
+static void log_reply(void *arg, void *conn, const Semd__Reply *r)
+{
+	(void)arg;
+	conn_reply_locked(NULL, conn, r);
+}
+
+static void log_drop_clients(void *arg)
+{
+	server_drop_clients(arg);
+}
+
+/* --- the feed -------------------------------------------------------------- */
+
+/* A log's state starts at the log's time: its first entry sets the clock. */
+static void log_clock(uint64_t *now_ms, uint64_t *wall_ms)
+{
+	*now_ms = 0;
+	*wall_ms = 0;
+}
+
+/* Open the data directory, replay the log into the state. */
+static int log_start(struct server *srv)
+{
+	const struct durable_host host = {
+		.arg = srv,
+		.sm = &srv->sm,
+		.lock = log_lock,
+		.unlock = log_unlock,
+		.sm_config = log_sm_config,
+		.sm_out = log_sm_out,
+		.conn = log_conn,
+		.applied = log_applied,
+		.reply = log_reply,
+		.drop_clients = log_drop_clients,
+	};
+	struct feed_state *fs;
+	char err[512];
+	int r;
+
+	if ((fs = calloc(1, sizeof *fs)) == NULL ||
+	    hmap_init(&fs->conns, 64) != 0) {
+		free(fs);
+		log_err("log: out of memory");
+		return EX_OSERR;
+	}
+	srv->feed_state = fs;
+	log_notice("log: opening %s", srv->cfg.data_dir);
+	r = durable_start(&fs->d, &srv->cfg, &host, srv->cfg.advertise != NULL ?
+	    srv->cfg.advertise : srv->client_addr, err, sizeof err);
+	if (r != 0) {
+		log_err("log: %s", err);
+		return r;
+	}
+	log_notice("log: state restored from %s", srv->cfg.data_dir);
+	return 0;
+}
+
+/* Stop the log's thread; forget the map (its connections are gone). */
+static void log_stop(struct server *srv)
+{
+	struct feed_state *fs = srv->feed_state;
+
+	if (fs == NULL)
+		return;
+	durable_stop(fs->d);
+	hmap_destroy(&fs->conns);
+	free(fs);
+	srv->feed_state = NULL;
+}
+
+/* Time passes through the log (an entry when a deadline is due), not a loop. */
+static uint64_t log_deadline_locked(const struct server *srv)
+{
+	(void)srv;
+	return UINT64_MAX;
+}
+
+/* Open c's client in the log (its loop's batch). */
+static void log_open_client_locked(struct conn *c, const char *principal)
+{
+	sm_batch_open(&c->w->batch, c->cid, principal, c->secret,
+	    c->local ? SM_CLIENT_LOCAL : 0);
+	c->logged = true;
+}
+
+/*
+ * A client id of the log for c. Opened in the state when the log gets
+ * there, and bound then; on a node that does not lead, opened in the log
+ * only if it leads by the client's first request.
+ */
+static int log_open_locked(struct conn *c, const char *principal,
+    const uint8_t secret[SM_SECRET_LEN])
+{
+	struct server *srv = c->srv;
+	struct feed_state *fs = srv->feed_state;
+
+	c->cid = durable_client_id(fs->d);
+	memcpy(c->secret, secret, sizeof c->secret);
+	hmap_insert(&fs->conns, &c->cid_node, log_cid_hash(srv, c->cid));
+	if (durable_serving(fs->d))
+		log_open_client_locked(c, principal);
+	return 0;
+}
+
+/*
+ * Nothing more reaches c's client; the state hears of its close through
+ * the log. A stop is no client's death: the restart entry says what goes.
+ */
+static void log_close_locked(struct conn *c, struct sm_batch *b)
+{
+	struct server *srv = c->srv;
+	struct sm_client *cl = sm_client_find(srv->sm, c->cid);
+
+	hmap_remove(&srv->feed_state->conns, &c->cid_node);
+	if (cl != NULL)
+		sm_client_bind(cl, NULL);
+	if (!srv->stopping && c->logged)
+		sm_batch_close(b, c->cid);
+}
+
+/*
+ * A cluster request: STATUS answered here from the node's own view, a
+ * change handed to the log's thread (answered from there).
+ */
+static void log_cluster_locked(struct conn *c, const Semd__Request *req)
+{
+	struct durable *d = c->srv->feed_state->d;
+	Semd__Reply r = SEMD__REPLY__INIT;
+	uint8_t *buf = NULL;
+
+	if (req->cluster->action == SEMD__CLUSTER__ACTION__STATUS) {
+		r.id = req->id;
+		if (durable_status(d, &r, &buf) != 0) {
+			conn_reply_code_locked(c, req->id,
+			    SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+			return;
+		}
+		conn_reply_locked(NULL, c, &r);
+		semd__cluster_status__free_unpacked(r.cluster, NULL);
+		return;
+	}
+	if (!durable_serving(d))
+		conn_redirect_locked(c, req->id);
+	else if (durable_cluster_change(d, c->cid, req->id, req->cluster) != 0)
+		conn_reply_code_locked(c, req->id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+}
+
+/*
+ * The request goes into this loop's batch, as it came and with the access
+ * decision; it is answered once applied. Hello is taken as seen from here
+ * on, so the requests behind it are checked against the ACL (a failed
+ * Hello closes). False: stop reading.
+ */
+static bool log_request_locked(struct conn *c, const Semd__Request *req,
+    const struct sm_caller *who, const uint8_t *data, size_t len)
+{
+	struct server *srv = c->srv;
+
+	if (who == NULL) {
+		/* denied and answered */
+	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
+		log_cluster_locked(c, req);
+	} else if (!durable_serving(srv->feed_state->d)) {
+		/* Not the leader: where to go, then close. */
+		conn_redirect_locked(c, req->id);
+		conn_close_later(c);
+		return false;
+	} else {
+		if (!c->logged)
+			log_open_client_locked(c, srv->policy->principal(c->id));
+		sm_batch_request(&c->w->batch, c->cid, who, data, len);
+		c->proposed += len;
+	}
+	if (req->op_case == SEMD__REQUEST__OP_HELLO && !c->hello) {
+		c->hello = true;
+		conn_arm_timer(c);
+	}
+	return !c->closing && !c->dead;
+}
+
+/* Straight back: nothing of the state changes. */
+static void log_protocol_error_locked(struct conn *c, const char *why)
+{
+	conn_reply_code_locked(c, 0, SEMD__CODE__PROTOCOL_ERROR, why);
+}
+
+/* Queue the batch for the log's next entry. */
+static void log_submit(struct server *srv, struct sm_batch *b)
+{
+	durable_submit(srv->feed_state->d, b);
+}
+
+/* The log keeps the state: the clients hear that they may come back. */
+static void log_stopping_locked(struct server *srv)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+
+	r.code = SEMD__CODE__UNAVAILABLE;
+	r.message = (char *)"semd is stopping; the state is kept: a "
+	    "session with a lease resumes when it is back";
+	sm_tell_all(srv->sm, &r);
+}
+
+/* The settings go through the log, to every node. */
+static void log_reconfigure_locked(struct server *srv,
+    const struct sm_config *sc)
+{
+	durable_config(srv->feed_state->d, sc);
+}
+
+/* The node's view of its log (a log of one voter is a cluster of one). */
+static void log_counters(struct server *srv, struct sm_local_counters *out)
+{
+	if (srv->feed_state != NULL)
+		durable_counters(srv->feed_state->d, out);
+}
+
+static uint64_t log_leader(struct server *srv, char *addr, size_t len)
+{
+	return durable_leader(srv->feed_state->d, addr, len);
+}
+
+/* The log's view for readiness (health.c decides). */
+static bool log_health(struct server *srv, struct durable_health *out)
+{
+	durable_health(srv->feed_state->d, out);
+	return true;
+}
+
+/* The log's disk work: appends timed, snapshots written. */
+static bool log_io_stats(struct server *srv, struct raftguard_stats *out)
+{
+	durable_io_stats(srv->feed_state->d, out);
+	return true;
+}
+
+const struct feed feed_log = FEED_OF("log", true, log);

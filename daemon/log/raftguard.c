@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/log/raftguard.c - entries a follower compacted away are not handed to
+ * libraft 0.15 again (see raftguard.h).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/log/raftguard.h"
+
+struct guard {
+	struct raft_io	*io;
+	int		(*start)(struct raft_io *io, unsigned msecs,
+	    raft_io_tick_cb tick, raft_io_recv_cb recv);
+	raft_io_recv_cb	recv;
+	/* Heard from a leader (raftguard_heard), read by any thread. */
+	_Atomic uint64_t leader_commit;
+	_Atomic uint64_t snapshot_index;
+	/* Measured (raftguard_measure): the io's own calls, and what it did. */
+	int		(*append)(struct raft_io *io, struct raft_io_append *req,
+	    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb);
+	int		(*snapshot_put)(struct raft_io *io, unsigned trailing,
+	    struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
+	    raft_io_snapshot_put_cb cb);
+	_Atomic uint64_t append_bucket[RAFTGUARD_APPEND_BUCKETS];
+	_Atomic uint64_t append_sum_us;
+	_Atomic uint64_t snapshots;
+	_Atomic uint64_t snapshot_failures;
+};
+
+/* The upper bounds of the append buckets, in microseconds (then +Inf). */
+const uint32_t raftguard_append_le_us[RAFTGUARD_APPEND_BUCKETS - 1] = {
+	100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+	250000, 500000, 1000000, 2500000, 5000000,
+};
+
+static struct guard guards[RAFTGUARD_MAX];
+static pthread_mutex_t guards_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic unsigned long trimmed;
+
+static struct guard *guard_of(const struct raft_io *io)
+{
+	struct guard *g = NULL;
+
+	pthread_mutex_lock(&guards_lock);
+	for (size_t i = 0; i < RAFTGUARD_MAX && g == NULL; i++)
+		if (guards[i].io == io)
+			g = &guards[i];
+	pthread_mutex_unlock(&guards_lock);
+	return g;
+}
+
+unsigned int raftguard_trim(const struct raft *r, struct raft_message *m)
+{
+	struct raft_append_entries *a = &m->append_entries;
+	raft_index snap = r->log.snapshot.last_index;
+	struct raft_entry *e = a->entries;
+	void *freed = NULL;
+	size_t k, i;
+
+	if (m->type != RAFT_IO_APPEND_ENTRIES || snap == 0 ||
+	    a->prev_log_index >= snap || a->n_entries == 0)
+		return 0;
+	/* Entries 1..k of the message are at or below the snapshot. */
+	k = snap - a->prev_log_index;
+	if (k > a->n_entries)
+		k = a->n_entries;
+	/*
+	 * The entry at the snapshot's index must be the snapshot's (committed
+	 * entries never differ); if not, leave the message to raft.
+	 */
+	if (a->prev_log_index + k == snap && e[k - 1].term != r->log.snapshot.last_term)
+		return 0;
+	for (i = 0; i < k; i++) {
+		void *b = e[i].batch;
+
+		if (b != NULL && b != freed &&
+		    (k == a->n_entries || b != e[k].batch)) {
+			raft_free(b);
+			freed = b;
+		}
+	}
+	if (k == a->n_entries) {
+		raft_free(e);
+		a->entries = NULL;
+		a->n_entries = 0;
+	} else {
+		memmove(e, e + k, (a->n_entries - k) * sizeof *e);
+		a->n_entries -= (unsigned)k;
+	}
+	a->prev_log_index = snap;
+	a->prev_log_term = r->log.snapshot.last_term;
+	return (unsigned int)k;
+}
+
+/* Remember the highest index a leader said in a message of type. */
+static void guard_heard(_Atomic uint64_t *at, uint64_t index)
+{
+	uint64_t cur = atomic_load_explicit(at, memory_order_relaxed);
+
+	while (index > cur && !atomic_compare_exchange_weak_explicit(at, &cur,
+	    index, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+static void guard_recv(struct raft_io *io, struct raft_message *m)
+{
+	struct guard *g = guard_of(io);
+
+	if (m->type == RAFT_IO_APPEND_ENTRIES)
+		guard_heard(&g->leader_commit, m->append_entries.leader_commit);
+	else if (m->type == RAFT_IO_INSTALL_SNAPSHOT)
+		guard_heard(&g->snapshot_index, m->install_snapshot.last_index);
+	if (io->data != NULL && raftguard_trim(io->data, m) > 0)
+		trimmed++;
+	g->recv(io, m);
+}
+
+static int guard_start(struct raft_io *io, unsigned msecs,
+    raft_io_tick_cb tick, raft_io_recv_cb recv)
+{
+	struct guard *g = guard_of(io);
+
+	g->recv = recv;
+	return g->start(io, msecs, tick, guard_recv);
+}
+
+int raftguard_install(struct raft_io *io)
+{
+	int rv = -1;
+
+	pthread_mutex_lock(&guards_lock);
+	for (size_t i = 0; i < RAFTGUARD_MAX; i++)
+		if (guards[i].io == NULL) {
+			guards[i].io = io;
+			guards[i].start = io->start;
+			guards[i].recv = NULL;
+			atomic_store(&guards[i].leader_commit, 0);
+			atomic_store(&guards[i].snapshot_index, 0);
+			guards[i].append = NULL;
+			guards[i].snapshot_put = NULL;
+			for (size_t k = 0; k < RAFTGUARD_APPEND_BUCKETS; k++)
+				atomic_store(&guards[i].append_bucket[k], 0);
+			atomic_store(&guards[i].append_sum_us, 0);
+			atomic_store(&guards[i].snapshots, 0);
+			atomic_store(&guards[i].snapshot_failures, 0);
+			io->start = guard_start;
+			rv = 0;
+			break;
+		}
+	pthread_mutex_unlock(&guards_lock);
+	return rv;
+}
+
+void raftguard_remove(struct raft_io *io)
+{
+	pthread_mutex_lock(&guards_lock);
+	for (size_t i = 0; i < RAFTGUARD_MAX; i++)
+		if (guards[i].io == io) {
+			io->start = guards[i].start;
+			if (guards[i].append != NULL)
+				io->append = guards[i].append;
+			if (guards[i].snapshot_put != NULL)
+				io->snapshot_put = guards[i].snapshot_put;
+			memset(&guards[i], 0, sizeof guards[i]);
+		}
+	pthread_mutex_unlock(&guards_lock);
+}
+
+unsigned long raftguard_trimmed(void)
+{
+	return trimmed;
+}
+
+void raftguard_heard(const struct raft_io *io, uint64_t *leader_commit,
+    uint64_t *snapshot_index)
+{
+	struct guard *g = guard_of(io);
+
+	*leader_commit = g != NULL ? atomic_load(&g->leader_commit) : 0;
+	*snapshot_index = g != NULL ? atomic_load(&g->snapshot_index) : 0;
+}
+
+/* Microseconds of the monotonic clock. */
+static uint64_t guard_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/*
+ * An append on its way to the disk: the request the io sees is ours, so
+ * that its completion comes here first; raft's own is completed after.
+ */
+struct guard_append {
+	struct raft_io_append	req;
+	struct raft_io_append	*orig;
+	raft_io_append_cb	cb;
+	struct guard		*g;
+	uint64_t		t0_us;
+};
+
+static void guard_append_cb(struct raft_io_append *req, int status)
+{
+	struct guard_append *a = (struct guard_append *)(void *)
+	    ((char *)req - offsetof(struct guard_append, req));
+	struct raft_io_append *orig = a->orig;
+	raft_io_append_cb cb = a->cb;
+	uint64_t us = guard_now_us() - a->t0_us;
+	size_t i = 0;
+
+	if (status == 0) {
+		while (i < RAFTGUARD_APPEND_BUCKETS - 1 &&
+		    us > raftguard_append_le_us[i])
+			i++;
+		atomic_fetch_add(&a->g->append_bucket[i], 1);
+		atomic_fetch_add(&a->g->append_sum_us, us);
+	}
+	free(a);
+	cb(orig, status);
+}
+
+/* io->append, timed from the call to the completion (out of memory: not). */
+static int guard_append(struct raft_io *io, struct raft_io_append *req,
+    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct guard *g = guard_of(io);
+	struct guard_append *a = malloc(sizeof *a);
+	int rv;
+
+	if (a == NULL)
+		return g->append(io, req, entries, n, cb);
+	a->req.data = req->data;
+	a->orig = req;
+	a->cb = cb;
+	a->g = g;
+	a->t0_us = guard_now_us();
+	rv = g->append(io, &a->req, entries, n, guard_append_cb);
+	if (rv != 0)
+		free(a);
+	return rv;
+}
+
+/* A snapshot being written (one taken here, or one a leader sent). */
+struct guard_put {
+	struct raft_io_snapshot_put	req;
+	struct raft_io_snapshot_put	*orig;
+	raft_io_snapshot_put_cb		cb;
+	struct guard			*g;
+};
+
+static void guard_put_cb(struct raft_io_snapshot_put *req, int status)
+{
+	struct guard_put *p = (struct guard_put *)(void *)
+	    ((char *)req - offsetof(struct guard_put, req));
+	struct raft_io_snapshot_put *orig = p->orig;
+	raft_io_snapshot_put_cb cb = p->cb;
+
+	/* Cancelled (the io closing) is no failure of the disk's. */
+	if (status == 0)
+		atomic_fetch_add(&p->g->snapshots, 1);
+	else if (status != RAFT_CANCELED)
+		atomic_fetch_add(&p->g->snapshot_failures, 1);
+	free(p);
+	cb(orig, status);
+}
+
+/* io->snapshot_put, counted. */
+static int guard_snapshot_put(struct raft_io *io, unsigned trailing,
+    struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
+    raft_io_snapshot_put_cb cb)
+{
+	struct guard *g = guard_of(io);
+	struct guard_put *p = malloc(sizeof *p);
+	int rv;
+
+	if (p == NULL)		/* not counted, not changed */
+		return g->snapshot_put(io, trailing, req, snapshot, cb);
+	p->req.data = req->data;
+	p->orig = req;
+	p->cb = cb;
+	p->g = g;
+	rv = g->snapshot_put(io, trailing, &p->req, snapshot, guard_put_cb);
+	if (rv != 0) {
+		atomic_fetch_add(&g->snapshot_failures, 1);
+		free(p);
+	}
+	return rv;
+}
+
+int raftguard_measure(struct raft_io *io)
+{
+	struct guard *g = guard_of(io);
+
+	if (g == NULL)
+		return -1;
+	g->append = io->append;
+	g->snapshot_put = io->snapshot_put;
+	io->append = guard_append;
+	io->snapshot_put = guard_snapshot_put;
+	return 0;
+}
+
+void raftguard_stats(const struct raft_io *io, struct raftguard_stats *out)
+{
+	struct guard *g = guard_of(io);
+	size_t i;
+
+	memset(out, 0, sizeof *out);
+	if (g == NULL)
+		return;
+	for (i = 0; i < RAFTGUARD_APPEND_BUCKETS; i++)
+		out->append_bucket[i] = atomic_load(&g->append_bucket[i]);
+	out->append_sum_us = atomic_load(&g->append_sum_us);
+	out->snapshots = atomic_load(&g->snapshots);
+	out->snapshot_failures = atomic_load(&g->snapshot_failures);
+}

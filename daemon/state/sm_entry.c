@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/state/sm_entry.c - log entries: every change of the state as bytes
+ * that any replica applies alike (sm_apply), and the commands they carry.
+ *
+ * An entry is a header and commands:
+ *   u8 version, u64 time (state time, stamped by the leader, never going
+ *   backwards), u64 wall (the leader's wall clock, for what clients are
+ *   shown), then commands until the end, each a u8 kind and its fields:
+ *     BOOT     -                 the first entry of a log: the clock starts
+ *     CONFIG   7 x u32           the settings that decide answers
+ *     OPEN     u64 id, u32 flags, 16 bytes secret, string principal
+ *     CLOSE    u64 id
+ *     REQUEST  u64 id, u32 privs, 4 x u64 caps, string request (protobuf)
+ *     RESTART  u32 grace_ms      the service came back: every client is
+ *                                gone, leases get a grace
+ *     LEADER   u64 node, u32 grace_ms, string address
+ *                                a leader took over: RESTART, and who
+ *                                it is and where clients reach it
+ * (integers little-endian, strings as u32 length + bytes), and zero bytes
+ * to pad the entry to a multiple of 8 bytes (raft_uv writes entries in
+ * 8-byte units: its check of that is an assert, compiled out of Debian's
+ * libraft, after which an odd-sized entry corrupts the segment). Applying an
+ * entry first fires every deadline due at its time, then runs its commands
+ * in order. Everything an answer depends on is in the entry or the state:
+ * the access layer's decision travels with the request, and the settings
+ * come through the log.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/state/sm-int.h"
+
+#define ENTRY_VERSION	1u
+
+enum {
+	CMD_BOOT = 1,
+	CMD_CONFIG,
+	CMD_OPEN,
+	CMD_CLOSE,
+	CMD_REQUEST,
+	CMD_RESTART,
+	CMD_LEADER,
+};
+
+/* --- building ------------------------------------------------------------------ */
+
+/* Start a command. */
+static void batch_cmd(struct sm_batch *b, int kind)
+{
+	bytes_int(b, (uint64_t)kind, 1);
+	b->ncmds++;
+}
+
+/* An empty batch. */
+void sm_batch_init(struct sm_batch *b)
+{
+	memset(b, 0, sizeof *b);
+}
+
+/* Forget the commands, keep the memory. */
+void sm_batch_reset(struct sm_batch *b)
+{
+	b->len = 0;
+	b->ncmds = 0;
+	b->failed = false;
+}
+
+/* Free a batch's memory. */
+void sm_batch_free(struct sm_batch *b)
+{
+	free(b->p);
+	sm_batch_init(b);
+}
+
+/* The first entry of a log. */
+void sm_batch_boot(struct sm_batch *b)
+{
+	batch_cmd(b, CMD_BOOT);
+}
+
+/* The settings that decide answers (the rest of cfg is the node's). */
+void sm_batch_config(struct sm_batch *b, const struct sm_config *cfg)
+{
+	batch_cmd(b, CMD_CONFIG);
+	bytes_int(b, cfg->default_limit, 4);
+	bytes_int(b, cfg->max_semaphores, 4);
+	bytes_int(b, cfg->max_sessions, 4);
+	bytes_int(b, cfg->max_waiters_per_session, 4);
+	bytes_int(b, cfg->max_holds_per_session, 4);
+	bytes_int(b, cfg->max_lease_ms, 4);
+	bytes_int(b, cfg->max_reply, 4);
+}
+
+/* A client opens (sm_client_open). */
+void sm_batch_open(struct sm_batch *b, uint64_t id, const char *principal,
+    const uint8_t secret[SM_SECRET_LEN], unsigned int flags)
+{
+	size_t len = strlen(principal);
+
+	batch_cmd(b, CMD_OPEN);
+	bytes_int(b, id, 8);
+	bytes_int(b, flags, 4);
+	bytes_put(b, secret, SM_SECRET_LEN);
+	bytes_int(b, len, 4);
+	bytes_put(b, principal, len);
+}
+
+/* A client closes (sm_client_close). */
+void sm_batch_close(struct sm_batch *b, uint64_t id)
+{
+	batch_cmd(b, CMD_CLOSE);
+	bytes_int(b, id, 8);
+}
+
+/* A request of client id, as its protobuf bytes, with the access decision. */
+void sm_batch_request(struct sm_batch *b, uint64_t id,
+    const struct sm_caller *who, const uint8_t *req, size_t len)
+{
+	size_t i;
+
+	batch_cmd(b, CMD_REQUEST);
+	bytes_int(b, id, 8);
+	bytes_int(b, who->privs, 4);
+	for (i = 0; i < SM_NLIMITS; i++)
+		bytes_int(b, who->limit[i], 8);
+	bytes_int(b, len, 4);
+	bytes_put(b, req, len);
+}
+
+/* The service came back after a stop or a crash. */
+void sm_batch_restart(struct sm_batch *b, uint32_t grace_ms)
+{
+	batch_cmd(b, CMD_RESTART);
+	bytes_int(b, grace_ms, 4);
+}
+
+/* A leader took over (a restart of one node, or a new leader elected). */
+void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
+    const char *address)
+{
+	size_t len = strlen(address);
+
+	batch_cmd(b, CMD_LEADER);
+	bytes_int(b, node, 8);
+	bytes_int(b, grace_ms, 4);
+	bytes_int(b, len, 4);
+	bytes_put(b, address, len);
+}
+
+/* Bytes of an entry's header. */
+size_t sm_entry_header_size(void)
+{
+	return 1 + 8 + 8;
+}
+
+/* Write an entry's header (sm_entry_header_size() bytes) at p. */
+void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall)
+{
+	unsigned int i;
+
+	p[0] = ENTRY_VERSION;
+	for (i = 0; i < 8; i++) {
+		p[1 + i] = (uint8_t)(time >> (8 * i));
+		p[9 + i] = (uint8_t)(wall >> (8 * i));
+	}
+}
+
+/* A leader takes over at state time t, or start for a new log (t == 0). */
+void sm_clock_start(struct sm_clock *k, uint64_t t, uint64_t start,
+    uint64_t mono)
+{
+	k->base = t == 0 ? start : t;
+	k->mono_base = mono;
+	k->last = k->base;
+}
+
+/* The leader's state time now. */
+uint64_t sm_clock_now(const struct sm_clock *k, uint64_t mono)
+{
+	return k->base + (mono - k->mono_base);
+}
+
+/* The state time of the leader's next entry (see state.h). */
+uint64_t sm_clock_stamp(struct sm_clock *k, uint64_t mono, uint64_t at_least)
+{
+	uint64_t t = sm_clock_now(k, mono);
+
+	if (t < k->last)
+		t = k->last;
+	if (t < at_least)
+		t = at_least;
+	k->last = t;
+	return t;
+}
+
+/* --- applying ----------------------------------------------------------------- */
+
+/*
+ * The grace a session's lease gets at a restart or a new leader: at most
+ * the lease itself. A client's own lease ends at most lease_ms after the
+ * last answer it had, which came before this entry, and time in the state
+ * stood still in between: kept lease_ms past this entry the session outlives
+ * every client that can still resume it, and the rest of the grace is slack
+ * for clock rates. Beyond that it only kept the permits of clients that had
+ * given up (a 2 s lease through a failover: a new session each) for 10 s
+ * more at every fault, with their waiters granted ahead of the live ones.
+ */
+static uint64_t session_grace(const struct sm_session *s, uint32_t grace_ms)
+{
+	return grace_ms < s->lease_ms ? grace_ms : s->lease_ms;
+}
+
+/*
+ * The service came back: every client of before is gone (their connections
+ * went with the old process, which is no death of theirs), and every lease
+ * - sessions', detached holds' - is extended by grace_ms (Chubby's rule: no
+ * holder loses its permit because the service was away), a session's by
+ * no more than its lease (session_grace). State time does
+ * not pass while no leader runs, so only the grace is added.
+ */
+static void sm_restart(struct sm *sm, uint32_t grace_ms, uint64_t now)
+{
+	struct sm_session **ss;
+	struct hmap_iter it;
+	struct hnode *n;
+	struct list_head *pos;
+	struct sm_hold *h;
+	size_t i = 0, ns;
+
+	while (!list_empty(&sm->clients)) {
+		struct sm_client *c = list_first_entry(&sm->clients,
+		    struct sm_client, entry);
+
+		c->detach = true;	/* not its death */
+		sm_client_close(sm, c, now);
+	}
+	/* Sessions by id, so the timers are armed in the same order anywhere. */
+	ns = hmap_count(&sm->sessions);
+	ss = ptr_array(ns + 1);
+	if (ss != NULL) {
+		hmap_iter_init(&it, &sm->sessions);
+		while ((n = hmap_iter_next(&it)) != NULL)
+			ss[i++] = container_of(n, struct sm_session, node);
+		ptr_sort(ss, ns, sm_session_cmp);
+		for (i = 0; i < ns; i++) {
+			ss[i]->heard += session_grace(ss[i], grace_ms);
+			session_arm(sm, ss[i]);
+		}
+		free(ss);
+	}
+	list_for_each(pos, &sm->detached) {
+		h = list_entry(pos, struct sm_hold, owner_entry);
+		if (h->expiry.idx != SIZE_MAX) {
+			uint64_t when = h->expiry.when + grace_ms;
+
+			timer_disarm(sm, &h->expiry);
+			if (timer_arm(sm, &h->expiry, T_HOLD, when) != 0)
+				h->expiry.idx = SIZE_MAX;	/* held until released */
+		}
+	}
+}
+
+/* Run one command; false when it is malformed. */
+static bool apply_cmd(struct sm *sm, struct sm_rbuf *e,
+    const struct sm_apply_hooks *hooks, uint64_t now, uint64_t wall)
+{
+	char principal[SM_PRINCIPAL_MAX + 1];
+	const uint8_t *p, *secret;
+	struct sm_caller who;
+	struct sm_config cfg;
+	struct sm_client *c;
+	Semd__Request *req;
+	uint64_t id;
+	uint32_t flags;
+	size_t len, i;
+	int r;
+
+	switch (rbuf_int(e, 1)) {
+	case CMD_BOOT:
+		sm->start_ms = now;
+		sm->token_base = wall * 1000;
+		return true;
+	case CMD_CONFIG:
+		cfg = sm->cfg;
+		cfg.default_limit = (uint32_t)rbuf_int(e, 4);
+		cfg.max_semaphores = (uint32_t)rbuf_int(e, 4);
+		cfg.max_sessions = (uint32_t)rbuf_int(e, 4);
+		cfg.max_waiters_per_session = (uint32_t)rbuf_int(e, 4);
+		cfg.max_holds_per_session = (uint32_t)rbuf_int(e, 4);
+		cfg.max_lease_ms = (uint32_t)rbuf_int(e, 4);
+		cfg.max_reply = (uint32_t)rbuf_int(e, 4);
+		/* Names are made with the default limit: one a snapshot keeps. */
+		if (e->bad || cfg.default_limit == 0 ||
+		    cfg.default_limit > SM_LIMIT_MAX)
+			return false;
+		sm_reconfigure(sm, &cfg);
+		return true;
+	case CMD_OPEN:
+		id = rbuf_int(e, 8);
+		flags = (uint32_t)rbuf_int(e, 4);
+		secret = rbuf_take(e, SM_SECRET_LEN);
+		len = rbuf_int(e, 4);
+		if (e->bad || len > SM_PRINCIPAL_MAX || (p = rbuf_take(e, len)) == NULL)
+			return false;
+		memcpy(principal, p, len);
+		principal[len] = '\0';
+		c = sm_client_open(sm, id, NULL, principal, secret, flags, now);
+		if (c != NULL && hooks != NULL && hooks->bind != NULL)
+			sm_client_bind(c, hooks->bind(hooks->arg, id));
+		return true;
+	case CMD_CLOSE:
+		id = rbuf_int(e, 8);
+		if (e->bad)
+			return false;
+		sm_client_close(sm, sm_client_find(sm, id), now);
+		return true;
+	case CMD_REQUEST:
+		id = rbuf_int(e, 8);
+		who.privs = (unsigned int)rbuf_int(e, 4);
+		for (i = 0; i < SM_NLIMITS; i++)
+			who.limit[i] = rbuf_int(e, 8);
+		len = rbuf_int(e, 4);
+		if (e->bad || (p = rbuf_take(e, len)) == NULL)
+			return false;
+		if (hooks != NULL && hooks->done != NULL)
+			hooks->done(hooks->arg, id, len);
+		c = sm_client_find(sm, id);
+		if (c == NULL)
+			return true;	/* closed in the meantime: nobody to answer */
+		req = semd__request__unpack(NULL, len, p);
+		if (req == NULL) {
+			sm_protocol_error(sm, c, "undecodable request");
+			r = SM_CLOSE;
+		} else {
+			r = sm_request(sm, c, req, &who, now);
+			semd__request__free_unpacked(req, NULL);
+		}
+		if (r == SM_CLOSE && c->conn != NULL && sm->out.close != NULL)
+			sm->out.close(sm->out.ctx, c->conn);
+		return true;
+	case CMD_RESTART:
+		flags = (uint32_t)rbuf_int(e, 4);
+		if (e->bad)
+			return false;
+		sm_restart(sm, flags, now);
+		return true;
+	case CMD_LEADER:
+		id = rbuf_int(e, 8);
+		flags = (uint32_t)rbuf_int(e, 4);
+		len = rbuf_int(e, 4);
+		if (e->bad || len >= sizeof sm->leader_addr ||
+		    (p = rbuf_take(e, len)) == NULL)
+			return false;
+		sm_restart(sm, flags, now);
+		sm->leader_id = id;
+		memcpy(sm->leader_addr, p, len);
+		sm->leader_addr[len] = '\0';
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Apply one entry: its time first (deadlines due fire), then its commands.
+ * 0, or -EINVAL for bytes that are not an entry (nothing after the bad
+ * command is applied; why in err).
+ */
+int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
+    const struct sm_apply_hooks *hooks, char *err, size_t errlen)
+{
+	struct sm_rbuf e = { buf, len, 0, false };
+	uint64_t now, wall, prev;
+	unsigned int n = 0;
+
+	if (rbuf_int(&e, 1) != ENTRY_VERSION) {
+		snprintf(err, errlen, "entry of an unknown format");
+		return -EINVAL;
+	}
+	now = rbuf_int(&e, 8);
+	wall = rbuf_int(&e, 8);
+	if (e.bad) {
+		snprintf(err, errlen, "entry shorter than its header");
+		return -EINVAL;
+	}
+	if (now < sm->now)
+		now = sm->now;		/* never backwards, whatever the stamp */
+	prev = sm->now;
+	sm->now = now;
+	sm_set_wall(sm, wall);
+	sm_tick_from(sm, prev, now);	/* each deadline at its own time */
+	while (e.off < e.len) {
+		if (e.p[e.off] == 0) {
+			/* Padding: zeros to the end. */
+			while (e.off < e.len && e.p[e.off] == 0)
+				e.off++;
+			if (e.off != e.len) {
+				snprintf(err, errlen, "bytes after the padding");
+				return -EINVAL;
+			}
+			break;
+		}
+		if (!apply_cmd(sm, &e, hooks, now, wall)) {
+			snprintf(err, errlen, "command %u of the entry is malformed", n);
+			return -EINVAL;
+		}
+		n++;
+	}
+	return 0;
+}

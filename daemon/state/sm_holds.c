@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/state/sm_holds.c - holds and places seen from their owner: Renew (a
+ * detached hold's lease, longer), Holds (every hold of a principal) and
+ * Where (a waiting down's place in each of its queues).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/state/sm-int.h"
+
+#define WHERE_WALK_MAX	100000	/* places counted in one queue, at most */
+
+/* Renew h: its lease from now, lease_ms (0: its own again), capped. */
+static uint64_t renew_one(struct sm *sm, struct sm_hold *h, uint32_t lease_ms)
+{
+	uint64_t when;
+
+	if (lease_ms == 0)
+		lease_ms = h->lease_ms;
+	if (lease_ms > sm->cfg.max_lease_ms)
+		lease_ms = sm->cfg.max_lease_ms;
+	h->lease_ms = lease_ms;
+	when = sm->now + lease_ms;
+	timer_disarm(sm, &h->expiry);
+	/* Cannot fail: the heap has the room the old expiry had. */
+	if (timer_arm(sm, &h->expiry, T_HOLD, when) != 0)
+		h->expiry.idx = SIZE_MAX;
+	return when;
+}
+
+/* Renew: extend the lease of the caller's principal's detached holds on a name. */
+void op_renew(struct sm *sm, struct sm_client *c, const Semd__Request *req)
+{
+	const Semd__Renew *rn = req->renew;
+	Semd__Renewed rd = SEMD__RENEWED__INIT;
+	struct sm_principal *pr = c->session->ident->pr;
+	struct list_head *pos;
+	struct sm_hold *h;
+	struct sm_sem *sem;
+	uint64_t id = req->id, when = 0;
+	uint32_t n = 0;
+
+	if ((sem = sem_need(sm, c, id, rn->name)) == NULL)
+		return;
+	if (rn->permit_id != 0) {
+		h = permit_find(sm, rn->permit_id);
+		if (h == NULL || h->sem != sem || h->ident->pr != pr) {
+			reply_err(sm, c, id, SEMD__CODE__NOT_HOLDER,
+			    "permit %" PRIu64 " of %s is not held by %s",
+			    rn->permit_id, sem->name, pr->name);
+			return;
+		}
+		if (h->session != NULL) {
+			reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+			    "permit %" PRIu64 " of %s is kept by its session's lease, not its own",
+			    rn->permit_id, sem->name);
+			return;
+		}
+		when = renew_one(sm, h, rn->lease_ms);
+		n = 1;
+	} else {
+		list_for_each(pos, &sem->holders) {
+			h = list_entry(pos, struct sm_hold, sem_entry);
+			if (h->session != NULL || h->ident->pr != pr)
+				continue;
+			when = renew_one(sm, h, rn->lease_ms);
+			n++;
+		}
+		if (n == 0) {
+			reply_err(sm, c, id, SEMD__CODE__NOT_HOLDER,
+			    "%s holds no detached permit of %s", pr->name,
+			    sem->name);
+			return;
+		}
+	}
+	rd.holds = n;
+	rd.expires_ms = sm_wall(sm, when);
+	REPLY_BODY(sm, c, id, RENEWED, renewed, &rd);
+}
+
+/*
+ * Holds: a principal's holds on every name, by permit id, one page: the
+ * caller's, or (administrators) another's.
+ */
+void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req)
+{
+	const Semd__Holds *hq = req->holds;
+	Semd__HoldsReply hr = SEMD__HOLDS_REPLY__INIT;
+	Semd__Holder **hp;
+	struct sm_principal *pr = c->pr;
+	struct list_head *pos;
+	struct sm_hold *h;
+	uint64_t id = req->id;
+	size_t max = page_max(hq->max, SM_INFO_PAGE, SM_INFO_PAGE_MAX), nh = 0;
+
+	if (*hq->principal != '\0' && strcmp(hq->principal, c->pr->name) != 0) {
+		if (sm->who != NULL && (sm->who->privs & SM_PRIV_ADMIN) == 0) {
+			reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+			    "%s may not list the holds of %s (administrators may)",
+			    c->pr->name, hq->principal);
+			return;
+		}
+		pr = principal_find(sm, hq->principal);	/* NULL: it holds nothing */
+	}
+	if ((hp = reply_page(sm, c, id, max, sizeof **hp)) == NULL)
+		return;
+	if (pr != NULL) {
+		list_for_each(pos, &pr->holds) {
+			h = list_entry(pos, struct sm_hold, pr_entry);
+			if (h->permit_id <= hq->after_permit)
+				continue;
+			if (nh == max) {
+				hr.next_permit = hp[nh - 1]->permit_id;
+				break;
+			}
+			reply_holder(sm, hp[nh], h);
+			hp[nh++]->name = h->sem->name;
+		}
+		hr.total = pr->nholds;
+	}
+	hr.n_holds = nh;
+	hr.holds = hp;
+	REPLY_BODY(sm, c, id, HOLDS, holds, &hr);
+	free(hp);
+}
+
+/* Where: a pending down's place in each queue it is in. */
+void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req)
+{
+	const Semd__Where *wq = req->where;
+	Semd__WhereReply wr = SEMD__WHERE_REPLY__INIT;
+	Semd__Place pv[SM_MULTI_MAX], *pp[SM_MULTI_MAX];
+	struct sm_sem *sems[SM_MULTI_MAX];
+	struct sm_reqkey *k = req_find(sm, c->session->id, wq->request_id);
+	struct list_head *pos;
+	struct sm_member *m;
+	struct sm_sem *sem;
+	struct sm_wait *w;
+	uint32_t place;
+	unsigned int i, nm = 0;
+
+	if (k != NULL && k->kind == REQ_WAIT) {
+		/* Buckets first: a refill may grant the down itself. */
+		w = container_of(k, struct sm_wait, req);
+		for (nm = 0; nm < w->nm; nm++)
+			sems[nm] = w->m[nm].sem;
+		for (i = 0; i < nm; i++)
+			rate_refill(sm, sems[i]);
+		k = req_find(sm, c->session->id, wq->request_id);
+	}
+	if (k == NULL || k->kind != REQ_WAIT) {
+		reply_err(sm, c, req->id, SEMD__CODE__NOT_FOUND,
+		    "no pending down with id %" PRIu64, wq->request_id);
+		return;
+	}
+	w = container_of(k, struct sm_wait, req);
+	for (i = 0; i < w->nm; i++) {
+		m = &w->m[i];
+		sem = m->sem;
+		place = 0;
+		/* Bounded: a place further than WHERE_WALK_MAX is told as 0. */
+		list_for_each(pos, &sem->waiters) {
+			if (++place > WHERE_WALK_MAX) {
+				place = 0;
+				break;
+			}
+			if (pos == &m->sem_entry)
+				break;
+		}
+		semd__place__init(&pv[i]);
+		pv[i].name = sem->name;
+		pv[i].position = place;
+		pv[i].waiters = sem->nwaiters;
+		pv[i].held = sem->held;
+		pv[i].limit = sem->limit;
+		pv[i].n = m->n;
+		if (sem->rate != NULL) {
+			pv[i].tokens_nano = rate_nano(sm, sem);
+			pv[i].next_token_ms = rate_next_ms(sm, sem);
+		}
+		pv[i].available = sema_count(&sem->sem);
+		pp[i] = &pv[i];
+	}
+	wr.n_places = w->nm;
+	wr.places = pp;
+	wr.since_ms = w->since_wall;
+	REPLY_BODY(sm, c, req->id, WHERE, where, &wr);
+}

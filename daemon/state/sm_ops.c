@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/state/sm_ops.c - the way in for a request: sm_request() checks
+ * that its client has a session (Hello makes it), dispatches through the op
+ * table (sm_optab.c) and settles (sm_settle.c). Beside it the small
+ * operations: Hello, Ping, Detach, Watch. The others live by family:
+ * sm_ops_name.c (names), sm_down.c (Down), sm_multi.c (DownMulti),
+ * sm_ops_permit.c (Up, Release, Cancel, Validate), sm_holds.c (Renew, Holds,
+ * Where), sm_stats.c (Stats).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/state/sm-int.h"
+
+/* Hello: start or resume a session. */
+static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Hello *h, uint64_t now)
+{
+	Semd__HelloReply hr = SEMD__HELLO_REPLY__INIT;
+	struct sm_session *s;
+	uint32_t lease;
+	bool back = false;
+
+	if (h->version != SM_PROTO_VERSION) {
+		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
+		    "unsupported protocol version %u (this daemon speaks %u)",
+		    h->version, SM_PROTO_VERSION);
+		return SM_CLOSE;
+	}
+	if (c->hello) {
+		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
+		    "hello was already received on this connection");
+		return SM_OK;
+	}
+	lease = h->lease_ms;
+	if (lease > sm->cfg.max_lease_ms)
+		lease = sm->cfg.max_lease_ms;
+	if (h->resume_session != 0) {
+		s = session_find(sm, h->resume_session);
+		if (s == NULL || h->resume_secret.len != SM_SECRET_LEN ||
+		    memcmp(h->resume_secret.data, s->secret, SM_SECRET_LEN) != 0) {
+			reply_err(sm, c, id, SEMD__CODE__SESSION_EXPIRED,
+			    "session %" PRIu64 " does not exist (expired, or a wrong secret)",
+			    h->resume_session);
+			return SM_OK;
+		}
+		if (s->ident->pr != c->pr) {
+			reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+			    "session %" PRIu64 " belongs to %s, not %s", s->id,
+			    s->ident->pr->name, c->pr->name);
+			return SM_OK;
+		}
+		if (s->client != NULL) {
+			/* Taken over: the old connection loses the session. */
+			s->client->session = NULL;
+		} else {
+			back = true;	/* its parked waiters, after the reply */
+		}
+		s->client = c;
+		s->lease_ms = lease;
+		s->heard = now;
+		session_arm(sm, s);
+		hr.resumed = true;
+	} else {
+		if (sm->ctr.sessions >= sm->cfg.max_sessions) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "too many sessions (max-sessions %u)",
+			    sm->cfg.max_sessions);
+			return SM_CLOSE;
+		}
+		if (!principal_room(sm, c, id, c->pr, SM_LIMIT_SESSIONS, 1))
+			return SM_CLOSE;
+		s = sm_alloc(sm, sizeof *s);
+		if (s == NULL || (s->ident = ident_new(sm, c->pr, h)) == NULL) {
+			sm_dealloc(sm, s, sizeof *s);
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			return SM_CLOSE;
+		}
+		s->id = ++sm->next_session;
+		memcpy(s->secret, c->secret, SM_SECRET_LEN);
+		s->client = c;
+		s->lease_ms = lease;
+		s->heard = now;
+		s->expiry.idx = SIZE_MAX;
+		INIT_LIST_HEAD(&s->holds);
+		INIT_LIST_HEAD(&s->waiters);
+		INIT_LIST_HEAD(&s->memos);
+		session_arm(sm, s);
+		hmap_insert(&sm->sessions, &s->node, pair_hash(sm, s->id, 0));
+		principal_count(c->pr, SM_LIMIT_SESSIONS, 1);
+		sm->ctr.sessions++;
+	}
+	c->session = s;
+	c->hello = true;
+	hr.version = SM_PROTO_VERSION;
+	hr.session = s->id;
+	hr.secret.data = s->secret;
+	hr.secret.len = SM_SECRET_LEN;
+	hr.lease_ms = s->lease_ms;
+	hr.principal = s->ident->pr->name;
+	hr.server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
+	hr.durable = sm->cfg.durable;
+	REPLY_BODY(sm, c, id, HELLO, hello, &hr);
+	if (back)
+		session_park(sm, s, false);	/* grants now go to c, after HelloReply */
+	return SM_OK;
+}
+
+/* Ping: echo the payload. */
+void op_ping(struct sm *sm, struct sm_client *c, const Semd__Request *req)
+{
+	Semd__Pong pong = SEMD__PONG__INIT;
+
+	pong.payload = req->ping->payload;
+	REPLY_BODY(sm, c, req->id, PONG, pong, &pong);
+}
+
+/* Detach: this session outlives the connection's close by its lease. */
+void op_detach(struct sm *sm, struct sm_client *c, const Semd__Request *req)
+{
+	c->detach = true;
+	reply_ok(sm, c, req->id);
+}
+
+/* Dispatch one request. */
+int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    const struct sm_caller *who, uint64_t now)
+{
+	uint64_t id = req->id;
+	sm_op_fn *fn;
+	int r = SM_OK;
+
+	sm->now = now;
+	sm->who = who;
+	sm->cur_op = (unsigned)req->op_case < SM_NOPS ? (int)req->op_case : 0;
+	sm->ctr.ops[sm->cur_op]++;
+	if (req->op_case == SEMD__REQUEST__OP_HELLO) {
+		r = op_hello(sm, c, id, req->hello, now);
+		sm_settle(sm);
+		sm->who = NULL;
+		return r;
+	}
+	if (!c->hello) {
+		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
+		    "the first request must be hello");
+		return SM_CLOSE;
+	}
+	if (c->session == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__SESSION_EXPIRED,
+		    "this connection's session ended (expired, or resumed by another connection)");
+		return SM_CLOSE;
+	}
+	c->session->heard = now;	/* the lease counts from here */
+	if ((fn = sm_op_handler(req->op_case)) != NULL)
+		fn(sm, c, req);
+	else
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "unknown or missing operation");
+	sm_settle(sm);
+	sm->who = NULL;
+	return r;
+}
+
+/* Watch: stream the events of a name, or of the names with a prefix. */
+void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req)
+{
+	const Semd__Watch *wt = req->watch;
+	uint64_t id = req->id;
+	size_t len = strlen(wt->name);
+	struct list_head *pos;
+
+	if (!wt->prefix && !sem_name_ok(sm, c, id, wt->name))
+		return;
+	if (wt->prefix && len > 0 && (len > SM_NAME_MAX ||
+	    !sm_name_valid(wt->name, len))) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "the prefix is not the beginning of a valid name");
+		return;
+	}
+	if (id == 0) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "a watch needs a request id (its events carry it)");
+		return;
+	}
+	list_for_each(pos, &c->watches) {
+		if (list_entry(pos, struct sm_watch, client_entry)->id == id) {
+			reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+			    "request id %" PRIu64 " is a watch already", id);
+			return;
+		}
+	}
+	if (c->nwatches >= SM_WATCH_MAX) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "too many watches on this connection (%d)", SM_WATCH_MAX);
+		return;
+	}
+	if (watch_add(sm, c, id, wt->name, len, wt->prefix, sm->who == NULL ||
+	    (sm->who->privs & SM_PRIV_ADMIN) != 0) == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		return;
+	}
+	reply_ok(sm, c, id);
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/state/sm_optab.c - the operations, described once: for each, its
+ * name (Stats, metrics, logs), what the access layer checks before the
+ * request reaches the state machine (state.h: the right, on which name,
+ * the verb of a refusal) and its handler. The table calls nothing: the
+ * dispatch (sm_ops.c) calls through it, Stats and the shell read it.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "daemon/state/sm-int.h"
+
+/*
+ * Every operation once: its name (Stats, metrics, logs), what the access
+ * layer checks for it (state.h: the right, on which name, the verb of a
+ * refusal) and its handler (after Hello; Hello itself is dispatched apart,
+ * as it makes the session the others need).
+ *
+ * A row: the op case, its name, the right it needs, the verb of a refusal,
+ * which name the right is checked on (NO_NAME, ALL_NAMES, EACH_NAME, or
+ * FIELD(message, field), FIELD_SAID(..., what is said after the name)),
+ * and its handler.
+ */
+#define OP(CASE, NAME, RIGHT, VERB, ON, FN) \
+	[SEMD__REQUEST__OP_##CASE] = { { NAME, SM_RIGHT_##RIGHT, VERB, ON }, FN }
+#define FIELD(M, F)		SM_TARGET_FIELD, offsetof(Semd__##M, F), ""
+#define FIELD_SAID(M, F, AFTER)	SM_TARGET_FIELD, offsetof(Semd__##M, F), AFTER
+#define NO_NAME			SM_TARGET_NONE, 0, ""
+#define ALL_NAMES		SM_TARGET_ALL, 0, ""
+#define EACH_NAME		SM_TARGET_EACH, 0, ""
+static const struct {
+	struct sm_op	op;
+	sm_op_fn	*fn;
+} sm_ops[SM_NOPS] = {
+	OP(HELLO, "hello", NONE, "", NO_NAME, NULL),
+	OP(CREATE, "create", CREATE, "create", FIELD(Create, name), op_create),
+	OP(DOWN, "down", USE, "use", FIELD(Down, name), op_down),
+	OP(UP, "up", USE, "use", FIELD(Up, name), op_up),
+	OP(CANCEL, "cancel", NONE, "", NO_NAME, op_cancel),
+	OP(INFO, "info", INSPECT, "inspect", FIELD(Info, name), op_info),
+	/*
+	 * Checked on its prefix (a protected prefix is refused outright); the
+	 * names listed are then filtered one by one (sm_set_visible).
+	 */
+	OP(LIST, "list", INSPECT, "inspect", FIELD_SAID(List, prefix, " (list)"),
+	    op_list),
+	OP(DELETE, "delete", MANAGE, "delete", FIELD(Delete, name), op_delete),
+	OP(SET_LIMIT, "set_limit", MANAGE, "set the limit of",
+	    FIELD(SetLimit, name), op_set_limit),
+	OP(PING, "ping", NONE, "", NO_NAME, op_ping),
+	OP(STATS, "stats", INSPECT, "inspect", ALL_NAMES, op_stats),
+	OP(VALIDATE, "validate", USE, "use", FIELD(Validate, name), op_validate),
+	OP(RELEASE, "release", MANAGE, "release holds on",
+	    FIELD(Release, name), op_release),
+	OP(DETACH, "detach", NONE, "", NO_NAME, op_detach),
+	OP(SET_RATE, "set_rate", MANAGE, "set the rate of",
+	    FIELD(SetRate, name), op_set_rate),
+	OP(DOWN_MULTI, "down_multi", USE, "use", EACH_NAME, op_down_multi),
+	/* A name, or a prefix checked like List's and filtered the same way. */
+	OP(WATCH, "watch", INSPECT, "watch", FIELD(Watch, name), op_watch),
+	OP(RENEW, "renew", USE, "use", FIELD(Renew, name), op_renew),
+	/* Another principal's: the state machine wants admin on every name. */
+	OP(HOLDS, "holds", INSPECT, "inspect", ALL_NAMES, op_holds),
+	OP(WHERE, "where", NONE, "", NO_NAME, op_where),
+};
+#undef OP
+#undef FIELD
+#undef FIELD_SAID
+#undef NO_NAME
+#undef ALL_NAMES
+#undef EACH_NAME
+
+/* The table entry of an op case, or NULL for an unknown one. */
+const struct sm_op *sm_op(int op_case)
+{
+	if (op_case <= 0 || op_case >= SM_NOPS || sm_ops[op_case].op.name == NULL)
+		return NULL;
+	return &sm_ops[op_case].op;
+}
+
+/* The label of the replies counted under op_case with code (state.h). */
+const char *sm_reply_op(int op_case, int code)
+{
+	if (op_case != 0)
+		return sm_op(op_case) != NULL ? sm_op(op_case)->name : NULL;
+	return code == SEMD__CODE__PROTOCOL_ERROR || code == SEMD__CODE__INVALID_ARGUMENT ?
+	    "invalid_request" : "notice";
+}
+
+/* The name req's right is checked on (its op's field, "", or NULL). */
+const char *sm_op_target(const struct sm_op *op, const Semd__Request *req)
+{
+	const ProtobufCFieldDescriptor *f;
+	const char *msg;
+
+	if (op->target == SM_TARGET_ALL)
+		return "";
+	if (op->target != SM_TARGET_FIELD)
+		return NULL;
+	/* The op's message: the oneof member of req for its case. */
+	f = protobuf_c_message_descriptor_get_field(&semd__request__descriptor,
+	    (unsigned int)req->op_case);
+	if (f == NULL)
+		return NULL;
+	memcpy(&msg, (const char *)req + f->offset, sizeof msg);
+	if (msg == NULL)
+		return NULL;
+	return *(const char *const *)(const void *)(msg + op->name_off);
+}
+
+/* The handler of an op case (NULL: Hello's, or none). */
+sm_op_fn *sm_op_handler(int op_case)
+{
+	return sm_op(op_case) != NULL ? sm_ops[op_case].fn : NULL;
+}

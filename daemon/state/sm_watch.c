@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/state/sm_watch.c - watches: what happens to a name, or to the names
+ * with a prefix, streamed to the connections that asked (Watch).
+ *
+ * A watch is part of the state (the choice the protocol comment explains):
+ * registered by a Watch request through the log like any operation, kept
+ * with its client, written in snapshots. Every replica therefore makes the
+ * same events for the same entries, and the one node the client is bound
+ * to sends them (Reply id 0, body watch_event); elsewhere nothing is built.
+ * Because only the bound node sends, the notices are counted in this
+ * node's figures (Stats' watch_notices, with stats_local), not in the
+ * replicated reply counters.
+ *
+ * An event is produced where the state changes (a wait queued, a grant, a
+ * release, a timeout or cancel, a limit or rate change, a create or
+ * delete), after the change, with the name's counts as they are then; a
+ * release is told before its permits go on to the next waiter, so a
+ * watcher reads the release before the grant it causes.
+ *
+ * Cost: O(watches) a state change when any watch exists (a compare of the
+ * name or prefix each), nothing otherwise. A watcher that does not read is
+ * cut off by its node's output limit: the daemon never waits for one.
+ * Identities (principal, client, host, pid) are shown to a watcher that may
+ * manage the name or is the same principal; the rest see counts only.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/state/sm-int.h"
+
+/* Does watch x cover the name of sem? */
+static bool watch_covers(const struct sm_watch *x, const struct sm_sem *sem)
+{
+	if (x->prefix)
+		return x->len <= sem->len && memcmp(x->name, sem->name, x->len) == 0;
+	return x->len == sem->len && memcmp(x->name, sem->name, x->len) == 0;
+}
+
+/* May watch x see who did something as ident on sem? */
+static bool watch_sees(const struct sm_watch *x, const struct sm_sem *sem,
+    const struct sm_ident *ident)
+{
+	const struct sm_principal *pr = x->client->pr;
+
+	return x->admin || (sem->owner != NULL && sem->owner == pr) ||
+	    (ident != NULL && ident->pr == pr);
+}
+
+/*
+ * Send ev, an event of sem (with ident: who), to every watch that covers
+ * sem, on the node its client is bound to. The free permits are sem's now
+ * plus freed (given back, not yet handed on).
+ */
+static void watch_send(struct sm *sm, const struct sm_sem *sem,
+    Semd__WatchEvent *ev, const struct sm_ident *ident, long freed)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	struct list_head *pos;
+	struct sm_watch *x;
+	size_t skip;
+
+	ev->name = (char *)sem->name;
+	ev->time_ms = sm_wall(sm, sm->now);
+	ev->holders = sem->nholders;
+	ev->waiters = sem->nwaiters;
+	ev->available = sem->sem.count + freed;
+	ev->limit = sem->limit;
+	if (sem->rate != NULL) {
+		ev->rate = sem->rate->rate;
+		ev->rate_period_ms = sem->rate->period_ms;
+		ev->burst = sem->rate->burst;
+	}
+	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
+	r.watch_event = ev;
+	list_for_each(pos, &sm->watches) {
+		x = list_entry(pos, struct sm_watch, entry);
+		if (x->client->conn == NULL || sm->out.reply == NULL ||
+		    !watch_covers(x, sem))
+			continue;
+		skip = 0;
+		if (x->prefix && sm->visible != NULL &&
+		    !sm->visible(sm->visible_arg, x->client->conn, sem->name,
+		    sem->len, &skip))
+			continue;
+		ev->watch = x->id;
+		if (ident != NULL && watch_sees(x, sem, ident)) {
+			ev->principal = ident->pr->name;
+			ev->client_name = ident->client_name;
+			ev->host = ident->host;
+			ev->pid = ident->pid;
+		} else {
+			ev->principal = (char *)"";
+			ev->client_name = (char *)"";
+			ev->host = (char *)"";
+			ev->pid = 0;
+		}
+		sm->watch_sent++;
+		sm->out.reply(sm->out.ctx, x->client->conn, &r);
+	}
+}
+
+/* A hold's n permits were given back (why: NULL for an up), freed or not. */
+void watch_hold(struct sm *sm, const struct sm_hold *h, uint32_t n,
+    bool freed, const char *why)
+{
+	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+
+	if (list_empty(&sm->watches))
+		return;
+	ev.kind = SEMD__EVENT_KIND__EVENT_RELEASE;
+	ev.n = n;
+	ev.permit_id = h->permit_id;
+	ev.token = h->token;
+	ev.reason = (char *)(why != NULL ? why : "");
+	watch_send(sm, h->sem, &ev, h->ident, freed ? (long)n : 0);
+}
+
+/* c added n permits to signal-mode sem (an up). */
+void watch_up(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_client *c, uint32_t n)
+{
+	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+
+	if (list_empty(&sm->watches))
+		return;
+	ev.kind = SEMD__EVENT_KIND__EVENT_RELEASE;
+	ev.n = n;
+	watch_send(sm, sem, &ev, c->session != NULL ? c->session->ident : NULL, 0);
+}
+
+/*
+ * An event of kind about s's down id, for n of sem: a grant (its permit id
+ * and fencing token), a wait, or a refusal (why).
+ */
+static void watch_down(struct sm *sm, Semd__EventKind kind,
+    const struct sm_sem *sem, const struct sm_session *s, uint64_t id,
+    uint32_t n, uint64_t permit_id, uint64_t token, const char *why)
+{
+	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+
+	if (list_empty(&sm->watches))
+		return;
+	ev.kind = kind;
+	ev.n = n;
+	ev.request_id = id;
+	ev.permit_id = permit_id;
+	ev.token = token;
+	if (why != NULL)
+		ev.reason = (char *)why;
+	watch_send(sm, sem, &ev, s->ident, 0);
+}
+
+/* Permits or tokens of sem were granted to s's down id. */
+void watch_grant(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_session *s, uint64_t id, uint64_t permit_id,
+    uint64_t token, uint32_t n)
+{
+	watch_down(sm, SEMD__EVENT_KIND__EVENT_GRANT, sem, s, id, n, permit_id,
+	    token, NULL);
+}
+
+/* A down queued: member m of w. */
+void watch_wait(struct sm *sm, const struct sm_wait *w,
+    const struct sm_member *m)
+{
+	watch_down(sm, SEMD__EVENT_KIND__EVENT_WAIT, m->sem, w->session,
+	    w->req.request_id, m->n, 0, 0, NULL);
+}
+
+/* A queued down left without a grant, answered code (OK: silently). */
+void watch_wait_end(struct sm *sm, const struct sm_wait *w, int code,
+    const char *why)
+{
+	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	unsigned int i;
+
+	if (list_empty(&sm->watches))
+		return;
+	ev.kind = code == SEMD__CODE__TIMEOUT ? SEMD__EVENT_KIND__EVENT_TIMEOUT :
+	    code == SEMD__CODE__DEADLOCK ? SEMD__EVENT_KIND__EVENT_DEADLOCK :
+	    SEMD__EVENT_KIND__EVENT_CANCEL;
+	ev.request_id = w->req.request_id;
+	ev.reason = (char *)(code == SEMD__CODE__OK ? "its session ended" :
+	    why != NULL ? why : "");
+	for (i = 0; i < w->nm; i++) {
+		ev.n = w->m[i].n;
+		watch_send(sm, w->m[i].sem, &ev, w->session->ident, 0);
+	}
+}
+
+/* A down of s was refused DEADLOCK before it queued. */
+void watch_deadlock(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_session *s, uint64_t id, uint32_t n, const char *why)
+{
+	watch_down(sm, SEMD__EVENT_KIND__EVENT_DEADLOCK, sem, s, id, n, 0, 0,
+	    why);
+}
+
+/* A change of the name itself by c: created, deleted, its limit or rate. */
+void watch_limit(struct sm *sm, const struct sm_sem *sem,
+    Semd__EventKind kind, const struct sm_client *c)
+{
+	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	struct sm_ident who = { 0 };
+
+	if (list_empty(&sm->watches))
+		return;
+	ev.kind = kind;
+	if (c != NULL && c->session != NULL) {
+		watch_send(sm, sem, &ev, c->session->ident, 0);
+		return;
+	}
+	who.pr = c != NULL ? c->pr : NULL;
+	who.client_name = (char *)"";
+	who.host = (char *)"";
+	watch_send(sm, sem, &ev, who.pr != NULL ? &who : NULL, 0);
+}
+
+/* Free a watch. */
+static void watch_free(struct sm *sm, struct sm_watch *x)
+{
+	list_del_init(&x->entry);
+	list_del_init(&x->client_entry);
+	x->client->nwatches--;
+	sm_dealloc(sm, x, sizeof *x);
+}
+
+/* Add a watch for client c; NULL when out of memory. */
+struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, size_t len, bool prefix, bool admin)
+{
+	struct sm_watch *x = sm_alloc(sm, sizeof *x);
+
+	if (x == NULL)
+		return NULL;
+	x->client = c;
+	x->id = id;
+	x->prefix = prefix;
+	x->admin = admin;
+	x->len = (uint8_t)len;
+	memcpy(x->name, name, len);
+	x->name[len] = '\0';
+	list_add_tail(&x->entry, &sm->watches);
+	list_add_tail(&x->client_entry, &c->watches);
+	c->nwatches++;
+	return x;
+}
+
+/* End c's watch id; false when it has none. */
+bool watch_cancel(struct sm *sm, struct sm_client *c, uint64_t id)
+{
+	struct list_head *pos;
+	struct sm_watch *x;
+
+	list_for_each(pos, &c->watches) {
+		x = list_entry(pos, struct sm_watch, client_entry);
+		if (x->id == id) {
+			watch_free(sm, x);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The client goes: its watches end. */
+void watch_client_gone(struct sm *sm, struct sm_client *c)
+{
+	while (!list_empty(&c->watches))
+		watch_free(sm, list_first_entry(&c->watches, struct sm_watch,
+		    client_entry));
+}
+

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/cluster/sim.h - what the files of the cluster simulation share
+ * (sim.c: the harness and the checks; sim_log.c: the nodes' raft, applying
+ * and their disks; sim_client.c: the simulated clients' moves).
+ */
+#ifndef SEMD_TESTS_CLUSTER_SIM_H
+#define SEMD_TESTS_CLUSTER_SIM_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <raft.h>
+#include <raft/fixture.h>
+
+#include "daemon/log/raftguard.h"
+#include "daemon/state/state.h"
+#include "tests/common/opts.h"
+/*
+ * One sequence of random numbers for the whole simulation, wherever they
+ * are drawn: a seed replays exactly.
+ */
+extern uint64_t sim_rng;
+#define RNG_STATE sim_rng
+#include "tests/common/rng.h"
+
+#define MAXNODES	5
+#define NCL		8		/* clients */
+#define NNAMES		3
+#define RING		64		/* requests a client remembers */
+#define REQ_TIMEOUT	2000		/* a client gives up on a node (ms) */
+#define DRIFT_PPM	10000		/* client-side lease: as libsemclient */
+#define MARGIN_MIN	50
+
+struct node {
+	unsigned int	i;
+	struct raft	*raft;
+	struct raft_fsm	fsm;
+	struct sm	*sm;
+	struct sm_config cfg;
+	bool		leader;		/* the harness saw it lead */
+	bool		serving;	/* its LEADER entry is applied */
+	bool		ticking;	/* a tick entry is in flight */
+	struct sm_clock	clock;		/* log time, while leader */
+	uint64_t	hash;		/* of what the entry being applied said */
+	struct raft_barrier barrier;
+	/* The fixture's disk, watched (see fix_truncate). */
+	int		(*append)(struct raft_io *io, struct raft_io_append *req,
+	    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb);
+	int		(*truncate)(struct raft_io *io, raft_index index);
+	size_t		stored;		/* entries the fixture's disk holds */
+	struct pending {
+		struct raft_io_append *req;
+		raft_io_append_cb cb;
+		unsigned n;
+	}		*pend;
+	size_t		npend, cappend;
+};
+
+struct hold {
+	uint64_t	permit;
+	uint64_t	token;
+	int		name;
+};
+
+struct sent {
+	uint64_t	conn;
+	uint64_t	id;
+	uint64_t	at;		/* sim time it was sent */
+	int		name;		/* a down's name, or -1 */
+	int		client;
+	bool		retry;		/* sent again after a resume */
+};
+
+struct client {
+	int		node;		/* attached to (-1: none) */
+	uint64_t	conn;		/* its connection's client id */
+	bool		hello_out;	/* the Hello is unanswered */
+	uint64_t	session;
+	uint8_t		secret[SM_SECRET_LEN];
+	uint32_t	lease;		/* granted */
+	uint64_t	trust_base;	/* send time of the last answered request */
+	uint64_t	next_id;
+	/* The outstanding down (kept across a resume: retried). */
+	uint64_t	down_id;
+	int		down_name;
+	int64_t		down_timeout;
+	uint64_t	down_sent;	/* 0: not sent on this connection */
+	uint64_t	last_sent;	/* anything, on this connection */
+	uint64_t	last_heard;
+	uint64_t	next_ping;
+	uint64_t	next_act;
+	uint64_t	answered;	/* answers heard */
+	struct hold	holds[8];
+	int		nholds;
+	struct sent	ring[RING];
+	unsigned int	nring;
+};
+
+/* Tokens granted per name, ascending, with the down that got each. */
+struct token {
+	uint64_t	token;
+	int		client;
+	uint64_t	id;
+};
+
+extern const char *const names[NNAMES];
+extern const unsigned int limits[NNAMES];
+extern struct raft_fixture f;
+extern struct node nodes[MAXNODES];
+extern unsigned int nn;
+extern uint32_t grace;		/* restart-grace */
+extern uint64_t *ledger;
+extern size_t ledger_cap;
+extern struct client cl[NCL];
+extern uint64_t next_conn;
+extern struct token *tokens[NNAMES];
+extern size_t ntokens[NNAMES], captokens[NNAMES];
+extern unsigned long grants, entries, faults, snaps_compared, installs;
+
+raft_time now(void);
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+    noreturn));
+void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t trust_end(const struct client *c);
+struct sent *find_sent(uint64_t conn, uint64_t id);
+struct client *client_of(uint64_t conn);
+bool propose(struct node *n, const struct sm_batch *b, uint64_t at_least,
+    bool startup);
+void barrier_cb(struct raft_barrier *req, int status);
+void on_reply(void *ctx, void *conn, const Semd__Reply *r);
+void drop_client(struct client *c, const char *why);
+void on_close(void *ctx, void *conn);
+int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
+    void **result);
+int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
+    unsigned int *n_bufs);
+int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf);
+int fix_append(struct raft_io *io, struct raft_io_append *req,
+    const struct raft_entry ents[], unsigned cnt, raft_io_append_cb cb);
+int fix_truncate(struct raft_io *io, raft_index index);
+void client_step(struct client *c);
+
+#endif

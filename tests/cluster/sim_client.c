@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/cluster/sim_client.c - the simulated clients' moves: attach to the
+ * leader, take and give back permits of three names, keep their sessions
+ * alive, resume them on the next leader, retry a down whose answer they
+ * missed.
+ */
+#include "tests/cluster/sim.h"
+
+/* --- the clients' moves ----------------------------------------------------------- */
+
+static void remember(struct client *c, uint64_t id, int name, bool retry)
+{
+	struct sent *s = &c->ring[c->nring++ % RING];
+
+	s->client = (int)(c - cl);
+	s->retry = retry;
+	s->conn = c->conn;
+	s->id = id;
+	s->at = now();
+	s->name = name;
+	c->last_sent = now();
+}
+
+/* Send one request (and before it, what else the batch carries). */
+static void send_req(struct client *c, struct sm_batch *b, Semd__Request *rq,
+    int name, bool retry)
+{
+	struct sm_caller who = { 0 };
+	uint8_t buf[1024];
+	size_t len = semd__request__get_packed_size(rq);
+
+	who.privs = SM_PRIV_ADMIN;
+	semd__request__pack(rq, buf);
+	sm_batch_request(b, c->conn, &who, buf, len);
+	remember(c, rq->id, name, retry);
+}
+
+/* Propose what the client sends, on its node (dropped when it cannot). */
+static void transmit(struct client *c, struct sm_batch *b)
+{
+	struct node *n = &nodes[c->node];
+
+	if (b->failed)
+		fail("out of memory");
+	/* A node that is not serving drops its clients; a stopped one hangs. */
+	if (raft_fixture_alive(&f, n->i) && n->serving)
+		propose(n, b, 0, false);
+}
+
+static int serving_node(void)
+{
+	for (unsigned int i = 0; i < nn; i++)
+		if (nodes[i].serving && raft_fixture_alive(&f, i))
+			return (int)i;
+	return -1;
+}
+
+static void attach(struct client *c, int node)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Hello h = SEMD__HELLO__INIT;
+	struct sm_batch b;
+	uint8_t secret[SM_SECRET_LEN];
+
+	for (int k = 0; k < SM_SECRET_LEN; k++)
+		secret[k] = (uint8_t)rnd();
+	c->node = node;
+	c->conn = next_conn++;
+	c->hello_out = true;
+	c->down_sent = 0;
+	c->last_heard = now();
+	sm_batch_init(&b);
+	sm_batch_open(&b, c->conn, "uid:0", secret, 0);
+	h.version = 1;
+	h.client_name = "sim";
+	h.lease_ms = 1000 + rnd_below(3000);
+	if (c->session != 0 && now() < trust_end(c)) {
+		h.resume_session = c->session;
+		h.resume_secret.data = c->secret;
+		h.resume_secret.len = SM_SECRET_LEN;
+	} else {
+		c->session = 0;
+		c->nholds = 0;
+		c->down_id = 0;
+	}
+	rq.id = c->next_id++;
+	rq.op_case = SEMD__REQUEST__OP_HELLO;
+	rq.hello = &h;
+	send_req(c, &b, &rq, -1, false);
+	transmit(c, &b);
+	sm_batch_free(&b);
+	trace("client %d attaches to node %d (conn %" PRIu64 ", resume %"
+	    PRIu64 ")", (int)(c - cl), node + 1, c->conn, h.resume_session);
+}
+
+static void send_down(struct client *c, bool retry)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Down d = SEMD__DOWN__INIT;
+	struct sm_batch b;
+
+	d.name = (char *)names[c->down_name];
+	d.n = 1;
+	d.timeout_ms = c->down_timeout;
+	d.limit = limits[c->down_name];
+	rq.id = c->down_id;
+	rq.op_case = SEMD__REQUEST__OP_DOWN;
+	rq.down = &d;
+	sm_batch_init(&b);
+	send_req(c, &b, &rq, c->down_name, retry);
+	transmit(c, &b);
+	sm_batch_free(&b);
+	c->down_sent = now();
+}
+
+static void send_simple(struct client *c, int what)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Up u = SEMD__UP__INIT;
+	Semd__Ping p = SEMD__PING__INIT;
+	Semd__Detach dt = SEMD__DETACH__INIT;
+	struct sm_batch b;
+	int k;
+
+	rq.id = c->next_id++;
+	sm_batch_init(&b);
+	if (what == 0) {
+		rq.op_case = SEMD__REQUEST__OP_PING;
+		rq.ping = &p;
+	} else if (what == 1) {
+		/* Give one back: it stops trusting it before it says so. */
+		k = (int)rnd_below((unsigned int)c->nholds);
+		u.name = (char *)names[c->holds[k].name];
+		u.permit_id = c->holds[k].permit;
+		u.n = 1;
+		rq.op_case = SEMD__REQUEST__OP_UP;
+		rq.up = &u;
+		c->holds[k] = c->holds[--c->nholds];
+	} else {
+		rq.op_case = SEMD__REQUEST__OP_DETACH;
+		rq.detach = &dt;
+	}
+	send_req(c, &b, &rq, -1, false);
+	transmit(c, &b);
+	sm_batch_free(&b);
+}
+
+/* Close the connection (the node hears it when it serves). */
+static void hang_up(struct client *c, const char *why)
+{
+	struct node *n = &nodes[c->node];
+	struct sm_batch b;
+
+	if (raft_fixture_alive(&f, n->i) && n->serving) {
+		sm_batch_init(&b);
+		sm_batch_close(&b, c->conn);
+		propose(n, &b, 0, false);
+		sm_batch_free(&b);
+	}
+	drop_client(c, why);
+}
+
+void client_step(struct client *c)
+{
+	uint64_t t = now();
+	int node;
+
+	/* Its lease over, the client gives up the session and its holds. */
+	if (c->session != 0 && t >= trust_end(c) && !c->hello_out) {
+		trace("client %d: lease of session %" PRIu64 " over", (int)(c - cl),
+		    c->session);
+		c->session = 0;
+		c->nholds = 0;
+		c->down_id = 0;
+		if (c->node >= 0)
+			hang_up(c, "lease over");
+	}
+	if (c->node < 0) {
+		if (t < c->next_act || (node = serving_node()) < 0)
+			return;
+		attach(c, node);
+		c->next_ping = t + 300;
+		return;
+	}
+	/* No answer for a while: try another node. */
+	if (t - c->last_heard > REQ_TIMEOUT && c->last_sent > c->last_heard) {
+		hang_up(c, "no answer");
+		c->next_act = t + rnd_below(300);
+		return;
+	}
+	if (c->hello_out)
+		return;
+	if (c->lease > 0 && t >= c->next_ping) {
+		send_simple(c, 0);
+		c->next_ping = t + c->lease / 3;
+	}
+	if (c->down_id != 0) {
+		if (c->down_sent == 0)
+			send_down(c, true);	/* resumed: ask again, same id */
+		return;
+	}
+	if (t < c->next_act)
+		return;
+	c->next_act = t + rnd_below(400);
+	switch (rnd_below(10)) {
+	case 0: case 1: case 2: case 3:
+		if (c->nholds >= 3)
+			break;
+		c->down_id = c->next_id++;
+		c->down_name = (int)rnd_below(NNAMES);
+		c->down_timeout = rnd_below(4) == 0 ? 0 : rnd_below(5) == 0 ? -1 :
+		    (int64_t)(100 + rnd_below(1500));
+		send_down(c, false);
+		break;
+	case 4: case 5: case 6:
+		if (c->nholds > 0)
+			send_simple(c, 1);
+		break;
+	case 7:
+		if (rnd_below(6) == 0) {
+			send_simple(c, 2);
+			hang_up(c, "detached");
+		}
+		break;
+	case 8:
+		if (rnd_below(8) == 0)
+			hang_up(c, "hung up");
+		break;
+	default:
+		break;
+	}
+}
+

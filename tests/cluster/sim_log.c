@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/cluster/sim_log.c - the simulated cluster's nodes: entries
+ * proposed and applied to each node's state machine the way daemon/log/
+ * does it (barrier, LEADER entry, stamped time, ticks, snapshots), the
+ * replies checked against what the clients trusted, and a watch kept on
+ * the fixture's disk.
+ */
+#include "tests/cluster/sim.h"
+
+/* --- proposing --------------------------------------------------------------------- */
+
+struct prop {
+	struct raft_apply req;
+	struct node	*n;
+	bool		startup;
+	bool		tick;
+};
+
+static void applied_cb(struct raft_apply *req, int status, void *result)
+{
+	struct prop *p = req->data;
+
+	(void)result;
+	if (p->startup && status == 0 && p->n->leader) {
+		p->n->serving = true;
+		trace("node %u serves", p->n->i + 1);
+	}
+	if (p->tick)
+		p->n->ticking = false;
+	free(p);
+}
+
+/* Propose a batch (NULL: a tick) on node n as one entry. */
+bool propose(struct node *n, const struct sm_batch *b, uint64_t at_least,
+    bool startup)
+{
+	size_t hl = sm_entry_header_size(), len = b != NULL ? b->len : 0;
+	struct raft_buffer buf;
+	struct prop *p = calloc(1, sizeof *p);
+
+	buf.len = (hl + len + 7) & ~(size_t)7;
+	buf.base = raft_calloc(1, buf.len);
+	if (p == NULL || buf.base == NULL)
+		fail("out of memory");
+	sm_entry_header(buf.base, sm_clock_stamp(&n->clock, now(), at_least),
+	    1700000000000ULL + now());
+	if (len > 0)
+		memcpy((uint8_t *)buf.base + hl, b->p, len);
+	p->n = n;
+	p->startup = startup;
+	p->tick = b == NULL;
+	p->req.data = p;
+	if (raft_apply(n->raft, &p->req, &buf, 1, applied_cb) != 0) {
+		raft_free(buf.base);
+		free(p);
+		return false;
+	}
+	if (p->tick)
+		n->ticking = true;
+	return true;
+}
+
+void barrier_cb(struct raft_barrier *req, int status)
+{
+	struct node *n = req->data;
+	struct sm_batch b;
+	uint64_t t;
+
+	if (status != 0 || !n->leader)
+		return;
+	t = sm_now(n->sm);
+	sm_clock_start(&n->clock, t, 1000, now());
+	sm_batch_init(&b);
+	if (t == 0)
+		sm_batch_boot(&b);
+	sm_batch_config(&b, &n->cfg);
+	sm_batch_leader(&b, n->i + 1, t == 0 ? 0 : grace,
+	    "127.0.0.1:7000");
+	if (b.failed)
+		fail("out of memory");
+	if (!propose(n, &b, 0, true))
+		trace("node %u: its LEADER entry was refused", n->i + 1);
+	sm_batch_free(&b);
+}
+
+/* --- applying ---------------------------------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void lose_hold(struct client *c, uint64_t permit)
+{
+	for (int k = 0; k < c->nholds; k++)
+		if (c->holds[k].permit == permit) {
+			c->holds[k] = c->holds[--c->nholds];
+			return;
+		}
+}
+
+/* How many clients trust a hold of this name now. */
+static unsigned int believers(int name)
+{
+	unsigned int count = 0;
+
+	for (int k = 0; k < NCL; k++) {
+		if (now() >= trust_end(&cl[k]))
+			continue;
+		for (int j = 0; j < cl[k].nholds; j++)
+			count += cl[k].holds[j].name == name;
+	}
+	return count;
+}
+
+/*
+ * A grant's token: new grants' tokens grow; a down heard again gets its
+ * token again; a down sent again after a resume may get a token lower than
+ * the last one heard (granted to its session while no connection was
+ * there to hear it), never one another down got.
+ */
+static void check_token(int name, const struct sent *s, uint64_t token)
+{
+	struct token *t = tokens[name];
+	size_t lo = 0, hi = ntokens[name], n = ntokens[name];
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t[mid].token < token)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && t[lo].token == token) {
+		if (t[lo].client != s->client || t[lo].id != s->id)
+			fail("%s: token %" PRIu64 " granted twice (client %d's "
+			    "down %" PRIu64 ", client %d's down %" PRIu64 ")",
+			    names[name], token, t[lo].client, t[lo].id, s->client,
+			    s->id);
+		return;
+	}
+	if (lo < n && !s->retry)
+		fail("%s: token %" PRIu64 " granted after token %" PRIu64,
+		    names[name], token, t[n - 1].token);
+	if (n == captokens[name]) {
+		captokens[name] = captokens[name] ? captokens[name] * 2 : 256;
+		tokens[name] = realloc(tokens[name], captokens[name] * sizeof *t);
+		if (tokens[name] == NULL)
+			fail("out of memory");
+		t = tokens[name];
+	}
+	memmove(&t[lo + 1], &t[lo], (n - lo) * sizeof *t);
+	t[lo] = (struct token){ token, s->client, s->id };
+	ntokens[name]++;
+	grants++;
+}
+
+/* A client hears a reply from the node it is attached to. */
+static void deliver(struct client *c, const Semd__Reply *r)
+{
+	struct sent *s = r->id != 0 ? find_sent(c->conn, r->id) : NULL;
+
+	c->last_heard = now();
+	if (r->body_case == SEMD__REPLY__BODY_HOLD_LOST) {
+		lose_hold(c, r->hold_lost->permit_id);
+		return;
+	}
+	if (s == NULL)
+		return;		/* a notice, or the answer of a dropped request */
+	c->answered++;
+	if (s->at > c->trust_base)
+		c->trust_base = s->at;
+	if (r->body_case == SEMD__REPLY__BODY_HELLO) {
+		c->hello_out = false;
+		if (c->session != 0 && !r->hello->resumed) {
+			if (c->nholds > 0 && now() < trust_end(c))
+				fail("client %d: session %" PRIu64 " is gone while "
+				    "its client trusts its lease until %" PRIu64,
+				    (int)(c - cl), c->session, trust_end(c));
+			c->nholds = 0;
+			c->down_id = 0;
+		}
+		c->session = r->hello->session;
+		c->lease = r->hello->lease_ms;
+		c->trust_base = s->at;
+		if (r->hello->secret.len == SM_SECRET_LEN)
+			memcpy(c->secret, r->hello->secret.data, SM_SECRET_LEN);
+		return;
+	}
+	if (r->id != c->down_id)
+		return;
+	c->down_id = 0;
+	if (r->code != SEMD__CODE__OK || r->body_case != SEMD__REPLY__BODY_GRANT)
+		return;
+	for (int k = 0; k < c->nholds; k++)
+		if (c->holds[k].permit == r->grant->permit_id)
+			return;		/* heard again */
+	if (c->nholds == (int)(sizeof c->holds / sizeof c->holds[0]))
+		fail("client %d holds too much", (int)(c - cl));
+	c->holds[c->nholds].permit = r->grant->permit_id;
+	c->holds[c->nholds].token = r->grant->token;
+	c->holds[c->nholds].name = s->name;
+	c->nholds++;
+	if (believers(s->name) > limits[s->name])
+		fail("%s: %u clients trust a hold of it (limit %u)",
+		    names[s->name], believers(s->name), limits[s->name]);
+}
+
+/* sm_out.reply: hash everything; deliver what goes to a client here. */
+void on_reply(void *ctx, void *conn, const Semd__Reply *r)
+{
+	struct node *n = ctx;
+	uint64_t id = (uint64_t)(uintptr_t)conn;
+	uint8_t buf[8192];
+	size_t len = semd__reply__get_packed_size(r);
+	struct client *c;
+	struct sent *s;
+
+	if (len > sizeof buf)
+		fail("a reply of %zu bytes", len);
+	semd__reply__pack(r, buf);
+	n->hash = fnv(fnv(n->hash, &id, sizeof id), buf, len);
+	/* The first node to apply an entry checks its grants' tokens. */
+	s = r->body_case == SEMD__REPLY__BODY_GRANT && r->code == SEMD__CODE__OK ?
+	    find_sent(id, r->id) : NULL;
+	if (s != NULL && s->name >= 0 &&
+	    ledger[raft_last_applied(n->raft) + 1] == 0) {
+		trace("entry %llu: conn %" PRIu64 " request %" PRIu64 " granted %s "
+		    "token %" PRIu64, (unsigned long long)raft_last_applied(n->raft) + 1,
+		    id, r->id, names[s->name], r->grant->token);
+		check_token(s->name, s, r->grant->token);
+	}
+	c = client_of(id);
+	if (c != NULL && c->node == (int)n->i)
+		deliver(c, r);
+}
+
+void drop_client(struct client *c, const char *why)
+{
+	if (c->node >= 0)
+		trace("client %d leaves node %d: %s", (int)(c - cl), c->node + 1,
+		    why);
+	c->node = -1;
+	c->conn = 0;
+	c->hello_out = false;
+	c->down_sent = 0;
+}
+
+/* sm_out.close: the state machine closes a connection. */
+void on_close(void *ctx, void *conn)
+{
+	struct node *n = ctx;
+	struct client *c = client_of((uint64_t)(uintptr_t)conn);
+
+	if (c != NULL && c->node == (int)n->i)
+		drop_client(c, "closed by the state");
+}
+
+static void *bind_id(void *arg, uint64_t id)
+{
+	(void)arg;
+	return (void *)(uintptr_t)id;
+}
+
+int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
+    void **result)
+{
+	static const struct sm_apply_hooks hooks = { bind_id, NULL, NULL };
+	struct node *n = fsm->data;
+	raft_index index = raft_last_applied(n->raft) + 1;
+	char err[256];
+
+	*result = NULL;
+	if (index >= ledger_cap) {
+		size_t cap = ledger_cap * 2 > index + 1 ? ledger_cap * 2 : index + 1024;
+
+		ledger = realloc(ledger, cap * sizeof *ledger);
+		if (ledger == NULL)
+			fail("out of memory");
+		memset(ledger + ledger_cap, 0, (cap - ledger_cap) * sizeof *ledger);
+		ledger_cap = cap;
+	}
+	n->hash = 14695981039346656037ULL;
+	if (sm_apply(n->sm, buf->base, buf->len, &hooks, err, sizeof err) != 0)
+		fail("node %u cannot apply entry %llu: %s", n->i + 1,
+		    (unsigned long long)index, err);
+	if (sm_check(n->sm, err, sizeof err) != 0)
+		fail("node %u after entry %llu: %s", n->i + 1,
+		    (unsigned long long)index, err);
+	if (ledger[index] == 0) {
+		ledger[index] = n->hash | 1;
+		entries++;
+	} else if (ledger[index] != (n->hash | 1)) {
+		fail("node %u said something else at entry %llu", n->i + 1,
+		    (unsigned long long)index);
+	}
+	return 0;
+}
+
+int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
+    unsigned int *n_bufs)
+{
+	struct node *n = fsm->data;
+	uint8_t *p;
+	size_t len;
+
+	*bufs = raft_malloc(sizeof **bufs);
+	if (*bufs == NULL || sm_snapshot(n->sm, &p, &len) != 0)
+		fail("out of memory");
+	/* raft frees it with raft_free: copy into its memory. */
+	(*bufs)[0].base = raft_malloc(len);
+	if ((*bufs)[0].base == NULL)
+		fail("out of memory");
+	memcpy((*bufs)[0].base, p, len);
+	(*bufs)[0].len = len;
+	free(p);
+	*n_bufs = 1;
+	return 0;
+}
+
+int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	struct node *n = fsm->data;
+	struct sm_out out = { on_reply, n, on_close, NULL };
+	struct sm_client *c;
+	char err[256];
+	struct sm *sm;
+
+	for (int k = 0; k < 16; k++)
+		n->cfg.hash_key[k] = (uint8_t)rnd();
+	sm = sm_restore(&n->cfg, &out, buf->base, buf->len, err, sizeof err);
+	if (sm == NULL)
+		fail("node %u cannot restore a %zu-byte snapshot: %s", n->i + 1,
+		    buf->len, err);
+	if (sm_check(sm, err, sizeof err) != 0)
+		fail("node %u, restored: %s", n->i + 1, err);
+	/* Every node binds every client: bind the restored ones again. */
+	for (uint64_t id = 1; id < next_conn; id++)
+		if ((c = sm_client_find(sm, id)) != NULL)
+			sm_client_bind(c, (void *)(uintptr_t)id);
+	sm_free(n->sm);
+	n->sm = sm;
+	raft_free(buf->base);
+	installs++;
+	return 0;
+}
+
+/* --- the fixture's disk ----------------------------------------------------------- */
+
+/*
+ * libraft 0.15's fixture truncates its disk at once, copying index - 1
+ * entries as if they all were written, while appends may still be on their
+ * way (raft truncates conflicting entries it has not stored yet): a heap
+ * overflow. raft_uv queues the truncation behind the writes. Here each
+ * node's disk is watched: appends are counted when written, a truncation
+ * never reaches past what is written. The disk's contents are only read
+ * when a node starts, which the simulation does once.
+ */
+static struct node *node_of_io(struct raft_io *io)
+{
+	for (unsigned int i = 0; i < nn; i++)
+		if ((void *)nodes[i].raft == io->data)
+			return &nodes[i];
+	fail("an unknown raft_io");
+}
+
+static void fix_append_cb(struct raft_io_append *req, int status)
+{
+	raft_io_append_cb cb = NULL;
+
+	for (unsigned int i = 0; i < nn && cb == NULL; i++) {
+		struct node *n = &nodes[i];
+
+		for (size_t k = 0; k < n->npend; k++)
+			if (n->pend[k].req == req) {
+				cb = n->pend[k].cb;
+				if (status == 0)
+					n->stored += n->pend[k].n;
+				n->pend[k] = n->pend[--n->npend];
+				break;
+			}
+	}
+	if (cb == NULL)
+		fail("an append nobody asked for");
+	cb(req, status);
+}
+
+int fix_append(struct raft_io *io, struct raft_io_append *req,
+    const struct raft_entry ents[], unsigned cnt, raft_io_append_cb cb)
+{
+	struct node *n = node_of_io(io);
+	int rv;
+
+	if (n->npend == n->cappend) {
+		n->cappend = n->cappend ? n->cappend * 2 : 16;
+		n->pend = realloc(n->pend, n->cappend * sizeof *n->pend);
+		if (n->pend == NULL)
+			fail("out of memory");
+	}
+	rv = n->append(io, req, ents, cnt, fix_append_cb);
+	if (rv == 0)
+		n->pend[n->npend++] = (struct pending){ req, cb, cnt };
+	return rv;
+}
+
+int fix_truncate(struct raft_io *io, raft_index index)
+{
+	struct node *n = node_of_io(io);
+	int rv;
+
+	if (index > n->stored + 1)
+		index = n->stored + 1;
+	rv = n->truncate(io, index);
+	if (rv == 0)
+		n->stored = index - 1;
+	return rv;
+}
+

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/daemon/test_state_watch.c - the state machine driven directly, with
+ * fake time (tests/daemon/test_state.h): watches, Renew, Holds and Where
+ * (sm_watch.c, sm_holds.c).
+ */
+#include "tests/daemon/test_state.h"
+
+/* Renew. */
+static void t_renew(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint64_t permit, uint32_t lease)
+{
+	t_op(sm, c, id, SEMD__REQUEST__OP_RENEW,
+	    "name=%s permit_id=%" PRIu64 " lease_ms=%u", name, permit, lease);
+}
+
+/* Holds; the reply, whatever its code. */
+static Semd__Reply *t_holds(struct sm *sm, struct sm_client *c, uintptr_t k,
+    uint64_t id, const char *principal, uint64_t after, uint32_t max)
+{
+	t_op(sm, c, id, SEMD__REQUEST__OP_HOLDS,
+	    "principal=%s after_permit=%" PRIu64 " max=%u", principal, after, max);
+	return take(k, id);
+}
+
+/* Where; the reply, whatever its code. */
+static Semd__Reply *t_where(struct sm *sm, struct sm_client *c, uintptr_t k,
+    uint64_t id, uint64_t which)
+{
+	t_op(sm, c, id, SEMD__REQUEST__OP_WHERE, "request_id=%" PRIu64, which);
+	return take(k, id);
+}
+
+/*
+ * Watches: every kind of event, for a name or a prefix, in the order the
+ * state changed; identities only for those who may see them; a cancel
+ * ends one; nothing is sent to a client not bound here.
+ */
+static void test_watch(void)
+{
+	struct sm_client *a, *b, *adm, *v;
+	struct sm *sm = t_start_checked(1000, "watch: a name's events, in order",
+	    NULL, "uid:1 uid:2 uid:0 uid:4", &a, &b, &adm, &v);
+	Semd__WatchEvent *ev;
+	Semd__Grant *g;
+	int i;
+
+	t_watch(sm, adm, 2, "jobs/x", false);
+	expect_code(3, 2, SEMD__CODE__OK);
+	t_who = &(struct sm_caller){ 0, { 0 } };	/* v: no administrator */
+	t_watch(sm, v, 2, "jobs/", true);
+	expect_code(4, 2, SEMD__CODE__OK);
+	t_who = NULL;
+	t_create(sm, a, 2, "jobs/x", 1, SEMD__MODE__OWNED, 0);
+	g = t_held(sm, a, 1, 3, "jobs/x", 1);
+	t_down(sm, b, 2, "jobs/x", 1, -1, 0);
+	t_down(sm, b, 3, "jobs/x", 1, 50, 0);
+	t_tick(sm, now + 50);
+	expect_code(2, 3, SEMD__CODE__TIMEOUT);
+	t_up(sm, a, 4, "jobs/x", 1, 0);
+	grant_of(2, 2);
+	t_set_limit(sm, a, 5, "jobs/x", 3);
+	t_cancel(sm, b, 4, 99);			/* nothing: no event */
+	t_held(sm, a, 1, 6, "jobs/x", 2);
+	t_delete(sm, a, 7, "jobs/x", 1);
+	event_of(3, EVENT_CREATE, "jobs/x");
+	ev = event_of(3, EVENT_GRANT, "jobs/x");
+	if (ev != NULL) {
+		EXPECT_U64(2, ev->watch);
+		EXPECT(g != NULL && ev->permit_id == g->permit_id);
+		EXPECT(strcmp(ev->principal, "uid:1") == 0);	/* an admin sees who */
+		EXPECT_U64(1, ev->holders);
+	}
+	ev = event_of(3, EVENT_WAIT, "jobs/x");
+	if (ev != NULL)
+		EXPECT_U64(1, ev->waiters);
+	event_of(3, EVENT_WAIT, "jobs/x");
+	event_of(3, EVENT_TIMEOUT, "jobs/x");
+	ev = event_of(3, EVENT_RELEASE, "jobs/x");
+	if (ev != NULL)
+		EXPECT_I64(1, ev->available);	/* told before it goes on */
+	event_of(3, EVENT_GRANT, "jobs/x");
+	ev = event_of(3, EVENT_LIMIT, "jobs/x");
+	if (ev != NULL)
+		EXPECT_U64(3, ev->limit);
+	event_of(3, EVENT_GRANT, "jobs/x");
+	event_of(3, EVENT_RELEASE, "jobs/x");	/* the delete takes the holds */
+	event_of(3, EVENT_RELEASE, "jobs/x");
+	event_of(3, EVENT_DELETE, "jobs/x");
+	EXPECT_U64(0, events_left(3));
+	TEST_START("watch: a prefix; who did it hidden from those who may not see");
+	for (i = 0; i < 11; i++) {
+		ev = event_of(4, EVENT_CREATE, "jobs/x");	/* the same, here */
+		if (i > 0 && ev != NULL)
+			FAIL("events came twice");
+		break;
+	}
+	ev = event_of(4, EVENT_GRANT, "jobs/x");
+	if (ev != NULL) {
+		EXPECT_U64(2, ev->watch);
+		EXPECT_U64(0, strlen(ev->principal));	/* uid:4 is no manager */
+	}
+	TEST_START("watch: cancelled by its id, or ended with its connection");
+	caps_clear();
+	t_cancel(sm, v, 3, 2);
+	expect_code(4, 3, SEMD__CODE__OK);
+	t_down(sm, a, 8, "jobs/y", 1, 0, 0);
+	grant_of(1, 8);
+	EXPECT_U64(0, events_left(4));
+	t_watch(sm, v, 4, "jobs/y", false);
+	t_watch(sm, v, 4, "jobs/y", false);
+	expect_code(4, 4, SEMD__CODE__OK);
+	expect_code(4, 4, SEMD__CODE__INVALID_ARGUMENT);	/* id taken */
+	t_watch(sm, v, 0, "jobs/y", false);
+	expect_code(4, 0, SEMD__CODE__INVALID_ARGUMENT);
+	for (i = 0; i < 16; i++)
+		t_watch(sm, v, 100 + (uint64_t)i, "z", false);
+	expect_code(4, 114, SEMD__CODE__OK);
+	expect_code(4, 115, SEMD__CODE__RESOURCE_EXHAUSTED);
+	t_watch(sm, v, 200, "\x01", false);
+	expect_code(4, 200, SEMD__CODE__INVALID_ARGUMENT);
+	TEST_START("watch: nothing is sent where the client is not bound");
+	sm_client_bind(v, NULL);
+	t_up(sm, a, 9, "jobs/y", 1, 0);
+	EXPECT_U64(0, events_left(4));
+	sm_client_bind(v, (void *)4);
+	sm_client_close(sm, v, now);
+	CHECK_SM(sm);
+	t_end(sm);
+}
+
+/* Renew, Holds and Where. */
+static void test_holds(void)
+{
+	static const char *const ab[] = { "a", "b" };
+	struct sm_client *a, *b, *adm;
+	struct sm *sm = t_start_checked(1000,
+	    "renew: a detached hold's lease, from now", NULL,
+	    "uid:1 uid:2 uid:0", &a, &b, &adm);
+	Semd__Reply *r;
+	Semd__Grant *g;
+	uint64_t t0;
+
+	t0 = now;
+	t_down(sm, a, 2, "d", 1, -1, 1000);
+	g = grant_of(1, 2);
+	t_tick(sm, t0 + 800);
+	t_renew(sm, a, 3, "d", g ? g->permit_id : 0, 2000);
+	r = expect_code(1, 3, SEMD__CODE__OK);
+	if (r != NULL && r->body_case == SEMD__REPLY__BODY_RENEWED) {
+		EXPECT_U64(1, r->renewed->holds);
+		EXPECT_U64(1700000000000ULL + t0 + 2800 - 1000, r->renewed->expires_ms);
+	}
+	t_tick(sm, t0 + 1000);
+	t_down(sm, b, 2, "d", 1, 0, 0);
+	expect_code(2, 2, SEMD__CODE__WOULD_BLOCK);	/* still held */
+	t_renew(sm, b, 3, "d", g ? g->permit_id : 0, 1000);
+	expect_code(2, 3, SEMD__CODE__NOT_HOLDER);	/* not b's */
+	t_renew(sm, a, 4, "d", 0, 0);			/* all, their own lease */
+	r = expect_code(1, 4, SEMD__CODE__OK);
+	t_tick(sm, t0 + 2999);
+	t_down(sm, b, 4, "d", 1, 0, 0);
+	expect_code(2, 4, SEMD__CODE__WOULD_BLOCK);
+	t_tick(sm, t0 + 3000);
+	t_down(sm, b, 5, "d", 1, 0, 0);
+	grant_of(2, 5);
+	t_renew(sm, b, 6, "d", 0, 1000);		/* a session's hold */
+	expect_code(2, 6, SEMD__CODE__NOT_HOLDER);
+	TEST_START("holds: a principal's holds on every name, by permit");
+	t_multi(sm, a, 5, ab, NULL, 2, -1, 0);
+	multi_of(1, 5, ab, 2);
+	t_down(sm, a, 6, "e", 1, -1, 600000);
+	grant_of(1, 6);
+	r = t_holds(sm, a, 1, 7, "", 0, 2);
+	if (r != NULL && r->body_case == SEMD__REPLY__BODY_HOLDS) {
+		EXPECT_U64(2, r->holds->n_holds);
+		EXPECT_U64(3, r->holds->total);
+		EXPECT(strcmp(r->holds->holds[0]->name, "a") == 0);
+		EXPECT(strcmp(r->holds->holds[1]->name, "b") == 0);
+		EXPECT(r->holds->next_permit != 0);
+		r = t_holds(sm, a, 1, 8, "", r->holds->next_permit, 2);
+		if (r != NULL && r->body_case == SEMD__REPLY__BODY_HOLDS) {
+			EXPECT_U64(1, r->holds->n_holds);
+			EXPECT(strcmp(r->holds->holds[0]->name, "e") == 0);
+			EXPECT(r->holds->holds[0]->detached);
+			EXPECT_U64(0, r->holds->next_permit);
+		}
+	} else {
+		FAIL("no holds reply");
+	}
+	t_who = &(struct sm_caller){ 0, { 0 } };
+	r = t_holds(sm, b, 2, 7, "uid:1", 0, 0);
+	EXPECT(r != NULL && r->code == SEMD__CODE__PERMISSION_DENIED);
+	t_who = &(struct sm_caller){ SM_PRIV_ADMIN, { 0 } };
+	r = t_holds(sm, adm, 3, 2, "uid:1", 0, 0);
+	EXPECT(r != NULL && r->body_case == SEMD__REPLY__BODY_HOLDS &&
+	    r->holds->n_holds == 3);
+	r = t_holds(sm, adm, 3, 3, "nobody", 0, 0);
+	EXPECT(r != NULL && r->body_case == SEMD__REPLY__BODY_HOLDS &&
+	    r->holds->n_holds == 0);
+	t_who = NULL;
+	TEST_START("where: a waiter's place in each of its queues");
+	t_down(sm, b, 8, "a", 1, -1, 0);
+	t_down(sm, adm, 4, "a", 1, -1, 0);
+	t_multi(sm, b, 9, ab, NULL, 2, -1, 0);
+	r = t_where(sm, b, 2, 10, 9);
+	if (r != NULL && r->body_case == SEMD__REPLY__BODY_WHERE &&
+	    r->where->n_places == 2) {
+		EXPECT_U64(3, r->where->places[0]->position);
+		EXPECT_U64(3, r->where->places[0]->waiters);
+		EXPECT_U64(1, r->where->places[0]->held);
+		EXPECT_U64(1, r->where->places[1]->position);
+	} else {
+		FAIL("no where reply");
+	}
+	r = t_where(sm, b, 2, 11, 777);
+	EXPECT(r != NULL && r->code == SEMD__CODE__NOT_FOUND);
+	r = t_where(sm, adm, 3, 5, 9);		/* another session's id */
+	EXPECT(r != NULL && r->code == SEMD__CODE__NOT_FOUND);
+	t_end(sm);
+}
+
+int main(void)
+{
+	test_watch();
+	test_holds();
+	caps_clear();
+	return check_done("state watch");
+}
