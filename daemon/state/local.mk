@@ -18,7 +18,7 @@ daemon_state_libsemstate_a_SOURCES = daemon/state/state.h daemon/state/sm-int.h 
 	daemon/state/sm_settle.c \
 	daemon/state/sm_ops.c daemon/state/sm_time.c daemon/state/sm_client.c \
 	daemon/state/sm_entry.c daemon/state/sm_snap_write.c \
-	daemon/state/sm_snap_read.c daemon/state/sm_check.c \
+	daemon/state/sm_snap_read.c daemon/state/sm_snap_sections.c daemon/state/sm_check.c \
 	daemon/state/hmap.c daemon/state/hmap.h \
 	daemon/state/ordidx.c daemon/state/ordidx.h
 daemon_state_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC

@@ -475,7 +475,7 @@ uint64_t sm_wall(const struct sm *sm, uint64_t now);
 
 /* sm_snap_*.c: a snapshot starts with SNAP_MAGIC, then its version. */
 #define SNAP_MAGIC	"SEMDSNAP"
-#define SNAP_VERSION	2u
+#define SNAP_VERSION	3u
 /*
  * The counters a snapshot keeps after the settings, in this order: their
  * offsets in struct sm_counters (version 1 has the first SNAP_V1_COUNTERS).
@@ -484,6 +484,26 @@ uint64_t sm_wall(const struct sm *sm, uint64_t now);
 #define SNAP_COUNTERS		12
 #define SNAP_V1_COUNTERS	7
 extern const size_t snap_counters[SNAP_COUNTERS];
+
+/*
+ * Version 3 ends with sections: a u32 tag, a u32 length and that many
+ * bytes each, then a tag 0. A part of the state that is new gets a section
+ * of its own - a row here (sm_snap_sections.c) with a tag never used
+ * before - instead of a new version of the whole layout: a section a
+ * reader does not know refuses the snapshot, an absent one leaves its part
+ * as sm_new() made it. write() appends the part's bytes (the length is
+ * filled in around them); read() takes exactly the section's bytes from r
+ * (false, or bytes left over: refused, why in err). Rows in tag order.
+ */
+struct sm_rbuf;
+struct snap_section {
+	uint32_t	tag;
+	const char	*what;
+	bool		(*write)(struct sm_batch *b, const struct sm *sm);
+	bool		(*read)(struct sm *sm, struct sm_rbuf *r, char *err,
+			    size_t errlen);
+};
+extern const struct snap_section snap_sections[];	/* ends with tag 0 */
 
 /* sm_bytes.c: snapshots and log entries as little-endian bytes */
 bool bytes_room(struct sm_batch *b, size_t n);

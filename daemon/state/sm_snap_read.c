@@ -102,7 +102,7 @@ static void r_header(struct restore *rs)
 		return;
 	}
 	rs->version = r_u32(r);
-	if (rs->version != 1 && rs->version != SNAP_VERSION) {
+	if (rs->version < 1 || rs->version > SNAP_VERSION) {
 		rs_fail(rs, "snapshot format version %u not known", rs->version);
 		return;
 	}
@@ -676,6 +676,35 @@ out:
 	free(wv);
 }
 
+/* The sections (version 3): each one a row of snap_sections knows. */
+static void r_sections(struct restore *rs)
+{
+	const struct snap_section *s;
+	struct sm_rbuf sub = { 0 };
+	uint32_t tag, len;
+
+	while (!rs->r.bad && (tag = (uint32_t)r_u32(&rs->r)) != 0) {
+		len = (uint32_t)r_u32(&rs->r);
+		for (s = snap_sections; s->tag != 0 && s->tag != tag; s++)
+			;
+		if (s->tag == 0) {
+			rs_fail(rs, "snapshot section %u not known (a newer semd?)", tag);
+			return;
+		}
+		sub.p = rbuf_take(&rs->r, len);
+		sub.len = len;
+		sub.off = 0;
+		sub.bad = false;
+		if (sub.p == NULL)
+			return;
+		if (!s->read(rs->sm, &sub, rs->err, sizeof rs->err) || sub.bad ||
+		    sub.off != sub.len) {
+			rs_fail(rs, "snapshot section %s (%u) damaged", s->what, tag);
+			return;
+		}
+	}
+}
+
 /*
  * A state machine from sm_snapshot()'s bytes, with this node's settings
  * (cfg: its hash key, server name, allocation counter; the settings that
@@ -714,6 +743,8 @@ struct sm *sm_restore(const struct sm_config *cfg, const struct sm_out *out,
 	 */
 	if (!rs.r.bad && rs.version >= 2)
 		r_waits(&rs);
+	if (!rs.r.bad && rs.version >= 3)
+		r_sections(&rs);
 	r_owner_lists(&rs);
 	/* Restored as they were: nothing to settle (wait_link touched them). */
 	while (!list_empty(&rs.sm->rate_touched))

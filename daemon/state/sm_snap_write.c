@@ -8,7 +8,7 @@
  * or memory addresses. Nothing in it depends on hash order or pointers, so
  * two machines that applied the same entries write the same bytes.
  *
- * Layout (version 2): little-endian integers, strings as u32 length + bytes.
+ * Layout (version 3): little-endian integers, strings as u32 length + bytes.
  *   header   "SEMDSNAP", u32 version, the scalars (times, counters, next ids,
  *            the settings that came through the log), the counters
  *   principals  by name; referred to by their index
@@ -24,6 +24,8 @@
  *   waiters  in arrival order: seq, session, lease, times, request id, and
  *            each name waited for with its n; every queue is in arrival
  *            order, so queueing them again in this order rebuilds each
+ *   sections (version 3) tag, length, bytes, each (sm_snap_sections.c),
+ *            then a tag 0
  * Timers are saved with their tie-breaking sequence, so they fire in the
  * same order after a restore.
  */
@@ -50,6 +52,28 @@ const size_t snap_counters[SNAP_COUNTERS] = {
 static void w_u8(struct sm_batch *b, uint64_t v) { bytes_int(b, v, 1); }
 static void w_u32(struct sm_batch *b, uint64_t v) { bytes_int(b, v, 4); }
 static void w_u64(struct sm_batch *b, uint64_t v) { bytes_int(b, v, 8); }
+
+/* The sections (snap_sections), each tag, length and bytes, then tag 0. */
+static void w_sections(struct sm_batch *b, const struct sm *sm)
+{
+	const struct snap_section *s;
+	size_t at, len;
+	unsigned int i;
+
+	for (s = snap_sections; s->tag != 0; s++) {
+		w_u32(b, s->tag);
+		at = b->len;
+		w_u32(b, 0);
+		if (!s->write(b, sm))
+			b->failed = true;
+		if (b->failed)
+			return;
+		len = b->len - at - 4;
+		for (i = 0; i < 4; i++)
+			b->p[at + i] = (uint8_t)(len >> (8 * i));
+	}
+	w_u32(b, 0);
+}
 
 /* Append a string: its length, then its bytes. */
 static void w_str(struct sm_batch *b, const char *s, size_t len)
@@ -423,7 +447,9 @@ int sm_snapshot(const struct sm *sm, uint8_t **out, size_t *len)
 	ordidx_first(&sm->byname, &it);
 	while ((sem = ordidx_next(&it)) != NULL)
 		w_sem(&b, &im, &pm, sem);
-	if (!w_waits(&b, sm, ss, ns) || b.failed || idents.failed)
+	if (w_waits(&b, sm, ss, ns))
+		w_sections(&b, sm);
+	if (b.failed || idents.failed)
 		goto out;
 	*out = b.p;
 	*len = b.len;

@@ -194,6 +194,25 @@ static void test_multi_snapshot(void)
 	CHECK_SM(rs);
 	if (sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 || memcmp(s1, s2, l1) != 0)
 		FAIL("the restored state snapshots to other bytes");
+	TEST_START("snapshot: a section this semd does not know refuses it");
+	{
+		/* The last 4 bytes are the end tag: a section 999 of 1 byte first. */
+		uint8_t *s3 = malloc(l1 + 9);
+		struct sm *bad;
+
+		if (s3 != NULL && l1 >= 4) {
+			memcpy(s3, s1, l1 - 4);
+			memcpy(s3 + l1 - 4, "\xe7\x03\0\0\x01\0\0\0x\0\0\0\0", 13);
+			bad = sm_restore(&cfg, &out, s3, l1 + 9, err, sizeof err);
+			EXPECT(bad == NULL && strstr(err, "section 999 not known") != NULL);
+			sm_free(bad);
+			/* Without its end tag: ends early. */
+			bad = sm_restore(&cfg, &out, s1, l1 - 4, err, sizeof err);
+			EXPECT(bad == NULL);
+			sm_free(bad);
+		}
+		free(s3);
+	}
 	/* Both go on alike: the same replies, the same snapshots. */
 	sm_free(sm);
 	sm = rs;
