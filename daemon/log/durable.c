@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -45,8 +44,6 @@
 #include "daemon/logging.h"
 #include "daemon/log/peer_tls.h"
 #include "daemon/log/durable-int.h"
-
-#define SNAPSHOT_SETTLE_MS	5000	/* d_snapshot_settle() waits at most */
 
 static uint64_t clock_ms(clockid_t id)
 {
@@ -212,29 +209,6 @@ static int d_transport(struct durable *d, const struct semd_config *cfg,
 	return 0;
 }
 
-/*
- * Before raft_close(): no snapshot is started any more, and the one being
- * written is let finish (for at most SNAPSHOT_SETTLE_MS, a stuck disk
- * still lets semd stop). libraft 0.15 closed while its uv io writes a
- * snapshot can run raft's close callback twice when the write completes
- * (its close check fires from two completions, and does not forget the
- * callback): a double free of the node's address and log, found by ASan
- * in tests/daemon/crash.sh's SIGTERM under load.
- */
-static void d_snapshot_settle(struct durable *d)
-{
-	uint64_t until = d_now_ms() + SNAPSHOT_SETTLE_MS;
-
-	if (raft_state(&d->raft) == RAFT_UNAVAILABLE)
-		return;		/* not started, or already stopped */
-	raft_set_snapshot_threshold(&d->raft, UINT_MAX);
-	uv_timer_stop(&d->poll);
-	uv_timer_stop(&d->deadline);
-	while ((d->raft.snapshot.put.data != NULL ||
-	    d->raft.snapshot.pending.term != 0) && d_now_ms() < until)
-		uv_run(&d->loop, UV_RUN_ONCE);
-}
-
 /* The raft thread: load, then follow or lead until stopped. */
 static void *d_main(void *arg)
 {
@@ -294,7 +268,6 @@ static void *d_main(void *arg)
 close:
 	d->serving = false;
 	atomic_store(&d->serving_pub, false);
-	d_snapshot_settle(d);
 	raft_close(&d->raft, NULL);
 	uv_close((uv_handle_t *)&d->wake, NULL);
 	uv_close((uv_handle_t *)&d->deadline, NULL);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/log/raftguard.c - entries a follower compacted away are not handed to
- * libraft 0.15 again (see raftguard.h).
+ * libraft 0.15 again, and raft's close callback runs once (see raftguard.h).
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -17,6 +18,10 @@ struct guard {
 	int		(*start)(struct raft_io *io, unsigned msecs,
 	    raft_io_tick_cb tick, raft_io_recv_cb recv);
 	raft_io_recv_cb	recv;
+	/* The io's close, and raft's callback for it, called once only. */
+	void		(*close)(struct raft_io *io, raft_io_close_cb cb);
+	raft_io_close_cb close_cb;
+	bool		closed;
 	/* Heard from a leader (raftguard_heard), read by any thread. */
 	_Atomic uint64_t leader_commit;
 	_Atomic uint64_t snapshot_index;
@@ -129,6 +134,32 @@ static int guard_start(struct raft_io *io, unsigned msecs,
 	return g->start(io, msecs, tick, guard_recv);
 }
 
+/*
+ * libraft 0.15's uv io calls its close callback from every completion that
+ * finds nothing left open, and does not forget the callback once called:
+ * when a snapshot write ends after raft_close(), raft's callback runs twice
+ * and frees the node's address and log twice (ASan, SIGTERM of a durable
+ * semd under load while it takes snapshots). The guard lets it run once.
+ */
+static void guard_close_cb(struct raft_io *io)
+{
+	struct guard *g = guard_of(io);
+
+	if (g->closed)
+		return;
+	g->closed = true;
+	g->close_cb(io);
+}
+
+static void guard_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct guard *g = guard_of(io);
+
+	g->close_cb = cb;
+	g->closed = false;
+	g->close(io, guard_close_cb);
+}
+
 int raftguard_install(struct raft_io *io)
 {
 	int rv = -1;
@@ -139,6 +170,9 @@ int raftguard_install(struct raft_io *io)
 			guards[i].io = io;
 			guards[i].start = io->start;
 			guards[i].recv = NULL;
+			guards[i].close = io->close;
+			guards[i].close_cb = NULL;
+			guards[i].closed = false;
 			atomic_store(&guards[i].leader_commit, 0);
 			atomic_store(&guards[i].snapshot_index, 0);
 			guards[i].append = NULL;
@@ -149,6 +183,7 @@ int raftguard_install(struct raft_io *io)
 			atomic_store(&guards[i].snapshots, 0);
 			atomic_store(&guards[i].snapshot_failures, 0);
 			io->start = guard_start;
+			io->close = guard_close;
 			rv = 0;
 			break;
 		}
@@ -162,6 +197,7 @@ void raftguard_remove(struct raft_io *io)
 	for (size_t i = 0; i < RAFTGUARD_MAX; i++)
 		if (guards[i].io == io) {
 			io->start = guards[i].start;
+			io->close = guards[i].close;
 			if (guards[i].append != NULL)
 				io->append = guards[i].append;
 			if (guards[i].snapshot_put != NULL)

@@ -16,10 +16,11 @@
  * remembers what a follower cannot ask libraft: the highest commit index a
  * leader has told it (raft's own commit index on a follower stops at what
  * the follower has stored), and the last snapshot a leader sent it, for
- * readiness (/readyz: how far behind the leader a follower is). And it
- * can measure the io's disk work for the metrics (raftguard_measure): how
- * long appends take to be written and fsynced, and how many snapshot
- * writes succeed and fail.
+ * readiness (/readyz: how far behind the leader a follower is). It lets
+ * raft's close callback run once (libraft 0.15 can call it twice when a
+ * snapshot write ends after raft_close). And it can measure the io's disk
+ * work for the metrics (raftguard_measure): how long appends take to be
+ * written and fsynced, and how many snapshot writes succeed and fail.
  */
 #ifndef SEMD_RAFTGUARD_H
 #define SEMD_RAFTGUARD_H
@@ -29,9 +30,9 @@
 #include <raft.h>
 
 /*
- * Wrap io->start of an io whose data will be its struct raft (raft_init
- * sets it). Call before raft_start(); 0, or -1 when too many ios are
- * guarded at once (RAFTGUARD_MAX).
+ * Wrap io->start and io->close of an io whose data will be its struct
+ * raft (raft_init sets it). Call before raft_start(); 0, or -1 when too
+ * many ios are guarded at once (RAFTGUARD_MAX).
  */
 #define RAFTGUARD_MAX	8
 int raftguard_install(struct raft_io *io);
