@@ -162,6 +162,9 @@ struct semc {
 	unsigned cur;			/* addrs[cur] is addr */
 	unsigned round_fails;		/* failed attempts since a success */
 	char *client_name;
+	/* The session this program runs under (semc_set_parent, else
+	 * $SEMD_SESSION): given in the Hello of a new session. */
+	uint64_t parent_session, parent_link;
 	_Atomic uint32_t lease_ms;
 	_Atomic int timeout_ms;
 	bool reconnect;
@@ -199,6 +202,7 @@ struct semc {
 	unsigned lost_next;
 
 	uint64_t session;
+	uint64_t link;		/* HelloReply.link: a child's parent_link */
 	uint8_t secret[256];
 	size_t secret_len;
 	uint32_t granted_lease;

@@ -27,6 +27,20 @@
 #include "proto/frame.h"
 
 /* Allocate an unconnected handle. */
+/* $SEMD_SESSION, "ID:LINK" (decimal, 16 hex digits), as semctl run sets it. */
+static void parent_from_env(struct semc *c)
+{
+	const char *e = getenv("SEMD_SESSION");
+	unsigned long long id, link;
+	int end = 0;
+
+	if (e != NULL && sscanf(e, "%llu:%16llx%n", &id, &link, &end) == 2 &&
+	    e[end] == '\0') {
+		c->parent_session = id;
+		c->parent_link = link;
+	}
+}
+
 struct semc *semc_new(void)
 {
 	struct semc *c;
@@ -48,6 +62,7 @@ struct semc *semc_new(void)
 	atomic_init(&c->timeout_ms, 10000);
 	atomic_init(&c->lease_ms, 0);
 	c->reconnect = true;
+	parent_from_env(c);
 	c->ka_want = true;
 	c->ka_wake[0] = c->ka_wake[1] = -1;
 	c->next_id = 1;
@@ -140,6 +155,28 @@ int semc_set_client_name(struct semc *c, const char *name)
 void semc_set_lease(struct semc *c, uint32_t lease_ms)
 {
 	atomic_store(&c->lease_ms, lease_ms);
+}
+
+void semc_set_parent(struct semc *c, uint64_t session, uint64_t link)
+{
+	if (semc_forked(c))
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->parent_session = session;
+	c->parent_link = link;
+	pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t semc_session_link(struct semc *c)
+{
+	uint64_t link;
+
+	if (semc_forked(c))
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	link = c->conn != NULL ? c->link : 0;
+	pthread_mutex_unlock(&c->lock);
+	return link;
 }
 
 /* Set the reply timeout of ordinary requests. */

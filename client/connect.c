@@ -41,6 +41,10 @@ static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
 	rq.op_case = SEMD__REQUEST__OP_HELLO;
 	rq.hello = &h;
 	pthread_mutex_lock(&c->lock);
+	if (resume == 0) {
+		h.parent_session = c->parent_session;
+		h.parent_link = c->parent_link;
+	}
 	rq.id = c->next_id++;
 	snprintf(name, sizeof name, "%s", c->client_name ? c->client_name : "libsemclient");
 	pthread_mutex_unlock(&c->lock);
@@ -121,6 +125,7 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	k->gen = ++c->gen;
 	c->conn = k;
 	c->session = hr->session;
+	c->link = hr->link;
 	c->secret_len = hr->secret.len <= sizeof c->secret ? hr->secret.len : 0;
 	memcpy(c->secret, hr->secret.data, c->secret_len);
 	c->granted_lease = hr->lease_ms;

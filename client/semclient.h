@@ -486,6 +486,25 @@ struct semc_where {
 int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out);
 void semc_where_free(struct semc_where *w);
 
+/* --- a program run under another session's hold ------------------------
+ * Symbol version LIBSEMCLIENT_1.4.
+ *
+ * `semctl run NAME -- CMD` waits for CMD while it holds NAME. When CMD (or a
+ * program it starts) waits for a name too, the daemon can see a deadlock
+ * across the processes only if it knows that the run's session waits for
+ * CMD's: a new session names its parent in its Hello. semctl run exports
+ * SEMD_SESSION=ID:LINK (the session id, decimal, and its link, 16 hex
+ * digits) to CMD, and semc_new() takes the parent from it; the daemon
+ * ignores a parent that does not exist, belongs to another principal or
+ * does not match the link. */
+
+/* The parent for the sessions this handle starts (0, 0: none; this
+ * overrides $SEMD_SESSION). Set before semc_connect(). */
+void semc_set_parent(struct semc *c, uint64_t session, uint64_t link);
+/* The link of the handle's current session, for a child's parent (0 while
+ * disconnected, or from a daemon older than 0.3). */
+uint64_t semc_session_link(struct semc *c);
+
 /* --- for bindings: cancel without waiting, shut down before freeing ------
  * Symbol version LIBSEMCLIENT_1.3. */
 

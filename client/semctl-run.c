@@ -531,14 +531,22 @@ static void run_on_event(struct semc *c, const struct semc_event *ev, void *arg)
 }
 
 /* Start the command with SEMD_TOKEN, SEMD_NAME and SEMD_PERMIT_ID (of the
- * first name) and SEMD_TOKENS (a NAME=TOKEN line a name) in its
+ * first name), SEMD_TOKENS (a NAME=TOKEN line a name) and SEMD_SESSION (the
+ * session it runs under, for the deadlock detection: semclient(3)) in its
  * environment. */
-static pid_t run_spawn(char **cmd, const struct acq *q)
+static pid_t run_spawn(char **cmd, const struct acq *q, struct semc *c)
 {
+	struct semc_session ss;
+	char session[48] = "";
+	uint64_t link = semc_session_link(c);
+
 	pid_t pid, parent = getpid();
 	char buf[32], *all;
 	size_t i, len = 1, off = 0;
 
+	if (semc_session(c, &ss) == 0 && link != 0)
+		snprintf(session, sizeof session, "%" PRIu64 ":%016" PRIx64,
+			 ss.session, link);
 	fflush(NULL);
 	pid = fork();
 	if (pid != 0)
@@ -571,6 +579,10 @@ static pid_t run_spawn(char **cmd, const struct acq *q)
 						q->names[i], q->token[i]);
 		setenv("SEMD_TOKENS", all, 1);
 	}
+	if (session[0] != '\0')
+		setenv("SEMD_SESSION", session, 1);
+	else
+		unsetenv("SEMD_SESSION");
 	if (g.sess_dir_set)
 		unsetenv("SEMD_TLS_SESSION_DIR");
 	execvp(cmd[0], cmd);
@@ -693,7 +705,7 @@ int cmd_run(struct cmd_args *a)
 		return acq_fail(&q, r, "run");
 	}
 	rs.q = &q;
-	pid = run_spawn(a->argv + nnames, &q);
+	pid = run_spawn(a->argv + nnames, &q, c);
 	if (pid < 0) {
 		semc_free(c);
 		return run_sys_fail("fork");

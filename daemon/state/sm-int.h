@@ -284,6 +284,10 @@ struct sm_session {
 	struct list_head	waiters;
 	struct list_head	memos;		/* struct sm_memo, oldest first */
 	struct sm_timer		expiry;
+	/* Linked at Hello to the session it runs under (sm_family.c). */
+	struct sm_session	*parent;
+	struct list_head	children;	/* struct sm_session, child_entry */
+	struct list_head	child_entry;	/* parent->children */
 	/* Scratch of the deadlock search (sm_deadlock.c), not state. */
 	uint64_t		dl_seen;	/* search number that reached it */
 	uint64_t		dl_sum_at;	/* member visit its dl_held is of */
@@ -291,7 +295,8 @@ struct sm_session {
 	uint64_t		dl_edge_at;	/* member visit that gave it an edge */
 	struct sm_session	*dl_parent;	/* reached from, through ... */
 	struct sm_wait		*dl_via;	/* ... this waiter of parent's */
-	struct sm_sem		*dl_sem;	/* ... for this name */
+	struct sm_sem		*dl_sem;	/* ... for this name (NULL: as
+						 * dl_parent's child) */
 };
 
 /* The answer to a down, for its retry (see struct sm_session). */
@@ -736,6 +741,17 @@ void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
     const char *why, struct sm_sem *keep);
 bool wait_ready(struct sm *sm, struct sm_wait *w);
 void wait_grant(struct sm *sm, struct sm_wait *w);
+
+/* sm_family.c: a session started under another one's hold */
+void family_init(struct sm_session *s);
+uint64_t family_link(const struct sm_session *s);
+void family_adopt(struct sm *sm, struct sm_session *s, uint64_t parent_id,
+    uint64_t link);
+void family_leave(struct sm_session *s);
+bool family_waits(const struct sm_session *s);
+bool snap_families_write(struct sm_batch *b, const struct sm *sm);
+bool snap_families_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
 
 /* sm_deadlock.c */
 #define SM_DEADLOCK_MSG		512	/* a cycle told, at most (bytes) */

@@ -416,6 +416,35 @@ static int check_watches(const struct sm *sm, char *err, size_t errlen)
 }
 
 /* Check everything. */
+/*
+ * A session's parent link (sm_family.c): an older session of the same
+ * principal, in the table; each child of s names s. Counted: sessions with
+ * a parent (*linked) and children in lists (*listed), equal at the end.
+ */
+static int check_family(const struct sm *sm, const struct sm_session *s,
+    uint64_t *linked, uint64_t *listed, char *err, size_t errlen)
+{
+	const struct sm_session *p = s->parent, *c;
+	const struct list_head *pos;
+
+	if (p != NULL) {
+		CHECK(p->id < s->id && session_find(sm, p->id) == p &&
+		    p->ident->pr == s->ident->pr,
+		    "session %" PRIu64 ": a bad parent", s->id);
+		(*linked)++;
+	} else {
+		CHECK(list_empty(&s->child_entry), "session %" PRIu64
+		    ": a child of no parent", s->id);
+	}
+	list_for_each(pos, &s->children) {
+		c = list_entry(pos, struct sm_session, child_entry);
+		CHECK(c->parent == s, "session %" PRIu64 ": a child that "
+		    "names another parent", s->id);
+		(*listed)++;
+	}
+	return 0;
+}
+
 int sm_check(const struct sm *sm, char *err, size_t errlen)
 {
 	struct hmap_iter it;
@@ -423,6 +452,7 @@ int sm_check(const struct sm *sm, char *err, size_t errlen)
 	struct list_head *pos;
 	const struct sm_session *s;
 	uint64_t nholds = 0, nwaits = 0, nsess = 0, k, sh;
+	uint64_t linked = 0, listed = 0;
 	size_t i;
 
 	hmap_iter_init(&it, &sm->names);
@@ -468,9 +498,13 @@ int sm_check(const struct sm *sm, char *err, size_t errlen)
 		list_for_each(pos, &s->memos)
 			k++;
 		CHECK(k == s->nmemos, "session %" PRIu64 ": nmemos", s->id);
+		if (check_family(sm, s, &linked, &listed, err, errlen) != 0)
+			return -1;
 		nsess++;
 	}
 	CHECK(nsess == sm->ctr.sessions, "session count");
+	CHECK(linked == listed, "%" PRIu64 " sessions with a parent, %" PRIu64
+	    " in children lists", linked, listed);
 	if (check_principals(sm, err, errlen) != 0 ||
 	    check_holds(sm, err, errlen) != 0 ||
 	    check_watches(sm, err, errlen) != 0)

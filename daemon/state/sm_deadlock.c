@@ -16,6 +16,8 @@
  * a handle shared by threads (libsemclient's are) is one session, and one
  * of its threads waits for another's up as any client would. Detached
  * holds (Down.lease_ms) belong to no session and wait for nothing: no edge.
+ * A session started under another one's hold (sm_family.c: semctl run's
+ * command) is waited for by it: an edge from the parent to each child.
  *
  * When. Edges appear when a session starts waiting (edges from it) and when
  * a session is granted a hold while others wait for that name (edges to
@@ -24,9 +26,10 @@
  * and (2) after a grant to a session that still waits for something else:
  * then the newest waiter on the cycle found is answered DEADLOCK (the
  * usual victim, the one that has waited least). A session that holds
- * nothing has no edge into it, so (1) is skipped for it; a session with no
- * other down pending has no edge out of it, so (2) is skipped: a client
- * that waits for one thing at a time never pays for (2).
+ * nothing and has no parent has no edge into it, so (1) is skipped for it;
+ * a session with no other down pending and no child has no edge out of
+ * it, so (2) is skipped: a client that waits for one thing at a time never
+ * pays for (2).
  *
  * Cost. A search is a breadth-first walk from the session, visiting each
  * session at most once and, for each of its waiting members, the holders of
@@ -130,7 +133,36 @@ static void dl_edges(struct sm *sm, struct dl_search *d, struct sm_session *a,
 	}
 }
 
-/* The edges out of a through all of its waiting downs. */
+/* The edges from a, a parent, to its children, which it waits for. */
+static void dl_children(struct sm *sm, struct dl_search *d,
+    struct sm_session *a)
+{
+	struct list_head *pos;
+	struct sm_session *t;
+
+	list_for_each(pos, &a->children) {
+		t = list_entry(pos, struct sm_session, child_entry);
+		if (++d->steps > SM_DEADLOCK_BUDGET) {
+			d->cut = true;
+			return;
+		}
+		if (t == d->target) {
+			d->found = a;
+			d->found_via = NULL;
+			d->found_sem = NULL;
+			return;
+		}
+		if (t->dl_seen == sm->dl_search || !family_waits(t))
+			continue;
+		t->dl_seen = sm->dl_search;
+		t->dl_parent = a;
+		t->dl_via = NULL;
+		t->dl_sem = NULL;
+		dl_push(sm, d, t);
+	}
+}
+
+/* The edges out of a through all of its waiting downs and its children. */
 static void dl_expand(struct sm *sm, struct dl_search *d, struct sm_session *a)
 {
 	struct list_head *pos;
@@ -144,6 +176,7 @@ static void dl_expand(struct sm *sm, struct dl_search *d, struct sm_session *a)
 		if (d->found != NULL || d->cut)
 			return;
 	}
+	dl_children(sm, d, a);
 }
 
 /* Walk on from the sessions queued until the cycle closes or nothing is left. */
@@ -185,6 +218,17 @@ static void dl_who(char *buf, size_t len, const struct sm_session *s,
 		    s->ident->pid);
 }
 
+/* One hop of a cycle: a wait for a name's holder, or for a child. */
+static void dl_hop(char *buf, size_t len, bool first, const struct sm_sem *sem)
+{
+	if (sem != NULL)
+		dl_say(buf, len, "%s waits for %s, held by ",
+		    first ? "" : ", which", sem->name);
+	else
+		dl_say(buf, len, "%s waits for the command it runs, ",
+		    first ? "" : ", which");
+}
+
 /*
  * The cycle found, told in why: from the target through each session
  * reached back to it (the first SM_DEADLOCK_SHOWN hops). *newest gets the
@@ -196,30 +240,35 @@ static void dl_cycle(struct sm *sm, const struct dl_search *d, char *why,
 {
 	struct sm_session **path = sm->dl_queue, *s;
 	size_t n = 0, i;
+	bool fresh;
 
+	/* A child edge is no waiter's: the newest is of the wait edges. */
 	*newest = d->found_via;
+	fresh = d->found_sem != NULL && d->found_via == NULL;
 	/* Back from the session that closes it to the target (all were queued). */
 	for (s = d->found; s != d->target && n < d->tail; s = s->dl_parent) {
 		path[n++] = s;
+		if (s->dl_sem == NULL)
+			continue;
 		if (s->dl_via == NULL)
-			*newest = NULL;
-		else if (*newest != NULL && s->dl_via->seq > (*newest)->seq)
+			fresh = true;
+		else if (*newest == NULL || s->dl_via->seq > (*newest)->seq)
 			*newest = s->dl_via;
 	}
+	if (fresh)
+		*newest = NULL;
 	why[0] = '\0';
 	dl_say(why, len, "deadlock: ");
 	dl_who(why, len, d->target, d->target);
 	/* Forwards: target -> path[n-1] -> ... -> path[0] -> target. */
 	for (i = n; i > 0 && n - i < SM_DEADLOCK_SHOWN; i--) {
 		s = path[i - 1];
-		dl_say(why, len, "%s waits for %s, held by ", i == n ? "" : ", which",
-		    s->dl_sem->name);
+		dl_hop(why, len, i == n, s->dl_sem);
 		dl_who(why, len, s, d->target);
 	}
 	if (i > 0)
 		dl_say(why, len, ", ... (%zu more)", i);
-	dl_say(why, len, "%s waits for %s, held by ", n == 0 ? "" : ", which",
-	    d->found_sem->name);
+	dl_hop(why, len, n == 0, d->found_sem);
 	dl_who(why, len, d->target, d->target);
 }
 
@@ -244,7 +293,7 @@ bool deadlock_new(struct sm *sm, struct sm_session *s,
 	struct sm_wait *newest;
 	unsigned int i;
 
-	if (s->nholds == 0)
+	if (s->nholds == 0 && s->parent == NULL)
 		return false;	/* nobody can be waiting for s */
 	dl_start(sm, &d, s);
 	for (i = 0; i < k && d.found == NULL && !d.cut; i++)
@@ -270,7 +319,7 @@ void deadlock_check(struct sm *sm, uint64_t session_id)
 	char why[SM_DEADLOCK_MSG];
 	unsigned int i;
 
-	if (s == NULL || s->nwaiters == 0 || s->nholds == 0)
+	if (s == NULL || !family_waits(s) || s->nholds == 0)
 		return;
 	dl_start(sm, &d, s);
 	dl_expand(sm, &d, s);

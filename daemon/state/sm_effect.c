@@ -45,15 +45,16 @@ void effect_rate(struct sm *sm, struct sm_sem *sem)
 }
 
 /*
- * A grant to s: if s still waits for something, the grant may have closed a
- * cycle of sessions; look from s (by its id: s may be gone by then).
+ * A grant to s: if s still waits for something (or has a child, which it
+ * waits for), the grant may have closed a cycle of sessions; look from s
+ * (by its id: s may be gone by then).
  */
 void effect_deadlock(struct sm *sm, struct sm_session *s)
 {
 	uint64_t *v;
 	size_t cap;
 
-	if (s->nwaiters == 0 || s->nholds == 0)
+	if (!family_waits(s) || s->nholds == 0)
 		return;
 	if (sm->dl_ncheck == sm->dl_check_cap) {
 		cap = sm->dl_check_cap ? sm->dl_check_cap * 2 : 16;

@@ -92,6 +92,8 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 		INIT_LIST_HEAD(&s->holds);
 		INIT_LIST_HEAD(&s->waiters);
 		INIT_LIST_HEAD(&s->memos);
+		family_init(s);
+		family_adopt(sm, s, h->parent_session, h->parent_link);
 		session_arm(sm, s);
 		hmap_insert(&sm->sessions, &s->node, pair_hash(sm, s->id, 0));
 		principal_count(c->pr, SM_LIMIT_SESSIONS, 1);
@@ -107,6 +109,7 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	hr.principal = s->ident->pr->name;
 	hr.server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
 	hr.durable = sm->cfg.durable;
+	hr.link = family_link(s);
 	REPLY_BODY(sm, c, id, HELLO, hello, &hr);
 	if (back)
 		session_park(sm, s, false);	/* grants now go to c, after HelloReply */

@@ -97,6 +97,7 @@ void session_free(struct sm *sm, struct sm_session *s)
 		memo_free(sm, s, m);
 	}
 	timer_disarm(sm, &s->expiry);
+	family_leave(s);
 	hmap_remove(&sm->sessions, &s->node);
 	principal_count(s->ident->pr, SM_LIMIT_SESSIONS, -1);
 	ident_put(sm, s->ident);

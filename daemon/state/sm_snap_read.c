@@ -235,6 +235,7 @@ static void r_sessions(struct restore *rs)
 		INIT_LIST_HEAD(&s->holds);
 		INIT_LIST_HEAD(&s->waiters);
 		INIT_LIST_HEAD(&s->memos);
+		family_init(s);
 		s->expiry.idx = SIZE_MAX;
 		s->id = r_u64(r);
 		if ((secret = rbuf_take(r, SM_SECRET_LEN)) != NULL)

@@ -7,5 +7,6 @@
 #include "daemon/state/sm-int.h"
 
 const struct snap_section snap_sections[] = {
+	{ 30, "parent links", snap_families_write, snap_families_read },
 	{ 0, NULL, NULL, NULL },
 };

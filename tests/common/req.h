@@ -119,6 +119,7 @@ static inline const char *req_field(struct req *q, const char *p,
 		*(int64_t *)(void *)at = (int64_t)v;
 		break;
 	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
 		*(uint64_t *)(void *)at = v;
 		break;
 	default:

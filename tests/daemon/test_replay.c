@@ -3,8 +3,8 @@
  * tests/daemon/test_replay.c - the state machine is a function of its log.
  *
  * A random log of N steps (default 120,000; -n) - clients opening and
- * closing (local ones too, some detaching), hellos with leases and resumes,
- * every operation on a few contended names (rates, multi-name downs,
+ * closing (local ones too, some detaching), hellos with leases, resumes and
+ * parents, every operation on a few contended names (rates, multi-name downs,
  * watches, renews and deadlocks among them), time passing, settings
  * changing, restarts - is applied by two state machines built with
  * different hash keys, clocks and start times. After every entry both must
@@ -118,6 +118,7 @@ struct client {
 
 struct known {
 	uint64_t	id;
+	uint64_t	link;		/* for a child's Hello.parent_link */
 	uint8_t		secret[SM_SECRET_LEN];
 };
 
@@ -148,6 +149,7 @@ static void learn_sessions(const struct said *s)
 			    nsessions++ : (int)rnd_below(NSESS)];
 
 			k->id = r->hello->session;
+			k->link = r->hello->link;
 			memcpy(k->secret, r->hello->secret.data, SM_SECRET_LEN);
 		}
 		semd__reply__free_unpacked(r, NULL);
@@ -218,6 +220,11 @@ static void random_command(struct sm_batch *b)
 			ks = &sessions[rnd_below((unsigned int)nsessions)];
 			req_set(&q, "resume_session=%" PRIu64 " resume_secret=%.*s", ks->id,
 			    rnd_below(10) ? SM_SECRET_LEN : 3, (const char *)ks->secret);
+		} else if (nsessions > 0 && rnd_below(3) == 0) {
+			/* a child of a session (semctl run's command) */
+			ks = &sessions[rnd_below((unsigned int)nsessions)];
+			req_set(&q, "parent_session=%" PRIu64 " parent_link=%" PRIu64, ks->id,
+			    ks->link + (rnd_below(8) == 0));
 		}
 		cl[i].hello = true;
 		add_request(b, i, &q.r);

@@ -2,7 +2,7 @@
 /*
  * tests/daemon/test_state_multi.c - the state machine driven directly, with
  * fake time (tests/daemon/test_state.h): DownMulti, gated waiters and
- * deadlocks (sm_multi.c, sm_wait.c, sm_deadlock.c).
+ * deadlocks (sm_multi.c, sm_wait.c, sm_deadlock.c, sm_family.c).
  */
 #include "tests/daemon/test_state.h"
 
@@ -393,11 +393,120 @@ static void test_issue_parked_head_blocks_nobody(void)
 	t_end(sm);
 }
 
+/*
+ * A client on conn k that says hello as the child of session parent with
+ * link (0, 0: none); *link gets its own session's link.
+ */
+static struct sm_client *t_child(struct sm *sm, uintptr_t k,
+    const char *principal, uint64_t parent, uint64_t plink, uint64_t *link)
+{
+	struct sm_client *c = sm_client_open(sm, (uint64_t)k, (void *)k,
+	    principal, secret_a, 0, now);
+	Semd__Reply *r;
+
+	t_op(sm, c, 1, SEMD__REQUEST__OP_HELLO, "version=%d client_name=%s "
+	    "host=%s pid=%d parent_session=%" PRIu64 " parent_link=%" PRIu64,
+	    1, "test", "localhost", 42, parent, plink);
+	r = expect_code(k, 1, SEMD__CODE__OK);
+	*link = r != NULL && r->hello != NULL ? r->hello->link : 0;
+	EXPECT(*link != 0);
+	return c;
+}
+
+/*
+ * semctl run A -- semctl down B against its mirror image: the nested
+ * down's session is a child of the run's (Hello.parent_session), which
+ * waits for it; the cycle through both is a deadlock. The link is checked:
+ * a wrong one, or another principal's parent, leaves the session alone.
+ */
+static void test_family(void)
+{
+	struct sm_client *p, *q, *c1, *c2, *x, *u, *v, *p2, *c5;
+	uint64_t lp, lq, l, lp2;
+	Semd__Reply *r;
+	Semd__Grant *g;
+	struct sm *sm;
+	uint8_t *s1, *s2;
+	size_t l1, l2;
+	struct sm_config cfg;
+	struct sm_out out = { 0 };
+	char err[256];
+	struct sm *rs;
+
+	TEST_START("family: run A -- down B against run B -- down A is a deadlock");
+	now = 1700000000000ULL;
+	t_check_each = true;
+	sm = t_new(1700000000000ULL, NULL);
+	p = t_child(sm, 1, "uid:1", 0, 0, &lp);
+	q = t_child(sm, 2, "uid:1", 0, 0, &lq);
+	t_held(sm, p, 1, 2, "a", 1);
+	t_held(sm, q, 2, 2, "b", 1);
+	c1 = t_child(sm, 3, "uid:1", 1, lp, &l);
+	c2 = t_child(sm, 4, "uid:1", 2, lq, &l);
+	t_down(sm, c1, 2, "b", 1, -1, 0);
+	EXPECT(none(3, 2));
+	t_down(sm, c2, 2, "a", 1, -1, 0);
+	r = expect_code(4, 2, SEMD__CODE__DEADLOCK);
+	if (r != NULL)
+		EXPECT(strstr(r->message, "session 1 (uid:1, test@localhost "
+		    "pid 42), which waits for the command it runs, session 3")
+		    != NULL);
+	TEST_START("family: a child waiting for its parent's hold is a deadlock");
+	t_down(sm, c2, 3, "b", 1, -1, 0);
+	expect_code(4, 3, SEMD__CODE__DEADLOCK);
+	TEST_START("family: a wrong link, or another principal, links nothing");
+	x = t_child(sm, 5, "uid:1", 1, lp + 1, &l);
+	t_down(sm, x, 2, "a", 1, -1, 0);
+	EXPECT(none(5, 2));
+	u = t_child(sm, 6, "uid:2", 1, lp, &l);
+	t_down(sm, u, 2, "a", 1, -1, 0);
+	EXPECT(none(6, 2));
+	sm_client_close(sm, x, now);
+	sm_client_close(sm, u, now);
+	TEST_START("family: closed by a grant to a parent whose child waits");
+	v = t_child(sm, 7, "uid:1", 0, 0, &l);
+	g = t_held(sm, v, 7, 2, "y", 1);	/* v holds y */
+	p2 = t_child(sm, 8, "uid:1", 0, 0, &lp2);
+	t_down(sm, p2, 2, "y", 1, -1, 0);	/* p2 waits for y (v) */
+	t_held(sm, q, 2, 3, "x", 1);		/* q holds b and x */
+	t_down(sm, q, 4, "y", 1, -1, 0);	/* q waits for y, after p2 */
+	c5 = t_child(sm, 9, "uid:1", 8, lp2, &l);
+	t_down(sm, c5, 2, "x", 1, -1, 0);	/* c5 waits for x (q) */
+	EXPECT(none(8, 2) && none(2, 4) && none(9, 2));
+	t_up(sm, v, 3, "y", 1, g != NULL ? g->permit_id : 0);
+	grant_of(8, 2);				/* p2 -> c5 -> q -> p2 */
+	expect_code(9, 2, SEMD__CODE__DEADLOCK);	/* c5's is the newest */
+	EXPECT(none(2, 4));
+	TEST_START("family: the links survive a snapshot");
+	if (sm_snapshot(sm, &s1, &l1) != 0)
+		FAIL("snapshot");
+	sm_config_defaults(&cfg);
+	memcpy(cfg.hash_key, "another key!!!!!", 16);
+	rs = sm_restore(&cfg, &out, s1, l1, err, sizeof err);
+	if (rs == NULL)
+		FAIL("restore: %s", err);
+	else if (sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 ||
+	    memcmp(s1, s2, l1) != 0)
+		FAIL("the restored state snapshots to other bytes");
+	else
+		free(s2);
+	sm_free(rs);
+	free(s1);
+	TEST_START("family: a parent that ends leaves its children alone");
+	sm_client_close(sm, p, now);
+	sm_client_close(sm, c1, now);
+	sm_client_close(sm, c2, now);
+	sm_client_close(sm, c5, now);
+	CHECK_SM(sm);
+	t_end(sm);
+}
+
 int main(void)
 {
 	test_multi();
 	test_multi_snapshot();
 	test_deadlock();
+	test_family();
 	test_issue_parked_head_blocks_nobody();
 	caps_clear();
 	return check_done("state multi");
