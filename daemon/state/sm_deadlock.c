@@ -78,6 +78,30 @@ static void dl_push(struct sm *sm, struct dl_search *d, struct sm_session *t)
 }
 
 /*
+ * An edge from a to t: a waits (through w, for sem) for a hold of t, or
+ * (sem NULL) for its child t. True when it closes the cycle; else t is
+ * queued, if no edge reached it before.
+ */
+static bool dl_edge(struct sm *sm, struct dl_search *d, struct sm_session *a,
+    struct sm_wait *w, struct sm_sem *sem, struct sm_session *t)
+{
+	if (t == d->target) {
+		d->found = a;
+		d->found_via = w;
+		d->found_sem = sem;
+		return true;
+	}
+	if (t->dl_seen == sm->dl_search)
+		return false;
+	t->dl_seen = sm->dl_search;
+	t->dl_parent = a;
+	t->dl_via = w;
+	t->dl_sem = sem;
+	dl_push(sm, d, t);
+	return false;
+}
+
+/*
  * The edges of a, waiting (through w; NULL: the down being checked) for n
  * permits of sem: every holder it cannot do without. Stops at the target.
  */
@@ -115,21 +139,8 @@ static void dl_edges(struct sm *sm, struct dl_search *d, struct sm_session *a,
 		if ((t = h->session) == NULL || t == a || t->dl_edge_at == visit)
 			continue;
 		t->dl_edge_at = visit;
-		if ((int64_t)t->dl_held <= slack)
-			continue;
-		if (t == d->target) {
-			d->found = a;
-			d->found_via = w;
-			d->found_sem = sem;
+		if ((int64_t)t->dl_held > slack && dl_edge(sm, d, a, w, sem, t))
 			return;
-		}
-		if (t->dl_seen == sm->dl_search)
-			continue;
-		t->dl_seen = sm->dl_search;
-		t->dl_parent = a;
-		t->dl_via = w;
-		t->dl_sem = sem;
-		dl_push(sm, d, t);
 	}
 }
 
@@ -146,19 +157,9 @@ static void dl_children(struct sm *sm, struct dl_search *d,
 			d->cut = true;
 			return;
 		}
-		if (t == d->target) {
-			d->found = a;
-			d->found_via = NULL;
-			d->found_sem = NULL;
+		if ((t == d->target || family_waits(t)) &&
+		    dl_edge(sm, d, a, NULL, NULL, t))
 			return;
-		}
-		if (t->dl_seen == sm->dl_search || !family_waits(t))
-			continue;
-		t->dl_seen = sm->dl_search;
-		t->dl_parent = a;
-		t->dl_via = NULL;
-		t->dl_sem = NULL;
-		dl_push(sm, d, t);
 	}
 }
 
