@@ -8,7 +8,8 @@
 # ./python` (against an installed libsemclient) or the Debian package
 # python3-semclient.
 EXTRA_DIST += python/pyproject.toml python/setup.py python/README.md python/local.mk \
-	python/src/_semclient.c python/semclient/__init__.py python/semclient/_errors.py \
+	python/src/_semclient.c python/src/values.c python/src/ctx.c python/src/ops.c \
+	python/src/pysc.h python/semclient/__init__.py python/semclient/_errors.py \
 	python/semclient/_types.py python/semclient/_common.py python/semclient/_client.py \
 	python/semclient/_aio.py python/semclient/_semclient.pyi python/semclient/py.typed \
 	python/tests/conftest.py python/tests/test_sync.py python/tests/test_errors.py \

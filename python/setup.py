@@ -88,5 +88,7 @@ class BuildExt(build_ext):
 
 
 setup(packages=["semclient"], package_data={"semclient": ["py.typed", "*.pyi"]},
-      ext_modules=[Extension("semclient._semclient", ["src/_semclient.c"])],
+      ext_modules=[Extension("semclient._semclient",
+                             ["src/_semclient.c", "src/values.c", "src/ctx.c", "src/ops.c"],
+                             depends=["src/pysc.h"])],
       cmdclass={"build_ext": BuildExt})

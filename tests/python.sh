@@ -26,7 +26,7 @@ if [ "${SEMD_PY_LINT:-0}" = 1 ]; then
 	# The extension as tests/lint.sh checks the rest: clang-tidy with the
 	# project's .clang-tidy, cppcheck (told Python's macros), and pyflakes.
 	inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-	if ! tidy=$(clang-tidy --quiet --warnings-as-errors='*' "$top/python/src/_semclient.c" -- \
+	if ! tidy=$(clang-tidy --quiet --warnings-as-errors='*' "$top"/python/src/*.c -- \
 		-std=c11 -D_GNU_SOURCE -I"$inc" -I"$top/client" 2>&1); then
 		printf '%s\n' "$tidy" >&2
 		echo "tests/python.sh: clang-tidy findings (above)" >&2
@@ -34,7 +34,7 @@ if [ "${SEMD_PY_LINT:-0}" = 1 ]; then
 	fi
 	cppcheck -q --enable=warning,performance,portability --error-exitcode=1 --std=c11 \
 		-I "$top/client" "-DPy_RETURN_NONE=return Py_None" "-DPy_BEGIN_ALLOW_THREADS={" \
-		"-DPy_END_ALLOW_THREADS=}" "$top/python/src/_semclient.c" ||
+		"-DPy_END_ALLOW_THREADS=}" "$top"/python/src/*.c ||
 		{ echo "tests/python.sh: cppcheck findings (above)" >&2; exit 1; }
 	pyflakes3 "$top"/python/semclient/*.py "$top"/python/tests/*.py "$top/python/setup.py" \
 		"$top/examples/jobs.py" "$top"/bench/python-bench.py ||

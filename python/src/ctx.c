@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * python/src/ctx.c - semclient._semclient: the context of a Handle, its
+ * lifetime, and the callbacks the library calls
+ * (pysc.h).
+ */
+#include "pysc.h"
+
+Py_ssize_t live_ctx;
+Py_ssize_t live_calls;
+_Thread_local int cb_depth;
+
+/* --- the context: lifetime ----------------------------------------------- */
+
+/* Drop a reference to the context (GIL held, unless gil is false: the
+ * interpreter is going away and Python references are left alone). */
+void ctx_put(struct hctx *ctx, bool gil)
+{
+	struct pywatch *w, *wn;
+	struct pycall *pc, *pn;
+
+	if (--ctx->refs > 0)
+		return;
+	for (w = ctx->watches; w != NULL; w = wn) {
+		wn = w->next;
+		if (gil)
+			Py_XDECREF(w->fn);
+		PyMem_RawFree(w);
+	}
+	/* semc_shutdown() completed every request: nothing should be left */
+	for (pc = ctx->pending.next; pc != &ctx->pending; pc = pn) {
+		pn = pc->next;
+		if (gil) {
+			Py_DECREF(pc->fn);
+			live_calls--;
+		}
+		PyMem_RawFree(pc);
+	}
+	if (gil)
+		live_ctx--;
+	PyMem_RawFree(ctx);
+}
+
+/* The reaper: frees a handle whose free was asked for inside a callback. */
+void *reaper_main(void *arg)
+{
+	struct hctx *ctx = arg;
+	PyGILState_STATE st;
+
+	semc_shutdown(ctx->c);
+	semc_free(ctx->c);
+	if (py_finalizing())
+		return NULL;	/* the process ends: leave the memory */
+	st = PyGILState_Ensure();
+	ctx->c = NULL;
+	ctx_put(ctx, true);
+	PyGILState_Release(st);
+	return NULL;
+}
+
+/* Free the struct semc (GIL held; no thread inside): at once, or from a
+ * thread of its own when called inside one of its callbacks. */
+void ctx_release(struct hctx *ctx)
+{
+	struct pywatch *w;
+	struct semc *c = ctx->c;
+	pthread_attr_t at;
+	pthread_t th;
+	int r;
+
+	if (ctx->released)
+		return;
+	ctx->released = true;
+	ctx->closed = true;
+	Py_CLEAR(ctx->on_event);
+	for (w = ctx->watches; w != NULL; w = w->next)
+		Py_CLEAR(w->fn);
+	if (cb_depth > 0) {
+		/* semc_free() is not for a callback of its handle */
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		r = pthread_create(&th, &at, reaper_main, ctx);
+		pthread_attr_destroy(&at);
+		if (r != 0)
+			semc_shutdown(c);	/* out of threads: leave it, shut */
+		return;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	semc_shutdown(c);
+	semc_free(c);
+	Py_END_ALLOW_THREADS
+	ctx->c = NULL;
+	ctx_put(ctx, true);
+}
+
+/* Enter the library through h: the context, or NULL with Closed raised. */
+struct hctx *handle_enter(HandleObject *h)
+{
+	struct hctx *ctx = h->ctx;
+
+	if (ctx == NULL || ctx->closed) {
+		error_raise(PYSEMC_E_CLOSED, "the client is closed", "call", NULL);
+		return NULL;
+	}
+	ctx->calls++;
+	return ctx;
+}
+
+/* Leave it (GIL held): the last one out of a closed handle frees it. */
+void handle_leave(struct hctx *ctx)
+{
+	if (--ctx->calls == 0 && ctx->closed)
+		ctx_release(ctx);
+}
+
+/* Close: no new call; threads inside are woken; freed when they are out. */
+void handle_close(struct hctx *ctx)
+{
+	if (ctx->closed && (ctx->shut || ctx->released))
+		return;
+	ctx->closed = true;
+	if (ctx->calls == 0) {
+		ctx_release(ctx);
+		return;
+	}
+	if (!ctx->shut) {
+		ctx->shut = true;
+		ctx->calls++;	/* the shutdown may run callbacks that close too */
+		Py_BEGIN_ALLOW_THREADS
+		semc_shutdown(ctx->c);
+		Py_END_ALLOW_THREADS
+		handle_leave(ctx);
+	}
+}
+
+/* Finish a blocking call that returned r (the GIL back): raise op's
+ * exception when it failed (semc_last_message() is still this thread's),
+ * leave the library. Whether it succeeded. */
+bool call_end(struct hctx *ctx, int r, const char *op, const char *name)
+{
+	if (r != 0)
+		error_last(r, op, name);
+	handle_leave(ctx);
+	return r == 0;
+}
+
+/* The same, for a call that returns nothing: None or NULL. */
+PyObject *call_none(struct hctx *ctx, int r, const char *op, const char *name)
+{
+	if (!call_end(ctx, r, op, name))
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* A callback starts: the GIL, and the context kept. false: the
+ * interpreter is going away, do nothing. */
+bool cb_enter(struct hctx *ctx, PyGILState_STATE *st)
+{
+	if (py_finalizing())
+		return false;
+	*st = PyGILState_Ensure();
+	cb_depth++;
+	ctx->calls++;
+	return true;
+}
+
+void cb_leave(struct hctx *ctx, PyGILState_STATE st)
+{
+	handle_leave(ctx);
+	cb_depth--;
+	PyGILState_Release(st);
+}
+
+/* Report an exception raised by a Python callback (it cannot propagate). */
+void cb_unraisable(PyObject *fn)
+{
+	if (PyErr_Occurred())
+		PyErr_WriteUnraisable(fn);
+}
+
+
+/* --- callbacks from the library ------------------------------------------ */
+
+void pycall_unlink(struct pycall *pc)
+{
+	pc->prev->next = pc->next;
+	pc->next->prev = pc->prev;
+	pc->ctx->npending--;
+	live_calls--;
+}
+
+/* An asynchronous request completed: fn(error, message, value). */
+void done_cb(struct semc *c, const struct semc_result *r, void *arg)
+{
+	struct pycall *pc = arg;
+	struct hctx *ctx = pc->ctx;
+	PyObject *a[3], *res;
+	PyGILState_STATE st;
+
+	(void)c;
+	if (!cb_enter(ctx, &st))
+		return;
+	pycall_unlink(pc);
+	a[0] = PyLong_FromLong(r->error);
+	a[1] = str_from(r->message);
+	a[2] = result_value(r, pc->kind);
+	if (a[0] != NULL && a[1] != NULL && a[2] != NULL) {
+		res = PyObject_Vectorcall(pc->fn, a, 3, NULL);
+		if (res == NULL)
+			cb_unraisable(pc->fn);
+		Py_XDECREF(res);
+	} else {
+		cb_unraisable(pc->fn);
+	}
+	Py_XDECREF(a[0]);
+	Py_XDECREF(a[1]);
+	Py_XDECREF(a[2]);
+	Py_DECREF(pc->fn);
+	PyMem_RawFree(pc);
+	cb_leave(ctx, st);
+}
+
+/* A connection event: on_event(type, error, message, name, permit_id, token, n). */
+void event_cb(struct semc *c, const struct semc_event *ev, void *arg)
+{
+	struct hctx *ctx = arg;
+	PyGILState_STATE st;
+	PyObject *fn, *res;
+
+	(void)c;
+	if (!cb_enter(ctx, &st))
+		return;
+	if ((fn = ctx->on_event) != NULL) {
+		Py_INCREF(fn);
+		res = PyObject_CallFunction(fn, "iiNNKKk", (int)ev->type, ev->error,
+					    str_from(ev->message),
+					    ev->name != NULL ? str_from(ev->name) : Py_NewRef(Py_None),
+					    (unsigned long long)ev->permit_id,
+					    (unsigned long long)ev->token, (unsigned long)ev->n);
+		if (res == NULL)
+			cb_unraisable(fn);
+		Py_XDECREF(res);
+		Py_DECREF(fn);
+	}
+	cb_leave(ctx, st);
+}
+
+/* A watch's event: fn(tuple of its fields). */
+void watch_cb(struct semc *c, const struct semc_watch_event *ev, void *arg)
+{
+	struct pywatch *w = arg;
+	struct hctx *ctx = w->ctx;
+	PyGILState_STATE st;
+	PyObject *fn, *res;
+
+	(void)c;
+	if (!cb_enter(ctx, &st))
+		return;
+	if ((fn = w->fn) != NULL) {
+		Py_INCREF(fn);
+		res = PyObject_CallFunction(fn, "((KNisKkKKKNNNkkkLkkkkN))",
+			(unsigned long long)ev->watch, str_from(ev->name), (int)ev->kind,
+			ev->kind_name != NULL ? ev->kind_name : "unknown",
+			(unsigned long long)ev->time_ms, (unsigned long)ev->n,
+			(unsigned long long)ev->permit_id, (unsigned long long)ev->token,
+			(unsigned long long)ev->request_id, str_from(ev->principal),
+			str_from(ev->client_name), str_from(ev->host), (unsigned long)ev->pid,
+			(unsigned long)ev->holders, (unsigned long)ev->waiters,
+			(long long)ev->available, (unsigned long)ev->limit, (unsigned long)ev->rate,
+			(unsigned long)ev->rate_period_ms, (unsigned long)ev->burst,
+			str_from(ev->reason));
+		if (res == NULL)
+			cb_unraisable(fn);
+		Py_XDECREF(res);
+		Py_DECREF(fn);
+	}
+	cb_leave(ctx, st);
+}
+
+/* A new pycall for fn, on the context's list (GIL held). */
+struct pycall *pycall_new(struct hctx *ctx, PyObject *fn, int kind)
+{
+	struct pycall *pc = PyMem_RawMalloc(sizeof *pc);
+
+	if (pc == NULL) {
+		PyErr_NoMemory();
+		return NULL;
+	}
+	pc->ctx = ctx;
+	pc->fn = Py_NewRef(fn);
+	pc->kind = kind;
+	pc->next = &ctx->pending;
+	pc->prev = ctx->pending.prev;
+	ctx->pending.prev->next = pc;
+	ctx->pending.prev = pc;
+	ctx->npending++;
+	live_calls++;
+	return pc;
+}
+
+/* Take back a pycall whose request was not sent. */
+void pycall_drop(struct pycall *pc)
+{
+	pycall_unlink(pc);
+	Py_DECREF(pc->fn);
+	PyMem_RawFree(pc);
+}

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * python/src/ops.c - semclient._semclient: the Handle's blocking
+ * operations
+ * (pysc.h).
+ */
+#include "pysc.h"
+
+/* --- Handle: blocking operations --------------------------------------------
+ * Each: parse, enter, call with the GIL released, raise on error, leave. */
+
+
+PyObject *h_down(HandleObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	static const conv_fn convs[] = { conv_str, conv_u32, conv_i64, conv_u32, conv_u32 };
+	struct semc_down_opts o = { 0 };
+	const char *name;
+	void *const outs[] = { &name, &o.n, &o.timeout_ms, &o.lease_ms, &o.create_limit };
+	struct semc_grant g;
+	struct hctx *ctx;
+	int r;
+
+	if (!args_fast("down", args, nargs, 5, convs, outs))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_down_ex(ctx->c, name, &o, &g));
+	if (!call_end(ctx, r, "acquire", name))
+		return NULL;
+	return grant_to_py(&g);
+}
+
+PyObject *h_up(HandleObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	static const conv_fn convs[] = { conv_str, conv_u32, conv_u64 };
+	const char *name;
+	uint32_t n, released = 0;
+	uint64_t permit_id;
+	void *const outs[] = { &name, &n, &permit_id };
+	struct hctx *ctx;
+	int r;
+
+	if (!args_fast("up", args, nargs, 3, convs, outs))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_up(ctx->c, name, n, permit_id, &released));
+	if (!call_end(ctx, r, "release", name))
+		return NULL;
+	return PyLong_FromUnsignedLong(released);
+}
+
+PyObject *h_create(HandleObject *self, PyObject *args)
+{
+	struct semc_create_opts o = { 0 };
+	struct semc_rate rt = { 0 };
+	const char *name;
+	int mode = 0, if_not_exists = 0, initial_set = 0, has_rate = 0;
+	struct hctx *ctx;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&O&ipO&pO&O&O&p:create", conv_str, &name, conv_u32, &o.limit,
+			      &mode, &if_not_exists, conv_u32, &o.initial, &initial_set,
+			      conv_u32, &rt.rate, conv_u32, &rt.period_ms, conv_u32, &rt.burst,
+			      &has_rate))
+		return NULL;
+	if (mode < SEMC_MODE_OWNED || mode > SEMC_MODE_RATE) {
+		PyErr_SetString(PyExc_ValueError, "unknown mode");
+		return NULL;
+	}
+	o.mode = (enum semc_mode)mode;
+	o.if_not_exists = if_not_exists;
+	o.initial_set = initial_set;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	if (has_rate)
+		BLOCKING(ctx, r = semc_create_rate(ctx->c, name, &o, &rt));
+	else
+		BLOCKING(ctx, r = semc_create_ex(ctx->c, name, &o));
+	return call_none(ctx, r, "create", name);
+}
+
+PyObject *h_delete(HandleObject *self, PyObject *args)
+{
+	const char *name;
+	int force = 0, r;
+	struct hctx *ctx;
+
+	if (!PyArg_ParseTuple(args, "O&p:delete", conv_str, &name, &force))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_delete(ctx->c, name, force));
+	return call_none(ctx, r, "delete", name);
+}
+
+PyObject *h_set_limit(HandleObject *self, PyObject *args)
+{
+	const char *name;
+	uint32_t limit;
+	struct hctx *ctx;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&O&:set_limit", conv_str, &name, conv_u32, &limit))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_set_limit(ctx->c, name, limit));
+	return call_none(ctx, r, "set_limit", name);
+}
+
+PyObject *h_set_rate(HandleObject *self, PyObject *args)
+{
+	struct semc_rate rt = { 0 };
+	const char *name;
+	struct hctx *ctx;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&O&O&O&:set_rate", conv_str, &name, conv_u32, &rt.rate,
+			      conv_u32, &rt.period_ms, conv_u32, &rt.burst))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_set_rate(ctx->c, name, &rt));
+	return call_none(ctx, r, "set_rate", name);
+}
+
+PyObject *h_cancel(HandleObject *self, PyObject *args)
+{
+	uint64_t id;
+	struct hctx *ctx;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&:cancel", conv_u64, &id))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_cancel(ctx->c, id));
+	return call_none(ctx, r, "cancel", NULL);
+}
+
+PyObject *h_info(HandleObject *self, PyObject *args)
+{
+	struct semc_info *in = NULL;
+	const char *name;
+	struct hctx *ctx;
+	PyObject *v = NULL;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&:info", conv_str, &name))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_info(ctx->c, name, &in));
+	if (call_end(ctx, r, "info", name))
+		v = info_to_py(in);
+	semc_info_free(in);
+	return v;
+}
+
+PyObject *h_list(HandleObject *self, PyObject *args)
+{
+	const char *prefix, *after;
+	struct semc_list *l = NULL;
+	uint32_t max;
+	struct hctx *ctx;
+	PyObject *v = NULL;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&O&O&:list", conv_str, &prefix, conv_str, &after,
+			      conv_u32, &max))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_list(ctx->c, prefix, after, max, &l));
+	if (call_end(ctx, r, "list", prefix))
+		v = Py_BuildValue("(NN)", list_of(l->entries, l->n, sizeof *l->entries, summary_one),
+				  str_from(l->next));
+	semc_list_free(l);
+	return v;
+}
+
+PyObject *h_validate(HandleObject *self, PyObject *args)
+{
+	const char *name;
+	uint64_t token;
+	bool valid = false;
+	struct hctx *ctx;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&O&:validate", conv_str, &name, conv_u64, &token))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_validate(ctx->c, name, token, &valid));
+	if (!call_end(ctx, r, "validate", name))
+		return NULL;
+	return PyBool_FromLong(valid);
+}
+
+PyObject *stats_to_py(const struct semc_stats *st)
+{
+	PyObject *d = PyDict_New();
+	size_t i;
+
+	for (i = 0; d != NULL && i < st->n; i++) {
+		PyObject *k = str_from(st->counters[i].name);
+		PyObject *v = PyLong_FromUnsignedLongLong(st->counters[i].value);
+
+		if (k == NULL || v == NULL || PyDict_SetItem(d, k, v) != 0)
+			Py_CLEAR(d);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	return d;
+}
+
+PyObject *h_stats(HandleObject *self, PyObject *unused)
+{
+	struct semc_stats *st = NULL;
+	struct hctx *ctx;
+	PyObject *d = NULL;
+	int r;
+
+	(void)unused;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_stats(ctx->c, &st));
+	if (call_end(ctx, r, "stats", NULL))
+		d = stats_to_py(st);
+	semc_stats_free(st);
+	return d;
+}
+
+PyObject *h_ping(HandleObject *self, PyObject *unused)
+{
+	uint64_t rtt = 0;
+	struct hctx *ctx;
+	int r;
+
+	(void)unused;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_ping(ctx->c, &rtt));
+	if (!call_end(ctx, r, "ping", NULL))
+		return NULL;
+	return PyLong_FromUnsignedLongLong(rtt);
+}
+
+PyObject *h_release(HandleObject *self, PyObject *args)
+{
+	const char *name;
+	uint64_t permit_id;
+	uint32_t released = 0;
+	struct hctx *ctx;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&O&:release", conv_str, &name, conv_u64, &permit_id))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_release(ctx->c, name, permit_id, &released));
+	if (!call_end(ctx, r, "force_release", name))
+		return NULL;
+	return PyLong_FromUnsignedLong(released);
+}
+
+PyObject *h_detach(HandleObject *self, PyObject *unused)
+{
+	struct hctx *ctx;
+	int r;
+
+	(void)unused;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_detach(ctx->c));
+	return call_none(ctx, r, "detach", NULL);
+}
+
+/* A tuple of (name, n, create_limit) as semc_wants, in wv (16 at most);
+ * the names are borrowed from the items, which the tuple keeps. */
+int wants_parse(PyObject *seq, struct semc_want *wv, size_t *n)
+{
+	Py_ssize_t i, len;
+
+	len = PyTuple_GET_SIZE(seq);
+	if (len < 1 || len > 16) {
+		PyErr_SetString(PyExc_ValueError, "a multi-name acquire takes 1 to 16 names");
+		return 0;
+	}
+	for (i = 0; i < len; i++) {
+		PyObject *t = PyTuple_GET_ITEM(seq, i);
+
+		if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
+			PyErr_SetString(PyExc_TypeError, "each want must be a (name, n, limit) tuple");
+			return 0;
+		}
+		if (!conv_str(PyTuple_GET_ITEM(t, 0), &wv[i].name) ||
+		    !conv_u32(PyTuple_GET_ITEM(t, 1), &wv[i].n) ||
+		    !conv_u32(PyTuple_GET_ITEM(t, 2), &wv[i].create_limit))
+			return 0;
+	}
+	*n = (size_t)len;
+	return 1;
+}
+
+PyObject *h_down_multi(HandleObject *self, PyObject *args)
+{
+	struct semc_want wv[16];
+	struct semc_multi_grant *m = NULL;
+	PyObject *seq, *v = NULL;
+	int64_t timeout_ms;
+	uint32_t lease_ms;
+	struct hctx *ctx;
+	size_t n = 0;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O!O&O&:down_multi", &PyTuple_Type, &seq, conv_i64, &timeout_ms,
+			      conv_u32, &lease_ms))
+		return NULL;
+	if (!wants_parse(seq, wv, &n))
+		return NULL;
+	Py_INCREF(seq);
+	if ((ctx = handle_enter(self)) == NULL) {
+		Py_DECREF(seq);
+		return NULL;
+	}
+	BLOCKING(ctx, r = semc_down_multi(ctx->c, wv, n, timeout_ms, lease_ms, &m));
+	if (call_end(ctx, r, "acquire", wv[0].name))
+		v = multi_to_py(m);
+	Py_DECREF(seq);
+	semc_multi_grant_free(m);
+	return v;
+}
+
+PyObject *h_renew(HandleObject *self, PyObject *args)
+{
+	const char *name;
+	uint64_t permit_id, expires = 0;
+	uint32_t lease_ms, renewed = 0;
+	struct hctx *ctx;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&O&O&:renew", conv_str, &name, conv_u64, &permit_id,
+			      conv_u32, &lease_ms))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_renew(ctx->c, name, permit_id, lease_ms, &renewed, &expires));
+	if (!call_end(ctx, r, "renew", name))
+		return NULL;
+	return Py_BuildValue("(kK)", (unsigned long)renewed, (unsigned long long)expires);
+}
+
+PyObject *h_holds(HandleObject *self, PyObject *args)
+{
+	const char *principal;
+	uint64_t after;
+	uint32_t max;
+	struct semc_holds *hs = NULL;
+	struct hctx *ctx;
+	PyObject *v = NULL;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&O&O&:holds", conv_ostr, &principal, conv_u64, &after,
+			      conv_u32, &max))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_holds(ctx->c, principal, after, max, &hs));
+	if (call_end(ctx, r, "holds", NULL))
+		v = Py_BuildValue("(NnK)", list_of(hs->entries, hs->n, sizeof *hs->entries, hold_one),
+				  (Py_ssize_t)hs->total, (unsigned long long)hs->next_permit);
+	semc_holds_free(hs);
+	return v;
+}
+
+PyObject *h_where(HandleObject *self, PyObject *args)
+{
+	struct semc_where *w = NULL;
+	uint64_t id;
+	struct hctx *ctx;
+	PyObject *v = NULL;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&:where", conv_u64, &id))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_where(ctx->c, id, &w));
+	if (call_end(ctx, r, "where", NULL))
+		v = Py_BuildValue("(NK)", list_of(w->places, w->n, sizeof *w->places, place_one),
+				  (unsigned long long)w->since_ms);
+	semc_where_free(w);
+	return v;
+}
+
+PyObject *h_cluster_status(HandleObject *self, PyObject *unused)
+{
+	struct semc_cluster *cl = NULL;
+	struct hctx *ctx;
+	PyObject *v = NULL;
+	int r;
+
+	(void)unused;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_cluster_status(ctx->c, &cl));
+	if (call_end(ctx, r, "cluster_status", NULL))
+		v = cluster_to_py(cl);
+	semc_cluster_free(cl);
+	return v;
+}
+
+/* Watch: the id; fn(event tuple) for each event until unwatch. */
+PyObject *h_watch(HandleObject *self, PyObject *args)
+{
+	const char *name;
+	int prefix = 0;
+	PyObject *fn;
+	struct pywatch *w;
+	struct hctx *ctx;
+	int64_t id;
+
+	if (!PyArg_ParseTuple(args, "O&pO&:watch", conv_str, &name, &prefix, conv_callable, &fn))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	if ((w = PyMem_RawCalloc(1, sizeof *w)) == NULL) {
+		handle_leave(ctx);
+		return PyErr_NoMemory();
+	}
+	w->ctx = ctx;
+	w->fn = Py_NewRef(fn);
+	w->next = ctx->watches;
+	ctx->watches = w;
+	BLOCKING(ctx, id = semc_watch(ctx->c, name, prefix, watch_cb, w));
+	if (id < 0) {
+		error_last((int)id, "watch", name);
+		Py_CLEAR(w->fn);	/* the struct stays on the list until the free */
+	} else {
+		w->id = (uint64_t)id;
+	}
+	handle_leave(ctx);
+	if (id < 0)
+		return NULL;
+	return PyLong_FromLongLong(id);
+}
+
+PyObject *h_unwatch(HandleObject *self, PyObject *args)
+{
+	struct pywatch *w;
+	uint64_t id;
+	struct hctx *ctx;
+	int r;
+
+	if (!PyArg_ParseTuple(args, "O&:unwatch", conv_u64, &id))
+		return NULL;
+	if ((ctx = handle_enter(self)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_unwatch(ctx->c, id));
+	for (w = ctx->watches; w != NULL; w = w->next)
+		if (w->id == id)
+			Py_CLEAR(w->fn);
+	return call_none(ctx, r, "unwatch", NULL);
+}
