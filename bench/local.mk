@@ -35,6 +35,15 @@ failover_probe_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 EXTRA_DIST += bench/cluster-failover.py bench/cluster.sh bench/tls.sh \
 	bench/go-bench.sh bench/go-etcd/main.go
 
+# session-flood: many idle sessions with a lease, pinging as libsemclient's
+# keepalive does, for bench/session-flood.sh (what idle sessions cost).
+noinst_PROGRAMS += session-flood
+session_flood_SOURCES = bench/session-flood.c bench/wire.c bench/wire.h
+session_flood_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
+session_flood_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) \
+	$(OPENSSL_LIBS)
+EXTRA_DIST += bench/session-flood.sh
+
 # sm-deadlock: the deadlock search's cost with 100,000 waiters (the state
 # machine driven directly), for the figures of doc/features.md.
 noinst_PROGRAMS += sm-deadlock

@@ -8,7 +8,8 @@
  * id; this node keeps the map from those ids to its connections, which the
  * log's thread reads (under the state lock) to bind an opened client and
  * to route the replies of what it applies. Cluster requests are answered
- * here. The log is given what it needs of the server as a struct
+ * here, and so are Pings of sessions the leader knows (no entry: a lease is
+ * the leader's, which hears them). The log is given what it needs of the server as a struct
  * durable_host, so that it calls nothing of the shell by name.
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
@@ -234,6 +235,28 @@ static void log_cluster_locked(struct conn *c, const Semd__Request *req)
 }
 
 /*
+ * A Ping changes nothing: the leader answers it without an entry when the
+ * client has a session and nothing of it is on the way through the log,
+ * and notes the session heard by its own clock (its lease is the leader's:
+ * sm_leases_due). True: answered.
+ */
+static bool log_ping_locked(struct conn *c, const Semd__Request *req)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Pong pong = SEMD__PONG__INIT;
+
+	if (!c->logged || c->proposed > 0 ||
+	    !durable_heard_locked(c->srv->feed_state->d, c->cid))
+		return false;
+	pong.payload = req->ping->payload;
+	r.id = req->id;
+	r.body_case = SEMD__REPLY__BODY_PONG;
+	r.pong = &pong;
+	conn_reply_locked(NULL, c, &r);
+	return true;
+}
+
+/*
  * The request goes into this loop's batch, as it came and with the access
  * decision; it is answered once applied. Hello is taken as seen from here
  * on, so the requests behind it are checked against the ACL (a failed
@@ -244,8 +267,9 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 {
 	struct server *srv = c->srv;
 
-	if (who == NULL) {
-		/* denied and answered */
+	if (who == NULL || (req->op_case == SEMD__REQUEST__OP_PING &&
+	    log_ping_locked(c, req))) {
+		/* denied and answered, or a Ping answered without an entry */
 	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
 		log_cluster_locked(c, req);
 	} else if (!durable_serving(srv->feed_state->d)) {

@@ -42,6 +42,9 @@
 #define SNAP_NEVER	UINT32_MAX	/* raft's own threshold: we say when */
 #define SNAP_TRAILING	4		/* entries kept after a snapshot (one voter) */
 #define SEGMENT_SIZE	(8u << 20)	/* raft_uv's open segments, made whole */
+#define SWEEP_MS	200		/* the leader looks for leases run out */
+#define SWEEP_MAX	4096		/* sessions ended by one sweep, at most */
+#define SWEEP_RETRY_MS	2000		/* an EXPIRE not applied is asked again */
 
 struct durable {
 	struct durable_host	host;		/* the server */
@@ -98,6 +101,7 @@ struct durable {
 	uint64_t		next_client;	/* under the state lock */
 	size_t			applied_bytes;	/* since the last snapshot */
 	size_t			snap_len;	/* the last snapshot's bytes */
+	uint64_t		next_sweep;	/* d_now_ms() of the next lease sweep */
 
 	/* Start-up, for the main thread. */
 	pthread_mutex_t		rlock;
@@ -161,6 +165,7 @@ bool d_propose(struct durable *d, struct qchunk *first,
 struct qchunk *qchunk_new(const uint8_t *data, size_t len);
 void d_arm_deadline(struct durable *d, uint64_t next);
 void d_wake_cb(uv_async_t *a);
+void d_sweep_leases(struct durable *d);
 
 /* durable_apply.c */
 int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,

@@ -74,6 +74,8 @@ void durable_config(struct durable *d, const struct sm_config *cfg);
  * counter (ids start again after a restart, which closes every client).
  */
 uint64_t durable_client_id(struct durable *d);
+/* The leader answers client id without an entry: true, its session heard. */
+bool durable_heard_locked(struct durable *d, uint64_t id);
 /* The node's cluster figures for Stats (sm_config.local_counters). */
 void durable_counters(struct durable *d, struct sm_local_counters *out);
 /* Is this node the leader, serving clients? (any thread) */

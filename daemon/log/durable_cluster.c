@@ -81,8 +81,11 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 	sm_batch_config(&b, &d->smcfg);
 	/*
 	 * Every client of before is gone (they were another process's, or
-	 * another node's), and every lease gets the grace (Chubby's rule).
+	 * another node's), and every lease starts afresh with the grace
+	 * (Chubby's rule); leases are the leader's (sm_leases_due): what it
+	 * answers without an entry keeps a session, its sweep ends one.
 	 */
+	sm_batch_leases(&b, d->cluster ? 2 * d->election_ms : 0);
 	sm_batch_leader(&b, d->id, now == 0 ? 0 : d->grace_ms, d->advertise);
 	q = b.failed ? NULL : qchunk_new(b.p, b.len);
 	if (q == NULL || !d_propose(d, q, NULL, 0, true)) {
@@ -390,6 +393,8 @@ void d_poll_cb(uv_timer_t *t)
 		d->leader = false;
 		d_leadership_lost(d);
 	}
+	if (d->serving && leader)
+		d_sweep_leases(d);
 	d_publish(d);
 }
 

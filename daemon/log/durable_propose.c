@@ -3,7 +3,8 @@
  * daemon/log/durable_propose.c - proposing: entries stamped with the leader's
  * state clock (sm_clock), the queue of commands from the event loops
  * (durable_submit) and its group commit into entries of up to MAX_ENTRY bytes,
- * at most MAX_INFLIGHT in flight, and the state's deadlines as empty entries.
+ * at most MAX_INFLIGHT in flight, the state's deadlines as empty entries,
+ * and the leader's sweep of the sessions' leases (EXPIRE commands).
  */
 #include <config.h>	/* autoconf's */
 
@@ -195,6 +196,45 @@ void d_arm_deadline(struct durable *d, uint64_t next)
 	uv_timer_start(&d->deadline, d_deadline_cb, next > now ? next - now : 0, 0);
 }
 
+/*
+ * The leader's sweep, every SWEEP_MS (raft thread, serving): the sessions
+ * whose lease ran out by this leader's clock - nothing heard of them, by
+ * entry or by a request answered without one, for their lease since the
+ * later of their last entry and this leadership's start with its grace -
+ * end by an EXPIRE command each, queued as the loops' commands are.
+ */
+void d_sweep_leases(struct durable *d)
+{
+	uint64_t ids[SWEEP_MAX], mono = d_now_ms();
+	struct sm_batch b;
+	struct qchunk *q;
+	size_t n, i;
+
+	if (mono < d->next_sweep)
+		return;
+	d->next_sweep = mono + SWEEP_MS;
+	d_lock(d);
+	n = sm_leases_due(d_sm(d), &d->clock, mono, SWEEP_RETRY_MS, ids,
+	    SWEEP_MAX);
+	d_unlock(d);
+	if (n == 0)
+		return;
+	sm_batch_init(&b);
+	for (i = 0; i < n; i++)
+		sm_batch_expire(&b, ids[i]);
+	q = b.failed ? NULL : qchunk_new(b.p, b.len);
+	sm_batch_free(&b);
+	if (q == NULL) {
+		log_err("log: out of memory ending sessions; trying again");
+		return;
+	}
+	pthread_mutex_lock(&d->qlock);
+	*d->qtail = q;
+	d->qtail = &q->next;
+	pthread_mutex_unlock(&d->qlock);
+	d_propose_queued(d);
+}
+
 /* The event loops queued commands or cluster changes, or it is time to stop. */
 void d_wake_cb(uv_async_t *a)
 {
@@ -260,6 +300,17 @@ void durable_config(struct durable *d, const struct sm_config *cfg)
 	sm_batch_config(&b, cfg);
 	durable_submit(d, &b);
 	sm_batch_free(&b);
+}
+
+/*
+ * The leader answers a request of client id without an entry (under the
+ * state lock): true when it serves and the client has a session, which is
+ * then heard now, by this leader's clock (sm_heard_local).
+ */
+bool durable_heard_locked(struct durable *d, uint64_t id)
+{
+	return atomic_load(&d->serving_pub) &&
+	    sm_heard_local(d_sm(d), id, d_now_ms());
 }
 
 /* A new client id (under the state lock). */

@@ -283,11 +283,14 @@ struct sm_session {
 	struct list_head	holds;
 	struct list_head	waiters;
 	struct list_head	memos;		/* struct sm_memo, oldest first */
-	struct sm_timer		expiry;
+	struct sm_timer		expiry;		/* unarmed: leader_leases */
 	/* Linked at Hello to the session it runs under (sm_family.c). */
 	struct sm_session	*parent;
 	struct list_head	children;	/* struct sm_session, child_entry */
 	struct list_head	child_entry;	/* parent->children */
+	/* The leader's memory (sm_heard_local, sm_leases_due), not state. */
+	uint64_t		seen_mono;	/* last heard without an entry */
+	uint64_t		asked_mono;	/* its EXPIRE last proposed */
 	/* Scratch of the deadlock search (sm_deadlock.c), not state. */
 	uint64_t		dl_seen;	/* search number that reached it */
 	uint64_t		dl_sum_at;	/* member visit its dl_held is of */
@@ -364,6 +367,8 @@ struct sm {
 	int64_t			wall_off;	/* wall time minus state time */
 	uint64_t		leader_id;	/* the last LEADER entry's node */
 	char			leader_addr[256]; /* ... and where clients reach it */
+	bool			leader_leases;	/* sessions end by EXPIRE entries */
+	uint32_t		lease_floor_ms;	/* ... with at least this grace */
 	struct hmap		clients_by_id;
 	uint64_t		token_hwm;	/* highest token of freed semaphores */
 	struct hmap		names;
@@ -787,6 +792,7 @@ void notice_lost(struct sm *sm, const struct sm_hold *h, int code,
 void session_park(struct sm *sm, struct sm_session *s, bool away);
 void session_arm(struct sm *sm, struct sm_session *s);
 void session_expire(struct sm *sm, struct sm_session *s, uint64_t now);
+void session_leases_start(struct sm *sm, uint32_t floor_ms);
 void session_free(struct sm *sm, struct sm_session *s);
 void session_detach(struct sm *sm, struct sm_session *s, bool death,
     uint64_t now);

@@ -490,8 +490,11 @@ int sm_check(const struct sm *sm, char *err, size_t errlen)
 		CHECK(sh == s->nwaiters, "session %" PRIu64 ": nwaiters", s->id);
 		CHECK(s->client != NULL || s->lease_ms > 0,
 		    "session %" PRIu64 ": lingering without a lease", s->id);
-		CHECK(s->lease_ms == 0 || s->expiry.idx != SIZE_MAX,
+		CHECK(sm->leader_leases || s->lease_ms == 0 ||
+		    s->expiry.idx != SIZE_MAX,
 		    "session %" PRIu64 ": a lease without a timer", s->id);
+		CHECK(!sm->leader_leases || s->expiry.idx == SIZE_MAX,
+		    "session %" PRIu64 ": a timer on a leader's lease", s->id);
 		CHECK(s->lease_ms == 0 || s->expiry.when <= s->heard + s->lease_ms,
 		    "session %" PRIu64 ": lease timer past its lease", s->id);
 		k = 0;

@@ -17,6 +17,12 @@
  *     LEADER   u64 node, u32 grace_ms, string address
  *                                a leader took over: RESTART, and who
  *                                it is and where clients reach it
+ *     LEASES   u32 floor_ms      sessions' leases are the leader's from
+ *                                here on: no timer; a RESTART or LEADER
+ *                                starts each afresh with its grace, at
+ *                                least floor_ms
+ *     EXPIRE   u64 session       the leader heard nothing of it for its
+ *                                lease: it ends (unless an entry did)
  * (integers little-endian, strings as u32 length + bytes), and zero bytes
  * to pad the entry to a multiple of 8 bytes (raft_uv writes entries in
  * 8-byte units: its check of that is an assert, compiled out of Debian's
@@ -44,6 +50,9 @@ enum {
 	CMD_REQUEST,
 	CMD_RESTART,
 	CMD_LEADER,
+	/* 8-15: the leases' */
+	CMD_LEASES = 8,
+	CMD_EXPIRE = 9,
 };
 
 /* --- building ------------------------------------------------------------------ */
@@ -151,6 +160,20 @@ void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
 	bytes_put(b, address, len);
 }
 
+/* Leases are the leader's from here on (sm_session.c). */
+void sm_batch_leases(struct sm_batch *b, uint32_t floor_ms)
+{
+	batch_cmd(b, CMD_LEASES);
+	bytes_int(b, floor_ms, 4);
+}
+
+/* The leader heard nothing of session id for its lease. */
+void sm_batch_expire(struct sm_batch *b, uint64_t session)
+{
+	batch_cmd(b, CMD_EXPIRE);
+	bytes_int(b, session, 8);
+}
+
 /* Bytes of an entry's header. */
 size_t sm_entry_header_size(void)
 {
@@ -247,7 +270,20 @@ static void sm_restart(struct sm *sm, uint32_t grace_ms, uint64_t now)
 			ss[i++] = container_of(n, struct sm_session, node);
 		ptr_sort(ss, ns, sm_session_cmp);
 		for (i = 0; i < ns; i++) {
-			ss[i]->heard += session_grace(ss[i], grace_ms);
+			uint64_t g = session_grace(ss[i], grace_ms);
+
+			/*
+			 * A leader's lease starts afresh (the requests it
+			 * answered without an entry are not in heard), with
+			 * at least the floor, and never ends sooner than the
+			 * last start's did.
+			 */
+			if (sm->leader_leases && g < sm->lease_floor_ms)
+				g = sm->lease_floor_ms;
+			if (!sm->leader_leases)
+				ss[i]->heard += g;
+			else if (ss[i]->heard < now + g)
+				ss[i]->heard = now + g;
 			session_arm(sm, ss[i]);
 		}
 		free(ss);
@@ -262,6 +298,67 @@ static void sm_restart(struct sm *sm, uint32_t grace_ms, uint64_t now)
 				h->expiry.idx = SIZE_MAX;	/* held until released */
 		}
 	}
+}
+
+/*
+ * EXPIRE: the leader heard nothing of session id for its lease. It ends
+ * unless an entry since heard it (a request logged after the leader looked,
+ * or a new leader's grace): the state's own record has the last word.
+ */
+static void session_expire_asked(struct sm *sm, uint64_t id, uint64_t now)
+{
+	struct sm_session *s = session_find(sm, id);
+
+	if (s == NULL || !sm->leader_leases || s->lease_ms == 0 ||
+	    s->heard + s->lease_ms > now)
+		return;
+	sm->cur_op = 0;
+	session_expire(sm, s, now);
+	sm_settle(sm);
+}
+
+/* The leader answers client id without an entry: its session was heard. */
+bool sm_heard_local(struct sm *sm, uint64_t client_id, uint64_t mono)
+{
+	struct sm_client *c = sm_client_find(sm, client_id);
+
+	if (c == NULL || !c->hello || c->session == NULL)
+		return false;
+	c->session->seen_mono = mono;
+	return true;
+}
+
+/* The leader's sweep: sessions whose lease ran out by its clock. */
+size_t sm_leases_due(struct sm *sm, const struct sm_clock *k, uint64_t mono,
+    uint64_t retry_ms, uint64_t *ids, size_t max)
+{
+	uint64_t now = sm_clock_now(k, mono), last;
+	struct sm_session *s;
+	struct hmap_iter it;
+	struct hnode *n;
+	size_t count = 0;
+
+	if (!sm->leader_leases)
+		return 0;
+	hmap_iter_init(&it, &sm->sessions);
+	while (count < max && (n = hmap_iter_next(&it)) != NULL) {
+		s = container_of(n, struct sm_session, node);
+		if (s->lease_ms == 0)
+			continue;
+		last = s->heard;
+		/* Heard in this leadership (earlier: the grace covers it). */
+		if (s->seen_mono >= k->mono_base &&
+		    sm_clock_now(k, s->seen_mono) > last)
+			last = sm_clock_now(k, s->seen_mono);
+		if (last + s->lease_ms > now)
+			continue;
+		if (s->asked_mono >= k->mono_base &&
+		    s->asked_mono + retry_ms > mono)
+			continue;
+		s->asked_mono = mono;
+		ids[count++] = s->id;
+	}
+	return count;
 }
 
 /* Run one command; false when it is malformed. */
@@ -359,6 +456,18 @@ static bool apply_cmd(struct sm *sm, struct sm_rbuf *e,
 		sm->leader_id = id;
 		memcpy(sm->leader_addr, p, len);
 		sm->leader_addr[len] = '\0';
+		return true;
+	case CMD_LEASES:
+		flags = (uint32_t)rbuf_int(e, 4);
+		if (e->bad)
+			return false;
+		session_leases_start(sm, flags);
+		return true;
+	case CMD_EXPIRE:
+		id = rbuf_int(e, 8);
+		if (e->bad)
+			return false;
+		session_expire_asked(sm, id, now);
 		return true;
 	default:
 		return false;

@@ -119,8 +119,16 @@ void reply_holder(const struct sm *sm, Semd__Holder *e,
 	e->principal = h->ident->pr->name;
 	e->since_ms = h->since_wall;
 	e->detached = h->session == NULL;
-	e->expires_ms = h->session == NULL ? sm_wall(sm, h->expiry.when) :
-	    h->session->client == NULL ? sm_wall(sm, h->session->expiry.when) : 0;
+	/* A leader's lease has no timer: it ends a lease after heard. */
+	if (h->session == NULL)
+		e->expires_ms = sm_wall(sm, h->expiry.when);
+	else if (h->session->client != NULL)
+		e->expires_ms = 0;
+	else if (sm->leader_leases)
+		e->expires_ms = sm_wall(sm, h->session->heard +
+		    h->session->lease_ms);
+	else
+		e->expires_ms = sm_wall(sm, h->session->expiry.when);
 }
 
 /* The entries a reply page lists: as many as asked (0: dflt), at most cap. */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/state/sm_session.c - sessions: their leases, the hold-lost notices,
- * the parking of an absent session's waiters, and a session's end (its
- * waiters cancelled, its holds given back, its memos forgotten). Clients
- * and the state machine's life are sm_client.c's, memos sm_memo.c's.
+ * daemon/state/sm_session.c - sessions: their leases (the state's timers, or
+ * the leader's once the log says so: sm_entry.c's EXPIRE and the leader's
+ * sweep, sm_leases_due), the hold-lost notices, the parking
+ * of an absent session's waiters, and a session's end (its waiters
+ * cancelled, its holds given back, its memos forgotten). Clients and the
+ * state machine's life are sm_client.c's, memos sm_memo.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -105,11 +107,14 @@ void session_free(struct sm *sm, struct sm_session *s)
 	sm->ctr.sessions--;
 }
 
-/* (Re)arm a session's lease for lease_ms after the last request heard. */
+/*
+ * (Re)arm a session's lease for lease_ms after the last request heard; a
+ * lease that is the leader's has no timer (EXPIRE entries end it).
+ */
 void session_arm(struct sm *sm, struct sm_session *s)
 {
 	timer_disarm(sm, &s->expiry);
-	if (s->lease_ms > 0 &&
+	if (s->lease_ms > 0 && !sm->leader_leases &&
 	    timer_arm(sm, &s->expiry, T_SESSION, s->heard + s->lease_ms) != 0)
 		s->lease_ms = 0;	/* out of memory: a lease it cannot have */
 }
@@ -159,11 +164,31 @@ void session_detach(struct sm *sm, struct sm_session *s, bool death,
 {
 	s->client = NULL;
 	if (death || s->lease_ms == 0 || sm->shutting_down ||
-	    s->heard + s->lease_ms <= now) {
+	    (!sm->leader_leases && s->heard + s->lease_ms <= now)) {
 		session_free(sm, s);
 		return;
 	}
 	session_park(sm, s, true);
 }
 
+/*
+ * Leases: from here on the leader's (sm_batch_leases). Each session's timer
+ * goes; the leader's sweep (sm_leases_due) and EXPIRE entries take over.
+ */
+void session_leases_start(struct sm *sm, uint32_t floor_ms)
+{
+	struct hmap_iter it;
+	struct hnode *n;
 
+	sm->leader_leases = true;
+	sm->lease_floor_ms = floor_ms;
+	hmap_iter_init(&it, &sm->sessions);
+	while ((n = hmap_iter_next(&it)) != NULL)
+		timer_disarm(sm, &container_of(n, struct sm_session, node)->expiry);
+}
+
+/* Whether session id is in the state (tests). */
+bool sm_session_exists(const struct sm *sm, uint64_t id)
+{
+	return session_find(sm, id) != NULL;
+}

@@ -4,9 +4,40 @@
  * (version 3, sm-int.h: struct snap_section), one row a part of the state
  * that came after the fixed layout, in tag order. Tags are never reused.
  */
+#include <stdio.h>
+
 #include "daemon/state/sm-int.h"
 
+/*
+ * 1 leases: u8, whether sessions' leases are the leader's, and u32, the
+ * least grace a new leader gives them (sm_batch_leases).
+ */
+static bool leases_write(struct sm_batch *b, const struct sm *sm)
+{
+	bytes_int(b, sm->leader_leases ? 1 : 0, 1);
+	bytes_int(b, sm->lease_floor_ms, 4);
+	return !b->failed;
+}
+
+static bool leases_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen)
+{
+	uint64_t v = rbuf_int(r, 1);
+	uint32_t floor_ms = (uint32_t)rbuf_int(r, 4);
+
+	if (r->bad || v > 1) {
+		snprintf(err, errlen, "leases: %llu is no flag",
+		    (unsigned long long)v);
+		return false;
+	}
+	/* The sessions' timers were written unarmed: nothing to disarm. */
+	sm->leader_leases = v == 1;
+	sm->lease_floor_ms = floor_ms;
+	return true;
+}
+
 const struct snap_section snap_sections[] = {
+	{ 1, "leases", leases_write, leases_read },
 	{ 30, "parent links", snap_families_write, snap_families_read },
 	{ 0, NULL, NULL, NULL },
 };

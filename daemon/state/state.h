@@ -359,6 +359,17 @@ void sm_batch_restart(struct sm_batch *b, uint32_t grace_ms);
 /* A leader took over: the same, and who it is and where clients reach it. */
 void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
     const char *address);
+/*
+ * From here on sessions' leases are the leader's (sm_session.c): a session
+ * ends by an EXPIRE entry, proposed by the leader when it heard nothing of
+ * it for its lease by its own clock (sm_leases_due), never by the state's
+ * timers; a new leader starts every lease afresh with the grace, and with
+ * at least floor_ms (what a deposed leader may still have answered without
+ * an entry: twice the election timeout).
+ */
+void sm_batch_leases(struct sm_batch *b, uint32_t floor_ms);
+/* The leader heard nothing of session id for its lease: it ends. */
+void sm_batch_expire(struct sm_batch *b, uint64_t session);
 size_t sm_entry_header_size(void);
 void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall);
 /*
@@ -379,6 +390,21 @@ uint64_t sm_clock_now(const struct sm_clock *k, uint64_t mono);
 /* The time to stamp on the next entry: now, never before the last one nor
  * before at_least. */
 uint64_t sm_clock_stamp(struct sm_clock *k, uint64_t mono, uint64_t at_least);
+
+/*
+ * The leader's memory of its sessions (sm_session.c), none of it state:
+ * sm_heard_local() marks client id's session heard at the leader's monotonic
+ * time mono, for a request answered without an entry (a Ping), and says
+ * whether the client has a session to answer for; sm_leases_due() puts into
+ * ids (at most max) the sessions whose lease ran out by the leader's clock k
+ * at mono - by their last entry or their last request heard, whichever is
+ * later - and not asked about in the last retry_ms; 0 when the leases are not
+ * the leader's (sm_batch_leases). sm_session_exists(): for the tests.
+ */
+bool sm_heard_local(struct sm *sm, uint64_t client_id, uint64_t mono);
+size_t sm_leases_due(struct sm *sm, const struct sm_clock *k, uint64_t mono,
+    uint64_t retry_ms, uint64_t *ids, size_t max);
+bool sm_session_exists(const struct sm *sm, uint64_t id);
 
 /*
  * What applying needs from the node: its connection for an opened client

@@ -28,16 +28,24 @@
  *  - once every fault is healed, every client is answered again.
  * libraft's fixture checks election safety and the leader's append-only log.
  *
- * Usage: sim [-s seed] [-n seeds] [-t sim-seconds] [-N nodes] [-v]
+ * Then seeds with thousands of idle sessions (sim_idle.c): leases kept by
+ * pings the leader answers without an entry, ended by its sweep's EXPIRE
+ * entries, through the same faults; none expires while its client trusts
+ * it, none that went away outlives its lease and grace.
+ *
+ * Usage: sim [-s seed] [-n seeds] [-t sim-seconds] [-N nodes] [-I idle-seeds]
+ *     [-i idle-sessions] [-v]
  *   1000 seeds of 60 simulated seconds from a seed drawn from the clock by
- *   default ($SIM_SEEDS: another count); nodes alternate 3 and 5. A failure
- *   prints its seed; -s SEED -n 1 replays it exactly (-v: what happened).
+ *   default ($SIM_SEEDS: another count), then 10 ($SIM_IDLE_SEEDS) with
+ *   2000 idle sessions; nodes alternate 3 and 5. A failure prints its seed
+ *   and how to replay it exactly (-v: what happened).
  */
 #include "tests/cluster/sim.h"
 const char *const names[NNAMES] = { "licence", "db", "quota" };
 const unsigned int limits[NNAMES] = { 1, 2, 3 };
 
 static uint64_t seed;
+static unsigned int idle_count;
 uint64_t sim_rng;
 static bool verbose;
 
@@ -57,7 +65,11 @@ void fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n(replay: sim -s %" PRIu64 " -n 1)\n", seed);
+	if (idle_count > 0)
+		fprintf(stderr, "\n(replay: sim -s %" PRIu64 " -n 0 -I 1 -i %u)\n",
+		    seed, idle_count);
+	else
+		fprintf(stderr, "\n(replay: sim -s %" PRIu64 " -n 1)\n", seed);
 	exit(1);
 }
 
@@ -98,6 +110,8 @@ struct token *tokens[NNAMES];
 size_t ntokens[NNAMES], captokens[NNAMES];
 
 unsigned long grants, entries, faults, snaps_compared, installs;
+unsigned long pings_local, expired_asked;
+uint64_t last_leader_st;
 
 /* Until when a client trusts its session (libsemclient's rule). */
 uint64_t trust_end(const struct client *c)
@@ -164,6 +178,8 @@ static void follow(void)
 				if (cl[k].node == (int)i)
 					drop_client(&cl[k], "not the leader");
 		}
+		if (n->serving && raft_fixture_alive(&f, i))
+			sweep(n);
 		/* Deadlines due: a tick entry. */
 		if (n->serving && !n->ticking && raft_fixture_alive(&f, i)) {
 			uint64_t next = sm_next_deadline(n->sm);
@@ -187,6 +203,9 @@ static void restore_one(void)
 	uint8_t *p;
 	size_t len;
 
+	/* Not a leader: raft never restores one (its memory of leases). */
+	if (n->leader)
+		return;
 	if (sm_snapshot(n->sm, &p, &len) != 0)
 		fail("out of memory");
 	buf.base = raft_malloc(len);
@@ -343,6 +362,8 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		raft_fixture_set_disk_latency(&f, i, 1 + rnd_below(15));
 	}
 	grace = 500 + rnd_below(3000);
+	last_leader_st = 0;
+	idle_start(idle_count);
 	for (k = 0; k < NCL; k++) {
 		cl[k].node = -1;
 		cl[k].next_id = 1;
@@ -360,6 +381,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		follow();
 		for (k = 0; k < NCL; k++)
 			client_step(&cl[k]);
+		idle_round();
 		if (now() >= next_fault) {
 			fault();
 			next_fault = now() + 200 + rnd_below(2500);
@@ -394,6 +416,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		follow();
 		for (k = 0; k < NCL; k++)
 			client_step(&cl[k]);
+		idle_round();
 	}
 	/* Drain: everyone applies everything, then the states agree. */
 	end = now() + 10000;
@@ -426,6 +449,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	free(ledger);
 	ledger = NULL;
 	ledger_cap = 0;
+	idle_end();
 }
 
 int main(int argc, char **argv)
@@ -434,20 +458,30 @@ int main(int argc, char **argv)
 	uint64_t count = 1000, s;
 	uint64_t n_nodes = 0;
 	uint64_t sim_s = 60;
+	uint64_t idle = 2000, idle_seeds = 10;
 	const struct t_opt opts[] = {
 		{ 's', &first, NULL },
 		{ 'n', &count, NULL },
 		{ 't', &sim_s, NULL },
 		{ 'N', &n_nodes, NULL },
+		{ 'i', &idle, NULL },
+		{ 'I', &idle_seeds, NULL },
 		{ 'v', NULL, &verbose },
 		{ 0, NULL, NULL },
 	};
 
 	if (getenv("SIM_SEEDS") != NULL)
 		count = strtoull(getenv("SIM_SEEDS"), NULL, 0);
+	if (getenv("SIM_IDLE_SEEDS") != NULL)
+		idle_seeds = strtoull(getenv("SIM_IDLE_SEEDS"), NULL, 0);
 	if (t_opts_parse(argc, argv, opts,
-	    "sim [-s seed] [-n seeds] [-t sim-seconds] [-N 3|5] [-v]") != 0)
+	    "sim [-s seed] [-n seeds] [-t sim-seconds] [-N 3|5] [-I idle-seeds] "
+	    "[-i idle-sessions] [-v]") != 0)
 		return 2;
+	if (idle > IDLE_MASK) {
+		fprintf(stderr, "sim: -i is at most %llu\n", IDLE_MASK);
+		return 2;
+	}
 	if (n_nodes != 0 && n_nodes != 3 && n_nodes != 5) {
 		fprintf(stderr, "sim: -N is 3 or 5\n");
 		return 2;
@@ -459,9 +493,22 @@ int main(int argc, char **argv)
 		seed = first + s;
 		run_seed(n_nodes ? (unsigned int)n_nodes : seed % 2 ? 5 : 3, sim_s * 1000);
 	}
+	/* Then seeds with thousands of idle sessions (issue 23). */
+	if (idle_seeds > 0) {
+		printf("sim: seeds %" PRIu64 "..%" PRIu64 " with %" PRIu64 " idle "
+		    "sessions\n", first + count, first + count + idle_seeds - 1, idle);
+		fflush(stdout);
+	}
+	idle_count = (unsigned int)idle;
+	for (s = 0; s < idle_seeds; s++) {
+		seed = first + count + s;
+		run_seed(n_nodes ? (unsigned int)n_nodes : seed % 2 ? 5 : 3, sim_s * 1000);
+	}
 	printf("sim: %" PRIu64 " seeds passed: %lu entries, %lu grants, %lu faults, "
 	    "%lu snapshot pairs compared, %lu states restored from a snapshot, "
-	    "%lu messages trimmed by raftguard\n", count, entries, grants, faults,
-	    snaps_compared, installs, raftguard_trimmed());
+	    "%lu messages trimmed by raftguard, %lu pings answered without an "
+	    "entry, %lu sessions expired by a leader's clock\n", count + idle_seeds, entries,
+	    grants, faults, snaps_compared, installs, raftguard_trimmed(),
+	    pings_local, expired_asked);
 	return 0;
 }

@@ -49,6 +49,7 @@ struct node {
 	struct sm_clock	clock;		/* log time, while leader */
 	uint64_t	hash;		/* of what the entry being applied said */
 	struct raft_barrier barrier;
+	uint64_t	next_sweep;	/* sim time of its next lease sweep */
 	/* The fixture's disk, watched (see fix_truncate). */
 	int		(*append)(struct raft_io *io, struct raft_io_append *req,
 	    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb);
@@ -122,6 +123,28 @@ extern uint64_t next_conn;
 extern struct token *tokens[NNAMES];
 extern size_t ntokens[NNAMES], captokens[NNAMES];
 extern unsigned long grants, entries, faults, snaps_compared, installs;
+extern unsigned long pings_local, expired_asked;
+extern uint64_t last_leader_st;	/* state time of the last LEADER proposed */
+
+/*
+ * Idle clients (sim_idle.c): sessions with a lease that only ping, off the
+ * log, through leader changes; some go away. Their connections' client ids
+ * are IDLE_BASE + their index.
+ */
+#define IDLE_BASE	(1ULL << 40)
+#define IDLE_SHIFT	20		/* + attachment << IDLE_SHIFT + index */
+#define IDLE_MASK	((1ULL << IDLE_SHIFT) - 1)
+#define IDLE_ROUND	50		/* ms between their rounds */
+#define LINGER_SLACK	1000		/* state ms: sweep, commit, retry */
+#define LEASE_FLOOR	1000		/* twice the election timeout */
+extern unsigned int nidle;
+void idle_start(unsigned int n);
+void idle_round(void);
+void idle_hear(const struct node *n, uint64_t conn, const Semd__Reply *r);
+void idle_closed(const struct node *n, uint64_t conn);
+void idle_end(void);
+void idle_rebind(struct sm *sm);
+void sweep(struct node *n);
 
 raft_time now(void);
 void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2),
@@ -145,5 +168,6 @@ int fix_append(struct raft_io *io, struct raft_io_append *req,
     const struct raft_entry ents[], unsigned cnt, raft_io_append_cb cb);
 int fix_truncate(struct raft_io *io, raft_index index);
 void client_step(struct client *c);
+void deliver(struct client *c, const Semd__Reply *r);
 
 #endif

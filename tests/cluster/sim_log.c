@@ -75,6 +75,8 @@ void barrier_cb(struct raft_barrier *req, int status)
 	if (t == 0)
 		sm_batch_boot(&b);
 	sm_batch_config(&b, &n->cfg);
+	sm_batch_leases(&b, LEASE_FLOOR);	/* leases are the leader's */
+	last_leader_st = t;
 	sm_batch_leader(&b, n->i + 1, t == 0 ? 0 : grace,
 	    "127.0.0.1:7000");
 	if (b.failed)
@@ -162,7 +164,7 @@ static void check_token(int name, const struct sent *s, uint64_t token)
 }
 
 /* A client hears a reply from the node it is attached to. */
-static void deliver(struct client *c, const Semd__Reply *r)
+void deliver(struct client *c, const Semd__Reply *r)
 {
 	struct sent *s = r->id != 0 ? find_sent(c->conn, r->id) : NULL;
 
@@ -239,6 +241,8 @@ void on_reply(void *ctx, void *conn, const Semd__Reply *r)
 	c = client_of(id);
 	if (c != NULL && c->node == (int)n->i)
 		deliver(c, r);
+	else if (id >= IDLE_BASE)
+		idle_hear(n, id, r);
 }
 
 void drop_client(struct client *c, const char *why)
@@ -260,6 +264,8 @@ void on_close(void *ctx, void *conn)
 
 	if (c != NULL && c->node == (int)n->i)
 		drop_client(c, "closed by the state");
+	else if ((uint64_t)(uintptr_t)conn >= IDLE_BASE)
+		idle_closed(n, (uint64_t)(uintptr_t)conn);
 }
 
 static void *bind_id(void *arg, uint64_t id)
@@ -344,6 +350,7 @@ int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	for (uint64_t id = 1; id < next_conn; id++)
 		if ((c = sm_client_find(sm, id)) != NULL)
 			sm_client_bind(c, (void *)(uintptr_t)id);
+	idle_rebind(sm);
 	sm_free(n->sm);
 	n->sm = sm;
 	raft_free(buf->base);

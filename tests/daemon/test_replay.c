@@ -504,6 +504,12 @@ int main(int argc, char **argv)
 				    rnd_below(2) ? "tcp:127.0.0.1:7385" : "");
 			for (c = 0; c < NCLIENTS; c++)
 				cl[c].id = 0;
+		} else if (rnd_below(4000) == 0) {
+			/* Leases become the leader's: EXPIRE entries end them. */
+			sm_batch_leases(&b, rnd_below(2) ? 0 : 1000);
+		} else if (rnd_below(40) == 0) {
+			/* The leader's word, for sessions that may be heard. */
+			sm_batch_expire(&b, 1 + rnd_below(64));
 		} else if (rnd_below(3000) == 0) {
 			cfg.default_limit = 1 + rnd_below(3);
 			cfg.max_semaphores = 4 + rnd_below(8);

@@ -467,6 +467,132 @@ static void test_shutdown(void)
 	t_end(sm);
 }
 
+/* Apply an entry of the batch's commands at state time t (and empty b). */
+static void t_entry(struct sm *sm, struct sm_batch *b, uint64_t t)
+{
+	size_t hl = sm_entry_header_size();
+	uint8_t *e = calloc(1, hl + b->len + 8);
+	char err[128];
+
+	if (e == NULL || b->failed) {
+		FAIL("out of memory");
+		free(e);
+		return;
+	}
+	sm_entry_header(e, t, 1700000000000ULL + t);
+	memcpy(e + hl, b->p, b->len);
+	if (sm_apply(sm, e, hl + b->len, NULL, err, sizeof err) != 0)
+		FAIL("entry refused: %s", err);
+	free(e);
+	sm_batch_reset(b);
+	CHECK_SM(sm);
+}
+
+/*
+ * Leases the leader's (issue 23): no timer ends a session; the leader's
+ * memory of what it answered without an entry (sm_heard_local) and its
+ * sweep (sm_leases_due) decide, an EXPIRE entry ends it unless an entry
+ * heard it since; a new leader starts every lease afresh with the grace.
+ */
+static void test_leader_leases(void)
+{
+	struct sm_client *a, *b, *c;
+	struct sm *sm = t_start("leases the leader's: EXPIRE entries end them",
+	    NULL, "uid:1/3000 uid:2 uid:3/2000", &a, &b, &c);
+	uint64_t t0 = now, sa = sm_client_session(a), sc = sm_client_session(c);
+	uint64_t ids[8];
+	struct sm_clock k;
+	struct sm_batch bt;
+
+	sm_batch_init(&bt);
+	t_held(sm, a, 1, 2, "s", 1);
+	t_down(sm, b, 2, "s", 1, -1, 0);
+	sm_batch_leases(&bt, 300);
+	t_entry(sm, &bt, now);
+	EXPECT_U64(UINT64_MAX, sm_next_deadline(sm));	/* no lease timer */
+	now = t0 + 60000;
+	t_entry(sm, &bt, now);
+	EXPECT(none(2, 2));
+	EXPECT_I64(0, nclosed);
+	EXPECT(sm_session_exists(sm, sa) && sm_session_exists(sm, sc));
+	/* The leader took over at now, its clock at mono 5000. */
+	sm_clock_start(&k, now, 0, 5000);
+	EXPECT(sm_heard_local(sm, 1, 5000));
+	EXPECT(!sm_heard_local(sm, 99, 5000));
+	EXPECT_U64(1, sm_leases_due(sm, &k, 7000, 1000, ids, 8));
+	EXPECT_U64(sc, ids[0]);			/* c: not heard by this leader */
+	EXPECT_U64(0, sm_leases_due(sm, &k, 7999, 1000, ids, 8));  /* asked */
+	EXPECT_U64(1, sm_leases_due(sm, &k, 8000, 5000, ids, 8));
+	EXPECT_U64(sa, ids[0]);			/* a: heard at 5000, lease 3000 */
+	/* A request through the log since: the EXPIRE is not taken. */
+	t_simple(sm, c, 9, SEMD__REQUEST__OP_PING);
+	expect_code(3, 9, SEMD__CODE__OK);
+	sm_batch_expire(&bt, sc);
+	t_entry(sm, &bt, now + 1999);
+	EXPECT(sm_session_exists(sm, sc));
+	/* Nothing heard for the lease: the EXPIRE is. */
+	sm_batch_expire(&bt, sa);
+	t_entry(sm, &bt, now + 3000);
+	EXPECT(!sm_session_exists(sm, sa));
+	expect_lost(1, SEMD__CODE__SESSION_EXPIRED, "s", 0);
+	expect_code(1, 0, SEMD__CODE__SESSION_EXPIRED);
+	grant_of(2, 2);
+	EXPECT_I64(1, nclosed);
+	/* A close leaves the session to its lease, however old heard is. */
+	now += 3000;
+	sm_client_close(sm, c, now + 5000);
+	EXPECT(sm_session_exists(sm, sc));
+	/* A new leader: every lease afresh from its entry, with the grace. */
+	now += 100000;
+	sm_batch_leader(&bt, 2, 500, "");
+	t_entry(sm, &bt, now);
+	sm_batch_expire(&bt, sc);
+	t_entry(sm, &bt, now + 2499);
+	EXPECT(sm_session_exists(sm, sc));
+	sm_batch_expire(&bt, sc);
+	t_entry(sm, &bt, now + 2500);
+	EXPECT(!sm_session_exists(sm, sc));
+	/* Without a grace, a new leader still gives the floor (300 ms). */
+	{
+		struct sm_client *d = t_client(sm, 4, "uid:4", 1000);
+		uint64_t sd = sm_client_session(d);
+
+		now += 10000;
+		sm_batch_leader(&bt, 3, 0, "");
+		t_entry(sm, &bt, now);
+		sm_batch_expire(&bt, sd);
+		t_entry(sm, &bt, now + 1299);
+		EXPECT(sm_session_exists(sm, sd));
+		sm_batch_expire(&bt, sd);
+		t_entry(sm, &bt, now + 1300);
+		EXPECT(!sm_session_exists(sm, sd));
+	}
+	/* And the flag outlives a snapshot. */
+	{
+		struct sm_client *d = t_client(sm, 5, "uid:4", 1000);
+		struct sm_config cfg;
+		struct sm *sm2;
+		uint8_t *p;
+		size_t len;
+		char err[128];
+
+		(void)d;
+		EXPECT_I64(0, sm_snapshot(sm, &p, &len));
+		sm_config_defaults(&cfg);
+		sm2 = sm_restore(&cfg, NULL, p, len, err, sizeof err);
+		EXPECT(sm2 != NULL);
+		if (sm2 != NULL) {
+			EXPECT_U64(UINT64_MAX, sm_next_deadline(sm2));
+			CHECK_SM(sm2);
+			sm_free(sm2);
+		}
+		free(p);
+	}
+	sm_batch_free(&bt);
+	t_end(sm);
+	now = t0;
+}
+
 int main(void)
 {
 	test_hello();
@@ -481,6 +607,7 @@ int main(void)
 	test_resume_place();
 	test_principal_caps();
 	test_shutdown();
+	test_leader_leases();
 	caps_clear();
 	return check_done("state session");
 }

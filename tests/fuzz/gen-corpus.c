@@ -569,6 +569,32 @@ static void gen_log(void)
 	log_free(&w);
 
 	/*
+	 * Leases the leader's (issue 23): LEASES, a session kept alive by
+	 * the leader alone, a new leader's fresh start, EXPIRE refused (heard
+	 * since) and taken.
+	 */
+	log_init(&w);
+	sm_batch_boot(&w.b);
+	log_open(&w, 1, 0);
+	log_open(&w, 2, 0);
+	log_entry(&w, 1000);
+	req_hello(&r, 1, 3000); log_req(&w, 1, &r);
+	req_hello(&r, 1, 0); log_req(&w, 2, &r);
+	req_down(&r, 2, "a", 1, -1, 0); log_req(&w, 1, &r);
+	req_down(&r, 2, "a", 1, -1, 0); log_req(&w, 2, &r);
+	sm_batch_leases(&w.b, 1000);
+	log_entry(&w, 1001);
+	sm_batch_leader(&w.b, 3, 500, "tcp:127.0.0.1:7385");
+	log_entry(&w, 60000);
+	sm_batch_expire(&w.b, 1);
+	log_entry(&w, 62000);
+	sm_batch_expire(&w.b, 1);
+	sm_batch_expire(&w.b, 99);
+	log_entry(&w, 64000);
+	log_write(&w, "leader-leases");
+	log_free(&w);
+
+	/*
 	 * Found by fuzz_entry: a CONFIG entry with default limit 0 was taken,
 	 * a down then made a name of limit 0, and the state's own snapshot
 	 * was refused. The entry is refused now (the down after it runs).
