@@ -47,6 +47,7 @@
  *   sm_wait.c       waiting downs: queued, granted (the hand-off; a gated
  *                   request all at once), cancelled
  *   sm_deadlock.c   the wait-for graph: DEADLOCK
+ *   sm_queue.c      queue policies: max-waiters, replace keys; SetQueue
  *   sm_session.c    sessions: leases, parking, hold-lost notices, the end
  *   the operations
  *   sm_need.c       what they check and look up first, shared
@@ -167,6 +168,7 @@ struct sm_sem {
 	uint32_t		limit;
 	uint32_t		nholders;
 	uint32_t		nwaiters;
+	uint32_t		max_waiters;	/* queue bound (sm_queue.c); 0: none */
 	uint8_t			mode;		/* Semd__Mode */
 	bool			auto_created;
 	uint8_t			len;		/* <= SM_NAME_MAX */
@@ -238,6 +240,7 @@ struct sm_wait {
 	struct list_head	offer_entry;	/* sm->offers while offered */
 	uint64_t		since_ms;
 	uint64_t		since_wall;
+	char			*rkey;		/* Down.replace (sm_queue.c), or NULL */
 	struct sm_timer		deadline;
 	struct sm_member	m[];
 };
@@ -455,6 +458,7 @@ sm_op_fn op_down_multi;						/* sm_multi.c */
 sm_op_fn op_up, op_release, op_cancel, op_validate;		/* sm_ops_permit.c */
 sm_op_fn op_renew, op_holds, op_where;				/* sm_holds.c */
 sm_op_fn op_stats;						/* sm_stats.c */
+sm_op_fn op_set_queue;						/* sm_queue.c */
 
 /*
  * The parts below, each under the heading of its file, bottom up: a file
@@ -483,6 +487,12 @@ uint64_t sm_wall(const struct sm *sm, uint64_t now);
  */
 #define SNAP_COUNTERS		12
 #define SNAP_V1_COUNTERS	7
+/*
+ * The replies by op and code the fixed layout keeps (versions 2 and 3):
+ * the ops and codes added since are counted in a section (tag 10).
+ */
+#define SNAP_V3_NOPS		22
+#define SNAP_V3_NCODES		15
 extern const size_t snap_counters[SNAP_COUNTERS];
 
 /*
@@ -745,6 +755,24 @@ bool deadlock_new(struct sm *sm, struct sm_session *s,
     const struct sm_want *wants, unsigned int k, char *why, size_t len);
 void deadlock_check(struct sm *sm, uint64_t session_id);
 
+/* sm_queue.c */
+#define SM_RKEY_MAX	64	/* bytes of a replace key */
+bool queue_rkey_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *key);
+struct sm_wait *queue_replaced(const struct sm_sem *sem,
+    const struct sm_session *s, const char *key);
+bool queue_room(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_sem *sem, const struct sm_wait *old);
+bool queue_set_rkey(struct sm *sm, struct sm_wait *w, const char *key);
+void queue_replace(struct sm *sm, struct sm_wait *old, uint64_t by,
+    struct sm_sem *keep);
+bool queue_snap_write(struct sm_batch *b, const struct sm *sm);
+bool queue_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+bool counters_snap_write(struct sm_batch *b, const struct sm *sm);
+bool counters_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+
 /* sm_need.c */
 bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name);
@@ -779,7 +807,8 @@ void session_detach(struct sm *sm, struct sm_session *s, bool death,
 bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
     uint64_t *tokens);
 bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
-    const struct sm_want *wants, unsigned int k, int64_t timeout_ms);
+    const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
+    const struct sm_wait *old);
 struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
     uint32_t lease_ms, bool multi, uint64_t now);

@@ -74,10 +74,13 @@ bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
  * A down that cannot be granted now: may it wait? If not it is answered: a
  * trydown WOULD_BLOCK (why, of the first name that is busy), a down while
  * shutting down UNAVAILABLE, one over max-waiters-per-session
- * RESOURCE_EXHAUSTED, one that would close a cycle of sessions DEADLOCK.
+ * RESOURCE_EXHAUSTED, one on a name whose queue is full QUEUE_FULL (old:
+ * the waiter it replaces, or NULL), one that would close a cycle of
+ * sessions DEADLOCK.
  */
 bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
-    const struct sm_want *wants, unsigned int k, int64_t timeout_ms)
+    const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
+    const struct sm_wait *old)
 {
 	struct sm_session *s = c->session;
 	char why[SM_DEADLOCK_MSG];
@@ -102,6 +105,9 @@ bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
 		    sm->cfg.max_waiters_per_session);
 		return false;
 	}
+	for (i = 0; i < k; i++)
+		if (!queue_room(sm, c, id, wants[i].sem, old))
+			return false;
 	if (deadlock_new(sm, s, wants, k, why, sizeof why)) {
 		reply_err(sm, c, id, SEMD__CODE__DEADLOCK, "%s", why);
 		for (i = 0; i < k; i++)
@@ -165,29 +171,44 @@ void down_queued(struct sm *sm, struct sm_wait *w)
 
 /*
  * A down of n permits of sem, found and its caps checked: granted now if
- * it is free, or answered, or queued.
+ * it is free, or answered, or queued. With a replace key, once granted or
+ * queued it replaces the waiter of its principal with that key there
+ * (sm_queue.c): found after the refill, which may grant, and nothing in
+ * between grants anyone else.
  */
 static void down_one(struct sm *sm, struct sm_client *c, uint64_t id,
-    struct sm_sem *sem, uint32_t n, int64_t timeout_ms, uint32_t lease_ms,
-    uint64_t now)
+    struct sm_sem *sem, uint32_t n, const Semd__Down *d, uint64_t now)
 {
 	struct sm_session *s = c->session;
 	const struct sm_want want = { sem, n };
 	bool gated = sem_gates(sem);
-	struct sm_wait *w;
+	const char *rkey = d->replace != NULL && d->replace[0] != '\0' ?
+	    d->replace : NULL;
+	struct sm_wait *w, *old;
+	uint32_t lease_ms = d->lease_ms;
 	uint64_t token;
 	int r;
 
 	rate_refill(sm, sem);
+	old = rkey != NULL ? queue_replaced(sem, s, rkey) : NULL;
 	if (!gated ? sema_trydown_n(&sem->sem, n, &token) :
 	    down_take_all(sm, &want, 1, &token)) {
 		grant_deliver(sm, sem, s, id, n, token, lease_ms, now, now);
+		if (old != NULL)
+			queue_replace(sm, old, id, sem);
 		return;
 	}
-	if (!down_may_wait(sm, c, id, &want, 1, timeout_ms) ||
-	    (w = down_wait_new(sm, c, id, &want, 1, timeout_ms, lease_ms,
+	if (!down_may_wait(sm, c, id, &want, 1, d->timeout_ms, old) ||
+	    (w = down_wait_new(sm, c, id, &want, 1, d->timeout_ms, lease_ms,
 	    false, now)) == NULL)
 		return;
+	if (rkey != NULL && !queue_set_rkey(sm, w, rkey)) {
+		timer_disarm(sm, &w->deadline);
+		wait_dealloc(sm, w);
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		return;
+	}
 	if (gated) {
 		r = sema_enqueue(&sem->sem, &w->m[0].w, n, wait_wake,
 		    SEMA_Q_GATED);
@@ -203,9 +224,13 @@ static void down_one(struct sm *sm, struct sm_client *c, uint64_t id,
 		else
 			reply_err(sm, c, id, SEMD__CODE__INTERNAL,
 			    "the core refused the down (%d)", r);
+		if (r == 0 && old != NULL)
+			queue_replace(sm, old, id, sem);
 		return;
 	}
 	down_queued(sm, w);
+	if (old != NULL)
+		queue_replace(sm, old, id, sem);
 }
 
 /*
@@ -243,6 +268,9 @@ void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		    "n = %u is out of range", n);
 		return;
 	}
+	if (d->replace != NULL && d->replace[0] != '\0' &&
+	    !queue_rkey_ok(sm, c, id, d->replace))
+		return;
 	if (id != 0 && (prev = req_find(sm, s->id, id)) != NULL) {
 		/* A retried down: answer what the first one got. */
 		if (prev->kind == REQ_MEMO) {
@@ -299,7 +327,7 @@ void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if (!down_room(sm, c, id, sem, n, d->timeout_ms != 0))
 		goto out;
-	down_one(sm, c, id, sem, n, d->timeout_ms, d->lease_ms, sm->now);
+	down_one(sm, c, id, sem, n, d, sm->now);
 out:
 	sem_maybe_free(sm, sem);
 }

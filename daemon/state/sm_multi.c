@@ -169,7 +169,7 @@ static void multi_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		    now, now);
 		return;
 	}
-	if (!down_may_wait(sm, c, id, wants, k, timeout_ms) ||
+	if (!down_may_wait(sm, c, id, wants, k, timeout_ms, NULL) ||
 	    (w = down_wait_new(sm, c, id, wants, k, timeout_ms, lease_ms,
 	    true, now)) == NULL)
 		return;

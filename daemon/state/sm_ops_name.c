@@ -66,6 +66,12 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if (cr->rate != 0 && !rate_args_ok(sm, c, id, cr->rate, &period, &burst))
 		return;
+	if (cr->max_waiters > SM_LIMIT_MAX) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "max-waiters %u is out of range (0 to %u)", cr->max_waiters,
+		    SM_LIMIT_MAX);
+		return;
+	}
 	if (cr->initial_set && (cr->mode != SEMD__MODE__SIGNAL ||
 	    cr->initial > cr->limit)) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
@@ -108,6 +114,7 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if (cr->initial_set)
 		sema_adjust(&sem->sem, (long)cr->initial - (long)cr->limit);
+	sem->max_waiters = cr->max_waiters;
 	sem_set_owner(sem, pr);
 	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_CREATE, c);
 	reply_ok(sm, c, id);
@@ -117,8 +124,8 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 static size_t info_entry_size(const struct sm_ident *id)
 {
 	/* Eight varint fields of at most 11 bytes, three strings with theirs. */
-	return 8 * 11 + 3 * 5 + strlen(id->client_name) + strlen(id->host) +
-	    id->pr->len + 8;
+	return 8 * 11 + 4 * 5 + strlen(id->client_name) + strlen(id->host) +
+	    id->pr->len + SM_RKEY_MAX + 8;
 }
 
 /*
@@ -192,6 +199,8 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		    sm_wall(sm, w->deadline.when) : 0;
 		e->seq = w->seq;
 		e->detached = w->session->client == NULL;
+		if (w->rkey != NULL)
+			e->replace = w->rkey;
 	}
 	ir.name = sem->name;
 	ir.limit = sem->limit;
@@ -205,6 +214,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	ir.holders_total = sem->nholders;
 	ir.waiters_total = sem->nwaiters;
 	ir.last_token = sem->sem.token;
+	ir.max_waiters = sem->max_waiters;
 	if (sem->rate != NULL) {
 		ir.rate = sem->rate->rate;
 		ir.rate_period_ms = sem->rate->period_ms;

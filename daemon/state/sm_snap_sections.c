@@ -7,5 +7,8 @@
 #include "daemon/state/sm-int.h"
 
 const struct snap_section snap_sections[] = {
+	{ 10, "counters of new ops and codes", counters_snap_write,
+	    counters_snap_read },
+	{ 11, "queue policies", queue_snap_write, queue_snap_read },
 	{ 0, NULL, NULL, NULL },
 };

@@ -80,6 +80,8 @@ void wait_dealloc(struct sm *sm, struct sm_wait *w)
 {
 	if (w == NULL)
 		return;
+	sm_strfree(sm, w->rkey);
+	w->rkey = NULL;
 	if (w->nm == 1)
 		sm_cache_put(sm, &sm->wait_cache, w, WAIT_SIZE(1));
 	else
