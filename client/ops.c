@@ -718,3 +718,61 @@ int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out)
 	return op_call(c, &op.base, 0, &reply_where, out);
 }
 
+
+/* --- queue policies (0.4.0) ---------------------------------------------- */
+
+/* Create with queue policies (and a rate, or NULL). */
+int semc_create_queue(struct semc *c, const char *name, const struct semc_create_opts *o,
+		      const struct semc_rate *rate, const struct semc_queue *q)
+{
+	Semd__Create op = SEMD__CREATE__INIT;
+	int r;
+
+	if ((r = args_check(name, o != NULL ? q : NULL, "no create options or queue")) != 0)
+		return r;
+	create_fill(&op, name, o, rate);
+	op.max_waiters = q->max_waiters;
+	return op_call(c, &op.base, 0, &reply_none, NULL);
+}
+
+/* Change a name's queue policies. */
+int semc_set_queue(struct semc *c, const char *name, const struct semc_queue *q)
+{
+	Semd__SetQueue op = SEMD__SET_QUEUE__INIT;
+	int r;
+
+	if ((r = args_check(name, q, "no queue")) != 0)
+		return r;
+	op.name = (char *)name;
+	op.max_waiters = q->max_waiters;
+	return op_call(c, &op.base, 0, &reply_none, NULL);
+}
+
+/* A down with a replace key. */
+int semc_down_replace(struct semc *c, const char *name, const struct semc_down_opts *o,
+		      const char *key, struct semc_grant *out)
+{
+	Semd__Down op = SEMD__DOWN__INIT;
+	int r;
+
+	if ((r = args_check(name, o != NULL ? key : NULL, "no down options or key")) != 0)
+		return r;
+	down_fill(&op, name, o);
+	op.replace = (char *)key;
+	return op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_grant, out);
+}
+
+/* Asynchronous down with a replace key. */
+int64_t semc_down_replace_async(struct semc *c, const char *name,
+				const struct semc_down_opts *o, const char *key,
+				semc_done_fn fn, void *arg)
+{
+	Semd__Down op = SEMD__DOWN__INIT;
+	int r;
+
+	if ((r = args_check(name, o != NULL ? key : NULL, "no down options or key")) != 0)
+		return r;
+	down_fill(&op, name, o);
+	op.replace = (char *)key;
+	return op_async(c, &op.base, fn, arg);
+}

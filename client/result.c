@@ -197,7 +197,7 @@ const struct semc_conv semc_info_conv = RESULT(struct semc_info, INFO, info,
 	INFO(F_TOTAL, holders_total, n_holders), INFO(F_TOTAL, waiters_total, n_waiters),
 	INFO(F_COPY, next_permit), INFO(F_COPY, next_waiter),
 	INFO(F_COPY, rate), INFO(F_COPY, rate_period_ms), INFO(F_COPY, burst),
-	INFO(F_COPY, tokens_nano), INFO(F_COPY, next_token_ms),
+	INFO(F_COPY, tokens_nano), INFO(F_COPY, next_token_ms), INFO(F_COPY, max_waiters),
 	INFO(F_ARRAY, n_holders, holders, n_holders, holders, &holder_conv),
 	INFO(F_ARRAY, n_waiters, waiters, n_waiters, waiters, &waiter_conv));
 

@@ -54,6 +54,9 @@ enum semc_error {
 	SEMC_E_SESSION_EXPIRED = -13,
 	SEMC_E_DEADLOCK = -14,		/* the down would close a cycle of waiting
 					 * sessions (the message names it) */
+	SEMC_E_QUEUE_FULL = -15,	/* the name's queue is at its max-waiters (0.4.0) */
+	SEMC_E_REPLACED = -16,		/* the waiting down was replaced by a newer one
+					 * with its replace key (0.4.0) */
 	/* client side */
 	SEMC_E_CONNECT = -100,		/* cannot connect to the daemon */
 	SEMC_E_DISCONNECTED = -101,	/* connection lost, request not answered */
@@ -131,6 +134,8 @@ struct semc_info {
 	uint32_t burst;
 	uint64_t tokens_nano;	/* tokens in the bucket now, in billionths */
 	uint64_t next_token_ms;	/* unix ms of the next whole token (0: full) */
+	/* 0.4.0: queue policies */
+	uint32_t max_waiters;	/* 0: no bound */
 };
 
 struct semc_summary {
@@ -188,6 +193,8 @@ enum semc_watch_kind {
 	SEMC_WATCH_CREATE,
 	SEMC_WATCH_DELETE,
 	SEMC_WATCH_DEADLOCK,	/* a down answered DEADLOCK (reason: the cycle) */
+	SEMC_WATCH_QUEUE,	/* set-queue (0.4.0) */
+	SEMC_WATCH_REPLACED,	/* a queued down replaced by a newer one (0.4.0) */
 };
 
 struct semc_watch_event {
@@ -554,4 +561,25 @@ const char *semc_version(void);
 #ifdef __cplusplus
 }
 #endif
+/* --- queue policies (0.4.0) ---------------------------------------------
+ * Symbol version LIBSEMCLIENT_1.4. */
+
+struct semc_queue {
+	uint32_t max_waiters;	/* > 0: a down that would wait while this many
+				 * wait is refused SEMC_E_QUEUE_FULL; 0: no bound */
+};
+/* Create with queue policies (rate: NULL for none, as semc_create_rate()). */
+int semc_create_queue(struct semc *c, const char *name, const struct semc_create_opts *opts,
+		      const struct semc_rate *rate, const struct semc_queue *queue);
+/* Change a name's queue policies (the same right as semc_set_limit()). */
+int semc_set_queue(struct semc *c, const char *name, const struct semc_queue *queue);
+/* A down with a replace key (1 to 64 printable characters, no space): once
+ * granted or queued it cancels the waiting down of the same principal with
+ * that key on name, which fails SEMC_E_REPLACED ("latest wins"). */
+int semc_down_replace(struct semc *c, const char *name, const struct semc_down_opts *opts,
+		      const char *key, struct semc_grant *out);
+int64_t semc_down_replace_async(struct semc *c, const char *name,
+				const struct semc_down_opts *opts, const char *key,
+				semc_done_fn fn, void *arg);
+
 #endif

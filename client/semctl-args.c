@@ -92,6 +92,10 @@ int exit_code(int err)
 		return EX_LOST_;
 	case SEMC_E_DEADLOCK:
 		return EX_DEADLOCK_;
+	case SEMC_E_QUEUE_FULL:
+		return EX_QUEUE_FULL_;
+	case SEMC_E_REPLACED:
+		return EX_REPLACED_;
 	case SEMC_E_CONNECT:
 	case SEMC_E_DISCONNECTED:
 	case SEMC_E_NO_REPLY:
@@ -125,6 +129,8 @@ const char *err_name(int err)
 	case SEMC_E_INTERNAL: return "internal";
 	case SEMC_E_SESSION_EXPIRED: return "session_expired";
 	case SEMC_E_DEADLOCK: return "deadlock";
+	case SEMC_E_QUEUE_FULL: return "queue_full";
+	case SEMC_E_REPLACED: return "replaced";
 	case SEMC_E_CONNECT: return "connect";
 	case SEMC_E_DISCONNECTED: return "disconnected";
 	case SEMC_E_HOLD_LOST: return "hold_lost";
@@ -452,6 +458,13 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 		break;
 	case OPT_PRINCIPAL:
 		a->principal = optarg;
+		break;
+	case OPT_MAX_WAITERS:
+		a->max_waiters = parse_count(optarg, "--max-waiters", 0, COUNT_MAX);
+		a->max_waiters_set = true;
+		break;
+	case OPT_REPLACE:
+		a->replace = optarg;
 		break;
 	case OPT_PREFIX:
 		a->prefix = true;

@@ -52,8 +52,14 @@ int cmd_create(struct cmd_args *a)
 	o.initial = a->initial;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = a->rate_set ? semc_create_rate(c, a->argv[0], &o, &a->rate) :
-	    semc_create_ex(c, a->argv[0], &o);
+	if (a->max_waiters_set) {
+		struct semc_queue qp = { .max_waiters = a->max_waiters };
+
+		r = semc_create_queue(c, a->argv[0], &o, a->rate_set ? &a->rate : NULL, &qp);
+	} else {
+		r = a->rate_set ? semc_create_rate(c, a->argv[0], &o, &a->rate) :
+		    semc_create_ex(c, a->argv[0], &o);
+	}
 	if ((r = call_end(c, r, "create")) != 0)
 		return r;
 	if (a->rate_set && a->rate.burst == 0)
@@ -67,6 +73,8 @@ int cmd_create(struct cmd_args *a)
 		if (a->rate_set)
 			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", a->rate.rate,
 			       a->rate.period_ms, a->rate.burst);
+		if (a->max_waiters_set)
+			printf(",\"max_waiters\":%u", a->max_waiters);
 		printf("}\n");
 	} else if (a->rate_set && a->limit_set) {
 		printf("created %s (limit %u, rate %s, burst %u)\n", esc(a->argv[0]), a->limit,
@@ -198,6 +206,8 @@ static void info_json(const struct info_pages *ip, int64_t now)
 		       ".%09" PRIu64 ",\"next_token_ms\":%" PRIu64, in->rate, in->rate_period_ms,
 		       in->burst, in->tokens_nano / 1000000000u, in->tokens_nano % 1000000000u,
 		       in->next_token_ms);
+	if (in->max_waiters != 0)
+		printf(",\"max_waiters\":%u", in->max_waiters);
 	printf(",\"holders\":[");
 	for (k = 0; k < ip->n; k++) {
 		for (i = 0; i < ip->p[k].nh; i++, total++) {
@@ -259,6 +269,8 @@ static void info_text(const struct info_pages *ip, int64_t now)
 			printf(" (full)");
 		printf("\n");
 	}
+	if (in->max_waiters != 0)
+		printf("queue: at most %u waiters\n", in->max_waiters);
 	printf("holders: %zu", in->holders_total > ip->holders ? in->holders_total : ip->holders);
 	if (in->holders_total > ip->holders)
 		printf(" (%zu shown%s)", ip->holders, ip->more_holders ? "; --max N shows more" : "");
@@ -498,6 +510,27 @@ int cmd_set_limit(struct cmd_args *a)
 		json_ok(a->argv[0], "limit", limit);
 	else
 		printf("%s: limit %u\n", esc(a->argv[0]), limit);
+	return 0;
+}
+
+/* set-queue NAME --max-waiters N */
+int cmd_set_queue(struct cmd_args *a)
+{
+	struct semc_queue qp = { .max_waiters = a->max_waiters };
+	struct semc *c;
+	int r;
+
+	if (!a->max_waiters_set)
+		usage_forms("set-queue: --max-waiters N is required");
+	if ((r = client_open(&c, 0, "semctl")) != 0)
+		return r;
+	if ((r = call_end(c, semc_set_queue(c, a->argv[0], &qp), "set-queue")) != 0)
+		return r;
+	if (g.json)
+		json_ok(a->argv[0], "max_waiters", qp.max_waiters);
+	else
+		printf("%s: at most %u waiters%s\n", esc(a->argv[0]), qp.max_waiters,
+		       qp.max_waiters == 0 ? " (no bound)" : "");
 	return 0;
 }
 

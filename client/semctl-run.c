@@ -41,6 +41,7 @@ struct acq {
 	const char *names[ACQ_MAX];
 	uint32_t ns[ACQ_MAX];
 	uint32_t create_limit;
+	const char *replace;	/* --replace KEY, or NULL */
 	int64_t timeout_ms;
 	uint32_t lease_ms;
 	/* the outcome */
@@ -292,7 +293,9 @@ static int acquire(struct semc *c, struct acq *q)
 		o.timeout_ms = q->timeout_ms;
 		o.lease_ms = q->lease_ms;
 		o.create_limit = q->create_limit;
-		id = semc_down_ex_async(c, q->names[0], &o, acq_done, q);
+		id = q->replace != NULL ?
+		     semc_down_replace_async(c, q->names[0], &o, q->replace, acq_done, q) :
+		     semc_down_ex_async(c, q->names[0], &o, acq_done, q);
 	} else {
 		for (i = 0; i < q->k; i++) {
 			wants[i].name = q->names[i];
@@ -467,6 +470,9 @@ static int down(struct cmd_args *a, bool try)
 	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
 	q.lease_ms = a->lease_ms > 0 ? (uint32_t)a->lease_ms : UINT32_MAX;
 	q.create_limit = a->limit_set ? a->limit : 0;
+	q.replace = a->replace;
+	if (q.replace != NULL && q.k > 1)
+		usage_fail("%s: --replace KEY takes one NAME", a->cmd->name);
 	/*
 	 * A down that waits does so in a session with a lease, as run's does:
 	 * across a restart of a durable daemon or a failover it is resumed,
@@ -663,6 +669,9 @@ int cmd_run(struct cmd_args *a)
 	acq_names(&q, a->argv, nnames, a);
 	q.timeout_ms = a->timeout_ms;
 	q.create_limit = a->limit_set ? a->limit : 0;
+	q.replace = a->replace;
+	if (q.replace != NULL && q.k > 1)
+		usage_fail("%s: --replace KEY takes one NAME", a->cmd->name);
 	lease_ms = a->lease_ms >= 0 ? a->lease_ms : RUN_LEASE_MS;
 	if (lease_ms > 0 && lease_ms < RUN_LEASE_MIN)
 		usage_fail("--lease: %" PRId64 "ms is out of range (0: no lease, or %dms to "

@@ -28,6 +28,8 @@ enum {
 	EX_LOST_ = 5,
 	EX_ERROR_ = 6,
 	EX_DEADLOCK_ = 7,
+	EX_QUEUE_FULL_ = 8,
+	EX_REPLACED_ = 9,
 	EX_SIGNAL_ = 128,	/* + N: interrupted by signal N while waiting */
 };
 
@@ -44,7 +46,7 @@ enum opt_id {
 	OPT_NONE,
 	OPT_N, OPT_LIMIT, OPT_MODE, OPT_INITIAL, OPT_RATE, OPT_BURST,
 	OPT_TIMEOUT, OPT_LEASE, OPT_GRACE, OPT_FORCE, OPT_HOLDER, OPT_MAX,
-	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL,
+	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL, OPT_MAX_WAITERS, OPT_REPLACE,
 	OPT_SERVER, OPT_JSON, OPT_QUIET, OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_NO_TLS_RESUME, OPT_HELP, OPT_VERSION,
 	OPT_COUNT
@@ -107,6 +109,9 @@ struct cmd_args {
 	uint64_t max;		/* 0: no limit */
 	const char *after;
 	const char *principal;
+	const char *replace;	/* --replace KEY, or NULL */
+	uint32_t max_waiters;
+	bool max_waiters_set;
 	int argc;		/* positional arguments */
 	int nafter;		/* how many of them follow "--" (-1: no "--") */
 	uint32_t n;
@@ -174,6 +179,7 @@ int cmd_list(struct cmd_args *a);
 int cmd_delete(struct cmd_args *a);
 int cmd_set_limit(struct cmd_args *a);
 int cmd_set_rate(struct cmd_args *a);
+int cmd_set_queue(struct cmd_args *a);
 int cmd_renew(struct cmd_args *a);
 int cmd_holds(struct cmd_args *a);
 int cmd_validate(struct cmd_args *a);

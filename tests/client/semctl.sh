@@ -285,4 +285,29 @@ expect_eq "info --max 2 --json: two holders of three, and where to go on" "2 3 T
 ok "info --max 2: says there are more" sh -c "'$SEMCTL' -s '$f_UNIX' info pg --max 2 | grep -q '^holders: 3 (2 shown; --max N shows more)'"
 expect_eq "info: every holder by default" 3 "$(F --json info pg | jget 'len(j["holders"])')"
 
+# --- queue policies: --max-waiters (exit 8), down --replace (exit 9) ----------
+expect_eq "create --max-waiters" 0 "$(rc F create qp --limit 1 --max-waiters 1)"
+expect_eq "info --json: max_waiters" 1 "$(F --json info qp | jget 'j["max_waiters"]')"
+ok "info: the bound" sh -c "'$SEMCTL' -s '$f_UNIX' info qp | grep -q '^queue: at most 1 waiters'"
+F down qp >/dev/null
+F down qp --replace job --timeout 30s >/dev/null 2>"$T/rep1.err" &
+p1=$!
+ok "the keyed down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info qp | grep -q '^waiters: 1'"
+expect_eq "a down past --max-waiters exits 8 at once" 8 "$(rc F down qp --timeout 30s)"
+expect_eq "... queue_full in JSON" "queue_full 8" "$(F --json down qp --timeout 30s 2>/dev/null | jget 'j["error"], j["exit"]')"
+expect_eq "a trydown is not refused for a full queue" 1 "$(rc F trydown qp)"
+F down qp --replace job --timeout 30s >/dev/null 2>&1 &
+p2=$!
+wait $p1
+expect_eq "the replaced down exits 9" 9 "$?"
+ok "... and says why" grep -q "replaced by request" "$T/rep1.err"
+expect_eq "--replace takes one name" 2 "$(rc F down qp qp2 --replace k)"
+expect_eq "a bad key" 6 "$(rc F down qp --replace 'a b' --timeout 1s)"
+expect_eq "set-queue needs --max-waiters" 2 "$(rc F set-queue qp)"
+expect_eq "set-queue --json" 0 "$(F --json set-queue qp --max-waiters 0 | jget 'j["max_waiters"]')"
+F up qp >/dev/null
+wait $p2
+expect_eq "the newer down is granted" 0 "$?"
+F up qp >/dev/null
+
 t_done

@@ -1715,6 +1715,68 @@ out:
 	semc_free(w);
 }
 
+/* The outcome of an asynchronous down, for test_issue28(). */
+struct i28_done {
+	int n;
+	int error;
+};
+
+static void i28_on_done(struct semc *c, const struct semc_result *r, void *arg)
+{
+	struct i28_done *d = arg;
+
+	(void)c;
+	d->error = r->error;
+	d->n++;
+}
+
+/* Queue policies: a bound on the waiters, replace keys. */
+static void test_issue28(void)
+{
+	struct semc_create_opts co = { .limit = 1 };
+	struct semc_down_opts o = { .n = 1, .timeout_ms = 10000 };
+	struct semc_queue q = { .max_waiters = 1 };
+	struct semc *c = open_client(D.unix_addr, 0), *w = open_client(D.unix_addr, 0);
+	struct i28_done d1 = { 0 }, d2 = { 0 };
+	struct semc_info *in = NULL;
+	struct semc_grant g;
+	int64_t id;
+
+	TEST_START("queue policies: max-waiters, replace keys");
+	CHECK(c != NULL && w != NULL, "connect");
+	if (c == NULL || w == NULL)
+		goto out;
+	CHECK_EQ(0, semc_create_queue(c, "i28/q", &co, NULL, &q));
+	CHECK_EQ(0, semc_info(c, "i28/q", &in));
+	if (in != NULL)
+		CHECK_EQ(1, in->max_waiters);
+	semc_info_free(in);
+	in = NULL;
+	CHECK_EQ(SEMC_E_ARG, semc_set_queue(c, "i28/q", NULL));
+	CHECK_EQ(SEMC_E_ARG, semc_down_replace(c, "i28/q", &o, NULL, &g));
+	CHECK_EQ(0, semc_down(c, "i28/q", 1, 1000, 0, &g));
+	id = semc_down_replace_async(w, "i28/q", &o, "k", i28_on_done, &d1);
+	CHECK(id > 0, "queued");
+	/* Answered after w's down on the same connection: it waits now. */
+	CHECK_EQ(0, semc_ping(w, NULL));
+	CHECK_EQ(SEMC_E_QUEUE_FULL, semc_down(c, "i28/q", 1, 5000, 0, &g));
+	CHECK(strstr(semc_strerror(SEMC_E_QUEUE_FULL), "queue full") != NULL, "strerror");
+	id = semc_down_replace_async(w, "i28/q", &o, "k", i28_on_done, &d2);
+	CHECK(id > 0, "queued");
+	PUMP_UNTIL(w, d1.n == 1, 3000);
+	CHECK_EQ(SEMC_E_REPLACED, d1.error);
+	CHECK_EQ(0, d2.n);
+	CHECK_EQ(0, semc_set_queue(c, "i28/q", &(struct semc_queue){ .max_waiters = 0 }));
+	CHECK_EQ(0, semc_up(c, "i28/q", 1, 0, NULL));
+	PUMP_UNTIL(w, d2.n == 1, 3000);
+	CHECK_EQ(0, d2.error);
+	CHECK_EQ(0, semc_up(w, "i28/q", 1, 0, NULL));
+	delete_names(c, (const char *const[]){ "i28/q", NULL });
+out:
+	semc_free(c);
+	semc_free(w);
+}
+
 /* A blocking down in a thread of its own, for test_bindings(). */
 struct blocked_down {
 	struct semc *c;
@@ -1865,6 +1927,7 @@ int main(int argc, char **argv)
 	test_lost_push();
 	test_new_fields();
 	test_issue15();
+	test_issue28();
 	test_bindings();
 	test_stall(true);
 	test_stall(false);
