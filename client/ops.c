@@ -748,31 +748,82 @@ int semc_set_queue(struct semc *c, const char *name, const struct semc_queue *q)
 	return op_call(c, &op.base, 0, &reply_none, NULL);
 }
 
-/* A down with a replace key. */
-int semc_down_replace(struct semc *c, const char *name, const struct semc_down_opts *o,
-		      const char *key, struct semc_grant *out)
+/* Check a down's policy (multi: no replace key); fill op's fields. */
+static int policy_check(const struct semc_down_policy *p, bool multi)
+{
+	if (p == NULL || (multi && p->replace != NULL) ||
+	    p->priority < SEMC_PRIO_MIN || p->priority > SEMC_PRIO_MAX) {
+		semc_fail(SEMC_E_ARG, "%s", p == NULL ? "no policy" :
+			  p->replace != NULL && multi ? "a multi-name down has no replace key" :
+			  "priority out of range");
+		return SEMC_E_ARG;
+	}
+	return 0;
+}
+
+/* A down with a policy. */
+int semc_down_policy(struct semc *c, const char *name, const struct semc_down_opts *o,
+		     const struct semc_down_policy *p, struct semc_grant *out)
 {
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = args_check(name, o != NULL ? key : NULL, "no down options or key")) != 0)
+	if ((r = args_check(name, o, "no down options")) != 0 ||
+	    (r = policy_check(p, false)) != 0)
 		return r;
 	down_fill(&op, name, o);
-	op.replace = (char *)key;
+	op.replace = (char *)p->replace;
+	op.priority = p->priority;
 	return op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_grant, out);
 }
 
-/* Asynchronous down with a replace key. */
-int64_t semc_down_replace_async(struct semc *c, const char *name,
-				const struct semc_down_opts *o, const char *key,
-				semc_done_fn fn, void *arg)
+/* Asynchronous down with a policy. */
+int64_t semc_down_policy_async(struct semc *c, const char *name,
+			       const struct semc_down_opts *o,
+			       const struct semc_down_policy *p, semc_done_fn fn, void *arg)
 {
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = args_check(name, o != NULL ? key : NULL, "no down options or key")) != 0)
+	if ((r = args_check(name, o, "no down options")) != 0 ||
+	    (r = policy_check(p, false)) != 0)
 		return r;
 	down_fill(&op, name, o);
-	op.replace = (char *)key;
+	op.replace = (char *)p->replace;
+	op.priority = p->priority;
+	return op_async(c, &op.base, fn, arg);
+}
+
+/* A multi-name down with a policy. */
+int semc_down_multi_policy(struct semc *c, const struct semc_want *wants, size_t n,
+			   int64_t timeout_ms, uint32_t lease_ms,
+			   const struct semc_down_policy *p, struct semc_multi_grant **out)
+{
+	Semd__DownMulti op = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[16], *wp[16];
+	int r;
+
+	op_clear(&reply_multi, out);
+	if ((r = policy_check(p, true)) != 0 ||
+	    (r = multi_fill(&op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+		return r;
+	op.priority = p->priority;
+	return op_call(c, &op.base, timeout_ms < 0 ? -1 : timeout_ms, &reply_multi, out);
+}
+
+/* Asynchronous multi-name down with a policy. */
+int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wants, size_t n,
+				     int64_t timeout_ms, uint32_t lease_ms,
+				     const struct semc_down_policy *p, semc_done_fn fn,
+				     void *arg)
+{
+	Semd__DownMulti op = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[16], *wp[16];
+	int r;
+
+	if ((r = policy_check(p, true)) != 0 ||
+	    (r = multi_fill(&op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+		return r;
+	op.priority = p->priority;
 	return op_async(c, &op.base, fn, arg);
 }

@@ -561,7 +561,7 @@ const char *semc_version(void);
 #ifdef __cplusplus
 }
 #endif
-/* --- queue policies (0.4.0) ---------------------------------------------
+/* --- queue policies and priorities (0.4.0) ------------------------------
  * Symbol version LIBSEMCLIENT_1.4. */
 
 struct semc_queue {
@@ -573,13 +573,32 @@ int semc_create_queue(struct semc *c, const char *name, const struct semc_create
 		      const struct semc_rate *rate, const struct semc_queue *queue);
 /* Change a name's queue policies (the same right as semc_set_limit()). */
 int semc_set_queue(struct semc *c, const char *name, const struct semc_queue *queue);
-/* A down with a replace key (1 to 64 printable characters, no space): once
- * granted or queued it cancels the waiting down of the same principal with
- * that key on name, which fails SEMC_E_REPLACED ("latest wins"). */
-int semc_down_replace(struct semc *c, const char *name, const struct semc_down_opts *opts,
-		      const char *key, struct semc_grant *out);
-int64_t semc_down_replace_async(struct semc *c, const char *name,
-				const struct semc_down_opts *opts, const char *key,
-				semc_done_fn fn, void *arg);
+/* Where a down goes in line; zero-initialise. */
+struct semc_down_policy {
+	/* A replace key (1 to 64 printable characters, no space) or NULL: once
+	 * granted or queued, the down cancels the waiting down of the same
+	 * principal with that key on the name, which fails SEMC_E_REPLACED
+	 * ("latest wins"). One name only. */
+	const char *replace;
+	/* SEMC_PRIO_MIN..SEMC_PRIO_MAX, 0 by default: a higher class is served
+	 * first, FIFO within a class, and a class is worth 10 s of waiting
+	 * (aging: a down of class -8 waits at most 150 s for newer ones). */
+	int priority;
+};
+#define SEMC_PRIO_MIN	(-8)
+#define SEMC_PRIO_MAX	7
+int semc_down_policy(struct semc *c, const char *name, const struct semc_down_opts *opts,
+		     const struct semc_down_policy *policy, struct semc_grant *out);
+int64_t semc_down_policy_async(struct semc *c, const char *name,
+			       const struct semc_down_opts *opts,
+			       const struct semc_down_policy *policy, semc_done_fn fn, void *arg);
+/* A multi-name down with a priority (policy->replace must be NULL). */
+int semc_down_multi_policy(struct semc *c, const struct semc_want *wants, size_t n,
+			   int64_t timeout_ms, uint32_t lease_ms,
+			   const struct semc_down_policy *policy, struct semc_multi_grant **out);
+int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wants, size_t n,
+				     int64_t timeout_ms, uint32_t lease_ms,
+				     const struct semc_down_policy *policy, semc_done_fn fn,
+				     void *arg);
 
 #endif

@@ -466,6 +466,12 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 	case OPT_REPLACE:
 		a->replace = optarg;
 		break;
+	case OPT_PRIORITY:
+		/* -8 to 7: a minus sign, then a count */
+		a->priority = optarg[0] == '-' ?
+		    -(int)parse_count(optarg + 1, "--priority", 0, -SEMC_PRIO_MIN) :
+		    (int)parse_count(optarg, "--priority", 0, SEMC_PRIO_MAX);
+		break;
 	case OPT_PREFIX:
 		a->prefix = true;
 		break;

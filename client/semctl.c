@@ -54,6 +54,7 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 	[OPT_ALL] = { "all", 0, NULL, NULL, NULL },
 	[OPT_MAX_WAITERS] = { "max-waiters", 0, "N", NULL, NULL },
 	[OPT_REPLACE] = { "replace", 0, "KEY", NULL, NULL },
+	[OPT_PRIORITY] = { "priority", 0, "P", NULL, NULL },
 	[OPT_SERVER] = { "server", 's', "ADDR", "@address",
 		"the daemon: unix:PATH, tcp:HOST:PORT or tls:HOST:PORT, or a cluster's "
 		"as a comma-separated list (default $SEMD_SERVER, else unix:"
@@ -81,6 +82,8 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 	"exists with another limit)" }
 #define O_REPLACE	{ OPT_REPLACE, "latest wins: cancel our waiting down with this KEY " \
 			  "on NAME (it exits 9); one NAME only" }
+#define O_PRIORITY	{ OPT_PRIORITY, "-8 to 7 (default 0): a higher class is served " \
+			  "first, FIFO within one; a class is worth 10s of waiting" }
 #define O_TIMEOUT	{ OPT_TIMEOUT, "wait at most DUR (default: for ever)" }
 
 const struct cmd_def cmd_defs[] = {
@@ -96,26 +99,29 @@ const struct cmd_def cmd_defs[] = {
 	    { OPT_BURST, "the bucket's size (default R)" },
 	    { OPT_MAX_WAITERS, "at most N downs wait; one more is refused at once (exit 8)" } },
 	  1, 1, NULL, cmd_create },
-	{ "down", { "NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N] [--replace KEY]",
-		    "NAME[:N] NAME[:N]... [--timeout DUR] [--lease DUR] [--limit N]" },
+	{ "down", { "NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N] [--replace KEY] "
+		    "[--priority P]",
+		    "NAME[:N] NAME[:N]... [--timeout DUR] [--lease DUR] [--limit N] "
+		    "[--priority P]" },
 	  "Take permits, waiting in line, and print the fencing token (a line a name). The "
 	  "hold is detached: it outlives semctl until `semctl up` or the end of its lease. "
 	  "Several names are taken all at once, or none.",
 	  { O_N_TAKE, O_TIMEOUT,
 	    { OPT_LEASE, "the hold's lease (default and most: the daemon's max-lease, 24h "
 	      "unless configured; a longer one is refused)" },
-	    O_LIMIT_MAKE, O_REPLACE },
+	    O_LIMIT_MAKE, O_REPLACE, O_PRIORITY },
 	  1, -1, NULL, cmd_down },
-	{ "trydown", { "NAME [-n N] [--limit N]", "NAME[:N] NAME[:N]... [--limit N]" },
+	{ "trydown", { "NAME [-n N] [--limit N] [--priority P]",
+		       "NAME[:N] NAME[:N]... [--limit N] [--priority P]" },
 	  "Like down, but never waits: exit 1 when the permits are not free now.",
-	  { O_N_TAKE, O_LIMIT_MAKE },
+	  { O_N_TAKE, O_LIMIT_MAKE, O_PRIORITY },
 	  1, -1, NULL, cmd_trydown },
 	{ "up", { "NAME [-n N]" },
 	  "Give back permits the caller holds, newest first.",
 	  { { OPT_N, "permits to give back (default 1)" } },
 	  1, 1, NULL, cmd_up },
 	{ "run", { "NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] "
-		   "[--replace KEY] "
+		   "[--replace KEY] [--priority P] "
 		   "-- CMD [ARG...]",
 		   "NAME[:N] NAME[:N]... [options] -- CMD [ARG...]" },
 	  "Take the permits, run CMD while holding them (SEMD_TOKEN, SEMD_NAME, "
@@ -126,7 +132,7 @@ const struct cmd_def cmd_defs[] = {
 	    { OPT_LEASE, "the session's lease: how long a cut or a restart of a durable "
 	      "daemon is ridden out (default 10s, at least 200ms; 0: none)" },
 	    { OPT_GRACE, "from SIGTERM to SIGKILL when the hold is lost (default 2s)" },
-	    O_LIMIT_MAKE, O_REPLACE },
+	    O_LIMIT_MAKE, O_REPLACE, O_PRIORITY },
 	  2, -1, NULL, cmd_run },
 	{ "info", { "NAME [--max N]" },
 	  "Show a semaphore: its limit, free permits, mode, last token, holders and waiters.",

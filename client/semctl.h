@@ -47,6 +47,7 @@ enum opt_id {
 	OPT_N, OPT_LIMIT, OPT_MODE, OPT_INITIAL, OPT_RATE, OPT_BURST,
 	OPT_TIMEOUT, OPT_LEASE, OPT_GRACE, OPT_FORCE, OPT_HOLDER, OPT_MAX,
 	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL, OPT_MAX_WAITERS, OPT_REPLACE,
+	OPT_PRIORITY,
 	OPT_SERVER, OPT_JSON, OPT_QUIET, OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_NO_TLS_RESUME, OPT_HELP, OPT_VERSION,
 	OPT_COUNT
@@ -69,7 +70,7 @@ struct cmd_opt {
 };
 
 #define CMD_FORMS	4
-#define CMD_OPTS	6
+#define CMD_OPTS	7
 
 struct cmd_args;
 
@@ -110,6 +111,7 @@ struct cmd_args {
 	const char *after;
 	const char *principal;
 	const char *replace;	/* --replace KEY, or NULL */
+	int priority;		/* --priority P */
 	uint32_t max_waiters;
 	bool max_waiters_set;
 	int argc;		/* positional arguments */

@@ -232,9 +232,11 @@ struct sm_wait {
 	struct sm_reqkey	req;
 	struct sm		*sm;
 	uint64_t		seq;		/* arrival order, unique */
+	uint64_t		key;		/* queue order: wait_key(), then seq */
 	uint32_t		lease_ms;
 	uint8_t			nm;		/* members */
 	bool			multi;		/* a DownMulti: answered MultiGrant */
+	int8_t			prio;		/* SM_PRIO_MIN..SM_PRIO_MAX */
 	struct sm_session	*session;
 	struct list_head	session_entry;
 	struct list_head	offer_entry;	/* sm->offers while offered */
@@ -246,6 +248,28 @@ struct sm_wait {
 };
 
 #define SM_MULTI_MAX	16		/* names of a DownMulti */
+
+/*
+ * Priorities (proto/semd.proto): every queue is ordered by (key, seq),
+ * key = arrival time + (SM_PRIO_MAX - priority) x SM_AGING_MS, so that a
+ * class is worth SM_AGING_MS of waiting (aging) and the order never
+ * changes while the waiters wait. A down of the default class arriving now
+ * has the greatest key there is, and goes at the tail.
+ */
+#define SM_PRIO_MIN	(-8)
+#define SM_PRIO_MAX	7
+#define SM_AGING_MS	10000u
+
+static inline uint64_t wait_key(uint64_t since_ms, int prio)
+{
+	return since_ms + (uint64_t)(SM_PRIO_MAX - prio) * SM_AGING_MS;
+}
+
+/* Does a come before b in every line both are in? */
+static inline bool wait_before(const struct sm_wait *a, const struct sm_wait *b)
+{
+	return a->key < b->key || (a->key == b->key && a->seq < b->seq);
+}
 #define WAIT_SIZE(nm)	(sizeof(struct sm_wait) + (size_t)(nm) * sizeof(struct sm_member))
 
 /* A watch of a client (sm_watch.c): a name, or names with a prefix. */
@@ -739,6 +763,8 @@ void multi_deliver(struct sm *sm, struct sm_session *s, uint64_t id,
 struct sm_wait *wait_alloc(struct sm *sm, unsigned int nm);
 void wait_dealloc(struct sm *sm, struct sm_wait *w);
 bool member_gated(const struct sm_wait *w, const struct sm_sem *sem);
+int wait_queue(struct sm_wait *w, unsigned int i, unsigned int flags);
+void wait_sort(struct sm_sem *sem);
 void wait_link(struct sm *sm, struct sm_wait *w);
 void wait_unlink(struct sm *sm, struct sm_wait *w);
 void wait_wake(struct sema_waiter *sw);
@@ -768,6 +794,9 @@ void queue_replace(struct sm *sm, struct sm_wait *old, uint64_t by,
     struct sm_sem *keep);
 bool queue_snap_write(struct sm_batch *b, const struct sm *sm);
 bool queue_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+bool prio_snap_write(struct sm_batch *b, const struct sm *sm);
+bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
     size_t errlen);
 bool counters_snap_write(struct sm_batch *b, const struct sm *sm);
 bool counters_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
@@ -805,13 +834,14 @@ void session_detach(struct sm *sm, struct sm_session *s, bool death,
 
 /* sm_down.c: the steps of a down after its lookup, DownMulti's too */
 bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
-    uint64_t *tokens);
+    uint64_t key, uint64_t *tokens);
+bool down_prio_ok(struct sm *sm, struct sm_client *c, uint64_t id, int prio);
 bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
-    const struct sm_wait *old);
+    uint64_t key, const struct sm_wait *old);
 struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
-    uint32_t lease_ms, bool multi, uint64_t now);
+    uint32_t lease_ms, bool multi, int prio, uint64_t now);
 void down_queued(struct sm *sm, struct sm_wait *w);
 
 /* sm_settle.c */

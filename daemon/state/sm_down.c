@@ -20,13 +20,17 @@
 #include "daemon/state/sm-int.h"
 
 /*
- * Is sem free for n right now: nobody in line but parked waiters (who block
- * nobody), n permits and tokens?
+ * Is sem free right now for n, of a new request with order key key: nobody
+ * in line before it but parked waiters (who block nobody; without
+ * priorities, nobody in line at all), n permits and tokens?
  */
-static bool want_free(struct sm *sm, struct sm_sem *sem, uint32_t n)
+static bool want_free(struct sm *sm, struct sm_sem *sem, uint32_t n,
+    uint64_t key)
 {
-	return sem_first_in_line(sem) == NULL && sema_count(&sem->sem) >= (long)n &&
-	    rate_has(sm, sem, n);
+	const struct sm_member *first = sem_first_in_line(sem);
+
+	return (first == NULL || first->wait->key > key) &&
+	    sema_count(&sem->sem) >= (long)n && rate_has(sm, sem, n);
 }
 
 /* Why a trydown of sem (n) would block, for WOULD_BLOCK. */
@@ -44,18 +48,17 @@ static void want_busy(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /*
- * Take every want now if every one is free (nobody in line, the permits and
- * the tokens there): true with the fencing tokens in tokens[], the caller
- * delivers the grant. For downs that are gated (several names, or a name
- * with a rate and a limit): the core alone cannot take them.
+ * Take every want of a request with order key key now if every one is free
+ * (nobody in line before it, the permits and the tokens there): true with
+ * the fencing tokens in tokens[], the caller delivers the grant.
  */
 bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
-    uint64_t *tokens)
+    uint64_t key, uint64_t *tokens)
 {
 	unsigned int i;
 	bool took;
 
-	for (i = 0; i < k && want_free(sm, wants[i].sem, wants[i].n); i++)
+	for (i = 0; i < k && want_free(sm, wants[i].sem, wants[i].n, key); i++)
 		;
 	if (i < k)
 		return false;
@@ -63,7 +66,7 @@ bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
 		if (wants[i].sem->rate != NULL &&
 		    wants[i].sem->mode == SEMD__MODE__OWNED)
 			rate_take(wants[i].sem, wants[i].n);
-		took = sema_trydown_n(&wants[i].sem->sem, wants[i].n, &tokens[i]);
+		took = sema_take_n(&wants[i].sem->sem, wants[i].n, &tokens[i]);
 		SM_ASSERT(took);	/* want_free() said so */
 		effect_rate(sm, wants[i].sem);
 	}
@@ -80,14 +83,15 @@ bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
  */
 bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
-    const struct sm_wait *old)
+    uint64_t key, const struct sm_wait *old)
 {
 	struct sm_session *s = c->session;
 	char why[SM_DEADLOCK_MSG];
 	unsigned int i;
 
 	if (timeout_ms == 0) {
-		for (i = 0; i < k && want_free(sm, wants[i].sem, wants[i].n); i++)
+		for (i = 0; i < k && want_free(sm, wants[i].sem, wants[i].n, key);
+		    i++)
 			;
 		if (i == k)
 			i = 0;
@@ -119,12 +123,12 @@ bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
 
 /*
  * The waiter of a down that may wait: a member for each want, its deadline
- * armed (timeout_ms > 0; negative: none). Not queued yet. NULL, answered
- * RESOURCE_EXHAUSTED, when out of memory.
+ * armed (timeout_ms > 0; negative: none), its priority prio. Not queued
+ * yet. NULL, answered RESOURCE_EXHAUSTED, when out of memory.
  */
 struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
-    uint32_t lease_ms, bool multi, uint64_t now)
+    uint32_t lease_ms, bool multi, int prio, uint64_t now)
 {
 	struct sm_wait *w;
 	uint64_t deadline;
@@ -136,6 +140,8 @@ struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
 		return NULL;
 	}
 	w->seq = ++sm->next_wait_seq;
+	w->prio = (int8_t)prio;
+	w->key = wait_key(now, prio);
 	w->lease_ms = lease_ms;
 	w->multi = multi;
 	w->session = c->session;
@@ -157,6 +163,17 @@ struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
 		}
 	}
 	return w;
+}
+
+/* Is prio a priority (SM_PRIO_MIN..SM_PRIO_MAX)? Answered when not. */
+bool down_prio_ok(struct sm *sm, struct sm_client *c, uint64_t id, int prio)
+{
+	if (prio >= SM_PRIO_MIN && prio <= SM_PRIO_MAX)
+		return true;
+	reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+	    "priority %d is out of range (%d to %d)", prio, SM_PRIO_MIN,
+	    SM_PRIO_MAX);
+	return false;
 }
 
 /* A waiter queued in the core: into our lists, and told to the watchers. */
@@ -186,21 +203,20 @@ static void down_one(struct sm *sm, struct sm_client *c, uint64_t id,
 	    d->replace : NULL;
 	struct sm_wait *w, *old;
 	uint32_t lease_ms = d->lease_ms;
-	uint64_t token;
+	uint64_t token, key = wait_key(now, d->priority);
 	int r;
 
 	rate_refill(sm, sem);
 	old = rkey != NULL ? queue_replaced(sem, s, rkey) : NULL;
-	if (!gated ? sema_trydown_n(&sem->sem, n, &token) :
-	    down_take_all(sm, &want, 1, &token)) {
+	if (down_take_all(sm, &want, 1, key, &token)) {
 		grant_deliver(sm, sem, s, id, n, token, lease_ms, now, now);
 		if (old != NULL)
 			queue_replace(sm, old, id, sem);
 		return;
 	}
-	if (!down_may_wait(sm, c, id, &want, 1, d->timeout_ms, old) ||
+	if (!down_may_wait(sm, c, id, &want, 1, d->timeout_ms, key, old) ||
 	    (w = down_wait_new(sm, c, id, &want, 1, d->timeout_ms, lease_ms,
-	    false, now)) == NULL)
+	    false, d->priority, now)) == NULL)
 		return;
 	if (rkey != NULL && !queue_set_rkey(sm, w, rkey)) {
 		timer_disarm(sm, &w->deadline);
@@ -209,25 +225,12 @@ static void down_one(struct sm *sm, struct sm_client *c, uint64_t id,
 		    "out of memory");
 		return;
 	}
-	if (gated) {
-		r = sema_enqueue(&sem->sem, &w->m[0].w, n, wait_wake,
-		    SEMA_Q_GATED);
-		SM_ASSERT(r == 0);	/* n >= 1 */
-	} else if ((r = sema_down_async(&sem->sem, &w->m[0].w, n,
-	    wait_wake)) <= 0) {
-		/* Not queued: free since the trydown above, or refused. */
-		timer_disarm(sm, &w->deadline);
-		token = w->m[0].w.token;
-		wait_dealloc(sm, w);
-		if (r == 0)
-			grant_deliver(sm, sem, s, id, n, token, lease_ms, now, now);
-		else
-			reply_err(sm, c, id, SEMD__CODE__INTERNAL,
-			    "the core refused the down (%d)", r);
-		if (r == 0 && old != NULL)
-			queue_replace(sm, old, id, sem);
-		return;
-	}
+	/*
+	 * Not free (want_free): someone is in line before it, or the permits
+	 * or tokens are not there, so it waits in its place, granted nothing.
+	 */
+	r = wait_queue(w, 0, gated ? SEMA_Q_GATED : 0);
+	SM_ASSERT(r == 0);	/* n >= 1 */
 	down_queued(sm, w);
 	if (old != NULL)
 		queue_replace(sm, old, id, sem);
@@ -270,6 +273,8 @@ void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if (d->replace != NULL && d->replace[0] != '\0' &&
 	    !queue_rkey_ok(sm, c, id, d->replace))
+		return;
+	if (!down_prio_ok(sm, c, id, d->priority))
 		return;
 	if (id != 0 && (prev = req_find(sm, s->id, id)) != NULL) {
 		/* A retried down: answer what the first one got. */

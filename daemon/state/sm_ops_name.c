@@ -120,6 +120,17 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	reply_ok(sm, c, id);
 }
 
+/* Is the waiter with arrival number seq in sem's line? */
+static bool waiter_queued(const struct sm_sem *sem, uint64_t seq)
+{
+	const struct list_head *pos;
+
+	list_for_each(pos, &sem->waiters)
+		if (list_entry(pos, struct sm_member, sem_entry)->wait->seq == seq)
+			return true;
+	return false;
+}
+
 /* Bytes a Holder or Waiter of ident takes in a reply, at most. */
 static size_t info_entry_size(const struct sm_ident *id)
 {
@@ -150,7 +161,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	struct sm_wait *w;
 	size_t max = page_max(in->max, SM_INFO_PAGE, SM_INFO_PAGE_MAX);
 	size_t nh = 0, nw = 0, budget;
-	bool all;
+	bool all, skip, by_place;
 
 	if ((sem = sem_need(sm, c, id, in->name)) == NULL)
 		return;
@@ -174,10 +185,21 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		reply_holder(sm, hp[nh++], h);
 	}
 	budget = sm->cfg.max_reply / 2;
+	/*
+	 * The waiters after the cursor's in line (with priorities the line is
+	 * not in arrival order); when the cursor's has left, those that came
+	 * after it.
+	 */
+	skip = by_place = in->after_waiter != 0 &&
+	    waiter_queued(sem, in->after_waiter);
 	list_for_each(pos, &sem->waiters) {
 		m = list_entry(pos, struct sm_member, sem_entry);
 		w = m->wait;
-		if (w->seq <= in->after_waiter ||
+		if (skip) {
+			skip = w->seq != in->after_waiter;
+			continue;
+		}
+		if ((!by_place && w->seq <= in->after_waiter) ||
 		    (!all && w->session->ident->pr != c->pr))
 			continue;
 		if (nw == max || (nw > 0 && info_entry_size(w->session->ident) > budget)) {
@@ -201,6 +223,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		e->detached = w->session->client == NULL;
 		if (w->rkey != NULL)
 			e->replace = w->rkey;
+		e->priority = w->prio;
 	}
 	ir.name = sem->name;
 	ir.limit = sem->limit;

@@ -293,3 +293,97 @@ bool counters_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
 				sm->ctr.replies[i][j] = rbuf_int(r, 8);
 	return !r->bad;
 }
+
+/* --- the snapshot's section (tag 12) ------------------------------------ */
+
+/*
+ * Priorities: the waiters of a class other than the default (count, then
+ * arrival number and priority each, in arrival order). Read back, their
+ * keys are set and the lines they are in put in order again (the waiters
+ * were queued in arrival order).
+ */
+bool prio_snap_write(struct sm_batch *b, const struct sm *sm)
+{
+	struct ordidx_iter it;
+	const struct list_head *pos;
+	const struct sm_sem *sem;
+	struct sm_wait **wv, *w;
+	size_t i, nw = 0;
+
+	if ((wv = ptr_array(sm->ctr.waiters + 1)) == NULL)
+		return false;
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL)
+		list_for_each(pos, &sem->waiters) {
+			w = list_entry(pos, struct sm_member, sem_entry)->wait;
+			/* A DownMulti's once: at its first member. */
+			if (w->prio != 0 && w->m[0].sem == sem &&
+			    nw <= sm->ctr.waiters)
+				wv[nw++] = w;
+		}
+	ptr_sort(wv, nw, sm_wait_cmp);
+	bytes_int(b, nw, 4);
+	for (i = 0; i < nw; i++) {
+		bytes_int(b, wv[i]->seq, 8);
+		bytes_int(b, (uint8_t)wv[i]->prio, 1);
+	}
+	free(wv);
+	return true;
+}
+
+bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen)
+{
+	struct ordidx_iter it;
+	const struct list_head *pos;
+	struct sm_sem *sem;
+	struct sm_wait **wv, *w;
+	uint64_t i, n, seq, prev = 0;
+	size_t j = 0, k, nw = 0;
+	int prio;
+	bool ok = false;
+
+	if ((wv = ptr_array(sm->ctr.waiters + 1)) == NULL)
+		return false;
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL)
+		list_for_each(pos, &sem->waiters) {
+			w = list_entry(pos, struct sm_member, sem_entry)->wait;
+			if (w->m[0].sem == sem && nw <= sm->ctr.waiters)
+				wv[nw++] = w;
+		}
+	ptr_sort(wv, nw, sm_wait_cmp);
+	n = rbuf_int(r, 4);
+	for (i = 0; i < n && !r->bad; i++) {
+		seq = rbuf_int(r, 8);
+		prio = (int8_t)rbuf_int(r, 1);
+		while (j < nw && wv[j]->seq < seq)
+			j++;
+		if (r->bad || seq <= prev || j == nw || wv[j]->seq != seq ||
+		    prio == 0 || prio < SM_PRIO_MIN || prio > SM_PRIO_MAX) {
+			snprintf(err, errlen, "priority of waiter %" PRIu64
+			    ": no such waiter or out of range", seq);
+			goto out;
+		}
+		w = wv[j];
+		w->prio = (int8_t)prio;
+		w->key = wait_key(w->since_ms, prio);
+		prev = seq;
+	}
+	ok = !r->bad;
+	/* The lines with a waiter of another class, in order again. */
+	if (ok && n > 0) {
+		ordidx_first(&sm->byname, &it);
+		while ((sem = ordidx_next(&it)) != NULL) {
+			k = 0;
+			list_for_each(pos, &sem->waiters)
+				k += list_entry(pos, struct sm_member,
+				    sem_entry)->wait->prio != 0;
+			if (k > 0)
+				wait_sort(sem);
+		}
+	}
+out:
+	free(wv);
+	return ok;
+}

@@ -10,5 +10,6 @@ const struct snap_section snap_sections[] = {
 	{ 10, "counters of new ops and codes", counters_snap_write,
 	    counters_snap_read },
 	{ 11, "queue policies", queue_snap_write, queue_snap_read },
+	{ 12, "priorities", prio_snap_write, prio_snap_read },
 	{ 0, NULL, NULL, NULL },
 };

@@ -310,4 +310,28 @@ wait $p2
 expect_eq "the newer down is granted" 0 "$?"
 F up qp >/dev/null
 
+# --- priorities ---------------------------------------------------------------
+F create pr --limit 1 >/dev/null
+F down pr >/dev/null
+F down pr --timeout 30s >/dev/null 2>&1 &
+p1=$!
+ok "a class 0 down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info pr | grep -q '^waiters: 1'"
+F down pr --priority 3 --timeout 90s >/dev/null 2>&1 &
+p2=$!
+ok "a class 3 down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info pr | grep -q '^waiters: 2'"
+# The class 3 one (90s) is first: its deadline is a minute after the other's.
+expect_eq "... and goes first in line" True \
+	"$(F --json info pr | jget 'j["waiters"][0]["deadline_ms"] > j["waiters"][1]["deadline_ms"] + 30000')"
+expect_eq "--priority 8 is out of range" 2 "$(rc F down pr --priority 8)"
+expect_eq "--priority -9 is out of range" 2 "$(rc F down pr --priority -9)"
+expect_eq "a class 7 trydown does not pass the holder" 1 "$(rc F trydown pr --priority 7)"
+F up pr >/dev/null
+wait $p2
+expect_eq "the class 3 down is granted first" 0 "$?"
+ok "the class 0 one still waits" sh -c "'$SEMCTL' -s '$f_UNIX' info pr | grep -q '^waiters: 1'"
+F up pr >/dev/null
+wait $p1
+expect_eq "then the class 0 one" 0 "$?"
+F up pr >/dev/null
+
 t_done

@@ -1736,8 +1736,10 @@ static void test_issue28(void)
 	struct semc_create_opts co = { .limit = 1 };
 	struct semc_down_opts o = { .n = 1, .timeout_ms = 10000 };
 	struct semc_queue q = { .max_waiters = 1 };
+	struct semc_down_policy key = { .replace = "k" }, hi = { .priority = 5 };
 	struct semc *c = open_client(D.unix_addr, 0), *w = open_client(D.unix_addr, 0);
-	struct i28_done d1 = { 0 }, d2 = { 0 };
+	struct i28_done d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+	struct semc_multi_grant *mg = NULL;
 	struct semc_info *in = NULL;
 	struct semc_grant g;
 	int64_t id;
@@ -1753,15 +1755,19 @@ static void test_issue28(void)
 	semc_info_free(in);
 	in = NULL;
 	CHECK_EQ(SEMC_E_ARG, semc_set_queue(c, "i28/q", NULL));
-	CHECK_EQ(SEMC_E_ARG, semc_down_replace(c, "i28/q", &o, NULL, &g));
+	CHECK_EQ(SEMC_E_ARG, semc_down_policy(c, "i28/q", &o, NULL, &g));
+	CHECK_EQ(SEMC_E_ARG, semc_down_policy(c, "i28/q", &o,
+					      &(struct semc_down_policy){ .priority = 8 }, &g));
+	CHECK_EQ(SEMC_E_ARG, semc_down_multi_policy(c, &(struct semc_want){ "i28/q", 1, 0 }, 1,
+						    0, 0, &key, NULL));
 	CHECK_EQ(0, semc_down(c, "i28/q", 1, 1000, 0, &g));
-	id = semc_down_replace_async(w, "i28/q", &o, "k", i28_on_done, &d1);
+	id = semc_down_policy_async(w, "i28/q", &o, &key, i28_on_done, &d1);
 	CHECK(id > 0, "queued");
 	/* Answered after w's down on the same connection: it waits now. */
 	CHECK_EQ(0, semc_ping(w, NULL));
 	CHECK_EQ(SEMC_E_QUEUE_FULL, semc_down(c, "i28/q", 1, 5000, 0, &g));
 	CHECK(strstr(semc_strerror(SEMC_E_QUEUE_FULL), "queue full") != NULL, "strerror");
-	id = semc_down_replace_async(w, "i28/q", &o, "k", i28_on_done, &d2);
+	id = semc_down_policy_async(w, "i28/q", &o, &key, i28_on_done, &d2);
 	CHECK(id > 0, "queued");
 	PUMP_UNTIL(w, d1.n == 1, 3000);
 	CHECK_EQ(SEMC_E_REPLACED, d1.error);
@@ -1771,6 +1777,33 @@ static void test_issue28(void)
 	PUMP_UNTIL(w, d2.n == 1, 3000);
 	CHECK_EQ(0, d2.error);
 	CHECK_EQ(0, semc_up(w, "i28/q", 1, 0, NULL));
+
+	/* priorities: a class 5 down passes a class 0 one, FIFO otherwise */
+	CHECK_EQ(0, semc_down(c, "i28/q", 1, 1000, 0, &g));
+	id = semc_down_ex_async(w, "i28/q", &o, i28_on_done, &d1);
+	CHECK(id > 0, "queued");
+	d1.n = 0;
+	id = semc_down_multi_policy_async(w, &(struct semc_want){ "i28/q", 1, 0 }, 1, 10000, 0,
+					  &hi, i28_on_done, &d3);
+	CHECK(id > 0, "queued");
+	CHECK_EQ(0, semc_ping(w, NULL));
+	CHECK_EQ(0, semc_info(c, "i28/q", &in));
+	if (in != NULL && in->n_waiters == 2)
+		CHECK_EQ(id, (long long)in->waiters[0].request_id);
+	semc_info_free(in);
+	in = NULL;
+	CHECK_EQ(0, semc_up(c, "i28/q", 1, 0, NULL));
+	PUMP_UNTIL(w, d3.n == 1, 3000);
+	CHECK_EQ(0, d3.error);
+	CHECK_EQ(0, d1.n);
+	CHECK_EQ(0, semc_up(w, "i28/q", 1, 0, NULL));
+	PUMP_UNTIL(w, d1.n == 1, 3000);
+	CHECK_EQ(0, d1.error);
+	CHECK_EQ(0, semc_up(w, "i28/q", 1, 0, NULL));
+	CHECK_EQ(0, semc_down_multi_policy(c, &(struct semc_want){ "i28/q", 1, 0 }, 1, 1000, 0,
+					   &hi, &mg));
+	semc_multi_grant_free(mg);
+	CHECK_EQ(0, semc_up(c, "i28/q", 1, 0, NULL));
 	delete_names(c, (const char *const[]){ "i28/q", NULL });
 out:
 	semc_free(c);

@@ -234,6 +234,8 @@ static void random_command(struct sm_batch *b)
 		req_set(&q, "limit=%" PRIu64, rnd_below(10) == 0 ? 1 + rnd_below(3) : 0);
 		if (rnd_below(4) == 0)		/* a replace key (queue policies) */
 			req_set(&q, "replace=%s", rkeys[rnd_below(3)]);
+		if (rnd_below(3) == 0)		/* a priority, now and then out of range */
+			req_set(&q, "priority=%d", (int)rnd_below(18) - 9);
 		if (rnd_below(8) == 0)
 			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;
@@ -305,6 +307,8 @@ static void random_command(struct sm_batch *b)
 		req_set(&q, "timeout_ms=%" PRId64, rnd_below(4) == 0 ? 0 : rnd_below(3) == 0 ? -1 :
 		    (int64_t)(50 + rnd_below(800)));
 		req_set(&q, "lease_ms=%" PRIu64, rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0);
+		if (rnd_below(3) == 0)
+			req_set(&q, "priority=%d", (int)rnd_below(16) - 8);
 		if (rnd_below(8) == 0)
 			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;

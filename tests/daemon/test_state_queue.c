@@ -231,6 +231,132 @@ static void test_queue_snapshot(void)
 	t_end(sm);
 }
 
+/* Down with a priority. */
+static void t_down_prio(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t n, int64_t timeout, int prio)
+{
+	t_op(sm, c, id, SEMD__REQUEST__OP_DOWN, "name=%s n=%u timeout_ms=%" PRId64
+	    " priority=%d", name, n, timeout, prio);
+}
+
+/* Classes first, FIFO within one, the head not starved, aging. */
+static void test_priorities(void)
+{
+	struct sm_client *a, *b;
+	struct sm *sm = t_start_checked(1000, "priorities: classes, FIFO within, the head blocks, aging",
+	    NULL, "uid:1 uid:2", &a, &b);
+	Semd__InfoReply *in;
+	Semd__Grant *g;
+	uint64_t p1;
+
+	t_op(sm, a, 2, SEMD__REQUEST__OP_CREATE, "name=%s limit=%u", "p", 3);
+	expect_code(1, 2, SEMD__CODE__OK);
+	g = t_held(sm, a, 1, 3, "p", 3);
+	p1 = g != NULL ? g->permit_id : 0;
+	t_down_prio(sm, b, 10, "p", 1, -1, 0);
+	t_down_prio(sm, b, 11, "p", 1, -1, 2);
+	t_down_prio(sm, b, 12, "p", 3, -1, 5);	/* a big one, the highest */
+	t_down_prio(sm, b, 13, "p", 1, -1, 2);
+	t_down_prio(sm, b, 14, "p", 1, -1, -8);
+	t_down_prio(sm, b, 15, "p", 1, -1, 8);
+	expect_code(2, 15, SEMD__CODE__INVALID_ARGUMENT);
+	t_down_prio(sm, b, 16, "p", 1, -1, -9);
+	expect_code(2, 16, SEMD__CODE__INVALID_ARGUMENT);
+	in = info_of(sm, a, 1, 17, "p");
+	EXPECT(in != NULL && in->n_waiters == 5 &&
+	    in->waiters[0]->request_id == 12 && in->waiters[0]->priority == 5 &&
+	    in->waiters[1]->request_id == 11 && in->waiters[2]->request_id == 13 &&
+	    in->waiters[3]->request_id == 10 && in->waiters[4]->request_id == 14);
+	/* One page at a time, by the line's order. */
+	t_op(sm, a, 18, SEMD__REQUEST__OP_INFO, "name=%s max=%u", "p", 2);
+	in = expect_code(1, 18, SEMD__CODE__OK)->info;
+	EXPECT(in->n_waiters == 2 && in->next_waiter == 2);	/* 11's seq */
+	t_op(sm, a, 19, SEMD__REQUEST__OP_INFO, "name=%s max=%u after_waiter=%u",
+	    "p", 2, 2);		/* 11 arrived second */
+	in = expect_code(1, 19, SEMD__CODE__OK)->info;
+	EXPECT(in->n_waiters == 2 && in->waiters[0]->request_id == 13 &&
+	    in->waiters[1]->request_id == 10);
+	/* The big head is not passed: 1 free is not for the small ones. */
+	t_up(sm, a, 20, "p", 1, 0);
+	expect_code(1, 20, SEMD__CODE__OK);
+	EXPECT(none(2, 11) && none(2, 13) && none(2, 10));
+	t_up(sm, a, 21, "p", 2, 0);
+	grant_of(2, 12);
+	(void)p1;
+	/* A trydown of a higher class passes lower waiters if free. */
+	t_op(sm, b, 22, SEMD__REQUEST__OP_UP, "name=%s n=%u", "p", 1);
+	grant_of(2, 11);
+	t_op(sm, b, 23, SEMD__REQUEST__OP_UP, "name=%s n=%u", "p", 1);
+	grant_of(2, 13);
+	t_op(sm, b, 24, SEMD__REQUEST__OP_UP, "name=%s n=%u", "p", 1);
+	grant_of(2, 10);
+	/* 14 (class -8) waits: 1 of 3 held by b (10), and 14 waits alone. */
+	t_end(sm);
+
+	sm = t_start_checked(1000, "priorities: aging - 10 s a class", NULL,
+	    "uid:1 uid:2", &a, &b);
+	t_op(sm, a, 2, SEMD__REQUEST__OP_CREATE, "name=%s limit=%u", "p", 1);
+	t_held(sm, a, 1, 3, "p", 1);
+	t_down_prio(sm, b, 10, "p", 1, -1, 0);
+	t_tick(sm, now + 30000);		/* 10 waited 30 s: worth class 3 */
+	t_down_prio(sm, b, 11, "p", 1, -1, 3);	/* ties: the older first */
+	t_down_prio(sm, b, 12, "p", 1, -1, 4);	/* before 10 */
+	t_down_prio(sm, b, 13, "p", 1, -1, 2);	/* after 10 */
+	in = info_of(sm, a, 1, 4, "p");
+	EXPECT(in != NULL && in->n_waiters == 4 &&
+	    in->waiters[0]->request_id == 12 && in->waiters[1]->request_id == 10 &&
+	    in->waiters[2]->request_id == 11 && in->waiters[3]->request_id == 13);
+	/* Class -8 against a stream of class 7: first after 150 s. */
+	t_down_prio(sm, b, 20, "p", 1, -1, -8);
+	t_tick(sm, now + 149999);
+	t_down_prio(sm, b, 21, "p", 1, -1, 7);
+	t_tick(sm, now + 1);			/* a tie: the older first */
+	t_down_prio(sm, b, 22, "p", 1, -1, 7);
+	in = info_of(sm, a, 1, 5, "p");
+	EXPECT(in != NULL && in->n_waiters == 7 &&
+	    in->waiters[4]->request_id == 21 && in->waiters[5]->request_id == 20 &&
+	    in->waiters[6]->request_id == 22);
+	t_end(sm);
+}
+
+/* Multi-name downs with priorities: one order on every name, no deadlock. */
+static void test_priorities_multi(void)
+{
+	static const char *const ab[] = { "a", "b" }, *const ba[] = { "b", "a" };
+	struct sm_client *a, *b, *c;
+	struct sm *sm = t_start_checked(1000, "priorities: multi-name downs keep one order",
+	    NULL, "uid:1 uid:2 uid:3", &a, &b, &c);
+	Semd__InfoReply *in;
+	struct req q;
+
+	t_held(sm, a, 1, 2, "a", 1);
+	t_held(sm, a, 1, 3, "b", 1);
+	t_multi(sm, b, 4, ab, NULL, 2, -1, 0);			/* class 0 */
+	{
+		Semd__Want wv[2] = { SEMD__WANT__INIT, SEMD__WANT__INIT };
+		Semd__Want *wp[2] = { &wv[0], &wv[1] };
+
+		wv[0].name = (char *)ba[0];
+		wv[1].name = (char *)ba[1];
+		req_make(&q, 5, SEMD__REQUEST__OP_DOWN_MULTI, "timeout_ms=%d priority=%d",
+		    -1, 3);
+		q.r.down_multi->n_wants = 2;
+		q.r.down_multi->wants = wp;
+		t_req(sm, c, &q.r);
+	}
+	in = info_of(sm, a, 1, 6, "a");
+	EXPECT(in != NULL && in->n_waiters == 2 && in->waiters[0]->request_id == 5);
+	in = info_of(sm, a, 1, 7, "b");
+	EXPECT(in != NULL && in->n_waiters == 2 && in->waiters[0]->request_id == 5);
+	t_up(sm, a, 8, "a", 1, 0);
+	expect_code(1, 8, SEMD__CODE__OK);
+	EXPECT(none(3, 5) && none(2, 4));
+	t_up(sm, a, 9, "b", 1, 0);
+	multi_of(3, 5, ba, 2);
+	EXPECT(none(2, 4));
+	t_end(sm);
+}
+
 /*
  * The model: a few names, their free permits, bounds and FIFO queues of
  * (conn, id, n, key), holds by permit id; clients 1 to 4 are one
@@ -250,6 +376,8 @@ struct qm_wait {
 	uint64_t	id;
 	uint32_t	n;
 	int		key;		/* 0: none */
+	int		prio;
+	uint64_t	order;		/* arrival + (7 - prio) x 10 s */
 };
 struct qm_name {
 	uint32_t	limit, max;
@@ -364,12 +492,13 @@ static void test_queue_model(void)
 	long steps = env != NULL ? atol(env) : 1000000;
 	uint64_t id = 100, r;
 	long step;
-	int i, j, k, key, old, what, restores = 0, replaced = 0, full = 0;
+	uint64_t order, oldid;
+	int i, j, k, key, old, what, prio, pos, passed = 0, restores = 0, replaced = 0, full = 0;
 	uint32_t n;
 	uintptr_t conn;
 	Semd__InfoReply *in;
 
-	sm = t_start_checked(1000, "queue policies against a model", NULL,
+	sm = t_start_checked(1000, "queue policies and priorities against a model", NULL,
 	    "uid:1 uid:1 uid:1 uid:1 uid:2 uid:2", &c[1], &c[2], &c[3], &c[4],
 	    &c[5], &c[6]);
 	t_check_each = false;		/* sm_check every 97 steps instead */
@@ -410,19 +539,22 @@ static void test_queue_model(void)
 				break;		/* the model's room */
 			n = 1 + (uint32_t)((r >> 6) % qn[i].limit);
 			key = (int)((r >> 9) % 4);
+			prio = (r >> 11) % 2 ? 0 : (int)((r >> 12) % 16) - 8;
+			order = now + (uint64_t)(7 - prio) * 10000;
 			old = -1;
 			for (j = 0; key != 0 && j < m->nq; j++)
 				if (m->q[j].key == key &&
 				    (m->q[j].conn > 4) == (conn > 4))
 					old = j;
+			oldid = old >= 0 ? m->q[old].id : 0;
+			/* Its place: after every waiter of a smaller or equal order. */
+			for (pos = 0; pos < m->nq && m->q[pos].order <= order; pos++)
+				;
 			++id;
-			if (key != 0)
-				t_down_key(sm, c[conn], id, qm_names[i], n,
-				    try ? 0 : -1, qm_keys[key]);
-			else
-				t_down(sm, c[conn], id, qm_names[i], n,
-				    try ? 0 : -1, 0);
-			if (m->nq == 0 && m->free >= (long)n) {
+			t_op(sm, c[conn], id, SEMD__REQUEST__OP_DOWN, "name=%s n=%u timeout_ms=%"
+			    PRId64 " replace=%s priority=%d", qm_names[i], n,
+			    (int64_t)(try ? 0 : -1), qm_keys[key], prio);
+			if (pos == 0 && m->free >= (long)n) {
 				m->free -= n;
 				qm_granted(conn, id, i, n);
 			} else if (try) {
@@ -434,11 +566,20 @@ static void test_queue_model(void)
 				full++;
 				break;
 			} else {
-				m->q[m->nq].conn = conn;
-				m->q[m->nq].id = id;
-				m->q[m->nq].n = n;
-				m->q[m->nq++].key = key;
+				memmove(m->q + pos + 1, m->q + pos,
+				    (size_t)(m->nq - pos) * sizeof m->q[0]);
+				m->q[pos].conn = conn;
+				m->q[pos].id = id;
+				m->q[pos].n = n;
+				m->q[pos].key = key;
+				m->q[pos].prio = prio;
+				m->q[pos].order = order;
+				m->nq++;
+				passed += pos < m->nq - 1;
 			}
+			for (old = -1, j = 0; oldid != 0 && j < m->nq; j++)
+				if (m->q[j].id == oldid)
+					old = j;
 			if (old >= 0) {
 				expect_code(m->q[old].conn, m->q[old].id,
 				    SEMD__CODE__REPLACED);
@@ -493,12 +634,15 @@ static void test_queue_model(void)
 			for (j = 0; in != NULL && j < qn[i].nq &&
 			    j < (int)in->n_waiters; j++)
 				if (in->waiters[j]->request_id != qn[i].q[j].id ||
+				    in->waiters[j]->priority != qn[i].q[j].prio ||
 				    strcmp(in->waiters[j]->replace,
 				    qm_keys[qn[i].q[j].key]) != 0)
 					FAIL("step %ld: %s waiter %d is %" PRIu64
 					    ", the model's %" PRIu64, step, qm_names[i],
 					    j, in->waiters[j]->request_id, qn[i].q[j].id);
 		}
+		if (xs64(&qm_rng) % 4 == 0)		/* time passes */
+			t_tick(sm, now + xs64(&qm_rng) % 4000);
 		if (step % 5003 == 5002) {
 			sm = qm_restore(sm, c);
 			restores++;
@@ -509,9 +653,10 @@ static void test_queue_model(void)
 	for (k = 0; k < nqh; k++)
 		t_up(sm, c[qh[k].conn], ++id, qm_names[qh[k].name], 0, qh[k].permit);
 	nqh = 0;
-	printf("# %ld steps: %d replaced, %d refused QUEUE_FULL, %d restores\n",
-	    step, replaced, full, restores);
-	EXPECT(steps < 1000 || (replaced > steps / 1000 && full > steps / 1000));
+	printf("# %ld steps: %d replaced, %d refused QUEUE_FULL, %d restores, "
+	    "%d queued before others\n", step, replaced, full, restores, passed);
+	EXPECT(steps < 1000 || (replaced > steps / 1000 && full > steps / 1000 &&
+	    passed > steps / 1000));
 	t_end(sm);
 }
 
@@ -521,6 +666,8 @@ int main(void)
 	test_replace();
 	test_replace_parked();
 	test_queue_snapshot();
+	test_priorities();
+	test_priorities_multi();
 	test_queue_model();
 	caps_clear();
 	return check_done("state queue");
