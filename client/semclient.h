@@ -113,6 +113,24 @@ struct semc_waiter {
 	bool detached;		/* its session is disconnected, inside its lease */
 };
 
+/* Fair shares of a name (0.4.0): split between groups by principal, or
+ * by a down's group key (the principal when it gives none). */
+enum semc_share_by {
+	SEMC_SHARE_NONE = 0,
+	SEMC_SHARE_PRINCIPAL = 1,
+	SEMC_SHARE_KEY = 2,
+};
+
+/* A group of a name with fair shares, as semc_info() shows it. */
+struct semc_group_info {
+	char *group;
+	uint32_t weight;
+	uint32_t share;		/* permits: limit x weight / the weights of the
+				 * groups holding or waiting (with it) */
+	uint32_t held;		/* permits held */
+	uint32_t waiting;	/* downs waiting */
+};
+
 struct semc_info {
 	char *name;
 	uint32_t limit;
@@ -134,8 +152,11 @@ struct semc_info {
 	uint32_t burst;
 	uint64_t tokens_nano;	/* tokens in the bucket now, in billionths */
 	uint64_t next_token_ms;	/* unix ms of the next whole token (0: full) */
-	/* 0.4.0: queue policies */
+	/* 0.4.0: queue policies and fair shares */
 	uint32_t max_waiters;	/* 0: no bound */
+	enum semc_share_by share;
+	size_t n_groups;
+	struct semc_group_info *groups;	/* with shares: listed and active, by name */
 };
 
 struct semc_summary {
@@ -564,9 +585,22 @@ const char *semc_version(void);
 /* --- queue policies and priorities (0.4.0) ------------------------------
  * Symbol version LIBSEMCLIENT_1.4. */
 
+/* A group's weight (1 to 1000; a group not listed weighs 1). */
+struct semc_weight {
+	const char *group;	/* 1 to 64 printable characters, no space */
+	uint32_t weight;
+};
 struct semc_queue {
 	uint32_t max_waiters;	/* > 0: a down that would wait while this many
 				 * wait is refused SEMC_E_QUEUE_FULL; 0: no bound */
+	/* Fair shares, at creation only (semc_set_queue() refuses them):
+	 * while several groups wait, each is granted permits in proportion
+	 * to its weight, FIFO inside a group; a group's unused share is lent
+	 * and returned at the next hand-off. Owned names; such a name takes
+	 * no multi-name downs and no priorities. */
+	enum semc_share_by share;
+	const struct semc_weight *weights;
+	size_t n_weights;	/* at most 64 */
 };
 /* Create with queue policies (rate: NULL for none, as semc_create_rate()). */
 int semc_create_queue(struct semc *c, const char *name, const struct semc_create_opts *opts,
@@ -584,6 +618,8 @@ struct semc_down_policy {
 	 * first, FIFO within a class, and a class is worth 10 s of waiting
 	 * (aging: a down of class -8 waits at most 150 s for newer ones). */
 	int priority;
+	/* A name with SEMC_SHARE_KEY: the down's group (NULL: the principal). */
+	const char *group;
 };
 #define SEMC_PRIO_MIN	(-8)
 #define SEMC_PRIO_MAX	7

@@ -459,6 +459,30 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 	case OPT_PRINCIPAL:
 		a->principal = optarg;
 		break;
+	case OPT_SHARE:
+		if (strcmp(optarg, "principal") == 0)
+			a->share = SEMC_SHARE_PRINCIPAL;
+		else if (strcmp(optarg, "key") == 0)
+			a->share = SEMC_SHARE_KEY;
+		else
+			usage_fail("--share: '%s' is not principal or key", optarg);
+		break;
+	case OPT_WEIGHT: {
+		const char *eq = strrchr(optarg, '=');
+
+		if (eq == NULL || eq == optarg)
+			usage_fail("--weight: '%s' is not GROUP=W", optarg);
+		if (a->nweights == WEIGHTS_MAX)
+			usage_fail("--weight: at most %d groups", WEIGHTS_MAX);
+		a->weights[a->nweights].weight = parse_count(eq + 1, "--weight", 1, 1000);
+		/* the group is optarg up to the '=': cut it there */
+		optarg[eq - optarg] = '\0';
+		a->weights[a->nweights++].group = optarg;
+		break;
+	}
+	case OPT_GROUP:
+		a->group = optarg;
+		break;
 	case OPT_MAX_WAITERS:
 		a->max_waiters = parse_count(optarg, "--max-waiters", 0, COUNT_MAX);
 		a->max_waiters_set = true;

@@ -52,8 +52,11 @@ int cmd_create(struct cmd_args *a)
 	o.initial = a->initial;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	if (a->max_waiters_set) {
-		struct semc_queue qp = { .max_waiters = a->max_waiters };
+	if (a->nweights > 0 && a->share == SEMC_SHARE_NONE)
+		usage_fail("create: --weight needs --share");
+	if (a->max_waiters_set || a->share != SEMC_SHARE_NONE) {
+		struct semc_queue qp = { .max_waiters = a->max_waiters, .share = a->share,
+					 .weights = a->weights, .n_weights = a->nweights };
 
 		r = semc_create_queue(c, a->argv[0], &o, a->rate_set ? &a->rate : NULL, &qp);
 	} else {
@@ -75,6 +78,8 @@ int cmd_create(struct cmd_args *a)
 			       a->rate.period_ms, a->rate.burst);
 		if (a->max_waiters_set)
 			printf(",\"max_waiters\":%u", a->max_waiters);
+		if (a->share != SEMC_SHARE_NONE)
+			printf(",\"share\":\"%s\"", a->share == SEMC_SHARE_KEY ? "key" : "principal");
 		printf("}\n");
 	} else if (a->rate_set && a->limit_set) {
 		printf("created %s (limit %u, rate %s, burst %u)\n", esc(a->argv[0]), a->limit,
@@ -208,6 +213,18 @@ static void info_json(const struct info_pages *ip, int64_t now)
 		       in->next_token_ms);
 	if (in->max_waiters != 0)
 		printf(",\"max_waiters\":%u", in->max_waiters);
+	if (in->share != SEMC_SHARE_NONE) {
+		printf(",\"share\":\"%s\",\"groups\":[",
+		       in->share == SEMC_SHARE_KEY ? "key" : "principal");
+		for (i = 0; i < in->n_groups; i++) {
+			printf("%s{\"group\":", i ? "," : "");
+			json_str(in->groups[i].group);
+			printf(",\"weight\":%u,\"share\":%u,\"held\":%u,\"waiting\":%u}",
+			       in->groups[i].weight, in->groups[i].share, in->groups[i].held,
+			       in->groups[i].waiting);
+		}
+		printf("]");
+	}
 	printf(",\"holders\":[");
 	for (k = 0; k < ip->n; k++) {
 		for (i = 0; i < ip->p[k].nh; i++, total++) {
@@ -271,6 +288,15 @@ static void info_text(const struct info_pages *ip, int64_t now)
 	}
 	if (in->max_waiters != 0)
 		printf("queue: at most %u waiters\n", in->max_waiters);
+	if (in->share != SEMC_SHARE_NONE) {
+		printf("shares by %s:", in->share == SEMC_SHARE_KEY ? "key" : "principal");
+		for (i = 0; i < in->n_groups; i++)
+			printf(" %s (weight %u, share %u, %u held, %u waiting)%s",
+			       esc(in->groups[i].group), in->groups[i].weight, in->groups[i].share,
+			       in->groups[i].held, in->groups[i].waiting,
+			       i + 1 < in->n_groups ? "," : "");
+		printf("\n");
+	}
 	printf("holders: %zu", in->holders_total > ip->holders ? in->holders_total : ip->holders);
 	if (in->holders_total > ip->holders)
 		printf(" (%zu shown%s)", ip->holders, ip->more_holders ? "; --max N shows more" : "");

@@ -61,9 +61,11 @@ static void acq_policy(struct acq *q, const struct cmd_args *a)
 {
 	q->policy.replace = a->replace;
 	q->policy.priority = a->priority;
-	q->policy_set = a->replace != NULL || a->priority != 0;
-	if (a->replace != NULL && q->k > 1)
-		usage_fail("%s: --replace KEY takes one NAME", a->cmd->name);
+	q->policy.group = a->group;
+	q->policy_set = a->replace != NULL || a->priority != 0 || a->group != NULL;
+	if ((a->replace != NULL || a->group != NULL) && q->k > 1)
+		usage_fail("%s: --%s KEY takes one NAME", a->cmd->name,
+			   a->replace != NULL ? "replace" : "group");
 }
 
 /*

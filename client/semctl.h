@@ -47,7 +47,7 @@ enum opt_id {
 	OPT_N, OPT_LIMIT, OPT_MODE, OPT_INITIAL, OPT_RATE, OPT_BURST,
 	OPT_TIMEOUT, OPT_LEASE, OPT_GRACE, OPT_FORCE, OPT_HOLDER, OPT_MAX,
 	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL, OPT_MAX_WAITERS, OPT_REPLACE,
-	OPT_PRIORITY,
+	OPT_PRIORITY, OPT_SHARE, OPT_WEIGHT, OPT_GROUP,
 	OPT_SERVER, OPT_JSON, OPT_QUIET, OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_NO_TLS_RESUME, OPT_HELP, OPT_VERSION,
 	OPT_COUNT
@@ -70,7 +70,8 @@ struct cmd_opt {
 };
 
 #define CMD_FORMS	4
-#define CMD_OPTS	7
+#define CMD_OPTS	8
+#define WEIGHTS_MAX	64	/* --weight, as the daemon takes them */
 
 struct cmd_args;
 
@@ -112,6 +113,10 @@ struct cmd_args {
 	const char *principal;
 	const char *replace;	/* --replace KEY, or NULL */
 	int priority;		/* --priority P */
+	const char *group;	/* --group KEY, or NULL */
+	enum semc_share_by share;
+	struct semc_weight weights[WEIGHTS_MAX];	/* --weight GROUP=W... */
+	size_t nweights;
 	uint32_t max_waiters;
 	bool max_waiters_set;
 	int argc;		/* positional arguments */

@@ -165,6 +165,7 @@ struct sm_sem {
 	struct list_head	waiters;	/* sm_member.sem_entry, queue order */
 	struct sm_principal	*owner;		/* explicit creator; NULL: nobody */
 	struct sm_rate		*rate;		/* token bucket, or NULL */
+	struct sm_share		*share;		/* fair shares (sm_share.c), or NULL */
 	uint32_t		limit;
 	uint32_t		nholders;
 	uint32_t		nwaiters;
@@ -208,6 +209,7 @@ struct sm_hold {
 	struct sm_sem		*sem;
 	struct sm_session	*session;	/* NULL: detached */
 	struct sm_ident		*ident;
+	struct sm_group		*grp;		/* its fair-share group, or NULL */
 	struct list_head	sem_entry;
 	struct list_head	owner_entry;	/* session->holds or sm->detached */
 	struct list_head	pr_entry;	/* ident->pr->holds */
@@ -217,6 +219,8 @@ struct sm_hold {
 };
 
 struct sm_wait;
+struct sm_group;
+struct sm_share;
 
 /* One name a waiting down waits for: its place in that name's queue. */
 struct sm_member {
@@ -243,6 +247,7 @@ struct sm_wait {
 	uint64_t		since_ms;
 	uint64_t		since_wall;
 	char			*rkey;		/* Down.replace (sm_queue.c), or NULL */
+	struct sm_group		*grp;		/* its fair-share group, or NULL */
 	struct sm_timer		deadline;
 	struct sm_member	m[];
 };
@@ -751,7 +756,7 @@ void hold_shrink(struct sm *sm, struct sm_hold *h, uint32_t take);
 bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s);
 void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
     uint64_t request_id, uint32_t n, uint64_t token, uint32_t lease_ms,
-    uint64_t since, uint64_t now);
+    uint64_t since, uint64_t now, struct sm_group *grp, uint64_t tag);
 void reply_multi(struct sm *sm, struct sm_client *c, uint64_t id,
     unsigned int k, struct sm_sem *const *sems, const uint64_t *permits,
     const uint64_t *tokens, const uint32_t *ns, uint64_t waited_ms);
@@ -801,6 +806,33 @@ bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
 bool counters_snap_write(struct sm_batch *b, const struct sm *sm);
 bool counters_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
     size_t errlen);
+
+/* sm_share.c */
+#define SHARE_SHIFT		16	/* tags in 1/65536 parts of a permit */
+#define SHARE_WEIGHT_MAX	1000
+#define SHARE_GROUPS_LISTED	64	/* weights a name lists */
+int share_by(const struct sm_sem *sem);
+bool share_group_name_ok(const char *s);
+bool share_attach(struct sm *sm, struct sm_sem *sem, int by,
+    Semd__GroupWeight *const *w, size_t n);
+void share_detach(struct sm *sm, struct sm_sem *sem);
+struct sm_group *share_group(struct sm *sm, struct sm_sem *sem,
+    const char *pr, const char *key);
+void share_group_put(struct sm *sm, struct sm_sem *sem, struct sm_group *g);
+uint64_t share_tag(const struct sm_sem *sem, const struct sm_group *g);
+void share_charge(struct sm_group *g, uint64_t tag, uint32_t n);
+void share_granted(struct sm_sem *sem, struct sm_group *g, uint64_t tag,
+    uint32_t n);
+void share_waiting(struct sm_group *g, int delta);
+void share_released(struct sm_group *g, uint32_t n);
+bool share_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Create *cr, int mode);
+Semd__GroupInfo **share_info(struct sm *sm, const struct sm_sem *sem,
+    size_t *n);
+bool share_snap_write(struct sm_batch *b, const struct sm *sm);
+bool share_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+const char *share_check(const struct sm_sem *sem);
 
 /* sm_need.c */
 bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,

@@ -158,7 +158,7 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 		    sem->name, m->n, m->w.n);
 		CHECK(prev == NULL || wait_before(prev, w),
 		    "%s: waiters out of order (priority, then arrival)", sem->name);
-		CHECK(w->key == wait_key(w->since_ms, w->prio) &&
+		CHECK((w->grp != NULL || w->key == wait_key(w->since_ms, w->prio)) &&
 		    w->prio >= SM_PRIO_MIN && w->prio <= SM_PRIO_MAX,
 		    "%s: waiter %" PRIu64 ": key %" PRIu64 " of priority %d",
 		    sem->name, w->seq, w->key, w->prio);
@@ -187,6 +187,7 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 	}
 	CHECK(cpos == &sem->sem.wait_list, "%s: core has extra waiters", sem->name);
 	CHECK(nw == sem->nwaiters, "%s: nwaiters", sem->name);
+	CHECK(share_check(sem) == NULL, "%s: %s", sem->name, share_check(sem));
 	CHECK(!(sem->auto_created && nh == 0 && nw == 0),
 	    "%s: idle auto-created semaphore not freed", sem->name);
 	*nholds += nh;

@@ -201,6 +201,7 @@ static void down_one(struct sm *sm, struct sm_client *c, uint64_t id,
 	bool gated = sem_gates(sem);
 	const char *rkey = d->replace != NULL && d->replace[0] != '\0' ?
 	    d->replace : NULL;
+	struct sm_group *grp = NULL;
 	struct sm_wait *w, *old;
 	uint32_t lease_ms = d->lease_ms;
 	uint64_t token, key = wait_key(now, d->priority);
@@ -208,22 +209,43 @@ static void down_one(struct sm *sm, struct sm_client *c, uint64_t id,
 
 	rate_refill(sm, sem);
 	old = rkey != NULL ? queue_replaced(sem, s, rkey) : NULL;
+	/* Fair shares: the order is the group's tag (sm_share.c). */
+	if (sem->share != NULL) {
+		if ((grp = share_group(sm, sem, s->ident->pr->name,
+		    d->group != NULL ? d->group : "")) == NULL) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			return;
+		}
+		key = share_tag(sem, grp);
+	}
 	if (down_take_all(sm, &want, 1, key, &token)) {
-		grant_deliver(sm, sem, s, id, n, token, lease_ms, now, now);
+		if (grp != NULL)
+			share_charge(grp, key, n);
+		grant_deliver(sm, sem, s, id, n, token, lease_ms, now, now, grp,
+		    key);
 		if (old != NULL)
 			queue_replace(sm, old, id, sem);
 		return;
 	}
 	if (!down_may_wait(sm, c, id, &want, 1, d->timeout_ms, key, old) ||
 	    (w = down_wait_new(sm, c, id, &want, 1, d->timeout_ms, lease_ms,
-	    false, d->priority, now)) == NULL)
+	    false, d->priority, now)) == NULL) {
+		share_group_put(sm, sem, grp);
 		return;
+	}
 	if (rkey != NULL && !queue_set_rkey(sm, w, rkey)) {
 		timer_disarm(sm, &w->deadline);
 		wait_dealloc(sm, w);
+		share_group_put(sm, sem, grp);
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 		return;
+	}
+	if (grp != NULL) {
+		w->grp = grp;
+		w->key = key;
+		share_charge(grp, key, n);
 	}
 	/*
 	 * Not free (want_free): someone is in line before it, or the permits
@@ -276,6 +298,12 @@ void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		return;
 	if (!down_prio_ok(sm, c, id, d->priority))
 		return;
+	if (d->group != NULL && d->group[0] != '\0' &&
+	    !share_group_name_ok(d->group)) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "a group is 1 to 64 printable characters without spaces");
+		return;
+	}
 	if (id != 0 && (prev = req_find(sm, s->id, id)) != NULL) {
 		/* A retried down: answer what the first one got. */
 		if (prev->kind == REQ_MEMO) {
@@ -328,6 +356,15 @@ void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "n = %u is more than the burst of %s (%u tokens)", n,
 		    sem->name, sem->rate->burst);
+		goto out;
+	}
+	if (sem->share == NULL ? d->group != NULL && d->group[0] != '\0' :
+	    d->priority != 0 || (share_by(sem) != SEMD__SHARE_BY__SHARE_KEY &&
+	    d->group != NULL && d->group[0] != '\0')) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT, "%s: %s",
+		    sem->name, sem->share == NULL ? "no fair shares, so no groups" :
+		    d->priority != 0 ? "a name with fair shares has no priorities" :
+		    "its shares are by principal (no --group)");
 		goto out;
 	}
 	if (!down_room(sm, c, id, sem, n, d->timeout_ms != 0))

@@ -120,6 +120,11 @@ static struct sm_sem *multi_sem(struct sm *sm, struct sm_client *c,
 		if ((sem = sem_auto_create(sm, c, id, wt->name, wt->limit)) == NULL)
 			return NULL;
 		*made = true;
+	} else if (sem->share != NULL) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "%s has fair shares: it takes single downs (its order is its own)",
+		    sem->name);
+		return NULL;
 	} else if (sem->mode != SEMD__MODE__OWNED) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "%s is a %s semaphore: a multi-name down takes owned ones "

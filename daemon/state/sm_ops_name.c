@@ -66,6 +66,8 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if (cr->rate != 0 && !rate_args_ok(sm, c, id, cr->rate, &period, &burst))
 		return;
+	if (!share_args_ok(sm, c, id, cr, mode))
+		return;
 	if (cr->max_waiters > SM_LIMIT_MAX) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "max-waiters %u is out of range (0 to %u)", cr->max_waiters,
@@ -106,7 +108,9 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if ((sem = sem_create(sm, c, id, cr->name, cr->limit, mode, pr)) == NULL)
 		return;
-	if (cr->rate != 0 && !rate_attach(sm, sem, cr->rate, period, burst)) {
+	if ((cr->rate != 0 && !rate_attach(sm, sem, cr->rate, period, burst)) ||
+	    (cr->share != SEMD__SHARE_BY__SHARE_NONE &&
+	    !share_attach(sm, sem, cr->share, cr->weights, cr->n_weights))) {
 		sem_free(sm, sem);
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
@@ -238,6 +242,14 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	ir.waiters_total = sem->nwaiters;
 	ir.last_token = sem->sem.token;
 	ir.max_waiters = sem->max_waiters;
+	if (sem->share != NULL) {
+		ir.share = share_by(sem);
+		if ((ir.groups = share_info(sm, sem, &ir.n_groups)) == NULL) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			goto out;
+		}
+	}
 	if (sem->rate != NULL) {
 		ir.rate = sem->rate->rate;
 		ir.rate_period_ms = sem->rate->period_ms;
@@ -249,6 +261,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 out:
 	free(hp);
 	free(wp);
+	free(ir.groups);
 }
 
 /*

@@ -183,6 +183,8 @@ void wait_link(struct sm *sm, struct sm_wait *w)
 		sm->ctr.waiters++;
 		effect_rate(sm, w->m[i].sem);
 	}
+	if (w->grp != NULL)
+		share_waiting(w->grp, 1);
 	list_add_tail(&w->session_entry, &s->waiters);
 	s->nwaiters++;
 	principal_count(s->ident->pr, SM_LIMIT_WAITERS, 1);
@@ -202,6 +204,8 @@ void wait_unlink(struct sm *sm, struct sm_wait *w)
 		sm->ctr.waiters--;
 		effect_rate(sm, w->m[i].sem);
 	}
+	if (w->grp != NULL)
+		share_waiting(w->grp, -1);
 	list_del_init(&w->session_entry);
 	w->session->nwaiters--;
 	req_unindex(sm, &w->req);
@@ -222,6 +226,8 @@ void wait_wake(struct sema_waiter *sw)
 	struct sm_sem *sem = m->sem;
 	struct sm_session *s = w->session;
 	uint64_t id = w->req.request_id, token = sw->token, since = w->since_ms;
+	uint64_t tag = w->key;
+	struct sm_group *grp = w->grp;
 	uint32_t n = m->n, lease = w->lease_ms;
 	int op = sm->cur_op;
 
@@ -232,7 +238,7 @@ void wait_wake(struct sema_waiter *sw)
 	wait_unlink(sm, w);
 	wait_dealloc(sm, w);
 	sm->cur_op = SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
-	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now);
+	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now, grp, tag);
 	sm->cur_op = op;
 }
 
@@ -260,6 +266,8 @@ void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
 		reply_err(sm, s->client, w->req.request_id, code, "%s", why);
 	sm->cur_op = op;
 	wait_unlink(sm, w);
+	if (w->grp != NULL)
+		share_group_put(sm, w->m[0].sem, w->grp);
 	watch_wait_end(sm, w, code, why);
 	/* The answer stays findable by a retry (not when the session ends). */
 	if (code != SEMD__CODE__OK && code != SEMD__CODE__SESSION_EXPIRED)
@@ -299,7 +307,8 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 	uint64_t tokens[SM_MULTI_MAX];
 	uint32_t ns[SM_MULTI_MAX];
 	struct sm_session *s = w->session;
-	uint64_t id = w->req.request_id, since = w->since_ms;
+	uint64_t id = w->req.request_id, since = w->since_ms, tag = w->key;
+	struct sm_group *grp = w->grp;
 	uint32_t lease = w->lease_ms;
 	unsigned int i, k = w->nm;
 	bool multi = w->multi, ok = true;
@@ -332,6 +341,7 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 			    !sema_cancel(&sems[i]->sem, &w->m[i].w))
 				sema_up_n(&sems[i]->sem, ns[i]);
 		wait_dealloc(sm, w);
+		share_group_put(sm, sems[0], grp);
 		reply_err(sm, s->client, id, SEMD__CODE__INTERNAL,
 		    "a ready request could not be granted");
 		return;
@@ -344,7 +354,7 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 
 		sm->cur_op = SEMD__REQUEST__OP_DOWN;
 		grant_deliver(sm, sems[0], s, id, ns[0], tokens[0], lease, since,
-		    sm->now);
+		    sm->now, grp, tag);
 		sm->cur_op = op;
 	}
 }

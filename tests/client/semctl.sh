@@ -334,4 +334,33 @@ wait $p1
 expect_eq "then the class 0 one" 0 "$?"
 F up pr >/dev/null
 
+# --- fair shares ----------------------------------------------------------------
+expect_eq "create --share key --weight" 0 "$(rc F create fs --limit 2 --share key --weight heavy=3 --weight light=1)"
+expect_eq "--weight needs --share" 2 "$(rc F create fs2 --limit 2 --weight a=1)"
+expect_eq "--weight 0 is out of range" 2 "$(rc F create fs2 --limit 2 --share key --weight a=0)"
+expect_eq "--share of a signal name is refused" 6 "$(rc F create fs2 --limit 2 --share key --mode signal)"
+F down fs --group heavy >/dev/null
+F down fs --group light >/dev/null
+F down fs --group light --timeout 30s >/dev/null 2>&1 &
+p1=$!
+ok "a light down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info fs | grep -q '^waiters: 1'"
+F down fs --group heavy --timeout 30s >/dev/null 2>&1 &
+p2=$!
+ok "a heavy down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info fs | grep -q '^waiters: 2'"
+expect_eq "info --json: the groups, their weights, held and waiting" \
+	"key [('heavy', 3, 1, 1), ('light', 1, 1, 1)]" \
+	"$(F --json info fs | jget 'j["share"], [(g["group"], g["weight"], g["held"], g["waiting"]) for g in j["groups"]]')"
+ok "info: the shares" sh -c "'$SEMCTL' -s '$f_UNIX' info fs | grep -q '^shares by key: heavy (weight 3, share 1, 1 held, 1 waiting)'"
+expect_eq "--group on a name without shares" 6 "$(rc F down pr --group x --timeout 1s)"
+expect_eq "--group takes one name" 2 "$(rc F down fs pr --group x)"
+# heavy's tag is 1/3 of a permit on, light's a whole one: heavy first.
+F up fs >/dev/null
+wait $p2
+expect_eq "the heavy group's down first (weight 3)" 0 "$?"
+ok "the light one still waits" sh -c "'$SEMCTL' -s '$f_UNIX' info fs | grep -q '^waiters: 1'"
+F up fs >/dev/null
+wait $p1
+expect_eq "then the light one" 0 "$?"
+F up fs >/dev/null; F up fs >/dev/null
+
 t_done

@@ -1804,7 +1804,35 @@ static void test_issue28(void)
 					   &hi, &mg));
 	semc_multi_grant_free(mg);
 	CHECK_EQ(0, semc_up(c, "i28/q", 1, 0, NULL));
-	delete_names(c, (const char *const[]){ "i28/q", NULL });
+
+	/* fair shares: a name by key, groups in info, a group's down */
+	{
+		const struct semc_weight wt[2] = { { "a", 3 }, { "b", 1 } };
+		struct semc_queue sq = { .share = SEMC_SHARE_KEY, .weights = wt, .n_weights = 2 };
+		struct semc_down_policy pa = { .group = "a" };
+
+		CHECK_EQ(0, semc_create_queue(c, "i28/s", &co, NULL, &sq));
+		CHECK_EQ(SEMC_E_ARG, semc_set_queue(c, "i28/s", &sq));
+		CHECK_EQ(0, semc_down_policy(c, "i28/s", &o, &pa, &g));
+		CHECK_EQ(SEMC_E_INVALID, semc_down_policy(c, "i28/q", &o, &pa, &g));
+		CHECK_EQ(SEMC_E_ARG, semc_down_multi_policy(c, &(struct semc_want){ "i28/s", 1, 0 },
+							    1, 0, 0, &pa, NULL));
+		CHECK_EQ(0, semc_info(c, "i28/s", &in));
+		if (in != NULL) {
+			CHECK_EQ(SEMC_SHARE_KEY, in->share);
+			CHECK_EQ(2, in->n_groups);
+			if (in->n_groups == 2) {
+				CHECK(strcmp(in->groups[0].group, "a") == 0, "%s", in->groups[0].group);
+				CHECK_EQ(3, in->groups[0].weight);
+				CHECK_EQ(1, in->groups[0].held);
+				CHECK_EQ(1, in->groups[0].share);	/* the limit, 1 */
+			}
+		}
+		semc_info_free(in);
+		in = NULL;
+		CHECK_EQ(0, semc_up(c, "i28/s", 1, 0, NULL));
+	}
+	delete_names(c, (const char *const[]){ "i28/q", "i28/s", NULL });
 out:
 	semc_free(c);
 	semc_free(w);

@@ -131,6 +131,12 @@ static const char *const names[] = {
 #define NNAMES	((unsigned int)(sizeof names / sizeof names[0]))
 static const char *const principals[] = { "uid:0", "uid:1", "uid:2", "cn:w 1" };
 static const char *const rkeys[] = { "a", "b", "deploy/main" };
+/* Weights of the names with fair shares, and the groups of downs. */
+static Semd__GroupWeight gw_a = { PROTOBUF_C_MESSAGE_INIT(&semd__group_weight__descriptor),
+	(char *)"a", 3 };
+static Semd__GroupWeight gw_uid1 = { PROTOBUF_C_MESSAGE_INIT(&semd__group_weight__descriptor),
+	(char *)"uid:1", 2 };
+static Semd__GroupWeight *gweights[] = { &gw_a, &gw_uid1 };
 
 /* Learn session ids and secrets from replica 0's HelloReplies. */
 static void learn_sessions(const struct said *s)
@@ -236,6 +242,8 @@ static void random_command(struct sm_batch *b)
 			req_set(&q, "replace=%s", rkeys[rnd_below(3)]);
 		if (rnd_below(3) == 0)		/* a priority, now and then out of range */
 			req_set(&q, "priority=%d", (int)rnd_below(18) - 9);
+		if (rnd_below(3) == 0)		/* a fair-share group */
+			req_set(&q, "group=%s", rkeys[rnd_below(2)]);
 		if (rnd_below(8) == 0)
 			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;
@@ -253,6 +261,11 @@ static void random_command(struct sm_batch *b)
 		cr->initial_set = cr->mode == SEMD__MODE__SIGNAL && rnd_below(2);
 		cr->initial = rnd_below(cr->limit + 1);
 		cr->max_waiters = rnd_below(4) == 0 ? 1 + rnd_below(3) : 0;
+		if (cr->mode == SEMD__MODE__OWNED && rnd_below(3) == 0) {
+			cr->share = (Semd__ShareBy)(1 + rnd_below(2));
+			cr->n_weights = rnd_below(3);
+			cr->weights = gweights;
+		}
 		if (cr->mode == SEMD__MODE__OWNED && rnd_below(2)) {
 			/* A rate: with the limit, or rate-only (limit 0). */
 			cr->rate = 1 + rnd_below(5);
@@ -566,7 +579,7 @@ int main(int argc, char **argv)
 		    ct.replies[SEMD__REQUEST__OP_WATCH][SEMD__CODE__OK],
 		    ct.replies[SEMD__REQUEST__OP_RENEW][SEMD__CODE__OK]);
 		printf("test_replay: %" PRIu64 " downs replaced, %" PRIu64
-		    " refused QUEUE_FULL\n",
+		    " refused QUEUE_FULL (queue policies, priorities, fair shares on)\n",
 		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__REPLACED],
 		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__QUEUE_FULL]);
 		if (steps >= 100000 && (ct.multi_grants == 0 || ct.deadlocks == 0 ||
