@@ -719,7 +719,7 @@ int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out)
 }
 
 
-/* --- queue policies (0.4.0) ---------------------------------------------- */
+/* --- queue policies (0.3.0) ---------------------------------------------- */
 
 /* Create with queue policies and fair shares (and a rate, or NULL). */
 int semc_create_queue(struct semc *c, const char *name, const struct semc_create_opts *o,

@@ -54,9 +54,9 @@ enum semc_error {
 	SEMC_E_SESSION_EXPIRED = -13,
 	SEMC_E_DEADLOCK = -14,		/* the down would close a cycle of waiting
 					 * sessions (the message names it) */
-	SEMC_E_QUEUE_FULL = -15,	/* the name's queue is at its max-waiters (0.4.0) */
+	SEMC_E_QUEUE_FULL = -15,	/* the name's queue is at its max-waiters (0.3.0) */
 	SEMC_E_REPLACED = -16,		/* the waiting down was replaced by a newer one
-					 * with its replace key (0.4.0) */
+					 * with its replace key (0.3.0) */
 	/* client side */
 	SEMC_E_CONNECT = -100,		/* cannot connect to the daemon */
 	SEMC_E_DISCONNECTED = -101,	/* connection lost, request not answered */
@@ -113,7 +113,7 @@ struct semc_waiter {
 	bool detached;		/* its session is disconnected, inside its lease */
 };
 
-/* Fair shares of a name (0.4.0): split between groups by principal, or
+/* Fair shares of a name (0.3.0): split between groups by principal, or
  * by a down's group key (the principal when it gives none). */
 enum semc_share_by {
 	SEMC_SHARE_NONE = 0,
@@ -152,7 +152,7 @@ struct semc_info {
 	uint32_t burst;
 	uint64_t tokens_nano;	/* tokens in the bucket now, in billionths */
 	uint64_t next_token_ms;	/* unix ms of the next whole token (0: full) */
-	/* 0.4.0: queue policies and fair shares */
+	/* 0.3.0: queue policies and fair shares */
 	uint32_t max_waiters;	/* 0: no bound */
 	enum semc_share_by share;
 	size_t n_groups;
@@ -214,8 +214,8 @@ enum semc_watch_kind {
 	SEMC_WATCH_CREATE,
 	SEMC_WATCH_DELETE,
 	SEMC_WATCH_DEADLOCK,	/* a down answered DEADLOCK (reason: the cycle) */
-	SEMC_WATCH_QUEUE,	/* set-queue (0.4.0) */
-	SEMC_WATCH_REPLACED,	/* a queued down replaced by a newer one (0.4.0) */
+	SEMC_WATCH_QUEUE,	/* set-queue (0.3.0) */
+	SEMC_WATCH_REPLACED,	/* a queued down replaced by a newer one (0.3.0) */
 };
 
 struct semc_watch_event {
@@ -582,7 +582,7 @@ const char *semc_version(void);
 #ifdef __cplusplus
 }
 #endif
-/* --- queue policies and priorities (0.4.0) ------------------------------
+/* --- queue policies and priorities (0.3.0) ------------------------------
  * Symbol version LIBSEMCLIENT_1.4. */
 
 /* A group's weight (1 to 1000; a group not listed weighs 1). */

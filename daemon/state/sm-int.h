@@ -240,7 +240,7 @@ struct sm_wait {
 	uint32_t		lease_ms;
 	uint8_t			nm;		/* members */
 	bool			multi;		/* a DownMulti: answered MultiGrant */
-	int8_t			prio;		/* SM_PRIO_MIN..SM_PRIO_MAX */
+	int16_t			prio;		/* SM_PRIO_MIN..SM_PRIO_MAX */
 	struct sm_session	*session;
 	struct list_head	session_entry;
 	struct list_head	offer_entry;	/* sm->offers while offered */
@@ -802,6 +802,8 @@ bool queue_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
     size_t errlen);
 bool prio_snap_write(struct sm_batch *b, const struct sm *sm);
 bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+bool shares_section_read(struct sm *sm, struct sm_rbuf *r, char *err,
     size_t errlen);
 bool counters_snap_write(struct sm_batch *b, const struct sm *sm);
 bool counters_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,

@@ -140,7 +140,7 @@ struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
 		return NULL;
 	}
 	w->seq = ++sm->next_wait_seq;
-	w->prio = (int8_t)prio;
+	w->prio = (int16_t)prio;
 	w->key = wait_key(now, prio);
 	w->lease_ms = lease_ms;
 	w->multi = multi;

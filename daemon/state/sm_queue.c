@@ -248,6 +248,28 @@ out:
 	return ok;
 }
 
+/* --- the snapshot's section (tag 13) ------------------------------------ */
+
+/*
+ * The fair shares (sm_share.c reads them), then the lines of the names
+ * with shares in tag order: their waiters were queued again in arrival
+ * order.
+ */
+bool shares_section_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen)
+{
+	struct ordidx_iter it;
+	struct sm_sem *sem;
+
+	if (!share_snap_read(sm, r, err, errlen))
+		return false;
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL)
+		if (sem->share != NULL)
+			wait_sort(sem);
+	return true;
+}
+
 /* --- the snapshot's section (tag 10) ------------------------------------ */
 
 /*
@@ -325,7 +347,7 @@ bool prio_snap_write(struct sm_batch *b, const struct sm *sm)
 	bytes_int(b, nw, 4);
 	for (i = 0; i < nw; i++) {
 		bytes_int(b, wv[i]->seq, 8);
-		bytes_int(b, (uint8_t)wv[i]->prio, 1);
+		bytes_int(b, (uint64_t)wv[i]->prio & 0xff, 1);
 	}
 	free(wv);
 	return true;
@@ -356,7 +378,9 @@ bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
 	n = rbuf_int(r, 4);
 	for (i = 0; i < n && !r->bad; i++) {
 		seq = rbuf_int(r, 8);
-		prio = (int8_t)rbuf_int(r, 1);
+		prio = (int)rbuf_int(r, 1);
+		if (prio > 127)
+			prio -= 256;	/* a byte, two's complement */
 		while (j < nw && wv[j]->seq < seq)
 			j++;
 		if (r->bad || seq <= prev || j == nw || wv[j]->seq != seq ||
@@ -366,7 +390,7 @@ bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
 			goto out;
 		}
 		w = wv[j];
-		w->prio = (int8_t)prio;
+		w->prio = (int16_t)prio;
 		w->key = wait_key(w->since_ms, prio);
 		prev = seq;
 	}

@@ -274,7 +274,8 @@ Semd__GroupInfo **share_info(struct sm *sm, const struct sm_sem *sem,
 
 	(void)sm;
 	*n = 0;
-	if ((gp = calloc(sh->ngroups + 1, sizeof *gp + sizeof *gv)) == NULL)
+	/* One block: the pointers, then the messages they point at. */
+	if ((gp = calloc(sh->ngroups + 1, sizeof(void *) + sizeof(Semd__GroupInfo))) == NULL)
 		return NULL;
 	gv = (Semd__GroupInfo *)(void *)(gp + sh->ngroups + 1);
 	list_for_each(pos, &sh->groups) {
@@ -288,7 +289,7 @@ Semd__GroupInfo **share_info(struct sm *sm, const struct sm_sem *sem,
 		gv[i].group = (char *)g->name;
 		gv[i].weight = g->weight;
 		w = active + (g->held > 0 || g->waiting > 0 ? 0 : g->weight);
-		gv[i].share = (uint32_t)((uint64_t)sem->limit * g->weight / w);
+		gv[i].share = w != 0 ? (uint32_t)((uint64_t)sem->limit * g->weight / w) : 0;
 		gv[i].held = g->held;
 		gv[i].waiting = g->waiting;
 		gp[i] = &gv[i];
@@ -430,7 +431,8 @@ static bool share_read_one(struct sm *sm, struct sm_rbuf *r, char *err,
 		    name);
 		return false;
 	}
-	sh = sem->share;
+	if ((sh = sem->share) == NULL)
+		return false;	/* share_attach() made it */
 	sh->vtime = rbuf_int(r, 8);
 	ng = (uint32_t)rbuf_int(r, 4);
 	/* Each group takes 16 bytes or more: no more than there are. */
@@ -501,11 +503,10 @@ static bool share_read_one(struct sm *sm, struct sm_rbuf *r, char *err,
 		}
 	}
 	for (i = 0; i < ng && !r->bad; i++)
-		if (!gv[i]->listed && gv[i]->held == 0 && gv[i]->waiting == 0)
+		if (gv[i] == NULL ||
+		    (!gv[i]->listed && gv[i]->held == 0 && gv[i]->waiting == 0))
 			goto out;	/* would have been freed */
-	ok = !r->bad;
-	if (ok)
-		wait_sort(sem);
+	ok = !r->bad;	/* the line is put in tag order by the section's reader */
 out:
 	free(gv);
 	free(mv);

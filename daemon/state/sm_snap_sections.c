@@ -11,6 +11,6 @@ const struct snap_section snap_sections[] = {
 	    counters_snap_read },
 	{ 11, "queue policies", queue_snap_write, queue_snap_read },
 	{ 12, "priorities", prio_snap_write, prio_snap_read },
-	{ 13, "fair shares", share_snap_write, share_snap_read },
+	{ 13, "fair shares", share_snap_write, shares_section_read },
 	{ 0, NULL, NULL, NULL },
 };
