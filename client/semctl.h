@@ -8,6 +8,7 @@
  *   semctl-help.c   --help, help COMMAND and the completion, from the tables
  *   semctl-out.c    escaping, JSON strings, times, durations, rates
  *   semctl-cmds.c   the commands of one call: create, up, info, list, ...
+ *   semctl-set.c    set-limit, set-queue, set-rate
  *   semctl-run.c    acquiring (down, trydown), run and its child, watch
  */
 #ifndef SEMD_SEMCTL_H
