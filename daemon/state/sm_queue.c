@@ -129,6 +129,37 @@ void op_set_queue(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 
 /* --- the snapshot's section (tag 11) ------------------------------------ */
 
+static bool has_rkey(const struct sm_wait *w) { return w->rkey != NULL; }
+static bool is_single(const struct sm_wait *w) { return !w->multi; }
+static bool has_prio(const struct sm_wait *w) { return w->prio != 0; }
+
+/*
+ * The waiting downs keep says yes to (NULL: all), each once (a DownMulti at
+ * its first name), in arrival order, *n of them; NULL when out of memory.
+ */
+static struct sm_wait **waits_sorted(const struct sm *sm,
+    bool (*keep)(const struct sm_wait *), size_t *n)
+{
+	struct ordidx_iter it;
+	const struct list_head *pos;
+	const struct sm_sem *sem;
+	struct sm_wait **wv, *w;
+
+	*n = 0;
+	if ((wv = ptr_array(sm->ctr.waiters + 1)) == NULL)
+		return NULL;
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL)
+		list_for_each(pos, &sem->waiters) {
+			w = list_entry(pos, struct sm_member, sem_entry)->wait;
+			if (w->m[0].sem == sem && (keep == NULL || keep(w)) &&
+			    *n <= sm->ctr.waiters)
+				wv[(*n)++] = w;
+		}
+	ptr_sort(wv, *n, sm_wait_cmp);
+	return wv;
+}
+
 /*
  * The queue policies: the names with a bound (count, then name and bound
  * each, in name order), then the waiters with a key (count, then arrival
@@ -137,7 +168,6 @@ void op_set_queue(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 bool queue_snap_write(struct sm_batch *b, const struct sm *sm)
 {
 	struct ordidx_iter it;
-	const struct list_head *pos;
 	const struct sm_sem *sem;
 	struct sm_wait **wv;
 	uint64_t n = 0;
@@ -156,18 +186,8 @@ bool queue_snap_write(struct sm_batch *b, const struct sm *sm)
 		bytes_put(b, sem->name, sem->len);
 		bytes_int(b, sem->max_waiters, 4);
 	}
-	if ((wv = ptr_array(sm->ctr.waiters + 1)) == NULL)
+	if ((wv = waits_sorted(sm, has_rkey, &nw)) == NULL)
 		return false;
-	ordidx_first(&sm->byname, &it);
-	while ((sem = ordidx_next(&it)) != NULL)
-		list_for_each(pos, &sem->waiters) {
-			struct sm_wait *w = list_entry(pos, struct sm_member,
-			    sem_entry)->wait;
-
-			if (w->rkey != NULL && nw <= sm->ctr.waiters)
-				wv[nw++] = w;
-		}
-	ptr_sort(wv, nw, sm_wait_cmp);
 	bytes_int(b, nw, 4);
 	for (i = 0; i < nw; i++) {
 		len = strlen(wv[i]->rkey);
@@ -184,10 +204,8 @@ bool queue_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
     size_t errlen)
 {
 	char name[SM_NAME_MAX + 1], key[SM_RKEY_MAX + 1];
-	struct ordidx_iter it;
-	const struct list_head *pos;
 	struct sm_sem *sem;
-	struct sm_wait **wv, *w;
+	struct sm_wait **wv;
 	const uint8_t *p;
 	uint64_t i, n, seq, prev = 0;
 	size_t j = 0, nw = 0, len;
@@ -209,16 +227,8 @@ bool queue_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
 		}
 		sem->max_waiters = (uint32_t)seq;
 	}
-	if (r->bad || (wv = ptr_array(sm->ctr.waiters + 1)) == NULL)
+	if (r->bad || (wv = waits_sorted(sm, is_single, &nw)) == NULL)
 		return false;
-	ordidx_first(&sm->byname, &it);
-	while ((sem = ordidx_next(&it)) != NULL)
-		list_for_each(pos, &sem->waiters) {
-			w = list_entry(pos, struct sm_member, sem_entry)->wait;
-			if (!w->multi && nw <= sm->ctr.waiters)
-				wv[nw++] = w;
-		}
-	ptr_sort(wv, nw, sm_wait_cmp);
 	n = rbuf_int(r, 4);
 	for (i = 0; i < n && !r->bad; i++) {
 		seq = rbuf_int(r, 8);
@@ -326,24 +336,11 @@ bool counters_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
  */
 bool prio_snap_write(struct sm_batch *b, const struct sm *sm)
 {
-	struct ordidx_iter it;
-	const struct list_head *pos;
-	const struct sm_sem *sem;
-	struct sm_wait **wv, *w;
+	struct sm_wait **wv;
 	size_t i, nw = 0;
 
-	if ((wv = ptr_array(sm->ctr.waiters + 1)) == NULL)
+	if ((wv = waits_sorted(sm, has_prio, &nw)) == NULL)
 		return false;
-	ordidx_first(&sm->byname, &it);
-	while ((sem = ordidx_next(&it)) != NULL)
-		list_for_each(pos, &sem->waiters) {
-			w = list_entry(pos, struct sm_member, sem_entry)->wait;
-			/* A DownMulti's once: at its first member. */
-			if (w->prio != 0 && w->m[0].sem == sem &&
-			    nw <= sm->ctr.waiters)
-				wv[nw++] = w;
-		}
-	ptr_sort(wv, nw, sm_wait_cmp);
 	bytes_int(b, nw, 4);
 	for (i = 0; i < nw; i++) {
 		bytes_int(b, wv[i]->seq, 8);
@@ -365,16 +362,8 @@ bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
 	int prio;
 	bool ok = false;
 
-	if ((wv = ptr_array(sm->ctr.waiters + 1)) == NULL)
+	if ((wv = waits_sorted(sm, NULL, &nw)) == NULL)
 		return false;
-	ordidx_first(&sm->byname, &it);
-	while ((sem = ordidx_next(&it)) != NULL)
-		list_for_each(pos, &sem->waiters) {
-			w = list_entry(pos, struct sm_member, sem_entry)->wait;
-			if (w->m[0].sem == sem && nw <= sm->ctr.waiters)
-				wv[nw++] = w;
-		}
-	ptr_sort(wv, nw, sm_wait_cmp);
 	n = rbuf_int(r, 4);
 	for (i = 0; i < n && !r->bad; i++) {
 		seq = rbuf_int(r, 8);
