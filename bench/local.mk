@@ -51,3 +51,11 @@ sm_deadlock_SOURCES = bench/sm-deadlock.c
 sm_deadlock_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 sm_deadlock_LDADD = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
+
+# sm-handoff: a queued down and a hand-off with 10,000 waiters, plain, with
+# priorities and with fair shares (the state machine driven directly).
+noinst_PROGRAMS += sm-handoff
+sm_handoff_SOURCES = bench/sm-handoff.c
+sm_handoff_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+sm_handoff_LDADD = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
+	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)

@@ -718,3 +718,134 @@ int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out)
 	return op_call(c, &op.base, 0, &reply_where, out);
 }
 
+
+/* --- queue policies (0.3.0) ---------------------------------------------- */
+
+/* Create with queue policies and fair shares (and a rate, or NULL). */
+int semc_create_queue(struct semc *c, const char *name, const struct semc_create_opts *o,
+		      const struct semc_rate *rate, const struct semc_queue *q)
+{
+	Semd__Create op = SEMD__CREATE__INIT;
+	Semd__GroupWeight wv[64], *wp[64];
+	size_t i;
+	int r;
+
+	if ((r = args_check(name, o != NULL ? q : NULL, "no create options or queue")) != 0)
+		return r;
+	if (q->n_weights > 64 || (q->n_weights > 0 && q->weights == NULL)) {
+		semc_fail(SEMC_E_ARG, "%s", "at most 64 weights");
+		return SEMC_E_ARG;
+	}
+	create_fill(&op, name, o, rate);
+	op.max_waiters = q->max_waiters;
+	op.share = (Semd__ShareBy)q->share;
+	for (i = 0; i < q->n_weights; i++) {
+		semd__group_weight__init(&wv[i]);
+		wv[i].group = (char *)(q->weights[i].group != NULL ? q->weights[i].group : "");
+		wv[i].weight = q->weights[i].weight;
+		wp[i] = &wv[i];
+	}
+	op.n_weights = q->n_weights;
+	op.weights = wp;
+	return op_call(c, &op.base, 0, &reply_none, NULL);
+}
+
+/* Change a name's queue policies. */
+int semc_set_queue(struct semc *c, const char *name, const struct semc_queue *q)
+{
+	Semd__SetQueue op = SEMD__SET_QUEUE__INIT;
+	int r;
+
+	if ((r = args_check(name, q, "no queue")) != 0)
+		return r;
+	if (q->share != SEMC_SHARE_NONE || q->n_weights != 0) {
+		semc_fail(SEMC_E_ARG, "%s", "fair shares are set at creation");
+		return SEMC_E_ARG;
+	}
+	op.name = (char *)name;
+	op.max_waiters = q->max_waiters;
+	return op_call(c, &op.base, 0, &reply_none, NULL);
+}
+
+/* Check a down's policy (multi: no replace key); fill op's fields. */
+static int policy_check(const struct semc_down_policy *p, bool multi)
+{
+	if (p == NULL || (multi && (p->replace != NULL || p->group != NULL)) ||
+	    p->priority < SEMC_PRIO_MIN || p->priority > SEMC_PRIO_MAX) {
+		semc_fail(SEMC_E_ARG, "%s", p == NULL ? "no policy" :
+			  multi && (p->replace != NULL || p->group != NULL) ?
+			  "a multi-name down has no replace key or group" :
+			  "priority out of range");
+		return SEMC_E_ARG;
+	}
+	return 0;
+}
+
+/* A down with a policy. */
+int semc_down_policy(struct semc *c, const char *name, const struct semc_down_opts *o,
+		     const struct semc_down_policy *p, struct semc_grant *out)
+{
+	Semd__Down op = SEMD__DOWN__INIT;
+	int r;
+
+	if ((r = args_check(name, o, "no down options")) != 0 ||
+	    (r = policy_check(p, false)) != 0)
+		return r;
+	down_fill(&op, name, o);
+	op.replace = (char *)p->replace;
+	op.priority = p->priority;
+	op.group = (char *)p->group;
+	return op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_grant, out);
+}
+
+/* Asynchronous down with a policy. */
+int64_t semc_down_policy_async(struct semc *c, const char *name,
+			       const struct semc_down_opts *o,
+			       const struct semc_down_policy *p, semc_done_fn fn, void *arg)
+{
+	Semd__Down op = SEMD__DOWN__INIT;
+	int r;
+
+	if ((r = args_check(name, o, "no down options")) != 0 ||
+	    (r = policy_check(p, false)) != 0)
+		return r;
+	down_fill(&op, name, o);
+	op.replace = (char *)p->replace;
+	op.priority = p->priority;
+	op.group = (char *)p->group;
+	return op_async(c, &op.base, fn, arg);
+}
+
+/* A multi-name down with a policy. */
+int semc_down_multi_policy(struct semc *c, const struct semc_want *wants, size_t n,
+			   int64_t timeout_ms, uint32_t lease_ms,
+			   const struct semc_down_policy *p, struct semc_multi_grant **out)
+{
+	Semd__DownMulti op = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[16], *wp[16];
+	int r;
+
+	op_clear(&reply_multi, out);
+	if ((r = policy_check(p, true)) != 0 ||
+	    (r = multi_fill(&op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+		return r;
+	op.priority = p->priority;
+	return op_call(c, &op.base, timeout_ms < 0 ? -1 : timeout_ms, &reply_multi, out);
+}
+
+/* Asynchronous multi-name down with a policy. */
+int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wants, size_t n,
+				     int64_t timeout_ms, uint32_t lease_ms,
+				     const struct semc_down_policy *p, semc_done_fn fn,
+				     void *arg)
+{
+	Semd__DownMulti op = SEMD__DOWN_MULTI__INIT;
+	Semd__Want wv[16], *wp[16];
+	int r;
+
+	if ((r = policy_check(p, true)) != 0 ||
+	    (r = multi_fill(&op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+		return r;
+	op.priority = p->priority;
+	return op_async(c, &op.base, fn, arg);
+}

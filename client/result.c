@@ -190,6 +190,10 @@ static const struct semc_conv waiter_conv = CONV(struct semc_waiter,
 	WAITER(F_COPY, since_ms), WAITER(F_COPY, deadline_ms), WAITER(F_COPY, seq),
 	WAITER(F_BOOL, detached),
 	WAITER(F_STR, client_name), WAITER(F_STR, host), WAITER(F_STR, principal));
+#define GROUP(kind, ...)	kind(struct semc_group_info, Semd__GroupInfo, __VA_ARGS__)
+static const struct semc_conv group_conv = CONV(struct semc_group_info,
+	GROUP(F_STR, group), GROUP(F_COPY, weight), GROUP(F_COPY, share), GROUP(F_COPY, held),
+	GROUP(F_COPY, waiting));
 #define INFO(kind, ...)	kind(struct semc_info, Semd__InfoReply, __VA_ARGS__)
 const struct semc_conv semc_info_conv = RESULT(struct semc_info, INFO, info,
 	INFO(F_STR, name), INFO(F_COPY, limit), INFO(F_COPY, available), INFO(F_MODE, mode),
@@ -197,7 +201,8 @@ const struct semc_conv semc_info_conv = RESULT(struct semc_info, INFO, info,
 	INFO(F_TOTAL, holders_total, n_holders), INFO(F_TOTAL, waiters_total, n_waiters),
 	INFO(F_COPY, next_permit), INFO(F_COPY, next_waiter),
 	INFO(F_COPY, rate), INFO(F_COPY, rate_period_ms), INFO(F_COPY, burst),
-	INFO(F_COPY, tokens_nano), INFO(F_COPY, next_token_ms),
+	INFO(F_COPY, tokens_nano), INFO(F_COPY, next_token_ms), INFO(F_COPY, max_waiters),
+	INFO(F_COPY, share), INFO(F_ARRAY, n_groups, groups, n_groups, groups, &group_conv),
 	INFO(F_ARRAY, n_holders, holders, n_holders, holders, &holder_conv),
 	INFO(F_ARRAY, n_waiters, waiters, n_waiters, waiters, &waiter_conv));
 

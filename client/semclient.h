@@ -54,6 +54,9 @@ enum semc_error {
 	SEMC_E_SESSION_EXPIRED = -13,
 	SEMC_E_DEADLOCK = -14,		/* the down would close a cycle of waiting
 					 * sessions (the message names it) */
+	SEMC_E_QUEUE_FULL = -15,	/* the name's queue is at its max-waiters (0.3.0) */
+	SEMC_E_REPLACED = -16,		/* the waiting down was replaced by a newer one
+					 * with its replace key (0.3.0) */
 	/* client side */
 	SEMC_E_CONNECT = -100,		/* cannot connect to the daemon */
 	SEMC_E_DISCONNECTED = -101,	/* connection lost, request not answered */
@@ -110,6 +113,24 @@ struct semc_waiter {
 	bool detached;		/* its session is disconnected, inside its lease */
 };
 
+/* Fair shares of a name (0.3.0): split between groups by principal, or
+ * by a down's group key (the principal when it gives none). */
+enum semc_share_by {
+	SEMC_SHARE_NONE = 0,
+	SEMC_SHARE_PRINCIPAL = 1,
+	SEMC_SHARE_KEY = 2,
+};
+
+/* A group of a name with fair shares, as semc_info() shows it. */
+struct semc_group_info {
+	char *group;
+	uint32_t weight;
+	uint32_t share;		/* permits: limit x weight / the weights of the
+				 * groups holding or waiting (with it) */
+	uint32_t held;		/* permits held */
+	uint32_t waiting;	/* downs waiting */
+};
+
 struct semc_info {
 	char *name;
 	uint32_t limit;
@@ -131,6 +152,11 @@ struct semc_info {
 	uint32_t burst;
 	uint64_t tokens_nano;	/* tokens in the bucket now, in billionths */
 	uint64_t next_token_ms;	/* unix ms of the next whole token (0: full) */
+	/* 0.3.0: queue policies and fair shares */
+	uint32_t max_waiters;	/* 0: no bound */
+	enum semc_share_by share;
+	size_t n_groups;
+	struct semc_group_info *groups;	/* with shares: listed and active, by name */
 };
 
 struct semc_summary {
@@ -188,6 +214,8 @@ enum semc_watch_kind {
 	SEMC_WATCH_CREATE,
 	SEMC_WATCH_DELETE,
 	SEMC_WATCH_DEADLOCK,	/* a down answered DEADLOCK (reason: the cycle) */
+	SEMC_WATCH_QUEUE,	/* set-queue (0.3.0) */
+	SEMC_WATCH_REPLACED,	/* a queued down replaced by a newer one (0.3.0) */
 };
 
 struct semc_watch_event {
@@ -573,4 +601,59 @@ const char *semc_version(void);
 #ifdef __cplusplus
 }
 #endif
+/* --- queue policies and priorities (0.3.0) ------------------------------
+ * Symbol version LIBSEMCLIENT_1.4. */
+
+/* A group's weight (1 to 1000; a group not listed weighs 1). */
+struct semc_weight {
+	const char *group;	/* 1 to 64 printable characters, no space */
+	uint32_t weight;
+};
+struct semc_queue {
+	uint32_t max_waiters;	/* > 0: a down that would wait while this many
+				 * wait is refused SEMC_E_QUEUE_FULL; 0: no bound */
+	/* Fair shares, at creation only (semc_set_queue() refuses them):
+	 * while several groups wait, each is granted permits in proportion
+	 * to its weight, FIFO inside a group; a group's unused share is lent
+	 * and returned at the next hand-off. Owned names; such a name takes
+	 * no multi-name downs and no priorities. */
+	enum semc_share_by share;
+	const struct semc_weight *weights;
+	size_t n_weights;	/* at most 64 */
+};
+/* Create with queue policies (rate: NULL for none, as semc_create_rate()). */
+int semc_create_queue(struct semc *c, const char *name, const struct semc_create_opts *opts,
+		      const struct semc_rate *rate, const struct semc_queue *queue);
+/* Change a name's queue policies (the same right as semc_set_limit()). */
+int semc_set_queue(struct semc *c, const char *name, const struct semc_queue *queue);
+/* Where a down goes in line; zero-initialise. */
+struct semc_down_policy {
+	/* A replace key (1 to 64 printable characters, no space) or NULL: once
+	 * granted or queued, the down cancels the waiting down of the same
+	 * principal with that key on the name, which fails SEMC_E_REPLACED
+	 * ("latest wins"). One name only. */
+	const char *replace;
+	/* SEMC_PRIO_MIN..SEMC_PRIO_MAX, 0 by default: a higher class is served
+	 * first, FIFO within a class, and a class is worth 10 s of waiting
+	 * (aging: a down of class -8 waits at most 150 s for newer ones). */
+	int priority;
+	/* A name with SEMC_SHARE_KEY: the down's group (NULL: the principal). */
+	const char *group;
+};
+#define SEMC_PRIO_MIN	(-8)
+#define SEMC_PRIO_MAX	7
+int semc_down_policy(struct semc *c, const char *name, const struct semc_down_opts *opts,
+		     const struct semc_down_policy *policy, struct semc_grant *out);
+int64_t semc_down_policy_async(struct semc *c, const char *name,
+			       const struct semc_down_opts *opts,
+			       const struct semc_down_policy *policy, semc_done_fn fn, void *arg);
+/* A multi-name down with a priority (policy->replace must be NULL). */
+int semc_down_multi_policy(struct semc *c, const struct semc_want *wants, size_t n,
+			   int64_t timeout_ms, uint32_t lease_ms,
+			   const struct semc_down_policy *policy, struct semc_multi_grant **out);
+int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wants, size_t n,
+				     int64_t timeout_ms, uint32_t lease_ms,
+				     const struct semc_down_policy *policy, semc_done_fn fn,
+				     void *arg);
+
 #endif

@@ -92,6 +92,10 @@ int exit_code(int err)
 		return EX_LOST_;
 	case SEMC_E_DEADLOCK:
 		return EX_DEADLOCK_;
+	case SEMC_E_QUEUE_FULL:
+		return EX_QUEUE_FULL_;
+	case SEMC_E_REPLACED:
+		return EX_REPLACED_;
 	case SEMC_E_CONNECT:
 	case SEMC_E_DISCONNECTED:
 	case SEMC_E_NO_REPLY:
@@ -125,6 +129,8 @@ const char *err_name(int err)
 	case SEMC_E_INTERNAL: return "internal";
 	case SEMC_E_SESSION_EXPIRED: return "session_expired";
 	case SEMC_E_DEADLOCK: return "deadlock";
+	case SEMC_E_QUEUE_FULL: return "queue_full";
+	case SEMC_E_REPLACED: return "replaced";
 	case SEMC_E_CONNECT: return "connect";
 	case SEMC_E_DISCONNECTED: return "disconnected";
 	case SEMC_E_HOLD_LOST: return "hold_lost";
@@ -452,6 +458,43 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 		break;
 	case OPT_PRINCIPAL:
 		a->principal = optarg;
+		break;
+	case OPT_SHARE:
+		if (strcmp(optarg, "principal") == 0)
+			a->share = SEMC_SHARE_PRINCIPAL;
+		else if (strcmp(optarg, "key") == 0)
+			a->share = SEMC_SHARE_KEY;
+		else
+			usage_fail("--share: '%s' is not principal or key", optarg);
+		break;
+	case OPT_WEIGHT: {
+		const char *eq = strrchr(optarg, '=');
+
+		if (eq == NULL || eq == optarg)
+			usage_fail("--weight: '%s' is not GROUP=W", optarg);
+		if (a->nweights == WEIGHTS_MAX)
+			usage_fail("--weight: at most %d groups", WEIGHTS_MAX);
+		a->weights[a->nweights].weight = parse_count(eq + 1, "--weight", 1, 1000);
+		/* the group is optarg up to the '=': cut it there */
+		optarg[eq - optarg] = '\0';
+		a->weights[a->nweights++].group = optarg;
+		break;
+	}
+	case OPT_GROUP:
+		a->group = optarg;
+		break;
+	case OPT_MAX_WAITERS:
+		a->max_waiters = parse_count(optarg, "--max-waiters", 0, COUNT_MAX);
+		a->max_waiters_set = true;
+		break;
+	case OPT_REPLACE:
+		a->replace = optarg;
+		break;
+	case OPT_PRIORITY:
+		/* -8 to 7: a minus sign, then a count */
+		a->priority = optarg[0] == '-' ?
+		    -(int)parse_count(optarg + 1, "--priority", 0, -SEMC_PRIO_MIN) :
+		    (int)parse_count(optarg, "--priority", 0, SEMC_PRIO_MAX);
 		break;
 	case OPT_PREFIX:
 		a->prefix = true;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * client/semctl-cmds.c - the commands that make one call and print its
- * result: create, up, release, info, list, delete, set-limit, set-rate,
- * renew, holds, validate, stats, ping, cluster.
+ * result: create, up, release, info, list, delete, renew, holds, validate,
+ * stats, ping, cluster (the set-* commands: semctl-set.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -52,8 +52,17 @@ int cmd_create(struct cmd_args *a)
 	o.initial = a->initial;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = a->rate_set ? semc_create_rate(c, a->argv[0], &o, &a->rate) :
-	    semc_create_ex(c, a->argv[0], &o);
+	if (a->nweights > 0 && a->share == SEMC_SHARE_NONE)
+		usage_fail("create: --weight needs --share");
+	if (a->max_waiters_set || a->share != SEMC_SHARE_NONE) {
+		struct semc_queue qp = { .max_waiters = a->max_waiters, .share = a->share,
+					 .weights = a->weights, .n_weights = a->nweights };
+
+		r = semc_create_queue(c, a->argv[0], &o, a->rate_set ? &a->rate : NULL, &qp);
+	} else {
+		r = a->rate_set ? semc_create_rate(c, a->argv[0], &o, &a->rate) :
+		    semc_create_ex(c, a->argv[0], &o);
+	}
 	if ((r = call_end(c, r, "create")) != 0)
 		return r;
 	if (a->rate_set && a->rate.burst == 0)
@@ -67,6 +76,10 @@ int cmd_create(struct cmd_args *a)
 		if (a->rate_set)
 			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", a->rate.rate,
 			       a->rate.period_ms, a->rate.burst);
+		if (a->max_waiters_set)
+			printf(",\"max_waiters\":%u", a->max_waiters);
+		if (a->share != SEMC_SHARE_NONE)
+			printf(",\"share\":\"%s\"", a->share == SEMC_SHARE_KEY ? "key" : "principal");
 		printf("}\n");
 	} else if (a->rate_set && a->limit_set) {
 		printf("created %s (limit %u, rate %s, burst %u)\n", esc(a->argv[0]), a->limit,
@@ -198,6 +211,20 @@ static void info_json(const struct info_pages *ip, int64_t now)
 		       ".%09" PRIu64 ",\"next_token_ms\":%" PRIu64, in->rate, in->rate_period_ms,
 		       in->burst, in->tokens_nano / 1000000000u, in->tokens_nano % 1000000000u,
 		       in->next_token_ms);
+	if (in->max_waiters != 0)
+		printf(",\"max_waiters\":%u", in->max_waiters);
+	if (in->share != SEMC_SHARE_NONE) {
+		printf(",\"share\":\"%s\",\"groups\":[",
+		       in->share == SEMC_SHARE_KEY ? "key" : "principal");
+		for (i = 0; i < in->n_groups; i++) {
+			printf("%s{\"group\":", i ? "," : "");
+			json_str(in->groups[i].group);
+			printf(",\"weight\":%u,\"share\":%u,\"held\":%u,\"waiting\":%u}",
+			       in->groups[i].weight, in->groups[i].share, in->groups[i].held,
+			       in->groups[i].waiting);
+		}
+		printf("]");
+	}
 	printf(",\"holders\":[");
 	for (k = 0; k < ip->n; k++) {
 		for (i = 0; i < ip->p[k].nh; i++, total++) {
@@ -257,6 +284,17 @@ static void info_text(const struct info_pages *ip, int64_t now)
 			       fmt_dur((int64_t)in->next_token_ms - now, b2, sizeof b2));
 		else
 			printf(" (full)");
+		printf("\n");
+	}
+	if (in->max_waiters != 0)
+		printf("queue: at most %u waiters\n", in->max_waiters);
+	if (in->share != SEMC_SHARE_NONE) {
+		printf("shares by %s:", in->share == SEMC_SHARE_KEY ? "key" : "principal");
+		for (i = 0; i < in->n_groups; i++)
+			printf(" %s (weight %u, share %u, %u held, %u waiting)%s",
+			       esc(in->groups[i].group), in->groups[i].weight, in->groups[i].share,
+			       in->groups[i].held, in->groups[i].waiting,
+			       i + 1 < in->n_groups ? "," : "");
 		printf("\n");
 	}
 	printf("holders: %zu", in->holders_total > ip->holders ? in->holders_total : ip->holders);
@@ -479,60 +517,6 @@ int cmd_delete(struct cmd_args *a)
 		json_ok(a->argv[0], NULL, 0);
 	else
 		printf("deleted %s\n", esc(a->argv[0]));
-	return 0;
-}
-
-/* set-limit NAME N */
-int cmd_set_limit(struct cmd_args *a)
-{
-	struct semc *c;
-	uint32_t limit;
-	int r;
-
-	limit = parse_count(a->argv[1], "set-limit: N", 1, COUNT_MAX);
-	if ((r = client_open(&c, 0, "semctl")) != 0)
-		return r;
-	if ((r = call_end(c, semc_set_limit(c, a->argv[0], limit), "set-limit")) != 0)
-		return r;
-	if (g.json)
-		json_ok(a->argv[0], "limit", limit);
-	else
-		printf("%s: limit %u\n", esc(a->argv[0]), limit);
-	return 0;
-}
-
-/* set-rate NAME R/UNIT|0 [--burst N] */
-int cmd_set_rate(struct cmd_args *a)
-{
-	struct semc_rate rate = { 0 };
-	struct semc *c;
-	char rb[64];
-	int r;
-
-	if (strcmp(a->argv[1], "0") != 0 &&
-	    semc_parse_rate(a->argv[1], &rate.rate, &rate.period_ms) != 0)
-		usage_fail("set-rate: '%s' is not a rate (5000/h, 10/s, 3/min, 1/250ms, 0)",
-			   a->argv[1]);
-	if (rate.rate == 0 && a->burst_set)
-		usage_fail("set-rate: --burst with rate 0 (no bucket)");
-	rate.burst = a->rate.burst;
-	if ((r = client_open(&c, 0, "semctl")) != 0)
-		return r;
-	if ((r = call_end(c, semc_set_rate(c, a->argv[0], &rate), "set-rate")) != 0)
-		return r;
-	if (rate.rate != 0 && rate.burst == 0)
-		rate.burst = rate.rate;
-	if (g.json) {
-		printf("{\"ok\":true,\"name\":");
-		json_str(a->argv[0]);
-		printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u}\n", rate.rate,
-		       rate.period_ms, rate.burst);
-	} else if (rate.rate == 0) {
-		printf("%s: no rate\n", esc(a->argv[0]));
-	} else {
-		printf("%s: rate %s, burst %u\n", esc(a->argv[0]),
-		       rate_text(rate.rate, rate.period_ms, rb, sizeof rb), rate.burst);
-	}
 	return 0;
 }
 

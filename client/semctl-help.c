@@ -183,6 +183,7 @@ void help_global(void)
 	       "seconds).\n"
 	       "Exit: 0 ok, 1 timed out or would block, 2 usage, 3 server unreachable,\n"
 	       "      4 permission denied, 5 hold lost, 6 other error, 7 deadlock,\n"
+	       "      8 queue full (--max-waiters), 9 replaced (down --replace),\n"
 	       "      128+N interrupted by signal N while waiting; run: the command's.\n"
 	       "'semctl help COMMAND' describes a command and its options; see semctl(1).\n");
 }

@@ -41,6 +41,8 @@ struct acq {
 	const char *names[ACQ_MAX];
 	uint32_t ns[ACQ_MAX];
 	uint32_t create_limit;
+	struct semc_down_policy policy;	/* --replace KEY, --priority P */
+	bool policy_set;
 	int64_t timeout_ms;
 	uint32_t lease_ms;
 	/* the outcome */
@@ -53,6 +55,18 @@ struct acq {
 	uint32_t n[ACQ_MAX];
 	uint64_t waited_us;
 };
+
+/* The policy of a down or run: --replace KEY (one name), --priority P. */
+static void acq_policy(struct acq *q, const struct cmd_args *a)
+{
+	q->policy.replace = a->replace;
+	q->policy.priority = a->priority;
+	q->policy.group = a->group;
+	q->policy_set = a->replace != NULL || a->priority != 0 || a->group != NULL;
+	if ((a->replace != NULL || a->group != NULL) && q->k > 1)
+		usage_fail("%s: --%s KEY takes one NAME", a->cmd->name,
+			   a->replace != NULL ? "replace" : "group");
+}
 
 /*
  * The names of down, trydown and run: each NAME or NAME:N, N permits of
@@ -292,14 +306,19 @@ static int acquire(struct semc *c, struct acq *q)
 		o.timeout_ms = q->timeout_ms;
 		o.lease_ms = q->lease_ms;
 		o.create_limit = q->create_limit;
-		id = semc_down_ex_async(c, q->names[0], &o, acq_done, q);
+		id = q->policy_set ?
+		     semc_down_policy_async(c, q->names[0], &o, &q->policy, acq_done, q) :
+		     semc_down_ex_async(c, q->names[0], &o, acq_done, q);
 	} else {
 		for (i = 0; i < q->k; i++) {
 			wants[i].name = q->names[i];
 			wants[i].n = q->ns[i];
 			wants[i].create_limit = q->create_limit;
 		}
-		id = semc_down_multi_async(c, wants, q->k, q->timeout_ms, q->lease_ms, acq_done, q);
+		id = q->policy_set ?
+		     semc_down_multi_policy_async(c, wants, q->k, q->timeout_ms, q->lease_ms,
+						  &q->policy, acq_done, q) :
+		     semc_down_multi_async(c, wants, q->k, q->timeout_ms, q->lease_ms, acq_done, q);
 	}
 	if (id < 0) {
 		snprintf(q->message, sizeof q->message, "%s", semc_last_message());
@@ -467,6 +486,7 @@ static int down(struct cmd_args *a, bool try)
 	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
 	q.lease_ms = a->lease_ms > 0 ? (uint32_t)a->lease_ms : UINT32_MAX;
 	q.create_limit = a->limit_set ? a->limit : 0;
+	acq_policy(&q, a);
 	/*
 	 * A down that waits does so in a session with a lease, as run's does:
 	 * across a restart of a durable daemon or a failover it is resumed,
@@ -675,6 +695,7 @@ int cmd_run(struct cmd_args *a)
 	acq_names(&q, a->argv, nnames, a);
 	q.timeout_ms = a->timeout_ms;
 	q.create_limit = a->limit_set ? a->limit : 0;
+	acq_policy(&q, a);
 	lease_ms = a->lease_ms >= 0 ? a->lease_ms : RUN_LEASE_MS;
 	if (lease_ms > 0 && lease_ms < RUN_LEASE_MIN)
 		usage_fail("--lease: %" PRId64 "ms is out of range (0: no lease, or %dms to "

@@ -52,6 +52,12 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 	[OPT_PRINCIPAL] = { "principal", 0, "P", NULL, NULL },
 	[OPT_PREFIX] = { "prefix", 0, NULL, NULL, NULL },
 	[OPT_ALL] = { "all", 0, NULL, NULL, NULL },
+	[OPT_MAX_WAITERS] = { "max-waiters", 0, "N", NULL, NULL },
+	[OPT_REPLACE] = { "replace", 0, "KEY", NULL, NULL },
+	[OPT_PRIORITY] = { "priority", 0, "P", NULL, NULL },
+	[OPT_SHARE] = { "share", 0, "principal|key", "principal key", NULL },
+	[OPT_WEIGHT] = { "weight", 0, "GROUP=W", NULL, NULL },
+	[OPT_GROUP] = { "group", 0, "KEY", NULL, NULL },
 	[OPT_SERVER] = { "server", 's', "ADDR", "@address",
 		"the daemon: unix:PATH, tcp:HOST:PORT or tls:HOST:PORT, or a cluster's "
 		"as a comma-separated list (default $SEMD_SERVER, else unix:"
@@ -77,10 +83,17 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 #define O_N_TAKE	{ OPT_N, "permits to take (default 1), or NAME:N for each name" }
 #define O_LIMIT_MAKE	{ OPT_LIMIT, "create a missing NAME with limit N (exit 6 if it " \
 	"exists with another limit)" }
+#define O_REPLACE	{ OPT_REPLACE, "latest wins: cancel our waiting down with this KEY " \
+			  "on NAME (it exits 9); one NAME only" }
+#define O_PRIORITY	{ OPT_PRIORITY, "-8 to 7 (default 0): a higher class is served " \
+			  "first, FIFO within one; a class is worth 10s of waiting" }
+#define O_GROUP		{ OPT_GROUP, "the fair-share group of the down (a name created " \
+			  "with --share key; default: the principal)" }
 #define O_TIMEOUT	{ OPT_TIMEOUT, "wait at most DUR (default: for ever)" }
 
 const struct cmd_def cmd_defs[] = {
-	{ "create", { "NAME --limit N [--mode owned|signal] [--initial N]",
+	{ "create", { "NAME --limit N [--mode owned|signal] [--initial N] [--max-waiters N] "
+		      "[--share principal|key [--weight GROUP=W]...]",
 		      "NAME --rate R/UNIT [--burst N] [--limit N]" },
 	  "Create a semaphore of N permits, or a token bucket (a rate semaphore) that gains "
 	  "R tokens every UNIT (s, min, h, d or a duration), with a limit too or without.",
@@ -89,27 +102,34 @@ const struct cmd_def cmd_defs[] = {
 	      "may up, bounded by the limit" },
 	    { OPT_INITIAL, "signal mode: permits free at first (default: the limit)" },
 	    { OPT_RATE, "a token bucket: R tokens every UNIT (5000/h, 10/s, 1/250ms)" },
-	    { OPT_BURST, "the bucket's size (default R)" } },
+	    { OPT_BURST, "the bucket's size (default R)" },
+	    { OPT_MAX_WAITERS, "at most N downs wait; one more is refused at once (exit 8)" },
+	    { OPT_SHARE, "fair shares between groups: by principal, or by down --group KEY" },
+	    { OPT_WEIGHT, "a group's weight, 1 to 1000 (default 1); again for each group" } },
 	  1, 1, NULL, cmd_create },
-	{ "down", { "NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]",
-		    "NAME[:N] NAME[:N]... [--timeout DUR] [--lease DUR] [--limit N]" },
+	{ "down", { "NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N] [--replace KEY] "
+		    "[--priority P] [--group KEY]",
+		    "NAME[:N] NAME[:N]... [--timeout DUR] [--lease DUR] [--limit N] "
+		    "[--priority P]" },
 	  "Take permits, waiting in line, and print the fencing token (a line a name). The "
 	  "hold is detached: it outlives semctl until `semctl up` or the end of its lease. "
 	  "Several names are taken all at once, or none.",
 	  { O_N_TAKE, O_TIMEOUT,
 	    { OPT_LEASE, "the hold's lease (default and most: the daemon's max-lease, 24h "
 	      "unless configured; a longer one is refused)" },
-	    O_LIMIT_MAKE },
+	    O_LIMIT_MAKE, O_REPLACE, O_PRIORITY, O_GROUP },
 	  1, -1, NULL, cmd_down },
-	{ "trydown", { "NAME [-n N] [--limit N]", "NAME[:N] NAME[:N]... [--limit N]" },
+	{ "trydown", { "NAME [-n N] [--limit N] [--priority P]",
+		       "NAME[:N] NAME[:N]... [--limit N] [--priority P]" },
 	  "Like down, but never waits: exit 1 when the permits are not free now.",
-	  { O_N_TAKE, O_LIMIT_MAKE },
+	  { O_N_TAKE, O_LIMIT_MAKE, O_PRIORITY },
 	  1, -1, NULL, cmd_trydown },
 	{ "up", { "NAME [-n N]" },
 	  "Give back permits the caller holds, newest first.",
 	  { { OPT_N, "permits to give back (default 1)" } },
 	  1, 1, NULL, cmd_up },
 	{ "run", { "NAME [-n N] [--timeout DUR] [--lease DUR] [--grace DUR] [--limit N] "
+		   "[--replace KEY] [--priority P] [--group KEY] "
 		   "-- CMD [ARG...]",
 		   "NAME[:N] NAME[:N]... [options] -- CMD [ARG...]" },
 	  "Take the permits, run CMD while holding them (SEMD_TOKEN, SEMD_NAME, "
@@ -120,7 +140,7 @@ const struct cmd_def cmd_defs[] = {
 	    { OPT_LEASE, "the session's lease: how long a cut or a restart of a durable "
 	      "daemon is ridden out (default 10s, at least 200ms; 0: none)" },
 	    { OPT_GRACE, "from SIGTERM to SIGKILL when the hold is lost (default 2s)" },
-	    O_LIMIT_MAKE },
+	    O_LIMIT_MAKE, O_REPLACE, O_PRIORITY, O_GROUP },
 	  2, -1, NULL, cmd_run },
 	{ "info", { "NAME [--max N]" },
 	  "Show a semaphore: its limit, free permits, mode, last token, holders and waiters.",
@@ -144,6 +164,11 @@ const struct cmd_def cmd_defs[] = {
 	  "Change a name's token bucket while in use (0: take it away).",
 	  { { OPT_BURST, "the bucket's size (default R)" } },
 	  2, 2, NULL, cmd_set_rate },
+	{ "set-queue", { "NAME --max-waiters N" },
+	  "Change a name's queue policies while in use: at most N downs wait (0: no "
+	  "bound); lowering it cancels nobody, only new waiters are refused (exit 8).",
+	  { { OPT_MAX_WAITERS, "the most downs that wait (0: no bound)" } },
+	  1, 1, NULL, cmd_set_queue },
 	{ "renew", { "NAME [--lease DUR] [--holder PERMIT_ID]" },
 	  "Extend the lease of the caller's detached holds of NAME from now, and print "
 	  "when they end (at most the daemon's max-lease from now).",

@@ -8,6 +8,7 @@
  *   semctl-help.c   --help, help COMMAND and the completion, from the tables
  *   semctl-out.c    escaping, JSON strings, times, durations, rates
  *   semctl-cmds.c   the commands of one call: create, up, info, list, ...
+ *   semctl-set.c    set-limit, set-queue, set-rate
  *   semctl-run.c    acquiring (down, trydown), run and its child, watch
  */
 #ifndef SEMD_SEMCTL_H
@@ -28,6 +29,8 @@ enum {
 	EX_LOST_ = 5,
 	EX_ERROR_ = 6,
 	EX_DEADLOCK_ = 7,
+	EX_QUEUE_FULL_ = 8,
+	EX_REPLACED_ = 9,
 	EX_SIGNAL_ = 128,	/* + N: interrupted by signal N while waiting */
 };
 
@@ -44,7 +47,8 @@ enum opt_id {
 	OPT_NONE,
 	OPT_N, OPT_LIMIT, OPT_MODE, OPT_INITIAL, OPT_RATE, OPT_BURST,
 	OPT_TIMEOUT, OPT_LEASE, OPT_GRACE, OPT_FORCE, OPT_HOLDER, OPT_MAX,
-	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL,
+	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL, OPT_MAX_WAITERS, OPT_REPLACE,
+	OPT_PRIORITY, OPT_SHARE, OPT_WEIGHT, OPT_GROUP,
 	OPT_SERVER, OPT_JSON, OPT_QUIET, OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_NO_TLS_RESUME, OPT_HELP, OPT_VERSION,
 	OPT_COUNT
@@ -67,7 +71,8 @@ struct cmd_opt {
 };
 
 #define CMD_FORMS	4
-#define CMD_OPTS	6
+#define CMD_OPTS	8
+#define WEIGHTS_MAX	64	/* --weight, as the daemon takes them */
 
 struct cmd_args;
 
@@ -107,6 +112,14 @@ struct cmd_args {
 	uint64_t max;		/* 0: no limit */
 	const char *after;
 	const char *principal;
+	const char *replace;	/* --replace KEY, or NULL */
+	int priority;		/* --priority P */
+	const char *group;	/* --group KEY, or NULL */
+	enum semc_share_by share;
+	struct semc_weight weights[WEIGHTS_MAX];	/* --weight GROUP=W... */
+	size_t nweights;
+	uint32_t max_waiters;
+	bool max_waiters_set;
 	int argc;		/* positional arguments */
 	int nafter;		/* how many of them follow "--" (-1: no "--") */
 	uint32_t n;
@@ -174,6 +187,7 @@ int cmd_list(struct cmd_args *a);
 int cmd_delete(struct cmd_args *a);
 int cmd_set_limit(struct cmd_args *a);
 int cmd_set_rate(struct cmd_args *a);
+int cmd_set_queue(struct cmd_args *a);
 int cmd_renew(struct cmd_args *a);
 int cmd_holds(struct cmd_args *a);
 int cmd_validate(struct cmd_args *a);

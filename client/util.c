@@ -96,7 +96,7 @@ int semc_code_error(int code)
 {
 	if (code == 0)
 		return SEMC_OK;
-	if (code > 0 && code <= 14)
+	if (code > 0 && code <= 16)
 		return -code;
 	return SEMC_E_PROTOCOL;
 }
@@ -120,6 +120,8 @@ const char *semc_strerror(int error)
 	case SEMC_E_INTERNAL: return "internal server error";
 	case SEMC_E_SESSION_EXPIRED: return "session expired";
 	case SEMC_E_DEADLOCK: return "deadlock";
+	case SEMC_E_QUEUE_FULL: return "queue full";
+	case SEMC_E_REPLACED: return "replaced";
 	case SEMC_E_CONNECT: return "cannot connect to the server";
 	case SEMC_E_DISCONNECTED: return "connection to the server lost";
 	case SEMC_E_HOLD_LOST: return "hold lost";

@@ -35,6 +35,8 @@ static const char *const kind_names[] = {
 	[SEMC_WATCH_CREATE] = "create",
 	[SEMC_WATCH_DELETE] = "delete",
 	[SEMC_WATCH_DEADLOCK] = "deadlock",
+	[SEMC_WATCH_QUEUE] = "queue",
+	[SEMC_WATCH_REPLACED] = "replaced",
 };
 
 /* The name of a kind of event ("grant"), "unknown" for others. */

@@ -623,6 +623,54 @@ int sema_enqueue(struct semaphore *sem, struct sema_waiter *w, unsigned int n,
 	return 0;
 }
 
+/*
+ * Queue w just before the queued waiter before (NULL: at the tail), without
+ * granting: for an owner that orders its queues by more than arrival (the
+ * daemon's priorities), having decided that nobody it passes may be served
+ * first.
+ */
+int sema_enqueue_before(struct semaphore *sem, struct sema_waiter *w,
+    unsigned int n, void (*wake)(struct sema_waiter *), unsigned int flags,
+    struct sema_waiter *before)
+{
+	if ((before != NULL && before->state != SEMA_WAITING) ||
+	    waiter_init(w, n, wake, flags) != 0)
+		return -EINVAL;
+	w->state = SEMA_WAITING;
+	spin_lock(&sem->lock);
+	list_add_tail(&w->list, before != NULL ? &before->list : &sem->wait_list);
+	spin_unlock(&sem->lock);
+	return 0;
+}
+
+/* Move a queued waiter to the tail, without granting (a queue rebuilt). */
+void sema_requeue_tail(struct semaphore *sem, struct sema_waiter *w)
+{
+	spin_lock(&sem->lock);
+	if (w->state == SEMA_WAITING) {
+		list_del_init(&w->list);
+		list_add_tail(&w->list, &sem->wait_list);
+	}
+	spin_unlock(&sem->lock);
+}
+
+/* Take n permits now if they are free, whoever waits; true when taken. */
+bool sema_take_n(struct semaphore *sem, unsigned int n, uint64_t *token)
+{
+	bool took = false;
+
+	spin_lock(&sem->lock);
+	if (n > 0 && sem->count >= (long)n) {
+		sem->count -= (long)n;
+		++sem->token;
+		if (token != NULL)
+			*token = sem->token;
+		took = true;
+	}
+	spin_unlock(&sem->lock);
+	return took;
+}
+
 /* Is w first in line (unparked) with its permits free? */
 bool sema_fits(struct semaphore *sem, const struct sema_waiter *w)
 {

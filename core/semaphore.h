@@ -179,6 +179,22 @@ int sema_enqueue(struct semaphore *sem, struct sema_waiter *w, unsigned int n,
     void (*wake)(struct sema_waiter *), unsigned int flags);
 
 /*
+ * For an owner that orders its queues by more than arrival (the daemon's
+ * priorities): sema_enqueue_before() queues w like sema_enqueue() but just
+ * before the queued waiter before (NULL: at the tail); sema_requeue_tail()
+ * moves a queued waiter to the tail (rebuilding a saved queue); neither
+ * grants anyone. sema_take_n() takes n free permits whoever waits (the
+ * owner decided that the request comes before every unparked waiter).
+ * The owner keeps the rule that makes the hand-off fair: the first unparked
+ * waiter blocks everyone behind it.
+ */
+int sema_enqueue_before(struct semaphore *sem, struct sema_waiter *w,
+    unsigned int n, void (*wake)(struct sema_waiter *), unsigned int flags,
+    struct sema_waiter *before);
+void sema_requeue_tail(struct semaphore *sem, struct sema_waiter *w);
+bool sema_take_n(struct semaphore *sem, unsigned int n, uint64_t *token) __must_check;
+
+/*
  * Is w the first unparked waiter, with its n permits free? (For a gated
  * waiter: would sema_grant() take them now.)
  */

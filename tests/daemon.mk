@@ -14,7 +14,8 @@
 STATE_PART_TESTS = tests/daemon/test_state_sem tests/daemon/test_state_session \
 	tests/daemon/test_state_list tests/daemon/test_state_random \
 	tests/daemon/test_state_rate tests/daemon/test_state_multi \
-	tests/daemon/test_state_watch
+	tests/daemon/test_state_watch tests/daemon/test_state_queue \
+	tests/daemon/test_state_share
 STATE_TESTS = $(STATE_PART_TESTS) tests/daemon/test_replay tests/daemon/test_metrics
 STATE_TEST_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 STATE_TEST_LIBS = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
@@ -36,6 +37,10 @@ tests_daemon_test_state_multi_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_multi_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_state_watch_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_watch_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_queue_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_queue_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_share_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_share_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_replay_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_replay_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_metrics_CFLAGS = $(STATE_TEST_CFLAGS)

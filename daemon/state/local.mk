@@ -12,6 +12,7 @@ daemon_state_libsemstate_a_SOURCES = daemon/state/state.h daemon/state/sm-int.h 
 	daemon/state/sm_memo.c daemon/state/sm_watch.c daemon/state/sm_rate.c \
 	daemon/state/sm_sem.c daemon/state/sm_wait.c daemon/state/sm_deadlock.c \
 	daemon/state/sm_family.c \
+	daemon/state/sm_queue.c daemon/state/sm_share.c \
 	daemon/state/sm_session.c \
 	daemon/state/sm_need.c daemon/state/sm_down.c daemon/state/sm_multi.c \
 	daemon/state/sm_ops_permit.c daemon/state/sm_ops_name.c \

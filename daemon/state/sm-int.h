@@ -47,6 +47,7 @@
  *   sm_wait.c       waiting downs: queued, granted (the hand-off; a gated
  *                   request all at once), cancelled
  *   sm_deadlock.c   the wait-for graph: DEADLOCK
+ *   sm_queue.c      queue policies: max-waiters, replace keys; SetQueue
  *   sm_session.c    sessions: leases, parking, hold-lost notices, the end
  *   the operations
  *   sm_need.c       what they check and look up first, shared
@@ -164,9 +165,11 @@ struct sm_sem {
 	struct list_head	waiters;	/* sm_member.sem_entry, queue order */
 	struct sm_principal	*owner;		/* explicit creator; NULL: nobody */
 	struct sm_rate		*rate;		/* token bucket, or NULL */
+	struct sm_share		*share;		/* fair shares (sm_share.c), or NULL */
 	uint32_t		limit;
 	uint32_t		nholders;
 	uint32_t		nwaiters;
+	uint32_t		max_waiters;	/* queue bound (sm_queue.c); 0: none */
 	uint8_t			mode;		/* Semd__Mode */
 	bool			auto_created;
 	uint8_t			len;		/* <= SM_NAME_MAX */
@@ -206,6 +209,7 @@ struct sm_hold {
 	struct sm_sem		*sem;
 	struct sm_session	*session;	/* NULL: detached */
 	struct sm_ident		*ident;
+	struct sm_group		*grp;		/* its fair-share group, or NULL */
 	struct list_head	sem_entry;
 	struct list_head	owner_entry;	/* session->holds or sm->detached */
 	struct list_head	pr_entry;	/* ident->pr->holds */
@@ -215,6 +219,8 @@ struct sm_hold {
 };
 
 struct sm_wait;
+struct sm_group;
+struct sm_share;
 
 /* One name a waiting down waits for: its place in that name's queue. */
 struct sm_member {
@@ -230,19 +236,45 @@ struct sm_wait {
 	struct sm_reqkey	req;
 	struct sm		*sm;
 	uint64_t		seq;		/* arrival order, unique */
+	uint64_t		key;		/* queue order: wait_key(), then seq */
 	uint32_t		lease_ms;
 	uint8_t			nm;		/* members */
 	bool			multi;		/* a DownMulti: answered MultiGrant */
+	int16_t			prio;		/* SM_PRIO_MIN..SM_PRIO_MAX */
 	struct sm_session	*session;
 	struct list_head	session_entry;
 	struct list_head	offer_entry;	/* sm->offers while offered */
 	uint64_t		since_ms;
 	uint64_t		since_wall;
+	char			*rkey;		/* Down.replace (sm_queue.c), or NULL */
+	struct sm_group		*grp;		/* its fair-share group, or NULL */
 	struct sm_timer		deadline;
 	struct sm_member	m[];
 };
 
 #define SM_MULTI_MAX	16		/* names of a DownMulti */
+
+/*
+ * Priorities (proto/semd.proto): every queue is ordered by (key, seq),
+ * key = arrival time + (SM_PRIO_MAX - priority) x SM_AGING_MS, so that a
+ * class is worth SM_AGING_MS of waiting (aging) and the order never
+ * changes while the waiters wait. A down of the default class arriving now
+ * has the greatest key there is, and goes at the tail.
+ */
+#define SM_PRIO_MIN	(-8)
+#define SM_PRIO_MAX	7
+#define SM_AGING_MS	10000u
+
+static inline uint64_t wait_key(uint64_t since_ms, int prio)
+{
+	return since_ms + (uint64_t)(SM_PRIO_MAX - prio) * SM_AGING_MS;
+}
+
+/* Does a come before b in every line both are in? */
+static inline bool wait_before(const struct sm_wait *a, const struct sm_wait *b)
+{
+	return a->key < b->key || (a->key == b->key && a->seq < b->seq);
+}
 #define WAIT_SIZE(nm)	(sizeof(struct sm_wait) + (size_t)(nm) * sizeof(struct sm_member))
 
 /* A watch of a client (sm_watch.c): a name, or names with a prefix. */
@@ -465,6 +497,7 @@ sm_op_fn op_down_multi;						/* sm_multi.c */
 sm_op_fn op_up, op_release, op_cancel, op_validate;		/* sm_ops_permit.c */
 sm_op_fn op_renew, op_holds, op_where;				/* sm_holds.c */
 sm_op_fn op_stats;						/* sm_stats.c */
+sm_op_fn op_set_queue;						/* sm_queue.c */
 
 /*
  * The parts below, each under the heading of its file, bottom up: a file
@@ -493,6 +526,12 @@ uint64_t sm_wall(const struct sm *sm, uint64_t now);
  */
 #define SNAP_COUNTERS		12
 #define SNAP_V1_COUNTERS	7
+/*
+ * The replies by op and code the fixed layout keeps (versions 2 and 3):
+ * the ops and codes added since are counted in a section (tag 10).
+ */
+#define SNAP_V3_NOPS		22
+#define SNAP_V3_NCODES		15
 extern const size_t snap_counters[SNAP_COUNTERS];
 
 /*
@@ -727,7 +766,7 @@ void hold_shrink(struct sm *sm, struct sm_hold *h, uint32_t take);
 bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s);
 void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
     uint64_t request_id, uint32_t n, uint64_t token, uint32_t lease_ms,
-    uint64_t since, uint64_t now);
+    uint64_t since, uint64_t now, struct sm_group *grp, uint64_t tag);
 void reply_multi(struct sm *sm, struct sm_client *c, uint64_t id,
     unsigned int k, struct sm_sem *const *sems, const uint64_t *permits,
     const uint64_t *tokens, const uint32_t *ns, uint64_t waited_ms);
@@ -739,6 +778,8 @@ void multi_deliver(struct sm *sm, struct sm_session *s, uint64_t id,
 struct sm_wait *wait_alloc(struct sm *sm, unsigned int nm);
 void wait_dealloc(struct sm *sm, struct sm_wait *w);
 bool member_gated(const struct sm_wait *w, const struct sm_sem *sem);
+int wait_queue(struct sm_wait *w, unsigned int i, unsigned int flags);
+void wait_sort(struct sm_sem *sem);
 void wait_link(struct sm *sm, struct sm_wait *w);
 void wait_unlink(struct sm *sm, struct sm_wait *w);
 void wait_wake(struct sema_waiter *sw);
@@ -765,6 +806,56 @@ bool snap_families_read(struct sm *sm, struct sm_rbuf *r, char *err,
 bool deadlock_new(struct sm *sm, struct sm_session *s,
     const struct sm_want *wants, unsigned int k, char *why, size_t len);
 void deadlock_check(struct sm *sm, uint64_t session_id);
+
+/* sm_queue.c */
+#define SM_RKEY_MAX	64	/* bytes of a replace key */
+bool queue_rkey_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *key);
+struct sm_wait *queue_replaced(const struct sm_sem *sem,
+    const struct sm_session *s, const char *key);
+bool queue_room(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_sem *sem, const struct sm_wait *old);
+bool queue_set_rkey(struct sm *sm, struct sm_wait *w, const char *key);
+void queue_replace(struct sm *sm, struct sm_wait *old, uint64_t by,
+    struct sm_sem *keep);
+bool queue_snap_write(struct sm_batch *b, const struct sm *sm);
+bool queue_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+bool prio_snap_write(struct sm_batch *b, const struct sm *sm);
+bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+bool shares_section_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+bool counters_snap_write(struct sm_batch *b, const struct sm *sm);
+bool counters_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+
+/* sm_share.c */
+#define SHARE_SHIFT		16	/* tags in 1/65536 parts of a permit */
+#define SHARE_WEIGHT_MAX	1000
+#define SHARE_GROUPS_LISTED	64	/* weights a name lists */
+int share_by(const struct sm_sem *sem);
+bool share_group_name_ok(const char *s);
+bool share_attach(struct sm *sm, struct sm_sem *sem, int by,
+    Semd__GroupWeight *const *w, size_t n);
+void share_detach(struct sm *sm, struct sm_sem *sem);
+struct sm_group *share_group(struct sm *sm, struct sm_sem *sem,
+    const char *pr, const char *key);
+void share_group_put(struct sm *sm, struct sm_sem *sem, struct sm_group *g);
+uint64_t share_tag(const struct sm_sem *sem, const struct sm_group *g);
+void share_charge(struct sm_group *g, uint64_t tag, uint32_t n);
+void share_granted(struct sm_sem *sem, struct sm_group *g, uint64_t tag,
+    uint32_t n);
+void share_waiting(struct sm_group *g, int delta);
+void share_released(struct sm_group *g, uint32_t n);
+bool share_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Create *cr, int mode);
+Semd__GroupInfo **share_info(struct sm *sm, const struct sm_sem *sem,
+    size_t *n);
+bool share_snap_write(struct sm_batch *b, const struct sm *sm);
+bool share_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+const char *share_check(const struct sm_sem *sem);
 
 /* sm_need.c */
 bool sem_name_ok(struct sm *sm, struct sm_client *c, uint64_t id,
@@ -799,12 +890,14 @@ void session_detach(struct sm *sm, struct sm_session *s, bool death,
 
 /* sm_down.c: the steps of a down after its lookup, DownMulti's too */
 bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
-    uint64_t *tokens);
+    uint64_t key, uint64_t *tokens);
+bool down_prio_ok(struct sm *sm, struct sm_client *c, uint64_t id, int prio);
 bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
-    const struct sm_want *wants, unsigned int k, int64_t timeout_ms);
+    const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
+    uint64_t key, const struct sm_wait *old);
 struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
-    uint32_t lease_ms, bool multi, uint64_t now);
+    uint32_t lease_ms, bool multi, int prio, uint64_t now);
 void down_queued(struct sm *sm, struct sm_wait *w);
 
 /* sm_settle.c */

@@ -102,8 +102,8 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 	struct list_head *pos, *cpos;
 	const struct sm_hold *h;
 	const struct sm_member *m;
-	const struct sm_wait *w;
-	uint64_t held = 0, nh = 0, nw = 0, seq = 0;
+	const struct sm_wait *w, *prev = NULL;
+	uint64_t held = 0, nh = 0, nw = 0;
 	long count = sem->sem.count;
 	bool head_seen = false;
 	unsigned int i;
@@ -156,8 +156,13 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 		    sem->name);
 		CHECK(m->n == m->w.n && m->n > 0, "%s: member wants %u, core %u",
 		    sem->name, m->n, m->w.n);
-		CHECK(w->seq > seq, "%s: waiters out of arrival order", sem->name);
-		seq = w->seq;
+		CHECK(prev == NULL || wait_before(prev, w),
+		    "%s: waiters out of order (priority, then arrival)", sem->name);
+		CHECK((w->grp != NULL || w->key == wait_key(w->since_ms, w->prio)) &&
+		    w->prio >= SM_PRIO_MIN && w->prio <= SM_PRIO_MAX,
+		    "%s: waiter %" PRIu64 ": key %" PRIu64 " of priority %d",
+		    sem->name, w->seq, w->key, w->prio);
+		prev = w;
 		CHECK(m->w.parked == (wait_parks_away(w, sem) &&
 		    w->session->client == NULL),
 		    "%s: waiter %" PRIu64 " parked %d wrongly", sem->name, w->seq,
@@ -182,6 +187,7 @@ static int check_sem(const struct sm *sm, const struct sm_sem *sem, char *err,
 	}
 	CHECK(cpos == &sem->sem.wait_list, "%s: core has extra waiters", sem->name);
 	CHECK(nw == sem->nwaiters, "%s: nwaiters", sem->name);
+	CHECK(share_check(sem) == NULL, "%s: %s", sem->name, share_check(sem));
 	CHECK(!(sem->auto_created && nh == 0 && nw == 0),
 	    "%s: idle auto-created semaphore not freed", sem->name);
 	*nholds += nh;

@@ -20,13 +20,17 @@
 #include "daemon/state/sm-int.h"
 
 /*
- * Is sem free for n right now: nobody in line but parked waiters (who block
- * nobody), n permits and tokens?
+ * Is sem free right now for n, of a new request with order key key: nobody
+ * in line before it but parked waiters (who block nobody; without
+ * priorities, nobody in line at all), n permits and tokens?
  */
-static bool want_free(struct sm *sm, struct sm_sem *sem, uint32_t n)
+static bool want_free(struct sm *sm, struct sm_sem *sem, uint32_t n,
+    uint64_t key)
 {
-	return sem_first_in_line(sem) == NULL && sema_count(&sem->sem) >= (long)n &&
-	    rate_has(sm, sem, n);
+	const struct sm_member *first = sem_first_in_line(sem);
+
+	return (first == NULL || first->wait->key > key) &&
+	    sema_count(&sem->sem) >= (long)n && rate_has(sm, sem, n);
 }
 
 /* Why a trydown of sem (n) would block, for WOULD_BLOCK. */
@@ -44,18 +48,17 @@ static void want_busy(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /*
- * Take every want now if every one is free (nobody in line, the permits and
- * the tokens there): true with the fencing tokens in tokens[], the caller
- * delivers the grant. For downs that are gated (several names, or a name
- * with a rate and a limit): the core alone cannot take them.
+ * Take every want of a request with order key key now if every one is free
+ * (nobody in line before it, the permits and the tokens there): true with
+ * the fencing tokens in tokens[], the caller delivers the grant.
  */
 bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
-    uint64_t *tokens)
+    uint64_t key, uint64_t *tokens)
 {
 	unsigned int i;
 	bool took;
 
-	for (i = 0; i < k && want_free(sm, wants[i].sem, wants[i].n); i++)
+	for (i = 0; i < k && want_free(sm, wants[i].sem, wants[i].n, key); i++)
 		;
 	if (i < k)
 		return false;
@@ -63,7 +66,7 @@ bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
 		if (wants[i].sem->rate != NULL &&
 		    wants[i].sem->mode == SEMD__MODE__OWNED)
 			rate_take(wants[i].sem, wants[i].n);
-		took = sema_trydown_n(&wants[i].sem->sem, wants[i].n, &tokens[i]);
+		took = sema_take_n(&wants[i].sem->sem, wants[i].n, &tokens[i]);
 		SM_ASSERT(took);	/* want_free() said so */
 		effect_rate(sm, wants[i].sem);
 	}
@@ -74,17 +77,21 @@ bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
  * A down that cannot be granted now: may it wait? If not it is answered: a
  * trydown WOULD_BLOCK (why, of the first name that is busy), a down while
  * shutting down UNAVAILABLE, one over max-waiters-per-session
- * RESOURCE_EXHAUSTED, one that would close a cycle of sessions DEADLOCK.
+ * RESOURCE_EXHAUSTED, one on a name whose queue is full QUEUE_FULL (old:
+ * the waiter it replaces, or NULL), one that would close a cycle of
+ * sessions DEADLOCK.
  */
 bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
-    const struct sm_want *wants, unsigned int k, int64_t timeout_ms)
+    const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
+    uint64_t key, const struct sm_wait *old)
 {
 	struct sm_session *s = c->session;
 	char why[SM_DEADLOCK_MSG];
 	unsigned int i;
 
 	if (timeout_ms == 0) {
-		for (i = 0; i < k && want_free(sm, wants[i].sem, wants[i].n); i++)
+		for (i = 0; i < k && want_free(sm, wants[i].sem, wants[i].n, key);
+		    i++)
 			;
 		if (i == k)
 			i = 0;
@@ -102,6 +109,9 @@ bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
 		    sm->cfg.max_waiters_per_session);
 		return false;
 	}
+	for (i = 0; i < k; i++)
+		if (!queue_room(sm, c, id, wants[i].sem, old))
+			return false;
 	if (deadlock_new(sm, s, wants, k, why, sizeof why)) {
 		reply_err(sm, c, id, SEMD__CODE__DEADLOCK, "%s", why);
 		for (i = 0; i < k; i++)
@@ -113,12 +123,12 @@ bool down_may_wait(struct sm *sm, struct sm_client *c, uint64_t id,
 
 /*
  * The waiter of a down that may wait: a member for each want, its deadline
- * armed (timeout_ms > 0; negative: none). Not queued yet. NULL, answered
- * RESOURCE_EXHAUSTED, when out of memory.
+ * armed (timeout_ms > 0; negative: none), its priority prio. Not queued
+ * yet. NULL, answered RESOURCE_EXHAUSTED, when out of memory.
  */
 struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
-    uint32_t lease_ms, bool multi, uint64_t now)
+    uint32_t lease_ms, bool multi, int prio, uint64_t now)
 {
 	struct sm_wait *w;
 	uint64_t deadline;
@@ -130,6 +140,8 @@ struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
 		return NULL;
 	}
 	w->seq = ++sm->next_wait_seq;
+	w->prio = (int16_t)prio;
+	w->key = wait_key(now, prio);
 	w->lease_ms = lease_ms;
 	w->multi = multi;
 	w->session = c->session;
@@ -153,6 +165,17 @@ struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
 	return w;
 }
 
+/* Is prio a priority (SM_PRIO_MIN..SM_PRIO_MAX)? Answered when not. */
+bool down_prio_ok(struct sm *sm, struct sm_client *c, uint64_t id, int prio)
+{
+	if (prio >= SM_PRIO_MIN && prio <= SM_PRIO_MAX)
+		return true;
+	reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+	    "priority %d is out of range (%d to %d)", prio, SM_PRIO_MIN,
+	    SM_PRIO_MAX);
+	return false;
+}
+
 /* A waiter queued in the core: into our lists, and told to the watchers. */
 void down_queued(struct sm *sm, struct sm_wait *w)
 {
@@ -165,47 +188,74 @@ void down_queued(struct sm *sm, struct sm_wait *w)
 
 /*
  * A down of n permits of sem, found and its caps checked: granted now if
- * it is free, or answered, or queued.
+ * it is free, or answered, or queued. With a replace key, once granted or
+ * queued it replaces the waiter of its principal with that key there
+ * (sm_queue.c): found after the refill, which may grant, and nothing in
+ * between grants anyone else.
  */
 static void down_one(struct sm *sm, struct sm_client *c, uint64_t id,
-    struct sm_sem *sem, uint32_t n, int64_t timeout_ms, uint32_t lease_ms,
-    uint64_t now)
+    struct sm_sem *sem, uint32_t n, const Semd__Down *d, uint64_t now)
 {
 	struct sm_session *s = c->session;
 	const struct sm_want want = { sem, n };
 	bool gated = sem_gates(sem);
-	struct sm_wait *w;
-	uint64_t token;
+	const char *rkey = d->replace != NULL && d->replace[0] != '\0' ?
+	    d->replace : NULL;
+	struct sm_group *grp = NULL;
+	struct sm_wait *w, *old;
+	uint32_t lease_ms = d->lease_ms;
+	uint64_t token, key = wait_key(now, d->priority);
 	int r;
 
 	rate_refill(sm, sem);
-	if (!gated ? sema_trydown_n(&sem->sem, n, &token) :
-	    down_take_all(sm, &want, 1, &token)) {
-		grant_deliver(sm, sem, s, id, n, token, lease_ms, now, now);
+	old = rkey != NULL ? queue_replaced(sem, s, rkey) : NULL;
+	/* Fair shares: the order is the group's tag (sm_share.c). */
+	if (sem->share != NULL) {
+		if ((grp = share_group(sm, sem, s->ident->pr->name,
+		    d->group != NULL ? d->group : "")) == NULL) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			return;
+		}
+		key = share_tag(sem, grp);
+	}
+	if (down_take_all(sm, &want, 1, key, &token)) {
+		if (grp != NULL)
+			share_charge(grp, key, n);
+		grant_deliver(sm, sem, s, id, n, token, lease_ms, now, now, grp,
+		    key);
+		if (old != NULL)
+			queue_replace(sm, old, id, sem);
 		return;
 	}
-	if (!down_may_wait(sm, c, id, &want, 1, timeout_ms) ||
-	    (w = down_wait_new(sm, c, id, &want, 1, timeout_ms, lease_ms,
-	    false, now)) == NULL)
+	if (!down_may_wait(sm, c, id, &want, 1, d->timeout_ms, key, old) ||
+	    (w = down_wait_new(sm, c, id, &want, 1, d->timeout_ms, lease_ms,
+	    false, d->priority, now)) == NULL) {
+		share_group_put(sm, sem, grp);
 		return;
-	if (gated) {
-		r = sema_enqueue(&sem->sem, &w->m[0].w, n, wait_wake,
-		    SEMA_Q_GATED);
-		SM_ASSERT(r == 0);	/* n >= 1 */
-	} else if ((r = sema_down_async(&sem->sem, &w->m[0].w, n,
-	    wait_wake)) <= 0) {
-		/* Not queued: free since the trydown above, or refused. */
+	}
+	if (rkey != NULL && !queue_set_rkey(sm, w, rkey)) {
 		timer_disarm(sm, &w->deadline);
-		token = w->m[0].w.token;
 		wait_dealloc(sm, w);
-		if (r == 0)
-			grant_deliver(sm, sem, s, id, n, token, lease_ms, now, now);
-		else
-			reply_err(sm, c, id, SEMD__CODE__INTERNAL,
-			    "the core refused the down (%d)", r);
+		share_group_put(sm, sem, grp);
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
 		return;
 	}
+	if (grp != NULL) {
+		w->grp = grp;
+		w->key = key;
+		share_charge(grp, key, n);
+	}
+	/*
+	 * Not free (want_free): someone is in line before it, or the permits
+	 * or tokens are not there, so it waits in its place, granted nothing.
+	 */
+	r = wait_queue(w, 0, gated ? SEMA_Q_GATED : 0);
+	SM_ASSERT(r == 0);	/* n >= 1 */
 	down_queued(sm, w);
+	if (old != NULL)
+		queue_replace(sm, old, id, sem);
 }
 
 /*
@@ -241,6 +291,17 @@ void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	if (n > SM_LIMIT_MAX) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "n = %u is out of range", n);
+		return;
+	}
+	if (d->replace != NULL && d->replace[0] != '\0' &&
+	    !queue_rkey_ok(sm, c, id, d->replace))
+		return;
+	if (!down_prio_ok(sm, c, id, d->priority))
+		return;
+	if (d->group != NULL && d->group[0] != '\0' &&
+	    !share_group_name_ok(d->group)) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "a group is 1 to 64 printable characters without spaces");
 		return;
 	}
 	if (id != 0 && (prev = req_find(sm, s->id, id)) != NULL) {
@@ -297,9 +358,18 @@ void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		    sem->name, sem->rate->burst);
 		goto out;
 	}
+	if (sem->share == NULL ? d->group != NULL && d->group[0] != '\0' :
+	    d->priority != 0 || (share_by(sem) != SEMD__SHARE_BY__SHARE_KEY &&
+	    d->group != NULL && d->group[0] != '\0')) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT, "%s: %s",
+		    sem->name, sem->share == NULL ? "no fair shares, so no groups" :
+		    d->priority != 0 ? "a name with fair shares has no priorities" :
+		    "its shares are by principal (no --group)");
+		goto out;
+	}
 	if (!down_room(sm, c, id, sem, n, d->timeout_ms != 0))
 		goto out;
-	down_one(sm, c, id, sem, n, d->timeout_ms, d->lease_ms, sm->now);
+	down_one(sm, c, id, sem, n, d, sm->now);
 out:
 	sem_maybe_free(sm, sem);
 }

@@ -120,6 +120,11 @@ static struct sm_sem *multi_sem(struct sm *sm, struct sm_client *c,
 		if ((sem = sem_auto_create(sm, c, id, wt->name, wt->limit)) == NULL)
 			return NULL;
 		*made = true;
+	} else if (sem->share != NULL) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "%s has fair shares: it takes single downs (its order is its own)",
+		    sem->name);
+		return NULL;
 	} else if (sem->mode != SEMD__MODE__OWNED) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "%s is a %s semaphore: a multi-name down takes owned ones "
@@ -150,8 +155,9 @@ static struct sm_sem *multi_sem(struct sm *sm, struct sm_client *c,
  */
 static void multi_down(struct sm *sm, struct sm_client *c, uint64_t id,
     const struct sm_want *wants, unsigned int k, int64_t timeout_ms,
-    uint32_t lease_ms, uint64_t now)
+    uint32_t lease_ms, int prio, uint64_t now)
 {
+	uint64_t key = wait_key(now, prio);
 	struct sm_sem *sems[SM_MULTI_MAX];
 	uint64_t tokens[SM_MULTI_MAX];
 	uint32_t ns[SM_MULTI_MAX];
@@ -164,18 +170,18 @@ static void multi_down(struct sm *sm, struct sm_client *c, uint64_t id,
 		ns[i] = wants[i].n;
 		rate_refill(sm, sems[i]);
 	}
-	if (down_take_all(sm, wants, k, tokens)) {
+	if (down_take_all(sm, wants, k, key, tokens)) {
 		multi_deliver(sm, c->session, id, k, sems, ns, tokens, lease_ms,
 		    now, now);
 		return;
 	}
-	if (!down_may_wait(sm, c, id, wants, k, timeout_ms) ||
+	if (!down_may_wait(sm, c, id, wants, k, timeout_ms, key, NULL) ||
 	    (w = down_wait_new(sm, c, id, wants, k, timeout_ms, lease_ms,
-	    true, now)) == NULL)
+	    true, prio, now)) == NULL)
 		return;
+	/* In its place on every name: not free on one of them, so not ready. */
 	for (i = 0; i < k; i++) {
-		r = sema_enqueue(&sems[i]->sem, &w->m[i].w, ns[i], wait_wake,
-		    SEMA_Q_GATED);
+		r = wait_queue(w, i, SEMA_Q_GATED);
 		SM_ASSERT(r == 0);	/* n >= 1 */
 	}
 	down_queued(sm, w);
@@ -192,7 +198,8 @@ void op_down_multi(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	unsigned int i, k = 0;
 	bool made;
 
-	if (!multi_args_ok(sm, c, id, dm) || multi_retry(sm, c, id))
+	if (!multi_args_ok(sm, c, id, dm) || multi_retry(sm, c, id) ||
+	    !down_prio_ok(sm, c, id, dm->priority))
 		return;
 	if (s->nholds + s->nwaiters + dm->n_wants > sm->cfg.max_holds_per_session) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
@@ -211,7 +218,7 @@ void op_down_multi(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	    (dm->timeout_ms == 0 || principal_room(sm, c, id, pr,
 	    SM_LIMIT_WAITERS, 1)))
 		multi_down(sm, c, id, wants, k, dm->timeout_ms, dm->lease_ms,
-		    sm->now);
+		    dm->priority, sm->now);
 out:
 	for (i = 0; i < k; i++)
 		sem_maybe_free(sm, wants[i].sem);

@@ -66,6 +66,14 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if (cr->rate != 0 && !rate_args_ok(sm, c, id, cr->rate, &period, &burst))
 		return;
+	if (!share_args_ok(sm, c, id, cr, mode))
+		return;
+	if (cr->max_waiters > SM_LIMIT_MAX) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "max-waiters %u is out of range (0 to %u)", cr->max_waiters,
+		    SM_LIMIT_MAX);
+		return;
+	}
 	if (cr->initial_set && (cr->mode != SEMD__MODE__SIGNAL ||
 	    cr->initial > cr->limit)) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
@@ -100,7 +108,9 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if ((sem = sem_create(sm, c, id, cr->name, cr->limit, mode, pr)) == NULL)
 		return;
-	if (cr->rate != 0 && !rate_attach(sm, sem, cr->rate, period, burst)) {
+	if ((cr->rate != 0 && !rate_attach(sm, sem, cr->rate, period, burst)) ||
+	    (cr->share != SEMD__SHARE_BY__SHARE_NONE &&
+	    !share_attach(sm, sem, cr->share, cr->weights, cr->n_weights))) {
 		sem_free(sm, sem);
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
@@ -108,17 +118,29 @@ void op_create(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	if (cr->initial_set)
 		sema_adjust(&sem->sem, (long)cr->initial - (long)cr->limit);
+	sem->max_waiters = cr->max_waiters;
 	sem_set_owner(sem, pr);
 	watch_limit(sm, sem, SEMD__EVENT_KIND__EVENT_CREATE, c);
 	reply_ok(sm, c, id);
+}
+
+/* Is the waiter with arrival number seq in sem's line? */
+static bool waiter_queued(const struct sm_sem *sem, uint64_t seq)
+{
+	const struct list_head *pos;
+
+	list_for_each(pos, &sem->waiters)
+		if (list_entry(pos, struct sm_member, sem_entry)->wait->seq == seq)
+			return true;
+	return false;
 }
 
 /* Bytes a Holder or Waiter of ident takes in a reply, at most. */
 static size_t info_entry_size(const struct sm_ident *id)
 {
 	/* Eight varint fields of at most 11 bytes, three strings with theirs. */
-	return 8 * 11 + 3 * 5 + strlen(id->client_name) + strlen(id->host) +
-	    id->pr->len + 8;
+	return 8 * 11 + 4 * 5 + strlen(id->client_name) + strlen(id->host) +
+	    id->pr->len + SM_RKEY_MAX + 8;
 }
 
 /*
@@ -143,7 +165,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	struct sm_wait *w;
 	size_t max = page_max(in->max, SM_INFO_PAGE, SM_INFO_PAGE_MAX);
 	size_t nh = 0, nw = 0, budget;
-	bool all;
+	bool all, skip, by_place;
 
 	if ((sem = sem_need(sm, c, id, in->name)) == NULL)
 		return;
@@ -167,10 +189,21 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		reply_holder(sm, hp[nh++], h);
 	}
 	budget = sm->cfg.max_reply / 2;
+	/*
+	 * The waiters after the cursor's in line (with priorities the line is
+	 * not in arrival order); when the cursor's has left, those that came
+	 * after it.
+	 */
+	skip = by_place = in->after_waiter != 0 &&
+	    waiter_queued(sem, in->after_waiter);
 	list_for_each(pos, &sem->waiters) {
 		m = list_entry(pos, struct sm_member, sem_entry);
 		w = m->wait;
-		if (w->seq <= in->after_waiter ||
+		if (skip) {
+			skip = w->seq != in->after_waiter;
+			continue;
+		}
+		if ((!by_place && w->seq <= in->after_waiter) ||
 		    (!all && w->session->ident->pr != c->pr))
 			continue;
 		if (nw == max || (nw > 0 && info_entry_size(w->session->ident) > budget)) {
@@ -192,6 +225,9 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		    sm_wall(sm, w->deadline.when) : 0;
 		e->seq = w->seq;
 		e->detached = w->session->client == NULL;
+		if (w->rkey != NULL)
+			e->replace = w->rkey;
+		e->priority = w->prio;
 	}
 	ir.name = sem->name;
 	ir.limit = sem->limit;
@@ -205,6 +241,15 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	ir.holders_total = sem->nholders;
 	ir.waiters_total = sem->nwaiters;
 	ir.last_token = sem->sem.token;
+	ir.max_waiters = sem->max_waiters;
+	if (sem->share != NULL) {
+		ir.share = share_by(sem);
+		if ((ir.groups = share_info(sm, sem, &ir.n_groups)) == NULL) {
+			reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			goto out;
+		}
+	}
 	if (sem->rate != NULL) {
 		ir.rate = sem->rate->rate;
 		ir.rate_period_ms = sem->rate->period_ms;
@@ -216,6 +261,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 out:
 	free(hp);
 	free(wp);
+	free(ir.groups);
 }
 
 /*

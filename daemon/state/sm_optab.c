@@ -63,6 +63,8 @@ static const struct {
 	/* Another principal's: the state machine wants admin on every name. */
 	OP(HOLDS, "holds", INSPECT, "inspect", ALL_NAMES, op_holds),
 	OP(WHERE, "where", NONE, "", NO_NAME, op_where),
+	OP(SET_QUEUE, "set_queue", MANAGE, "set the queue of",
+	    FIELD(SetQueue, name), op_set_queue),
 };
 #undef OP
 #undef FIELD

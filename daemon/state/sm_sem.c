@@ -85,6 +85,7 @@ void sem_free(struct sm *sm, struct sm_sem *sem)
 	if (sem->sem.token > sm->token_hwm)
 		sm->token_hwm = sem->sem.token;
 	rate_detach(sm, sem);
+	share_detach(sm, sem);
 	hmap_remove(&sm->names, &sem->node);
 	sm->sem_gen++;
 	/* Fails only in sm_free(), which drops the whole index first. */
@@ -175,6 +176,10 @@ void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why)
 	h->ident->pr->nholds--;
 	sem->nholders--;
 	sem->held -= n;
+	if (h->grp != NULL) {
+		share_released(h->grp, n);
+		share_group_put(sm, sem, h->grp);
+	}
 	hmap_remove(&sm->permits, &h->permit_node);
 	hmap_remove(&sm->tokens, &h->token_node);
 	/* The next hold of its DownMulti answers a retry from now on. */
@@ -206,6 +211,8 @@ void hold_shrink(struct sm *sm, struct sm_hold *h, uint32_t take)
 {
 	h->n -= take;
 	h->sem->held -= take;
+	if (h->grp != NULL)
+		share_released(h->grp, take);
 	principal_count(h->ident->pr, SM_LIMIT_PERMITS, -(int64_t)take);
 	watch_hold(sm, h, take, true, NULL);
 }
@@ -220,11 +227,12 @@ bool hold_owned_by(const struct sm_hold *h, const struct sm_session *s)
 
 /*
  * Turn a grant into a hold and answer it (owned), or just answer (signal
- * mode, a rate-only name: the permits or tokens are consumed).
+ * mode, a rate-only name: the permits or tokens are consumed). grp: the
+ * fair-share group it is charged to (tag its tag), or NULL.
  */
 void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
     uint64_t request_id, uint32_t n, uint64_t token, uint32_t lease_ms,
-    uint64_t since, uint64_t now)
+    uint64_t since, uint64_t now, struct sm_group *grp, uint64_t tag)
 {
 	struct sm_hold *h;
 
@@ -243,7 +251,12 @@ void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
 		sema_up_n(&sem->sem, n);
 		reply_err(sm, s->client, request_id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory recording the grant on %s", sem->name);
+		share_group_put(sm, sem, grp);
 		return;
+	}
+	if (grp != NULL) {
+		h->grp = grp;
+		share_granted(sem, grp, tag, n);
 	}
 	/*
 	 * A grant needs count >= n with count == limit - held, so it can never

@@ -131,8 +131,8 @@ static void r_header(struct restore *rs)
 	n = rs->version >= 2 ? SNAP_COUNTERS : SNAP_V1_COUNTERS;
 	for (i = 0; i < n; i++)
 		*(uint64_t *)((char *)k + snap_counters[i]) = r_u64(r);
-	nops = rs->version >= 2 ? SM_NOPS : SNAP_V1_NOPS;
-	ncodes = rs->version >= 2 ? SM_NCODES : SNAP_V1_NCODES;
+	nops = rs->version >= 2 ? SNAP_V3_NOPS : SNAP_V1_NOPS;
+	ncodes = rs->version >= 2 ? SNAP_V3_NCODES : SNAP_V1_NCODES;
 	for (i = 0; i < nops; i++)
 		k->ops[i] = r_u64(r);
 	for (i = 0; i < nops; i++)
@@ -436,6 +436,7 @@ static void r_waiter_v1(struct restore *rs, struct sm_sem *sem, uint64_t *seq)
 	m->n = r_u32(r);
 	w->lease_ms = r_u32(r);
 	w->since_ms = r_u64(r);
+	w->key = wait_key(w->since_ms, 0);
 	w->since_wall = r_u64(r);
 	w->req.request_id = r_u64(r);
 	if (r->bad || s == NULL || w->seq <= *seq || w->seq > sm->next_wait_seq ||
@@ -595,13 +596,14 @@ static void r_waits(struct restore *rs)
 		w->session = s;
 		w->lease_ms = lease;
 		w->since_ms = since;
+		w->key = wait_key(since, 0);	/* priorities: a section's */
 		w->since_wall = wall;
 		w->req.request_id = rid;
 		w->multi = multi;
 		for (j = 0; j < nm; j++) {
 			w->m[j].sem = sems[j];
 			w->m[j].n = ns[j];
-			e = sema_enqueue(&sems[j]->sem, &w->m[j].w, ns[j], wait_wake,
+			e = wait_queue(w, j,
 			    (wait_parks_away(w, sems[j]) && s->client == NULL ?
 			    SEMA_Q_PARKED : 0) |
 			    (member_gated(w, sems[j]) ? SEMA_Q_GATED : 0));

@@ -38,6 +38,11 @@ static bool leases_read(struct sm *sm, struct sm_rbuf *r, char *err,
 
 const struct snap_section snap_sections[] = {
 	{ 1, "leases", leases_write, leases_read },
+	{ 10, "counters of new ops and codes", counters_snap_write,
+	    counters_snap_read },
+	{ 11, "queue policies", queue_snap_write, queue_snap_read },
+	{ 12, "priorities", prio_snap_write, prio_snap_read },
+	{ 13, "fair shares", share_snap_write, shares_section_read },
 	{ 30, "parent links", snap_families_write, snap_families_read },
 	{ 0, NULL, NULL, NULL },
 };

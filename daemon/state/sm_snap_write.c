@@ -232,10 +232,10 @@ static void w_header(struct sm_batch *b, const struct sm *sm)
 	/* The counters (the gauges are recounted on restore). */
 	for (i = 0; i < SNAP_COUNTERS; i++)
 		w_u64(b, *(const uint64_t *)((const char *)k + snap_counters[i]));
-	for (i = 0; i < SM_NOPS; i++)
+	for (i = 0; i < SNAP_V3_NOPS; i++)
 		w_u64(b, k->ops[i]);
-	for (i = 0; i < SM_NOPS; i++)
-		for (j = 0; j < SM_NCODES; j++)
+	for (i = 0; i < SNAP_V3_NOPS; i++)
+		for (j = 0; j < SNAP_V3_NCODES; j++)
 			w_u64(b, k->replies[i][j]);
 	for (i = 0; i < SM_HIST_BUCKETS; i++) {
 		w_u64(b, k->wait.bucket[i]);

@@ -23,16 +23,19 @@
  * otherwise nothing happens and it keeps its places. Nothing is held while
  * waiting.
  *
- * No deadlock between waiters. Every member of every request is queued at
- * the tail when its request arrives, and requests arrive one at a time with
- * a sequence number from one counter (sm->next_wait_seq), so every queue is
- * in that one global order. Take the oldest waiting request: nobody is in
+ * No deadlock between waiters. Every member of every request is queued in
+ * the order of one key of the request's (sm-int.h: wait_key(), its arrival
+ * time less its priority's head start, then its arrival number from one
+ * counter, sm->next_wait_seq), fixed when it arrives, so every queue is in
+ * that one global order. Take the first waiting request in it: nobody is in
  * front of it anywhere, so it is granted as soon as the holders of its
  * names have given back enough - waiters never wait for each other in a
- * circle, and two multi-name requests that overlap are served oldest first
- * on every name they share. FIFO holds on every name, because sema_grant()
- * only ever grants the first in line, and the core never lets anyone behind
- * a gated member pass it. (A cycle through holds - a session that holds one
+ * circle, and two multi-name requests that overlap are served in that
+ * order on every name they share. The order holds on every name (FIFO
+ * within a class), because sema_grant() only ever grants the first in
+ * line, and the core never lets anyone behind a gated member pass it.
+ * Without priorities the key is the arrival time: every queue is in
+ * arrival order, and a new member goes at the tail. (A cycle through holds - a session that holds one
  * name and waits for another - is the deadlock sm_deadlock.c reports.)
  *
  * Liveness: a gated member is offered whenever its queue changes in its
@@ -80,6 +83,8 @@ void wait_dealloc(struct sm *sm, struct sm_wait *w)
 {
 	if (w == NULL)
 		return;
+	sm_strfree(sm, w->rkey);
+	w->rkey = NULL;
 	if (w->nm == 1)
 		sm_cache_put(sm, &sm->wait_cache, w, WAIT_SIZE(1));
 	else
@@ -95,18 +100,91 @@ bool member_gated(const struct sm_wait *w, const struct sm_sem *sem)
 	return w->multi || sem_gates(sem);
 }
 
+/*
+ * The member of sem's line that w goes just before (NULL: the tail), in
+ * (key, seq) order. Searched from the tail: a down of the default class
+ * arriving now goes there at once, O(1); one of a higher class passes the
+ * members of lower ones that arrived up to a class's head start before it.
+ */
+static struct sm_member *wait_place(const struct sm_sem *sem,
+    const struct sm_wait *w)
+{
+	const struct list_head *pos;
+	struct sm_member *m, *at = NULL;
+
+	for (pos = sem->waiters.prev; pos != &sem->waiters; pos = pos->prev) {
+		m = list_entry(pos, struct sm_member, sem_entry);
+		if (wait_before(m->wait, w))
+			break;
+		at = m;
+	}
+	return at;
+}
+
+/*
+ * Queue member i of w in its name's core queue, in its place (before it is
+ * linked into our lists, which wait_link() does in the same place), with
+ * the core's flags (SEMA_Q_*). Grants nobody.
+ */
+int wait_queue(struct sm_wait *w, unsigned int i, unsigned int flags)
+{
+	struct sm_member *at = wait_place(w->m[i].sem, w);
+
+	return sema_enqueue_before(&w->m[i].sem->sem, &w->m[i].w, w->m[i].n,
+	    wait_wake, flags, at != NULL ? &at->w : NULL);
+}
+
+/* Order by (key, seq), for wait_sort(). */
+static int member_cmp(const void *a, const void *b)
+{
+	const struct sm_member *x = *(const struct sm_member *const *)a;
+	const struct sm_member *y = *(const struct sm_member *const *)b;
+
+	return wait_before(x->wait, y->wait) ? -1 : wait_before(y->wait, x->wait);
+}
+
+/*
+ * Put sem's line, ours and the core's alike, in (key, seq) order after its
+ * waiters' keys were set (a snapshot read back); grants nobody. Out of
+ * memory it is left as it is (sm_check() would say so).
+ */
+void wait_sort(struct sm_sem *sem)
+{
+	struct sm_member **mv;
+	struct list_head *pos;
+	size_t i, n = 0;
+
+	if (sem->nwaiters < 2 || (mv = ptr_array(sem->nwaiters)) == NULL)
+		return;
+	list_for_each(pos, &sem->waiters)
+		if (n < sem->nwaiters)
+			mv[n++] = list_entry(pos, struct sm_member, sem_entry);
+	ptr_sort(mv, n, member_cmp);
+	for (i = 0; i < n; i++) {
+		list_del_init(&mv[i]->sem_entry);
+		list_add_tail(&mv[i]->sem_entry, &sem->waiters);
+		sema_requeue_tail(&sem->sem, &mv[i]->w);
+	}
+	free(mv);
+}
+
 /* Put a waiter, its members queued in the core, into our lists and counts. */
 void wait_link(struct sm *sm, struct sm_wait *w)
 {
 	struct sm_session *s = w->session;
+	struct sm_member *at;
 	unsigned int i;
 
 	for (i = 0; i < w->nm; i++) {
-		list_add_tail(&w->m[i].sem_entry, &w->m[i].sem->waiters);
+		at = wait_place(w->m[i].sem, w);
+		list_add_tail(&w->m[i].sem_entry, at != NULL ? &at->sem_entry :
+		    &w->m[i].sem->waiters);
 		w->m[i].sem->nwaiters++;
 		sm->ctr.waiters++;
 		effect_rate(sm, w->m[i].sem);
 	}
+	if (w->grp != NULL)
+		share_waiting(w->grp, 1);
 	list_add_tail(&w->session_entry, &s->waiters);
 	s->nwaiters++;
 	principal_count(s->ident->pr, SM_LIMIT_WAITERS, 1);
@@ -126,6 +204,8 @@ void wait_unlink(struct sm *sm, struct sm_wait *w)
 		sm->ctr.waiters--;
 		effect_rate(sm, w->m[i].sem);
 	}
+	if (w->grp != NULL)
+		share_waiting(w->grp, -1);
 	list_del_init(&w->session_entry);
 	w->session->nwaiters--;
 	req_unindex(sm, &w->req);
@@ -146,6 +226,8 @@ void wait_wake(struct sema_waiter *sw)
 	struct sm_sem *sem = m->sem;
 	struct sm_session *s = w->session;
 	uint64_t id = w->req.request_id, token = sw->token, since = w->since_ms;
+	uint64_t tag = w->key;
+	struct sm_group *grp = w->grp;
 	uint32_t n = m->n, lease = w->lease_ms;
 	int op = sm->cur_op;
 
@@ -156,7 +238,7 @@ void wait_wake(struct sema_waiter *sw)
 	wait_unlink(sm, w);
 	wait_dealloc(sm, w);
 	sm->cur_op = SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
-	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now);
+	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now, grp, tag);
 	sm->cur_op = op;
 }
 
@@ -184,6 +266,8 @@ void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
 		reply_err(sm, s->client, w->req.request_id, code, "%s", why);
 	sm->cur_op = op;
 	wait_unlink(sm, w);
+	if (w->grp != NULL)
+		share_group_put(sm, w->m[0].sem, w->grp);
 	watch_wait_end(sm, w, code, why);
 	/* The answer stays findable by a retry (not when the session ends). */
 	if (code != SEMD__CODE__OK && code != SEMD__CODE__SESSION_EXPIRED)
@@ -223,7 +307,8 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 	uint64_t tokens[SM_MULTI_MAX];
 	uint32_t ns[SM_MULTI_MAX];
 	struct sm_session *s = w->session;
-	uint64_t id = w->req.request_id, since = w->since_ms;
+	uint64_t id = w->req.request_id, since = w->since_ms, tag = w->key;
+	struct sm_group *grp = w->grp;
 	uint32_t lease = w->lease_ms;
 	unsigned int i, k = w->nm;
 	bool multi = w->multi, ok = true;
@@ -256,6 +341,7 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 			    !sema_cancel(&sems[i]->sem, &w->m[i].w))
 				sema_up_n(&sems[i]->sem, ns[i]);
 		wait_dealloc(sm, w);
+		share_group_put(sm, sems[0], grp);
 		reply_err(sm, s->client, id, SEMD__CODE__INTERNAL,
 		    "a ready request could not be granted");
 		return;
@@ -268,7 +354,7 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 
 		sm->cur_op = SEMD__REQUEST__OP_DOWN;
 		grant_deliver(sm, sems[0], s, id, ns[0], tokens[0], lease, since,
-		    sm->now);
+		    sm->now, grp, tag);
 		sm->cur_op = op;
 	}
 }

@@ -69,6 +69,7 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 	ev->waiters = sem->nwaiters;
 	ev->available = sem->sem.count + freed;
 	ev->limit = sem->limit;
+	ev->max_waiters = sem->max_waiters;
 	if (sem->rate != NULL) {
 		ev->rate = sem->rate->rate;
 		ev->rate_period_ms = sem->rate->period_ms;
@@ -182,6 +183,7 @@ void watch_wait_end(struct sm *sm, const struct sm_wait *w, int code,
 		return;
 	ev.kind = code == SEMD__CODE__TIMEOUT ? SEMD__EVENT_KIND__EVENT_TIMEOUT :
 	    code == SEMD__CODE__DEADLOCK ? SEMD__EVENT_KIND__EVENT_DEADLOCK :
+	    code == SEMD__CODE__REPLACED ? SEMD__EVENT_KIND__EVENT_REPLACED :
 	    SEMD__EVENT_KIND__EVENT_CANCEL;
 	ev.request_id = w->req.request_id;
 	ev.reason = (char *)(code == SEMD__CODE__OK ? "its session ended" :

@@ -109,8 +109,8 @@ struct sm_client;
  * ones. Not cumulative; recording is a shift and an add, no allocation.
  */
 #define SM_HIST_BUCKETS	22
-#define SM_NCODES	15		/* Semd__Code values */
-#define SM_NOPS		(SEMD__REQUEST__OP_WHERE + 1)	/* op cases, 0 included */
+#define SM_NCODES	17		/* Semd__Code values */
+#define SM_NOPS		(SEMD__REQUEST__OP_SET_QUEUE + 1)	/* op cases, 0 included */
 struct sm_hist {
 	uint64_t	bucket[SM_HIST_BUCKETS];
 	uint64_t	sum_ms;

@@ -52,7 +52,7 @@ expect_eq "down --help exits 0" 0 $?
 "$SEMCTL" help down >"$T/h2" 2>&1
 expect_eq "help down exits 0" 0 $?
 expect_eq "down --help: down's usage, not the global help" \
-	"usage: semctl down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N]" "$(head -n 1 "$T/h1")"
+	"usage: semctl down NAME [-n N] [--timeout DUR] [--lease DUR] [--limit N] [--replace KEY] [--priority P] [--group KEY]" "$(head -n 1 "$T/h1")"
 ok "help down and down --help say the same" cmp -s "$T/h1" "$T/h2"
 ok "help down lists down's options" grep -q '^  --lease DUR ' "$T/h1"
 expect_eq "help of an unknown command" 2 "$(rc "$SEMCTL" help frobnicate)"

@@ -1715,6 +1715,129 @@ out:
 	semc_free(w);
 }
 
+/* The outcome of an asynchronous down, for test_issue28(). */
+struct i28_done {
+	int n;
+	int error;
+};
+
+static void i28_on_done(struct semc *c, const struct semc_result *r, void *arg)
+{
+	struct i28_done *d = arg;
+
+	(void)c;
+	d->error = r->error;
+	d->n++;
+}
+
+/* Queue policies: a bound on the waiters, replace keys. */
+static void test_issue28(void)
+{
+	struct semc_create_opts co = { .limit = 1 };
+	struct semc_down_opts o = { .n = 1, .timeout_ms = 10000 };
+	struct semc_queue q = { .max_waiters = 1 };
+	struct semc_down_policy key = { .replace = "k" }, hi = { .priority = 5 };
+	struct semc *c = open_client(D.unix_addr, 0), *w = open_client(D.unix_addr, 0);
+	struct i28_done d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+	struct semc_multi_grant *mg = NULL;
+	struct semc_info *in = NULL;
+	struct semc_grant g;
+	int64_t id;
+
+	TEST_START("queue policies: max-waiters, replace keys");
+	CHECK(c != NULL && w != NULL, "connect");
+	if (c == NULL || w == NULL)
+		goto out;
+	CHECK_EQ(0, semc_create_queue(c, "i28/q", &co, NULL, &q));
+	CHECK_EQ(0, semc_info(c, "i28/q", &in));
+	if (in != NULL)
+		CHECK_EQ(1, in->max_waiters);
+	semc_info_free(in);
+	in = NULL;
+	CHECK_EQ(SEMC_E_ARG, semc_set_queue(c, "i28/q", NULL));
+	CHECK_EQ(SEMC_E_ARG, semc_down_policy(c, "i28/q", &o, NULL, &g));
+	CHECK_EQ(SEMC_E_ARG, semc_down_policy(c, "i28/q", &o,
+					      &(struct semc_down_policy){ .priority = 8 }, &g));
+	CHECK_EQ(SEMC_E_ARG, semc_down_multi_policy(c, &(struct semc_want){ "i28/q", 1, 0 }, 1,
+						    0, 0, &key, NULL));
+	CHECK_EQ(0, semc_down(c, "i28/q", 1, 1000, 0, &g));
+	id = semc_down_policy_async(w, "i28/q", &o, &key, i28_on_done, &d1);
+	CHECK(id > 0, "queued");
+	/* Answered after w's down on the same connection: it waits now. */
+	CHECK_EQ(0, semc_ping(w, NULL));
+	CHECK_EQ(SEMC_E_QUEUE_FULL, semc_down(c, "i28/q", 1, 5000, 0, &g));
+	CHECK(strstr(semc_strerror(SEMC_E_QUEUE_FULL), "queue full") != NULL, "strerror");
+	id = semc_down_policy_async(w, "i28/q", &o, &key, i28_on_done, &d2);
+	CHECK(id > 0, "queued");
+	PUMP_UNTIL(w, d1.n == 1, 3000);
+	CHECK_EQ(SEMC_E_REPLACED, d1.error);
+	CHECK_EQ(0, d2.n);
+	CHECK_EQ(0, semc_set_queue(c, "i28/q", &(struct semc_queue){ .max_waiters = 0 }));
+	CHECK_EQ(0, semc_up(c, "i28/q", 1, 0, NULL));
+	PUMP_UNTIL(w, d2.n == 1, 3000);
+	CHECK_EQ(0, d2.error);
+	CHECK_EQ(0, semc_up(w, "i28/q", 1, 0, NULL));
+
+	/* priorities: a class 5 down passes a class 0 one, FIFO otherwise */
+	CHECK_EQ(0, semc_down(c, "i28/q", 1, 1000, 0, &g));
+	id = semc_down_ex_async(w, "i28/q", &o, i28_on_done, &d1);
+	CHECK(id > 0, "queued");
+	d1.n = 0;
+	id = semc_down_multi_policy_async(w, &(struct semc_want){ "i28/q", 1, 0 }, 1, 10000, 0,
+					  &hi, i28_on_done, &d3);
+	CHECK(id > 0, "queued");
+	CHECK_EQ(0, semc_ping(w, NULL));
+	CHECK_EQ(0, semc_info(c, "i28/q", &in));
+	if (in != NULL && in->n_waiters == 2)
+		CHECK_EQ(id, (long long)in->waiters[0].request_id);
+	semc_info_free(in);
+	in = NULL;
+	CHECK_EQ(0, semc_up(c, "i28/q", 1, 0, NULL));
+	PUMP_UNTIL(w, d3.n == 1, 3000);
+	CHECK_EQ(0, d3.error);
+	CHECK_EQ(0, d1.n);
+	CHECK_EQ(0, semc_up(w, "i28/q", 1, 0, NULL));
+	PUMP_UNTIL(w, d1.n == 1, 3000);
+	CHECK_EQ(0, d1.error);
+	CHECK_EQ(0, semc_up(w, "i28/q", 1, 0, NULL));
+	CHECK_EQ(0, semc_down_multi_policy(c, &(struct semc_want){ "i28/q", 1, 0 }, 1, 1000, 0,
+					   &hi, &mg));
+	semc_multi_grant_free(mg);
+	CHECK_EQ(0, semc_up(c, "i28/q", 1, 0, NULL));
+
+	/* fair shares: a name by key, groups in info, a group's down */
+	{
+		const struct semc_weight wt[2] = { { "a", 3 }, { "b", 1 } };
+		struct semc_queue sq = { .share = SEMC_SHARE_KEY, .weights = wt, .n_weights = 2 };
+		struct semc_down_policy pa = { .group = "a" };
+
+		CHECK_EQ(0, semc_create_queue(c, "i28/s", &co, NULL, &sq));
+		CHECK_EQ(SEMC_E_ARG, semc_set_queue(c, "i28/s", &sq));
+		CHECK_EQ(0, semc_down_policy(c, "i28/s", &o, &pa, &g));
+		CHECK_EQ(SEMC_E_INVALID, semc_down_policy(c, "i28/q", &o, &pa, &g));
+		CHECK_EQ(SEMC_E_ARG, semc_down_multi_policy(c, &(struct semc_want){ "i28/s", 1, 0 },
+							    1, 0, 0, &pa, NULL));
+		CHECK_EQ(0, semc_info(c, "i28/s", &in));
+		if (in != NULL) {
+			CHECK_EQ(SEMC_SHARE_KEY, in->share);
+			CHECK_EQ(2, in->n_groups);
+			if (in->n_groups == 2) {
+				CHECK(strcmp(in->groups[0].group, "a") == 0, "%s", in->groups[0].group);
+				CHECK_EQ(3, in->groups[0].weight);
+				CHECK_EQ(1, in->groups[0].held);
+				CHECK_EQ(1, in->groups[0].share);	/* the limit, 1 */
+			}
+		}
+		semc_info_free(in);
+		in = NULL;
+		CHECK_EQ(0, semc_up(c, "i28/s", 1, 0, NULL));
+	}
+	delete_names(c, (const char *const[]){ "i28/q", "i28/s", NULL });
+out:
+	semc_free(c);
+	semc_free(w);
+}
+
 /* A blocking down in a thread of its own, for test_bindings(). */
 struct blocked_down {
 	struct semc *c;
@@ -1865,6 +1988,7 @@ int main(int argc, char **argv)
 	test_lost_push();
 	test_new_fields();
 	test_issue15();
+	test_issue28();
 	test_bindings();
 	test_stall(true);
 	test_stall(false);

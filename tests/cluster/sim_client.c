@@ -104,6 +104,8 @@ static void send_down(struct client *c, bool retry)
 	d.n = 1;
 	d.timeout_ms = c->down_timeout;
 	d.limit = limits[c->down_name];
+	/* Classes (-8..7), from the request's id: the same on a retry. */
+	d.priority = (int)(c->down_id % 16) - 8;
 	rq.id = c->down_id;
 	rq.op_case = SEMD__REQUEST__OP_DOWN;
 	rq.down = &d;

@@ -274,6 +274,47 @@ static void test_gated(void)
 	T_TRUE(sema_cancel(&s, &g));
 }
 
+/*
+ * An owner that orders its queue itself: a waiter queued before another,
+ * moved to the tail, and permits taken past a queue.
+ */
+static void test_ordered(void)
+{
+	struct semaphore s;
+	struct sema_waiter g, h;
+	struct rec r[2];
+	uint64_t token = 0;
+
+	TEST_START("sema_enqueue_before queues in front, grants nobody");
+	sema_init(&s, 0);
+	log_len = 0;
+	gate_grants = 0;
+	rec_queue(&s, &r[0], 0, 1);
+	T_EQ(sema_enqueue_before(&s, &g, 1, gate_wake, 0, &r[0].w), 0);
+	T_EQ(sema_enqueue_before(&s, &h, 1, gate_wake, 0, NULL), 0);	/* the tail */
+	T_EQ(sema_waiters(&s), 3);
+	sema_up(&s);
+	T_EQ(g.state, SEMA_GRANTED);		/* before r[0] */
+	T_EQ(log_len, 0);
+	T_EQ(sema_enqueue_before(&s, &g, 1, gate_wake, 0, &g), -EINVAL);	/* not queued */
+	TEST_START("sema_requeue_tail moves a waiter behind the others");
+	sema_requeue_tail(&s, &r[0].w);		/* h, r[0] */
+	sema_up(&s);
+	T_EQ(h.state, SEMA_GRANTED);
+	T_EQ(log_len, 0);
+	sema_up(&s);
+	T_LOG(0);
+	TEST_START("sema_take_n takes free permits whoever waits");
+	rec_queue(&s, &r[1], 1, 3);
+	sema_up_n(&s, 2);			/* r[1] wants 3: 2 free */
+	T_TRUE(sema_take_n(&s, 2, &token));
+	T_U64_EQ(token, s.token);
+	T_EQ(sema_count(&s), 0);
+	T_FALSE(sema_take_n(&s, 1, NULL));
+	T_FALSE(sema_take_n(&s, 0, NULL));
+	T_TRUE(sema_cancel(&s, &r[1].w));
+}
+
 /* Cancel: queued -> true; head cancel lets others go; granted -> false. */
 static void line_cancel(struct semaphore *s, struct rec *r)
 {
@@ -452,6 +493,7 @@ int main(void)
 	test_async_fifo();
 	test_line_cases();
 	test_gated();
+	test_ordered();
 	test_callback_reenter_free();
 	test_up_max();
 	test_adjust();

@@ -131,6 +131,13 @@ static const char *const names[] = {
 };
 #define NNAMES	((unsigned int)(sizeof names / sizeof names[0]))
 static const char *const principals[] = { "uid:0", "uid:1", "uid:2", "cn:w 1" };
+static const char *const rkeys[] = { "a", "b", "deploy/main" };
+/* Weights of the names with fair shares, and the groups of downs. */
+static Semd__GroupWeight gw_a = { PROTOBUF_C_MESSAGE_INIT(&semd__group_weight__descriptor),
+	(char *)"a", 3 };
+static Semd__GroupWeight gw_uid1 = { PROTOBUF_C_MESSAGE_INIT(&semd__group_weight__descriptor),
+	(char *)"uid:1", 2 };
+static Semd__GroupWeight *gweights[] = { &gw_a, &gw_uid1 };
 
 /* Learn session ids and secrets from replica 0's HelloReplies. */
 static void learn_sessions(const struct said *s)
@@ -230,7 +237,7 @@ static void random_command(struct sm_batch *b)
 		add_request(b, i, &q.r);
 		return;
 	}
-	switch (rnd_below(24)) {
+	switch (rnd_below(25)) {
 	case 0: case 1: case 2: case 3:
 		req_make(&q, id, SEMD__REQUEST__OP_DOWN, "name=%s", names[rnd_below(NNAMES)]);
 		req_set(&q, "n=%" PRIu64, rnd_below(4) ? 1 : 1 + rnd_below(3));
@@ -238,6 +245,12 @@ static void random_command(struct sm_batch *b)
 		    (int64_t)(50 + rnd_below(800)));
 		req_set(&q, "lease_ms=%" PRIu64, rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0);
 		req_set(&q, "limit=%" PRIu64, rnd_below(10) == 0 ? 1 + rnd_below(3) : 0);
+		if (rnd_below(4) == 0)		/* a replace key (queue policies) */
+			req_set(&q, "replace=%s", rkeys[rnd_below(3)]);
+		if (rnd_below(3) == 0)		/* a priority, now and then out of range */
+			req_set(&q, "priority=%d", (int)rnd_below(18) - 9);
+		if (rnd_below(3) == 0)		/* a fair-share group */
+			req_set(&q, "group=%s", rkeys[rnd_below(2)]);
 		if (rnd_below(8) == 0)
 			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;
@@ -254,6 +267,12 @@ static void random_command(struct sm_batch *b)
 		cr->if_not_exists = rnd_below(2);
 		cr->initial_set = cr->mode == SEMD__MODE__SIGNAL && rnd_below(2);
 		cr->initial = rnd_below(cr->limit + 1);
+		cr->max_waiters = rnd_below(4) == 0 ? 1 + rnd_below(3) : 0;
+		if (cr->mode == SEMD__MODE__OWNED && rnd_below(3) == 0) {
+			cr->share = (Semd__ShareBy)(1 + rnd_below(2));
+			cr->n_weights = rnd_below(3);
+			cr->weights = gweights;
+		}
 		if (cr->mode == SEMD__MODE__OWNED && rnd_below(2)) {
 			/* A rate: with the limit, or rate-only (limit 0). */
 			cr->rate = 1 + rnd_below(5);
@@ -308,6 +327,8 @@ static void random_command(struct sm_batch *b)
 		req_set(&q, "timeout_ms=%" PRId64, rnd_below(4) == 0 ? 0 : rnd_below(3) == 0 ? -1 :
 		    (int64_t)(50 + rnd_below(800)));
 		req_set(&q, "lease_ms=%" PRIu64, rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0);
+		if (rnd_below(3) == 0)
+			req_set(&q, "priority=%d", (int)rnd_below(16) - 8);
 		if (rnd_below(8) == 0)
 			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;
@@ -338,6 +359,11 @@ static void random_command(struct sm_batch *b)
 		    rnd_below(2) ? "" : principals[rnd_below(4)]);
 		req_set(&q, "after_permit=%" PRIu64, rnd_below(2) ? 0 : rnd_below(100));
 		req_set(&q, "max=%" PRIu64, rnd_below(4));
+		break;
+	case 24:
+		req_make(&q, id, SEMD__REQUEST__OP_SET_QUEUE, "name=%s",
+		    names[rnd_below(NNAMES)]);
+		req_set(&q, "max_waiters=%" PRIu64, rnd_below(3) ? rnd_below(4) : 0);
 		break;
 	case 23:
 		req_make(&q, id, SEMD__REQUEST__OP_WHERE, "request_id=%" PRIu64,
@@ -565,8 +591,14 @@ int main(int argc, char **argv)
 		    ct.ops[SEMD__REQUEST__OP_SET_RATE],
 		    ct.replies[SEMD__REQUEST__OP_WATCH][SEMD__CODE__OK],
 		    ct.replies[SEMD__REQUEST__OP_RENEW][SEMD__CODE__OK]);
+		printf("test_replay: %" PRIu64 " downs replaced, %" PRIu64
+		    " refused QUEUE_FULL (queue policies, priorities, fair shares on)\n",
+		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__REPLACED],
+		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__QUEUE_FULL]);
 		if (steps >= 100000 && (ct.multi_grants == 0 || ct.deadlocks == 0 ||
-		    ct.replies[SEMD__REQUEST__OP_WATCH][SEMD__CODE__OK] == 0))
+		    ct.replies[SEMD__REQUEST__OP_WATCH][SEMD__CODE__OK] == 0 ||
+		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__REPLACED] == 0 ||
+		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__QUEUE_FULL] == 0))
 			FAIL("the log did not reach the new operations");
 	}
 	for (k = 0; k < NREPLICAS; k++) {

@@ -64,6 +64,8 @@ static void test_op_table(void)
 		{ SEMD__REQUEST__OP_RENEW, "name", SM_RIGHT_USE, "use" },
 		{ SEMD__REQUEST__OP_HOLDS, "", SM_RIGHT_INSPECT, "inspect" },
 		{ SEMD__REQUEST__OP_WHERE, NULL, SM_RIGHT_NONE, "" },
+		{ SEMD__REQUEST__OP_SET_QUEUE, "name", SM_RIGHT_MANAGE,
+		    "set the queue of" },
 	};
 	const struct sm_op *op;
 	struct req q;
