@@ -263,7 +263,9 @@ static void opt_tables(void)
 
 		if (o->name != NULL) {
 			opt_long[n].name = o->name;
-			opt_long[n].has_arg = o->value != NULL ? required_argument : no_argument;
+			opt_long[n].has_arg = o->value == NULL ? no_argument :
+			    opt_value_optional((enum opt_id)i) ? optional_argument :
+			    required_argument;
 			opt_long[n].flag = NULL;
 			opt_long[n++].val = OPT_VAL + (int)i;
 		}
@@ -287,6 +289,12 @@ static enum opt_id opt_of(int ch)
 		if (opt_defs[i].letter != 0 && opt_defs[i].letter == ch)
 			return (enum opt_id)i;
 	return OPT_NONE;
+}
+
+/* Is the option's value optional (given only as --name=VALUE)? */
+bool opt_value_optional(enum opt_id id)
+{
+	return opt_defs[id].value != NULL && opt_defs[id].value[0] == '[';
 }
 
 /* Does the command take the option? */
@@ -326,7 +334,8 @@ bool json_wanted(int argc, char **argv)
 		for (k = OPT_NONE + 1; k < OPT_COUNT; k++) {
 			const struct opt_def *o = &opt_defs[k];
 
-			if (o->value != NULL && ((o->name != NULL && strncmp(argv[i], "--", 2) == 0 &&
+			if (o->value != NULL && !opt_value_optional((enum opt_id)k) &&
+			    ((o->name != NULL && strncmp(argv[i], "--", 2) == 0 &&
 			    strcmp(argv[i] + 2, o->name) == 0) ||
 			    (o->letter != 0 && argv[i][0] == '-' && argv[i][1] == o->letter &&
 			     argv[i][2] == '\0')))
@@ -459,6 +468,13 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 	case OPT_ALL:
 		a->all = true;
 		break;
+	case OPT_PROGRESS:
+		a->progress_ms = optarg == NULL ? PROGRESS_DEFAULT_S * 1000 :
+		    (int64_t)parse_count(optarg, "--progress", 1, 86400) * 1000;
+		break;
+	case OPT_CONFLICT_EXIT:
+		a->conflict_exit = (int)parse_count(optarg, "-E", 0, 255);
+		break;
 	default:
 		global_set(id);
 		break;
@@ -485,6 +501,7 @@ void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args
 	a->lease_ms = -1;
 	a->grace_ms = -1;
 	a->nafter = -1;
+	a->conflict_exit = EX_TIMEOUT_;
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
 			a->nafter = argc - i - 1;

@@ -4,7 +4,7 @@
  * public libsemclient API (semclient.h).
  *
  * Exit codes (stable, see semctl(1)): 0 ok or acquired, 1 timed out or would
- * block, 2 usage, 3 cannot reach or talk to the server, 4 permission denied,
+ * block (-E N: N), 2 usage, 3 cannot reach or talk to the server, 4 permission denied,
  * 5 hold lost, 6 not found / not holder / other server error, 7 deadlock
  * (waiting would close a cycle of sessions; the message names it). `run`
  * exits with its command's status (128+signal if it was killed) otherwise.
@@ -52,6 +52,8 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 	[OPT_PRINCIPAL] = { "principal", 0, "P", NULL, NULL },
 	[OPT_PREFIX] = { "prefix", 0, NULL, NULL, NULL },
 	[OPT_ALL] = { "all", 0, NULL, NULL, NULL },
+	[OPT_PROGRESS] = { "progress", 0, "[=SECS]", NULL, NULL },
+	[OPT_CONFLICT_EXIT] = { "conflict-exit-code", 'E', "N", NULL, NULL },
 	[OPT_SERVER] = { "server", 's', "ADDR", "@address",
 		"the daemon: unix:PATH, tcp:HOST:PORT or tls:HOST:PORT, or a cluster's "
 		"as a comma-separated list (default $SEMD_SERVER, else unix:"
@@ -59,7 +61,7 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 	[OPT_JSON] = { "json", 'j', NULL, NULL,
 		"print one JSON object (watch: one a line), failures included" },
 	[OPT_QUIET] = { "quiet", 'q', NULL, NULL,
-		"down, run: no progress line on a terminal" },
+		"down, run: no progress line on a terminal (--progress still prints)" },
 	[OPT_TLS_CA] = { "tls-ca", 0, "FILE", "@file",
 		"the CA of the server's certificate (default: the system's)" },
 	[OPT_TLS_CERT] = { "tls-cert", 0, "FILE", "@file",
@@ -78,6 +80,10 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 #define O_LIMIT_MAKE	{ OPT_LIMIT, "create a missing NAME with limit N (exit 6 if it " \
 	"exists with another limit)" }
 #define O_TIMEOUT	{ OPT_TIMEOUT, "wait at most DUR (default: for ever)" }
+#define O_PROGRESS	{ OPT_PROGRESS, "while waiting, a line on stderr every SECS " \
+	"(default 10), terminal or not (a CI log): place in line, holders, time waited" }
+#define O_CONFLICT	{ OPT_CONFLICT_EXIT, "exit N (0 to 255) instead of 1 when the " \
+	"permits were not got: timed out, or would block (as flock -E)" }
 
 const struct cmd_def cmd_defs[] = {
 	{ "create", { "NAME --limit N [--mode owned|signal] [--initial N]",
@@ -99,11 +105,11 @@ const struct cmd_def cmd_defs[] = {
 	  { O_N_TAKE, O_TIMEOUT,
 	    { OPT_LEASE, "the hold's lease (default and most: the daemon's max-lease, 24h "
 	      "unless configured; a longer one is refused)" },
-	    O_LIMIT_MAKE },
+	    O_LIMIT_MAKE, O_PROGRESS, O_CONFLICT },
 	  1, -1, NULL, cmd_down },
 	{ "trydown", { "NAME [-n N] [--limit N]", "NAME[:N] NAME[:N]... [--limit N]" },
 	  "Like down, but never waits: exit 1 when the permits are not free now.",
-	  { O_N_TAKE, O_LIMIT_MAKE },
+	  { O_N_TAKE, O_LIMIT_MAKE, O_CONFLICT },
 	  1, -1, NULL, cmd_trydown },
 	{ "up", { "NAME [-n N]" },
 	  "Give back permits the caller holds, newest first.",
@@ -120,7 +126,7 @@ const struct cmd_def cmd_defs[] = {
 	    { OPT_LEASE, "the session's lease: how long a cut or a restart of a durable "
 	      "daemon is ridden out (default 10s, at least 200ms; 0: none)" },
 	    { OPT_GRACE, "from SIGTERM to SIGKILL when the hold is lost (default 2s)" },
-	    O_LIMIT_MAKE },
+	    O_LIMIT_MAKE, O_PROGRESS, O_CONFLICT },
 	  2, -1, NULL, cmd_run },
 	{ "info", { "NAME [--max N]" },
 	  "Show a semaphore: its limit, free permits, mode, last token, holders and waiters.",
