@@ -504,6 +504,21 @@ int64_t semc_cancel_async(struct semc *c, uint64_t request_id, semc_done_fn fn, 
  * it can semc_free() the handle; it may be called from a callback. */
 void semc_shutdown(struct semc *c);
 
+/* --- backups (symbol version LIBSEMCLIENT_1.4) --------------------------- */
+
+struct semc_backup_info {
+	uint64_t bytes;		/* of state */
+	uint64_t wall_ms;	/* the daemon's unix ms when it was taken */
+	uint8_t sha256[32];	/* of the state */
+};
+/* A consistent copy of the daemon's whole state (an administrator's right:
+ * in memory, durable or a cluster's leader), written to fd as a backup file
+ * that semd --restore reads: a 64-byte header ("SEMDBKUP", the length, the
+ * time, the SHA-256), then the state. Read in chunks on this connection;
+ * the checksum is verified before 0 is returned. On a failure fd has part
+ * of a backup: discard it. info (may be NULL) gets its figures. */
+int semc_backup(struct semc *c, int fd, struct semc_backup_info *info);
+
 /* --- clusters ----------------------------------------------------------
  * semd --node-id N ...: the address may be a list, "tcp:a:7385,tcp:b:7385",
  * tried in turn; only the leader serves, and the library follows it

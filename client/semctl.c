@@ -184,6 +184,12 @@ const struct cmd_def cmd_defs[] = {
 	  "Check that the daemon answers: its version, who it takes us for, the round trip.",
 	  { { OPT_NONE, NULL } },
 	  0, 0, NULL, cmd_ping },
+	{ "backup", { "FILE" },
+	  "Administrator: write a consistent copy of the daemon's whole state (in memory, "
+	  "durable or a cluster's) to FILE, whole or not at all, with a checksum; semd "
+	  "--restore starts a new data directory from it. - writes it to standard output.",
+	  { { OPT_NONE, NULL } },
+	  1, 1, "@file", cmd_backup },
 	{ "cluster", { "status", "add ID HOST:PORT", "remove ID", "transfer [ID]" },
 	  "A cluster node's view (status), or a change of its members or leader by the "
 	  "leader (admin right). A semd without --data-dir is no cluster: exit 6.",

@@ -9,6 +9,7 @@
  *   semctl-out.c    escaping, JSON strings, times, durations, rates
  *   semctl-cmds.c   the commands of one call: create, up, info, list, ...
  *   semctl-run.c    acquiring (down, trydown), run and its child, watch
+ *   semctl-backup.c backup
  */
 #ifndef SEMD_SEMCTL_H
 #define SEMD_SEMCTL_H
@@ -196,5 +197,8 @@ int cmd_down(struct cmd_args *a);
 int cmd_trydown(struct cmd_args *a);
 int cmd_run(struct cmd_args *a);
 int cmd_watch(struct cmd_args *a);
+
+/* semctl-backup.c */
+int cmd_backup(struct cmd_args *a);
 
 #endif

@@ -64,6 +64,8 @@ struct semd_config {
 	uint32_t	tls_ticket_rotation_s;	/* a new ticket key this often */
 	struct acl	*acl;			/* acl/protect/quota lines */
 	char		*data_dir;		/* the raft log; NULL: in memory */
+	const char	*restore;		/* --restore FILE (command line
+						 * only): seeds a new data_dir */
 	uint32_t	restart_grace_ms;	/* leases get this after a restart */
 	uint32_t	snapshot_every;		/* log entries between snapshots */
 	uint32_t	node_id;		/* cluster node (0: one voter) */

@@ -455,6 +455,7 @@ sm_op_fn op_down_multi;						/* sm_multi.c */
 sm_op_fn op_up, op_release, op_cancel, op_validate;		/* sm_ops_permit.c */
 sm_op_fn op_renew, op_holds, op_where;				/* sm_holds.c */
 sm_op_fn op_stats;						/* sm_stats.c */
+sm_op_fn op_backup;						/* sm_snap_write.c */
 
 /*
  * The parts below, each under the heading of its file, bottom up: a file
@@ -484,6 +485,12 @@ uint64_t sm_wall(const struct sm *sm, uint64_t now);
 #define SNAP_COUNTERS		12
 #define SNAP_V1_COUNTERS	7
 extern const size_t snap_counters[SNAP_COUNTERS];
+/*
+ * The op cases whose counters the fixed layout of versions 2 and 3 has
+ * (up to Where); those of later ops are the section "ops" (tag 20).
+ */
+#define SNAP_V2_NOPS		22
+_Static_assert(SNAP_V2_NOPS <= SM_NOPS, "the layout's ops are ops");
 
 /*
  * Version 3 ends with sections: a u32 tag, a u32 length and that many

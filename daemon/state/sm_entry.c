@@ -17,6 +17,11 @@
  *     LEADER   u64 node, u32 grace_ms, string address
  *                                a leader took over: RESTART, and who
  *                                it is and where clients reach it
+ *     SEED     u64 length, a snapshot (sm_snapshot's bytes)
+ *                                the state is that snapshot's (semd
+ *                                --restore: a new log's first entry); an
+ *                                entry of its own, applied by the log
+ *                                (sm_entry_seed), never by sm_apply
  * (integers little-endian, strings as u32 length + bytes), and zero bytes
  * to pad the entry to a multiple of 8 bytes (raft_uv writes entries in
  * 8-byte units: its check of that is an assert, compiled out of Debian's
@@ -44,6 +49,7 @@ enum {
 	CMD_REQUEST,
 	CMD_RESTART,
 	CMD_LEADER,
+	CMD_SEED = 16,
 };
 
 /* --- building ------------------------------------------------------------------ */
@@ -149,6 +155,44 @@ void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
 	bytes_int(b, grace_ms, 4);
 	bytes_int(b, len, 4);
 	bytes_put(b, address, len);
+}
+
+/* A new log's state: a snapshot's (an entry of its own: sm_entry_seed). */
+void sm_batch_seed(struct sm_batch *b, const uint8_t *snap, size_t len)
+{
+	batch_cmd(b, CMD_SEED);
+	bytes_int(b, len, 8);
+	bytes_put(b, snap, len);
+}
+
+/*
+ * Is this entry a SEED? 1 and its snapshot's bytes (inside buf), 0 when
+ * it is another entry, -EINVAL when it is a SEED that is malformed.
+ */
+int sm_entry_seed(const uint8_t *buf, size_t len, const uint8_t **snap,
+    size_t *snap_len)
+{
+	struct sm_rbuf e = { buf, len, 0, false };
+	uint64_t n;
+	size_t i;
+
+	*snap = NULL;
+	*snap_len = 0;
+	if (rbuf_int(&e, 1) != ENTRY_VERSION)
+		return 0;
+	(void)rbuf_int(&e, 8);
+	(void)rbuf_int(&e, 8);
+	if (e.bad || e.off >= e.len || e.p[e.off] != CMD_SEED)
+		return 0;
+	e.off++;
+	n = rbuf_int(&e, 8);
+	if (e.bad || n > e.len - e.off || (*snap = rbuf_take(&e, n)) == NULL)
+		return -EINVAL;
+	for (i = e.off; i < e.len; i++)
+		if (e.p[i] != 0)
+			return -EINVAL;		/* only the padding may follow */
+	*snap_len = n;
+	return 1;
 }
 
 /* Bytes of an entry's header. */

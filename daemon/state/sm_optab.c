@@ -63,6 +63,8 @@ static const struct {
 	/* Another principal's: the state machine wants admin on every name. */
 	OP(HOLDS, "holds", INSPECT, "inspect", ALL_NAMES, op_holds),
 	OP(WHERE, "where", NONE, "", NO_NAME, op_where),
+	/* The whole state: the state machine wants admin on every name. */
+	OP(BACKUP, "backup", MANAGE, "back up", ALL_NAMES, op_backup),
 };
 #undef OP
 #undef FIELD

@@ -131,7 +131,7 @@ static void r_header(struct restore *rs)
 	n = rs->version >= 2 ? SNAP_COUNTERS : SNAP_V1_COUNTERS;
 	for (i = 0; i < n; i++)
 		*(uint64_t *)((char *)k + snap_counters[i]) = r_u64(r);
-	nops = rs->version >= 2 ? SM_NOPS : SNAP_V1_NOPS;
+	nops = rs->version >= 2 ? SNAP_V2_NOPS : SNAP_V1_NOPS;
 	ncodes = rs->version >= 2 ? SM_NCODES : SNAP_V1_NCODES;
 	for (i = 0; i < nops; i++)
 		k->ops[i] = r_u64(r);

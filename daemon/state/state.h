@@ -94,6 +94,13 @@ struct sm_out {
 	void	*ctx;
 	void	(*close)(void *ctx, void *conn);
 	void	(*note)(void *ctx, void *conn, const char *msg);
+	/*
+	 * A Backup's copy of the state (sm_snapshot()'s bytes, malloc'ed:
+	 * the shell frees them) for conn's request id, taken at the state's
+	 * wall time wall_ms; the shell answers it. NULL: no backups here.
+	 */
+	void	(*backup)(void *ctx, void *conn, uint64_t id, uint8_t *snap,
+		    size_t len, uint64_t wall_ms);
 };
 
 /* Return values of sm_request(). */
@@ -110,7 +117,7 @@ struct sm_client;
  */
 #define SM_HIST_BUCKETS	22
 #define SM_NCODES	15		/* Semd__Code values */
-#define SM_NOPS		(SEMD__REQUEST__OP_WHERE + 1)	/* op cases, 0 included */
+#define SM_NOPS		(SEMD__REQUEST__OP_BACKUP + 1)	/* op cases, 0 included */
 struct sm_hist {
 	uint64_t	bucket[SM_HIST_BUCKETS];
 	uint64_t	sum_ms;
@@ -390,6 +397,16 @@ struct sm_apply_hooks {
 	void	(*done)(void *arg, uint64_t client_id, size_t len);
 	void	*arg;
 };
+
+/*
+ * A SEED entry (an entry of its own: a new log's state is this snapshot's,
+ * semd --restore), and whether an entry is one: 1 and the snapshot's bytes
+ * (inside buf), 0 not one, -EINVAL a malformed one. The log applies it
+ * (sm_restore), not sm_apply.
+ */
+void sm_batch_seed(struct sm_batch *b, const uint8_t *snap, size_t len);
+int sm_entry_seed(const uint8_t *buf, size_t len, const uint8_t **snap,
+    size_t *snap_len);
 
 /*
  * Apply one entry: deadlines due at its time fire, then its commands run.

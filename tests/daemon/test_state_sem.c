@@ -64,6 +64,7 @@ static void test_op_table(void)
 		{ SEMD__REQUEST__OP_RENEW, "name", SM_RIGHT_USE, "use" },
 		{ SEMD__REQUEST__OP_HOLDS, "", SM_RIGHT_INSPECT, "inspect" },
 		{ SEMD__REQUEST__OP_WHERE, NULL, SM_RIGHT_NONE, "" },
+		{ SEMD__REQUEST__OP_BACKUP, "", SM_RIGHT_MANAGE, "back up" },
 	};
 	const struct sm_op *op;
 	struct req q;
