@@ -16,7 +16,7 @@
 
 #include "client/client-int.h"
 
-#define BACKUP_MAGIC		"SEMDBKUP"
+static const uint8_t backup_magic[8] = { 'S', 'E', 'M', 'D', 'B', 'K', 'U', 'P' };
 #define BACKUP_FORMAT		1u
 #define BACKUP_HEADER_LEN	64u
 
@@ -52,7 +52,7 @@ static int backup_header(int fd, const Semd__BackupChunk *ch)
 {
 	uint8_t h[BACKUP_HEADER_LEN] = { 0 };
 
-	memcpy(h, BACKUP_MAGIC, 8);
+	memcpy(h, backup_magic, sizeof backup_magic);
 	put_le(h + 8, BACKUP_FORMAT, 4);
 	put_le(h + 12, BACKUP_HEADER_LEN, 4);
 	put_le(h + 16, ch->total, 8);

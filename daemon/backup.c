@@ -190,7 +190,7 @@ int backup_file_load(const char *path, uint8_t **snap, size_t *len,
 	}
 	r = read_whole(fd, (size_t)st.st_size, &p);
 	close(fd);
-	if (r != 0) {
+	if (r != 0 || p == NULL) {
 		snprintf(err, errlen, "cannot read the backup %s: %s", path,
 		    strerror(-r));
 		return EX_NOINPUT;

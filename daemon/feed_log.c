@@ -286,10 +286,9 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 {
 	struct server *srv = c->srv;
 
-	if (who == NULL) {
-		/* denied and answered */
-	} else if (backup_chunk_locked(c, req)) {
-		/* a later chunk of a backup: from the connection's copy */
+	if (who == NULL || backup_chunk_locked(c, req)) {
+		/* denied and answered; or a later chunk of a backup, answered
+		 * from the connection's copy */
 	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
 		log_cluster_locked(c, req);
 	} else if (!durable_serving(srv->feed_state->d)) {
