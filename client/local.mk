@@ -33,7 +33,7 @@ EXTRA_DIST += client/semclient.pc.in client/semclient-uninstalled.pc.in \
 # semctl: the command line, on the public API only.
 bin_PROGRAMS += semctl
 semctl_SOURCES = client/semctl.c client/semctl.h client/semctl-args.c client/semctl-out.c \
-	client/semctl-backup.c \
+	client/semctl-backup.c client/semctl-watch.c \
 	client/semctl-help.c client/semctl-cmds.c client/semctl-run.c
 semctl_LDADD = client/libsemclient.la
 

@@ -54,6 +54,8 @@ enum semc_error {
 	SEMC_E_SESSION_EXPIRED = -13,
 	SEMC_E_DEADLOCK = -14,		/* the down would close a cycle of waiting
 					 * sessions (the message names it) */
+	SEMC_E_COMPACTED = -18,		/* semc_watch_from(): the revision is no
+					 * longer kept (the message says the oldest) */
 	/* client side */
 	SEMC_E_CONNECT = -100,		/* cannot connect to the daemon */
 	SEMC_E_DISCONNECTED = -101,	/* connection lost, request not answered */
@@ -212,6 +214,9 @@ struct semc_watch_event {
 	uint32_t rate_period_ms;
 	uint32_t burst;
 	const char *reason;
+	/* 0.4.0: its revision, one more than the event before it, the same on
+	 * every node: semc_watch_from() resumes from the one after */
+	uint64_t revision;
 };
 
 /* HOLD_LOST's error says why: SEMC_E_CANCELLED (force-released, or its
@@ -439,6 +444,14 @@ void semc_multi_grant_free(struct semc_multi_grant *g);
 typedef void (*semc_watch_fn)(struct semc *c, const struct semc_watch_event *ev, void *arg);
 int64_t semc_watch(struct semc *c, const char *name, bool prefix, semc_watch_fn fn, void *arg);
 int semc_unwatch(struct semc *c, uint64_t watch);
+/* semc_watch() that first replays the events from revision from_revision
+ * on (> 0) that the daemon still keeps (its watch-history), then goes on
+ * live: pass the revision after the last event read to resume after a
+ * reconnection or a failover without losing or repeating one.
+ * SEMC_E_COMPACTED when some are no longer kept (the message says the
+ * oldest kept). Symbol version LIBSEMCLIENT_1.4. */
+int64_t semc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t from_revision,
+			semc_watch_fn fn, void *arg);
 /* "wait", "grant", "release", ... */
 const char *semc_watch_kind_name(enum semc_watch_kind kind);
 

@@ -125,6 +125,7 @@ const char *err_name(int err)
 	case SEMC_E_INTERNAL: return "internal";
 	case SEMC_E_SESSION_EXPIRED: return "session_expired";
 	case SEMC_E_DEADLOCK: return "deadlock";
+	case SEMC_E_COMPACTED: return "compacted";
 	case SEMC_E_CONNECT: return "connect";
 	case SEMC_E_DISCONNECTED: return "disconnected";
 	case SEMC_E_HOLD_LOST: return "hold_lost";
@@ -471,6 +472,9 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 	case OPT_PROGRESS:
 		a->progress_ms = optarg == NULL ? PROGRESS_DEFAULT_S * 1000 :
 		    (int64_t)parse_count(optarg, "--progress", 1, 86400) * 1000;
+		break;
+	case OPT_FROM:
+		a->from_rev = parse_u64(optarg, "--from", 1);
 		break;
 	case OPT_CONFLICT_EXIT:
 		a->conflict_exit = (int)parse_count(optarg, "-E", 0, 255);

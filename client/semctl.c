@@ -54,6 +54,7 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 	[OPT_ALL] = { "all", 0, NULL, NULL, NULL },
 	[OPT_PROGRESS] = { "progress", 0, "[=SECS]", NULL, NULL },
 	[OPT_CONFLICT_EXIT] = { "conflict-exit-code", 'E', "N", NULL, NULL },
+	[OPT_FROM] = { "from", 0, "REV", NULL, NULL },
 	[OPT_SERVER] = { "server", 's', "ADDR", "@address",
 		"the daemon: unix:PATH, tcp:HOST:PORT or tls:HOST:PORT, or a cluster's "
 		"as a comma-separated list (default $SEMD_SERVER, else unix:"
@@ -161,11 +162,15 @@ const struct cmd_def cmd_defs[] = {
 	  { { OPT_PRINCIPAL, "another principal's (administrators only)" },
 	    { OPT_MAX, "at most N holds" } },
 	  0, 0, NULL, cmd_holds },
-	{ "watch", { "NAME|PREFIX/ [--prefix]", "--all" },
+	{ "watch", { "NAME|PREFIX/ [--prefix] [--from REV]", "--all [--from REV]" },
 	  "Print what happens to a name (or to every name a prefix begins) as it happens, "
-	  "a line an event, until interrupted (exit 0).",
+	  "a line an event with its revision, until interrupted (exit 0). Cut off, it "
+	  "resumes after the last revision it printed, without a gap (exit 6 if the daemon "
+	  "no longer keeps it).",
 	  { { OPT_PREFIX, "NAME is a prefix (as a NAME ending in / is)" },
-	    { OPT_ALL, "every name" } },
+	    { OPT_ALL, "every name" },
+	    { OPT_FROM, "first the events from revision REV on that the daemon still keeps "
+	      "(its watch-history), then the live ones" } },
 	  0, 1, NULL, cmd_watch },
 	{ "validate", { "NAME TOKEN" },
 	  "Exit 0 and print valid if TOKEN still holds a permit of NAME, else exit 6 and "

@@ -8,7 +8,8 @@
  *   semctl-help.c   --help, help COMMAND and the completion, from the tables
  *   semctl-out.c    escaping, JSON strings, times, durations, rates
  *   semctl-cmds.c   the commands of one call: create, up, info, list, ...
- *   semctl-run.c    acquiring (down, trydown), run and its child, watch
+ *   semctl-run.c    acquiring (down, trydown), run and its child
+ *   semctl-watch.c  watch
  *   semctl-backup.c backup
  */
 #ifndef SEMD_SEMCTL_H
@@ -49,7 +50,7 @@ enum opt_id {
 	OPT_N, OPT_LIMIT, OPT_MODE, OPT_INITIAL, OPT_RATE, OPT_BURST,
 	OPT_TIMEOUT, OPT_LEASE, OPT_GRACE, OPT_FORCE, OPT_HOLDER, OPT_MAX,
 	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL, OPT_PROGRESS,
-	OPT_CONFLICT_EXIT,
+	OPT_CONFLICT_EXIT, OPT_FROM,
 	OPT_SERVER, OPT_JSON, OPT_QUIET, OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_NO_TLS_RESUME, OPT_HELP, OPT_VERSION,
 	OPT_COUNT
@@ -113,6 +114,7 @@ struct cmd_args {
 	uint64_t max;		/* 0: no limit */
 	int64_t progress_ms;	/* --progress: a line every this often; 0: none */
 	int conflict_exit;	/* -E: the exit of a timeout or would block */
+	uint64_t from_rev;	/* watch --from: 0 none */
 	const char *after;
 	const char *principal;
 	int argc;		/* positional arguments */
@@ -196,6 +198,8 @@ int cmd_up(struct cmd_args *a);
 int cmd_down(struct cmd_args *a);
 int cmd_trydown(struct cmd_args *a);
 int cmd_run(struct cmd_args *a);
+
+/* semctl-watch.c */
 int cmd_watch(struct cmd_args *a);
 
 /* semctl-backup.c */

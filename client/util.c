@@ -98,6 +98,8 @@ int semc_code_error(int code)
 		return SEMC_OK;
 	if (code > 0 && code <= 14)
 		return -code;
+	if (code == SEMD__CODE__COMPACTED)
+		return SEMC_E_COMPACTED;
 	return SEMC_E_PROTOCOL;
 }
 
@@ -120,6 +122,7 @@ const char *semc_strerror(int error)
 	case SEMC_E_INTERNAL: return "internal server error";
 	case SEMC_E_SESSION_EXPIRED: return "session expired";
 	case SEMC_E_DEADLOCK: return "deadlock";
+	case SEMC_E_COMPACTED: return "compacted: the revision is no longer kept";
 	case SEMC_E_CONNECT: return "cannot connect to the server";
 	case SEMC_E_DISCONNECTED: return "connection to the server lost";
 	case SEMC_E_HOLD_LOST: return "hold lost";

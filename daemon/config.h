@@ -50,6 +50,7 @@ struct semd_config {
 	uint32_t	tls_startups_full;	/* ... growing to all at full */
 	uint32_t	tls_per_source_startups; /* per address (PerSourceMaxStartups) */
 	uint32_t	max_output;		/* bytes queued to one client */
+	uint32_t	watch_history;		/* bytes of events kept for resumes */
 	uint32_t	keepalive_s;		/* TCP keepalive idle; 0: off */
 	uint32_t	threads;		/* event loops (workers) */
 	uint32_t	unix_mode;

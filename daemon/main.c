@@ -55,6 +55,7 @@ static void usage(FILE *f)
 "      --max-semaphores N, --max-sessions N, --max-waiters-per-session N,\n"
 "      --max-holds-per-session N, --max-output BYTES (per client),\n"
 "      --max-lease DURATION, --handshake-timeout DURATION (10s),\n"
+"      --watch-history BYTES (1048576: events kept for watches to resume),\n"
 "      --idle-timeout DURATION (0: off), --keepalive DURATION (60s),\n"
 "      --frame-timeout DURATION (10s: to complete a frame once begun),\n"
 "      --unix-mode OCTAL (0666), --unix-group GROUP\n"
@@ -184,6 +185,7 @@ int main(int argc, char **argv)
 		"max-sessions",
 		"max-waiters-per-session", "max-holds-per-session", "max-lease",
 		"handshake-timeout", "idle-timeout", "max-output", "keepalive",
+		"watch-history",
 		"threads", "frame-timeout",
 		"unix-mode", "unix-group", "user", "allow-insecure-tcp",
 		"tls-cert", "tls-key", "tls-ca", "tls-client-auth",

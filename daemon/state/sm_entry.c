@@ -17,6 +17,8 @@
  *     LEADER   u64 node, u32 grace_ms, string address
  *                                a leader took over: RESTART, and who
  *                                it is and where clients reach it
+ *     WATCH_HISTORY u32 bytes    the watch history's size (watch-history),
+ *                                written after every CONFIG
  *     SEED     u64 length, a snapshot (sm_snapshot's bytes)
  *                                the state is that snapshot's (semd
  *                                --restore: a new log's first entry); an
@@ -50,6 +52,7 @@ enum {
 	CMD_RESTART,
 	CMD_LEADER,
 	CMD_SEED = 16,
+	CMD_WATCH_HISTORY = 17,
 };
 
 /* --- building ------------------------------------------------------------------ */
@@ -99,6 +102,8 @@ void sm_batch_config(struct sm_batch *b, const struct sm_config *cfg)
 	bytes_int(b, cfg->max_holds_per_session, 4);
 	bytes_int(b, cfg->max_lease_ms, 4);
 	bytes_int(b, cfg->max_reply, 4);
+	batch_cmd(b, CMD_WATCH_HISTORY);
+	bytes_int(b, cfg->watch_history, 4);
 }
 
 /* A client opens (sm_client_open). */
@@ -340,6 +345,13 @@ static bool apply_cmd(struct sm *sm, struct sm_rbuf *e,
 		/* Names are made with the default limit: one a snapshot keeps. */
 		if (e->bad || cfg.default_limit == 0 ||
 		    cfg.default_limit > SM_LIMIT_MAX)
+			return false;
+		sm_reconfigure(sm, &cfg);
+		return true;
+	case CMD_WATCH_HISTORY:
+		cfg = sm->cfg;
+		cfg.watch_history = (uint32_t)rbuf_int(e, 4);
+		if (e->bad || cfg.watch_history > SM_WATCH_HISTORY_MAX)
 			return false;
 		sm_reconfigure(sm, &cfg);
 		return true;

@@ -56,6 +56,10 @@ struct sm_local_counters {
 	uint64_t	value[SM_STATS_LOCAL_MAX];
 };
 
+/* The watch history's default size: 1 MiB of the latest events. */
+#define SM_WATCH_HISTORY	(1u << 20)
+#define SM_WATCH_HISTORY_MAX	(1u << 30)
+
 struct sm_config {
 	uint32_t	default_limit;		/* limit of auto-created names */
 	uint32_t	max_semaphores;
@@ -64,6 +68,7 @@ struct sm_config {
 	uint32_t	max_holds_per_session;
 	uint32_t	max_lease_ms;		/* cap on session and hold leases */
 	uint32_t	max_reply;		/* bytes of holders and waiters an Info lists */
+	uint32_t	watch_history;		/* bytes of events kept for resumes */
 	uint64_t	wall_ms;		/* unix time in ms at sm_new() */
 	uint8_t		hash_key[16];		/* random: SipHash key */
 	const char	*server;		/* "semd 0.2.0" for HelloReply */

@@ -341,6 +341,9 @@ static void random_command(struct sm_batch *b)
 		req_make(&q, id, SEMD__REQUEST__OP_WATCH, "prefix=%" PRIu64, rnd_below(2));
 		req_set(&q, "name=%s", q.r.watch->prefix ? (rnd_below(2) ? "" : "jobs/") :
 		    names[rnd_below(NNAMES)]);
+		/* a resume: replayed from the history, compacted, or to come */
+		req_set(&q, "from_revision=%" PRIu64, rnd_below(2) ? (uint64_t)0 :
+		    (uint64_t)1 + rnd_below(300000));
 		break;
 	case 21:
 		req_make(&q, id, SEMD__REQUEST__OP_RENEW, "name=%s", names[rnd_below(NNAMES)]);
