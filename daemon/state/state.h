@@ -58,7 +58,7 @@ struct sm_local_counters {
 
 /* The watch history's default size: 1 MiB of the latest events. */
 #define SM_WATCH_HISTORY	(1u << 20)
-#define SM_WATCH_HISTORY_MAX	(1u << 30)
+#define SM_WATCH_HISTORY_MAX	(64u << 20)	/* its buffer is twice that */
 
 struct sm_config {
 	uint32_t	default_limit;		/* limit of auto-created names */
