@@ -75,8 +75,8 @@ static bool watch_idle(struct sm *sm, unsigned int k)
 static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent *ev)
 {
 	uint8_t buf[WATCH_REC_MAX];
-	const char *owner = sem->owner != NULL ? sem->owner->name : "";
-	size_t olen = strlen(owner), n;
+	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
+	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
 	char *reason = ev->reason;
 	char cut[256];
 	uint16_t ol;
@@ -94,7 +94,8 @@ static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent
 	if (2 + olen + n <= sizeof buf) {
 		ol = (uint16_t)olen;
 		memcpy(buf, &ol, 2);
-		memcpy(buf + 2, owner, olen);
+		if (olen > 0)
+			memcpy(buf + 2, owner, olen);
 		semd__watch_event__pack(ev, buf + 2 + olen);
 		evring_push(&sm->evring, ev->revision, buf, (uint32_t)(2 + olen + n));
 	} else {
