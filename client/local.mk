@@ -5,7 +5,8 @@
 # libsemclient.so.(CURRENT-AGE). We started at 1:0:0, so the SONAME is
 # libsemclient.so.1 (Debian package libsemclient1); 2:0:1 added the
 # functions of symbol version LIBSEMCLIENT_1.1, 3:0:2 those of
-# LIBSEMCLIENT_1.2, 4:0:3 those of LIBSEMCLIENT_1.3. Rules: a compatible
+# LIBSEMCLIENT_1.2, 4:0:3 those of LIBSEMCLIENT_1.3, 5:0:4 those of
+# LIBSEMCLIENT_1.4. Rules: a compatible
 # addition bumps CURRENT and AGE (SONAME stays .so.1); an incompatible change
 # bumps CURRENT and resets AGE to 0 (SONAME .so.2); a fix only bumps REVISION.
 # Only the functions of semclient.h are exported (client/libsemclient.map,
@@ -15,10 +16,10 @@ include_HEADERS += client/semclient.h
 noinst_HEADERS += client/client-int.h client/conv.h
 client_libsemclient_la_SOURCES = client/conn.c client/session.c client/connect.c client/reader.c \
 	client/xprt.c client/ops.c client/result.c client/util.c client/tls.c client/tlssess.c \
-	client/keepalive.c client/watch.c proto/frame.c
+	client/keepalive.c client/watch.c client/backup.c proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
 client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
-client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 4:0:3 -no-undefined \
+client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 5:0:4 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/client/libsemclient.map
 EXTRA_client_libsemclient_la_DEPENDENCIES = client/libsemclient.map
 # security/libsemsec.a: the TLS module the daemon uses too (security/tls.c)
@@ -33,7 +34,7 @@ EXTRA_DIST += client/semclient.pc.in client/semclient-uninstalled.pc.in \
 bin_PROGRAMS += semctl
 semctl_SOURCES = client/semctl.c client/semctl.h client/semctl-args.c client/semctl-out.c \
 	client/semctl-help.c client/semctl-cmds.c client/semctl-set.c \
-	client/semctl-run.c
+	client/semctl-backup.c client/semctl-watch.c client/semctl-run.c
 semctl_LDADD = client/libsemclient.la
 
 # examples/: a distributed job whose workers share a limit through semd.

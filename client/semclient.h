@@ -57,6 +57,8 @@ enum semc_error {
 	SEMC_E_QUEUE_FULL = -15,	/* the name's queue is at its max-waiters (0.3.0) */
 	SEMC_E_REPLACED = -16,		/* the waiting down was replaced by a newer one
 					 * with its replace key (0.3.0) */
+	SEMC_E_COMPACTED = -18,		/* semc_watch_from(): the revision is no
+					 * longer kept (the message says the oldest) */
 	/* client side */
 	SEMC_E_CONNECT = -100,		/* cannot connect to the daemon */
 	SEMC_E_DISCONNECTED = -101,	/* connection lost, request not answered */
@@ -240,6 +242,9 @@ struct semc_watch_event {
 	uint32_t rate_period_ms;
 	uint32_t burst;
 	const char *reason;
+	/* 0.4.0: its revision, one more than the event before it, the same on
+	 * every node: semc_watch_from() resumes from the one after */
+	uint64_t revision;
 };
 
 /* HOLD_LOST's error says why: SEMC_E_CANCELLED (force-released, or its
@@ -467,6 +472,14 @@ void semc_multi_grant_free(struct semc_multi_grant *g);
 typedef void (*semc_watch_fn)(struct semc *c, const struct semc_watch_event *ev, void *arg);
 int64_t semc_watch(struct semc *c, const char *name, bool prefix, semc_watch_fn fn, void *arg);
 int semc_unwatch(struct semc *c, uint64_t watch);
+/* semc_watch() that first replays the events from revision from_revision
+ * on (> 0) that the daemon still keeps (its watch-history), then goes on
+ * live: pass the revision after the last event read to resume after a
+ * reconnection or a failover without losing or repeating one.
+ * SEMC_E_COMPACTED when some are no longer kept (the message says the
+ * oldest kept). Symbol version LIBSEMCLIENT_1.4. */
+int64_t semc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t from_revision,
+			semc_watch_fn fn, void *arg);
 /* "wait", "grant", "release", ... */
 const char *semc_watch_kind_name(enum semc_watch_kind kind);
 
@@ -550,6 +563,21 @@ int64_t semc_cancel_async(struct semc *c, uint64_t request_id, semc_done_fn fn, 
  * (a language binding) that must wake the threads blocked in calls before
  * it can semc_free() the handle; it may be called from a callback. */
 void semc_shutdown(struct semc *c);
+
+/* --- backups (symbol version LIBSEMCLIENT_1.4) --------------------------- */
+
+struct semc_backup_info {
+	uint64_t bytes;		/* of state */
+	uint64_t wall_ms;	/* the daemon's unix ms when it was taken */
+	uint8_t sha256[32];	/* of the state */
+};
+/* A consistent copy of the daemon's whole state (an administrator's right:
+ * in memory, durable or a cluster's leader), written to fd as a backup file
+ * that semd --restore reads: a 64-byte header ("SEMDBKUP", the length, the
+ * time, the SHA-256), then the state. Read in chunks on this connection;
+ * the checksum is verified before 0 is returned. On a failure fd has part
+ * of a backup: discard it. info (may be NULL) gets its figures. */
+int semc_backup(struct semc *c, int fd, struct semc_backup_info *info);
 
 /* --- clusters ----------------------------------------------------------
  * semd --node-id N ...: the address may be a list, "tcp:a:7385,tcp:b:7385",

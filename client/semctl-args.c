@@ -131,6 +131,7 @@ const char *err_name(int err)
 	case SEMC_E_DEADLOCK: return "deadlock";
 	case SEMC_E_QUEUE_FULL: return "queue_full";
 	case SEMC_E_REPLACED: return "replaced";
+	case SEMC_E_COMPACTED: return "compacted";
 	case SEMC_E_CONNECT: return "connect";
 	case SEMC_E_DISCONNECTED: return "disconnected";
 	case SEMC_E_HOLD_LOST: return "hold_lost";
@@ -269,7 +270,9 @@ static void opt_tables(void)
 
 		if (o->name != NULL) {
 			opt_long[n].name = o->name;
-			opt_long[n].has_arg = o->value != NULL ? required_argument : no_argument;
+			opt_long[n].has_arg = o->value == NULL ? no_argument :
+			    opt_value_optional((enum opt_id)i) ? optional_argument :
+			    required_argument;
 			opt_long[n].flag = NULL;
 			opt_long[n++].val = OPT_VAL + (int)i;
 		}
@@ -293,6 +296,12 @@ static enum opt_id opt_of(int ch)
 		if (opt_defs[i].letter != 0 && opt_defs[i].letter == ch)
 			return (enum opt_id)i;
 	return OPT_NONE;
+}
+
+/* Is the option's value optional (given only as --name=VALUE)? */
+bool opt_value_optional(enum opt_id id)
+{
+	return opt_defs[id].value != NULL && opt_defs[id].value[0] == '[';
 }
 
 /* Does the command take the option? */
@@ -332,7 +341,8 @@ bool json_wanted(int argc, char **argv)
 		for (k = OPT_NONE + 1; k < OPT_COUNT; k++) {
 			const struct opt_def *o = &opt_defs[k];
 
-			if (o->value != NULL && ((o->name != NULL && strncmp(argv[i], "--", 2) == 0 &&
+			if (o->value != NULL && !opt_value_optional((enum opt_id)k) &&
+			    ((o->name != NULL && strncmp(argv[i], "--", 2) == 0 &&
 			    strcmp(argv[i] + 2, o->name) == 0) ||
 			    (o->letter != 0 && argv[i][0] == '-' && argv[i][1] == o->letter &&
 			     argv[i][2] == '\0')))
@@ -502,6 +512,16 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 	case OPT_ALL:
 		a->all = true;
 		break;
+	case OPT_PROGRESS:
+		a->progress_ms = optarg == NULL ? PROGRESS_DEFAULT_S * 1000 :
+		    (int64_t)parse_count(optarg, "--progress", 1, 86400) * 1000;
+		break;
+	case OPT_FROM:
+		a->from_rev = parse_u64(optarg, "--from", 1);
+		break;
+	case OPT_CONFLICT_EXIT:
+		a->conflict_exit = (int)parse_count(optarg, "-E", 0, 255);
+		break;
 	default:
 		global_set(id);
 		break;
@@ -528,6 +548,7 @@ void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args
 	a->lease_ms = -1;
 	a->grace_ms = -1;
 	a->nafter = -1;
+	a->conflict_exit = EX_TIMEOUT_;
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
 			a->nafter = argc - i - 1;

@@ -54,8 +54,8 @@ static int opt_text(enum opt_id id, char *buf, size_t len)
 	if (o->letter != 0)
 		snprintf(s, sizeof s, "-%c", o->letter);
 	return snprintf(buf, len, "%s%s%s%s%s%s", s, *s && o->name ? ", " : "",
-			o->name ? "--" : "", o->name ? o->name : "", o->value ? " " : "",
-			o->value ? o->value : "");
+			o->name ? "--" : "", o->name ? o->name : "",
+			o->value && !opt_value_optional(id) ? " " : "", o->value ? o->value : "");
 }
 
 /* One option line: the option, then its help from HELP_COL on. */
@@ -326,7 +326,8 @@ int complete_words(int argc, char **argv)
 			after = 0;
 		} else if (w[0] == '-' && w[1] != '\0') {
 			id = opt_word(w);
-			if (id != OPT_NONE && opt_defs[id].value != NULL) {
+			if (id != OPT_NONE && opt_defs[id].value != NULL &&
+			    !opt_value_optional(id)) {
 				if (i == argc - 2)
 					prev = id;
 				i++;

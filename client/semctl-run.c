@@ -2,7 +2,7 @@
 /*
  * client/semctl-run.c - the commands that wait: down and trydown (one name
  * or several, with the progress line), run (a command under a hold, its
- * child supervised and the session kept) and watch.
+ * child supervised and the session kept). watch is semctl-watch.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +45,9 @@ struct acq {
 	bool policy_set;
 	int64_t timeout_ms;
 	uint32_t lease_ms;
+	int64_t progress_ms;	/* --progress: a log line this often (0: none) */
+	int conflict_exit;	/* the exit of a timeout or would block (-E) */
+	const char *cmd;	/* down, trydown, run: for the log lines */
 	/* the outcome */
 	bool done;
 	int error;
@@ -110,6 +113,9 @@ static void acq_names(struct acq *q, char **names, int count, const struct cmd_a
 		q->ns[i] = (uint32_t)v;
 	}
 	q->k = (size_t)count;
+	q->cmd = cmd;
+	q->progress_ms = a->progress_ms;
+	q->conflict_exit = a->conflict_exit;
 }
 
 /* Completion of the asynchronous down: keep the outcome. */
@@ -153,43 +159,98 @@ static const char *ordinal(uint32_t n, char *buf, size_t len)
 	return buf;
 }
 
-/* One line of where a down stands: "waiting for deploy: 3rd of 7 in line,
- * 4/4 held, 12 s". */
-static void acq_progress(struct semc *c, int64_t id, int64_t elapsed_ms)
+/* Append to line (of size cap, *len used) what fmt says, cut at the end. */
+static void line_add(char *line, size_t cap, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void line_add(char *line, size_t cap, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*len + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(line + *len, cap - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
+#define PROGRESS_HOLDERS	3	/* holders named a name in a log line */
+
+/*
+ * Who holds name, for a log line: " by uid:1000 (semctl run@ci-7 pid 42,
+ * for 3m10s), ... and 4 more" after "4/4 held". Nothing when the name may not be
+ * inspected (or is gone). The durations are the daemon's since against
+ * this host's clock: as right as the two clocks agree.
+ */
+static void acq_holders(struct semc *c, const char *name, char *line, size_t cap,
+			size_t *len)
+{
+	struct semc_info *pg;
+	char b[32];
+	size_t i;
+
+	if (semc_info_page(c, name, PROGRESS_HOLDERS, 0, UINT64_MAX, &pg) != 0)
+		return;
+	for (i = 0; i < pg->n_holders; i++) {
+		const struct semc_holder *h = &pg->holders[i];
+
+		line_add(line, cap, len, "%s%s (%s@%s pid %u, for %s)", i ? ", " : " by ",
+			 esc(h->principal), esc(h->client_name), esc(h->host), h->pid,
+			 fmt_dur(wall_ms() - (int64_t)h->since_ms, b, sizeof b));
+	}
+	if (pg->holders_total > pg->n_holders)
+		line_add(line, cap, len, " and %zu more", pg->holders_total - pg->n_holders);
+	semc_info_free(pg);
+}
+
+/*
+ * Where a down stands: "waiting for deploy: 3rd of 7 in line, 4/4 held,
+ * 12 s", drawn in place on a terminal; as a log line (--progress)
+ * "semctl: down: waited 12.0s for deploy: 3rd of 7 in line, 4/4 held by
+ * uid:1000 (semctl run@ci-7 pid 42, for 3m10s), ... and 2 more".
+ */
+static void acq_progress(struct semc *c, const struct acq *q, int64_t id, int64_t elapsed_ms,
+			 bool log)
 {
 	struct semc_where *w;
-	char line[1024], b1[32], b2[32];
+	char line[2048], b1[32], b2[32];
 	size_t i, len = 0;
 
 	if (semc_where(c, (uint64_t)id, &w) != 0)
 		return;		/* granted meanwhile, or gone: nothing to say */
-	len += (size_t)snprintf(line + len, sizeof line - len, "waiting for ");
-	for (i = 0; i < w->n && len < sizeof line; i++) {
+	if (log)
+		line_add(line, sizeof line, &len, "semctl: %s: waited %s for ", q->cmd,
+			 fmt_dur(elapsed_ms, b1, sizeof b1));
+	else
+		line_add(line, sizeof line, &len, "waiting for ");
+	for (i = 0; i < w->n; i++) {
 		const struct semc_place *p = &w->places[i];
 
-		len += (size_t)snprintf(line + len, sizeof line - len, "%s%s: %s of %u in line",
-					i ? "; " : "", esc(p->name),
-					p->position ? ordinal(p->position, b1, sizeof b1) :
-					"past the 100000th", p->waiters);
-		if (len < sizeof line && p->limit != 0)
-			len += (size_t)snprintf(line + len, sizeof line - len, ", %" PRIu64 "/%u held",
-						p->held, p->limit);
-		if (len < sizeof line && (p->tokens_nano != 0 || p->next_token_ms != 0)) {
-			len += (size_t)snprintf(line + len, sizeof line - len,
-						", %" PRIu64 ".%02" PRIu64 " of %u tokens",
-						p->tokens_nano / 1000000000u,
-						p->tokens_nano % 1000000000u / 10000000u, p->n);
-			if (len < sizeof line && p->next_token_ms != 0)
-				len += (size_t)snprintf(line + len, sizeof line - len,
-							", next in %s",
-							fmt_dur((int64_t)p->next_token_ms - wall_ms(),
-								b2, sizeof b2));
-		}
+		line_add(line, sizeof line, &len, "%s%s: %s of %u in line", i ? "; " : "",
+			 esc(p->name), p->position ? ordinal(p->position, b1, sizeof b1) :
+			 "past the 100000th", p->waiters);
+		if (p->limit != 0)
+			line_add(line, sizeof line, &len, ", %" PRIu64 "/%u held", p->held,
+				 p->limit);
+		if (p->tokens_nano != 0 || p->next_token_ms != 0)
+			line_add(line, sizeof line, &len, ", %" PRIu64 ".%02" PRIu64
+				 " of %u tokens", p->tokens_nano / 1000000000u,
+				 p->tokens_nano % 1000000000u / 10000000u, p->n);
+		if (p->next_token_ms != 0)
+			line_add(line, sizeof line, &len, ", next in %s",
+				 fmt_dur((int64_t)p->next_token_ms - wall_ms(), b2, sizeof b2));
+		if (log && p->limit != 0)
+			acq_holders(c, p->name, line, sizeof line, &len);
 	}
-	if (len < sizeof line)
-		snprintf(line + len, sizeof line - len, ", %" PRId64 " s", elapsed_ms / 1000);
+	if (!log)
+		line_add(line, sizeof line, &len, ", %" PRId64 " s", elapsed_ms / 1000);
 	semc_where_free(w);
-	fprintf(stderr, "\r\033[K%s", line);
+	if (log)
+		fprintf(stderr, "%s\n", line);
+	else
+		fprintf(stderr, "\r\033[K%s", line);
 	fflush(stderr);
 }
 
@@ -296,7 +357,11 @@ static int acquire(struct semc *c, struct acq *q)
 	struct semc_down_opts o = { 0 };
 	struct semc_want wants[ACQ_MAX];
 	int64_t id, start = mono_ms(), now, next_show, wait, deadline = -1;
-	bool progress = !g.quiet && !g.json && q->timeout_ms != 0 && isatty(STDERR_FILENO);
+	/* a log line every --progress, else on a terminal a line redrawn */
+	bool log = q->progress_ms > 0 && q->timeout_ms != 0;
+	bool progress = log || (!g.quiet && !g.json && q->timeout_ms != 0 &&
+				isatty(STDERR_FILENO));
+	int64_t every = log ? q->progress_ms : 1000;
 	bool shown = false;
 	size_t i;
 	int sig = 0;
@@ -326,7 +391,7 @@ static int acquire(struct semc *c, struct acq *q)
 	}
 	if (q->timeout_ms >= 0)
 		deadline = start + q->timeout_ms + ACQ_NO_REPLY_MS;
-	next_show = start + 1000;
+	next_show = start + every;
 	while (!q->done) {
 		struct pollfd p[2] = { { .fd = sig_pipe[0], .events = POLLIN },
 				       { .fd = semc_fd(c), .events = POLLIN } };
@@ -354,9 +419,9 @@ static int acquire(struct semc *c, struct acq *q)
 			break;
 		now = mono_ms();
 		if (!q->done && progress && now >= next_show) {
-			acq_progress(c, id, now - start);
-			shown = true;
-			next_show = now + 1000;
+			acq_progress(c, q, id, now - start, log);
+			shown = !log;
+			next_show = now + every;
 		}
 	}
 	if (shown) {
@@ -383,6 +448,10 @@ static int acq_fail(const struct acq *q, int err, const char *what)
 		return fail_json(EX_SIGNAL_ + q->signal, "interrupted", err, what, q->message,
 				 more);
 	}
+	/* not got (-E): told apart from the other failures, as flock -E does */
+	if (err == SEMC_E_TIMEOUT || err == SEMC_E_WOULD_BLOCK)
+		return fail_json(q->conflict_exit, err_name(err), err, what,
+				 q->message[0] ? q->message : semc_strerror(err), NULL);
 	return fail_msg(err, what, q->message[0] ? q->message : semc_strerror(err));
 }
 
@@ -807,164 +876,4 @@ int cmd_run(struct cmd_args *a)
 	if (g.json)
 		run_json(&q, &rs, status, code);
 	return code;
-}
-
-/* --- watch -------------------------------------------------------------- */
-
-struct watch_state {
-	const char *name;
-	bool prefix;
-	bool rewatch;		/* the connection was made again */
-	uint64_t events;
-};
-
-static volatile sig_atomic_t watch_stop;
-
-/* SIGINT, SIGTERM, SIGHUP: end the stream. */
-static void watch_on_signal(int sig)
-{
-	(void)sig;
-	watch_stop = 1;
-}
-
-/* One event: a line, or a JSON object on a line. */
-static void watch_print(const struct semc_watch_event *e)
-{
-	char b1[64], b2[32];
-	time_t t = (time_t)(e->time_ms / 1000);
-	struct tm tm;
-
-	if (g.json) {
-		printf("{\"time_ms\":%" PRIu64 ",\"watch\":%" PRIu64 ",\"name\":", e->time_ms,
-		       e->watch);
-		json_str(e->name);
-		printf(",\"event\":\"%s\",\"n\":%u,\"permit_id\":%" PRIu64 ",\"token\":%" PRIu64
-		       ",\"request_id\":%" PRIu64 ",\"principal\":", e->kind_name, e->n,
-		       e->permit_id, e->token, e->request_id);
-		json_str(e->principal);
-		printf(",\"client_name\":");
-		json_str(e->client_name);
-		printf(",\"host\":");
-		json_str(e->host);
-		printf(",\"pid\":%u,\"holders\":%u,\"waiters\":%u,\"available\":%" PRId64
-		       ",\"limit\":%u", e->pid, e->holders, e->waiters, e->available, e->limit);
-		if (e->rate != 0)
-			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", e->rate,
-			       e->rate_period_ms, e->burst);
-		printf(",\"reason\":");
-		json_str(e->reason);
-		printf("}\n");
-		fflush(stdout);
-		return;
-	}
-	if (localtime_r(&t, &tm) != NULL)
-		strftime(b1, sizeof b1, "%Y-%m-%d %H:%M:%S", &tm);
-	else
-		snprintf(b1, sizeof b1, "-");
-	printf("%s.%03u %-8s %s", b1, (unsigned)(e->time_ms % 1000), e->kind_name, esc(e->name));
-	if (e->n != 0)
-		printf(" n=%u", e->n);
-	if (e->permit_id != 0)
-		printf(" permit=%" PRIu64, e->permit_id);
-	if (e->token != 0)
-		printf(" token=%" PRIu64, e->token);
-	if (e->request_id != 0)
-		printf(" request=%" PRIu64, e->request_id);
-	if (*e->principal != '\0')
-		printf(" by %s (%s@%s pid %u)", esc(e->principal), esc(e->client_name),
-		       esc(e->host), e->pid);
-	if (e->kind == SEMC_WATCH_LIMIT || e->kind == SEMC_WATCH_CREATE)
-		printf(" limit=%u", e->limit);
-	if (e->rate != 0 && (e->kind == SEMC_WATCH_RATE || e->kind == SEMC_WATCH_CREATE))
-		printf(" rate=%s burst=%u", rate_text(e->rate, e->rate_period_ms, b2, sizeof b2),
-		       e->burst);
-	printf(" holders=%u waiters=%u available=%" PRId64, e->holders, e->waiters, e->available);
-	if (*e->reason != '\0')
-		printf(" (%s)", esc(e->reason));
-	printf("\n");
-	fflush(stdout);
-}
-
-/* An event of the watch. */
-static void watch_on_watch(struct semc *c, const struct semc_watch_event *ev, void *arg)
-{
-	struct watch_state *ws = arg;
-
-	(void)c;
-	ws->events++;
-	watch_print(ev);
-}
-
-/* Events of the connection during watch. */
-static void watch_on_event(struct semc *c, const struct semc_event *ev, void *arg)
-{
-	struct watch_state *ws = arg;
-
-	(void)c;
-	if (ev->type == SEMC_EV_RECONNECTED || ev->type == SEMC_EV_RESUMED) {
-		ws->rewatch = true;
-	} else if (ev->type == SEMC_EV_DISCONNECTED) {
-		fprintf(stderr, "semctl: watch: %s; connecting again (events in between are "
-			"missed)\n", esc(ev->message));
-	}
-}
-
-/*
- * watch NAME|PREFIX/ [--prefix] [--all]: stream a name's events (a name
- * ending in '/' or --prefix: every name it begins; --all: every name)
- * until interrupted (exit 0). After a reconnection the watch is made again.
- */
-int cmd_watch(struct cmd_args *a)
-{
-	struct watch_state ws = { 0 };
-	struct sigaction sa = { 0 };
-	struct semc *c;
-	int64_t id, wait;
-	size_t len;
-	int r;
-
-	if (a->all && a->argc > 0)
-		usage_forms("watch: --all takes no NAME");
-	if (!a->all && a->argc == 0)
-		usage_forms("watch: NAME, PREFIX/ or --all is required");
-	ws.name = a->all ? "" : a->argv[0];
-	len = strlen(ws.name);
-	ws.prefix = a->all || a->prefix || (len > 0 && ws.name[len - 1] == '/');
-	if ((r = client_open(&c, 0, "semctl watch")) != 0)
-		return r;
-	semc_set_event_callback(c, watch_on_event, &ws);
-	if ((id = semc_watch(c, ws.name, ws.prefix, watch_on_watch, &ws)) < 0) {
-		semc_free(c);
-		return fail((int)id, "watch");
-	}
-	sa.sa_handler = watch_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	if (!g.json)
-		fprintf(stderr, "semctl: watching %s%s (^C to stop)\n",
-			a->all ? "every name" : esc(ws.name), ws.prefix && !a->all ? "*" : "");
-	/* bounded by the user: until a signal (or stdout closes) */
-	while (!watch_stop) {
-		struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
-
-		wait = semc_timeout(c);
-		if (wait < 0 || wait > 1000)
-			wait = 1000;
-		if (p.fd < 0 && wait > 100)
-			wait = 100;
-		if (poll(&p, p.fd >= 0 ? 1 : 0, (int)wait) < 0 && errno != EINTR)
-			break;
-		semc_process(c);
-		if (ferror(stdout))
-			break;		/* the reader went away */
-		if (ws.rewatch && !watch_stop) {
-			ws.rewatch = false;
-			if (semc_watch(c, ws.name, ws.prefix, watch_on_watch, &ws) < 0)
-				ws.rewatch = true;	/* again at the next turn */
-		}
-	}
-	semc_free(c);
-	return ferror(stdout) ? EX_ERROR_ : EX_OK_;
 }

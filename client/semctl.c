@@ -4,7 +4,7 @@
  * public libsemclient API (semclient.h).
  *
  * Exit codes (stable, see semctl(1)): 0 ok or acquired, 1 timed out or would
- * block, 2 usage, 3 cannot reach or talk to the server, 4 permission denied,
+ * block (-E N: N), 2 usage, 3 cannot reach or talk to the server, 4 permission denied,
  * 5 hold lost, 6 not found / not holder / other server error, 7 deadlock
  * (waiting would close a cycle of sessions; the message names it). `run`
  * exits with its command's status (128+signal if it was killed) otherwise.
@@ -58,6 +58,9 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 	[OPT_SHARE] = { "share", 0, "principal|key", "principal key", NULL },
 	[OPT_WEIGHT] = { "weight", 0, "GROUP=W", NULL, NULL },
 	[OPT_GROUP] = { "group", 0, "KEY", NULL, NULL },
+	[OPT_PROGRESS] = { "progress", 0, "[=SECS]", NULL, NULL },
+	[OPT_CONFLICT_EXIT] = { "conflict-exit-code", 'E', "N", NULL, NULL },
+	[OPT_FROM] = { "from", 0, "REV", NULL, NULL },
 	[OPT_SERVER] = { "server", 's', "ADDR", "@address",
 		"the daemon: unix:PATH, tcp:HOST:PORT or tls:HOST:PORT, or a cluster's "
 		"as a comma-separated list (default $SEMD_SERVER, else unix:"
@@ -65,7 +68,7 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 	[OPT_JSON] = { "json", 'j', NULL, NULL,
 		"print one JSON object (watch: one a line), failures included" },
 	[OPT_QUIET] = { "quiet", 'q', NULL, NULL,
-		"down, run: no progress line on a terminal" },
+		"down, run: no progress line on a terminal (--progress still prints)" },
 	[OPT_TLS_CA] = { "tls-ca", 0, "FILE", "@file",
 		"the CA of the server's certificate (default: the system's)" },
 	[OPT_TLS_CERT] = { "tls-cert", 0, "FILE", "@file",
@@ -90,6 +93,10 @@ const struct opt_def opt_defs[OPT_COUNT] = {
 #define O_GROUP		{ OPT_GROUP, "the fair-share group of the down (a name created " \
 			  "with --share key; default: the principal)" }
 #define O_TIMEOUT	{ OPT_TIMEOUT, "wait at most DUR (default: for ever)" }
+#define O_PROGRESS	{ OPT_PROGRESS, "while waiting, a line on stderr every SECS " \
+	"(default 10), terminal or not (a CI log): place in line, holders, time waited" }
+#define O_CONFLICT	{ OPT_CONFLICT_EXIT, "exit N (0 to 255) instead of 1 when the " \
+	"permits were not got: timed out, or would block (as flock -E)" }
 
 const struct cmd_def cmd_defs[] = {
 	{ "create", { "NAME --limit N [--mode owned|signal] [--initial N] [--max-waiters N] "
@@ -117,12 +124,13 @@ const struct cmd_def cmd_defs[] = {
 	  { O_N_TAKE, O_TIMEOUT,
 	    { OPT_LEASE, "the hold's lease (default and most: the daemon's max-lease, 24h "
 	      "unless configured; a longer one is refused)" },
-	    O_LIMIT_MAKE, O_REPLACE, O_PRIORITY, O_GROUP },
+	    O_LIMIT_MAKE, O_REPLACE, O_PRIORITY, O_GROUP,
+	    O_PROGRESS, O_CONFLICT },
 	  1, -1, NULL, cmd_down },
 	{ "trydown", { "NAME [-n N] [--limit N] [--priority P]",
 		       "NAME[:N] NAME[:N]... [--limit N] [--priority P]" },
 	  "Like down, but never waits: exit 1 when the permits are not free now.",
-	  { O_N_TAKE, O_LIMIT_MAKE, O_PRIORITY },
+	  { O_N_TAKE, O_LIMIT_MAKE, O_PRIORITY, O_CONFLICT },
 	  1, -1, NULL, cmd_trydown },
 	{ "up", { "NAME [-n N]" },
 	  "Give back permits the caller holds, newest first.",
@@ -140,7 +148,8 @@ const struct cmd_def cmd_defs[] = {
 	    { OPT_LEASE, "the session's lease: how long a cut or a restart of a durable "
 	      "daemon is ridden out (default 10s, at least 200ms; 0: none)" },
 	    { OPT_GRACE, "from SIGTERM to SIGKILL when the hold is lost (default 2s)" },
-	    O_LIMIT_MAKE, O_REPLACE, O_PRIORITY, O_GROUP },
+	    O_LIMIT_MAKE, O_REPLACE, O_PRIORITY, O_GROUP,
+	    O_PROGRESS, O_CONFLICT },
 	  2, -1, NULL, cmd_run },
 	{ "info", { "NAME [--max N]" },
 	  "Show a semaphore: its limit, free permits, mode, last token, holders and waiters.",
@@ -180,11 +189,15 @@ const struct cmd_def cmd_defs[] = {
 	  { { OPT_PRINCIPAL, "another principal's (administrators only)" },
 	    { OPT_MAX, "at most N holds" } },
 	  0, 0, NULL, cmd_holds },
-	{ "watch", { "NAME|PREFIX/ [--prefix]", "--all" },
+	{ "watch", { "NAME|PREFIX/ [--prefix] [--from REV]", "--all [--from REV]" },
 	  "Print what happens to a name (or to every name a prefix begins) as it happens, "
-	  "a line an event, until interrupted (exit 0).",
+	  "a line an event with its revision, until interrupted (exit 0). Cut off, it "
+	  "resumes after the last revision it printed, without a gap (exit 6 if the daemon "
+	  "no longer keeps it).",
 	  { { OPT_PREFIX, "NAME is a prefix (as a NAME ending in / is)" },
-	    { OPT_ALL, "every name" } },
+	    { OPT_ALL, "every name" },
+	    { OPT_FROM, "first the events from revision REV on that the daemon still keeps "
+	      "(its watch-history), then the live ones" } },
 	  0, 1, NULL, cmd_watch },
 	{ "validate", { "NAME TOKEN" },
 	  "Exit 0 and print valid if TOKEN still holds a permit of NAME, else exit 6 and "
@@ -203,6 +216,12 @@ const struct cmd_def cmd_defs[] = {
 	  "Check that the daemon answers: its version, who it takes us for, the round trip.",
 	  { { OPT_NONE, NULL } },
 	  0, 0, NULL, cmd_ping },
+	{ "backup", { "FILE" },
+	  "Administrator: write a consistent copy of the daemon's whole state (in memory, "
+	  "durable or a cluster's) to FILE, whole or not at all, with a checksum; semd "
+	  "--restore starts a new data directory from it. - writes it to standard output.",
+	  { { OPT_NONE, NULL } },
+	  1, 1, "@file", cmd_backup },
 	{ "cluster", { "status", "add ID HOST:PORT", "remove ID", "transfer [ID]" },
 	  "A cluster node's view (status), or a change of its members or leader by the "
 	  "leader (admin right). A semd without --data-dir is no cluster: exit 6.",

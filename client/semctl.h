@@ -9,7 +9,9 @@
  *   semctl-out.c    escaping, JSON strings, times, durations, rates
  *   semctl-cmds.c   the commands of one call: create, up, info, list, ...
  *   semctl-set.c    set-limit, set-queue, set-rate
- *   semctl-run.c    acquiring (down, trydown), run and its child, watch
+ *   semctl-run.c    acquiring (down, trydown), run and its child
+ *   semctl-watch.c  watch
+ *   semctl-backup.c backup
  */
 #ifndef SEMD_SEMCTL_H
 #define SEMD_SEMCTL_H
@@ -38,6 +40,9 @@ enum {
  * limits, -n, bursts). */
 #define COUNT_MAX	(1u << 30)
 
+/* --progress without a value: a line every this many seconds. */
+#define PROGRESS_DEFAULT_S	10
+
 /*
  * Every option of semctl. The global ones (OPT_SERVER on) go before or
  * after the command; a command's own go after it, and only those its
@@ -48,7 +53,8 @@ enum opt_id {
 	OPT_N, OPT_LIMIT, OPT_MODE, OPT_INITIAL, OPT_RATE, OPT_BURST,
 	OPT_TIMEOUT, OPT_LEASE, OPT_GRACE, OPT_FORCE, OPT_HOLDER, OPT_MAX,
 	OPT_AFTER, OPT_PRINCIPAL, OPT_PREFIX, OPT_ALL, OPT_MAX_WAITERS, OPT_REPLACE,
-	OPT_PRIORITY, OPT_SHARE, OPT_WEIGHT, OPT_GROUP,
+	OPT_PRIORITY, OPT_SHARE, OPT_WEIGHT, OPT_GROUP, OPT_PROGRESS,
+	OPT_CONFLICT_EXIT, OPT_FROM,
 	OPT_SERVER, OPT_JSON, OPT_QUIET, OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_NO_TLS_RESUME, OPT_HELP, OPT_VERSION,
 	OPT_COUNT
@@ -58,7 +64,8 @@ enum opt_id {
 struct opt_def {
 	const char *name;	/* the long option, without "--" (NULL: none) */
 	char letter;		/* the short one, or 0 */
-	const char *value;	/* what it takes ("N", "DUR"), NULL: no value */
+	const char *value;	/* what it takes ("N", "DUR"), NULL: no value;
+				 * "[=X]": an optional one, only as --name=X */
 	const char *complete;	/* its values' completion: words, or "@file",
 				 * "@address" */
 	const char *help;	/* a global option's help */
@@ -71,7 +78,7 @@ struct cmd_opt {
 };
 
 #define CMD_FORMS	4
-#define CMD_OPTS	8
+#define CMD_OPTS	12
 #define WEIGHTS_MAX	64	/* --weight, as the daemon takes them */
 
 struct cmd_args;
@@ -110,6 +117,9 @@ struct cmd_args {
 	uint64_t holder;
 	int64_t grace_ms;	/* -1: unset */
 	uint64_t max;		/* 0: no limit */
+	int64_t progress_ms;	/* --progress: a line every this often; 0: none */
+	int conflict_exit;	/* -E: the exit of a timeout or would block */
+	uint64_t from_rev;	/* watch --from: 0 none */
 	const char *after;
 	const char *principal;
 	const char *replace;	/* --replace KEY, or NULL */
@@ -158,6 +168,7 @@ uint64_t parse_u64(const char *s, const char *what, uint64_t min);
 bool json_wanted(int argc, char **argv);
 int globals_parse(int argc, char **argv);
 bool cmd_takes(const struct cmd_def *cmd, enum opt_id id);
+bool opt_value_optional(enum opt_id id);
 void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args *a);
 int client_open(struct semc **out, uint32_t lease_ms, const char *name);
 int call_end(struct semc *c, int r, const char *what);
@@ -201,6 +212,11 @@ int cmd_up(struct cmd_args *a);
 int cmd_down(struct cmd_args *a);
 int cmd_trydown(struct cmd_args *a);
 int cmd_run(struct cmd_args *a);
+
+/* semctl-watch.c */
 int cmd_watch(struct cmd_args *a);
+
+/* semctl-backup.c */
+int cmd_backup(struct cmd_args *a);
 
 #endif

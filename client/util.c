@@ -98,6 +98,8 @@ int semc_code_error(int code)
 		return SEMC_OK;
 	if (code > 0 && code <= 16)
 		return -code;
+	if (code == SEMD__CODE__COMPACTED)
+		return SEMC_E_COMPACTED;
 	return SEMC_E_PROTOCOL;
 }
 
@@ -122,6 +124,7 @@ const char *semc_strerror(int error)
 	case SEMC_E_DEADLOCK: return "deadlock";
 	case SEMC_E_QUEUE_FULL: return "queue full";
 	case SEMC_E_REPLACED: return "replaced";
+	case SEMC_E_COMPACTED: return "compacted: the revision is no longer kept";
 	case SEMC_E_CONNECT: return "cannot connect to the server";
 	case SEMC_E_DISCONNECTED: return "connection to the server lost";
 	case SEMC_E_HOLD_LOST: return "hold lost";

@@ -80,6 +80,13 @@ void semc_watchers_free(struct semc *c)
  */
 int64_t semc_watch(struct semc *c, const char *name, bool prefix, semc_watch_fn fn, void *arg)
 {
+	return semc_watch_from(c, name, prefix, 0, fn, arg);
+}
+
+/* The same, replaying the kept events from revision from_revision on. */
+int64_t semc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t from_revision,
+			semc_watch_fn fn, void *arg)
+{
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Watch op = SEMD__WATCH__INIT;
 	struct semc_watcher *w;
@@ -95,6 +102,7 @@ int64_t semc_watch(struct semc *c, const char *name, bool prefix, semc_watch_fn 
 		return semc_fail(SEMC_E_INVALID, "a name is 1 to 255 bytes long");
 	op.name = (char *)name;
 	op.prefix = prefix;
+	op.from_revision = from_revision;
 	rq.op_case = SEMD__REQUEST__OP_WATCH;
 	rq.watch = &op;
 	if ((w = calloc(1, sizeof *w)) == NULL ||
@@ -184,7 +192,7 @@ static const struct semc_conv event_conv = CONV(struct semc_watch_event,
 	EVENT(F_COPY, token), EVENT(F_COPY, request_id), EVENT(F_COPY, pid),
 	EVENT(F_COPY, holders), EVENT(F_COPY, waiters), EVENT(F_COPY, available),
 	EVENT(F_COPY, limit), EVENT(F_COPY, rate), EVENT(F_COPY, rate_period_ms),
-	EVENT(F_COPY, burst));
+	EVENT(F_COPY, burst), EVENT(F_COPY, revision));
 
 /*
  * A watch_event notice (rp, whose ownership passes here): queue it as a

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon/config.h"
+#include "daemon/state/state.h"
 #include "daemon/logging.h"
 #include "proto/frame.h"
 #include "security/acl.h"
@@ -52,6 +53,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "tls-max-startups", CFG_STARTUPS, 0, 1, 10000000 },
 	{ "tls-per-source-max-startups", CFG_UINT, OFF(tls_per_source_startups), 0, 10000000 },
 	{ "max-output", CFG_UINT, OFF(max_output), 4096, UINT32_MAX },
+	{ "watch-history", CFG_UINT, OFF(watch_history), 0, SM_WATCH_HISTORY_MAX },
 	{ "keepalive", CFG_DURATION, OFF(keepalive_s), 0, UINT32_MAX },
 	{ "threads", CFG_UINT, OFF(threads), 1, SEMD_THREADS_MAX },
 	{ "unix-mode", CFG_MODE, OFF(unix_mode), 0, 07777 },
@@ -111,6 +113,7 @@ void config_init(struct semd_config *c)
 	c->metrics_timeout_ms = 10000;
 	c->ready_max_lag = 1000;
 	c->max_output = 4u << 20;
+	c->watch_history = SM_WATCH_HISTORY;
 	c->keepalive_s = 60;
 	c->tls_ticket_lifetime_s = 3600;
 	c->tls_ticket_rotation_s = 3600;

@@ -50,6 +50,7 @@ struct semd_config {
 	uint32_t	tls_startups_full;	/* ... growing to all at full */
 	uint32_t	tls_per_source_startups; /* per address (PerSourceMaxStartups) */
 	uint32_t	max_output;		/* bytes queued to one client */
+	uint32_t	watch_history;		/* bytes of events kept for resumes */
 	uint32_t	keepalive_s;		/* TCP keepalive idle; 0: off */
 	uint32_t	threads;		/* event loops (workers) */
 	uint32_t	unix_mode;
@@ -64,6 +65,8 @@ struct semd_config {
 	uint32_t	tls_ticket_rotation_s;	/* a new ticket key this often */
 	struct acl	*acl;			/* acl/protect/quota lines */
 	char		*data_dir;		/* the raft log; NULL: in memory */
+	const char	*restore;		/* --restore FILE (command line
+						 * only): seeds a new data_dir */
 	uint32_t	restart_grace_ms;	/* leases get this after a restart */
 	uint32_t	snapshot_every;		/* log entries between snapshots */
 	uint32_t	node_id;		/* cluster node (0: one voter) */

@@ -20,6 +20,7 @@
 
 #include <event2/buffer.h>
 
+#include "daemon/backup.h"
 #include "daemon/conn-int.h"
 #include "daemon/feed.h"
 #include "daemon/logging.h"
@@ -133,6 +134,7 @@ static void conn_free_io(struct conn *c, bool bye)
 	c->xprt->close(c, bye);
 	free(c->tbuf);
 	free(c->wbuf);
+	backup_free(c->backup);
 	free(c);
 }
 
@@ -367,6 +369,7 @@ const struct server_ops conn_loop_ops = {
 		.reply = conn_reply_locked,
 		.close = conn_close_effect_locked,
 		.note = conn_note_locked,
+		.backup = backup_take_locked,
 	},
 	.deliver_locked = conn_mbox_deliver_locked,
 	.flush = conn_flush_all,

@@ -29,6 +29,7 @@
 
 struct xprt_ops;
 struct access_id;
+struct conn_backup;
 
 struct conn {
 	struct server		*srv;
@@ -63,6 +64,7 @@ struct conn {
 	bool			logged;		/* log: its OPEN is in the log */
 	bool			local;		/* a UNIX peer */
 	uint8_t			secret[16];	/* log: for its OPEN */
+	struct conn_backup	*backup;	/* a Backup being read (backup.c) */
 	/* Replies the transport has not taken yet (the socket was full). */
 	uint8_t			*tbuf;
 	size_t			toff;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sysexits.h>
 
+#include "daemon/backup.h"
 #include "daemon/conn-int.h"
 #include "daemon/feed.h"
 #include "daemon/log/durable.h"
@@ -106,10 +107,45 @@ static void log_clock(uint64_t *now_ms, uint64_t *wall_ms)
 	*wall_ms = 0;
 }
 
+/*
+ * --restore FILE: the backup read and checked whole - its checksum, then
+ * the state in it restored (every invariant checked) - before anything is
+ * written to the data directory: *seed (malloc'ed) and its state time.
+ * 0, or an exit code (EX_DATAERR: damaged, or no backup of semd's).
+ */
+static int log_seed_load(struct server *srv, uint8_t **seed, size_t *len,
+    uint64_t *now)
+{
+	const char *path = srv->cfg.restore;
+	struct sm_config cfg = server_sm_config_of(srv);
+	struct sm_out none = { 0 };
+	struct sm *sm;
+	char err[512];
+	int r;
+
+	if ((r = backup_file_load(path, seed, len, err, sizeof err)) != 0) {
+		log_err("restore: %s", err);
+		return r;
+	}
+	sm = sm_restore(&cfg, &none, *seed, *len, err, sizeof err);
+	if (sm == NULL) {
+		log_err("restore: %s holds no state this semd can load: %s",
+		    path, err);
+		free(*seed);
+		*seed = NULL;
+		return EX_DATAERR;
+	}
+	*now = sm_now(sm);
+	sm_free(sm);
+	log_notice("restore: %s is a whole backup (%zu bytes of state)", path,
+	    *len);
+	return 0;
+}
+
 /* Open the data directory, replay the log into the state. */
 static int log_start(struct server *srv)
 {
-	const struct durable_host host = {
+	struct durable_host host = {
 		.arg = srv,
 		.sm = &srv->sm,
 		.lock = log_lock,
@@ -122,6 +158,7 @@ static int log_start(struct server *srv)
 		.drop_clients = log_drop_clients,
 	};
 	struct feed_state *fs;
+	uint8_t *seed = NULL;
 	char err[512];
 	int r;
 
@@ -132,9 +169,14 @@ static int log_start(struct server *srv)
 		return EX_OSERR;
 	}
 	srv->feed_state = fs;
+	if (srv->cfg.restore != NULL && (r = log_seed_load(srv, &seed,
+	    &host.seed_len, &host.seed_now)) != 0)
+		return r;
+	host.seed = seed;
 	log_notice("log: opening %s", srv->cfg.data_dir);
 	r = durable_start(&fs->d, &srv->cfg, &host, srv->cfg.advertise != NULL ?
 	    srv->cfg.advertise : srv->client_addr, err, sizeof err);
+	free(seed);
 	if (r != 0) {
 		log_err("log: %s", err);
 		return r;
@@ -268,8 +310,9 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 	struct server *srv = c->srv;
 
 	if (who == NULL || (req->op_case == SEMD__REQUEST__OP_PING &&
-	    log_ping_locked(c, req))) {
-		/* denied and answered, or a Ping answered without an entry */
+	    log_ping_locked(c, req)) || backup_chunk_locked(c, req)) {
+		/* denied and answered; a Ping answered without an entry; or a
+		 * later chunk of a backup, answered from the connection's copy */
 	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
 		log_cluster_locked(c, req);
 	} else if (!durable_serving(srv->feed_state->d)) {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "daemon/backup.h"
 #include "daemon/conn-int.h"
 #include "daemon/feed.h"
 #include "daemon/logging.h"
@@ -77,7 +78,9 @@ static bool memory_request_locked(struct conn *c, const Semd__Request *req,
 	 * request is answered here: no cluster (and no protocol error, even
 	 * before Hello, as a node answers it without a session).
 	 */
-	if (who != NULL && req->op_case == SEMD__REQUEST__OP_CLUSTER)
+	if (who != NULL && backup_chunk_locked(c, req)) {
+		/* a later chunk of a backup: from the connection's copy */
+	} else if (who != NULL && req->op_case == SEMD__REQUEST__OP_CLUSTER)
 		conn_reply_code_locked(c, req->id, SEMD__CODE__INVALID_ARGUMENT,
 		    "this semd is not a cluster: it keeps its state in memory "
 		    "(a cluster's nodes run with --data-dir)");

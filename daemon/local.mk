@@ -15,6 +15,7 @@ semd_SOURCES = daemon/main.c \
 	daemon/conn.c daemon/conn_accept.c daemon/conn_io.c daemon/conn_req.c \
 	daemon/conn_reply.c daemon/conn.h daemon/conn-int.h \
 	daemon/feed.h daemon/feed_memory.c daemon/feed_log.c \
+	daemon/backup.c daemon/backup.h \
 	daemon/xprt.c daemon/xprt.h \
 	daemon/alloccount.c daemon/fastpb.c daemon/fastpb.h \
 	daemon/metrics.c daemon/metrics.h daemon/health.c daemon/health.h \

@@ -55,6 +55,7 @@ static void usage(FILE *f)
 "      --max-semaphores N, --max-sessions N, --max-waiters-per-session N,\n"
 "      --max-holds-per-session N, --max-output BYTES (per client),\n"
 "      --max-lease DURATION, --handshake-timeout DURATION (10s),\n"
+"      --watch-history BYTES (1048576: events kept for watches to resume),\n"
 "      --idle-timeout DURATION (0: off), --keepalive DURATION (60s),\n"
 "      --frame-timeout DURATION (10s: to complete a frame once begun),\n"
 "      --unix-mode OCTAL (0666), --unix-group GROUP\n"
@@ -64,6 +65,8 @@ static void usage(FILE *f)
 "      --threads N           event loops serving clients (1; at most 64)\n"
 "      --data-dir DIR        keep the state across restarts in a log in DIR\n"
 "                            (default: in memory, lost at a stop)\n"
+"      --restore FILE        start a new --data-dir (which must be empty)\n"
+"                            from a backup (semctl backup), then serve\n"
 "      --restart-grace DURATION  added to every lease after a restart (10s)\n"
 "      --snapshot-every N    log entries between snapshots (65536)\n"
 "      --node-id N, --peer-listen tcp:IP:PORT, --peer-bind tcp:IP:PORT,\n"
@@ -182,6 +185,7 @@ int main(int argc, char **argv)
 		"max-sessions",
 		"max-waiters-per-session", "max-holds-per-session", "max-lease",
 		"handshake-timeout", "idle-timeout", "max-output", "keepalive",
+		"watch-history",
 		"threads", "frame-timeout",
 		"unix-mode", "unix-group", "user", "allow-insecure-tcp",
 		"tls-cert", "tls-key", "tls-ca", "tls-client-auth",
@@ -195,7 +199,8 @@ int main(int argc, char **argv)
 		"peer-tls-cert", "peer-tls-key", "peer-tls-ca",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
-	struct option opts[NKEYS + 5];
+	struct option opts[NKEYS + 6];
+	const char *restore = NULL;
 	struct semd_args args = { NULL, NULL, 0 };
 	struct semd_config cfg;
 	struct metrics *metrics = NULL;
@@ -216,7 +221,8 @@ int main(int argc, char **argv)
 	opts[NKEYS + 1] = (struct option){ "check-config", no_argument, NULL, 't' };
 	opts[NKEYS + 2] = (struct option){ "version", no_argument, NULL, 'V' };
 	opts[NKEYS + 3] = (struct option){ "help", no_argument, NULL, 'h' };
-	opts[NKEYS + 4] = (struct option){ NULL, 0, NULL, 0 };
+	opts[NKEYS + 4] = (struct option){ "restore", required_argument, NULL, 'R' };
+	opts[NKEYS + 5] = (struct option){ NULL, 0, NULL, 0 };
 	args.ov = calloc((size_t)argc, sizeof *args.ov);
 	if (args.ov == NULL) {
 		fprintf(stderr, "semd: out of memory\n");
@@ -233,6 +239,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			check = true;
+			break;
+		case 'R':
+			restore = optarg;
 			break;
 		case 'V':
 			printf("semd %s\n", PACKAGE_VERSION);
@@ -264,6 +273,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "semd: %s\n", err);
 		free(args.ov);
 		return EX_CONFIG;
+	}
+	cfg.restore = restore;
+	if (restore != NULL && cfg.data_dir == NULL) {
+		fprintf(stderr, "semd: --restore seeds a data directory: give "
+		    "--data-dir DIR too (an empty one)\n");
+		config_free(&cfg);
+		free(args.ov);
+		return EX_USAGE;
 	}
 	if (check) {
 		printf("semd: configuration OK\n");

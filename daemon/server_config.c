@@ -62,6 +62,7 @@ struct sm_config server_sm_config_of(const struct server *srv)
 	sc.max_waiters_per_session = cfg->max_waiters_per_session;
 	sc.max_holds_per_session = cfg->max_holds_per_session;
 	sc.max_lease_ms = cfg->max_lease_ms;
+	sc.watch_history = cfg->watch_history;
 	/* An Info page fits well inside what a client may have queued. */
 	if (cfg->max_output / 2 < sc.max_reply)
 		sc.max_reply = cfg->max_output / 2;
@@ -188,6 +189,7 @@ int server_config_reread(struct server *srv, struct semd_config *next)
 	server_log_change("idle-timeout (ms)", srv->cfg.idle_timeout_ms, nc.idle_timeout_ms);
 	server_log_change("frame-timeout (ms)", srv->cfg.frame_timeout_ms, nc.frame_timeout_ms);
 	server_log_change("max-output", srv->cfg.max_output, nc.max_output);
+	server_log_change("watch-history", srv->cfg.watch_history, nc.watch_history);
 	server_log_change("keepalive (s)", srv->cfg.keepalive_s, nc.keepalive_s);
 	if (nc.threads != srv->cfg.threads)
 		log_warn("reload: threads changes only at a restart");

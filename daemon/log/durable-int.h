@@ -31,6 +31,8 @@
 #include "daemon/log/durable.h"
 
 #define META_NAME	"semd.meta"
+/* There while a --restore's seed is not in the log yet. */
+#define SEED_MARK	"restore.pending"
 #define META_FORMAT	"semd-data 1"
 #define NODE_ID		1		/* one voter: its id */
 #define POLL_MS		20		/* leadership is polled (no callback in 0.15) */
@@ -102,6 +104,10 @@ struct durable {
 	size_t			applied_bytes;	/* since the last snapshot */
 	size_t			snap_len;	/* the last snapshot's bytes */
 	uint64_t		next_sweep;	/* d_now_ms() of the next lease sweep */
+	uint8_t			*seed;		/* --restore: the seed, until applied */
+	size_t			seed_len;
+	uint64_t		seed_now;
+	char			seed_mark[4096]; /* SEED_MARK's path */
 
 	/* Start-up, for the main thread. */
 	pthread_mutex_t		rlock;
@@ -166,6 +172,9 @@ struct qchunk *qchunk_new(const uint8_t *data, size_t len);
 void d_arm_deadline(struct durable *d, uint64_t next);
 void d_wake_cb(uv_async_t *a);
 void d_sweep_leases(struct durable *d);
+
+/* durable.c: the seed is in the state: forget it and its mark. */
+void d_seeded(struct durable *d);
 
 /* durable_apply.c */
 int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,

@@ -438,6 +438,66 @@ static int metadata_check(const char *dir, bool *fresh, char *err,
 	return 0;
 }
 
+/*
+ * --restore seeds an empty directory only; a directory whose seed did not
+ * reach its log (SEED_MARK is there: semd stopped first) has no state to
+ * serve, and is refused until emptied and seeded again.
+ */
+static int seed_check(const char *dir, bool empty, bool seeding, char *err,
+    size_t errlen)
+{
+	char path[4096];
+	struct stat st;
+
+	if (seeding && !empty) {
+		snprintf(err, errlen, "--restore seeds an empty data directory "
+		    "only, and %s is not empty: give a new one", dir);
+		return EX_CANTCREAT;
+	}
+	snprintf(path, sizeof path, "%s/%s", dir, SEED_MARK);
+	if (!seeding && lstat(path, &st) == 0) {
+		snprintf(err, errlen, "the restore into %s did not finish (semd "
+		    "stopped before the backup's state was in the log): empty "
+		    "the directory and run semd --restore again", dir);
+		return EX_CONFIG;
+	}
+	return 0;
+}
+
+/* Mark dir as seeded but not yet restored (SEED_MARK, made durable). */
+static int seed_mark(const char *dir, char *err, size_t errlen)
+{
+	char path[4096];
+	int fd, dfd;
+
+	snprintf(path, sizeof path, "%s/%s", dir, SEED_MARK);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || fsync(fd) != 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path,
+		    strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return EX_CANTCREAT;
+	}
+	close(fd);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+/* The seed is applied: forget it; the mark goes (raft thread). */
+void d_seeded(struct durable *d)
+{
+	free(d->seed);
+	d->seed = NULL;
+	d->seed_len = 0;
+	if (unlink(d->seed_mark) != 0 && errno != ENOENT)
+		log_warn("log: cannot remove %s: %s", d->seed_mark,
+		    strerror(errno));
+}
+
 /* Check or make the directory; start the raft thread; wait until it serves. */
 int durable_start(struct durable **dp, const struct semd_config *cfg,
     const struct durable_host *host, const char *advertise, char *err,
@@ -466,7 +526,11 @@ int durable_start(struct durable **dp, const struct semd_config *cfg,
 		return EX_CANTCREAT;
 	}
 	id = cfg->node_id != 0 ? cfg->node_id : NODE_ID;
+	if ((r = seed_check(dir, empty, host->seed != NULL, err, errlen)) != 0)
+		return r;
 	if (empty && (r = meta_write(dir, id, err, errlen)) != 0)
+		return r;
+	if (host->seed != NULL && (r = seed_mark(dir, err, errlen)) != 0)
 		return r;
 	if (!empty && ((r = meta_check(dir, id, err, errlen)) != 0 ||
 	    (r = metadata_check(dir, &bare, err, errlen)) != 0 ||
@@ -480,6 +544,19 @@ int durable_start(struct durable **dp, const struct semd_config *cfg,
 		return EX_OSERR;
 	}
 	d->host = *host;
+	d->host.seed = NULL;	/* the host's bytes are not kept */
+	if (host->seed != NULL) {
+		if ((d->seed = malloc(host->seed_len)) == NULL) {
+			free(d->bootstrap);
+			free(d);
+			snprintf(err, errlen, "out of memory");
+			return EX_OSERR;
+		}
+		memcpy(d->seed, host->seed, host->seed_len);
+		d->seed_len = host->seed_len;
+		d->seed_now = host->seed_now;
+	}
+	snprintf(d->seed_mark, sizeof d->seed_mark, "%s/%s", dir, SEED_MARK);
 	d->id = id;
 	d->cluster = cfg->node_id != 0;
 	snprintf(d->peer, sizeof d->peer, "%s", d->cluster ?
@@ -595,5 +672,6 @@ void durable_stop(struct durable *d)
 	pthread_mutex_destroy(&d->rlock);
 	pthread_cond_destroy(&d->rcond);
 	free(d->bootstrap);
+	free(d->seed);
 	free(d);
 }

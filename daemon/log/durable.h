@@ -48,6 +48,15 @@ struct durable_host {
 	 */
 	void		*(*conn)(void *arg, uint64_t cid);
 	void		(*applied)(void *arg, uint64_t cid, size_t len);
+	/*
+	 * semd --restore: a backup's snapshot (checked by the host: it
+	 * restores) and its state time, which a new log starts from instead
+	 * of an empty state; NULL: none. Only an empty data directory is
+	 * seeded; the log copies the bytes.
+	 */
+	const uint8_t	*seed;
+	size_t		seed_len;
+	uint64_t	seed_now;
 	void		(*reply)(void *arg, void *conn, const Semd__Reply *r);
 	void		(*drop_clients)(void *arg);	/* leadership lost */
 };

@@ -33,6 +33,29 @@
 
 /* --- the state machine's side --------------------------------------------------- */
 
+/*
+ * A SEED entry (semd --restore: a new log's first): the state becomes its
+ * snapshot's, as a restore from raft's snapshot does (locked). 0, or
+ * -EINVAL with why in err.
+ */
+static int d_apply_seed(struct durable *d, const uint8_t *snap, size_t len,
+    char *err, size_t errlen)
+{
+	struct sm_config cfg = d->host.sm_config(d->host.arg);
+	struct sm_out out = d->host.sm_out(d->host.arg);
+	struct sm *sm, *old;
+
+	sm = sm_restore(&cfg, &out, snap, len, err, errlen);
+	if (sm == NULL)
+		return -EINVAL;
+	old = d_sm(d);
+	sm_take_hooks(sm, old);
+	*d->host.sm = sm;
+	sm_free(old);
+	log_notice("log: the state restored from a backup (%zu bytes)", len);
+	return 0;
+}
+
 /* raft_fsm.apply: one committed entry. */
 int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     void **result)
@@ -41,13 +64,24 @@ int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 	/* The host finds its connections itself: no hop through here. */
 	struct sm_apply_hooks hooks = { d->host.conn, d->host.applied,
 	    d->host.arg };
+	const uint8_t *snap;
+	size_t snap_len;
 	char err[160];
 	uint64_t next;
-	int r;
+	int r, seed;
 
 	*result = NULL;
+	seed = sm_entry_seed(buf->base, buf->len, &snap, &snap_len);
 	d_lock(d);
-	r = sm_apply(d_sm(d), buf->base, buf->len, &hooks, err, sizeof err);
+	if (seed < 0) {
+		snprintf(err, sizeof err, "a malformed SEED entry");
+		r = -EINVAL;
+	} else if (seed == 1) {
+		r = d_apply_seed(d, snap, snap_len, err, sizeof err);
+	} else {
+		r = sm_apply(d_sm(d), buf->base, buf->len, &hooks, err,
+		    sizeof err);
+	}
 	next = sm_next_deadline(d_sm(d));
 	d_unlock(d);
 	if (r != 0) {
@@ -64,6 +98,8 @@ int d_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 		    err);
 		return RAFT_MALFORMED;
 	}
+	if (seed == 1)
+		d_seeded(d);
 	d->tick_out = false;
 	d_arm_deadline(d, next);
 	/*

@@ -41,6 +41,28 @@ struct takeover {
 	unsigned int		gen;	/* d->term_leader when it was made */
 };
 
+/*
+ * The SEED entry of a new log (an entry of its own), before the leader's
+ * first: false when it could not be proposed (the start fails).
+ */
+static bool d_propose_seed(struct durable *d)
+{
+	struct sm_batch b;
+	struct qchunk *q;
+
+	sm_batch_init(&b);
+	sm_batch_seed(&b, d->seed, d->seed_len);
+	q = b.failed ? NULL : qchunk_new(b.p, b.len);
+	sm_batch_free(&b);
+	if (q != NULL && d_propose(d, q, NULL, 0, false))
+		return true;
+	d->taking_over = false;
+	log_err("log: the backup's state could not be proposed");
+	d_started(d, EX_IOERR, "the backup's state could not be proposed "
+	    "(out of memory?)");
+	return false;
+}
+
 /* Leadership is ours and everything before is applied: take over. */
 static void d_barrier_cb(struct raft_barrier *req, int status)
 {
@@ -70,6 +92,11 @@ static void d_barrier_cb(struct raft_barrier *req, int status)
 	d_lock(d);
 	now = sm_now(d_sm(d));
 	d_unlock(d);
+	/* A new log seeded by --restore: the backup's state comes first. */
+	if (now == 0 && d->seed != NULL && !d_propose_seed(d))
+		return;
+	if (now == 0 && d->seed != NULL)
+		now = d->seed_now;
 	/*
 	 * Log time goes on from the last entry applied (the time no leader
 	 * ran counts against no lease); a new log starts at the wall clock.

@@ -291,6 +291,20 @@ struct sm_watch {
 
 #define SM_WATCH_MAX	16		/* watches per connection */
 
+/* The watch history (sm_evring.c): the latest events, in bytes. */
+struct sm_evring {
+	uint8_t		*buf;		/* size bytes, made at the first event */
+	uint32_t	size;		/* watch-history; 0: none kept */
+	uint32_t	head;		/* the oldest record */
+	uint32_t	tail;		/* where the next goes */
+	uint32_t	n;		/* records */
+	uint32_t	used;
+};
+struct evring_it {
+	uint32_t	off;
+	uint32_t	left;
+};
+
 /*
  * A session. With a lease it ends lease_ms after the last request heard on
  * it (heard), connected or not: while connected its expiry timer is re-armed
@@ -430,6 +444,8 @@ struct sm {
 	bool			settling;	/* in sm_settle() */
 	bool			freeing;	/* in sm_free(): nothing is granted */
 	struct list_head	watches;	/* struct sm_watch.entry */
+	uint64_t		ev_rev;		/* the last event's revision */
+	struct sm_evring	evring;		/* the events kept for resumes */
 	uint64_t		watch_sent;	/* notices sent (this node's) */
 	uint64_t		multi_bugs;	/* a ready request not granted: a bug */
 	struct list_head	rate_touched;	/* struct sm_rate.touch_entry */
@@ -498,6 +514,7 @@ sm_op_fn op_up, op_release, op_cancel, op_validate;		/* sm_ops_permit.c */
 sm_op_fn op_renew, op_holds, op_where;				/* sm_holds.c */
 sm_op_fn op_stats;						/* sm_stats.c */
 sm_op_fn op_set_queue;						/* sm_queue.c */
+sm_op_fn op_backup;						/* sm_snap_write.c */
 
 /*
  * The parts below, each under the heading of its file, bottom up: a file
@@ -553,6 +570,15 @@ struct snap_section {
 			    size_t errlen);
 };
 extern const struct snap_section snap_sections[];	/* ends with tag 0 */
+
+/* sm_evring.c: the watch history */
+void evring_resize(struct sm_evring *r, uint32_t size);
+void evring_free(struct sm_evring *r);
+bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len);
+uint64_t evring_oldest(const struct sm_evring *r);
+void evring_first(const struct sm_evring *r, struct evring_it *it);
+bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
+    const uint8_t **p, uint32_t *len);
 
 /* sm_bytes.c: snapshots and log entries as little-endian bytes */
 bool bytes_room(struct sm_batch *b, size_t n);
@@ -730,6 +756,7 @@ void watch_up(struct sm *sm, const struct sm_sem *sem,
 struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, size_t len, bool prefix, bool admin);
 bool watch_cancel(struct sm *sm, struct sm_client *c, uint64_t id);
+void watch_replay(struct sm *sm, const struct sm_watch *x, uint64_t from);
 void watch_client_gone(struct sm *sm, struct sm_client *c);
 
 /* sm_rate.c */

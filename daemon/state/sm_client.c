@@ -24,6 +24,7 @@ void sm_config_defaults(struct sm_config *cfg)
 	cfg->max_holds_per_session = 4096;
 	cfg->max_lease_ms = 24u * 3600u * 1000u;
 	cfg->max_reply = 1u << 20;
+	cfg->watch_history = SM_WATCH_HISTORY;
 	cfg->server = "semd";
 }
 
@@ -45,6 +46,7 @@ struct sm *sm_new(const struct sm_config *cfg, const struct sm_out *out,
 	INIT_LIST_HEAD(&sm->detached);
 	INIT_LIST_HEAD(&sm->offers);
 	INIT_LIST_HEAD(&sm->watches);
+	evring_resize(&sm->evring, cfg->watch_history);
 	INIT_LIST_HEAD(&sm->rate_touched);
 	ordidx_init(&sm->byname, offsetof(struct sm_sem, name));
 	if (hmap_init(&sm->names, 64) != 0 || hmap_init(&sm->sessions, 64) != 0 ||
@@ -109,6 +111,7 @@ void sm_free(struct sm *sm)
 	free(sm->heap);
 	free(sm->dl_queue);
 	free(sm->dl_check);
+	evring_free(&sm->evring);
 	free(sm);
 }
 
@@ -162,6 +165,8 @@ void sm_reconfigure(struct sm *sm, const struct sm_config *cfg)
 	uint64_t (*alloc_count)(void) = sm->cfg.alloc_count;
 
 	memcpy(key, sm->cfg.hash_key, sizeof key);
+	if (cfg->watch_history != sm->evring.size)
+		evring_resize(&sm->evring, cfg->watch_history);	/* the kept go */
 	sm->cfg = *cfg;
 	memcpy(sm->cfg.hash_key, key, sizeof key);	/* tables depend on it */
 	sm->cfg.wall_ms = wall;

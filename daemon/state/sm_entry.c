@@ -23,6 +23,13 @@
  *                                least floor_ms
  *     EXPIRE   u64 session       the leader heard nothing of it for its
  *                                lease: it ends (unless an entry did)
+ *     WATCH_HISTORY u32 bytes    the watch history's size (watch-history),
+ *                                written after every CONFIG
+ *     SEED     u64 length, a snapshot (sm_snapshot's bytes)
+ *                                the state is that snapshot's (semd
+ *                                --restore: a new log's first entry); an
+ *                                entry of its own, applied by the log
+ *                                (sm_entry_seed), never by sm_apply
  * (integers little-endian, strings as u32 length + bytes), and zero bytes
  * to pad the entry to a multiple of 8 bytes (raft_uv writes entries in
  * 8-byte units: its check of that is an assert, compiled out of Debian's
@@ -53,6 +60,8 @@ enum {
 	/* 8-15: the leases' */
 	CMD_LEASES = 8,
 	CMD_EXPIRE = 9,
+	CMD_SEED = 16,
+	CMD_WATCH_HISTORY = 17,
 };
 
 /* --- building ------------------------------------------------------------------ */
@@ -102,6 +111,8 @@ void sm_batch_config(struct sm_batch *b, const struct sm_config *cfg)
 	bytes_int(b, cfg->max_holds_per_session, 4);
 	bytes_int(b, cfg->max_lease_ms, 4);
 	bytes_int(b, cfg->max_reply, 4);
+	batch_cmd(b, CMD_WATCH_HISTORY);
+	bytes_int(b, cfg->watch_history, 4);
 }
 
 /* A client opens (sm_client_open). */
@@ -172,6 +183,44 @@ void sm_batch_expire(struct sm_batch *b, uint64_t session)
 {
 	batch_cmd(b, CMD_EXPIRE);
 	bytes_int(b, session, 8);
+}
+
+/* A new log's state: a snapshot's (an entry of its own: sm_entry_seed). */
+void sm_batch_seed(struct sm_batch *b, const uint8_t *snap, size_t len)
+{
+	batch_cmd(b, CMD_SEED);
+	bytes_int(b, len, 8);
+	bytes_put(b, snap, len);
+}
+
+/*
+ * Is this entry a SEED? 1 and its snapshot's bytes (inside buf), 0 when
+ * it is another entry, -EINVAL when it is a SEED that is malformed.
+ */
+int sm_entry_seed(const uint8_t *buf, size_t len, const uint8_t **snap,
+    size_t *snap_len)
+{
+	struct sm_rbuf e = { buf, len, 0, false };
+	uint64_t n;
+	size_t i;
+
+	*snap = NULL;
+	*snap_len = 0;
+	if (rbuf_int(&e, 1) != ENTRY_VERSION)
+		return 0;
+	(void)rbuf_int(&e, 8);
+	(void)rbuf_int(&e, 8);
+	if (e.bad || e.off >= e.len || e.p[e.off] != CMD_SEED)
+		return 0;
+	e.off++;
+	n = rbuf_int(&e, 8);
+	if (e.bad || n > e.len - e.off || (*snap = rbuf_take(&e, n)) == NULL)
+		return -EINVAL;
+	for (i = e.off; i < e.len; i++)
+		if (e.p[i] != 0)
+			return -EINVAL;		/* only the padding may follow */
+	*snap_len = n;
+	return 1;
 }
 
 /* Bytes of an entry's header. */
@@ -393,6 +442,13 @@ static bool apply_cmd(struct sm *sm, struct sm_rbuf *e,
 		/* Names are made with the default limit: one a snapshot keeps. */
 		if (e->bad || cfg.default_limit == 0 ||
 		    cfg.default_limit > SM_LIMIT_MAX)
+			return false;
+		sm_reconfigure(sm, &cfg);
+		return true;
+	case CMD_WATCH_HISTORY:
+		cfg = sm->cfg;
+		cfg.watch_history = (uint32_t)rbuf_int(e, 4);
+		if (e->bad || cfg.watch_history > SM_WATCH_HISTORY_MAX)
 			return false;
 		sm_reconfigure(sm, &cfg);
 		return true;

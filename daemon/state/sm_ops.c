@@ -172,10 +172,33 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 }
 
 /* Watch: stream the events of a name, or of the names with a prefix. */
+/* A resume from revision from, no longer kept: COMPACTED, the oldest said. */
+static void watch_compacted(struct sm *sm, struct sm_client *c, uint64_t id,
+    uint64_t from, uint64_t oldest)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	char msg[256];
+
+	if (oldest != 0)
+		snprintf(msg, sizeof msg, "revision %" PRIu64 " is compacted: the "
+		    "oldest event kept is %" PRIu64 " (watch-history %u bytes)",
+		    from, oldest, sm->evring.size);
+	else
+		snprintf(msg, sizeof msg, "revision %" PRIu64 " is compacted: no "
+		    "event is kept from before %" PRIu64 " (watch-history %u bytes)",
+		    from, sm->ev_rev + 1, sm->evring.size);
+	r.id = id;
+	r.code = SEMD__CODE__COMPACTED;
+	r.message = msg;
+	r.oldest_revision = oldest != 0 ? oldest : sm->ev_rev + 1;
+	reply_send(sm, c, &r);
+}
+
 void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Watch *wt = req->watch;
-	uint64_t id = req->id;
+	struct sm_watch *x;
+	uint64_t id = req->id, oldest;
 	size_t len = strlen(wt->name);
 	struct list_head *pos;
 
@@ -204,11 +227,25 @@ void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		    "too many watches on this connection (%d)", SM_WATCH_MAX);
 		return;
 	}
-	if (watch_add(sm, c, id, wt->name, len, wt->prefix, sm->who == NULL ||
-	    (sm->who->privs & SM_PRIV_ADMIN) != 0) == NULL) {
+	if (wt->from_revision > sm->ev_rev + 1) {
+		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
+		    "revision %" PRIu64 " is yet to come: the last is %" PRIu64,
+		    wt->from_revision, sm->ev_rev);
+		return;
+	}
+	if (wt->from_revision != 0 && wt->from_revision <= sm->ev_rev &&
+	    (oldest = evring_oldest(&sm->evring)) != wt->from_revision &&
+	    (oldest == 0 || oldest > wt->from_revision)) {
+		watch_compacted(sm, c, id, wt->from_revision, oldest);
+		return;
+	}
+	if ((x = watch_add(sm, c, id, wt->name, len, wt->prefix, sm->who == NULL ||
+	    (sm->who->privs & SM_PRIV_ADMIN) != 0)) == NULL) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 		return;
 	}
 	reply_ok(sm, c, id);
+	if (wt->from_revision != 0)
+		watch_replay(sm, x, wt->from_revision);
 }

@@ -65,6 +65,8 @@ static const struct {
 	OP(WHERE, "where", NONE, "", NO_NAME, op_where),
 	OP(SET_QUEUE, "set_queue", MANAGE, "set the queue of",
 	    FIELD(SetQueue, name), op_set_queue),
+	/* The whole state: the state machine wants admin on every name. */
+	OP(BACKUP, "backup", MANAGE, "back up", ALL_NAMES, op_backup),
 };
 #undef OP
 #undef FIELD

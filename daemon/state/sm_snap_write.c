@@ -464,3 +464,42 @@ out:
 	ptrmap_free(&im);
 	return r;
 }
+
+/*
+ * Backup: a copy of the whole state for an administrator, handed to the
+ * shell (sm_out.backup), which answers it in chunks from then on. It is
+ * taken where the client's connection is; the other replicas of a log
+ * apply the request too and take none (nothing in the state changes).
+ */
+void op_backup(struct sm *sm, struct sm_client *c, const Semd__Request *req)
+{
+	uint8_t *p;
+	size_t len;
+
+	if (sm->who != NULL && (sm->who->privs & SM_PRIV_ADMIN) == 0) {
+		reply_err(sm, c, req->id, SEMD__CODE__PERMISSION_DENIED,
+		    "%s may not back up the state (administrators may)",
+		    c->pr->name);
+		return;
+	}
+	if (req->backup->offset != 0) {
+		reply_err(sm, c, req->id, SEMD__CODE__INVALID_ARGUMENT,
+		    "no backup is being read on this connection: ask for "
+		    "offset 0 first");
+		return;
+	}
+	if (sm->out.backup == NULL) {
+		reply_err(sm, c, req->id, SEMD__CODE__UNAVAILABLE,
+		    "this semd takes no backups");
+		return;
+	}
+	if (c->conn == NULL)
+		return;		/* answered by the node its connection is on */
+	if (sm_snapshot(sm, &p, &len) != 0) {
+		reply_err(sm, c, req->id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory taking the backup");
+		return;
+	}
+	sm->out.backup(sm->out.ctx, c->conn, req->id, p, len,
+	    sm_wall(sm, sm->now));
+}

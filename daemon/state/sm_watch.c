@@ -18,6 +18,13 @@
  * release is told before its permits go on to the next waiter, so a
  * watcher reads the release before the grant it causes.
  *
+ * Every event has a revision, one more than the event before it (counted
+ * whether anyone watches or not: the same on every replica), and the
+ * latest are kept in the watch history (sm_evring.c, watch-history bytes)
+ * with their identities whole, so that a Watch with from_revision replays
+ * what a watcher missed - identities as it may see them - before the live
+ * ones, or is told COMPACTED when some are gone.
+ *
  * Cost: O(watches) a state change when any watch exists (a compare of the
  * name or prefix each), nothing otherwise. A watcher that does not read is
  * cut off by its node's output limit: the daemon never waits for one.
@@ -32,12 +39,69 @@
 
 #include "daemon/state/sm-int.h"
 
+/* Does watch x cover the name of len bytes? */
+static bool watch_covers_name(const struct sm_watch *x, const char *name, size_t len)
+{
+	if (x->prefix)
+		return x->len <= len && memcmp(x->name, name, x->len) == 0;
+	return x->len == len && memcmp(x->name, name, x->len) == 0;
+}
+
 /* Does watch x cover the name of sem? */
 static bool watch_covers(const struct sm_watch *x, const struct sm_sem *sem)
 {
-	if (x->prefix)
-		return x->len <= sem->len && memcmp(x->name, sem->name, x->len) == 0;
-	return x->len == sem->len && memcmp(x->name, sem->name, x->len) == 0;
+	return watch_covers_name(x, sem->name, sem->len);
+}
+
+/*
+ * Nobody watches and no history is kept: the k events of this change are
+ * only counted (every event has its revision, kept or not). True: done.
+ */
+static bool watch_idle(struct sm *sm, unsigned int k)
+{
+	if (!list_empty(&sm->watches) || sm->evring.size > 0)
+		return false;
+	sm->ev_rev += k;
+	return true;
+}
+
+#define WATCH_REC_MAX	4096	/* a kept event's bytes, at most */
+
+/*
+ * Keep ev (its identity whole) in the history: a u16 length and the name
+ * of sem's owner (who may see the identity, beside administrators and the
+ * same principal), then the event's bytes. A reason too long is cut.
+ */
+static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent *ev)
+{
+	uint8_t buf[WATCH_REC_MAX];
+	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
+	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
+	char *reason = ev->reason;
+	char cut[256];
+	uint16_t ol;
+
+	if (sm->evring.size == 0)
+		return;
+	if (olen > 1024)
+		olen = 0;	/* not kept: the identity is shown by its principal only */
+	n = semd__watch_event__get_packed_size(ev);
+	if (2 + olen + n > sizeof buf) {
+		snprintf(cut, sizeof cut, "%.200s...", reason);
+		ev->reason = cut;
+		n = semd__watch_event__get_packed_size(ev);
+	}
+	if (2 + olen + n <= sizeof buf) {
+		ol = (uint16_t)olen;
+		memcpy(buf, &ol, 2);
+		if (olen > 0)
+			memcpy(buf + 2, owner, olen);
+		semd__watch_event__pack(ev, buf + 2 + olen);
+		evring_push(&sm->evring, ev->revision, buf, (uint32_t)(2 + olen + n));
+	} else {
+		evring_resize(&sm->evring, sm->evring.size);	/* no gap: forget */
+	}
+	ev->reason = reason;
 }
 
 /* May watch x see who did something as ident on sem? */
@@ -75,6 +139,17 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 		ev->rate_period_ms = sem->rate->period_ms;
 		ev->burst = sem->rate->burst;
 	}
+	ev->revision = ++sm->ev_rev;
+	if (sm->evring.size > 0) {
+		ev->watch = 0;
+		if (ident != NULL) {
+			ev->principal = ident->pr != NULL ? ident->pr->name : (char *)"";
+			ev->client_name = ident->client_name;
+			ev->host = ident->host;
+			ev->pid = ident->pid;
+		}
+		watch_keep(sm, sem, ev);
+	}
 	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
 	r.watch_event = ev;
 	list_for_each(pos, &sm->watches) {
@@ -110,7 +185,7 @@ void watch_hold(struct sm *sm, const struct sm_hold *h, uint32_t n,
 {
 	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
 
-	if (list_empty(&sm->watches))
+	if (watch_idle(sm, 1))
 		return;
 	ev.kind = SEMD__EVENT_KIND__EVENT_RELEASE;
 	ev.n = n;
@@ -126,7 +201,7 @@ void watch_up(struct sm *sm, const struct sm_sem *sem,
 {
 	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
 
-	if (list_empty(&sm->watches))
+	if (watch_idle(sm, 1))
 		return;
 	ev.kind = SEMD__EVENT_KIND__EVENT_RELEASE;
 	ev.n = n;
@@ -143,7 +218,7 @@ static void watch_down(struct sm *sm, Semd__EventKind kind,
 {
 	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
 
-	if (list_empty(&sm->watches))
+	if (watch_idle(sm, 1))
 		return;
 	ev.kind = kind;
 	ev.n = n;
@@ -179,7 +254,7 @@ void watch_wait_end(struct sm *sm, const struct sm_wait *w, int code,
 	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
 	unsigned int i;
 
-	if (list_empty(&sm->watches))
+	if (watch_idle(sm, w->nm))
 		return;
 	ev.kind = code == SEMD__CODE__TIMEOUT ? SEMD__EVENT_KIND__EVENT_TIMEOUT :
 	    code == SEMD__CODE__DEADLOCK ? SEMD__EVENT_KIND__EVENT_DEADLOCK :
@@ -209,7 +284,7 @@ void watch_limit(struct sm *sm, const struct sm_sem *sem,
 	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
 	struct sm_ident who = { 0 };
 
-	if (list_empty(&sm->watches))
+	if (watch_idle(sm, 1))
 		return;
 	ev.kind = kind;
 	if (c != NULL && c->session != NULL) {
@@ -276,3 +351,58 @@ void watch_client_gone(struct sm *sm, struct sm_client *c)
 		    client_entry));
 }
 
+
+/*
+ * Send watch x the kept events from revision from on that it covers, as
+ * they were sent (identities as it may see them), before the live ones.
+ */
+void watch_replay(struct sm *sm, const struct sm_watch *x, uint64_t from)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	const struct sm_principal *pr = x->client->pr;
+	Semd__WatchEvent *ev;
+	struct evring_it it;
+	const uint8_t *p;
+	uint64_t rev;
+	uint32_t len;
+	uint16_t ol;
+	size_t skip;
+	bool sees;
+
+	if (x->client->conn == NULL || sm->out.reply == NULL)
+		return;
+	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
+	evring_first(&sm->evring, &it);
+	while (evring_next(&sm->evring, &it, &rev, &p, &len)) {
+		if (rev < from || len < 2)
+			continue;
+		memcpy(&ol, p, 2);
+		if ((size_t)ol + 2 > len ||
+		    (ev = semd__watch_event__unpack(NULL, len - 2 - ol, p + 2 + ol)) == NULL)
+			continue;
+		skip = 0;
+		if (watch_covers_name(x, ev->name, strlen(ev->name)) &&
+		    (!x->prefix || sm->visible == NULL ||
+		     sm->visible(sm->visible_arg, x->client->conn, ev->name,
+				 strlen(ev->name), &skip))) {
+			sees = x->admin || (ol == pr->len && memcmp(p + 2, pr->name, ol) == 0) ||
+			    strcmp(ev->principal, pr->name) == 0;
+			if (!sees) {
+				/* unpacked strings: the empty ones are
+				 * protobuf-c's own, not to be written */
+				if (ev->principal[0] != '\0')
+					ev->principal[0] = '\0';
+				if (ev->client_name[0] != '\0')
+					ev->client_name[0] = '\0';
+				if (ev->host[0] != '\0')
+					ev->host[0] = '\0';
+				ev->pid = 0;
+			}
+			ev->watch = x->id;
+			r.watch_event = ev;
+			sm->watch_sent++;
+			sm->out.reply(sm->out.ctx, x->client->conn, &r);
+		}
+		semd__watch_event__free_unpacked(ev, NULL);
+	}
+}

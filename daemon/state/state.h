@@ -56,6 +56,10 @@ struct sm_local_counters {
 	uint64_t	value[SM_STATS_LOCAL_MAX];
 };
 
+/* The watch history's default size: 1 MiB of the latest events. */
+#define SM_WATCH_HISTORY	(1u << 20)
+#define SM_WATCH_HISTORY_MAX	(64u << 20)	/* its buffer is twice that */
+
 struct sm_config {
 	uint32_t	default_limit;		/* limit of auto-created names */
 	uint32_t	max_semaphores;
@@ -64,6 +68,7 @@ struct sm_config {
 	uint32_t	max_holds_per_session;
 	uint32_t	max_lease_ms;		/* cap on session and hold leases */
 	uint32_t	max_reply;		/* bytes of holders and waiters an Info lists */
+	uint32_t	watch_history;		/* bytes of events kept for resumes */
 	uint64_t	wall_ms;		/* unix time in ms at sm_new() */
 	uint8_t		hash_key[16];		/* random: SipHash key */
 	const char	*server;		/* "semd 0.2.0" for HelloReply */
@@ -94,6 +99,13 @@ struct sm_out {
 	void	*ctx;
 	void	(*close)(void *ctx, void *conn);
 	void	(*note)(void *ctx, void *conn, const char *msg);
+	/*
+	 * A Backup's copy of the state (sm_snapshot()'s bytes, malloc'ed:
+	 * the shell frees them) for conn's request id, taken at the state's
+	 * wall time wall_ms; the shell answers it. NULL: no backups here.
+	 */
+	void	(*backup)(void *ctx, void *conn, uint64_t id, uint8_t *snap,
+		    size_t len, uint64_t wall_ms);
 };
 
 /* Return values of sm_request(). */
@@ -109,8 +121,8 @@ struct sm_client;
  * ones. Not cumulative; recording is a shift and an add, no allocation.
  */
 #define SM_HIST_BUCKETS	22
-#define SM_NCODES	17		/* Semd__Code values */
-#define SM_NOPS		(SEMD__REQUEST__OP_SET_QUEUE + 1)	/* op cases, 0 included */
+#define SM_NCODES	19		/* Semd__Code values */
+#define SM_NOPS		(SEMD__REQUEST__OP_BACKUP + 1)	/* op cases, 0 included */
 struct sm_hist {
 	uint64_t	bucket[SM_HIST_BUCKETS];
 	uint64_t	sum_ms;
@@ -416,6 +428,16 @@ struct sm_apply_hooks {
 	void	(*done)(void *arg, uint64_t client_id, size_t len);
 	void	*arg;
 };
+
+/*
+ * A SEED entry (an entry of its own: a new log's state is this snapshot's,
+ * semd --restore), and whether an entry is one: 1 and the snapshot's bytes
+ * (inside buf), 0 not one, -EINVAL a malformed one. The log applies it
+ * (sm_restore), not sm_apply.
+ */
+void sm_batch_seed(struct sm_batch *b, const uint8_t *snap, size_t len);
+int sm_entry_seed(const uint8_t *buf, size_t len, const uint8_t **snap,
+    size_t *snap_len);
 
 /*
  * Apply one entry: deadlines due at its time fire, then its commands run.

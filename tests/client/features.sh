@@ -3,7 +3,7 @@
 # tests/client/features.sh - semctl's commands of issue 15 against the real
 # semd: create --rate and set-rate, multi-name down, trydown and run (with
 # SEMD_TOKENS), the progress line on a terminal (and its absence off one,
-# or with --quiet), watch (lines and JSON), renew and holds; JSON parsed by
+# or with --quiet), --progress's log lines and -E's exit, watch (lines and JSON), renew and holds; JSON parsed by
 # python3.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
@@ -91,6 +91,35 @@ S down db --timeout 30s >/dev/null 2>"$T/notty.err"
 wait "$bpid"
 ok "not a terminal: no progress line" sh -c "! grep -q 'waiting for' '$T/notty.err'"
 S up db >/dev/null
+
+# --progress: a log line every SECS, terminal or not, with who holds it; the
+# up comes once two lines are there (or 20 s passed)
+S down db --lease 1m >/dev/null
+( t_wait_for 20 sh -c "test \$(grep -c 'waited' '$T/log.err') -ge 2"; S up db >/dev/null ) &
+bpid=$!
+S down db --timeout 60s --progress=1 >"$T/log.out" 2>"$T/log.err"
+expect_eq "--progress: the down got it" 0 "$?"
+wait "$bpid"
+ok "--progress: a line a second, off a terminal" sh -c "test \$(grep -c '^semctl: down: waited [0-9.]*s for db: 1st of 1 in line, 1/1 held by uid:[0-9]* (semctl@[^ ]* pid [0-9]*, for [0-9.]*[ms]*)$' '$T/log.err') -ge 2"
+ok "--progress: no terminal escapes" sh -c "! grep -q \"\$(printf '\\033')\" '$T/log.err'"
+ok "--progress: the token on stdout only" grep -qx '[0-9]*' "$T/log.out"
+S up db >/dev/null
+expect_eq "--progress=0 is a usage error" 2 "$(rc S down db --progress=0)"
+expect_eq "--progress does not apply to up" 2 "$(rc S up db --progress)"
+
+# -E N: not got (timed out, would block) told apart from the command's own 1
+S down db --lease 1m >/dev/null
+expect_eq "trydown -E 75: would block" 75 "$(rc S trydown db -E 75)"
+expect_eq "down -E 75: timed out" 75 "$(rc S down db --timeout 100ms -E 75)"
+expect_eq "run --conflict-exit-code 9: timed out" 9 "$(rc S run db --timeout 100ms --conflict-exit-code 9 -- true)"
+expect_eq "-E 0" 0 "$(rc S trydown db -E 0)"
+expect_eq "--json: the exit says -E's" "would_block 75" \
+	"$(S --json trydown db -E 75 2>/dev/null | jget 'j["error"] + " " + str(j["exit"])')"
+expect_eq "without -E: 1" 1 "$(rc S trydown db)"
+S up db >/dev/null
+expect_eq "run -E 9: the command's own 1 stays 1" 1 "$(rc S run db -E 9 -- sh -c 'exit 1')"
+expect_eq "-E: not another error" 6 "$(rc S trydown db --limit 5 -E 75)"
+expect_eq "-E 256 is a usage error" 2 "$(rc S trydown db -E 256)"
 
 # --- watch ----------------------------------------------------------------------
 # (semctl itself in the background, not a shell function: $! is its pid)

@@ -76,6 +76,27 @@ static void rec_reply(void *ctx, void *conn, const Semd__Reply *r)
 	s->len += n + 16;
 }
 
+/*
+ * A Backup's copy of the state, recorded as a reply (its bytes under the
+ * request's id): replicas must take the same copy at the same point.
+ */
+static void rec_backup(void *ctx, void *conn, uint64_t id, uint8_t *snap, size_t len,
+		       uint64_t wall_ms)
+{
+	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__BackupChunk ch = SEMD__BACKUP_CHUNK__INIT;
+
+	(void)wall_ms;	/* each replica's own wall clock */
+	ch.total = len;
+	ch.data.data = snap;
+	ch.data.len = len;
+	r.id = id;
+	r.body_case = SEMD__REPLY__BODY_BACKUP;
+	r.backup = &ch;
+	rec_reply(ctx, conn, &r);
+	free(snap);
+}
+
 /* Connections closed by a replica's decision: the harness closes them. */
 static uint64_t to_close[NCLIENTS * 4];
 static int nto_close;
@@ -98,7 +119,7 @@ static const struct sm_apply_hooks hooks = { bind_id, NULL, NULL };
 static struct sm *replica_new(int k, struct replica *rp)
 {
 	struct sm_config cfg;
-	struct sm_out out = { rec_reply, &rp->out, rec_close, NULL };
+	struct sm_out out = { rec_reply, &rp->out, rec_close, NULL, rec_backup };
 
 	sm_config_defaults(&cfg);
 	cfg.wall_ms = 1600000000000ULL + (uint64_t)k * 7777777;
@@ -237,7 +258,7 @@ static void random_command(struct sm_batch *b)
 		add_request(b, i, &q.r);
 		return;
 	}
-	switch (rnd_below(25)) {
+	switch (rnd_below(26)) {
 	case 0: case 1: case 2: case 3:
 		req_make(&q, id, SEMD__REQUEST__OP_DOWN, "name=%s", names[rnd_below(NNAMES)]);
 		req_set(&q, "n=%" PRIu64, rnd_below(4) ? 1 : 1 + rnd_below(3));
@@ -348,6 +369,9 @@ static void random_command(struct sm_batch *b)
 		req_make(&q, id, SEMD__REQUEST__OP_WATCH, "prefix=%" PRIu64, rnd_below(2));
 		req_set(&q, "name=%s", q.r.watch->prefix ? (rnd_below(2) ? "" : "jobs/") :
 		    names[rnd_below(NNAMES)]);
+		/* a resume: replayed from the history, compacted, or to come */
+		req_set(&q, "from_revision=%" PRIu64, rnd_below(2) ? (uint64_t)0 :
+		    (uint64_t)1 + rnd_below(300000));
 		break;
 	case 21:
 		req_make(&q, id, SEMD__REQUEST__OP_RENEW, "name=%s", names[rnd_below(NNAMES)]);
@@ -368,6 +392,14 @@ static void random_command(struct sm_batch *b)
 	case 23:
 		req_make(&q, id, SEMD__REQUEST__OP_WHERE, "request_id=%" PRIu64,
 		    1 + rnd_below((unsigned int)id));
+		break;
+	case 25:
+		/* rarely (a copy of the whole state is big), else a Ping */
+		if (rnd_below(16) == 0)
+			req_make(&q, id, SEMD__REQUEST__OP_BACKUP, "offset=%u",
+			    rnd_below(8) == 0 ? 1u : 0u);
+		else
+			req_op(&q, id, SEMD__REQUEST__OP_PING);
 		break;
 	default:
 		req_op(&q, id, simple[rnd_below(3)]);
@@ -435,7 +467,7 @@ static void apply_all(const uint8_t *entry, size_t len)
 static void snapshots(void)
 {
 	struct sm_config cfg;
-	struct sm_out out = { rec_reply, &reps[2].out, rec_close, NULL };
+	struct sm_out out = { rec_reply, &reps[2].out, rec_close, NULL, rec_backup };
 	uint8_t *s[NREPLICAS] = { NULL };
 	size_t len[NREPLICAS] = { 0 };
 	char err[256];

@@ -129,11 +129,30 @@ static inline void cap_close(void *ctx, void *conn)
 		closed[nclosed++] = (uintptr_t)conn;
 }
 
+/* The last Backup's copy of the state (the backup effect), the caller's. */
+static uint8_t *bk_snap;
+static size_t bk_len;
+static uintptr_t bk_conn;
+static uint64_t bk_id;
+
+/* The backup effect: keep the copy. */
+static inline void cap_backup(void *ctx, void *conn, uint64_t id, uint8_t *snap,
+    size_t len, uint64_t wall_ms)
+{
+	(void)ctx;
+	(void)wall_ms;
+	free(bk_snap);
+	bk_snap = snap;
+	bk_len = len;
+	bk_conn = (uintptr_t)conn;
+	bk_id = id;
+}
+
 /* A state machine with a fixed clock and hash key. */
 static inline struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
 {
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, cap_backup };
 
 	sm_config_defaults(&cfg);
 	cfg.wall_ms = wall_ms;

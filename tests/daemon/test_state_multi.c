@@ -4,6 +4,8 @@
  * fake time (tests/daemon/test_state.h): DownMulti, gated waiters and
  * deadlocks (sm_multi.c, sm_wait.c, sm_deadlock.c, sm_family.c).
  */
+#include <errno.h>
+
 #include "tests/daemon/test_state.h"
 
 /*
@@ -151,7 +153,7 @@ static void test_multi_snapshot(void)
 {
 	static const char *const ab[] = { "a", "b" };
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
 	struct sm *sm, *rs;
 	struct sm_client *x, *z, *adm;
 	uint8_t *s1 = NULL, *s2 = NULL;
@@ -233,6 +235,91 @@ static void test_multi_snapshot(void)
 	EXPECT_U64(0, events_left(5));
 	free(s1);
 	free(s2);
+	t_end(sm);
+}
+
+/*
+ * Backup: an administrator's copy is the state's snapshot at that request
+ * (restored, it snapshots to the same bytes: the "ops" section of the
+ * later ops' counters included), a principal without admin is refused,
+ * and a SEED entry carrying it is told from the others.
+ */
+static void test_backup(void)
+{
+	static const struct sm_caller user = { 0 };
+	struct sm_config cfg;
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
+	struct sm_batch b;
+	uint8_t *e;
+	size_t elen, hl = sm_entry_header_size();
+	struct sm *sm, *rs;
+	struct sm_client *adm, *u;
+	const uint8_t *snap;
+	uint8_t *s1 = NULL, *s2 = NULL;
+	size_t l1 = 0, l2 = 0, slen;
+	char err[256];
+
+	TEST_START("backup: an administrator's copy of the whole state");
+	now = 1000;
+	sm = t_new(1700000000000ULL, NULL);
+	adm = t_client(sm, 5, "uid:0", 0);
+	u = t_client(sm, 6, "uid:6", 0);
+	t_create(sm, adm, 2, "a", 2, 0, 0);
+	expect_code(5, 2, SEMD__CODE__OK);
+	t_down(sm, u, 3, "a", 1, 0, 0);
+	grant_of(6, 3);
+	t_op(sm, adm, 4, SEMD__REQUEST__OP_BACKUP, "offset=%d", 0);
+	EXPECT(bk_snap != NULL && bk_conn == 5 && bk_id == 4);
+	EXPECT(none(5, 4));	/* the shell answers it */
+	if (sm_snapshot(sm, &s1, &l1) != 0)
+		FAIL("snapshot");
+	EXPECT(bk_snap != NULL && l1 == bk_len && memcmp(s1, bk_snap, l1) == 0);
+	sm_config_defaults(&cfg);
+	memcpy(cfg.hash_key, "another key!!!!!", 16);
+	rs = bk_snap != NULL ? sm_restore(&cfg, &out, bk_snap, bk_len, err, sizeof err) : NULL;
+	if (rs == NULL) {
+		FAIL("restore: %s", err);
+	} else {
+		CHECK_SM(rs);
+		if (sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 || memcmp(s1, s2, l1) != 0)
+			FAIL("the backup restores to another state");
+		sm_free(rs);
+	}
+	t_who = &user;
+	t_op(sm, u, 5, SEMD__REQUEST__OP_BACKUP, "offset=%d", 0);
+	expect_code(6, 5, SEMD__CODE__PERMISSION_DENIED);
+	t_who = NULL;
+	t_op(sm, adm, 6, SEMD__REQUEST__OP_BACKUP, "offset=%d", 100);
+	expect_code(5, 6, SEMD__CODE__INVALID_ARGUMENT);
+
+	TEST_START("backup: the SEED entry that starts a log from it");
+	sm_batch_init(&b);
+	sm_batch_seed(&b, s1, l1);
+	/* the header, the command, zeros to a multiple of 8 (as the log pads) */
+	elen = (hl + b.len + 7) & ~(size_t)7;
+	if (!b.failed && (e = calloc(1, elen)) != NULL) {
+		sm_entry_header(e, 5000, 1700000005000ULL);
+		memcpy(e + hl, b.p, b.len);
+		EXPECT(sm_entry_seed(e, elen, &snap, &slen) == 1 && slen == l1 &&
+		    memcmp(snap, s1, l1) == 0);
+		EXPECT(sm_apply(sm, e, elen, NULL, err, sizeof err) == -EINVAL);
+		EXPECT(sm_entry_seed(e, hl + b.len - 16, &snap, &slen) == -EINVAL);
+		e[elen - 1] = 1;	/* something after the snapshot */
+		EXPECT(elen == hl + b.len ||
+		    sm_entry_seed(e, elen, &snap, &slen) == -EINVAL);
+		sm_batch_reset(&b);
+		sm_batch_boot(&b);
+		memcpy(e + hl, b.p, b.len);
+		EXPECT(sm_entry_seed(e, hl + b.len, &snap, &slen) == 0);
+		free(e);
+	} else {
+		FAIL("out of memory");
+	}
+	sm_batch_free(&b);
+	free(s1);
+	free(s2);
+	free(bk_snap);
+	bk_snap = NULL;
 	t_end(sm);
 }
 
@@ -505,6 +592,7 @@ int main(void)
 {
 	test_multi();
 	test_multi_snapshot();
+	test_backup();
 	test_deadlock();
 	test_family();
 	test_issue_parked_head_blocks_nobody();

@@ -184,7 +184,7 @@ static void test_replace_parked(void)
 static void test_queue_snapshot(void)
 {
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
 	struct sm *sm, *rs;
 	struct sm_client *a, *b;
 	uint8_t *s1 = NULL, *s2 = NULL;
@@ -452,7 +452,7 @@ static int qm_left(void)
 static struct sm *qm_restore(struct sm *sm, struct sm_client **c)
 {
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
 	uint8_t *s1 = NULL, *s2 = NULL;
 	size_t l1 = 0, l2 = 0;
 	struct sm *rs;

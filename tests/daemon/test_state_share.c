@@ -176,7 +176,7 @@ static void test_share_basics(void)
 static void test_share_snapshot(void)
 {
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
 	struct sm *sm, *rs;
 	struct sm_client *a, *b;
 	uint8_t *s1 = NULL, *s2 = NULL;

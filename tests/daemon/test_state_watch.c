@@ -220,9 +220,90 @@ static void test_holds(void)
 	t_end(sm);
 }
 
+/* A history of 1 KiB: a few events. */
+static void tune_history(struct sm_config *cfg)
+{
+	cfg->watch_history = 1024;
+}
+
+/*
+ * Every event has a revision, one more than the last; a watch from a
+ * revision gets the events it missed from the history (identities as it may
+ * see them), then the live ones; one from a revision no longer kept is
+ * refused COMPACTED with the oldest kept, one from the future refused.
+ */
+static void test_resume(void)
+{
+	struct sm_client *a, *adm, *v;
+	struct sm *sm = t_start_checked(1000, "watch: revisions, and a resume from one",
+	    NULL, "uid:1 uid:0 uid:4", &a, &adm, &v);
+	static const struct sm_caller plain = { 0, { 0 } };
+	Semd__WatchEvent *ev;
+	Semd__Reply *r;
+	uint64_t r1 = 0, oldest;
+	int i;
+
+	t_watch(sm, adm, 2, "r/", true);
+	expect_code(2, 2, SEMD__CODE__OK);
+	t_create(sm, a, 2, "r/x", 2, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, SEMD__CODE__OK);
+	if ((ev = event_of(2, EVENT_CREATE, "r/x")) != NULL)
+		r1 = ev->revision;
+	EXPECT(r1 >= 1);
+	t_held(sm, a, 1, 3, "r/x", 1);
+	ev = event_of(2, EVENT_GRANT, "r/x");
+	EXPECT(ev != NULL && ev->revision == r1 + 1 && strcmp(ev->principal, "uid:1") == 0);
+	t_up(sm, a, 4, "r/x", 1, 0);
+	expect_code(1, 4, SEMD__CODE__OK);
+	ev = event_of(2, EVENT_RELEASE, "r/x");
+	EXPECT(ev != NULL && ev->revision == r1 + 2);
+	/* v missed them: from r1 + 1, the grant and the release, then live */
+	t_who = &plain;
+	t_op(sm, v, 2, SEMD__REQUEST__OP_WATCH, "name=%s from_revision=%" PRIu64, "r/x", r1 + 1);
+	t_who = NULL;
+	expect_code(3, 2, SEMD__CODE__OK);
+	ev = event_of(3, EVENT_GRANT, "r/x");
+	EXPECT(ev != NULL && ev->revision == r1 + 1 && ev->watch == 2);
+	EXPECT(ev != NULL && strcmp(ev->principal, "") == 0 && ev->pid == 0);
+	ev = event_of(3, EVENT_RELEASE, "r/x");
+	EXPECT(ev != NULL && ev->revision == r1 + 2);
+	EXPECT_U64(0, events_left(3));
+	t_held(sm, a, 1, 5, "r/x", 1);
+	ev = event_of(3, EVENT_GRANT, "r/x");
+	EXPECT(ev != NULL && ev->revision == r1 + 3);
+	event_of(2, EVENT_GRANT, "r/x");
+	/* from the next revision: nothing missed, nothing repeated */
+	t_op(sm, adm, 3, SEMD__REQUEST__OP_WATCH, "name=%s from_revision=%" PRIu64, "r/x", r1 + 4);
+	expect_code(2, 3, SEMD__CODE__OK);
+	EXPECT_U64(0, events_left(2));
+	t_op(sm, adm, 4, SEMD__REQUEST__OP_WATCH, "name=%s from_revision=%" PRIu64, "r/x", r1 + 5);
+	expect_code(2, 4, SEMD__CODE__INVALID_ARGUMENT);
+	t_end(sm);
+
+	sm = t_start_checked(1000, "watch: a resume from what the history no longer keeps",
+	    tune_history, "uid:1 uid:0", &a, &adm);
+	t_create(sm, a, 2, "h", 1, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, SEMD__CODE__OK);
+	for (i = 0; i < 20; i++) {
+		t_held(sm, a, 1, (uint64_t)(10 + 2 * i), "h", 1);
+		t_up(sm, a, (uint64_t)(11 + 2 * i), "h", 1, 0);
+		expect_code(1, (uint64_t)(11 + 2 * i), SEMD__CODE__OK);
+	}
+	t_op(sm, adm, 2, SEMD__REQUEST__OP_WATCH, "name=%s from_revision=%d", "h", 1);
+	r = expect_code(2, 2, SEMD__CODE__COMPACTED);
+	oldest = r != NULL ? r->oldest_revision : 0;
+	EXPECT(oldest > 1 && oldest <= 41);
+	EXPECT(r != NULL && strstr(r->message, "compacted") != NULL);
+	t_op(sm, adm, 3, SEMD__REQUEST__OP_WATCH, "name=%s from_revision=%" PRIu64, "h", oldest);
+	expect_code(2, 3, SEMD__CODE__OK);
+	EXPECT_U64(41 - oldest + 1, events_left(2));
+	t_end(sm);
+}
+
 int main(void)
 {
 	test_watch();
+	test_resume();
 	test_holds();
 	caps_clear();
 	return check_done("state watch");

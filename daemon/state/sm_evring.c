@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/state/sm_evring.c - the watch history: the latest events (their
+ * revisions and bytes) in a ring of a fixed number of bytes, the setting
+ * watch-history, so that a watch cut off (a reconnect, a failover) resumes
+ * from the revision after the last it read (Watch.from_revision) without
+ * losing or repeating an event. Part of the state: every replica keeps the
+ * same events (they come from the same entries) and a snapshot carries
+ * them (section "watch history", sm_snap_sections.c).
+ *
+ * A record is a u32 length, a u64 revision, then that many bytes; records
+ * are never split at the end of the buffer: one that does not fit there
+ * starts again at the beginning (a length of 0 marks the skipped end). The
+ * oldest go to make room. The buffer (twice the size) is allocated once,
+ * when the first event comes (no allocation per event).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/state/sm-int.h"
+
+#define EVR_HDR		12u	/* u32 length, u64 revision */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Forget every record; keep the buffer and the size. */
+static void evring_clear(struct sm_evring *r)
+{
+	r->head = r->tail = 0;
+	r->n = 0;
+	r->used = 0;
+}
+
+/* Set the ring's size in bytes (0: no history): the records go. */
+void evring_resize(struct sm_evring *r, uint32_t size)
+{
+	if (size != r->size) {
+		free(r->buf);
+		r->buf = NULL;
+		r->size = size;
+	}
+	evring_clear(r);
+}
+
+void evring_free(struct sm_evring *r)
+{
+	free(r->buf);
+	memset(r, 0, sizeof *r);
+}
+
+/* Drop the oldest record. */
+static void evring_pop(struct sm_evring *r)
+{
+	uint32_t len;
+
+	if (r->n == 0)
+		return;
+	if (2 * r->size - r->head < EVR_HDR || get32(r->buf + r->head) == 0)
+		r->head = 0;	/* the skipped end */
+	len = get32(r->buf + r->head);
+	r->head += EVR_HDR + len;
+	r->used -= EVR_HDR + len;
+	if (--r->n == 0)
+		evring_clear(r);
+}
+
+/*
+ * Keep event rev (len bytes at p), the oldest going while the records
+ * would pass size bytes. Which are kept depends on their sizes only, not
+ * on where they lie: the buffer is twice the size, so a record that fits
+ * the size always finds room (at the end, or from the beginning), and a
+ * restored history keeps the same records as the one it was taken from.
+ * False when there is no history, the event is bigger than half of it, or
+ * out of memory: then the history is emptied (a resume from before it is
+ * refused, never answered with a gap).
+ */
+bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len)
+{
+	uint32_t need = EVR_HDR + len, phys = 2 * r->size;
+
+	if (r->size == 0)
+		return false;
+	if (need > r->size / 2 || (r->buf == NULL && (r->buf = malloc(phys)) == NULL)) {
+		evring_clear(r);
+		return false;
+	}
+	while (r->n > 0 && r->used + need > r->size)
+		evring_pop(r);
+	if (r->n == 0) {
+		r->head = r->tail = 0;
+	} else if (r->tail >= r->head && phys - r->tail < need) {
+		/* no room at the end: from the beginning (room there) */
+		if (phys - r->tail >= 4)
+			put32(r->buf + r->tail, 0);
+		r->tail = 0;
+	}
+	put32(r->buf + r->tail, len);
+	memcpy(r->buf + r->tail + 4, &rev, 8);
+	memcpy(r->buf + r->tail + EVR_HDR, p, len);
+	r->tail += need;
+	r->used += need;
+	r->n++;
+	return true;
+}
+
+/* The revision of the oldest record kept, 0 when none. */
+uint64_t evring_oldest(const struct sm_evring *r)
+{
+	struct evring_it it;
+	const uint8_t *p;
+	uint32_t len;
+	uint64_t rev;
+
+	evring_first(r, &it);
+	return evring_next(r, &it, &rev, &p, &len) ? rev : 0;
+}
+
+/* Start walking the records, oldest first. */
+void evring_first(const struct sm_evring *r, struct evring_it *it)
+{
+	it->off = r->head;
+	it->left = r->n;
+}
+
+/* The next record: its revision and bytes; false at the end. */
+bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
+    const uint8_t **p, uint32_t *len)
+{
+	if (it->left == 0)
+		return false;
+	if (2 * r->size - it->off < EVR_HDR || get32(r->buf + it->off) == 0)
+		it->off = 0;
+	*len = get32(r->buf + it->off);
+	memcpy(rev, r->buf + it->off + 4, 8);
+	*p = r->buf + it->off + EVR_HDR;
+	it->off += EVR_HDR + *len;
+	it->left--;
+	return true;
+}
