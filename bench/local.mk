@@ -47,7 +47,7 @@ EXTRA_DIST += bench/session-flood.sh
 # sm-deadlock: the deadlock search's cost with 100,000 waiters (the state
 # machine driven directly), for the figures of doc/features.md.
 noinst_PROGRAMS += sm-deadlock
-sm_deadlock_SOURCES = bench/sm-deadlock.c
+sm_deadlock_SOURCES = bench/sm-deadlock.c bench/sm-bench.h
 sm_deadlock_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 sm_deadlock_LDADD = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
@@ -55,7 +55,7 @@ sm_deadlock_LDADD = daemon/state/libsemstate.a proto/libsemproto.a core/libsemco
 # sm-handoff: a queued down and a hand-off with 10,000 waiters, plain, with
 # priorities and with fair shares (the state machine driven directly).
 noinst_PROGRAMS += sm-handoff
-sm_handoff_SOURCES = bench/sm-handoff.c
+sm_handoff_SOURCES = bench/sm-handoff.c bench/sm-bench.h
 sm_handoff_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 sm_handoff_LDADD = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)

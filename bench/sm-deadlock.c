@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "daemon/state/state.h"
+#include "bench/sm-bench.h"
 
 static int last_code = -1;
 
@@ -34,35 +35,10 @@ static void sink(void *ctx, void *conn, const Semd__Reply *r)
 		last_code = (int)r->code;
 }
 
-/* Monotonic ns. */
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A client with a session. */
 static struct sm_client *client(struct sm *sm, uint64_t id)
 {
-	static const uint8_t secret[SM_SECRET_LEN];
-	Semd__Request req = SEMD__REQUEST__INIT;
-	Semd__Hello h = SEMD__HELLO__INIT;
-	struct sm_client *c = sm_client_open(sm, id, (void *)(uintptr_t)id, "uid:1",
-	    secret, 0, 1000);
-
-	h.version = 1;
-	h.client_name = "bench";
-	h.host = "h";
-	req.id = 1;
-	req.op_case = SEMD__REQUEST__OP_HELLO;
-	req.hello = &h;
-	if (c == NULL || sm_request(sm, c, &req, NULL, 1000) != SM_OK) {
-		fprintf(stderr, "sm-deadlock: cannot open client %" PRIu64 "\n", id);
-		exit(1);
-	}
-	return c;
+	return sm_bench_client(sm, id, "sm-deadlock");
 }
 
 /* A down of name (waiting for ever); the reply's code, -1 if none yet. */

@@ -6,6 +6,7 @@
 # semd, by the state tests, the simulation and the fuzzers (-fPIC).
 noinst_LIBRARIES += daemon/state/libsemstate.a
 daemon_state_libsemstate_a_SOURCES = daemon/state/state.h daemon/state/sm-int.h \
+	daemon/state/sm-snap.h \
 	daemon/state/sm_mem.c daemon/state/sm_bytes.c daemon/state/sm_index.c \
 	daemon/state/sm_timer.c daemon/state/sm_reply.c daemon/state/sm_principal.c \
 	daemon/state/sm_effect.c daemon/state/sm_evring.c \

@@ -533,65 +533,7 @@ void sm_cache_drain(struct sm_cache *c);
 void sm_strfree(struct sm *sm, char *s);
 uint64_t sm_wall(const struct sm *sm, uint64_t now);
 
-/* sm_snap_*.c: a snapshot starts with SNAP_MAGIC, then its version. */
-#define SNAP_MAGIC	"SEMDSNAP"
-#define SNAP_VERSION	3u
-/*
- * The counters a snapshot keeps after the settings, in this order: their
- * offsets in struct sm_counters (version 1 has the first SNAP_V1_COUNTERS).
- * The gauges are recounted on restore.
- */
-#define SNAP_COUNTERS		12
-#define SNAP_V1_COUNTERS	7
-/*
- * The replies by op and code the fixed layout keeps (versions 2 and 3):
- * the ops and codes added since are counted in a section (tag 10).
- */
-#define SNAP_V3_NOPS		22
-#define SNAP_V3_NCODES		15
-extern const size_t snap_counters[SNAP_COUNTERS];
-
-/*
- * Version 3 ends with sections: a u32 tag, a u32 length and that many
- * bytes each, then a tag 0. A part of the state that is new gets a section
- * of its own - a row here (sm_snap_sections.c) with a tag never used
- * before - instead of a new version of the whole layout: a section a
- * reader does not know refuses the snapshot, an absent one leaves its part
- * as sm_new() made it. write() appends the part's bytes (the length is
- * filled in around them); read() takes exactly the section's bytes from r
- * (false, or bytes left over: refused, why in err). Rows in tag order.
- */
-struct sm_rbuf;
-struct snap_section {
-	uint32_t	tag;
-	const char	*what;
-	bool		(*write)(struct sm_batch *b, const struct sm *sm);
-	bool		(*read)(struct sm *sm, struct sm_rbuf *r, char *err,
-			    size_t errlen);
-};
-extern const struct snap_section snap_sections[];	/* ends with tag 0 */
-
-/* sm_evring.c: the watch history */
-void evring_resize(struct sm_evring *r, uint32_t size);
-void evring_free(struct sm_evring *r);
-bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len);
-uint64_t evring_oldest(const struct sm_evring *r);
-void evring_first(const struct sm_evring *r, struct evring_it *it);
-bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
-    const uint8_t **p, uint32_t *len);
-
-/* sm_bytes.c: snapshots and log entries as little-endian bytes */
-bool bytes_room(struct sm_batch *b, size_t n);
-void bytes_put(struct sm_batch *b, const void *p, size_t n);
-void bytes_int(struct sm_batch *b, uint64_t v, unsigned int size);
-struct sm_rbuf {
-	const uint8_t	*p;
-	size_t		len;
-	size_t		off;
-	bool		bad;	/* ran past the end or found nonsense */
-};
-const uint8_t *rbuf_take(struct sm_rbuf *r, size_t n);
-uint64_t rbuf_int(struct sm_rbuf *r, unsigned int size);
+#include "daemon/state/sm-snap.h"
 
 /* sm_index.c */
 char *sm_label(struct sm *sm, const char *s);

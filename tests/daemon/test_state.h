@@ -216,6 +216,15 @@ static inline struct sm_client *t_client(struct sm *sm, uintptr_t k,
 	return c;
 }
 
+/* Down with a replace key and a fair-share group ("": none). */
+static inline void t_down_policy(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *name, uint32_t n, int64_t timeout, const char *replace,
+    const char *group)
+{
+	t_op(sm, c, id, SEMD__REQUEST__OP_DOWN, "name=%s n=%u timeout_ms=%" PRId64
+	    " replace=%s group=%s", name, n, timeout, replace, group);
+}
+
 /* Down. */
 static inline void t_down(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint32_t n, int64_t timeout, uint32_t lease)

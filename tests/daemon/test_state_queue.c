@@ -16,12 +16,8 @@ static void t_set_queue(struct sm *sm, struct sm_client *c, uint64_t id,
 }
 
 /* Down with a replace key. */
-static void t_down_key(struct sm *sm, struct sm_client *c, uint64_t id,
-    const char *name, uint32_t n, int64_t timeout, const char *key)
-{
-	t_op(sm, c, id, SEMD__REQUEST__OP_DOWN, "name=%s n=%u timeout_ms=%" PRId64
-	    " replace=%s", name, n, timeout, key);
-}
+#define t_down_key(sm, c, id, name, n, timeout, key)			\
+	t_down_policy(sm, c, id, name, n, timeout, key, "")
 
 /* A bound on the waiters: QUEUE_FULL at once, trydowns and grants untouched. */
 static void test_max_waiters(void)

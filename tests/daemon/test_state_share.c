@@ -35,12 +35,8 @@ static void t_create_share(struct sm *sm, struct sm_client *c, uintptr_t k,
 }
 
 /* Down of group key (may be ""). */
-static void t_down_group(struct sm *sm, struct sm_client *c, uint64_t id,
-    const char *name, uint32_t n, int64_t timeout, const char *group)
-{
-	t_op(sm, c, id, SEMD__REQUEST__OP_DOWN, "name=%s n=%u timeout_ms=%" PRId64
-	    " group=%s", name, n, timeout, group);
-}
+#define t_down_group(sm, c, id, name, n, timeout, group)		\
+	t_down_policy(sm, c, id, name, n, timeout, "", group)
 
 /*
  * Two groups of weights 1 and 3 keep 8 downs each waiting on a name of
