@@ -46,6 +46,7 @@ static void fuzz_request(const uint8_t *p, size_t n)
 	FUZZ_ASSERT(req->op_case == SEMD__REQUEST__OP__NOT_SET ||
 	    (req->op_case >= SEMD__REQUEST__OP_HELLO && req->op_case <= SEMD__REQUEST__OP_WHERE) ||
 	    req->op_case == SEMD__REQUEST__OP_CLUSTER ||
+	    req->op_case == SEMD__REQUEST__OP_SET_QUEUE ||
 	    req->op_case == SEMD__REQUEST__OP_BACKUP);
 	m = semd__request__get_packed_size(req);
 	buf = malloc(m + 1);
