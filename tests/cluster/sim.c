@@ -178,7 +178,7 @@ static void follow(void)
 				if (cl[k].node == (int)i)
 					drop_client(&cl[k], "not the leader");
 		}
-		if (n->serving && raft_fixture_alive(&f, i))
+		if (n->serving && lead)
 			sweep(n);
 		/* Deadlines due: a tick entry. */
 		if (n->serving && !n->ticking && raft_fixture_alive(&f, i)) {
@@ -273,6 +273,8 @@ static void fault(void)
 		if (!raft_fixture_alive(&f, i)) {
 			trace("fault: node %u comes back", i + 1);
 			raft_fixture_revive(&f, i);
+			if (nodes[i].leader)
+				nodes[i].back_st = sm_clock_now(&nodes[i].clock, now());
 		}
 		break;
 	case 2:		/* cut a link both ways */

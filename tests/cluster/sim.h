@@ -50,6 +50,8 @@ struct node {
 	uint64_t	hash;		/* of what the entry being applied said */
 	struct raft_barrier barrier;
 	uint64_t	next_sweep;	/* sim time of its next lease sweep */
+	uint64_t	back_st;	/* log time it came back from a pause as
+					 * a leader (its sweep was paused too) */
 	/* The fixture's disk, watched (see fix_truncate). */
 	int		(*append)(struct raft_io *io, struct raft_io_append *req,
 	    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb);

@@ -9,8 +9,9 @@
  *    it trusts its lease (libsemclient's rule, trust_end);
  *  - none that went away is still in a serving leader's state once that
  *    state's time is past its lease and grace (LINGER_SLACK for the sweep
- *    and the commit) from when it went or from the last leader's start,
- *    whichever is later (a new leader starts every lease afresh).
+ *    and the commit) from when it went, from the last leader's start (a new
+ *    leader starts every lease afresh) or from when the leader came back
+ *    from a pause (its sweep was paused as long), whichever is later.
  */
 #include "tests/cluster/sim.h"
 
@@ -197,10 +198,15 @@ static void idle_check_gone(struct idle *x)
 	for (unsigned int i = 0; i < nn; i++) {
 		struct node *n = &nodes[i];
 
+		/* A serving leader's: a node stopped while it led and back
+		 * keeps its flags until it is seen not to lead. */
 		if (!n->serving || !raft_fixture_alive(&f, i) ||
+		    raft_state(n->raft) != RAFT_LEADER ||
 		    !sm_session_exists(n->sm, x->session))
 			continue;
 		from = x->gone_st > last_leader_st ? x->gone_st : last_leader_st;
+		if (n->back_st > from)
+			from = n->back_st;
 		g = grace < x->lease ? grace : x->lease;
 		bound = from + x->lease + (g > LEASE_FLOOR ? g : LEASE_FLOOR) +
 		    LINGER_SLACK;
