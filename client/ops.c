@@ -5,7 +5,9 @@
  * the reply's body and copies the result out (result.c converts it).
  */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/client-int.h"
 
@@ -597,9 +599,42 @@ int semc_cluster_remove(struct semc *c, uint64_t node_id)
 	return cluster_change(c, SEMD__CLUSTER__ACTION__REMOVE, node_id, NULL);
 }
 
+/* The leader's id as the cluster says (0: none known or no answer). */
+static uint64_t cluster_leader(struct semc *c)
+{
+	struct semc_cluster *cl = NULL;
+	uint64_t id = 0;
+
+	if (semc_cluster_status(c, &cl) == 0)
+		id = cl->leader_id;
+	semc_cluster_free(cl);
+	return id;
+}
+
+/*
+ * The old leader steps down as the transfer ends, and may drop its clients
+ * before its answer goes out: a lost answer is a success if the leadership
+ * went where it was asked (any other voter for 0) within a few seconds.
+ */
 int semc_cluster_transfer(struct semc *c, uint64_t node_id)
 {
-	return cluster_change(c, SEMD__CLUSTER__ACTION__TRANSFER, node_id, NULL);
+	uint64_t before = cluster_leader(c), now;
+	char msg[256];
+	int r, i;
+
+	r = cluster_change(c, SEMD__CLUSTER__ACTION__TRANSFER, node_id, NULL);
+	if (r != SEMC_E_DISCONNECTED && r != SEMC_E_UNAVAILABLE && r != SEMC_E_NO_REPLY)
+		return r;
+	snprintf(msg, sizeof msg, "%s", semc_last_message());
+	for (i = 0; i < 30; i++) {
+		now = cluster_leader(c);
+		if (now != 0 && (node_id != 0 ? now == node_id : now != before)) {
+			semc_clear_message();
+			return 0;
+		}
+		usleep(100000);
+	}
+	return semc_fail(r, "%s", msg);
 }
 
 /* --- rates, multi-name downs, renew, holds, where (0.3.0) ------------------ */

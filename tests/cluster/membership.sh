@@ -34,7 +34,9 @@ ok "a client takes and gives back a permit" sh -c \
 L=$(field leader_id)
 to=$((L % 3 + 1))
 "$SEMCTL" -s "$ADDRS" cluster transfer "$to" >"$T/transfer.out" 2>&1
-expect_eq "cluster transfer $to: exit status" 0 $?
+rc=$?
+expect_eq "cluster transfer $to: exit status" 0 $rc
+[ "$rc" = 0 ] || sed 's/^/# /' "$T/transfer.out"
 ok "node $to leads after the transfer" t_wait_for 10 leader_is "$to"
 ok "clients carry on after the transfer" "$SEMCTL" -s "$ADDRS" trydown m
 
