@@ -241,11 +241,19 @@ static void compare_snapshots(void)
 		free(p[i]);
 }
 
+/* Node i back from a stop: a leader's sweep and clock were paused as long. */
+static void revive(unsigned int i)
+{
+	raft_fixture_revive(&f, i);
+	if (nodes[i].leader)
+		nodes[i].back_st = sm_clock_now(&nodes[i].clock, now());
+}
+
 static void heal(void)
 {
 	for (unsigned int i = 0; i < nn; i++) {
 		if (!raft_fixture_alive(&f, i))
-			raft_fixture_revive(&f, i);
+			revive(i);
 		for (unsigned int j = 0; j < nn; j++)
 			if (i != j) {
 				raft_fixture_reconnect(&f, i, j);
@@ -272,9 +280,7 @@ static void fault(void)
 	case 1:
 		if (!raft_fixture_alive(&f, i)) {
 			trace("fault: node %u comes back", i + 1);
-			raft_fixture_revive(&f, i);
-			if (nodes[i].leader)
-				nodes[i].back_st = sm_clock_now(&nodes[i].clock, now());
+			revive(i);
 		}
 		break;
 	case 2:		/* cut a link both ways */
