@@ -177,6 +177,11 @@ struct semc_req *semc_internal_push_locked(struct semc *c, Semd__Request *rq)
 	rq->id = r->id;
 	r->op = rq->op_case;
 	r->internal = true;
+	if (rq->op_case == SEMD__REQUEST__OP_UP) {
+		/* a give-back: by permit id, nameless (no hold of ours to drop) */
+		r->permit_id = rq->up->permit_id;
+		r->n = rq->up->n ? rq->up->n : 1;
+	}
 	len = semd__request__get_packed_size(rq);
 	r->frame = malloc(FRAME_HDR + len);
 	if (r->frame == NULL) {
@@ -230,6 +235,8 @@ static void hold_drop_locked(struct semc *c, const char *name, uint64_t permit_i
 {
 	struct semc_hold **pp = &c->holds, *h;
 
+	if (permit_id == 0 && name == NULL)
+		return;
 	while ((h = *pp) != NULL && (permit_id != 0 || n > 0)) {
 		bool match = permit_id ? h->permit_id == permit_id : strcmp(h->name, name) == 0;
 

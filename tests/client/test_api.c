@@ -626,7 +626,12 @@ static void test_mixed(void)
 	CHECK_EQ(0, rc);
 	CHECK_EQ(0, semc_up(mixed, "mixed", 1, 0, NULL));
 
-	/* the daemon is stopped: the client gives up, then the reply comes late */
+	/*
+	 * the daemon is stopped: the client gives up, then the reply comes
+	 * late; a hold of another name stays the handle's through the
+	 * give-back (its answer once dropped holds by a null name)
+	 */
+	CHECK_EQ(0, semc_down(mixed, "keep", 1, 1000, 0, &g));
 	semc_set_timeout(mixed, 300);
 	CHECK_EQ(0, tdaemon_sigstop(&D));
 	CHECK_EQ(SEMC_E_NO_REPLY, semc_ping(mixed, NULL));
@@ -647,6 +652,11 @@ static void test_mixed(void)
 	}
 	CHECK(held == 0, "a grant nobody waited for was given back (%d holders)", held);
 	CHECK_EQ(0, semc_pending(mixed));
+	CHECK_EQ(0, semc_info(obs, "keep", &in));
+	CHECK(in != NULL && in->n_holders == 1, "the other hold is still held");
+	semc_info_free(in);
+	in = NULL;
+	CHECK_EQ(0, semc_up(mixed, "keep", 1, 0, NULL));
 out:
 	semc_free(mixed);
 	semc_free(obs);
