@@ -25,13 +25,12 @@ import asyncio
 import functools
 import threading
 import time
-import weakref
 from typing import Any, Awaitable, Callable, Dict, Generator, Iterable, List, Optional, Union
 
 from . import _semclient as _c
 from ._client import _create_args, _holds_page, _token
-from ._common import (ClientBase, Number, PermitGroup, PermitState, SemaphoreBase, call_on_lost,
-                      count, handle_options, iter_pages, lease_end, lease_ms, name_of, rate_of,
+from ._common import (ClientBase, Number, PermitGroup, PermitState, SemaphoreBase, WatchBase,
+                      call_on_lost, count, iter_pages, lease_end, lease_ms, name_of, rate_of,
                       timeout_ms, wants_of)
 from ._errors import Closed, Error, HoldLost, NoReply, NotFound, NotHolder, WouldBlock
 from ._errors import from_code as _error
@@ -129,20 +128,12 @@ class AsyncClient(ClientBase):
     lease after the last answer) and ends the client-side lease.
     """
 
-    def __init__(self, address: Optional[str] = None, *, lease: Optional[Number] = None,
-                 name: Optional[str] = None, timeout: Number = 10.0,
-                 connect_timeout: Optional[Number] = None, reconnect: bool = True,
-                 tls: Optional[bool] = None, tls_ca: Optional[str] = None,
-                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
-                 on_lost: Optional[OnLost] = None) -> None:
-        opts = handle_options(address, lease, name, timeout, reconnect, tls, tls_ca, tls_cert,
-                              tls_key)
-        self._reply_ms = opts["timeout_ms"]
-        self._connect_ms = opts["timeout_ms"] if connect_timeout is None else \
-            timeout_ms(connect_timeout, "connect_timeout")
-        self._h = _c.Handle(keepalive_thread=False,
-                            on_event=self._event_handler(weakref.ref(self)), **opts)
-        self._setup(on_lost)
+    _keepalive_thread = False
+
+    def _start(self, reply_ms: int, connect_ms: int) -> None:
+        """The state of the loop's driving; connect() connects."""
+        self._reply_ms = reply_ms
+        self._connect_ms = connect_ms
         self._loop: Any = None
         self._loop_tid = 0
         self._fd = -1
@@ -553,9 +544,7 @@ class AsyncPermit(PermitState):
     def lost(self) -> asyncio.Event:
         """An asyncio.Event set when the hold is lost."""
         if self._event is None:
-            self._event = asyncio.Event()
-            if self._state == self.LOST:
-                self._event.set()
+            self._event = self._lost_event(asyncio.Event())
         return self._event
 
     def check(self) -> None:
@@ -653,18 +642,16 @@ class AsyncMultiPermit(PermitGroup):
             raise err
 
 
-class AsyncWatch:
+class AsyncWatch(WatchBase):
     """Watch for asyncio: ``async for ev in client.watch(name)``; ``await``
     it to make the watch before iterating, or ``async with`` it."""
 
+    _client: AsyncClient
+
     def __init__(self, client: AsyncClient, name: str, prefix: bool) -> None:
-        self._client = client
-        self.name = name
-        self.prefix = prefix
+        super().__init__(client, name, prefix)
         self._q: "asyncio.Queue[WatchEvent]" = asyncio.Queue()
         self._id = 0
-        self._stale = False
-        self._ended = False
 
     async def start(self) -> "AsyncWatch":
         """Make the watch on the daemon (idempotent)."""
@@ -685,14 +672,6 @@ class AsyncWatch:
             self._q.put_nowait(ev)
         elif not c._loop.is_closed():
             c._loop.call_soon_threadsafe(self._q.put_nowait, ev)
-
-    def _kick(self) -> None:
-        self._stale = True
-        self._wake()
-
-    def _end(self) -> None:
-        self._ended = True
-        self._wake()
 
     def _wake(self) -> None:
         # a None in the queue wakes the reader to look at the flags
@@ -744,7 +723,3 @@ class AsyncWatch:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
-
-    def __repr__(self) -> str:
-        return "<AsyncWatch %s%s%s>" % (self.name, "*" if self.prefix else "",
-                                        " closed" if self._ended else "")

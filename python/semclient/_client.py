@@ -19,8 +19,8 @@ from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optiona
 
 from . import _semclient as _c
 from ._common import (HELD, LOST, MODES, RELEASED, U32, ClientBase, Number, PermitGroup,
-                      PermitState, SemaphoreBase, call_on_lost, count, handle_options,
-                      iter_pages, lease_end, lease_ms, name_of, rate_of, timeout_ms, wants_of)
+                      PermitState, SemaphoreBase, WatchBase, call_on_lost, count, iter_pages, lease_end,
+                      lease_ms, name_of, rate_of, timeout_ms, wants_of)
 from ._errors import Closed, Disconnected, Error, HoldLost, NotFound, NotHolder, WouldBlock
 from ._errors import lost as _lost
 from ._types import ClusterStatus, Hold, Holder, Info, Summary, WatchEvent
@@ -52,23 +52,14 @@ class Client(ClientBase):
                 ...
     """
 
-    def __init__(self, address: Optional[str] = None, *, lease: Optional[Number] = None,
-                 name: Optional[str] = None, timeout: Number = 10.0,
-                 connect_timeout: Optional[Number] = None, reconnect: bool = True,
-                 tls: Optional[bool] = None, tls_ca: Optional[str] = None,
-                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
-                 on_lost: Optional[OnLost] = None) -> None:
-        opts = handle_options(address, lease, name, timeout, reconnect, tls, tls_ca, tls_cert,
-                              tls_key)
-        ct = opts["timeout_ms"] if connect_timeout is None else timeout_ms(connect_timeout,
-                                                                           "connect_timeout")
-        self._h = _c.Handle(keepalive_thread=True,
-                            on_event=self._event_handler(weakref.ref(self)), **opts)
-        self._setup(on_lost)
+    _keepalive_thread = True
+
+    def _start(self, reply_ms: int, connect_ms: int) -> None:
+        """Connect (ClientBase.__init__ made the handle)."""
         self._plock = threading.Lock()
         self._clock: Optional[_LeaseClock] = None
         try:
-            self._h.connect(min(ct, 0x7FFFFFFF))
+            self._h.connect(min(connect_ms, 0x7FFFFFFF))
         except BaseException:
             self._closed = True
             self._h.close()
@@ -339,9 +330,7 @@ class Permit(PermitState):
         if self._event is None:
             with self._client._plock:
                 if self._event is None:
-                    self._event = threading.Event()
-                    if self._state == self.LOST:
-                        self._event.set()
+                    self._event = self._lost_event(threading.Event())
         return self._event
 
     def check(self) -> None:
@@ -431,21 +420,19 @@ class MultiPermit(PermitGroup):
             raise lost[0]
 
 
-class Watch:
+class Watch(WatchBase):
     """The events of a watched semaphore (or prefix): iterate it, or get()
     with a timeout. After a reconnection the watch is made again and an
     event of kind "gap" comes first (what happened in between is missing).
     Events queue without bound while not read (the daemon never waits for
     a watcher). close() (or leaving its ``with`` block) ends it."""
 
+    _client: Client
+
     def __init__(self, client: Client, name: str, prefix: bool) -> None:
-        self._client = client
-        self.name = name
-        self.prefix = prefix
+        super().__init__(client, name, prefix)
         self._q: Deque[WatchEvent] = collections.deque()
         self._cond = threading.Condition(threading.Lock())
-        self._stale = False
-        self._ended = False
         self._id = client._h.watch(name, prefix, self._push)
         client._watches.add(self)
 
@@ -455,14 +442,10 @@ class Watch:
             self._q.append(ev)
             self._cond.notify()
 
-    def _kick(self) -> None:
+    def _wake(self) -> None:
+        # a reader looks at the flags under the lock before it waits: once
+        # the lock is ours it is waiting, or it has seen them
         with self._cond:
-            self._stale = True
-            self._cond.notify()
-
-    def _end(self) -> None:
-        with self._cond:
-            self._ended = True
             self._cond.notify_all()
 
     def _rewatch(self) -> None:
@@ -529,10 +512,6 @@ class Watch:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return "<Watch %s%s%s>" % (self.name, "*" if self.prefix else "",
-                                   " closed" if self._ended else "")
 
 
 class _LeaseClock:

@@ -272,6 +272,13 @@ class PermitState:
     def _key(self) -> Tuple[str, int]:
         return (self.name, self.permit_id)
 
+    def _lost_event(self, event: Any) -> Any:
+        """A new ``lost`` event (threading or asyncio), set if the hold is
+        lost already."""
+        if self._state == self.LOST:
+            event.set()
+        return event
+
     def _lose(self, err: HoldLost) -> bool:
         """Mark the hold lost (once); whether it was held."""
         if self._state != self.HELD:
@@ -351,18 +358,69 @@ class PermitGroup:
             "%s n=%d token=%d" % (p.name, p.n, p.token) for p in self.permits))
 
 
+class WatchBase:
+    """What Watch and AsyncWatch share: the name (or prefix) watched, and
+    the flags that the client's events set (the watch must be made again
+    after a reconnection; it ended), after which each wakes its reader in
+    its own way (_wake)."""
+
+    def __init__(self, client: Any, name: str, prefix: bool) -> None:
+        self._client = client
+        self.name = name
+        self.prefix = prefix
+        self._stale = False
+        self._ended = False
+
+    def _kick(self) -> None:
+        self._stale = True
+        self._wake()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._wake()
+
+    def _wake(self) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return "<%s %s%s%s>" % (type(self).__name__, self.name, "*" if self.prefix else "",
+                                " closed" if self._ended else "")
+
+
 class ClientBase:
-    """The handle and the hold table; Client and AsyncClient add the calls."""
+    """The handle and the hold table; Client and AsyncClient add the calls
+    (and say what the options of the constructor mean)."""
 
     _h: Any
+    #: whether the library's keepalive thread reads the connection (Client),
+    #: or the caller's loop does (AsyncClient)
+    _keepalive_thread = True
 
-    def _setup(self, on_lost: Optional[Callable[[Any], None]]) -> None:
+    def __init__(self, address: Optional[str] = None, *, lease: Optional[Number] = None,
+                 name: Optional[str] = None, timeout: Number = 10.0,
+                 connect_timeout: Optional[Number] = None, reconnect: bool = True,
+                 tls: Optional[bool] = None, tls_ca: Optional[str] = None,
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 on_lost: Optional[Callable[[Any], Any]] = None) -> None:
+        opts = handle_options(address, lease, name, timeout, reconnect, tls, tls_ca, tls_cert,
+                              tls_key)
+        reply_ms = opts["timeout_ms"]
+        connect_ms = reply_ms if connect_timeout is None else timeout_ms(connect_timeout,
+                                                                         "connect_timeout")
+        self._h = _c.Handle(keepalive_thread=self._keepalive_thread,
+                            on_event=self._event_handler(weakref.ref(self)), **opts)
         self._holds = HoldTable()
         self._on_lost = on_lost
         self._watches: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._reconnects = 0
         self._closed = False
         _live_clients.add(self)
+        self._start(reply_ms, connect_ms)
+
+    def _start(self, reply_ms: int, connect_ms: int) -> None:
+        """The rest of the construction: the reply timeout and the
+        connection's, in ms."""
+        raise NotImplementedError
 
     @staticmethod
     def _event_handler(ref: "weakref.ref[Any]") -> Callable[..., None]:

@@ -129,9 +129,7 @@ static PyObject *h_connect(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int ms = -1, r;
 
-	if (!PyArg_ParseTuple(args, "|O&:connect", conv_int, &ms))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "|O&:connect", conv_int, &ms)) == NULL)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	r = semc_connect(ctx->c, ms);
@@ -168,12 +166,21 @@ static PyObject *h_session(HandleObject *self, PyObject *unused)
 	return v;
 }
 
+/* The struct semc of a quick getter, which needs no call slot: NULL
+ * once freed. */
+static struct semc *handle_semc(HandleObject *self)
+{
+	return self->ctx == NULL || self->ctx->released ? NULL : self->ctx->c;
+}
+
 static PyObject *h_address(HandleObject *self, PyObject *unused)
 {
+	struct semc *c = handle_semc(self);
+
 	(void)unused;
-	if (self->ctx == NULL || self->ctx->released)
+	if (c == NULL)
 		return error_raise(PYSEMC_E_CLOSED, "the client is closed", "address", NULL);
-	return str_from(semc_address(self->ctx->c));
+	return str_from(semc_address(c));
 }
 
 static PyObject *h_get_closed(HandleObject *self, void *unused)
@@ -186,13 +193,26 @@ static PyObject *h_get_closed(HandleObject *self, void *unused)
  * Each returns the request id; fn(error, message, value) runs once, from
  * process() or a thread blocked in a call on the handle. */
 
-/* Finish an async submission that returned id for pycall pc. */
+/* The pycall of an asynchronous request's callback fn (none when NULL)
+ * through ctx, entered: false with the exception raised, and ctx left. */
+static bool async_call(struct hctx *ctx, PyObject *fn, int kind, struct pycall **pc)
+{
+	*pc = NULL;
+	if (fn != NULL && (*pc = pycall_new(ctx, fn, kind)) == NULL) {
+		handle_leave(ctx);
+		return false;
+	}
+	return true;
+}
+
+/* Finish an async submission that returned id for pycall pc (or none). */
 static PyObject *async_done(struct hctx *ctx, struct pycall *pc, int64_t id, const char *op,
 			    const char *name)
 {
 	if (id < 0) {
 		error_last((int)id, op, name);
-		pycall_drop(pc);
+		if (pc != NULL)
+			pycall_drop(pc);
 	}
 	handle_leave(ctx);
 	if (id < 0)
@@ -212,14 +232,9 @@ static PyObject *h_down_async(HandleObject *self, PyObject *const *args, Py_ssiz
 	struct hctx *ctx;
 	int64_t id;
 
-	if (!args_fast("down_async", args, nargs, 6, convs, outs))
+	if ((ctx = handle_enter_fast(self, "down_async", args, nargs, 6, convs, outs)) == NULL ||
+	    !async_call(ctx, fn, CALL_DOWN, &pc))
 		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
-	if ((pc = pycall_new(ctx, fn, CALL_DOWN)) == NULL) {
-		handle_leave(ctx);
-		return NULL;
-	}
 	BLOCKING(ctx, id = semc_down_ex_async(ctx->c, name, &o, done_cb, pc));
 	return async_done(ctx, pc, id, "acquire", name);
 }
@@ -236,44 +251,30 @@ static PyObject *h_up_async(HandleObject *self, PyObject *const *args, Py_ssize_
 	struct hctx *ctx;
 	int64_t id;
 
-	if (!args_fast("up_async", args, nargs, 4, convs, outs))
+	if ((ctx = handle_enter_fast(self, "up_async", args, nargs, 4, convs, outs)) == NULL ||
+	    !async_call(ctx, fn, CALL_UP, &pc))
 		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
-	if ((pc = pycall_new(ctx, fn, CALL_UP)) == NULL) {
-		handle_leave(ctx);
-		return NULL;
-	}
 	BLOCKING(ctx, id = semc_up_async(ctx->c, name, n, permit_id, done_cb, pc));
 	return async_done(ctx, pc, id, "release", name);
 }
 
 static PyObject *h_down_multi_async(HandleObject *self, PyObject *args)
 {
-	struct semc_want wv[16];
-	PyObject *seq, *fn, *v;
+	struct wants w;
 	int64_t timeout_ms, id;
 	uint32_t lease_ms;
 	struct pycall *pc;
 	struct hctx *ctx;
-	size_t n = 0;
+	PyObject *fn;
 
-	if (!PyArg_ParseTuple(args, "O!O&O&O&:down_multi_async", &PyTuple_Type, &seq, conv_i64,
-			      &timeout_ms, conv_u32, &lease_ms, conv_callable, &fn))
+	if ((ctx = handle_enter_args(self, args, "O&O&O&O&:down_multi_async", conv_wants, &w,
+				     conv_i64, &timeout_ms, conv_u32, &lease_ms,
+				     conv_callable, &fn)) == NULL ||
+	    !async_call(ctx, fn, CALL_MULTI, &pc))
 		return NULL;
-	if (!wants_parse(seq, wv, &n))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
-	if ((pc = pycall_new(ctx, fn, CALL_MULTI)) == NULL) {
-		handle_leave(ctx);
-		return NULL;
-	}
-	Py_INCREF(seq);
-	BLOCKING(ctx, id = semc_down_multi_async(ctx->c, wv, n, timeout_ms, lease_ms, done_cb, pc));
-	v = async_done(ctx, pc, id, "acquire", wv[0].name);
-	Py_DECREF(seq);
-	return v;
+	BLOCKING(ctx, id = semc_down_multi_async(ctx->c, w.v, w.n, timeout_ms, lease_ms, done_cb,
+						 pc));
+	return async_done(ctx, pc, id, "acquire", w.v[0].name);
 }
 
 static PyObject *h_info_async(HandleObject *self, PyObject *args)
@@ -284,14 +285,10 @@ static PyObject *h_info_async(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int64_t id;
 
-	if (!PyArg_ParseTuple(args, "O&O&:info_async", conv_str, &name, conv_callable, &fn))
+	if ((ctx = handle_enter_args(self, args, "O&O&:info_async", conv_str, &name,
+				     conv_callable, &fn)) == NULL ||
+	    !async_call(ctx, fn, CALL_INFO, &pc))
 		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
-	if ((pc = pycall_new(ctx, fn, CALL_INFO)) == NULL) {
-		handle_leave(ctx);
-		return NULL;
-	}
 	BLOCKING(ctx, id = semc_info_async(ctx->c, name, done_cb, pc));
 	return async_done(ctx, pc, id, "info", name);
 }
@@ -305,15 +302,10 @@ static PyObject *h_validate_async(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int64_t id;
 
-	if (!PyArg_ParseTuple(args, "O&O&O&:validate_async", conv_str, &name, conv_u64, &token,
-			      conv_callable, &fn))
+	if ((ctx = handle_enter_args(self, args, "O&O&O&:validate_async", conv_str, &name,
+				     conv_u64, &token, conv_callable, &fn)) == NULL ||
+	    !async_call(ctx, fn, CALL_VALID, &pc))
 		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
-	if ((pc = pycall_new(ctx, fn, CALL_VALID)) == NULL) {
-		handle_leave(ctx);
-		return NULL;
-	}
 	BLOCKING(ctx, id = semc_validate_async(ctx->c, name, token, done_cb, pc));
 	return async_done(ctx, pc, id, "validate", name);
 }
@@ -325,14 +317,9 @@ static PyObject *h_ping_async(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int64_t id;
 
-	if (!PyArg_ParseTuple(args, "O&:ping_async", conv_callable, &fn))
+	if ((ctx = handle_enter_args(self, args, "O&:ping_async", conv_callable, &fn)) == NULL ||
+	    !async_call(ctx, fn, CALL_NONE, &pc))
 		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
-	if ((pc = pycall_new(ctx, fn, CALL_NONE)) == NULL) {
-		handle_leave(ctx);
-		return NULL;
-	}
 	BLOCKING(ctx, id = semc_ping_async(ctx->c, done_cb, pc));
 	return async_done(ctx, pc, id, "ping", NULL);
 }
@@ -341,29 +328,17 @@ static PyObject *h_ping_async(HandleObject *self, PyObject *args)
 static PyObject *h_cancel_async(HandleObject *self, PyObject *args)
 {
 	PyObject *fn = NULL;
-	struct pycall *pc = NULL;
+	struct pycall *pc;
 	struct hctx *ctx;
 	uint64_t rid;
 	int64_t id;
 
-	if (!PyArg_ParseTuple(args, "O&|O&:cancel_async", conv_u64, &rid, conv_ocallable, &fn))
+	if ((ctx = handle_enter_args(self, args, "O&|O&:cancel_async", conv_u64, &rid,
+				     conv_ocallable, &fn)) == NULL ||
+	    !async_call(ctx, fn, CALL_NONE, &pc))
 		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
-	if (fn != NULL && (pc = pycall_new(ctx, fn, CALL_NONE)) == NULL) {
-		handle_leave(ctx);
-		return NULL;
-	}
-	BLOCKING(ctx, id = semc_cancel_async(ctx->c, rid, pc ? done_cb : NULL, pc));
-	if (id < 0) {
-		error_last((int)id, "cancel", NULL);
-		if (pc != NULL)
-			pycall_drop(pc);
-	}
-	handle_leave(ctx);
-	if (id < 0)
-		return NULL;
-	return PyLong_FromLongLong(id);
+	BLOCKING(ctx, id = semc_cancel_async(ctx->c, rid, pc != NULL ? done_cb : NULL, pc));
+	return async_done(ctx, pc, id, "cancel", NULL);
 }
 
 /* Read and dispatch what is there, without blocking: semc_process(). */
@@ -388,9 +363,7 @@ static PyObject *h_poll(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int ms, n;
 
-	if (!PyArg_ParseTuple(args, "O&:poll", conv_int, &ms))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&:poll", conv_int, &ms)) == NULL)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	{
@@ -419,34 +392,34 @@ static PyObject *h_poll(HandleObject *self, PyObject *args)
  * holds while it waits for the GIL: no need to release it. */
 static PyObject *h_fd(HandleObject *self, PyObject *unused)
 {
+	struct semc *c = handle_semc(self);
+
 	(void)unused;
-	if (self->ctx == NULL || self->ctx->released)
-		return PyLong_FromLong(-1);
-	return PyLong_FromLong(semc_fd(self->ctx->c));
+	return PyLong_FromLong(c != NULL ? semc_fd(c) : -1);
 }
 
 static PyObject *h_timeout(HandleObject *self, PyObject *unused)
 {
+	struct semc *c = handle_semc(self);
+
 	(void)unused;
-	if (self->ctx == NULL || self->ctx->released)
-		return PyLong_FromLong(-1);
-	return PyLong_FromLong(semc_timeout(self->ctx->c));
+	return PyLong_FromLong(c != NULL ? semc_timeout(c) : -1);
 }
 
 static PyObject *h_lease_left(HandleObject *self, PyObject *unused)
 {
+	struct semc *c = handle_semc(self);
+
 	(void)unused;
-	if (self->ctx == NULL || self->ctx->released)
-		return PyLong_FromLong(-1);
-	return PyLong_FromLongLong(semc_lease_left(self->ctx->c));
+	return PyLong_FromLongLong(c != NULL ? semc_lease_left(c) : -1);
 }
 
 static PyObject *h_pending(HandleObject *self, PyObject *unused)
 {
+	struct semc *c = handle_semc(self);
+
 	(void)unused;
-	if (self->ctx == NULL || self->ctx->released)
-		return PyLong_FromLong(0);
-	return PyLong_FromSize_t(semc_pending(self->ctx->c));
+	return PyLong_FromSize_t(c != NULL ? semc_pending(c) : 0);
 }
 
 /* Python callbacks waiting for the library (this handle's). */

@@ -42,7 +42,7 @@ void ctx_put(struct hctx *ctx, bool gil)
 }
 
 /* The reaper: frees a handle whose free was asked for inside a callback. */
-void *reaper_main(void *arg)
+static void *reaper_main(void *arg)
 {
 	struct hctx *ctx = arg;
 	PyGILState_STATE st;
@@ -106,6 +106,26 @@ struct hctx *handle_enter(HandleObject *h)
 	return ctx;
 }
 
+/* Parse the arguments of a call as PyArg_ParseTuple(args, fmt, ...), then
+ * enter: the context, or NULL with the exception raised. */
+struct hctx *handle_enter_args(HandleObject *h, PyObject *args, const char *fmt, ...)
+{
+	va_list ap;
+	int ok;
+
+	va_start(ap, fmt);
+	ok = PyArg_VaParse(args, fmt, ap);
+	va_end(ap);
+	return ok ? handle_enter(h) : NULL;
+}
+
+/* The same for a fast call's n arguments (args_fast). */
+struct hctx *handle_enter_fast(HandleObject *h, const char *fname, PyObject *const *args,
+			       Py_ssize_t nargs, int n, const conv_fn *convs, void *const *outs)
+{
+	return args_fast(fname, args, nargs, n, convs, outs) ? handle_enter(h) : NULL;
+}
+
 /* Leave it (GIL held): the last one out of a closed handle frees it. */
 void handle_leave(struct hctx *ctx)
 {
@@ -154,7 +174,7 @@ PyObject *call_none(struct hctx *ctx, int r, const char *op, const char *name)
 
 /* A callback starts: the GIL, and the context kept. false: the
  * interpreter is going away, do nothing. */
-bool cb_enter(struct hctx *ctx, PyGILState_STATE *st)
+static bool cb_enter(struct hctx *ctx, PyGILState_STATE *st)
 {
 	if (py_finalizing())
 		return false;
@@ -164,24 +184,29 @@ bool cb_enter(struct hctx *ctx, PyGILState_STATE *st)
 	return true;
 }
 
-void cb_leave(struct hctx *ctx, PyGILState_STATE st)
+static void cb_leave(struct hctx *ctx, PyGILState_STATE st)
 {
 	handle_leave(ctx);
 	cb_depth--;
 	PyGILState_Release(st);
 }
 
-/* Report an exception raised by a Python callback (it cannot propagate). */
-void cb_unraisable(PyObject *fn)
+/* Call fn(*args) from a callback of the library, stealing args (NULL:
+ * making them failed); what it raises cannot propagate: reported. */
+static void cb_call(PyObject *fn, PyObject *args)
 {
-	if (PyErr_Occurred())
+	PyObject *res = args != NULL ? PyObject_CallObject(fn, args) : NULL;
+
+	if (res == NULL && PyErr_Occurred())
 		PyErr_WriteUnraisable(fn);
+	Py_XDECREF(res);
+	Py_XDECREF(args);
 }
 
 
 /* --- callbacks from the library ------------------------------------------ */
 
-void pycall_unlink(struct pycall *pc)
+static void pycall_unlink(struct pycall *pc)
 {
 	pc->prev->next = pc->next;
 	pc->next->prev = pc->prev;
@@ -194,27 +219,14 @@ void done_cb(struct semc *c, const struct semc_result *r, void *arg)
 {
 	struct pycall *pc = arg;
 	struct hctx *ctx = pc->ctx;
-	PyObject *a[3], *res;
 	PyGILState_STATE st;
 
 	(void)c;
 	if (!cb_enter(ctx, &st))
 		return;
 	pycall_unlink(pc);
-	a[0] = PyLong_FromLong(r->error);
-	a[1] = str_from(r->message);
-	a[2] = result_value(r, pc->kind);
-	if (a[0] != NULL && a[1] != NULL && a[2] != NULL) {
-		res = PyObject_Vectorcall(pc->fn, a, 3, NULL);
-		if (res == NULL)
-			cb_unraisable(pc->fn);
-		Py_XDECREF(res);
-	} else {
-		cb_unraisable(pc->fn);
-	}
-	Py_XDECREF(a[0]);
-	Py_XDECREF(a[1]);
-	Py_XDECREF(a[2]);
+	cb_call(pc->fn, Py_BuildValue("(iNN)", r->error, str_from(r->message),
+				      result_value(r, pc->kind)));
 	Py_DECREF(pc->fn);
 	PyMem_RawFree(pc);
 	cb_leave(ctx, st);
@@ -225,21 +237,18 @@ void event_cb(struct semc *c, const struct semc_event *ev, void *arg)
 {
 	struct hctx *ctx = arg;
 	PyGILState_STATE st;
-	PyObject *fn, *res;
+	PyObject *fn;
 
 	(void)c;
 	if (!cb_enter(ctx, &st))
 		return;
 	if ((fn = ctx->on_event) != NULL) {
-		Py_INCREF(fn);
-		res = PyObject_CallFunction(fn, "iiNNKKk", (int)ev->type, ev->error,
-					    str_from(ev->message),
-					    ev->name != NULL ? str_from(ev->name) : Py_NewRef(Py_None),
-					    (unsigned long long)ev->permit_id,
-					    (unsigned long long)ev->token, (unsigned long)ev->n);
-		if (res == NULL)
-			cb_unraisable(fn);
-		Py_XDECREF(res);
+		Py_INCREF(fn);	/* the call may drop the handle's reference */
+		cb_call(fn, Py_BuildValue("(iiNNKKk)", (int)ev->type, ev->error,
+					  str_from(ev->message),
+					  ev->name != NULL ? str_from(ev->name) : Py_NewRef(Py_None),
+					  (unsigned long long)ev->permit_id,
+					  (unsigned long long)ev->token, (unsigned long)ev->n));
 		Py_DECREF(fn);
 	}
 	cb_leave(ctx, st);
@@ -251,14 +260,14 @@ void watch_cb(struct semc *c, const struct semc_watch_event *ev, void *arg)
 	struct pywatch *w = arg;
 	struct hctx *ctx = w->ctx;
 	PyGILState_STATE st;
-	PyObject *fn, *res;
+	PyObject *fn;
 
 	(void)c;
 	if (!cb_enter(ctx, &st))
 		return;
 	if ((fn = w->fn) != NULL) {
-		Py_INCREF(fn);
-		res = PyObject_CallFunction(fn, "((KNisKkKKKNNNkkkLkkkkN))",
+		Py_INCREF(fn);	/* the call may drop the handle's reference */
+		cb_call(fn, Py_BuildValue("((KNisKkKKKNNNkkkLkkkkN))",
 			(unsigned long long)ev->watch, str_from(ev->name), (int)ev->kind,
 			ev->kind_name != NULL ? ev->kind_name : "unknown",
 			(unsigned long long)ev->time_ms, (unsigned long)ev->n,
@@ -268,10 +277,7 @@ void watch_cb(struct semc *c, const struct semc_watch_event *ev, void *arg)
 			(unsigned long)ev->holders, (unsigned long)ev->waiters,
 			(long long)ev->available, (unsigned long)ev->limit, (unsigned long)ev->rate,
 			(unsigned long)ev->rate_period_ms, (unsigned long)ev->burst,
-			str_from(ev->reason));
-		if (res == NULL)
-			cb_unraisable(fn);
-		Py_XDECREF(res);
+			str_from(ev->reason)));
 		Py_DECREF(fn);
 	}
 	cb_leave(ctx, st);

@@ -20,9 +20,7 @@ PyObject *h_down(HandleObject *self, PyObject *const *args, Py_ssize_t nargs)
 	struct hctx *ctx;
 	int r;
 
-	if (!args_fast("down", args, nargs, 5, convs, outs))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_fast(self, "down", args, nargs, 5, convs, outs)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_down_ex(ctx->c, name, &o, &g));
 	if (!call_end(ctx, r, "acquire", name))
@@ -40,9 +38,7 @@ PyObject *h_up(HandleObject *self, PyObject *const *args, Py_ssize_t nargs)
 	struct hctx *ctx;
 	int r;
 
-	if (!args_fast("up", args, nargs, 3, convs, outs))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_fast(self, "up", args, nargs, 3, convs, outs)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_up(ctx->c, name, n, permit_id, &released));
 	if (!call_end(ctx, r, "release", name))
@@ -50,29 +46,38 @@ PyObject *h_up(HandleObject *self, PyObject *const *args, Py_ssize_t nargs)
 	return PyLong_FromUnsignedLong(released);
 }
 
+/* A semaphore's mode (an int). */
+static int conv_mode(PyObject *o, void *out)
+{
+	int m;
+
+	if (!conv_int(o, &m))
+		return 0;
+	if (m < SEMC_MODE_OWNED || m > SEMC_MODE_RATE) {
+		PyErr_SetString(PyExc_ValueError, "unknown mode");
+		return 0;
+	}
+	*(enum semc_mode *)out = (enum semc_mode)m;
+	return 1;
+}
+
 PyObject *h_create(HandleObject *self, PyObject *args)
 {
 	struct semc_create_opts o = { 0 };
 	struct semc_rate rt = { 0 };
 	const char *name;
-	int mode = 0, if_not_exists = 0, initial_set = 0, has_rate = 0;
+	int if_not_exists = 0, initial_set = 0, has_rate = 0;
 	struct hctx *ctx;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&O&ipO&pO&O&O&p:create", conv_str, &name, conv_u32, &o.limit,
-			      &mode, &if_not_exists, conv_u32, &o.initial, &initial_set,
-			      conv_u32, &rt.rate, conv_u32, &rt.period_ms, conv_u32, &rt.burst,
-			      &has_rate))
+	if ((ctx = handle_enter_args(self, args, "O&O&O&pO&pO&O&O&p:create", conv_str, &name,
+				     conv_u32, &o.limit, conv_mode, &o.mode, &if_not_exists,
+				     conv_u32, &o.initial, &initial_set, conv_u32, &rt.rate,
+				     conv_u32, &rt.period_ms, conv_u32, &rt.burst,
+				     &has_rate)) == NULL)
 		return NULL;
-	if (mode < SEMC_MODE_OWNED || mode > SEMC_MODE_RATE) {
-		PyErr_SetString(PyExc_ValueError, "unknown mode");
-		return NULL;
-	}
-	o.mode = (enum semc_mode)mode;
 	o.if_not_exists = if_not_exists;
 	o.initial_set = initial_set;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
 	if (has_rate)
 		BLOCKING(ctx, r = semc_create_rate(ctx->c, name, &o, &rt));
 	else
@@ -86,9 +91,7 @@ PyObject *h_delete(HandleObject *self, PyObject *args)
 	int force = 0, r;
 	struct hctx *ctx;
 
-	if (!PyArg_ParseTuple(args, "O&p:delete", conv_str, &name, &force))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&p:delete", conv_str, &name, &force)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_delete(ctx->c, name, force));
 	return call_none(ctx, r, "delete", name);
@@ -101,9 +104,8 @@ PyObject *h_set_limit(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&O&:set_limit", conv_str, &name, conv_u32, &limit))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&O&:set_limit", conv_str, &name,
+				     conv_u32, &limit)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_set_limit(ctx->c, name, limit));
 	return call_none(ctx, r, "set_limit", name);
@@ -116,10 +118,9 @@ PyObject *h_set_rate(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&O&O&O&:set_rate", conv_str, &name, conv_u32, &rt.rate,
-			      conv_u32, &rt.period_ms, conv_u32, &rt.burst))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&O&O&O&:set_rate", conv_str, &name,
+				     conv_u32, &rt.rate, conv_u32, &rt.period_ms,
+				     conv_u32, &rt.burst)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_set_rate(ctx->c, name, &rt));
 	return call_none(ctx, r, "set_rate", name);
@@ -131,9 +132,7 @@ PyObject *h_cancel(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&:cancel", conv_u64, &id))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&:cancel", conv_u64, &id)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_cancel(ctx->c, id));
 	return call_none(ctx, r, "cancel", NULL);
@@ -147,9 +146,7 @@ PyObject *h_info(HandleObject *self, PyObject *args)
 	PyObject *v = NULL;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&:info", conv_str, &name))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&:info", conv_str, &name)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_info(ctx->c, name, &in));
 	if (call_end(ctx, r, "info", name))
@@ -167,10 +164,8 @@ PyObject *h_list(HandleObject *self, PyObject *args)
 	PyObject *v = NULL;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&O&O&:list", conv_str, &prefix, conv_str, &after,
-			      conv_u32, &max))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&O&O&:list", conv_str, &prefix,
+				     conv_str, &after, conv_u32, &max)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_list(ctx->c, prefix, after, max, &l));
 	if (call_end(ctx, r, "list", prefix))
@@ -188,9 +183,8 @@ PyObject *h_validate(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&O&:validate", conv_str, &name, conv_u64, &token))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&O&:validate", conv_str, &name,
+				     conv_u64, &token)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_validate(ctx->c, name, token, &valid));
 	if (!call_end(ctx, r, "validate", name))
@@ -198,7 +192,7 @@ PyObject *h_validate(HandleObject *self, PyObject *args)
 	return PyBool_FromLong(valid);
 }
 
-PyObject *stats_to_py(const struct semc_stats *st)
+static PyObject *stats_to_py(const struct semc_stats *st)
 {
 	PyObject *d = PyDict_New();
 	size_t i;
@@ -255,9 +249,8 @@ PyObject *h_release(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&O&:release", conv_str, &name, conv_u64, &permit_id))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&O&:release", conv_str, &name,
+				     conv_u64, &permit_id)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_release(ctx->c, name, permit_id, &released));
 	if (!call_end(ctx, r, "force_release", name))
@@ -277,58 +270,56 @@ PyObject *h_detach(HandleObject *self, PyObject *unused)
 	return call_none(ctx, r, "detach", NULL);
 }
 
-/* A tuple of (name, n, create_limit) as semc_wants, in wv (16 at most);
- * the names are borrowed from the items, which the tuple keeps. */
-int wants_parse(PyObject *seq, struct semc_want *wv, size_t *n)
+/* A multi-name acquire's wants, a tuple of (name, n, create_limit) (1 to
+ * 16), as semc_wants: the names are borrowed from the items, which the
+ * tuple keeps, and the call's arguments the tuple. */
+int conv_wants(PyObject *o, void *out)
 {
+	struct wants *w = out;
 	Py_ssize_t i, len;
 
-	len = PyTuple_GET_SIZE(seq);
+	if (!PyTuple_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "a tuple of wants is required, not %.100s",
+			     Py_TYPE(o)->tp_name);
+		return 0;
+	}
+	len = PyTuple_GET_SIZE(o);
 	if (len < 1 || len > 16) {
 		PyErr_SetString(PyExc_ValueError, "a multi-name acquire takes 1 to 16 names");
 		return 0;
 	}
 	for (i = 0; i < len; i++) {
-		PyObject *t = PyTuple_GET_ITEM(seq, i);
+		PyObject *t = PyTuple_GET_ITEM(o, i);
 
 		if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
 			PyErr_SetString(PyExc_TypeError, "each want must be a (name, n, limit) tuple");
 			return 0;
 		}
-		if (!conv_str(PyTuple_GET_ITEM(t, 0), &wv[i].name) ||
-		    !conv_u32(PyTuple_GET_ITEM(t, 1), &wv[i].n) ||
-		    !conv_u32(PyTuple_GET_ITEM(t, 2), &wv[i].create_limit))
+		if (!conv_str(PyTuple_GET_ITEM(t, 0), &w->v[i].name) ||
+		    !conv_u32(PyTuple_GET_ITEM(t, 1), &w->v[i].n) ||
+		    !conv_u32(PyTuple_GET_ITEM(t, 2), &w->v[i].create_limit))
 			return 0;
 	}
-	*n = (size_t)len;
+	w->n = (size_t)len;
 	return 1;
 }
 
 PyObject *h_down_multi(HandleObject *self, PyObject *args)
 {
-	struct semc_want wv[16];
+	struct wants w;
 	struct semc_multi_grant *m = NULL;
-	PyObject *seq, *v = NULL;
+	PyObject *v = NULL;
 	int64_t timeout_ms;
 	uint32_t lease_ms;
 	struct hctx *ctx;
-	size_t n = 0;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O!O&O&:down_multi", &PyTuple_Type, &seq, conv_i64, &timeout_ms,
-			      conv_u32, &lease_ms))
+	if ((ctx = handle_enter_args(self, args, "O&O&O&:down_multi", conv_wants, &w,
+				     conv_i64, &timeout_ms, conv_u32, &lease_ms)) == NULL)
 		return NULL;
-	if (!wants_parse(seq, wv, &n))
-		return NULL;
-	Py_INCREF(seq);
-	if ((ctx = handle_enter(self)) == NULL) {
-		Py_DECREF(seq);
-		return NULL;
-	}
-	BLOCKING(ctx, r = semc_down_multi(ctx->c, wv, n, timeout_ms, lease_ms, &m));
-	if (call_end(ctx, r, "acquire", wv[0].name))
+	BLOCKING(ctx, r = semc_down_multi(ctx->c, w.v, w.n, timeout_ms, lease_ms, &m));
+	if (call_end(ctx, r, "acquire", w.v[0].name))
 		v = multi_to_py(m);
-	Py_DECREF(seq);
 	semc_multi_grant_free(m);
 	return v;
 }
@@ -341,10 +332,8 @@ PyObject *h_renew(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&O&O&:renew", conv_str, &name, conv_u64, &permit_id,
-			      conv_u32, &lease_ms))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&O&O&:renew", conv_str, &name,
+				     conv_u64, &permit_id, conv_u32, &lease_ms)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_renew(ctx->c, name, permit_id, lease_ms, &renewed, &expires));
 	if (!call_end(ctx, r, "renew", name))
@@ -362,10 +351,8 @@ PyObject *h_holds(HandleObject *self, PyObject *args)
 	PyObject *v = NULL;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&O&O&:holds", conv_ostr, &principal, conv_u64, &after,
-			      conv_u32, &max))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&O&O&:holds", conv_ostr, &principal,
+				     conv_u64, &after, conv_u32, &max)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_holds(ctx->c, principal, after, max, &hs));
 	if (call_end(ctx, r, "holds", NULL))
@@ -383,9 +370,7 @@ PyObject *h_where(HandleObject *self, PyObject *args)
 	PyObject *v = NULL;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&:where", conv_u64, &id))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&:where", conv_u64, &id)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_where(ctx->c, id, &w));
 	if (call_end(ctx, r, "where", NULL))
@@ -422,9 +407,8 @@ PyObject *h_watch(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int64_t id;
 
-	if (!PyArg_ParseTuple(args, "O&pO&:watch", conv_str, &name, &prefix, conv_callable, &fn))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&pO&:watch", conv_str, &name, &prefix,
+				     conv_callable, &fn)) == NULL)
 		return NULL;
 	if ((w = PyMem_RawCalloc(1, sizeof *w)) == NULL) {
 		handle_leave(ctx);
@@ -454,9 +438,7 @@ PyObject *h_unwatch(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int r;
 
-	if (!PyArg_ParseTuple(args, "O&:unwatch", conv_u64, &id))
-		return NULL;
-	if ((ctx = handle_enter(self)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&:unwatch", conv_u64, &id)) == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_unwatch(ctx->c, id));
 	for (w = ctx->watches; w != NULL; w = w->next)

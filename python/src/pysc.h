@@ -15,6 +15,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -103,13 +104,16 @@ extern _Thread_local int cb_depth;	/* inside a callback of the library */
 
 typedef int (*conv_fn)(PyObject *, void *);
 
+/* A multi-name acquire's wants (conv_wants). */
+struct wants {
+	size_t n;
+	struct semc_want v[16];
+};
+
 /* values.c */
 PyObject *str_from(const char *s);
-PyObject *error_make(int code, const char *message, const char *op, const char *name);
 PyObject *error_raise(int code, const char *message, const char *op, const char *name);
 PyObject *error_last(int code, const char *op, const char *name);
-int int_range(PyObject *o, long long lo, unsigned long long hi, unsigned long long *uout,
-		     long long *sout);
 int conv_u32(PyObject *o, void *out);
 int conv_u64(PyObject *o, void *out);
 int conv_i64(PyObject *o, void *out);
@@ -121,66 +125,42 @@ int conv_ocallable(PyObject *o, void *out);
 int args_fast(const char *fname, PyObject *const *args, Py_ssize_t nargs, int n,
 		     const conv_fn *convs, void *const *outs);
 PyObject *grant_to_py(const struct semc_grant *g);
-PyObject *mode_name(enum semc_mode m);
-bool dset(PyObject *d, const char *key, PyObject *v);
-PyObject *holder_to_py(const struct semc_holder *h);
-PyObject *waiter_to_py(const struct semc_waiter *w);
 PyObject *list_of(const void *arr, size_t n, size_t size, PyObject *(*one)(const void *));
-PyObject *holder_one(const void *p);
-PyObject *waiter_one(const void *p);
 PyObject *info_to_py(const struct semc_info *in);
 PyObject *summary_one(const void *p);
-PyObject *named_grant_one(const void *p);
 PyObject *multi_to_py(const struct semc_multi_grant *m);
 PyObject *hold_one(const void *p);
 PyObject *place_one(const void *p);
-PyObject *node_one(const void *p);
 PyObject *cluster_to_py(const struct semc_cluster *cl);
 PyObject *result_value(const struct semc_result *r, int kind);
 
 /* ctx.c */
 void ctx_put(struct hctx *ctx, bool gil);
-void *reaper_main(void *arg);
 void ctx_release(struct hctx *ctx);
 struct hctx *handle_enter(HandleObject *h);
+struct hctx *handle_enter_args(HandleObject *h, PyObject *args, const char *fmt, ...);
+struct hctx *handle_enter_fast(HandleObject *h, const char *fname, PyObject *const *args,
+			       Py_ssize_t nargs, int n, const conv_fn *convs, void *const *outs);
 void handle_leave(struct hctx *ctx);
 void handle_close(struct hctx *ctx);
 bool call_end(struct hctx *ctx, int r, const char *op, const char *name);
 PyObject *call_none(struct hctx *ctx, int r, const char *op, const char *name);
-bool cb_enter(struct hctx *ctx, PyGILState_STATE *st);
-void cb_leave(struct hctx *ctx, PyGILState_STATE st);
-void cb_unraisable(PyObject *fn);
-void pycall_unlink(struct pycall *pc);
 void done_cb(struct semc *c, const struct semc_result *r, void *arg);
 void event_cb(struct semc *c, const struct semc_event *ev, void *arg);
 void watch_cb(struct semc *c, const struct semc_watch_event *ev, void *arg);
 struct pycall *pycall_new(struct hctx *ctx, PyObject *fn, int kind);
 void pycall_drop(struct pycall *pc);
 
-/* ops.c */
-PyObject *h_down(HandleObject *self, PyObject *const *args, Py_ssize_t nargs);
-PyObject *h_up(HandleObject *self, PyObject *const *args, Py_ssize_t nargs);
-PyObject *h_create(HandleObject *self, PyObject *args);
-PyObject *h_delete(HandleObject *self, PyObject *args);
-PyObject *h_set_limit(HandleObject *self, PyObject *args);
-PyObject *h_set_rate(HandleObject *self, PyObject *args);
-PyObject *h_cancel(HandleObject *self, PyObject *args);
-PyObject *h_info(HandleObject *self, PyObject *args);
-PyObject *h_list(HandleObject *self, PyObject *args);
-PyObject *h_validate(HandleObject *self, PyObject *args);
-PyObject *stats_to_py(const struct semc_stats *st);
-PyObject *h_stats(HandleObject *self, PyObject *unused);
-PyObject *h_ping(HandleObject *self, PyObject *unused);
-PyObject *h_release(HandleObject *self, PyObject *args);
-PyObject *h_detach(HandleObject *self, PyObject *unused);
-int wants_parse(PyObject *seq, struct semc_want *wv, size_t *n);
-PyObject *h_down_multi(HandleObject *self, PyObject *args);
-PyObject *h_renew(HandleObject *self, PyObject *args);
-PyObject *h_holds(HandleObject *self, PyObject *args);
-PyObject *h_where(HandleObject *self, PyObject *args);
-PyObject *h_cluster_status(HandleObject *self, PyObject *unused);
-PyObject *h_watch(HandleObject *self, PyObject *args);
-PyObject *h_unwatch(HandleObject *self, PyObject *args);
+/* ops.c: the Handle's blocking operations, by their calling convention
+ * (METH_FASTCALL, METH_VARARGS, METH_NOARGS) */
+typedef PyObject *meth_fast(HandleObject *self, PyObject *const *args, Py_ssize_t nargs);
+typedef PyObject *meth_args(HandleObject *self, PyObject *args);
+typedef PyObject *meth_none(HandleObject *self, PyObject *unused);
+meth_fast h_down, h_up;
+meth_args h_create, h_delete, h_set_limit, h_set_rate, h_cancel, h_info, h_list, h_validate,
+	h_release, h_down_multi, h_renew, h_holds, h_where, h_watch, h_unwatch;
+meth_none h_stats, h_ping, h_detach, h_cluster_status;
+int conv_wants(PyObject *o, void *out);
 
 #pragma GCC visibility pop
 

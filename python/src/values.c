@@ -19,7 +19,7 @@ PyObject *str_from(const char *s)
 }
 
 /* The exception of code with message (semclient._errors.from_code). */
-PyObject *error_make(int code, const char *message, const char *op, const char *name)
+static PyObject *error_make(int code, const char *message, const char *op, const char *name)
 {
 	PyObject *m, *o, *n, *e;
 
@@ -65,8 +65,8 @@ PyObject *error_last(int code, const char *op, const char *name)
 /* --- argument converters (PyArg "O&") ------------------------------------ */
 
 /* An int in [lo, hi] (bools are ints), as unsigned (uout) or signed (sout). */
-int int_range(PyObject *o, long long lo, unsigned long long hi, unsigned long long *uout,
-		     long long *sout)
+static int int_range(PyObject *o, long long lo, unsigned long long hi,
+		     unsigned long long *uout, long long *sout)
 {
 	unsigned long long u;
 	int overflow = 0;
@@ -223,14 +223,14 @@ PyObject *grant_to_py(const struct semc_grant *g)
 			     (unsigned long long)g->waited_us);
 }
 
-PyObject *mode_name(enum semc_mode m)
+static PyObject *mode_name(enum semc_mode m)
 {
 	return PyUnicode_FromString(m == SEMC_MODE_SIGNAL ? "signal" :
 				    m == SEMC_MODE_RATE ? "rate" : "owned");
 }
 
 /* Set d[key] = v, stealing v; false on error. */
-bool dset(PyObject *d, const char *key, PyObject *v)
+static bool dset(PyObject *d, const char *key, PyObject *v)
 {
 	int r;
 
@@ -241,49 +241,129 @@ bool dset(PyObject *d, const char *key, PyObject *v)
 	return r == 0;
 }
 
-PyObject *holder_to_py(const struct semc_holder *h)
+/* A member of a library struct, as a dict item: its key, C type, offset. */
+enum ftype { F_U32, F_U64, F_I64, F_SIZE, F_BOOL, F_STR, F_MODE };
+struct field {
+	const char *key;
+	enum ftype type;
+	size_t off;
+};
+
+static PyObject *field_value(const void *base, const struct field *f)
+{
+	const char *p = (const char *)base + f->off;
+
+	switch (f->type) {
+	case F_U32:
+		return PyLong_FromUnsignedLong(*(const uint32_t *)p);
+	case F_U64:
+		return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
+	case F_I64:
+		return PyLong_FromLongLong(*(const int64_t *)p);
+	case F_SIZE:
+		return PyLong_FromSize_t(*(const size_t *)p);
+	case F_BOOL:
+		return PyBool_FromLong(*(const bool *)p);
+	case F_STR:
+		return str_from(*(char *const *)p);
+	case F_MODE:
+		return mode_name(*(const enum semc_mode *)p);
+	}
+	PyErr_SetString(PyExc_SystemError, "semclient: unknown field type");
+	return NULL;
+}
+
+/* A dict of the struct at base, one item a field (fs ends with a NULL key). */
+static PyObject *dict_of(const void *base, const struct field *fs)
 {
 	PyObject *d = PyDict_New();
 
-	if (d == NULL)
-		return NULL;
-	if (!dset(d, "permit_id", PyLong_FromUnsignedLongLong(h->permit_id)) ||
-	    !dset(d, "token", PyLong_FromUnsignedLongLong(h->token)) ||
-	    !dset(d, "n", PyLong_FromUnsignedLong(h->n)) ||
-	    !dset(d, "client_name", str_from(h->client_name)) ||
-	    !dset(d, "host", str_from(h->host)) ||
-	    !dset(d, "pid", PyLong_FromUnsignedLong(h->pid)) ||
-	    !dset(d, "principal", str_from(h->principal)) ||
-	    !dset(d, "since_ms", PyLong_FromUnsignedLongLong(h->since_ms)) ||
-	    !dset(d, "detached", PyBool_FromLong(h->detached)) ||
-	    !dset(d, "expires_ms", PyLong_FromUnsignedLongLong(h->expires_ms))) {
-		Py_DECREF(d);
-		return NULL;
-	}
+	for (; d != NULL && fs->key != NULL; fs++)
+		if (!dset(d, fs->key, field_value(base, fs)))
+			Py_CLEAR(d);
 	return d;
 }
 
-PyObject *waiter_to_py(const struct semc_waiter *w)
-{
-	PyObject *d = PyDict_New();
+static const struct field holder_fields[] = {
+	{ "permit_id", F_U64, offsetof(struct semc_holder, permit_id) },
+	{ "token", F_U64, offsetof(struct semc_holder, token) },
+	{ "n", F_U32, offsetof(struct semc_holder, n) },
+	{ "client_name", F_STR, offsetof(struct semc_holder, client_name) },
+	{ "host", F_STR, offsetof(struct semc_holder, host) },
+	{ "pid", F_U32, offsetof(struct semc_holder, pid) },
+	{ "principal", F_STR, offsetof(struct semc_holder, principal) },
+	{ "since_ms", F_U64, offsetof(struct semc_holder, since_ms) },
+	{ "detached", F_BOOL, offsetof(struct semc_holder, detached) },
+	{ "expires_ms", F_U64, offsetof(struct semc_holder, expires_ms) },
+	{ NULL, 0, 0 }
+};
 
-	if (d == NULL)
-		return NULL;
-	if (!dset(d, "request_id", PyLong_FromUnsignedLongLong(w->request_id)) ||
-	    !dset(d, "n", PyLong_FromUnsignedLong(w->n)) ||
-	    !dset(d, "client_name", str_from(w->client_name)) ||
-	    !dset(d, "host", str_from(w->host)) ||
-	    !dset(d, "pid", PyLong_FromUnsignedLong(w->pid)) ||
-	    !dset(d, "principal", str_from(w->principal)) ||
-	    !dset(d, "since_ms", PyLong_FromUnsignedLongLong(w->since_ms)) ||
-	    !dset(d, "deadline_ms", PyLong_FromUnsignedLongLong(w->deadline_ms)) ||
-	    !dset(d, "seq", PyLong_FromUnsignedLongLong(w->seq)) ||
-	    !dset(d, "detached", PyBool_FromLong(w->detached))) {
-		Py_DECREF(d);
-		return NULL;
-	}
-	return d;
-}
+static const struct field waiter_fields[] = {
+	{ "request_id", F_U64, offsetof(struct semc_waiter, request_id) },
+	{ "n", F_U32, offsetof(struct semc_waiter, n) },
+	{ "client_name", F_STR, offsetof(struct semc_waiter, client_name) },
+	{ "host", F_STR, offsetof(struct semc_waiter, host) },
+	{ "pid", F_U32, offsetof(struct semc_waiter, pid) },
+	{ "principal", F_STR, offsetof(struct semc_waiter, principal) },
+	{ "since_ms", F_U64, offsetof(struct semc_waiter, since_ms) },
+	{ "deadline_ms", F_U64, offsetof(struct semc_waiter, deadline_ms) },
+	{ "seq", F_U64, offsetof(struct semc_waiter, seq) },
+	{ "detached", F_BOOL, offsetof(struct semc_waiter, detached) },
+	{ NULL, 0, 0 }
+};
+
+/* Without its lists of holders and waiters. */
+static const struct field info_fields[] = {
+	{ "name", F_STR, offsetof(struct semc_info, name) },
+	{ "limit", F_U32, offsetof(struct semc_info, limit) },
+	{ "available", F_I64, offsetof(struct semc_info, available) },
+	{ "mode", F_MODE, offsetof(struct semc_info, mode) },
+	{ "auto_created", F_BOOL, offsetof(struct semc_info, auto_created) },
+	{ "last_token", F_U64, offsetof(struct semc_info, last_token) },
+	{ "holders_total", F_SIZE, offsetof(struct semc_info, holders_total) },
+	{ "waiters_total", F_SIZE, offsetof(struct semc_info, waiters_total) },
+	{ "rate", F_U32, offsetof(struct semc_info, rate) },
+	{ "rate_period_ms", F_U32, offsetof(struct semc_info, rate_period_ms) },
+	{ "burst", F_U32, offsetof(struct semc_info, burst) },
+	{ "tokens_nano", F_U64, offsetof(struct semc_info, tokens_nano) },
+	{ "next_token_ms", F_U64, offsetof(struct semc_info, next_token_ms) },
+	{ NULL, 0, 0 }
+};
+
+static const struct field place_fields[] = {
+	{ "name", F_STR, offsetof(struct semc_place, name) },
+	{ "position", F_U32, offsetof(struct semc_place, position) },
+	{ "waiters", F_U32, offsetof(struct semc_place, waiters) },
+	{ "held", F_U64, offsetof(struct semc_place, held) },
+	{ "limit", F_U32, offsetof(struct semc_place, limit) },
+	{ "available", F_I64, offsetof(struct semc_place, available) },
+	{ "n", F_U32, offsetof(struct semc_place, n) },
+	{ "tokens_nano", F_U64, offsetof(struct semc_place, tokens_nano) },
+	{ "next_token_ms", F_U64, offsetof(struct semc_place, next_token_ms) },
+	{ NULL, 0, 0 }
+};
+
+static const struct field node_fields[] = {
+	{ "id", F_U64, offsetof(struct semc_cluster_node, id) },
+	{ "address", F_STR, offsetof(struct semc_cluster_node, address) },
+	{ "role", F_STR, offsetof(struct semc_cluster_node, role) },
+	{ "match_index", F_U64, offsetof(struct semc_cluster_node, match_index) },
+	{ "lag", F_U64, offsetof(struct semc_cluster_node, lag) },
+	{ NULL, 0, 0 }
+};
+
+/* Without its list of nodes. */
+static const struct field cluster_fields[] = {
+	{ "node_id", F_U64, offsetof(struct semc_cluster, node_id) },
+	{ "state", F_STR, offsetof(struct semc_cluster, state) },
+	{ "term", F_U64, offsetof(struct semc_cluster, term) },
+	{ "commit_index", F_U64, offsetof(struct semc_cluster, commit_index) },
+	{ "applied_index", F_U64, offsetof(struct semc_cluster, applied_index) },
+	{ "last_index", F_U64, offsetof(struct semc_cluster, last_index) },
+	{ "leader_id", F_U64, offsetof(struct semc_cluster, leader_id) },
+	{ "leader", F_STR, offsetof(struct semc_cluster, leader) },
+	{ NULL, 0, 0 }
+};
 
 /* A list of n elements made by one function each. */
 PyObject *list_of(const void *arr, size_t n, size_t size, PyObject *(*one)(const void *))
@@ -305,35 +385,21 @@ PyObject *list_of(const void *arr, size_t n, size_t size, PyObject *(*one)(const
 	return l;
 }
 
-PyObject *holder_one(const void *p) { return holder_to_py(p); }
-PyObject *waiter_one(const void *p) { return waiter_to_py(p); }
+static PyObject *holder_one(const void *p) { return dict_of(p, holder_fields); }
+static PyObject *waiter_one(const void *p) { return dict_of(p, waiter_fields); }
+static PyObject *node_one(const void *p) { return dict_of(p, node_fields); }
+PyObject *place_one(const void *p) { return dict_of(p, place_fields); }
 
 PyObject *info_to_py(const struct semc_info *in)
 {
-	PyObject *d = PyDict_New();
+	PyObject *d = dict_of(in, info_fields);
 
-	if (d == NULL)
-		return NULL;
-	if (!dset(d, "name", str_from(in->name)) ||
-	    !dset(d, "limit", PyLong_FromUnsignedLong(in->limit)) ||
-	    !dset(d, "available", PyLong_FromLongLong(in->available)) ||
-	    !dset(d, "mode", mode_name(in->mode)) ||
-	    !dset(d, "auto_created", PyBool_FromLong(in->auto_created)) ||
-	    !dset(d, "last_token", PyLong_FromUnsignedLongLong(in->last_token)) ||
-	    !dset(d, "holders", list_of(in->holders, in->n_holders, sizeof *in->holders,
-					holder_one)) ||
-	    !dset(d, "waiters", list_of(in->waiters, in->n_waiters, sizeof *in->waiters,
-					waiter_one)) ||
-	    !dset(d, "holders_total", PyLong_FromSize_t(in->holders_total)) ||
-	    !dset(d, "waiters_total", PyLong_FromSize_t(in->waiters_total)) ||
-	    !dset(d, "rate", PyLong_FromUnsignedLong(in->rate)) ||
-	    !dset(d, "rate_period_ms", PyLong_FromUnsignedLong(in->rate_period_ms)) ||
-	    !dset(d, "burst", PyLong_FromUnsignedLong(in->burst)) ||
-	    !dset(d, "tokens_nano", PyLong_FromUnsignedLongLong(in->tokens_nano)) ||
-	    !dset(d, "next_token_ms", PyLong_FromUnsignedLongLong(in->next_token_ms))) {
-		Py_DECREF(d);
-		return NULL;
-	}
+	if (d != NULL &&
+	    (!dset(d, "holders", list_of(in->holders, in->n_holders, sizeof *in->holders,
+					 holder_one)) ||
+	     !dset(d, "waiters", list_of(in->waiters, in->n_waiters, sizeof *in->waiters,
+					 waiter_one))))
+		Py_CLEAR(d);
 	return d;
 }
 
@@ -346,7 +412,7 @@ PyObject *summary_one(const void *p)
 			     (unsigned long)s->holders, (unsigned long)s->waiters);
 }
 
-PyObject *named_grant_one(const void *p)
+static PyObject *named_grant_one(const void *p)
 {
 	const struct semc_named_grant *g = p;
 
@@ -364,43 +430,17 @@ PyObject *hold_one(const void *p)
 {
 	const struct semc_hold_entry *e = p;
 
-	return Py_BuildValue("(NN)", str_from(e->name), holder_to_py(&e->holder));
-}
-
-PyObject *place_one(const void *p)
-{
-	const struct semc_place *pl = p;
-
-	return Py_BuildValue("{s:N,s:k,s:k,s:K,s:k,s:L,s:k,s:K,s:K}",
-			     "name", str_from(pl->name), "position", (unsigned long)pl->position,
-			     "waiters", (unsigned long)pl->waiters,
-			     "held", (unsigned long long)pl->held, "limit", (unsigned long)pl->limit,
-			     "available", (long long)pl->available, "n", (unsigned long)pl->n,
-			     "tokens_nano", (unsigned long long)pl->tokens_nano,
-			     "next_token_ms", (unsigned long long)pl->next_token_ms);
-}
-
-PyObject *node_one(const void *p)
-{
-	const struct semc_cluster_node *n = p;
-
-	return Py_BuildValue("{s:K,s:N,s:N,s:K,s:K}", "id", (unsigned long long)n->id,
-			     "address", str_from(n->address), "role", str_from(n->role),
-			     "match_index", (unsigned long long)n->match_index,
-			     "lag", (unsigned long long)n->lag);
+	return Py_BuildValue("(NN)", str_from(e->name), holder_one(&e->holder));
 }
 
 PyObject *cluster_to_py(const struct semc_cluster *cl)
 {
-	return Py_BuildValue("{s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:N,s:N}",
-			     "node_id", (unsigned long long)cl->node_id, "state", str_from(cl->state),
-			     "term", (unsigned long long)cl->term,
-			     "commit_index", (unsigned long long)cl->commit_index,
-			     "applied_index", (unsigned long long)cl->applied_index,
-			     "last_index", (unsigned long long)cl->last_index,
-			     "leader_id", (unsigned long long)cl->leader_id,
-			     "leader", str_from(cl->leader),
-			     "nodes", list_of(cl->nodes, cl->n_nodes, sizeof *cl->nodes, node_one));
+	PyObject *d = dict_of(cl, cluster_fields);
+
+	if (d != NULL &&
+	    !dset(d, "nodes", list_of(cl->nodes, cl->n_nodes, sizeof *cl->nodes, node_one)))
+		Py_CLEAR(d);
+	return d;
 }
 
 /* The value an asynchronous result carries, by the kind of call. */

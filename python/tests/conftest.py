@@ -6,7 +6,6 @@ $SEMD and puts the built package first on sys.path."""
 from __future__ import annotations
 
 import os
-import random
 import select
 import signal
 import socket
@@ -150,25 +149,16 @@ def addr(request, semd) -> str:
 
 def port_base(n: int) -> int:
     """The first of n consecutive TCP ports free on 127.0.0.1 now, chosen
-    at random below the ephemeral range (as tests/lib.sh's t_port_base)."""
-    lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-    hi = min(lo, 32768) - n
-    for _ in range(200):
-        base = random.randrange(10000, hi)
-        socks = []
-        try:
-            for port in range(base, base + n):
-                s = socket.socket()
-                socks.append(s)
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-        return base
-    pytest.fail("no free block of %d ports" % n)
+    at random below the ephemeral range: tests/lib.sh's t_port_base, the
+    shell tests' own choice ($SEMD_TOP: the source tree)."""
+    top = os.environ.get("SEMD_TOP") or os.path.join(os.path.dirname(__file__), "..", "..")
+    env = dict(os.environ, top_srcdir=top, top_builddir=os.path.dirname(os.path.abspath(SEMD)))
+    r = subprocess.run(["sh", "-c", '. "$top_srcdir/tests/lib.sh" && t_port_base "$1"', "sh",
+                        str(n)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=60)
+    if r.returncode != 0 or not r.stdout.strip().isdigit():
+        pytest.fail("no free block of %d ports: %s" % (n, r.stderr.strip()))
+    return int(r.stdout)
 
 
 class Relay:
