@@ -8,7 +8,8 @@
  *  - none is told its session expired, nor finds it gone at a resume, while
  *    it trusts its lease (libsemclient's rule, trust_end);
  *  - none that went away is still in a serving leader's state once that
- *    state's time is past its lease and grace (LINGER_SLACK for the sweep
+ *    state's time is past its lease (the longest a Hello it sent may have
+ *    set: a resume whose answer it missed) and grace (LINGER_SLACK for the sweep
  *    and the commit) from when it went, from the last leader's start (a new
  *    leader starts every lease afresh) or from when the leader came back
  *    from a pause (its sweep was paused as long), whichever is later.
@@ -22,6 +23,7 @@ struct idle {
 	uint64_t	session;
 	uint8_t		secret[SM_SECRET_LEN];
 	uint32_t	lease;
+	uint32_t	lease_asked;	/* the most a Hello unanswered may have set */
 	uint64_t	trust_base;	/* send time of the last answer */
 	uint64_t	hello_sent;
 	uint64_t	next_ping;
@@ -124,6 +126,7 @@ void idle_hear(const struct node *n, uint64_t conn, const Semd__Reply *r)
 		    x->session, idle_trust_end(x));
 	x->session = r->hello->session;
 	x->lease = r->hello->lease_ms;
+	x->lease_asked = x->lease;
 	x->trust_base = x->hello_sent;
 	if (r->hello->secret.len == SM_SECRET_LEN)
 		memcpy(x->secret, r->hello->secret.data, SM_SECRET_LEN);
@@ -159,6 +162,9 @@ static void idle_attach(struct idle *x, struct node *n, struct sm_batch *b)
 	h.version = 1;
 	h.client_name = "idle";
 	h.lease_ms = 2000 + rnd_below(4000);
+	/* A resume whose answer is lost may still set its lease. */
+	if (h.lease_ms > x->lease_asked)
+		x->lease_asked = h.lease_ms;
 	if (x->session != 0 && now() < idle_trust_end(x)) {
 		h.resume_session = x->session;
 		h.resume_secret.data = x->secret;
@@ -193,6 +199,7 @@ static uint64_t state_now(void)
 /* A gone client's session must not outlive its lease and grace. */
 static void idle_check_gone(struct idle *x)
 {
+	uint32_t lease = x->lease_asked > x->lease ? x->lease_asked : x->lease;
 	uint64_t from, bound, g;
 
 	for (unsigned int i = 0; i < nn; i++) {
@@ -207,14 +214,14 @@ static void idle_check_gone(struct idle *x)
 		from = x->gone_st > last_leader_st ? x->gone_st : last_leader_st;
 		if (n->back_st > from)
 			from = n->back_st;
-		g = grace < x->lease ? grace : x->lease;
-		bound = from + x->lease + (g > LEASE_FLOOR ? g : LEASE_FLOOR) +
+		g = grace < lease ? grace : lease;
+		bound = from + lease + (g > LEASE_FLOOR ? g : LEASE_FLOOR) +
 		    LINGER_SLACK;
 		if (sm_now(n->sm) > bound)
 			fail("idle %u: session %" PRIu64 " (lease %u) still on "
 			    "node %u at state time %" PRIu64 ", gone at %" PRIu64
 			    " (last leader from %" PRIu64 ")", (unsigned)(x - idl),
-			    x->session, x->lease, i + 1, sm_now(n->sm), x->gone_st,
+			    x->session, lease, i + 1, sm_now(n->sm), x->gone_st,
 			    last_leader_st);
 	}
 }
