@@ -386,6 +386,64 @@ static inline void t_end(struct sm *sm)
 	t_check_each = false;
 }
 
+/*
+ * The state snapshotted and restored under another hash key (16 bytes):
+ * the restored state, its invariants checked and its own snapshot the same
+ * bytes, or NULL (the failure said). The first snapshot is left in *snap
+ * and *len (the caller frees it) when snap is not NULL.
+ */
+static inline struct sm *t_snap_restore(const struct sm *sm, const void *key,
+    uint8_t **snap, size_t *len)
+{
+	struct sm_config cfg;
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
+	struct sm *rs = NULL;
+	uint8_t *s1 = NULL, *s2 = NULL;
+	size_t l1 = 0, l2 = 0;
+	char err[256];
+
+	if (sm_snapshot(sm, &s1, &l1) != 0) {
+		FAIL("snapshot");
+		goto out;
+	}
+	sm_config_defaults(&cfg);
+	memcpy(cfg.hash_key, key, sizeof cfg.hash_key);
+	if ((rs = sm_restore(&cfg, &out, s1, l1, err, sizeof err)) == NULL) {
+		FAIL("restore: %s", err);
+		goto out;
+	}
+	CHECK_SM(rs);
+	if (sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 || memcmp(s1, s2, l1) != 0) {
+		FAIL("the restored state snapshots to other bytes");
+		sm_free(rs);
+		rs = NULL;
+	}
+out:
+	free(s2);
+	if (snap != NULL) {
+		*snap = s1;
+		*len = l1;
+	} else
+		free(s1);
+	return rs;
+}
+
+/*
+ * Go on with the restored state rs in place of sm (freed): the clients it
+ * has on conns 1 to 64 are bound to them again. The new state.
+ */
+static inline struct sm *t_switch(struct sm *sm, struct sm *rs)
+{
+	struct sm_client *c;
+	uintptr_t k;
+
+	sm_free(sm);
+	for (k = 1; k <= 64; k++)
+		if ((c = sm_client_find(rs, (uint64_t)k)) != NULL)
+			sm_client_bind(c, (void *)k);
+	return rs;
+}
+
 static inline void tune_big(struct sm_config *cfg)
 {
 	cfg->max_holds_per_session = 20000;

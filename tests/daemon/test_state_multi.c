@@ -156,8 +156,8 @@ static void test_multi_snapshot(void)
 	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
 	struct sm *sm, *rs;
 	struct sm_client *x, *z, *adm;
-	uint8_t *s1 = NULL, *s2 = NULL;
-	size_t l1 = 0, l2 = 0;
+	uint8_t *s1 = NULL;
+	size_t l1 = 0;
 	char err[256];
 	Semd__Grant *g;
 	uint64_t zp;
@@ -182,26 +182,19 @@ static void test_multi_snapshot(void)
 	EXPECT(none(1, 3) && none(1, 4));
 	t_tick(sm, now + 3);			/* r: 1 token and 2/7 */
 	CHECK_SM(sm);
-	if (sm_snapshot(sm, &s1, &l1) != 0)
-		FAIL("snapshot");
-	sm_config_defaults(&cfg);
-	memcpy(cfg.hash_key, "another key!!!!!", 16);
-	rs = sm_restore(&cfg, &out, s1, l1, err, sizeof err);
+	rs = t_snap_restore(sm, "another key!!!!!", &s1, &l1);
 	if (rs == NULL) {
-		FAIL("restore: %s", err);
 		free(s1);
 		sm_free(sm);
 		return;
 	}
-	CHECK_SM(rs);
-	if (sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 || memcmp(s1, s2, l1) != 0)
-		FAIL("the restored state snapshots to other bytes");
 	TEST_START("snapshot: a section this semd does not know refuses it");
 	{
 		/* The last 4 bytes are the end tag: a section 999 of 1 byte first. */
 		uint8_t *s3 = malloc(l1 + 9);
 		struct sm *bad;
 
+		sm_config_defaults(&cfg);
 		if (s3 != NULL && l1 >= 4) {
 			memcpy(s3, s1, l1 - 4);
 			memcpy(s3 + l1 - 4, "\xe7\x03\0\0\x01\0\0\0x\0\0\0\0", 13);
@@ -216,12 +209,8 @@ static void test_multi_snapshot(void)
 		free(s3);
 	}
 	/* Both go on alike: the same replies, the same snapshots. */
-	sm_free(sm);
-	sm = rs;
+	sm = t_switch(sm, rs);
 	caps_clear();
-	sm_client_bind(sm_client_find(sm, 1), (void *)1);
-	sm_client_bind(sm_client_find(sm, 3), (void *)3);
-	sm_client_bind(sm_client_find(sm, 5), (void *)5);
 	t_tick(sm, now + 1000);		/* r: tokens for the 2, then the 1 */
 	grant_of(1, 3);
 	grant_of(1, 4);
@@ -234,7 +223,6 @@ static void test_multi_snapshot(void)
 	event_of(5, EVENT_GRANT, "b");
 	EXPECT_U64(0, events_left(5));
 	free(s1);
-	free(s2);
 	t_end(sm);
 }
 
@@ -513,12 +501,6 @@ static void test_family(void)
 	Semd__Reply *r;
 	Semd__Grant *g;
 	struct sm *sm;
-	uint8_t *s1, *s2;
-	size_t l1, l2;
-	struct sm_config cfg;
-	struct sm_out out = { 0 };
-	char err[256];
-	struct sm *rs;
 
 	TEST_START("family: run A -- down B against run B -- down A is a deadlock");
 	now = 1700000000000ULL;
@@ -565,20 +547,7 @@ static void test_family(void)
 	expect_code(9, 2, SEMD__CODE__DEADLOCK);	/* c5's is the newest */
 	EXPECT(none(2, 4));
 	TEST_START("family: the links survive a snapshot");
-	if (sm_snapshot(sm, &s1, &l1) != 0)
-		FAIL("snapshot");
-	sm_config_defaults(&cfg);
-	memcpy(cfg.hash_key, "another key!!!!!", 16);
-	rs = sm_restore(&cfg, &out, s1, l1, err, sizeof err);
-	if (rs == NULL)
-		FAIL("restore: %s", err);
-	else if (sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 ||
-	    memcmp(s1, s2, l1) != 0)
-		FAIL("the restored state snapshots to other bytes");
-	else
-		free(s2);
-	sm_free(rs);
-	free(s1);
+	sm_free(t_snap_restore(sm, "another key!!!!!", NULL, NULL));
 	TEST_START("family: a parent that ends leaves its children alone");
 	sm_client_close(sm, p, now);
 	sm_client_close(sm, c1, now);

@@ -179,13 +179,8 @@ static void test_replace_parked(void)
 /* Policies and keys in a snapshot, and on alike after a restore. */
 static void test_queue_snapshot(void)
 {
-	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
 	struct sm *sm, *rs;
 	struct sm_client *a, *b;
-	uint8_t *s1 = NULL, *s2 = NULL;
-	size_t l1 = 0, l2 = 0;
-	char err[256];
 
 	sm = t_start_checked(1000, "snapshot: bounds and replace keys come back",
 	    NULL, "uid:1 uid:2", &a, &b);
@@ -196,34 +191,19 @@ static void test_queue_snapshot(void)
 	t_down(sm, b, 6, "q", 1, -1, 0);
 	t_set_queue(sm, a, 7, "nosuch", 1);	/* a reply of the new op counted */
 	expect_code(1, 7, SEMD__CODE__NOT_FOUND);
-	if (sm_snapshot(sm, &s1, &l1) != 0)
-		FAIL("snapshot");
-	sm_config_defaults(&cfg);
-	memcpy(cfg.hash_key, "yet another key!", 16);
-	rs = sm_restore(&cfg, &out, s1, l1, err, sizeof err);
-	if (rs == NULL) {
-		FAIL("restore: %s", err);
-		free(s1);
+	if ((rs = t_snap_restore(sm, "yet another key!", NULL, NULL)) == NULL) {
 		t_end(sm);
 		return;
 	}
-	CHECK_SM(rs);
-	if (sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 || memcmp(s1, s2, l1) != 0)
-		FAIL("the restored state snapshots to other bytes");
-	sm_free(sm);
-	sm = rs;
+	sm = t_switch(sm, rs);
 	caps_clear();
-	sm_client_bind(sm_client_find(sm, 1), (void *)1);
 	EXPECT_U64(1, t_stat(sm, sm_client_find(sm, 1), 1,
 	    "replies_set_queue_NOT_FOUND"));
-	sm_client_bind(sm_client_find(sm, 2), (void *)2);
 	b = sm_client_find(sm, 2);
 	t_down(sm, b, 8, "q", 1, -1, 0);
 	expect_code(2, 8, SEMD__CODE__QUEUE_FULL);
 	t_down_key(sm, b, 9, "q", 1, -1, "k");
 	expect_code(2, 5, SEMD__CODE__REPLACED);
-	free(s1);
-	free(s2);
 	t_end(sm);
 }
 
@@ -447,37 +427,16 @@ static int qm_left(void)
 /* The state machine snapshotted and restored; clients bound again. */
 static struct sm *qm_restore(struct sm *sm, struct sm_client **c)
 {
-	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
-	uint8_t *s1 = NULL, *s2 = NULL;
-	size_t l1 = 0, l2 = 0;
-	struct sm *rs;
-	char err[256];
+	const uint8_t key[16] = { (uint8_t)qm_rng };	/* another each time */
+	struct sm *rs = t_snap_restore(sm, key, NULL, NULL);
 	int k;
 
-	if (sm_snapshot(sm, &s1, &l1) != 0) {
-		FAIL("snapshot");
+	if (rs == NULL)
 		return sm;
-	}
-	sm_config_defaults(&cfg);
-	cfg.hash_key[0] ^= (uint8_t)qm_rng;
-	rs = sm_restore(&cfg, &out, s1, l1, err, sizeof err);
-	if (rs == NULL || sm_snapshot(rs, &s2, &l2) != 0 || l1 != l2 ||
-	    memcmp(s1, s2, l1) != 0) {
-		FAIL("restore: %s", rs == NULL ? err : "other bytes");
-		free(s1);
-		free(s2);
-		sm_free(rs);
-		return sm;
-	}
-	free(s1);
-	free(s2);
-	sm_free(sm);
-	for (k = 1; k <= QM_CLIENTS; k++) {
-		c[k] = sm_client_find(rs, (uint64_t)k);
-		sm_client_bind(c[k], (void *)(uintptr_t)k);
-	}
-	return rs;
+	sm = t_switch(sm, rs);
+	for (k = 1; k <= QM_CLIENTS; k++)
+		c[k] = sm_client_find(sm, (uint64_t)k);
+	return sm;
 }
 
 static void test_queue_model(void)
