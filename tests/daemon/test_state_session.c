@@ -488,6 +488,14 @@ static void t_entry(struct sm *sm, struct sm_batch *b, uint64_t t)
 	CHECK_SM(sm);
 }
 
+/* An EXPIRE entry of session s at state time t: does s live on? */
+static bool t_expire(struct sm *sm, struct sm_batch *b, uint64_t s, uint64_t t)
+{
+	sm_batch_expire(b, s);
+	t_entry(sm, b, t);
+	return sm_session_exists(sm, s);
+}
+
 /*
  * Leases the leader's (issue 23): no timer ends a session; the leader's
  * memory of what it answered without an entry (sm_heard_local) and its
@@ -527,13 +535,9 @@ static void test_leader_leases(void)
 	/* A request through the log since: the EXPIRE is not taken. */
 	t_simple(sm, c, 9, SEMD__REQUEST__OP_PING);
 	expect_code(3, 9, SEMD__CODE__OK);
-	sm_batch_expire(&bt, sc);
-	t_entry(sm, &bt, now + 1999);
-	EXPECT(sm_session_exists(sm, sc));
+	EXPECT(t_expire(sm, &bt, sc, now + 1999));
 	/* Nothing heard for the lease: the EXPIRE is. */
-	sm_batch_expire(&bt, sa);
-	t_entry(sm, &bt, now + 3000);
-	EXPECT(!sm_session_exists(sm, sa));
+	EXPECT(!t_expire(sm, &bt, sa, now + 3000));
 	expect_lost(1, SEMD__CODE__SESSION_EXPIRED, "s", 0);
 	expect_code(1, 0, SEMD__CODE__SESSION_EXPIRED);
 	grant_of(2, 2);
@@ -546,12 +550,8 @@ static void test_leader_leases(void)
 	now += 100000;
 	sm_batch_leader(&bt, 2, 500, "");
 	t_entry(sm, &bt, now);
-	sm_batch_expire(&bt, sc);
-	t_entry(sm, &bt, now + 2499);
-	EXPECT(sm_session_exists(sm, sc));
-	sm_batch_expire(&bt, sc);
-	t_entry(sm, &bt, now + 2500);
-	EXPECT(!sm_session_exists(sm, sc));
+	EXPECT(t_expire(sm, &bt, sc, now + 2499));
+	EXPECT(!t_expire(sm, &bt, sc, now + 2500));
 	/* Without a grace, a new leader still gives the floor (300 ms). */
 	{
 		struct sm_client *d = t_client(sm, 4, "uid:4", 1000);
@@ -560,12 +560,8 @@ static void test_leader_leases(void)
 		now += 10000;
 		sm_batch_leader(&bt, 3, 0, "");
 		t_entry(sm, &bt, now);
-		sm_batch_expire(&bt, sd);
-		t_entry(sm, &bt, now + 1299);
-		EXPECT(sm_session_exists(sm, sd));
-		sm_batch_expire(&bt, sd);
-		t_entry(sm, &bt, now + 1300);
-		EXPECT(!sm_session_exists(sm, sd));
+		EXPECT(t_expire(sm, &bt, sd, now + 1299));
+		EXPECT(!t_expire(sm, &bt, sd, now + 1300));
 	}
 	/* And the flag outlives a snapshot. */
 	{
