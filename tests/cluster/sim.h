@@ -169,6 +169,9 @@ int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf);
 int fix_append(struct raft_io *io, struct raft_io_append *req,
     const struct raft_entry ents[], unsigned cnt, raft_io_append_cb cb);
 int fix_truncate(struct raft_io *io, raft_index index);
+void hello_make(Semd__Request *rq, Semd__Hello *h, uint64_t id,
+    const char *client_name, uint32_t lease_ms, uint64_t session,
+    uint8_t *secret);
 void client_step(struct client *c);
 void deliver(struct client *c, const Semd__Reply *r);
 

@@ -56,10 +56,33 @@ static int serving_node(void)
 	return -1;
 }
 
+/*
+ * The Hello *rq of id (on *h) from client_name, asking a lease of lease_ms;
+ * it resumes session (with its secret) if session is not 0.
+ */
+void hello_make(Semd__Request *rq, Semd__Hello *h, uint64_t id,
+    const char *client_name, uint32_t lease_ms, uint64_t session,
+    uint8_t *secret)
+{
+	semd__request__init(rq);
+	semd__hello__init(h);
+	h->version = 1;
+	h->client_name = (char *)client_name;
+	h->lease_ms = lease_ms;
+	if (session != 0) {
+		h->resume_session = session;
+		h->resume_secret.data = secret;
+		h->resume_secret.len = SM_SECRET_LEN;
+	}
+	rq->id = id;
+	rq->op_case = SEMD__REQUEST__OP_HELLO;
+	rq->hello = h;
+}
+
 static void attach(struct client *c, int node)
 {
-	Semd__Request rq = SEMD__REQUEST__INIT;
-	Semd__Hello h = SEMD__HELLO__INIT;
+	Semd__Request rq;
+	Semd__Hello h;
 	struct sm_batch b;
 	uint8_t secret[SM_SECRET_LEN];
 
@@ -70,23 +93,15 @@ static void attach(struct client *c, int node)
 	c->hello_out = true;
 	c->down_sent = 0;
 	c->last_heard = now();
-	sm_batch_init(&b);
-	sm_batch_open(&b, c->conn, "uid:0", secret, 0);
-	h.version = 1;
-	h.client_name = "sim";
-	h.lease_ms = 1000 + rnd_below(3000);
-	if (c->session != 0 && now() < trust_end(c)) {
-		h.resume_session = c->session;
-		h.resume_secret.data = c->secret;
-		h.resume_secret.len = SM_SECRET_LEN;
-	} else {
-		c->session = 0;
+	if (c->session == 0 || now() >= trust_end(c)) {
+		c->session = 0;		/* a new one, holding and asking nothing */
 		c->nholds = 0;
 		c->down_id = 0;
 	}
-	rq.id = c->next_id++;
-	rq.op_case = SEMD__REQUEST__OP_HELLO;
-	rq.hello = &h;
+	sm_batch_init(&b);
+	sm_batch_open(&b, c->conn, "uid:0", secret, 0);
+	hello_make(&rq, &h, c->next_id++, "sim", 1000 + rnd_below(3000),
+	    c->session, c->secret);
 	send_req(c, &b, &rq, -1, false);
 	transmit(c, &b);
 	sm_batch_free(&b);

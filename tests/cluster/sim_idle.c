@@ -146,8 +146,8 @@ void idle_closed(const struct node *n, uint64_t conn)
 /* Attach to node n: OPEN and Hello (a resume while it trusts its lease). */
 static void idle_attach(struct idle *x, struct node *n, struct sm_batch *b)
 {
-	Semd__Request rq = SEMD__REQUEST__INIT;
-	Semd__Hello h = SEMD__HELLO__INIT;
+	Semd__Request rq;
+	Semd__Hello h;
 	struct sm_caller who = { 0 };
 	uint8_t secret[SM_SECRET_LEN], buf[256];
 
@@ -158,23 +158,14 @@ static void idle_attach(struct idle *x, struct node *n, struct sm_batch *b)
 	    (uint64_t)(x - idl);
 	x->hello_out = true;
 	x->hello_sent = now();
+	if (x->session != 0 && now() >= idle_trust_end(x))
+		x->session = 0;		/* not trusted: a new one */
 	sm_batch_open(b, idle_conn(x), "uid:1", secret, 0);
-	h.version = 1;
-	h.client_name = "idle";
-	h.lease_ms = 2000 + rnd_below(4000);
+	hello_make(&rq, &h, x->next_id++, "idle", 2000 + rnd_below(4000),
+	    x->session, x->secret);
 	/* A resume whose answer is lost may still set its lease. */
 	if (h.lease_ms > x->lease_asked)
 		x->lease_asked = h.lease_ms;
-	if (x->session != 0 && now() < idle_trust_end(x)) {
-		h.resume_session = x->session;
-		h.resume_secret.data = x->secret;
-		h.resume_secret.len = SM_SECRET_LEN;
-	} else {
-		x->session = 0;
-	}
-	rq.id = x->next_id++;
-	rq.op_case = SEMD__REQUEST__OP_HELLO;
-	rq.hello = &h;
 	who.privs = SM_PRIV_ADMIN;
 	if (semd__request__get_packed_size(&rq) > sizeof buf)
 		fail("hello too big");
