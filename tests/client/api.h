@@ -399,4 +399,34 @@ static inline void on_alarm(int sig)
 	_exit(1);
 }
 
+/* Arm the watchdog. */
+static inline void watchdog_arm(void)
+{
+	signal(SIGALRM, on_alarm);
+	alarm(170);
+}
+
+/* Start semd (D) for the tests: 0, or -1 (said). */
+static inline int api_daemon_start(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (tdaemon_start(&D, NULL) != 0) {
+		fprintf(stderr, "FAIL: cannot start semd (top_builddir=%s)\n",
+			getenv("top_builddir") ? getenv("top_builddir") : "unset");
+		tdaemon_cleanup(&D);
+		return -1;
+	}
+	return 0;
+}
+
+/* Say how many checks were made and failed, stop semd if it was started:
+ * main's exit status. */
+static inline int api_report(void)
+{
+	fprintf(stderr, "%d checks, %d failed\n", t_checks, t_failures);
+	if (D.dir[0] != '\0')
+		tdaemon_cleanup(&D);
+	return t_failures ? 1 : 0;
+}
+
 #endif

@@ -816,21 +816,14 @@ out:
  * threads and async tests against a daemon the caller started (tls.sh). */
 int main(int argc, char **argv)
 {
-	signal(SIGALRM, on_alarm);
-	alarm(170);
+	watchdog_arm();
 	if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
 		test_threads(argv[2]);
 		test_async(argv[2]);
-		fprintf(stderr, "%d checks, %d failed\n", t_checks, t_failures);
-		return t_failures ? 1 : 0;
+		return api_report();
 	}
-	signal(SIGPIPE, SIG_IGN);
-	if (tdaemon_start(&D, NULL) != 0) {
-		fprintf(stderr, "FAIL: cannot start semd (top_builddir=%s)\n",
-			getenv("top_builddir") ? getenv("top_builddir") : "unset");
-		tdaemon_cleanup(&D);
+	if (api_daemon_start() != 0)
 		return 1;
-	}
 	test_errors();
 	test_operations(D.unix_addr, true);
 	test_operations(D.tcp_addr, false);
@@ -844,7 +837,5 @@ int main(int argc, char **argv)
 	test_cut_threads();
 	test_bindings();
 	test_restart();
-	fprintf(stderr, "%d checks, %d failed\n", t_checks, t_failures);
-	tdaemon_cleanup(&D);
-	return t_failures ? 1 : 0;
+	return api_report();
 }

@@ -776,15 +776,9 @@ out:
 /* Start semd, run the tests, report. */
 int main(void)
 {
-	signal(SIGALRM, on_alarm);
-	alarm(170);
-	signal(SIGPIPE, SIG_IGN);
-	if (tdaemon_start(&D, NULL) != 0) {
-		fprintf(stderr, "FAIL: cannot start semd (top_builddir=%s)\n",
-			getenv("top_builddir") ? getenv("top_builddir") : "unset");
-		tdaemon_cleanup(&D);
+	watchdog_arm();
+	if (api_daemon_start() != 0)
 		return 1;
-	}
 	test_lost_push();
 	test_new_fields();
 	test_issue15();
@@ -794,7 +788,5 @@ int main(void)
 	test_resume_order();
 	test_detach();
 	test_fork();
-	fprintf(stderr, "%d checks, %d failed\n", t_checks, t_failures);
-	tdaemon_cleanup(&D);
-	return t_failures ? 1 : 0;
+	return api_report();
 }
