@@ -207,6 +207,12 @@ static void add_request(struct sm_batch *b, int i, Semd__Request *rq)
 	sm_batch_request(b, cl[i].id, &who, buf, len);
 }
 
+/* Request id of op, naming one of the client's requests so far (Cancel, Where). */
+static void req_earlier(struct req *q, uint64_t id, int op)
+{
+	req_make(q, id, op, "request_id=%" PRIu64, 1 + rnd_below((unsigned int)id));
+}
+
 /* One random command for the batch. */
 static void random_command(struct sm_batch *b)
 {
@@ -322,8 +328,7 @@ static void random_command(struct sm_batch *b)
 		req_set(&q, "limit=%" PRIu64, 1 + rnd_below(4));
 		break;
 	case 12:
-		req_make(&q, id, SEMD__REQUEST__OP_CANCEL, "request_id=%" PRIu64,
-		    1 + rnd_below((unsigned int)id));
+		req_earlier(&q, id, SEMD__REQUEST__OP_CANCEL);
 		break;
 	case 13:
 		req_make(&q, id, SEMD__REQUEST__OP_VALIDATE, "name=%s", names[rnd_below(NNAMES)]);
@@ -362,8 +367,7 @@ static void random_command(struct sm_batch *b)
 	case 20:
 		/* A watch (a name, or a prefix), or the end of one. */
 		if (rnd_below(3) == 0) {
-			req_make(&q, id, SEMD__REQUEST__OP_CANCEL, "request_id=%" PRIu64,
-			    1 + rnd_below((unsigned int)id));
+			req_earlier(&q, id, SEMD__REQUEST__OP_CANCEL);
 			break;
 		}
 		req_make(&q, id, SEMD__REQUEST__OP_WATCH, "prefix=%" PRIu64, rnd_below(2));
@@ -390,8 +394,7 @@ static void random_command(struct sm_batch *b)
 		req_set(&q, "max_waiters=%" PRIu64, rnd_below(3) ? rnd_below(4) : 0);
 		break;
 	case 23:
-		req_make(&q, id, SEMD__REQUEST__OP_WHERE, "request_id=%" PRIu64,
-		    1 + rnd_below((unsigned int)id));
+		req_earlier(&q, id, SEMD__REQUEST__OP_WHERE);
 		break;
 	case 25:
 		/* rarely (a copy of the whole state is big), else a Ping */
