@@ -497,6 +497,19 @@ static bool t_expire(struct sm *sm, struct sm_batch *b, uint64_t s, uint64_t t)
 }
 
 /*
+ * A new leader's LEADER entry (its node, its grace) at now: the EXPIREs of
+ * session s are refused until ms after it, and taken from then.
+ */
+static void t_leader_expires(struct sm *sm, struct sm_batch *b, uint64_t node,
+    uint32_t grace, uint64_t s, uint64_t ms)
+{
+	sm_batch_leader(b, node, grace, "");
+	t_entry(sm, b, now);
+	EXPECT(t_expire(sm, b, s, now + ms - 1));
+	EXPECT(!t_expire(sm, b, s, now + ms));
+}
+
+/*
  * Leases the leader's (issue 23): no timer ends a session; the leader's
  * memory of what it answered without an entry (sm_heard_local) and its
  * sweep (sm_leases_due) decide, an EXPIRE entry ends it unless an entry
@@ -548,20 +561,14 @@ static void test_leader_leases(void)
 	EXPECT(sm_session_exists(sm, sc));
 	/* A new leader: every lease afresh from its entry, with the grace. */
 	now += 100000;
-	sm_batch_leader(&bt, 2, 500, "");
-	t_entry(sm, &bt, now);
-	EXPECT(t_expire(sm, &bt, sc, now + 2499));
-	EXPECT(!t_expire(sm, &bt, sc, now + 2500));
+	t_leader_expires(sm, &bt, 2, 500, sc, 2500);	/* lease 2000 + 500 */
 	/* Without a grace, a new leader still gives the floor (300 ms). */
 	{
 		struct sm_client *d = t_client(sm, 4, "uid:4", 1000);
 		uint64_t sd = sm_client_session(d);
 
 		now += 10000;
-		sm_batch_leader(&bt, 3, 0, "");
-		t_entry(sm, &bt, now);
-		EXPECT(t_expire(sm, &bt, sd, now + 1299));
-		EXPECT(!t_expire(sm, &bt, sd, now + 1300));
+		t_leader_expires(sm, &bt, 3, 0, sd, 1300);	/* 1000 + 300 */
 	}
 	/* And the flag outlives a snapshot. */
 	{
