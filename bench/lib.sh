@@ -41,3 +41,30 @@ wait_ready() {
 	done
 	[ -s "$2" ]
 }
+
+# bench_start NAME SECONDS ARGS...: a semd ($SEMD ARGS), its ready file, log
+# and pid (NAME.pid) in $T, its pid added to PIDS, waited for SECONDS; if it
+# does not come up, its log is shown and the script exits 1.
+bench_start() {
+	local n=$1 secs=$2
+	shift 2
+	"$SEMD" --ready-file "$T/$n.ready" "$@" >"$T/$n.log" 2>&1 &
+	PIDS+=($!)
+	echo $! >"$T/$n.pid"
+	wait_ready $! "$T/$n.ready" "$secs" ||
+		{ echo "$n did not start:" >&2; cat "$T/$n.log" >&2; exit 1; }
+}
+
+# bench_leader ADDR: the leader's client address, as the node at ADDR sees
+# it (asked for 10 s at most; none: the script exits 1).
+bench_leader() {
+	local l= i
+	for ((i = 0; i < 100; i++)); do
+		l=$("$top_builddir/semctl" -s "$1" --json cluster status 2>/dev/null |
+		    sed -n 's/.*"leader":"\([^"]*\)".*/\1/p')
+		[ -z "$l" ] || break
+		sleep 0.1
+	done
+	[ -n "$l" ] || { echo "the cluster at $1 elected no leader" >&2; exit 1; }
+	echo "$l"
+}

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # bench/session-flood.sh - what idle sessions cost: N sessions with a lease
 # of L ms that only keep themselves alive (bench/session-flood.c, a Ping
@@ -15,57 +15,29 @@
 # three"), PORT (first of 10, 29300), DIR (parent of the data directories,
 # default /var/tmp: not tmpfs, the log is fsynced).
 set -eu
-B=$(cd "${1:?usage: bench/session-flood.sh BUILDDIR}" && pwd)
+top_builddir=$(cd "${1:?usage: bench/session-flood.sh BUILDDIR}" && pwd)
+B=$top_builddir
 N=${N:-15000}
 L=${L:-10000}
 D=${D:-60}
 SETUPS=${SETUPS:-one three}
 PORT=${PORT:-29300}
-DIR=${DIR:-/var/tmp}
-W=$(mktemp -d "$DIR/semd-flood.XXXXXX")
-PIDS=
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null || :; done
-	for p in $PIDS; do wait "$p" 2>/dev/null || :; done
-	rm -rf "$W"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+bench_init flood "${DIR:-/var/tmp}"
 # The default quota is 1000 connections and sessions a principal.
 printf 'quota connections anonymous 200000\nquota sessions anonymous 200000\n' \
-	>"$W/quota.conf"
+	>"$T/quota.conf"
 
 # start NAME ARGS...: a semd, waited for; its pid in the file NAME.pid.
 start() {
 	n=$1; shift
-	"$B/semd" --config "$W/quota.conf" --acl "anonymous * all" --ready-file "$W/$n.ready" \
-		--max-connections $((N + 100)) --max-sessions $((N + 100)) "$@" \
-		>"$W/$n.log" 2>&1 &
-	PIDS="$PIDS $!"
-	echo $! >"$W/$n.pid"
-	i=0
-	while [ ! -s "$W/$n.ready" ]; do
-		i=$((i + 1))
-		[ $i -lt 600 ] || { echo "$n did not start:" >&2; cat "$W/$n.log" >&2; exit 1; }
-		sleep 0.05
-	done
+	bench_start "$n" 30 --config "$T/quota.conf" --acl "anonymous * all" \
+		--max-connections $((N + 100)) --max-sessions $((N + 100)) "$@"
 }
 
 # status ADDR FIELD: a number of the node's cluster status.
 status() {
 	"$B/semctl" -s "$1" --json cluster status | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"
-}
-
-# leader ADDR: the leader's client address, as the node at ADDR sees it.
-leader() {
-	l=
-	i=0
-	while [ -z "$l" ] && [ $i -lt 100 ]; do
-		l=$("$B/semctl" -s "$1" --json cluster status 2>/dev/null |
-		    sed -n 's/.*"leader":"\([^"]*\)".*/\1/p')
-		i=$((i + 1)); [ -n "$l" ] || sleep 0.1
-	done
-	[ -n "$l" ] || { echo "the cluster at $1 elected no leader" >&2; exit 1; }
-	echo "$l"
 }
 
 wbytes() { sed -n 's/^write_bytes: //p' "/proc/$1/io"; }
@@ -75,14 +47,14 @@ cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 measure() {
 	name=$1 addr=$2 lp=$3 all=$4
 	"$B/session-flood" -s "$addr" -n "$N" -L "$L" -d $((D + 5)) \
-		>"$W/$name.flood" 2>&1 &
+		>"$T/$name.flood" 2>&1 &
 	fp=$!
 	i=0
-	until grep -qs '^up ' "$W/$name.flood"; do
+	until grep -qs '^up ' "$T/$name.flood"; do
 		i=$((i + 1))
 		kill -0 $fp 2>/dev/null && [ $i -lt 6000 ] ||
 			{ echo "$name: the sessions did not come up:" >&2;
-			  cat "$W/$name.flood" >&2; exit 1; }
+			  cat "$T/$name.flood" >&2; exit 1; }
 		sleep 0.05
 	done
 	sleep 2		# the last Hellos' entries go by
@@ -93,12 +65,12 @@ measure() {
 	i1=$(status "$addr" last_index); c1=$(cputicks "$lp"); b1=$(wbytes "$lp")
 	a1=0; for p in $all; do a1=$((a1 + $(wbytes "$p"))); done
 	t1=$(date +%s.%N)
-	wait $fp || { echo "$name: session-flood failed:" >&2; cat "$W/$name.flood" >&2; exit 1; }
+	wait $fp || { echo "$name: session-flood failed:" >&2; cat "$T/$name.flood" >&2; exit 1; }
 	hz=$(getconf CLK_TCK)
-	awk -v n="$name" -v s="$N" -v l="$L" -v up="$(sed -n 's/^up [0-9]* //p' "$W/$name.flood")" \
+	awk -v n="$name" -v s="$N" -v l="$L" -v up="$(sed -n 's/^up [0-9]* //p' "$T/$name.flood")" \
 	    -v i="$((i1 - i0))" -v c="$((c1 - c0))" -v b="$((b1 - b0))" \
 	    -v a="$((a1 - a0))" -v t0="$t0" -v t1="$t1" -v hz="$hz" \
-	    -v done="$(sed -n 's/^done //p' "$W/$name.flood")" 'BEGIN {
+	    -v done="$(sed -n 's/^done //p' "$T/$name.flood")" 'BEGIN {
 		d = t1 - t0
 		printf "%-6s %7d %6d %7.1f %10.2f %12.0f %12.0f %8.1f   %s\n", n, s, l, up,
 		    i / d, b / d, a / d, 100 * c / hz / d, done
@@ -111,24 +83,24 @@ printf "%-6s %7s %6s %7s %10s %12s %12s %8s   %s\n" setup sessions lease "up(s)"
 for s in $SETUPS; do
 	case $s in
 	one)
-		start one --listen "tcp:127.0.0.1:$PORT" --data-dir "$W/one"
-		measure one "tcp:127.0.0.1:$PORT" "$(cat "$W/one.pid")" "$(cat "$W/one.pid")"
-		kill "$(cat "$W/one.pid")"; wait "$(cat "$W/one.pid")" 2>/dev/null || :
+		start one --listen "tcp:127.0.0.1:$PORT" --data-dir "$T/one"
+		measure one "tcp:127.0.0.1:$PORT" "$(cat "$T/one.pid")" "$(cat "$T/one.pid")"
+		kill "$(cat "$T/one.pid")"; wait "$(cat "$T/one.pid")" 2>/dev/null || :
 		;;
 	three)
 		BOOT="1=127.0.0.1:$((PORT + 5)),2=127.0.0.1:$((PORT + 6)),3=127.0.0.1:$((PORT + 7))"
 		for n in 1 2 3; do
-			start "n$n" --listen "tcp:127.0.0.1:$((PORT + n))" --data-dir "$W/d$n" \
+			start "n$n" --listen "tcp:127.0.0.1:$((PORT + n))" --data-dir "$T/d$n" \
 				--node-id "$n" --peer-listen "tcp:127.0.0.1:$((PORT + 4 + n))" \
 				--bootstrap "$BOOT"
 		done
-		lead=$(leader "tcp:127.0.0.1:$((PORT + 1))")
+		lead=$(bench_leader "tcp:127.0.0.1:$((PORT + 1))")
 		lp=
 		for n in 1 2 3; do
-			[ "$lead" = "tcp:127.0.0.1:$((PORT + n))" ] && lp=$(cat "$W/n$n.pid")
+			[ "$lead" = "tcp:127.0.0.1:$((PORT + n))" ] && lp=$(cat "$T/n$n.pid")
 		done
 		[ -n "$lp" ] || { echo "leader $lead is none of ours" >&2; exit 1; }
-		measure three "$lead" "$lp" "$(cat "$W/n1.pid" "$W/n2.pid" "$W/n3.pid" | tr '\n' ' ')"
+		measure three "$lead" "$lp" "$(cat "$T/n1.pid" "$T/n2.pid" "$T/n3.pid" | tr '\n' ' ')"
 		;;
 	*)
 		echo "unknown setup $s (one, three)" >&2; exit 2
