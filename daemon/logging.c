@@ -70,14 +70,36 @@ int log_get_format(void)
 	return log_format;
 }
 
+/* A word and its value, for the parsers of formats and levels. */
+struct log_word {
+	const char	*word;
+	int		 value;
+};
+
+static const struct log_word log_formats[] = {
+	{ "text", LOG_FORMAT_TEXT }, { "json", LOG_FORMAT_JSON },
+};
+static const struct log_word log_levels[] = {
+	{ "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "notice", LOG_NOTICE },
+	{ "warning", LOG_WARNING }, { "warn", LOG_WARNING },
+	{ "error", LOG_ERR }, { "err", LOG_ERR },
+};
+
+/* s's value in words (n of them), or -1 if it is none of them. */
+static int log_word_find(const struct log_word *words, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(s, words[i].word) == 0)
+			return words[i].value;
+	return -1;
+}
+
 /* Parse a format name: LOG_FORMAT_*, or -1 if unknown. */
 int log_parse_format(const char *s)
 {
-	if (strcmp(s, "text") == 0)
-		return LOG_FORMAT_TEXT;
-	if (strcmp(s, "json") == 0)
-		return LOG_FORMAT_JSON;
-	return -1;
+	return log_word_find(log_formats, sizeof log_formats / sizeof log_formats[0], s);
 }
 
 /* A format's name. */
@@ -92,20 +114,10 @@ int log_get_level(void)
 	return log_level;
 }
 
-/* Parse a level name. */
+/* Parse a level name: a priority, or -1 if unknown. */
 int log_parse_level(const char *s)
 {
-	if (strcmp(s, "debug") == 0)
-		return LOG_DEBUG;
-	if (strcmp(s, "info") == 0)
-		return LOG_INFO;
-	if (strcmp(s, "notice") == 0)
-		return LOG_NOTICE;
-	if (strcmp(s, "warning") == 0 || strcmp(s, "warn") == 0)
-		return LOG_WARNING;
-	if (strcmp(s, "error") == 0 || strcmp(s, "err") == 0)
-		return LOG_ERR;
-	return -1;
+	return log_word_find(log_levels, sizeof log_levels / sizeof log_levels[0], s);
 }
 
 /* Name of a priority. */

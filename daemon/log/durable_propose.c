@@ -139,6 +139,15 @@ struct qchunk *qchunk_new(const uint8_t *data, size_t len)
 	return q;
 }
 
+/* Queue q for proposing, behind what is queued (any thread). */
+static void d_queue(struct durable *d, struct qchunk *q)
+{
+	pthread_mutex_lock(&d->qlock);
+	*d->qtail = q;
+	d->qtail = &q->next;
+	pthread_mutex_unlock(&d->qlock);
+}
+
 /*
  * Propose what the event loops queued, while entries may be in flight:
  * as many chunks as make about MAX_ENTRY bytes per entry (entries stay
@@ -228,10 +237,7 @@ void d_sweep_leases(struct durable *d)
 		log_err("log: out of memory ending sessions; trying again");
 		return;
 	}
-	pthread_mutex_lock(&d->qlock);
-	*d->qtail = q;
-	d->qtail = &q->next;
-	pthread_mutex_unlock(&d->qlock);
+	d_queue(d, q);
 	d_propose_queued(d);
 }
 
@@ -284,10 +290,7 @@ void durable_submit(struct durable *d, struct sm_batch *b)
 		log_err("log: out of memory queueing commands: some were lost");
 		return;
 	}
-	pthread_mutex_lock(&d->qlock);
-	*d->qtail = q;
-	d->qtail = &q->next;
-	pthread_mutex_unlock(&d->qlock);
+	d_queue(d, q);
 	uv_async_send(&d->wake);
 }
 

@@ -67,5 +67,6 @@ struct sm_rbuf {
 };
 const uint8_t *rbuf_take(struct sm_rbuf *r, size_t n);
 uint64_t rbuf_int(struct sm_rbuf *r, unsigned int size);
+size_t rbuf_str(struct sm_rbuf *r, unsigned int size, char *buf, size_t max);
 
 #endif

@@ -82,3 +82,26 @@ uint64_t rbuf_int(struct sm_rbuf *r, unsigned int size)
 		v |= (uint64_t)p[i] << (8 * i);
 	return v;
 }
+
+/*
+ * A string after its length (size bytes) into buf (max bytes and a NUL);
+ * its length. Longer than max, or a NUL inside: bad.
+ */
+size_t rbuf_str(struct sm_rbuf *r, unsigned int size, char *buf, size_t max)
+{
+	size_t n = (size_t)rbuf_int(r, size);
+	const uint8_t *p;
+
+	buf[0] = '\0';
+	if (n > max) {
+		r->bad = true;
+		return 0;
+	}
+	if ((p = rbuf_take(r, n)) == NULL)
+		return 0;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	if (strlen(buf) != n)
+		r->bad = true;
+	return n;
+}

@@ -213,11 +213,9 @@ bool queue_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
 
 	n = rbuf_int(r, 4);
 	for (i = 0; i < n && !r->bad; i++) {
-		len = (size_t)rbuf_int(r, 1);
-		if ((p = rbuf_take(r, len)) == NULL)
+		rbuf_str(r, 1, name, SM_NAME_MAX);
+		if (r->bad)
 			return false;
-		memcpy(name, p, len);
-		name[len] = '\0';
 		sem = sem_find(sm, name);
 		seq = rbuf_int(r, 4);
 		if (sem == NULL || seq == 0 || seq > SM_LIMIT_MAX) {

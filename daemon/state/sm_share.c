@@ -410,17 +410,13 @@ static bool share_read_one(struct sm *sm, struct sm_rbuf *r, char *err,
 	struct sm_sem *sem;
 	struct sm_share *sh;
 	struct sm_hold *h;
-	const uint8_t *p;
 	uint32_t i, k, ng, nh, nw, idx;
 	uint64_t id, key;
-	size_t len;
 	bool ok = false;
 
-	len = (size_t)rbuf_int(r, 1);
-	if ((p = rbuf_take(r, len)) == NULL)
+	rbuf_str(r, 1, name, SM_NAME_MAX);
+	if (r->bad)
 		return false;
-	memcpy(name, p, len);
-	name[len] = '\0';
 	sem = sem_find(sm, name);
 	k = (uint32_t)rbuf_int(r, 1);
 	if (r->bad || sem == NULL || sem->share != NULL ||
@@ -441,13 +437,7 @@ static bool share_read_one(struct sm *sm, struct sm_rbuf *r, char *err,
 		return false;
 	for (i = 0; i < ng && !r->bad; i++) {
 		/* A key, or a principal (any bytes but NUL). */
-		len = (size_t)rbuf_int(r, 2);
-		if (len == 0 || len > SM_PRINCIPAL_MAX ||
-		    (p = rbuf_take(r, len)) == NULL)
-			goto out;
-		memcpy(gname, p, len);
-		gname[len] = '\0';
-		if (strlen(gname) != len ||
+		if (rbuf_str(r, 2, gname, SM_PRINCIPAL_MAX) == 0 || r->bad ||
 		    group_find(sh, gname, &after) != NULL ||
 		    after != sh->groups.prev ||		/* by name */
 		    (g = group_new(sm, sh, gname, after)) == NULL)

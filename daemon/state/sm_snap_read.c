@@ -30,21 +30,7 @@ static uint64_t r_u64(struct sm_rbuf *r) { return rbuf_int(r, 8); }
 /* A string into buf (max bytes and a NUL); its length, or bad. */
 static size_t r_str(struct sm_rbuf *r, char *buf, size_t max)
 {
-	size_t n = r_u32(r);
-	const uint8_t *p;
-
-	if (n > max) {
-		r->bad = true;
-		return 0;
-	}
-	p = rbuf_take(r, n);
-	if (p == NULL)
-		return 0;
-	memcpy(buf, p, n);
-	buf[n] = '\0';
-	if (strlen(buf) != n)
-		r->bad = true;		/* a NUL inside */
-	return n;
+	return rbuf_str(r, 4, buf, max);
 }
 
 /* Arm t from the bytes (when, seq kept, so ties fire in the same order). */
