@@ -52,28 +52,35 @@ static void usage_exit(bool forms, const char *msg)
 	exit(EX_USAGE_);
 }
 
+/* A usage error of the message fmt and ap, with the command's synopses when forms. */
+static void usage_vexit(bool forms, const char *fmt, va_list ap)
+	__attribute__((noreturn, format(printf, 2, 0)));
+static void usage_vexit(bool forms, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	usage_exit(forms, msg);
+}
+
 /* A usage error: the message, and where to find help. */
 void usage_fail(const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	usage_vexit(false, fmt, ap);
 	va_end(ap);
-	usage_exit(false, msg);
 }
 
 /* A usage error of the command's arguments: the message and its synopses. */
 void usage_forms(const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	usage_vexit(true, fmt, ap);
 	va_end(ap);
-	usage_exit(true, msg);
 }
 
 /* The exit code for a library error. */
@@ -177,18 +184,29 @@ int fail_json(int ex, const char *error, int code, const char *what, const char 
 	return ex;
 }
 
+/* Read s as a decimal number into *v: 0; -1 when it is not one (digits
+ * only); 1 when it is too large for an unsigned long long. */
+static int parse_digits(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0')
+		return -1;
+	return errno != 0 ? 1 : 0;
+}
+
 /* Parse a count from min to max: a number, in range, else a usage error
  * that says which. */
 uint32_t parse_count(const char *s, const char *what, uint32_t min, uint32_t max)
 {
-	char *end;
 	unsigned long long v;
+	int r = parse_digits(s, &v);
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0')
+	if (r < 0)
 		usage_fail("%s: '%s' is not a number (%u to %u)", what, s, min, max);
-	if (errno != 0 || v > max || v < min)
+	if (r > 0 || v > max || v < min)
 		usage_fail("%s: %s is out of range (%u to %u)", what, s, min, max);
 	return (uint32_t)v;
 }
@@ -196,14 +214,12 @@ uint32_t parse_count(const char *s, const char *what, uint32_t min, uint32_t max
 /* Parse a 64-bit number (tokens, permit ids, --max) of at least min. */
 uint64_t parse_u64(const char *s, const char *what, uint64_t min)
 {
-	char *end;
 	unsigned long long v;
+	int r = parse_digits(s, &v);
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0')
+	if (r < 0)
 		usage_fail("%s: '%s' is not a number", what, s);
-	if (errno != 0 || v < min)
+	if (r > 0 || v < min)
 		usage_fail("%s: %s is out of range (%" PRIu64 " to %llu)", what, s, min,
 			   ULLONG_MAX);
 	return v;
