@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 
 #include "client/client-int.h"
+#include "client/fdio.h"
 
 static const uint8_t backup_magic[8] = { 'S', 'E', 'M', 'D', 'B', 'K', 'U', 'P' };
 #define BACKUP_FORMAT		1u
@@ -23,19 +24,10 @@ static const uint8_t backup_magic[8] = { 'S', 'E', 'M', 'D', 'B', 'K', 'U', 'P' 
 /* Write all of p to fd: 0, or SEMC_E_SYSTEM. */
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return semc_fail(SEMC_E_SYSTEM, "writing the backup: %s",
-					 w < 0 ? strerror(errno) : "nothing written");
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	if (fd_write_all(fd, p, n) == 0)
+		return 0;
+	return semc_fail(SEMC_E_SYSTEM, "writing the backup: %s",
+			 errno != 0 ? strerror(errno) : "nothing written");
 }
 
 /* Little-endian v into p (size bytes). */

@@ -13,7 +13,7 @@
 # symbol version LIBSEMCLIENT_1).
 lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
-noinst_HEADERS += client/client-int.h client/conv.h
+noinst_HEADERS += client/client-int.h client/conv.h client/fdio.h
 client_libsemclient_la_SOURCES = client/conn.c client/session.c client/connect.c client/reader.c \
 	client/xprt.c client/ops.c client/result.c client/util.c client/tls.c client/tlssess.c \
 	client/keepalive.c client/watch.c client/backup.c proto/frame.c

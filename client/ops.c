@@ -258,16 +258,17 @@ static void create_fill(Semd__Create *op, const char *name, const struct semc_cr
 	}
 }
 
-/* Create a semaphore with every option. */
+/* A create's queue policies when none are asked for: no bound, no shares. */
+static const struct semc_queue queue_none;
+
+/* Create a semaphore with every option (every create is semc_create_queue()'s). */
 int semc_create_ex(struct semc *c, const char *name, const struct semc_create_opts *o)
 {
-	Semd__Create op = SEMD__CREATE__INIT;
 	int r;
 
 	if ((r = args_check(name, o, "no create options")) != 0)
 		return r;
-	create_fill(&op, name, o, NULL);
-	return op_call(c, &op.base, 0, &reply_none, NULL);
+	return semc_create_queue(c, name, o, NULL, &queue_none);
 }
 
 /* Fill a Down request. */
@@ -643,13 +644,11 @@ int semc_cluster_transfer(struct semc *c, uint64_t node_id)
 int semc_create_rate(struct semc *c, const char *name, const struct semc_create_opts *o,
 		     const struct semc_rate *rate)
 {
-	Semd__Create op = SEMD__CREATE__INIT;
 	int r;
 
 	if ((r = args_check(name, o != NULL ? rate : NULL, "no create options or rate")) != 0)
 		return r;
-	create_fill(&op, name, o, rate);
-	return op_call(c, &op.base, 0, &reply_none, NULL);
+	return semc_create_queue(c, name, o, rate, &queue_none);
 }
 
 /* Change a semaphore's bucket. */
@@ -816,6 +815,22 @@ static int policy_check(const struct semc_down_policy *p, bool multi)
 	return 0;
 }
 
+/* Check a down's options and policy, and fill its request: 0, or the error. */
+static int down_policy_fill(Semd__Down *op, const char *name, const struct semc_down_opts *o,
+			    const struct semc_down_policy *p)
+{
+	int r;
+
+	if ((r = args_check(name, o, "no down options")) != 0 ||
+	    (r = policy_check(p, false)) != 0)
+		return r;
+	down_fill(op, name, o);
+	op->replace = (char *)p->replace;
+	op->priority = p->priority;
+	op->group = (char *)p->group;
+	return 0;
+}
+
 /* A down with a policy. */
 int semc_down_policy(struct semc *c, const char *name, const struct semc_down_opts *o,
 		     const struct semc_down_policy *p, struct semc_grant *out)
@@ -823,13 +838,8 @@ int semc_down_policy(struct semc *c, const char *name, const struct semc_down_op
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = args_check(name, o, "no down options")) != 0 ||
-	    (r = policy_check(p, false)) != 0)
+	if ((r = down_policy_fill(&op, name, o, p)) != 0)
 		return r;
-	down_fill(&op, name, o);
-	op.replace = (char *)p->replace;
-	op.priority = p->priority;
-	op.group = (char *)p->group;
 	return op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_grant, out);
 }
 
@@ -841,13 +851,8 @@ int64_t semc_down_policy_async(struct semc *c, const char *name,
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = args_check(name, o, "no down options")) != 0 ||
-	    (r = policy_check(p, false)) != 0)
+	if ((r = down_policy_fill(&op, name, o, p)) != 0)
 		return r;
-	down_fill(&op, name, o);
-	op.replace = (char *)p->replace;
-	op.priority = p->priority;
-	op.group = (char *)p->group;
 	return op_async(c, &op.base, fn, arg);
 }
 

@@ -52,28 +52,35 @@ static void usage_exit(bool forms, const char *msg)
 	exit(EX_USAGE_);
 }
 
+/* A usage error of the message fmt and ap, with the command's synopses when forms. */
+static void usage_vexit(bool forms, const char *fmt, va_list ap)
+	__attribute__((noreturn, format(printf, 2, 0)));
+static void usage_vexit(bool forms, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	usage_exit(forms, msg);
+}
+
 /* A usage error: the message, and where to find help. */
 void usage_fail(const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	usage_vexit(false, fmt, ap);
 	va_end(ap);
-	usage_exit(false, msg);
 }
 
 /* A usage error of the command's arguments: the message and its synopses. */
 void usage_forms(const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	usage_vexit(true, fmt, ap);
 	va_end(ap);
-	usage_exit(true, msg);
 }
 
 /* The exit code for a library error. */
@@ -177,18 +184,29 @@ int fail_json(int ex, const char *error, int code, const char *what, const char 
 	return ex;
 }
 
+/* Read s as a decimal number into *v: 0; -1 when it is not one (digits
+ * only); 1 when it is too large for an unsigned long long. */
+static int parse_digits(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0')
+		return -1;
+	return errno != 0 ? 1 : 0;
+}
+
 /* Parse a count from min to max: a number, in range, else a usage error
  * that says which. */
 uint32_t parse_count(const char *s, const char *what, uint32_t min, uint32_t max)
 {
-	char *end;
 	unsigned long long v;
+	int r = parse_digits(s, &v);
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0')
+	if (r < 0)
 		usage_fail("%s: '%s' is not a number (%u to %u)", what, s, min, max);
-	if (errno != 0 || v > max || v < min)
+	if (r > 0 || v > max || v < min)
 		usage_fail("%s: %s is out of range (%u to %u)", what, s, min, max);
 	return (uint32_t)v;
 }
@@ -196,14 +214,12 @@ uint32_t parse_count(const char *s, const char *what, uint32_t min, uint32_t max
 /* Parse a 64-bit number (tokens, permit ids, --max) of at least min. */
 uint64_t parse_u64(const char *s, const char *what, uint64_t min)
 {
-	char *end;
 	unsigned long long v;
+	int r = parse_digits(s, &v);
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0')
+	if (r < 0)
 		usage_fail("%s: '%s' is not a number", what, s);
-	if (errno != 0 || v < min)
+	if (r > 0 || v < min)
 		usage_fail("%s: %s is out of range (%" PRIu64 " to %llu)", what, s, min,
 			   ULLONG_MAX);
 	return v;
@@ -405,25 +421,42 @@ int globals_parse(int argc, char **argv)
 	return optind;
 }
 
-/* The value of a command's option into a. */
+/* A word an option takes, and what it means. */
+struct opt_word {
+	const char *word;
+	int value;
+};
+
+static const struct opt_word mode_words[2] = {
+	{ "owned", SEMC_MODE_OWNED }, { "signal", SEMC_MODE_SIGNAL },
+};
+static const struct opt_word share_words[2] = {
+	{ "principal", SEMC_SHARE_PRINCIPAL }, { "key", SEMC_SHARE_KEY },
+};
+
+/* The value of the word s, one of two, else a usage error that names both. */
+static int parse_word(const char *s, const char *what, const struct opt_word w[2])
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (strcmp(s, w[i].word) == 0)
+			return w[i].value;
+	usage_fail("%s: '%s' is not %s or %s", what, s, w[0].word, w[1].word);
+}
+
+/* The value of a command's option into a (a->given[id] says it came). */
 static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 {
 	switch (id) {
 	case OPT_N:
 		a->n = parse_count(optarg, "-n", 1, COUNT_MAX);
-		a->n_set = true;
 		break;
 	case OPT_LIMIT:
 		a->limit = parse_count(optarg, "--limit", 1, COUNT_MAX);
-		a->limit_set = true;
 		break;
 	case OPT_MODE:
-		if (strcmp(optarg, "owned") == 0)
-			a->mode = SEMC_MODE_OWNED;
-		else if (strcmp(optarg, "signal") == 0)
-			a->mode = SEMC_MODE_SIGNAL;
-		else
-			usage_fail("--mode: '%s' is not owned or signal", optarg);
+		a->mode = (enum semc_mode)parse_word(optarg, "--mode", mode_words);
 		break;
 	case OPT_TIMEOUT:
 		a->timeout_ms = parse_dur(optarg, "--timeout", -1, NULL);
@@ -443,7 +476,6 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 		break;
 	case OPT_HOLDER:
 		a->holder = parse_u64(optarg, "--holder", 1);
-		a->holder_set = true;
 		break;
 	case OPT_MAX:
 		a->max = parse_u64(optarg, "--max", 1);
@@ -453,29 +485,21 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 		break;
 	case OPT_INITIAL:
 		a->initial = parse_count(optarg, "--initial", 0, COUNT_MAX);
-		a->initial_set = true;
 		break;
 	case OPT_RATE:
 		if (semc_parse_rate(optarg, &a->rate.rate, &a->rate.period_ms) != 0)
 			usage_fail("--rate: '%s' is not a rate (R/UNIT: R 1 to %u, UNIT s, min, "
 				   "h, d or a duration from 1ms to 1d: 5000/h, 10/s, 1/250ms)",
 				   optarg, COUNT_MAX);
-		a->rate_set = true;
 		break;
 	case OPT_BURST:
 		a->rate.burst = parse_count(optarg, "--burst", 1, COUNT_MAX);
-		a->burst_set = true;
 		break;
 	case OPT_PRINCIPAL:
 		a->principal = optarg;
 		break;
 	case OPT_SHARE:
-		if (strcmp(optarg, "principal") == 0)
-			a->share = SEMC_SHARE_PRINCIPAL;
-		else if (strcmp(optarg, "key") == 0)
-			a->share = SEMC_SHARE_KEY;
-		else
-			usage_fail("--share: '%s' is not principal or key", optarg);
+		a->share = (enum semc_share_by)parse_word(optarg, "--share", share_words);
 		break;
 	case OPT_WEIGHT: {
 		const char *eq = strrchr(optarg, '=');
@@ -495,7 +519,6 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 		break;
 	case OPT_MAX_WAITERS:
 		a->max_waiters = parse_count(optarg, "--max-waiters", 0, COUNT_MAX);
-		a->max_waiters_set = true;
 		break;
 	case OPT_REPLACE:
 		a->replace = optarg;
@@ -566,6 +589,7 @@ void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args
 		if (id < OPT_FIRST_GLOBAL && !cmd_takes(cmd, id))
 			usage_fail("%s: option '%s' does not apply to %s", cmd->name,
 				   opt_written(id, b, sizeof b), cmd->name);
+		a->given[id] = true;
 		cmd_opt_set(id, a);
 	}
 	a->argc = argc - optind;

@@ -36,58 +36,58 @@ int cmd_create(struct cmd_args *a)
 
 	struct semc_create_opts o = { 0 };
 
-	if (!a->limit_set && !a->rate_set)
+	if (!a->given[OPT_LIMIT] && !a->given[OPT_RATE])
 		usage_forms("create: --limit N or --rate R/UNIT is required");
-	if (a->burst_set && !a->rate_set)
+	if (a->given[OPT_BURST] && !a->given[OPT_RATE])
 		usage_fail("create: --burst N needs --rate");
-	if (a->rate_set && a->mode == SEMC_MODE_SIGNAL)
+	if (a->given[OPT_RATE] && a->mode == SEMC_MODE_SIGNAL)
 		usage_fail("create: a signal-mode semaphore cannot have a rate");
-	if (a->initial_set && a->mode != SEMC_MODE_SIGNAL)
+	if (a->given[OPT_INITIAL] && a->mode != SEMC_MODE_SIGNAL)
 		usage_fail("create: --initial N needs --mode signal");
-	if (a->initial_set && a->initial > a->limit)
+	if (a->given[OPT_INITIAL] && a->initial > a->limit)
 		usage_fail("create: --initial %u is more than --limit %u", a->initial, a->limit);
-	o.limit = a->limit_set ? a->limit : 0;
-	o.mode = a->rate_set && !a->limit_set ? SEMC_MODE_RATE : a->mode;
-	o.initial_set = a->initial_set;
+	o.limit = a->given[OPT_LIMIT] ? a->limit : 0;
+	o.mode = a->given[OPT_RATE] && !a->given[OPT_LIMIT] ? SEMC_MODE_RATE : a->mode;
+	o.initial_set = a->given[OPT_INITIAL];
 	o.initial = a->initial;
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
 	if (a->nweights > 0 && a->share == SEMC_SHARE_NONE)
 		usage_fail("create: --weight needs --share");
-	if (a->max_waiters_set || a->share != SEMC_SHARE_NONE) {
+	if (a->given[OPT_MAX_WAITERS] || a->share != SEMC_SHARE_NONE) {
 		struct semc_queue qp = { .max_waiters = a->max_waiters, .share = a->share,
 					 .weights = a->weights, .n_weights = a->nweights };
 
-		r = semc_create_queue(c, a->argv[0], &o, a->rate_set ? &a->rate : NULL, &qp);
+		r = semc_create_queue(c, a->argv[0], &o, a->given[OPT_RATE] ? &a->rate : NULL, &qp);
 	} else {
-		r = a->rate_set ? semc_create_rate(c, a->argv[0], &o, &a->rate) :
+		r = a->given[OPT_RATE] ? semc_create_rate(c, a->argv[0], &o, &a->rate) :
 		    semc_create_ex(c, a->argv[0], &o);
 	}
 	if ((r = call_end(c, r, "create")) != 0)
 		return r;
-	if (a->rate_set && a->rate.burst == 0)
+	if (a->given[OPT_RATE] && a->rate.burst == 0)
 		a->rate.burst = a->rate.rate;	/* the daemon's default */
 	if (g.json) {
 		printf("{\"ok\":true,\"name\":");
 		json_str(a->argv[0]);
 		printf(",\"limit\":%u,\"mode\":\"%s\"", o.limit, mode_name(o.mode));
-		if (a->initial_set)
+		if (a->given[OPT_INITIAL])
 			printf(",\"initial\":%u", a->initial);
-		if (a->rate_set)
+		if (a->given[OPT_RATE])
 			printf(",\"rate\":%u,\"rate_period_ms\":%u,\"burst\":%u", a->rate.rate,
 			       a->rate.period_ms, a->rate.burst);
-		if (a->max_waiters_set)
+		if (a->given[OPT_MAX_WAITERS])
 			printf(",\"max_waiters\":%u", a->max_waiters);
 		if (a->share != SEMC_SHARE_NONE)
 			printf(",\"share\":\"%s\"", a->share == SEMC_SHARE_KEY ? "key" : "principal");
 		printf("}\n");
-	} else if (a->rate_set && a->limit_set) {
+	} else if (a->given[OPT_RATE] && a->given[OPT_LIMIT]) {
 		printf("created %s (limit %u, rate %s, burst %u)\n", esc(a->argv[0]), a->limit,
 		       rate_text(a->rate.rate, a->rate.period_ms, rb, sizeof rb), a->rate.burst);
-	} else if (a->rate_set) {
+	} else if (a->given[OPT_RATE]) {
 		printf("created %s (rate %s, burst %u)\n", esc(a->argv[0]),
 		       rate_text(a->rate.rate, a->rate.period_ms, rb, sizeof rb), a->rate.burst);
-	} else if (a->initial_set) {
+	} else if (a->given[OPT_INITIAL]) {
 		printf("created %s (limit %u, %s, %u free)\n", esc(a->argv[0]), a->limit,
 		       mode_name(a->mode), a->initial);
 	} else {
@@ -533,7 +533,7 @@ int cmd_renew(struct cmd_args *a)
 		usage_fail("renew: --lease must be more than 0");
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
-	r = semc_renew(c, a->argv[0], a->holder_set ? a->holder : 0,
+	r = semc_renew(c, a->argv[0], a->given[OPT_HOLDER] ? a->holder : 0,
 		       a->lease_ms > 0 ? (uint32_t)a->lease_ms : 0, &renewed, &expires);
 	if ((r = call_end(c, r, "renew")) != 0)
 		return r;
@@ -819,7 +819,7 @@ static int give_back(struct cmd_args *a, bool release)
 	struct semc *c;
 	int r;
 
-	if (release && !a->holder_set)
+	if (release && !a->given[OPT_HOLDER])
 		usage_forms("release: --holder PERMIT_ID is required");
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;

@@ -89,7 +89,7 @@ static void acq_names(struct acq *q, char **names, int count, const struct cmd_a
 		usage_forms("%s: a semaphore name is required", cmd);
 	if (count > ACQ_MAX)
 		usage_fail("%s: at most %d names at once", cmd, ACQ_MAX);
-	if (count > 1 && a->n_set)
+	if (count > 1 && a->given[OPT_N])
 		usage_fail("%s: with several names, give each its count as NAME:N", cmd);
 	for (i = 0; i < count; i++) {
 		q->names[i] = names[i];
@@ -98,7 +98,7 @@ static void acq_names(struct acq *q, char **names, int count, const struct cmd_a
 		if (colon == NULL || colon[1] < '0' || colon[1] > '9' ||
 		    strspn(colon + 1, "0123456789") != strlen(colon + 1))
 			continue;
-		if (a->n_set)
+		if (a->given[OPT_N])
 			usage_fail("%s: '%s': give the count once, as -n N or as NAME:N", cmd,
 				   names[i]);
 		errno = 0;
@@ -554,7 +554,7 @@ static int down(struct cmd_args *a, bool try)
 	q.timeout_ms = try ? 0 : a->timeout_ms;
 	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
 	q.lease_ms = a->lease_ms > 0 ? (uint32_t)a->lease_ms : UINT32_MAX;
-	q.create_limit = a->limit_set ? a->limit : 0;
+	q.create_limit = a->given[OPT_LIMIT] ? a->limit : 0;
 	acq_policy(&q, a);
 	/*
 	 * A down that waits does so in a session with a lease, as run's does:
@@ -763,7 +763,7 @@ int cmd_run(struct cmd_args *a)
 		usage_forms("run: the command to run is missing after --");
 	acq_names(&q, a->argv, nnames, a);
 	q.timeout_ms = a->timeout_ms;
-	q.create_limit = a->limit_set ? a->limit : 0;
+	q.create_limit = a->given[OPT_LIMIT] ? a->limit : 0;
 	acq_policy(&q, a);
 	lease_ms = a->lease_ms >= 0 ? a->lease_ms : RUN_LEASE_MS;
 	if (lease_ms > 0 && lease_ms < RUN_LEASE_MIN)

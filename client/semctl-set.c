@@ -35,7 +35,7 @@ int cmd_set_queue(struct cmd_args *a)
 	struct semc *c;
 	int r;
 
-	if (!a->max_waiters_set)
+	if (!a->given[OPT_MAX_WAITERS])
 		usage_forms("set-queue: --max-waiters N is required");
 	if ((r = client_open(&c, 0, "semctl")) != 0)
 		return r;
@@ -61,7 +61,7 @@ int cmd_set_rate(struct cmd_args *a)
 	    semc_parse_rate(a->argv[1], &rate.rate, &rate.period_ms) != 0)
 		usage_fail("set-rate: '%s' is not a rate (5000/h, 10/s, 3/min, 1/250ms, 0)",
 			   a->argv[1]);
-	if (rate.rate == 0 && a->burst_set)
+	if (rate.rate == 0 && a->given[OPT_BURST])
 		usage_fail("set-rate: --burst with rate 0 (no bucket)");
 	rate.burst = a->rate.burst;
 	if ((r = client_open(&c, 0, "semctl")) != 0)

@@ -129,7 +129,6 @@ struct cmd_args {
 	struct semc_weight weights[WEIGHTS_MAX];	/* --weight GROUP=W... */
 	size_t nweights;
 	uint32_t max_waiters;
-	bool max_waiters_set;
 	int argc;		/* positional arguments */
 	int nafter;		/* how many of them follow "--" (-1: no "--") */
 	uint32_t n;
@@ -137,15 +136,10 @@ struct cmd_args {
 	enum semc_mode mode;
 	uint32_t initial;
 	struct semc_rate rate;	/* rate 0: none given */
-	bool n_set;
-	bool limit_set;
 	bool force;
-	bool holder_set;
-	bool initial_set;
-	bool rate_set;
-	bool burst_set;
 	bool prefix;
 	bool all;
+	bool given[OPT_COUNT];	/* the options the command line gave */
 };
 
 /* semctl.c */

@@ -19,7 +19,6 @@
  * with this one, and a handle that trusts other CAs never skips the check
  * of a server that another setting verified.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 #include <openssl/x509.h>
 
 #include "client/client-int.h"
+#include "client/fdio.h"
 
 #define SESS_FILE_MAX	65536	/* a kept session bigger than this is not ours */
 
@@ -146,23 +146,6 @@ static SSL_SESSION *sess_load(const struct semc *c, const char *addr)
 	return sess;
 }
 
-/* Write all of buf to fd. */
-static int sess_write_all(int fd, const unsigned char *buf, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * Keep sess for addr in the directory: a new file, renamed over the old
  * one unless the old one is not ours to replace (then both are left).
@@ -188,7 +171,7 @@ static void sess_store(const struct semc *c, const char *addr, SSL_SESSION *sess
 		return;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	ok = fd >= 0 && fchmod(fd, 0600) == 0 && sess_write_all(fd, der, (size_t)n) == 0;
+	ok = fd >= 0 && fchmod(fd, 0600) == 0 && fd_write_all(fd, der, (size_t)n) == 0;
 	if (fd >= 0 && close(fd) != 0)
 		ok = 0;
 	if (fd >= 0 && (!ok || rename(tmp, path) != 0))
