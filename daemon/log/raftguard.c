@@ -22,6 +22,9 @@ struct guard {
 	void		(*close)(struct raft_io *io, raft_io_close_cb cb);
 	raft_io_close_cb close_cb;
 	bool		closed;
+	/* The io's send (messages to no known server are not sent). */
+	int		(*send)(struct raft_io *io, struct raft_io_send *req,
+	    const struct raft_message *m, raft_io_send_cb cb);
 	/* Heard from a leader (raftguard_heard), read by any thread. */
 	_Atomic uint64_t leader_commit;
 	_Atomic uint64_t snapshot_index;
@@ -135,6 +138,24 @@ static int guard_start(struct raft_io *io, unsigned msecs,
 }
 
 /*
+ * libraft 0.15 answers an append it wrote as a follower to the leader it
+ * knows, and a node that stepped down to a new term while the write was
+ * under way knows none: the answer goes to a NULL address, and the uv io
+ * crashes in strlen (ASan, a leader deposed while it appended, faults.sh).
+ * Later libraft versions skip it; the guard refuses such a send (raft frees
+ * its request), as a send to a peer that cannot be reached.
+ */
+static int guard_send(struct raft_io *io, struct raft_io_send *req,
+    const struct raft_message *m, raft_io_send_cb cb)
+{
+	struct guard *g = guard_of(io);
+
+	if (m->server_id == 0 || m->server_address == NULL)
+		return RAFT_NOCONNECTION;
+	return g->send(io, req, m, cb);
+}
+
+/*
  * libraft 0.15's uv io calls its close callback from every completion that
  * finds nothing left open, and does not forget the callback once called:
  * when a snapshot write ends after raft_close(), raft's callback runs twice
@@ -173,6 +194,7 @@ int raftguard_install(struct raft_io *io)
 			guards[i].close = io->close;
 			guards[i].close_cb = NULL;
 			guards[i].closed = false;
+			guards[i].send = io->send;
 			atomic_store(&guards[i].leader_commit, 0);
 			atomic_store(&guards[i].snapshot_index, 0);
 			guards[i].append = NULL;
@@ -184,6 +206,7 @@ int raftguard_install(struct raft_io *io)
 			atomic_store(&guards[i].snapshot_failures, 0);
 			io->start = guard_start;
 			io->close = guard_close;
+			io->send = guard_send;
 			rv = 0;
 			break;
 		}
@@ -198,6 +221,7 @@ void raftguard_remove(struct raft_io *io)
 		if (guards[i].io == io) {
 			io->start = guards[i].start;
 			io->close = guards[i].close;
+			io->send = guards[i].send;
 			if (guards[i].append != NULL)
 				io->append = guards[i].append;
 			if (guards[i].snapshot_put != NULL)

@@ -18,7 +18,9 @@
  * the follower has stored), and the last snapshot a leader sent it, for
  * readiness (/readyz: how far behind the leader a follower is). It lets
  * raft's close callback run once (libraft 0.15 can call it twice when a
- * snapshot write ends after raft_close). And it can measure the io's disk
+ * snapshot write ends after raft_close), and refuses a send to no known
+ * server (0.15 answers a leader it no longer knows, at a NULL address, after
+ * stepping down while it appended). And it can measure the io's disk
  * work for the metrics (raftguard_measure): how long appends take to be
  * written and fsynced, and how many snapshot writes succeed and fail.
  */
@@ -30,7 +32,7 @@
 #include <raft.h>
 
 /*
- * Wrap io->start and io->close of an io whose data will be its struct
+ * Wrap io->start, io->close and io->send of an io whose data will be its struct
  * raft (raft_init sets it). Call before raft_start(); 0, or -1 when too
  * many ios are guarded at once (RAFTGUARD_MAX).
  */

@@ -93,6 +93,19 @@ static int io_snapshot_put(struct raft_io *io, unsigned trailing,
 	return 0;
 }
 
+static int io_sent;
+
+static int io_send(struct raft_io *io, struct raft_io_send *req,
+    const struct raft_message *m, raft_io_send_cb cb)
+{
+	(void)io;
+	(void)req;
+	(void)m;
+	(void)cb;
+	io_sent++;
+	return 0;
+}
+
 /* What raft saw: messages, completions and their requests and statuses. */
 static int raft_msgs, raft_appended, raft_put;
 static int raft_status;
@@ -134,6 +147,7 @@ static void test_io(void)
 	io.start = io_start;
 	io.append = io_append;
 	io.snapshot_put = io_snapshot_put;
+	io.send = io_send;
 	CHECK(raftguard_install(&io) == 0);
 	CHECK(raftguard_measure(&io) == 0);
 	CHECK(io.append != io_append && io.snapshot_put != io_snapshot_put);
@@ -155,6 +169,24 @@ static void test_io(void)
 	CHECK(raft_msgs == 3);
 	raftguard_heard(&io, &commit, &snap);
 	CHECK(commit == 42 && snap == 77);
+
+	/* A send to a known server goes; one to nobody (a follower answering
+	 * the leader it no longer knows) is refused, not sent. */
+	{
+		struct raft_io_send sr;
+
+		memset(&m, 0, sizeof m);
+		m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
+		m.server_id = 2;
+		m.server_address = "127.0.0.1:9";
+		CHECK(io.send(&io, &sr, &m, NULL) == 0 && io_sent == 1);
+		m.server_id = 0;
+		m.server_address = NULL;
+		CHECK(io.send(&io, &sr, &m, NULL) == RAFT_NOCONNECTION);
+		m.server_id = 2;
+		CHECK(io.send(&io, &sr, &m, NULL) == RAFT_NOCONNECTION);
+		CHECK(io_sent == 1);
+	}
 
 	/* An append: raft's callback gets raft's request, once, timed. */
 	memset(&ar, 0, sizeof ar);
@@ -201,7 +233,7 @@ static void test_io(void)
 
 	raftguard_remove(&io);
 	CHECK(io.start == io_start && io.append == io_append &&
-	    io.snapshot_put == io_snapshot_put);
+	    io.snapshot_put == io_snapshot_put && io.send == io_send);
 	raftguard_stats(&io, &st);
 	CHECK(st.snapshots == 0 && st.append_sum_us == 0);
 }
