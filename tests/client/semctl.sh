@@ -248,6 +248,15 @@ expect_eq "run --lease 100ms is too short" 2 "$(rc "$SEMCTL" -s "$f_UNIX" run r 
 
 # --- issue 11's small ones (against f) ------------------------------------------
 F() { "$SEMCTL" -s "$f_UNIX" "$@"; }
+# waiters NAME N: N downs wait on NAME (semctl info says so).
+waiters() { F info "$1" | grep -qE "^waiters: $2( |\$)"; }
+# up_grants NAME PID DESC: an up of NAME lets the waiting semctl PID
+# through (it exits 0).
+up_grants() {
+	F up "$1" >/dev/null
+	wait "$2"
+	expect_eq "$3" 0 "$?"
+}
 # --json: exactly one JSON object for a usage error, wherever --json is
 for args in "--json frobnicate" "info --bogus --json" "--json down x -n 0" "run r --json" "--json create x"; do
 	out=$("$SEMCTL" -s "$f_UNIX" $args 2>/dev/null)
@@ -292,7 +301,7 @@ ok "info: the bound" sh -c "'$SEMCTL' -s '$f_UNIX' info qp | grep -q '^queue: at
 F down qp >/dev/null
 F down qp --replace job --timeout 30s >/dev/null 2>"$T/rep1.err" &
 p1=$!
-ok "the keyed down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info qp | grep -q '^waiters: 1'"
+ok "the keyed down waits" t_wait_for 10 waiters qp 1
 expect_eq "a down past --max-waiters exits 8 at once" 8 "$(rc F down qp --timeout 30s)"
 expect_eq "... queue_full in JSON" "queue_full 8" "$(F --json down qp --timeout 30s 2>/dev/null | jget 'j["error"], j["exit"]')"
 expect_eq "a trydown is not refused for a full queue" 1 "$(rc F trydown qp)"
@@ -305,9 +314,7 @@ expect_eq "--replace takes one name" 2 "$(rc F down qp qp2 --replace k)"
 expect_eq "a bad key" 6 "$(rc F down qp --replace 'a b' --timeout 1s)"
 expect_eq "set-queue needs --max-waiters" 2 "$(rc F set-queue qp)"
 expect_eq "set-queue --json" 0 "$(F --json set-queue qp --max-waiters 0 | jget 'j["max_waiters"]')"
-F up qp >/dev/null
-wait $p2
-expect_eq "the newer down is granted" 0 "$?"
+up_grants qp $p2 "the newer down is granted"
 F up qp >/dev/null
 
 # --- priorities ---------------------------------------------------------------
@@ -315,23 +322,19 @@ F create pr --limit 1 >/dev/null
 F down pr >/dev/null
 F down pr --timeout 30s >/dev/null 2>&1 &
 p1=$!
-ok "a class 0 down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info pr | grep -q '^waiters: 1'"
+ok "a class 0 down waits" t_wait_for 10 waiters pr 1
 F down pr --priority 3 --timeout 90s >/dev/null 2>&1 &
 p2=$!
-ok "a class 3 down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info pr | grep -q '^waiters: 2'"
+ok "a class 3 down waits" t_wait_for 10 waiters pr 2
 # The class 3 one (90s) is first: its deadline is a minute after the other's.
 expect_eq "... and goes first in line" True \
 	"$(F --json info pr | jget 'j["waiters"][0]["deadline_ms"] > j["waiters"][1]["deadline_ms"] + 30000')"
 expect_eq "--priority 8 is out of range" 2 "$(rc F down pr --priority 8)"
 expect_eq "--priority -9 is out of range" 2 "$(rc F down pr --priority -9)"
 expect_eq "a class 7 trydown does not pass the holder" 1 "$(rc F trydown pr --priority 7)"
-F up pr >/dev/null
-wait $p2
-expect_eq "the class 3 down is granted first" 0 "$?"
-ok "the class 0 one still waits" sh -c "'$SEMCTL' -s '$f_UNIX' info pr | grep -q '^waiters: 1'"
-F up pr >/dev/null
-wait $p1
-expect_eq "then the class 0 one" 0 "$?"
+up_grants pr $p2 "the class 3 down is granted first"
+ok "the class 0 one still waits" waiters pr 1
+up_grants pr $p1 "then the class 0 one"
 F up pr >/dev/null
 
 # --- fair shares ----------------------------------------------------------------
@@ -343,10 +346,10 @@ F down fs --group heavy >/dev/null
 F down fs --group light >/dev/null
 F down fs --group light --timeout 30s >/dev/null 2>&1 &
 p1=$!
-ok "a light down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info fs | grep -q '^waiters: 1'"
+ok "a light down waits" t_wait_for 10 waiters fs 1
 F down fs --group heavy --timeout 30s >/dev/null 2>&1 &
 p2=$!
-ok "a heavy down waits" t_wait_for 10 sh -c "'$SEMCTL' -s '$f_UNIX' info fs | grep -q '^waiters: 2'"
+ok "a heavy down waits" t_wait_for 10 waiters fs 2
 expect_eq "info --json: the groups, their weights, held and waiting" \
 	"key [('heavy', 3, 1, 1), ('light', 1, 1, 1)]" \
 	"$(F --json info fs | jget 'j["share"], [(g["group"], g["weight"], g["held"], g["waiting"]) for g in j["groups"]]')"
@@ -354,13 +357,9 @@ ok "info: the shares" sh -c "'$SEMCTL' -s '$f_UNIX' info fs | grep -q '^shares b
 expect_eq "--group on a name without shares" 6 "$(rc F down pr --group x --timeout 1s)"
 expect_eq "--group takes one name" 2 "$(rc F down fs pr --group x)"
 # heavy's tag is 1/3 of a permit on, light's a whole one: heavy first.
-F up fs >/dev/null
-wait $p2
-expect_eq "the heavy group's down first (weight 3)" 0 "$?"
-ok "the light one still waits" sh -c "'$SEMCTL' -s '$f_UNIX' info fs | grep -q '^waiters: 1'"
-F up fs >/dev/null
-wait $p1
-expect_eq "then the light one" 0 "$?"
+up_grants fs $p2 "the heavy group's down first (weight 3)"
+ok "the light one still waits" waiters fs 1
+up_grants fs $p1 "then the light one"
 F up fs >/dev/null; F up fs >/dev/null
 
 t_done
