@@ -173,11 +173,10 @@ t_cluster3() {
 
 # t_cluster_node I [ARGS...]: node I of t_cluster3's cluster (t_start_node)
 # on its data directory $T/dI, peer port base+I, client port base+10+I,
-# open to anyone, a snapshot every 2048 entries (a restart replays less:
-# tests/cluster/proxied.sh says why); ARGS after.
+# open to anyone; ARGS after.
 t_cluster_node() {
 	t_n=$1; shift
-	t_start_node "$t_n" --data-dir "$T/d$t_n" --node-id "$t_n" --snapshot-every 2048 \
+	t_start_node "$t_n" --data-dir "$T/d$t_n" --node-id "$t_n" \
 		--peer-listen "tcp:127.0.0.1:$((base + t_n))" \
 		--listen "tcp:127.0.0.1:$((base + 10 + t_n))" \
 		--acl "anonymous * all" "$@"

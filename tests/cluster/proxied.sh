@@ -23,14 +23,10 @@ python3 "$PROXY" "$T/blocked" "127.0.0.2:$P1=127.0.0.1:$P1" \
 	>"$T/proxy.log" 2>&1 &
 PIDS_TO_KILL="$PIDS_TO_KILL $!"
 
-# start_node I: node I on its data directory (made on the first start),
-# with a snapshot every 2048 entries: a node killed under the clients' load
-# replays less when it restarts (libraft 0.15 grows its array of entries a
-# batch at a time as it loads them, and under ASan, whose realloc copies,
-# 30,000 entries took more than the two minutes semd waits for its log).
+# start_node I: node I on its data directory (made on the first start).
 start_node() {
 	eval "port=\$P$1 cport=\$C$1"
-	t_start_node "$1" --data-dir "$T/d$1" --node-id "$1" --snapshot-every 2048 \
+	t_start_node "$1" --data-dir "$T/d$1" --node-id "$1" \
 		--peer-listen "tcp:127.0.0.2:$port" --peer-bind "tcp:127.0.0.1:$port" \
 		--bootstrap "$BOOT" --listen "tcp:127.0.0.1:$cport" \
 		--acl "anonymous * all"
