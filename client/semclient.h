@@ -480,6 +480,11 @@ int semc_unwatch(struct semc *c, uint64_t watch);
  * oldest kept). Symbol version LIBSEMCLIENT_1.4. */
 int64_t semc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t from_revision,
 			semc_watch_fn fn, void *arg);
+/* Where a resume of watch starts: the revision after its last event given
+ * to the callback, or after the daemon's last one when the watch began
+ * (so a watch that saw no event resumes without a gap); 0 for an unknown
+ * watch. Symbol version LIBSEMCLIENT_1.4. */
+uint64_t semc_watch_next_revision(struct semc *c, uint64_t watch);
 /* "wait", "grant", "release", ... */
 const char *semc_watch_kind_name(enum semc_watch_kind kind);
 

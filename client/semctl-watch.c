@@ -104,6 +104,16 @@ static void watch_on_watch(struct semc *c, const struct semc_watch_event *ev, vo
 	watch_print(ev);
 }
 
+/* A watch is on: a resume starts after the daemon's last event, if later
+ * than the last one printed (none may come before the connection goes). */
+static void watch_started(struct semc *c, struct watch_state *ws, int64_t id)
+{
+	uint64_t next = semc_watch_next_revision(c, (uint64_t)id);
+
+	if (next > ws->from)
+		ws->from = next;
+}
+
 /* Events of the connection during watch. */
 static void watch_on_event(struct semc *c, const struct semc_event *ev, void *arg)
 {
@@ -151,6 +161,7 @@ int cmd_watch(struct cmd_args *a)
 		semc_free(c);
 		return fail((int)id, "watch");
 	}
+	watch_started(c, &ws, id);
 	sa.sa_handler = watch_on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -183,6 +194,8 @@ int cmd_watch(struct cmd_args *a)
 			}
 			if (id < 0)
 				ws.rewatch = true;	/* again at the next turn */
+			else
+				watch_started(c, &ws, id);
 		}
 	}
 	semc_free(c);

@@ -22,6 +22,7 @@ struct semc_watcher {
 	uint64_t id;
 	semc_watch_fn fn;
 	void *arg;
+	uint64_t next_rev;	/* where a resume starts (0: not known yet) */
 };
 
 static const char *const kind_names[] = {
@@ -124,6 +125,14 @@ int64_t semc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t 
 		err = semc_wait(c, r, semc_now_ms() + atomic_load(&c->timeout_ms), &ghost);
 		if (err == 0 && r->reply != NULL)
 			err = semc_reply_error(r->reply);
+		if (err == 0 && r->reply != NULL) {
+			pthread_mutex_lock(&c->lock);
+			for (w = c->watchers; w != NULL && w->id != id; w = w->next)
+				;
+			if (w != NULL && w->next_rev < r->reply->revision + 1)
+				w->next_rev = r->reply->revision + 1;
+			pthread_mutex_unlock(&c->lock);
+		}
 		if (!ghost)
 			semc_req_free(r);
 	}
@@ -134,6 +143,20 @@ int64_t semc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t 
 		return err;
 	}
 	return (int64_t)id;
+}
+
+/* The revision a resume of watch starts at (0: no such watch). */
+uint64_t semc_watch_next_revision(struct semc *c, uint64_t watch)
+{
+	struct semc_watcher *w;
+	uint64_t rev = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (w = c->watchers; w != NULL; w = w->next)
+		if (w->id == watch)
+			rev = w->next_rev;
+	pthread_mutex_unlock(&c->lock);
+	return rev;
 }
 
 /* End a watch: the daemon stops it, and its callback is forgotten. */
@@ -159,6 +182,8 @@ void semc_watch_deliver(struct semc *c, struct semc_watch_event *ev)
 		if (w->id == ev->watch) {
 			fn = w->fn;
 			arg = w->arg;
+			if (w->next_rev < ev->revision + 1)
+				w->next_rev = ev->revision + 1;
 			break;
 		}
 	}

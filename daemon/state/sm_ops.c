@@ -197,6 +197,7 @@ static void watch_compacted(struct sm *sm, struct sm_client *c, uint64_t id,
 void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Watch *wt = req->watch;
+	Semd__Reply r = SEMD__REPLY__INIT;
 	struct sm_watch *x;
 	uint64_t id = req->id, oldest;
 	size_t len = strlen(wt->name);
@@ -245,7 +246,11 @@ void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		    "out of memory");
 		return;
 	}
-	reply_ok(sm, c, id);
+	/* The last revision so far: its client resumes after it even when no
+	 * event came before its connection was lost. */
+	r.id = id;
+	r.revision = sm->ev_rev;
+	reply_send(sm, c, &r);
 	if (wt->from_revision != 0)
 		watch_replay(sm, x, wt->from_revision);
 }

@@ -6,7 +6,8 @@
 # refused as compacted (exit 6, the oldest kept said); a watcher cut off by
 # a restart of a durable semd - stopped meanwhile, so that events happen
 # while it is away - resumes after its last revision without losing or
-# repeating one.
+# repeating one, and one that saw no event resumes after the revision the
+# daemon had when it began watching.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
 unset SEMD_TEST_DURABLE		# this test gives its own data directory
@@ -84,19 +85,30 @@ start_semd e --data-dir "$D" || exit 1
 E="$SEMCTL -s $e_UNIX"
 "$SEMCTL" -s "$e_UNIX" --json watch q/ >"$T/dur.json" 2>"$T/dur.err" &
 wpid=$!
-t_wait_for 5 sh -c "$E --json stats | grep -q '\"replies_watch_OK\":1'"
+# and one that sees no event before the restart: it resumes after the
+# daemon's last revision when it began (the Watch reply says it)
+"$SEMCTL" -s "$e_UNIX" --json watch z/ >"$T/none.json" 2>"$T/none.err" &
+zpid=$!
+t_wait_for 5 sh -c "$E --json stats | grep -q '\"replies_watch_OK\":2'"
 $E create q/a --limit 1 >/dev/null
 $E down q/a --lease 1h >/dev/null
 t_wait_for 5 lines "$T/dur.json" 2
-kill -STOP "$wpid"
+kill -STOP "$wpid" "$zpid"
 kill -KILL "$e_PID"; wait "$e_PID" 2>/dev/null
 start_semd e --data-dir "$D" || exit 1
 $E up q/a >/dev/null
 $E set-limit q/a 2 >/dev/null
 $E trydown q/a -n 2 >/dev/null
-kill -CONT "$wpid"
+$E create z/a --limit 1 >/dev/null
+$E trydown z/a >/dev/null
+kill -CONT "$wpid" "$zpid"
 t_wait_for 20 lines "$T/dur.json" 5
-kill -INT "$wpid"; wait "$wpid"
+t_wait_for 20 lines "$T/none.json" 2
+kill -INT "$wpid" "$zpid"; wait "$wpid"; wait "$zpid"
+expect_eq "a watcher that saw no event: those made while it was away are there" \
+	"create grant" \
+	"$(python3 -c 'import json,sys; print(" ".join(json.loads(l)["event"] for l in open(sys.argv[1])))' "$T/none.json")"
+ok "... it said it resumes from a revision" grep -q 'to resume from revision' "$T/none.err"
 ok "resumed after the restart: no event lost or repeated" consecutive "$T/dur.json"
 expect_eq "... the events made while it was away are there" "create grant release limit grant" \
 	"$(python3 -c 'import json,sys; print(" ".join(json.loads(l)["event"] for l in open(sys.argv[1])))' "$T/dur.json")"
