@@ -29,16 +29,17 @@ ok "a leader is elected" wait_leader
 # Under a sanitizer (nodes several times slower) the safety checks stay and
 # the liveness one goes: there 2 of 8 clients made no grant in the last 4 s
 # of a 22 s quiet end (some requests unanswered until the 5 s reply timeout).
-# Three clients there, not eight: a node reads its whole open segment when
-# it restarts, and libraft 0.15 grows its array of entries a batch at a
-# time, which ASan's realloc makes quadratic (17,000 entries: 10 s; the 35,000
-# of eight clients came near the two minutes semd waits for its log).
-quiet=4 linger=30 clients=8
+# Three clients there for 60 s, not eight for 120 s: a node reads its whole
+# open segment when it restarts, and libraft 0.15 grows its array of
+# entries a batch at a time, which ASan's realloc makes quadratic (17,000
+# entries: 10 s; the 35,000 of eight clients came near the two minutes semd
+# waits for its log, and 20,000 still took 27 s).
+quiet=4 linger=30 clients=8 secs=120
 if grep -qa -e __asan_init -e __tsan_init "$SEMD"; then
-	quiet=0 linger=60 clients=3
+	quiet=0 linger=60 clients=3 secs=60
 	echo "# a sanitizer build: the clients' liveness is not checked"
 fi
-"$LOAD" -s "$ADDRS" -d 120 -t $clients -n 3 -l 2 -q $quiet -f "$T/faults-done" >"$T/load.out" 2>"$T/load.err" &
+"$LOAD" -s "$ADDRS" -d $secs -t $clients -n 3 -l 2 -q $quiet -f "$T/faults-done" >"$T/load.out" 2>"$T/load.err" &
 load=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $load"
 sleep 4
