@@ -190,6 +190,9 @@ static const struct semc_conv waiter_conv = CONV(struct semc_waiter,
 	WAITER(F_COPY, since_ms), WAITER(F_COPY, deadline_ms), WAITER(F_COPY, seq),
 	WAITER(F_BOOL, detached),
 	WAITER(F_STR, client_name), WAITER(F_STR, host), WAITER(F_STR, principal));
+#define CLASS(kind, ...)	kind(struct semc_waiter_class, Semd__Waiter, __VA_ARGS__)
+static const struct semc_conv class_conv = CONV(struct semc_waiter_class,
+	CLASS(F_COPY, priority), CLASS(F_STR, replace));
 #define GROUP(kind, ...)	kind(struct semc_group_info, Semd__GroupInfo, __VA_ARGS__)
 static const struct semc_conv group_conv = CONV(struct semc_group_info,
 	GROUP(F_STR, group), GROUP(F_COPY, weight), GROUP(F_COPY, share), GROUP(F_COPY, held),
@@ -204,7 +207,8 @@ const struct semc_conv semc_info_conv = RESULT(struct semc_info, INFO, info,
 	INFO(F_COPY, tokens_nano), INFO(F_COPY, next_token_ms), INFO(F_COPY, max_waiters),
 	INFO(F_COPY, share), INFO(F_ARRAY, n_groups, groups, n_groups, groups, &group_conv),
 	INFO(F_ARRAY, n_holders, holders, n_holders, holders, &holder_conv),
-	INFO(F_ARRAY, n_waiters, waiters, n_waiters, waiters, &waiter_conv));
+	INFO(F_ARRAY, n_waiters, waiters, n_waiters, waiters, &waiter_conv),
+	INFO(F_ARRAY, n_waiter_classes, waiter_classes, n_waiters, waiters, &class_conv));
 
 /* A ListReply, its summaries. */
 #define SUMMARY(kind, ...)	kind(struct semc_summary, Semd__Summary, __VA_ARGS__)

@@ -115,6 +115,13 @@ struct semc_waiter {
 	bool detached;		/* its session is disconnected, inside its lease */
 };
 
+/* A waiter's place in its queue's policies (0.3.0; struct semc_waiter is
+ * left as 0.2.0 had it, an array callers index). */
+struct semc_waiter_class {
+	int32_t priority;	/* its down's class, -8..7 (0: the default) */
+	char *replace;		/* its down's replace key ("": none) */
+};
+
 /* Fair shares of a name (0.3.0): split between groups by principal, or
  * by a down's group key (the principal when it gives none). */
 enum semc_share_by {
@@ -159,6 +166,10 @@ struct semc_info {
 	enum semc_share_by share;
 	size_t n_groups;
 	struct semc_group_info *groups;	/* with shares: listed and active, by name */
+	/* 0.3.0: each of waiters' class, in the same order (n_waiter_classes
+	 * is n_waiters) */
+	size_t n_waiter_classes;
+	struct semc_waiter_class *waiter_classes;
 };
 
 struct semc_summary {
@@ -631,9 +642,6 @@ int semc_parse_duration(const char *s, int64_t *ms);
 /* The library's version, "0.2.0". */
 const char *semc_version(void);
 
-#ifdef __cplusplus
-}
-#endif
 /* --- queue policies and priorities (0.3.0) ------------------------------
  * Symbol version LIBSEMCLIENT_1.4. */
 
@@ -688,5 +696,9 @@ int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wan
 				     int64_t timeout_ms, uint32_t lease_ms,
 				     const struct semc_down_policy *policy, semc_done_fn fn,
 				     void *arg);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

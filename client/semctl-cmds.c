@@ -250,8 +250,15 @@ static void info_json(const struct info_pages *ip, int64_t now)
 			       ",\"n\":%u", total ? "," : "", total + 1, w->request_id, w->seq, w->n);
 			json_client(w->client_name, w->host, w->pid, w->principal);
 			printf(",\"since_ms\":%" PRIu64 ",\"waited_ms\":%" PRId64 ",\"deadline_ms\":%"
-			       PRIu64 ",\"detached\":%s}", w->since_ms, now - (int64_t)w->since_ms,
+			       PRIu64 ",\"detached\":%s", w->since_ms, now - (int64_t)w->since_ms,
 			       w->deadline_ms, w->detached ? "true" : "false");
+			if (i < ip->p[k].in->n_waiter_classes) {
+				const struct semc_waiter_class *wc = &ip->p[k].in->waiter_classes[i];
+
+				printf(",\"priority\":%d,\"replace\":", (int)wc->priority);
+				json_str(wc->replace);
+			}
+			printf("}");
 		}
 	}
 	printf("],\"waiters_total\":%zu", in->waiters_total);
@@ -328,11 +335,19 @@ static void info_text(const struct info_pages *ip, int64_t now)
 		for (i = 0; i < ip->p[k].nw; i++) {
 			const struct semc_waiter *w = &ip->p[k].in->waiters[i];
 
-			printf("  %-3zu %-8" PRIu64 " %-3u %-14s %-16s %-7u %-12s %-19s %s%s\n", ++pos,
+			const struct semc_waiter_class *wc = i < ip->p[k].in->n_waiter_classes ?
+			    &ip->p[k].in->waiter_classes[i] : NULL;
+
+			printf("  %-3zu %-8" PRIu64 " %-3u %-14s %-16s %-7u %-12s %-19s %s%s", ++pos,
 			       w->request_id, w->n, esc(w->client_name), esc(w->host), w->pid,
 			       esc(w->principal), fmt_time(w->since_ms, b1, sizeof b1),
 			       fmt_dur(now - (int64_t)w->since_ms, b2, sizeof b2),
 			       w->detached ? " (disconnected)" : "");
+			if (wc != NULL && wc->priority != 0)
+				printf(" priority %d", (int)wc->priority);
+			if (wc != NULL && wc->replace != NULL && *wc->replace != '\0')
+				printf(" replace %s", esc(wc->replace));
+			printf("\n");
 		}
 	}
 }

@@ -302,6 +302,8 @@ F down qp >/dev/null
 F down qp --replace job --timeout 30s >/dev/null 2>"$T/rep1.err" &
 p1=$!
 ok "the keyed down waits" t_wait_for 10 waiters qp 1
+expect_eq "info --json: its replace key" job "$(F --json info qp | jget 'j["waiters"][0]["replace"]')"
+ok "info: the key is shown" sh -c "'$SEMCTL' -s '$f_UNIX' info qp | grep -q ' replace job\$'"
 expect_eq "a down past --max-waiters exits 8 at once" 8 "$(rc F down qp --timeout 30s)"
 expect_eq "... queue_full in JSON" "queue_full 8" "$(F --json down qp --timeout 30s 2>/dev/null | jget 'j["error"], j["exit"]')"
 expect_eq "a trydown is not refused for a full queue" 1 "$(rc F trydown qp)"
@@ -326,6 +328,9 @@ ok "a class 0 down waits" t_wait_for 10 waiters pr 1
 F down pr --priority 3 --timeout 90s >/dev/null 2>&1 &
 p2=$!
 ok "a class 3 down waits" t_wait_for 10 waiters pr 2
+expect_eq "info --json: each waiter's class, the higher first in line" "[3, 0]" \
+	"$(F --json info pr | jget '[w["priority"] for w in j["waiters"]]')"
+ok "info: the class is shown" sh -c "'$SEMCTL' -s '$f_UNIX' info pr | grep -q ' priority 3\$'"
 # The class 3 one (90s) is first: its deadline is a minute after the other's.
 expect_eq "... and goes first in line" True \
 	"$(F --json info pr | jget 'j["waiters"][0]["deadline_ms"] > j["waiters"][1]["deadline_ms"] + 30000')"
