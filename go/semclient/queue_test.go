@@ -7,8 +7,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,5 +257,41 @@ func TestParentDeadlock(t *testing.T) {
 	// the parent waits for its child, which would wait for the parent's hold
 	if _, err := child.Semaphore(name).Acquire(ctx, 1); !errors.Is(err, semclient.ErrDeadlock) {
 		t.Fatalf("a child waiting for its parent's hold: %v", err)
+	}
+}
+
+// A WatchFrom watch resumes after a restart of a durable daemon: the
+// events made while it was away are replayed, without a gap.
+func TestWatchFromResumes(t *testing.T) {
+	ctx := ctxT(t, 60*time.Second)
+	dir := t.TempDir()
+	addr := fmt.Sprintf("tcp:127.0.0.1:%d", portBase(t, 1))
+	d := startSemd(t, dir, "wdur", "--data-dir", filepath.Join(dir, "data"), "--listen", addr)
+	w := dial(t, addr, semclient.WithLease(10*time.Second))
+	c := dial(t, addr)
+	name := created(t, ctx, c, 1)
+	evs, err := w.WatchFrom(ctx, name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetLimit(ctx, name, 2); err != nil {
+		t.Fatal(err)
+	}
+	first := nextEvent(t, evs)
+	d.stop(syscall.SIGTERM)
+	d.start(t)
+	if err := c.SetLimit(ctx, name, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []int{3, 4} {
+		ev := nextEvent(t, evs)
+		if ev.Kind != semclient.EventLimit || ev.Limit != l || ev.Revision <= first.Revision {
+			t.Fatalf("after the restart: %+v (first %+v)", ev, first)
+		}
+		if l == 3 {
+			if err := c.SetLimit(ctx, name, 4); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
