@@ -136,8 +136,8 @@ func TestShares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pa.Release()
 	in, err := c.Info(ctx, name)
+	pa.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,12 +239,12 @@ func TestWatchFromCompacted(t *testing.T) {
 func TestParentDeadlock(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	parent := dial(t, shared.Unix)
-	name := created(t, ctx, parent, 1)
-	held, err := parent.Semaphore(name).Acquire(ctx, 1)
+	held, err := parent.Semaphore(uniq(t), semclient.CreateLimit(1)).Acquire(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Release()
+	name := held.Name()
 	s, err := parent.Session()
 	if err != nil {
 		t.Fatal(err)

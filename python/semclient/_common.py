@@ -208,7 +208,7 @@ def handle_options(address: Optional[str], lease: Optional[Number], name: Option
 
 
 def session_of(t: tuple) -> Session:
-    sid, lease, principal, server, resumed, _err = t
+    sid, lease, principal, server, resumed, _err, _link = t
     return Session(sid, lease / 1000.0 if lease else None, principal, server, bool(resumed))
 
 
@@ -604,7 +604,7 @@ class ClientBase:
         older than 0.3): a child process's client given ``parent=(session.id,
         session_link)`` tells the daemon that this session waits for the
         child's, so that a deadlock across the two is seen."""
-        return self._h.session_link()
+        return self._h.session()[6]
 
     @property
     def session(self) -> Session:

@@ -158,6 +158,7 @@ static PyObject *h_session(HandleObject *self, PyObject *unused)
 {
 	struct semc_session s;
 	struct hctx *ctx;
+	uint64_t link;
 	PyObject *v;
 	int r;
 
@@ -166,11 +167,13 @@ static PyObject *h_session(HandleObject *self, PyObject *unused)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	r = semc_session(ctx->c, &s);
+	link = semc_session_link(ctx->c);
 	Py_END_ALLOW_THREADS
 	/* strings valid until the next reconnect: copied under the GIL,
 	 * before anything else runs on the handle from this thread */
-	v = Py_BuildValue("(KkNNNi)", (unsigned long long)s.session, (unsigned long)s.lease_ms,
-			  str_from(s.principal), str_from(s.server), PyBool_FromLong(s.resumed), r);
+	v = Py_BuildValue("(KkNNNiK)", (unsigned long long)s.session, (unsigned long)s.lease_ms,
+			  str_from(s.principal), str_from(s.server), PyBool_FromLong(s.resumed), r,
+			  (unsigned long long)link);
 	handle_leave(ctx);
 	return v;
 }
@@ -190,16 +193,6 @@ static PyObject *h_address(HandleObject *self, PyObject *unused)
 	if (c == NULL)
 		return error_raise(PYSEMC_E_CLOSED, "the client is closed", "address", NULL);
 	return str_from(semc_address(c));
-}
-
-static PyObject *h_session_link(HandleObject *self, PyObject *unused)
-{
-	struct semc *c = handle_semc(self);
-
-	(void)unused;
-	if (c == NULL)
-		return error_raise(PYSEMC_E_CLOSED, "the client is closed", "session_link", NULL);
-	return PyLong_FromUnsignedLongLong(semc_session_link(c));
 }
 
 static PyObject *h_get_closed(HandleObject *self, void *unused)
@@ -480,10 +473,8 @@ static PyMethodDef Handle_methods[] = {
 	{ "close", (PyCFunction)h_close, METH_NOARGS,
 	  "close(): end the connection; threads inside the library return; freed when out." },
 	{ "session", (PyCFunction)h_session, METH_NOARGS,
-	  "session() -> (id, lease_ms, principal, server, resumed, error)." },
+	  "session() -> (id, lease_ms, principal, server, resumed, error, link)." },
 	{ "address", (PyCFunction)h_address, METH_NOARGS, "address() -> the address in use." },
-	{ "session_link", (PyCFunction)h_session_link, METH_NOARGS,
-	  "session_link() -> the session's link, for a child's parent (0: none)." },
 	{ "down", (PyCFunction)(void (*)(void))h_down, METH_FASTCALL,
 	  "down(name, n, timeout_ms, lease_ms, create_limit) -> (permit_id, token, n, waited_us)." },
 	{ "down_policy", (PyCFunction)h_down_policy, METH_VARARGS,

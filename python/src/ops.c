@@ -61,51 +61,51 @@ static int conv_mode(PyObject *o, void *out)
 	return 1;
 }
 
-/* A group's weights, a tuple of (group, weight) pairs (at most 64): the
- * groups are borrowed from the items, which the tuple keeps. */
-static int conv_weights(PyObject *o, void *out)
+/* o as a tuple of lo to hi rows, each a tuple of one item per column,
+ * converted by convs[k] into the row at rows + i * size + offs[k] ("what"
+ * names a row in errors); *n gets their number. The strings are borrowed
+ * from the items, which the tuple keeps (the call's arguments keep it). */
+static int conv_rows(PyObject *o, Py_ssize_t lo, Py_ssize_t hi, const char *what,
+		     const conv_fn *convs, const size_t *offs, Py_ssize_t cols, void *rows,
+		     size_t size, size_t *n)
 {
-	struct weights *w = out;
-	Py_ssize_t i, len;
+	Py_ssize_t i, k, len;
 
 	if (!PyTuple_Check(o)) {
-		PyErr_Format(PyExc_TypeError, "a tuple of weights is required, not %.100s",
+		PyErr_Format(PyExc_TypeError, "a tuple of %ss is required, not %.100s", what,
 			     Py_TYPE(o)->tp_name);
 		return 0;
 	}
 	len = PyTuple_GET_SIZE(o);
-	if (len > 64) {
-		PyErr_SetString(PyExc_ValueError, "at most 64 weights");
+	if (len < lo || len > hi) {
+		PyErr_Format(PyExc_ValueError, "%zd to %zd %ss, not %zd", lo, hi, what, len);
 		return 0;
 	}
 	for (i = 0; i < len; i++) {
 		PyObject *t = PyTuple_GET_ITEM(o, i);
 
-		if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
-			PyErr_SetString(PyExc_TypeError, "each weight must be a (group, weight) tuple");
+		if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != cols) {
+			PyErr_Format(PyExc_TypeError, "each %s must be a tuple of %zd items", what,
+				     cols);
 			return 0;
 		}
-		if (!conv_str(PyTuple_GET_ITEM(t, 0), &w->v[i].group) ||
-		    !conv_u32(PyTuple_GET_ITEM(t, 1), &w->v[i].weight))
-			return 0;
+		for (k = 0; k < cols; k++)
+			if (!convs[k](PyTuple_GET_ITEM(t, k), (char *)rows + (size_t)i * size + offs[k]))
+				return 0;
 	}
-	w->n = (size_t)len;
+	*n = (size_t)len;
 	return 1;
 }
 
-/* How a name's fair shares are split (an int). */
-static int conv_share(PyObject *o, void *out)
+/* A name's fair-share weights: a tuple of (group, weight) pairs, at most 64. */
+static int conv_weights(PyObject *o, void *out)
 {
-	int m;
+	static const conv_fn convs[] = { conv_str, conv_u32 };
+	static const size_t offs[] = { offsetof(struct semc_weight, group),
+				       offsetof(struct semc_weight, weight) };
+	struct weights *w = out;
 
-	if (!conv_int(o, &m))
-		return 0;
-	if (m < SEMC_SHARE_NONE || m > SEMC_SHARE_KEY) {
-		PyErr_SetString(PyExc_ValueError, "unknown share");
-		return 0;
-	}
-	*(enum semc_share_by *)out = (enum semc_share_by)m;
-	return 1;
+	return conv_rows(o, 0, 64, "weight", convs, offs, 2, w->v, sizeof *w->v, &w->n);
 }
 
 PyObject *h_create(HandleObject *self, PyObject *args)
@@ -115,6 +115,7 @@ PyObject *h_create(HandleObject *self, PyObject *args)
 	struct semc_queue q = { 0 };
 	struct weights w = { 0 };
 	const char *name;
+	uint32_t share = SEMC_SHARE_NONE;
 	int if_not_exists = 0, initial_set = 0, has_rate = 0;
 	struct hctx *ctx;
 	int r;
@@ -123,9 +124,15 @@ PyObject *h_create(HandleObject *self, PyObject *args)
 				     &name, conv_u32, &o.limit, conv_mode, &o.mode, &if_not_exists,
 				     conv_u32, &o.initial, &initial_set, conv_u32, &rt.rate,
 				     conv_u32, &rt.period_ms, conv_u32, &rt.burst, &has_rate,
-				     conv_u32, &q.max_waiters, conv_share, &q.share,
+				     conv_u32, &q.max_waiters, conv_u32, &share,
 				     conv_weights, &w)) == NULL)
 		return NULL;
+	if (share > SEMC_SHARE_KEY) {
+		handle_leave(ctx);
+		PyErr_SetString(PyExc_ValueError, "unknown share");
+		return NULL;
+	}
+	q.share = (enum semc_share_by)share;
 	o.if_not_exists = if_not_exists;
 	o.initial_set = initial_set;
 	q.weights = w.v;
@@ -139,15 +146,16 @@ PyObject *h_create(HandleObject *self, PyObject *args)
 	return call_none(ctx, r, "create", name);
 }
 
+/* Only max_waiters: fair shares are set at creation. */
 PyObject *h_set_queue(HandleObject *self, PyObject *args)
 {
 	struct semc_queue q = { 0 };
 	const char *name;
-	struct hctx *ctx;
+	struct hctx *ctx = handle_enter_args(self, args, "O&O&:set_queue", conv_str, &name,
+					     conv_u32, &q.max_waiters);
 	int r;
 
-	if ((ctx = handle_enter_args(self, args, "O&O&:set_queue", conv_str, &name,
-				     conv_u32, &q.max_waiters)) == NULL)
+	if (ctx == NULL)
 		return NULL;
 	BLOCKING(ctx, r = semc_set_queue(ctx->c, name, &q));
 	return call_none(ctx, r, "set_queue", name);
@@ -377,38 +385,17 @@ PyObject *h_detach(HandleObject *self, PyObject *unused)
 	return call_none(ctx, r, "detach", NULL);
 }
 
-/* A multi-name acquire's wants, a tuple of (name, n, create_limit) (1 to
- * 16), as semc_wants: the names are borrowed from the items, which the
- * tuple keeps, and the call's arguments the tuple. */
+/* A multi-name acquire's wants, a tuple of (name, n, create_limit), 1 to
+ * 16, as semc_wants. */
 int conv_wants(PyObject *o, void *out)
 {
-	struct wants *w = out;
-	Py_ssize_t i, len;
+	static const size_t cols[] = { offsetof(struct semc_want, name),
+				       offsetof(struct semc_want, n),
+				       offsetof(struct semc_want, create_limit) };
+	static const conv_fn convs[] = { conv_str, conv_u32, conv_u32 };
 
-	if (!PyTuple_Check(o)) {
-		PyErr_Format(PyExc_TypeError, "a tuple of wants is required, not %.100s",
-			     Py_TYPE(o)->tp_name);
-		return 0;
-	}
-	len = PyTuple_GET_SIZE(o);
-	if (len < 1 || len > 16) {
-		PyErr_SetString(PyExc_ValueError, "a multi-name acquire takes 1 to 16 names");
-		return 0;
-	}
-	for (i = 0; i < len; i++) {
-		PyObject *t = PyTuple_GET_ITEM(o, i);
-
-		if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
-			PyErr_SetString(PyExc_TypeError, "each want must be a (name, n, limit) tuple");
-			return 0;
-		}
-		if (!conv_str(PyTuple_GET_ITEM(t, 0), &w->v[i].name) ||
-		    !conv_u32(PyTuple_GET_ITEM(t, 1), &w->v[i].n) ||
-		    !conv_u32(PyTuple_GET_ITEM(t, 2), &w->v[i].create_limit))
-			return 0;
-	}
-	w->n = (size_t)len;
-	return 1;
+	return conv_rows(o, 1, 16, "want", convs, cols, 3, ((struct wants *)out)->v,
+			 sizeof(struct semc_want), &((struct wants *)out)->n);
 }
 
 PyObject *h_down_multi(HandleObject *self, PyObject *args)

@@ -341,15 +341,6 @@ static const struct field info_fields[] = {
 	{ NULL, 0, 0 }
 };
 
-static const struct field group_fields[] = {
-	{ "group", F_STR, offsetof(struct semc_group_info, group) },
-	{ "weight", F_U32, offsetof(struct semc_group_info, weight) },
-	{ "share", F_U32, offsetof(struct semc_group_info, share) },
-	{ "held", F_U32, offsetof(struct semc_group_info, held) },
-	{ "waiting", F_U32, offsetof(struct semc_group_info, waiting) },
-	{ NULL, 0, 0 }
-};
-
 static const struct field place_fields[] = {
 	{ "name", F_STR, offsetof(struct semc_place, name) },
 	{ "position", F_U32, offsetof(struct semc_place, position) },
@@ -408,7 +399,15 @@ PyObject *list_of(const void *arr, size_t n, size_t size, PyObject *(*one)(const
 static PyObject *holder_one(const void *p) { return dict_of(p, holder_fields); }
 static PyObject *waiter_one(const void *p) { return dict_of(p, waiter_fields); }
 static PyObject *node_one(const void *p) { return dict_of(p, node_fields); }
-static PyObject *group_one(const void *p) { return dict_of(p, group_fields); }
+
+static PyObject *group_one(const void *p)
+{
+	const struct semc_group_info *g = p;
+
+	return Py_BuildValue("{sNsksksksk}", "group", str_from(g->group),
+			     "weight", (unsigned long)g->weight, "share", (unsigned long)g->share,
+			     "held", (unsigned long)g->held, "waiting", (unsigned long)g->waiting);
+}
 PyObject *place_one(const void *p) { return dict_of(p, place_fields); }
 
 PyObject *info_to_py(const struct semc_info *in)
