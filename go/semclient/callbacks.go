@@ -114,5 +114,6 @@ func goSemcWatch(ev *C.struct_semc_watch_event, key C.uintptr_t) {
 		Available: int64(ev.available),
 		Limit:     int(ev.limit),
 		Reason:    C.GoString(ev.reason),
+		Revision:  uint64(ev.revision),
 	})
 }

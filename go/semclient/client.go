@@ -63,6 +63,8 @@ type dialConfig struct {
 	ca, cert    string
 	key         string
 	noReconnect bool
+	parent      Parent // WithParent
+	parentSet   bool
 }
 
 // WithLease asks for a session lease: the session and its holds survive a
@@ -138,6 +140,9 @@ func Dial(ctx context.Context, addrs string, opts ...Option) (*Client, error) {
 		if r != 0 {
 			return fail(lastError(r, "dial", ""))
 		}
+	}
+	if cfg.parentSet {
+		C.semc_set_parent(h, C.uint64_t(cfg.parent.Session), C.uint64_t(cfg.parent.Link))
 	}
 	C.semc_set_lease(h, C.uint32_t(cfg.lease.Milliseconds()))
 	C.semc_set_timeout(h, C.int(cfg.replyTTL.Milliseconds()))

@@ -8,7 +8,7 @@ package semclient
 import "C"
 
 // Code is one of libsemclient's error codes (enum semc_error): the
-// protocol's codes -1 to -14 and the library's own from -100 on.
+// protocol's codes -1 to -18 and the library's own from -100 on.
 type Code int
 
 // Error is the error of a failed operation: its code, the operation and
@@ -78,6 +78,9 @@ const (
 	ErrInternal         Code = C.SEMC_E_INTERNAL        // the daemon failed
 	ErrSessionExpired   Code = C.SEMC_E_SESSION_EXPIRED // the daemon ended the session
 	ErrDeadlock         Code = C.SEMC_E_DEADLOCK        // waiting would close a cycle
+	ErrQueueFull        Code = C.SEMC_E_QUEUE_FULL      // the name's line is at its max waiters
+	ErrReplaced         Code = C.SEMC_E_REPLACED        // replaced by a newer acquire with its key
+	ErrCompacted        Code = C.SEMC_E_COMPACTED       // WatchFrom: the revision is no longer kept
 	ErrConnect          Code = C.SEMC_E_CONNECT         // cannot connect
 	ErrDisconnected     Code = C.SEMC_E_DISCONNECTED    // the connection broke
 	ErrHoldLost         Code = C.SEMC_E_HOLD_LOST       // a hold was lost

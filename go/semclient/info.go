@@ -65,6 +65,9 @@ type Info struct {
 	Waiters      []Waiter
 	HoldersTotal int
 	WaitersTotal int
+	MaxWaiters   int     // the bound on the line (0: none)
+	Share        ShareBy // how permits are shared between groups
+	Groups       []Group // with shares: the groups listed or active, by name
 }
 
 func unixMs(ms C.uint64_t) time.Time {
@@ -103,7 +106,15 @@ func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
 		defer C.semc_info_free(ci)
 		out = &Info{Name: C.GoString(ci.name), Limit: int(ci.limit), Available: int64(ci.available),
 			Mode: Mode(ci.mode), AutoCreated: bool(ci.auto_created), LastToken: uint64(ci.last_token),
-			HoldersTotal: int(ci.holders_total), WaitersTotal: int(ci.waiters_total)}
+			HoldersTotal: int(ci.holders_total), WaitersTotal: int(ci.waiters_total),
+			MaxWaiters: int(ci.max_waiters), Share: ShareBy(ci.share)}
+		if ci.n_groups > 0 {
+			for _, g := range unsafe.Slice(ci.groups, int(ci.n_groups)) {
+				out.Groups = append(out.Groups, Group{Name: C.GoString(g.group),
+					Weight: int(g.weight), Share: int(g.share), Held: int(g.held),
+					Waiting: int(g.waiting)})
+			}
+		}
 		if ci.n_holders > 0 {
 			for _, h := range unsafe.Slice(ci.holders, int(ci.n_holders)) {
 				out.Holders = append(out.Holders, Holder{PermitID: uint64(h.permit_id),
@@ -128,33 +139,45 @@ func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
 func (s *Semaphore) Info(ctx context.Context) (*Info, error) { return s.c.Info(ctx, s.name) }
 
 // CreateOption configures Client.Create.
-type CreateOption func(*C.struct_semc_create_opts)
+type CreateOption func(*createConfig)
+
+// createConfig is what Create's options set: semc_create_opts, and the
+// queue policies (queue.go).
+type createConfig struct {
+	o          C.struct_semc_create_opts
+	maxWaiters int
+	share      ShareBy
+	weights    map[string]int
+}
 
 // WithMode creates the semaphore in mode m (default ModeOwned).
 func WithMode(m Mode) CreateOption {
-	return func(o *C.struct_semc_create_opts) { o.mode = C.enum_semc_mode(m) }
+	return func(cf *createConfig) { cf.o.mode = C.enum_semc_mode(m) }
 }
 
 // IfNotExists makes Create succeed when the name exists already.
 func IfNotExists() CreateOption {
-	return func(o *C.struct_semc_create_opts) { o.if_not_exists = true }
+	return func(cf *createConfig) { cf.o.if_not_exists = true }
 }
 
 // WithInitial starts a ModeSignal semaphore with n free permits (0..limit;
 // by default all limit are free).
 func WithInitial(n int) CreateOption {
-	return func(o *C.struct_semc_create_opts) { o.initial_set, o.initial = true, C.uint32_t(n) }
+	return func(cf *createConfig) { cf.o.initial_set, cf.o.initial = true, C.uint32_t(n) }
 }
 
 // Create makes the semaphore name with limit permits (ErrExists when it
 // exists, unless IfNotExists).
 func (c *Client) Create(ctx context.Context, name string, limit int, opts ...CreateOption) error {
-	var o C.struct_semc_create_opts
-	o.limit = C.uint32_t(limit)
+	var cf createConfig
+	cf.o.limit = C.uint32_t(limit)
 	for _, f := range opts {
-		f(&o)
+		f(&cf)
 	}
-	return c.named(ctx, "create", name, func(cs *C.char) C.int { return C.semc_create_ex(c.h, cs, &o) })
+	if cf.maxWaiters != 0 || cf.share != ShareNone || len(cf.weights) != 0 {
+		return c.createQueue(ctx, name, &cf)
+	}
+	return c.named(ctx, "create", name, func(cs *C.char) C.int { return C.semc_create_ex(c.h, cs, &cf.o) })
 }
 
 // SetLimit changes the limit of name. Shrinking below what is held leaves

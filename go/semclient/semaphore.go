@@ -33,6 +33,9 @@ type Semaphore struct {
 	name        string
 	holdLease   time.Duration
 	createLimit int
+	priority    int    // WithPriority
+	group       string // WithGroup
+	replace     string // WithReplace
 }
 
 // SemaphoreOption configures Client.Semaphore.
@@ -120,6 +123,17 @@ func (s *Semaphore) down(n int, timeout int64) (*call, time.Time, error) {
 	cs := C.CString(s.name)
 	defer C.free(unsafe.Pointer(cs))
 	sent := time.Now()
+	if s.priority != 0 || s.group != "" || s.replace != "" {
+		group, replace := cstrOrNil(s.group), cstrOrNil(s.replace)
+		defer C.free(unsafe.Pointer(group))
+		defer C.free(unsafe.Pointer(replace))
+		_, err := s.c.async("acquire", s.name, cl, func(k C.uintptr_t) C.int64_t {
+			return C.gsc_down_policy_async(s.c.h, cs, C.uint32_t(n), C.int64_t(timeout),
+				C.uint32_t(s.holdLease.Milliseconds()), C.uint32_t(s.createLimit),
+				C.int(s.priority), group, replace, k)
+		})
+		return cl, sent, err
+	}
 	_, err := s.c.async("acquire", s.name, cl, func(k C.uintptr_t) C.int64_t {
 		return C.gsc_down_async(s.c.h, cs, C.uint32_t(n), C.int64_t(timeout),
 			C.uint32_t(s.holdLease.Milliseconds()), C.uint32_t(s.createLimit), k)
@@ -149,6 +163,16 @@ type Want struct {
 // ErrDeadlock when waiting would close a cycle of sessions. At most 16
 // names, owned-mode ones.
 func (c *Client) AcquireMulti(ctx context.Context, wants ...Want) ([]*Permit, error) {
+	return c.acquireMulti(ctx, 0, wants)
+}
+
+// AcquireMultiPriority is AcquireMulti in priority class priority
+// (PriorityMin to PriorityMax; see WithPriority).
+func (c *Client) AcquireMultiPriority(ctx context.Context, priority int, wants ...Want) ([]*Permit, error) {
+	return c.acquireMulti(ctx, priority, wants)
+}
+
+func (c *Client) acquireMulti(ctx context.Context, priority int, wants []Want) ([]*Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -164,6 +188,10 @@ func (c *Client) AcquireMulti(ctx context.Context, wants ...Want) ([]*Permit, er
 	cl := newCall(c)
 	sent := time.Now()
 	_, err := c.async("acquire", wants[0].Name, cl, func(k C.uintptr_t) C.int64_t {
+		if priority != 0 {
+			return C.gsc_down_multi_policy_async(c.h, cw, C.size_t(len(wants)), -1, 0,
+				C.int(priority), k)
+		}
 		return C.gsc_down_multi_async(c.h, cw, C.size_t(len(wants)), -1, 0, k)
 	})
 	for i := range ws {

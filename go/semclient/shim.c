@@ -60,6 +60,33 @@ int64_t gsc_watch(struct semc *c, const char *name, bool prefix, uintptr_t key)
 	return semc_watch(c, name, prefix, watch_tramp, (void *)key);
 }
 
+int64_t gsc_down_policy_async(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
+			      uint32_t lease_ms, uint32_t create_limit, int priority,
+			      const char *group, const char *replace, uintptr_t key)
+{
+	struct semc_down_opts o = { .n = n, .timeout_ms = timeout_ms, .lease_ms = lease_ms,
+				    .create_limit = create_limit };
+	struct semc_down_policy p = { .replace = replace, .priority = priority, .group = group };
+
+	return semc_down_policy_async(c, name, &o, &p, done_tramp, (void *)key);
+}
+
+int64_t gsc_down_multi_policy_async(struct semc *c, const struct semc_want *wants, size_t n,
+				    int64_t timeout_ms, uint32_t lease_ms, int priority,
+				    uintptr_t key)
+{
+	struct semc_down_policy p = { .priority = priority };
+
+	return semc_down_multi_policy_async(c, wants, n, timeout_ms, lease_ms, &p, done_tramp,
+					    (void *)key);
+}
+
+int64_t gsc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t from,
+		       uintptr_t key)
+{
+	return semc_watch_from(c, name, prefix, from, watch_tramp, (void *)key);
+}
+
 void gsc_set_event_callback(struct semc *c, uintptr_t key)
 {
 	semc_set_event_callback(c, event_tramp, (void *)key);

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 	"unsafe"
@@ -29,8 +30,11 @@ const (
 	EventCreate   EventKind = C.SEMC_WATCH_CREATE   // the name was created
 	EventDelete   EventKind = C.SEMC_WATCH_DELETE   // the name was deleted
 	EventDeadlock EventKind = C.SEMC_WATCH_DEADLOCK // a request was refused: deadlock
+	EventQueue    EventKind = C.SEMC_WATCH_QUEUE    // the queue policies changed
+	EventReplaced EventKind = C.SEMC_WATCH_REPLACED // a queued request was replaced
 	// EventGap says the connection was replaced (a reconnection or a
-	// failover) and the watch made again: events in between are missing.
+	// failover) and the watch made again: events in between are missing
+	// (for WatchFrom's watches: only when the daemon no longer keeps them).
 	EventGap EventKind = 100
 )
 
@@ -60,6 +64,10 @@ type Event struct {
 	Available int64
 	Limit     int
 	Reason    string
+	// Revision numbers the daemon's events: one more than the event
+	// before it, the same on every node of a cluster (0 for EventGap).
+	// WatchFrom(ctx, name, ev.Revision+1) resumes after ev.
+	Revision uint64
 }
 
 // watch is one Watch: the callback queues events, its goroutine hands
@@ -69,6 +77,9 @@ type watch struct {
 	key    uintptr
 	name   string
 	prefix bool
+	resume bool   // WatchFrom: replay from after top on a new connection
+	from   uint64 // the first revision asked for (0: live)
+	top    uint64 // the latest revision received (mu)
 
 	mu      sync.Mutex
 	queue   []Event
@@ -80,6 +91,13 @@ type watch struct {
 
 func (w *watch) push(ev Event) {
 	w.mu.Lock()
+	if w.resume && ev.Revision != 0 {
+		if ev.Revision <= w.top {
+			w.mu.Unlock() // a replay repeating what the old watch delivered
+			return
+		}
+		w.top = ev.Revision
+	}
 	w.queue = append(w.queue, ev)
 	w.mu.Unlock()
 	select {
@@ -97,13 +115,19 @@ func (w *watch) kick() {
 
 func (w *watch) end() { w.once.Do(func() { close(w.stop) }) }
 
-// start asks the daemon for the watch and returns its id.
-func (w *watch) start() (int64, error) {
+// start asks the daemon for the watch, from revision from (0: live only),
+// and returns its id.
+func (w *watch) start(from uint64) (int64, error) {
 	var id int64
 	cs := C.CString(w.name)
 	defer C.free(unsafe.Pointer(cs))
 	err := w.c.blocking("watch", w.name, func() C.int {
-		r := C.gsc_watch(w.c.h, cs, C.bool(w.prefix), C.uintptr_t(w.key))
+		var r C.int64_t
+		if from != 0 {
+			r = C.gsc_watch_from(w.c.h, cs, C.bool(w.prefix), C.uint64_t(from), C.uintptr_t(w.key))
+		} else {
+			r = C.gsc_watch(w.c.h, cs, C.bool(w.prefix), C.uintptr_t(w.key))
+		}
 		if r < 0 {
 			return C.int(r)
 		}
@@ -119,25 +143,41 @@ func (w *watch) start() (int64, error) {
 // read them (the daemon is never kept waiting). After a reconnection the
 // watch is made again and an Event of kind EventGap comes first.
 func (c *Client) Watch(ctx context.Context, name string) (<-chan Event, error) {
-	return c.watch(ctx, name, false)
+	return c.watch(ctx, name, false, false, 0)
 }
 
 // WatchPrefix is Watch for every name that begins with prefix ("": all).
 func (c *Client) WatchPrefix(ctx context.Context, prefix string) (<-chan Event, error) {
-	return c.watch(ctx, prefix, true)
+	return c.watch(ctx, prefix, true, false, 0)
 }
 
-func (c *Client) watch(ctx context.Context, name string, prefix bool) (<-chan Event, error) {
+// WatchFrom is Watch that first replays the events of name from revision
+// from on (0: none, live only) that the daemon still keeps (its
+// --watch-history), and after a reconnection or a failover resumes from
+// the event after the last one received instead of reporting a gap: no
+// event is lost or repeated. It fails with ErrCompacted when some events
+// from from on are no longer kept; after a reconnection that finds them
+// gone, an EventGap comes and the watch goes on live.
+func (c *Client) WatchFrom(ctx context.Context, name string, from uint64) (<-chan Event, error) {
+	return c.watch(ctx, name, false, true, from)
+}
+
+// WatchPrefixFrom is WatchFrom for every name that begins with prefix.
+func (c *Client) WatchPrefixFrom(ctx context.Context, prefix string, from uint64) (<-chan Event, error) {
+	return c.watch(ctx, prefix, true, true, from)
+}
+
+func (c *Client) watch(ctx context.Context, name string, prefix, resume bool, from uint64) (<-chan Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &watch{c: c, name: name, prefix: prefix, wake: make(chan struct{}, 1),
-		rewatch: make(chan struct{}, 1), stop: make(chan struct{})}
+	w := &watch{c: c, name: name, prefix: prefix, resume: resume, from: from,
+		wake: make(chan struct{}, 1), rewatch: make(chan struct{}, 1), stop: make(chan struct{})}
 	w.key = table.addWatch(w)
 	c.pmu.Lock()
 	c.watches[w.key] = w
 	c.pmu.Unlock()
-	id, err := w.start()
+	id, err := w.start(from)
 	if err != nil {
 		c.pmu.Lock()
 		delete(c.watches, w.key)
@@ -204,14 +244,33 @@ func (w *watch) run(ctx context.Context, id int64, out chan<- Event) {
 	}
 }
 
-// again makes the watch on the new connection and queues an EventGap.
+// again makes the watch on the new connection and queues an EventGap,
+// unless a WatchFrom's replays what the old connection did not deliver.
 func (w *watch) again(id *int64) bool {
-	n, err := w.start()
+	from := uint64(0)
+	if w.resume {
+		w.mu.Lock()
+		from = w.top + 1
+		if w.top == 0 {
+			from = w.from
+		}
+		w.mu.Unlock()
+	}
+	n, err := w.start(from)
+	if from != 0 && errors.Is(err, ErrCompacted) {
+		from = 0
+		n, err = w.start(0)
+	}
 	if err != nil {
 		*id = 0
 		return false
 	}
 	*id = n
-	w.push(Event{Name: w.name, Kind: EventGap, Time: time.Now()})
+	if from == 0 {
+		w.mu.Lock()
+		w.top = 0 // live again: revisions start afresh
+		w.mu.Unlock()
+		w.push(Event{Name: w.name, Kind: EventGap, Time: time.Now()})
+	}
 	return true
 }

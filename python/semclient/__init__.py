@@ -13,12 +13,13 @@ package adds the Python idioms (context managers, exceptions, asyncio) and
 never speaks the protocol itself. See doc/python.md in semd's source tree.
 """
 from . import _semclient
-from ._errors import (BadAddress, Cancelled, Closed, Deadlock, Disconnected, Error, Exhausted,
-                      Exists, HoldLost, InternalError, Invalid, NoReply, NotFound, NotHolder,
-                      NotSupported, PermissionDenied, ProtocolError, SessionExpired, Timeout,
-                      TLSError, Unavailable, Unreachable, UsageError, WouldBlock)
-from ._types import (ClusterNode, ClusterStatus, Hold, Holder, Info, Rate, Session, Summary,
-                     Waiter, WatchEvent)
+from ._errors import (BadAddress, Cancelled, Closed, Compacted, Deadlock, Disconnected, Error,
+                      Exhausted, Exists, HoldLost, InternalError, Invalid, NoReply, NotFound,
+                      NotHolder, NotSupported, PermissionDenied, ProtocolError, QueueFull,
+                      Replaced, SessionExpired, Timeout, TLSError, Unavailable, Unreachable,
+                      UsageError, WouldBlock)
+from ._types import (Backup, ClusterNode, ClusterStatus, Group, Hold, Holder, Info, Rate,
+                     Session, Summary, Waiter, WatchEvent)
 from ._client import Client, MultiPermit, Permit, Semaphore, Watch
 from ._aio import AsyncClient, AsyncMultiPermit, AsyncPermit, AsyncSemaphore, AsyncWatch
 
@@ -30,6 +31,13 @@ E_UNAVAILABLE = _semclient.E_UNAVAILABLE
 E_SESSION_EXPIRED = _semclient.E_SESSION_EXPIRED
 E_DISCONNECTED = _semclient.E_DISCONNECTED
 E_HOLD_LOST = _semclient.E_HOLD_LOST
+E_QUEUE_FULL = _semclient.E_QUEUE_FULL
+E_REPLACED = _semclient.E_REPLACED
+E_COMPACTED = _semclient.E_COMPACTED
+
+#: The range of an acquire's priority.
+PRIORITY_MIN = _semclient.PRIO_MIN
+PRIORITY_MAX = _semclient.PRIO_MAX
 
 __version__ = "0.3.0"
 
@@ -50,9 +58,11 @@ __all__ = [
     "Error", "Timeout", "WouldBlock", "UsageError", "BadAddress", "Unreachable", "Disconnected",
     "NoReply", "Unavailable", "TLSError", "ProtocolError", "NotSupported", "Closed",
     "PermissionDenied", "HoldLost", "SessionExpired", "NotFound", "Exists", "NotHolder",
-    "Invalid", "Exhausted", "Cancelled", "InternalError", "Deadlock",
-    "Session", "Holder", "Waiter", "Rate", "Info", "Summary", "Hold", "WatchEvent",
-    "ClusterNode", "ClusterStatus", "library_version", "parse_duration",
+    "Invalid", "Exhausted", "Cancelled", "InternalError", "Deadlock", "QueueFull", "Replaced",
+    "Compacted",
+    "Session", "Holder", "Waiter", "Rate", "Group", "Info", "Summary", "Hold", "WatchEvent",
+    "ClusterNode", "ClusterStatus", "Backup", "library_version", "parse_duration",
     "E_TIMEOUT", "E_WOULD_BLOCK", "E_CANCELLED", "E_UNAVAILABLE", "E_SESSION_EXPIRED",
-    "E_DISCONNECTED", "E_HOLD_LOST",
+    "E_DISCONNECTED", "E_HOLD_LOST", "E_QUEUE_FULL", "E_REPLACED", "E_COMPACTED",
+    "PRIORITY_MIN", "PRIORITY_MAX",
 ]

@@ -30,12 +30,12 @@ from typing import Any, Awaitable, Callable, Dict, Generator, Iterable, List, Op
 from . import _semclient as _c
 from ._client import _create_args, _holds_page, _token
 from ._common import (ClientBase, Number, PermitGroup, PermitState, SemaphoreBase, WatchBase,
-                      call_on_lost, count, iter_pages, lease_end, lease_ms, name_of, rate_of,
-                      timeout_ms, wants_of)
-from ._errors import Closed, Error, HoldLost, NoReply, NotFound, NotHolder, WouldBlock
+                      backup_to, call_on_lost, count, iter_pages, lease_end, lease_ms, name_of,
+                      policy_of, queue_of, rate_of, timeout_ms, wants_of)
+from ._errors import Closed, Compacted, Error, HoldLost, NoReply, NotFound, NotHolder, WouldBlock
 from ._errors import from_code as _error
 from ._errors import lost as _lost
-from ._types import ClusterStatus, Hold, Holder, Info, Summary, WatchEvent
+from ._types import Backup, ClusterStatus, Hold, Holder, Info, Summary, WatchEvent
 
 __all__ = ["AsyncClient", "AsyncSemaphore", "AsyncPermit", "AsyncMultiPermit", "AsyncWatch"]
 
@@ -329,26 +329,30 @@ class AsyncClient(ClientBase):
 
     def acquire_many(self, wants: Union[Iterable[Any], Dict[str, int]],
                      timeout: Optional[Number] = None, *, lease: Optional[Number] = None,
-                     on_lost: Optional[OnLost] = None) -> "_AcquireMany":
+                     on_lost: Optional[OnLost] = None, priority: int = 0) -> "_AcquireMany":
         """Client.acquire_many(), awaitable and an ``async with``."""
+        policy_of(priority, None, None)
         return _AcquireMany(self, wants_of(wants), timeout_ms(timeout), lease_ms(lease),
-                            on_lost)
+                            on_lost, priority)
 
     async def _down(self, name: str, n: int, tms: int, lms: int, climit: int,
-                    on_lost: Optional[OnLost]) -> "AsyncPermit":
+                    on_lost: Optional[OnLost], pol: Optional[tuple] = None) -> "AsyncPermit":
         self._check()
         call = self._call("acquire", name, tms)
         sent = time.monotonic()
-        call.rid = self._h.down_async(name, n, tms, lms, climit, call.done)
+        if pol is None:
+            call.rid = self._h.down_async(name, n, tms, lms, climit, call.done)
+        else:
+            call.rid = self._h.down_policy_async(name, n, tms, lms, climit, *pol, call.done)
         grant = await self._wait(call)
         return self._file(AsyncPermit(self, name, grant, lms, on_lost, sent))
 
     async def _down_multi(self, wants: tuple, tms: int, lms: int,
-                          on_lost: Optional[OnLost]) -> "AsyncMultiPermit":
+                          on_lost: Optional[OnLost], priority: int = 0) -> "AsyncMultiPermit":
         self._check()
         call = self._call("acquire", wants[0][0], tms)
         sent = time.monotonic()
-        call.rid = self._h.down_multi_async(wants, tms, lms, call.done)
+        call.rid = self._h.down_multi_async(wants, tms, lms, call.done, priority)
         grants, waited = await self._wait(call)
         return AsyncMultiPermit([self._file(AsyncPermit(self, g[0], (g[1], g[2], g[3], waited),
                                                         lms, on_lost, sent)) for g in grants])
@@ -380,10 +384,21 @@ class AsyncClient(ClientBase):
 
     async def create(self, name: str, limit: Optional[int] = None, *, mode: str = "owned",
                      exist_ok: bool = False, initial: Optional[int] = None, rate: Any = None,
-                     burst: Optional[int] = None) -> None:
+                     burst: Optional[int] = None, max_waiters: Optional[int] = None,
+                     share: Optional[str] = None, weights: Any = None) -> None:
         """Client.create()."""
         await self._blocking(self._h.create,
-                             *_create_args(name, limit, mode, exist_ok, initial, rate, burst))
+                             *_create_args(name, limit, mode, exist_ok, initial, rate, burst),
+                             *queue_of(max_waiters, share, weights))
+
+    async def set_queue(self, name: str, max_waiters: Optional[int]) -> None:
+        """Client.set_queue()."""
+        await self._blocking(self._h.set_queue, name_of(name),
+                             queue_of(max_waiters, None, None)[0])
+
+    async def backup(self, file: Any) -> Backup:
+        """Client.backup(), in the loop's executor."""
+        return Backup._of(await self._blocking(backup_to, self._h, file))
 
     async def delete(self, name: str, force: bool = False) -> None:
         await self._blocking(self._h.delete, name_of(name), bool(force))
@@ -421,10 +436,13 @@ class AsyncClient(ClientBase):
     async def detach(self) -> None:
         await self._blocking(self._h.detach)
 
-    def watch(self, name: str, *, prefix: bool = False) -> "AsyncWatch":
+    def watch(self, name: str, *, prefix: bool = False, from_revision: Optional[int] = None,
+              resume: bool = False) -> "AsyncWatch":
         """The events of a semaphore (or prefix): ``async for ev in
-        client.watch(name)``, or ``async with`` it."""
-        return AsyncWatch(self, name_of(name), bool(prefix))
+        client.watch(name)``, or ``async with`` it. ``from_revision`` and
+        ``resume`` as Client.watch()'s."""
+        rev = 0 if from_revision is None else _token(from_revision, "from_revision")
+        return AsyncWatch(self, name_of(name), bool(prefix), rev, bool(resume))
 
 
 def _run_on_lost(fn: OnLost, permit: "AsyncPermit") -> None:
@@ -441,21 +459,26 @@ class AsyncSemaphore(SemaphoreBase):
     _client: AsyncClient
 
     def acquire(self, n: int = 1, timeout: Optional[Number] = None, *,
-                lease: Optional[Number] = None, on_lost: Optional[OnLost] = None) -> "_Acquire":
+                lease: Optional[Number] = None, on_lost: Optional[OnLost] = None,
+                priority: int = 0, group: Optional[str] = None,
+                replace: Optional[str] = None) -> "_Acquire":
         """Take ``n`` permits, waiting at most ``timeout`` seconds (None: for
         ever). ``permit = await sem.acquire()`` or ``async with
         sem.acquire() as permit:``, which gives it back at its end, cancels
         the body's task when the hold is lost and then raises HoldLost.
-        Cancelling the awaiting task cancels the waiter on the daemon."""
+        Cancelling the awaiting task cancels the waiter on the daemon.
+        ``priority``, ``group`` and ``replace`` as Semaphore.acquire()'s."""
         lms = self._lease_ms if lease is None else lease_ms(lease)
         return _Acquire(self._client, self.name, count(n), timeout_ms(timeout), lms,
-                        self._create_limit, on_lost)
+                        self._create_limit, on_lost, policy_of(priority, group, replace))
 
     async def try_acquire(self, n: int = 1, *, lease: Optional[Number] = None,
-                          on_lost: Optional[OnLost] = None) -> Optional["AsyncPermit"]:
+                          on_lost: Optional[OnLost] = None, priority: int = 0,
+                          group: Optional[str] = None) -> Optional["AsyncPermit"]:
         """Take ``n`` permits if free now: an AsyncPermit, or None."""
         try:
-            return await self.acquire(n, 0, lease=lease, on_lost=on_lost)
+            return await self.acquire(n, 0, lease=lease, on_lost=on_lost, priority=priority,
+                                      group=group)
         except WouldBlock:
             return None
 
@@ -477,8 +500,11 @@ class AsyncSemaphore(SemaphoreBase):
     async def set_rate(self, rate: Any, burst: Optional[int] = None) -> None:
         await self._client.set_rate(self.name, rate, burst)
 
-    def watch(self) -> "AsyncWatch":
-        return self._client.watch(self.name)
+    async def set_queue(self, max_waiters: Optional[int]) -> None:
+        await self._client.set_queue(self.name, max_waiters)
+
+    def watch(self, **kw: Any) -> "AsyncWatch":
+        return self._client.watch(self.name, **kw)
 
 
 class _HoldCM:
@@ -510,8 +536,8 @@ class _Acquire(_HoldCM):
         self._args = (client,) + args
 
     def _get(self) -> Awaitable["AsyncPermit"]:
-        client, name, n, tms, lms, climit, on_lost = self._args
-        return client._down(name, n, tms, lms, climit, on_lost)
+        client, name, n, tms, lms, climit, on_lost, pol = self._args
+        return client._down(name, n, tms, lms, climit, on_lost, pol)
 
 
 class _AcquireMany(_HoldCM):
@@ -521,8 +547,8 @@ class _AcquireMany(_HoldCM):
         self._args = (client,) + args
 
     def _get(self) -> Awaitable["AsyncMultiPermit"]:
-        client, wants, tms, lms, on_lost = self._args
-        return client._down_multi(wants, tms, lms, on_lost)
+        client, wants, tms, lms, on_lost, priority = self._args
+        return client._down_multi(wants, tms, lms, on_lost, priority)
 
 
 class AsyncPermit(PermitState):
@@ -648,8 +674,9 @@ class AsyncWatch(WatchBase):
 
     _client: AsyncClient
 
-    def __init__(self, client: AsyncClient, name: str, prefix: bool) -> None:
-        super().__init__(client, name, prefix)
+    def __init__(self, client: AsyncClient, name: str, prefix: bool, from_revision: int = 0,
+                 resume: bool = False) -> None:
+        super().__init__(client, name, prefix, from_revision, resume)
         self._q: "asyncio.Queue[WatchEvent]" = asyncio.Queue()
         self._id = 0
 
@@ -657,7 +684,8 @@ class AsyncWatch(WatchBase):
         """Make the watch on the daemon (idempotent)."""
         if self._id == 0:
             c = self._client
-            self._id = await c._blocking(c._h.watch, self.name, self.prefix, self._push)
+            self._id = await c._blocking(c._h.watch, self.name, self.prefix, self._push,
+                                         self._from)
             c._watches.add(self)
             c._arm()
         return self
@@ -667,7 +695,7 @@ class AsyncWatch(WatchBase):
 
     def _push(self, t: tuple) -> None:
         c = self._client
-        ev = WatchEvent._of(t)
+        ev = self._pushed(WatchEvent._of(t))
         if threading.get_ident() == c._loop_tid:
             self._q.put_nowait(ev)
         elif not c._loop.is_closed():
@@ -695,13 +723,22 @@ class AsyncWatch(WatchBase):
             if self._stale:
                 self._stale = False
                 old = self._id
-                self._id = await c._blocking(c._h.watch, self.name, self.prefix, self._push)
+                rev, gap = self._again()
+                try:
+                    self._id = await c._blocking(c._h.watch, self.name, self.prefix,
+                                                 self._push, rev)
+                except Compacted:
+                    self._id, gap = await c._blocking(c._h.watch, self.name, self.prefix,
+                                                      self._push), True
                 try:
                     await c._blocking(c._h.unwatch, old)
                 except Error:
                     pass
-                return WatchEvent._gap(self.name, time.time())
-            ev = await self._q.get()
+                if gap:
+                    self._gapped()
+                    return WatchEvent._gap(self.name, time.time())
+                continue
+            ev = self._seen(await self._q.get())
             if ev is not None:
                 return ev
 

@@ -19,11 +19,13 @@ from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optiona
 
 from . import _semclient as _c
 from ._common import (HELD, LOST, MODES, RELEASED, U32, ClientBase, Number, PermitGroup,
-                      PermitState, SemaphoreBase, WatchBase, call_on_lost, count, iter_pages, lease_end,
-                      lease_ms, name_of, rate_of, timeout_ms, wants_of)
-from ._errors import Closed, Disconnected, Error, HoldLost, NotFound, NotHolder, WouldBlock
+                      PermitState, SemaphoreBase, WatchBase, backup_to, call_on_lost, count,
+                      iter_pages, lease_end, lease_ms, name_of, policy_of, queue_of, rate_of,
+                      timeout_ms, wants_of)
+from ._errors import (Closed, Compacted, Disconnected, Error, HoldLost, NotFound, NotHolder,
+                      WouldBlock)
 from ._errors import lost as _lost
-from ._types import ClusterStatus, Hold, Holder, Info, Summary, WatchEvent
+from ._types import Backup, ClusterStatus, Hold, Holder, Info, Summary, WatchEvent
 
 __all__ = ["Client", "Semaphore", "Permit", "MultiPermit", "Watch"]
 
@@ -44,6 +46,9 @@ class Client(ClientBase):
     ``timeout`` bounds how long an ordinary request waits for its reply;
     ``connect_timeout`` the connection (default: ``timeout``). ``on_lost``
     is called with each Permit whose hold is lost (in the library's thread).
+    ``parent`` (a ``(session, link)`` pair) names the session this one's
+    process runs under (see ``session_link``); by default the library takes
+    it from ``$SEMD_SESSION``, which ``semctl run`` exports.
 
     Use it as a context manager, or call close()::
 
@@ -113,16 +118,18 @@ class Client(ClientBase):
 
     def acquire_many(self, wants: Union[Iterable[Any], Dict[str, int]],
                      timeout: Optional[Number] = None, *, lease: Optional[Number] = None,
-                     on_lost: Optional[OnLost] = None) -> "MultiPermit":
+                     on_lost: Optional[OnLost] = None, priority: int = 0) -> "MultiPermit":
         """Take every want at once, or none (SysV semop): nothing is held
         while waiting in line, one deadline. ``wants``: names, (name, n)
         pairs, Semaphores, or {name: n}; 1 to 16, owned-mode names. Raises
-        Deadlock when waiting would close a cycle of sessions."""
+        Deadlock when waiting would close a cycle of sessions. ``priority``
+        as Semaphore.acquire()'s."""
         ws = wants_of(wants)
         tms, lms = timeout_ms(timeout), lease_ms(lease)
+        policy_of(priority, None, None)
         sent = time.monotonic()
         try:
-            grants, waited = self._h.down_multi(ws, tms, lms)
+            grants, waited = self._h.down_multi(ws, tms, lms, priority)
         except Disconnected:
             self._raise_if_closed()
             raise
@@ -159,15 +166,24 @@ class Client(ClientBase):
     def create(self, name: str, limit: Optional[int] = None, *, mode: str = "owned",
                exist_ok: bool = False,
                initial: Optional[int] = None, rate: Any = None,
-               burst: Optional[int] = None) -> None:
+               burst: Optional[int] = None, max_waiters: Optional[int] = None,
+               share: Optional[str] = None, weights: Any = None) -> None:
         """Create a semaphore: ``limit`` permits (default 1), ``mode`` "owned" (only a
         holder gives back, what it holds), "signal" (anyone may up, bounded
         by the limit; ``initial`` free permits at first) or "rate". A
         ``rate`` ("10/s", "5000/h", N per second, or (N, seconds)) adds a
         token bucket of ``burst`` (default: rate); with mode "rate" the
         name is rate-only (limit 0: nothing is held). ``exist_ok``: no
-        Exists for a name that exists."""
-        self._h.create(*_create_args(name, limit, mode, exist_ok, initial, rate, burst))
+        Exists for a name that exists.
+
+        Queue policies: ``max_waiters`` bounds the line (an acquire that
+        would wait while that many wait raises QueueFull); ``share``
+        ("principal" or "key") splits the permits between groups while
+        several wait, in proportion to ``weights`` ({group: weight}, 1 to
+        1000, a group not listed weighs 1): by principal, or by the
+        acquire's ``group`` key. Shares are set at creation only."""
+        self._h.create(*_create_args(name, limit, mode, exist_ok, initial, rate, burst),
+                       *queue_of(max_waiters, share, weights))
 
     def delete(self, name: str, force: bool = False) -> None:
         """Delete a semaphore; ``force`` takes its holds back (their holders
@@ -182,6 +198,17 @@ class Client(ClientBase):
         """Change a name's token bucket ("10/s", ...; 0 or None takes it away)."""
         r, p, b = rate_of(0 if rate is None else rate, burst)
         self._h.set_rate(name_of(name), r, p, b)
+
+    def set_queue(self, name: str, max_waiters: Optional[int]) -> None:
+        """Change a name's bound on its line (0 or None: no bound)."""
+        self._h.set_queue(name_of(name), queue_of(max_waiters, None, None)[0])
+
+    def backup(self, file: Any) -> Backup:
+        """Write an online backup of the daemon's whole state (an
+        administrator's right) to ``file``: a path (made; removed if the
+        backup fails), a binary file or a descriptor. ``semd --restore``
+        reads it. The checksum is verified before it returns."""
+        return Backup._of(backup_to(self._h, file))
 
     def info(self, name: str) -> Info:
         """Describe a semaphore: its limit, holders and waiters."""
@@ -210,10 +237,17 @@ class Client(ClientBase):
         """Take back someone else's hold (administrators): permits released."""
         return self._h.release(name_of(name), _token(permit_id, "permit_id"))
 
-    def watch(self, name: str, *, prefix: bool = False) -> "Watch":
+    def watch(self, name: str, *, prefix: bool = False, from_revision: Optional[int] = None,
+              resume: bool = False) -> "Watch":
         """The events of a semaphore (``prefix``: of every name that begins
-        with ``name``), an iterator of WatchEvent until closed."""
-        return Watch(self, name_of(name), bool(prefix))
+        with ``name``), an iterator of WatchEvent until closed.
+        ``from_revision``: first the events from that revision on that the
+        daemon still keeps (Compacted if some are gone). ``resume``: after
+        a reconnection or a failover, replay from the event after the last
+        one read instead of reporting a gap (a gap still comes if the
+        daemon no longer keeps them)."""
+        rev = 0 if from_revision is None else _token(from_revision, "from_revision")
+        return Watch(self, name_of(name), bool(prefix), rev, bool(resume))
 
     def ping(self) -> float:
         """A round trip to the daemon: its duration in seconds."""
@@ -242,12 +276,21 @@ class Semaphore(SemaphoreBase):
     _client: Client
 
     def acquire(self, n: int = 1, timeout: Optional[Number] = None, *,
-                lease: Optional[Number] = None, on_lost: Optional[OnLost] = None) -> "Permit":
+                lease: Optional[Number] = None, on_lost: Optional[OnLost] = None,
+                priority: int = 0, group: Optional[str] = None,
+                replace: Optional[str] = None) -> "Permit":
         """Take ``n`` permits, waiting in the daemon's FIFO line at most
         ``timeout`` seconds (None: for ever; 0: only if free now). Returns
         a Permit, which is a context manager that gives it back. Raises
         Timeout, WouldBlock (timeout 0), Deadlock, NotFound (no such name
         and no ``limit``), PermissionDenied, Unreachable, Closed, ...
+
+        ``priority`` (-8 to 7, default 0): a higher class is served first,
+        FIFO within a class, each class worth 10 s of waiting. ``group``:
+        the fair-share group on a name shared by key (default: the
+        principal). ``replace``: a key; this acquire replaces the waiting
+        one of the same principal with that key on the name, which raises
+        Replaced ("latest wins"). A full line raises QueueFull.
 
         The wait is in the C library with the GIL released; Ctrl-C (a
         signal handler) runs when it ends: give a timeout, or use
@@ -257,9 +300,13 @@ class Semaphore(SemaphoreBase):
             n = count(n)
         tms = -1 if timeout is None else timeout_ms(timeout)
         c = self._client
+        pol = policy_of(priority, group, replace)
         sent = time.monotonic() if lms else 0.0
         try:
-            grant = c._h.down(self.name, n, tms, lms, self._create_limit)
+            if pol is None:
+                grant = c._h.down(self.name, n, tms, lms, self._create_limit)
+            else:
+                grant = c._h.down_policy(self.name, n, tms, lms, self._create_limit, *pol)
         except Disconnected:
             c._raise_if_closed()
             raise
@@ -272,10 +319,12 @@ class Semaphore(SemaphoreBase):
         return c._file(p)
 
     def try_acquire(self, n: int = 1, *, lease: Optional[Number] = None,
-                    on_lost: Optional[OnLost] = None) -> Optional["Permit"]:
+                    on_lost: Optional[OnLost] = None, priority: int = 0,
+                    group: Optional[str] = None) -> Optional["Permit"]:
         """Take ``n`` permits if they are free now: a Permit, or None."""
         try:
-            return self.acquire(n, 0, lease=lease, on_lost=on_lost)
+            return self.acquire(n, 0, lease=lease, on_lost=on_lost, priority=priority,
+                                group=group)
         except WouldBlock:
             return None
 
@@ -298,8 +347,11 @@ class Semaphore(SemaphoreBase):
     def set_rate(self, rate: Any, burst: Optional[int] = None) -> None:
         self._client.set_rate(self.name, rate, burst)
 
-    def watch(self) -> "Watch":
-        return self._client.watch(self.name)
+    def set_queue(self, max_waiters: Optional[int]) -> None:
+        self._client.set_queue(self.name, max_waiters)
+
+    def watch(self, **kw: Any) -> "Watch":
+        return self._client.watch(self.name, **kw)
 
 
 class Permit(PermitState):
@@ -429,15 +481,16 @@ class Watch(WatchBase):
 
     _client: Client
 
-    def __init__(self, client: Client, name: str, prefix: bool) -> None:
-        super().__init__(client, name, prefix)
+    def __init__(self, client: Client, name: str, prefix: bool, from_revision: int = 0,
+                 resume: bool = False) -> None:
+        super().__init__(client, name, prefix, from_revision, resume)
         self._q: Deque[WatchEvent] = collections.deque()
         self._cond = threading.Condition(threading.Lock())
-        self._id = client._h.watch(name, prefix, self._push)
+        self._id = client._h.watch(name, prefix, self._push, from_revision)
         client._watches.add(self)
 
     def _push(self, t: tuple) -> None:
-        ev = WatchEvent._of(t)
+        ev = self._pushed(WatchEvent._of(t))
         with self._cond:
             self._q.append(ev)
             self._cond.notify()
@@ -450,13 +503,22 @@ class Watch(WatchBase):
 
     def _rewatch(self) -> None:
         self._stale = False
-        old, self._id = self._id, self._client._h.watch(self.name, self.prefix, self._push)
+        h = self._client._h
+        rev, gap = self._again()
+        old = self._id
         try:
-            self._client._h.unwatch(old)
+            self._id = h.watch(self.name, self.prefix, self._push, rev)
+        except Compacted:
+            self._id, gap = h.watch(self.name, self.prefix, self._push), True
+        try:
+            h.unwatch(old)
         except Error:
             pass
         with self._cond:
-            self._q.appendleft(WatchEvent._gap(self.name, time.time()))
+            # what the old watch had queued is older than any replay
+            if gap:
+                self._gapped()
+                self._q.appendleft(WatchEvent._gap(self.name, time.time()))
 
     def get(self, timeout: Optional[Number] = None) -> Optional[WatchEvent]:
         """The next event, waiting at most timeout seconds (None: for ever):
@@ -470,8 +532,10 @@ class Watch(WatchBase):
             if self._stale:
                 self._rewatch()
             with self._cond:
-                if self._q:
-                    return self._q.popleft()
+                while self._q:
+                    ev = self._seen(self._q.popleft())
+                    if ev is not None:
+                        return ev
             left = None if end is None else end - time.monotonic()
             if left is not None and left <= 0:
                 return None

@@ -102,6 +102,89 @@ def wants_of(wants: Any) -> Tuple[Tuple[str, int, int], ...]:
     return tuple(out)
 
 
+SHARES = {"none": _c.SHARE_NONE, "principal": _c.SHARE_PRINCIPAL, "key": _c.SHARE_KEY}
+
+
+def queue_of(max_waiters: Optional[int], share: Optional[str],
+             weights: Any) -> Tuple[int, int, Tuple[Tuple[str, int], ...]]:
+    """A name's queue policies as (max_waiters, share, ((group, weight), ...)):
+    ``share`` "principal", "key" or None; ``weights`` {group: weight} or
+    (group, weight) pairs."""
+    mw = 0 if max_waiters is None else count(max_waiters, "max_waiters", 0)
+    if share is None:
+        share = "none"
+    if share not in SHARES:
+        raise ValueError("share must be one of %s, not %r" % (", ".join(SHARES), share))
+    if weights is None:
+        weights = ()
+    if isinstance(weights, dict):
+        weights = list(weights.items())
+    ws = []
+    for w in weights:
+        if not isinstance(w, tuple) or len(w) != 2:
+            raise TypeError("each weight must be a (group, weight) pair, not %r" % (w,))
+        ws.append((name_of(w[0], "group"), count(w[1], "weight")))
+    if ws and share == "none":
+        raise ValueError("weights need a share (\"principal\" or \"key\")")
+    return mw, SHARES[share], tuple(ws)
+
+
+def policy_of(priority: int, group: Optional[str],
+              replace: Optional[str]) -> Optional[Tuple[int, Optional[str], Optional[str]]]:
+    """An acquire's place in line as (priority, group, replace), or None
+    for the default (priority 0, no group, no replace key)."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError("priority must be an int, not %s" % type(priority).__name__)
+    if not _c.PRIO_MIN <= priority <= _c.PRIO_MAX:
+        raise ValueError("priority must be from %d to %d, not %d"
+                         % (_c.PRIO_MIN, _c.PRIO_MAX, priority))
+    if group is not None:
+        name_of(group, "group")
+    if replace is not None:
+        name_of(replace, "replace")
+    if priority == 0 and group is None and replace is None:
+        return None
+    return priority, group, replace
+
+
+def parent_of(parent: Any) -> Dict[str, Any]:
+    """The Handle's parent_session/parent_link of a (session, link) pair
+    (None: $SEMD_SESSION's, as semctl run exports it)."""
+    if parent is None:
+        return {}
+    if not isinstance(parent, tuple) or len(parent) != 2:
+        raise TypeError("parent must be a (session, link) pair or None, not %r" % (parent,))
+    for what, v in zip(("parent session", "parent link"), parent):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 64:
+            raise ValueError("%s must be an int from 0 to 2**64 - 1" % what)
+    return dict(parent_session=parent[0], parent_link=parent[1])
+
+
+def backup_to(h: Any, file: Any) -> Tuple[int, int, bytes]:
+    """Handle.backup() into file: a path (made, removed on failure), an
+    open binary file or a file descriptor (written from where it is)."""
+    if isinstance(file, (str, bytes, os.PathLike)):
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            return h.backup(fd)
+        except BaseException:
+            os.unlink(file)
+            raise
+        finally:
+            os.close(fd)
+    if isinstance(file, int) and not isinstance(file, bool):
+        return h.backup(file)
+    if hasattr(file, "fileno"):
+        if hasattr(file, "flush"):
+            file.flush()
+        r = h.backup(file.fileno())
+        if hasattr(file, "seek") and file.seekable():
+            file.seek(0, os.SEEK_END)   # past what the descriptor got
+        return r
+    raise TypeError("file must be a path, a binary file or a descriptor, not %s"
+                    % type(file).__name__)
+
+
 def handle_options(address: Optional[str], lease: Optional[Number], name: Optional[str],
                    timeout: Number, reconnect: bool, tls: Optional[bool], tls_ca: Optional[str],
                    tls_cert: Optional[str], tls_key: Optional[str]) -> Dict[str, Any]:
@@ -125,7 +208,7 @@ def handle_options(address: Optional[str], lease: Optional[Number], name: Option
 
 
 def session_of(t: tuple) -> Session:
-    sid, lease, principal, server, resumed, _err = t
+    sid, lease, principal, server, resumed, _err, _link = t
     return Session(sid, lease / 1000.0 if lease else None, principal, server, bool(resumed))
 
 
@@ -364,12 +447,48 @@ class WatchBase:
     after a reconnection; it ended), after which each wakes its reader in
     its own way (_wake)."""
 
-    def __init__(self, client: Any, name: str, prefix: bool) -> None:
+    def __init__(self, client: Any, name: str, prefix: bool, from_revision: int = 0,
+                 resume: bool = False) -> None:
         self._client = client
         self.name = name
         self.prefix = prefix
         self._stale = False
         self._ended = False
+        self._from = from_revision
+        self._resume = resume
+        #: the revision of the latest event read (0: none yet)
+        self.revision = 0
+        self._top = 0       # the latest revision received
+
+    def _pushed(self, ev: Any) -> Any:
+        """An event received (in the library's thread)."""
+        if ev.revision > self._top:
+            self._top = ev.revision
+        return ev
+
+    def _seen(self, ev: Any) -> Any:
+        """An event read: None for one read already (a replay after a
+        reconnection may repeat what the old watch delivered)."""
+        if ev is None or not ev.revision:
+            return ev
+        if self._resume and ev.revision <= self.revision:
+            return None
+        self.revision = ev.revision
+        return ev
+
+    def _gapped(self) -> None:
+        """Watched again live after a gap: revisions start afresh."""
+        self.revision = self._top = 0
+
+    def _again(self) -> Tuple[int, bool]:
+        """The revision to watch again from after a reconnection (0: live
+        only), and whether a gap event says so: without ``resume``, or
+        with nothing received yet to resume after."""
+        if self._resume and self._top:
+            return self._top + 1, False
+        if self._resume and self._from:
+            return self._from, False
+        return 0, True
 
     def _kick(self) -> None:
         self._stale = True
@@ -401,9 +520,11 @@ class ClientBase:
                  connect_timeout: Optional[Number] = None, reconnect: bool = True,
                  tls: Optional[bool] = None, tls_ca: Optional[str] = None,
                  tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
-                 on_lost: Optional[Callable[[Any], Any]] = None) -> None:
+                 on_lost: Optional[Callable[[Any], Any]] = None,
+                 parent: Optional[Tuple[int, int]] = None) -> None:
         opts = handle_options(address, lease, name, timeout, reconnect, tls, tls_ca, tls_cert,
                               tls_key)
+        opts.update(parent_of(parent))
         reply_ms = opts["timeout_ms"]
         connect_ms = reply_ms if connect_timeout is None else timeout_ms(connect_timeout,
                                                                          "connect_timeout")
@@ -476,6 +597,14 @@ class ClientBase:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def session_link(self) -> int:
+        """The link of the current session (0: disconnected, or a daemon
+        older than 0.3): a child process's client given ``parent=(session.id,
+        session_link)`` tells the daemon that this session waits for the
+        child's, so that a deadlock across the two is seen."""
+        return self._h.session()[6]
 
     @property
     def session(self) -> Session:

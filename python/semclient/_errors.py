@@ -15,6 +15,7 @@ __all__ = [
     "Disconnected", "NoReply", "Unavailable", "TLSError", "ProtocolError", "NotSupported",
     "Closed", "PermissionDenied", "HoldLost", "SessionExpired", "NotFound", "Exists",
     "NotHolder", "Invalid", "Exhausted", "Cancelled", "InternalError", "Deadlock",
+    "QueueFull", "Replaced", "Compacted",
 ]
 
 
@@ -167,6 +168,23 @@ class Deadlock(Error):
     exit_code = 7
 
 
+class QueueFull(Error):
+    """The name's queue is at its ``max_waiters``: the acquire was refused
+    rather than queued (semctl exits 8)."""
+    exit_code = 8
+
+
+class Replaced(Cancelled):
+    """The waiting acquire was replaced by a newer one of the same
+    principal with its ``replace`` key ("latest wins"; semctl exits 9)."""
+    exit_code = 9
+
+
+class Compacted(Error, LookupError):
+    """A watch's ``from_revision`` is no longer kept by the daemon; the
+    message says the oldest revision it still keeps."""
+
+
 _BY_CODE = {
     _c.E_TIMEOUT: Timeout,
     _c.E_WOULD_BLOCK: WouldBlock,
@@ -182,6 +200,9 @@ _BY_CODE = {
     _c.E_INTERNAL: InternalError,
     _c.E_SESSION_EXPIRED: SessionExpired,
     _c.E_DEADLOCK: Deadlock,
+    _c.E_QUEUE_FULL: QueueFull,
+    _c.E_REPLACED: Replaced,
+    _c.E_COMPACTED: Compacted,
     _c.E_CONNECT: Unreachable,
     _c.E_DISCONNECTED: Disconnected,
     _c.E_HOLD_LOST: HoldLost,

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-__all__ = ["Session", "Holder", "Waiter", "Rate", "Info", "Summary", "Hold", "WatchEvent",
-           "ClusterNode", "ClusterStatus"]
+__all__ = ["Session", "Holder", "Waiter", "Rate", "Group", "Info", "Summary", "Hold",
+           "WatchEvent", "ClusterNode", "ClusterStatus", "Backup"]
 
 
 def _secs(ms: int) -> Optional[float]:
@@ -74,6 +74,16 @@ class Rate:
 
 
 @dataclass(frozen=True)
+class Group:
+    """A group of a name with fair shares (Info.groups)."""
+    group: str
+    weight: int
+    share: int          #: permits: limit x weight / the weights of the active groups
+    held: int           #: permits held
+    waiting: int        #: acquires waiting
+
+
+@dataclass(frozen=True)
 class Info:
     """A semaphore as the daemon describes it (up to 10,000 holders and
     waiters listed; ``holders_total``/``waiters_total`` count them all)."""
@@ -90,6 +100,9 @@ class Info:
     rate: Optional[Rate]
     tokens: Optional[float]         #: tokens in the bucket now (None: no bucket)
     next_token: Optional[float]     #: when the next whole token comes (None: full or none)
+    max_waiters: int = 0            #: the queue's bound (0: none)
+    share: str = "none"             #: fair shares by "principal", by "key", or "none"
+    groups: List[Group] = field(default_factory=list, repr=False)  #: with shares: by name
 
     @classmethod
     def _of(cls, d: dict) -> "Info":
@@ -97,7 +110,8 @@ class Info:
         return cls(d["name"], d["limit"], d["available"], d["mode"], d["auto_created"],
                    d["last_token"], [Holder._of(h) for h in d["holders"]],
                    [Waiter._of(w) for w in d["waiters"]], d["holders_total"], d["waiters_total"],
-                   rate, d["tokens_nano"] / 1e9 if rate else None, _secs(d["next_token_ms"]))
+                   rate, d["tokens_nano"] / 1e9 if rate else None, _secs(d["next_token_ms"]),
+                   d["max_waiters"], d["share"], [Group(**g) for g in d["groups"]])
 
 
 @dataclass(frozen=True)
@@ -122,8 +136,12 @@ class Hold:
 class WatchEvent:
     """One change of a watched semaphore, as the daemon reported it.
     ``kind`` is "wait", "grant", "release", "timeout", "cancel", "limit",
-    "rate", "create", "delete", "deadlock", or "gap": the package's own,
-    first after a reconnection (the events in between are missing)."""
+    "rate", "create", "delete", "deadlock", "queue", "replaced", or "gap":
+    the package's own, first after a reconnection when the events in
+    between could not be replayed (they are missing). ``revision`` numbers
+    the daemon's events (one more than the event before it, the same on
+    every node; 0 for a gap): watch(from_revision=ev.revision + 1) resumes
+    after it."""
     watch: int
     name: str
     kind: str
@@ -144,15 +162,16 @@ class WatchEvent:
     rate_period: float
     burst: int
     reason: str
+    revision: int = 0
 
     @classmethod
     def _of(cls, t: tuple) -> "WatchEvent":
         (watch, name, _kind, kind_name, time_ms, n, permit_id, token, request_id, principal,
          client_name, host, pid, holders, waiters, available, limit, rate, period, burst,
-         reason) = t
+         reason, revision) = t
         return cls(watch, name, kind_name, time_ms / 1000.0, n, permit_id, token, request_id,
                    principal, client_name, host, pid, holders, waiters, available, limit, rate,
-                   period / 1000.0, burst, reason)
+                   period / 1000.0, burst, reason, revision)
 
     @classmethod
     def _gap(cls, name: str, when: float) -> "WatchEvent":
@@ -186,3 +205,15 @@ class ClusterStatus:
         return cls(d["node_id"], d["state"], d["term"], d["commit_index"], d["applied_index"],
                    d["last_index"], d["leader_id"], d["leader"],
                    tuple(ClusterNode(**n) for n in d["nodes"]))
+
+
+@dataclass(frozen=True)
+class Backup:
+    """What backup() wrote: a backup file that ``semd --restore`` reads."""
+    bytes: int          #: of state
+    time: float         #: when it was taken (the daemon's clock)
+    sha256: bytes       #: of the state
+
+    @classmethod
+    def _of(cls, t: tuple) -> "Backup":
+        return cls(t[0], t[1] / 1000.0, t[2])

@@ -30,20 +30,27 @@ static PyObject *Handle_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "address", "client_name", "lease_ms", "timeout_ms", "reconnect",
 				  "keepalive_thread", "tls", "tls_ca", "tls_cert", "tls_key",
-				  "on_event", NULL };
+				  "on_event", "parent_session", "parent_link", NULL };
 	const char *address = NULL, *name = NULL, *ca = NULL, *cert = NULL, *key = NULL;
 	uint32_t lease_ms = 0;
+	uint64_t parent = 0, link = 0;
+	PyObject *parent_obj = NULL;
 	int timeout_ms = 10000, reconnect = 1, keepalive = 1, tls = 0;
 	PyObject *on_event = NULL;
 	struct hctx *ctx;
 	HandleObject *h;
 	int r = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&O&O&O&pppO&O&O&O&:Handle", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&O&O&O&pppO&O&O&O&OO&:Handle", kwlist,
 					 conv_ostr, &address, conv_ostr, &name, conv_u32, &lease_ms,
 					 conv_int, &timeout_ms, &reconnect, &keepalive, &tls,
 					 conv_ostr, &ca, conv_ostr, &cert, conv_ostr, &key,
-					 conv_ocallable, &on_event))
+					 conv_ocallable, &on_event, &parent_obj, conv_u64, &link))
+		return NULL;
+	/* parent_session None (the default) keeps $SEMD_SESSION's */
+	if (parent_obj == Py_None)
+		parent_obj = NULL;
+	if (parent_obj != NULL && !conv_u64(parent_obj, &parent))
 		return NULL;
 	if ((h = (HandleObject *)type->tp_alloc(type, 0)) == NULL)
 		return NULL;
@@ -67,6 +74,8 @@ static PyObject *Handle_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		goto fail;
 	if (tls && (r = semc_set_tls(ctx->c, ca, cert, key)) != 0)
 		goto fail;
+	if (parent_obj != NULL)
+		semc_set_parent(ctx->c, parent, link);
 	semc_set_lease(ctx->c, lease_ms);
 	semc_set_timeout(ctx->c, timeout_ms);
 	semc_set_reconnect(ctx->c, reconnect);
@@ -149,6 +158,7 @@ static PyObject *h_session(HandleObject *self, PyObject *unused)
 {
 	struct semc_session s;
 	struct hctx *ctx;
+	uint64_t link;
 	PyObject *v;
 	int r;
 
@@ -157,11 +167,13 @@ static PyObject *h_session(HandleObject *self, PyObject *unused)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	r = semc_session(ctx->c, &s);
+	link = semc_session_link(ctx->c);
 	Py_END_ALLOW_THREADS
 	/* strings valid until the next reconnect: copied under the GIL,
 	 * before anything else runs on the handle from this thread */
-	v = Py_BuildValue("(KkNNNi)", (unsigned long long)s.session, (unsigned long)s.lease_ms,
-			  str_from(s.principal), str_from(s.server), PyBool_FromLong(s.resumed), r);
+	v = Py_BuildValue("(KkNNNiK)", (unsigned long long)s.session, (unsigned long)s.lease_ms,
+			  str_from(s.principal), str_from(s.server), PyBool_FromLong(s.resumed), r,
+			  (unsigned long long)link);
 	handle_leave(ctx);
 	return v;
 }
@@ -239,6 +251,27 @@ static PyObject *h_down_async(HandleObject *self, PyObject *const *args, Py_ssiz
 	return async_done(ctx, pc, id, "acquire", name);
 }
 
+static PyObject *h_down_policy_async(HandleObject *self, PyObject *args)
+{
+	struct semc_down_opts o = { 0 };
+	struct semc_down_policy p = { 0 };
+	const char *name;
+	PyObject *fn;
+	struct pycall *pc;
+	struct hctx *ctx;
+	int64_t id;
+
+	if ((ctx = handle_enter_args(self, args, "O&O&O&O&O&O&O&O&O&:down_policy_async", conv_str,
+				     &name, conv_u32, &o.n, conv_i64, &o.timeout_ms, conv_u32,
+				     &o.lease_ms, conv_u32, &o.create_limit, conv_int, &p.priority,
+				     conv_ostr, &p.group, conv_ostr, &p.replace, conv_callable,
+				     &fn)) == NULL ||
+	    !async_call(ctx, fn, CALL_DOWN, &pc))
+		return NULL;
+	BLOCKING(ctx, id = semc_down_policy_async(ctx->c, name, &o, &p, done_cb, pc));
+	return async_done(ctx, pc, id, "acquire", name);
+}
+
 static PyObject *h_up_async(HandleObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
 	static const conv_fn convs[] = { conv_str, conv_u32, conv_u64, conv_callable };
@@ -260,6 +293,7 @@ static PyObject *h_up_async(HandleObject *self, PyObject *const *args, Py_ssize_
 
 static PyObject *h_down_multi_async(HandleObject *self, PyObject *args)
 {
+	struct semc_down_policy p = { 0 };
 	struct wants w;
 	int64_t timeout_ms, id;
 	uint32_t lease_ms;
@@ -267,13 +301,17 @@ static PyObject *h_down_multi_async(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	PyObject *fn;
 
-	if ((ctx = handle_enter_args(self, args, "O&O&O&O&:down_multi_async", conv_wants, &w,
+	if ((ctx = handle_enter_args(self, args, "O&O&O&O&|O&:down_multi_async", conv_wants, &w,
 				     conv_i64, &timeout_ms, conv_u32, &lease_ms,
-				     conv_callable, &fn)) == NULL ||
+				     conv_callable, &fn, conv_int, &p.priority)) == NULL ||
 	    !async_call(ctx, fn, CALL_MULTI, &pc))
 		return NULL;
-	BLOCKING(ctx, id = semc_down_multi_async(ctx->c, w.v, w.n, timeout_ms, lease_ms, done_cb,
-						 pc));
+	if (p.priority != 0)
+		BLOCKING(ctx, id = semc_down_multi_policy_async(ctx->c, w.v, w.n, timeout_ms,
+								lease_ms, &p, done_cb, pc));
+	else
+		BLOCKING(ctx, id = semc_down_multi_async(ctx->c, w.v, w.n, timeout_ms, lease_ms,
+							 done_cb, pc));
 	return async_done(ctx, pc, id, "acquire", w.v[0].name);
 }
 
@@ -435,15 +473,21 @@ static PyMethodDef Handle_methods[] = {
 	{ "close", (PyCFunction)h_close, METH_NOARGS,
 	  "close(): end the connection; threads inside the library return; freed when out." },
 	{ "session", (PyCFunction)h_session, METH_NOARGS,
-	  "session() -> (id, lease_ms, principal, server, resumed, error)." },
+	  "session() -> (id, lease_ms, principal, server, resumed, error, link)." },
 	{ "address", (PyCFunction)h_address, METH_NOARGS, "address() -> the address in use." },
 	{ "down", (PyCFunction)(void (*)(void))h_down, METH_FASTCALL,
 	  "down(name, n, timeout_ms, lease_ms, create_limit) -> (permit_id, token, n, waited_us)." },
+	{ "down_policy", (PyCFunction)h_down_policy, METH_VARARGS,
+	  "down_policy(name, n, timeout_ms, lease_ms, create_limit, priority, group, replace) "
+	  "-> (permit_id, token, n, waited_us)." },
 	{ "up", (PyCFunction)(void (*)(void))h_up, METH_FASTCALL,
 	  "up(name, n, permit_id) -> permits released." },
 	{ "create", (PyCFunction)h_create, METH_VARARGS,
 	  "create(name, limit, mode, if_not_exists, initial, initial_set, rate, period_ms, "
-	  "burst, has_rate)." },
+	  "burst, has_rate[, max_waiters, share, ((group, weight), ...)])." },
+	{ "set_queue", (PyCFunction)h_set_queue, METH_VARARGS, "set_queue(name, max_waiters)." },
+	{ "backup", (PyCFunction)h_backup, METH_VARARGS,
+	  "backup(fd) -> (bytes, wall_ms, sha256): an online backup written to fd." },
 	{ "delete", (PyCFunction)h_delete, METH_VARARGS, "delete(name, force)." },
 	{ "set_limit", (PyCFunction)h_set_limit, METH_VARARGS, "set_limit(name, limit)." },
 	{ "set_rate", (PyCFunction)h_set_rate, METH_VARARGS,
@@ -459,8 +503,8 @@ static PyMethodDef Handle_methods[] = {
 	  "release(name, permit_id) -> released (administrators: someone else's permit)." },
 	{ "detach", (PyCFunction)h_detach, METH_NOARGS, "detach(): semc_detach." },
 	{ "down_multi", (PyCFunction)h_down_multi, METH_VARARGS,
-	  "down_multi(((name, n, limit), ...), timeout_ms, lease_ms) -> ([(name, permit_id, token, n)], "
-	  "waited_us)." },
+	  "down_multi(((name, n, limit), ...), timeout_ms, lease_ms[, priority]) -> "
+	  "([(name, permit_id, token, n)], waited_us)." },
 	{ "renew", (PyCFunction)h_renew, METH_VARARGS,
 	  "renew(name, permit_id, lease_ms) -> (renewed, expires_ms)." },
 	{ "holds", (PyCFunction)h_holds, METH_VARARGS,
@@ -469,14 +513,17 @@ static PyMethodDef Handle_methods[] = {
 	  "where(request_id) -> ([place], since_ms)." },
 	{ "cluster_status", (PyCFunction)h_cluster_status, METH_NOARGS,
 	  "cluster_status() -> dict." },
-	{ "watch", (PyCFunction)h_watch, METH_VARARGS, "watch(name, prefix, fn) -> watch id." },
+	{ "watch", (PyCFunction)h_watch, METH_VARARGS, "watch(name, prefix, fn[, from_revision]) -> watch id." },
 	{ "unwatch", (PyCFunction)h_unwatch, METH_VARARGS, "unwatch(id)." },
 	{ "down_async", (PyCFunction)(void (*)(void))h_down_async, METH_FASTCALL,
 	  "down_async(name, n, timeout_ms, lease_ms, create_limit, fn) -> request id." },
+	{ "down_policy_async", (PyCFunction)h_down_policy_async, METH_VARARGS,
+	  "down_policy_async(name, n, timeout_ms, lease_ms, create_limit, priority, group, "
+	  "replace, fn) -> request id." },
 	{ "up_async", (PyCFunction)(void (*)(void))h_up_async, METH_FASTCALL,
 	  "up_async(name, n, permit_id, fn) -> request id." },
 	{ "down_multi_async", (PyCFunction)h_down_multi_async, METH_VARARGS,
-	  "down_multi_async(wants, timeout_ms, lease_ms, fn) -> request id." },
+	  "down_multi_async(wants, timeout_ms, lease_ms, fn[, priority]) -> request id." },
 	{ "info_async", (PyCFunction)h_info_async, METH_VARARGS, "info_async(name, fn)." },
 	{ "validate_async", (PyCFunction)h_validate_async, METH_VARARGS,
 	  "validate_async(name, token, fn)." },
@@ -508,7 +555,7 @@ static PyTypeObject Handle_Type = {
 	.tp_name = "semclient._semclient.Handle",
 	.tp_doc = "Handle(address=None, client_name=None, lease_ms=0, timeout_ms=10000, "
 		  "reconnect=True, keepalive_thread=True, tls=False, tls_ca=None, tls_cert=None, "
-		  "tls_key=None, on_event=None): one libsemclient connection (struct semc). "
+		  "tls_key=None, on_event=None, parent_session=None, parent_link=0): one libsemclient connection (struct semc). "
 		  "The semclient package's Client and AsyncClient are built on it.",
 	.tp_basicsize = sizeof(HandleObject),
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -624,6 +671,8 @@ PyMODINIT_FUNC PyInit__semclient(void)
 		{ "E_CANCELLED", SEMC_E_CANCELLED }, { "E_UNAVAILABLE", SEMC_E_UNAVAILABLE },
 		{ "E_PROTOCOL", SEMC_E_PROTOCOL }, { "E_INTERNAL", SEMC_E_INTERNAL },
 		{ "E_SESSION_EXPIRED", SEMC_E_SESSION_EXPIRED }, { "E_DEADLOCK", SEMC_E_DEADLOCK },
+		{ "E_QUEUE_FULL", SEMC_E_QUEUE_FULL }, { "E_REPLACED", SEMC_E_REPLACED },
+		{ "E_COMPACTED", SEMC_E_COMPACTED },
 		{ "E_CONNECT", SEMC_E_CONNECT }, { "E_DISCONNECTED", SEMC_E_DISCONNECTED },
 		{ "E_HOLD_LOST", SEMC_E_HOLD_LOST }, { "E_NO_REPLY", SEMC_E_NO_REPLY },
 		{ "E_NOMEM", SEMC_E_NOMEM }, { "E_ADDRESS", SEMC_E_ADDRESS },
@@ -632,6 +681,9 @@ PyMODINIT_FUNC PyInit__semclient(void)
 		{ "E_CLOSED", PYSEMC_E_CLOSED },
 		{ "MODE_OWNED", SEMC_MODE_OWNED }, { "MODE_SIGNAL", SEMC_MODE_SIGNAL },
 		{ "MODE_RATE", SEMC_MODE_RATE },
+		{ "SHARE_NONE", SEMC_SHARE_NONE }, { "SHARE_PRINCIPAL", SEMC_SHARE_PRINCIPAL },
+		{ "SHARE_KEY", SEMC_SHARE_KEY },
+		{ "PRIO_MIN", SEMC_PRIO_MIN }, { "PRIO_MAX", SEMC_PRIO_MAX },
 		{ "EV_DISCONNECTED", SEMC_EV_DISCONNECTED }, { "EV_RECONNECTED", SEMC_EV_RECONNECTED },
 		{ "EV_RESUMED", SEMC_EV_RESUMED }, { "EV_HOLD_LOST", SEMC_EV_HOLD_LOST },
 		{ "EV_NOTICE", SEMC_EV_NOTICE },

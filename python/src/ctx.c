@@ -267,7 +267,7 @@ void watch_cb(struct semc *c, const struct semc_watch_event *ev, void *arg)
 		return;
 	if ((fn = w->fn) != NULL) {
 		Py_INCREF(fn);	/* the call may drop the handle's reference */
-		cb_call(fn, Py_BuildValue("((KNisKkKKKNNNkkkLkkkkN))",
+		cb_call(fn, Py_BuildValue("((KNisKkKKKNNNkkkLkkkkNK))",
 			(unsigned long long)ev->watch, str_from(ev->name), (int)ev->kind,
 			ev->kind_name != NULL ? ev->kind_name : "unknown",
 			(unsigned long long)ev->time_ms, (unsigned long)ev->n,
@@ -277,7 +277,7 @@ void watch_cb(struct semc *c, const struct semc_watch_event *ev, void *arg)
 			(unsigned long)ev->holders, (unsigned long)ev->waiters,
 			(long long)ev->available, (unsigned long)ev->limit, (unsigned long)ev->rate,
 			(unsigned long)ev->rate_period_ms, (unsigned long)ev->burst,
-			str_from(ev->reason)));
+			str_from(ev->reason), (unsigned long long)ev->revision));
 		Py_DECREF(fn);
 	}
 	cb_leave(ctx, st);

@@ -61,28 +61,143 @@ static int conv_mode(PyObject *o, void *out)
 	return 1;
 }
 
+/* o as a tuple of lo to hi rows, each a tuple of one item per column,
+ * converted by convs[k] into the row at rows + i * size + offs[k] ("what"
+ * names a row in errors); *n gets their number. The strings are borrowed
+ * from the items, which the tuple keeps (the call's arguments keep it). */
+static int conv_rows(PyObject *o, Py_ssize_t lo, Py_ssize_t hi, const char *what,
+		     const conv_fn *convs, const size_t *offs, Py_ssize_t cols, void *rows,
+		     size_t size, size_t *n)
+{
+	Py_ssize_t i, k, len;
+
+	if (!PyTuple_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "a tuple of %ss is required, not %.100s", what,
+			     Py_TYPE(o)->tp_name);
+		return 0;
+	}
+	len = PyTuple_GET_SIZE(o);
+	if (len < lo || len > hi) {
+		PyErr_Format(PyExc_ValueError, "%zd to %zd %ss, not %zd", lo, hi, what, len);
+		return 0;
+	}
+	for (i = 0; i < len; i++) {
+		PyObject *t = PyTuple_GET_ITEM(o, i);
+
+		if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != cols) {
+			PyErr_Format(PyExc_TypeError, "each %s must be a tuple of %zd items", what,
+				     cols);
+			return 0;
+		}
+		for (k = 0; k < cols; k++)
+			if (!convs[k](PyTuple_GET_ITEM(t, k), (char *)rows + (size_t)i * size + offs[k]))
+				return 0;
+	}
+	*n = (size_t)len;
+	return 1;
+}
+
+/* A name's fair-share weights: a tuple of (group, weight) pairs, at most 64. */
+static int conv_weights(PyObject *o, void *out)
+{
+	static const conv_fn convs[] = { conv_str, conv_u32 };
+	static const size_t offs[] = { offsetof(struct semc_weight, group),
+				       offsetof(struct semc_weight, weight) };
+	struct weights *w = out;
+
+	return conv_rows(o, 0, 64, "weight", convs, offs, 2, w->v, sizeof *w->v, &w->n);
+}
+
 PyObject *h_create(HandleObject *self, PyObject *args)
 {
 	struct semc_create_opts o = { 0 };
 	struct semc_rate rt = { 0 };
+	struct semc_queue q = { 0 };
+	struct weights w = { 0 };
 	const char *name;
+	uint32_t share = SEMC_SHARE_NONE;
 	int if_not_exists = 0, initial_set = 0, has_rate = 0;
 	struct hctx *ctx;
 	int r;
 
-	if ((ctx = handle_enter_args(self, args, "O&O&O&pO&pO&O&O&p:create", conv_str, &name,
-				     conv_u32, &o.limit, conv_mode, &o.mode, &if_not_exists,
+	if ((ctx = handle_enter_args(self, args, "O&O&O&pO&pO&O&O&p|O&O&O&:create", conv_str,
+				     &name, conv_u32, &o.limit, conv_mode, &o.mode, &if_not_exists,
 				     conv_u32, &o.initial, &initial_set, conv_u32, &rt.rate,
-				     conv_u32, &rt.period_ms, conv_u32, &rt.burst,
-				     &has_rate)) == NULL)
+				     conv_u32, &rt.period_ms, conv_u32, &rt.burst, &has_rate,
+				     conv_u32, &q.max_waiters, conv_u32, &share,
+				     conv_weights, &w)) == NULL)
 		return NULL;
+	if (share > SEMC_SHARE_KEY) {
+		handle_leave(ctx);
+		PyErr_SetString(PyExc_ValueError, "unknown share");
+		return NULL;
+	}
+	q.share = (enum semc_share_by)share;
 	o.if_not_exists = if_not_exists;
 	o.initial_set = initial_set;
-	if (has_rate)
+	q.weights = w.v;
+	q.n_weights = w.n;
+	if (q.max_waiters != 0 || q.share != SEMC_SHARE_NONE || w.n != 0)
+		BLOCKING(ctx, r = semc_create_queue(ctx->c, name, &o, has_rate ? &rt : NULL, &q));
+	else if (has_rate)
 		BLOCKING(ctx, r = semc_create_rate(ctx->c, name, &o, &rt));
 	else
 		BLOCKING(ctx, r = semc_create_ex(ctx->c, name, &o));
 	return call_none(ctx, r, "create", name);
+}
+
+/* Only max_waiters: fair shares are set at creation. */
+PyObject *h_set_queue(HandleObject *self, PyObject *args)
+{
+	struct semc_queue q = { 0 };
+	const char *name;
+	struct hctx *ctx = handle_enter_args(self, args, "O&O&:set_queue", conv_str, &name,
+					     conv_u32, &q.max_waiters);
+	int r;
+
+	if (ctx == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_set_queue(ctx->c, name, &q));
+	return call_none(ctx, r, "set_queue", name);
+}
+
+/* down() with a priority, a group and a replace key (semc_down_policy). */
+PyObject *h_down_policy(HandleObject *self, PyObject *args)
+{
+	struct semc_down_opts o = { 0 };
+	struct semc_down_policy p = { 0 };
+	const char *name;
+	struct semc_grant g;
+	struct hctx *ctx;
+	int r;
+
+	if ((ctx = handle_enter_args(self, args, "O&O&O&O&O&O&O&O&:down_policy", conv_str, &name,
+				     conv_u32, &o.n, conv_i64, &o.timeout_ms, conv_u32,
+				     &o.lease_ms, conv_u32, &o.create_limit, conv_int,
+				     &p.priority, conv_ostr, &p.group, conv_ostr,
+				     &p.replace)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_down_policy(ctx->c, name, &o, &p, &g));
+	if (!call_end(ctx, r, "acquire", name))
+		return NULL;
+	return grant_to_py(&g);
+}
+
+/* An online backup written to fd: (bytes, wall_ms, sha256). */
+PyObject *h_backup(HandleObject *self, PyObject *args)
+{
+	struct semc_backup_info bi = { 0 };
+	struct hctx *ctx;
+	int fd, r;
+
+	if ((ctx = handle_enter_args(self, args, "O&:backup", conv_int, &fd)) == NULL)
+		return NULL;
+	BLOCKING(ctx, r = semc_backup(ctx->c, fd, &bi));
+	if (!call_end(ctx, r, "backup", NULL))
+		return NULL;
+	return Py_BuildValue("(KKy#)", (unsigned long long)bi.bytes,
+			     (unsigned long long)bi.wall_ms, (const char *)bi.sha256,
+			     (Py_ssize_t)sizeof bi.sha256);
 }
 
 PyObject *h_delete(HandleObject *self, PyObject *args)
@@ -270,42 +385,22 @@ PyObject *h_detach(HandleObject *self, PyObject *unused)
 	return call_none(ctx, r, "detach", NULL);
 }
 
-/* A multi-name acquire's wants, a tuple of (name, n, create_limit) (1 to
- * 16), as semc_wants: the names are borrowed from the items, which the
- * tuple keeps, and the call's arguments the tuple. */
+/* A multi-name acquire's wants, a tuple of (name, n, create_limit), 1 to
+ * 16, as semc_wants. */
 int conv_wants(PyObject *o, void *out)
 {
-	struct wants *w = out;
-	Py_ssize_t i, len;
+	static const size_t cols[] = { offsetof(struct semc_want, name),
+				       offsetof(struct semc_want, n),
+				       offsetof(struct semc_want, create_limit) };
+	static const conv_fn convs[] = { conv_str, conv_u32, conv_u32 };
 
-	if (!PyTuple_Check(o)) {
-		PyErr_Format(PyExc_TypeError, "a tuple of wants is required, not %.100s",
-			     Py_TYPE(o)->tp_name);
-		return 0;
-	}
-	len = PyTuple_GET_SIZE(o);
-	if (len < 1 || len > 16) {
-		PyErr_SetString(PyExc_ValueError, "a multi-name acquire takes 1 to 16 names");
-		return 0;
-	}
-	for (i = 0; i < len; i++) {
-		PyObject *t = PyTuple_GET_ITEM(o, i);
-
-		if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
-			PyErr_SetString(PyExc_TypeError, "each want must be a (name, n, limit) tuple");
-			return 0;
-		}
-		if (!conv_str(PyTuple_GET_ITEM(t, 0), &w->v[i].name) ||
-		    !conv_u32(PyTuple_GET_ITEM(t, 1), &w->v[i].n) ||
-		    !conv_u32(PyTuple_GET_ITEM(t, 2), &w->v[i].create_limit))
-			return 0;
-	}
-	w->n = (size_t)len;
-	return 1;
+	return conv_rows(o, 1, 16, "want", convs, cols, 3, ((struct wants *)out)->v,
+			 sizeof(struct semc_want), &((struct wants *)out)->n);
 }
 
 PyObject *h_down_multi(HandleObject *self, PyObject *args)
 {
+	struct semc_down_policy p = { 0 };
 	struct wants w;
 	struct semc_multi_grant *m = NULL;
 	PyObject *v = NULL;
@@ -314,10 +409,15 @@ PyObject *h_down_multi(HandleObject *self, PyObject *args)
 	struct hctx *ctx;
 	int r;
 
-	if ((ctx = handle_enter_args(self, args, "O&O&O&:down_multi", conv_wants, &w,
-				     conv_i64, &timeout_ms, conv_u32, &lease_ms)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&O&O&|O&:down_multi", conv_wants, &w,
+				     conv_i64, &timeout_ms, conv_u32, &lease_ms,
+				     conv_int, &p.priority)) == NULL)
 		return NULL;
-	BLOCKING(ctx, r = semc_down_multi(ctx->c, w.v, w.n, timeout_ms, lease_ms, &m));
+	if (p.priority != 0)
+		BLOCKING(ctx, r = semc_down_multi_policy(ctx->c, w.v, w.n, timeout_ms, lease_ms, &p,
+							 &m));
+	else
+		BLOCKING(ctx, r = semc_down_multi(ctx->c, w.v, w.n, timeout_ms, lease_ms, &m));
 	if (call_end(ctx, r, "acquire", w.v[0].name))
 		v = multi_to_py(m);
 	semc_multi_grant_free(m);
@@ -397,18 +497,20 @@ PyObject *h_cluster_status(HandleObject *self, PyObject *unused)
 	return v;
 }
 
-/* Watch: the id; fn(event tuple) for each event until unwatch. */
+/* Watch: the id; fn(event tuple) for each event until unwatch. A
+ * from_revision > 0 replays the kept events from it first. */
 PyObject *h_watch(HandleObject *self, PyObject *args)
 {
 	const char *name;
+	uint64_t from = 0;
 	int prefix = 0;
 	PyObject *fn;
 	struct pywatch *w;
 	struct hctx *ctx;
 	int64_t id;
 
-	if ((ctx = handle_enter_args(self, args, "O&pO&:watch", conv_str, &name, &prefix,
-				     conv_callable, &fn)) == NULL)
+	if ((ctx = handle_enter_args(self, args, "O&pO&|O&:watch", conv_str, &name, &prefix,
+				     conv_callable, &fn, conv_u64, &from)) == NULL)
 		return NULL;
 	if ((w = PyMem_RawCalloc(1, sizeof *w)) == NULL) {
 		handle_leave(ctx);
@@ -418,7 +520,10 @@ PyObject *h_watch(HandleObject *self, PyObject *args)
 	w->fn = Py_NewRef(fn);
 	w->next = ctx->watches;
 	ctx->watches = w;
-	BLOCKING(ctx, id = semc_watch(ctx->c, name, prefix, watch_cb, w));
+	if (from != 0)
+		BLOCKING(ctx, id = semc_watch_from(ctx->c, name, prefix, from, watch_cb, w));
+	else
+		BLOCKING(ctx, id = semc_watch(ctx->c, name, prefix, watch_cb, w));
 	if (id < 0) {
 		error_last((int)id, "watch", name);
 		Py_CLEAR(w->fn);	/* the struct stays on the list until the free */

@@ -110,6 +110,12 @@ struct wants {
 	struct semc_want v[16];
 };
 
+/* A name's fair-share weights (conv_weights). */
+struct weights {
+	size_t n;
+	struct semc_weight v[64];
+};
+
 /* values.c */
 PyObject *str_from(const char *s);
 PyObject *error_raise(int code, const char *message, const char *op, const char *name);
@@ -158,7 +164,8 @@ typedef PyObject *meth_args(HandleObject *self, PyObject *args);
 typedef PyObject *meth_none(HandleObject *self, PyObject *unused);
 meth_fast h_down, h_up;
 meth_args h_create, h_delete, h_set_limit, h_set_rate, h_cancel, h_info, h_list, h_validate,
-	h_release, h_down_multi, h_renew, h_holds, h_where, h_watch, h_unwatch;
+	h_release, h_down_multi, h_renew, h_holds, h_where, h_watch, h_unwatch, h_set_queue,
+	h_down_policy, h_backup;
 meth_none h_stats, h_ping, h_detach, h_cluster_status;
 int conv_wants(PyObject *o, void *out);
 

@@ -242,7 +242,7 @@ static bool dset(PyObject *d, const char *key, PyObject *v)
 }
 
 /* A member of a library struct, as a dict item: its key, C type, offset. */
-enum ftype { F_U32, F_U64, F_I64, F_SIZE, F_BOOL, F_STR, F_MODE };
+enum ftype { F_U32, F_U64, F_I64, F_SIZE, F_BOOL, F_STR, F_MODE, F_SHARE };
 struct field {
 	const char *key;
 	enum ftype type;
@@ -268,6 +268,15 @@ static PyObject *field_value(const void *base, const struct field *f)
 		return str_from(*(char *const *)p);
 	case F_MODE:
 		return mode_name(*(const enum semc_mode *)p);
+	case F_SHARE:
+		switch (*(const enum semc_share_by *)p) {
+		case SEMC_SHARE_PRINCIPAL:
+			return PyUnicode_FromString("principal");
+		case SEMC_SHARE_KEY:
+			return PyUnicode_FromString("key");
+		default:
+			return PyUnicode_FromString("none");
+		}
 	}
 	PyErr_SetString(PyExc_SystemError, "semclient: unknown field type");
 	return NULL;
@@ -327,6 +336,8 @@ static const struct field info_fields[] = {
 	{ "burst", F_U32, offsetof(struct semc_info, burst) },
 	{ "tokens_nano", F_U64, offsetof(struct semc_info, tokens_nano) },
 	{ "next_token_ms", F_U64, offsetof(struct semc_info, next_token_ms) },
+	{ "max_waiters", F_U32, offsetof(struct semc_info, max_waiters) },
+	{ "share", F_SHARE, offsetof(struct semc_info, share) },
 	{ NULL, 0, 0 }
 };
 
@@ -388,6 +399,15 @@ PyObject *list_of(const void *arr, size_t n, size_t size, PyObject *(*one)(const
 static PyObject *holder_one(const void *p) { return dict_of(p, holder_fields); }
 static PyObject *waiter_one(const void *p) { return dict_of(p, waiter_fields); }
 static PyObject *node_one(const void *p) { return dict_of(p, node_fields); }
+
+static PyObject *group_one(const void *p)
+{
+	const struct semc_group_info *g = p;
+
+	return Py_BuildValue("{sNsksksksk}", "group", str_from(g->group),
+			     "weight", (unsigned long)g->weight, "share", (unsigned long)g->share,
+			     "held", (unsigned long)g->held, "waiting", (unsigned long)g->waiting);
+}
 PyObject *place_one(const void *p) { return dict_of(p, place_fields); }
 
 PyObject *info_to_py(const struct semc_info *in)
@@ -398,7 +418,9 @@ PyObject *info_to_py(const struct semc_info *in)
 	    (!dset(d, "holders", list_of(in->holders, in->n_holders, sizeof *in->holders,
 					 holder_one)) ||
 	     !dset(d, "waiters", list_of(in->waiters, in->n_waiters, sizeof *in->waiters,
-					 waiter_one))))
+					 waiter_one)) ||
+	     !dset(d, "groups", list_of(in->groups, in->n_groups, sizeof *in->groups,
+					group_one))))
 		Py_CLEAR(d);
 	return d;
 }
