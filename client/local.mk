@@ -43,12 +43,17 @@ examples_jobs_SOURCES = examples/jobs.c
 examples_jobs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client
 examples_jobs_LDADD = client/libsemclient.la
 
-# Manual pages and bash completion of the client.
+# Manual pages and the bash and zsh completions of the client.
 dist_man_MANS += doc/semctl.1 doc/semclient.3
 bashcompletiondir = $(datadir)/bash-completion/completions
 # installed as "semctl" (bash-completion loads completions by command name)
 bashcompletion_DATA = client/completion/semctl
-CLEANFILES += client/completion/semctl
-EXTRA_DIST += client/semctl.bash-completion
+# installed as "_semctl" where Debian's zsh looks (its fpath)
+zshcompletiondir = $(datadir)/zsh/vendor-completions
+zshcompletion_DATA = client/completion/_semctl
+CLEANFILES += client/completion/semctl client/completion/_semctl
+EXTRA_DIST += client/semctl.bash-completion client/semctl.zsh-completion
 client/completion/semctl: $(top_srcdir)/client/semctl.bash-completion
 	$(AM_V_GEN)$(MKDIR_P) client/completion && cp $(top_srcdir)/client/semctl.bash-completion $@
+client/completion/_semctl: $(top_srcdir)/client/semctl.zsh-completion
+	$(AM_V_GEN)$(MKDIR_P) client/completion && cp $(top_srcdir)/client/semctl.zsh-completion $@

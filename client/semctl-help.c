@@ -3,7 +3,7 @@
  * client/semctl-help.c - what semctl says about itself, all of it from the
  * option and command tables (semctl.c): --help, `help COMMAND` (and
  * `COMMAND --help`), `--json help` (the tables as JSON, which the docs
- * test compares with semctl(1)), and the bash completion's answers
+ * test compares with semctl(1)), and the shell completions' answers
  * (`semctl __complete WORD...`).
  */
 #include <stdio.h>
@@ -281,12 +281,57 @@ static void cand_opt(enum opt_id id, const char *cur)
 	}
 }
 
-/* The values of a completion spec: "@file", "@address", "@command" or words. */
-static void complete_spec(const char *spec, const char *cur)
+/* Does the word give an option that says which server and how to reach it
+ * (-s, --tls-ca, ..., in any spelling)? Its value is in the next word when
+ * *next. */
+static bool reach_word(const char *w, bool *next)
+{
+	enum opt_id id = opt_word(w);
+	size_t i, n;
+
+	*next = id != OPT_NONE && opt_defs[id].value != NULL;
+	if (id == OPT_NONE)
+		for (i = OPT_FIRST_GLOBAL; i < OPT_COUNT && id == OPT_NONE; i++) {
+			const char *name = opt_defs[i].name;
+
+			n = name != NULL ? strlen(name) : 0;
+			if ((n > 0 && strncmp(w, "--", 2) == 0 && strncmp(w + 2, name, n) == 0 &&
+			     w[2 + n] == '=') ||
+			    (opt_defs[i].letter != 0 && w[1] == opt_defs[i].letter))
+				id = (enum opt_id)i;
+		}
+	return id == OPT_SERVER || id == OPT_TLS_CA || id == OPT_TLS_CERT ||
+	       id == OPT_TLS_KEY || id == OPT_NO_TLS_RESUME;
+}
+
+/*
+ * A NAME: "names", then the options of the line that reach the server, a
+ * word a line, for the shell to run `semctl OPTIONS list CUR` with (a
+ * bounded time: it is the shell's to bound).
+ */
+static void complete_names(int argc, char **argv)
+{
+	bool next;
+	int i;
+
+	printf("names\n");
+	for (i = 0; i < argc - 1 && strcmp(argv[i], "--") != 0; i++)
+		if (argv[i][0] == '-' && argv[i][1] != '\0' && reach_word(argv[i], &next)) {
+			printf("%s\n", argv[i]);
+			if (next && i + 1 < argc - 1)
+				printf("%s\n", argv[++i]);
+		}
+}
+
+/* The values of a completion spec: "@file", "@address", "@command", "@name"
+ * or words. */
+static void complete_spec(const char *spec, const char *cur, int argc, char **argv)
 {
 	size_t i;
 
-	if (spec == NULL) {
+	if (spec != NULL && strcmp(spec, "@name") == 0) {
+		complete_names(argc, argv);
+	} else if (spec == NULL) {
 		printf("words\n");
 	} else if (strcmp(spec, "@file") == 0) {
 		printf("files\n");
@@ -304,10 +349,12 @@ static void complete_spec(const char *spec, const char *cur)
 }
 
 /*
- * semctl __complete WORD... CUR: what may follow, for the bash completion
- * (client/semctl.bash-completion). The first line says what kind: "words"
- * (the candidates follow, a line each), "words-nospace" (the same, and no
- * space after one), "files", or "commands" (the programs of $PATH).
+ * semctl __complete WORD... CUR: what may follow, for the bash and zsh
+ * completions (client/semctl.bash-completion, semctl.zsh-completion). The
+ * first line says what kind: "words" (the candidates follow, a line each),
+ * "words-nospace" (the same, and no space after one), "files", "commands"
+ * (the programs of $PATH), or "names" (the semaphores `semctl list` gives,
+ * asked with the options that follow, a word a line).
  */
 int complete_words(int argc, char **argv)
 {
@@ -340,11 +387,11 @@ int complete_words(int argc, char **argv)
 		}
 	}
 	if (prev != OPT_NONE) {
-		complete_spec(opt_defs[prev].complete, cur);
+		complete_spec(opt_defs[prev].complete, cur, argc, argv);
 	} else if (after >= 0) {
 		printf(after == 0 ? "commands\n" : "files\n");
 	} else if (cmd == NULL && cur[0] != '-') {
-		complete_spec("@command", cur);
+		complete_spec("@command", cur, argc, argv);
 	} else if (cur[0] == '-') {
 		printf("words\n");
 		for (i = 0; cmd != NULL && i < CMD_OPTS && cmd->opts[i].id != OPT_NONE; i++)
@@ -354,7 +401,10 @@ int complete_words(int argc, char **argv)
 		if (cmd != NULL && strstr(cmd->forms[0], " -- ") != NULL)
 			cand("--", cur);
 	} else {
-		complete_spec(nargs == 0 ? cmd->complete : NULL, cur);
+		/* NAME NAME...: each a name */
+		complete_spec(nargs == 0 || (cmd->max_args < 0 && cmd->complete != NULL &&
+					     strcmp(cmd->complete, "@name") == 0) ?
+			      cmd->complete : NULL, cur, argc, argv);
 	}
 	return EX_OK_;
 }

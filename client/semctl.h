@@ -67,7 +67,7 @@ struct opt_def {
 	const char *value;	/* what it takes ("N", "DUR"), NULL: no value;
 				 * "[=X]": an optional one, only as --name=X */
 	const char *complete;	/* its values' completion: words, or "@file",
-				 * "@address" */
+				 * "@address", "@name" (semaphores) */
 	const char *help;	/* a global option's help */
 };
 
@@ -90,7 +90,8 @@ struct cmd_def {
 	const char *help;		/* what it does */
 	struct cmd_opt opts[CMD_OPTS];	/* the options it takes */
 	int min_args, max_args;		/* positional arguments; max -1: any */
-	const char *complete;		/* its first argument's completion */
+	const char *complete;		/* its first argument's completion (of
+					 * every one for "@name" and max -1) */
 	int (*fn)(struct cmd_args *a);
 };
 

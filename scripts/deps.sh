@@ -12,7 +12,7 @@ clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 systemd openssl python3 faketime valgrind cppcheck clang-tidy bear redis-server \
 debhelper devscripts lintian fakeroot golang-go prometheus \
 python3-dev python3-all-dev python3-setuptools python3-pytest python3-redis dh-python \
-pyflakes3"
+pyflakes3 zsh"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
