@@ -76,7 +76,7 @@ expect semd /usr/sbin/semd /usr/bin/semd-benchmark \
 	/usr/share/man/man1/semd-benchmark.1.gz \
 	/usr/share/semd/prometheus/semd-rules.yml /usr/share/semd/grafana/semd-dashboard.json
 expect semctl /usr/bin/semctl /usr/share/man/man1/semctl.1.gz \
-	/usr/share/bash-completion/completions/semctl
+	/usr/share/bash-completion/completions/semctl /usr/share/zsh/vendor-completions/_semctl
 expect libsemclient1 "/usr/lib/$ma/libsemclient.so.1" "/usr/lib/$ma/libsemclient.so.1.*"
 expect libsemclient-dev /usr/include/semclient.h "/usr/lib/$ma/libsemclient.so" \
 	"/usr/lib/$ma/libsemclient.a" "/usr/lib/$ma/pkgconfig/semclient.pc" \
