@@ -43,6 +43,7 @@
 #include "tests/cluster/sim.h"
 const char *const names[NNAMES] = { "licence", "db", "quota" };
 const unsigned int limits[NNAMES] = { 1, 2, 3 };
+struct namecfg ncfg[NNAMES];
 
 static uint64_t seed;
 static unsigned int idle_count;
@@ -318,6 +319,38 @@ static void fault(void)
 	}
 }
 
+/*
+ * Each name's queue features for this seed: shares by principal or by
+ * group (half the time on one name in two), else priorities or not; a
+ * bound on its waiters; replace keys.
+ */
+static void draw_names(void)
+{
+	for (int k = 0; k < NNAMES; k++) {
+		struct namecfg *nc = &ncfg[k];
+
+		memset(nc, 0, sizeof *nc);
+		switch (rnd_below(6)) {
+		case 0:
+			nc->share = SEMD__SHARE_BY__SHARE_PRINCIPAL;
+			break;
+		case 1: case 2:
+			nc->share = SEMD__SHARE_BY__SHARE_KEY;
+			break;
+		case 3:
+			break;
+		default:
+			nc->prio = true;
+			break;
+		}
+		for (int g = 0; g < NGROUPS; g++)
+			nc->weights[g] = 1 + rnd_below(rnd_below(2) ? 4 : 1000);
+		if (rnd_below(2) == 0)
+			nc->max_waiters = 1 + rnd_below(4);
+		nc->rkeys = rnd_below(2) == 0;
+	}
+}
+
 static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 {
 	struct raft_configuration conf;
@@ -332,6 +365,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	next_conn = 1;
 	next_draw = 0;
 	nn = n_nodes;
+	draw_names();
 	if (raft_fixture_initialize(&f) != 0)
 		fail("fixture");
 	for (i = 0; i < nn; i++) {
@@ -457,6 +491,9 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	free(ledger);
 	ledger = NULL;
 	ledger_cap = 0;
+	free(replaced);
+	replaced = NULL;
+	nreplaced = capreplaced = 0;
 	idle_end();
 }
 
@@ -515,8 +552,11 @@ int main(int argc, char **argv)
 	printf("sim: %" PRIu64 " seeds passed: %lu entries, %lu grants, %lu faults, "
 	    "%lu snapshot pairs compared, %lu states restored from a snapshot, "
 	    "%lu messages trimmed by raftguard, %lu pings answered without an "
-	    "entry, %lu sessions expired by a leader's clock\n", count + idle_seeds, entries,
+	    "entry, %lu sessions expired by a leader's clock; grants by class "
+	    "%lu high / %lu 0 / %lu low, %lu on names with shares, %lu downs "
+	    "answered REPLACED, %lu QUEUE_FULL\n", count + idle_seeds, entries,
 	    grants, faults, snaps_compared, installs, raftguard_trimmed(),
-	    pings_local, expired_asked);
+	    pings_local, expired_asked, grants_high, grants_normal, grants_low,
+	    grants_shared, replaced_answered, full_answered);
 	return 0;
 }
