@@ -348,6 +348,10 @@ static void draw_names(void)
 		if (rnd_below(2) == 0)
 			nc->max_waiters = 1 + rnd_below(4);
 		nc->rkeys = rnd_below(2) == 0;
+		trace("%s: shares %d (weights %u %u %u), max-waiters %u, "
+		    "priorities %d, replace keys %d", names[k], nc->share,
+		    nc->weights[0], nc->weights[1], nc->weights[2],
+		    nc->max_waiters, nc->prio, nc->rkeys);
 	}
 }
 
@@ -365,9 +369,9 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	next_conn = 1;
 	next_draw = 0;
 	nn = n_nodes;
-	draw_names();
 	if (raft_fixture_initialize(&f) != 0)
 		fail("fixture");
+	draw_names();
 	for (i = 0; i < nn; i++) {
 		struct node *n = &nodes[i];
 		struct sm_out out = { on_reply, n, on_close, NULL, NULL };

@@ -323,8 +323,12 @@ static void check_down(struct node *n, const struct sent *s,
 		check_token(s->name, s, r->grant->token);
 		break;
 	case SEMD__CODE__REPLACED:
-		if (first)
-			check_replaced(s->name, s);
+		if (!first)
+			break;
+		trace("entry %llu: conn %" PRIu64 " request %" PRIu64 " on %s "
+		    "replaced", (unsigned long long)raft_last_applied(n->raft) + 1,
+		    s->conn, r->id, names[s->name]);
+		check_replaced(s->name, s);
 		break;
 	case SEMD__CODE__QUEUE_FULL:
 		check_full(n, s->name, s);
