@@ -79,7 +79,7 @@ struct sent {
 	int		client;
 	bool		retry;		/* sent again after a resume */
 	bool		waits;		/* a down that may wait (timeout != 0) */
-	bool		rkey;		/* a down with a replace key */
+	int		rkey;		/* a down's replace key (-1: none) */
 	int		prio;		/* a down's priority */
 };
 

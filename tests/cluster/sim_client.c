@@ -23,7 +23,8 @@ static void remember(struct client *c, uint64_t id, int name, bool retry)
 	s->id = id;
 	s->at = now();
 	s->name = name;
-	s->waits = s->rkey = false;
+	s->waits = false;
+	s->rkey = -1;
 	s->prio = 0;
 	c->last_sent = now();
 }
@@ -150,7 +151,7 @@ static void send_down(struct client *c, bool retry)
 	send_req(c, &b, &rq, c->down_name, retry);
 	s = &c->ring[(c->nring - 1) % RING];
 	s->waits = d.timeout_ms != 0;
-	s->rkey = d.replace != NULL;
+	s->rkey = c->down_rkey;
 	s->prio = d.priority;
 	transmit(c, &b);
 	sm_batch_free(&b);

@@ -147,14 +147,37 @@ static bool was_granted(int name, const struct sent *s)
 }
 
 /*
+ * Another down of s's principal (clients k mod NGROUPS are one) with its
+ * key on its name, remembered by its client.
+ */
+static bool replacer(const struct sent *s)
+{
+	for (int k = s->client % NGROUPS; k < NCL; k += NGROUPS)
+		for (unsigned int j = 0; j < RING && j < cl[k].nring; j++) {
+			const struct sent *t = &cl[k].ring[j];
+
+			if (t->name == s->name && t->rkey == s->rkey &&
+			    (t->client != s->client || t->id != s->id))
+				return true;
+		}
+	return false;
+}
+
+/*
  * A down answered REPLACED had a replace key, and is never granted: not
- * before (its token would be in the ledger), not after (check_token).
+ * before (its token would be in the ledger), not after (check_token). When
+ * it is answered as the replacing down applies (not a retry answered from
+ * memory), that down is one of the same principal, key and name.
  */
 static void check_replaced(int name, const struct sent *s)
 {
-	if (!s->rkey)
+	if (s->rkey < 0)
 		fail("%s: client %d's down %" PRIu64 " without a replace key is "
 		    "answered REPLACED", names[name], s->client, s->id);
+	if (!s->retry && !replacer(s))
+		fail("%s: client %d's down %" PRIu64 " is answered REPLACED, and "
+		    "no other down of its principal has its key", names[name],
+		    s->client, s->id);
 	if (was_granted(name, s))
 		fail("%s: client %d's down %" PRIu64 " is answered REPLACED after "
 		    "it was granted", names[name], s->client, s->id);
