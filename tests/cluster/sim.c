@@ -11,8 +11,11 @@
  * nodes that fell behind, state machines restarted from their snapshot. Simulated clients attach to the
  * leader, hold and give back permits of three names, keep their sessions
  * alive, resume them on the next leader and retry a down whose answer they
- * missed. Faults: nodes stopped and revived, links cut one way or both,
- * leaders cut off, latencies changed.
+ * missed. Each seed draws the names' queue features: fair shares by
+ * principal or by group with weights, a bound on the waiters, priorities,
+ * replace keys (the clients are three principals). Faults: nodes stopped
+ * and revived, links cut one way or both, leaders cut off, latencies
+ * changed.
  *
  * Checked at every step, for every seed:
  *  - each entry index is applied by every node with byte-identical replies,
@@ -25,6 +28,10 @@
  *    a token greater than every one heard before on its name (a down sent
  *    again after a resume may get one granted to its session unheard);
  *  - a session is never gone while its client still trusts its lease;
+ *  - a down answered REPLACED had a replace key, was replaced by a down of
+ *    its principal with that key on that name, and is never granted; one
+ *    answered QUEUE_FULL would have waited on a name with a bound that
+ *    many downs wait on; no down is refused as invalid;
  *  - once every fault is healed, every client is answered again.
  * libraft's fixture checks election safety and the leader's append-only log.
  *
