@@ -354,6 +354,7 @@ static void draw_names(void)
 			nc->weights[g] = 1 + rnd_below(rnd_below(2) ? 4 : 1000);
 		if (rnd_below(2) == 0)
 			nc->max_waiters = 1 + rnd_below(4);
+		nc->min_bound = nc->max_waiters;
 		nc->rkeys = rnd_below(2) == 0;
 		trace("%s: shares %d (weights %u %u %u), max-waiters %u, "
 		    "priorities %d, replace keys %d", names[k], nc->share,
@@ -565,9 +566,10 @@ int main(int argc, char **argv)
 	    "%lu messages trimmed by raftguard, %lu pings answered without an "
 	    "entry, %lu sessions expired by a leader's clock; grants by class "
 	    "%lu high / %lu 0 / %lu low, %lu on names with shares, %lu downs "
-	    "answered REPLACED, %lu QUEUE_FULL\n", count + idle_seeds, entries,
+	    "answered REPLACED, %lu QUEUE_FULL, %lu SetQueue sent\n",
+	    count + idle_seeds, entries,
 	    grants, faults, snaps_compared, installs, raftguard_trimmed(),
 	    pings_local, expired_asked, grants_high, grants_normal, grants_low,
-	    grants_shared, replaced_answered, full_answered);
+	    grants_shared, replaced_answered, full_answered, bounds_set);
 	return 0;
 }

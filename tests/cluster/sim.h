@@ -133,6 +133,8 @@ struct namecfg {
 	int		share;		/* SEMD__SHARE_BY__* */
 	uint32_t	weights[NGROUPS];
 	uint32_t	max_waiters;	/* 0: none */
+	uint32_t	min_bound;	/* the least bound it had (0: never one):
+					 * clients change it (SetQueue) */
 	bool		prio;		/* its downs have priorities */
 	bool		rkeys;		/* its downs may have replace keys */
 };
@@ -148,7 +150,7 @@ struct answer {
 extern struct answer *replaced;
 extern size_t nreplaced, capreplaced;
 extern unsigned long grants_high, grants_normal, grants_low, grants_shared;
-extern unsigned long replaced_answered, full_answered;
+extern unsigned long replaced_answered, full_answered, bounds_set;
 extern struct raft_fixture f;
 extern struct node nodes[MAXNODES];
 extern unsigned int nn;

@@ -205,12 +205,14 @@ void setup_names(struct sm_batch *b)
 	sm_batch_close(b, SETUP_CONN);
 }
 
+/* What: a ping (0), an up (1), a Detach (2), a SetQueue (3). */
 static void send_simple(struct client *c, int what)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Up u = SEMD__UP__INIT;
 	Semd__Ping p = SEMD__PING__INIT;
 	Semd__Detach dt = SEMD__DETACH__INIT;
+	Semd__SetQueue sq = SEMD__SET_QUEUE__INIT;
 	struct sm_batch b;
 	int k;
 
@@ -244,9 +246,20 @@ static void send_simple(struct client *c, int what)
 		rq.op_case = SEMD__REQUEST__OP_UP;
 		rq.up = &u;
 		c->holds[k] = c->holds[--c->nholds];
-	} else {
+	} else if (what == 2) {
 		rq.op_case = SEMD__REQUEST__OP_DETACH;
 		rq.detach = &dt;
+	} else {
+		/* A name's bound changed (0: none), its least one kept. */
+		k = (int)rnd_below(NNAMES);
+		sq.name = (char *)names[k];
+		sq.max_waiters = rnd_below(5);
+		if (sq.max_waiters != 0 && (ncfg[k].min_bound == 0 ||
+		    sq.max_waiters < ncfg[k].min_bound))
+			ncfg[k].min_bound = sq.max_waiters;
+		rq.op_case = SEMD__REQUEST__OP_SET_QUEUE;
+		rq.set_queue = &sq;
+		bounds_set++;
 	}
 	send_req(c, &b, &rq, -1, false);
 	transmit(c, &b);
@@ -338,6 +351,10 @@ void client_step(struct client *c)
 	case 8:
 		if (rnd_below(8) == 0)
 			hang_up(c, "hung up");
+		break;
+	case 9:
+		if (rnd_below(20) == 0)
+			send_simple(c, 3);
 		break;
 	default:
 		break;
