@@ -6,7 +6,7 @@
  *
  *   cluster_load -s ADDRS -d SECONDS [-t THREADS] [-n NAMES] [-l LIMIT]
  *                [-L LEASE_MS] [-q QUIET_END_S] [-f DONE_FILE]
- *                [-w START_FILE] [-p PREFIX]
+ *                [-w START_FILE] [-p PREFIX] [-P]
  *
  * Each thread has its own handle (a session with a lease, the address
  * list, the library's failover) and repeats: down on a random name (2 s
@@ -33,6 +33,13 @@
  * With -w it also prints the grants that arrived between START_FILE and
  * DONE_FILE appearing (the faults), and their rate: "fault window: N
  * grants in S s (R/s)". -p names the names PREFIX/0.. (default cl).
+ *
+ * -P: the queue features of 0.3.0 on: the even names are created with fair
+ * shares by group (g0, g1, g2 of weights 1, 2, 3), and a thread's downs on
+ * them carry its group (thread i: g<i mod 3>); the downs on the odd names
+ * carry a priority (-8..7, at random). The same checks; a down refused as
+ * invalid is one more violation (say a name left by a run without -P: use
+ * another prefix).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -71,7 +78,7 @@ struct worker {
 	/* the hold in progress, for the event callback */
 	_Atomic uint64_t cur_permit;
 	_Atomic int64_t	lost_at_us;	/* 0: not reported */
-	unsigned long	downs, grants, timeouts, errors, no_reply;
+	unsigned long	downs, grants, timeouts, errors, no_reply, refused;
 	int64_t		slowest_down_us;
 	int64_t		last_grant_us;
 };
@@ -86,6 +93,9 @@ static _Atomic int64_t t_end;
 static const char *done_file;	/* -f: the faults are over once it exists */
 static const char *start_file;	/* -w: the faults begin once it exists */
 static const char *prefix = "cl";
+static bool policies;		/* -P: shares, groups and priorities */
+static const char *const groups[] = { "g0", "g1", "g2" };
+#define NGROUPS		(int)(sizeof groups / sizeof groups[0])
 static _Atomic int64_t t_faults, t_faults_end;	/* 0: not seen */
 /*
  * For the report when a check fails: timeouts per name in 5 s slots from
@@ -129,6 +139,8 @@ static void on_event(struct semc *c, const struct semc_event *ev, void *arg)
 static void *work(void *arg)
 {
 	struct worker *w = arg;
+	struct semc_down_opts o = { 0 };
+	struct semc_down_policy pol = { 0 };
 	struct semc_grant g;
 	char name[32];
 	struct hold *h;
@@ -142,7 +154,16 @@ static void *work(void *arg)
 		snprintf(name, sizeof name, "%s/%d", prefix, n);
 		w->downs++;
 		t0 = now_us();
-		r = semc_down(w->c, name, 1, DOWN_TIMEOUT_MS, 0, &g);
+		if (policies) {
+			o.n = 1;
+			o.timeout_ms = DOWN_TIMEOUT_MS;
+			pol.group = n % 2 == 0 ? groups[w->idx % NGROUPS] : NULL;
+			pol.priority = n % 2 == 0 ? 0 : SEMC_PRIO_MIN +
+			    (int)(rnd(&w->seed) % (SEMC_PRIO_MAX - SEMC_PRIO_MIN + 1));
+			r = semc_down_policy(w->c, name, &o, &pol, &g);
+		} else {
+			r = semc_down(w->c, name, 1, DOWN_TIMEOUT_MS, 0, &g);
+		}
 		t1 = now_us();
 		if (t1 - t0 > w->slowest_down_us)
 			w->slowest_down_us = t1 - t0;
@@ -162,6 +183,7 @@ static void *work(void *arg)
 				    w->idx, (double)(t1 - atomic_load(&t_start)) / 1e6,
 				    name, semc_strerror(r), semc_last_message());
 			w->errors++;
+			w->refused += r == SEMC_E_INVALID;
 			usleep(20000);
 			continue;
 		}
@@ -196,6 +218,28 @@ static void *work(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* Create name n (with -P, an even one with fair shares by group). */
+static int create_name(struct semc *c, const char *name, int n)
+{
+	struct semc_create_opts o = { 0 };
+	struct semc_weight wt[NGROUPS];
+	struct semc_queue q = { 0 };
+
+	o.limit = (uint32_t)limit;
+	o.mode = SEMC_MODE_OWNED;
+	o.if_not_exists = true;
+	if (!policies || n % 2 != 0)
+		return semc_create_ex(c, name, &o);
+	for (int k = 0; k < NGROUPS; k++) {
+		wt[k].group = groups[k];
+		wt[k].weight = (uint32_t)k + 1;
+	}
+	q.share = SEMC_SHARE_KEY;
+	q.weights = wt;
+	q.n_weights = NGROUPS;
+	return semc_create_queue(c, name, &o, NULL, &q);
 }
 
 /* Holds by start time, for the checks. */
@@ -266,12 +310,12 @@ int main(int argc, char **argv)
 	struct semc *c;
 	size_t i, k, total, start;
 	unsigned long grants = 0, downs = 0, timeouts = 0, errors = 0, noreply = 0;
-	unsigned long lost = 0, silent = 0;
+	unsigned long lost = 0, silent = 0, refused = 0;
 	int64_t slowest = 0;
 	int opt, bad = 0, n, late = 0;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:w:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:w:p:P")) != -1) {
 		switch (opt) {
 		case 's': addrs = optarg; break;
 		case 'd': seconds = atoi(optarg); break;
@@ -283,6 +327,7 @@ int main(int argc, char **argv)
 		case 'f': done_file = optarg; break;
 		case 'w': start_file = optarg; break;
 		case 'p': prefix = optarg; break;
+		case 'P': policies = true; break;
 		default: return 2;
 		}
 	}
@@ -290,7 +335,7 @@ int main(int argc, char **argv)
 	    nnames < 1 || nnames > MAX_NAMES || limit < 1 ||
 	    strlen(prefix) > 16 || (start_file != NULL && done_file == NULL)) {
 		fprintf(stderr, "usage: cluster_load -s ADDRS -d SECONDS [-t N] [-n N] [-l N] "
-		    "[-L MS] [-q S] [-f FILE] [-w FILE] [-p PREFIX]\n");
+		    "[-L MS] [-q S] [-f FILE] [-w FILE] [-p PREFIX] [-P]\n");
 		return 2;
 	}
 	/* The names, with their limit (through whichever node leads). */
@@ -301,7 +346,7 @@ int main(int argc, char **argv)
 	}
 	for (n = 0; n < nnames; n++) {
 		snprintf(name, sizeof name, "%s/%d", prefix, n);
-		if (semc_create(c, name, (uint32_t)limit, SEMC_MODE_OWNED, true) != 0) {
+		if (create_name(c, name, n) != 0) {
 			fprintf(stderr, "create %s: %s\n", name, semc_last_message());
 			return 2;
 		}
@@ -358,6 +403,7 @@ int main(int argc, char **argv)
 		downs += w->downs;
 		timeouts += w->timeouts;
 		errors += w->errors;
+		refused += w->refused;
 		noreply += w->no_reply;
 		if (w->slowest_down_us > slowest)
 			slowest = w->slowest_down_us;
@@ -415,7 +461,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "a down went unanswered past its timeout\n");
 		bad++;
 	}
-	bad += (int)silent + late;
+	bad += (int)silent + late + (int)refused;
+	if (refused > 0)
+		fprintf(stderr, "%lu downs refused as invalid\n", refused);
 	if (grants == 0)
 		bad++;
 	if (bad || timeouts > 0) {

@@ -11,8 +11,11 @@
  * nodes that fell behind, state machines restarted from their snapshot. Simulated clients attach to the
  * leader, hold and give back permits of three names, keep their sessions
  * alive, resume them on the next leader and retry a down whose answer they
- * missed. Faults: nodes stopped and revived, links cut one way or both,
- * leaders cut off, latencies changed.
+ * missed. Each seed draws the names' queue features: fair shares by
+ * principal or by group with weights, a bound on the waiters, priorities,
+ * replace keys (the clients are three principals). Faults: nodes stopped
+ * and revived, links cut one way or both, leaders cut off, latencies
+ * changed.
  *
  * Checked at every step, for every seed:
  *  - each entry index is applied by every node with byte-identical replies,
@@ -25,6 +28,10 @@
  *    a token greater than every one heard before on its name (a down sent
  *    again after a resume may get one granted to its session unheard);
  *  - a session is never gone while its client still trusts its lease;
+ *  - a down answered REPLACED had a replace key, was replaced by a down of
+ *    its principal with that key on that name, and is never granted; one
+ *    answered QUEUE_FULL would have waited on a name with a bound that
+ *    many downs wait on; no down is refused as invalid;
  *  - once every fault is healed, every client is answered again.
  * libraft's fixture checks election safety and the leader's append-only log.
  *
@@ -43,6 +50,7 @@
 #include "tests/cluster/sim.h"
 const char *const names[NNAMES] = { "licence", "db", "quota" };
 const unsigned int limits[NNAMES] = { 1, 2, 3 };
+struct namecfg ncfg[NNAMES];
 
 static uint64_t seed;
 static unsigned int idle_count;
@@ -318,6 +326,43 @@ static void fault(void)
 	}
 }
 
+/*
+ * Each name's queue features for this seed: shares by principal or by
+ * group (half the time on one name in two), else priorities or not; a
+ * bound on its waiters; replace keys.
+ */
+static void draw_names(void)
+{
+	for (int k = 0; k < NNAMES; k++) {
+		struct namecfg *nc = &ncfg[k];
+
+		memset(nc, 0, sizeof *nc);
+		switch (rnd_below(6)) {
+		case 0:
+			nc->share = SEMD__SHARE_BY__SHARE_PRINCIPAL;
+			break;
+		case 1: case 2:
+			nc->share = SEMD__SHARE_BY__SHARE_KEY;
+			break;
+		case 3:
+			break;
+		default:
+			nc->prio = true;
+			break;
+		}
+		for (int g = 0; g < NGROUPS; g++)
+			nc->weights[g] = 1 + rnd_below(rnd_below(2) ? 4 : 1000);
+		if (rnd_below(2) == 0)
+			nc->max_waiters = 1 + rnd_below(4);
+		nc->min_bound = nc->max_waiters;
+		nc->rkeys = rnd_below(2) == 0;
+		trace("%s: shares %d (weights %u %u %u), max-waiters %u, "
+		    "priorities %d, replace keys %d", names[k], nc->share,
+		    nc->weights[0], nc->weights[1], nc->weights[2],
+		    nc->max_waiters, nc->prio, nc->rkeys);
+	}
+}
+
 static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 {
 	struct raft_configuration conf;
@@ -334,6 +379,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	nn = n_nodes;
 	if (raft_fixture_initialize(&f) != 0)
 		fail("fixture");
+	draw_names();
 	for (i = 0; i < nn; i++) {
 		struct node *n = &nodes[i];
 		struct sm_out out = { on_reply, n, on_close, NULL, NULL };
@@ -457,6 +503,9 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	free(ledger);
 	ledger = NULL;
 	ledger_cap = 0;
+	free(replaced);
+	replaced = NULL;
+	nreplaced = capreplaced = 0;
 	idle_end();
 }
 
@@ -515,8 +564,12 @@ int main(int argc, char **argv)
 	printf("sim: %" PRIu64 " seeds passed: %lu entries, %lu grants, %lu faults, "
 	    "%lu snapshot pairs compared, %lu states restored from a snapshot, "
 	    "%lu messages trimmed by raftguard, %lu pings answered without an "
-	    "entry, %lu sessions expired by a leader's clock\n", count + idle_seeds, entries,
+	    "entry, %lu sessions expired by a leader's clock; grants by class "
+	    "%lu high / %lu 0 / %lu low, %lu on names with shares, %lu downs "
+	    "answered REPLACED, %lu QUEUE_FULL, %lu SetQueue sent\n",
+	    count + idle_seeds, entries,
 	    grants, faults, snaps_compared, installs, raftguard_trimmed(),
-	    pings_local, expired_asked);
+	    pings_local, expired_asked, grants_high, grants_normal, grants_low,
+	    grants_shared, replaced_answered, full_answered, bounds_set);
 	return 0;
 }

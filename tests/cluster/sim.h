@@ -78,6 +78,9 @@ struct sent {
 	int		name;		/* a down's name, or -1 */
 	int		client;
 	bool		retry;		/* sent again after a resume */
+	bool		waits;		/* a down that may wait (timeout != 0) */
+	int		rkey;		/* a down's replace key (-1: none) */
+	int		prio;		/* a down's priority */
 };
 
 struct client {
@@ -93,6 +96,8 @@ struct client {
 	uint64_t	down_id;
 	int		down_name;
 	int64_t		down_timeout;
+	int		down_rkey;	/* its replace key (-1: none) */
+	int		down_group;	/* its group (-1: none) */
 	uint64_t	down_sent;	/* 0: not sent on this connection */
 	uint64_t	last_sent;	/* anything, on this connection */
 	uint64_t	last_heard;
@@ -114,6 +119,38 @@ struct token {
 
 extern const char *const names[NNAMES];
 extern const unsigned int limits[NNAMES];
+
+/*
+ * The queue features of each name, drawn for every seed: fair shares (by
+ * principal or by a down's group, with weights), a bound on its waiters,
+ * priorities of its downs, replace keys. A name with any of them is
+ * created by the first LEADER entry (barrier_cb); the others are created
+ * by their first down, as before.
+ */
+#define NGROUPS		3		/* groups g0.., principals uid:0.. */
+#define NRKEYS		2		/* replace keys k0.. */
+struct namecfg {
+	int		share;		/* SEMD__SHARE_BY__* */
+	uint32_t	weights[NGROUPS];
+	uint32_t	max_waiters;	/* 0: none */
+	uint32_t	min_bound;	/* the least bound it had (0: never one):
+					 * clients change it (SetQueue) */
+	bool		prio;		/* its downs have priorities */
+	bool		rkeys;		/* its downs may have replace keys */
+};
+extern struct namecfg ncfg[NNAMES];
+#define SETUP_CONN	(IDLE_BASE - 1)	/* the connection that creates them */
+void setup_names(struct sm_batch *b);
+
+/* What a down was answered besides grants (per seed: sim_log.c). */
+struct answer {
+	int		client;
+	uint64_t	id;
+};
+extern struct answer *replaced;
+extern size_t nreplaced, capreplaced;
+extern unsigned long grants_high, grants_normal, grants_low, grants_shared;
+extern unsigned long replaced_answered, full_answered, bounds_set;
 extern struct raft_fixture f;
 extern struct node nodes[MAXNODES];
 extern unsigned int nn;

@@ -9,6 +9,10 @@
 
 /* --- the clients' moves ----------------------------------------------------------- */
 
+static const char *const principals[NGROUPS] = { "uid:0", "uid:1", "uid:2" };
+static const char *const groups[NGROUPS] = { "g0", "g1", "g2" };
+static const char *const rkeys[NRKEYS] = { "k0", "k1" };
+
 static void remember(struct client *c, uint64_t id, int name, bool retry)
 {
 	struct sent *s = &c->ring[c->nring++ % RING];
@@ -19,20 +23,32 @@ static void remember(struct client *c, uint64_t id, int name, bool retry)
 	s->id = id;
 	s->at = now();
 	s->name = name;
+	s->waits = false;
+	s->rkey = -1;
+	s->prio = 0;
 	c->last_sent = now();
+}
+
+/* Add request rq of connection conn to batch b (an admin's). */
+static void batch_req(struct sm_batch *b, uint64_t conn,
+    const Semd__Request *rq)
+{
+	struct sm_caller who = { 0 };
+	uint8_t buf[1024];
+	size_t len = semd__request__get_packed_size(rq);
+
+	if (len > sizeof buf)
+		fail("a request of %zu bytes", len);
+	who.privs = SM_PRIV_ADMIN;
+	semd__request__pack(rq, buf);
+	sm_batch_request(b, conn, &who, buf, len);
 }
 
 /* Send one request (and before it, what else the batch carries). */
 static void send_req(struct client *c, struct sm_batch *b, Semd__Request *rq,
     int name, bool retry)
 {
-	struct sm_caller who = { 0 };
-	uint8_t buf[1024];
-	size_t len = semd__request__get_packed_size(rq);
-
-	who.privs = SM_PRIV_ADMIN;
-	semd__request__pack(rq, buf);
-	sm_batch_request(b, c->conn, &who, buf, len);
+	batch_req(b, c->conn, rq);
 	remember(c, rq->id, name, retry);
 }
 
@@ -99,7 +115,8 @@ static void attach(struct client *c, int node)
 		c->down_id = 0;
 	}
 	sm_batch_init(&b);
-	sm_batch_open(&b, c->conn, "uid:0", secret, 0);
+	/* Clients k, k + NGROUPS, ... are one principal: shares, keys. */
+	sm_batch_open(&b, c->conn, principals[(c - cl) % NGROUPS], secret, 0);
 	hello_make(&rq, &h, c->next_id++, "sim", 1000 + rnd_below(3000),
 	    c->session, c->secret);
 	send_req(c, &b, &rq, -1, false);
@@ -114,29 +131,88 @@ static void send_down(struct client *c, bool retry)
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Down d = SEMD__DOWN__INIT;
 	struct sm_batch b;
+	struct sent *s;
 
 	d.name = (char *)names[c->down_name];
 	d.n = 1;
 	d.timeout_ms = c->down_timeout;
 	d.limit = limits[c->down_name];
 	/* Classes (-8..7), from the request's id: the same on a retry. */
-	d.priority = (int)(c->down_id % 16) - 8;
+	if (ncfg[c->down_name].prio)
+		d.priority = (int)(c->down_id % 16) - 8;
+	if (c->down_rkey >= 0)
+		d.replace = (char *)rkeys[c->down_rkey];
+	if (c->down_group >= 0)
+		d.group = (char *)groups[c->down_group];
 	rq.id = c->down_id;
 	rq.op_case = SEMD__REQUEST__OP_DOWN;
 	rq.down = &d;
 	sm_batch_init(&b);
 	send_req(c, &b, &rq, c->down_name, retry);
+	s = &c->ring[(c->nring - 1) % RING];
+	s->waits = d.timeout_ms != 0;
+	s->rkey = c->down_rkey;
+	s->prio = d.priority;
 	transmit(c, &b);
 	sm_batch_free(&b);
 	c->down_sent = now();
 }
 
+/*
+ * The names with queue features, created in the first LEADER entry by a
+ * connection of its own (uid:0), before any client can auto-create them.
+ * A second first entry (its leader deposed before it applied) finds them
+ * there: if_not_exists.
+ */
+void setup_names(struct sm_batch *b)
+{
+	Semd__Request rq;
+	Semd__Hello h;
+	Semd__Create cr;
+	Semd__GroupWeight gw[NGROUPS], *gwp[NGROUPS];
+	uint8_t secret[SM_SECRET_LEN] = { 0 };
+
+	sm_batch_open(b, SETUP_CONN, "uid:0", secret, 0);
+	hello_make(&rq, &h, 1, "sim-setup", 0, 0, NULL);
+	batch_req(b, SETUP_CONN, &rq);
+	for (int k = 0; k < NNAMES; k++) {
+		const struct namecfg *nc = &ncfg[k];
+
+		if (nc->share == SEMD__SHARE_BY__SHARE_NONE &&
+		    nc->max_waiters == 0 && !nc->prio && !nc->rkeys)
+			continue;
+		semd__request__init(&rq);
+		semd__create__init(&cr);
+		cr.name = (char *)names[k];
+		cr.limit = limits[k];
+		cr.if_not_exists = true;
+		cr.max_waiters = nc->max_waiters;
+		cr.share = nc->share;
+		for (int g = 0; g < NGROUPS && nc->share != 0; g++) {
+			semd__group_weight__init(&gw[g]);
+			gw[g].group = (char *)(nc->share ==
+			    SEMD__SHARE_BY__SHARE_KEY ? groups[g] : principals[g]);
+			gw[g].weight = nc->weights[g];
+			gwp[g] = &gw[g];
+			cr.n_weights++;
+		}
+		cr.weights = gwp;
+		rq.id = (uint64_t)k + 2;
+		rq.op_case = SEMD__REQUEST__OP_CREATE;
+		rq.create = &cr;
+		batch_req(b, SETUP_CONN, &rq);
+	}
+	sm_batch_close(b, SETUP_CONN);
+}
+
+/* What: a ping (0), an up (1), a Detach (2), a SetQueue (3). */
 static void send_simple(struct client *c, int what)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Up u = SEMD__UP__INIT;
 	Semd__Ping p = SEMD__PING__INIT;
 	Semd__Detach dt = SEMD__DETACH__INIT;
+	Semd__SetQueue sq = SEMD__SET_QUEUE__INIT;
 	struct sm_batch b;
 	int k;
 
@@ -170,9 +246,20 @@ static void send_simple(struct client *c, int what)
 		rq.op_case = SEMD__REQUEST__OP_UP;
 		rq.up = &u;
 		c->holds[k] = c->holds[--c->nholds];
-	} else {
+	} else if (what == 2) {
 		rq.op_case = SEMD__REQUEST__OP_DETACH;
 		rq.detach = &dt;
+	} else {
+		/* A name's bound changed (0: none), its least one kept. */
+		k = (int)rnd_below(NNAMES);
+		sq.name = (char *)names[k];
+		sq.max_waiters = rnd_below(5);
+		if (sq.max_waiters != 0 && (ncfg[k].min_bound == 0 ||
+		    sq.max_waiters < ncfg[k].min_bound))
+			ncfg[k].min_bound = sq.max_waiters;
+		rq.op_case = SEMD__REQUEST__OP_SET_QUEUE;
+		rq.set_queue = &sq;
+		bounds_set++;
 	}
 	send_req(c, &b, &rq, -1, false);
 	transmit(c, &b);
@@ -244,6 +331,11 @@ void client_step(struct client *c)
 		c->down_name = (int)rnd_below(NNAMES);
 		c->down_timeout = rnd_below(4) == 0 ? 0 : rnd_below(5) == 0 ? -1 :
 		    (int64_t)(100 + rnd_below(1500));
+		c->down_rkey = ncfg[c->down_name].rkeys && rnd_below(2) == 0 ?
+		    (int)rnd_below(NRKEYS) : -1;
+		c->down_group = ncfg[c->down_name].share ==
+		    SEMD__SHARE_BY__SHARE_KEY && rnd_below(4) != 0 ?
+		    (int)rnd_below(NGROUPS) : -1;
 		send_down(c, false);
 		break;
 	case 4: case 5: case 6:
@@ -259,6 +351,10 @@ void client_step(struct client *c)
 	case 8:
 		if (rnd_below(8) == 0)
 			hang_up(c, "hung up");
+		break;
+	case 9:
+		if (rnd_below(20) == 0)
+			send_simple(c, 3);
 		break;
 	default:
 		break;

@@ -79,6 +79,8 @@ void barrier_cb(struct raft_barrier *req, int status)
 	last_leader_st = t;
 	sm_batch_leader(&b, n->i + 1, t == 0 ? 0 : grace,
 	    "127.0.0.1:7000");
+	if (t == 0)
+		setup_names(&b);
 	if (b.failed)
 		fail("out of memory");
 	if (!propose(n, &b, 0, true))
@@ -120,6 +122,109 @@ static unsigned int believers(int name)
 	return count;
 }
 
+struct answer *replaced;
+size_t nreplaced, capreplaced;
+unsigned long grants_high, grants_normal, grants_low, grants_shared;
+unsigned long replaced_answered, full_answered, bounds_set;
+
+/* Was the down s answered REPLACED? */
+static bool was_replaced(const struct sent *s)
+{
+	for (size_t k = 0; k < nreplaced; k++)
+		if (replaced[k].client == s->client && replaced[k].id == s->id)
+			return true;
+	return false;
+}
+
+/* Did the down s get a token? */
+static bool was_granted(int name, const struct sent *s)
+{
+	for (size_t k = 0; k < ntokens[name]; k++)
+		if (tokens[name][k].client == s->client &&
+		    tokens[name][k].id == s->id)
+			return true;
+	return false;
+}
+
+/*
+ * Another down of s's principal (clients k mod NGROUPS are one) with its
+ * key on its name, remembered by its client.
+ */
+static bool replacer(const struct sent *s)
+{
+	for (int k = s->client % NGROUPS; k < NCL; k += NGROUPS)
+		for (unsigned int j = 0; j < RING && j < cl[k].nring; j++) {
+			const struct sent *t = &cl[k].ring[j];
+
+			if (t->name == s->name && t->rkey == s->rkey &&
+			    (t->client != s->client || t->id != s->id))
+				return true;
+		}
+	return false;
+}
+
+/*
+ * A down answered REPLACED had a replace key, and is never granted: not
+ * before (its token would be in the ledger), not after (check_token). When
+ * it is answered as the replacing down applies (not a retry answered from
+ * memory), that down is one of the same principal, key and name.
+ */
+static void check_replaced(int name, const struct sent *s)
+{
+	if (s->rkey < 0)
+		fail("%s: client %d's down %" PRIu64 " without a replace key is "
+		    "answered REPLACED", names[name], s->client, s->id);
+	if (!s->retry && !replacer(s))
+		fail("%s: client %d's down %" PRIu64 " is answered REPLACED, and "
+		    "no other down of its principal has its key", names[name],
+		    s->client, s->id);
+	if (was_granted(name, s))
+		fail("%s: client %d's down %" PRIu64 " is answered REPLACED after "
+		    "it was granted", names[name], s->client, s->id);
+	if (was_replaced(s))
+		return;		/* a retry answered again */
+	if (nreplaced == capreplaced) {
+		capreplaced = capreplaced ? capreplaced * 2 : 64;
+		replaced = realloc(replaced, capreplaced * sizeof *replaced);
+		if (replaced == NULL)
+			fail("out of memory");
+	}
+	replaced[nreplaced++] = (struct answer){ s->client, s->id };
+	replaced_answered++;
+}
+
+static void count_waiters(void *arg, const struct sm_sem_gauges *g)
+{
+	struct sm_sem_gauges *want = arg;
+
+	if (g->len == want->len && memcmp(g->name, want->name, g->len) == 0)
+		want->waiters = g->waiters;
+}
+
+/*
+ * A down answered QUEUE_FULL (by node n, as it applies the entry) would
+ * have waited on a name with a bound, which has that many waiters now (at
+ * least the least bound it was given, as the clients change it).
+ */
+static void check_full(struct node *n, int name, const struct sent *s)
+{
+	struct sm_sem_gauges g = { 0 };
+
+	g.name = names[name];
+	g.len = strlen(names[name]);
+	if (ncfg[name].min_bound == 0 || !s->waits)
+		fail("%s: client %d's down %" PRIu64 " is answered QUEUE_FULL "
+		    "(%s, timeout %s)", names[name], s->client, s->id,
+		    ncfg[name].min_bound ? "a bound" : "never a bound",
+		    s->waits ? "set" : "0");
+	sm_sem_each_prefix(n->sm, names[name], count_waiters, &g);
+	if (g.waiters < ncfg[name].min_bound)
+		fail("node %u: %s: client %d's down %" PRIu64 " is answered "
+		    "QUEUE_FULL with %u waiters (max-waiters %u at the least)",
+		    n->i + 1, names[name], s->client, s->id, g.waiters,
+		    ncfg[name].min_bound);
+}
+
 /*
  * A grant's token: new grants' tokens grow; a down heard again gets its
  * token again; a down sent again after a resume may get a token lower than
@@ -150,6 +255,10 @@ static void check_token(int name, const struct sent *s, uint64_t token)
 	if (lo < n && !s->retry)
 		fail("%s: token %" PRIu64 " granted after token %" PRIu64,
 		    names[name], token, t[n - 1].token);
+	if (was_replaced(s))
+		fail("%s: client %d's down %" PRIu64 " is granted token %" PRIu64
+		    " after it was answered REPLACED", names[name], s->client,
+		    s->id, token);
 	if (n == captokens[name]) {
 		captokens[name] = captokens[name] ? captokens[name] * 2 : 256;
 		tokens[name] = realloc(tokens[name], captokens[name] * sizeof *t);
@@ -161,6 +270,14 @@ static void check_token(int name, const struct sent *s, uint64_t token)
 	t[lo] = (struct token){ token, s->client, s->id };
 	ntokens[name]++;
 	grants++;
+	if (ncfg[name].share != SEMD__SHARE_BY__SHARE_NONE)
+		grants_shared++;
+	else if (s->prio > 0)
+		grants_high++;
+	else if (s->prio < 0)
+		grants_low++;
+	else
+		grants_normal++;
 }
 
 /* A client hears a reply from the node it is attached to. */
@@ -214,6 +331,43 @@ void deliver(struct client *c, const Semd__Reply *r)
 		    names[s->name], believers(s->name), limits[s->name]);
 }
 
+/* Node n answers the down s with r. */
+static void check_down(struct node *n, const struct sent *s,
+    const Semd__Reply *r)
+{
+	bool first = ledger[raft_last_applied(n->raft) + 1] == 0;
+
+	switch (r->code) {
+	case SEMD__CODE__OK:
+		/* The first node to apply an entry checks its grants' tokens. */
+		if (r->body_case != SEMD__REPLY__BODY_GRANT || !first)
+			break;
+		trace("entry %llu: conn %" PRIu64 " request %" PRIu64 " granted %s "
+		    "token %" PRIu64, (unsigned long long)raft_last_applied(n->raft) + 1,
+		    s->conn, r->id, names[s->name], r->grant->token);
+		check_token(s->name, s, r->grant->token);
+		break;
+	case SEMD__CODE__REPLACED:
+		if (!first)
+			break;
+		trace("entry %llu: conn %" PRIu64 " request %" PRIu64 " on %s "
+		    "replaced", (unsigned long long)raft_last_applied(n->raft) + 1,
+		    s->conn, r->id, names[s->name]);
+		check_replaced(s->name, s);
+		break;
+	case SEMD__CODE__QUEUE_FULL:
+		check_full(n, s->name, s);
+		full_answered += first;
+		break;
+	case SEMD__CODE__INVALID_ARGUMENT:
+		fail("node %u: %s: client %d's down %" PRIu64 " is refused: %s",
+		    n->i + 1, names[s->name], s->client, s->id,
+		    r->message != NULL ? r->message : "");
+	default:
+		break;
+	}
+}
+
 /* sm_out.reply: hash everything; deliver what goes to a client here. */
 void on_reply(void *ctx, void *conn, const Semd__Reply *r)
 {
@@ -228,16 +382,13 @@ void on_reply(void *ctx, void *conn, const Semd__Reply *r)
 		fail("a reply of %zu bytes", len);
 	semd__reply__pack(r, buf);
 	n->hash = fnv(fnv(n->hash, &id, sizeof id), buf, len);
-	/* The first node to apply an entry checks its grants' tokens. */
-	s = r->body_case == SEMD__REPLY__BODY_GRANT && r->code == SEMD__CODE__OK ?
-	    find_sent(id, r->id) : NULL;
-	if (s != NULL && s->name >= 0 &&
-	    ledger[raft_last_applied(n->raft) + 1] == 0) {
-		trace("entry %llu: conn %" PRIu64 " request %" PRIu64 " granted %s "
-		    "token %" PRIu64, (unsigned long long)raft_last_applied(n->raft) + 1,
-		    id, r->id, names[s->name], r->grant->token);
-		check_token(s->name, s, r->grant->token);
-	}
+	if (id == SETUP_CONN && r->code != SEMD__CODE__OK)
+		fail("node %u: the names' setup request %" PRIu64 " is answered "
+		    "%d: %s", n->i + 1, r->id, r->code,
+		    r->message != NULL ? r->message : "");
+	s = find_sent(id, r->id);
+	if (s != NULL && s->name >= 0)
+		check_down(n, s, r);
 	c = client_of(id);
 	if (c != NULL && c->node == (int)n->i)
 		deliver(c, r);
