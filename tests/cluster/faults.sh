@@ -6,6 +6,8 @@
 # cut off from the other nodes (peerproxy.py, in front of every peer port)
 # and healed, killed again. Never more holders than the limit, tokens that
 # only grow, no grant lost silently, every down answered, the clients go on.
+# The names are created with fair shares by group (the even ones) and the
+# downs carry groups or priorities (the odd ones): cluster_load -P.
 # Then 900 idle sessions, kept by pings the leader answers without a
 # log entry, through a kill -9 of the leader: none expires while pinged,
 # none outlives its lease and grace once its client is gone.
@@ -39,7 +41,7 @@ if grep -qa -e __asan_init -e __tsan_init "$SEMD"; then
 	quiet=0 linger=60 clients=3 secs=60
 	echo "# a sanitizer build: the clients' liveness is not checked"
 fi
-"$LOAD" -s "$ADDRS" -d $secs -t $clients -n 3 -l 2 -q $quiet -f "$T/faults-done" >"$T/load.out" 2>"$T/load.err" &
+"$LOAD" -s "$ADDRS" -P -d $secs -t $clients -n 3 -l 2 -q $quiet -f "$T/faults-done" >"$T/load.out" 2>"$T/load.err" &
 load=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $load"
 sleep 4
