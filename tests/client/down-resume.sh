@@ -46,12 +46,19 @@ restart_case() {
 	ok "$sig over ${addr%%:*}: both downs still wait after the restart" \
 		sh -c "kill -0 $w1 && kill -0 $w2"
 	# the waiters resume on their own: both are back in line
-	ok "$sig over ${addr%%:*}: ... and are queued, in their places" \
-		t_wait_for 15 sh -c "$S --json info '$sem' | python3 -c '
+	if t_wait_for 15 sh -c "$S --json info '$sem' | python3 -c '
 import json, sys
 w = json.load(sys.stdin)[\"waiters\"]
 sys.exit(not (len(w) == 2 and not any(x.get(\"detached\") for x in w) and
-              [x[\"pid\"] for x in w] == [$w1, $w2]))'"
+              [x[\"pid\"] for x in w] == [$w1, $w2]))'"; then
+		ok "$sig over ${addr%%:*}: ... and are queued, in their places" true
+	else
+		ok "$sig over ${addr%%:*}: ... and are queued, in their places" false
+		# what the daemon and the waiters said (the next start empties d.log)
+		echo "# info: $($S --json info "$sem" 2>&1 | head -c 800)"
+		sed 's/^/# w1: /' "$T/w1.err"; sed 's/^/# w2: /' "$T/w2.err"
+		sed 's/^/# d.log: /' "$T/d.log" | tail -n 30
+	fi
 	$S up "$sem" >/dev/null
 	wait "$w1"
 	expect_eq "$sig over ${addr%%:*}: the first up grants the first waiter" 0 $?
