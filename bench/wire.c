@@ -480,7 +480,7 @@ int wire_put_down_in(struct wbuf *b, uint64_t id, const char *name, int64_t time
 {
 	uint64_t v[2] = { 1, (uint64_t)timeout_ms };
 	uint8_t tail[2 + 10 + 2 + 10 + WIRE_GROUP_MAX];
-	size_t n = 0, glen = group != NULL ? strlen(group) : 0;
+	size_t n = 0, glen = group != NULL ? strnlen(group, WIRE_GROUP_MAX + 1) : 0;
 
 	if (glen > WIRE_GROUP_MAX)
 		return -EINVAL;
