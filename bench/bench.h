@@ -35,6 +35,7 @@ enum bench_test {
 };
 
 #define BENCH_MULTI	3	/* names of T_MULTI and T_DOWN3 */
+#define BENCH_GROUPS_MAX 100000	/* handoff --groups */
 
 /* What a chain (one op in flight) waits for. */
 enum chain_step {
@@ -62,6 +63,8 @@ struct bench_opts {
 	uint32_t		limit;
 	uint64_t		names;
 	int			keep_names;	/* names: leave them in place */
+	unsigned		groups;		/* handoff: fair shares, N groups (0: none) */
+	int			priority;	/* handoff: downs of the 16 classes */
 	int64_t			timeout_ms;
 	int			json;
 	struct wire_tls		tls;
@@ -95,6 +98,8 @@ struct conn {
 	uint64_t	 seq;
 	uint64_t	 hello_id;
 	uint64_t	 grants;	/* grants inside the window */
+	int		 prio;		/* handoff --priority: its downs' class */
+	char		 group[16];	/* handoff --groups: its downs' group */
 	char		 name[64];
 };
 

@@ -132,8 +132,8 @@ static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 		rc = wire_put_ping(&c->out, id, NULL, 0);
 		break;
 	case S_DOWN:
-		rc = wire_put_down(&c->out, id, c->name,
-		    r->test == T_TRYDOWN_UP ? 0 : r->o->timeout_ms);
+		rc = wire_put_down_in(&c->out, id, c->name,
+		    r->test == T_TRYDOWN_UP ? 0 : r->o->timeout_ms, c->prio, c->group);
 		break;
 	case S_UP:
 		rc = wire_put_up(&c->out, id, c->name, ch->permit);

@@ -150,6 +150,10 @@ static int run_setup(struct run *r)
 		if (c->chains == NULL)
 			return -1;
 		bench_conn_name(r, i, c->name, sizeof(c->name));
+		if (r->test == T_HANDOFF && o->groups > 0)
+			snprintf(c->group, sizeof(c->group), "g%u", i % o->groups);
+		if (r->test == T_HANDOFF && o->priority)
+			c->prio = (int)(i % 16) - 8;
 		if (r->test != T_CHURN && conn_open(c, r->test != T_ECHO) != 0)
 			return -1;
 	}

@@ -78,11 +78,12 @@ static void usage(FILE *f)
 	fprintf(f,
 	    "usage: semd-benchmark -s ADDR [-c CONNS] [-P PIPELINE] [-d SECONDS] [-t TEST[,TEST...]]\n"
 	    "                      [--limit K] [--names N] [--keep-names] [--threads T]\n"
+	    "                      [--groups N | --priority]\n"
 	    "                      [--warmup SECONDS] [--timeout MS] [--json]\n"
 	    "                      [--tls-ca FILE] [--tls-cert FILE] [--tls-key FILE] [--tls-insecure]\n"
 	    "                      [--tls-resume]\n"
 	    "  -s ADDR       unix:PATH, tcp:HOST:PORT or tls:HOST:PORT\n"
-	    "  -c CONNS      connections (default 16; handoff: 2)\n"
+	    "  -c CONNS      connections (default 16; handoff: 2, with --groups N: N + 1)\n"
 	    "  -P PIPELINE   operations in flight per connection (default 1)\n"
 	    "  -d SECONDS    measured time per test (default 5)\n"
 	    "  -t TESTS      ping,down-up,trydown-up,contended,handoff,churn,names\n"
@@ -92,6 +93,9 @@ static void usage(FILE *f)
 	    "  --limit K     the contended name's limit (default 1)\n"
 	    "  --names N     names created by the names test (default 100000)\n"
 	    "  --keep-names  the names test leaves its names in place (no deletes)\n"
+	    "  --groups N    handoff: the name has fair shares by key, connection i's\n"
+	    "                downs are of group g(i mod N) (N + 1 connections: N waiting)\n"
+	    "  --priority    handoff: connection i's downs are of class (i mod 16) - 8\n"
 	    "  --threads T   worker threads (default: one per core)\n"
 	    "  --warmup S    seconds run before measuring, discarded (default 0.5)\n"
 	    "  --timeout MS  down's timeout_ms (default -1: wait forever)\n"
@@ -122,6 +126,7 @@ static const struct opt_range {
 	{ 'L', "--limit", 1, UINT32_MAX },
 	{ 'N', "--names", 1, 100000000 },
 	{ 'T', "--threads", 1, 1024 },
+	{ 'G', "--groups", 1, BENCH_GROUPS_MAX },
 };
 
 /*
@@ -213,6 +218,8 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "limit", required_argument, NULL, 'L' },
 		{ "names", required_argument, NULL, 'N' },
 		{ "keep-names", no_argument, NULL, 'k' },
+		{ "groups", required_argument, NULL, 'G' },
+		{ "priority", no_argument, NULL, 'p' },
 		{ "threads", required_argument, NULL, 'T' },
 		{ "warmup", required_argument, NULL, 'W' },
 		{ "timeout", required_argument, NULL, 'O' },
@@ -261,6 +268,12 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case 'T':
 			o->threads = (unsigned)v;
+			break;
+		case 'G':
+			o->groups = (unsigned)v;
+			break;
+		case 'p':
+			o->priority = 1;
 			break;
 		case 'd':
 			if (opt_seconds("-d", optarg, 0, &o->duration) != 0)
@@ -312,6 +325,11 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 			usage(stderr);
 			return -1;
 		}
+	}
+	if (o->groups > 0 && o->priority) {
+		fprintf(stderr, "semd-benchmark: a name with fair shares takes no priorities: "
+		    "--groups or --priority\n");
+		return -1;
 	}
 	if (optind != argc || server == NULL) {
 		if (server == NULL)
@@ -448,6 +466,8 @@ static int ctl_names(struct ctl *c, const struct run *r, int create)
 				bench_conn_name(r, i, name, sizeof(name));
 			if (!create)
 				rc = wire_put_delete(&c->out, ++c->seq, name, 1);
+			else if (r->test == T_HANDOFF && r->o->groups > 0)
+				rc = wire_put_create_share(&c->out, ++c->seq, name, r->limit);
 			else if (r->test == T_RATE)	/* a bucket that never runs short */
 				rc = wire_put_create_rate(&c->out, ++c->seq, name, 0,
 				    1u << 30, 1000, 1u << 30);
@@ -620,7 +640,8 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 			    us(hist_quantile(&r->t.wait, 0.999)), us(r->t.wait.count ? r->t.wait.max : 0),
 			    r->grants_min, r->grants_max, fair);
 		if (r->test == T_HANDOFF)
-			printf(", \"direct_grants\": %" PRIu64, r->t.direct);
+			printf(", \"direct_grants\": %" PRIu64 ", \"groups\": %u, \"priority\": %s",
+			    r->t.direct, o->groups, o->priority ? "true" : "false");
 		if (hs)
 			printf(", \"tls_resume\": %s, \"tls_handshakes_full\": %" PRIu64
 			    ", \"tls_handshakes_resumed\": %" PRIu64
@@ -668,7 +689,10 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 		    r->limit, us(hist_quantile(&r->t.wait, 0.5)), us(hist_quantile(&r->t.wait, 0.99)),
 		    us(hist_quantile(&r->t.wait, 0.999)), us(r->t.wait.count ? r->t.wait.max : 0), fair);
 	if (r->test == T_HANDOFF)
-		printf("up->next grant; direct=%" PRIu64 " ", r->t.direct);
+		printf("up->next grant; direct=%" PRIu64 " %s", r->t.direct,
+		    o->priority ? "priority classes -8..7 " : "");
+	if (r->test == T_HANDOFF && o->groups > 0)
+		printf("groups=%u (fair shares) ", o->groups);
 	if (hs)
 		printf("tls handshakes/s full=%.0f resumed=%.0f ", hs_full_s, hs_res_s);
 	if (m != NULL) {
@@ -705,7 +729,7 @@ static void run_init(struct run *r, const struct bench_opts *o, int t)
 		break;
 	case T_HANDOFF:
 		if (!o->conns_set)
-			r->conns = 2;
+			r->conns = o->groups + 1 > 2 ? o->groups + 1 : 2;
 		r->pipeline = 1;
 		r->limit = 1;
 		break;
@@ -810,7 +834,7 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
 	signal(SIGPIPE, SIG_IGN);
-	raise_nofile(o.conns);
+	raise_nofile(o.conns > o.groups + 1 ? o.conns : o.groups + 1);
 	if (o.json) {
 		printf("{\"server\": \"");
 		json_str(o.addr.text);

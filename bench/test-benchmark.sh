@@ -43,6 +43,22 @@ ok "contended with limit 2 runs" "$BENCH" -s "$d_UNIX" -t contended -c 4 --limit
 ok "contended reports fairness" grep -q '"fairness_max_over_min": [0-9]' "$out"
 expect_eq "contended reports its limit" 2 "$(field limit "$out")"
 
+# handoff on a name with fair shares: N + 1 connections, downs of groups
+# g0..gN-1 (the daemon refuses a group on a name without shares, and
+# priorities on one with them: a failed run would show either)
+out=$T/share.json
+ok "handoff with 4 groups runs" "$BENCH" -s "$d_UNIX" -t handoff --groups 4 -d 1 \
+	--warmup 0.1 --threads 2 --json >"$out"
+ok "handoff with groups completed hand-offs" positive "$(field ops "$out")"
+expect_eq "handoff with 4 groups has 5 connections" 5 "$(field conns "$out")"
+expect_eq "handoff reports its groups" 4 "$(field groups "$out")"
+expect_eq "handoff with groups: no server errors" 0 "$(field server_errors "$out")"
+out=$T/prio.json
+ok "handoff with priorities runs" "$BENCH" -s "$d_UNIX" -t handoff --priority -c 17 -d 0.3 \
+	--warmup 0.1 --threads 2 --json >"$out"
+ok "handoff with priorities completed hand-offs" positive "$(field ops "$out")"
+ok "handoff says it used priorities" grep -q '"priority": true' "$out"
+
 out=$T/names.json
 ok "names runs" "$BENCH" -s "$d_UNIX" -t names --names 2000 -c 2 -P 8 --json >"$out"
 expect_eq "names created every name" 2000 "$(field ops "$out")"
@@ -62,6 +78,11 @@ expect_eq "a bad address exits 2" 2 $?
 ok "a bad address says what is expected" grep -q "unix:PATH, tcp:HOST:PORT or tls:HOST:PORT" "$T/addr.err"
 "$BENCH" -s "$d_UNIX" -t nosuchtest >/dev/null 2>"$T/bad.err"
 expect_eq "unknown test exits 2" 2 $?
+"$BENCH" -s "$d_UNIX" -t handoff --groups 2 --priority >/dev/null 2>"$T/bad.err"
+expect_eq "--groups with --priority exits 2" 2 $?
+ok "--groups with --priority says why" grep -q "no priorities" "$T/bad.err"
+"$BENCH" -s "$d_UNIX" -t handoff --groups 0 >/dev/null 2>"$T/bad.err"
+expect_eq "--groups 0 exits 2" 2 $?
 "$BENCH" -s "unix:$T/nobody.sock" -t ping -d 0.1 >/dev/null 2>"$T/conn.err"
 expect_eq "no server exits 1" 1 $?
 ok "no server says connect" grep -q "connect" "$T/conn.err"

@@ -142,7 +142,8 @@ static void test_encode(void)
 	EXPECT(wire_put_down(&b, 7 << 16 | 3, "jobs/a", -1) == 0);
 	EXPECT(wire_put_up(&b, 8 << 16 | 3, "jobs/a", 0) == 0);
 	EXPECT(wire_put_create(&b, 9, "jobs/b", 5, 1) == 0);
-	EXPECT(wire_put_ping(&b, 10, NULL, 0) == 0);
+	EXPECT(wire_put_create_share(&b, 10, "jobs/c", 1) == 0);
+	EXPECT(wire_put_ping(&b, 11, NULL, 0) == 0);
 
 	EXPECT(wire_next_frame(&b, FRAME_MAX_DEFAULT, &p, &len) == 1);
 	req = semd__request__unpack(NULL, len, p);
@@ -165,7 +166,14 @@ static void test_encode(void)
 	EXPECT(wire_next_frame(&b, FRAME_MAX_DEFAULT, &p, &len) == 1);
 	req = semd__request__unpack(NULL, len, p);
 	EXPECT(req != NULL && req->op_case == SEMD__REQUEST__OP_CREATE && req->create->limit == 5 &&
-	    req->create->if_not_exists);
+	    req->create->if_not_exists && req->create->share == SEMD__SHARE_BY__SHARE_NONE);
+	semd__request__free_unpacked(req, NULL);
+
+	EXPECT(wire_next_frame(&b, FRAME_MAX_DEFAULT, &p, &len) == 1);
+	req = semd__request__unpack(NULL, len, p);
+	EXPECT(req != NULL && req->op_case == SEMD__REQUEST__OP_CREATE && req->create->limit == 1 &&
+	    req->create->if_not_exists && req->create->share == SEMD__SHARE_BY__SHARE_KEY &&
+	    req->create->n_weights == 0);
 	semd__request__free_unpacked(req, NULL);
 
 	EXPECT(wire_next_frame(&b, FRAME_MAX_DEFAULT, &p, &len) == 1);
@@ -175,6 +183,12 @@ static void test_encode(void)
 
 	EXPECT(wire_next_frame(&b, FRAME_MAX_DEFAULT, &p, &len) == 0);
 	EXPECT_U64(b.len, b.off);
+
+	TEST_START("a group longer than the protocol's 64 characters is refused");
+	b.off = b.len = 0;
+	EXPECT(wire_put_down_in(&b, 12, "x", -1, 0,
+	    "g1234567890123456789012345678901234567890123456789012345678901234") == -EINVAL);
+	EXPECT_U64(b.len, 0);
 
 	TEST_START("a frame split in two parts is only cut when whole");
 	b.off = b.len = 0;
@@ -259,12 +273,12 @@ static void test_hot_encoding(void)
 	Semd__Down down;
 	Semd__Up up;
 	Semd__Ping ping;
-	char name[300];
+	char name[300], group[WIRE_GROUP_MAX + 1];
 	uint8_t payload[40];
 	int i, k, differ = 0;
 	size_t n;
 
-	TEST_START("hand-encoded Ping, Down and Up equal protobuf-c's packing");
+	TEST_START("hand-encoded Ping, Down (with priority, group) and Up equal protobuf-c's packing");
 	for (i = 0; i < 3000; i++) {
 		uint64_t id = rnd_value(), permit = rnd_value();
 		int64_t timeout = (int64_t)rnd_value();
@@ -290,7 +304,18 @@ static void test_hot_encoding(void)
 		case 0:
 			req.op_case = SEMD__REQUEST__OP_DOWN;
 			req.down = &down;
-			EXPECT(wire_put_down(&mine, id, name, timeout) == 0);
+			if (rnd() % 2) {
+				EXPECT(wire_put_down(&mine, id, name, timeout) == 0);
+				break;
+			}
+			/* a class of -8..7 (0: none), a group of 0..64 characters */
+			down.priority = (int32_t)(rnd() % 16) - 8;
+			n = rnd() % (WIRE_GROUP_MAX + 1);
+			for (k = 0; k < (int)n; k++)
+				group[k] = (char)('a' + rnd() % 26);
+			group[n] = '\0';
+			down.group = group;
+			EXPECT(wire_put_down_in(&mine, id, name, timeout, down.priority, group) == 0);
 			break;
 		case 1:
 			req.op_case = SEMD__REQUEST__OP_UP;

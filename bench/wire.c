@@ -416,11 +416,13 @@ int wire_put_hello(struct wbuf *b, uint64_t id, const char *client_name)
 
 /*
  * Append a frame holding Request { id, op = body } where body is op's
- * encoded fields: name (field 1, left out when empty) then the varint
- * fields v[0..nv) numbered 2, 3, ... (left out when 0).
+ * encoded fields: name (field 1, left out when empty), the varint fields
+ * v[0..nv) numbered 2, 3, ... (left out when 0), then tail[0..ntail): the
+ * higher fields, already encoded.
  */
 static int put_hot(struct wbuf *b, uint64_t id, unsigned op, const char *name,
-    const uint8_t *bytes, size_t nbytes, const uint64_t *v, unsigned nv)
+    const uint8_t *bytes, size_t nbytes, const uint64_t *v, unsigned nv,
+    const uint8_t *tail, size_t ntail)
 {
 	size_t body = 0, msg, n = 0;
 	uint8_t *p;
@@ -435,6 +437,7 @@ static int put_hot(struct wbuf *b, uint64_t id, unsigned op, const char *name,
 		body += 1 + pb_varint_size(nbytes) + nbytes;
 	for (i = 0; i < nv; i++)
 		body += pb_uint_field_size(v[i]);
+	body += ntail;
 	msg = pb_uint_field_size(id) + 1 + pb_varint_size(body) + body;
 	if ((r = wbuf_reserve(b, FRAME_HDR + msg)) != 0)
 		return r;
@@ -450,6 +453,8 @@ static int put_hot(struct wbuf *b, uint64_t id, unsigned op, const char *name,
 	}
 	for (i = 0; i < nv; i++)
 		n += pb_put_uint_field(p + n, 2 + i, v[i]);
+	if (ntail > 0)
+		memcpy(p + n, tail, ntail);
 	b->len += FRAME_HDR + msg;
 	return 0;
 }
@@ -457,15 +462,41 @@ static int put_hot(struct wbuf *b, uint64_t id, unsigned op, const char *name,
 /* Append Ping with an optional payload. */
 int wire_put_ping(struct wbuf *b, uint64_t id, const uint8_t *payload, size_t len)
 {
-	return put_hot(b, id, SEMD__REQUEST__OP_PING, NULL, payload, len, NULL, 0);
+	return put_hot(b, id, SEMD__REQUEST__OP_PING, NULL, payload, len, NULL, 0, NULL, 0);
 }
 
 /* Append Down of one permit (negative timeouts: int64 as a 10-byte varint). */
 int wire_put_down(struct wbuf *b, uint64_t id, const char *name, int64_t timeout_ms)
 {
-	uint64_t v[2] = { 1, (uint64_t)timeout_ms };
+	return wire_put_down_in(b, id, name, timeout_ms, 0, NULL);
+}
 
-	return put_hot(b, id, SEMD__REQUEST__OP_DOWN, name, NULL, 0, v, 2);
+/*
+ * Append Down of one permit of a priority class and a group (fields 21 and
+ * 22, each left out when 0 or NULL/empty, as protobuf-c does).
+ */
+int wire_put_down_in(struct wbuf *b, uint64_t id, const char *name, int64_t timeout_ms,
+    int priority, const char *group)
+{
+	uint64_t v[2] = { 1, (uint64_t)timeout_ms };
+	uint8_t tail[2 + 10 + 2 + 10 + WIRE_GROUP_MAX];
+	size_t n = 0, glen = group != NULL ? strnlen(group, WIRE_GROUP_MAX + 1) : 0;
+
+	if (glen > WIRE_GROUP_MAX)
+		return -EINVAL;
+	if (priority != 0) {
+		/* sint32: zigzag */
+		n += pb_put_varint(tail + n, 21u << 3 | PB_WT_VARINT);
+		n += pb_put_varint(tail + n,
+		    (uint32_t)priority << 1 ^ (priority < 0 ? UINT32_MAX : 0));
+	}
+	if (glen > 0) {
+		n += pb_put_varint(tail + n, 22u << 3 | PB_WT_LEN);
+		n += pb_put_varint(tail + n, glen);
+		memcpy(tail + n, group, glen);
+		n += glen;
+	}
+	return put_hot(b, id, SEMD__REQUEST__OP_DOWN, name, NULL, 0, v, 2, tail, n);
 }
 
 /* Append Up of one permit. */
@@ -473,7 +504,7 @@ int wire_put_up(struct wbuf *b, uint64_t id, const char *name, uint64_t permit_i
 {
 	uint64_t v[2] = { 1, permit_id };
 
-	return put_hot(b, id, SEMD__REQUEST__OP_UP, name, NULL, 0, v, 2);
+	return put_hot(b, id, SEMD__REQUEST__OP_UP, name, NULL, 0, v, 2, NULL, 0);
 }
 
 /* Read a varint at *p (before end); NULL when it is cut or too long. */
@@ -570,8 +601,9 @@ int wire_reply_peek(const uint8_t *p, size_t len, struct wire_reply_min *r)
 	return 0;
 }
 
-/* Append Create. */
-int wire_put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limit, int if_not_exists)
+/* Append Create of an OWNED name, shared between groups as share says. */
+static int put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limit,
+    int if_not_exists, Semd__ShareBy share)
 {
 	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Create create = SEMD__CREATE__INIT;
@@ -580,10 +612,23 @@ int wire_put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limi
 	create.limit = limit;
 	create.mode = SEMD__MODE__OWNED;
 	create.if_not_exists = if_not_exists != 0;
+	create.share = share;
 	req.id = id;
 	req.op_case = SEMD__REQUEST__OP_CREATE;
 	req.create = &create;
 	return wire_put_request(b, &req);
+}
+
+/* Append Create. */
+int wire_put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limit, int if_not_exists)
+{
+	return put_create(b, id, name, limit, if_not_exists, SEMD__SHARE_BY__SHARE_NONE);
+}
+
+/* Append Create of a name with fair shares by key (Down.group), every weight 1. */
+int wire_put_create_share(struct wbuf *b, uint64_t id, const char *name, uint32_t limit)
+{
+	return put_create(b, id, name, limit, 1, SEMD__SHARE_BY__SHARE_KEY);
 }
 
 /* Append Create of a name with a token bucket (limit 0: rate-only). */

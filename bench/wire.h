@@ -118,10 +118,20 @@ int wire_put_hello(struct wbuf *b, uint64_t id, const char *client_name);
 int wire_put_ping(struct wbuf *b, uint64_t id, const uint8_t *payload, size_t len);
 /* Append Down of one permit; timeout_ms as in the protocol. */
 int wire_put_down(struct wbuf *b, uint64_t id, const char *name, int64_t timeout_ms);
+/* Down.group's longest (proto/semd.proto: 1..64 characters). */
+#define WIRE_GROUP_MAX	64
+/*
+ * Append Down of one permit with Down.priority (-8..7; 0: none) and
+ * Down.group (NULL or "": none). -EINVAL when group is too long.
+ */
+int wire_put_down_in(struct wbuf *b, uint64_t id, const char *name, int64_t timeout_ms,
+    int priority, const char *group);
 /* Append Up of one permit (permit_id 0: any one the session holds). */
 int wire_put_up(struct wbuf *b, uint64_t id, const char *name, uint64_t permit_id);
 /* Append Create (if_not_exists as given, OWNED mode). */
 int wire_put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limit, int if_not_exists);
+/* Append Create (if not exists) of a name with fair shares by key, weights 1. */
+int wire_put_create_share(struct wbuf *b, uint64_t id, const char *name, uint32_t limit);
 /* Append Delete. */
 int wire_put_delete(struct wbuf *b, uint64_t id, const char *name, int force);
 /* Append Create with a token bucket; DownMulti of n <= 8 names, 1 each. */
