@@ -155,6 +155,7 @@ static inline void fsm_same(const struct sm *a, const struct sm *b)
  * would, far past every lease, until none is due (and the deadlines that
  * follows, in order); false if that does not end.
  */
+#define FSM_FAR	(100ULL * 86400000)	/* 100 days, past every lease */
 static inline bool fsm_sweep(struct sm *sm, struct sm *copy)
 {
 	uint64_t ids[256], far, next;
@@ -164,7 +165,9 @@ static inline bool fsm_sweep(struct sm *sm, struct sm *copy)
 	int round, i;
 
 	for (round = 0; round < 64; round++) {
-		far = sm_now(sm) + 100ULL * 86400000;	/* past every lease */
+		/* past every lease (hostile stamps come near 2^64: no wrap) */
+		far = sm_now(sm) < UINT64_MAX - 1 - FSM_FAR ?
+		    sm_now(sm) + FSM_FAR : UINT64_MAX - 1;
 		sm_clock_start(&k, far, 0, far);
 		n = sm_leases_due(sm, &k, far, 0, ids, 256);
 		if (n == 0)
