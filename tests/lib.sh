@@ -128,6 +128,21 @@ t_reload() {
 	sed -i "$3" "$2" && kill -HUP "$1"
 }
 
+# t_reload_across PID CONF SED-SCRIPT LOG PATTERN OUT ADDR REQUEST...: a
+# reload (t_reload) with a connection open across it. A probe on ADDR says
+# hello, waits until the reload is logged (PATTERN in LOG: a check of its
+# own), then sends REQUEST... on the same connection; its replies go to OUT.
+t_reload_across() {
+	_ra_pid=$1 _ra_conf=$2 _ra_sed=$3 _ra_log=$4 _ra_pat=$5 _ra_out=$6 _ra_addr=$7
+	shift 7
+	$PROBE "$_ra_addr" hello "until $_ra_out.go" "$@" >"$_ra_out" 2>&1 &
+	_ra_probe=$!
+	t_reload "$_ra_pid" "$_ra_conf" "$_ra_sed" "$_ra_out"
+	ok "reload logged" t_wait_for 5 has "$_ra_pat" "$_ra_log"
+	touch "$_ra_out.go"
+	wait "$_ra_probe"
+}
+
 # t_port_base N: the first of N consecutive TCP ports that are free on
 # 127.0.0.1 and 127.0.0.2 now, for a cluster whose peers must know each
 # other's addresses before they start (port 0 cannot do). Chosen at random

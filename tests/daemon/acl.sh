@@ -221,15 +221,11 @@ ok "... under team/ too" has '^reply id=3 code=OK entries=6 team/a1 team/a2 team
 ok "... and pages over them" has '^reply id=4 code=OK entries=1 db/main next=db/main$' "$T/lad.out"
 
 # SIGHUP: new rules apply to open and new connections.
-$PROBE "$A" hello "until $T/open.go" "down jobs/c timeout=0" >"$T/open.out" 2>&1 &
-open=$!
-t_reload "$d_PID" "$T/acl.conf" "s|^acl uid:$me jobs/ use,inspect|acl uid:$me jobs/ inspect|" "$T/open.out"
-ok "reload logged" t_wait_for 5 has 'configuration reloaded' "$T/d.log"
-touch "$T/open.go"
+t_reload_across "$d_PID" "$T/acl.conf" "s|^acl uid:$me jobs/ use,inspect|acl uid:$me jobs/ inspect|" \
+    "$T/d.log" 'configuration reloaded' "$T/open.out" "$A" "down jobs/c timeout=0"
 $PROBE "$A" hello "down jobs/a timeout=0" "info jobs/a" >"$T/after.out" 2>&1
 ok "after SIGHUP: use on jobs/ now denied" has '^reply id=2 code=PERMISSION_DENIED' "$T/after.out"
 ok "after SIGHUP: inspect still allowed" has '^reply id=3 code=NOT_FOUND' "$T/after.out"
-wait "$open"
 ok "after SIGHUP: an open connection follows the new rules" has '^reply id=2 code=PERMISSION_DENIED' "$T/open.out"
 printf 'acl uid:1 x/ bogus\n' >>"$T/acl.conf"
 kill -HUP "$d_PID"

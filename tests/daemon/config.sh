@@ -56,12 +56,8 @@ ok "flag beats the file (default-limit 3)" has 'name=x1 limit=3 ' "$T/x1.out"
 $PROBE "unix:$T/c.sock" hello "ping $(printf 'x%.0s' $(seq 12000))" >"$T/big1.out" 2>&1
 ok "a 12000-byte request is over max-frame 4096" has 'code=PROTOCOL_ERROR msg="frame of 120[0-9][0-9] bytes is over max-frame 4096"' "$T/big1.out"
 # A connection open across the reload gets the new max-frame too.
-$PROBE "unix:$T/c.sock" hello "until $T/big.go" "ping $(printf 'x%.0s' $(seq 12000))" >"$T/big2.out" 2>&1 &
-big=$!
-t_reload "$c" "$T/good.conf" 's/^max-frame 4096/max-frame 20000/; s/^log-level info/log-level debug/' "$T/big2.out"
-ok "reload logged" t_wait_for 5 has 'reload: max-frame 4096 -> 20000' "$T/c.log"
-touch "$T/big.go"
-wait "$big"
+t_reload_across "$c" "$T/good.conf" 's/^max-frame 4096/max-frame 20000/; s/^log-level info/log-level debug/' \
+    "$T/c.log" 'reload: max-frame 4096 -> 20000' "$T/big2.out" "unix:$T/c.sock" "ping $(printf 'x%.0s' $(seq 12000))"
 ok "after reload a 12000-byte request is served on an old connection" has 'code=OK pong=xxxx' "$T/big2.out"
 ok "reload: log level changed" has 'reload: log-level info -> debug' "$T/c.log"
 $PROBE "unix:$T/c.sock" hello "down x2" "info x2" >"$T/x2.out"
