@@ -14,6 +14,29 @@
 typedef _Atomic uint32_t arch_atomic32_t;
 typedef _Atomic uint64_t arch_atomic64_t;
 
+/* arch_NAMEbits(p, v): the value before, from C11's OP (sequentially consistent). */
+#define GENERIC_RMW(name, bits, op)					\
+static inline uint##bits##_t arch_##name##bits(arch_atomic##bits##_t *p, \
+    uint##bits##_t v)							\
+{									\
+	return op(p, v);						\
+}
+
+/*
+ * arch_load_LOADbits(p) and arch_store_STOREbits(p, v), each with the memory
+ * order it is named after.
+ */
+#define GENERIC_LOAD_STORE(load, store, bits)				\
+static inline uint##bits##_t arch_load_##load##bits(arch_atomic##bits##_t *p) \
+{									\
+	return atomic_load_explicit(p, memory_order_##load);		\
+}									\
+static inline void arch_store_##store##bits(arch_atomic##bits##_t *p,	\
+    uint##bits##_t v)							\
+{									\
+	atomic_store_explicit(p, v, memory_order_##store);		\
+}
+
 #define GENERIC_OPS(bits)						\
 /* Store new at p if it holds old; return what p held. */		\
 static inline uint##bits##_t arch_cmpxchg##bits(arch_atomic##bits##_t *p, \
@@ -22,34 +45,10 @@ static inline uint##bits##_t arch_cmpxchg##bits(arch_atomic##bits##_t *p, \
 	atomic_compare_exchange_strong(p, &old, new);			\
 	return old;							\
 }									\
-static inline uint##bits##_t arch_xchg##bits(arch_atomic##bits##_t *p,	\
-    uint##bits##_t v)							\
-{									\
-	return atomic_exchange(p, v);					\
-}									\
-static inline uint##bits##_t arch_fetch_add##bits(arch_atomic##bits##_t *p, \
-    uint##bits##_t v)							\
-{									\
-	return atomic_fetch_add(p, v);					\
-}									\
-static inline uint##bits##_t arch_load_acquire##bits(arch_atomic##bits##_t *p) \
-{									\
-	return atomic_load_explicit(p, memory_order_acquire);		\
-}									\
-static inline void arch_store_release##bits(arch_atomic##bits##_t *p,	\
-    uint##bits##_t v)							\
-{									\
-	atomic_store_explicit(p, v, memory_order_release);		\
-}									\
-static inline uint##bits##_t arch_load_relaxed##bits(arch_atomic##bits##_t *p) \
-{									\
-	return atomic_load_explicit(p, memory_order_relaxed);		\
-}									\
-static inline void arch_store_relaxed##bits(arch_atomic##bits##_t *p,	\
-    uint##bits##_t v)							\
-{									\
-	atomic_store_explicit(p, v, memory_order_relaxed);		\
-}
+GENERIC_RMW(xchg, bits, atomic_exchange)				\
+GENERIC_RMW(fetch_add, bits, atomic_fetch_add)				\
+GENERIC_LOAD_STORE(acquire, release, bits)				\
+GENERIC_LOAD_STORE(relaxed, relaxed, bits)
 
 GENERIC_OPS(32)
 GENERIC_OPS(64)
