@@ -45,9 +45,28 @@ static struct health_view follower(void)
 	return v;
 }
 
+/*
+ * A follower that applied up to entry 500 and heard commit index commit
+ * from its leader, with ready-max-lag max_lag.
+ */
+static const struct {
+	uint64_t	commit;
+	uint32_t	max_lag;
+	bool		want;
+	const char	*why;
+} lags[] = {
+	{ 500, 100, true, "ready: follower of node 1, 0 entries behind" },
+	{ 600, 100, true, "ready: follower of node 1, 100 entries behind" },
+	{ 601, 100, false, "not ready: 101 entries behind the leader (node 1; ready-max-lag 100)" },
+	{ 500, 0, true, "ready: follower of node 1, 0 entries behind" },
+	/* The commit index heard may trail what was applied: no lag then. */
+	{ 400, 0, true, "ready: follower of node 1, 0 entries behind" },
+};
+
 int main(void)
 {
 	struct health_view v;
+	size_t i;
 
 	TEST_START("in memory: ready once it answers, not while stopping");
 	memset(&v, 0, sizeof v);
@@ -76,18 +95,12 @@ int main(void)
 	expect_ready(&v, false, "not ready: stopping");
 
 	TEST_START("cluster: a follower within ready-max-lag entries");
-	v = follower();
-	expect_ready(&v, true, "ready: follower of node 1, 0 entries behind");
-	v.log.commit = 600;
-	expect_ready(&v, true, "ready: follower of node 1, 100 entries behind");
-	v.log.commit = 601;
-	expect_ready(&v, false, "not ready: 101 entries behind the leader (node 1; ready-max-lag 100)");
-	v.max_lag = 0;
-	v.log.commit = 500;
-	expect_ready(&v, true, "ready: follower of node 1, 0 entries behind");
-	/* The commit index heard may trail what was applied: no lag then. */
-	v.log.commit = 400;
-	expect_ready(&v, true, "ready: follower of node 1, 0 entries behind");
+	for (i = 0; i < sizeof lags / sizeof lags[0]; i++) {
+		v = follower();
+		v.max_lag = lags[i].max_lag;
+		v.log.commit = lags[i].commit;
+		expect_ready(&v, lags[i].want, lags[i].why);
+	}
 
 	TEST_START("cluster: installing a snapshot");
 	v = follower();
