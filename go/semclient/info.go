@@ -50,6 +50,8 @@ type Waiter struct {
 	N         int
 	Deadline  time.Time // zero: none
 	Detached  bool
+	Priority  int    // its down's class, -8..7 (0: the default)
+	Replace   string // its down's replace key ("": none)
 }
 
 // Info describes a semaphore: its limit and what is free, its holders and
@@ -128,6 +130,14 @@ func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
 				out.Waiters = append(out.Waiters, Waiter{RequestID: uint64(w.request_id), N: int(w.n),
 					Who:      who(w.client_name, w.host, w.pid, w.principal, w.since_ms),
 					Deadline: unixMs(w.deadline_ms), Detached: bool(w.detached)})
+			}
+		}
+		// Each waiter's class, in the same order (a daemon before 0.3.0
+		// sends none: every waiter is then of class 0 with no key).
+		if ci.n_waiter_classes == ci.n_waiters && ci.n_waiters > 0 {
+			for i, k := range unsafe.Slice(ci.waiter_classes, int(ci.n_waiter_classes)) {
+				out.Waiters[i].Priority = int(k.priority)
+				out.Waiters[i].Replace = C.GoString(k.replace)
 			}
 		}
 		return 0

@@ -96,6 +96,17 @@ func TestReplaceAndPriority(t *testing.T) {
 	waiters(t, ctx, c, name, 1)
 	high := acquireAsync(ctx, c.Semaphore(name, semclient.WithPriority(semclient.PriorityMax)))
 	waiters(t, ctx, c, name, 2)
+	in, err := c.Info(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := map[int]string{}
+	for _, w := range in.Waiters {
+		classes[w.Priority] = w.Replace
+	}
+	if k, ok := classes[-2]; len(classes) != 2 || !ok || k != "job" || classes[semclient.PriorityMax] != "" {
+		t.Fatalf("the waiters' classes: %+v", in.Waiters)
+	}
 	held.Release()
 	r := <-high // the higher class first, though it came later
 	if r.err != nil {
