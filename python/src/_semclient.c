@@ -379,33 +379,36 @@ static PyObject *h_cancel_async(HandleObject *self, PyObject *args)
 	return async_done(ctx, pc, id, "cancel", NULL);
 }
 
-/* Wait up to ms for the socket (or the library's next duty), then
- * semc_process(): what it returns. No wait when ms <= 0. */
-static int wait_and_process(struct semc *c, int ms)
+/* Wait up to ms (> 0) for the socket, or less until the library's next duty. */
+static void wait_for_work(struct semc *c, int ms)
 {
 	struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
 	int t = semc_timeout(c);
 
 	if (t < 0 || t > ms)
-		t = ms < 0 ? 0 : ms;
+		t = ms;
 	if (p.fd < 0 && t > 100)
 		t = 100;	/* disconnected: semc_process() retries */
-	if (p.fd >= 0 && t > 0) {
+	if (p.fd >= 0) {
 		poll(&p, 1, t);
 	} else if (t > 0) {
 		struct timespec ts = { t / 1000, (long)(t % 1000) * 1000000L };
 
 		nanosleep(&ts, NULL);
 	}
-	return semc_process(c);
 }
 
-/* wait_and_process() through ctx (entered), which it leaves. */
+/* semc_process() through ctx (entered), after waiting up to ms for work
+ * when ms > 0; leaves ctx. */
 static PyObject *process_after(struct hctx *ctx, int ms)
 {
 	int n;
 
-	BLOCKING(ctx, n = wait_and_process(ctx->c, ms));
+	Py_BEGIN_ALLOW_THREADS
+	if (ms > 0)
+		wait_for_work(ctx->c, ms);
+	n = semc_process(ctx->c);
+	Py_END_ALLOW_THREADS
 	handle_leave(ctx);
 	return PyLong_FromLong(n);
 }
