@@ -23,17 +23,10 @@ from ._types import (Backup, ClusterNode, ClusterStatus, Group, Hold, Holder, In
 from ._client import Client, MultiPermit, Permit, Semaphore, Watch
 from ._aio import AsyncClient, AsyncMultiPermit, AsyncPermit, AsyncSemaphore, AsyncWatch
 
-#: The error codes of libsemclient (HoldLost.reason is one of them).
-E_TIMEOUT = _semclient.E_TIMEOUT
-E_WOULD_BLOCK = _semclient.E_WOULD_BLOCK
-E_CANCELLED = _semclient.E_CANCELLED
-E_UNAVAILABLE = _semclient.E_UNAVAILABLE
-E_SESSION_EXPIRED = _semclient.E_SESSION_EXPIRED
-E_DISCONNECTED = _semclient.E_DISCONNECTED
-E_HOLD_LOST = _semclient.E_HOLD_LOST
-E_QUEUE_FULL = _semclient.E_QUEUE_FULL
-E_REPLACED = _semclient.E_REPLACED
-E_COMPACTED = _semclient.E_COMPACTED
+# The error codes of libsemclient (HoldLost.reason is one of them).
+from ._semclient import (E_CANCELLED, E_COMPACTED, E_DISCONNECTED, E_HOLD_LOST, E_QUEUE_FULL,
+                         E_REPLACED, E_SESSION_EXPIRED, E_TIMEOUT, E_UNAVAILABLE,
+                         E_WOULD_BLOCK)
 
 #: The range of an acquire's priority.
 PRIORITY_MIN = _semclient.PRIO_MIN

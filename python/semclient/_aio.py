@@ -451,12 +451,11 @@ def _run_on_lost(fn: OnLost, permit: "AsyncPermit") -> None:
         asyncio.ensure_future(r)
 
 
-class AsyncSemaphore(SemaphoreBase):
+class AsyncSemaphore(SemaphoreBase[AsyncClient]):
     """A handle on one named semaphore of an AsyncClient (Semaphore's
     options)."""
 
     __slots__ = ()
-    _client: AsyncClient
 
     def acquire(self, n: int = 1, timeout: Optional[Number] = None, *,
                 lease: Optional[Number] = None, on_lost: Optional[OnLost] = None,
@@ -668,11 +667,9 @@ class AsyncMultiPermit(PermitGroup):
             raise err
 
 
-class AsyncWatch(WatchBase):
+class AsyncWatch(WatchBase[AsyncClient]):
     """Watch for asyncio: ``async for ev in client.watch(name)``; ``await``
     it to make the watch before iterating, or ``async with`` it."""
-
-    _client: AsyncClient
 
     def __init__(self, client: AsyncClient, name: str, prefix: bool, from_revision: int = 0,
                  resume: bool = False) -> None:

@@ -268,12 +268,11 @@ class Client(ClientBase):
         self._h.detach()
 
 
-class Semaphore(SemaphoreBase):
+class Semaphore(SemaphoreBase[Client]):
     """A handle on one named semaphore of a Client: a name and options.
     Making one sends nothing; it is safe to share between threads."""
 
     __slots__ = ()
-    _client: Client
 
     def acquire(self, n: int = 1, timeout: Optional[Number] = None, *,
                 lease: Optional[Number] = None, on_lost: Optional[OnLost] = None,
@@ -472,14 +471,12 @@ class MultiPermit(PermitGroup):
             raise lost[0]
 
 
-class Watch(WatchBase):
+class Watch(WatchBase[Client]):
     """The events of a watched semaphore (or prefix): iterate it, or get()
     with a timeout. After a reconnection the watch is made again and an
     event of kind "gap" comes first (what happened in between is missing).
     Events queue without bound while not read (the daemon never waits for
     a watcher). close() (or leaving its ``with`` block) ends it."""
-
-    _client: Client
 
     def __init__(self, client: Client, name: str, prefix: bool, from_revision: int = 0,
                  resume: bool = False) -> None:

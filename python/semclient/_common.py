@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, Tuple, TypeVar, Union
 
 from . import _semclient as _c
 from ._errors import HoldLost, lost as _lost
@@ -21,6 +21,9 @@ Number = Union[int, float]
 MODES = {"owned": _c.MODE_OWNED, "signal": _c.MODE_SIGNAL, "rate": _c.MODE_RATE}
 U32 = 0xFFFFFFFF
 _MAX_EARLY = 1024
+
+#: The client a Semaphore or Watch belongs to (Client or AsyncClient).
+ClientT = TypeVar("ClientT", bound="ClientBase")
 
 
 def timeout_ms(timeout: Optional[Number], what: str = "timeout") -> int:
@@ -381,12 +384,12 @@ class PermitState:
             type(self).__name__, self.name, self.n, self.token, self.permit_id, state, extra)
 
 
-class SemaphoreBase:
+class SemaphoreBase(Generic[ClientT]):
     """A name and the options of its acquires (Semaphore, AsyncSemaphore)."""
 
     __slots__ = ("_client", "name", "_create_limit", "_lease_ms")
 
-    def __init__(self, client: Any, name: str, limit: Optional[int] = None,
+    def __init__(self, client: ClientT, name: str, limit: Optional[int] = None,
                  lease: Optional[Number] = None) -> None:
         self._client = client
         self.name = name_of(name)
@@ -441,13 +444,13 @@ class PermitGroup:
             "%s n=%d token=%d" % (p.name, p.n, p.token) for p in self.permits))
 
 
-class WatchBase:
+class WatchBase(Generic[ClientT]):
     """What Watch and AsyncWatch share: the name (or prefix) watched, and
     the flags that the client's events set (the watch must be made again
     after a reconnection; it ended), after which each wakes its reader in
     its own way (_wake)."""
 
-    def __init__(self, client: Any, name: str, prefix: bool, from_revision: int = 0,
+    def __init__(self, client: ClientT, name: str, prefix: bool, from_revision: int = 0,
                  resume: bool = False) -> None:
         self._client = client
         self.name = name

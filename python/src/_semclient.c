@@ -379,18 +379,47 @@ static PyObject *h_cancel_async(HandleObject *self, PyObject *args)
 	return async_done(ctx, pc, id, "cancel", NULL);
 }
 
+/* Wait up to ms (> 0) for the socket, or less until the library's next duty. */
+static void wait_for_work(struct semc *c, int ms)
+{
+	struct pollfd p = { .fd = semc_fd(c), .events = POLLIN };
+	int t = semc_timeout(c);
+
+	if (t < 0 || t > ms)
+		t = ms;
+	if (p.fd < 0 && t > 100)
+		t = 100;	/* disconnected: semc_process() retries */
+	if (p.fd >= 0) {
+		poll(&p, 1, t);
+	} else if (t > 0) {
+		struct timespec ts = { t / 1000, (long)(t % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* semc_process() through ctx (entered), after waiting up to ms for work
+ * when ms > 0; leaves ctx. */
+static PyObject *process_after(struct hctx *ctx, int ms)
+{
+	int n;
+
+	Py_BEGIN_ALLOW_THREADS
+	if (ms > 0)
+		wait_for_work(ctx->c, ms);
+	n = semc_process(ctx->c);
+	Py_END_ALLOW_THREADS
+	handle_leave(ctx);
+	return PyLong_FromLong(n);
+}
+
 /* Read and dispatch what is there, without blocking: semc_process(). */
 static PyObject *h_process(HandleObject *self, PyObject *unused)
 {
-	struct hctx *ctx;
-	int n;
+	struct hctx *ctx = handle_enter(self);
 
 	(void)unused;
-	if ((ctx = handle_enter(self)) == NULL)
-		return NULL;
-	BLOCKING(ctx, n = semc_process(ctx->c));
-	handle_leave(ctx);
-	return PyLong_FromLong(n);
+	return ctx != NULL ? process_after(ctx, 0) : NULL;
 }
 
 /* Wait up to timeout_ms for the socket (or the library's next duty), then
@@ -399,31 +428,11 @@ static PyObject *h_process(HandleObject *self, PyObject *unused)
 static PyObject *h_poll(HandleObject *self, PyObject *args)
 {
 	struct hctx *ctx;
-	int ms, n;
+	int ms;
 
 	if ((ctx = handle_enter_args(self, args, "O&:poll", conv_int, &ms)) == NULL)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	{
-		struct pollfd p = { .fd = semc_fd(ctx->c), .events = POLLIN };
-		int t = semc_timeout(ctx->c);
-
-		if (t < 0 || t > ms)
-			t = ms < 0 ? 0 : ms;
-		if (p.fd < 0 && t > 100)
-			t = 100;	/* disconnected: semc_process() retries */
-		if (p.fd >= 0) {
-			poll(&p, 1, t);
-		} else if (t > 0) {
-			struct timespec ts = { t / 1000, (long)(t % 1000) * 1000000L };
-
-			nanosleep(&ts, NULL);
-		}
-		n = semc_process(ctx->c);
-	}
-	Py_END_ALLOW_THREADS
-	handle_leave(ctx);
-	return PyLong_FromLong(n);
+	return process_after(ctx, ms);
 }
 
 /* The quick getters take the library's lock only briefly, which no thread

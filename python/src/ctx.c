@@ -232,55 +232,69 @@ void done_cb(struct semc *c, const struct semc_result *r, void *arg)
 	cb_leave(ctx, st);
 }
 
+/* Deliver an event of the library to the Python callback at *slot, if it
+ * is still set once the GIL is held: fn(*make(ev)). */
+static void cb_deliver(struct hctx *ctx, PyObject *const *slot,
+		       PyObject *(*make)(const void *ev), const void *ev)
+{
+	PyGILState_STATE st;
+	PyObject *fn;
+
+	if (!cb_enter(ctx, &st))
+		return;
+	if ((fn = *slot) != NULL) {
+		Py_INCREF(fn);	/* the call may drop the handle's reference */
+		cb_call(fn, make(ev));
+		Py_DECREF(fn);
+	}
+	cb_leave(ctx, st);
+}
+
+/* A connection event's arguments: (type, error, message, name, permit_id, token, n). */
+static PyObject *event_args(const void *p)
+{
+	const struct semc_event *ev = p;
+
+	return Py_BuildValue("(iiNNKKk)", (int)ev->type, ev->error, str_from(ev->message),
+			     ev->name != NULL ? str_from(ev->name) : Py_NewRef(Py_None),
+			     (unsigned long long)ev->permit_id, (unsigned long long)ev->token,
+			     (unsigned long)ev->n);
+}
+
 /* A connection event: on_event(type, error, message, name, permit_id, token, n). */
 void event_cb(struct semc *c, const struct semc_event *ev, void *arg)
 {
 	struct hctx *ctx = arg;
-	PyGILState_STATE st;
-	PyObject *fn;
 
 	(void)c;
-	if (!cb_enter(ctx, &st))
-		return;
-	if ((fn = ctx->on_event) != NULL) {
-		Py_INCREF(fn);	/* the call may drop the handle's reference */
-		cb_call(fn, Py_BuildValue("(iiNNKKk)", (int)ev->type, ev->error,
-					  str_from(ev->message),
-					  ev->name != NULL ? str_from(ev->name) : Py_NewRef(Py_None),
-					  (unsigned long long)ev->permit_id,
-					  (unsigned long long)ev->token, (unsigned long)ev->n));
-		Py_DECREF(fn);
-	}
-	cb_leave(ctx, st);
+	cb_deliver(ctx, &ctx->on_event, event_args, ev);
+}
+
+/* A watch event's arguments: (tuple of its fields,). */
+static PyObject *watch_args(const void *p)
+{
+	const struct semc_watch_event *ev = p;
+
+	return Py_BuildValue("((KNisKkKKKNNNkkkLkkkkNK))",
+		(unsigned long long)ev->watch, str_from(ev->name), (int)ev->kind,
+		ev->kind_name != NULL ? ev->kind_name : "unknown",
+		(unsigned long long)ev->time_ms, (unsigned long)ev->n,
+		(unsigned long long)ev->permit_id, (unsigned long long)ev->token,
+		(unsigned long long)ev->request_id, str_from(ev->principal),
+		str_from(ev->client_name), str_from(ev->host), (unsigned long)ev->pid,
+		(unsigned long)ev->holders, (unsigned long)ev->waiters,
+		(long long)ev->available, (unsigned long)ev->limit, (unsigned long)ev->rate,
+		(unsigned long)ev->rate_period_ms, (unsigned long)ev->burst,
+		str_from(ev->reason), (unsigned long long)ev->revision);
 }
 
 /* A watch's event: fn(tuple of its fields). */
 void watch_cb(struct semc *c, const struct semc_watch_event *ev, void *arg)
 {
 	struct pywatch *w = arg;
-	struct hctx *ctx = w->ctx;
-	PyGILState_STATE st;
-	PyObject *fn;
 
 	(void)c;
-	if (!cb_enter(ctx, &st))
-		return;
-	if ((fn = w->fn) != NULL) {
-		Py_INCREF(fn);	/* the call may drop the handle's reference */
-		cb_call(fn, Py_BuildValue("((KNisKkKKKNNNkkkLkkkkNK))",
-			(unsigned long long)ev->watch, str_from(ev->name), (int)ev->kind,
-			ev->kind_name != NULL ? ev->kind_name : "unknown",
-			(unsigned long long)ev->time_ms, (unsigned long)ev->n,
-			(unsigned long long)ev->permit_id, (unsigned long long)ev->token,
-			(unsigned long long)ev->request_id, str_from(ev->principal),
-			str_from(ev->client_name), str_from(ev->host), (unsigned long)ev->pid,
-			(unsigned long)ev->holders, (unsigned long)ev->waiters,
-			(long long)ev->available, (unsigned long)ev->limit, (unsigned long)ev->rate,
-			(unsigned long)ev->rate_period_ms, (unsigned long)ev->burst,
-			str_from(ev->reason), (unsigned long long)ev->revision));
-		Py_DECREF(fn);
-	}
-	cb_leave(ctx, st);
+	cb_deliver(w->ctx, &w->fn, watch_args, ev);
 }
 
 /* A new pycall for fn, on the context's list (GIL held). */
