@@ -31,3 +31,9 @@ tests_cluster_test_raftguard_SOURCES = tests/cluster/test_raftguard.c daemon/log
 tests_cluster_test_raftguard_CFLAGS = $(AM_CFLAGS) $(RAFT_CFLAGS)
 tests_cluster_test_raftguard_LDADD = $(RAFT_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/cluster/test_raftguard
+
+# test_peer_addr: peer addresses (HOST:PORT with an IPv4, [IPv6] or DNS
+# name), good and hostile.
+check_PROGRAMS += tests/cluster/test_peer_addr
+tests_cluster_test_peer_addr_SOURCES = tests/cluster/test_peer_addr.c daemon/log/peer_addr.c
+TESTS += tests/cluster/test_peer_addr
