@@ -36,5 +36,6 @@ TESTS += tests/cluster/test_raftguard
 # test_peer_addr: peer addresses (HOST:PORT with an IPv4, [IPv6] or DNS
 # name), good and hostile.
 check_PROGRAMS += tests/cluster/test_peer_addr
-tests_cluster_test_peer_addr_SOURCES = tests/cluster/test_peer_addr.c daemon/log/peer_addr.c
+tests_cluster_test_peer_addr_SOURCES = tests/cluster/test_peer_addr.c daemon/log/peer_addr.c \
+	tests/security/check.h
 TESTS += tests/cluster/test_peer_addr

@@ -12,15 +12,7 @@
 #include <string.h>
 
 #include "daemon/log/peer_addr.h"
-
-static int failures;
-
-#define CHECK(cond) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-		failures++;						\
-	}								\
-} while (0)
+#include "tests/security/check.h"
 
 /* s parses to kind, host, port. */
 static void good(const char *s, enum peer_host_kind kind, const char *host,
@@ -29,23 +21,18 @@ static void good(const char *s, enum peer_host_kind kind, const char *host,
 	struct peer_addr a;
 	int rc = peer_addr_parse(s, &a);
 
-	if (rc != 0 || a.kind != kind || strcmp(a.host, host) != 0 ||
-	    a.port != port) {
-		fprintf(stderr, "'%s': rc %d kind %d host '%s' port %u\n", s, rc,
-		    rc == 0 ? (int)a.kind : -1, rc == 0 ? a.host : "", rc == 0 ?
-		    (unsigned)a.port : 0);
-		failures++;
-	}
+	t_check(rc == 0 && a.kind == kind && strcmp(a.host, host) == 0 &&
+	    a.port == port, __FILE__, __LINE__, "'%s': rc %d kind %d host '%s' "
+	    "port %u", s, rc, rc == 0 ? (int)a.kind : -1, rc == 0 ? a.host : "",
+	    rc == 0 ? (unsigned)a.port : 0);
 }
 
 static void bad(const char *s)
 {
 	struct peer_addr a;
 
-	if (peer_addr_parse(s, &a) != -1) {
-		fprintf(stderr, "'%.80s' (%zu chars) was accepted\n", s, strlen(s));
-		failures++;
-	}
+	t_check(peer_addr_parse(s, &a) == -1, __FILE__, __LINE__,
+	    "'%.80s' (%zu chars) was accepted", s, strlen(s));
 }
 
 /* A name of n labels of lens[i] letters each, then :7101; its host length. */
@@ -81,6 +68,7 @@ int main(void)
 {
 	char buf[600];
 
+	TEST_START("peer addresses");
 	good("127.0.0.1:7101", PEER_IPV4, "127.0.0.1", 7101);
 	good("10.1.2.3:1", PEER_IPV4, "10.1.2.3", 1);
 	good("[::1]:65535", PEER_IPV6, "::1", 65535);
@@ -142,7 +130,5 @@ int main(void)
 	CHECK(peer_addr_check("localhost:0", true) != NULL);
 	CHECK(peer_addr_check("127.0.0.1", false) != NULL);
 
-	if (failures == 0)
-		printf("test_peer_addr: ok\n");
-	return failures != 0;
+	return t_done("test_peer_addr");
 }
