@@ -84,8 +84,12 @@ done
 ok "still three members" sh -c \
 	"[ \$('$SEMCTL' -s '$ADDRS' --json cluster status | grep -o '\"role\"' | wc -l) -eq 3 ]"
 
-# Node 4: its certificate (same CA) names 127.0.0.1, not localhost.
-start_node 4 || { echo "node 4 did not start"; exit 1; }
+# Node 4: its certificate (same CA) names 127.0.0.1, not localhost. Its
+# own bootstrap list has node 1, so it dials node 1 too (for votes).
+start_node 4 --bootstrap "4=localhost:$((base + 4)),1=localhost:$((base + 1))" ||
+	{ echo "node 4 did not start"; exit 1; }
+ok "node 1 refuses node 4's connection (no DNS:localhost)" t_wait_for 10 \
+	has "refused: node 4 says it is at localhost:$((base + 4)), which its certificate does not name (DNS subjectAltName)" "$T/n1.log"
 timeout 8 "$SEMCTL" -s "$ADDRS" cluster add 4 "localhost:$((base + 4))" \
 	>"$T/add.out" 2>&1 &
 ADD=$!
