@@ -38,4 +38,6 @@ TESTS += tests/cluster/test_raftguard
 check_PROGRAMS += tests/cluster/test_peer_addr
 tests_cluster_test_peer_addr_SOURCES = tests/cluster/test_peer_addr.c daemon/log/peer_addr.c \
 	tests/security/check.h
+tests_cluster_test_peer_addr_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS)
+tests_cluster_test_peer_addr_LDADD = $(OPENSSL_LIBS)
 TESTS += tests/cluster/test_peer_addr

@@ -5,7 +5,9 @@
 #include <config.h>	/* autoconf's */
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "daemon/log/peer_addr.h"
@@ -96,4 +98,56 @@ const char *peer_addr_check(const char *s, bool tls)
 		    "no other (names and IPv6 need peer TLS: peer-tls-cert, "
 		    "peer-tls-key, peer-tls-ca)";
 	return NULL;
+}
+
+void peer_addr_hints(struct addrinfo *hints)
+{
+	memset(hints, 0, sizeof *hints);
+	hints->ai_family = AF_UNSPEC;
+	hints->ai_socktype = SOCK_STREAM;
+	hints->ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV;
+}
+
+int peer_addr_resolve(const struct peer_addr *a, struct sockaddr_storage *sa)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
+	struct addrinfo hints, *res = NULL;
+	char port[8];
+	int rv;
+
+	memset(sa, 0, sizeof *sa);
+	if (a->kind == PEER_IPV4) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(a->port);
+		return inet_pton(AF_INET, a->host, &s4->sin_addr) == 1 ? 0 :
+		    EAI_NONAME;
+	}
+	if (a->kind == PEER_IPV6) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(a->port);
+		return inet_pton(AF_INET6, a->host, &s6->sin6_addr) == 1 ? 0 :
+		    EAI_NONAME;
+	}
+	peer_addr_hints(&hints);
+	hints.ai_flags |= AI_PASSIVE;
+	snprintf(port, sizeof port, "%u", (unsigned)a->port);
+	if ((rv = getaddrinfo(a->host, port, &hints, &res)) != 0)
+		return rv;
+	if (res == NULL || res->ai_addrlen > sizeof *sa)
+		rv = EAI_NONAME;
+	else
+		memcpy(sa, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return rv;
+}
+
+bool peer_addr_named(X509 *cert, const struct peer_addr *a)
+{
+	if (cert == NULL)
+		return false;
+	if (a->kind == PEER_NAME)
+		return X509_check_host(cert, a->host, 0, PEER_SAN_FLAGS,
+		    NULL) == 1;
+	return X509_check_ip_asc(cert, a->host, 0) == 1;
 }

@@ -53,8 +53,6 @@
 #define HDR_OK		0x01		/* the accepting side's answer */
 #define QUEUE_HIGH	(1u << 20)	/* bytes queued one way: stop reading */
 #define READ_CHUNK	16384
-#define SAN_FLAGS	(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | \
-			 X509_CHECK_FLAG_NEVER_CHECK_SUBJECT)
 
 enum relay_state { R_HANDSHAKE, R_HEADER, R_OPEN };
 
@@ -123,35 +121,6 @@ static const uint8_t hdr_magic[8] = { 's', 'e', 'm', 'd', 'p', 't', 0, 1 };
 static void relay_pump(struct relay *r);
 
 /* --- addresses ------------------------------------------------------------------ */
-
-/* An IP literal's socket address. */
-static void addr_ip(const struct peer_addr *a, struct sockaddr_storage *sa)
-{
-	memset(sa, 0, sizeof *sa);
-	if (a->kind == PEER_IPV4)
-		(void)uv_ip4_addr(a->host, a->port, (struct sockaddr_in *)sa);
-	else
-		(void)uv_ip6_addr(a->host, a->port, (struct sockaddr_in6 *)sa);
-}
-
-/* The hints for resolving a peer's name: stream sockets, either family. */
-static void addr_hints(struct addrinfo *hints)
-{
-	memset(hints, 0, sizeof *hints);
-	hints->ai_family = AF_UNSPEC;
-	hints->ai_socktype = SOCK_STREAM;
-	hints->ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV;
-}
-
-/* Does cert name host (an IP literal or a DNS name, as a says)? */
-static bool addr_named(X509 *cert, const struct peer_addr *a)
-{
-	if (cert == NULL)
-		return false;
-	if (a->kind == PEER_NAME)
-		return X509_check_host(cert, a->host, 0, SAN_FLAGS, NULL) == 1;
-	return X509_check_ip_asc(cert, a->host, 0) == 1;
-}
 
 /* "IP:PORT" of an accepted connection's peer, into r->who. */
 static void relay_name_peer(struct relay *r)
@@ -598,7 +567,7 @@ static int relay_check_header(struct relay *r, raft_id *id, char *address)
 		    "this version", r->who);
 		return -1;
 	}
-	if (!addr_named(SSL_get0_peer_certificate(r->ssl), &a)) {
+	if (!peer_addr_named(SSL_get0_peer_certificate(r->ssl), &a)) {
 		log_warn("peer TLS: %s: refused: node %llu says it is at %s, "
 		    "which its certificate does not name (%s subjectAltName)",
 		    r->who, (unsigned long long)*id, address,
@@ -698,37 +667,6 @@ static void pt_listener_closed(uv_handle_t *h)
 	ptls_maybe_closed(p);
 }
 
-/*
- * Where to listen: an IP literal as it is; a name resolved now, its first
- * address. This runs once, from raft_start() before the loop serves
- * anything, so the resolve is done in place (libuv's synchronous form).
- */
-static int pt_listen_addr(struct ptls *p, const struct peer_addr *a,
-    struct sockaddr_storage *sa)
-{
-	struct addrinfo hints;
-	uv_getaddrinfo_t req;
-	char port[8];
-	int rv;
-
-	if (a->kind != PEER_NAME) {
-		addr_ip(a, sa);
-		return 0;
-	}
-	addr_hints(&hints);
-	hints.ai_flags |= AI_PASSIVE;
-	snprintf(port, sizeof port, "%u", (unsigned)a->port);
-	rv = uv_getaddrinfo(p->loop, &req, NULL, a->host, port, &hints);
-	if (rv != 0)
-		return rv;
-	if (req.addrinfo == NULL || req.addrinfo->ai_addrlen > sizeof *sa)
-		rv = UV_EAI_NONAME;
-	else
-		memcpy(sa, req.addrinfo->ai_addr, req.addrinfo->ai_addrlen);
-	uv_freeaddrinfo(req.addrinfo);
-	return rv;
-}
-
 static int pt_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
 	struct ptls *p = t->impl;
@@ -743,9 +681,10 @@ static int pt_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 		    "HOST:PORT", where);
 		return RAFT_INVALID;
 	}
-	if ((rv = pt_listen_addr(p, &a, &sa)) != 0) {
+	/* Once, before the loop serves anything: a name resolved in place. */
+	if ((rv = peer_addr_resolve(&a, &sa)) != 0) {
 		snprintf(t->errmsg, sizeof t->errmsg, "peer TLS: listen on %.200s: "
-		    "%s", where, uv_strerror(rv));
+		    "%s", where, gai_strerror(rv));
 		return RAFT_IOERR;
 	}
 	(void)uv_tcp_init(p->loop, &p->listener);
@@ -810,7 +749,7 @@ static void relay_connected(uv_connect_t *c, int status)
 		relay_close(r, RAFT_NOCONNECTION);
 		return;
 	}
-	SSL_set_hostflags(r->ssl, SAN_FLAGS);	/* used by a name only */
+	SSL_set_hostflags(r->ssl, PEER_SAN_FLAGS);	/* used by a name only */
 	relay_pump(r);	/* the ClientHello */
 }
 
@@ -871,7 +810,7 @@ static int pt_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	r->creq.data = r;
 	r->gai.data = r;
 	if (a.kind == PEER_NAME) {
-		addr_hints(&hints);
+		peer_addr_hints(&hints);
 		snprintf(port, sizeof port, "%u", (unsigned)a.port);
 		r->resolving = true;
 		r->handles++;	/* until relay_resolved */
@@ -883,7 +822,7 @@ static int pt_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 		}
 		return 0;
 	}
-	addr_ip(&a, &sa);
+	(void)peer_addr_resolve(&a, &sa);	/* a literal: no resolve */
 	if (uv_tcp_connect(&r->creq, &r->tcp, (struct sockaddr *)&sa,
 	    relay_connected) != 0)
 		relay_close(r, RAFT_NOCONNECTION);

@@ -6,8 +6,11 @@
  * characters, an empty label, a label of 64, a name of 254, an all-digit
  * last label) and an address of 256 characters or more (the TLS
  * header's field) are refused. A
- * plain (not TLS) peer takes an IPv4 literal only.
+ * plain (not TLS) peer takes an IPv4 literal only. A literal's socket
+ * address is made without the resolver.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +36,18 @@ static void bad(const char *s)
 
 	t_check(peer_addr_parse(s, &a) == -1, __FILE__, __LINE__,
 	    "'%.80s' (%zu chars) was accepted", s, strlen(s));
+}
+
+/* A literal's socket address: family and port, no resolver. */
+static void resolved(const char *s, int family, unsigned port)
+{
+	struct sockaddr_storage sa;
+	struct peer_addr a;
+
+	CHECK(peer_addr_parse(s, &a) == 0 && peer_addr_resolve(&a, &sa) == 0);
+	CHECK(sa.ss_family == family);
+	CHECK(ntohs(family == AF_INET ? ((struct sockaddr_in *)&sa)->sin_port :
+	    ((struct sockaddr_in6 *)&sa)->sin6_port) == port);
 }
 
 /* A name of n labels of lens[i] letters each, then :7101; its host length. */
@@ -120,6 +135,9 @@ int main(void)
 	memset(buf, 'a', 300);
 	strcpy(buf + 300, ":7101");
 	bad(buf);
+
+	resolved("127.0.0.1:7101", AF_INET, 7101);
+	resolved("[::1]:65535", AF_INET6, 65535);
 
 	/* Plain peers (libraft's TCP): IPv4 only. */
 	CHECK(peer_addr_check("127.0.0.1:7101", false) == NULL);
