@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon/config.h"
+#include "daemon/log/peer_addr.h"
 #include "daemon/state/state.h"
 #include "daemon/logging.h"
 #include "proto/frame.h"
@@ -583,6 +584,19 @@ static bool config_host_loopback(const char *spec)
 	return loop;
 }
 
+/* A peer address setting, tcp:HOST:PORT (peer_addr.h): 0, or -1 with err. */
+static int config_peer_addr(const char *what, const char *v, bool tls,
+    char *err, size_t errlen)
+{
+	const char *why = strncmp(v, "tcp:", 4) != 0 ? "does not start "
+	    "with tcp:" : peer_addr_check(v + 4, tls);
+
+	if (why == NULL)
+		return 0;
+	snprintf(err, errlen, "%s %s: %s", what, v, why);
+	return -1;
+}
+
 /*
  * Settings that only make sense together: plain TCP beyond loopback needs
  * allow-insecure-tcp (anyone on the network could take and release
@@ -622,12 +636,11 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 			    "and data-dir");
 			return -EINVAL;
 		}
-		if (strncmp(c->peer_listen, "tcp:", 4) != 0 ||
-		    (c->peer_bind != NULL && strncmp(c->peer_bind, "tcp:", 4) != 0)) {
-			snprintf(err, errlen, "peer-listen and peer-bind: give "
-			    "tcp:IPV4:PORT");
+		if (config_peer_addr("peer-listen", c->peer_listen,
+		    c->peer_tls_cert != NULL, err, errlen) != 0 ||
+		    (c->peer_bind != NULL && config_peer_addr("peer-bind",
+		    c->peer_bind, c->peer_tls_cert != NULL, err, errlen) != 0))
 			return -EINVAL;
-		}
 		/*
 		 * Without peer-tls-*, raft's peer traffic is plain TCP
 		 * (libraft's own transport), unauthenticated: whoever reaches

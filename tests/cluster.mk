@@ -7,7 +7,8 @@ check_PROGRAMS += tests/cluster/cluster_load
 tests_cluster_cluster_load_SOURCES = tests/cluster/cluster_load.c
 tests_cluster_cluster_load_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 CLUSTER_SH_TESTS = tests/cluster/faults.sh tests/cluster/membership.sh \
-	tests/cluster/peer-tls.sh tests/cluster/down-failover.sh \
+	tests/cluster/peer-tls.sh tests/cluster/peer-names.sh \
+	tests/cluster/down-failover.sh \
 	tests/cluster/lease-faults.sh tests/cluster/health.sh \
 	tests/cluster/prometheus.sh
 TESTS += $(CLUSTER_SH_TESTS)
@@ -31,3 +32,12 @@ tests_cluster_test_raftguard_SOURCES = tests/cluster/test_raftguard.c daemon/log
 tests_cluster_test_raftguard_CFLAGS = $(AM_CFLAGS) $(RAFT_CFLAGS)
 tests_cluster_test_raftguard_LDADD = $(RAFT_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/cluster/test_raftguard
+
+# test_peer_addr: peer addresses (HOST:PORT with an IPv4, [IPv6] or DNS
+# name), good and hostile.
+check_PROGRAMS += tests/cluster/test_peer_addr
+tests_cluster_test_peer_addr_SOURCES = tests/cluster/test_peer_addr.c daemon/log/peer_addr.c \
+	tests/security/check.h
+tests_cluster_test_peer_addr_CFLAGS = $(AM_CFLAGS) $(OPENSSL_CFLAGS)
+tests_cluster_test_peer_addr_LDADD = $(OPENSSL_LIBS)
+TESTS += tests/cluster/test_peer_addr

@@ -214,6 +214,7 @@ static void *d_main(void *arg)
 {
 	struct durable *d = arg;
 	struct raft_configuration conf;
+	char why[sizeof d->err] = "";	/* not d->err: d_started writes it */
 	int rv;
 
 	d->raft.data = d;
@@ -238,14 +239,14 @@ static void *d_main(void *arg)
 	if (d->fresh && (!d->cluster || d->bootstrap != NULL)) {
 		raft_configuration_init(&conf);
 		rv = d->cluster ? durable_parse_bootstrap(d->bootstrap,
-		    &conf, d->err, sizeof d->err) :
+		    d->peer_tls, &conf, why, sizeof why) :
 		    raft_configuration_add(&conf, NODE_ID, "local", RAFT_VOTER);
 		if (rv == 0)
 			rv = raft_bootstrap(&d->raft, &conf);
 		raft_configuration_close(&conf);
 		if (rv != 0) {
-			d_started(d, EX_CONFIG, "raft bootstrap: %s", d->err[0] ?
-			    d->err : raft_errmsg(&d->raft));
+			d_started(d, EX_CONFIG, "raft bootstrap: %s", why[0] ?
+			    why : raft_errmsg(&d->raft));
 			goto close;
 		}
 	}

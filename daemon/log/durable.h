@@ -119,8 +119,11 @@ int durable_status(struct durable *d, Semd__Reply *r, uint8_t **buf);
 int durable_cluster_change(struct durable *d, uint64_t cid, uint64_t req_id,
     const Semd__Cluster *cl);
 struct raft_configuration;
-/* Parse --bootstrap "ID=HOST:PORT,...". 0, or -1 with err filled. */
-int durable_parse_bootstrap(const char *spec, struct raft_configuration *conf,
-    char *err, size_t errlen);
+/*
+ * Parse --bootstrap "ID=HOST:PORT,..." (HOST a name or IPv6 only with tls:
+ * peer_addr.h). 0, or -1 with err filled.
+ */
+int durable_parse_bootstrap(const char *spec, bool tls,
+    struct raft_configuration *conf, char *err, size_t errlen);
 
 #endif

@@ -27,6 +27,7 @@
 #include <uv.h>
 
 #include "daemon/log/durable.h"
+#include "daemon/log/peer_addr.h"
 #include "daemon/log/raftguard.h"
 #include "daemon/logging.h"
 #include "daemon/log/durable-int.h"
@@ -222,6 +223,7 @@ static void d_transfer_cb(struct raft_transfer *req)
 /* Start a cluster change asked for by a client. */
 void d_ctl_start(struct durable *d, struct ctl *c)
 {
+	const char *why;
 	int rv;
 
 	if (!d->leader) {
@@ -233,6 +235,12 @@ void d_ctl_start(struct durable *d, struct ctl *c)
 	c->transfer.data = c;
 	switch (c->action) {
 	case SEMD__CLUSTER__ACTION__ADD:
+		if ((why = peer_addr_check(c->address, d->peer_tls)) != NULL) {
+			d_ctl_reply(c, SEMD__CODE__INVALID_ARGUMENT,
+			    "node %llu: %s %s", (unsigned long long)c->node,
+			    c->address, why);
+			return;
+		}
 		rv = raft_add(&d->raft, &c->change, c->node, c->address,
 		    d_change_cb);
 		break;
@@ -510,7 +518,10 @@ int durable_cluster_change(struct durable *d, uint64_t cid, uint64_t req_id,
 	c->req_id = req_id;
 	c->action = cl->action;
 	c->node = cl->node_id;
-	snprintf(c->address, sizeof c->address, "%s", cl->address);
+	/* Too long: cut with "...", which no address ends with (refused). */
+	if (snprintf(c->address, sizeof c->address, "%s", cl->address) >=
+	    (int)sizeof c->address)
+		snprintf(c->address, sizeof c->address, "%.64s...", cl->address);
 	pthread_mutex_lock(&d->qlock);
 	c->next = d->ctlq;
 	d->ctlq = c;
@@ -520,13 +531,15 @@ int durable_cluster_change(struct durable *d, uint64_t cid, uint64_t req_id,
 }
 
 /*
- * Parse --bootstrap "ID=HOST:PORT,ID=HOST:PORT,...": every node a voter.
- * 0, or -1 with the reason in err.
+ * Parse --bootstrap "ID=HOST:PORT,ID=HOST:PORT,...": every node a voter,
+ * HOST an IPv4 literal for plain peers (tls false), or also [IPv6] or a
+ * name for TLS peers. 0, or -1 with the reason in err.
  */
-int durable_parse_bootstrap(const char *spec, struct raft_configuration *conf,
-    char *err, size_t errlen)
+int durable_parse_bootstrap(const char *spec, bool tls,
+    struct raft_configuration *conf, char *err, size_t errlen)
 {
 	char buf[4096], *item, *save = NULL, *eq, *end;
+	const char *why;
 	unsigned long long id;
 
 	if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf) {
@@ -546,6 +559,11 @@ int durable_parse_bootstrap(const char *spec, struct raft_configuration *conf,
 		}
 		if (strncmp(eq + 1, "tcp:", 4) == 0)
 			eq += 4;
+		if ((why = peer_addr_check(eq + 1, tls)) != NULL) {
+			snprintf(err, errlen, "bootstrap: node %llu: %s %s", id,
+			    eq + 1, why);
+			return -1;
+		}
 		if (raft_configuration_add(conf, id, eq + 1, RAFT_VOTER) != 0) {
 			snprintf(err, errlen, "bootstrap: node %llu or %s twice",
 			    id, eq + 1);

@@ -11,6 +11,7 @@ daemon_log_libsemlog_a_SOURCES = daemon/log/durable.h daemon/log/durable-int.h \
 	daemon/log/durable.c daemon/log/durable_propose.c \
 	daemon/log/durable_apply.c daemon/log/durable_cluster.c \
 	daemon/log/raftguard.c daemon/log/raftguard.h \
-	daemon/log/peer_tls.c daemon/log/peer_tls.h
+	daemon/log/peer_tls.c daemon/log/peer_tls.h \
+	daemon/log/peer_addr.c daemon/log/peer_addr.h
 daemon_log_libsemlog_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(RAFT_CFLAGS)

@@ -6,12 +6,16 @@
  *
  *   raft - uv_pipe_t =socketpair= uv_pipe_t - SSL on memory BIOs - uv_tcp_t - peer
  *
- * A connection starts with the TLS 1.3 handshake, a certificate of the peer
- * CA both ways; the connecting side checks that the server's certificate
- * names the IP it connected to. It then sends a header inside TLS: a magic
- * with the format, its raft id and its raft address (HOST:PORT). The
- * accepting side checks that the client's certificate names that HOST and
- * answers one byte; only then is raft given its end of a socketpair, on
+ * A peer's address is HOST:PORT (peer_addr.h), HOST an IP literal or a DNS
+ * name. A name is resolved on the loop (uv_getaddrinfo, in libuv's threads)
+ * at every connection attempt, so a changed record is followed; its
+ * addresses are tried in order. A connection starts with the TLS 1.3
+ * handshake, a certificate of the peer CA both ways; the connecting side
+ * checks that the server's certificate names HOST (an IP subjectAltName for
+ * a literal, a DNS one for a name: no partial wildcards, never the subject's
+ * CN). It then sends a header inside TLS: a magic with the format, its raft
+ * id and its raft address. The accepting side checks that the client's
+ * certificate names that HOST the same way and answers one byte; only then is raft given its end of a socketpair, on
  * either side (so a refused client fails its connect, and raft retries).
  * Handshake and header must be done within HS_TIMEOUT_MS; at most
  * MAX_PENDING accepted connections may be that far at once.
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,17 +42,17 @@
 #include <openssl/x509v3.h>
 
 #include "daemon/logging.h"
+#include "daemon/log/peer_addr.h"
 #include "daemon/log/peer_tls.h"
 #include "security/tls.h"
 
 #define HS_TIMEOUT_MS	5000		/* handshake and header */
 #define MAX_PENDING	16		/* accepted, not yet raft's */
-#define HDR_ADDR	256		/* the address field, NUL-padded */
+#define HDR_ADDR	PEER_ADDR_MAX	/* the address field, NUL-padded */
 #define HDR_LEN		(8 + 8 + HDR_ADDR)
 #define HDR_OK		0x01		/* the accepting side's answer */
 #define QUEUE_HIGH	(1u << 20)	/* bytes queued one way: stop reading */
 #define READ_CHUNK	16384
-#define HOST_MAX	64
 
 enum relay_state { R_HANDSHAKE, R_HEADER, R_OPEN };
 
@@ -63,21 +68,25 @@ struct relay {
 	bool			pipe_open;	/* pipe is initialized */
 	bool			reading_tcp;
 	bool			reading_pipe;
+	bool			resolving;	/* gai is under way */
+	bool			recycling;	/* tcp closing for the next try */
 	enum relay_state	state;
-	int			handles;	/* still to close */
+	int			handles;	/* still to close, and gai */
 	int			status;		/* for req, once closed */
 	uv_tcp_t		tcp;
 	uv_timer_t		timer;		/* handshake and header */
 	uv_pipe_t		pipe;		/* our end */
 	uv_pipe_t		*rpipe;		/* raft's end, until handed over */
 	uv_connect_t		creq;
+	uv_getaddrinfo_t	gai;		/* outgoing to a name */
+	struct addrinfo		*ai, *ai_next;	/* its answer, the next to try */
 	SSL			*ssl;
 	BIO			*rbio, *wbio;	/* network bytes in, out */
 	struct raft_uv_connect	*req;		/* outgoing: raft's, until answered */
 	raft_uv_connect_cb	cb;
 	size_t			hlen;
 	uint8_t			hdr[HDR_LEN];
-	char			host[HOST_MAX];	/* outgoing: the IP to verify */
+	char			host[PEER_HOST_MAX]; /* outgoing: what to verify */
 	char			who[HDR_ADDR + 48]; /* the peer, for the log */
 };
 
@@ -113,41 +122,12 @@ static void relay_pump(struct relay *r);
 
 /* --- addresses ------------------------------------------------------------------ */
 
-/* HOST:PORT (HOST an IPv4 or [IPv6] literal): the socket address and HOST. */
-static int addr_parse(const char *address, struct sockaddr_storage *sa,
-    char *host, size_t hostlen)
-{
-	const char *colon = strrchr(address, ':');
-	unsigned long port;
-	char *end;
-	size_t n;
-
-	if (colon == NULL || colon[1] == '\0')
-		return -1;
-	port = strtoul(colon + 1, &end, 10);
-	if (*end != '\0' || port > 65535)
-		return -1;
-	n = (size_t)(colon - address);
-	if (n >= 2 && address[0] == '[' && address[n - 1] == ']') {
-		address++;
-		n -= 2;
-	}
-	if (n == 0 || n >= hostlen)
-		return -1;
-	memcpy(host, address, n);
-	host[n] = '\0';
-	memset(sa, 0, sizeof *sa);
-	if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)sa) == 0)
-		return 0;
-	return uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)sa) == 0 ? 0 : -1;
-}
-
 /* "IP:PORT" of an accepted connection's peer, into r->who. */
 static void relay_name_peer(struct relay *r)
 {
 	struct sockaddr_storage sa;
 	int len = (int)sizeof sa;
-	char ip[HOST_MAX] = "?";
+	char ip[INET6_ADDRSTRLEN] = "?";
 	int port = 0;
 
 	if (uv_tcp_getpeername(&r->tcp, (struct sockaddr *)&sa, &len) == 0) {
@@ -199,10 +179,18 @@ static void relay_free(struct relay *r)
 	if (r->next != NULL)
 		r->next->prev = r->prev;
 	SSL_free(r->ssl);	/* and its BIOs */
+	uv_freeaddrinfo(r->ai);
 	free(r);
 	if (req != NULL)
 		cb(req, NULL, status);
 	ptls_maybe_closed(p);
+}
+
+/* A handle closed or the resolve ended: free r once closed and none is left. */
+static void relay_unref(struct relay *r)
+{
+	if (--r->handles == 0 && r->closing)
+		relay_free(r);
 }
 
 static void relay_handle_closed(uv_handle_t *h)
@@ -213,8 +201,7 @@ static void relay_handle_closed(uv_handle_t *h)
 		raft_free(r->rpipe);
 		r->rpipe = NULL;
 	}
-	if (--r->handles == 0)
-		relay_free(r);
+	relay_unref(r);
 }
 
 static void relay_close_handle(struct relay *r, uv_handle_t *h)
@@ -231,7 +218,11 @@ static void relay_close(struct relay *r, int status)
 	r->closing = true;
 	r->status = status;
 	relay_unpend(r);
-	relay_close_handle(r, (uv_handle_t *)&r->tcp);
+	if (!r->recycling)
+		relay_close_handle(r, (uv_handle_t *)&r->tcp);
+	/* Cancelled or not, its callback comes and lets go of r. */
+	if (r->resolving)
+		(void)uv_cancel((uv_req_t *)&r->gai);
 	relay_close_handle(r, (uv_handle_t *)&r->timer);
 	if (r->pipe_open)
 		relay_close_handle(r, (uv_handle_t *)&r->pipe);
@@ -566,23 +557,21 @@ static int relay_read_ok(struct relay *r)
 /* The accepting side: is the header whole and does the certificate match? */
 static int relay_check_header(struct relay *r, raft_id *id, char *address)
 {
-	X509 *cert = SSL_get0_peer_certificate(r->ssl);
-	struct sockaddr_storage sa;
-	char host[HOST_MAX];
+	struct peer_addr a;
 
 	*id = get64(r->hdr + 8);
 	memcpy(address, r->hdr + 16, HDR_ADDR);
 	if (memcmp(r->hdr, hdr_magic, sizeof hdr_magic) != 0 || *id == 0 ||
-	    address[HDR_ADDR - 1] != '\0' ||
-	    addr_parse(address, &sa, host, sizeof host) != 0) {
+	    address[HDR_ADDR - 1] != '\0' || peer_addr_parse(address, &a) != 0) {
 		log_warn("peer TLS: %s: refused: not a semd peer header of "
 		    "this version", r->who);
 		return -1;
 	}
-	if (cert == NULL || X509_check_ip_asc(cert, host, 0) != 1) {
+	if (!peer_addr_named(SSL_get0_peer_certificate(r->ssl), &a)) {
 		log_warn("peer TLS: %s: refused: node %llu says it is at %s, "
-		    "which its certificate does not name (IP subjectAltName)",
-		    r->who, (unsigned long long)*id, address);
+		    "which its certificate does not name (%s subjectAltName)",
+		    r->who, (unsigned long long)*id, address,
+		    a.kind == PEER_NAME ? "DNS" : "IP");
 		return -1;
 	}
 	return 0;
@@ -683,14 +672,20 @@ static int pt_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 	struct ptls *p = t->impl;
 	const char *where = p->bind[0] != '\0' ? p->bind : p->address;
 	struct sockaddr_storage sa;
-	char host[HOST_MAX];
+	struct peer_addr a;
 	int rv;
 
 	p->accept_cb = cb;
-	if (addr_parse(where, &sa, host, sizeof host) != 0) {
+	if (peer_addr_parse(where, &a) != 0) {
 		snprintf(t->errmsg, sizeof t->errmsg, "peer TLS: %.200s is not "
-		    "IP:PORT", where);
+		    "HOST:PORT", where);
 		return RAFT_INVALID;
+	}
+	/* Once, before the loop serves anything: a name resolved in place. */
+	if ((rv = peer_addr_resolve(&a, &sa)) != 0) {
+		snprintf(t->errmsg, sizeof t->errmsg, "peer TLS: listen on %.200s: "
+		    "%s", where, gai_strerror(rv));
+		return RAFT_IOERR;
 	}
 	(void)uv_tcp_init(p->loop, &p->listener);
 	p->listener.data = p;
@@ -708,6 +703,23 @@ static int pt_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 	return 0;
 }
 
+static void relay_try(struct relay *r);
+
+/* The last try's handle is closed: a new one for the next address. */
+static void relay_recycled(uv_handle_t *h)
+{
+	struct relay *r = h->data;
+	bool closing = r->closing;
+
+	r->recycling = false;
+	relay_unref(r);
+	if (closing)
+		return;
+	(void)uv_tcp_init(r->p->loop, &r->tcp);
+	r->tcp.data = r;
+	relay_try(r);
+}
+
 static void relay_connected(uv_connect_t *c, int status)
 {
 	struct relay *r = c->data;
@@ -718,7 +730,13 @@ static void relay_connected(uv_connect_t *c, int status)
 		return;
 	if (status != 0) {
 		log_debug("peer TLS: %s: %s", r->who, uv_strerror(status));
-		relay_close(r, RAFT_NOCONNECTION);
+		if (r->ai_next != NULL) {	/* another address of the name */
+			r->recycling = true;
+			r->handles++;
+			uv_close((uv_handle_t *)&r->tcp, relay_recycled);
+		} else {
+			relay_close(r, RAFT_NOCONNECTION);
+		}
 		return;
 	}
 	(void)uv_tcp_nodelay(&r->tcp, 1);
@@ -731,7 +749,39 @@ static void relay_connected(uv_connect_t *c, int status)
 		relay_close(r, RAFT_NOCONNECTION);
 		return;
 	}
+	SSL_set_hostflags(r->ssl, PEER_SAN_FLAGS);	/* used by a name only */
 	relay_pump(r);	/* the ClientHello */
+}
+
+/* Connect to the next address of the name. */
+static void relay_try(struct relay *r)
+{
+	const struct addrinfo *ai = r->ai_next;
+	int rv;
+
+	r->ai_next = ai->ai_next;
+	rv = uv_tcp_connect(&r->creq, &r->tcp, ai->ai_addr, relay_connected);
+	if (rv != 0)
+		relay_connected(&r->creq, rv);
+}
+
+/* The name is resolved (or not, or the relay closed meanwhile). */
+static void relay_resolved(uv_getaddrinfo_t *req, int status,
+    struct addrinfo *res)
+{
+	struct relay *r = req->data;
+
+	r->resolving = false;
+	r->ai = res;
+	r->ai_next = res;
+	if (!r->closing && (status != 0 || res == NULL)) {
+		log_warn("peer TLS: %s: cannot resolve %s: %s", r->who, r->host,
+		    uv_strerror(status != 0 ? status : UV_EAI_NONAME));
+		relay_close(r, RAFT_NOCONNECTION);
+	} else if (!r->closing) {
+		relay_try(r);
+	}
+	relay_unref(r);
 }
 
 static int pt_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
@@ -739,12 +789,14 @@ static int pt_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 {
 	struct ptls *p = t->impl;
 	struct sockaddr_storage sa;
-	char host[HOST_MAX];
+	struct addrinfo hints;
+	struct peer_addr a;
 	struct relay *r;
+	char port[8];
 
-	if (addr_parse(address, &sa, host, sizeof host) != 0) {
+	if (peer_addr_parse(address, &a) != 0) {
 		snprintf(t->errmsg, sizeof t->errmsg, "peer TLS: node %llu: %.200s "
-		    "is not IP:PORT", (unsigned long long)id, address);
+		    "is not HOST:PORT", (unsigned long long)id, address);
 		return RAFT_NOCONNECTION;
 	}
 	if ((r = relay_new(p, true)) == NULL)
@@ -752,10 +804,25 @@ static int pt_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	req->cb = cb;
 	r->req = req;
 	r->cb = cb;
-	snprintf(r->host, sizeof r->host, "%s", host);
+	snprintf(r->host, sizeof r->host, "%s", a.host);
 	snprintf(r->who, sizeof r->who, "node %llu at %s",
 	    (unsigned long long)id, address);
 	r->creq.data = r;
+	r->gai.data = r;
+	if (a.kind == PEER_NAME) {
+		peer_addr_hints(&hints);
+		snprintf(port, sizeof port, "%u", (unsigned)a.port);
+		r->resolving = true;
+		r->handles++;	/* until relay_resolved */
+		if (uv_getaddrinfo(p->loop, &r->gai, relay_resolved, a.host,
+		    port, &hints) != 0) {
+			r->resolving = false;
+			r->handles--;
+			relay_close(r, RAFT_NOCONNECTION);
+		}
+		return 0;
+	}
+	(void)peer_addr_resolve(&a, &sa);	/* a literal: no resolve */
 	if (uv_tcp_connect(&r->creq, &r->tcp, (struct sockaddr *)&sa,
 	    relay_connected) != 0)
 		relay_close(r, RAFT_NOCONNECTION);

@@ -4,8 +4,9 @@
  * 1.3 (a struct raft_uv_transport on the raft thread's libuv loop).
  *
  * Both ends of every peer connection prove a certificate signed by the peer
- * CA; the certificate must also name, as an IP subjectAltName, the address
- * the node is known by in the cluster (its peer-listen). Raft itself is
+ * CA; the certificate must also name the host the node is known by in the
+ * cluster (its peer-listen): an IP subjectAltName for an IP literal, a DNS
+ * one for a name (resolved at every connection attempt). Raft itself is
  * handed one end of a socketpair and never sees the network: a relay pumps
  * the bytes between it and the TLS connection (peer_tls.c).
  */
