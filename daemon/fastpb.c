@@ -324,7 +324,13 @@ bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound)
 
 	if (!fastpb_enabled())
 		return false;
-
+	/*
+	 * Only id, code, message and the bodies below are written here: a
+	 * reply with any other field set (a Watch's revision, COMPACTED's
+	 * oldest revision) is protobuf-c's.
+	 */
+	if (r->revision != 0 || r->oldest_revision != 0)
+		return false;
 	if (r->message != NULL && r->message[0] != '\0')
 		n += 1 + 10 + strlen(r->message);
 	switch (r->body_case) {

@@ -293,6 +293,23 @@ static void test_reply_bound_edges(void)
 		failures++;
 		printf("not ok - a Stats reply was taken by the fast encoder\n");
 	}
+	/*
+	 * Fields beside the body that it does not write: a Watch's OK with its
+	 * revision, a COMPACTED with the oldest revision kept.
+	 */
+	semd__reply__init(&x.r);
+	x.r.revision = 7;
+	if (fastpb_reply_bound(&x.r, &s)) {
+		failures++;
+		printf("not ok - a reply with a revision was taken by the fast encoder\n");
+	}
+	semd__reply__init(&x.r);
+	x.r.code = SEMD__CODE__COMPACTED;
+	x.r.oldest_revision = 3;
+	if (fastpb_reply_bound(&x.r, &s)) {
+		failures++;
+		printf("not ok - a reply with an oldest revision was taken by the fast encoder\n");
+	}
 }
 
 int main(void)
