@@ -92,7 +92,7 @@ int64_t semc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t 
 	Semd__Watch op = SEMD__WATCH__INIT;
 	struct semc_watcher *w;
 	struct semc_req *r;
-	uint64_t id;
+	uint64_t id, start;
 	bool ghost;
 	int err;
 
@@ -129,8 +129,16 @@ int64_t semc_watch_from(struct semc *c, const char *name, bool prefix, uint64_t 
 			pthread_mutex_lock(&c->lock);
 			for (w = c->watchers; w != NULL && w->id != id; w = w->next)
 				;
-			if (w != NULL && w->next_rev < r->reply->revision + 1)
-				w->next_rev = r->reply->revision + 1;
+			/*
+			 * The OK comes before the replay of from_revision on:
+			 * until those events are given, a resume starts at
+			 * the first of them; a live watch after the daemon's
+			 * last revision.
+			 */
+			start = from_revision != 0 ? from_revision :
+			    r->reply->revision + 1;
+			if (w != NULL && w->next_rev < start)
+				w->next_rev = start;
 			pthread_mutex_unlock(&c->lock);
 		}
 		if (!ghost)

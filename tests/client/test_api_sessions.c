@@ -509,6 +509,7 @@ struct wseen {
 	int n;
 	enum semc_watch_kind kinds[64];
 	uint64_t watch;
+	uint64_t first_rev, last_rev;	/* of the events seen */
 	char principal[64];
 };
 
@@ -520,6 +521,9 @@ static void on_watch(struct semc *c, const struct semc_watch_event *ev, void *ar
 	(void)c;
 	if (w->n < 64)
 		w->kinds[w->n] = ev->kind;
+	if (w->n == 0)
+		w->first_rev = ev->revision;
+	w->last_rev = ev->revision;
 	w->n++;
 	w->watch = ev->watch;
 	snprintf(w->principal, sizeof w->principal, "%s", ev->principal);
@@ -536,7 +540,8 @@ static void test_issue15(void)
 	struct semc_holds *hs = NULL;
 	struct semc_where *wh = NULL;
 	struct semc_info *in = NULL;
-	struct wseen seen = { 0 };
+	struct wseen seen = { 0 }, again = { 0 };
+	uint64_t first;
 	struct events ev = { 0 };
 	struct semc_grant g;
 	uint64_t expires = 0;
@@ -639,11 +644,25 @@ static void test_issue15(void)
 	CHECK_EQ(SEMC_WATCH_CREATE, seen.kinds[0]);
 	CHECK_EQ(SEMC_WATCH_CREATE, seen.kinds[1]);
 	CHECK_EQ(SEMC_WATCH_GRANT, seen.kinds[2]);
+	/* a resume starts after the last event given */
+	CHECK_EQ((long long)seen.last_rev + 1,
+	    (long long)semc_watch_next_revision(w, (uint64_t)wid));
 	CHECK_EQ(0, semc_unwatch(w, (uint64_t)wid));
+	CHECK_EQ(0, (long long)semc_watch_next_revision(w, (uint64_t)wid));
+	first = seen.first_rev;
 	seen.n = 0;
 	CHECK_EQ(0, semc_down(c, "i15/api", 1, 2000, 0, &g));	/* a token may be due */
 	PUMP_UNTIL(w, seen.n > 0, 300);
 	CHECK_EQ(0, seen.n);
+
+	/* A replay from the first revision: the same events again. */
+	wid = semc_watch_from(w, "i15/", true, first, on_watch, &again);
+	CHECK(wid > 0, "watch from %llu: %lld", (unsigned long long)first, (long long)wid);
+	PUMP_UNTIL(w, again.n >= 12, 3000);
+	CHECK(again.n >= 12, "%d events replayed", again.n);
+	CHECK_EQ((long long)first, (long long)again.first_rev);
+	CHECK_EQ(SEMC_WATCH_CREATE, again.kinds[0]);
+	CHECK_EQ(0, semc_unwatch(w, (uint64_t)wid));
 	delete_names(c, (const char *const[]){ "i15/a", "i15/b", "i15/api", NULL });
 out:
 	semc_free(c);
