@@ -96,6 +96,26 @@ def test_watch_resumes_across_a_restart(daemons, tmp_path, monkeypatch, before):
                     _set_limit(addr, "wr", 4)
 
 
+def test_async_watch_resumes_across_a_restart(daemons, tmp_path, monkeypatch):
+    """The same for an AsyncWatch that saw no event before the restart."""
+    monkeypatch.setenv("SEMD_FASTPB", "0")      # as above
+    addr = "tcp:127.0.0.1:%d" % port_base(1)
+    d = daemons.start("awdur", "--data-dir", str(tmp_path / "data"), "--listen", addr,
+                      listen=False)
+
+    async def main():
+        async with semclient.AsyncClient(addr, lease=10) as w:
+            await w.create("ar", 1)
+            async with w.watch("ar", resume=True) as events:
+                run = asyncio.get_running_loop().run_in_executor
+                await run(None, d.stop, signal.SIGTERM)
+                await run(None, d.start)
+                await run(None, _set_limit, addr, "ar", 3)
+                ev = await events.__anext__()
+                assert (ev.kind, ev.limit) == ("limit", 3), ev
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
 class Cluster:
     def __init__(self, daemons, tmp_path):
         base = port_base(14)
