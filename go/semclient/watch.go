@@ -77,9 +77,8 @@ type watch struct {
 	key    uintptr
 	name   string
 	prefix bool
-	resume bool   // WatchFrom: replay from after top on a new connection
-	from   uint64 // the first revision asked for (0: live)
-	top    uint64 // the latest revision received (mu)
+	resume bool   // WatchFrom: on a new connection, replay what the old one missed
+	top    uint64 // the latest revision received (mu): older ones are repeats
 
 	mu      sync.Mutex
 	queue   []Event
@@ -154,7 +153,8 @@ func (c *Client) WatchPrefix(ctx context.Context, prefix string) (<-chan Event, 
 // WatchFrom is Watch that first replays the events of name from revision
 // from on (0: none, live only) that the daemon still keeps (its
 // --watch-history), and after a reconnection or a failover resumes from
-// the event after the last one received instead of reporting a gap: no
+// the event after the last one received (with none, from the daemon's
+// last revision when the watch began) instead of reporting a gap: no
 // event is lost or repeated. It fails with ErrCompacted when some events
 // from from on are no longer kept; after a reconnection that finds them
 // gone, an EventGap comes and the watch goes on live.
@@ -171,7 +171,7 @@ func (c *Client) watch(ctx context.Context, name string, prefix, resume bool, fr
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &watch{c: c, name: name, prefix: prefix, resume: resume, from: from,
+	w := &watch{c: c, name: name, prefix: prefix, resume: resume,
 		wake: make(chan struct{}, 1), rewatch: make(chan struct{}, 1), stop: make(chan struct{})}
 	w.key = table.addWatch(w)
 	c.pmu.Lock()
@@ -245,16 +245,17 @@ func (w *watch) run(ctx context.Context, id int64, out chan<- Event) {
 }
 
 // again makes the watch on the new connection and queues an EventGap,
-// unless a WatchFrom's replays what the old connection did not deliver.
+// unless a WatchFrom's replays what the old connection did not deliver:
+// from where libsemclient says the old watch id left off, after the last
+// event it delivered or, with none, after the daemon's last revision when
+// it began (so that a watch that saw no event misses none either).
 func (w *watch) again(id *int64) bool {
 	from := uint64(0)
 	if w.resume {
-		w.mu.Lock()
-		from = w.top + 1
-		if w.top == 0 {
-			from = w.from
-		}
-		w.mu.Unlock()
+		_ = w.c.blocking("watch", w.name, func() C.int {
+			from = uint64(C.semc_watch_next_revision(w.c.h, C.uint64_t(*id)))
+			return 0
+		})
 	}
 	n, err := w.start(from)
 	if from != 0 && errors.Is(err, ErrCompacted) {

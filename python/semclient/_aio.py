@@ -692,7 +692,7 @@ class AsyncWatch(WatchBase[AsyncClient]):
 
     def _push(self, t: tuple) -> None:
         c = self._client
-        ev = self._pushed(WatchEvent._of(t))
+        ev = WatchEvent._of(t)
         if threading.get_ident() == c._loop_tid:
             self._q.put_nowait(ev)
         elif not c._loop.is_closed():

@@ -244,7 +244,8 @@ class Client(ClientBase):
         ``from_revision``: first the events from that revision on that the
         daemon still keeps (Compacted if some are gone). ``resume``: after
         a reconnection or a failover, replay from the event after the last
-        one read instead of reporting a gap (a gap still comes if the
+        one received (with none, after the daemon's last revision when the
+        watch began) instead of reporting a gap (a gap still comes if the
         daemon no longer keeps them)."""
         rev = 0 if from_revision is None else _token(from_revision, "from_revision")
         return Watch(self, name_of(name), bool(prefix), rev, bool(resume))
@@ -487,7 +488,7 @@ class Watch(WatchBase[Client]):
         client._watches.add(self)
 
     def _push(self, t: tuple) -> None:
-        ev = self._pushed(WatchEvent._of(t))
+        ev = WatchEvent._of(t)
         with self._cond:
             self._q.append(ev)
             self._cond.notify()

@@ -461,13 +461,6 @@ class WatchBase(Generic[ClientT]):
         self._resume = resume
         #: the revision of the latest event read (0: none yet)
         self.revision = 0
-        self._top = 0       # the latest revision received
-
-    def _pushed(self, ev: Any) -> Any:
-        """An event received (in the library's thread)."""
-        if ev.revision > self._top:
-            self._top = ev.revision
-        return ev
 
     def _seen(self, ev: Any) -> Any:
         """An event read: None for one read already (a replay after a
@@ -481,17 +474,16 @@ class WatchBase(Generic[ClientT]):
 
     def _gapped(self) -> None:
         """Watched again live after a gap: revisions start afresh."""
-        self.revision = self._top = 0
+        self.revision = 0
 
     def _again(self) -> Tuple[int, bool]:
         """The revision to watch again from after a reconnection (0: live
-        only), and whether a gap event says so: without ``resume``, or
-        with nothing received yet to resume after."""
-        if self._resume and self._top:
-            return self._top + 1, False
-        if self._resume and self._from:
-            return self._from, False
-        return 0, True
+        only), and whether a gap event says so: without ``resume``; with
+        it, where the library says the old watch left off, after the last
+        event it delivered or, with none, after the daemon's last revision
+        when it began (so that a watch that saw no event misses none)."""
+        rev = self._client._h.watch_next_revision(self._id) if self._resume else 0
+        return rev, rev == 0
 
     def _kick(self) -> None:
         self._stale = True

@@ -58,11 +58,14 @@ class Waiter:
     deadline: Optional[float]
     seq: int
     detached: bool              #: its session is disconnected, inside its lease
+    priority: int = 0           #: its acquire's class, PRIORITY_MIN to PRIORITY_MAX
+    replace: str = ""           #: its acquire's replace key ("": none)
 
     @classmethod
     def _of(cls, d: dict) -> "Waiter":
         return cls(d["request_id"], d["n"], d["client_name"], d["host"], d["pid"], d["principal"],
-                   d["since_ms"] / 1000.0, _secs(d["deadline_ms"]), d["seq"], d["detached"])
+                   d["since_ms"] / 1000.0, _secs(d["deadline_ms"]), d["seq"], d["detached"],
+                   d["priority"], d["replace"])
 
 
 @dataclass(frozen=True)

@@ -469,6 +469,20 @@ static PyObject *h_pending(HandleObject *self, PyObject *unused)
 	return PyLong_FromSize_t(c != NULL ? semc_pending(c) : 0);
 }
 
+/* Where a resume of the watch id starts: the revision after its last
+ * event given to its callback, or after the daemon's last one when it
+ * began (0: no such watch). */
+static PyObject *h_watch_next_revision(HandleObject *self, PyObject *args)
+{
+	struct semc *c;
+	uint64_t id;
+
+	if (!PyArg_ParseTuple(args, "O&:watch_next_revision", conv_u64, &id))
+		return NULL;
+	c = handle_semc(self);
+	return PyLong_FromUnsignedLongLong(c != NULL ? semc_watch_next_revision(c, id) : 0);
+}
+
 /* Python callbacks waiting for the library (this handle's). */
 static PyObject *h_callbacks(HandleObject *self, PyObject *unused)
 {
@@ -524,6 +538,8 @@ static PyMethodDef Handle_methods[] = {
 	  "cluster_status() -> dict." },
 	{ "watch", (PyCFunction)h_watch, METH_VARARGS, "watch(name, prefix, fn[, from_revision]) -> watch id." },
 	{ "unwatch", (PyCFunction)h_unwatch, METH_VARARGS, "unwatch(id)." },
+	{ "watch_next_revision", (PyCFunction)h_watch_next_revision, METH_VARARGS,
+	  "watch_next_revision(id) -> the revision a resume of the watch starts at (0: none)." },
 	{ "down_async", (PyCFunction)(void (*)(void))h_down_async, METH_FASTCALL,
 	  "down_async(name, n, timeout_ms, lease_ms, create_limit, fn) -> request id." },
 	{ "down_policy_async", (PyCFunction)h_down_policy_async, METH_VARARGS,

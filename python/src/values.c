@@ -242,7 +242,7 @@ static bool dset(PyObject *d, const char *key, PyObject *v)
 }
 
 /* A member of a library struct, as a dict item: its key, C type, offset. */
-enum ftype { F_U32, F_U64, F_I64, F_SIZE, F_BOOL, F_STR, F_MODE, F_SHARE };
+enum ftype { F_I32, F_U32, F_U64, F_I64, F_SIZE, F_BOOL, F_STR, F_MODE, F_SHARE };
 struct field {
 	const char *key;
 	enum ftype type;
@@ -254,6 +254,8 @@ static PyObject *field_value(const void *base, const struct field *f)
 	const char *p = (const char *)base + f->off;
 
 	switch (f->type) {
+	case F_I32:
+		return PyLong_FromLong(*(const int32_t *)p);
 	case F_U32:
 		return PyLong_FromUnsignedLong(*(const uint32_t *)p);
 	case F_U64:
@@ -282,14 +284,23 @@ static PyObject *field_value(const void *base, const struct field *f)
 	return NULL;
 }
 
-/* A dict of the struct at base, one item a field (fs ends with a NULL key). */
+/* Add to d the fields of the struct at base, one item a field (fs ends
+ * with a NULL key): false on error. */
+static bool fields_into(PyObject *d, const void *base, const struct field *fs)
+{
+	for (; fs->key != NULL; fs++)
+		if (!dset(d, fs->key, field_value(base, fs)))
+			return false;
+	return true;
+}
+
+/* A dict of the struct at base, one item a field. */
 static PyObject *dict_of(const void *base, const struct field *fs)
 {
 	PyObject *d = PyDict_New();
 
-	for (; d != NULL && fs->key != NULL; fs++)
-		if (!dset(d, fs->key, field_value(base, fs)))
-			Py_CLEAR(d);
+	if (d != NULL && !fields_into(d, base, fs))
+		Py_CLEAR(d);
 	return d;
 }
 
@@ -318,6 +329,13 @@ static const struct field waiter_fields[] = {
 	{ "deadline_ms", F_U64, offsetof(struct semc_waiter, deadline_ms) },
 	{ "seq", F_U64, offsetof(struct semc_waiter, seq) },
 	{ "detached", F_BOOL, offsetof(struct semc_waiter, detached) },
+	{ NULL, 0, 0 }
+};
+
+/* A waiter's class (info's waiter_classes, in the waiters' order). */
+static const struct field waiter_class_fields[] = {
+	{ "priority", F_I32, offsetof(struct semc_waiter_class, priority) },
+	{ "replace", F_STR, offsetof(struct semc_waiter_class, replace) },
 	{ NULL, 0, 0 }
 };
 
@@ -410,6 +428,22 @@ static PyObject *group_one(const void *p)
 }
 PyObject *place_one(const void *p) { return dict_of(p, place_fields); }
 
+/* Info's waiters, each with its class: priority and replace key (a
+ * daemon before 0.3.0 sends no classes: each is then 0 with no key). */
+static PyObject *waiters_of(const struct semc_info *in)
+{
+	static const struct semc_waiter_class none = { 0, NULL };
+	PyObject *l = list_of(in->waiters, in->n_waiters, sizeof *in->waiters, waiter_one);
+	bool classes = in->n_waiter_classes == in->n_waiters;
+	size_t i;
+
+	for (i = 0; l != NULL && i < in->n_waiters; i++)
+		if (!fields_into(PyList_GET_ITEM(l, (Py_ssize_t)i),
+				 classes ? &in->waiter_classes[i] : &none, waiter_class_fields))
+			Py_CLEAR(l);
+	return l;
+}
+
 PyObject *info_to_py(const struct semc_info *in)
 {
 	PyObject *d = dict_of(in, info_fields);
@@ -417,8 +451,7 @@ PyObject *info_to_py(const struct semc_info *in)
 	if (d != NULL &&
 	    (!dset(d, "holders", list_of(in->holders, in->n_holders, sizeof *in->holders,
 					 holder_one)) ||
-	     !dset(d, "waiters", list_of(in->waiters, in->n_waiters, sizeof *in->waiters,
-					 waiter_one)) ||
+	     !dset(d, "waiters", waiters_of(in)) ||
 	     !dset(d, "groups", list_of(in->groups, in->n_groups, sizeof *in->groups,
 					group_one))))
 		Py_CLEAR(d);

@@ -8,6 +8,8 @@ import threading
 import time
 
 
+import pytest
+
 import semclient
 from conftest import port_base, wait_for
 
@@ -53,6 +55,64 @@ def test_restart_async(daemons, tmp_path):
             assert info.holders_total == 1 and p.held
             assert await p.release()
             assert (await c.info("aj")).available == 1
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def _set_limit(addr, name, limit):
+    """Change the limit from a client of its own (one made before a
+    restart would see its connection lost)."""
+    with semclient.Client(addr) as c:
+        c.set_limit(name, limit)
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["event-before", "no-event-before"])
+def test_watch_resumes_across_a_restart(daemons, tmp_path, monkeypatch, before):
+    """A watch with resume=True gets after a restart of a durable daemon
+    what was made while it was away, without a gap event or a repeat,
+    whether an event came before the restart or none did (then it resumes
+    after the daemon's last revision when it began)."""
+    # semd's fast reply encoder (daemon/fastpb.c) drops a Watch's
+    # Reply.revision: protobuf-c's encoder sends it
+    monkeypatch.setenv("SEMD_FASTPB", "0")
+    addr = "tcp:127.0.0.1:%d" % port_base(1)
+    d = daemons.start("wdur", "--data-dir", str(tmp_path / "data"), "--listen", addr,
+                      listen=False)
+    with semclient.Client(addr, lease=10) as w:
+        w.create("wr", 1)
+        with w.watch("wr", resume=True) as events:
+            last = 0
+            if before:
+                _set_limit(addr, "wr", 2)
+                last = events.get(timeout=10).revision
+            d.stop(signal.SIGTERM)
+            d.start()
+            _set_limit(addr, "wr", 3)   # before the watcher is back, maybe
+            for limit in (3, 4):
+                ev = events.get(timeout=10)
+                assert ev is not None and (ev.kind, ev.limit) == ("limit", limit), ev
+                assert ev.revision > last
+                last = ev.revision
+                if limit == 3:
+                    _set_limit(addr, "wr", 4)
+
+
+def test_async_watch_resumes_across_a_restart(daemons, tmp_path, monkeypatch):
+    """The same for an AsyncWatch that saw no event before the restart."""
+    monkeypatch.setenv("SEMD_FASTPB", "0")      # as above
+    addr = "tcp:127.0.0.1:%d" % port_base(1)
+    d = daemons.start("awdur", "--data-dir", str(tmp_path / "data"), "--listen", addr,
+                      listen=False)
+
+    async def main():
+        async with semclient.AsyncClient(addr, lease=10) as w:
+            await w.create("ar", 1)
+            async with w.watch("ar", resume=True) as events:
+                run = asyncio.get_running_loop().run_in_executor
+                await run(None, d.stop, signal.SIGTERM)
+                await run(None, d.start)
+                await run(None, _set_limit, addr, "ar", 3)
+                ev = await events.__anext__()
+                assert (ev.kind, ev.limit) == ("limit", 3), ev
     asyncio.run(asyncio.wait_for(main(), 60))
 
 

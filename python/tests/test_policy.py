@@ -65,6 +65,7 @@ def test_replace_key(addr):
         held = c.semaphore("rk").acquire()
         first = _in_thread(lambda: c.semaphore("rk").acquire(timeout=30, replace="job"))
         assert wait_for(lambda: _waiters(c, "rk") == 1)
+        assert [(w.priority, w.replace) for w in c.info("rk").waiters] == [(0, "job")]
         second = _in_thread(lambda: c.semaphore("rk").acquire(timeout=30, replace="job"))
         first["thread"].join(30)
         err = first.get("error")
@@ -88,6 +89,8 @@ def test_priority_serves_the_higher_class_first(addr):
         assert wait_for(lambda: _waiters(c, "pr") == 1)
         high = _in_thread(lambda: take(semclient.PRIORITY_MAX))
         assert wait_for(lambda: _waiters(c, "pr") == 2)
+        assert sorted((w.priority, w.replace) for w in c.info("pr").waiters) == [
+            (-3, ""), (semclient.PRIORITY_MAX, "")]
         held.release()
         low["thread"].join(30)
         high["thread"].join(30)
