@@ -282,9 +282,6 @@ func TestWatchFromResumes(t *testing.T) {
 }
 
 func watchResumes(t *testing.T, before bool) {
-	// semd's fast reply encoder (daemon/fastpb.c) drops a Watch's
-	// Reply.revision: protobuf-c's encoder sends it
-	t.Setenv("SEMD_FASTPB", "0")
 	ctx := ctxT(t, 60*time.Second)
 	dir := t.TempDir()
 	addr := fmt.Sprintf("tcp:127.0.0.1:%d", portBase(t, 1))

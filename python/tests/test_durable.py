@@ -66,14 +66,11 @@ def _set_limit(addr, name, limit):
 
 
 @pytest.mark.parametrize("before", [True, False], ids=["event-before", "no-event-before"])
-def test_watch_resumes_across_a_restart(daemons, tmp_path, monkeypatch, before):
+def test_watch_resumes_across_a_restart(daemons, tmp_path, before):
     """A watch with resume=True gets after a restart of a durable daemon
     what was made while it was away, without a gap event or a repeat,
     whether an event came before the restart or none did (then it resumes
     after the daemon's last revision when it began)."""
-    # semd's fast reply encoder (daemon/fastpb.c) drops a Watch's
-    # Reply.revision: protobuf-c's encoder sends it
-    monkeypatch.setenv("SEMD_FASTPB", "0")
     addr = "tcp:127.0.0.1:%d" % port_base(1)
     d = daemons.start("wdur", "--data-dir", str(tmp_path / "data"), "--listen", addr,
                       listen=False)
@@ -96,9 +93,8 @@ def test_watch_resumes_across_a_restart(daemons, tmp_path, monkeypatch, before):
                     _set_limit(addr, "wr", 4)
 
 
-def test_async_watch_resumes_across_a_restart(daemons, tmp_path, monkeypatch):
+def test_async_watch_resumes_across_a_restart(daemons, tmp_path):
     """The same for an AsyncWatch that saw no event before the restart."""
-    monkeypatch.setenv("SEMD_FASTPB", "0")      # as above
     addr = "tcp:127.0.0.1:%d" % port_base(1)
     d = daemons.start("awdur", "--data-dir", str(tmp_path / "data"), "--listen", addr,
                       listen=False)
