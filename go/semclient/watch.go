@@ -251,12 +251,16 @@ func (w *watch) run(ctx context.Context, id int64, out chan<- Event) {
 // it began (so that a watch that saw no event misses none either).
 func (w *watch) again(id *int64) bool {
 	from := uint64(0)
-	if w.resume {
-		_ = w.c.blocking("watch", w.name, func() C.int {
-			from = uint64(C.semc_watch_next_revision(w.c.h, C.uint64_t(*id)))
-			return 0
-		})
-	}
+	old := C.uint64_t(*id)
+	// The old watch went with its connection: read where it left off,
+	// then let libsemclient forget it.
+	_ = w.c.blocking("watch", w.name, func() C.int {
+		if w.resume {
+			from = uint64(C.semc_watch_next_revision(w.c.h, old))
+		}
+		C.semc_unwatch(w.c.h, old)
+		return 0
+	})
 	n, err := w.start(from)
 	if from != 0 && errors.Is(err, ErrCompacted) {
 		from = 0
