@@ -83,70 +83,70 @@ void usage_forms(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Each library error's exit code and its stable short name for JSON, one
+ * row an error; an error not in the table is err_other's.
+ */
+struct err_row {
+	int		err;
+	int		exit;
+	const char	*name;
+};
+
+static const struct err_row err_rows[] = {
+	{ SEMC_OK,			EX_OK_,		"error" },
+	{ SEMC_E_TIMEOUT,		EX_TIMEOUT_,	"timeout" },
+	{ SEMC_E_WOULD_BLOCK,		EX_TIMEOUT_,	"would_block" },
+	{ SEMC_E_NOT_FOUND,		EX_ERROR_,	"not_found" },
+	{ SEMC_E_EXISTS,		EX_ERROR_,	"exists" },
+	{ SEMC_E_NOT_HOLDER,		EX_ERROR_,	"not_holder" },
+	{ SEMC_E_PERMISSION,		EX_PERM_,	"permission_denied" },
+	{ SEMC_E_INVALID,		EX_ERROR_,	"invalid_argument" },
+	{ SEMC_E_EXHAUSTED,		EX_ERROR_,	"resource_exhausted" },
+	{ SEMC_E_CANCELLED,		EX_ERROR_,	"cancelled" },
+	{ SEMC_E_UNAVAILABLE,		EX_SERVER_,	"unavailable" },
+	{ SEMC_E_PROTOCOL,		EX_SERVER_,	"protocol_error" },
+	{ SEMC_E_INTERNAL,		EX_ERROR_,	"internal" },
+	{ SEMC_E_SESSION_EXPIRED,	EX_LOST_,	"session_expired" },
+	{ SEMC_E_DEADLOCK,		EX_DEADLOCK_,	"deadlock" },
+	{ SEMC_E_QUEUE_FULL,		EX_QUEUE_FULL_,	"queue_full" },
+	{ SEMC_E_REPLACED,		EX_REPLACED_,	"replaced" },
+	{ SEMC_E_COMPACTED,		EX_ERROR_,	"compacted" },
+	{ SEMC_E_CONNECT,		EX_SERVER_,	"connect" },
+	{ SEMC_E_DISCONNECTED,		EX_SERVER_,	"disconnected" },
+	{ SEMC_E_HOLD_LOST,		EX_LOST_,	"hold_lost" },
+	{ SEMC_E_NO_REPLY,		EX_SERVER_,	"no_reply" },
+	{ SEMC_E_NOMEM,			EX_ERROR_,	"error" },
+	{ SEMC_E_ADDRESS,		EX_USAGE_,	"bad_address" },
+	{ SEMC_E_NOT_SUPPORTED,		EX_SERVER_,	"error" },
+	{ SEMC_E_TLS,			EX_SERVER_,	"tls" },
+	{ SEMC_E_SYSTEM,		EX_ERROR_,	"error" },
+	{ SEMC_E_ARG,			EX_USAGE_,	"error" },
+};
+
+static const struct err_row err_other = { 0, EX_ERROR_, "error" };
+
+/* The row of a library error. */
+static const struct err_row *err_find(int err)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof err_rows / sizeof err_rows[0]; i++)
+		if (err_rows[i].err == err)
+			return &err_rows[i];
+	return &err_other;
+}
+
 /* The exit code for a library error. */
 int exit_code(int err)
 {
-	switch (err) {
-	case SEMC_OK:
-		return EX_OK_;
-	case SEMC_E_TIMEOUT:
-	case SEMC_E_WOULD_BLOCK:
-		return EX_TIMEOUT_;
-	case SEMC_E_PERMISSION:
-		return EX_PERM_;
-	case SEMC_E_HOLD_LOST:
-	case SEMC_E_SESSION_EXPIRED:
-		return EX_LOST_;
-	case SEMC_E_DEADLOCK:
-		return EX_DEADLOCK_;
-	case SEMC_E_QUEUE_FULL:
-		return EX_QUEUE_FULL_;
-	case SEMC_E_REPLACED:
-		return EX_REPLACED_;
-	case SEMC_E_CONNECT:
-	case SEMC_E_DISCONNECTED:
-	case SEMC_E_NO_REPLY:
-	case SEMC_E_UNAVAILABLE:
-	case SEMC_E_PROTOCOL:
-	case SEMC_E_TLS:
-	case SEMC_E_NOT_SUPPORTED:
-		return EX_SERVER_;
-	case SEMC_E_ADDRESS:
-	case SEMC_E_ARG:
-		return EX_USAGE_;
-	}
-	return EX_ERROR_;
+	return err_find(err)->exit;
 }
 
 /* A stable short name for an error, for JSON. */
 const char *err_name(int err)
 {
-	switch (err) {
-	case SEMC_E_TIMEOUT: return "timeout";
-	case SEMC_E_WOULD_BLOCK: return "would_block";
-	case SEMC_E_NOT_FOUND: return "not_found";
-	case SEMC_E_EXISTS: return "exists";
-	case SEMC_E_NOT_HOLDER: return "not_holder";
-	case SEMC_E_PERMISSION: return "permission_denied";
-	case SEMC_E_INVALID: return "invalid_argument";
-	case SEMC_E_EXHAUSTED: return "resource_exhausted";
-	case SEMC_E_CANCELLED: return "cancelled";
-	case SEMC_E_UNAVAILABLE: return "unavailable";
-	case SEMC_E_PROTOCOL: return "protocol_error";
-	case SEMC_E_INTERNAL: return "internal";
-	case SEMC_E_SESSION_EXPIRED: return "session_expired";
-	case SEMC_E_DEADLOCK: return "deadlock";
-	case SEMC_E_QUEUE_FULL: return "queue_full";
-	case SEMC_E_REPLACED: return "replaced";
-	case SEMC_E_COMPACTED: return "compacted";
-	case SEMC_E_CONNECT: return "connect";
-	case SEMC_E_DISCONNECTED: return "disconnected";
-	case SEMC_E_HOLD_LOST: return "hold_lost";
-	case SEMC_E_NO_REPLY: return "no_reply";
-	case SEMC_E_ADDRESS: return "bad_address";
-	case SEMC_E_TLS: return "tls";
-	}
-	return "error";
+	return err_find(err)->name;
 }
 
 /* Report a failed call (stderr; also a JSON object on stdout) and give the exit code. */
