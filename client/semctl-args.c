@@ -445,16 +445,64 @@ static int parse_word(const char *s, const char *what, const struct opt_word w[2
 	usage_fail("%s: '%s' is not %s or %s", what, s, w[0].word, w[1].word);
 }
 
+/* An option that is a switch, a string or a number, and where in a command's
+ * arguments it goes: the one of its pointers that is set. */
+struct plain_opt {
+	enum opt_id	id;
+	bool		*on;		/* a switch */
+	const char	**str;		/* a string (argv's own) */
+	uint32_t	*count;		/* a count from min to COUNT_MAX */
+	uint64_t	*u64;		/* a 64-bit number of at least min */
+	uint32_t	min;
+};
+
+/* Set option id if it is a plain one (a switch, string or number) in a;
+ * whether it was. The others have their own syntax (cmd_opt_set()). */
+static bool plain_opt_set(enum opt_id id, struct cmd_args *a)
+{
+	const struct plain_opt plain[] = {
+		{ OPT_FORCE, .on = &a->force },
+		{ OPT_PREFIX, .on = &a->prefix },
+		{ OPT_ALL, .on = &a->all },
+		{ OPT_AFTER, .str = &a->after },
+		{ OPT_PRINCIPAL, .str = &a->principal },
+		{ OPT_GROUP, .str = &a->group },
+		{ OPT_REPLACE, .str = &a->replace },
+		{ OPT_N, .count = &a->n, .min = 1 },
+		{ OPT_LIMIT, .count = &a->limit, .min = 1 },
+		{ OPT_INITIAL, .count = &a->initial, .min = 0 },
+		{ OPT_BURST, .count = &a->rate.burst, .min = 1 },
+		{ OPT_MAX_WAITERS, .count = &a->max_waiters, .min = 0 },
+		{ OPT_HOLDER, .u64 = &a->holder, .min = 1 },
+		{ OPT_MAX, .u64 = &a->max, .min = 1 },
+		{ OPT_FROM, .u64 = &a->from_rev, .min = 1 },
+	};
+	const struct plain_opt *p;
+	char b[40];
+
+	for (p = plain; p < plain + sizeof plain / sizeof plain[0]; p++) {
+		if (p->id != id)
+			continue;
+		if (p->on != NULL)
+			*p->on = true;
+		else if (p->str != NULL)
+			*p->str = optarg;
+		else if (p->count != NULL)
+			*p->count = parse_count(optarg, opt_written(id, b, sizeof b), p->min,
+						COUNT_MAX);
+		else
+			*p->u64 = parse_u64(optarg, opt_written(id, b, sizeof b), p->min);
+		return true;
+	}
+	return false;
+}
+
 /* The value of a command's option into a (a->given[id] says it came). */
 static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 {
+	if (plain_opt_set(id, a))
+		return;
 	switch (id) {
-	case OPT_N:
-		a->n = parse_count(optarg, "-n", 1, COUNT_MAX);
-		break;
-	case OPT_LIMIT:
-		a->limit = parse_count(optarg, "--limit", 1, COUNT_MAX);
-		break;
 	case OPT_MODE:
 		a->mode = (enum semc_mode)parse_word(optarg, "--mode", mode_words);
 		break;
@@ -471,32 +519,11 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 	case OPT_GRACE:
 		a->grace_ms = parse_dur(optarg, "--grace", 86400000, "0 to 24h");
 		break;
-	case OPT_FORCE:
-		a->force = true;
-		break;
-	case OPT_HOLDER:
-		a->holder = parse_u64(optarg, "--holder", 1);
-		break;
-	case OPT_MAX:
-		a->max = parse_u64(optarg, "--max", 1);
-		break;
-	case OPT_AFTER:
-		a->after = optarg;
-		break;
-	case OPT_INITIAL:
-		a->initial = parse_count(optarg, "--initial", 0, COUNT_MAX);
-		break;
 	case OPT_RATE:
 		if (semc_parse_rate(optarg, &a->rate.rate, &a->rate.period_ms) != 0)
 			usage_fail("--rate: '%s' is not a rate (R/UNIT: R 1 to %u, UNIT s, min, "
 				   "h, d or a duration from 1ms to 1d: 5000/h, 10/s, 1/250ms)",
 				   optarg, COUNT_MAX);
-		break;
-	case OPT_BURST:
-		a->rate.burst = parse_count(optarg, "--burst", 1, COUNT_MAX);
-		break;
-	case OPT_PRINCIPAL:
-		a->principal = optarg;
 		break;
 	case OPT_SHARE:
 		a->share = (enum semc_share_by)parse_word(optarg, "--share", share_words);
@@ -514,33 +541,15 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 		a->weights[a->nweights++].group = optarg;
 		break;
 	}
-	case OPT_GROUP:
-		a->group = optarg;
-		break;
-	case OPT_MAX_WAITERS:
-		a->max_waiters = parse_count(optarg, "--max-waiters", 0, COUNT_MAX);
-		break;
-	case OPT_REPLACE:
-		a->replace = optarg;
-		break;
 	case OPT_PRIORITY:
 		/* -8 to 7: a minus sign, then a count */
 		a->priority = optarg[0] == '-' ?
 		    -(int)parse_count(optarg + 1, "--priority", 0, -SEMC_PRIO_MIN) :
 		    (int)parse_count(optarg, "--priority", 0, SEMC_PRIO_MAX);
 		break;
-	case OPT_PREFIX:
-		a->prefix = true;
-		break;
-	case OPT_ALL:
-		a->all = true;
-		break;
 	case OPT_PROGRESS:
 		a->progress_ms = optarg == NULL ? PROGRESS_DEFAULT_S * 1000 :
 		    (int64_t)parse_count(optarg, "--progress", 1, 86400) * 1000;
-		break;
-	case OPT_FROM:
-		a->from_rev = parse_u64(optarg, "--from", 1);
 		break;
 	case OPT_CONFLICT_EXIT:
 		a->conflict_exit = (int)parse_count(optarg, "-E", 0, 255);
