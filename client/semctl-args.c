@@ -449,11 +449,11 @@ static int parse_word(const char *s, const char *what, const struct opt_word w[2
  * arguments it goes: the one of its pointers that is set. */
 struct plain_opt {
 	enum opt_id	id;
+	uint32_t	min;
 	bool		*on;		/* a switch */
 	const char	**str;		/* a string (argv's own) */
 	uint32_t	*count;		/* a count from min to COUNT_MAX */
 	uint64_t	*u64;		/* a 64-bit number of at least min */
-	uint32_t	min;
 };
 
 /* Set option id if it is a plain one (a switch, string or number) in a;
@@ -468,14 +468,14 @@ static bool plain_opt_set(enum opt_id id, struct cmd_args *a)
 		{ OPT_PRINCIPAL, .str = &a->principal },
 		{ OPT_GROUP, .str = &a->group },
 		{ OPT_REPLACE, .str = &a->replace },
-		{ OPT_N, .count = &a->n, .min = 1 },
-		{ OPT_LIMIT, .count = &a->limit, .min = 1 },
-		{ OPT_INITIAL, .count = &a->initial, .min = 0 },
-		{ OPT_BURST, .count = &a->rate.burst, .min = 1 },
-		{ OPT_MAX_WAITERS, .count = &a->max_waiters, .min = 0 },
-		{ OPT_HOLDER, .u64 = &a->holder, .min = 1 },
-		{ OPT_MAX, .u64 = &a->max, .min = 1 },
-		{ OPT_FROM, .u64 = &a->from_rev, .min = 1 },
+		{ OPT_N, .min = 1, .count = &a->n },
+		{ OPT_LIMIT, .min = 1, .count = &a->limit },
+		{ OPT_INITIAL, .min = 0, .count = &a->initial },
+		{ OPT_BURST, .min = 1, .count = &a->rate.burst },
+		{ OPT_MAX_WAITERS, .min = 0, .count = &a->max_waiters },
+		{ OPT_HOLDER, .min = 1, .u64 = &a->holder },
+		{ OPT_MAX, .min = 1, .u64 = &a->max },
+		{ OPT_FROM, .min = 1, .u64 = &a->from_rev },
 	};
 	const struct plain_opt *p;
 	char b[40];
