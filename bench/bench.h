@@ -60,7 +60,7 @@ struct bench_opts {
 	unsigned		threads;
 	double			duration;
 	double			warmup;
-	uint32_t		limit;
+	unsigned		limit;		/* 1 to UINT32_MAX */
 	uint64_t		names;
 	int			keep_names;	/* names: leave them in place */
 	unsigned		groups;		/* handoff: fair shares, N groups (0: none) */

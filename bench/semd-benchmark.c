@@ -114,46 +114,60 @@ static void usage(FILE *f)
 	    "their 3 ups; down3 = the same 3 names taken by 3 downs, then 3 ups.\n");
 }
 
-/* The options that take a non-negative integer, and its range. */
-static const struct opt_range {
+/*
+ * An option that sets a field of the options, by the one of its pointers
+ * that is set: a switch (*flag = 1), a string (*str, argv's own), or a
+ * non-negative integer from min to max (*u, an unsigned, or *u64).
+ */
+struct opt_field {
 	int		ch;
-	const char	*what;
+	const char	*what;		/* an integer's option, for its message */
 	uint64_t	min;
 	uint64_t	max;
-} opt_ranges[] = {
-	{ 'c', "-c", 1, 100000 },
-	{ 'P', "-P", 1, BENCH_PIPELINE_MAX },
-	{ 'L', "--limit", 1, UINT32_MAX },
-	{ 'N', "--names", 1, 100000000 },
-	{ 'T', "--threads", 1, 1024 },
-	{ 'G', "--groups", 1, BENCH_GROUPS_MAX },
+	unsigned	*u;
+	uint64_t	*u64;
+	int		*flag;
+	const char	**str;
 };
 
 /*
- * Parse option ch's argument s into *v when ch is one of opt_ranges (else
- * leave *v alone). Returns 0, or -1 when s is not an integer in range.
+ * Set the fields that option ch sets among the n of fields, from its
+ * argument s. Returns how many it set (0: ch is none of them), or -1 when
+ * s is not an integer in range.
  */
-static int opt_uint(int ch, const char *s, uint64_t *v)
+static int opt_fields_set(const struct opt_field *fields, size_t n, int ch, const char *s)
 {
-	const struct opt_range *r = NULL;
+	const struct opt_field *f;
 	char *end;
 	unsigned long long x;
-	size_t i;
+	int set = 0;
 
-	for (i = 0; i < sizeof(opt_ranges) / sizeof(opt_ranges[0]); i++)
-		if (opt_ranges[i].ch == ch)
-			r = &opt_ranges[i];
-	if (r == NULL)
-		return 0;
-	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || x < r->min || x > r->max) {
-		fprintf(stderr, "semd-benchmark: %s must be an integer in [%" PRIu64 ", %" PRIu64 "]\n",
-		    r->what, r->min, r->max);
-		return -1;
+	for (f = fields; f < fields + n; f++) {
+		if (f->ch != ch)
+			continue;
+		set++;
+		if (f->flag != NULL) {
+			*f->flag = 1;
+			continue;
+		}
+		if (f->str != NULL) {
+			*f->str = s;
+			continue;
+		}
+		errno = 0;
+		x = strtoull(s, &end, 10);
+		if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || x < f->min ||
+		    x > f->max) {
+			fprintf(stderr, "semd-benchmark: %s must be an integer in [%" PRIu64 ", %"
+			    PRIu64 "]\n", f->what, f->min, f->max);
+			return -1;
+		}
+		if (f->u != NULL)
+			*f->u = (unsigned)x;
+		else
+			*f->u64 = x;
 	}
-	*v = x;
-	return 0;
+	return set;
 }
 
 /* Parse a duration in seconds (> 0 unless zero_ok). */
@@ -233,10 +247,27 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *server = NULL;
+	const struct opt_field fields[] = {
+		{ 's', .str = &server },
+		{ 'c', "-c", 1, 100000, .u = &o->conns },
+		{ 'c', .flag = &o->conns_set },
+		{ 'P', "-P", 1, BENCH_PIPELINE_MAX, .u = &o->pipeline },
+		{ 'L', "--limit", 1, UINT32_MAX, .u = &o->limit },
+		{ 'N', "--names", 1, 100000000, .u64 = &o->names },
+		{ 'k', .flag = &o->keep_names },
+		{ 'G', "--groups", 1, BENCH_GROUPS_MAX, .u = &o->groups },
+		{ 'p', .flag = &o->priority },
+		{ 'T', "--threads", 1, 1024, .u = &o->threads },
+		{ 'j', .flag = &o->json },
+		{ 'A', .str = &o->tls.ca_file },
+		{ 'C', .str = &o->tls.cert_file },
+		{ 'K', .str = &o->tls.key_file },
+		{ 'I', .flag = &o->tls.insecure },
+		{ 'R', .flag = &o->tls_resume },
+	};
 	char err[256];
-	uint64_t v = 0;
 	long ncpu;
-	int ch, i;
+	int ch, i, set;
 
 	*o = opts_default;
 	o->tls.ca_file = getenv("SEMD_TLS_CA");
@@ -247,34 +278,12 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 	for (i = 0; i < T_COUNT; i++)
 		o->tests[i] = i < T_ECHO;	/* echo, rate, multi, down3: asked for */
 	while ((ch = getopt_long(argc, argv, "s:c:P:d:t:h", longopts, NULL)) != -1) {
-		if (opt_uint(ch, optarg, &v) != 0)
+		set = opt_fields_set(fields, sizeof(fields) / sizeof(fields[0]), ch, optarg);
+		if (set < 0)
 			return -1;
+		if (set > 0)
+			continue;
 		switch (ch) {
-		case 's':
-			server = optarg;
-			break;
-		case 'c':	/* c, P, L, N, T: v, as opt_uint parsed it */
-			o->conns = (unsigned)v;
-			o->conns_set = 1;
-			break;
-		case 'P':
-			o->pipeline = (unsigned)v;
-			break;
-		case 'L':
-			o->limit = (uint32_t)v;
-			break;
-		case 'N':
-			o->names = v;
-			break;
-		case 'T':
-			o->threads = (unsigned)v;
-			break;
-		case 'G':
-			o->groups = (unsigned)v;
-			break;
-		case 'p':
-			o->priority = 1;
-			break;
 		case 'd':
 			if (opt_seconds("-d", optarg, 0, &o->duration) != 0)
 				return -1;
@@ -297,27 +306,6 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 			}
 			break;
 		}
-		case 'j':
-			o->json = 1;
-			break;
-		case 'k':
-			o->keep_names = 1;
-			break;
-		case 'A':
-			o->tls.ca_file = optarg;
-			break;
-		case 'C':
-			o->tls.cert_file = optarg;
-			break;
-		case 'K':
-			o->tls.key_file = optarg;
-			break;
-		case 'I':
-			o->tls.insecure = 1;
-			break;
-		case 'R':
-			o->tls_resume = 1;
-			break;
 		case 'h':
 			usage(stdout);
 			return 1;

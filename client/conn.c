@@ -138,14 +138,23 @@ int semc_str_set(char **dst, const char *s)
 	return 0;
 }
 
+/* Take c->lock, unless this is a forked child, which must not touch its
+ * parent's handle: whether it was taken. */
+static bool lock_own(struct semc *c)
+{
+	if (semc_forked(c))
+		return false;
+	pthread_mutex_lock(&c->lock);
+	return true;
+}
+
 /* Set the client name sent in Hello. */
 int semc_set_client_name(struct semc *c, const char *name)
 {
 	int r;
 
-	if (semc_forked(c))
+	if (!lock_own(c))
 		return SEMC_E_NOT_SUPPORTED;
-	pthread_mutex_lock(&c->lock);
 	r = semc_str_set(&c->client_name, name);
 	pthread_mutex_unlock(&c->lock);
 	return r;
@@ -159,9 +168,8 @@ void semc_set_lease(struct semc *c, uint32_t lease_ms)
 
 void semc_set_parent(struct semc *c, uint64_t session, uint64_t link)
 {
-	if (semc_forked(c))
+	if (!lock_own(c))
 		return;
-	pthread_mutex_lock(&c->lock);
 	c->parent_session = session;
 	c->parent_link = link;
 	pthread_mutex_unlock(&c->lock);
@@ -171,9 +179,8 @@ uint64_t semc_session_link(struct semc *c)
 {
 	uint64_t link;
 
-	if (semc_forked(c))
+	if (!lock_own(c))
 		return 0;
-	pthread_mutex_lock(&c->lock);
 	link = c->conn != NULL ? c->link : 0;
 	pthread_mutex_unlock(&c->lock);
 	return link;
@@ -189,9 +196,8 @@ void semc_set_timeout(struct semc *c, int timeout_ms)
  * touch the parent's handle, sets nothing. Whether it was set. */
 static bool flag_set(struct semc *c, bool *flag, bool on)
 {
-	if (semc_forked(c))
+	if (!lock_own(c))
 		return false;
-	pthread_mutex_lock(&c->lock);
 	*flag = on;
 	pthread_mutex_unlock(&c->lock);
 	return true;
@@ -229,9 +235,8 @@ int semc_set_tls(struct semc *c, const char *ca_file, const char *cert_file, con
 /* Set the event callback. */
 void semc_set_event_callback(struct semc *c, semc_event_fn fn, void *arg)
 {
-	if (semc_forked(c))
+	if (!lock_own(c))
 		return;
-	pthread_mutex_lock(&c->lock);
 	c->ev_fn = fn;
 	c->ev_arg = arg;
 	pthread_mutex_unlock(&c->lock);
@@ -251,9 +256,8 @@ int semc_session(struct semc *c, struct semc_session *out)
 	memset(out, 0, sizeof *out);
 	out->principal = "";
 	out->server = "";
-	if (semc_forked(c))
+	if (!lock_own(c))
 		return SEMC_E_NOT_SUPPORTED;
-	pthread_mutex_lock(&c->lock);
 	out->session = c->session;
 	out->lease_ms = c->granted_lease;
 	out->principal = c->principal ? c->principal : "";
@@ -270,9 +274,8 @@ static int64_t locked_get(struct semc *c, int64_t (*get)(struct semc *c))
 {
 	int64_t v;
 
-	if (semc_forked(c))
+	if (!lock_own(c))
 		return -1;
-	pthread_mutex_lock(&c->lock);
 	v = get(c);
 	pthread_mutex_unlock(&c->lock);
 	return v;
@@ -362,9 +365,8 @@ size_t semc_pending(struct semc *c)
 	struct semc_req *r;
 	size_t n = 0;
 
-	if (semc_forked(c))
+	if (!lock_own(c))
 		return 0;
-	pthread_mutex_lock(&c->lock);
 	for (r = c->pending; r != NULL; r = r->next)
 		if (!r->internal)
 			n++;

@@ -83,70 +83,70 @@ void usage_forms(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Each library error's exit code and its stable short name for JSON, one
+ * row an error; an error not in the table is err_other's.
+ */
+struct err_row {
+	int		err;
+	int		exit;
+	const char	*name;
+};
+
+static const struct err_row err_rows[] = {
+	{ SEMC_OK,			EX_OK_,		"error" },
+	{ SEMC_E_TIMEOUT,		EX_TIMEOUT_,	"timeout" },
+	{ SEMC_E_WOULD_BLOCK,		EX_TIMEOUT_,	"would_block" },
+	{ SEMC_E_NOT_FOUND,		EX_ERROR_,	"not_found" },
+	{ SEMC_E_EXISTS,		EX_ERROR_,	"exists" },
+	{ SEMC_E_NOT_HOLDER,		EX_ERROR_,	"not_holder" },
+	{ SEMC_E_PERMISSION,		EX_PERM_,	"permission_denied" },
+	{ SEMC_E_INVALID,		EX_ERROR_,	"invalid_argument" },
+	{ SEMC_E_EXHAUSTED,		EX_ERROR_,	"resource_exhausted" },
+	{ SEMC_E_CANCELLED,		EX_ERROR_,	"cancelled" },
+	{ SEMC_E_UNAVAILABLE,		EX_SERVER_,	"unavailable" },
+	{ SEMC_E_PROTOCOL,		EX_SERVER_,	"protocol_error" },
+	{ SEMC_E_INTERNAL,		EX_ERROR_,	"internal" },
+	{ SEMC_E_SESSION_EXPIRED,	EX_LOST_,	"session_expired" },
+	{ SEMC_E_DEADLOCK,		EX_DEADLOCK_,	"deadlock" },
+	{ SEMC_E_QUEUE_FULL,		EX_QUEUE_FULL_,	"queue_full" },
+	{ SEMC_E_REPLACED,		EX_REPLACED_,	"replaced" },
+	{ SEMC_E_COMPACTED,		EX_ERROR_,	"compacted" },
+	{ SEMC_E_CONNECT,		EX_SERVER_,	"connect" },
+	{ SEMC_E_DISCONNECTED,		EX_SERVER_,	"disconnected" },
+	{ SEMC_E_HOLD_LOST,		EX_LOST_,	"hold_lost" },
+	{ SEMC_E_NO_REPLY,		EX_SERVER_,	"no_reply" },
+	{ SEMC_E_NOMEM,			EX_ERROR_,	"error" },
+	{ SEMC_E_ADDRESS,		EX_USAGE_,	"bad_address" },
+	{ SEMC_E_NOT_SUPPORTED,		EX_SERVER_,	"error" },
+	{ SEMC_E_TLS,			EX_SERVER_,	"tls" },
+	{ SEMC_E_SYSTEM,		EX_ERROR_,	"error" },
+	{ SEMC_E_ARG,			EX_USAGE_,	"error" },
+};
+
+static const struct err_row err_other = { 0, EX_ERROR_, "error" };
+
+/* The row of a library error. */
+static const struct err_row *err_find(int err)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof err_rows / sizeof err_rows[0]; i++)
+		if (err_rows[i].err == err)
+			return &err_rows[i];
+	return &err_other;
+}
+
 /* The exit code for a library error. */
 int exit_code(int err)
 {
-	switch (err) {
-	case SEMC_OK:
-		return EX_OK_;
-	case SEMC_E_TIMEOUT:
-	case SEMC_E_WOULD_BLOCK:
-		return EX_TIMEOUT_;
-	case SEMC_E_PERMISSION:
-		return EX_PERM_;
-	case SEMC_E_HOLD_LOST:
-	case SEMC_E_SESSION_EXPIRED:
-		return EX_LOST_;
-	case SEMC_E_DEADLOCK:
-		return EX_DEADLOCK_;
-	case SEMC_E_QUEUE_FULL:
-		return EX_QUEUE_FULL_;
-	case SEMC_E_REPLACED:
-		return EX_REPLACED_;
-	case SEMC_E_CONNECT:
-	case SEMC_E_DISCONNECTED:
-	case SEMC_E_NO_REPLY:
-	case SEMC_E_UNAVAILABLE:
-	case SEMC_E_PROTOCOL:
-	case SEMC_E_TLS:
-	case SEMC_E_NOT_SUPPORTED:
-		return EX_SERVER_;
-	case SEMC_E_ADDRESS:
-	case SEMC_E_ARG:
-		return EX_USAGE_;
-	}
-	return EX_ERROR_;
+	return err_find(err)->exit;
 }
 
 /* A stable short name for an error, for JSON. */
 const char *err_name(int err)
 {
-	switch (err) {
-	case SEMC_E_TIMEOUT: return "timeout";
-	case SEMC_E_WOULD_BLOCK: return "would_block";
-	case SEMC_E_NOT_FOUND: return "not_found";
-	case SEMC_E_EXISTS: return "exists";
-	case SEMC_E_NOT_HOLDER: return "not_holder";
-	case SEMC_E_PERMISSION: return "permission_denied";
-	case SEMC_E_INVALID: return "invalid_argument";
-	case SEMC_E_EXHAUSTED: return "resource_exhausted";
-	case SEMC_E_CANCELLED: return "cancelled";
-	case SEMC_E_UNAVAILABLE: return "unavailable";
-	case SEMC_E_PROTOCOL: return "protocol_error";
-	case SEMC_E_INTERNAL: return "internal";
-	case SEMC_E_SESSION_EXPIRED: return "session_expired";
-	case SEMC_E_DEADLOCK: return "deadlock";
-	case SEMC_E_QUEUE_FULL: return "queue_full";
-	case SEMC_E_REPLACED: return "replaced";
-	case SEMC_E_COMPACTED: return "compacted";
-	case SEMC_E_CONNECT: return "connect";
-	case SEMC_E_DISCONNECTED: return "disconnected";
-	case SEMC_E_HOLD_LOST: return "hold_lost";
-	case SEMC_E_NO_REPLY: return "no_reply";
-	case SEMC_E_ADDRESS: return "bad_address";
-	case SEMC_E_TLS: return "tls";
-	}
-	return "error";
+	return err_find(err)->name;
 }
 
 /* Report a failed call (stderr; also a JSON object on stdout) and give the exit code. */
@@ -445,16 +445,64 @@ static int parse_word(const char *s, const char *what, const struct opt_word w[2
 	usage_fail("%s: '%s' is not %s or %s", what, s, w[0].word, w[1].word);
 }
 
+/* An option that is a switch, a string or a number, and where in a command's
+ * arguments it goes: the one of its pointers that is set. */
+struct plain_opt {
+	enum opt_id	id;
+	uint32_t	min;
+	bool		*on;		/* a switch */
+	const char	**str;		/* a string (argv's own) */
+	uint32_t	*count;		/* a count from min to COUNT_MAX */
+	uint64_t	*u64;		/* a 64-bit number of at least min */
+};
+
+/* Set option id if it is a plain one (a switch, string or number) in a;
+ * whether it was. The others have their own syntax (cmd_opt_set()). */
+static bool plain_opt_set(enum opt_id id, struct cmd_args *a)
+{
+	const struct plain_opt plain[] = {
+		{ OPT_FORCE, .on = &a->force },
+		{ OPT_PREFIX, .on = &a->prefix },
+		{ OPT_ALL, .on = &a->all },
+		{ OPT_AFTER, .str = &a->after },
+		{ OPT_PRINCIPAL, .str = &a->principal },
+		{ OPT_GROUP, .str = &a->group },
+		{ OPT_REPLACE, .str = &a->replace },
+		{ OPT_N, .min = 1, .count = &a->n },
+		{ OPT_LIMIT, .min = 1, .count = &a->limit },
+		{ OPT_INITIAL, .min = 0, .count = &a->initial },
+		{ OPT_BURST, .min = 1, .count = &a->rate.burst },
+		{ OPT_MAX_WAITERS, .min = 0, .count = &a->max_waiters },
+		{ OPT_HOLDER, .min = 1, .u64 = &a->holder },
+		{ OPT_MAX, .min = 1, .u64 = &a->max },
+		{ OPT_FROM, .min = 1, .u64 = &a->from_rev },
+	};
+	const struct plain_opt *p;
+	char b[40];
+
+	for (p = plain; p < plain + sizeof plain / sizeof plain[0]; p++) {
+		if (p->id != id)
+			continue;
+		if (p->on != NULL)
+			*p->on = true;
+		else if (p->str != NULL)
+			*p->str = optarg;
+		else if (p->count != NULL)
+			*p->count = parse_count(optarg, opt_written(id, b, sizeof b), p->min,
+						COUNT_MAX);
+		else
+			*p->u64 = parse_u64(optarg, opt_written(id, b, sizeof b), p->min);
+		return true;
+	}
+	return false;
+}
+
 /* The value of a command's option into a (a->given[id] says it came). */
 static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 {
+	if (plain_opt_set(id, a))
+		return;
 	switch (id) {
-	case OPT_N:
-		a->n = parse_count(optarg, "-n", 1, COUNT_MAX);
-		break;
-	case OPT_LIMIT:
-		a->limit = parse_count(optarg, "--limit", 1, COUNT_MAX);
-		break;
 	case OPT_MODE:
 		a->mode = (enum semc_mode)parse_word(optarg, "--mode", mode_words);
 		break;
@@ -471,32 +519,11 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 	case OPT_GRACE:
 		a->grace_ms = parse_dur(optarg, "--grace", 86400000, "0 to 24h");
 		break;
-	case OPT_FORCE:
-		a->force = true;
-		break;
-	case OPT_HOLDER:
-		a->holder = parse_u64(optarg, "--holder", 1);
-		break;
-	case OPT_MAX:
-		a->max = parse_u64(optarg, "--max", 1);
-		break;
-	case OPT_AFTER:
-		a->after = optarg;
-		break;
-	case OPT_INITIAL:
-		a->initial = parse_count(optarg, "--initial", 0, COUNT_MAX);
-		break;
 	case OPT_RATE:
 		if (semc_parse_rate(optarg, &a->rate.rate, &a->rate.period_ms) != 0)
 			usage_fail("--rate: '%s' is not a rate (R/UNIT: R 1 to %u, UNIT s, min, "
 				   "h, d or a duration from 1ms to 1d: 5000/h, 10/s, 1/250ms)",
 				   optarg, COUNT_MAX);
-		break;
-	case OPT_BURST:
-		a->rate.burst = parse_count(optarg, "--burst", 1, COUNT_MAX);
-		break;
-	case OPT_PRINCIPAL:
-		a->principal = optarg;
 		break;
 	case OPT_SHARE:
 		a->share = (enum semc_share_by)parse_word(optarg, "--share", share_words);
@@ -514,33 +541,15 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 		a->weights[a->nweights++].group = optarg;
 		break;
 	}
-	case OPT_GROUP:
-		a->group = optarg;
-		break;
-	case OPT_MAX_WAITERS:
-		a->max_waiters = parse_count(optarg, "--max-waiters", 0, COUNT_MAX);
-		break;
-	case OPT_REPLACE:
-		a->replace = optarg;
-		break;
 	case OPT_PRIORITY:
 		/* -8 to 7: a minus sign, then a count */
 		a->priority = optarg[0] == '-' ?
 		    -(int)parse_count(optarg + 1, "--priority", 0, -SEMC_PRIO_MIN) :
 		    (int)parse_count(optarg, "--priority", 0, SEMC_PRIO_MAX);
 		break;
-	case OPT_PREFIX:
-		a->prefix = true;
-		break;
-	case OPT_ALL:
-		a->all = true;
-		break;
 	case OPT_PROGRESS:
 		a->progress_ms = optarg == NULL ? PROGRESS_DEFAULT_S * 1000 :
 		    (int64_t)parse_count(optarg, "--progress", 1, 86400) * 1000;
-		break;
-	case OPT_FROM:
-		a->from_rev = parse_u64(optarg, "--from", 1);
 		break;
 	case OPT_CONFLICT_EXIT:
 		a->conflict_exit = (int)parse_count(optarg, "-E", 0, 255);
