@@ -10,6 +10,8 @@
  *   durable_apply.c    applying committed entries (replies routed to the
  *                      connections), snapshots and restores
  *   durable_cluster.c  leadership, cluster changes and the published status
+ *   durable_read.c     reads the leader answers without an entry, after a
+ *                      read barrier (raftguard_probe)
  *
  * Threads: everything raft is done on the raft thread's libuv loop. The
  * queue of commands from the event loops is under qlock; the state machine
@@ -47,6 +49,7 @@
 #define SWEEP_MS	200		/* the leader looks for leases run out */
 #define SWEEP_MAX	4096		/* sessions ended by one sweep, at most */
 #define SWEEP_RETRY_MS	2000		/* an EXPIRE not applied is asked again */
+#define REPROBE_MS	50		/* a read barrier not confirmed: sent again */
 
 struct durable {
 	struct durable_host	host;		/* the server */
@@ -80,6 +83,7 @@ struct durable {
 	struct qchunk		*qhead;
 	struct qchunk		**qtail;
 	struct ctl		*ctlq;		/* cluster changes asked for */
+	struct dread		*rq_in;		/* reads, newest first */
 	bool			stop;
 
 	/* Read by any thread: the leader serves; the status, under slock. */
@@ -92,6 +96,13 @@ struct durable {
 	char			st_leader[256];
 
 	/* The raft thread's own. */
+	struct dread		*rq;		/* reads waiting, oldest first */
+	struct dread		**rq_tail;
+	uv_check_t		rcheck;		/* runs the reads that may go */
+	uv_timer_t		rtimer;		/* ... and sends a lost barrier again */
+	uint64_t		probe_sent;	/* the last barrier round sent */
+	uint64_t		probe_ms;	/* when (d_now_ms) */
+	uint64_t		probe_need;	/* the last round a read waits for */
 	unsigned int		inflight;
 	uint32_t		applied_entries; /* since the last snapshot */
 	bool			tick_out;	/* an empty entry is on its way */
@@ -134,6 +145,17 @@ struct ctl {
 	char			address[256];
 	struct raft_change	change;
 	struct raft_transfer	transfer;
+};
+
+/* A read answered without an entry (durable_read). */
+struct dread {
+	struct dread		*next;
+	uint64_t		cid;
+	struct sm_caller	who;
+	raft_index		index;	/* committed when it came: applied first */
+	uint64_t		round;	/* the first barrier sent after it came */
+	size_t			len;
+	uint8_t			data[];
 };
 
 /* A proposed entry. */
@@ -184,6 +206,12 @@ int d_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
 int d_fsm_snapshot_finalize(struct raft_fsm *fsm,
     struct raft_buffer *bufs[], unsigned int *n);
 int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf);
+
+/* durable_read.c */
+int d_reads_init(struct durable *d);
+void d_reads_take(struct durable *d);
+void d_reads_close(struct durable *d);
+void d_reads_free(struct durable *d);
 
 /* durable_cluster.c */
 void d_ctl_start(struct durable *d, struct ctl *c);

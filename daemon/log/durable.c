@@ -273,6 +273,7 @@ close:
 	uv_close((uv_handle_t *)&d->wake, NULL);
 	uv_close((uv_handle_t *)&d->deadline, NULL);
 	uv_close((uv_handle_t *)&d->poll, NULL);
+	d_reads_close(d);
 	/* Let raft and the handles finish closing. */
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 	raft_uv_close(&d->io);
@@ -582,7 +583,7 @@ int durable_start(struct durable **dp, const struct semd_config *cfg,
 	if (uv_loop_init(&d->loop) != 0 ||
 	    uv_async_init(&d->loop, &d->wake, d_wake_cb) != 0 ||
 	    uv_timer_init(&d->loop, &d->deadline) != 0 ||
-	    uv_timer_init(&d->loop, &d->poll) != 0) {
+	    uv_timer_init(&d->loop, &d->poll) != 0 || d_reads_init(d) != 0) {
 		snprintf(err, errlen, "cannot make the log's event loop");
 		return EX_OSERR;
 	}
@@ -657,11 +658,13 @@ void durable_stop(struct durable *d)
 		uv_close((uv_handle_t *)&d->wake, NULL);
 		uv_close((uv_handle_t *)&d->deadline, NULL);
 		uv_close((uv_handle_t *)&d->poll, NULL);
+		d_reads_close(d);
 		uv_run(&d->loop, UV_RUN_DEFAULT);
 		if (d->peer_tls)
 			peer_tls_free(&d->transport);	/* never listened */
 	}
 	uv_loop_close(&d->loop);
+	d_reads_free(d);
 	while (d->qhead != NULL) {
 		struct qchunk *q = d->qhead;
 

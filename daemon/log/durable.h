@@ -59,6 +59,13 @@ struct durable_host {
 	uint64_t	seed_now;
 	void		(*reply)(void *arg, void *conn, const Semd__Reply *r);
 	void		(*drop_clients)(void *arg);	/* leadership lost */
+	/*
+	 * Locked: answer client cid's read (durable_read), its barrier
+	 * passed; lead false: this node no longer leads, it is not run.
+	 */
+	void		(*read)(void *arg, uint64_t cid,
+	    const struct sm_caller *who, const uint8_t *data, size_t len,
+	    bool lead);
 };
 
 /*
@@ -76,6 +83,17 @@ int durable_start(struct durable **dp, const struct semd_config *cfg,
 void durable_stop(struct durable *d);
 /* Hand a batch of commands to the log (any thread); the batch is emptied. */
 void durable_submit(struct durable *d, struct sm_batch *b);
+/*
+ * A read the leader answers without an entry (raft's ReadIndex; any
+ * thread): the index committed now is noted; once a probe round sent after
+ * this call is answered by a majority of the voters in this node's term
+ * (raftguard_probe: no other leader can have committed anything since) and
+ * the state has applied that index, host->read runs it on the log's thread,
+ * reads in the order they came. False when this node does not serve (or no
+ * memory): not queued. The request is copied.
+ */
+bool durable_read(struct durable *d, uint64_t cid, const struct sm_caller *who,
+    const uint8_t *data, size_t len);
 /* Propose the settings that decide answers (after a reload). */
 void durable_config(struct durable *d, const struct sm_config *cfg);
 /*

@@ -270,6 +270,7 @@ void d_wake_cb(uv_async_t *a)
 		return;
 	}
 	d_propose_queued(d);
+	d_reads_take(d);
 }
 
 /* Queue a batch's commands for the next entry; wake the raft thread. */

@@ -10,6 +10,7 @@ noinst_LIBRARIES += daemon/log/libsemlog.a
 daemon_log_libsemlog_a_SOURCES = daemon/log/durable.h daemon/log/durable-int.h \
 	daemon/log/durable.c daemon/log/durable_propose.c \
 	daemon/log/durable_apply.c daemon/log/durable_cluster.c \
+	daemon/log/durable_read.c \
 	daemon/log/raftguard.c daemon/log/raftguard.h \
 	daemon/log/peer_tls.c daemon/log/peer_tls.h \
 	daemon/log/peer_addr.c daemon/log/peer_addr.h

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/log/raftguard.c - entries a follower compacted away are not handed to
- * libraft 0.15 again, and raft's close callback runs once (see raftguard.h).
+ * libraft 0.15 again, raft's close callback runs once, and a leader's read
+ * barrier (see raftguard.h).
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -38,6 +39,18 @@ struct guard {
 	_Atomic uint64_t append_sum_us;
 	_Atomic uint64_t snapshots;
 	_Atomic uint64_t snapshot_failures;
+	/* Read barriers (raftguard_probe), on raft's loop only. */
+	raft_term	probe_term;	/* the term of the rounds counted */
+	uint64_t	first_round;	/* the term's first */
+	uint64_t	round;		/* the last sent */
+	uint64_t	confirmed;	/* the last a majority answered */
+	struct guard_ack {
+		raft_id		id;
+		uint64_t	round;	/* the last it answered */
+	}		*acks;
+	uint64_t	*scratch;
+	size_t		nacks;
+	size_t		cap;
 };
 
 /* The upper bounds of the append buckets, in microseconds (then +Inf). */
@@ -115,10 +128,17 @@ static void guard_heard(_Atomic uint64_t *at, uint64_t index)
 		;
 }
 
+static bool guard_probe_answer(struct guard *g, struct raft *r,
+    const struct raft_message *m);
+
 static void guard_recv(struct raft_io *io, struct raft_message *m)
 {
 	struct guard *g = guard_of(io);
 
+	if (m->type == RAFT_IO_APPEND_ENTRIES_RESULT &&
+	    m->append_entries_result.rejected >= RAFTGUARD_PROBE_BASE &&
+	    io->data != NULL && guard_probe_answer(g, io->data, m))
+		return;
 	if (m->type == RAFT_IO_APPEND_ENTRIES)
 		guard_heard(&g->leader_commit, m->append_entries.leader_commit);
 	else if (m->type == RAFT_IO_INSTALL_SNAPSHOT)
@@ -204,6 +224,12 @@ int raftguard_install(struct raft_io *io)
 			atomic_store(&guards[i].append_sum_us, 0);
 			atomic_store(&guards[i].snapshots, 0);
 			atomic_store(&guards[i].snapshot_failures, 0);
+			guards[i].probe_term = 0;
+			guards[i].first_round = guards[i].round = 0;
+			guards[i].confirmed = 0;
+			guards[i].acks = NULL;
+			guards[i].scratch = NULL;
+			guards[i].nacks = guards[i].cap = 0;
 			io->start = guard_start;
 			io->close = guard_close;
 			io->send = guard_send;
@@ -226,6 +252,8 @@ void raftguard_remove(struct raft_io *io)
 				io->append = guards[i].append;
 			if (guards[i].snapshot_put != NULL)
 				io->snapshot_put = guards[i].snapshot_put;
+			free(guards[i].acks);
+			free(guards[i].scratch);
 			memset(&guards[i], 0, sizeof guards[i]);
 		}
 	pthread_mutex_unlock(&guards_lock);
@@ -380,4 +408,170 @@ void raftguard_stats(const struct raft_io *io, struct raftguard_stats *out)
 	out->append_sum_us = atomic_load(&g->append_sum_us);
 	out->snapshots = atomic_load(&g->snapshots);
 	out->snapshot_failures = atomic_load(&g->snapshot_failures);
+}
+
+/* --- read barriers ------------------------------------------------------- */
+
+uint64_t raftguard_confirmed(const struct raft_io *io)
+{
+	const struct guard *g = guard_of(io);
+	const struct raft *r = io->data;
+
+	if (g == NULL || r == NULL || r->state != RAFT_LEADER ||
+	    g->probe_term != r->current_term)
+		return 0;
+	return g->confirmed;
+}
+
+/* Room for an answer of each of n servers; false without memory. */
+static bool guard_acks_room(struct guard *g, size_t n)
+{
+	struct guard_ack *a;
+	uint64_t *s;
+
+	if (n <= g->cap)
+		return true;
+	if ((a = realloc(g->acks, n * sizeof *a)) == NULL)
+		return false;
+	g->acks = a;
+	if ((s = realloc(g->scratch, n * sizeof *s)) == NULL)
+		return false;
+	g->scratch = s;
+	g->cap = n;
+	return true;
+}
+
+/* Is id another voter of conf than self? */
+static bool guard_voter(const struct raft_configuration *conf,
+    raft_id id, raft_id self)
+{
+	for (size_t i = 0; i < conf->n; i++)
+		if (conf->servers[i].id == id)
+			return id != self && conf->servers[i].role == RAFT_VOTER;
+	return false;
+}
+
+/* The last round voter id answered in the guard's term (0: none). */
+static uint64_t guard_acked(const struct guard *g, raft_id id)
+{
+	for (size_t i = 0; i < g->nacks; i++)
+		if (g->acks[i].id == id)
+			return g->acks[i].round;
+	return 0;
+}
+
+/*
+ * The highest round a majority of r's voters answered (r itself: the last
+ * sent): the majority-th highest of their answers.
+ */
+static uint64_t guard_majority(const struct guard *g, const struct raft *r)
+{
+	const struct raft_configuration *conf = &r->configuration;
+	uint64_t *v = g->scratch, t;
+	size_t n = 0, i, k;
+
+	for (i = 0; i < conf->n; i++) {
+		if (conf->servers[i].role != RAFT_VOTER)
+			continue;
+		t = conf->servers[i].id == r->id ? g->round :
+		    guard_acked(g, conf->servers[i].id);
+		/* Insert, highest first (a handful of voters). */
+		for (k = n++; k > 0 && v[k - 1] < t; k--)
+			v[k] = v[k - 1];
+		v[k] = t;
+	}
+	return n == 0 ? 0 : v[n / 2];
+}
+
+static void guard_probe_sent(struct raft_io_send *req, int status)
+{
+	(void)status;
+	free(req);
+}
+
+uint64_t raftguard_probe(struct raft_io *io)
+{
+	struct guard *g = guard_of(io);
+	struct raft *r = io->data;
+	const struct raft_configuration *conf;
+	struct raft_message m;
+	struct raft_io_send *req;
+	uint64_t maj;
+	size_t i;
+
+	if (g == NULL || r == NULL || r->state != RAFT_LEADER)
+		return 0;
+	conf = &r->configuration;
+	if (!guard_acks_room(g, conf->n))
+		return 0;
+	if (g->probe_term != r->current_term) {
+		/* A new term: no answer of before counts. */
+		g->probe_term = r->current_term;
+		g->first_round = g->round + 1;
+		g->confirmed = 0;
+		g->nacks = 0;
+	}
+	/* Only the voters of now are counted (a removed one is forgotten). */
+	for (i = 0; i < g->nacks; )
+		if (guard_voter(conf, g->acks[i].id, r->id))
+			i++;
+		else
+			g->acks[i] = g->acks[--g->nacks];
+	g->round++;
+	for (i = 0; i < conf->n; i++) {
+		const struct raft_server *s = &conf->servers[i];
+
+		if (s->role != RAFT_VOTER || s->id == r->id)
+			continue;
+		memset(&m, 0, sizeof m);
+		m.type = RAFT_IO_APPEND_ENTRIES;
+		m.server_id = s->id;
+		m.server_address = s->address;
+		m.append_entries.term = r->current_term;
+		m.append_entries.prev_log_index = RAFTGUARD_PROBE_BASE + g->round;
+		m.append_entries.prev_log_term = r->current_term;
+		if ((req = malloc(sizeof *req)) == NULL)
+			return 0;
+		req->data = NULL;
+		/* A peer not reached answers nothing: the round waits for others. */
+		if (g->send(io, req, &m, guard_probe_sent) != 0)
+			free(req);
+	}
+	maj = guard_majority(g, r);
+	if (maj > g->confirmed)
+		g->confirmed = maj;
+	return g->round;
+}
+
+/*
+ * An AppendEntries result whose rejected index is a probe's: counted when
+ * it is of the node's term, as its leader. True: kept from raft (a newer
+ * term goes to raft, which steps down).
+ */
+static bool guard_probe_answer(struct guard *g, struct raft *r,
+    const struct raft_message *m)
+{
+	const struct raft_append_entries_result *a = &m->append_entries_result;
+	uint64_t round = a->rejected - RAFTGUARD_PROBE_BASE, maj;
+	size_t i;
+
+	if (a->term > r->current_term)
+		return false;
+	if (r->state != RAFT_LEADER || a->term != r->current_term ||
+	    g->probe_term != r->current_term || round < g->first_round ||
+	    round > g->round)
+		return true;
+	for (i = 0; i < g->nacks && g->acks[i].id != m->server_id; i++)
+		;
+	if (i == g->nacks) {
+		if (i == g->cap)
+			return true;	/* a server not in the configuration */
+		g->acks[g->nacks++] = (struct guard_ack){ m->server_id, 0 };
+	}
+	if (round > g->acks[i].round)
+		g->acks[i].round = round;
+	maj = guard_majority(g, r);
+	if (maj > g->confirmed)
+		g->confirmed = maj;
+	return true;
 }

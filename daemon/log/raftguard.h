@@ -23,6 +23,15 @@
  * stepping down while it appended). And it can measure the io's disk
  * work for the metrics (raftguard_measure): how long appends take to be
  * written and fsynced, and how many snapshot writes succeed and fail.
+ *
+ * Last, it gives a leader the read barrier libraft 0.15 lacks (raft's
+ * ReadIndex, raftguard_probe): an AppendEntries of its own to every voter,
+ * whose previous index no log has (2^62 plus the round), so that a
+ * follower in the leader's term takes it as from its leader (its election
+ * timer starts again) and rejects it, echoing that index: the round. The
+ * guard keeps those answers from raft and counts them; a round answered by
+ * a majority of voters in the term it was sent in proves the node led when
+ * every answer was given, so after the round was sent.
  */
 #ifndef SEMD_RAFTGUARD_H
 #define SEMD_RAFTGUARD_H
@@ -77,6 +86,20 @@ void raftguard_stats(const struct raft_io *io, struct raftguard_stats *out);
  */
 void raftguard_heard(const struct raft_io *io, uint64_t *leader_commit,
     uint64_t *snapshot_index);
+
+/*
+ * Read barriers (leader only, on raft's loop). A probe round goes to every
+ * other voter of the node's configuration; it is confirmed once answered,
+ * in the term it was sent in, by a majority of the voters (the node itself
+ * counts, as a voter; with no other voter at once). raftguard_probe sends
+ * a new round: its number (they only grow), or 0 when the node does not
+ * lead or there is no memory.
+ */
+uint64_t raftguard_probe(struct raft_io *io);
+/* The highest round confirmed in the node's current term (0: none). */
+uint64_t raftguard_confirmed(const struct raft_io *io);
+/* An index no log reaches: probes' previous indexes are above it. */
+#define RAFTGUARD_PROBE_BASE	((uint64_t)1 << 62)
 
 /*
  * Trim an AppendEntries message for raft r (exposed for tests): returns the
