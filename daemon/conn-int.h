@@ -69,8 +69,12 @@ size_t conn_backlog_len(const struct conn *c);
 void conn_drop(struct conn *c);
 /* Nothing more is written; freed from the loop (not counted as dropped). */
 void conn_kill(struct conn *c);
-/* Read c again (its own thread, under the lock). */
+/* Read c again (its own thread, under the lock); run the frames it held. */
 void conn_resume_locked(struct conn *c);
+/* Under the lock: hold c's frames from the one being run (behind reads). */
+void conn_hold_locked(struct conn *c);
+/* At most this many reads of one connection wait off the log at once. */
+#define CONN_READS_MAX	256
 /* A frame was not completed within frame-timeout. */
 void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg);
 

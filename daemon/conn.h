@@ -59,6 +59,9 @@ struct conn {
 	size_t			proposed;	/* log: request bytes not applied */
 	bool			paused;		/* log: not read until they are */
 	bool			resuming;	/* log: a resume is in its mailbox */
+	unsigned int		reads;		/* log: reads queued off the log */
+	bool			held;		/* log: a frame waits behind them */
+	bool			rerun;		/* log: run c->in at the next read */
 	struct hnode		cid_node;	/* log: feed_log.c's map of client ids */
 	bool			open;		/* opened in the state (or queued) */
 	bool			logged;		/* log: its OPEN is in the log */
@@ -126,6 +129,8 @@ void conn_close_later(struct conn *c);
 void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r);
 /* With a log, under the lock: len bytes of c's requests were applied. */
 void conn_applied_locked(struct conn *c, size_t len);
+/* With a log, under the lock: one of c's reads off the log was answered. */
+void conn_read_done_locked(struct conn *c);
 /*
  * Tell a client we will not serve why, in one frame written without
  * waiting (a full socket buffer just loses it).

@@ -235,15 +235,34 @@ static void conn_maybe_pause_locked(struct conn *c)
 		conn_pause(c);
 }
 
-/* Read c again (on its own thread, under the lock). */
+/*
+ * Under the lock: hold c's frames from the one being run, behind reads
+ * answered off the log (conn_handle_locked); they stay in c->in, and c is
+ * not read until the reads are answered (conn_read_done_locked).
+ */
+void conn_hold_locked(struct conn *c)
+{
+	c->held = true;
+	if (!c->paused)
+		conn_pause(c);
+}
+
+/*
+ * Read c again (on its own thread, under the lock), and run the frames it
+ * held, if any, once its reads off the log are answered.
+ */
 void conn_resume_locked(struct conn *c)
 {
 	c->resuming = false;
-	if (!c->paused || c->closing)
+	if (!c->paused || c->closing || c->reads > 0)
 		return;
+	if (c->held) {
+		c->held = false;
+		c->rerun = true;
+	}
 	c->paused = false;
 	event_add(c->rev, NULL);
-	if (c->xprt->pending(c))
+	if (c->rerun || c->xprt->pending(c))
 		event_active(c->rev, EV_READ, 0);
 }
 
@@ -260,7 +279,8 @@ static void conn_frame_deadline(struct conn *c, uint64_t frames_before)
 
 	if (c->closing || c->dead)
 		return;
-	if (ms == 0 || c->in == NULL || evbuffer_get_length(c->in) == 0) {
+	if (ms == 0 || c->in == NULL || evbuffer_get_length(c->in) == 0 ||
+	    c->held) {
 		evtimer_del(c->ftimer);
 		return;
 	}
@@ -320,6 +340,8 @@ static size_t conn_run_frames_locked(struct conn *c, const uint8_t *p,
 			break;
 		}
 		*go = conn_handle_locked(c, p + off + FRAME_HDR, plen);
+		if (c->held)
+			break;		/* the frame is run again later */
 		off += FRAME_HDR + plen;
 	}
 	return off;
@@ -366,7 +388,8 @@ static void conn_run_input_locked(struct conn *c, struct evbuffer *in)
 			break;
 		}
 		go = conn_handle_locked(c, data + FRAME_HDR, plen);
-		evbuffer_drain(in, FRAME_HDR + plen);
+		if (!c->held)
+			evbuffer_drain(in, FRAME_HDR + plen);
 	}
 }
 
@@ -398,7 +421,7 @@ static void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 		}
 	} else {
 		off = conn_run_frames_locked(c, buf, n, &go);
-		if (go && !c->closing && !c->dead && off < n &&
+		if ((go || c->held) && !c->closing && !c->dead && off < n &&
 		    ((c->in == NULL && (c->in = evbuffer_new()) == NULL) ||
 		    evbuffer_add(c->in, buf + off, n - off) != 0)) {
 			log_warn("%s: out of memory reading a frame", c->peer);
@@ -445,8 +468,10 @@ void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (c->rwant_w)
 		conn_want_write(c);
-	if (len > 0)
+	if (len > 0 || c->rerun) {
+		c->rerun = false;	/* frames held in c->in, run now */
 		conn_input(c, conn_rbuf, len);
+	}
 	if (more == XPRT_GONE) {
 		conn_free(c);
 		return;

@@ -266,6 +266,22 @@ void conn_applied_locked(struct conn *c, size_t len)
 }
 
 /*
+ * With a log, under the lock (the log's thread): one of c's reads answered
+ * off the log (its reply is in the mailbox); with none left, the frames it
+ * held behind them are run by its own loop (a resume record, after the
+ * reply). Without memory for it, c stays held until it closes.
+ */
+void conn_read_done_locked(struct conn *c)
+{
+	if (c->reads > 0)
+		c->reads--;
+	if (c->reads > 0 || !c->held || c->resuming)
+		return;
+	if (conn_mbox_mark(c, MBOX_RESUME))
+		c->resuming = true;
+}
+
+/*
  * The sm_out close effect, under the lock: the client's session ended
  * (its lease ran out while it was silent); close the connection once the
  * notices staged for it are written. Another worker's client gets a close

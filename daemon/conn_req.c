@@ -138,6 +138,17 @@ bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen)
 		conn_close_later(c);
 		return false;
 	}
+	/*
+	 * Behind reads answered off the log (feed_log.c), only reads go on:
+	 * a frame that is none is held, run again once they are answered, so
+	 * that no read sees a later request of its connection.
+	 */
+	if (c->reads > 0 && (!sm_op_is_read(req->op_case) ||
+	    c->reads >= CONN_READS_MAX)) {
+		conn_arena_reset(fast ? NULL : req);
+		conn_hold_locked(c);
+		return false;
+	}
 	c->frames++;
 	/* A string with a NUL byte would reach the state cut short. */
 	if (!fast && !fastpb_strings_clean(&semd__request__descriptor, data, plen)) {

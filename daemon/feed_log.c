@@ -8,8 +8,8 @@
  * id; this node keeps the map from those ids to its connections, which the
  * log's thread reads (under the state lock) to bind an opened client and
  * to route the replies of what it applies. Cluster requests are answered
- * here, and so are Pings of sessions the leader knows (no entry: a lease is
- * the leader's, which hears them). The log is given what it needs of the server as a struct
+ * here; reads (Pings among them) by the leader without an entry, after a
+ * read barrier (a lease is the leader's, which hears them). The log is given what it needs of the server as a struct
  * durable_host, so that it calls nothing of the shell by name.
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
@@ -98,6 +98,31 @@ static void log_drop_clients(void *arg)
 	server_drop_clients(arg);
 }
 
+/*
+ * A read whose barrier passed (the log's thread, locked): run in the state
+ * as it stands (sm_read changes nothing) and answered; or, when the node
+ * no longer leads, redirected. Its connection then runs the frames it held.
+ */
+static void log_read(void *arg, uint64_t cid, const struct sm_caller *who,
+    const uint8_t *data, size_t len, bool lead)
+{
+	struct server *srv = arg;
+	struct conn *c = log_conn(srv, cid);
+	struct sm_client *cl = sm_client_find(srv->sm, cid);
+	Semd__Request *req;
+
+	if (c == NULL)
+		return;		/* closed: nobody to answer */
+	req = semd__request__unpack(NULL, len, data);
+	if (req != NULL && lead && cl != NULL)
+		(void)sm_read(srv->sm, cl, req, who);
+	else if (req != NULL)
+		conn_redirect_locked(c, req->id);
+	if (req != NULL)
+		semd__request__free_unpacked(req, NULL);
+	conn_read_done_locked(c);
+}
+
 /* --- the feed -------------------------------------------------------------- */
 
 /* A log's state starts at the log's time: its first entry sets the clock. */
@@ -156,6 +181,7 @@ static int log_start(struct server *srv)
 		.applied = log_applied,
 		.reply = log_reply,
 		.drop_clients = log_drop_clients,
+		.read = log_read,
 	};
 	struct feed_state *fs;
 	uint8_t *seed = NULL;
@@ -277,24 +303,24 @@ static void log_cluster_locked(struct conn *c, const Semd__Request *req)
 }
 
 /*
- * A Ping changes nothing: the leader answers it without an entry when the
- * client has a session and nothing of it is on the way through the log,
- * and notes the session heard by its own clock (its lease is the leader's:
- * sm_leases_due). True: answered.
+ * A read (sm_op_is_read: Info, List, Stats, Holds, Where, Validate, Ping)
+ * changes nothing: the leader answers it without an entry, after a read
+ * barrier (durable_read), when the client has a session and nothing of it
+ * is on the way through the log (its reads then see its writes). Its
+ * session is heard now, by the leader's clock (its lease is the leader's:
+ * sm_leases_due). Until the read is answered the connection holds the
+ * frames after it that are no reads (conn_handle_locked). True: queued.
  */
-static bool log_ping_locked(struct conn *c, const Semd__Request *req)
+static bool log_read_locked(struct conn *c, const Semd__Request *req,
+    const struct sm_caller *who, const uint8_t *data, size_t len)
 {
-	Semd__Reply r = SEMD__REPLY__INIT;
-	Semd__Pong pong = SEMD__PONG__INIT;
+	struct durable *d = c->srv->feed_state->d;
 
-	if (!c->logged || c->proposed > 0 ||
-	    !durable_heard_locked(c->srv->feed_state->d, c->cid))
+	if (!sm_op_is_read(req->op_case) || !c->logged || c->proposed > 0 ||
+	    !durable_heard_locked(d, c->cid) ||
+	    !durable_read(d, c->cid, who, data, len))
 		return false;
-	pong.payload = req->ping->payload;
-	r.id = req->id;
-	r.body_case = SEMD__REPLY__BODY_PONG;
-	r.pong = &pong;
-	conn_reply_locked(NULL, c, &r);
+	c->reads++;
 	return true;
 }
 
@@ -309,9 +335,9 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 {
 	struct server *srv = c->srv;
 
-	if (who == NULL || (req->op_case == SEMD__REQUEST__OP_PING &&
-	    log_ping_locked(c, req)) || backup_chunk_locked(c, req)) {
-		/* denied and answered; a Ping answered without an entry; or a
+	if (who == NULL || log_read_locked(c, req, who, data, len) ||
+	    backup_chunk_locked(c, req)) {
+		/* denied and answered; a read answered without an entry; or a
 		 * later chunk of a backup, answered from the connection's copy */
 	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
 		log_cluster_locked(c, req);

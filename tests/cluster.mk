@@ -8,7 +8,7 @@ tests_cluster_cluster_load_SOURCES = tests/cluster/cluster_load.c
 tests_cluster_cluster_load_LDADD = client/libsemclient.la $(PTHREAD_LIBS)
 CLUSTER_SH_TESTS = tests/cluster/faults.sh tests/cluster/membership.sh \
 	tests/cluster/peer-tls.sh tests/cluster/peer-names.sh \
-	tests/cluster/down-failover.sh \
+	tests/cluster/down-failover.sh tests/cluster/reads.sh \
 	tests/cluster/lease-faults.sh tests/cluster/health.sh \
 	tests/cluster/prometheus.sh
 TESTS += $(CLUSTER_SH_TESTS)
