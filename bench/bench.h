@@ -31,6 +31,7 @@ enum bench_test {
 	T_RATE,		/* a down on a rate-only name (tokens never short) */
 	T_MULTI,	/* a down of 3 names at once, then their 3 ups */
 	T_DOWN3,	/* the same with 3 downs one after the other */
+	T_INFO,		/* an Info of the connection's name (a read) */
 	T_COUNT
 };
 
@@ -50,6 +51,7 @@ enum chain_step {
 	S_MULTI,	/* DownMulti of the connection's 3 names */
 	S_DOWNK,	/* down of name k of the 3 */
 	S_UPK,		/* up (by count) of name k */
+	S_INFO,		/* Info of the connection's name */
 };
 
 struct bench_opts {

@@ -41,7 +41,7 @@ void bench_conn_name(const struct run *r, unsigned i, char *buf, size_t len)
 	static const char *const tag[T_COUNT] = {
 		[T_DOWN_UP] = "du", [T_TRYDOWN_UP] = "tdu", [T_CONTENDED] = "cont",
 		[T_HANDOFF] = "hand", [T_CHURN] = "churn", [T_RATE] = "rate",
-		[T_MULTI] = "m3", [T_DOWN3] = "d3",
+		[T_MULTI] = "m3", [T_DOWN3] = "d3", [T_INFO] = "info",
 	};
 	const char *t = tag[r->test] != NULL ? tag[r->test] : "x";
 
@@ -131,6 +131,9 @@ static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 	case S_PING:
 		rc = wire_put_ping(&c->out, id, NULL, 0);
 		break;
+	case S_INFO:
+		rc = wire_put_info(&c->out, id, c->name);
+		break;
 	case S_DOWN:
 		rc = wire_put_down_in(&c->out, id, c->name,
 		    r->test == T_TRYDOWN_UP ? 0 : r->o->timeout_ms, c->prio, c->group);
@@ -211,7 +214,8 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 	w->t.rts++;
 	switch (step) {
 	case S_PING:
-		chain_again(c, i, ch->t_req, S_PING, now);
+	case S_INFO:
+		chain_again(c, i, ch->t_req, step, now);
 		return;
 	case S_ECHO1:
 		conn_send(c, i, S_ECHO2, now);
@@ -672,6 +676,9 @@ void conn_start(struct conn *c, uint64_t now)
 		switch (r->test) {
 		case T_PING:
 			conn_send(c, i, S_PING, now);
+			break;
+		case T_INFO:
+			conn_send(c, i, S_INFO, now);
 			break;
 		case T_ECHO:
 			conn_send(c, i, S_ECHO1, now);

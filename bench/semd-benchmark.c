@@ -24,14 +24,14 @@ static const char *const test_names[T_COUNT] = {
 	[T_PING] = "ping", [T_DOWN_UP] = "down-up", [T_TRYDOWN_UP] = "trydown-up",
 	[T_CONTENDED] = "contended", [T_HANDOFF] = "handoff", [T_CHURN] = "churn",
 	[T_NAMES] = "names", [T_ECHO] = "echo", [T_RATE] = "rate", [T_MULTI] = "multi",
-	[T_DOWN3] = "down3",
+	[T_DOWN3] = "down3", [T_INFO] = "info",
 };
 
 /* Round trips per op, for reading ops/s against the anchors. */
 static const int test_rts[T_COUNT] = {
 	[T_PING] = 1, [T_DOWN_UP] = 2, [T_TRYDOWN_UP] = 2, [T_CONTENDED] = 2,
 	[T_HANDOFF] = 0, [T_CHURN] = 3, [T_NAMES] = 1, [T_ECHO] = 2,
-	[T_RATE] = 1, [T_MULTI] = 4, [T_DOWN3] = 6,
+	[T_RATE] = 1, [T_MULTI] = 4, [T_DOWN3] = 6, [T_INFO] = 1,
 };
 
 /* The blocking control connection. */
@@ -89,7 +89,8 @@ static void usage(FILE *f)
 	    "  -t TESTS      ping,down-up,trydown-up,contended,handoff,churn,names\n"
 	    "                (default: all of them); echo = raw 32-byte frames, to\n"
 	    "                calibrate this tool against the reference echo server;\n"
-	    "                rate, multi, down3 (issue 15's costs) when asked for\n"
+	    "                rate, multi, down3 (issue 15's costs), info (a read)\n"
+	    "                when asked for\n"
 	    "  --limit K     the contended name's limit (default 1)\n"
 	    "  --names N     names created by the names test (default 100000)\n"
 	    "  --keep-names  the names test leaves its names in place (no deletes)\n"
@@ -111,7 +112,8 @@ static void usage(FILE *f)
 	    "handoff = an up to the next waiter's grant; churn = connect, hello, down, up,\n"
 	    "close; names = one create; rate = a down on a rate-only name (its bucket\n"
 	    "never short, nothing to give back); multi = a down of 3 names at once and\n"
-	    "their 3 ups; down3 = the same 3 names taken by 3 downs, then 3 ups.\n");
+	    "their 3 ups; down3 = the same 3 names taken by 3 downs, then 3 ups;\n"
+	    "info = an Info of the connection's name (a read).\n");
 }
 
 /*

@@ -676,6 +676,19 @@ int wire_put_down_multi(struct wbuf *b, uint64_t id, const char *const *names, s
 	return wire_put_request(b, &req);
 }
 
+/* Append Info of name. */
+int wire_put_info(struct wbuf *b, uint64_t id, const char *name)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Info in = SEMD__INFO__INIT;
+
+	in.name = (char *)name;
+	req.id = id;
+	req.op_case = SEMD__REQUEST__OP_INFO;
+	req.info = &in;
+	return wire_put_request(b, &req);
+}
+
 /* Append Delete. */
 int wire_put_delete(struct wbuf *b, uint64_t id, const char *name, int force)
 {

@@ -132,6 +132,8 @@ int wire_put_up(struct wbuf *b, uint64_t id, const char *name, uint64_t permit_i
 int wire_put_create(struct wbuf *b, uint64_t id, const char *name, uint32_t limit, int if_not_exists);
 /* Append Create (if not exists) of a name with fair shares by key, weights 1. */
 int wire_put_create_share(struct wbuf *b, uint64_t id, const char *name, uint32_t limit);
+/* Append Info of name (a read: answered without an entry by a leader). */
+int wire_put_info(struct wbuf *b, uint64_t id, const char *name);
 /* Append Delete. */
 int wire_put_delete(struct wbuf *b, uint64_t id, const char *name, int force);
 /* Append Create with a token bucket; DownMulti of n <= 8 names, 1 each. */
