@@ -2,14 +2,16 @@
 /*
  * tests/daemon/test_state_read.c - the state machine driven directly, with
  * fake time (tests/daemon/test_state.h): reads off the log (sm_read). On a
- * state with every kind of record - a limit with holders and waiters of
- * several priorities, fair-share groups, a rate-only name and a name with a
- * limit and a rate, both untouched for a while, a child session, detached
- * holds - each read and each refused request leaves the snapshot's bytes,
- * the counters, the clock and the deadlines as they were, and a read is
- * answered as sm_request() answers it at the same time.
+ * state with every kind of record - limits with holders and waiters in
+ * fair-share groups and in priority classes, a rate-only name and a name
+ * with a limit and a rate, both untouched for a while, a child session, a
+ * detached hold - each read and each refused request leaves the snapshot's
+ * bytes, the counters, the clock and the deadlines as they were, and a read
+ * is answered as sm_request() answers it at the same time.
  */
 #include "tests/daemon/test_state.h"
+
+#define OP(CASE)	SEMD__REQUEST__OP_##CASE
 
 /* The state's bytes (the caller frees them), or NULL. */
 static uint8_t *snap_of(const struct sm *sm, size_t *len)
@@ -110,8 +112,8 @@ static Semd__Reply *as_request_(int line, struct sm *sm, struct sm_client *c,
 	b1 = reply_bytes(rd, &l1);
 	b2 = reply_bytes(rq, &l2);
 	if (b1 == NULL || b2 == NULL || l1 != l2 || memcmp(b1, b2, l1) != 0)
-		FAIL("line %d: sm_read's reply is not sm_request's (%zu, %zu bytes)",
-		    line, l1, l2);
+		FAIL("line %d: sm_read's reply is not sm_request's "
+		    "(%zu, %zu bytes)", line, l1, l2);
 	free(b1);
 	free(b2);
 	return rd;
@@ -144,16 +146,18 @@ static uint64_t hello_link(uintptr_t k)
 static void t_down_pg(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, uint32_t n, int prio, const char *group)
 {
-	t_op(sm, c, id, SEMD__REQUEST__OP_DOWN, "name=%s n=%u timeout_ms=%d"
+	t_op(sm, c, id, OP(DOWN), "name=%s n=%u timeout_ms=%d"
 	    " priority=%d group=%s", name, n, -1, prio, group);
 }
 
 /*
  * The state: "jobs" (limit 2, shares by key) held by a and the admin, with
- * b and the child waiting in two classes; "api" (rate-only, 10/s, burst 5)
- * with 3 tokens taken; "gate" (limit 3, 1 token/s, burst 2) drained, a
- * waiting for a token; uid:1's detached hold on "locks"; then 250 ms with
- * nothing done to the buckets, so that a refill would change them.
+ * b and a's child waiting in two groups; "prio" (limit 1) held by the
+ * admin, with b and the child waiting in two priority classes; "api"
+ * (rate-only, 10/s, burst 5) with 3 tokens taken; "gate" (limit 3, 1
+ * token/s, burst 2) drained, a waiting for a token; uid:1's detached hold
+ * on "locks"; then 250 ms with nothing done to the buckets, so that a
+ * refill would change them.
  */
 static void world_make(struct world *w)
 {
@@ -166,7 +170,7 @@ static void world_make(struct world *w)
 	    NULL, "uid:1/5000 uid:2/5000 uid:0", &w->a, &w->b, &w->adm);
 	/* A child of a's session, as semctl run's program would be. */
 	w->kid = sm_client_open(w->sm, 4, (void *)4, "uid:1", secret_a, 0, now);
-	t_op(w->sm, w->kid, 1, SEMD__REQUEST__OP_HELLO, "version=%d "
+	t_op(w->sm, w->kid, 1, OP(HELLO), "version=%d "
 	    "client_name=%s pid=%d parent_session=%" PRIu64 " parent_link=%"
 	    PRIu64, 1, "kid", 7, sm_client_session(w->a), hello_link(1));
 	expect_code(4, 1, SEMD__CODE__OK);
@@ -174,7 +178,7 @@ static void world_make(struct world *w)
 	gv[0].weight = 1;
 	gv[1].group = "heavy";
 	gv[1].weight = 3;
-	req_make(&q, 3, SEMD__REQUEST__OP_CREATE, "name=%s limit=%d share=%d",
+	req_make(&q, 3, OP(CREATE), "name=%s limit=%d share=%d",
 	    "jobs", 2, SEMD__SHARE_BY__SHARE_KEY);
 	q.r.create->n_weights = 2;
 	q.r.create->weights = gp;
@@ -211,20 +215,6 @@ static void world_make(struct world *w)
 	EXPECT_U64(now, sm_now(w->sm));
 }
 
-/* A request of op, its fields as fmt says. */
-__attribute__((format(printf, 4, 5)))
-static Semd__Request *mk(struct req *q, uint64_t id, int op, const char *fmt,
-    ...)
-{
-	va_list ap;
-
-	req_op(q, id, op);
-	va_start(ap, fmt);
-	req_vset(q, fmt, ap);
-	va_end(ap);
-	return &q->r;
-}
-
 /*
  * Every read, on every kind of record, answered as a request at the same
  * time would be, and changing nothing. The buckets first: their last
@@ -241,7 +231,7 @@ static void test_reads(void)
 
 	world_make(&w);
 	TEST_START("read: a bucket's level as of the state's clock, unfilled");
-	r = as_request(w.sm, w.a, 1, mk(&q, 20, SEMD__REQUEST__OP_INFO,
+	r = as_request(w.sm, w.a, 1, req_make(&q, 20, OP(INFO),
 	    "name=%s", "api"), SEMD__CODE__OK);
 	if (r != NULL && r->info != NULL) {
 		EXPECT_I64(4, r->info->available);
@@ -250,71 +240,72 @@ static void test_reads(void)
 		EXPECT_U64(1700000000000ULL + now - 1000 + 50,
 		    r->info->next_token_ms);
 	}
-	r = as_request(w.sm, w.a, 1, mk(&q, 21, SEMD__REQUEST__OP_WHERE,
+	r = as_request(w.sm, w.a, 1, req_make(&q, 21, OP(WHERE),
 	    "request_id=%" PRIu64, w.wait_gate), SEMD__CODE__OK);
 	if (r != NULL && r->where != NULL && r->where->n_places == 1)
 		EXPECT_U64(250000000ULL, r->where->places[0]->tokens_nano);
-	as_request(w.sm, w.a, 1, mk(&q, 22, SEMD__REQUEST__OP_INFO,
+	as_request(w.sm, w.a, 1, req_make(&q, 22, OP(INFO),
 	    "name=%s", "gate"), SEMD__CODE__OK);
 	TEST_START("read: holders, waiters, groups, pages");
-	r = as_request(w.sm, w.adm, 3, mk(&q, 23, SEMD__REQUEST__OP_INFO,
+	r = as_request(w.sm, w.adm, 3, req_make(&q, 23, OP(INFO),
 	    "name=%s", "jobs"), SEMD__CODE__OK);
 	EXPECT(r != NULL && r->info != NULL && r->info->n_holders == 2 &&
 	    r->info->n_waiters == 2 && r->info->n_groups == 2);
-	as_request(w.sm, w.b, 2, mk(&q, 24, SEMD__REQUEST__OP_INFO,
+	as_request(w.sm, w.b, 2, req_make(&q, 24, OP(INFO),
 	    "name=%s max=%d", "jobs", 1), SEMD__CODE__OK);
-	as_request(w.sm, w.b, 2, mk(&q, 25, SEMD__REQUEST__OP_LIST, "prefix=%s",
-	    ""),
+	as_request(w.sm, w.b, 2, req_make(&q, 25, OP(LIST), "prefix=%s", ""),
 	    SEMD__CODE__OK);
-	as_request(w.sm, w.b, 2, mk(&q, 26, SEMD__REQUEST__OP_LIST,
+	as_request(w.sm, w.b, 2, req_make(&q, 26, OP(LIST),
 	    "prefix=%s max=%d", "j", 1), SEMD__CODE__OK);
-	r = as_request(w.sm, w.a, 1, mk(&q, 27, SEMD__REQUEST__OP_HOLDS,
+	r = as_request(w.sm, w.a, 1, req_make(&q, 27, OP(HOLDS),
 	    "principal=%s", ""), SEMD__CODE__OK);
 	EXPECT(r != NULL && r->holds != NULL && r->holds->total == 3);
-	as_request(w.sm, w.adm, 3, mk(&q, 28, SEMD__REQUEST__OP_HOLDS,
+	as_request(w.sm, w.adm, 3, req_make(&q, 28, OP(HOLDS),
 	    "principal=%s max=%d", "uid:1", 2), SEMD__CODE__OK);
-	as_request(w.sm, w.b, 2, mk(&q, 29, SEMD__REQUEST__OP_WHERE,
+	as_request(w.sm, w.b, 2, req_make(&q, 29, OP(WHERE),
 	    "request_id=%" PRIu64, w.wait_b), SEMD__CODE__OK);
-	as_request(w.sm, w.kid, 4, mk(&q, 30, SEMD__REQUEST__OP_WHERE,
+	as_request(w.sm, w.kid, 4, req_make(&q, 30, OP(WHERE),
 	    "request_id=%d", 2), SEMD__CODE__OK);
-	r = as_request(w.sm, w.b, 2, mk(&q, 34, SEMD__REQUEST__OP_WHERE,
+	r = as_request(w.sm, w.b, 2, req_make(&q, 34, OP(WHERE),
 	    "request_id=%d", 4), SEMD__CODE__OK);	/* behind kid's class */
 	EXPECT(r != NULL && r->where != NULL && r->where->n_places == 1 &&
 	    r->where->places[0]->position == 2);
-	t_who = &(struct sm_caller){ 0, { 0 } };	/* b sees only its own */
-	r = as_request(w.sm, w.b, 2, mk(&q, 35, SEMD__REQUEST__OP_INFO,
+	/* b, no administrator, sees only its own. */
+	t_who = &(struct sm_caller){ 0, { 0 } };
+	r = as_request(w.sm, w.b, 2, req_make(&q, 35, OP(INFO),
 	    "name=%s", "prio"), SEMD__CODE__OK);
 	EXPECT(r != NULL && r->info != NULL && r->info->n_waiters == 1 &&
 	    r->info->waiters_total == 2 && r->info->n_holders == 0);
 	t_who = NULL;
-	r = as_request(w.sm, w.b, 2, mk(&q, 31, SEMD__REQUEST__OP_VALIDATE,
+	r = as_request(w.sm, w.b, 2, req_make(&q, 31, OP(VALIDATE),
 	    "name=%s token=%" PRIu64, "jobs", w.token_a), SEMD__CODE__OK);
 	EXPECT(r != NULL && r->validate != NULL && r->validate->valid);
-	r = as_request(w.sm, w.b, 2, mk(&q, 32, SEMD__REQUEST__OP_VALIDATE,
+	r = as_request(w.sm, w.b, 2, req_make(&q, 32, OP(VALIDATE),
 	    "name=%s token=%" PRIu64, "jobs", w.token_a + 100), SEMD__CODE__OK);
 	EXPECT(r != NULL && r->validate != NULL && !r->validate->valid);
-	r = as_request(w.sm, w.kid, 4, mk(&q, 33, SEMD__REQUEST__OP_PING,
+	r = as_request(w.sm, w.kid, 4, req_make(&q, 33, OP(PING),
 	    "payload=%.*s", 2, "hi"), SEMD__CODE__OK);
 	EXPECT(r != NULL && r->pong != NULL && r->pong->payload.len == 2);
-	TEST_START("read: refused reads are answered alike, and change nothing");
-	as_request(w.sm, w.a, 1, mk(&q, 40, SEMD__REQUEST__OP_INFO,
+	TEST_START("read: refused reads are answered alike, changing nothing");
+	as_request(w.sm, w.a, 1, req_make(&q, 40, OP(INFO),
 	    "name=%s", "nope"), SEMD__CODE__NOT_FOUND);
-	as_request(w.sm, w.a, 1, mk(&q, 41, SEMD__REQUEST__OP_INFO, "name=%s",
-	    ""),
+	as_request(w.sm, w.a, 1, req_make(&q, 41, OP(INFO), "name=%s", ""),
 	    SEMD__CODE__INVALID_ARGUMENT);
-	as_request(w.sm, w.a, 1, mk(&q, 42, SEMD__REQUEST__OP_WHERE,
+	as_request(w.sm, w.a, 1, req_make(&q, 42, OP(WHERE),
 	    "request_id=%d", 999), SEMD__CODE__NOT_FOUND);
-	as_request(w.sm, w.a, 1, mk(&q, 43, SEMD__REQUEST__OP_VALIDATE,
-	    "name=%s token=%d", "bad\x01name", 1), SEMD__CODE__INVALID_ARGUMENT);
+	as_request(w.sm, w.a, 1, req_make(&q, 43, OP(VALIDATE),
+	    "name=%s token=%d", "bad\x01name", 1),
+	    SEMD__CODE__INVALID_ARGUMENT);
 	t_who = &(struct sm_caller){ 0, { 0 } };	/* no administrator */
-	as_request(w.sm, w.b, 2, mk(&q, 44, SEMD__REQUEST__OP_HOLDS,
+	as_request(w.sm, w.b, 2, req_make(&q, 44, OP(HOLDS),
 	    "principal=%s", "uid:1"), SEMD__CODE__PERMISSION_DENIED);
 	t_who = NULL;
 	TEST_START("read: Stats, counted by the request, not by the read");
-	r = t_read(w.sm, w.adm, 3, req_op(&q, 50, SEMD__REQUEST__OP_STATS),
+	r = t_read(w.sm, w.adm, 3, req_op(&q, 50, OP(STATS)),
 	    SM_OK, SEMD__CODE__OK);
 	ops = UINT64_MAX;
-	for (i = 0; r != NULL && r->stats != NULL && i < r->stats->n_counters; i++)
+	for (i = 0; r != NULL && r->stats != NULL &&
+	    i < r->stats->n_counters; i++)
 		if (strcmp(r->stats->counters[i]->name, "ops_stats") == 0)
 			ops = r->stats->counters[i]->value;
 	EXPECT_U64(ops + 1, t_stat(w.sm, w.adm, 3, "ops_stats"));
@@ -338,34 +329,33 @@ static void test_refused(void)
 
 	world_make(&w);
 	TEST_START("read: what is no read is answered INVALID_ARGUMENT");
-	no_read(w.sm, w.a, mk(&q, 60, SEMD__REQUEST__OP_HELLO, "version=%d", 1));
-	no_read(w.sm, w.a, mk(&q, 61, SEMD__REQUEST__OP_DOWN, "name=%s", "jobs"));
-	no_read(w.sm, w.a, mk(&q, 62, SEMD__REQUEST__OP_DOWN, "name=%s", "new"));
-	no_read(w.sm, w.a, mk(&q, 63, SEMD__REQUEST__OP_UP, "name=%s", "jobs"));
-	no_read(w.sm, w.a, mk(&q, 64, SEMD__REQUEST__OP_CREATE, "name=%s limit=%d",
+	no_read(w.sm, w.a, req_make(&q, 60, OP(HELLO), "version=%d", 1));
+	no_read(w.sm, w.a, req_make(&q, 61, OP(DOWN), "name=%s", "jobs"));
+	no_read(w.sm, w.a, req_make(&q, 62, OP(DOWN), "name=%s", "new"));
+	no_read(w.sm, w.a, req_make(&q, 63, OP(UP), "name=%s", "jobs"));
+	no_read(w.sm, w.a, req_make(&q, 64, OP(CREATE), "name=%s limit=%d",
 	    "new", 1));
-	no_read(w.sm, w.a, mk(&q, 65, SEMD__REQUEST__OP_WATCH, "name=%s", "jobs"));
-	no_read(w.sm, w.a, mk(&q, 66, SEMD__REQUEST__OP_RENEW, "name=%s", "locks"));
-	no_read(w.sm, w.a, mk(&q, 67, SEMD__REQUEST__OP_CANCEL, "request_id=%d",
-	    9));
-	no_read(w.sm, w.a, req_op(&q, 68, SEMD__REQUEST__OP_DETACH));
-	no_read(w.sm, w.a, req_op(&q, 69, SEMD__REQUEST__OP_BACKUP));
-	req_op(&q, 70, SEMD__REQUEST__OP_PING);
+	no_read(w.sm, w.a, req_make(&q, 65, OP(WATCH), "name=%s", "jobs"));
+	no_read(w.sm, w.a, req_make(&q, 66, OP(RENEW), "name=%s", "locks"));
+	no_read(w.sm, w.a, req_make(&q, 67, OP(CANCEL), "request_id=%d", 9));
+	no_read(w.sm, w.a, req_op(&q, 68, OP(DETACH)));
+	no_read(w.sm, w.a, req_op(&q, 69, OP(BACKUP)));
+	req_op(&q, 70, OP(PING));
 	q.r.op_case = SEMD__REQUEST__OP__NOT_SET;
 	no_read(w.sm, w.a, &q.r);
 	EXPECT(!sm_op_is_read(SEMD__REQUEST__OP__NOT_SET) &&
 	    !sm_op_is_read(SM_NOPS) && !sm_op_is_read(-1));
 	TEST_START("read: no Hello yet, or a session taken over: closed");
-	none_yet = sm_client_open(w.sm, 5, (void *)5, "uid:2", secret_a, 0, now);
-	t_read(w.sm, none_yet, 5, req_op(&q, 71, SEMD__REQUEST__OP_PING),
+	none_yet = sm_client_open(w.sm, 5, (void *)5, "uid:2", secret_a, 0,
+	    now);
+	t_read(w.sm, none_yet, 5, req_op(&q, 71, OP(PING)),
 	    SM_CLOSE, SEMD__CODE__PROTOCOL_ERROR);
 	lost = t_client(w.sm, 6, "uid:2", 5000);
 	t_hello(w.sm, sm_client_open(w.sm, 7, (void *)7, "uid:2", secret_a, 0,
 	    now), 1, 5000, sm_client_session(lost), secret_a);
-	expect_code(7, 1, SEMD__CODE__OK);		/* resumed: lost's no more */
+	expect_code(7, 1, SEMD__CODE__OK);	/* resumed: lost's no more */
 	EXPECT_U64(0, sm_client_session(lost));
-	t_read(w.sm, lost, 6, mk(&q, 72, SEMD__REQUEST__OP_INFO, "name=%s",
-	    "jobs"),
+	t_read(w.sm, lost, 6, req_make(&q, 72, OP(INFO), "name=%s", "jobs"),
 	    SM_CLOSE, SEMD__CODE__SESSION_EXPIRED);
 	t_end(w.sm);
 }
@@ -373,10 +363,8 @@ static void test_refused(void)
 int main(void)
 {
 	static const int reads[] = {
-		SEMD__REQUEST__OP_INFO, SEMD__REQUEST__OP_LIST,
-		SEMD__REQUEST__OP_STATS, SEMD__REQUEST__OP_HOLDS,
-		SEMD__REQUEST__OP_WHERE, SEMD__REQUEST__OP_VALIDATE,
-		SEMD__REQUEST__OP_PING,
+		OP(INFO), OP(LIST), OP(STATS), OP(HOLDS), OP(WHERE),
+		OP(VALIDATE), OP(PING),
 	};
 	size_t i;
 	int n = 0;
