@@ -7,14 +7,16 @@
 # test_state_session (sessions, leases, retries, notices, caps, shutdown),
 # test_state_list (List), test_state_random (random operations against a
 # model), test_state_rate (token buckets), test_state_multi (DownMulti,
-# gated waiters, deadlocks), test_state_watch (watches, Renew, Holds, Where);
+# gated waiters, deadlocks), test_state_watch (watches, Renew, Holds, Where),
+# test_state_read (reads off the log: sm_read changes nothing);
 # test_replay: the same log on differently seeded state machines (and one
 #   restored from a snapshot) gives the same replies and snapshots;
 # test_metrics: the state's histograms and reply counters.
 STATE_PART_TESTS = tests/daemon/test_state_sem tests/daemon/test_state_session \
 	tests/daemon/test_state_list tests/daemon/test_state_random \
 	tests/daemon/test_state_rate tests/daemon/test_state_multi \
-	tests/daemon/test_state_watch tests/daemon/test_state_queue \
+	tests/daemon/test_state_watch tests/daemon/test_state_read \
+	tests/daemon/test_state_queue \
 	tests/daemon/test_state_share
 STATE_TESTS = $(STATE_PART_TESTS) tests/daemon/test_replay tests/daemon/test_metrics
 STATE_TEST_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
@@ -37,6 +39,8 @@ tests_daemon_test_state_multi_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_multi_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_state_watch_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_watch_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_read_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_read_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_state_queue_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_queue_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_state_share_CFLAGS = $(STATE_TEST_CFLAGS)

@@ -467,6 +467,8 @@ struct sm {
 	uint64_t		req_memo;
 	int			cur_op;		/* op the replies answer: set by
 						   every entry point */
+	bool			reading;	/* in sm_read(): nothing changes,
+						   no reply is counted */
 };
 
 
@@ -716,8 +718,9 @@ void rate_take(struct sm_sem *sem, uint32_t n);
 bool rate_has(struct sm *sm, struct sm_sem *sem, uint32_t n);
 void rate_arm(struct sm *sm, struct sm_sem *sem);
 void rate_due(struct sm *sm, struct sm_timer *t);
-uint64_t rate_nano(struct sm *sm, struct sm_sem *sem);
-uint64_t rate_next_ms(struct sm *sm, struct sm_sem *sem);
+uint64_t rate_nano(const struct sm *sm, const struct sm_sem *sem);
+uint64_t rate_next_ms(const struct sm *sm, const struct sm_sem *sem);
+long rate_available(const struct sm *sm, struct sm_sem *sem);
 
 /* sm_sem.c */
 struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,

@@ -182,7 +182,7 @@ void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 			pv[i].tokens_nano = rate_nano(sm, sem);
 			pv[i].next_token_ms = rate_next_ms(sm, sem);
 		}
-		pv[i].available = sema_count(&sem->sem);
+		pv[i].available = rate_available(sm, sem);
 		pp[i] = &pv[i];
 	}
 	wr.n_places = w->nm;

@@ -2,11 +2,12 @@
 /*
  * daemon/state/sm_ops.c - the way in for a request: sm_request() checks
  * that its client has a session (Hello makes it), dispatches through the op
- * table (sm_optab.c) and settles (sm_settle.c). Beside it the small
- * operations: Hello, Ping, Detach, Watch. The others live by family:
- * sm_ops_name.c (names), sm_down.c (Down), sm_multi.c (DownMulti),
- * sm_ops_permit.c (Up, Release, Cancel, Validate), sm_holds.c (Renew, Holds,
- * Where), sm_stats.c (Stats).
+ * table (sm_optab.c) and settles (sm_settle.c); sm_read() answers a read
+ * the same way, changing nothing (a leader's read off the log). Beside them
+ * the small operations: Hello, Ping, Detach, Watch. The others live by
+ * family: sm_ops_name.c (names), sm_down.c (Down), sm_multi.c (DownMulti),
+ * sm_ops_permit.c (Up, Release, Cancel, Validate), sm_holds.c (Renew,
+ * Holds, Where), sm_stats.c (Stats).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -132,6 +133,25 @@ void op_detach(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	reply_ok(sm, c, req->id);
 }
 
+/*
+ * Has c said Hello, and has it a session still? Else answer id so and say
+ * false: the connection is to be closed.
+ */
+static bool client_in_session(struct sm *sm, struct sm_client *c, uint64_t id)
+{
+	if (!c->hello) {
+		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
+		    "the first request must be hello");
+		return false;
+	}
+	if (c->session == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__SESSION_EXPIRED,
+		    "this connection's session ended (expired, or resumed by another connection)");
+		return false;
+	}
+	return true;
+}
+
 /* Dispatch one request. */
 int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     const struct sm_caller *who, uint64_t now)
@@ -150,16 +170,8 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 		sm->who = NULL;
 		return r;
 	}
-	if (!c->hello) {
-		reply_err(sm, c, id, SEMD__CODE__PROTOCOL_ERROR,
-		    "the first request must be hello");
+	if (!client_in_session(sm, c, id))
 		return SM_CLOSE;
-	}
-	if (c->session == NULL) {
-		reply_err(sm, c, id, SEMD__CODE__SESSION_EXPIRED,
-		    "this connection's session ended (expired, or resumed by another connection)");
-		return SM_CLOSE;
-	}
 	c->session->heard = now;	/* the lease counts from here */
 	if ((fn = sm_op_handler(req->op_case)) != NULL)
 		fn(sm, c, req);
@@ -168,6 +180,37 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 		    "unknown or missing operation");
 	sm_settle(sm);
 	sm->who = NULL;
+	return r;
+}
+
+/*
+ * Answer a read off the log (state.h). The handlers of reads change
+ * nothing but the client's cache of the name it named last (not state);
+ * with sm->reading set a bucket is not refilled (its level is told as of
+ * sm->now all the same, rate_nano) and no reply is counted. Nothing is
+ * queued for settling: a read that left an effect would be a bug.
+ */
+int sm_read(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    const struct sm_caller *who)
+{
+	int r = SM_OK;
+
+	sm->reading = true;
+	sm->who = who;
+	sm->cur_op = (unsigned)req->op_case < SM_NOPS ? (int)req->op_case : 0;
+	if (!sm_op_is_read(req->op_case))
+		reply_err(sm, c, req->id, SEMD__CODE__INVALID_ARGUMENT,
+		    "%s is not a read: it goes through the log",
+		    sm_op(req->op_case) != NULL ? sm_op(req->op_case)->name :
+		    "an unknown operation");
+	else if (!client_in_session(sm, c, req->id))
+		r = SM_CLOSE;
+	else
+		sm_op_handler(req->op_case)(sm, c, req);
+	SM_ASSERT(list_empty(&sm->offers) && list_empty(&sm->rate_touched) &&
+	    sm->dl_ncheck == 0);
+	sm->who = NULL;
+	sm->reading = false;
 	return r;
 }
 

@@ -231,7 +231,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	ir.name = sem->name;
 	ir.limit = sem->limit;
-	ir.available = sema_count(&sem->sem);
+	ir.available = rate_available(sm, sem);
 	ir.mode = sem->mode;
 	ir.auto_created = sem->auto_created;
 	ir.n_holders = nh;

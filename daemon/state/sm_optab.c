@@ -3,8 +3,9 @@
  * daemon/state/sm_optab.c - the operations, described once: for each, its
  * name (Stats, metrics, logs), what the access layer checks before the
  * request reaches the state machine (state.h: the right, on which name,
- * the verb of a refusal) and its handler. The table calls nothing: the
- * dispatch (sm_ops.c) calls through it, Stats and the shell read it.
+ * the verb of a refusal), its handler and whether it is a read. The table
+ * calls nothing: the dispatch (sm_ops.c) calls through it, Stats and the
+ * shell read it.
  */
 #include <stddef.h>
 #include <string.h>
@@ -20,53 +21,64 @@
  * A row: the op case, its name, the right it needs, the verb of a refusal,
  * which name the right is checked on (NO_NAME, ALL_NAMES, EACH_NAME, or
  * FIELD(message, field), FIELD_SAID(..., what is said after the name)),
- * and its handler.
+ * its handler, and whether it is a read: answered from the state without
+ * changing any of it, so that a leader may answer it off the log (sm_read).
  */
-#define OP(CASE, NAME, RIGHT, VERB, ON, FN) \
-	[SEMD__REQUEST__OP_##CASE] = { { NAME, SM_RIGHT_##RIGHT, VERB, ON }, FN }
+#define OP(CASE, NAME, RIGHT, VERB, ON, FN, KIND) \
+	[SEMD__REQUEST__OP_##CASE] = { { NAME, SM_RIGHT_##RIGHT, VERB, ON }, FN, \
+	    KIND }
 #define FIELD(M, F)		SM_TARGET_FIELD, offsetof(Semd__##M, F), ""
 #define FIELD_SAID(M, F, AFTER)	SM_TARGET_FIELD, offsetof(Semd__##M, F), AFTER
 #define NO_NAME			SM_TARGET_NONE, 0, ""
 #define ALL_NAMES		SM_TARGET_ALL, 0, ""
 #define EACH_NAME		SM_TARGET_EACH, 0, ""
+#define READS			true
+#define WRITES			false
 static const struct {
 	struct sm_op	op;
 	sm_op_fn	*fn;
+	bool		read;
 } sm_ops[SM_NOPS] = {
-	OP(HELLO, "hello", NONE, "", NO_NAME, NULL),
-	OP(CREATE, "create", CREATE, "create", FIELD(Create, name), op_create),
-	OP(DOWN, "down", USE, "use", FIELD(Down, name), op_down),
-	OP(UP, "up", USE, "use", FIELD(Up, name), op_up),
-	OP(CANCEL, "cancel", NONE, "", NO_NAME, op_cancel),
-	OP(INFO, "info", INSPECT, "inspect", FIELD(Info, name), op_info),
+	OP(HELLO, "hello", NONE, "", NO_NAME, NULL, WRITES),
+	OP(CREATE, "create", CREATE, "create", FIELD(Create, name), op_create,
+	    WRITES),
+	OP(DOWN, "down", USE, "use", FIELD(Down, name), op_down, WRITES),
+	OP(UP, "up", USE, "use", FIELD(Up, name), op_up, WRITES),
+	OP(CANCEL, "cancel", NONE, "", NO_NAME, op_cancel, WRITES),
+	OP(INFO, "info", INSPECT, "inspect", FIELD(Info, name), op_info,
+	    READS),
 	/*
 	 * Checked on its prefix (a protected prefix is refused outright); the
 	 * names listed are then filtered one by one (sm_set_visible).
 	 */
 	OP(LIST, "list", INSPECT, "inspect", FIELD_SAID(List, prefix, " (list)"),
-	    op_list),
-	OP(DELETE, "delete", MANAGE, "delete", FIELD(Delete, name), op_delete),
+	    op_list, READS),
+	OP(DELETE, "delete", MANAGE, "delete", FIELD(Delete, name), op_delete,
+	    WRITES),
 	OP(SET_LIMIT, "set_limit", MANAGE, "set the limit of",
-	    FIELD(SetLimit, name), op_set_limit),
-	OP(PING, "ping", NONE, "", NO_NAME, op_ping),
-	OP(STATS, "stats", INSPECT, "inspect", ALL_NAMES, op_stats),
-	OP(VALIDATE, "validate", USE, "use", FIELD(Validate, name), op_validate),
+	    FIELD(SetLimit, name), op_set_limit, WRITES),
+	OP(PING, "ping", NONE, "", NO_NAME, op_ping, READS),
+	OP(STATS, "stats", INSPECT, "inspect", ALL_NAMES, op_stats, READS),
+	OP(VALIDATE, "validate", USE, "use", FIELD(Validate, name), op_validate,
+	    READS),
 	OP(RELEASE, "release", MANAGE, "release holds on",
-	    FIELD(Release, name), op_release),
-	OP(DETACH, "detach", NONE, "", NO_NAME, op_detach),
+	    FIELD(Release, name), op_release, WRITES),
+	OP(DETACH, "detach", NONE, "", NO_NAME, op_detach, WRITES),
 	OP(SET_RATE, "set_rate", MANAGE, "set the rate of",
-	    FIELD(SetRate, name), op_set_rate),
-	OP(DOWN_MULTI, "down_multi", USE, "use", EACH_NAME, op_down_multi),
+	    FIELD(SetRate, name), op_set_rate, WRITES),
+	OP(DOWN_MULTI, "down_multi", USE, "use", EACH_NAME, op_down_multi,
+	    WRITES),
 	/* A name, or a prefix checked like List's and filtered the same way. */
-	OP(WATCH, "watch", INSPECT, "watch", FIELD(Watch, name), op_watch),
-	OP(RENEW, "renew", USE, "use", FIELD(Renew, name), op_renew),
+	OP(WATCH, "watch", INSPECT, "watch", FIELD(Watch, name), op_watch,
+	    WRITES),
+	OP(RENEW, "renew", USE, "use", FIELD(Renew, name), op_renew, WRITES),
 	/* Another principal's: the state machine wants admin on every name. */
-	OP(HOLDS, "holds", INSPECT, "inspect", ALL_NAMES, op_holds),
-	OP(WHERE, "where", NONE, "", NO_NAME, op_where),
+	OP(HOLDS, "holds", INSPECT, "inspect", ALL_NAMES, op_holds, READS),
+	OP(WHERE, "where", NONE, "", NO_NAME, op_where, READS),
 	OP(SET_QUEUE, "set_queue", MANAGE, "set the queue of",
-	    FIELD(SetQueue, name), op_set_queue),
+	    FIELD(SetQueue, name), op_set_queue, WRITES),
 	/* The whole state: the state machine wants admin on every name. */
-	OP(BACKUP, "backup", MANAGE, "back up", ALL_NAMES, op_backup),
+	OP(BACKUP, "backup", MANAGE, "back up", ALL_NAMES, op_backup, WRITES),
 };
 #undef OP
 #undef FIELD
@@ -74,6 +86,8 @@ static const struct {
 #undef NO_NAME
 #undef ALL_NAMES
 #undef EACH_NAME
+#undef READS
+#undef WRITES
 
 /* The table entry of an op case, or NULL for an unknown one. */
 const struct sm_op *sm_op(int op_case)
@@ -111,6 +125,12 @@ const char *sm_op_target(const struct sm_op *op, const Semd__Request *req)
 	if (msg == NULL)
 		return NULL;
 	return *(const char *const *)(const void *)(msg + op->name_off);
+}
+
+/* Is op_case a read (state.h)? */
+bool sm_op_is_read(int op_case)
+{
+	return sm_op(op_case) != NULL && sm_ops[op_case].read;
 }
 
 /* The handler of an op case (NULL: Hello's, or none). */

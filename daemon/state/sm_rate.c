@@ -156,14 +156,15 @@ uint64_t rate_whole(const struct sm_sem *sem)
 /*
  * Fill sem's bucket up to now. A rate-only name's new tokens go to the core,
  * which hands them to waiters (their grants are answered before this
- * returns).
+ * returns). Not for a read off the log (sm_read), which changes nothing: it
+ * tells the level as of now without filling (rate_level).
  */
 void rate_refill(struct sm *sm, struct sm_sem *sem)
 {
 	struct sm_rate *r = sem->rate;
 	uint64_t whole, add;
 
-	if (r == NULL || sm->now <= r->last)
+	if (r == NULL || sm->reading || sm->now <= r->last)
 		return;
 	whole = rate_whole(sem);
 	add = sm_rate_accrue(&whole, &r->frac, r->rate, r->period_ms,
@@ -236,25 +237,56 @@ void rate_due(struct sm *sm, struct sm_timer *t)
 	effect_rate(sm, r->sem);		/* refilled, offered, re-armed on settling */
 }
 
-/* Tokens in sem's bucket now, in billionths (refilled first). */
-uint64_t rate_nano(struct sm *sm, struct sm_sem *sem)
+/*
+ * The level sem's bucket has now, whole tokens and frac, as a refill would
+ * leave it but without one (nothing changes): the state time it is of.
+ */
+static uint64_t rate_level(const struct sm *sm, const struct sm_sem *sem,
+    uint64_t *whole, uint64_t *frac)
 {
-	struct sm_rate *r = sem->rate;
+	const struct sm_rate *r = sem->rate;
 
-	rate_refill(sm, sem);
-	return rate_whole(sem) * 1000000000u +
-	    r->frac * 1000000000u / r->period_ms;
+	*whole = rate_whole(sem);
+	*frac = r->frac;
+	if (sm->now <= r->last)
+		return r->last;
+	sm_rate_accrue(whole, frac, r->rate, r->period_ms, r->burst,
+	    sm->now - r->last);
+	return sm->now;
+}
+
+/* Tokens in sem's bucket now, in billionths. */
+uint64_t rate_nano(const struct sm *sm, const struct sm_sem *sem)
+{
+	uint64_t whole, frac;
+
+	rate_level(sm, sem, &whole, &frac);
+	return whole * 1000000000u + frac * 1000000000u / sem->rate->period_ms;
+}
+
+/*
+ * The permits sem has free now: a rate-only name's are its tokens, the
+ * core's count and those a refill would add to it.
+ */
+long rate_available(const struct sm *sm, struct sm_sem *sem)
+{
+	long count = sema_count(&sem->sem);
+	uint64_t whole, frac;
+
+	if (sem->rate == NULL || sem->mode != SEMD__MODE__RATE)
+		return count;
+	rate_level(sm, sem, &whole, &frac);
+	return count + (long)(whole - rate_whole(sem));
 }
 
 /* Unix ms of sem's next whole token, 0 when its bucket is full. */
-uint64_t rate_next_ms(struct sm *sm, struct sm_sem *sem)
+uint64_t rate_next_ms(const struct sm *sm, const struct sm_sem *sem)
 {
-	struct sm_rate *r = sem->rate;
-	uint64_t whole = rate_whole(sem);
+	const struct sm_rate *r = sem->rate;
+	uint64_t whole, frac, at = rate_level(sm, sem, &whole, &frac);
 
 	if (whole >= r->burst)
 		return 0;
-	return sm_wall(sm, r->last + sm_rate_wait_ms(whole, r->frac, r->rate,
+	return sm_wall(sm, at + sm_rate_wait_ms(whole, frac, r->rate,
 	    r->period_ms, whole + 1));
 }
-

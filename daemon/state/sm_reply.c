@@ -26,12 +26,16 @@ void hist_add(struct sm_hist *h, uint64_t ms)
 	h->count++;
 }
 
-/* Hand a reply to the I/O layer if the client is still connected. */
+/*
+ * Hand a reply to the I/O layer if the client is still connected. It is
+ * counted (errors, replies by op and code: in the snapshot), but for a read
+ * off the log (sm_read), which one node answers alone.
+ */
 void reply_send(struct sm *sm, struct sm_client *c, Semd__Reply *r)
 {
-	if (r->code != SEMD__CODE__OK)
+	if (r->code != SEMD__CODE__OK && !sm->reading)
 		sm->ctr.errors++;
-	if ((unsigned int)r->code < SM_NCODES)
+	if ((unsigned int)r->code < SM_NCODES && !sm->reading)
 		sm->ctr.replies[sm->cur_op][r->code]++;
 	if (c != NULL && c->conn != NULL && sm->out.reply != NULL)
 		sm->out.reply(sm->out.ctx, c->conn, r);

@@ -292,6 +292,20 @@ struct sm_caller {
  */
 int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     const struct sm_caller *who, uint64_t now_ms);
+/* Is op_case a read (Info, List, Stats, Holds, Where, Validate, Ping)? */
+bool sm_op_is_read(int op_case);
+/*
+ * Answer a read of client c as the state stands, changing nothing of it (a
+ * leader's read off the log, after its read barrier): the state's clock
+ * stays at its last entry (a rate's tokens are those of that time), no
+ * session is marked heard, nothing settles, and no counter of the state
+ * moves (the replies by op and code are in its snapshot): the node counts
+ * the reads it answers itself. who as for sm_request(). SM_OK; SM_CLOSE
+ * as sm_request() (no Hello, or no session); a request that is no read is
+ * answered INVALID_ARGUMENT.
+ */
+int sm_read(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    const struct sm_caller *who);
 /* Answer a frame the I/O layer could not decode: PROTOCOL_ERROR, id 0. */
 void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
 
