@@ -88,6 +88,8 @@ struct durable {
 
 	/* Read by any thread: the leader serves; the status, under slock. */
 	_Atomic bool		serving_pub;
+	_Atomic uint64_t	reads_done;	/* reads answered off the log */
+	_Atomic uint64_t	read_rounds;	/* barrier rounds sent */
 	pthread_mutex_t		slock;
 	Semd__ClusterStatus	st;
 	Semd__ClusterNode	st_nodes[MAX_NODES];

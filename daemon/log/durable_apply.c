@@ -229,6 +229,8 @@ void durable_counters(struct durable *d, struct sm_local_counters *out)
 	LC("cluster_last_index", d->st.last_index);
 	LC("cluster_leader_id", d->st.leader_id);
 	LC("cluster_nodes", d->st.n_nodes);
+	LC("cluster_reads", atomic_load(&d->reads_done));
+	LC("cluster_read_rounds", atomic_load(&d->read_rounds));
 #undef LC
 	pthread_mutex_unlock(&d->slock);
 }

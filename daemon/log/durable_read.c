@@ -59,6 +59,7 @@ static bool d_probe_maybe(struct durable *d, uint64_t confirmed)
 		return false;
 	d->probe_sent = round;
 	d->probe_ms = now;
+	atomic_fetch_add_explicit(&d->read_rounds, 1, memory_order_relaxed);
 	return true;
 }
 
@@ -80,6 +81,8 @@ static void d_reads_run(struct durable *d)
 			d->host.read(d->host.arg, r->cid, &r->who, r->data,
 			    r->len, true);
 			free(r);
+			atomic_fetch_add_explicit(&d->reads_done, 1,
+			    memory_order_relaxed);
 		}
 		d_unlock(d);
 		if (d->rq == NULL)

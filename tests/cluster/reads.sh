@@ -38,6 +38,8 @@ entries() { # PROBE ARGS...: the log entries while they run
 	e1=$(t_cluster_field last_index "$LA")
 	echo $((e1 - e0))
 }
+stat() { "$SEMCTL" -s "$LA" stats 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }'; }
+r0=$(stat cluster_reads)
 base=$(entries hello)
 IFS='|'
 # shellcheck disable=SC2086 # split on | on purpose
@@ -47,6 +49,9 @@ expect_eq "300 reads answered" 0 "$(cat "$T/reads.rc")"
 expect_eq "... every one OK" 301 "$(grep -c 'code=OK' "$T/reads.out")"
 echo "# log entries: $base for a Hello alone, $n with 300 reads after it"
 ok "... and they cost no log entry" test "$n" -le "$((base + 1))"
+r1=$(stat cluster_reads)
+echo "# cluster_reads: $r0 before, $r1 after; barrier rounds: $(stat cluster_read_rounds)"
+ok "... the leader counts them (cluster_reads)" test "$((r1 - r0))" -ge 300
 
 # Pipelined on one connection: info, down, info, up, info - each read sees
 # exactly the requests before it (the writes are held behind the reads).
