@@ -13,13 +13,17 @@
 # DIR (parent of the data directories, default /var/tmp: the log is
 # fsynced, tmpfs would flatter it), PEER_TLS (1: a second 3-node cluster
 # with peer TLS, certificates made here with openssl, measured as "tls3"
-# right after "three" in each cell).
+# right after "three" in each cell), TESTS (semd-benchmark tests, one row
+# each per setup and cell: default down-up; "down-up info" adds reads,
+# which a leader answers without an entry), SEMD (the daemon to measure,
+# default BUILDDIR's: an older one gives the before of a change).
 set -eu
 top_builddir=$(cd "${1:?usage: bench/cluster.sh BUILDDIR [ANCHORS]}" && pwd)
 B=$top_builddir
 ANCHORS=${2:-}
 D=${D:-5}
 CFGS=${CFGS:-1 1,16 1,16 16}
+TESTS=${TESTS:-down-up}
 PORT=${PORT:-29200}
 . "$(dirname "$0")/lib.sh"
 bench_init cluster-bench "${DIR:-/var/tmp}"
@@ -58,10 +62,10 @@ if [ "${PEER_TLS:-0}" = 1 ]; then
 	SETUPS="$SETUPS,tls3 $tlead"
 fi
 
-printf '# semd acquire+release (down-up), TCP loopback, %ss per cell, %s\n' "$D" "$(date -u '+%F %T')"
+printf '# semd %s, TCP loopback, %ss per cell, %s\n' "$TESTS" "$D" "$(date -u '+%F %T')"
 printf '# three: 3-node cluster (leader at %s), every write committed by 2 of 3 fsyncs\n' "$lead"
 [ -z "${tlead:-}" ] || printf '# tls3: the same with peer TLS 1.3 (leader at %s)\n' "$tlead"
-printf '%-6s %-3s %-3s %10s %9s %9s\n' setup C P 'op/s' 'p50 us' 'p99 us'
+printf '%-8s %-6s %-3s %-3s %10s %9s %9s\n' test setup C P 'op/s' 'p50 us' 'p99 us'
 IFS=,
 for cfg in $CFGS; do
 	unset IFS
@@ -69,15 +73,18 @@ for cfg in $CFGS; do
 	IFS=,
 	for s in $SETUPS; do
 		unset IFS
-		set -- $cfg $s
-		"$B/semd-benchmark" -s "$4" -t down-up -c "$1" -P "$2" -d "$D" --json \
-			>"$T/out.json" 2>"$T/err" || { cat "$T/err" >&2; exit 1; }
-		python3 - "$3" "$1" "$2" "$T/out.json" <<'EOF'
+		for t in $TESTS; do
+			set -- $cfg $s
+			"$B/semd-benchmark" -s "$4" -t "$t" -c "$1" -P "$2" -d "$D" \
+				--json >"$T/out.json" 2>"$T/err" ||
+				{ cat "$T/err" >&2; exit 1; }
+			python3 - "$3" "$1" "$2" "$T/out.json" "$t" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[4]))["results"][0]
-print("%-6s %-3s %-3s %10d %9.0f %9.0f" % (sys.argv[1], sys.argv[2], sys.argv[3],
-      r["ops_per_sec"], r["latency_us"]["p50"], r["latency_us"]["p99"]))
+print("%-8s %-6s %-3s %-3s %10d %9.0f %9.0f" % (sys.argv[5], sys.argv[1], sys.argv[2],
+      sys.argv[3], r["ops_per_sec"], r["latency_us"]["p50"], r["latency_us"]["p99"]))
 EOF
+		done
 	done
 	IFS=,
 done
