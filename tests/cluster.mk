@@ -18,7 +18,8 @@ EXTRA_DIST += $(CLUSTER_SH_TESTS) tests/cluster/peerproxy.py tests/cluster/proxi
 # fixture, under faults, with simulated clients checking what they trusted.
 check_PROGRAMS += tests/cluster/sim
 tests_cluster_sim_SOURCES = tests/cluster/sim.c tests/cluster/sim_log.c \
-	tests/cluster/sim_client.c tests/cluster/sim_idle.c tests/cluster/sim.h \
+	tests/cluster/sim_client.c tests/cluster/sim_idle.c tests/cluster/sim_read.c \
+	tests/cluster/sim.h \
 	daemon/log/raftguard.c
 tests_cluster_sim_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(RAFT_CFLAGS)
 tests_cluster_sim_LDADD = daemon/state/libsemstate.a proto/libsemproto.a \

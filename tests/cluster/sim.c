@@ -32,7 +32,9 @@
  *    its principal with that key on that name, and is never granted; one
  *    answered QUEUE_FULL would have waited on a name with a bound that
  *    many downs wait on; no down is refused as invalid;
- *  - once every fault is healed, every client is answered again.
+ *  - once every fault is healed, every client is answered again;
+ *  - a read answered off the log after the read barrier (sim_read.c)
+ *    holds every entry committed anywhere when it began.
  * libraft's fixture checks election safety and the leader's append-only log.
  *
  * Then seeds with thousands of idle sessions (sim_idle.c): leases kept by
@@ -436,6 +438,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		for (k = 0; k < NCL; k++)
 			client_step(&cl[k]);
 		idle_round();
+		reads_step();
 		if (now() >= next_fault) {
 			fault();
 			next_fault = now() + 200 + rnd_below(2500);
@@ -471,6 +474,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		for (k = 0; k < NCL; k++)
 			client_step(&cl[k]);
 		idle_round();
+		reads_step();
 	}
 	/* Drain: everyone applies everything, then the states agree. */
 	end = now() + 10000;
@@ -507,6 +511,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	replaced = NULL;
 	nreplaced = capreplaced = 0;
 	idle_end();
+	reads_end();
 }
 
 int main(int argc, char **argv)
@@ -561,15 +566,21 @@ int main(int argc, char **argv)
 		seed = first + count + s;
 		run_seed(n_nodes ? (unsigned int)n_nodes : seed % 2 ? 5 : 3, sim_s * 1000);
 	}
+	if (count + idle_seeds > 0 && reads_answered == 0) {
+		fprintf(stderr, "sim: no read was answered: the read check saw nothing\n");
+		return 1;
+	}
 	printf("sim: %" PRIu64 " seeds passed: %lu entries, %lu grants, %lu faults, "
 	    "%lu snapshot pairs compared, %lu states restored from a snapshot, "
 	    "%lu messages trimmed by raftguard, %lu pings answered without an "
-	    "entry, %lu sessions expired by a leader's clock; grants by class "
+	    "entry, %lu sessions expired by a leader's clock, %lu reads answered "
+	    "after a read barrier (%lu dropped: leadership lost, cut off); "
+	    "grants by class "
 	    "%lu high / %lu 0 / %lu low, %lu on names with shares, %lu downs "
 	    "answered REPLACED, %lu QUEUE_FULL, %lu SetQueue sent\n",
 	    count + idle_seeds, entries,
 	    grants, faults, snaps_compared, installs, raftguard_trimmed(),
-	    pings_local, expired_asked, grants_high, grants_normal, grants_low,
+	    pings_local, expired_asked, reads_answered, reads_dropped, grants_high, grants_normal, grants_low,
 	    grants_shared, replaced_answered, full_answered, bounds_set);
 	return 0;
 }

@@ -185,6 +185,11 @@ void idle_end(void);
 void idle_rebind(struct sm *sm);
 void sweep(struct node *n);
 
+/* Reads off the log (sim_read.c): the read barrier under the faults. */
+extern unsigned long reads_answered, reads_dropped;
+void reads_step(void);
+void reads_end(void);
+
 raft_time now(void);
 void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2),
     noreturn));
