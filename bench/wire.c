@@ -676,17 +676,28 @@ int wire_put_down_multi(struct wbuf *b, uint64_t id, const char *const *names, s
 	return wire_put_request(b, &req);
 }
 
+/* Append a request whose operation is op, the oneof member of op_case. */
+static int put_op(struct wbuf *b, uint64_t id, int op_case, const void *op)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
+	    &semd__request__descriptor, (unsigned)op_case);
+
+	if (f == NULL)
+		return -1;
+	req.id = id;
+	req.op_case = (Semd__Request__OpCase)op_case;
+	memcpy((char *)&req + f->offset, &op, sizeof op);
+	return wire_put_request(b, &req);
+}
+
 /* Append Info of name. */
 int wire_put_info(struct wbuf *b, uint64_t id, const char *name)
 {
-	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Info in = SEMD__INFO__INIT;
 
 	in.name = (char *)name;
-	req.id = id;
-	req.op_case = SEMD__REQUEST__OP_INFO;
-	req.info = &in;
-	return wire_put_request(b, &req);
+	return put_op(b, id, SEMD__REQUEST__OP_INFO, &in);
 }
 
 /* Append Delete. */
