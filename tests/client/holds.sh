@@ -92,10 +92,11 @@ done
 # --- cut off: the command is dead before the permit goes to the next client --------
 # (cutoff.py: the relay stops forwarding at a random point of the ping cycle;
 # the command's death through a pidfd, the grant time from the daemon.) The
-# client-side lease ends 1% + max(50 ms, lease/20) before the daemon's: 60 ms
-# of a 1 s lease, within which semctl must wake and SIGKILL. A sanitizer
-# build on a loaded machine has woken 65 ms late: there, a 4 s lease (240 ms).
-cut_lease=1000
+# client-side lease ends 1% + max(50 ms, lease/20) before the daemon's: 120 ms
+# of a 2 s lease, within which semctl must wake and SIGKILL. With a 1 s lease
+# (60 ms) a run beside other tests once woke too late; a sanitizer build on a
+# loaded machine has woken 65 ms late: there, a 4 s lease (240 ms).
+cut_lease=2000
 grep -qa -e __asan_init -e __tsan_init "$SEMD" && cut_lease=4000
 ok "cut off, the command exits on SIGTERM: dead before the next grant" \
 	python3 "$top_srcdir/tests/client/cutoff.py" "$SEMCTL" "$d_UNIX" "$d_TCP" --runs 3 --lease "$cut_lease" --grace 200
