@@ -306,7 +306,8 @@ static void log_cluster_locked(struct conn *c, const Semd__Request *req)
  * A read (sm_op_is_read: Info, List, Stats, Holds, Where, Validate, Ping)
  * changes nothing: the leader answers it without an entry, after a read
  * barrier (durable_read), when the client has a session and nothing of it
- * is on the way through the log (its reads then see its writes). Its
+ * is on the way through the log (its reads then see its writes); a log
+ * of one voter answers it at once (durable_read says). Its
  * session is heard now, by the leader's clock (its lease is the leader's:
  * sm_leases_due). Until the read is answered the connection holds the
  * frames after it that are no reads (conn_handle_locked). True: queued.
@@ -314,14 +315,22 @@ static void log_cluster_locked(struct conn *c, const Semd__Request *req)
 static bool log_read_locked(struct conn *c, const Semd__Request *req,
     const struct sm_caller *who, const uint8_t *data, size_t len)
 {
-	struct durable *d = c->srv->feed_state->d;
+	struct server *srv = c->srv;
+	struct durable *d = srv->feed_state->d;
 
 	if (!sm_op_is_read(req->op_case) || !c->logged || c->proposed > 0 ||
-	    !durable_heard_locked(d, c->cid) ||
-	    !durable_read(d, c->cid, who, data, len))
+	    !durable_heard_locked(d, c->cid))
 		return false;
-	c->reads++;
-	return true;
+	switch (durable_read(d, c->cid, who, data, len)) {
+	case DURABLE_READ_QUEUED:
+		c->reads++;
+		return true;
+	case DURABLE_READ_NOW:		/* one voter: the state as it stands */
+		(void)sm_read(srv->sm, sm_client_find(srv->sm, c->cid), req, who);
+		return true;
+	default:
+		return false;
+	}
 }
 
 /*

@@ -84,16 +84,20 @@ void durable_stop(struct durable *d);
 /* Hand a batch of commands to the log (any thread); the batch is emptied. */
 void durable_submit(struct durable *d, struct sm_batch *b);
 /*
- * A read the leader answers without an entry (raft's ReadIndex; any
- * thread): the index committed now is noted; once a probe round sent after
- * this call is answered by a majority of the voters in this node's term
- * (raftguard_probe: no other leader can have committed anything since) and
- * the state has applied that index, host->read runs it on the log's thread,
- * reads in the order they came. False when this node does not serve (or no
- * memory): not queued. The request is copied.
+ * A read the leader answers without an entry (raft's ReadIndex; under the
+ * state lock): the index committed now is noted; once a probe round sent
+ * after this call is answered by a majority of the voters in this node's
+ * term (raftguard_probe: no other leader can have committed anything
+ * since) and the state has applied that index, host->read runs it on the
+ * log's thread, reads in the order they came (the request is copied):
+ * DURABLE_READ_QUEUED. A log of one voter and no peers (no node id) has no
+ * other leader, and every change it acknowledged is applied already:
+ * DURABLE_READ_NOW, the caller answers it at once. DURABLE_READ_NO when
+ * this node does not serve (or no memory).
  */
-bool durable_read(struct durable *d, uint64_t cid, const struct sm_caller *who,
-    const uint8_t *data, size_t len);
+enum durable_read { DURABLE_READ_NO, DURABLE_READ_QUEUED, DURABLE_READ_NOW };
+enum durable_read durable_read(struct durable *d, uint64_t cid,
+    const struct sm_caller *who, const uint8_t *data, size_t len);
 /* Propose the settings that decide answers (after a reload). */
 void durable_config(struct durable *d, const struct sm_config *cfg);
 /*

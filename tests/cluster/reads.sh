@@ -85,4 +85,23 @@ ok "cut off: the read before is answered, the read after is not" \
 ok "... the leader had stepped down" grep -q 'no longer the leader' "$T/n$L.log"
 ok "a leader again after the followers are back" t_wait_for 15 has_leader
 ok "... and reads are served again" sh -c "$S info r/a >/dev/null"
+
+# A log of one voter (--data-dir, no peers) answers its reads at once: no
+# other leader can be, and every change it acknowledged is applied.
+t_start_node 9 --data-dir "$T/one" --listen "tcp:127.0.0.1:$((base + 9))" \
+	--acl "anonymous * all" || { echo "the one-voter node did not start"; exit 1; }
+LA="tcp:127.0.0.1:$((base + 9))"
+"$SEMCTL" -s "$LA" create r/a --limit 2 >/dev/null
+r0=$(stat cluster_reads)
+base=$(entries hello)
+IFS='|'
+# shellcheck disable=SC2086 # split on | on purpose
+n=$(entries hello $cmds)
+unset IFS
+r1=$(stat cluster_reads)
+expect_eq "one voter: 300 reads answered, every one OK" "0 301" \
+	"$(cat "$T/reads.rc") $(grep -c 'code=OK' "$T/reads.out")"
+echo "# one voter: log entries $base for a Hello alone, $n with 300 reads; cluster_reads $r0 -> $r1"
+ok "... at no log entry" test "$n" -le "$((base + 1))"
+ok "... counted (cluster_reads)" test "$((r1 - r0))" -ge 300
 t_done
