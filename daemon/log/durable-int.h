@@ -209,10 +209,9 @@ int d_fsm_snapshot_finalize(struct raft_fsm *fsm,
     struct raft_buffer *bufs[], unsigned int *n);
 int d_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf);
 
-/* durable_read.c */
-int d_reads_init(struct durable *d);
+/* durable_read.c: the reads the loops queued, noted and a barrier asked
+ * for; the reads never answered, freed (durable_stop). */
 void d_reads_take(struct durable *d);
-void d_reads_close(struct durable *d);
 void d_reads_free(struct durable *d);
 
 /* durable_cluster.c */

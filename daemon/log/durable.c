@@ -209,6 +209,16 @@ static int d_transport(struct durable *d, const struct semd_config *cfg,
 	return 0;
 }
 
+/* Close the loop's own handles (its uv_run then runs them out). */
+static void d_close_handles(struct durable *d)
+{
+	uv_close((uv_handle_t *)&d->wake, NULL);
+	uv_close((uv_handle_t *)&d->deadline, NULL);
+	uv_close((uv_handle_t *)&d->poll, NULL);
+	uv_close((uv_handle_t *)&d->rcheck, NULL);
+	uv_close((uv_handle_t *)&d->rtimer, NULL);
+}
+
 /* The raft thread: load, then follow or lead until stopped. */
 static void *d_main(void *arg)
 {
@@ -270,10 +280,7 @@ close:
 	d->serving = false;
 	atomic_store(&d->serving_pub, false);
 	raft_close(&d->raft, NULL);
-	uv_close((uv_handle_t *)&d->wake, NULL);
-	uv_close((uv_handle_t *)&d->deadline, NULL);
-	uv_close((uv_handle_t *)&d->poll, NULL);
-	d_reads_close(d);
+	d_close_handles(d);
 	/* Let raft and the handles finish closing. */
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 	raft_uv_close(&d->io);
@@ -583,12 +590,17 @@ int durable_start(struct durable **dp, const struct semd_config *cfg,
 	if (uv_loop_init(&d->loop) != 0 ||
 	    uv_async_init(&d->loop, &d->wake, d_wake_cb) != 0 ||
 	    uv_timer_init(&d->loop, &d->deadline) != 0 ||
-	    uv_timer_init(&d->loop, &d->poll) != 0 || d_reads_init(d) != 0) {
+	    uv_timer_init(&d->loop, &d->poll) != 0 ||
+	    uv_check_init(&d->loop, &d->rcheck) != 0 ||
+	    uv_timer_init(&d->loop, &d->rtimer) != 0) {
 		snprintf(err, errlen, "cannot make the log's event loop");
 		return EX_OSERR;
 	}
 	d->wake.data = d;
 	d->deadline.data = d;
+	d->rcheck.data = d;
+	d->rtimer.data = d;
+	d->rq_tail = &d->rq;
 	if ((r = d_transport(d, cfg, err, errlen)) != 0)
 		return r;
 	d->fsm.version = 2;
@@ -655,10 +667,7 @@ void durable_stop(struct durable *d)
 		uv_async_send(&d->wake);
 		pthread_join(d->thread, NULL);
 	} else {
-		uv_close((uv_handle_t *)&d->wake, NULL);
-		uv_close((uv_handle_t *)&d->deadline, NULL);
-		uv_close((uv_handle_t *)&d->poll, NULL);
-		d_reads_close(d);
+		d_close_handles(d);
 		uv_run(&d->loop, UV_RUN_DEFAULT);
 		if (d->peer_tls)
 			peer_tls_free(&d->transport);	/* never listened */

@@ -170,23 +170,6 @@ enum durable_read durable_read(struct durable *d, uint64_t cid,
 	return DURABLE_READ_QUEUED;
 }
 
-/* The handles, on the raft thread's loop (durable_start). */
-int d_reads_init(struct durable *d)
-{
-	d->rq_tail = &d->rq;
-	d->rcheck.data = d;
-	d->rtimer.data = d;
-	return uv_check_init(&d->loop, &d->rcheck) != 0 ||
-	    uv_timer_init(&d->loop, &d->rtimer) != 0 ? -1 : 0;
-}
-
-/* Close the handles (the loop then runs until they are). */
-void d_reads_close(struct durable *d)
-{
-	uv_close((uv_handle_t *)&d->rcheck, NULL);
-	uv_close((uv_handle_t *)&d->rtimer, NULL);
-}
-
 /* Free the reads never run (the log stopped: no client is answered). */
 void d_reads_free(struct durable *d)
 {

@@ -201,6 +201,17 @@ static void follow(void)
 	}
 }
 
+/* One step of the cluster, then of everyone around it. */
+static void step_all(void)
+{
+	raft_fixture_step(&f);
+	follow();
+	for (int k = 0; k < NCL; k++)
+		client_step(&cl[k]);
+	idle_round();
+	reads_step();
+}
+
 /*
  * A node's state machine restarts from its own snapshot, as a restarted
  * semd does before it replays the rest of its log: from here on its replies
@@ -433,12 +444,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	next_snap = 1000;
 	end = sim_ms;
 	while (now() < end) {
-		raft_fixture_step(&f);
-		follow();
-		for (k = 0; k < NCL; k++)
-			client_step(&cl[k]);
-		idle_round();
-		reads_step();
+		step_all();
 		if (now() >= next_fault) {
 			fault();
 			next_fault = now() + 200 + rnd_below(2500);
@@ -469,12 +475,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 					    "every fault healed (node %d)", k,
 					    cl[k].node + 1);
 		}
-		raft_fixture_step(&f);
-		follow();
-		for (k = 0; k < NCL; k++)
-			client_step(&cl[k]);
-		idle_round();
-		reads_step();
+		step_all();
 	}
 	/* Drain: everyone applies everything, then the states agree. */
 	end = now() + 10000;
