@@ -200,7 +200,12 @@ void http_cut(struct hreq *r);
 size_t http_backlog(const struct hreq *r);
 
 /* --- http_gate.c --------------------------------------------------------- */
-enum gate_kind { GATE_SERVICE, GATE_WAITER, GATE_WATCH, GATE_BACKUP };
+/*
+ * Service: cached, a principal's reads and quick writes; waiter, watch,
+ * backup: one's own; node: no Hello, for what a node answers itself
+ * (Cluster STATUS, on any node).
+ */
+enum gate_kind { GATE_SERVICE, GATE_WAITER, GATE_WATCH, GATE_BACKUP, GATE_NODE };
 
 /* The answer to a call; r NULL when none will come (the gate closed). */
 typedef void (*gate_done_fn)(void *arg, const Semd__Reply *rep);

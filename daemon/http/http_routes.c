@@ -554,16 +554,56 @@ static void http_cluster_done(struct hreq *r, const Semd__Reply *rep)
 	http_reply_json(r, 200, o);
 }
 
-/* GET /v1/cluster: Cluster STATUS (this node's view). */
+/* The node's answer: the gate goes with it. */
+static void http_node_done(void *arg, const Semd__Reply *rep)
+{
+	struct svc_call *sc = arg;
+
+	if (rep == NULL)
+		http_problem_gone(sc->r, sc->g);
+	else
+		sc->done(sc->r, rep);
+	gate_release(sc->g, false);
+	http_req_put(sc->r);
+	free(sc);
+}
+
+/*
+ * GET /v1/cluster: Cluster STATUS, answered by this node itself (a
+ * follower too), through a gate without a session.
+ */
 void http_route_cluster(struct hreq *r)
 {
 	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Cluster c = SEMD__CLUSTER__INIT;
+	struct svc_call *sc = calloc(1, sizeof *sc);
+	char why[256];
+	int e;
 
+	if (sc == NULL) {
+		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	sc->r = r;
+	sc->done = http_cluster_done;
+	sc->g = gate_open(r->f, GATE_NODE, r->who, NULL, 0, 0, NULL, &e, why,
+	    sizeof why);
+	if (sc->g == NULL) {
+		http_problem(r, e, "%s", why);
+		free(sc);
+		return;
+	}
 	c.action = SEMD__CLUSTER__ACTION__STATUS;
 	req.op_case = SEMD__REQUEST__OP_CLUSTER;
 	req.cluster = &c;
-	http_service_call(r, &req, http_cluster_done);
+	if (gate_call(sc->g, &req, http_node_done, sc) == 0) {
+		http_problem_gone(r, sc->g);
+		gate_release(sc->g, false);
+		free(sc);
+		return;
+	}
+	http_req_hold(r);
+	gate_push(sc->g);
 }
 
 /* POST /v1/cluster/members, /v1/cluster/leader: Cluster ADD, TRANSFER. */
