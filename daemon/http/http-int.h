@@ -111,6 +111,7 @@ struct hconn {
 	struct hreq		*cur;		/* the request being answered */
 	struct hprin		*who;		/* the transport's identity */
 	bool			identified;
+	bool			nodelay;	/* TCP_NODELAY set */
 	bool			busy;		/* a request is in our hands */
 	bool			gone;
 	uint32_t		pid;		/* a UNIX peer's */

@@ -121,7 +121,7 @@ static void idem_store(struct hidem *k, int status, json_t *body,
     const char *location);
 static void idem_drop(struct http_front *f, struct hidem *k);
 
-/* --- waiter ids ----------------------------------------------------------------- */
+/* --- waiter ids ----------------------------------------------------------- */
 
 static const char hw_b64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -266,7 +266,7 @@ static bool hw_read_id(const char *id, struct hwaiter *w, uint64_t *session,
 	return p == end && *session != 0 && w->request_id != 0;
 }
 
-/* --- the table of waiters -------------------------------------------------------- */
+/* --- the table of waiters ------------------------------------------------- */
 
 /* Is this the waiter of that id? */
 static bool hw_eq(const struct hnode *n, const void *key)
@@ -291,7 +291,7 @@ static void hw_index(struct hwaiter *w)
 	list_add_tail(&w->entry, &w->f->waiter_list);
 }
 
-/* --- answers ---------------------------------------------------------------------- */
+/* --- answers -------------------------------------------------------------- */
 
 /* The waiter as JSON. */
 static json_t *hw_json(const struct hwaiter *w)
@@ -443,7 +443,7 @@ static void hw_fail(struct hwaiter *w, int code, const char *msg)
 	hw_finish(w);
 }
 
-/* --- the waiter's gate --------------------------------------------------------------- */
+/* --- the waiter's gate ---------------------------------------------------- */
 
 /* The lease of w's session, from now (wall). */
 static void hw_renewed(struct hwaiter *w)
@@ -704,7 +704,7 @@ static void hw_free(struct hwaiter *w)
 	free(w);
 }
 
-/* --- polls --------------------------------------------------------------------------- */
+/* --- polls ---------------------------------------------------------------- */
 
 /* A poll's wait is over: answer with a fresh Where. */
 static void hpoll_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -777,7 +777,7 @@ static void hpoll_add(struct hwaiter *w, struct hreq *r, enum hpoll_kind kind,
 		hpoll_end(p);
 }
 
-/* --- idempotency keys ----------------------------------------------------------------- */
+/* --- idempotency keys ----------------------------------------------------- */
 
 struct idem_key {
 	const struct hprin	*who;
@@ -945,7 +945,7 @@ static bool idem_begin(struct hreq *r, uint32_t lease_ms, struct hidem **out)
 	return true;
 }
 
-/* --- acquire ----------------------------------------------------------------------------- */
+/* --- acquire -------------------------------------------------------------- */
 
 /* Give back what a grant held (its client left before the answer). */
 static void acq_give_back(struct hreq *r, const char *name, uint64_t permit)
@@ -1170,7 +1170,7 @@ void http_route_acquire_many(struct hreq *r)
 	acq_start(r, true);
 }
 
-/* --- the waiter resource ------------------------------------------------------------------ */
+/* --- the waiter resource -------------------------------------------------- */
 
 /*
  * The waiter of r's path: this node's record, or one resumed from its id
@@ -1330,7 +1330,7 @@ void http_route_waiter_delete(struct hreq *r)
 	http_reply_empty(r, 204, NULL, NULL);
 }
 
-/* --- the second's work ------------------------------------------------------------------------ */
+/* --- the second's work ---------------------------------------------------- */
 
 /* Forget finished waiters and old keys (all: every one, at the end). */
 void http_acquire_sweep(struct http_front *f, bool all)

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,7 +94,7 @@ static const struct http_route http_routes[] = {
 			    EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | \
 			    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT)
 
-/* --- small things ----------------------------------------------------------- */
+/* --- small things --------------------------------------------------------- */
 
 /* The loops' monotonic clock, ms. */
 uint64_t http_now(void)
@@ -140,7 +142,7 @@ static const char *http_reason(int status)
 	}
 }
 
-/* --- principals -------------------------------------------------------------- */
+/* --- principals ----------------------------------------------------------- */
 
 /* Copy an identity: principal, uid or cn, groups, admin. */
 int http_subject_copy(struct acl_subject *dst, const struct acl_subject *src)
@@ -259,7 +261,7 @@ static uint64_t http_rate_take(struct http_front *f, struct hprin *p)
 	return (1000 - p->tokens_milli + rate - 1) / rate;
 }
 
-/* --- answers ------------------------------------------------------------------ */
+/* --- answers -------------------------------------------------------------- */
 
 /* A response header. */
 void http_header(struct hreq *r, const char *name, const char *value)
@@ -534,7 +536,7 @@ size_t http_backlog(const struct hreq *r)
 	    evhttp_connection_get_bufferevent(evcon)));
 }
 
-/* --- requests ----------------------------------------------------------------- */
+/* --- requests ------------------------------------------------------------- */
 
 static bool http_conn_eq(const struct hnode *n, const void *key);
 
@@ -993,7 +995,7 @@ out:
 	http_req_put(r);
 }
 
-/* --- connections ---------------------------------------------------------------- */
+/* --- connections ---------------------------------------------------------- */
 
 /* A request was begun and not finished in time: cut the client off. */
 static void http_deadline_cb(evutil_socket_t fd, short what, void *arg)
@@ -1023,6 +1025,14 @@ static void http_in_added(struct evbuffer *b,
 	uint32_t ms;
 
 	(void)b;
+	if (info->n_added > 0 && !hc->nodelay) {
+		/* Its first bytes: answers go out without Nagle's wait. */
+		int fd = bufferevent_getfd(hc->bev), one = 1;
+
+		hc->nodelay = true;
+		if (fd >= 0 && !hc->l->is_unix)
+			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	}
 	if (info->n_added == 0 || hc->busy || evtimer_pending(hc->deadline, NULL))
 		return;
 	ms = http_cfg(hc->f)->request_timeout_ms;
@@ -1190,7 +1200,7 @@ static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
 	return bev;
 }
 
-/* --- listeners ---------------------------------------------------------------- */
+/* --- listeners ------------------------------------------------------------ */
 
 /* Is spec an HTTP listener? */
 bool http_listener_kind(const char *spec)

@@ -34,7 +34,7 @@
 
 static void gate_maybe_free(struct gate *g);
 
-/* --- the transport --------------------------------------------------------- */
+/* --- the transport -------------------------------------------------------- */
 
 /* Nothing to set up: there is no socket. */
 static void gate_x_start(struct conn *c, uint32_t keepalive_s)
@@ -117,7 +117,7 @@ static const struct xprt_ops gate_xprt = {
 	.identify = gate_x_identify,
 };
 
-/* --- replies ---------------------------------------------------------------- */
+/* --- replies -------------------------------------------------------------- */
 
 /* Take the call of id off the list (NULL: none, or forgotten). */
 static struct gate_call *gate_take_call(struct gate *g, uint64_t id)
@@ -252,7 +252,7 @@ static void gate_conn_gone(struct gate *g)
 	gate_maybe_free(g);
 }
 
-/* --- calls ------------------------------------------------------------------ */
+/* --- calls ---------------------------------------------------------------- */
 
 /* Stage a request; done(arg, reply) answers it. Its id, 0 if it could not. */
 uint64_t gate_call(struct gate *g, Semd__Request *req, gate_done_fn done,

@@ -157,7 +157,7 @@ static void http_done_204(struct hreq *r, const Semd__Reply *rep)
 		http_reply_empty(r, 204, NULL, NULL);
 }
 
-/* --- /v1/server -------------------------------------------------------------- */
+/* --- /v1/server ----------------------------------------------------------- */
 
 /* Who you are, which daemon. */
 void http_route_server(struct hreq *r)
@@ -188,7 +188,7 @@ void http_route_server(struct hreq *r)
 	http_reply_json(r, 200, o);
 }
 
-/* --- names ------------------------------------------------------------------- */
+/* --- names ---------------------------------------------------------------- */
 
 static void http_list_done(struct hreq *r, const Semd__Reply *rep)
 {
@@ -328,7 +328,7 @@ void http_route_set_queue(struct hreq *r)
 	http_route_set(r, HJ_QUEUE);
 }
 
-/* --- permits held ------------------------------------------------------------- */
+/* --- permits held --------------------------------------------------------- */
 
 /* The permit id of the path, or answered 404. */
 static bool http_permit_arg(struct hreq *r, uint64_t *id)
@@ -490,7 +490,7 @@ void http_route_validate(struct hreq *r)
 	http_service_call(r, &req, http_validate_done);
 }
 
-/* --- holds, stats, cluster ------------------------------------------------------ */
+/* --- holds, stats, cluster ------------------------------------------------ */
 
 static void http_holds_done(struct hreq *r, const Semd__Reply *rep)
 {
@@ -647,7 +647,7 @@ void http_route_member_remove(struct hreq *r)
 	http_service_call(r, &req, http_done_204);
 }
 
-/* --- backup -------------------------------------------------------------------- */
+/* --- backup --------------------------------------------------------------- */
 
 /* A backup being sent: its own gate (the copy is its connection's). */
 struct hbackup {
