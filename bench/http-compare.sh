@@ -56,8 +56,8 @@ LG=$T/load/loadgen
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 free_port() { # a port with the next one free too (etcd's peer port)
-	local p i
-	for i in $(seq 50); do
+	local p
+	for _ in $(seq 50); do
 		p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
 		port_busy "$p" || port_busy $((p + 1)) || { echo "$p"; return 0; }
 	done
@@ -156,7 +156,7 @@ median() {
 SYSTEMS="bin http redis"
 [ "$ETCD" = 1 ] && SYSTEMS="$SYSTEMS etcd"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-for rep in $(seq "$REPS"); do
+for _ in $(seq "$REPS"); do
 	for c in 1 16; do
 		for s in $SYSTEMS; do add "$s|$c" "$(lg "$s" "$c")"; done
 	done
