@@ -132,7 +132,8 @@ struct semc_evq {
 };
 
 struct semc_deliver {
-	struct semc_req *done;		/* completed async requests */
+	struct semc_req *done;		/* completed async requests, in the order */
+	struct semc_req **done_tail;	/* they completed: their callbacks run so */
 	bool events;			/* events were queued on the handle */
 };
 

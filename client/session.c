@@ -55,6 +55,7 @@ void semc_event_push_locked(struct semc *c, struct semc_deliver *d, enum semc_ev
 void semc_deliver_init(struct semc_deliver *d)
 {
 	d->done = NULL;
+	d->done_tail = &d->done;
 	d->events = false;
 }
 
@@ -197,14 +198,16 @@ struct semc_req *semc_internal_push_locked(struct semc *c, Semd__Request *rq)
 	return r;
 }
 
-/* Queue giving back a permit nobody waits for any more. */
-static void give_back_locked(struct semc *c, const char *name, uint64_t permit_id)
+/* Queue giving back a grant nobody waits for any more: by its permit id,
+ * or (a signal-mode grant has none) its n permits by count. */
+static void give_back_locked(struct semc *c, const char *name, uint64_t permit_id, uint32_t n)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Up up = SEMD__UP__INIT;
 
 	up.name = (char *)name;
 	up.permit_id = permit_id;
+	up.n = permit_id != 0 ? 0 : n;
 	rq.op_case = SEMD__REQUEST__OP_UP;
 	rq.up = &up;
 	semc_internal_push_locked(c, &rq);
@@ -308,7 +311,7 @@ void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *r
 	if (r->internal && rp != NULL && rp->code == SEMD__CODE__OK &&
 	    r->op == SEMD__REQUEST__OP_DOWN && rp->body_case == SEMD__REPLY__BODY_GRANT) {
 		/* a grant for a down its caller gave up on: return it at once */
-		give_back_locked(c, r->name, rp->grant->permit_id);
+		give_back_locked(c, r->name, rp->grant->permit_id, rp->grant->n ? rp->grant->n : r->n);
 	} else if (rp != NULL && rp->code == SEMD__CODE__OK &&
 		   rp->body_case == SEMD__REPLY__BODY_MULTI_GRANT) {
 		/* a multi-name down: every name's hold, given back or kept */
@@ -319,7 +322,7 @@ void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *r
 			Semd__Grant g = SEMD__GRANT__INIT;
 
 			if (r->internal) {
-				give_back_locked(c, ng->name, ng->permit_id);
+				give_back_locked(c, ng->name, ng->permit_id, ng->n);
 				continue;
 			}
 			g.permit_id = ng->permit_id;
@@ -341,8 +344,11 @@ void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *r
 	if (r->internal) {
 		semc_req_free(r);
 	} else if (r->async) {
-		r->next = d->done;
-		d->done = r;
+		/* at the tail: callbacks run in the order the replies came,
+		 * so grants read together reach their callers in FIFO order */
+		r->next = NULL;
+		*d->done_tail = r;
+		d->done_tail = &r->next;
 	}
 	pthread_cond_broadcast(&c->cond);
 }
