@@ -207,6 +207,7 @@ struct semc {
 	uint8_t secret[256];
 	size_t secret_len;
 	uint32_t granted_lease;
+	uint32_t max_lease;	/* HelloReply.max_lease_ms (0: unknown) */
 	char *principal;
 	char *server;
 	bool resumed;

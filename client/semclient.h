@@ -697,6 +697,16 @@ int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wan
 				     const struct semc_down_policy *policy, semc_done_fn fn,
 				     void *arg);
 
+/* --- 0.4.0 (symbol version LIBSEMCLIENT_1.5) ----------------------------- */
+
+/* The daemon's max-lease, as its last handshake said: the longest lease it
+ * grants a session or a detached hold (0: unknown, before the first
+ * connection or from a daemon older than 0.4). A down, multi-name down or
+ * renew asking for a longer detached lease fails SEMC_E_INVALID before it
+ * is sent (it would be cut to max-lease, the hold ending before its holder
+ * expects); a session lease is granted up to it (semc_session()). */
+uint32_t semc_max_lease(struct semc *c);
+
 #ifdef __cplusplus
 }
 #endif
