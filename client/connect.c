@@ -20,6 +20,7 @@
 #define SEMC_BACKOFF_MIN	50
 #define SEMC_BACKOFF_MAX	1000
 #define SEMC_BACKOFF_CLUSTER_MAX 200	/* every daemon of a list failed */
+#define SEMC_ATTEMPT_MIN	200	/* ms an attempt of a resume may take, at least */
 
 /* Send Hello on a fresh connection and read its reply. */
 static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
@@ -304,6 +305,16 @@ int semc_conn_try(struct semc *c, int64_t deadline)
 	 * of no use: the holds are reported lost then */
 	if ((end = semc_lease_end_locked(c)) >= 0 && end < dl)
 		dl = end;
+	/* and with several daemons, one that does not answer (stopped, cut
+	 * off from the others) must not take it all: each gets a sixth of
+	 * the lease, so that the others are tried in time */
+	if (c->naddrs > 1 && c->session != 0 && c->granted_lease > 0) {
+		int64_t each = c->granted_lease / 6 > SEMC_ATTEMPT_MIN ?
+			       c->granted_lease / 6 : SEMC_ATTEMPT_MIN;
+
+		if (now + each < dl)
+			dl = now + each;
+	}
 	if (dl < now + 100)
 		dl = now + 100;
 	tried = c->cur;
