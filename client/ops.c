@@ -655,7 +655,7 @@ int semc_cluster_transfer(struct semc *c, uint64_t node_id)
 	return semc_fail(r, "%s", msg);
 }
 
-/* --- rates, multi-name downs, renew, holds, where (0.3.0) ------------------ */
+/* --- rates, multi-name downs, renew, holds, where (0.4.0) ------------------ */
 
 /* Create a semaphore with a token bucket. */
 int semc_create_rate(struct semc *c, const char *name, const struct semc_create_opts *o,
@@ -777,7 +777,7 @@ int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out)
 }
 
 
-/* --- queue policies (0.3.0) ---------------------------------------------- */
+/* --- queue policies (0.4.0) ---------------------------------------------- */
 
 /* Create with queue policies and fair shares (and a rate, or NULL). */
 int semc_create_queue(struct semc *c, const char *name, const struct semc_create_opts *o,

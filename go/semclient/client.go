@@ -270,7 +270,7 @@ type Session struct {
 	ID        uint64
 	Lease     time.Duration // granted (0: none)
 	Principal string
-	Server    string // "semd 0.3.0"
+	Server    string // "semd 0.4.0"
 	Resumed   bool
 }
 

@@ -140,7 +140,7 @@ func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
 					Deadline: unixMs(w.deadline_ms), Detached: bool(w.detached)})
 			}
 		}
-		// Each waiter's class, in the same order (a daemon before 0.3.0
+		// Each waiter's class, in the same order (a daemon before 0.4.0
 		// sends none: every waiter is then of class 0 with no key).
 		if ci.n_waiter_classes == ci.n_waiters && ci.n_waiters > 0 {
 			for i, k := range unsafe.Slice(ci.waiter_classes, int(ci.n_waiter_classes)) {

@@ -171,7 +171,7 @@ func WithParent(p Parent) Option {
 }
 
 // SessionLink returns the link of the current session, for a child's
-// WithParent (0 while disconnected, or from a daemon older than 0.3).
+// WithParent (0 while disconnected, or from a daemon older than 0.4).
 func (c *Client) SessionLink() uint64 {
 	var link uint64
 	_ = c.blocking("session-link", "", func() C.int {

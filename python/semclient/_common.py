@@ -648,7 +648,7 @@ class ClientBase:
     @property
     def session_link(self) -> int:
         """The link of the current session (0: disconnected, or a daemon
-        older than 0.3): a child process's client given ``parent=(session.id,
+        older than 0.4): a child process's client given ``parent=(session.id,
         session_link)`` tells the daemon that this session waits for the
         child's, so that a deadlock across the two is seen."""
         return self._h.session()[6]

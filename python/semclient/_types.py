@@ -22,7 +22,7 @@ class Session:
     id: int
     lease: Optional[float]  #: the lease granted, seconds (None: no lease)
     principal: str
-    server: str             #: "semd 0.3.0"
+    server: str             #: "semd 0.4.0"
     resumed: bool
 
 

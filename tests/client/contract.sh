@@ -41,7 +41,7 @@ for o in "-q" "--quiet" "-j" "--json" "--no-tls-resume" "--tls-ca $T/none.pem" \
 done
 expect_eq "--server before" 0 "$(rc "$SEMCTL" --server "$d_UNIX" ping)"
 expect_eq "--server after" 0 "$(rc "$SEMCTL" ping --server "$d_UNIX")"
-expect_eq "-V after the command" "semctl 0.2.0" "$("$SEMCTL" ping -V)"
+expect_eq "-V after the command" "semctl 0.4.0" "$("$SEMCTL" ping -V)"
 "$SEMCTL" --limit 3 down x >/dev/null 2>"$T/before.err"
 expect_eq "a command's option before the command: usage" 2 $?
 ok "... saying where it goes" grep -q "option '--limit' is a command's: put it after the command" "$T/before.err"
