@@ -873,6 +873,57 @@ out:
 	relay_stop(&r);
 }
 
+/*
+ * A detached lease longer than the daemon's max-lease (24 h here) is
+ * refused before the down is sent: it neither waits its turn on a held name
+ * nor takes a token (it was cut to max-lease, and the hold ended a day
+ * before its holder expected). The handshake says the max-lease.
+ */
+static void test_max_lease(void)
+{
+	struct semc *c = open_client(D.unix_addr, 0), *h = open_client(D.tcp_addr, 0);
+	struct semc_want w = { .name = "maxl/a", .n = 1 };
+	struct semc_multi_grant *mg = NULL;
+	struct semc_info *in = NULL;
+	struct semc_grant g, g2;
+	uint64_t token = 0;
+	long long t0;
+
+	TEST_START("a lease longer than max-lease is refused before it queues");
+	CHECK(c != NULL && h != NULL, "connect");
+	if (c == NULL || h == NULL)
+		goto out;
+	CHECK_EQ(86400000, semc_max_lease(c));
+	CHECK_EQ(0, semc_create(h, "maxl/a", 1, SEMC_MODE_OWNED, false));
+	CHECK_EQ(0, semc_down(h, "maxl/a", 1, 1000, 0, &g));
+	CHECK_EQ(0, semc_info(c, "maxl/a", &in));
+	if (in != NULL)
+		token = in->last_token;
+	semc_info_free(in);
+	in = NULL;
+	t0 = t_now_ms();
+	CHECK_EQ(SEMC_E_INVALID, semc_down(c, "maxl/a", 1, 5000, 86400001, &g2));
+	CHECK(strstr(semc_last_message(), "max-lease") != NULL, "says why: %s",
+	      semc_last_message());
+	CHECK(t_now_ms() - t0 < 2000, "at once, not after its turn");
+	CHECK(semc_down_async(c, "maxl/a", 1, 5000, 90000000, on_down_keep, NULL) ==
+	      SEMC_E_INVALID, "the async down too");
+	CHECK_EQ(SEMC_E_INVALID, semc_down_multi(c, &w, 1, 5000, 86400001, &mg));
+	CHECK_EQ(SEMC_E_INVALID, semc_renew(c, "maxl/a", 0, 86400001, NULL, NULL));
+	CHECK_EQ(0, semc_info(c, "maxl/a", &in));
+	if (in != NULL) {
+		CHECK_EQ(token, in->last_token);
+		CHECK_QUEUE(in, 1, 0);
+	}
+	semc_info_free(in);
+	CHECK_EQ(0, semc_up(h, "maxl/a", 0, g.permit_id, NULL));
+	CHECK_EQ(0, semc_down(c, "maxl/a", 1, 1000, 86400000, &g2));	/* as long as it grants */
+	CHECK_EQ(0, semc_delete(h, "maxl/a", true));
+out:
+	semc_free(c);
+	semc_free(h);
+}
+
 /* semc_cancel_async() and semc_shutdown(), for language bindings. */
 static void test_bindings(void)
 {
@@ -954,6 +1005,7 @@ int main(int argc, char **argv)
 	test_async(D.unix_addr);
 	test_async_fifo();
 	test_late_signal_grant();
+	test_max_lease();
 	test_mixed();
 	test_semctl_paging();
 	test_resume();
