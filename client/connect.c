@@ -236,6 +236,24 @@ fail:
 }
 
 /*
+ * When an attempt on one daemon of several must give up (deadline: the
+ * caller's): a session with a lease (granted, or asked for) gives each a
+ * sixth of the lease, at least SEMC_ATTEMPT_MIN, so that one that does not
+ * answer (stopped, or a leader cut off from the others: the connection is
+ * accepted, the Hello never answered) leaves time for the others before
+ * the lease ends. Lock held.
+ */
+static int64_t attempt_deadline_locked(const struct semc *c, int64_t now, int64_t deadline)
+{
+	int64_t lease = c->granted_lease ? c->granted_lease : atomic_load(&c->lease_ms), each;
+
+	if (c->naddrs <= 1 || lease == 0)
+		return deadline;
+	each = lease / 6 > SEMC_ATTEMPT_MIN ? lease / 6 : SEMC_ATTEMPT_MIN;
+	return deadline >= 0 && deadline < now + each ? deadline : now + each;
+}
+
+/*
  * An attempt failed: with several daemons, the next one at once (a Redirect
  * may have chosen it), backing off only once every one failed in a row
  * (and less: a cluster electing a leader is back within a second);
@@ -305,16 +323,7 @@ int semc_conn_try(struct semc *c, int64_t deadline)
 	 * of no use: the holds are reported lost then */
 	if ((end = semc_lease_end_locked(c)) >= 0 && end < dl)
 		dl = end;
-	/* and with several daemons, one that does not answer (stopped, cut
-	 * off from the others) must not take it all: each gets a sixth of
-	 * the lease, so that the others are tried in time */
-	if (c->naddrs > 1 && c->session != 0 && c->granted_lease > 0) {
-		int64_t each = c->granted_lease / 6 > SEMC_ATTEMPT_MIN ?
-			       c->granted_lease / 6 : SEMC_ATTEMPT_MIN;
-
-		if (now + each < dl)
-			dl = now + each;
-	}
+	dl = attempt_deadline_locked(c, now, dl);
 	if (dl < now + 100)
 		dl = now + 100;
 	tried = c->cur;
@@ -332,7 +341,7 @@ int semc_conn_try(struct semc *c, int64_t deadline)
 int semc_connect(struct semc *c, int timeout_ms)
 {
 	struct semc_deliver d;
-	int64_t deadline, wait;
+	int64_t deadline, wait, each;
 	unsigned tried;
 	int r;
 
@@ -358,8 +367,9 @@ int semc_connect(struct semc *c, int timeout_ms)
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
 		tried = c->cur;
+		each = attempt_deadline_locked(c, semc_now_ms(), deadline);
 		pthread_mutex_unlock(&c->lock);
-		r = conn_open(c, deadline, &d);
+		r = conn_open(c, each, &d);
 		if (r == 0 || c->naddrs <= 1)
 			break;
 		pthread_mutex_lock(&c->lock);
