@@ -3,6 +3,11 @@
 # with HTTP listeners, curl with the answer's status kept, and the record of
 # answers the OpenAPI check reads.
 
+# What they run on (scripts/deps.sh installs it): skipped, saying so, without.
+command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+python3 -c 'import jsonschema' 2>/dev/null ||
+	{ echo "SKIP: no python3-jsonschema (the OpenAPI check)"; exit 77; }
+
 HTTP_SEEN=${HTTP_SEEN:-$T/seen.jsonl}
 export HTTP_SEEN
 HTTP_PY=$top_srcdir/tests/http
