@@ -11,8 +11,12 @@ EXTRA_DIST += $(CONSOLE_FILES) console/embed.sh console/local.mk \
 	tests/console/run.sh tests/console/console.mjs tests/console/package.json \
 	tests/console/package-lock.json tests/console/.npmrc
 
+# The table is a library of its own, so that semd's own lists of sources
+# stay the HTTP front door's (daemon/http/local.mk).
 semd_SOURCES += daemon/http/http_ui.c daemon/http/http_ui.h
-nodist_semd_SOURCES = console/ui_files.c
+noinst_LIBRARIES += console/libsemui.a
+nodist_console_libsemui_a_SOURCES = console/ui_files.c
+semd_LDADD += console/libsemui.a
 console/ui_files.c: $(CONSOLE_FILES) console/embed.sh
 	$(AM_V_GEN)$(MKDIR_P) console && \
 	$(SHELL) $(srcdir)/console/embed.sh $(srcdir)/console $@ \
