@@ -64,11 +64,12 @@ export class Watch {
 		this.es = this.ctl = null;
 	}
 
-	// The stream's URL: resume names the first revision wanted.
+	// The stream's URL: resume names the last revision read (whether the
+	// daemon starts after it or at it, an event read twice is dropped).
 	url(resume) {
 		const q = {name: this.what.name || '', prefix: this.what.prefix ? 'true' : undefined};
 		if (resume && this.last > 0n)
-			q.from = String(this.last + 1n);
+			q.from = String(this.last);
 		return url('/watch', q);
 	}
 
