@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -118,6 +119,27 @@ static void http_ui_headers(struct evkeyvalq *out)
 	evhttp_add_header(out, "Cross-Origin-Resource-Policy", "same-origin");
 }
 
+/*
+ * Send req's answer, and push it out at once: the front door reads its
+ * connections through a filter, which holds what evhttp writes until it
+ * is flushed.
+ */
+static int http_ui_send(struct evhttp_request *req, int status,
+    const char *reason, struct evbuffer *b)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evcon != NULL ?
+	    evhttp_connection_get_bufferevent(evcon) : NULL;
+
+	if (status == 500)
+		evhttp_send_error(req, status, reason);
+	else
+		evhttp_send_reply(req, status, reason, b);
+	if (bev != NULL)
+		bufferevent_flush(bev, EV_WRITE, BEV_NORMAL);
+	return status;
+}
+
 /* Send status with a short plain text (NULL: no body). */
 static int http_ui_plain(struct evhttp_request *req, int status,
     const char *reason, const char *text)
@@ -127,15 +149,13 @@ static int http_ui_plain(struct evhttp_request *req, int status,
 
 	http_ui_headers(out);
 	evhttp_add_header(out, "Cache-Control", "no-store");
-	if (b == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
-		return 500;
-	}
+	if (b == NULL)
+		return http_ui_send(req, 500, "out of memory", NULL);
 	if (text != NULL) {
 		evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
 		evbuffer_add_printf(b, "%s\n", text);
 	}
-	evhttp_send_reply(req, status, reason, b);
+	http_ui_send(req, status, reason, b);
 	evbuffer_free(b);
 	return status;
 }
@@ -169,18 +189,16 @@ int http_ui_answer(struct evhttp_request *req)
 	evhttp_add_header(out, "Cache-Control", "no-cache");
 	if (http_ui_fresh(evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "If-None-Match"), f->etag)) {
-		evhttp_send_reply(req, 304, "Not Modified", NULL);
-		return 304;
+		return http_ui_send(req, 304, "Not Modified", NULL);
 	}
 	evhttp_add_header(out, "Content-Type", f->type);
 	if ((b = evbuffer_new()) == NULL ||
 	    evbuffer_add_reference(b, f->data, f->len, NULL, NULL) != 0) {
 		if (b != NULL)
 			evbuffer_free(b);
-		evhttp_send_error(req, 500, "out of memory");
-		return 500;
+		return http_ui_send(req, 500, "out of memory", NULL);
 	}
-	evhttp_send_reply(req, 200, "OK", b);
+	http_ui_send(req, 200, "OK", b);
 	evbuffer_free(b);
 	return 200;
 }

@@ -131,10 +131,10 @@ function writeConf(port) {
 	fs.writeFileSync(`${T}/semd.conf`, [
 		`listen unix:${T}/semd.sock`,
 		`listen http:127.0.0.1:${port}`,
-		'admin user:alice',
-		`http-token user:alice sha256:${sha(tokens.alice)}`,
-		`http-token user:bob sha256:${sha(tokens.bob)}`,
-		'acl user:bob ops/ none',
+		'admin cn:alice',
+		`http-token cn:alice sha256:${sha(tokens.alice)}`,
+		`http-token cn:bob sha256:${sha(tokens.bob)}`,
+		'acl cn:bob ops/ none',
 		'acl anonymous * inspect',
 		'',
 	].join('\n'));
@@ -158,7 +158,14 @@ async function startSemd(port) {
 		children.delete(me);
 		resolve({code, signal});
 	}));
+	let exited = null;
+	semd.done.then(r => {
+		exited = r;
+	});
 	await until('semd ready', () => {
+		if (exited)
+			throw new Error(`semd exited (${exited.code ?? exited.signal}): ` +
+				fs.readFileSync(`${T}/semd.log`, 'utf8').slice(-2000));
 		try {
 			return /^http:/m.test(fs.readFileSync(`${T}/ready`, 'utf8'));
 		} catch {
@@ -347,7 +354,7 @@ async function main() {
 	});
 
 	await step('sign in with a token', async () => {
-		await signIn(alice, tokens.alice, 'user:alice');
+		await signIn(alice, tokens.alice, 'cn:alice');
 		check(/\(admin\)/.test(await alice.$eval('#who', e => e.textContent)), 'alice is an administrator');
 	});
 
@@ -473,7 +480,7 @@ async function main() {
 	await step('a principal without the inspect right sees nothing of another\'s names', async () => {
 		const ctx = await browser.createBrowserContext();
 		const bob = await newPage(ctx, 'bob');
-		await signIn(bob, tokens.bob, 'user:bob');
+		await signIn(bob, tokens.bob, 'cn:bob');
 		await view(bob, '#/');
 		await bob.waitForSelector('main[data-rendered]');
 		await must('create', 'ops/secret', '--limit', '1');
