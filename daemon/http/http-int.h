@@ -327,5 +327,8 @@ extern const size_t http_openapi_json_len;
  */
 bool http_service_call(struct hreq *r, Semd__Request *req,
     void (*done)(struct hreq *r, const Semd__Reply *rep));
+/* The same as the caller id says (an acquire's client, host, pid). */
+bool http_service_call_as(struct hreq *r, const struct gate_ident *id,
+    Semd__Request *req, void (*done)(struct hreq *r, const Semd__Reply *rep));
 
 #endif

@@ -520,6 +520,8 @@ static void hw_down_done(void *arg, const Semd__Reply *rep)
 		}
 	}
 	w->grants = grants;
+	json_decref(w->places);		/* in line no more */
+	w->places = NULL;
 	if (w->state == HW_RESOLVING) {
 		w->state = HW_GRANTED;
 		hw_resolved(w);
@@ -969,7 +971,8 @@ static void acq_give_back(struct hreq *r, const char *name, uint64_t permit)
 /* Free an acquire's record (r keeps going). */
 static void acq_free(struct hacq *a)
 {
-	a->r->priv = NULL;
+	if (a->r->priv == a)
+		a->r->priv = NULL;
 	free(a);
 }
 
@@ -1106,7 +1109,8 @@ static void acq_start(struct hreq *r, bool multi)
 	const struct http_config *hc = r->f->srv->cfg.http;
 	uint32_t max_lease = r->f->srv->cfg.max_lease_ms;
 	struct hacq *a = calloc(1, sizeof *a);
-	char err[256];
+	struct gate_ident id;
+	char err[256], client[64], host[64];
 	bool given;
 
 	if (a == NULL) {
@@ -1148,7 +1152,8 @@ static void acq_start(struct hreq *r, bool multi)
 		a->b.m.down.lease_ms = a->lease_ms;
 		a->b.m.down.timeout_ms = 0;
 	}
-	if (!http_service_call(r, &a->b.req, acq_try_done)) {
+	acq_ident(a, &id, client, sizeof client, host, sizeof host);
+	if (!http_service_call_as(r, &id, &a->b.req, acq_try_done)) {
 		if (a->idem != NULL)
 			idem_drop(r->f, a->idem);
 		acq_free(a);

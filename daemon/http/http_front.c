@@ -882,6 +882,12 @@ static void http_evcon_close_cb(struct evhttp_connection *evcon, void *arg)
 	(void)evcon;
 	hc->gone = true;
 	if (r != NULL) {
+		/*
+		 * A request evhttp let go of (its client left before the
+		 * answer: evhttp keeps no pointer to it) is ours to free.
+		 */
+		if (r->req != NULL && evhttp_request_get_connection(r->req) == NULL)
+			evhttp_request_free(r->req);
 		r->req = NULL;
 		http_req_done(r);
 		if (r->gone != NULL)

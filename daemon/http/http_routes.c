@@ -70,13 +70,22 @@ bool http_service_call(struct hreq *r, Semd__Request *req,
     void (*done)(struct hreq *r, const Semd__Reply *rep))
 {
 	struct gate_ident id;
+	char client[64], host[64];
+
+	http_ident(r, &id, client, sizeof client, host, sizeof host);
+	return http_service_call_as(r, &id, req, done);
+}
+
+/* The same through the service gate of r's principal as id says. */
+bool http_service_call_as(struct hreq *r, const struct gate_ident *id,
+    Semd__Request *req, void (*done)(struct hreq *r, const Semd__Reply *rep))
+{
 	struct svc_call *sc;
-	char client[64], host[64], why[256];
+	char why[256];
 	struct gate *g;
 	int e;
 
-	http_ident(r, &id, client, sizeof client, host, sizeof host);
-	if ((g = gate_service(r->f, r->who, &id, &e, why, sizeof why)) == NULL) {
+	if ((g = gate_service(r->f, r->who, id, &e, why, sizeof why)) == NULL) {
 		http_problem(r, e, "%s", why);
 		return false;
 	}
