@@ -82,5 +82,7 @@ onLiveState(({state, text}) => {
 	fill(document.getElementById('live-text'), text);
 });
 window.addEventListener('hashchange', route);
+performance.mark('app-start');
 await refresh();
+performance.mark('server-known');
 route();

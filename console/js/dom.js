@@ -93,9 +93,10 @@ export function when(ms) {
 		`${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
-// A count with thousands separated.
+// A count with thousands separated (one formatter: making one is slow).
+const numbers = new Intl.NumberFormat('en');
 export function count(n) {
-	return n === undefined || n === null ? '—' : Number(n).toLocaleString('en');
+	return n === undefined || n === null ? '—' : numbers.format(n);
 }
 
 // The difference between the daemon's clock and ours, learnt from what it

@@ -191,9 +191,11 @@ export function mount(main, params) {
 		const my = ++gen;
 		loaded = false;
 		try {
+			performance.mark('list-read-start');
 			const items = await all('/semaphores', {prefix, limit: 1000}, MAX_NAMES);
 			if (my !== gen)
 				return;		/* a later load is on its way */
+			performance.mark('list-read');
 			more = items.length >= MAX_NAMES;
 			rows.clear();
 			order = [];
@@ -205,6 +207,7 @@ export function mount(main, params) {
 			loaded = true;
 			if (pending.length)
 				flush();
+			performance.mark('list-drawn');
 			const ms = performance.now() - t0;
 			main.dataset.rendered = String(rows.size);
 			main.dataset.renderMs = ms.toFixed(1);

@@ -30,6 +30,18 @@ function setLive(state, text) {
 		fn(liveState);
 }
 
+// Say the revision the page is at, once a frame however many events come.
+let shownRev = 0n, revFrame = 0;
+function showRevision(r) {
+	shownRev = r;
+	if (!revFrame)
+		revFrame = requestAnimationFrame(() => {
+			revFrame = 0;
+			if (liveState.state === 'live')
+				setLive('live', `live · revision ${shownRev}`);
+		});
+}
+
 // A revision (a decimal string) as a BigInt; 0n for none.
 function rev(s) {
 	try {
@@ -102,6 +114,7 @@ export class Watch {
 	// The stream's first event: the revision so far. fresh: what the view
 	// holds cannot be brought up to date by the events to come.
 	ready(revision, fresh) {
+		performance.mark('stream-ready');
 		this.tries = 0;
 		const r = rev(revision);
 		if (!this.started || r < this.last)
@@ -125,8 +138,10 @@ export class Watch {
 		const r = rev(ev.revision || id);
 		if (r !== 0n && r <= this.last)
 			return;
-		if (r !== 0n)
+		if (r !== 0n) {
 			this.last = r;
+			showRevision(r);
+		}
 		sawServerTime(ev.time_ms);
 		this.on.event(ev);
 	}
@@ -172,15 +187,15 @@ export class Watch {
 	// EventSource gave up (an answer that was not a stream): learn why with
 	// a request of our own, then resume, start afresh, or stop if denied.
 	async probe() {
-		const ctl = new AbortController();
-		this.ctl = ctl;
-		let status = 0;
+		let status = 0, resume = this.last > 0n;
 		try {
 			await whoami();
 		} catch {
 			/* said by the request below */
 		}
-		for (const resume of this.last > 0n ? [true, false] : [false]) {
+		for (;;) {
+			const ctl = new AbortController();
+			this.ctl = ctl;
 			try {
 				const r = await fetch(this.url(resume), {headers: headers({Accept: 'text/event-stream'}),
 					signal: ctl.signal, cache: 'no-store'});
@@ -193,13 +208,18 @@ export class Watch {
 					return this.runEventSource(resume);
 				if (status === 401 || status === 403)
 					return this.deny(body);
-				if (status !== 400 && status !== 410)
-					break;
+				/* what was missed is not kept, or yet to come (a daemon
+				   that began again): start afresh */
+				if ((status === 400 || status === 410) && resume) {
+					resume = false;
+					continue;
+				}
 			} catch {
-				break;
+				/* the daemon is away: try again below */
 			}
+			break;
 		}
-		this.retry(true, status ? `the stream was answered ${status}; trying again` : undefined);
+		this.retry(resume, status ? `the stream was answered ${status}; trying again` : undefined);
 	}
 
 	deny(body) {

@@ -175,10 +175,11 @@ int http_ui_answer(struct evhttp_request *req)
 		return http_ui_plain(req, 405, "Method Not Allowed",
 		    "the console's files are only read (GET, HEAD)");
 	}
-	if (!http_ui_under(uri, UI_PREFIX "/", strlen(UI_PREFIX) + 1)) {
+	if (strncmp(uri, UI_PREFIX "/", strlen(UI_PREFIX) + 1) != 0) {
 		/* "/ui" and "/": the console is at /ui/ */
 		evhttp_add_header(out, "Location", UI_PREFIX "/");
-		return http_ui_plain(req, 301, "Moved Permanently", NULL);
+		return http_ui_plain(req, 301, "Moved Permanently",
+		    "the console is at /ui/");
 	}
 	p = uri + strlen(UI_PREFIX) + 1;
 	len = strcspn(p, "?#");

@@ -190,7 +190,7 @@ function rawStatus(path) {
 		const sock = net.connect(Number(u.port), u.hostname);
 		let got = '';
 		sock.setTimeout(WAIT, () => sock.destroy(new Error(`no answer to ${path}`)));
-		sock.on('connect', () => sock.write(`GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\nConnection: close\r\n\r\n`));
+		sock.on('connect', () => sock.write(`GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`));
 		sock.on('data', d => {
 			got += d;
 			const m = /^HTTP\/1\.[01] (\d{3})/.exec(got);
@@ -235,7 +235,10 @@ async function view(page, hash) {
 	await page.evaluate(h => {
 		delete document.getElementById('main').dataset.rendered;
 		delete document.getElementById('main').dataset.loaded;
-		location.hash = h;
+		if (location.hash === h)
+			window.dispatchEvent(new HashChangeEvent('hashchange'));
+		else
+			location.hash = h;
 	}, hash);
 }
 
@@ -394,8 +397,8 @@ async function main() {
 		await waitIn(alice, t => !document.querySelector('#queue tbody tr') &&
 			[...document.querySelectorAll('#holders [data-col="token"]')].some(td => td.textContent === t), tok2);
 		check(true, 'it moved from the queue to the holders');
-		await waitIn(alice, () => /1 waits seen/.test(document.getElementById('charts').innerText));
-		check(true, 'its wait is in the name\'s histogram');
+		await waitIn(alice, () => /\b2 waits seen/.test(document.getElementById('charts').innerText));
+		check(true, 'both waits (the first granted at once) are in the name\'s histogram');
 	});
 
 	let waiters = [];
@@ -569,13 +572,16 @@ async function main() {
 			return /"waiters_total":\s*10\b/.test(r.out);
 		}, 3 * WAIT);
 		for (let i = 0; i < 3; i++) {
+			await alice.goto('about:blank');
 			const a = Date.now();
 			await alice.goto(`${base}/ui/#/names?prefix=load%2F`);
 			await alice.waitForSelector('main[data-rendered="1000"]', {timeout: 3 * WAIT});
 			const ms = Date.now() - a;
-			const inner = await alice.$eval('main', m => m.dataset.renderMs);
-			log(`load ${i + 1}: the list of 1,000 names (10,000 waiting) rendered ${ms} ms after the ` +
-				`page was asked for; ${inner} ms after the view began`);
+			const m = await alice.evaluate(() => Object.fromEntries(performance.getEntriesByType('mark')
+				.map(x => [x.name, Math.round(x.startTime)])));
+			log(`load ${i + 1}: the list of 1,000 names (10,000 waiting) drawn ${m['list-drawn']} ms after ` +
+				`the navigation began (modules ${m['app-start']}, stream ready ${m['stream-ready']}, ` +
+				`list read ${m['list-read-start']}..${m['list-read']}); ${ms} ms as puppeteer saw it`);
 		}
 		const t = await alice.$eval('#totals', e => e.textContent);
 		check(/1,000 names/.test(t) && /10,000 waiting/.test(t), 'the totals', t);
