@@ -9,7 +9,9 @@ CONSOLE_FILES = console/index.html console/console.css console/icon.svg \
 	console/js/holds.js console/js/cluster.js console/js/signin.js
 EXTRA_DIST += $(CONSOLE_FILES) console/embed.sh console/local.mk \
 	tests/console/run.sh tests/console/console.mjs tests/console/package.json \
-	tests/console/package-lock.json tests/console/.npmrc doc/console.md
+	tests/console/package-lock.json tests/console/.npmrc \
+	doc/console.md doc/console-list.png doc/console-name.png \
+	doc/console-holds.png doc/console-zoom.png
 
 # The table is a library of its own, so that semd's own lists of sources
 # stay the HTTP front door's (daemon/http/local.mk).

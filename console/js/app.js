@@ -10,6 +10,7 @@
 import {whoami, onServer, getBase} from './api.js';
 import {fill} from './dom.js';
 import {onLiveState} from './live.js';
+import {unalert} from './ui.js';
 import * as list from './list.js';
 import * as name from './name.js';
 import * as holds from './holds.js';
@@ -59,6 +60,7 @@ function parse(hash) {
 function route() {
 	if (current)
 		current.unmount();
+	unalert('action');	/* what an action came to belongs to its view */
 	const {view, params} = parse(location.hash);
 	for (const a of document.querySelectorAll('nav a[data-view]'))
 		if (a.dataset.view === (view === 'name' ? 'names' : view))

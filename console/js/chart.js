@@ -24,6 +24,22 @@ export function histAdd(hist, ms) {
 	hist.count++;
 }
 
+// hist with every bucket, in the daemon's order: /v1/stats lists only the
+// buckets that count something.
+function whole(hist) {
+	if (!hist)
+		return emptyHist();
+	const out = emptyHist();
+	out.count = hist.count || 0;
+	out.sum_ms = hist.sum_ms || 0;
+	for (const b of hist.buckets || []) {
+		const i = b.le_ms === null || b.le_ms === undefined ? BUCKETS - 1 :
+			Math.min(BUCKETS - 1, Math.round(Math.log2(Math.max(1, b.le_ms))));
+		out.buckets[i].count += b.count;
+	}
+	return out;
+}
+
 // The upper bound of the bucket holding quantile q (null: +Inf).
 function quantile(hist, q) {
 	const want = Math.ceil(hist.count * q);
@@ -50,17 +66,19 @@ function bound(le) {
 }
 
 // One sentence that says what the picture shows (for a screen reader too).
+// what: [one, many] ('wait seen', 'waits seen').
 export function describe(hist, what) {
 	if (!hist || !hist.count)
-		return `no ${what} yet`;
+		return `no ${what[1]} yet`;
 	const p50 = quantile(hist, 0.5), p99 = quantile(hist, 0.99);
-	return `${count(hist.count)} ${what}, mean ${duration(hist.sum_ms / hist.count)}, ` +
+	return `${count(hist.count)} ${hist.count === 1 ? what[0] : what[1]}, mean ${duration(hist.sum_ms / hist.count)}, ` +
 		`half at most ${p50 === null ? 'longer' : duration(p50)}, ` +
 		`99% at most ${p99 === null ? 'longer' : duration(p99)}`;
 }
 
-// A figure: a caption, the bars, and the sentence.
+// A figure: a caption, the bars, and the sentence; what: [one, many].
 export function histogram(title, hist, kind, what) {
+	hist = whole(hist);
 	const text = describe(hist, what);
 	const fig = h('figure', {class: 'hist-figure', 'data-kind': kind},
 		h('figcaption', {}, title));
@@ -90,7 +108,7 @@ export function histogram(title, hist, kind, what) {
 		if (b.count > 0)
 			svg.append(s('text', {x: x + bw / 2, y: H - bottom - bh - 3, 'text-anchor': 'middle'},
 				count(b.count)));
-		if (shown.length <= 12 || i % Math.ceil(shown.length / 8) === 0)
+		if (i % Math.ceil(shown.length / 6) === 0)
 			svg.append(s('text', {x: x + bw / 2, y: H - bottom + 14, 'text-anchor': 'middle'},
 				bound(b.le_ms)));
 	});

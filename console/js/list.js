@@ -27,6 +27,14 @@ function rateText(x) {
 	return `${count(x.rate)} / ${unit}`;
 }
 
+// A bar of use against limit (red when over it), for the eye only: the
+// figure beside it says the same.
+function bar(use, limit) {
+	const fill = h('span');
+	fill.style.width = `${limit > 0 ? Math.min(100, Math.max(0, 100 * use / limit)) : 0}%`;
+	return h('span', {class: ['use', use > limit && 'over'], 'aria-hidden': 'true'}, fill);
+}
+
 export function mount(main, params) {
 	const prefix = params.get('prefix') || '';
 	const t0 = performance.now();
@@ -57,7 +65,7 @@ export function mount(main, params) {
 			h('td', {class: 'name'}, h('a', {href: `#/name/${seg(x.name)}`}, x.name)),
 			h('td', {}, x.mode || '…'),
 			h('td', {class: 'num'}, count(x.limit)),
-			h('td', {class: 'num', 'data-col': 'held'}, use === null ? '—' : count(use)),
+			h('td', {class: 'num', 'data-col': 'held'}, use === null ? '—' : [count(use), bar(use, x.limit)]),
 			h('td', {class: 'num'}, count(x.holders)),
 			h('td', {class: 'num', 'data-col': 'waiting'}, x.waiters ?
 				h('span', {class: 'badge wait'}, count(x.waiters)) : '0'),

@@ -29,14 +29,20 @@ function reqKey(x) {
 	return `${x.request}|${x.principal || ''}|${x.client || ''}|${x.pid || 0}`;
 }
 
+// What the page saw of each name while its view was open: its waits and
+// holds, kept while the page lives (a view opened again goes on counting).
+const seenOf = new Map();
+
 export function mount(main, params) {
 	const name = params.name;
-	const hists = {wait: emptyHist(), hold: emptyHist()};
+	if (!seenOf.has(name))
+		seenOf.set(name, {wait: emptyHist(), hold: emptyHist()});
+	const hists = seenOf.get(name);
 	const waitSince = new Map();	/* reqKey -> since_ms (from wait events) */
 	const holdSince = new Map();	/* permit -> since_ms (from grant events) */
 	const chips = new Map();	/* picture key -> element */
 	let info = null, max = PAGE, busy = false, again = false, gone = false;
-	let stats = null, statsAt = 0, statsTimer = 0, drawnHolders = new Set(), drawnWaiters = new Set();
+	let stats = null, statsAt = -Infinity, statsTimer = 0, drawnHolders = new Set(), drawnWaiters = new Set();
 
 	const title = h('h1', {tabindex: -1}, name);
 	const state = h('p', {class: 'note', id: 'name-state', 'aria-live': 'polite'}, 'Reading…');
@@ -112,8 +118,8 @@ export function mount(main, params) {
 
 	// --- drawing ----------------------------------------------------------
 
-	function fact(label, value, id) {
-		return h('div', {'data-fact': id}, h('dt', {}, label), h('dd', {}, value));
+	function fact(label, value, id, wide) {
+		return h('div', {'data-fact': id, class: wide ? 'wide' : undefined}, h('dt', {}, label), h('dd', {}, value));
 	}
 
 	function drawFacts(x) {
@@ -132,7 +138,7 @@ export function mount(main, params) {
 			x.rate ? fact('Tokens now', x.tokens !== undefined ? x.tokens.toFixed(2) : '—', 'tokens') : null,
 			x.max_waiters ? fact('Queue bound', count(x.max_waiters), 'max-waiters') : null,
 			x.share && x.share !== 'none' ? fact('Fair share', x.share, 'share') : null,
-			fact('Last token', h('span', {class: 'mono'}, x.last_token || '—'), 'last-token'),
+			fact('Last token', h('span', {class: 'mono'}, x.last_token || '—'), 'last-token', true),
 			x.auto_created ? fact('Created', 'by a down', 'auto') : null);
 		limitInput.placeholder = String(x.limit);
 	}
@@ -280,12 +286,13 @@ export function mount(main, params) {
 	function drawCharts() {
 		const all = stats && stats.histograms || {};
 		fill(charts,
-			histogram(`Waits for ${name}`, hists.wait, 'wait', 'waits seen'),
-			histogram(`Holds of ${name}`, hists.hold, 'hold', 'holds seen'),
-			stats ? histogram('Waits, all names (since the daemon started)', all.wait, 'wait', 'waits') : null,
-			stats ? histogram('Holds, all names (since the daemon started)', all.hold, 'hold', 'holds') : null,
-			h('p', {class: 'note'}, `The first two count what this page saw happen to ${name}, timed ` +
-				'by the daemon’s own clock (its events and holder lists); the daemon keeps histograms for all names together only.'));
+			histogram(`Waits for ${name}`, hists.wait, 'wait', ['wait seen', 'waits seen']),
+			histogram(`Holds of ${name}`, hists.hold, 'hold', ['hold seen', 'holds seen']),
+			stats ? histogram('Waits, all names (since the daemon started)', all.wait, 'wait', ['wait', 'waits']) : null,
+			stats ? histogram('Holds, all names (since the daemon started)', all.hold, 'hold', ['hold', 'holds']) : null,
+			h('p', {class: 'note'}, `The first two count what this page saw happen to ${name} while ` +
+				'its view was open, timed by the daemon’s own clock (its events and holder lists); the ' +
+				'daemon keeps histograms for all names together only.'));
 	}
 
 	// The daemon's own histograms, read at most every 5 s while events come.

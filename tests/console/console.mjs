@@ -265,12 +265,12 @@ async function confirmDialog(page) {
 	await page.waitForSelector('dialog#confirm:not([open])');
 }
 
-async function shot(page, file) {
+async function shot(page, file, fullPage) {
 	if (!SHOTS)
 		return;
 	await page.evaluate(() => document.activeElement && document.activeElement.blur());
 	await sleep(400);	/* the picture's chips end their slide */
-	await page.screenshot({path: path.join(SHOTS, file)});
+	await page.screenshot({path: path.join(SHOTS, file), fullPage: !!fullPage});
 	log(`screenshot ${file}`);
 }
 
@@ -403,6 +403,8 @@ async function main() {
 
 	let waiters = [];
 	await step('screenshots of a busy state', async () => {
+		await view(alice, '#/');
+		await alice.waitForSelector('main[data-rendered]');
 		await must('create', 'jobs/ci', '--limit', '4');
 		await must('down', 'jobs/ci', '-n', '2', '--lease', '30m');
 		await must('down', 'jobs/ci', '--lease', '10m');
@@ -411,17 +413,19 @@ async function main() {
 			await must('down', 'db/replica', '--lease', '1h');
 		await must('set-limit', 'db/replica', '1');
 		await must('create', 'api/calls', '--rate', '100/s');
+		for (let i = 0; i < 5; i++)
+			await must('down', 'api/calls');
 		await must('create', 'scratch/old', '--limit', '1');
 		waiters = [0, 1, 2].map(i => start(SEMCTL, ['down', 'ops/deploy', '--timeout', '120s',
 			'--lease', '5m', ...(i === 1 ? ['--priority', '3'] : [])]));
+		await waitIn(alice, () => /over by 2/.test(document.querySelector('tr[data-name="db/replica"]')?.innerText || '') &&
+			/3/.test(document.querySelector('tr[data-name="ops/deploy"] [data-col="waiting"]')?.innerText || ''));
+		check(true, 'a name over its limit is marked, and the waiters counted, live');
+		await shot(alice, 'console-list.png');
+		await view(alice, `#/name/${encodeURIComponent('ops/deploy')}`);
 		await waitIn(alice, () => document.querySelectorAll('#queue tbody tr').length === 3);
 		check(true, 'three waiters queued');
-		await shot(alice, 'console-name.png');
-		await view(alice, '#/');
-		await alice.waitForSelector('main[data-rendered]');
-		await waitIn(alice, () => /over by 2/.test(document.querySelector('tr[data-name="db/replica"]')?.innerText || ''));
-		check(true, 'a name over its limit is marked');
-		await shot(alice, 'console-list.png');
+		await shot(alice, 'console-name.png', true);
 		await view(alice, '#/holds?principal=uid%3A0');
 		await alice.waitForSelector('#holds table');
 		check(await alice.$$eval('#holds tbody tr', l => l.length) >= 5, 'the holds of uid:0');
@@ -432,7 +436,14 @@ async function main() {
 		await view(alice, `#/name/${encodeURIComponent('ops/deploy')}`);
 		await waitIn(alice, () => document.querySelectorAll('#queue tbody tr').length === 3);
 		const last = waiters[2];
-		await alice.click('#queue tbody tr:last-child button');
+		const rows = await alice.$$('#queue tbody tr');
+		let button = null;
+		for (const tr of rows)
+			if ((await tr.evaluate(e => e.innerText)).includes(String(last.pid)))
+				button = await tr.$('button');
+		if (!button)
+			throw new Error(`no queue row with pid ${last.pid}`);
+		await button.click();
 		await confirmDialog(alice);
 		const r = await Promise.race([last.done, sleep(WAIT).then(() => ({code: 'none'}))]);
 		check(r.code === 6 && /cancel/i.test(r.out), 'the waiter was answered cancelled', `${r.code} ${r.out}`);
@@ -503,6 +514,24 @@ async function main() {
 		await ctx.close();
 	});
 
+	await step('200% zoom and contrast', async () => {
+		for (const scheme of ['light', 'dark']) {
+			await alice.emulateMediaFeatures([{name: 'prefers-color-scheme', value: scheme}]);
+			const c = await contrasts(alice);
+			check(c.length && c[0].ratio >= 4.5, `${scheme}: every text at least 4.5:1`,
+				JSON.stringify(c));
+		}
+		await alice.emulateMediaFeatures([{name: 'prefers-color-scheme', value: 'light'}]);
+		await alice.setViewport({width: 640, height: 860, deviceScaleFactor: 2});
+		for (const hash of ['#/', `#/name/${encodeURIComponent('ops/deploy')}`]) {
+			await view(alice, hash);
+			await alice.waitForSelector('main[data-rendered], main[data-loaded]');
+			check(await fits(alice), `${hash} fits at 200%`);
+		}
+		await shot(alice, 'console-zoom.png');
+		await alice.setViewport({width: 1280, height: 860, deviceScaleFactor: 1});
+	});
+
 	let anon;
 	await step('without a token: EventSource', async () => {
 		const ctx = await browser.createBrowserContext();
@@ -538,24 +567,6 @@ async function main() {
 			'no reload');
 	});
 
-	await step('200% zoom and contrast', async () => {
-		for (const scheme of ['light', 'dark']) {
-			await alice.emulateMediaFeatures([{name: 'prefers-color-scheme', value: scheme}]);
-			const c = await contrasts(alice);
-			check(c.length && c[0].ratio >= 4.5, `${scheme}: every text at least 4.5:1`,
-				JSON.stringify(c));
-		}
-		await alice.emulateMediaFeatures([{name: 'prefers-color-scheme', value: 'light'}]);
-		await alice.setViewport({width: 640, height: 860, deviceScaleFactor: 2});
-		for (const hash of ['#/', `#/name/${encodeURIComponent('after/restart')}`]) {
-			await view(alice, hash);
-			await alice.waitForSelector('main[data-rendered], main[data-loaded]');
-			check(await fits(alice), `${hash} fits at 200%`);
-		}
-		await shot(alice, 'console-zoom.png');
-		await alice.setViewport({width: 1280, height: 860, deviceScaleFactor: 1});
-	});
-
 	await step('1,000 names and 10,000 waiters', async () => {
 		const addr = `unix:${T}/semd.sock`;
 		const env = {FLOOD_READ_MS: '20'};
@@ -567,10 +578,15 @@ async function main() {
 		const flood = [];
 		for (let i = 0; i < 10; i++)
 			flood.push(start(PROBE, ['--flood', addr, '1', '1000', '120000', 'down load/%d timeout=-1'], {env}));
+		let last = '';
 		await until('10,000 waiters', async () => {
 			const r = await semctl('--json', 'info', 'load/999');
+			last = r.out.slice(0, 300);
 			return /"waiters_total":\s*10\b/.test(r.out);
-		}, 3 * WAIT);
+		}, 3 * WAIT).catch(e => {
+			throw new Error(`${e.message}; info load/999: ${last}; ` +
+				flood.map(p => p.output().slice(-200)).join(' | '));
+		});
 		for (let i = 0; i < 3; i++) {
 			await alice.goto('about:blank');
 			const a = Date.now();
