@@ -37,6 +37,7 @@
 
 struct conn;
 struct evhttp_connection;
+struct evbuffer_cb_entry;
 struct hconn;
 struct hreq;
 struct gate;
@@ -95,16 +96,18 @@ struct http_listener {
 	bool			is_unix;
 };
 
-/* One HTTP connection (made with its bufferevent, freed with it). */
+/* One HTTP connection (made with its bufferevent, reaped after it). */
 struct hconn {
 	struct list_head	entry;
 	struct hnode		cnode;
 	struct http_front	*f;
 	struct http_listener	*l;
-	struct bufferevent	*bev;		/* the filter evhttp reads */
+	struct bufferevent	*bev;		/* evhttp's, and one reference ours */
 	struct evhttp_connection *evcon;	/* known from its first request */
 	struct event		*deadline;	/* a request to complete */
 	struct event		*watch;		/* EV_CLOSED while one waits */
+	struct event		*reap;		/* frees it once evhttp let go */
+	struct evbuffer_cb_entry *in_cb;
 	struct hreq		*cur;		/* the request being answered */
 	struct hprin		*who;		/* the transport's identity */
 	bool			identified;
