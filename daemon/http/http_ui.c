@@ -20,8 +20,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -120,24 +118,14 @@ static void http_ui_headers(struct evkeyvalq *out)
 	evhttp_add_header(out, "Cross-Origin-Resource-Policy", "same-origin");
 }
 
-/*
- * Send req's answer, and push it out at once: the front door reads its
- * connections through a filter, which holds what evhttp writes until it
- * is flushed.
- */
+/* Send req's answer (500: evhttp's own error page). */
 static int http_ui_send(struct evhttp_request *req, int status,
     const char *reason, struct evbuffer *b)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct bufferevent *bev = evcon != NULL ?
-	    evhttp_connection_get_bufferevent(evcon) : NULL;
-
 	if (status == 500)
 		evhttp_send_error(req, status, reason);
 	else
 		evhttp_send_reply(req, status, reason, b);
-	if (bev != NULL)
-		bufferevent_flush(bev, EV_WRITE, BEV_NORMAL);
 	return status;
 }
 
