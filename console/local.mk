@@ -11,7 +11,7 @@ EXTRA_DIST += $(CONSOLE_FILES) console/embed.sh console/local.mk \
 	tests/console/run.sh tests/console/console.mjs tests/console/package.json \
 	tests/console/package-lock.json tests/console/.npmrc \
 	doc/console.md doc/console-list.png doc/console-name.png \
-	doc/console-holds.png doc/console-zoom.png
+	doc/console-holds.png doc/console-zoom.png doc/console-cluster.png
 
 # The table is a library of its own, so that semd's own lists of sources
 # stay the HTTP front door's (daemon/http/local.mk).

@@ -27,7 +27,7 @@ export function mount(main, params, ctx) {
 		const body = h('tbody', {}, (c.nodes || []).map(n => h('tr', {'data-node': n.id},
 			h('td', {class: 'num'}, String(n.id)),
 			h('td', {}, n.id === leader ? h('span', {class: 'badge'}, 'leader') :
-				n.id === c.node_id ? c.state : ''),
+				n.id === c.node_id ? c.state : '—'),
 			h('td', {class: 'mono'}, n.address),
 			h('td', {}, n.role),
 			h('td', {class: 'num'}, n.match_index !== undefined ? count(n.match_index) : '—'),

@@ -940,7 +940,7 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 		goto out;
 	}
 	if (http_ui_path(uri)) {	/* the web console's files: http_ui.c */
-		http_ui_answer(req);
+		http_ui_answer(req, http_cfg(f));
 		http_req_done(r);
 		goto out;
 	}

@@ -23,16 +23,20 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "daemon/http/http_config.h"
 #include "daemon/http/http_ui.h"
 
 #define UI_PREFIX	"/ui"
 
-/* What the console's pages may do (and the answers of this file). */
-static const char http_ui_csp[] =
-    "default-src 'none'; script-src 'self'; style-src 'self'; "
-    "img-src 'self'; connect-src 'self'; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'none'; "
-    "require-trusted-types-for 'script'; trusted-types 'none'";
+/*
+ * What the console's pages may do (and the answers of this file): %s is
+ * where they may send requests, this origin and the other nodes'.
+ */
+#define UI_CSP \
+    "default-src 'none'; script-src 'self'; style-src 'self'; " \
+    "img-src 'self'; connect-src 'self'%s; base-uri 'none'; " \
+    "form-action 'self'; frame-ancestors 'none'; " \
+    "require-trusted-types-for 'script'; trusted-types 'none'"
 
 /* Is uri's path (before any query) exactly p, or p followed by '/'? */
 static bool http_ui_under(const char *uri, const char *p, size_t len)
@@ -107,10 +111,43 @@ static bool http_ui_fresh(const char *inm, const char *etag)
 	return false;
 }
 
-/* The headers every answer of the console carries. */
-static void http_ui_headers(struct evkeyvalq *out)
+/*
+ * Append to b (len bytes, used) the origin of a node's URL ("http://h:p"
+ * of "http://h:p/x"), as a source of connect-src. A URL with anything a
+ * policy could read as more than one source is left out.
+ */
+static size_t http_ui_origin(char *b, size_t size, size_t used, const char *url)
 {
-	evhttp_add_header(out, "Content-Security-Policy", http_ui_csp);
+	const char *host = strstr(url, "://"), *p;
+	size_t len;
+
+	if (host == NULL || (strncmp(url, "http://", 7) != 0 &&
+	    strncmp(url, "https://", 8) != 0))
+		return used;
+	len = (size_t)(host + 3 - url) + strcspn(host + 3, "/");
+	for (p = url; p < url + len; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr(".-:/[]", *p) != NULL))
+			return used;
+	if (used + 1 + len + 1 > size)
+		return used;
+	b[used++] = ' ';
+	memcpy(b + used, url, len);
+	used += len;
+	b[used] = '\0';
+	return used;
+}
+
+/* The headers every answer of the console carries. */
+static void http_ui_headers(struct evkeyvalq *out, const struct http_config *cfg)
+{
+	char nodes[2048] = "", csp[sizeof nodes + sizeof UI_CSP];
+	size_t i, used = 0;
+
+	for (i = 0; cfg != NULL && i < cfg->nnodes; i++)
+		used = http_ui_origin(nodes, sizeof nodes, used, cfg->nodes[i].url);
+	snprintf(csp, sizeof csp, UI_CSP, nodes);
+	evhttp_add_header(out, "Content-Security-Policy", csp);
 	evhttp_add_header(out, "X-Content-Type-Options", "nosniff");
 	evhttp_add_header(out, "X-Frame-Options", "DENY");
 	evhttp_add_header(out, "Referrer-Policy", "no-referrer");
@@ -130,13 +167,14 @@ static int http_ui_send(struct evhttp_request *req, int status,
 }
 
 /* Send status with a short plain text (NULL: no body). */
-static int http_ui_plain(struct evhttp_request *req, int status,
-    const char *reason, const char *text)
+static int http_ui_plain(struct evhttp_request *req,
+    const struct http_config *cfg, int status, const char *reason,
+    const char *text)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 	struct evbuffer *b = evbuffer_new();
 
-	http_ui_headers(out);
+	http_ui_headers(out, cfg);
 	evhttp_add_header(out, "Cache-Control", "no-store");
 	if (b == NULL)
 		return http_ui_send(req, 500, "out of memory", NULL);
@@ -149,7 +187,7 @@ static int http_ui_plain(struct evhttp_request *req, int status,
 	return status;
 }
 
-int http_ui_answer(struct evhttp_request *req)
+int http_ui_answer(struct evhttp_request *req, const struct http_config *cfg)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 	const char *uri = evhttp_request_get_uri(req), *p;
@@ -160,21 +198,21 @@ int http_ui_answer(struct evhttp_request *req)
 
 	if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(out, "Allow", "GET, HEAD");
-		return http_ui_plain(req, 405, "Method Not Allowed",
+		return http_ui_plain(req, cfg, 405, "Method Not Allowed",
 		    "the console's files are only read (GET, HEAD)");
 	}
 	if (strncmp(uri, UI_PREFIX "/", strlen(UI_PREFIX) + 1) != 0) {
 		/* "/ui" and "/": the console is at /ui/ */
 		evhttp_add_header(out, "Location", UI_PREFIX "/");
-		return http_ui_plain(req, 301, "Moved Permanently",
+		return http_ui_plain(req, cfg, 301, "Moved Permanently",
 		    "the console is at /ui/");
 	}
 	p = uri + strlen(UI_PREFIX) + 1;
 	len = strcspn(p, "?#");
 	if ((f = http_ui_find(p, len)) == NULL)
-		return http_ui_plain(req, 404, "Not Found",
+		return http_ui_plain(req, cfg, 404, "Not Found",
 		    "no such file of the console");
-	http_ui_headers(out);
+	http_ui_headers(out, cfg);
 	evhttp_add_header(out, "ETag", f->etag);
 	evhttp_add_header(out, "Cache-Control", "no-cache");
 	if (http_ui_fresh(evhttp_find_header(evhttp_request_get_input_headers(req),

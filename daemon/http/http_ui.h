@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 struct evhttp_request;
+struct http_config;
 
 /* A file of the console, built into the daemon (console/embed.sh). */
 struct http_ui_file {
@@ -30,8 +31,9 @@ bool http_ui_path(const char *uri);
 /*
  * Answer req, whose path http_ui_path() took, with a console file, a 304
  * (If-None-Match), a redirect to /ui/, a 404 or a 405; the answer is sent
- * (evhttp_send_reply) before this returns. The status is returned.
+ * (evhttp_send_reply) before this returns. cfg: the front door's settings
+ * (the pages may call the nodes of http-nodes). The status is returned.
  */
-int http_ui_answer(struct evhttp_request *req);
+int http_ui_answer(struct evhttp_request *req, const struct http_config *cfg);
 
 #endif

@@ -204,11 +204,34 @@ function rawStatus(path) {
 	});
 }
 
+// The first of n consecutive free TCP ports on 127.0.0.1 (a cluster's peers
+// must know each other's ports before they start), at random below the
+// ephemeral range, so that no connection of a test beside this one holds one.
+async function freeBlock(n) {
+	const free = port => new Promise(resolve => {
+		const srv = net.createServer();
+		srv.once('error', () => resolve(false));
+		srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+	});
+	const lo = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]);
+	for (let tries = 0; tries < 200; tries++) {
+		const b = 10000 + Math.floor(Math.random() * (Math.min(lo, 32768) - n - 10000));
+		let ok = true;
+		for (let p = b; p < b + n && ok; p++)
+			ok = await free(p);
+		if (ok)
+			return b;
+	}
+	throw new Error(`no free block of ${n} ports`);
+}
+
 // --- pages --------------------------------------------------------------
 
 const problems = [];	/* console errors, page errors, CSP violations */
 
-async function newPage(ctx, who) {
+// A page of context ctx, its problems noted as who's; origins: where it may
+// send requests (the daemon that serves it, or a cluster's nodes).
+async function newPage(ctx, who, origins = [new URL(base).origin]) {
 	const page = await ctx.newPage();
 	await page.setViewport({width: 1280, height: 860});
 	page.on('console', m => {
@@ -224,7 +247,7 @@ async function newPage(ctx, who) {
 			problems.push(`${who}: request failed: ${u} ${r.failure().errorText}`);
 	});
 	page.on('request', r => {
-		if (!r.url().startsWith(base) && !r.url().startsWith('data:'))
+		if (!origins.includes(new URL(r.url()).origin) && !r.url().startsWith('data:'))
 			problems.push(`${who}: a request outside the daemon: ${r.url()}`);
 	});
 	return page;
@@ -568,6 +591,9 @@ async function main() {
 	});
 
 	await step('1,000 names and 10,000 waiters', async () => {
+		/* the pages watch nothing while the state is made */
+		await view(anon, '#/settings');
+		await alice.goto('about:blank');
 		const addr = `unix:${T}/semd.sock`;
 		const env = {FLOOD_READ_MS: '20'};
 		for (const tmpl of ['create load/%d 1', 'down load/%d lease=3600000']) {
@@ -606,6 +632,72 @@ async function main() {
 		check(await alice.$$eval('#queue tbody tr', l => l.length) === 10, 'load/7 has 10 in its queue');
 		for (const p of flood)
 			p.kill('SIGTERM');
+	});
+
+	await step('a cluster: the console of a follower, across a leader change and the leader\'s death', async () => {
+		const P = await freeBlock(6);
+		const peer = i => P + i - 1, web = i => P + 2 + i;
+		const boot = [1, 2, 3].map(i => `${i}=127.0.0.1:${peer(i)}`).join(',');
+		const S = [1, 2, 3].map(i => `unix:${T}/c${i}.sock`).join(',');
+		const nodes = {};
+		const startNode = async i => {
+			fs.writeFileSync(`${T}/c${i}.conf`, [`listen unix:${T}/c${i}.sock`,
+				`listen http:127.0.0.1:${web(i)}`, 'admin cn:alice',
+				`http-token cn:alice sha256:${sha(tokens.alice)}`,
+				`http-nodes ${[1, 2, 3].map(j => `${j}=http://127.0.0.1:${web(j)}`).join(',')}`,
+				...[1, 2, 3].map(j => `http-cors-origin http://127.0.0.1:${web(j)}`), ''].join('\n'));
+			fs.rmSync(`${T}/r${i}`, {force: true});
+			nodes[i] = start(SEMD, ['--config', `${T}/c${i}.conf`, '--data-dir', `${T}/d${i}`,
+				'--node-id', String(i), '--peer-listen', `tcp:127.0.0.1:${peer(i)}`, '--bootstrap', boot,
+				'--election-timeout', '1s', '--ready-file', `${T}/r${i}`]);
+			await until(`node ${i} ready`, () => fs.existsSync(`${T}/r${i}`) &&
+				fs.readFileSync(`${T}/r${i}`, 'utf8').includes('http:'));
+		};
+		const leader = async () => {
+			const r = await semctl('-s', S, '--json', 'cluster', 'status');
+			const m = /"leader_id":(\d+)/.exec(r.out);
+			return m ? Number(m[1]) : 0;
+		};
+		try {
+			for (const i of [1, 2, 3])
+				await startNode(i);
+			let L = 0;
+			await until('a leader', async () => (L = await leader()) !== 0, 3 * WAIT);
+			const F = [1, 2, 3].find(i => i !== L), O = [1, 2, 3].find(i => i !== L && i !== F);
+			base = `http://127.0.0.1:${web(F)}`;
+			const page = await newPage(await browser.createBrowserContext(), 'cluster',
+				[1, 2, 3].map(i => `http://127.0.0.1:${web(i)}`));
+			await signIn(page, tokens.alice, 'cn:alice');
+			await view(page, '#/');
+			await page.waitForSelector('main[data-rendered]');
+			check((await page.$eval('#who', e => e.textContent)).includes(`leader ${L}`),
+				`the console of follower ${F} reads from leader ${L}`);
+			await must('-s', S, 'create', 'c/one', '--limit', '1');
+			await page.waitForSelector('tr[data-name="c/one"]', {timeout: WAIT});
+			check(true, 'a name created appears on the follower\'s console');
+			await must('-s', S, 'cluster', 'transfer', String(O));
+			await until(`leader ${O}`, async () => await leader() === O, 3 * WAIT);
+			await must('-s', S, 'create', 'c/two', '--limit', '1');
+			await page.waitForSelector('tr[data-name="c/two"]', {timeout: 2 * WAIT});
+			check(true, `after the leadership moved to ${O}, a name created appears`);
+			nodes[O].kill('SIGKILL');
+			let L2 = 0;
+			await until('a new leader', async () => (L2 = await leader()) !== 0 && L2 !== O, 3 * WAIT);
+			await must('-s', S, 'create', 'c/three', '--limit', '1');
+			await page.waitForSelector('tr[data-name="c/three"]', {timeout: 2 * WAIT});
+			check(true, `after leader ${O} was killed (node ${L2} leads), a name created appears`);
+			check(await page.evaluate(() => performance.getEntriesByType('navigation').length) === 1 &&
+				await page.$$eval('tr[data-name^="c/"]', l => l.length) === 3, 'no reload, nothing lost');
+			await view(page, '#/cluster');
+			await page.waitForSelector('#cluster table');
+			const t = await page.$eval('#cluster', e => e.innerText);
+			check(new RegExp(`Leader\\s+node ${L2}`).test(t) && (await page.$$('#cluster tbody tr')).length === 3,
+				'the cluster view: three members, the leader', t);
+			await shot(page, 'console-cluster.png');
+		} finally {
+			for (const p of Object.values(nodes))
+				p.kill('SIGKILL');
+		}
 	});
 
 	await step('the pages broke no rule', async () => {
