@@ -73,8 +73,29 @@ export function seg(s) {
 	return encodeURIComponent(s);
 }
 
-// A request; the JSON it answers (null for none), or a Problem thrown.
-export async function api(method, path, {query, body, local} = {}) {
+// A request; the JSON it answers (null for none), or a Problem thrown. One
+// that failed the way a moved leader makes requests fail (no answer, 503,
+// a redirect that lost the token: 401) is sent again, once, if the node
+// that served the page names another leader now.
+export async function api(method, path, opts = {}) {
+	try {
+		return await request(method, path, opts);
+	} catch (e) {
+		if (opts.local || ![0, 401, 503].includes(e.status))
+			throw e;
+		const before = base;
+		try {
+			await whoami();
+		} catch {
+			throw e;
+		}
+		if (base === before)
+			throw e;
+		return request(method, path, opts);
+	}
+}
+
+async function request(method, path, {query, body, local} = {}) {
 	const init = {
 		method,
 		headers: headers(body !== undefined ? {'Content-Type': 'application/json'} : {}),

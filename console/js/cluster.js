@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // console/js/cluster.js - the cluster: its members, their roles, the leader,
-// the term and how far each member is behind (the leader's view). Read
+// the term and how far each member is behind (the leader's view); and the
+// daemon's counts of sessions, connections, holders and waiters. Read
 // again when the watch stream starts again (a leader change cuts it) and,
 // at most once a second, while it carries events (each is a log entry the
 // members replicate); a button reads it at once.
@@ -22,7 +23,17 @@ export function mount(main, params, ctx) {
 		return h('div', {}, h('dt', {}, label), h('dd', {}, value));
 	}
 
-	function draw(c, srv) {
+	// The daemon's counts of what it holds (GET /v1/stats): sessions and
+	// connections among them (no request lists the sessions themselves).
+	function counters(st) {
+		const k = ['sessions', 'connections', 'semaphores', 'holders', 'waiters', 'grants',
+			'timeouts', 'cancels', 'leases_expired', 'sessions_expired', 'deadlocks'];
+		const c = st && st.counters || {};
+		return h('dl', {class: 'facts', id: 'counters'}, k.filter(x => c[x] !== undefined)
+			.map(x => fact(x.replace('_', ' '), count(c[x]))));
+	}
+
+	function draw(c, srv, st) {
 		const leader = c.leader_id;
 		const body = h('tbody', {}, (c.nodes || []).map(n => h('tr', {'data-node': n.id},
 			h('td', {class: 'num'}, String(n.id)),
@@ -45,7 +56,9 @@ export function mount(main, params, ctx) {
 				fact('Last index', count(c.last_index))),
 			c.nodes && c.nodes.length ? table('Members', [{text: 'Node', class: 'num'}, 'State', 'Peer address',
 				'Role', {text: 'Match index', class: 'num'}, {text: 'Lag (entries)', class: 'num'},
-				'Console'], body) : h('p', {class: 'note'}, 'No members: this daemon is not a cluster.'));
+				'Console'], body) : h('p', {class: 'note'}, 'No members: this daemon is not a cluster.'),
+			h('h2', {}, 'What the leader holds'), st ? counters(st) :
+				h('p', {class: 'note'}, 'Its counters are not shown to this principal.'));
 		fill(state, getBase() ? `Read from the leader at ${getBase()}.` : 'Read from this node.');
 	}
 
@@ -61,8 +74,18 @@ export function mount(main, params, ctx) {
 			do {
 				again = false;
 				try {
-					const c = await api('GET', '/cluster');
-					draw(c, ctx.server);
+					const [c, st] = await Promise.allSettled([api('GET', '/cluster'),
+						api('GET', '/stats')]);
+					const stats = st.status === 'fulfilled' ? st.value : null;
+					if (c.status === 'fulfilled') {
+						draw(c.value, ctx.server, stats);
+					} else {
+						/* not a cluster (a daemon in memory or alone): its counts still */
+						fill(state, '');
+						fill(box, h('p', {class: 'note', id: 'not-cluster'}, c.reason.message),
+							h('h2', {}, 'What the daemon holds'), stats ? counters(stats) :
+								h('p', {class: 'note'}, 'Its counters are not shown to this principal.'));
+					}
 				} catch (e) {
 					fill(state, '');
 					fill(box, blocked(e));

@@ -555,6 +555,13 @@ async function main() {
 		await alice.setViewport({width: 1280, height: 860, deviceScaleFactor: 1});
 	});
 
+	await step('the daemon\'s counts, sessions among them', async () => {
+		await view(alice, '#/cluster');
+		await alice.waitForSelector('#counters');
+		const t = await alice.$eval('#counters', e => e.innerText);
+		check(/sessions\s+\d/.test(t) && /connections\s+\d/.test(t), 'sessions and connections counted', t);
+	});
+
 	let anon;
 	await step('without a token: EventSource', async () => {
 		const ctx = await browser.createBrowserContext();
