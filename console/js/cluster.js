@@ -9,12 +9,12 @@
 import {api, getBase} from './api.js';
 import {h, fill, table, count} from './dom.js';
 import {Watch} from './live.js';
-import {blocked} from './ui.js';
+import {blocked, oneAtATime} from './ui.js';
 
 export function mount(main, params, ctx) {
 	const box = h('div', {id: 'cluster'});
 	const state = h('p', {class: 'note', id: 'cluster-state', 'aria-live': 'polite'}, 'Reading…');
-	let busy = false, again = false, timer = 0, at = 0;
+	let timer = 0, at = 0;
 	fill(main, h('h1', {tabindex: -1}, 'Cluster'), state,
 		h('p', {}, h('button', {type: 'button', id: 'cluster-refresh', onclick: () => reload()}, 'Read again')),
 		box);
@@ -63,38 +63,26 @@ export function mount(main, params, ctx) {
 	}
 
 	// Read the status: the leader's (it knows each member's lag).
-	async function reload() {
-		if (busy) {
-			again = true;
-			return;
-		}
-		busy = true;
+	const reload = oneAtATime(async () => {
 		at = performance.now();
 		try {
-			do {
-				again = false;
-				try {
-					const [c, st] = await Promise.allSettled([api('GET', '/cluster'),
-						api('GET', '/stats')]);
-					const stats = st.status === 'fulfilled' ? st.value : null;
-					if (c.status === 'fulfilled') {
-						draw(c.value, ctx.server, stats);
-					} else {
-						/* not a cluster (a daemon in memory or alone): its counts still */
-						fill(state, '');
-						fill(box, h('p', {class: 'note', id: 'not-cluster'}, c.reason.message),
-							h('h2', {}, 'What the daemon holds'), stats ? counters(stats) :
-								h('p', {class: 'note'}, 'Its counters are not shown to this principal.'));
-					}
-				} catch (e) {
-					fill(state, '');
-					fill(box, blocked(e));
-				}
-			} while (again);
-		} finally {
-			busy = false;
+			const [c, st] = await Promise.allSettled([api('GET', '/cluster'),
+				api('GET', '/stats')]);
+			const stats = st.status === 'fulfilled' ? st.value : null;
+			if (c.status === 'fulfilled') {
+				draw(c.value, ctx.server, stats);
+			} else {
+				/* not a cluster (a daemon in memory or alone): its counts still */
+				fill(state, '');
+				fill(box, h('p', {class: 'note', id: 'not-cluster'}, c.reason.message),
+					h('h2', {}, 'What the daemon holds'), stats ? counters(stats) :
+						h('p', {class: 'note'}, 'Its counters are not shown to this principal.'));
+			}
+		} catch (e) {
+			fill(state, '');
+			fill(box, blocked(e));
 		}
-	}
+	});
 
 	function soon() {
 		if (timer)

@@ -7,11 +7,11 @@
 import {api, all, seg} from './api.js';
 import {h, fill, table, count, duration, serverNow, ticking} from './dom.js';
 import {Watch} from './live.js';
-import {act, blocked} from './ui.js';
+import {act, blocked, oneAtATime} from './ui.js';
 
 export function mount(main, params, ctx) {
 	const principal = params.get('principal') || (ctx.server && ctx.server.principal) || '';
-	let busy = false, again = false, loaded = false;
+	let loaded = false;
 	const input = h('input', {type: 'text', id: 'principal', value: principal, autocomplete: 'off',
 		spellcheck: 'false', placeholder: 'uid:1000, user:NAME, cn:NAME'});
 	const state = h('p', {class: 'note', id: 'holds-state', 'aria-live': 'polite'}, 'Reading…');
@@ -54,29 +54,18 @@ export function mount(main, params, ctx) {
 		fill(state, `${count(items.length)} holds.`);
 	}
 
-	async function reload() {
+	const reload = oneAtATime(async () => {
 		if (!principal)
 			return fill(state, 'Name a principal.');
-		if (busy) {
-			again = true;
-			return;
-		}
-		busy = true;
 		try {
-			do {
-				again = false;
-				try {
-					draw(await all('/holds', {principal, limit: 1000}, 5000));
-				} catch (e) {
-					fill(state, '');
-					fill(box, blocked(e));
-				}
-			} while (again);
+			draw(await all('/holds', {principal, limit: 1000}, 5000));
+		} catch (e) {
+			fill(state, '');
+			fill(box, blocked(e));
 		} finally {
-			busy = false;
 			loaded = true;
 		}
-	}
+	});
 
 	const watch = new Watch({name: '', prefix: true}, {
 		ready: fresh => {

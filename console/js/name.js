@@ -11,7 +11,7 @@
 import {api, seg} from './api.js';
 import {h, fill, table, count, duration, when, serverNow, ticking} from './dom.js';
 import {Watch} from './live.js';
-import {act, alert, blocked} from './ui.js';
+import {act, alert, blocked, oneAtATime} from './ui.js';
 import {emptyHist, histAdd, histogram} from './chart.js';
 
 const PAGE = 100;		/* holders and waiters read at first */
@@ -41,7 +41,7 @@ export function mount(main, params) {
 	const waitSince = new Map();	/* reqKey -> since_ms (from wait events) */
 	const holdSince = new Map();	/* permit -> since_ms (from grant events) */
 	const chips = new Map();	/* picture key -> element */
-	let info = null, max = PAGE, busy = false, again = false, gone = false;
+	let info = null, max = PAGE, gone = false;
 	let stats = null, statsAt = -Infinity, statsTimer = 0, drawnHolders = new Set(), drawnWaiters = new Set();
 
 	const title = h('h1', {tabindex: -1}, name);
@@ -331,33 +331,21 @@ export function mount(main, params) {
 	}
 
 	// Read the name again; one read at a time, one more if asked meanwhile.
-	async function reload() {
-		if (busy) {
-			again = true;
-			return;
-		}
-		busy = true;
+	const reload = oneAtATime(async () => {
 		try {
-			do {
-				again = false;
-				try {
-					draw(await api('GET', `/semaphores/${seg(name)}`, {query: {limit: max}}));
-					gone = false;
-				} catch (e) {
-					info = null;
-					gone = e.status === 404;
-					fill(state, gone ? `${name} does not exist (now).` : '');
-					for (const el of [facts, slots, line])
-						fill(el);
-					fill(holdersBox, gone ? null : blocked(e));
-					fill(queueBox);
-					main.dataset.loaded = 'error';
-				}
-			} while (again);
-		} finally {
-			busy = false;
+			draw(await api('GET', `/semaphores/${seg(name)}`, {query: {limit: max}}));
+			gone = false;
+		} catch (e) {
+			info = null;
+			gone = e.status === 404;
+			fill(state, gone ? `${name} does not exist (now).` : '');
+			for (const el of [facts, slots, line])
+				fill(el);
+			fill(holdersBox, gone ? null : blocked(e));
+			fill(queueBox);
+			main.dataset.loaded = 'error';
 		}
-	}
+	});
 
 	// What an event tells the histograms (times are the daemon's).
 	function account(ev) {
@@ -414,7 +402,7 @@ export function mount(main, params) {
 	/* held for, waited for, lease left: our clock moves them on */
 	const tick = ticking(main);
 	const late = setTimeout(() => {
-		if (!info && !busy && !gone)
+		if (!info && !reload.busy() && !gone)
 			reload();
 	}, 2000);
 	drawCharts();

@@ -63,3 +63,27 @@ export function blocked(p) {
 		`Not shown: ${p.message} (your principal may not inspect this).` :
 		`Could not read it: ${p.message}`);
 }
+
+// fn (an async reading) run one at a time: a call while it runs makes it
+// run once more after, so the last call is always answered by a run that
+// began after it. .busy() says whether it runs.
+export function oneAtATime(fn) {
+	let busy = false, again = false;
+	const run = async () => {
+		if (busy) {
+			again = true;
+			return;
+		}
+		busy = true;
+		try {
+			do {
+				again = false;
+				await fn();
+			} while (again);
+		} finally {
+			busy = false;
+		}
+	};
+	run.busy = () => busy;
+	return run;
+}
