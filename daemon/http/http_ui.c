@@ -12,8 +12,9 @@
  * says exactly what it is (its type, nosniff) and what the page may do: a
  * Content-Security-Policy that allows only the console's own scripts and
  * styles, no inline code, no markup from strings (Trusted Types), requests
- * to this origin only, no framing. Files are revalidated by ETag (a hash of
- * their bytes), so an upgraded daemon's console is taken at once.
+ * to this origin and the cluster's nodes (http-nodes) only, no framing.
+ * Files are revalidated by ETag (a hash of their bytes), so an upgraded
+ * daemon's console is taken at once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ static bool http_ui_under(const char *uri, const char *p, size_t len)
 	    (uri[len] == '\0' || uri[len] == '?' || uri[len] == '/');
 }
 
+/* Is uri the console's: /ui, /ui/..., or / (sent on to /ui/)? */
 bool http_ui_path(const char *uri)
 {
 	return uri != NULL && (http_ui_under(uri, UI_PREFIX, strlen(UI_PREFIX)) ||
@@ -112,9 +114,10 @@ static bool http_ui_fresh(const char *inm, const char *etag)
 }
 
 /*
- * Append to b (len bytes, used) the origin of a node's URL ("http://h:p"
- * of "http://h:p/x"), as a source of connect-src. A URL with anything a
- * policy could read as more than one source is left out.
+ * Append to b (size bytes, used of them taken) the origin of a node's URL
+ * ("http://h:p" of "http://h:p/x"), as a source of connect-src; the bytes
+ * taken after. A URL with anything a policy could read as more than one
+ * source is left out.
  */
 static size_t http_ui_origin(char *b, size_t size, size_t used, const char *url)
 {
@@ -187,6 +190,7 @@ static int http_ui_plain(struct evhttp_request *req,
 	return status;
 }
 
+/* Answer a request for the console: a file, 304, 301, 404 or 405. */
 int http_ui_answer(struct evhttp_request *req, const struct http_config *cfg)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
@@ -194,6 +198,7 @@ int http_ui_answer(struct evhttp_request *req, const struct http_config *cfg)
 	const struct http_ui_file *f;
 	struct evbuffer *b;
 	int method = evhttp_request_get_command(req);
+	char clen[24];
 	size_t len;
 
 	if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
@@ -216,10 +221,15 @@ int http_ui_answer(struct evhttp_request *req, const struct http_config *cfg)
 	evhttp_add_header(out, "ETag", f->etag);
 	evhttp_add_header(out, "Cache-Control", "no-cache");
 	if (http_ui_fresh(evhttp_find_header(evhttp_request_get_input_headers(req),
-	    "If-None-Match"), f->etag)) {
+	    "If-None-Match"), f->etag))
 		return http_ui_send(req, 304, "Not Modified", NULL);
-	}
 	evhttp_add_header(out, "Content-Type", f->type);
+	if (method == EVHTTP_REQ_HEAD) {
+		/* its length, not its bytes (evhttp would send what it is given) */
+		snprintf(clen, sizeof clen, "%zu", f->len);
+		evhttp_add_header(out, "Content-Length", clen);
+		return http_ui_send(req, 200, "OK", NULL);
+	}
 	if ((b = evbuffer_new()) == NULL ||
 	    evbuffer_add_reference(b, f->data, f->len, NULL, NULL) != 0) {
 		if (b != NULL)

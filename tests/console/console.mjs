@@ -183,25 +183,31 @@ async function stopSemd() {
 	clearTimeout(timer);
 }
 
-// The status of GET path sent as it is (fetch would resolve its dots).
-function rawStatus(path) {
+// Send text as it is on one connection (fetch would resolve a path's dots);
+// what came back once done(it) is true.
+function raw(text, done) {
 	const u = new URL(base);
 	return new Promise((resolve, reject) => {
 		const sock = net.connect(Number(u.port), u.hostname);
 		let got = '';
-		sock.setTimeout(WAIT, () => sock.destroy(new Error(`no answer to ${path}`)));
-		sock.on('connect', () => sock.write(`GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`));
+		sock.setTimeout(WAIT, () => sock.destroy(new Error(`no whole answer to ${text}`)));
+		sock.on('connect', () => sock.write(text));
 		sock.on('data', d => {
 			got += d;
-			const m = /^HTTP\/1\.[01] (\d{3})/.exec(got);
-			if (m) {
-				resolve(Number(m[1]));
+			if (done(got)) {
+				resolve(got);
 				sock.destroy();
 			}
 		});
 		sock.on('error', reject);
-		sock.on('close', () => reject(new Error(`closed without a status: ${path}`)));
+		sock.on('close', () => reject(new Error(`closed after ${JSON.stringify(got.slice(0, 200))}`)));
 	});
+}
+
+// The status of GET path, sent as it is.
+async function rawStatus(path) {
+	const got = await raw(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, d => /^HTTP\/1\.[01] \d{3}/.test(d));
+	return Number(got.slice(9, 12));
 }
 
 // The first of n consecutive free TCP ports on 127.0.0.1 (a cluster's peers
@@ -375,6 +381,10 @@ async function main() {
 			'/ui/js//app.js', '/ui/nothing.html', '/ui/.git/config'])
 			check(await rawStatus(bad) === 404, `${bad}: 404`);
 		check((await fetch(`${base}/ui/`, {method: 'POST'})).status === 405, 'POST: 405');
+		const two = await raw('HEAD /ui/ HTTP/1.1\r\nHost: x\r\n\r\nGET /ui/icon.svg HTTP/1.1\r\nHost: x\r\n\r\n',
+			d => d.endsWith('</svg>\n'));
+		check(/^HTTP\/1\.1 200[^]*?Content-Length: \d+\r\n[^]*?\r\n\r\nHTTP\/1\.1 200 /.test(two),
+			'HEAD: the headers and length, no body', two.slice(0, 300));
 		const red = await fetch(`${base}/ui`, {redirect: 'manual'});
 		check(red.status === 301 && red.headers.get('location') === '/ui/', '/ui goes to /ui/');
 	});
