@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +37,7 @@
 #include <event2/listener.h>
 #include <openssl/ssl.h>
 
+#include "daemon/access.h"
 #include "daemon/config.h"
 #include "daemon/feed.h"
 #include "daemon/http/http-int.h"
@@ -93,12 +96,32 @@ static const struct http_route http_routes[] = {
 			    EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | \
 			    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT)
 
-/* --- small things ----------------------------------------------------------- */
+/* --- small things --------------------------------------------------------- */
 
 /* The loops' monotonic clock, ms. */
 uint64_t http_now(void)
 {
 	return server_now();
+}
+
+/* Arm ev to fire in ms milliseconds. */
+void http_arm(struct event *ev, uint64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(ev, &tv);
+}
+
+/* Memory for r's work, or NULL with r answered. */
+void *http_alloc(struct hreq *r, size_t n)
+{
+	void *p = calloc(1, n);
+
+	if (p == NULL)
+		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	return p;
 }
 
 /* The wall clock, unix ms. */
@@ -141,26 +164,7 @@ static const char *http_reason(int status)
 	}
 }
 
-/* --- principals -------------------------------------------------------------- */
-
-/* Copy an identity: principal, uid or cn, groups, admin. */
-int http_subject_copy(struct acl_subject *dst, const struct acl_subject *src)
-{
-	const char *g = src->groups, *end = src->groups + src->groups_len;
-	int r = 0;
-
-	acl_subject_init(dst);
-	if (src->kind == ACL_SUBJECT_UID)
-		r = acl_subject_set_uid(dst, src->uid,
-		    src->user_len > 0 ? src->user : NULL);
-	else if (src->kind == ACL_SUBJECT_CN)
-		r = acl_subject_set_cn(dst, src->principal + 3,
-		    src->principal_len - 3);
-	for (; r == 0 && g != NULL && g < end; g += strlen(g) + 1)
-		r = acl_subject_add_group(dst, g);
-	dst->admin = src->admin;
-	return r;
-}
+/* --- principals ----------------------------------------------------------- */
 
 struct prin_key {
 	const char	*principal;
@@ -195,7 +199,7 @@ struct hprin *http_prin_get(struct http_front *f, const struct acl_subject *s)
 	}
 	if ((p = calloc(1, sizeof *p)) == NULL)
 		return NULL;
-	if (http_subject_copy(&p->subj, s) != 0) {
+	if (access_subject_copy(&p->subj, s) != 0) {
 		acl_subject_clear(&p->subj);
 		free(p);
 		return NULL;
@@ -260,7 +264,7 @@ static uint64_t http_rate_take(struct http_front *f, struct hprin *p)
 	return (1000 - p->tokens_milli + rate - 1) / rate;
 }
 
-/* --- answers ------------------------------------------------------------------ */
+/* --- answers -------------------------------------------------------------- */
 
 /* A response header. */
 void http_header(struct hreq *r, const char *name, const char *value)
@@ -535,7 +539,7 @@ size_t http_backlog(const struct hreq *r)
 	    evhttp_connection_get_bufferevent(evcon)));
 }
 
-/* --- requests ----------------------------------------------------------------- */
+/* --- requests ------------------------------------------------------------- */
 
 static bool http_conn_eq(const struct hnode *n, const void *key);
 
@@ -999,7 +1003,7 @@ out:
 	http_req_put(r);
 }
 
-/* --- connections ---------------------------------------------------------------- */
+/* --- connections ---------------------------------------------------------- */
 
 /* A request was begun and not finished in time: cut the client off. */
 static void http_deadline_cb(evutil_socket_t fd, short what, void *arg)
@@ -1025,16 +1029,19 @@ static void http_in_added(struct evbuffer *b,
     const struct evbuffer_cb_info *info, void *arg)
 {
 	struct hconn *hc = arg;
-	struct timeval tv;
-	uint32_t ms;
 
 	(void)b;
+	if (info->n_added > 0 && !hc->nodelay) {
+		/* Its first bytes: answers go out without Nagle's wait. */
+		int fd = bufferevent_getfd(hc->bev), one = 1;
+
+		hc->nodelay = true;
+		if (fd >= 0 && !hc->l->is_unix)
+			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	}
 	if (info->n_added == 0 || hc->busy || evtimer_pending(hc->deadline, NULL))
 		return;
-	ms = http_cfg(hc->f)->request_timeout_ms;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(hc->deadline, &tv);
+	http_arm(hc->deadline, http_cfg(hc->f)->request_timeout_ms);
 }
 
 /*
@@ -1144,9 +1151,7 @@ static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
 	struct http_front *f = l->f;
 	struct bufferevent *bev = NULL;
 	struct hconn *hc;
-	struct timeval tv;
 	uintptr_t key;
-	uint32_t ms;
 	SSL *ssl;
 
 	if (f->nconns >= http_cfg(f)->max_connections && !http_make_room(f))
@@ -1189,14 +1194,11 @@ static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
 	list_add_tail(&hc->entry, &f->conns);
 	f->nconns++;
 	/* The first request (and a TLS handshake) within the deadline. */
-	ms = http_cfg(f)->request_timeout_ms;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(hc->deadline, &tv);
+	http_arm(hc->deadline, http_cfg(f)->request_timeout_ms);
 	return bev;
 }
 
-/* --- listeners ---------------------------------------------------------------- */
+/* --- listeners ------------------------------------------------------------ */
 
 /* Is spec an HTTP listener? */
 bool http_listener_kind(const char *spec)

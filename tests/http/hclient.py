@@ -79,13 +79,15 @@ class Client:
     several (a comma list), following 307s."""
 
     def __init__(self, addr, token=None, follow=False, timeout=15, agent=None):
-        self.addrs = addr.split(",")
+        self.addrs = list(dict.fromkeys(addr.split(",")))	# no twice
+        self.pos = 0
         self.cur = self.addrs[0]
         self.token = token
         self.follow = follow
         self.timeout = timeout
         self.agent = agent
         self.c = None
+        self.errors = []
 
     def _connect(self, addr):
         if addr.startswith("http+unix:"):
@@ -134,12 +136,14 @@ class Client:
 
     def req(self, method, path, body=None, headers=None, tries=100):
         """A request; with follow, 307s and 503s lead to the leader."""
+        r = None
         for _ in range(tries):
             try:
                 r = self.raw(method, path, body, headers)
-            except OSError:
+            except OSError as e:
                 if not self.follow:
                     raise
+                self.errors.append("%s: %r" % (self.cur, e))
                 self._next()
                 time.sleep(0.1)
                 continue
@@ -153,12 +157,15 @@ class Client:
             else:
                 self._next()
                 time.sleep(0.1)
+        if r is None:
+            raise OSError("no node answered: %s" % self.errors[-5:])
         return r
 
     def _next(self):
+        """The next address of the list, round and round."""
         self.close()
-        i = self.addrs.index(self.cur) if self.cur in self.addrs else -1
-        self.cur = self.addrs[(i + 1) % len(self.addrs)]
+        self.pos = (self.pos + 1) % len(self.addrs)
+        self.cur = self.addrs[self.pos]
 
     def get(self, path, **kw):
         return self.req("GET", path, **kw)
@@ -176,13 +183,32 @@ class Client:
         """Read Server-Sent Events of GET path on a connection of its own
         until want(events) is true or timeout: the events, each a dict
         (id, event, data as JSON), and the HTTP answer's status."""
-        c = self._connect(self.cur)
         hdrs = {"Accept": "text/event-stream"}
         if self.token:
             hdrs["Authorization"] = "Bearer " + self.token
         hdrs.update(headers or {})
-        c.request("GET", path, headers=hdrs)
-        r = c.getresponse()
+        for _ in range(100):
+            try:
+                c = self._connect(self.cur)
+                c.request("GET", path, headers=hdrs)
+                r = c.getresponse()
+            except OSError:
+                if not self.follow:
+                    raise
+                self._next()
+                time.sleep(0.1)
+                continue
+            if not self.follow or r.status not in (307, 503):
+                break
+            loc = r.headers.get("location") if r.status == 307 else None
+            r.read()
+            c.close()
+            if loc:
+                u = urllib.parse.urlsplit(loc)
+                self.cur = "%s:%d" % (u.hostname, u.port)
+            else:
+                self._next()
+                time.sleep(0.1)
         evs = []
         if r.status != 200:
             resp = Resp(r.status, {k.lower(): v for k, v in r.getheaders()},

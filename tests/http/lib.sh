@@ -24,7 +24,7 @@ start_http() {
 # arguments).
 hcurl() {
 	hc_out=$1; shift
-	curl -s -o "$hc_out" -w '%{http_code} %{content_type}\n' "$@" >"$hc_out.st" ||
+	curl -sS -o "$hc_out" -w '%{http_code} %{content_type}\n' "$@" >"$hc_out.st" 2>"$hc_out.err" ||
 		echo "000 -" >"$hc_out.st"
 	python3 - "$hc_out" "$@" <<'PY'
 import json, os, sys, urllib.parse
