@@ -79,9 +79,12 @@ function route() {
 }
 
 onServer(drawWho);
-onLiveState(({state, text}) => {
+onLiveState(({state, text, rev}) => {
 	document.getElementById('live').dataset.state = state;
-	fill(document.getElementById('live-text'), text);
+	const t = document.getElementById('live-text');
+	if (t.textContent !== text)
+		fill(t, text);
+	fill(document.getElementById('live-rev'), rev ? ` · revision ${rev}` : '');
 });
 window.addEventListener('hashchange', route);
 performance.mark('app-start');

@@ -19,13 +19,15 @@ const BACKOFF_MS = [250, 500, 1000, 2000, 4000, 8000];
 
 // The page's state of liveness, shown in the header (one stream at a time).
 const listeners = new Set();
-let liveState = {state: 'idle', text: 'not live yet'};
+let liveState = {state: 'idle', text: 'not live yet', rev: ''};
 export function onLiveState(fn) {
 	listeners.add(fn);
 	fn(liveState);
 }
-function setLive(state, text) {
-	liveState = {state, text};
+// Say a state (text: what a screen reader is told, once a change) and the
+// revision the page is at (shown only).
+function setLive(state, text, rev = '') {
+	liveState = {state, text, rev: String(rev)};
 	for (const fn of listeners)
 		fn(liveState);
 }
@@ -38,7 +40,7 @@ function showRevision(r) {
 		revFrame = requestAnimationFrame(() => {
 			revFrame = 0;
 			if (liveState.state === 'live')
-				setLive('live', `live · revision ${shownRev}`);
+				setLive('live', 'live', shownRev);
 		});
 }
 
@@ -122,7 +124,7 @@ export class Watch {
 		this.started = true;
 		if (fresh)
 			this.last = r;
-		setLive('live', `live · revision ${r}`);
+		setLive('live', 'live', this.last);
 		this.on.ready(fresh);
 	}
 
