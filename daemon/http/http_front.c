@@ -42,6 +42,7 @@
 #include "daemon/feed.h"
 #include "daemon/http/http-int.h"
 #include "daemon/http/http.h"
+#include "daemon/http/http_ui.h"
 #include "daemon/listen.h"
 #include "daemon/logging.h"
 #include "daemon/server.h"
@@ -991,6 +992,11 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 	if (!http_origin_ok(r)) {
 		http_problem(r, SEMD__CODE__PERMISSION_DENIED, "origin %s is not "
 		    "allowed (http-cors-origin)", http_in_header(r, "Origin"));
+		goto out;
+	}
+	if (http_ui_path(uri)) {	/* the web console's files: http_ui.c */
+		http_ui_answer(req, http_cfg(f));
+		http_req_done(r);
 		goto out;
 	}
 	if ((n = http_split(uri, seg, sizeof seg / sizeof seg[0], &query)) < 0) {
