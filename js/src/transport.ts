@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Requests to semd's HTTP front door over the platform's fetch: a list of
+// nodes, the leader learnt from 307 redirects, other nodes tried while one
+// is unreachable or has no leader, problems turned into typed errors.
+
+import { errorFromAnswer, makeError, SemdError } from "./errors.js";
+
+/** The fetch this package calls (the platform's, or one given). */
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+/** How a request is made. */
+export interface RequestOptions {
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Ends the request (and its retries) at once. */
+  signal?: AbortSignal | undefined;
+  /** Until when (performance.now()) other nodes are tried; default the client's failover time. */
+  deadline?: number | undefined;
+  /** Statuses answered as they come, not as errors. */
+  accept?: number[];
+}
+
+/** An answer: its status, headers, and its JSON body (undefined if none). */
+export interface Answer<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  /** When the request was sent, on performance.now()'s clock (its last try). */
+  sentAt: number;
+  /** The base URL that answered. */
+  base: string;
+}
+
+/** A connection-level failure of one try (no HTTP answer). */
+class NetworkFailure extends Error {}
+
+const MAX_REDIRECTS = 8;
+
+/** Milliseconds on a monotonic clock. */
+export function now(): number {
+  return performance.now();
+}
+
+/** A promise that resolves after ms, or rejects when signal aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) { reject(signal.reason); return; }
+    const t = setTimeout(() => { signal?.removeEventListener("abort", onAbort); resolve(); }, ms);
+    unrefTimer(t);
+    const onAbort = (): void => { clearTimeout(t); reject(signal?.reason); };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** A timer that keeps no runtime alive on its own (Node, Bun, Deno). */
+export function unrefTimer(t: unknown): void {
+  if (typeof t === "object" && t !== null && typeof (t as { unref?: unknown }).unref === "function") {
+    (t as { unref(): void }).unref();
+    return;
+  }
+  const deno = (globalThis as { Deno?: { unrefTimer?: (id: number) => void } }).Deno;
+  if (typeof t === "number" && deno?.unrefTimer) deno.unrefTimer(t);
+}
+
+/** A signal that aborts when any of signals does (AbortSignal.any is not in Node 18). */
+export function anySignal(signals: (AbortSignal | undefined)[]): { signal: AbortSignal; done(): void } {
+  const ctl = new AbortController();
+  const live = signals.filter((s): s is AbortSignal => s !== undefined);
+  const offs: (() => void)[] = [];
+  for (const s of live) {
+    if (s.aborted) { ctl.abort(s.reason); break; }
+    const f = (): void => ctl.abort(s.reason);
+    s.addEventListener("abort", f, { once: true });
+    offs.push(() => s.removeEventListener("abort", f));
+  }
+  return { signal: ctl.signal, done: () => { for (const off of offs) off(); } };
+}
+
+/** The nodes of a daemon or a cluster and how to reach them. */
+export class Transport {
+  readonly bases: string[];
+  private current = 0;
+  /** The leader's base URL as a redirect named it (it may be none of bases). */
+  private leader: string | undefined;
+  private readonly fetchFn: FetchLike;
+  private readonly headers: Record<string, string>;
+  readonly failoverMs: number;
+
+  constructor(urls: string[], opts: { fetch?: FetchLike | undefined; token?: string | undefined;
+    headers?: Record<string, string> | undefined; failoverMs?: number | undefined }) {
+    if (urls.length === 0) throw new TypeError("semclient: no URL");
+    this.bases = urls.map(normalizeBase);
+    const f = opts.fetch ?? (globalThis.fetch as FetchLike | undefined);
+    if (typeof f !== "function") throw new TypeError("semclient: no fetch in this runtime (Node >= 18, Deno, Bun)");
+    this.fetchFn = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.headers = { ...(opts.headers ?? {}) };
+    if (opts.token !== undefined) this.headers.authorization = `Bearer ${opts.token}`;
+    this.failoverMs = opts.failoverMs ?? 30000;
+  }
+
+  /** The base URL requests go to now. */
+  get base(): string {
+    return this.leader ?? this.bases[this.current]!;
+  }
+
+  // Moves on from a base that failed: the next one of the list.
+  private next(failed: string): void {
+    if (this.leader === failed) {
+      this.leader = undefined;
+      return;
+    }
+    if (this.bases[this.current] === failed) this.current = (this.current + 1) % this.bases.length;
+  }
+
+  /** One request: JSON in, JSON out; throws the answer's problem as a SemdError. */
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
+    const res = await this.send(method, path, opts);
+    const accept = opts.accept ?? [];
+    const text = await readText(res.response, opts.signal);
+    let body: unknown;
+    if (text.length > 0) {
+      try {
+        body = JSON.parse(text);
+      } catch (e) {
+        throw makeError("protocol_error", `${method} ${path}: an answer that is not JSON (HTTP ${res.response.status})`,
+          { status: res.response.status, cause: e });
+      }
+    }
+    const status = res.response.status;
+    if ((status < 200 || status >= 300) && !accept.includes(status)) {
+      throw errorFromAnswer(status, body, res.response.headers.get("retry-after"));
+    }
+    return { status, headers: res.response.headers, body: body as T, sentAt: res.sentAt, base: res.base };
+  }
+
+  /** A request whose answer's body is left unread (an event stream); errors as request. */
+  async open(method: string, path: string, opts: RequestOptions = {}): Promise<{ response: Response; base: string }> {
+    const res = await this.send(method, path, opts);
+    const status = res.response.status;
+    if (status < 200 || status >= 300) {
+      const text = await readText(res.response, opts.signal);
+      let body: unknown;
+      try { body = text ? JSON.parse(text) : undefined; } catch { body = undefined; }
+      throw errorFromAnswer(status, body, res.response.headers.get("retry-after"));
+    }
+    return { response: res.response, base: res.base };
+  }
+
+  // Sends until a node answers something other than a redirect or "no
+  // leader here", trying the others while the deadline lasts.
+  private async send(method: string, path: string, opts: RequestOptions):
+    Promise<{ response: Response; sentAt: number; base: string }> {
+    const deadline = opts.deadline ?? now() + this.failoverMs;
+    const headers: Record<string, string> = { accept: "application/json", ...this.headers, ...(opts.headers ?? {}) };
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers["content-type"] = "application/json";
+    }
+    let redirects = 0;
+    let backoff = 25;
+    let tries = 0;
+    let lastError: unknown;
+    for (;;) {
+      opts.signal?.throwIfAborted();
+      const base = this.base;
+      const sentAt = now();
+      let response: Response;
+      try {
+        response = await this.tryOnce(base + path, method, headers, body, opts.signal);
+      } catch (e) {
+        if (opts.signal?.aborted) throw opts.signal.reason;
+        if (!(e instanceof NetworkFailure)) throw e;
+        lastError = e.cause;
+        this.next(base);
+        tries++;
+        // Each node once at once, then with a growing pause.
+        if (tries % this.bases.length === 0 || this.bases.length === 1) {
+          if (now() + backoff > deadline) break;
+          await sleep(backoff, opts.signal);
+          backoff = Math.min(backoff * 2, 500);
+        } else if (now() > deadline) {
+          break;
+        }
+        continue;
+      }
+      const status = response.status;
+      if (status === 307 || status === 308) {
+        const loc = response.headers.get("location");
+        await discard(response);
+        if (loc === null || ++redirects > MAX_REDIRECTS) {
+          throw makeError("protocol_error", `${method} ${path}: redirected ${redirects} times`, { status });
+        }
+        this.leader = leaderBase(new URL(loc, base + path).href, path);
+        continue;
+      }
+      if (status === 503) {
+        // No leader known here, or the node is starting: another node may
+        // know better; the answer is kept in case none does in time.
+        const text = await readText(response, opts.signal);
+        let problem: unknown;
+        try { problem = text ? JSON.parse(text) : undefined; } catch { problem = undefined; }
+        const err = errorFromAnswer(status, problem, response.headers.get("retry-after"));
+        lastError = err;
+        this.next(base);
+        tries++;
+        const pause = Math.min(Math.max(backoff, (err.retryAfter ?? 0) * 1000), 1000);
+        if (now() + pause > deadline) throw err;
+        if (tries % this.bases.length === 0 || this.bases.length === 1) {
+          await sleep(pause, opts.signal);
+          backoff = Math.min(backoff * 2, 500);
+        }
+        continue;
+      }
+      return { response, sentAt, base };
+    }
+    if (lastError instanceof SemdError) throw lastError;
+    throw makeError("unavailable", `${method} ${path}: no node of ${this.bases.join(", ")} answered`,
+      { cause: lastError });
+  }
+
+  // One fetch; a failure to connect or to read the answer's head becomes a NetworkFailure.
+  private async tryOnce(url: string, method: string, headers: Record<string, string>,
+    body: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    const init: RequestInit = { method, headers, redirect: "manual" };
+    if (body !== undefined) init.body = body;
+    if (signal !== undefined) init.signal = signal;
+    try {
+      return await this.fetchFn(url, init);
+    } catch (e) {
+      if (signal?.aborted) throw signal.reason;
+      throw new NetworkFailure(`${method} ${url}: ${String(e)}`, { cause: e });
+    }
+  }
+}
+
+/** A base URL without its trailing slash or /v1 (both are added by the paths). */
+function normalizeBase(url: string): string {
+  let u = url.trim();
+  if (!/^https?:\/\//i.test(u)) u = `http://${u}`;
+  u = u.replace(/\/+$/, "");
+  if (u.endsWith("/v1")) u = u.slice(0, -3);
+  return u;
+}
+
+// The leader's base URL from a redirect to the same path on it.
+function leaderBase(location: string, path: string): string {
+  const pathOnly = path.split("?")[0]!;
+  const loc = location.split("?")[0]!;
+  if (loc.endsWith(pathOnly)) return loc.slice(0, loc.length - pathOnly.length);
+  return new URL(location).origin;
+}
+
+// The whole body as text; a failure to read it is a network failure of its own.
+async function readText(res: Response, signal?: AbortSignal): Promise<string> {
+  try {
+    return await res.text();
+  } catch (e) {
+    if (signal?.aborted) throw signal.reason;
+    throw makeError("unavailable", `reading an answer: ${String(e)}`, { cause: e });
+  }
+}
+
+// Gives an answer's connection back without reading what is left.
+async function discard(res: Response): Promise<void> {
+  try {
+    await res.body?.cancel();
+  } catch {
+    // nothing to give back
+  }
+}
