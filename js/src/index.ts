@@ -6,6 +6,8 @@
 export { Client, Semaphore } from "./client.js";
 export type { AcquireOptions, ClientOptions } from "./client.js";
 export { Permit, asyncDispose } from "./permit.js";
+export { SseParser } from "./sse.js";
+export type { SseEvent } from "./sse.js";
 export type { WatchOptions } from "./watch.js";
 export type { FetchLike } from "./transport.js";
 export {

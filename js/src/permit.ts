@@ -182,6 +182,9 @@ export class Permit extends EventTarget {
       if (this.state !== "held") return;
       if (now() < this.deadline) { this.armLoss(); return; }
       this.markLost(`${this.name}: permit ${this.id}: its lease ran out before a renewal was answered`, undefined, true);
+      // The daemon may still count it held (a renewal it answers late): give
+      // it back, so that it does not wait out a lease nobody renews.
+      this.client.transport.request("DELETE", this.path(), { accept: [404, 409] }).catch(() => undefined);
     }, Math.max(0, this.deadline - now()));
     unrefTimer(this.lossTimer);
   }
