@@ -10,3 +10,6 @@ EXTRA_DIST += js/local.mk js/package.json js/package-lock.json js/.npmrc js/.git
 	examples/node/package.json examples/node/package-lock.json examples/node/.npmrc \
 	examples/node/.gitignore examples/node/tsconfig.json examples/node/rate-route.ts \
 	examples/node/worker.ts tests/js.sh doc/typescript.md
+# bench/js-bench.sh: Node over HTTP against ioredis and Redis' Lua.
+EXTRA_DIST += bench/js-bench.sh bench/js/package.json bench/js/package-lock.json \
+	bench/js/.npmrc bench/js/.gitignore bench/js/bench.mjs
