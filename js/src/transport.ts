@@ -45,8 +45,8 @@ export function now(): number {
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) { reject(signal.reason); return; }
+    // Not unref'd: whoever awaits it keeps the runtime alive.
     const t = setTimeout(() => { signal?.removeEventListener("abort", onAbort); resolve(); }, ms);
-    unrefTimer(t);
     const onAbort = (): void => { clearTimeout(t); reject(signal?.reason); };
     signal?.addEventListener("abort", onAbort, { once: true });
   });
