@@ -33,7 +33,7 @@ async function leaderId(urls: string[]): Promise<number> {
   return 0;
 }
 
-test("redirects to the leader; a held permit, a waiter and a watch ride out the leader's kill", async () => {
+test("redirects to the leader; a held permit, a waiter and a watch ride out the leader's kill", { timeout: 60000 }, async () => {
   assert.ok(await waitFor(async () => (await leaderId(cl.urls)) > 0, 15000), "a leader is elected");
   const leader = await leaderId(cl.urls);
   const follower = leader % 3 + 1;

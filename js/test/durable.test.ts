@@ -19,7 +19,7 @@ after(async () => {
   await d.stop();
 });
 
-test("watch resumes across a restart: the events made while away, then live ones, none twice", async () => {
+test("watch resumes across a restart: the events made while away, then live ones, none twice", { timeout: 60000 }, async () => {
   // The watcher's fetch can be held shut, so that events are made while it
   // cannot reconnect (they must come from the daemon's history).
   let shut = false;
@@ -71,7 +71,7 @@ test("watch resumes across a restart: the events made while away, then live ones
   assert.equal(readies[1]!.resumed, true);
 });
 
-test("a permit's background renewal rides out a restart of the durable daemon", async () => {
+test("a permit's background renewal rides out a restart of the durable daemon", { timeout: 60000 }, async () => {
   const c = new Client({ url: d.url });
   const sem = c.semaphore("d/hold", { limit: 1 });
   const p = await sem.acquire({ lease: 4000 });

@@ -20,7 +20,7 @@ after(async () => {
   await d.stop();
 });
 
-test("no renewal answered: lost at the lease's end, before the next holder is granted", async () => {
+test("no renewal answered: lost at the lease's end, before the next holder is granted", { timeout: 60000 }, async () => {
   const c1 = new Client({ url: d.url });
   const c2 = new Client({ url: d.url });
   const p = await c1.semaphore("l/a", { limit: 1 }).acquire({ lease: 1500 });

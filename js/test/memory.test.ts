@@ -28,7 +28,7 @@ async function waiters(name: string): Promise<number> {
   return (await c.info(name)).waiters.length;
 }
 
-test("acquire: a permit with an id and a token, held on the daemon until released", async () => {
+test("acquire: a permit with an id and a token, held on the daemon until released", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/basic", { limit: 2 });
   const p = await sem.acquire();
   assert.match(p.token, /^[0-9]+$/);
@@ -56,7 +56,7 @@ test("acquire: a permit with an id and a token, held on the daemon until release
   await p2.release();
 });
 
-test("await using gives the permit back when the block ends", async () => {
+test("await using gives the permit back when the block ends", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/using", { limit: 1 });
   {
     await using p = await sem.acquire();
@@ -73,7 +73,7 @@ test("await using gives the permit back when the block ends", async () => {
   assert.equal((await sem.info()).holders.length, 0);
 });
 
-test("withPermit gives the permit back however fn ends", async () => {
+test("withPermit gives the permit back however fn ends", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/with", { limit: 1 });
   const v = await sem.withPermit(async (p) => {
     assert.ok(p.held);
@@ -86,7 +86,7 @@ test("withPermit gives the permit back however fn ends", async () => {
   assert.equal((await sem.info()).holders.length, 0);
 });
 
-test("FIFO across tasks: waiters are granted in the order they queued", async () => {
+test("FIFO across tasks: waiters are granted in the order they queued", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/fifo", { limit: 1 });
   const holder = await sem.acquire();
   const order: number[] = [];
@@ -111,7 +111,7 @@ test("FIFO across tasks: waiters are granted in the order they queued", async ()
   assert.equal(info.holders.length, 0);
 });
 
-test("an aborted acquire rejects with the signal's reason and leaves no waiter", async () => {
+test("an aborted acquire rejects with the signal's reason and leaves no waiter", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/abort", { limit: 1 });
   const holder = await sem.acquire();
   const ctl = new AbortController();
@@ -137,7 +137,7 @@ test("an aborted acquire rejects with the signal's reason and leaves no waiter",
   await h2.release();
 });
 
-test("timeoutMs: the acquire fails TimeoutError after that long in line, leaving no waiter", async () => {
+test("timeoutMs: the acquire fails TimeoutError after that long in line, leaving no waiter", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/timeout", { limit: 1 });
   const holder = await sem.acquire();
   const t0 = performance.now();
@@ -152,7 +152,7 @@ test("timeoutMs: the acquire fails TimeoutError after that long in line, leaving
   await holder.release();
 });
 
-test("timeoutMs 0 tries once: WouldBlockError; tryAcquire gives null", async () => {
+test("timeoutMs 0 tries once: WouldBlockError; tryAcquire gives null", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/try", { limit: 1 });
   const holder = await sem.acquire();
   await assert.rejects(sem.acquire({ timeoutMs: 0 }), (e) => {
@@ -171,7 +171,7 @@ test("timeoutMs 0 tries once: WouldBlockError; tryAcquire gives null", async () 
   assert.equal(await waiters("m/try"), 0);
 });
 
-test("typed errors match the daemon's problem codes", async () => {
+test("typed errors match the daemon's problem codes", { timeout: 60000 }, async () => {
   await assert.rejects(c.info("m/none"), (e) => {
     assert.ok(e instanceof NotFoundError, String(e));
     assert.equal(e.status, 404);
@@ -188,7 +188,7 @@ test("typed errors match the daemon's problem codes", async () => {
   await assert.rejects(c.info("m/dup"), NotFoundError);
 });
 
-test("the lease is renewed in the background while the permit is held", async () => {
+test("the lease is renewed in the background while the permit is held", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/renew", { limit: 1 });
   const p = await sem.acquire({ lease: 600 });
   const first = (await sem.info()).holders[0]!.expires_ms;
@@ -200,7 +200,7 @@ test("the lease is renewed in the background while the permit is held", async ()
   assert.equal(await p.release(), true);
 });
 
-test("a permit released by force: its signal aborts, 'lost' fires, onLost is called", async () => {
+test("a permit released by force: its signal aborts, 'lost' fires, onLost is called", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/lost", { limit: 1 });
   const calls: HoldLostError[] = [];
   const p: Permit = await sem.acquire({ lease: 900, onLost: (e) => calls.push(e) });
@@ -216,7 +216,7 @@ test("a permit released by force: its signal aborts, 'lost' fires, onLost is cal
   assert.equal(await p.release(), false);
 });
 
-test("rate mode: a grant holds nothing", async () => {
+test("rate mode: a grant holds nothing", { timeout: 60000 }, async () => {
   await c.create("m/rate", { mode: "rate", limit: 0, rate: 2, rate_period_ms: 60000, burst: 2 });
   const sem = c.semaphore("m/rate");
   const a = await sem.acquire();
@@ -228,7 +228,7 @@ test("rate mode: a grant holds nothing", async () => {
   assert.equal(await a.release(), false);
 });
 
-test("watch: the events of a prefix as an async iterator, ended by break", async () => {
+test("watch: the events of a prefix as an async iterator, ended by break", { timeout: 60000 }, async () => {
   const it = c.watch({ name: "m/w/", prefix: true });
   const first = await it.next();
   assert.equal(first.done, false);
@@ -249,7 +249,7 @@ test("watch: the events of a prefix as an async iterator, ended by break", async
   assert.equal((await it.next()).done, true, "ended by break");
 });
 
-test("many tasks on one client: every acquire granted once, never more holders than the limit", async () => {
+test("many tasks on one client: every acquire granted once, never more holders than the limit", { timeout: 60000 }, async () => {
   const sem = c.semaphore("m/many", { limit: 3 });
   let inside = 0;
   let most = 0;
