@@ -26,6 +26,7 @@
 #define SEMD_THREADS_MAX	64	/* event loops: one bit each in a mask */
 
 struct acl;
+struct http_config;
 
 struct semd_config {
 	char		**listen;
@@ -85,6 +86,7 @@ struct semd_config {
 	char		**metrics_names;	/* prefixes with per-name gauges */
 	size_t		nmetrics_names;
 	uint32_t	ready_max_lag;		/* /readyz: entries a follower may lag */
+	struct http_config *http;		/* the http-* settings (daemon/http/) */
 };
 
 /* A key=value pair from the command line, kept to re-apply on reload. */
