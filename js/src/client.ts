@@ -32,7 +32,7 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** The fetch to use (default: the platform's). */
   fetch?: FetchLike;
-  /** The program named in holder lists (default "semclient-js"). */
+  /** The program named in holder lists, and the User-Agent (default "semclient-js"). */
   clientName?: string;
 }
 
@@ -78,12 +78,12 @@ export class Client {
   constructor(opts: ClientOptions | string | string[]) {
     const o: ClientOptions = typeof opts === "string" || Array.isArray(opts) ? { url: opts } : opts;
     const urls = (Array.isArray(o.url) ? o.url : o.url.split(",")).map((u) => u.trim()).filter((u) => u !== "");
+    this.clientName = o.clientName ?? "semclient-js";
     this.transport = new Transport(urls, {
-      fetch: o.fetch, token: o.token, headers: o.headers, failoverMs: o.failoverMs,
+      fetch: o.fetch, token: o.token, headers: o.headers, failoverMs: o.failoverMs, userAgent: this.clientName,
     });
     this.lease = o.lease ?? DEFAULT_LEASE;
     this.maxWait = o.maxWait ?? 20;
-    this.clientName = o.clientName ?? "semclient-js";
   }
 
   /** A semaphore by name (sends nothing); defaults for its acquires. */

@@ -35,6 +35,8 @@ export interface Answer<T = unknown> {
 class NetworkFailure extends Error {}
 
 const MAX_REDIRECTS = 8;
+/** How long a node that did not answer is taken for down when a redirect names it (ms). */
+const STALE_LEADER_MS = 1000;
 
 /** Milliseconds on a monotonic clock. */
 export function now(): number {
@@ -83,17 +85,21 @@ export class Transport {
   /** The leader's base URL as a redirect named it (it may be none of bases). */
   private leader: string | undefined;
   private readonly fetchFn: FetchLike;
+  /** When each node last failed to answer (performance.now()). */
+  private readonly failedAt = new Map<string, number>();
   private readonly headers: Record<string, string>;
   readonly failoverMs: number;
 
   constructor(urls: string[], opts: { fetch?: FetchLike | undefined; token?: string | undefined;
-    headers?: Record<string, string> | undefined; failoverMs?: number | undefined }) {
+    headers?: Record<string, string> | undefined; failoverMs?: number | undefined;
+    userAgent?: string | undefined }) {
     if (urls.length === 0) throw new TypeError("semclient: no URL");
     this.bases = urls.map(normalizeBase);
     const f = opts.fetch ?? (globalThis.fetch as FetchLike | undefined);
     if (typeof f !== "function") throw new TypeError("semclient: no fetch in this runtime (Node >= 18, Deno, Bun)");
     this.fetchFn = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.headers = { ...(opts.headers ?? {}) };
+    // The daemon names a caller's program after its User-Agent in holder lists.
+    this.headers = { ...(opts.userAgent ? { "user-agent": opts.userAgent } : {}), ...(opts.headers ?? {}) };
     if (opts.token !== undefined) this.headers.authorization = `Bearer ${opts.token}`;
     this.failoverMs = opts.failoverMs ?? 30000;
   }
@@ -161,6 +167,21 @@ export class Transport {
     let backoff = 25;
     let tries = 0;
     let lastError: unknown;
+    // A node that failed: the next one is tried; after a round of them, a
+    // growing pause. False when the deadline leaves no time for another try.
+    const failed = async (base: string, err: unknown, pauseAtLeast = 0): Promise<boolean> => {
+      lastError = err;
+      this.failedAt.set(base, now());
+      this.next(base);
+      tries++;
+      redirects = 0;
+      if (tries % this.bases.length !== 0 && this.bases.length > 1) return now() <= deadline;
+      const pause = Math.min(Math.max(backoff, pauseAtLeast), 1000);
+      if (now() + pause > deadline) return false;
+      await sleep(pause, opts.signal);
+      backoff = Math.min(backoff * 2, 500);
+      return true;
+    };
     for (;;) {
       opts.signal?.throwIfAborted();
       const base = this.base;
@@ -171,27 +192,27 @@ export class Transport {
       } catch (e) {
         if (opts.signal?.aborted) throw opts.signal.reason;
         if (!(e instanceof NetworkFailure)) throw e;
-        lastError = e.cause;
-        this.next(base);
-        tries++;
-        // Each node once at once, then with a growing pause.
-        if (tries % this.bases.length === 0 || this.bases.length === 1) {
-          if (now() + backoff > deadline) break;
-          await sleep(backoff, opts.signal);
-          backoff = Math.min(backoff * 2, 500);
-        } else if (now() > deadline) {
-          break;
-        }
-        continue;
+        if (await failed(base, e.cause)) continue;
+        break;
       }
       const status = response.status;
       if (status === 307 || status === 308) {
         const loc = response.headers.get("location");
         await discard(response);
-        if (loc === null || ++redirects > MAX_REDIRECTS) {
+        if (loc === null) throw makeError("protocol_error", `${method} ${path}: a redirect without a Location`, { status });
+        const target = leaderBase(new URL(loc, base + path).href, path);
+        // A follower that still names a leader we just failed to reach
+        // knows no better than we do (an election is under way): another
+        // node is asked, after a pause once each has been.
+        const t = this.failedAt.get(target);
+        if (t !== undefined && now() - t < STALE_LEADER_MS) {
+          if (await failed(base, makeError("unavailable", `${base} redirects to ${target}, which did not answer`))) continue;
+          break;
+        }
+        if (++redirects > MAX_REDIRECTS) {
           throw makeError("protocol_error", `${method} ${path}: redirected ${redirects} times`, { status });
         }
-        this.leader = leaderBase(new URL(loc, base + path).href, path);
+        this.leader = target;
         continue;
       }
       if (status === 503) {
@@ -201,17 +222,10 @@ export class Transport {
         let problem: unknown;
         try { problem = text ? JSON.parse(text) : undefined; } catch { problem = undefined; }
         const err = errorFromAnswer(status, problem, response.headers.get("retry-after"));
-        lastError = err;
-        this.next(base);
-        tries++;
-        const pause = Math.min(Math.max(backoff, (err.retryAfter ?? 0) * 1000), 1000);
-        if (now() + pause > deadline) throw err;
-        if (tries % this.bases.length === 0 || this.bases.length === 1) {
-          await sleep(pause, opts.signal);
-          backoff = Math.min(backoff * 2, 500);
-        }
-        continue;
+        if (await failed(base, err, (err.retryAfter ?? 0) * 1000)) continue;
+        throw err;
       }
+      this.failedAt.delete(base);
       return { response, sentAt, base };
     }
     if (lastError instanceof SemdError) throw lastError;

@@ -5,7 +5,7 @@
 // file waited for with bounded retries, everything killed at exit.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { appendFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, closeSync, writeFileSync } from "node:fs";
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -135,9 +135,10 @@ export class Daemon {
   }
 }
 
-/** A private directory for a test. */
+/** A private directory for a test, empty. */
 export function testDir(name: string): string {
   const d = join(TMP, name);
+  rmSync(d, { recursive: true, force: true });
   mkdirSync(d, { recursive: true });
   return d;
 }

@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   Client, ExistsError, HoldLostError, InvalidArgumentError, NotFoundError, SemdError, TimeoutError,
-  WouldBlockError, type Permit, type WatchEvent,
+  WouldBlockError, type Permit, type Semaphore, type WatchEvent,
 } from "semclient";
 import { Daemon, delay, waitFor } from "./daemon.js";
 
@@ -23,13 +23,19 @@ after(async () => {
   await d.stop();
 });
 
+// A new name of this limit (names made by an acquire go when unused).
+async function fresh(name: string, limit: number): Promise<Semaphore> {
+  await c.create(name, { limit });
+  return c.semaphore(name);
+}
+
 // The number of waiters the daemon shows for name.
 async function waiters(name: string): Promise<number> {
   return (await c.info(name)).waiters.length;
 }
 
 test("acquire: a permit with an id and a token, held on the daemon until released", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/basic", { limit: 2 });
+  const sem = await fresh("m/basic", 2);
   const p = await sem.acquire();
   assert.match(p.token, /^[0-9]+$/);
   assert.ok(p.id !== undefined);
@@ -41,8 +47,7 @@ test("acquire: a permit with an id and a token, held on the daemon until release
   assert.equal(info.holders.length, 1);
   assert.equal(info.holders[0]!.permit, p.id);
   assert.equal(info.holders[0]!.token, p.token);
-  assert.equal(info.holders[0]!.client, "semclient-js");
-  assert.equal(info.holders[0]!.pid, process.pid);
+  assert.match(info.holders[0]!.client ?? "", /^semclient-js/);
   assert.equal(await sem.validate(p.token), true);
   assert.equal(await p.release(), true, "the first release gives it back");
   assert.equal(await p.release(), false, "a second one does nothing");
@@ -57,7 +62,7 @@ test("acquire: a permit with an id and a token, held on the daemon until release
 });
 
 test("await using gives the permit back when the block ends", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/using", { limit: 1 });
+  const sem = await fresh("m/using", 1);
   {
     await using p = await sem.acquire();
     assert.ok(p.held);
@@ -74,7 +79,7 @@ test("await using gives the permit back when the block ends", { timeout: 60000 }
 });
 
 test("withPermit gives the permit back however fn ends", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/with", { limit: 1 });
+  const sem = await fresh("m/with", 1);
   const v = await sem.withPermit(async (p) => {
     assert.ok(p.held);
     return 42;
@@ -87,7 +92,7 @@ test("withPermit gives the permit back however fn ends", { timeout: 60000 }, asy
 });
 
 test("FIFO across tasks: waiters are granted in the order they queued", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/fifo", { limit: 1 });
+  const sem = await fresh("m/fifo", 1);
   const holder = await sem.acquire();
   const order: number[] = [];
   const tokens: bigint[] = [];
@@ -101,7 +106,7 @@ test("FIFO across tasks: waiters are granted in the order they queued", { timeou
     assert.ok(await waitFor(async () => (await waiters("m/fifo")) === i + 1), `task ${i} queued`);
   }
   const queued = (await sem.info()).waiters;
-  assert.ok(queued.every((w) => w.pid === process.pid && w.n === 1));
+  assert.ok(queued.every((w) => w.pid === process.pid && w.n === 1 && w.client === "semclient-js"));
   await holder.release();
   await Promise.all(tasks);
   assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7]);
@@ -112,7 +117,7 @@ test("FIFO across tasks: waiters are granted in the order they queued", { timeou
 });
 
 test("an aborted acquire rejects with the signal's reason and leaves no waiter", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/abort", { limit: 1 });
+  const sem = await fresh("m/abort", 1);
   const holder = await sem.acquire();
   const ctl = new AbortController();
   const pending = sem.acquire({ signal: ctl.signal });
@@ -138,7 +143,7 @@ test("an aborted acquire rejects with the signal's reason and leaves no waiter",
 });
 
 test("timeoutMs: the acquire fails TimeoutError after that long in line, leaving no waiter", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/timeout", { limit: 1 });
+  const sem = await fresh("m/timeout", 1);
   const holder = await sem.acquire();
   const t0 = performance.now();
   await assert.rejects(sem.acquire({ timeoutMs: 300 }), (e) => {
@@ -153,7 +158,7 @@ test("timeoutMs: the acquire fails TimeoutError after that long in line, leaving
 });
 
 test("timeoutMs 0 tries once: WouldBlockError; tryAcquire gives null", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/try", { limit: 1 });
+  const sem = await fresh("m/try", 1);
   const holder = await sem.acquire();
   await assert.rejects(sem.acquire({ timeoutMs: 0 }), (e) => {
     assert.ok(e instanceof WouldBlockError, String(e));
@@ -189,7 +194,7 @@ test("typed errors match the daemon's problem codes", { timeout: 60000 }, async 
 });
 
 test("the lease is renewed in the background while the permit is held", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/renew", { limit: 1 });
+  const sem = await fresh("m/renew", 1);
   const p = await sem.acquire({ lease: 600 });
   const first = (await sem.info()).holders[0]!.expires_ms;
   await delay(1500); // two and a half leases: held only if renewed
@@ -201,7 +206,7 @@ test("the lease is renewed in the background while the permit is held", { timeou
 });
 
 test("a permit released by force: its signal aborts, 'lost' fires, onLost is called", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/lost", { limit: 1 });
+  const sem = await fresh("m/lost", 1);
   const calls: HoldLostError[] = [];
   const p: Permit = await sem.acquire({ lease: 900, onLost: (e) => calls.push(e) });
   let events = 0;
@@ -250,7 +255,7 @@ test("watch: the events of a prefix as an async iterator, ended by break", { tim
 });
 
 test("many tasks on one client: every acquire granted once, never more holders than the limit", { timeout: 60000 }, async () => {
-  const sem = c.semaphore("m/many", { limit: 3 });
+  const sem = await fresh("m/many", 3);
   let inside = 0;
   let most = 0;
   const tokens = new Set<string>();
