@@ -18,7 +18,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:?usage: tests/js.sh BUILDDIR}" && pwd)
 top_srcdir=$top top_builddir=$build
 . "$top/tests/lib.sh"
-t_watchdog 600
+# Each step is bounded on its own (timeout): a watchdog's sleep would
+# outlive the script and hold its output open.
 
 command -v node >/dev/null && command -v npm >/dev/null ||
 	{ echo "tests/js.sh: no node or npm (scripts/deps.sh installs them)" >&2; exit 1; }
@@ -41,8 +42,8 @@ failed() {
 }
 
 cd "$stage/js" || exit 1
-ok "js: npm ci from the lockfile" sh -c 'npm ci --prefer-offline >"$0" 2>&1' "$T/npm-ci.log"
-SEMD=$build/semd SEMD_JS_TMP=$T npm test >"$T/npm-test.out" 2>&1
+ok "js: npm ci from the lockfile" sh -c 'timeout 300 npm ci --prefer-offline >"$0" 2>&1' "$T/npm-ci.log"
+SEMD=$build/semd SEMD_JS_TMP=$T timeout -k 10 300 npm test >"$T/npm-test.out" 2>&1
 rc=$?
 sed -n 's/^# \(tests\|pass\|fail\|cancelled\|skipped\|duration_ms\) /# npm test: \1 /p' "$T/npm-test.out"
 expect_eq "js: npm test (node:test against real daemons)" 0 "$rc"
@@ -52,7 +53,7 @@ ok "js: no test was skipped or left undone" sh -c "grep -q '^# pass [1-9]' '$T/n
 ok "js: the library imports nothing of node:" sh -c "! grep -l 'from \"node:' dist/*.js"
 
 rm -f semclient-*.tgz
-ok "js: npm pack makes the tarball" sh -c 'npm pack --silent >"$0" 2>&1' "$T/npm-pack.log"
+ok "js: npm pack makes the tarball (dist/ as npm test built it)" sh -c 'timeout 120 npm pack --ignore-scripts --silent >"$0" 2>&1' "$T/npm-pack.log"
 tgz=$(ls semclient-*.tgz 2>/dev/null | head -1)
 tar tzf "$tgz" >"$T/pack.list" 2>/dev/null
 for f in package.json README.md dist/index.js dist/index.d.ts dist/client.js dist/permit.d.ts; do
@@ -62,18 +63,18 @@ ok "js: ... and no test or source" sh -c "! grep -q '^package/\(test\|src\|build
 
 # The examples, compiled against the package and run against a daemon.
 cd "$stage/examples/node" || exit 1
-ok "examples: npm ci from their lockfile" sh -c 'npm ci --prefer-offline >"$0" 2>&1' "$T/npm-ci-examples.log"
-ok "examples: compiled against semclient's types" sh -c 'npm run -s build >"$0" 2>&1' "$T/tsc-examples.log"
+ok "examples: npm ci from their lockfile" sh -c 'timeout 300 npm ci --prefer-offline >"$0" 2>&1' "$T/npm-ci-examples.log"
+ok "examples: compiled against semclient's types" sh -c 'timeout 120 npm run -s build >"$0" 2>&1' "$T/tsc-examples.log"
 start_semd ex --listen http:127.0.0.1:0 || exit 1
 url=http://$(sed -n 's/^http://p' "$T/ex.ready" | head -1)
 
 # The route: a bucket of 5 for a minute; 8 requests: 5 served, 3 refused.
-SEMD_URL=$url PORT=0 RATE=5 RATE_PERIOD_MS=60000 node dist/rate-route.js >"$T/route.out" 2>"$T/route.log" &
+SEMD_URL=$url PORT=0 RATE=5 RATE_PERIOD_MS=60000 timeout 60 node dist/rate-route.js >"$T/route.out" 2>"$T/route.log" &
 route=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $route"
 ok "examples: the rate-limited route listens" t_wait_for 20 grep -q '^listening on ' "$T/route.out"
 app=$(sed -n 's/^listening on //p' "$T/route.out")
-node -e '
+timeout 30 node -e '
 const codes = [];
 for (let i = 0; i < 8; i++) codes.push((await fetch(process.argv[1] + "/search?q=x")).status);
 console.log(codes.join(" "));' --input-type=module "$app" >"$T/codes.out" 2>&1
@@ -82,7 +83,7 @@ kill "$route" 2>/dev/null
 
 # Two workers of 4 jobs each, at most 2 jobs at once between them.
 for w in 1 2; do
-	SEMD_URL=$url LIMIT=2 JOBS=4 JOB_MS=150 node dist/worker.js >"$T/worker$w.out" 2>"$T/worker$w.log" &
+	SEMD_URL=$url LIMIT=2 JOBS=4 JOB_MS=150 timeout 60 node dist/worker.js >"$T/worker$w.out" 2>"$T/worker$w.log" &
 	eval "w$w=\$!"
 done
 wait "$w1"; r1=$?
