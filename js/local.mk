@@ -7,6 +7,8 @@ EXTRA_DIST += js/local.mk js/package.json js/package-lock.json js/.npmrc js/.git
 	js/src/permit.ts js/src/sse.ts js/src/transport.ts js/src/types.ts js/src/watch.ts \
 	js/test/tsconfig.json js/test/daemon.ts js/test/sse.test.ts js/test/memory.test.ts \
 	js/test/lost.test.ts js/test/durable.test.ts js/test/cluster.test.ts \
+	js/runtimes/package.json js/runtimes/package-lock.json js/runtimes/.npmrc \
+	js/runtimes/.gitignore js/runtimes/smoke.mjs \
 	examples/node/package.json examples/node/package-lock.json examples/node/.npmrc \
 	examples/node/.gitignore examples/node/tsconfig.json examples/node/rate-route.ts \
 	examples/node/worker.ts tests/js.sh doc/typescript.md

