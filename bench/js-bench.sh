@@ -16,13 +16,13 @@
 # CPU profile of the Node client at 16 tasks, node --cpu-prof, its top
 # functions printed). Needs node and npm (js/ and bench/js/ are installed
 # with npm ci into the build directory) and redis-server.
+D=${D:-3}
+REPS=${REPS:-3}
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
-D=${D:-3}
-REPS=${REPS:-3}
 bench_init js-bench
 command -v redis-server >/dev/null || { echo "js-bench: no redis-server (apt-get install redis-server)" >&2; exit 1; }
 command -v npm >/dev/null || { echo "js-bench: no npm (scripts/deps.sh)" >&2; exit 1; }

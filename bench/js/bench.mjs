@@ -13,14 +13,8 @@
 // then INCR, release DECR. One op is an acquire and its release.
 import { Client } from "semclient";
 
-const ACQUIRE_LUA = `
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-if n < tonumber(ARGV[1]) then
-  redis.call('INCR', KEYS[1])
-  return 1
-end
-return 0
-`;
+const ACQUIRE_LUA = "local n = tonumber(redis.call('GET', KEYS[1]) or '0') " +
+  "if n < tonumber(ARGV[1]) then redis.call('INCR', KEYS[1]) return 1 end return 0";
 const RELEASE_LUA = "return redis.call('DECR', KEYS[1])";
 const REDIS_LIMIT = 1e9;
 

@@ -45,32 +45,30 @@ export interface Summary {
   href: string;
 }
 
-/** A permit held, as the holder lists show it. */
-export interface Holder {
-  name?: string;
-  permit: string;
-  token: string;
+/** Who holds or waits, and since when. */
+export interface Caller {
   n: number;
   principal: string;
   client?: string;
   host?: string;
   pid?: number;
   since_ms: number;
+}
+
+/** A permit held, as the holder lists show it. */
+export interface Holder extends Caller {
+  name?: string;
+  permit: string;
+  token: string;
   detached: boolean;
   expires_ms: number;
   href?: string;
 }
 
 /** A waiter in a name's queue, in queue order. */
-export interface QueuedWaiter {
+export interface QueuedWaiter extends Caller {
   seq: string;
   request: string;
-  n: number;
-  principal: string;
-  client?: string;
-  host?: string;
-  pid?: number;
-  since_ms: number;
   deadline_ms: number;
   detached: boolean;
   replace?: string;
