@@ -3,7 +3,7 @@
 # semd-benchmark: the load generator and latency meter (installed).
 bin_PROGRAMS += semd-benchmark
 semd_benchmark_SOURCES = bench/semd-benchmark.c bench/engine.c bench/run.c bench/bench.h \
-	bench/wire.c bench/wire.h bench/hist.c bench/hist.h
+	bench/wire.c bench/wire.h bench/wire_http.c bench/wire_http.h bench/hist.c bench/hist.h
 semd_benchmark_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS) -pthread
 semd_benchmark_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) \
 	$(OPENSSL_LIBS) $(PTHREAD_LIBS)

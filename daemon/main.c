@@ -125,9 +125,18 @@ static void usage(FILE *f)
  */
 static void semd_raise_nofile(const struct semd_config *cfg)
 {
-	rlim_t want = (rlim_t)cfg->max_connections + 64 +
-	    (cfg->http != NULL ? cfg->http->max_connections : 10000);
+	rlim_t want = (rlim_t)cfg->max_connections + 64;
 	struct rlimit rl;
+	size_t i;
+
+	/* HTTP connections too, when there is an HTTP listener. */
+	for (i = 0; i < cfg->nlisten; i++) {
+		if (http_listener_kind(cfg->listen[i])) {
+			want += cfg->http != NULL ? cfg->http->max_connections :
+			    10000;
+			break;
+		}
+	}
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
 		return;

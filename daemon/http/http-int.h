@@ -37,6 +37,7 @@
 
 struct conn;
 struct evhttp_connection;
+struct evbuffer_cb_entry;
 struct hconn;
 struct hreq;
 struct gate;
@@ -95,19 +96,22 @@ struct http_listener {
 	bool			is_unix;
 };
 
-/* One HTTP connection (made with its bufferevent, freed with it). */
+/* One HTTP connection (made with its bufferevent, reaped after it). */
 struct hconn {
 	struct list_head	entry;
 	struct hnode		cnode;
 	struct http_front	*f;
 	struct http_listener	*l;
-	struct bufferevent	*bev;		/* the filter evhttp reads */
+	struct bufferevent	*bev;		/* evhttp's, and one reference ours */
 	struct evhttp_connection *evcon;	/* known from its first request */
 	struct event		*deadline;	/* a request to complete */
 	struct event		*watch;		/* EV_CLOSED while one waits */
+	struct event		*reap;		/* frees it once evhttp let go */
+	struct evbuffer_cb_entry *in_cb;
 	struct hreq		*cur;		/* the request being answered */
 	struct hprin		*who;		/* the transport's identity */
 	bool			identified;
+	bool			nodelay;	/* TCP_NODELAY set */
 	bool			busy;		/* a request is in our hands */
 	bool			gone;
 	uint32_t		pid;		/* a UNIX peer's */
@@ -197,7 +201,12 @@ void http_cut(struct hreq *r);
 size_t http_backlog(const struct hreq *r);
 
 /* --- http_gate.c --------------------------------------------------------- */
-enum gate_kind { GATE_SERVICE, GATE_WAITER, GATE_WATCH, GATE_BACKUP };
+/*
+ * Service: cached, a principal's reads and quick writes; waiter, watch,
+ * backup: one's own; node: no Hello, for what a node answers itself
+ * (Cluster STATUS, on any node).
+ */
+enum gate_kind { GATE_SERVICE, GATE_WAITER, GATE_WATCH, GATE_BACKUP, GATE_NODE };
 
 /* The answer to a call; r NULL when none will come (the gate closed). */
 typedef void (*gate_done_fn)(void *arg, const Semd__Reply *rep);
@@ -327,5 +336,8 @@ extern const size_t http_openapi_json_len;
  */
 bool http_service_call(struct hreq *r, Semd__Request *req,
     void (*done)(struct hreq *r, const Semd__Reply *rep));
+/* The same as the caller id says (an acquire's client, host, pid). */
+bool http_service_call_as(struct hreq *r, const struct gate_ident *id,
+    Semd__Request *req, void (*done)(struct hreq *r, const Semd__Reply *rep));
 
 #endif

@@ -121,7 +121,7 @@ static void idem_store(struct hidem *k, int status, json_t *body,
     const char *location);
 static void idem_drop(struct http_front *f, struct hidem *k);
 
-/* --- waiter ids ----------------------------------------------------------------- */
+/* --- waiter ids ----------------------------------------------------------- */
 
 static const char hw_b64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -266,7 +266,7 @@ static bool hw_read_id(const char *id, struct hwaiter *w, uint64_t *session,
 	return p == end && *session != 0 && w->request_id != 0;
 }
 
-/* --- the table of waiters -------------------------------------------------------- */
+/* --- the table of waiters ------------------------------------------------- */
 
 /* Is this the waiter of that id? */
 static bool hw_eq(const struct hnode *n, const void *key)
@@ -291,7 +291,7 @@ static void hw_index(struct hwaiter *w)
 	list_add_tail(&w->entry, &w->f->waiter_list);
 }
 
-/* --- answers ---------------------------------------------------------------------- */
+/* --- answers -------------------------------------------------------------- */
 
 /* The waiter as JSON. */
 static json_t *hw_json(const struct hwaiter *w)
@@ -443,7 +443,7 @@ static void hw_fail(struct hwaiter *w, int code, const char *msg)
 	hw_finish(w);
 }
 
-/* --- the waiter's gate --------------------------------------------------------------- */
+/* --- the waiter's gate ---------------------------------------------------- */
 
 /* The lease of w's session, from now (wall). */
 static void hw_renewed(struct hwaiter *w)
@@ -520,6 +520,8 @@ static void hw_down_done(void *arg, const Semd__Reply *rep)
 		}
 	}
 	w->grants = grants;
+	json_decref(w->places);		/* in line no more */
+	w->places = NULL;
 	if (w->state == HW_RESOLVING) {
 		w->state = HW_GRANTED;
 		hw_resolved(w);
@@ -702,7 +704,7 @@ static void hw_free(struct hwaiter *w)
 	free(w);
 }
 
-/* --- polls --------------------------------------------------------------------------- */
+/* --- polls ---------------------------------------------------------------- */
 
 /* A poll's wait is over: answer with a fresh Where. */
 static void hpoll_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -775,7 +777,7 @@ static void hpoll_add(struct hwaiter *w, struct hreq *r, enum hpoll_kind kind,
 		hpoll_end(p);
 }
 
-/* --- idempotency keys ----------------------------------------------------------------- */
+/* --- idempotency keys ----------------------------------------------------- */
 
 struct idem_key {
 	const struct hprin	*who;
@@ -943,7 +945,7 @@ static bool idem_begin(struct hreq *r, uint32_t lease_ms, struct hidem **out)
 	return true;
 }
 
-/* --- acquire ----------------------------------------------------------------------------- */
+/* --- acquire -------------------------------------------------------------- */
 
 /* Give back what a grant held (its client left before the answer). */
 static void acq_give_back(struct hreq *r, const char *name, uint64_t permit)
@@ -969,7 +971,8 @@ static void acq_give_back(struct hreq *r, const char *name, uint64_t permit)
 /* Free an acquire's record (r keeps going). */
 static void acq_free(struct hacq *a)
 {
-	a->r->priv = NULL;
+	if (a->r->priv == a)
+		a->r->priv = NULL;
 	free(a);
 }
 
@@ -1106,7 +1109,8 @@ static void acq_start(struct hreq *r, bool multi)
 	const struct http_config *hc = r->f->srv->cfg.http;
 	uint32_t max_lease = r->f->srv->cfg.max_lease_ms;
 	struct hacq *a = calloc(1, sizeof *a);
-	char err[256];
+	struct gate_ident id;
+	char err[256], client[64], host[64];
 	bool given;
 
 	if (a == NULL) {
@@ -1148,7 +1152,8 @@ static void acq_start(struct hreq *r, bool multi)
 		a->b.m.down.lease_ms = a->lease_ms;
 		a->b.m.down.timeout_ms = 0;
 	}
-	if (!http_service_call(r, &a->b.req, acq_try_done)) {
+	acq_ident(a, &id, client, sizeof client, host, sizeof host);
+	if (!http_service_call_as(r, &id, &a->b.req, acq_try_done)) {
 		if (a->idem != NULL)
 			idem_drop(r->f, a->idem);
 		acq_free(a);
@@ -1165,7 +1170,7 @@ void http_route_acquire_many(struct hreq *r)
 	acq_start(r, true);
 }
 
-/* --- the waiter resource ------------------------------------------------------------------ */
+/* --- the waiter resource -------------------------------------------------- */
 
 /*
  * The waiter of r's path: this node's record, or one resumed from its id
@@ -1325,7 +1330,7 @@ void http_route_waiter_delete(struct hreq *r)
 	http_reply_empty(r, 204, NULL, NULL);
 }
 
-/* --- the second's work ------------------------------------------------------------------------ */
+/* --- the second's work ---------------------------------------------------- */
 
 /* Forget finished waiters and old keys (all: every one, at the end). */
 void http_acquire_sweep(struct http_front *f, bool all)

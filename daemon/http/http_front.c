@@ -9,10 +9,10 @@
  * or a bearer token); the Origin check, CORS, the per-principal rate;
  * routing; answers and problems (RFC 9457).
  *
- * Each connection's bufferevent is a filter over the socket's (or the TLS
- * one's): its input side sees every byte that arrives (the request
- * deadline starts there), and its end frees the connection's record
- * (free_context), which evhttp would not tell.
+ * Each connection's bufferevent is made here (evhttp's bevcb) and watched:
+ * a callback on its input buffer sees every byte that arrives (the request
+ * deadline starts there), and a reference of ours keeps it until we have
+ * seen evhttp drop it, which evhttp tells only once a request came.
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
 
@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,10 +88,13 @@ static const struct http_route http_routes[] = {
 	{ EVHTTP_REQ_GET, "backup", http_route_backup, true },
 };
 #define HTTP_NROUTES	(sizeof http_routes / sizeof http_routes[0])
+/* evhttp takes every method it knows; a route's own are checked here (405). */
 #define HTTP_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | \
-			    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS)
+			    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | \
+			    EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | \
+			    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT)
 
-/* --- small things ----------------------------------------------------------- */
+/* --- small things --------------------------------------------------------- */
 
 /* The loops' monotonic clock, ms. */
 uint64_t http_now(void)
@@ -137,7 +142,7 @@ static const char *http_reason(int status)
 	}
 }
 
-/* --- principals -------------------------------------------------------------- */
+/* --- principals ----------------------------------------------------------- */
 
 /* Copy an identity: principal, uid or cn, groups, admin. */
 int http_subject_copy(struct acl_subject *dst, const struct acl_subject *src)
@@ -256,7 +261,7 @@ static uint64_t http_rate_take(struct http_front *f, struct hprin *p)
 	return (1000 - p->tokens_milli + rate - 1) / rate;
 }
 
-/* --- answers ------------------------------------------------------------------ */
+/* --- answers -------------------------------------------------------------- */
 
 /* A response header. */
 void http_header(struct hreq *r, const char *name, const char *value)
@@ -307,39 +312,14 @@ static void http_req_done(struct hreq *r)
 	}
 }
 
-/*
- * What evhttp wrote goes out now. Its output waits in our filter, which
- * libevent 2.1 moves on only when more is added while writing is enabled,
- * and evhttp adds before it enables: a flush moves it.
- */
-static void http_kick(struct bufferevent *bev)
-{
-	if (bev != NULL)
-		bufferevent_flush(bev, EV_WRITE, BEV_NORMAL);
-}
-
-/* The bufferevent of r's connection, or NULL. */
-static struct bufferevent *http_bev(const struct hreq *r)
-{
-	struct evhttp_connection *evcon;
-
-	if (r->req == NULL || (evcon = evhttp_request_get_connection(r->req)) ==
-	    NULL)
-		return NULL;
-	return evhttp_connection_get_bufferevent(evcon);
-}
-
 /* Write an evbuffer as r's answer. */
 static void http_send(struct hreq *r, int status, struct evbuffer *b)
 {
-	struct bufferevent *bev = http_bev(r);
-
 	if (r->req == NULL || r->answered)
 		return;
 	http_cors_headers(r);
 	evhttp_send_reply(r->req, status, http_reason(status), b);
 	http_req_done(r);
-	http_kick(bev);
 }
 
 /* jansson's writer into an evbuffer. */
@@ -364,12 +344,9 @@ static void http_reply_typed(struct hreq *r, int status, json_t *body,
 		if (b != NULL)
 			evbuffer_free(b);
 		json_decref(body);
-		struct bufferevent *bev = http_bev(r);
-
 		http_header(r, "Content-Type", "text/plain");
 		evhttp_send_error(r->req, 500, "out of memory");
 		http_req_done(r);
-		http_kick(bev);
 		return;
 	}
 	json_decref(body);
@@ -508,7 +485,6 @@ bool http_stream_start(struct hreq *r, const char *type)
 	http_header(r, "Content-Type", type);
 	http_header(r, "Cache-Control", "no-store");
 	evhttp_send_reply_start(r->req, 200, "OK");
-	http_kick(http_bev(r));
 	return true;
 }
 
@@ -522,20 +498,16 @@ bool http_stream_chunk(struct hreq *r, const char *p, size_t len)
 	if (evbuffer_add(b, p, len) == 0)
 		evhttp_send_reply_chunk(r->req, b);
 	evbuffer_free(b);
-	http_kick(http_bev(r));
 	return true;
 }
 
 /* End a streamed answer. */
 void http_stream_end(struct hreq *r)
 {
-	struct bufferevent *bev = http_bev(r);
-
 	if (r->req == NULL || r->answered)
 		return;
 	evhttp_send_reply_end(r->req);
 	http_req_done(r);
-	http_kick(bev);
 }
 
 /* Cut r's connection off (its answer cannot be finished); r is told not. */
@@ -564,7 +536,7 @@ size_t http_backlog(const struct hreq *r)
 	    evhttp_connection_get_bufferevent(evcon)));
 }
 
-/* --- requests ----------------------------------------------------------------- */
+/* --- requests ------------------------------------------------------------- */
 
 static bool http_conn_eq(const struct hnode *n, const void *key);
 
@@ -834,7 +806,6 @@ static bool http_identify(struct hreq *r)
 static void http_conn_identify(struct hconn *hc)
 {
 	struct acl_subject s;
-	struct bufferevent *u;
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -848,8 +819,8 @@ static void http_conn_identify(struct hconn *hc)
 		if (SRV_LIVE(hc->f->srv, acl_names) ? peer_subject(hc->fd, &s) != 0 :
 		    acl_subject_set_uid(&s, uid, NULL) != 0)
 			acl_subject_clear(&s);
-	} else if (hc->l->tls && (u = bufferevent_get_underlying(hc->bev)) != NULL &&
-	    (ssl = bufferevent_openssl_get_ssl(u)) != NULL) {
+	} else if (hc->l->tls &&
+	    (ssl = bufferevent_openssl_get_ssl(hc->bev)) != NULL) {
 		if (tls_peer_subject(ssl, &s) != 0)
 			acl_subject_clear(&s);
 	}
@@ -880,7 +851,14 @@ static void http_evcon_close_cb(struct evhttp_connection *evcon, void *arg)
 
 	(void)evcon;
 	hc->gone = true;
+	event_active(hc->reap, EV_TIMEOUT, 0);	/* once evhttp let go of it */
 	if (r != NULL) {
+		/*
+		 * A request evhttp let go of (its client left before the
+		 * answer: evhttp keeps no pointer to it) is ours to free.
+		 */
+		if (r->req != NULL && evhttp_request_get_connection(r->req) == NULL)
+			evhttp_request_free(r->req);
 		r->req = NULL;
 		http_req_done(r);
 		if (r->gone != NULL)
@@ -936,7 +914,6 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 	hc = http_conn_find(f, bev);
 	if (hc == NULL || f->stopping || (r = calloc(1, sizeof *r)) == NULL) {
 		evhttp_send_error(req, 503, "Service Unavailable");
-		http_kick(bev);
 		return;
 	}
 	evtimer_del(hc->deadline);
@@ -1018,7 +995,7 @@ out:
 	http_req_put(r);
 }
 
-/* --- connections ---------------------------------------------------------------- */
+/* --- connections ---------------------------------------------------------- */
 
 /* A request was begun and not finished in time: cut the client off. */
 static void http_deadline_cb(evutil_socket_t fd, short what, void *arg)
@@ -1028,7 +1005,7 @@ static void http_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (hc->busy)
+	if (hc->busy || hc->gone)
 		return;
 	log_info("http %s: no whole request within http-request-timeout, closing",
 	    hc->peer);
@@ -1037,50 +1014,39 @@ static void http_deadline_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Bytes arrived on a connection: the first of a request starts its
- * deadline. Everything goes through.
+ * Bytes arrived on a connection (its input buffer grew): the first of a
+ * request starts its deadline.
  */
-static enum bufferevent_filter_result http_in_filter(struct evbuffer *src,
-    struct evbuffer *dst, ev_ssize_t lim, enum bufferevent_flush_mode mode,
-    void *ctx)
+static void http_in_added(struct evbuffer *b,
+    const struct evbuffer_cb_info *info, void *arg)
 {
-	struct hconn *hc = ctx;
+	struct hconn *hc = arg;
 	struct timeval tv;
 	uint32_t ms;
 
-	(void)mode;
-	if (!hc->busy && evbuffer_get_length(src) > 0 &&
-	    !evtimer_pending(hc->deadline, NULL)) {
-		ms = http_cfg(hc->f)->request_timeout_ms;
-		tv.tv_sec = ms / 1000;
-		tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-		evtimer_add(hc->deadline, &tv);
+	(void)b;
+	if (info->n_added > 0 && !hc->nodelay) {
+		/* Its first bytes: answers go out without Nagle's wait. */
+		int fd = bufferevent_getfd(hc->bev), one = 1;
+
+		hc->nodelay = true;
+		if (fd >= 0 && !hc->l->is_unix)
+			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	}
-	if (lim < 0)
-		evbuffer_add_buffer(dst, src);
-	else
-		evbuffer_remove_buffer(src, dst, (size_t)lim);
-	return BEV_OK;
+	if (info->n_added == 0 || hc->busy || evtimer_pending(hc->deadline, NULL))
+		return;
+	ms = http_cfg(hc->f)->request_timeout_ms;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(hc->deadline, &tv);
 }
 
-/* What we write goes through as it is. */
-static enum bufferevent_filter_result http_out_filter(struct evbuffer *src,
-    struct evbuffer *dst, ev_ssize_t lim, enum bufferevent_flush_mode mode,
-    void *ctx)
+/*
+ * Free our record of a connection evhttp is done with, and let go of our
+ * reference to its bufferevent (the last one: its socket closes).
+ */
+static void http_conn_reap(struct hconn *hc)
 {
-	(void)mode;
-	(void)ctx;
-	if (lim < 0)
-		evbuffer_add_buffer(dst, src);
-	else
-		evbuffer_remove_buffer(src, dst, (size_t)lim);
-	return BEV_OK;
-}
-
-/* The connection's bufferevent is freed: so is our record. */
-static void http_conn_free(void *ctx)
-{
-	struct hconn *hc = ctx;
 	struct hreq *r = hc->cur;
 
 	if (r != NULL) {
@@ -1089,6 +1055,8 @@ static void http_conn_free(void *ctx)
 		if (r->gone != NULL)
 			r->gone(r);
 	}
+	if (hc->in_cb != NULL)
+		evbuffer_remove_cb_entry(bufferevent_get_input(hc->bev), hc->in_cb);
 	list_del_init(&hc->entry);
 	hmap_remove(&hc->f->conn_map, &hc->cnode);
 	hc->f->nconns--;
@@ -1096,8 +1064,45 @@ static void http_conn_free(void *ctx)
 		event_free(hc->deadline);
 	if (hc->watch != NULL)
 		event_free(hc->watch);
+	if (hc->reap != NULL)
+		event_free(hc->reap);
 	http_prin_put(hc->f, hc->who);
+	bufferevent_decref(hc->bev);
 	free(hc);
+}
+
+/* The reap event: evhttp closed the connection in the callback before. */
+static void http_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	http_conn_reap(arg);
+}
+
+/*
+ * Has evhttp freed this connection's bufferevent (which our reference
+ * keeps)? It takes its callbacks away when it does; while it serves it,
+ * its read callback is always set.
+ */
+static bool http_conn_dropped(const struct hconn *hc)
+{
+	bufferevent_data_cb rcb = NULL;
+
+	bufferevent_getcb(hc->bev, &rcb, NULL, NULL, NULL);
+	return rcb == NULL;
+}
+
+/* The second's sweep: reap the connections evhttp dropped before a request. */
+static void http_conn_sweep(struct http_front *f, bool all)
+{
+	struct list_head *pos, *tmp;
+	struct hconn *hc;
+
+	list_for_each_safe(pos, tmp, &f->conns) {
+		hc = list_entry(pos, struct hconn, entry);
+		if (all || (hc->evcon == NULL && http_conn_dropped(hc)))
+			http_conn_reap(hc);
+	}
 }
 
 /* At http-max-connections: close the connection idle the longest. */
@@ -1109,6 +1114,10 @@ static bool http_make_room(struct http_front *f)
 
 	list_for_each(pos, &f->conns) {
 		hc = list_entry(pos, struct hconn, entry);
+		if (hc->evcon == NULL && http_conn_dropped(hc)) {
+			http_conn_reap(hc);	/* gone already: its room is free */
+			return true;
+		}
 		if (hc->busy || hc->gone ||
 		    (fd = bufferevent_getfd(hc->bev)) < 0)
 			continue;
@@ -1129,13 +1138,15 @@ static bool http_conn_eq(const struct hnode *n, const void *key)
 
 /*
  * A new connection (evhttp asks for its bufferevent before it sets the
- * socket in): the socket's, or TLS's, under our filter.
+ * socket in): a socket's, or a TLS one's. We keep a reference to it, so
+ * that its memory and its socket stay ours until we have seen evhttp drop
+ * it (its close callback, or, before its first request, the sweep).
  */
 static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
 {
 	struct http_listener *l = arg;
 	struct http_front *f = l->f;
-	struct bufferevent *u = NULL, *bev;
+	struct bufferevent *bev = NULL;
 	struct hconn *hc;
 	struct timeval tv;
 	uintptr_t key;
@@ -1154,24 +1165,28 @@ static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
 	if (l->tls) {
 		if (f->srv->tls != NULL &&
 		    (ssl = tls_server_ssl_new(f->srv->tls)) != NULL &&
-		    (u = bufferevent_openssl_socket_new(base, -1, ssl,
+		    (bev = bufferevent_openssl_socket_new(base, -1, ssl,
 		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)) == NULL)
 			SSL_free(ssl);
 	} else {
-		u = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+		bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	}
 	hc->deadline = evtimer_new(base, http_deadline_cb, hc);
-	if (u == NULL || hc->deadline == NULL ||
-	    (bev = bufferevent_filter_new(u, http_in_filter, http_out_filter,
-	    BEV_OPT_CLOSE_ON_FREE, http_conn_free, hc)) == NULL) {
-		if (u != NULL)
-			bufferevent_free(u);
+	hc->reap = event_new(base, -1, 0, http_reap_cb, hc);
+	if (bev == NULL || hc->deadline == NULL || hc->reap == NULL ||
+	    (hc->in_cb = evbuffer_add_cb(bufferevent_get_input(bev),
+	    http_in_added, hc)) == NULL) {
+		if (bev != NULL)
+			bufferevent_free(bev);
 		if (hc->deadline != NULL)
 			event_free(hc->deadline);
+		if (hc->reap != NULL)
+			event_free(hc->reap);
 		free(hc);
 		return NULL;
 	}
 	hc->bev = bev;
+	bufferevent_incref(bev);
 	key = (uintptr_t)bev;
 	hmap_insert(&f->conn_map, &hc->cnode, hmap_siphash(f->hash_key, &key,
 	    sizeof key));
@@ -1185,7 +1200,7 @@ static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
 	return bev;
 }
 
-/* --- listeners ---------------------------------------------------------------- */
+/* --- listeners ------------------------------------------------------------ */
 
 /* Is spec an HTTP listener? */
 bool http_listener_kind(const char *spec)
@@ -1278,6 +1293,7 @@ static void http_tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	gate_sweep(f, false);
 	http_acquire_sweep(f, false);
+	http_conn_sweep(f, false);
 	http_prin_sweep(f, false);
 }
 
@@ -1334,6 +1350,8 @@ int http_listen(struct server *srv, const char *spec)
 	evhttp_set_bevcb(l->evh, http_bevcb, l);
 	evhttp_set_gencb(l->evh, http_request_cb, l);
 	evhttp_set_default_content_type(l->evh, "application/json");
+	/* A body too big is read and dropped, so that the 413 is heard. */
+	evhttp_set_flags(l->evh, EVHTTP_SERVER_LINGERING_CLOSE);
 	if (l->addr == NULL ||
 	    (l->bound = evhttp_accept_socket_with_handle(l->evh, fd)) == NULL) {
 		evhttp_free(l->evh);
@@ -1402,7 +1420,7 @@ void http_free(void)
 	while (!list_empty(&f->listeners)) {
 		l = list_first_entry(&f->listeners, struct http_listener, entry);
 		list_del_init(&l->entry);
-		evhttp_free(l->evh);	/* its connections too */
+		evhttp_free(l->evh);	/* its connections too (not our refs) */
 		if (l->unlink_path != NULL)
 			unlink(l->unlink_path);
 		free(l->unlink_path);
@@ -1411,6 +1429,7 @@ void http_free(void)
 	}
 	http_acquire_sweep(f, true);
 	gate_free_all(f);
+	http_conn_sweep(f, true);
 	http_prin_sweep(f, true);
 	if (f->tick != NULL)
 		event_free(f->tick);

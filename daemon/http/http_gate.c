@@ -34,7 +34,7 @@
 
 static void gate_maybe_free(struct gate *g);
 
-/* --- the transport --------------------------------------------------------- */
+/* --- the transport -------------------------------------------------------- */
 
 /* Nothing to set up: there is no socket. */
 static void gate_x_start(struct conn *c, uint32_t keepalive_s)
@@ -117,7 +117,7 @@ static const struct xprt_ops gate_xprt = {
 	.identify = gate_x_identify,
 };
 
-/* --- replies ---------------------------------------------------------------- */
+/* --- replies -------------------------------------------------------------- */
 
 /* Take the call of id off the list (NULL: none, or forgotten). */
 static struct gate_call *gate_take_call(struct gate *g, uint64_t id)
@@ -252,7 +252,7 @@ static void gate_conn_gone(struct gate *g)
 	gate_maybe_free(g);
 }
 
-/* --- calls ------------------------------------------------------------------ */
+/* --- calls ---------------------------------------------------------------- */
 
 /* Stage a request; done(arg, reply) answers it. Its id, 0 if it could not. */
 uint64_t gate_call(struct gate *g, Semd__Request *req, gate_done_fn done,
@@ -423,7 +423,8 @@ struct gate *gate_open(struct http_front *f, enum gate_kind kind,
 	acl_subject_init(&subj);
 	snprintf(peer, sizeof peer, "http %s %.40s", kind == GATE_SERVICE ?
 	    "service" : kind == GATE_WAITER ? "waiter" : kind == GATE_WATCH ?
-	    "watch" : "backup", who->subj.principal);
+	    "watch" : kind == GATE_NODE ? "node" : "backup",
+	    who->subj.principal);
 	if ((g->deliver = event_new(f->base, -1, 0, gate_deliver_cb, g)) == NULL ||
 	    http_subject_copy(&subj, &who->subj) != 0 ||
 	    (g->c = conn_start_inner(f->w, &gate_xprt, g, &subj, peer, &err, why,
@@ -434,6 +435,8 @@ struct gate *gate_open(struct http_front *f, enum gate_kind kind,
 		gate_maybe_free(g);
 		return NULL;
 	}
+	if (kind == GATE_NODE)
+		return g;	/* the node's own answers: no session */
 	h.version = 1;
 	h.client_name = (char *)(id != NULL && id->client != NULL ? id->client : "http");
 	h.host = (char *)(id != NULL && id->host != NULL ? id->host : "");

@@ -11,7 +11,7 @@
 
 #include "daemon/http/http_json.h"
 
-/* --- errors ---------------------------------------------------------------- */
+/* --- errors --------------------------------------------------------------- */
 
 /*
  * By Semd__Code: semctl --json's name (its code is the negative of the
@@ -95,16 +95,16 @@ json_t *hj_problem(int code, int status, const char *detail,
 	json_object_set_new(o, "title", json_string(hj_error_title(code)));
 	json_object_set_new(o, "status", json_integer(status));
 	if (detail != NULL && *detail != '\0')
-		json_object_set_new(o, "detail", json_string(detail));
+		json_object_set_new(o, "detail", hj_string(detail));
 	if (instance != NULL)
-		json_object_set_new(o, "instance", json_string(instance));
+		json_object_set_new(o, "instance", hj_string(instance));
 	json_object_set_new(o, "error", json_string(hj_error_name(code)));
 	json_object_set_new(o, "code", json_integer(hj_error_code(code)));
 	json_object_set_new(o, "exit", json_integer(hj_error_exit(code)));
 	return o;
 }
 
-/* --- reading --------------------------------------------------------------- */
+/* --- reading -------------------------------------------------------------- */
 
 /* The deepest nesting of j (an object or an array counts one). */
 static int hj_depth(const json_t *j, int limit)
@@ -611,7 +611,7 @@ int hj_body(enum hj_kind kind, const char *name, const json_t *body,
 	return ok ? SEMD__CODE__OK : SEMD__CODE__INVALID_ARGUMENT;
 }
 
-/* --- writing --------------------------------------------------------------- */
+/* --- writing -------------------------------------------------------------- */
 
 /* A 64-bit identity: a decimal string. */
 json_t *hj_id(uint64_t v)
@@ -620,6 +620,40 @@ json_t *hj_id(uint64_t v)
 
 	snprintf(buf, sizeof buf, "%" PRIu64, v);
 	return json_string(buf);
+}
+
+/*
+ * A string of the state as JSON: its bytes if they are UTF-8 (names are;
+ * a binary client's Hello may say anything of its client and host), else
+ * with each byte that is not replaced by U+FFFD. Never NULL but when out
+ * of memory.
+ */
+json_t *hj_string(const char *s)
+{
+	json_t *j;
+	char *t;
+	size_t i, n, o = 0;
+
+	if (s == NULL)
+		s = "";
+	if ((j = json_string(s)) != NULL)
+		return j;
+	n = strlen(s);
+	if ((t = malloc(3 * n + 1)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if ((unsigned char)s[i] < 0x80) {
+			t[o++] = s[i];
+		} else {
+			t[o++] = (char)0xef;	/* U+FFFD: not a byte to trust */
+			t[o++] = (char)0xbf;
+			t[o++] = (char)0xbd;
+		}
+	}
+	t[o] = '\0';
+	j = json_stringn(t, o);
+	free(t);
+	return j;
 }
 
 /* A 64-bit count that JavaScript reads exactly (it is: < 2^53 in practice). */
@@ -672,7 +706,7 @@ bool hj_href(char *buf, size_t len, const char *name, const char *suffix)
 static void hj_set_str(json_t *o, const char *key, const char *s)
 {
 	if (s != NULL && *s != '\0')
-		json_object_set_new(o, key, json_string(s));
+		json_object_set_new(o, key, hj_string(s));
 }
 
 /* The href of a name's sub-resource, as a member. */
@@ -699,7 +733,7 @@ json_t *hj_grant(const char *name, uint64_t permit, uint64_t token, uint32_t n,
 
 	if (o == NULL)
 		return NULL;
-	json_object_set_new(o, "name", json_string(name));
+	json_object_set_new(o, "name", hj_string(name));
 	if (permit != 0)
 		json_object_set_new(o, "permit", hj_id(permit));
 	json_object_set_new(o, "token", hj_id(token));
@@ -732,10 +766,10 @@ json_t *hj_list(const Semd__ListReply *l)
 
 		if ((e = json_object()) == NULL)
 			continue;
-		json_object_set_new(e, "name", json_string(s->name));
+		json_object_set_new(e, "name", hj_string(s->name));
 		json_object_set_new(e, "limit", json_integer(s->limit));
 		json_object_set_new(e, "available", json_integer(s->available));
-		json_object_set_new(e, "mode", json_string(hj_mode(s->mode)));
+		json_object_set_new(e, "mode", hj_string(hj_mode(s->mode)));
 		json_object_set_new(e, "holders", json_integer(s->holders));
 		json_object_set_new(e, "waiters", json_integer(s->waiters));
 		if (s->rate > 0) {
@@ -755,7 +789,7 @@ json_t *hj_list(const Semd__ListReply *l)
 static void hj_who(json_t *o, const char *principal, const char *client,
     const char *host, uint32_t pid)
 {
-	json_object_set_new(o, "principal", json_string(principal != NULL ?
+	json_object_set_new(o, "principal", hj_string(principal != NULL ?
 	    principal : ""));
 	hj_set_str(o, "client", client);
 	hj_set_str(o, "host", host);
@@ -772,7 +806,7 @@ json_t *hj_holder(const Semd__Holder *h, const char *name)
 	if (o == NULL)
 		return NULL;
 	if (h->name != NULL && *h->name != '\0')
-		json_object_set_new(o, "name", json_string(h->name));
+		json_object_set_new(o, "name", hj_string(h->name));
 	json_object_set_new(o, "permit", hj_id(h->permit_id));
 	json_object_set_new(o, "token", hj_id(h->token));
 	json_object_set_new(o, "n", json_integer(h->n));
@@ -816,10 +850,10 @@ json_t *hj_info(const Semd__InfoReply *in)
 		json_decref(ws);
 		return NULL;
 	}
-	json_object_set_new(o, "name", json_string(in->name));
+	json_object_set_new(o, "name", hj_string(in->name));
 	json_object_set_new(o, "limit", json_integer(in->limit));
 	json_object_set_new(o, "available", json_integer(in->available));
-	json_object_set_new(o, "mode", json_string(hj_mode(in->mode)));
+	json_object_set_new(o, "mode", hj_string(hj_mode(in->mode)));
 	json_object_set_new(o, "auto_created", json_boolean(in->auto_created));
 	json_object_set_new(o, "last_token", hj_id(in->last_token));
 	json_object_set_new(o, "holders_total", json_integer(in->holders_total));
@@ -844,7 +878,7 @@ json_t *hj_info(const Semd__InfoReply *in)
 		json_object_set_new(o, "next_token_ms", hj_u64(in->next_token_ms));
 	}
 	json_object_set_new(o, "max_waiters", json_integer(in->max_waiters));
-	json_object_set_new(o, "share", json_string(
+	json_object_set_new(o, "share", hj_string(
 	    in->share == SEMD__SHARE_BY__SHARE_PRINCIPAL ? "principal" :
 	    in->share == SEMD__SHARE_BY__SHARE_KEY ? "key" : "none"));
 	if (in->n_groups > 0 && (gs = json_array()) != NULL) {
@@ -854,7 +888,7 @@ json_t *hj_info(const Semd__InfoReply *in)
 
 			if (e == NULL)
 				continue;
-			json_object_set_new(e, "group", json_string(g->group));
+			json_object_set_new(e, "group", hj_string(g->group));
 			json_object_set_new(e, "weight", json_integer(g->weight));
 			json_object_set_new(e, "share", json_integer(g->share));
 			json_object_set_new(e, "held", json_integer(g->held));
@@ -955,7 +989,7 @@ json_t *hj_cluster(const Semd__ClusterStatus *c)
 		return NULL;
 	}
 	json_object_set_new(o, "node_id", hj_u64(c->node_id));
-	json_object_set_new(o, "state", json_string(c->state));
+	json_object_set_new(o, "state", hj_string(c->state));
 	json_object_set_new(o, "term", hj_u64(c->term));
 	json_object_set_new(o, "commit_index", hj_u64(c->commit_index));
 	json_object_set_new(o, "applied_index", hj_u64(c->applied_index));
@@ -966,8 +1000,8 @@ json_t *hj_cluster(const Semd__ClusterStatus *c)
 		if ((e = json_object()) == NULL)
 			continue;
 		json_object_set_new(e, "id", hj_u64(c->nodes[i]->id));
-		json_object_set_new(e, "address", json_string(c->nodes[i]->address));
-		json_object_set_new(e, "role", json_string(c->nodes[i]->role));
+		json_object_set_new(e, "address", hj_string(c->nodes[i]->address));
+		json_object_set_new(e, "role", hj_string(c->nodes[i]->role));
 		json_object_set_new(e, "match_index", hj_u64(c->nodes[i]->match_index));
 		json_object_set_new(e, "lag", hj_u64(c->nodes[i]->lag));
 		json_array_append_new(ns, e);
@@ -1006,8 +1040,8 @@ json_t *hj_event(const Semd__WatchEvent *e)
 	if (o == NULL)
 		return NULL;
 	json_object_set_new(o, "revision", hj_id(e->revision));
-	json_object_set_new(o, "kind", json_string(hj_event_kind(e->kind)));
-	json_object_set_new(o, "name", json_string(e->name));
+	json_object_set_new(o, "kind", hj_string(hj_event_kind(e->kind)));
+	json_object_set_new(o, "name", hj_string(e->name));
 	json_object_set_new(o, "time_ms", hj_u64(e->time_ms));
 	json_object_set_new(o, "n", json_integer(e->n));
 	if (e->permit_id != 0)
@@ -1050,7 +1084,7 @@ json_t *hj_places(const Semd__WhereReply *w)
 
 		if ((e = json_object()) == NULL)
 			continue;
-		json_object_set_new(e, "name", json_string(p->name));
+		json_object_set_new(e, "name", hj_string(p->name));
 		json_object_set_new(e, "n", json_integer(p->n));
 		json_object_set_new(e, "position", json_integer(p->position));
 		json_object_set_new(e, "waiters", json_integer(p->waiters));

@@ -94,6 +94,8 @@ const char *hj_error_title(int code);
 json_t *hj_problem(int code, int status, const char *detail,
     const char *instance);
 
+/* A string of the state as JSON (bytes that are no UTF-8 replaced). */
+json_t *hj_string(const char *s);
 /* A 64-bit identity as JSON (a decimal string); read one (string or number). */
 json_t *hj_id(uint64_t v);
 bool hj_read_id(const char *s, uint64_t *v);

@@ -70,13 +70,22 @@ bool http_service_call(struct hreq *r, Semd__Request *req,
     void (*done)(struct hreq *r, const Semd__Reply *rep))
 {
 	struct gate_ident id;
+	char client[64], host[64];
+
+	http_ident(r, &id, client, sizeof client, host, sizeof host);
+	return http_service_call_as(r, &id, req, done);
+}
+
+/* The same through the service gate of r's principal as id says. */
+bool http_service_call_as(struct hreq *r, const struct gate_ident *id,
+    Semd__Request *req, void (*done)(struct hreq *r, const Semd__Reply *rep))
+{
 	struct svc_call *sc;
-	char client[64], host[64], why[256];
+	char why[256];
 	struct gate *g;
 	int e;
 
-	http_ident(r, &id, client, sizeof client, host, sizeof host);
-	if ((g = gate_service(r->f, r->who, &id, &e, why, sizeof why)) == NULL) {
+	if ((g = gate_service(r->f, r->who, id, &e, why, sizeof why)) == NULL) {
 		http_problem(r, e, "%s", why);
 		return false;
 	}
@@ -148,7 +157,7 @@ static void http_done_204(struct hreq *r, const Semd__Reply *rep)
 		http_reply_empty(r, 204, NULL, NULL);
 }
 
-/* --- /v1/server -------------------------------------------------------------- */
+/* --- /v1/server ----------------------------------------------------------- */
 
 /* Who you are, which daemon. */
 void http_route_server(struct hreq *r)
@@ -179,7 +188,7 @@ void http_route_server(struct hreq *r)
 	http_reply_json(r, 200, o);
 }
 
-/* --- names ------------------------------------------------------------------- */
+/* --- names ---------------------------------------------------------------- */
 
 static void http_list_done(struct hreq *r, const Semd__Reply *rep)
 {
@@ -319,7 +328,7 @@ void http_route_set_queue(struct hreq *r)
 	http_route_set(r, HJ_QUEUE);
 }
 
-/* --- permits held ------------------------------------------------------------- */
+/* --- permits held --------------------------------------------------------- */
 
 /* The permit id of the path, or answered 404. */
 static bool http_permit_arg(struct hreq *r, uint64_t *id)
@@ -481,7 +490,7 @@ void http_route_validate(struct hreq *r)
 	http_service_call(r, &req, http_validate_done);
 }
 
-/* --- holds, stats, cluster ------------------------------------------------------ */
+/* --- holds, stats, cluster ------------------------------------------------ */
 
 static void http_holds_done(struct hreq *r, const Semd__Reply *rep)
 {
@@ -545,16 +554,56 @@ static void http_cluster_done(struct hreq *r, const Semd__Reply *rep)
 	http_reply_json(r, 200, o);
 }
 
-/* GET /v1/cluster: Cluster STATUS (this node's view). */
+/* The node's answer: the gate goes with it. */
+static void http_node_done(void *arg, const Semd__Reply *rep)
+{
+	struct svc_call *sc = arg;
+
+	if (rep == NULL)
+		http_problem_gone(sc->r, sc->g);
+	else
+		sc->done(sc->r, rep);
+	gate_release(sc->g, false);
+	http_req_put(sc->r);
+	free(sc);
+}
+
+/*
+ * GET /v1/cluster: Cluster STATUS, answered by this node itself (a
+ * follower too), through a gate without a session.
+ */
 void http_route_cluster(struct hreq *r)
 {
 	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Cluster c = SEMD__CLUSTER__INIT;
+	struct svc_call *sc = calloc(1, sizeof *sc);
+	char why[256];
+	int e;
 
+	if (sc == NULL) {
+		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	sc->r = r;
+	sc->done = http_cluster_done;
+	sc->g = gate_open(r->f, GATE_NODE, r->who, NULL, 0, 0, NULL, &e, why,
+	    sizeof why);
+	if (sc->g == NULL) {
+		http_problem(r, e, "%s", why);
+		free(sc);
+		return;
+	}
 	c.action = SEMD__CLUSTER__ACTION__STATUS;
 	req.op_case = SEMD__REQUEST__OP_CLUSTER;
 	req.cluster = &c;
-	http_service_call(r, &req, http_cluster_done);
+	if (gate_call(sc->g, &req, http_node_done, sc) == 0) {
+		http_problem_gone(r, sc->g);
+		gate_release(sc->g, false);
+		free(sc);
+		return;
+	}
+	http_req_hold(r);
+	gate_push(sc->g);
 }
 
 /* POST /v1/cluster/members, /v1/cluster/leader: Cluster ADD, TRANSFER. */
@@ -598,7 +647,7 @@ void http_route_member_remove(struct hreq *r)
 	http_service_call(r, &req, http_done_204);
 }
 
-/* --- backup -------------------------------------------------------------------- */
+/* --- backup --------------------------------------------------------------- */
 
 /* A backup being sent: its own gate (the copy is its connection's). */
 struct hbackup {

@@ -126,9 +126,14 @@ static void hwatch_ok(void *arg, const Semd__Reply *rep)
 			return;
 		}
 	}
+	/*
+	 * Ready: the events so far are in. A fresh watch's id is the revision
+	 * so far (a reconnect goes on after it); a resumed one's has none: the
+	 * kept events after the one it resumes from come next, with theirs.
+	 */
 	snprintf(rev, sizeof rev, "%" PRIu64, rep->revision);
-	if (!hwatch_send(s, rep->revision, "ready", json_pack("{s:s}",
-	    "revision", rev)))
+	if (!hwatch_send(s, s->from == 0 ? rep->revision : 0, "ready",
+	    json_pack("{s:s}", "revision", rev)))
 		hwatch_end(s);
 }
 

@@ -8,12 +8,16 @@
 semd_SOURCES += daemon/http/http.h daemon/http/http-int.h \
 	daemon/http/http_config.c daemon/http/http_config.h \
 	daemon/http/http_front.c daemon/http/http_gate.c \
-	daemon/http/http_json.c daemon/http/http_json.h \
 	daemon/http/http_routes.c daemon/http/http_acquire.c \
 	daemon/http/http_watch.c
 nodist_semd_SOURCES = daemon/http/http_openapi.c
 semd_CFLAGS += $(JANSSON_CFLAGS)
-semd_LDADD += $(JANSSON_LIBS)
+semd_LDADD += daemon/http/libsemhttp.a $(JANSSON_LIBS)
+
+# libsemhttp.a: the JSON mapping, pure (no I/O): semd and the fuzzer link it.
+noinst_LIBRARIES += daemon/http/libsemhttp.a
+daemon_http_libsemhttp_a_SOURCES = daemon/http/http_json.c daemon/http/http_json.h
+daemon_http_libsemhttp_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
 
 daemon/http/http_openapi.c: $(top_srcdir)/daemon/http/openapi.json
 	$(AM_V_GEN)$(MKDIR_P) daemon/http && { \
