@@ -9,7 +9,8 @@
 #   private in-memory semd (--listen http:127.0.0.1:0), ioredis against a
 #   private redis-server (persistence off, loopback TCP) running the shared
 #   bench's Lua (bench/js/bench.mjs says how); and semd-benchmark's down-up
-#   over the binary protocol on the same daemon (-c 1, -c 16), the anchor.
+#   on the same daemon over HTTP (its own C client: what the server's HTTP
+#   path gives) and over the binary protocol (-c 1, -c 16), the anchors.
 #
 #   bench/js-bench.sh          (from a build directory, or set top_builddir)
 # Knobs: D (seconds a cell, 3), REPS (3; medians shown), PROFILE=1 (a
@@ -54,6 +55,11 @@ cbench() {
 	"$BENCH" -s "unix:$T/semd.sock" -t down-up -c "$1" -d "$D" --threads 1 --json |
 		sed -n 's/.*"ops_per_sec": \([0-9]*\).*/\1/p'
 }
+# hbench C: semd-benchmark's down-up over HTTP (its own keep-alive client in C).
+hbench() {
+	"$BENCH" -s "http:${URL#http://}" --control "unix:$T/semd.sock" -t down-up -c "$1" -d "$D" \
+		--threads 1 --json | sed -n 's/.*"ops_per_sec": \([0-9]*\).*/\1/p'
+}
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
@@ -67,6 +73,7 @@ for ((r = 0; r < REPS; r++)); do
 		ops[redis$t]+=" $(field "$s" ops_per_sec)"; p50[redis$t]+=" $(field "$s" p50_us)"
 		p99[redis$t]+=" $(field "$s" p99_us)"; cpu[redis$t]+=" $(field "$s" client_cpu_pct)"
 		ops[bin$t]+=" $(cbench "$t")"
+		ops[http$t]+=" $(hbench "$t")"
 	done
 done
 
@@ -76,11 +83,14 @@ for t in 1 16; do
 	# shellcheck disable=SC2086
 	R=$(median ${ops[redis$t]}); S=$(median ${ops[semd$t]}); B=$(median ${ops[bin$t]})
 	# shellcheck disable=SC2086
+	H=$(median ${ops[http$t]})
+	# shellcheck disable=SC2086
 	printf '%-44s %10s %8s %8s %8s %10s\n' \
 		"Node ioredis Lua, $t task(s), 1 connection" "$R" "$(median ${p50[redis$t]})" \
 		"$(median ${p99[redis$t]})" "$(median ${cpu[redis$t]})" "1.00" \
 		"Node semclient HTTP, $t task(s)" "$S" "$(median ${p50[semd$t]})" \
 		"$(median ${p99[semd$t]})" "$(median ${cpu[semd$t]})" "$(ratio "$S" "$R")" \
+		"C semd-benchmark HTTP, $t conn(s)" "$H" "-" "-" "-" "$(ratio "$H" "$R")" \
 		"C semd-benchmark binary, $t conn(s)" "$B" "-" "-" "-" "$(ratio "$B" "$R")"
 done
 
