@@ -5,7 +5,8 @@
 # this machine, interleaved:
 #
 #   acquire+release (2 round trips an op) with 1 and 16 concurrent async
-#   tasks: semclient over HTTP/1.1 keep-alive on TCP loopback against a
+#   tasks: semclient over HTTP/1.1 keep-alive on TCP loopback (with the
+#   platform's fetch, and with bench/js's node:http adapter) against a
 #   private in-memory semd (--listen http:127.0.0.1:0), ioredis against a
 #   private redis-server (persistence off, loopback TCP) running the shared
 #   bench's Lua (bench/js/bench.mjs says how); and semd-benchmark's down-up
@@ -69,6 +70,9 @@ for ((r = 0; r < REPS; r++)); do
 		s=$(js semd "$URL" "bench/js$t" "$t" "$D")
 		ops[semd$t]+=" $(field "$s" ops_per_sec)"; p50[semd$t]+=" $(field "$s" p50_us)"
 		p99[semd$t]+=" $(field "$s" p99_us)"; cpu[semd$t]+=" $(field "$s" client_cpu_pct)"
+		s=$(js semd-http "$URL" "bench/jsh$t" "$t" "$D")
+		ops[nodehttp$t]+=" $(field "$s" ops_per_sec)"; p50[nodehttp$t]+=" $(field "$s" p50_us)"
+		p99[nodehttp$t]+=" $(field "$s" p99_us)"; cpu[nodehttp$t]+=" $(field "$s" client_cpu_pct)"
 		s=$(js redis "$RPORT" "$t" "$D")
 		ops[redis$t]+=" $(field "$s" ops_per_sec)"; p50[redis$t]+=" $(field "$s" p50_us)"
 		p99[redis$t]+=" $(field "$s" p99_us)"; cpu[redis$t]+=" $(field "$s" client_cpu_pct)"
@@ -83,13 +87,15 @@ for t in 1 16; do
 	# shellcheck disable=SC2086
 	R=$(median ${ops[redis$t]}); S=$(median ${ops[semd$t]}); B=$(median ${ops[bin$t]})
 	# shellcheck disable=SC2086
-	H=$(median ${ops[http$t]})
+	H=$(median ${ops[http$t]}); N=$(median ${ops[nodehttp$t]})
 	# shellcheck disable=SC2086
 	printf '%-44s %10s %8s %8s %8s %10s\n' \
 		"Node ioredis Lua, $t task(s), 1 connection" "$R" "$(median ${p50[redis$t]})" \
 		"$(median ${p99[redis$t]})" "$(median ${cpu[redis$t]})" "1.00" \
 		"Node semclient HTTP, $t task(s)" "$S" "$(median ${p50[semd$t]})" \
 		"$(median ${p99[semd$t]})" "$(median ${cpu[semd$t]})" "$(ratio "$S" "$R")" \
+		"  the same over node:http (bench adapter)" "$N" "$(median ${p50[nodehttp$t]})" \
+		"$(median ${p99[nodehttp$t]})" "$(median ${cpu[nodehttp$t]})" "$(ratio "$N" "$R")" \
 		"C semd-benchmark HTTP, $t conn(s)" "$H" "-" "-" "-" "$(ratio "$H" "$R")" \
 		"C semd-benchmark binary, $t conn(s)" "$B" "-" "-" "-" "$(ratio "$B" "$R")"
 done
