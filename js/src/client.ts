@@ -388,13 +388,20 @@ function semPath(name: string): string {
   return `/v1/semaphores/${encodeURIComponent(name)}`;
 }
 
-/** A new Idempotency-Key: 128 random bits in hex. */
+/** 96 random bits, drawn once: the prefix of this process's Idempotency-Keys. */
+let keyPrefix: string | undefined;
+let keyCount = 0;
+
+/** A new Idempotency-Key: the process's random prefix and a counter (unique, cheap). */
 function newKey(): string {
-  const b = new Uint8Array(16);
-  const cr = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
-  if (cr?.getRandomValues) cr.getRandomValues(b);
-  else for (let i = 0; i < b.length; i++) b[i] = Math.floor(Math.random() * 256);
-  let s = "";
-  for (const x of b) s += x.toString(16).padStart(2, "0");
-  return s;
+  if (keyPrefix === undefined) {
+    const b = new Uint8Array(12);
+    const cr = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
+    if (cr?.getRandomValues) cr.getRandomValues(b);
+    else for (let i = 0; i < b.length; i++) b[i] = Math.floor(Math.random() * 256);
+    keyPrefix = "";
+    for (const x of b) keyPrefix += x.toString(16).padStart(2, "0");
+  }
+  keyCount++;
+  return `${keyPrefix}-${keyCount.toString(36)}`;
 }
