@@ -30,7 +30,7 @@ command -v redis-server >/dev/null || { echo "js-bench: no redis-server (apt-get
 command -v npm >/dev/null || { echo "js-bench: no npm (scripts/deps.sh)" >&2; exit 1; }
 
 # The package and the bench driver side by side, as in the tree.
-stage=$top_builddir/js-bench
+stage=${top_builddir:?}/js-bench
 mkdir -p "$stage/js" "$stage/bench/js"
 (cd "$top/js" && cp -R package.json package-lock.json .npmrc tsconfig.json README.md src "$stage/js/")
 (cd "$here/js" && cp package.json package-lock.json .npmrc bench.mjs "$stage/bench/js/")
@@ -83,12 +83,11 @@ done
 
 echo "js-bench: node $(node --version), $D s a cell, median of $REPS (1 op = acquire + release)"
 printf '%-44s %10s %8s %8s %8s %10s\n' "client" "ops/s" "p50 us" "p99 us" "cpu %" "x redis"
+# The medians of space-separated lists (word splitting wanted).
+# shellcheck disable=SC2086
 for t in 1 16; do
-	# shellcheck disable=SC2086
 	R=$(median ${ops[redis$t]}); S=$(median ${ops[semd$t]}); B=$(median ${ops[bin$t]})
-	# shellcheck disable=SC2086
 	H=$(median ${ops[http$t]}); N=$(median ${ops[nodehttp$t]})
-	# shellcheck disable=SC2086
 	printf '%-44s %10s %8s %8s %8s %10s\n' \
 		"Node ioredis Lua, $t task(s), 1 connection" "$R" "$(median ${p50[redis$t]})" \
 		"$(median ${p99[redis$t]})" "$(median ${cpu[redis$t]})" "1.00" \

@@ -20,6 +20,7 @@
 # js/runtimes/smoke.mjs on Deno and on Bun against a daemon.
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:?usage: tests/js.sh BUILDDIR}" && pwd)
+# shellcheck disable=SC2034 # both for tests/lib.sh
 top_srcdir=$top top_builddir=$build
 . "$top/tests/lib.sh"
 # Each step is bounded on its own (timeout): a watchdog's sleep would
@@ -58,7 +59,7 @@ ok "js: the library imports nothing of node:" sh -c "! grep -l 'from \"node:' di
 
 rm -f semclient-*.tgz
 ok "js: npm pack makes the tarball (dist/ as npm test built it)" sh -c 'timeout 120 npm pack --ignore-scripts --silent >"$0" 2>&1' "$T/npm-pack.log"
-tgz=$(ls semclient-*.tgz 2>/dev/null | head -1)
+tgz=$(find . -maxdepth 1 -name "semclient-*.tgz" | head -1)
 tar tzf "$tgz" >"$T/pack.list" 2>/dev/null
 for f in package.json README.md dist/index.js dist/index.d.ts dist/client.js dist/permit.d.ts; do
 	ok "js: the tarball holds $f" grep -qx "package/$f" "$T/pack.list"
