@@ -105,10 +105,11 @@ expect_eq "examples: 5 requests served, then 429" "200 200 200 200 200 429 429 4
 kill "$route" 2>/dev/null
 
 # Two workers of 4 jobs each, at most 2 jobs at once between them.
-for w in 1 2; do
-	SEMD_URL=$url LIMIT=2 JOBS=4 JOB_MS=150 timeout 60 node dist/worker.js >"$T/worker$w.out" 2>"$T/worker$w.log" &
-	eval "w$w=\$!"
-done
+worker() { SEMD_URL=$url LIMIT=2 JOBS=4 JOB_MS=150 timeout 60 node dist/worker.js >"$T/worker$1.out" 2>"$T/worker$1.log"; }
+worker 1 &
+w1=$!
+worker 2 &
+w2=$!
 wait "$w1"; r1=$?
 wait "$w2"; r2=$?
 expect_eq "examples: both workers end well" "0 0" "$r1 $r2"
