@@ -225,7 +225,7 @@ static int parse_u64(const char *s, unsigned long long *out, char **end)
  * is in seconds. keepalive and tls-ticket-* are stored in seconds, the
  * others in ms.
  */
-static int parse_duration(const char *s, unsigned long long *ms)
+int config_parse_duration(const char *s, unsigned long long *ms)
 {
 	unsigned long long v, mul;
 	char *end;
@@ -450,7 +450,7 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 		}
 		break;
 	case CFG_DURATION:
-		if (parse_duration(value, &v) != 0) {
+		if (config_parse_duration(value, &v) != 0) {
 			snprintf(err, errlen,
 			    "%s '%s': not a duration (e.g. 500ms, 10s, 5m, 1h)",
 			    key, value);

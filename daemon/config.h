@@ -97,6 +97,11 @@ struct config_override {
 
 void config_init(struct semd_config *c);
 void config_free(struct semd_config *c);
+/*
+ * A duration: a number with a unit (ms, s, m or min, h), a bare number in
+ * seconds; *ms in milliseconds. 0, -EINVAL or -ERANGE.
+ */
+int config_parse_duration(const char *s, unsigned long long *ms);
 /* Is key a setting (so also a --key flag)? */
 bool config_known(const char *key);
 /* Is key a yes/no setting (--key alone means yes)? */

@@ -302,12 +302,14 @@ struct conn *conn_start_inner(struct worker *w, const struct xprt_ops *xprt,
 
 	if ((r = conn_count(w, false, &keepalive)) != 0)
 		goto fail;
-	if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret)
-		r = -errno;
-	else if ((c = calloc(1, sizeof *c)) == NULL)
-		r = -ENOMEM;
-	if (r != 0)
+	if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) {
+		r = -EIO;
 		goto uncount;
+	}
+	if ((c = calloc(1, sizeof *c)) == NULL) {
+		r = -ENOMEM;
+		goto uncount;
+	}
 	c->srv = srv;
 	c->w = w;
 	c->fd = -1;

@@ -153,6 +153,10 @@ struct http_route {
 extern struct http_front *http_the_front;
 /* The time now (the loops' monotonic clock), ms. */
 uint64_t http_now(void);
+/* Arm ev to fire in ms milliseconds. */
+void http_arm(struct event *ev, uint64_t ms);
+/* Memory for r's work (zeroed), or NULL with r answered out of memory. */
+void *http_alloc(struct hreq *r, size_t n);
 /* The state's wall clock, unix ms. */
 uint64_t http_wall_ms(void);
 /* Answer r with status and body (NULL: none; taken), JSON. */
@@ -186,8 +190,6 @@ void http_req_watch(struct hreq *r, void (*gone)(struct hreq *r));
 /* A principal's entry (refs +1), made on first use; NULL: out of memory. */
 struct hprin *http_prin_get(struct http_front *f, const struct acl_subject *s);
 void http_prin_put(struct http_front *f, struct hprin *p);
-/* Copy an identity (for a gate, which takes it over): 0 or -ENOMEM. */
-int http_subject_copy(struct acl_subject *dst, const struct acl_subject *src);
 /* The URI of r's resource at the leader, when a follower was told where it is. */
 bool http_redirect(struct hreq *r, uint64_t leader_id, const char *leader);
 /* Stream r's answer: start (200, type), send a chunk; false: it is gone. */
@@ -336,6 +338,9 @@ extern const size_t http_openapi_json_len;
  */
 bool http_service_call(struct hreq *r, Semd__Request *req,
     void (*done)(struct hreq *r, const Semd__Reply *rep));
+/* Who r's caller is for the holder lists: its program (User-Agent), its address. */
+void http_ident(struct hreq *r, struct gate_ident *id, char *client,
+    size_t clen, char *host, size_t hlen);
 /* The same as the caller id says (an acquire's client, host, pid). */
 bool http_service_call_as(struct hreq *r, const struct gate_ident *id,
     Semd__Request *req, void (*done)(struct hreq *r, const Semd__Reply *rep));

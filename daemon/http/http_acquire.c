@@ -123,28 +123,9 @@ static void idem_drop(struct http_front *f, struct hidem *k);
 
 /* --- waiter ids ----------------------------------------------------------- */
 
+/* The alphabet of base64url (http_b64url's), for reading ids. */
 static const char hw_b64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* base64url without padding of p[0..len) (out: room for 4/3 len + 1). */
-static void hw_b64_enc(const uint8_t *p, size_t len, char *out)
-{
-	uint32_t acc = 0;
-	int bits = 0;
-	size_t i, n = 0;
-
-	for (i = 0; i < len; i++) {
-		acc = acc << 8 | p[i];
-		bits += 8;
-		while (bits >= 6) {
-			bits -= 6;
-			out[n++] = hw_b64[(acc >> bits) & 63];
-		}
-	}
-	if (bits > 0)
-		out[n++] = hw_b64[(acc << (6 - bits)) & 63];
-	out[n] = '\0';
-}
 
 /* Decode base64url into out (room for max): the bytes, or -1. */
 static ssize_t hw_b64_dec(const char *s, uint8_t *out, size_t max)
@@ -213,7 +194,7 @@ static char *hw_make_id(const struct hwaiter *w)
 		p += len;
 	}
 	if ((id = malloc((size_t)(p - raw) * 4 / 3 + 4)) != NULL)
-		hw_b64_enc(raw, (size_t)(p - raw), id);
+		http_b64url(raw, (size_t)(p - raw), id);
 	return id;
 }
 
@@ -307,8 +288,8 @@ static json_t *hw_json(const struct hwaiter *w)
 	json_object_set_new(o, "state", json_string(w->state == HW_GRANTED ?
 	    "granted" : "waiting"));
 	json_object_set_new(o, "lease_ms", json_integer(w->lease_ms));
-	json_object_set_new(o, "expires_ms", json_integer((json_int_t)(
-	    w->renewed_ms + w->lease_ms)));
+	json_object_set_new(o, "expires_ms", json_integer(
+	    (json_int_t)w->renewed_ms + (json_int_t)w->lease_ms));
 	if (w->since_ms != 0)
 		json_object_set_new(o, "since_ms", json_integer((json_int_t)
 		    w->since_ms));
@@ -471,7 +452,6 @@ static void hw_ping(struct hwaiter *w)
 static void hw_keepalive_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct hwaiter *w = arg;
-	struct timeval tv;
 	uint32_t ms = w->lease_ms / 3 > 50 ? w->lease_ms / 3 : 50;
 
 	(void)fd;
@@ -479,9 +459,7 @@ static void hw_keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	if (list_empty(&w->polls) || w->state != HW_WAITING)
 		return;
 	hw_ping(w);
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(w->keepalive, &tv);
+	http_arm(w->keepalive, ms);
 }
 
 /* The answer to the down: a grant, or why it ended. */
@@ -645,14 +623,12 @@ static void hw_notice(void *owner, const Semd__Reply *rep)
 static struct hwaiter *hw_new(struct hreq *r, const struct gate_ident *id,
     uint32_t lease_ms, uint64_t session, const uint8_t *secret)
 {
-	struct hwaiter *w = calloc(1, sizeof *w);
+	struct hwaiter *w = http_alloc(r, sizeof *w);
 	char why[256];
 	int e;
 
-	if (w == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if (w == NULL)
 		return NULL;
-	}
 	w->f = r->f;
 	w->who = r->who;
 	w->who->refs++;
@@ -682,8 +658,10 @@ static struct hwaiter *hw_new(struct hreq *r, const struct gate_ident *id,
 /* Free a waiter (its polls answered already, or dropped). */
 static void hw_free(struct hwaiter *w)
 {
-	while (!list_empty(&w->polls)) {
-		struct hpoll *p = list_first_entry(&w->polls, struct hpoll, entry);
+	struct list_head *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &w->polls) {
+		struct hpoll *p = list_entry(pos, struct hpoll, entry);
 
 		http_problem(p->r, SEMD__CODE__UNAVAILABLE, "semd is stopping");
 		hpoll_end(p);
@@ -747,14 +725,10 @@ static void hpoll_gone(struct hreq *r)
 static void hpoll_add(struct hwaiter *w, struct hreq *r, enum hpoll_kind kind,
     uint64_t wait_ms)
 {
-	struct hpoll *p = calloc(1, sizeof *p);
-	struct timeval tv;
-	uint32_t ka;
+	struct hpoll *p = http_alloc(r, sizeof *p);
 
-	if (p == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if (p == NULL)
 		return;
-	}
 	p->w = w;
 	p->r = r;
 	p->kind = kind;
@@ -762,17 +736,10 @@ static void hpoll_add(struct hwaiter *w, struct hreq *r, enum hpoll_kind kind,
 	r->priv = p;
 	list_add_tail(&p->entry, &w->polls);
 	http_req_watch(r, hpoll_gone);
-	if ((p->timer = evtimer_new(w->f->base, hpoll_timer_cb, p)) != NULL) {
-		tv.tv_sec = (time_t)(wait_ms / 1000);
-		tv.tv_usec = (suseconds_t)(wait_ms % 1000) * 1000;
-		evtimer_add(p->timer, &tv);
-	}
-	if (w->state == HW_WAITING && !evtimer_pending(w->keepalive, NULL)) {
-		ka = w->lease_ms / 3 > 50 ? w->lease_ms / 3 : 50;
-		tv.tv_sec = ka / 1000;
-		tv.tv_usec = (suseconds_t)(ka % 1000) * 1000;
-		evtimer_add(w->keepalive, &tv);
-	}
+	if ((p->timer = evtimer_new(w->f->base, hpoll_timer_cb, p)) != NULL)
+		http_arm(p->timer, wait_ms);
+	if (w->state == HW_WAITING && !evtimer_pending(w->keepalive, NULL))
+		http_arm(w->keepalive, w->lease_ms / 3 > 50 ? w->lease_ms / 3 : 50);
 	if (hpoll_answer(p, false))
 		hpoll_end(p);
 }
@@ -795,14 +762,16 @@ static bool idem_eq(const struct hnode *n, const void *key)
 /* Forget a key (its joined requests try again on their own). */
 static void idem_drop(struct http_front *f, struct hidem *k)
 {
+	struct list_head *pos, *tmp;
 	struct hjoin *j;
 
 	hmap_remove(&f->idem, &k->node);
 	list_del_init(&k->entry);
 	k->who->nidem--;
 	http_prin_put(f, k->who);
-	while (!list_empty(&k->joined)) {
-		j = list_first_entry(&k->joined, struct hjoin, entry);
+	/* k is in no table now: what they run cannot join it again */
+	list_for_each_safe(pos, tmp, &k->joined) {
+		j = list_entry(pos, struct hjoin, entry);
 		list_del_init(&j->entry);
 		if (j->r->req != NULL)
 			j->r->route->fn(j->r);
@@ -826,6 +795,7 @@ static void idem_replay(struct hidem *k, struct hreq *r)
 static void idem_store(struct hidem *k, int status, json_t *body,
     const char *location)
 {
+	struct list_head *pos, *tmp;
 	struct hjoin *j;
 
 	if (k->done)
@@ -834,8 +804,8 @@ static void idem_store(struct hidem *k, int status, json_t *body,
 	k->status = status;
 	k->body = json_deep_copy(body);
 	k->location = location != NULL ? strdup(location) : NULL;
-	while (!list_empty(&k->joined)) {
-		j = list_first_entry(&k->joined, struct hjoin, entry);
+	list_for_each_safe(pos, tmp, &k->joined) {
+		j = list_entry(pos, struct hjoin, entry);
 		list_del_init(&j->entry);
 		idem_replay(k, j->r);
 		http_req_put(j->r);
@@ -980,23 +950,13 @@ static void acq_free(struct hacq *a)
 static void acq_ident(struct hacq *a, struct gate_ident *id, char *client,
     size_t clen, char *host, size_t hlen)
 {
-	struct hreq *r = a->r;
-	const char *ua = http_in_header(r, "User-Agent");
-	struct evhttp_connection *evcon;
-	char *addr = NULL;
-	uint16_t port = 0;
-
-	snprintf(client, clen, "%.*s", ua != NULL ? (int)strcspn(ua, " ") : 4,
-	    ua != NULL ? ua : "http");
-	host[0] = '\0';
-	if (r->req != NULL && r->hc != NULL && !r->hc->l->is_unix &&
-	    (evcon = evhttp_request_get_connection(r->req)) != NULL) {
-		evhttp_connection_get_peer(evcon, &addr, &port);
-		snprintf(host, hlen, "%s", addr != NULL ? addr : "");
-	}
-	id->client = a->b.client != NULL ? a->b.client : client;
-	id->host = a->b.host != NULL ? a->b.host : host;
-	id->pid = a->b.pid_given ? a->b.pid : r->hc != NULL ? r->hc->pid : 0;
+	http_ident(a->r, id, client, clen, host, hlen);
+	if (a->b.client != NULL)
+		id->client = a->b.client;
+	if (a->b.host != NULL)
+		id->host = a->b.host;
+	if (a->b.pid_given)
+		id->pid = a->b.pid;
 }
 
 /* The acquire must wait: a waiter with a session of its own. */
@@ -1015,8 +975,7 @@ static void acq_wait(struct hacq *a)
 	w->lease_given = a->b.lease_given;
 	w->idem = a->idem;
 	w->nwants = a->multi ? a->b.m.multi.n_wants : 1;
-	if ((w->wants = calloc(w->nwants, sizeof *w->wants)) == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if ((w->wants = http_alloc(r, w->nwants * sizeof *w->wants)) == NULL) {
 		hw_free(w);
 		goto fail;
 	}
@@ -1108,15 +1067,13 @@ static void acq_start(struct hreq *r, bool multi)
 {
 	const struct http_config *hc = r->f->srv->cfg.http;
 	uint32_t max_lease = r->f->srv->cfg.max_lease_ms;
-	struct hacq *a = calloc(1, sizeof *a);
+	struct hacq *a = http_alloc(r, sizeof *a);
 	struct gate_ident id;
 	char err[256], client[64], host[64];
 	bool given;
 
-	if (a == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if (a == NULL)
 		return;
-	}
 	a->r = r;
 	a->multi = multi;
 	if (hj_body(multi ? HJ_ACQUIRE_MANY : HJ_ACQUIRE, r->args[0], r->body,

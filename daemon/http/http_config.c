@@ -18,6 +18,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "daemon/config.h"
 #include "daemon/http/http_config.h"
 
 /* Settings that are a number, a duration (ms) or a byte count. */
@@ -107,34 +108,6 @@ void http_config_put(struct http_config *hc)
 	free(hc->tokens);
 	free(hc->nodes);
 	free(hc);
-}
-
-/* A duration (500ms, 10s, 5m, 1h; a bare number is seconds) in ms. */
-static int http_parse_duration(const char *s, unsigned long long *ms)
-{
-	unsigned long long v, mul;
-	char *end;
-
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -ERANGE;
-	if (strcmp(end, "ms") == 0)
-		mul = 1;
-	else if (*end == '\0' || strcmp(end, "s") == 0)
-		mul = 1000;
-	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-		mul = 60000;
-	else if (strcmp(end, "h") == 0)
-		mul = 3600000;
-	else
-		return -EINVAL;
-	if (v > ULLONG_MAX / mul)
-		return -ERANGE;
-	*ms = v * mul;
-	return 0;
 }
 
 /*
@@ -240,7 +213,7 @@ static int http_set_nodes(struct http_config *hc, const char *value,
 	const char *p = value, *eq, *end;
 	unsigned long long id;
 	size_t n = 0, ulen, i;
-	char *e;
+	char *e = NULL;
 
 	while (*p != '\0') {
 		end = p + strcspn(p, ",");
@@ -336,7 +309,7 @@ int http_config_set(struct http_config **hcp, const char *key, const char *value
 		return -EINVAL;
 	}
 	if (k->duration) {
-		if (http_parse_duration(value, &v) != 0) {
+		if (config_parse_duration(value, &v) != 0) {
 			snprintf(err, errlen, "%s '%s': not a duration (e.g. "
 			    "500ms, 10s, 5m, 1h)", key, value);
 			return -EINVAL;
@@ -411,17 +384,35 @@ bool http_config_cors(const struct http_config *hc, const char *origin)
 	return false;
 }
 
-/* semd --make-token PRINCIPAL */
-int http_make_token(const char *principal, FILE *out)
+/* base64url without padding of p[0..len) into out (4 * len / 3 + 2 bytes). */
+void http_b64url(const uint8_t *p, size_t len, char *out)
 {
 	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	    "0123456789-_";
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t i, n = 0;
+
+	for (i = 0; i < len; i++) {
+		acc = acc << 8 | p[i];
+		bits += 8;
+		while (bits >= 6) {
+			bits -= 6;
+			out[n++] = b64[(acc >> bits) & 63];
+		}
+	}
+	if (bits > 0)
+		out[n++] = b64[(acc << (6 - bits)) & 63];
+	out[n] = '\0';
+}
+
+/* semd --make-token PRINCIPAL */
+int http_make_token(const char *principal, FILE *out)
+{
 	struct http_token t;
 	uint8_t raw[32], h[HTTP_TOKEN_HASH];
 	char tok[64], err[256];
-	size_t i, n = 0;
-	uint32_t acc = 0;
-	int bits = 0;
+	size_t i;
 
 	memset(&t, 0, sizeof t);
 	if (http_token_principal(&t, principal, err, sizeof err) != 0) {
@@ -432,19 +423,8 @@ int http_make_token(const char *principal, FILE *out)
 		fprintf(stderr, "semd: getrandom: %s\n", strerror(errno));
 		return EX_OSERR;
 	}
-	/* base64url without padding: 43 characters for 256 bits */
-	for (i = 0; i < sizeof raw; i++) {
-		acc = acc << 8 | raw[i];
-		bits += 8;
-		while (bits >= 6) {
-			bits -= 6;
-			tok[n++] = b64[(acc >> bits) & 63];
-		}
-	}
-	if (bits > 0)
-		tok[n++] = b64[(acc << (6 - bits)) & 63];
-	tok[n] = '\0';
-	http_sha256(tok, n, h);
+	http_b64url(raw, sizeof raw, tok);	/* 43 characters for 256 bits */
+	http_sha256(tok, strlen(tok), h);
 	fprintf(out, "token: %s\n# in semd.conf:\nhttp-token %s sha256:", tok,
 	    principal);
 	for (i = 0; i < sizeof h; i++)

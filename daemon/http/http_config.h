@@ -73,6 +73,8 @@ const struct http_token *http_config_token(const struct http_config *hc,
 const char *http_config_node_url(const struct http_config *hc, uint64_t id);
 /* Is origin allowed by http-cors-origin? */
 bool http_config_cors(const struct http_config *hc, const char *origin);
+/* base64url without padding of p[0..len) into out (4 * len / 3 + 2 bytes). */
+void http_b64url(const uint8_t *p, size_t len, char *out);
 /*
  * semd --make-token PRINCIPAL: print a new token and the line that lets it
  * in. 0, or a sysexits code with the reason on stderr.

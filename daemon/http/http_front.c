@@ -37,6 +37,7 @@
 #include <event2/listener.h>
 #include <openssl/ssl.h>
 
+#include "daemon/access.h"
 #include "daemon/config.h"
 #include "daemon/feed.h"
 #include "daemon/http/http-int.h"
@@ -102,6 +103,26 @@ uint64_t http_now(void)
 	return server_now();
 }
 
+/* Arm ev to fire in ms milliseconds. */
+void http_arm(struct event *ev, uint64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(ev, &tv);
+}
+
+/* Memory for r's work, or NULL with r answered. */
+void *http_alloc(struct hreq *r, size_t n)
+{
+	void *p = calloc(1, n);
+
+	if (p == NULL)
+		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	return p;
+}
+
 /* The wall clock, unix ms. */
 uint64_t http_wall_ms(void)
 {
@@ -144,25 +165,6 @@ static const char *http_reason(int status)
 
 /* --- principals ----------------------------------------------------------- */
 
-/* Copy an identity: principal, uid or cn, groups, admin. */
-int http_subject_copy(struct acl_subject *dst, const struct acl_subject *src)
-{
-	const char *g = src->groups, *end = src->groups + src->groups_len;
-	int r = 0;
-
-	acl_subject_init(dst);
-	if (src->kind == ACL_SUBJECT_UID)
-		r = acl_subject_set_uid(dst, src->uid,
-		    src->user_len > 0 ? src->user : NULL);
-	else if (src->kind == ACL_SUBJECT_CN)
-		r = acl_subject_set_cn(dst, src->principal + 3,
-		    src->principal_len - 3);
-	for (; r == 0 && g != NULL && g < end; g += strlen(g) + 1)
-		r = acl_subject_add_group(dst, g);
-	dst->admin = src->admin;
-	return r;
-}
-
 struct prin_key {
 	const char	*principal;
 	const char	*groups;
@@ -196,7 +198,7 @@ struct hprin *http_prin_get(struct http_front *f, const struct acl_subject *s)
 	}
 	if ((p = calloc(1, sizeof *p)) == NULL)
 		return NULL;
-	if (http_subject_copy(&p->subj, s) != 0) {
+	if (access_subject_copy(&p->subj, s) != 0) {
 		acl_subject_clear(&p->subj);
 		free(p);
 		return NULL;
@@ -1021,8 +1023,6 @@ static void http_in_added(struct evbuffer *b,
     const struct evbuffer_cb_info *info, void *arg)
 {
 	struct hconn *hc = arg;
-	struct timeval tv;
-	uint32_t ms;
 
 	(void)b;
 	if (info->n_added > 0 && !hc->nodelay) {
@@ -1035,10 +1035,7 @@ static void http_in_added(struct evbuffer *b,
 	}
 	if (info->n_added == 0 || hc->busy || evtimer_pending(hc->deadline, NULL))
 		return;
-	ms = http_cfg(hc->f)->request_timeout_ms;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(hc->deadline, &tv);
+	http_arm(hc->deadline, http_cfg(hc->f)->request_timeout_ms);
 }
 
 /*
@@ -1148,9 +1145,7 @@ static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
 	struct http_front *f = l->f;
 	struct bufferevent *bev = NULL;
 	struct hconn *hc;
-	struct timeval tv;
 	uintptr_t key;
-	uint32_t ms;
 	SSL *ssl;
 
 	if (f->nconns >= http_cfg(f)->max_connections && !http_make_room(f))
@@ -1193,10 +1188,7 @@ static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
 	list_add_tail(&hc->entry, &f->conns);
 	f->nconns++;
 	/* The first request (and a TLS handshake) within the deadline. */
-	ms = http_cfg(f)->request_timeout_ms;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(hc->deadline, &tv);
+	http_arm(hc->deadline, http_cfg(f)->request_timeout_ms);
 	return bev;
 }
 

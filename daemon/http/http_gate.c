@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/access.h"
 #include "daemon/conn.h"
 #include "daemon/http/http-int.h"
 #include "daemon/logging.h"
@@ -233,14 +234,16 @@ static void gate_uncache(struct gate *g)
  */
 static void gate_conn_gone(struct gate *g)
 {
+	struct list_head *pos, *tmp;
 	struct gate_call *k;
 
 	g->running++;
 	gate_deliver(g);
 	g->c = NULL;
 	gate_uncache(g);
-	while (!list_empty(&g->calls)) {
-		k = list_first_entry(&g->calls, struct gate_call, entry);
+	/* Their answers cannot add calls: the gate has no connection now. */
+	list_for_each_safe(pos, tmp, &g->calls) {
+		k = list_entry(pos, struct gate_call, entry);
 		list_del_init(&k->entry);
 		if (k->done != NULL)
 			k->done(k->arg, NULL);
@@ -426,7 +429,7 @@ struct gate *gate_open(struct http_front *f, enum gate_kind kind,
 	    "watch" : kind == GATE_NODE ? "node" : "backup",
 	    who->subj.principal);
 	if ((g->deliver = event_new(f->base, -1, 0, gate_deliver_cb, g)) == NULL ||
-	    http_subject_copy(&subj, &who->subj) != 0 ||
+	    access_subject_copy(&subj, &who->subj) != 0 ||
 	    (g->c = conn_start_inner(f->w, &gate_xprt, g, &subj, peer, &err, why,
 	    len)) == NULL) {
 		acl_subject_clear(&subj);
@@ -528,11 +531,13 @@ struct gate *gate_service(struct http_front *f, struct hprin *who,
  */
 void gate_free_all(struct http_front *f)
 {
+	struct list_head *pos, *tmp;
 	struct gate *g;
 
 	gate_sweep(f, true);
-	while (!list_empty(&f->all_gates)) {
-		g = list_first_entry(&f->all_gates, struct gate, all);
+	/* Freeing one frees no other. */
+	list_for_each_safe(pos, tmp, &f->all_gates) {
+		g = list_entry(pos, struct gate, all);
 		g->released = true;
 		g->closed = NULL;
 		g->notice = NULL;
@@ -551,10 +556,12 @@ void gate_free_all(struct http_front *f)
 void gate_sweep(struct http_front *f, bool all)
 {
 	uint64_t now = http_now();
+	struct list_head *pos, *tmp;
 	struct gate *g;
 
-	while (!list_empty(&f->gate_lru)) {
-		g = list_first_entry(&f->gate_lru, struct gate, lru);
+	/* Least used first; releasing one frees no other. */
+	list_for_each_safe(pos, tmp, &f->gate_lru) {
+		g = list_entry(pos, struct gate, lru);
 		if (!all && (now - g->used_ms < GATE_IDLE_MS ||
 		    !list_empty(&g->calls)))
 			break;

@@ -668,6 +668,8 @@ static bool hj_pct(char *buf, size_t len, size_t *off, const char *s)
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *p = (const unsigned char *)s;
 
+	if (p == NULL)
+		return false;
 	for (; *p != '\0'; p++) {
 		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||

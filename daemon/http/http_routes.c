@@ -44,7 +44,7 @@ static void http_service_done(void *arg, const Semd__Reply *rep)
 }
 
 /* Who r's caller is for the holder lists: its program, its address. */
-static void http_ident(struct hreq *r, struct gate_ident *id, char *client,
+void http_ident(struct hreq *r, struct gate_ident *id, char *client,
     size_t clen, char *host, size_t hlen)
 {
 	const char *ua = http_in_header(r, "User-Agent");
@@ -89,10 +89,8 @@ bool http_service_call_as(struct hreq *r, const struct gate_ident *id,
 		http_problem(r, e, "%s", why);
 		return false;
 	}
-	if ((sc = calloc(1, sizeof *sc)) == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if ((sc = http_alloc(r, sizeof *sc)) == NULL)
 		return false;
-	}
 	sc->r = r;
 	sc->g = g;
 	sc->done = done;
@@ -150,6 +148,43 @@ static bool http_ok(struct hreq *r, const Semd__Reply *rep, int body_case)
 	return true;
 }
 
+/* A reply whose body is answered as JSON, 200, by its kind. */
+static void http_done_json(struct hreq *r, const Semd__Reply *rep)
+{
+	json_t *o = NULL;
+
+	if (!http_ok(r, rep, 0))
+		return;
+	switch (rep->body_case) {
+	case SEMD__REPLY__BODY_LIST:
+		o = hj_list(rep->list);
+		break;
+	case SEMD__REPLY__BODY_INFO:
+		o = hj_info(rep->info);
+		break;
+	case SEMD__REPLY__BODY_HOLDS:
+		o = hj_holds(rep->holds);
+		break;
+	case SEMD__REPLY__BODY_STATS:
+		o = hj_stats(rep->stats);
+		break;
+	case SEMD__REPLY__BODY_VALIDATE:
+		o = json_pack("{s:b}", "valid", rep->validate->valid);
+		break;
+	case SEMD__REPLY__BODY_RELEASED:
+		o = json_pack("{s:i}", "n", (int)rep->released->n);
+		break;
+	case SEMD__REPLY__BODY_RENEWED:
+		o = json_pack("{s:I}", "expires_ms",
+		    (json_int_t)rep->renewed->expires_ms);
+		break;
+	default:
+		http_problem(r, SEMD__CODE__INTERNAL, "an answer of another kind");
+		return;
+	}
+	http_reply_json(r, 200, o);
+}
+
 /* A reply with no body: 204. */
 static void http_done_204(struct hreq *r, const Semd__Reply *rep)
 {
@@ -190,12 +225,6 @@ void http_route_server(struct hreq *r)
 
 /* --- names ---------------------------------------------------------------- */
 
-static void http_list_done(struct hreq *r, const Semd__Reply *rep)
-{
-	if (http_ok(r, rep, SEMD__REPLY__BODY_LIST))
-		http_reply_json(r, 200, hj_list(rep->list));
-}
-
 /* GET /v1/semaphores: List. */
 void http_route_list(struct hreq *r)
 {
@@ -211,7 +240,7 @@ void http_route_list(struct hreq *r)
 	l.max = (uint32_t)max;
 	req.op_case = SEMD__REQUEST__OP_LIST;
 	req.list = &l;
-	http_service_call(r, &req, http_list_done);
+	http_service_call(r, &req, http_done_json);
 }
 
 static void http_create_done(struct hreq *r, const Semd__Reply *rep)
@@ -231,37 +260,27 @@ static void http_create_done(struct hreq *r, const Semd__Reply *rep)
 	http_reply_json(r, nex ? 200 : 201, o);
 }
 
-/* Map r's body of kind to a request and send it; false: answered. */
-static bool http_body_call(struct hreq *r, enum hj_kind kind,
-    void (*done)(struct hreq *r, const Semd__Reply *rep), struct hj_body *b)
+/* A route whose body of kind is its request; done answers it. */
+static void http_route_body(struct hreq *r, enum hj_kind kind,
+    void (*done)(struct hreq *r, const Semd__Reply *rep))
 {
+	struct hj_body *b = http_alloc(r, sizeof *b);
 	char err[256];
 
+	if (b == NULL)
+		return;
 	if (hj_body(kind, r->args[0], r->body, b, err, sizeof err) !=
-	    SEMD__CODE__OK) {
+	    SEMD__CODE__OK)
 		http_problem(r, SEMD__CODE__INVALID_ARGUMENT, "%s", err);
-		return false;
-	}
-	return http_service_call(r, &b->req, done);
+	else
+		http_service_call(r, &b->req, done);
+	free(b);
 }
 
 /* PUT /v1/semaphores/{name}: Create. */
 void http_route_create(struct hreq *r)
 {
-	struct hj_body *b = malloc(sizeof *b);
-
-	if (b == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	http_body_call(r, HJ_CREATE, http_create_done, b);
-	free(b);
-}
-
-static void http_info_done(struct hreq *r, const Semd__Reply *rep)
-{
-	if (http_ok(r, rep, SEMD__REPLY__BODY_INFO))
-		http_reply_json(r, 200, hj_info(rep->info));
+	http_route_body(r, HJ_CREATE, http_create_done);
 }
 
 /* GET /v1/semaphores/{name}: Info. */
@@ -281,7 +300,7 @@ void http_route_info(struct hreq *r)
 	in.after_waiter = wa;
 	req.op_case = SEMD__REQUEST__OP_INFO;
 	req.info = &in;
-	http_service_call(r, &req, http_info_done);
+	http_service_call(r, &req, http_done_json);
 }
 
 /* DELETE /v1/semaphores/{name}: Delete. */
@@ -301,31 +320,19 @@ void http_route_delete(struct hreq *r)
 }
 
 /* PUT a name's limit, rate or queue bound. */
-static void http_route_set(struct hreq *r, enum hj_kind kind)
-{
-	struct hj_body *b = malloc(sizeof *b);
-
-	if (b == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	http_body_call(r, kind, http_done_204, b);
-	free(b);
-}
-
 void http_route_set_limit(struct hreq *r)
 {
-	http_route_set(r, HJ_LIMIT);
+	http_route_body(r, HJ_LIMIT, http_done_204);
 }
 
 void http_route_set_rate(struct hreq *r)
 {
-	http_route_set(r, HJ_RATE);
+	http_route_body(r, HJ_RATE, http_done_204);
 }
 
 void http_route_set_queue(struct hreq *r)
 {
-	http_route_set(r, HJ_QUEUE);
+	http_route_body(r, HJ_QUEUE, http_done_204);
 }
 
 /* --- permits held --------------------------------------------------------- */
@@ -372,13 +379,6 @@ void http_route_permit(struct hreq *r)
 	http_service_call(r, &req, http_permit_done);
 }
 
-static void http_renew_done(struct hreq *r, const Semd__Reply *rep)
-{
-	if (http_ok(r, rep, SEMD__REPLY__BODY_RENEWED))
-		http_reply_json(r, 200, json_pack("{s:I}", "expires_ms",
-		    (json_int_t)rep->renewed->expires_ms));
-}
-
 /* POST .../permits/{permit}/renew: Renew. */
 void http_route_renew(struct hreq *r)
 {
@@ -386,18 +386,14 @@ void http_route_renew(struct hreq *r)
 	char err[256];
 	uint64_t id;
 
-	if (!http_permit_arg(r, &id))
+	if (!http_permit_arg(r, &id) || (b = http_alloc(r, sizeof *b)) == NULL)
 		return;
-	if ((b = malloc(sizeof *b)) == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
 	if (hj_body(HJ_RENEW, r->args[0], r->body, b, err, sizeof err) !=
 	    SEMD__CODE__OK) {
 		http_problem(r, SEMD__CODE__INVALID_ARGUMENT, "%s", err);
 	} else {
 		b->m.renew.permit_id = id;
-		http_service_call(r, &b->req, http_renew_done);
+		http_service_call(r, &b->req, http_done_json);
 	}
 	free(b);
 }
@@ -446,31 +442,10 @@ void http_route_cancel_queued(struct hreq *r)
 	http_service_call(r, &req, http_done_204);
 }
 
-static void http_up_done(struct hreq *r, const Semd__Reply *rep)
-{
-	if (http_ok(r, rep, SEMD__REPLY__BODY_RELEASED))
-		http_reply_json(r, 200, json_pack("{s:i}", "n",
-		    (int)rep->released->n));
-}
-
 /* POST /v1/semaphores/{name}/up: Up. */
 void http_route_up(struct hreq *r)
 {
-	struct hj_body *b = malloc(sizeof *b);
-
-	if (b == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	http_body_call(r, HJ_UP, http_up_done, b);
-	free(b);
-}
-
-static void http_validate_done(struct hreq *r, const Semd__Reply *rep)
-{
-	if (http_ok(r, rep, SEMD__REPLY__BODY_VALIDATE))
-		http_reply_json(r, 200, json_pack("{s:b}", "valid",
-		    rep->validate->valid));
+	http_route_body(r, HJ_UP, http_done_json);
 }
 
 /* GET /v1/semaphores/{name}/tokens/{token}: Validate. */
@@ -487,16 +462,10 @@ void http_route_validate(struct hreq *r)
 	v.name = r->args[0];
 	req.op_case = SEMD__REQUEST__OP_VALIDATE;
 	req.validate = &v;
-	http_service_call(r, &req, http_validate_done);
+	http_service_call(r, &req, http_done_json);
 }
 
 /* --- holds, stats, cluster ------------------------------------------------ */
-
-static void http_holds_done(struct hreq *r, const Semd__Reply *rep)
-{
-	if (http_ok(r, rep, SEMD__REPLY__BODY_HOLDS))
-		http_reply_json(r, 200, hj_holds(rep->holds));
-}
 
 /* GET /v1/holds: Holds. */
 void http_route_holds(struct hreq *r)
@@ -514,13 +483,7 @@ void http_route_holds(struct hreq *r)
 	h.max = (uint32_t)max;
 	req.op_case = SEMD__REQUEST__OP_HOLDS;
 	req.holds = &h;
-	http_service_call(r, &req, http_holds_done);
-}
-
-static void http_stats_done(struct hreq *r, const Semd__Reply *rep)
-{
-	if (http_ok(r, rep, SEMD__REPLY__BODY_STATS))
-		http_reply_json(r, 200, hj_stats(rep->stats));
+	http_service_call(r, &req, http_done_json);
 }
 
 /* GET /v1/stats: Stats. */
@@ -531,7 +494,7 @@ void http_route_stats(struct hreq *r)
 
 	req.op_case = SEMD__REQUEST__OP_STATS;
 	req.stats = &st;
-	http_service_call(r, &req, http_stats_done);
+	http_service_call(r, &req, http_done_json);
 }
 
 static void http_cluster_done(struct hreq *r, const Semd__Reply *rep)
@@ -576,14 +539,12 @@ void http_route_cluster(struct hreq *r)
 {
 	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Cluster c = SEMD__CLUSTER__INIT;
-	struct svc_call *sc = calloc(1, sizeof *sc);
+	struct svc_call *sc = http_alloc(r, sizeof *sc);
 	char why[256];
 	int e;
 
-	if (sc == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if (sc == NULL)
 		return;
-	}
 	sc->r = r;
 	sc->done = http_cluster_done;
 	sc->g = gate_open(r->f, GATE_NODE, r->who, NULL, 0, 0, NULL, &e, why,
@@ -607,26 +568,14 @@ void http_route_cluster(struct hreq *r)
 }
 
 /* POST /v1/cluster/members, /v1/cluster/leader: Cluster ADD, TRANSFER. */
-static void http_route_cluster_change(struct hreq *r, enum hj_kind kind)
-{
-	struct hj_body *b = malloc(sizeof *b);
-
-	if (b == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	http_body_call(r, kind, http_done_204, b);
-	free(b);
-}
-
 void http_route_member_add(struct hreq *r)
 {
-	http_route_cluster_change(r, HJ_MEMBER);
+	http_route_body(r, HJ_MEMBER, http_done_204);
 }
 
 void http_route_transfer(struct hreq *r)
 {
-	http_route_cluster_change(r, HJ_TRANSFER);
+	http_route_body(r, HJ_TRANSFER, http_done_204);
 }
 
 /* DELETE /v1/cluster/members/{id}: Cluster REMOVE. */
@@ -686,7 +635,7 @@ static void http_backup_done(void *arg, const Semd__Reply *rep)
 	struct hreq *r = b->r;
 	const Semd__BackupChunk *ch;
 	uint8_t h[BACKUP_HEADER_LEN] = { 0 };
-	char len[32], digest[64];
+	char len[32], b64[48], digest[64];
 
 	if (rep == NULL || rep->code != SEMD__CODE__OK ||
 	    rep->body_case != SEMD__REPLY__BODY_BACKUP) {
@@ -715,9 +664,8 @@ static void http_backup_done(void *arg, const Semd__Reply *rep)
 		memcpy(h + 32, ch->sha256.data, 32);
 		snprintf(len, sizeof len, "%" PRIu64, BACKUP_HEADER_LEN + ch->total);
 		http_header(r, "Content-Length", len);
-		EVP_EncodeBlock((unsigned char *)digest + 9, ch->sha256.data, 32);
-		memcpy(digest, "sha-256=:", 9);
-		strcat(digest, ":");
+		EVP_EncodeBlock((unsigned char *)b64, ch->sha256.data, 32);
+		snprintf(digest, sizeof digest, "sha-256=:%s:", b64);
 		http_header(r, "Repr-Digest", digest);
 		http_header(r, "Content-Disposition",
 		    "attachment; filename=\"semd.backup\"");
@@ -770,14 +718,12 @@ static void http_backup_gone(struct hreq *r)
 /* GET /v1/backup: the whole state, as semctl backup writes it. */
 void http_route_backup(struct hreq *r)
 {
-	struct hbackup *b = calloc(1, sizeof *b);
+	struct hbackup *b = http_alloc(r, sizeof *b);
 	char why[256];
 	int e;
 
-	if (b == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if (b == NULL)
 		return;
-	}
 	b->r = r;
 	b->g = gate_open(r->f, GATE_BACKUP, r->who, NULL, 0, 0, NULL, &e, why,
 	    sizeof why);

@@ -255,6 +255,9 @@ void http_route_watch(struct hreq *r)
 /* A stop: every stream ends. */
 void http_watch_stop_all(struct http_front *f)
 {
-	while (!list_empty(&f->watches))
-		hwatch_end(list_first_entry(&f->watches, struct hwatch, entry));
+	struct list_head *pos, *tmp;
+
+	/* Ending one ends no other. */
+	list_for_each_safe(pos, tmp, &f->watches)
+		hwatch_end(list_entry(pos, struct hwatch, entry));
 }
