@@ -210,7 +210,10 @@ export class Transport {
           break;
         }
         if (++redirects > MAX_REDIRECTS) {
-          throw makeError("protocol_error", `${method} ${path}: redirected ${redirects} times`, { status });
+          // Nodes that name each other: an election under way (or nodes
+          // misconfigured, which the deadline ends); a pause, then again.
+          if (await failed(base, makeError("unavailable", `${method} ${path}: redirected ${redirects} times`, { status }))) continue;
+          break;
         }
         this.leader = target;
         continue;

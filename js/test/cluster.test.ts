@@ -58,35 +58,39 @@ test("redirects to the leader; a held permit, a waiter and a watch ride out the 
       if (!ctl.signal.aborted) throw e;
     }
   })();
-  assert.ok(await waitFor(() => ready), "the watch is ready");
+  try {
+    assert.ok(await waitFor(() => ready), "the watch is ready");
 
-  const c2 = new Client({ url: urls, lease: 6000 });
-  const waiting = c2.semaphore("c/a").acquire();
-  assert.ok(await waitFor(async () => (await sem.info()).waiters.length === 1), "the second acquire waits");
-  assert.ok(await waitFor(() => events.some((e) => e.kind === "wait")), "the watch saw it wait");
+    const c2 = new Client({ url: urls, lease: 6000 });
+    const waiting = c2.semaphore("c/a").acquire({ signal: ctl.signal });
+    assert.ok(await waitFor(async () => (await sem.info()).waiters.length === 1), "the second acquire waits");
+    assert.ok(await waitFor(() => events.some((e) => e.kind === "wait")), "the watch saw it wait");
 
-  await cl.nodes[leader - 1]!.stop("SIGKILL");
-  const live = cl.urls.filter((_, i) => i !== leader - 1);
-  assert.ok(await waitFor(async () => {
-    const l = await leaderId(live);
-    return l > 0 && l !== leader;
-  }, 20000), "a new leader is elected");
+    await cl.nodes[leader - 1]!.stop("SIGKILL");
+    const live = cl.urls.filter((_, i) => i !== leader - 1);
+    assert.ok(await waitFor(async () => {
+      const l = await leaderId(live);
+      return l > 0 && l !== leader;
+    }, 20000), "a new leader is elected");
 
-  const info = await sem.info();
-  assert.equal(info.holders.length, 1, "the permit is still held");
-  assert.equal(info.holders[0]!.permit, holder.id);
-  assert.equal(info.waiters.length, 1, "the waiter kept its place");
-  assert.ok(holder.held && !holder.lost);
-  assert.equal(await holder.release(), true);
-  const q = await waiting;
-  assert.ok(BigInt(q.token) > BigInt(holder.token));
-  assert.equal(await q.release(), true);
-  assert.ok(await waitFor(() => events.filter((e) => e.kind === "release").length === 2, 10000),
-    "the watch saw both releases");
-  ctl.abort();
-  await reader;
-  assert.deepEqual(events.map((e) => e.kind), ["wait", "release", "grant", "release"]);
-  for (let i = 1; i < events.length; i++) {
-    assert.ok(BigInt(events[i]!.revision) > BigInt(events[i - 1]!.revision), "revisions increase");
+    const info = await sem.info();
+    assert.equal(info.holders.length, 1, "the permit is still held");
+    assert.equal(info.holders[0]!.permit, holder.id);
+    assert.equal(info.waiters.length, 1, "the waiter kept its place");
+    assert.ok(holder.held && !holder.lost);
+    assert.equal(await holder.release(), true);
+    const q = await waiting;
+    assert.ok(BigInt(q.token) > BigInt(holder.token));
+    assert.equal(await q.release(), true);
+    assert.ok(await waitFor(() => events.filter((e) => e.kind === "release").length === 2, 10000),
+      "the watch saw both releases");
+    ctl.abort();
+    await reader;
+    assert.deepEqual(events.map((e) => e.kind), ["wait", "release", "grant", "release"]);
+    for (let i = 1; i < events.length; i++) {
+      assert.ok(BigInt(events[i]!.revision) > BigInt(events[i - 1]!.revision), "revisions increase");
+    }
+  } finally {
+    ctl.abort(); // a failed check leaves no watch running
   }
 });

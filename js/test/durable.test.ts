@@ -43,32 +43,36 @@ test("watch resumes across a restart: the events made while away, then live ones
       if (!ctl.signal.aborted) throw e;
     }
   })();
-  assert.ok(await waitFor(() => readies.length === 1), "the watch is ready");
-  await c.create("d/a", { limit: 1 });
-  const p = await c.semaphore("d/a").acquire();
-  await p.release();
-  assert.ok(await waitFor(() => events.length === 3), "three events before the restart");
+  try {
+    assert.ok(await waitFor(() => readies.length === 1), "the watch is ready");
+    await c.create("d/a", { limit: 1 });
+    const p = await c.semaphore("d/a").acquire();
+    await p.release();
+    assert.ok(await waitFor(() => events.length === 3), "three events before the restart");
 
-  shut = true;
-  await d.restart();
-  await c.create("d/b", { limit: 2 });
-  const q = await c.semaphore("d/b").acquire();
-  await q.release();
-  shut = false;
-  assert.ok(await waitFor(() => events.length >= 6, 15000), `the events made while away (${events.length})`);
-  await c.create("d/c", { limit: 1 });
-  assert.ok(await waitFor(() => events.some((e) => e.name === "d/c")), "a live event after them");
-  ctl.abort();
-  await reader;
+    shut = true;
+    await d.restart();
+    await c.create("d/b", { limit: 2 });
+    const q = await c.semaphore("d/b").acquire();
+    await q.release();
+    shut = false;
+    assert.ok(await waitFor(() => events.length >= 6, 15000), `the events made while away (${events.length})`);
+    await c.create("d/c", { limit: 1 });
+    assert.ok(await waitFor(() => events.some((e) => e.name === "d/c")), "a live event after them");
+    ctl.abort();
+    await reader;
 
-  assert.deepEqual(events.map((e) => `${e.kind} ${e.name}`), [
-    "create d/a", "grant d/a", "release d/a", "create d/b", "grant d/b", "release d/b", "create d/c",
-  ]);
-  for (let i = 1; i < events.length; i++) {
-    assert.ok(BigInt(events[i]!.revision) > BigInt(events[i - 1]!.revision), "revisions increase");
+    assert.deepEqual(events.map((e) => `${e.kind} ${e.name}`), [
+      "create d/a", "grant d/a", "release d/a", "create d/b", "grant d/b", "release d/b", "create d/c",
+    ]);
+    for (let i = 1; i < events.length; i++) {
+      assert.ok(BigInt(events[i]!.revision) > BigInt(events[i - 1]!.revision), "revisions increase");
+    }
+    assert.equal(readies.length, 2, "one reconnection");
+    assert.equal(readies[1]!.resumed, true);
+  } finally {
+    ctl.abort(); // a failed check leaves no watch running
   }
-  assert.equal(readies.length, 2, "one reconnection");
-  assert.equal(readies[1]!.resumed, true);
 });
 
 test("a permit's background renewal rides out a restart of the durable daemon", { timeout: 60000 }, async () => {
