@@ -15,6 +15,24 @@ export const SEMD = process.env.SEMD ?? "semd";
 /** Where the daemons' files go (tests/js.sh keeps it to print the logs of a failure). */
 export const TMP = process.env.SEMD_JS_TMP ?? mkdtempSync(join(tmpdir(), "semd-js-"));
 
+// Every request the tests' clients make, and how it ended, in a log of
+// the test file's own (tests/js.sh shows the logs' tails when a test fails).
+const trace = join(TMP, `fetch-${process.pid}.log`);
+const platformFetch = globalThis.fetch;
+globalThis.fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  const t0 = performance.now();
+  const what = `${init?.method ?? "GET"} ${String(input)}`;
+  appendFileSync(trace, `${new Date().toISOString()} > ${what}\n`);
+  try {
+    const r = await platformFetch(input, init);
+    appendFileSync(trace, `${new Date().toISOString()} < ${r.status} ${what} (${Math.round(performance.now() - t0)} ms)\n`);
+    return r;
+  } catch (e) {
+    appendFileSync(trace, `${new Date().toISOString()} ! ${what}: ${String(e)} (${Math.round(performance.now() - t0)} ms)\n`);
+    throw e;
+  }
+};
+
 const live = new Set<ChildProcess>();
 process.on("exit", () => {
   for (const p of live) p.kill("SIGKILL");
