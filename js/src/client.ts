@@ -28,6 +28,11 @@ export interface ClientOptions {
   maxWait?: number;
   /** How long (ms) a request tries the nodes before it fails unavailable (default 30000). */
   failoverMs?: number;
+  /**
+   * How long (ms) a node may take to start its answer, beyond a long-poll's
+   * own wait, before the next node is tried (default 10000).
+   */
+  requestTimeoutMs?: number;
   /** Headers sent with every request. */
   headers?: Record<string, string>;
   /** The fetch to use (default: the platform's). */
@@ -81,6 +86,7 @@ export class Client {
     this.clientName = o.clientName ?? "semclient-js";
     this.transport = new Transport(urls, {
       fetch: o.fetch, token: o.token, headers: o.headers, failoverMs: o.failoverMs, userAgent: this.clientName,
+      requestTimeoutMs: o.requestTimeoutMs,
     });
     this.lease = o.lease ?? DEFAULT_LEASE;
     this.maxWait = o.maxWait ?? 20;

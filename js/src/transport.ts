@@ -89,10 +89,12 @@ export class Transport {
   private readonly failedAt = new Map<string, number>();
   private readonly headers: Record<string, string>;
   readonly failoverMs: number;
+  /** How long (ms) a node may take to answer's head, beyond a long-poll's wait. */
+  readonly requestTimeoutMs: number;
 
   constructor(urls: string[], opts: { fetch?: FetchLike | undefined; token?: string | undefined;
     headers?: Record<string, string> | undefined; failoverMs?: number | undefined;
-    userAgent?: string | undefined }) {
+    userAgent?: string | undefined; requestTimeoutMs?: number | undefined }) {
     if (urls.length === 0) throw new TypeError("semclient: no URL");
     this.bases = urls.map(normalizeBase);
     const f = opts.fetch ?? (globalThis.fetch as FetchLike | undefined);
@@ -102,6 +104,7 @@ export class Transport {
     this.headers = { ...(opts.userAgent ? { "user-agent": opts.userAgent } : {}), ...(opts.headers ?? {}) };
     if (opts.token !== undefined) this.headers.authorization = `Bearer ${opts.token}`;
     this.failoverMs = opts.failoverMs ?? 30000;
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? 10000;
   }
 
   /** The base URL requests go to now. */
@@ -122,7 +125,7 @@ export class Transport {
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
     const res = await this.send(method, path, opts);
     const accept = opts.accept ?? [];
-    const text = await readText(res.response, opts.signal);
+    const text = await readText(res.response, opts.signal).finally(res.done);
     let body: unknown;
     if (text.length > 0) {
       try {
@@ -144,7 +147,7 @@ export class Transport {
     const res = await this.send(method, path, opts);
     const status = res.response.status;
     if (status < 200 || status >= 300) {
-      const text = await readText(res.response, opts.signal);
+      const text = await readText(res.response, opts.signal).finally(res.done);
       let body: unknown;
       try { body = text ? JSON.parse(text) : undefined; } catch { body = undefined; }
       throw errorFromAnswer(status, body, res.response.headers.get("retry-after"));
@@ -155,7 +158,7 @@ export class Transport {
   // Sends until a node answers something other than a redirect or "no
   // leader here", trying the others while the deadline lasts.
   private async send(method: string, path: string, opts: RequestOptions):
-    Promise<{ response: Response; sentAt: number; base: string }> {
+    Promise<{ response: Response; sentAt: number; base: string; done(): void }> {
     const deadline = opts.deadline ?? now() + this.failoverMs;
     const headers: Record<string, string> = { accept: "application/json", ...this.headers, ...(opts.headers ?? {}) };
     let body: string | undefined;
@@ -187,8 +190,9 @@ export class Transport {
       const base = this.base;
       const sentAt = now();
       let response: Response;
+      let done: () => void;
       try {
-        response = await this.tryOnce(base + path, method, headers, body, opts.signal);
+        ({ response, done } = await this.tryOnce(base + path, method, headers, body, opts.signal));
       } catch (e) {
         if (opts.signal?.aborted) throw opts.signal.reason;
         if (!(e instanceof NetworkFailure)) throw e;
@@ -199,13 +203,15 @@ export class Transport {
       if (status === 307 || status === 308) {
         const loc = response.headers.get("location");
         await discard(response);
+        done();
         if (loc === null) throw makeError("protocol_error", `${method} ${path}: a redirect without a Location`, { status });
         const target = leaderBase(new URL(loc, base + path).href, path);
         // A follower that still names a leader we just failed to reach
         // knows no better than we do (an election is under way): another
         // node is asked, after a pause once each has been.
+        // So does a node that names itself (a leader not yet serving).
         const t = this.failedAt.get(target);
-        if (t !== undefined && now() - t < STALE_LEADER_MS) {
+        if (target === base || (t !== undefined && now() - t < STALE_LEADER_MS)) {
           if (await failed(base, makeError("unavailable", `${base} redirects to ${target}, which did not answer`))) continue;
           break;
         }
@@ -221,7 +227,7 @@ export class Transport {
       if (status === 503) {
         // No leader known here, or the node is starting: another node may
         // know better; the answer is kept in case none does in time.
-        const text = await readText(response, opts.signal);
+        const text = await readText(response, opts.signal).finally(done);
         let problem: unknown;
         try { problem = text ? JSON.parse(text) : undefined; } catch { problem = undefined; }
         const err = errorFromAnswer(status, problem, response.headers.get("retry-after"));
@@ -229,24 +235,37 @@ export class Transport {
         throw err;
       }
       this.failedAt.delete(base);
-      return { response, sentAt, base };
+      return { response, sentAt, base, done };
     }
     if (lastError instanceof SemdError) throw lastError;
     throw makeError("unavailable", `${method} ${path}: no node of ${this.bases.join(", ")} answered`,
       { cause: lastError });
   }
 
-  // One fetch; a failure to connect or to read the answer's head becomes a NetworkFailure.
+  // One fetch; a failure to connect, or no answer's head in time (a node
+  // that accepts and does not answer: cut off from its peers, stopped),
+  // becomes a NetworkFailure. The timer ends with the head: a body (an
+  // event stream) may last.
   private async tryOnce(url: string, method: string, headers: Record<string, string>,
-    body: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
-    const init: RequestInit = { method, headers, redirect: "manual" };
+    body: string | undefined, signal: AbortSignal | undefined): Promise<{ response: Response; done(): void }> {
+    const m = /(?:^|[;,\s])wait=([0-9]+)/.exec(headers.prefer ?? "");
+    const limit = this.requestTimeoutMs + (m ? Number(m[1]) * 1000 : 0);
+    const timer = new AbortController();
+    const t = setTimeout(() => timer.abort(new Error(`no answer within ${limit} ms`)), limit);
+    // The caller's signal still ends the answer's body after the head,
+    // until done() (the body read): an event stream's stays.
+    const both = signal === undefined ? { signal: timer.signal, done: () => undefined } : anySignal([signal, timer.signal]);
+    const init: RequestInit = { method, headers, redirect: "manual", signal: both.signal };
     if (body !== undefined) init.body = body;
-    if (signal !== undefined) init.signal = signal;
     try {
-      return await this.fetchFn(url, init);
+      return { response: await this.fetchFn(url, init), done: both.done };
     } catch (e) {
+      both.done();
       if (signal?.aborted) throw signal.reason;
-      throw new NetworkFailure(`${method} ${url}: ${String(e)}`, { cause: e });
+      const why = timer.signal.aborted ? String(timer.signal.reason) : String(e);
+      throw new NetworkFailure(`${method} ${url}: ${why}`, { cause: e });
+    } finally {
+      clearTimeout(t);
     }
   }
 }
