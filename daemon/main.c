@@ -126,14 +126,16 @@ static void usage(FILE *f)
 static void semd_raise_nofile(const struct semd_config *cfg)
 {
 	rlim_t want = (rlim_t)cfg->max_connections + 64;
+	unsigned int http_max = 0;
 	struct rlimit rl;
 	size_t i;
 
 	/* HTTP connections too, when there is an HTTP listener. */
 	for (i = 0; i < cfg->nlisten; i++) {
 		if (http_listener_kind(cfg->listen[i])) {
-			want += cfg->http != NULL ? cfg->http->max_connections :
-			    10000;
+			http_max = cfg->http != NULL ?
+			    cfg->http->max_connections : 10000;
+			want += http_max;
 			break;
 		}
 	}
@@ -145,10 +147,15 @@ static void semd_raise_nofile(const struct semd_config *cfg)
 	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 		log_warn_errno(errno, "setrlimit RLIMIT_NOFILE %llu",
 		    (unsigned long long)rl.rlim_cur);
-	if (rl.rlim_cur < want)
+	if (rl.rlim_cur < want && http_max == 0)
 		log_warn("open-file limit %llu is below max-connections %u + 64: "
 		    "raise LimitNOFILE (or ulimit -n) or lower max-connections",
 		    (unsigned long long)rl.rlim_cur, cfg->max_connections);
+	else if (rl.rlim_cur < want)
+		log_warn("open-file limit %llu is below max-connections %u + "
+		    "http-max-connections %u + 64: raise LimitNOFILE (or ulimit "
+		    "-n) or lower them", (unsigned long long)rl.rlim_cur,
+		    cfg->max_connections, http_max);
 }
 
 /*

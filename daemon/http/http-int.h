@@ -161,6 +161,8 @@ void *http_alloc(struct hreq *r, size_t n);
 uint64_t http_wall_ms(void);
 /* Answer r with status and body (NULL: none; taken), JSON. */
 void http_reply_json(struct hreq *r, int status, json_t *body);
+/* Answer r with JSON text already written (json[0..len), no newline). */
+void http_reply_text(struct hreq *r, int status, const char *json, size_t len);
 /* Answer r with a header (NULL: none) and no body. */
 void http_reply_empty(struct hreq *r, int status, const char *hname,
     const char *hvalue);

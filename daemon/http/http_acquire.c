@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,12 +105,12 @@ struct hjoin {
 /* An acquire under way (r->priv). */
 struct hacq {
 	struct hreq		*r;
-	struct hj_body		b;
 	bool			multi;
 	uint32_t		lease_ms;
 	int64_t			timeout_ms;
 	uint64_t		wait_ms;
 	struct hidem		*idem;
+	struct hj_body		b;	/* last: hj_body() sets what it uses */
 };
 
 static void hw_answer_polls(struct hwaiter *w);
@@ -1016,7 +1017,8 @@ static void acq_try_done(struct hreq *r, const Semd__Reply *rep)
 	uint64_t expires = http_wall_ms() + a->lease_ms;
 	json_t *body, *grants;
 	const char *href;
-	size_t i;
+	char text[2048], loc[1024];
+	size_t i, len;
 
 	if (rep->code == SEMD__CODE__WOULD_BLOCK && a->timeout_ms != 0) {
 		acq_wait(a);
@@ -1029,7 +1031,16 @@ static void acq_try_done(struct hreq *r, const Semd__Reply *rep)
 		acq_free(a);
 		return;
 	}
-	if (rep->body_case == SEMD__REPLY__BODY_GRANT) {
+	if (rep->body_case == SEMD__REPLY__BODY_GRANT && r->req != NULL &&
+	    a->idem == NULL && (len = hj_grant_text(text, sizeof text, loc,
+	    sizeof loc, a->b.m.down.name, rep->grant->permit_id,
+	    rep->grant->token, rep->grant->n, rep->grant->waited_us,
+	    a->lease_ms, expires)) > 0) {
+		/* The usual case, written straight. */
+		if (loc[0] != '\0')
+			http_header(r, "Location", loc);
+		http_reply_text(r, loc[0] != '\0' ? 201 : 200, text, len);
+	} else if (rep->body_case == SEMD__REPLY__BODY_GRANT) {
 		body = hj_grant(a->b.m.down.name, rep->grant->permit_id,
 		    rep->grant->token, rep->grant->n, rep->grant->waited_us,
 		    a->lease_ms, expires);
@@ -1067,13 +1078,16 @@ static void acq_start(struct hreq *r, bool multi)
 {
 	const struct http_config *hc = r->f->srv->cfg.http;
 	uint32_t max_lease = r->f->srv->cfg.max_lease_ms;
-	struct hacq *a = http_alloc(r, sizeof *a);
+	struct hacq *a = malloc(sizeof *a);
 	struct gate_ident id;
 	char err[256], client[64], host[64];
 	bool given;
 
-	if (a == NULL)
+	if (a == NULL) {
+		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
 		return;
+	}
+	memset(a, 0, offsetof(struct hacq, b));
 	a->r = r;
 	a->multi = multi;
 	if (hj_body(multi ? HJ_ACQUIRE_MANY : HJ_ACQUIRE, r->args[0], r->body,

@@ -314,12 +314,40 @@ static void http_req_done(struct hreq *r)
 	}
 }
 
+/*
+ * The Date header's value, made once a second (libevent formats it anew
+ * for each answer that has none: a tenth of a small answer's work).
+ */
+static const char *http_date(void)
+{
+	static const char days[][4] = { "Sun", "Mon", "Tue", "Wed", "Thu",
+	    "Fri", "Sat" };
+	static const char months[][4] = { "Jan", "Feb", "Mar", "Apr", "May",
+	    "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	static char date[40];
+	static time_t made = -1;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (now != made && gmtime_r(&now, &tm) != NULL) {
+		snprintf(date, sizeof date, "%s, %02d %s %04d %02d:%02d:%02d GMT",
+		    days[tm.tm_wday % 7], tm.tm_mday, months[tm.tm_mon % 12],
+		    tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+		made = now;
+	}
+	return date;
+}
+
 /* Write an evbuffer as r's answer. */
 static void http_send(struct hreq *r, int status, struct evbuffer *b)
 {
 	if (r->req == NULL || r->answered)
 		return;
 	http_cors_headers(r);
+	http_header(r, "Date", http_date());
+	/* What a GET reads is the state of now (other answers are not kept). */
+	if (evhttp_request_get_command(r->req) & (EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+		http_header(r, "Cache-Control", "no-store");
 	evhttp_send_reply(r->req, status, http_reason(status), b);
 	http_req_done(r);
 }
@@ -334,33 +362,56 @@ static int http_dump_cb(const char *buf, size_t len, void *arg)
 static void http_reply_typed(struct hreq *r, int status, json_t *body,
     const char *type)
 {
-	struct evbuffer *b;
+	struct evbuffer *out;
+	char quick[4096];	/* most answers: written here, added at once */
+	size_t n = 0;
+	int rc = -1;
 
 	if (r->req == NULL || r->answered) {
 		json_decref(body);
 		return;
 	}
-	if ((b = evbuffer_new()) == NULL || body == NULL ||
-	    json_dump_callback(body, http_dump_cb, b, JSON_COMPACT) != 0 ||
-	    evbuffer_add(b, "\n", 1) != 0) {
-		if (b != NULL)
-			evbuffer_free(b);
-		json_decref(body);
+	out = evhttp_request_get_output_buffer(r->req);
+	if (body != NULL && (n = json_dumpb(body, quick, sizeof quick - 1,
+	    JSON_COMPACT)) > 0 && n < sizeof quick - 1) {
+		quick[n++] = '\n';
+		rc = evbuffer_add(out, quick, n);
+	} else if (body != NULL && n > 0) {
+		if (json_dump_callback(body, http_dump_cb, out, JSON_COMPACT) == 0)
+			rc = evbuffer_add(out, "\n", 1);
+	}
+	json_decref(body);
+	if (rc != 0) {
+		evbuffer_drain(out, evbuffer_get_length(out));
 		http_header(r, "Content-Type", "text/plain");
 		evhttp_send_error(r->req, 500, "out of memory");
 		http_req_done(r);
 		return;
 	}
-	json_decref(body);
 	http_header(r, "Content-Type", type != NULL ? type : "application/json");
-	http_header(r, "Cache-Control", "no-store");
-	http_send(r, status, b);
-	evbuffer_free(b);
+	http_send(r, status, NULL);
 }
 
 void http_reply_json(struct hreq *r, int status, json_t *body)
 {
 	http_reply_typed(r, status, body, NULL);
+}
+
+/* Answer with JSON text already written, json[0..len). */
+void http_reply_text(struct hreq *r, int status, const char *json, size_t len)
+{
+	struct evbuffer *out;
+
+	if (r->req == NULL || r->answered)
+		return;
+	out = evhttp_request_get_output_buffer(r->req);
+	if (evbuffer_add(out, json, len) != 0 || evbuffer_add(out, "\n", 1) != 0) {
+		evbuffer_drain(out, evbuffer_get_length(out));
+		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	http_header(r, "Content-Type", "application/json");
+	http_send(r, status, NULL);
 }
 
 /* Answer with no body (a header name: value, when not NULL). */
@@ -1404,13 +1455,14 @@ void http_free(void)
 {
 	struct http_front *f = http_the_front;
 	struct http_listener *l;
+	struct list_head *pos, *tmp;
 
 	if (f == NULL)
 		return;
 	f->stopping = true;
 	http_watch_stop_all(f);
-	while (!list_empty(&f->listeners)) {
-		l = list_first_entry(&f->listeners, struct http_listener, entry);
+	list_for_each_safe(pos, tmp, &f->listeners) {
+		l = list_entry(pos, struct http_listener, entry);
 		list_del_init(&l->entry);
 		evhttp_free(l->evh);	/* its connections too (not our refs) */
 		if (l->unlink_path != NULL)

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -480,7 +481,7 @@ int hj_body(enum hj_kind kind, const char *name, const json_t *body,
 	uint64_t node = 0;
 	const char *addr = NULL;
 
-	memset(b, 0, sizeof *b);
+	memset(b, 0, offsetof(struct hj_body, wants));
 	semd__request__init(q);
 	switch (kind) {
 	case HJ_ACQUIRE:
@@ -692,16 +693,16 @@ static bool hj_pct(char *buf, size_t len, size_t *off, const char *s)
 /* "/v1/semaphores/" NAME suffix */
 bool hj_href(char *buf, size_t len, const char *name, const char *suffix)
 {
-	size_t off = 0;
-	int n = snprintf(buf, len, "/v1/semaphores/");
+	static const char base[] = "/v1/semaphores/";
+	size_t off = sizeof base - 1, n = strlen(suffix);
 
-	if (n < 0 || (size_t)n >= len)
+	if (len <= off)
 		return false;
-	off = (size_t)n;
-	if (!hj_pct(buf, len, &off, name))
+	memcpy(buf, base, off);
+	if (!hj_pct(buf, len, &off, name) || len - off <= n)
 		return false;
-	n = snprintf(buf + off, len - off, "%s", suffix);
-	return n >= 0 && (size_t)n < len - off;
+	memcpy(buf + off, suffix, n + 1);
+	return true;
 }
 
 /* Set key to the string s unless it is empty. */
@@ -750,6 +751,192 @@ json_t *hj_grant(const char *name, uint64_t permit, uint64_t token, uint32_t n,
 		hj_set_href(o, name, suffix);
 	}
 	return o;
+}
+
+/* --- the grant as text ---------------------------------------------------- */
+
+/* A text being written: buf[0..off), room for len; ok until it overflows. */
+struct hj_text {
+	char	*buf;
+	size_t	len;
+	size_t	off;
+	bool	ok;
+};
+
+static void hj_put(struct hj_text *t, const char *p, size_t n)
+{
+	if (!t->ok || t->len - t->off <= n) {
+		t->ok = false;
+		return;
+	}
+	memcpy(t->buf + t->off, p, n);
+	t->off += n;
+}
+
+/* A signed decimal, as jansson writes an integer. */
+static void hj_put_int(struct hj_text *t, int64_t v)
+{
+	char d[24];
+	size_t i = sizeof d;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		d[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		d[--i] = '-';
+	hj_put(t, d + i, sizeof d - i);
+}
+
+/* v in decimal at d (room for 21): its length. */
+static size_t hj_dec(char *d, uint64_t v)
+{
+	char t[20];
+	size_t i = sizeof t, n;
+
+	do {
+		t[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	n = sizeof t - i;
+	memcpy(d, t + i, n);
+	d[n] = '\0';
+	return n;
+}
+
+/* The length of the UTF-8 sequence at p (jansson's rules), or 0. */
+static size_t hj_utf8_len(const unsigned char *p)
+{
+	size_t n, i;
+	uint32_t c;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, c = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, c = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, c = p[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) ||
+	    (n == 3 && c < 0x800) || (n == 4 && c < 0x10000))
+		return 0;
+	return n;
+}
+
+/* A string as hj_string() makes it and jansson writes it. */
+static void hj_put_str(struct hj_text *t, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+	bool utf8 = true;
+	char e[6];
+	size_t i, n;
+
+	for (i = 0; p[i] != '\0'; i += n) {
+		if ((n = hj_utf8_len(p + i)) == 0) {
+			utf8 = false;
+			break;
+		}
+	}
+	hj_put(t, "\"", 1);
+	for (; *p != '\0'; p++) {
+		/* a run that needs no escape, at once */
+		for (n = 0; p[n] >= 0x20 && p[n] != '"' && p[n] != '\\' &&
+		    (p[n] < 0x80 || utf8); n++)
+			;
+		if (n > 0) {
+			hj_put(t, (const char *)p, n);
+			p += n - 1;
+		} else if (*p >= 0x80 && !utf8) {
+			hj_put(t, "\xef\xbf\xbd", 3);	/* U+FFFD */
+		} else if (*p == '"' || *p == '\\') {
+			e[0] = '\\';
+			e[1] = (char)*p;
+			hj_put(t, e, 2);
+		} else {		/* a control character */
+			e[0] = '\\';
+			e[1] = *p == '\b' ? 'b' : *p == '\f' ? 'f' : *p == '\n' ? 'n' :
+			    *p == '\r' ? 'r' : *p == '\t' ? 't' : 'u';
+			if (e[1] != 'u') {
+				hj_put(t, e, 2);
+				continue;
+			}
+			e[2] = '0';
+			e[3] = '0';
+			e[4] = hex[*p >> 4];
+			e[5] = hex[*p & 15];
+			hj_put(t, e, 6);
+		}
+	}
+	hj_put(t, "\"", 1);
+}
+
+/* ,"key": (a key that needs no escape) */
+static void hj_put_key(struct hj_text *t, const char *key)
+{
+	if (t->off > 1)
+		hj_put(t, ",", 1);
+	hj_put(t, "\"", 1);
+	hj_put(t, key, strlen(key));
+	hj_put(t, "\":", 2);
+}
+
+size_t hj_grant_text(char *buf, size_t len, char *href, size_t hlen,
+    const char *name, uint64_t permit, uint64_t token, uint32_t n,
+    uint64_t waited_us, uint32_t lease_ms, uint64_t expires_ms)
+{
+	struct hj_text t = { buf, len, 0, true };
+	char suffix[40], id[24];
+
+	href[0] = '\0';
+	hj_put(&t, "{", 1);
+	hj_put_key(&t, "name");
+	hj_put_str(&t, name);
+	if (permit != 0) {
+		hj_put_key(&t, "permit");
+		hj_dec(id, permit);
+		hj_put_str(&t, id);
+	}
+	hj_put_key(&t, "token");
+	hj_dec(id, token);
+	hj_put_str(&t, id);
+	hj_put_key(&t, "n");
+	hj_put_int(&t, n);
+	if (permit != 0 && lease_ms > 0) {
+		hj_put_key(&t, "lease_ms");
+		hj_put_int(&t, lease_ms);
+		hj_put_key(&t, "expires_ms");
+		hj_put_int(&t, expires_ms > (uint64_t)INT64_MAX ? INT64_MAX :
+		    (int64_t)expires_ms);
+	}
+	hj_put_key(&t, "waited_ms");
+	hj_put_int(&t, (int64_t)(waited_us / 1000));
+	if (permit != 0) {
+		static const char sub[] = "/permits/";
+
+		memcpy(suffix, sub, sizeof sub);
+		hj_dec(suffix + sizeof sub - 1, permit);
+		if (hj_href(href, hlen, name, suffix)) {
+			hj_put_key(&t, "href");
+			hj_put_str(&t, href);
+		} else {
+			href[0] = '\0';
+		}
+	}
+	hj_put(&t, "}", 1);
+	if (!t.ok)
+		return 0;
+	buf[t.off] = '\0';
+	return t.off;
 }
 
 /* A page of List. */

@@ -23,7 +23,7 @@
 #include "proto/semd.pb-c.h"
 
 #define HJ_WANTS_MAX	16	/* as DownMulti */
-#define HJ_WEIGHTS_MAX	256
+#define HJ_WEIGHTS_MAX	64	/* the groups a name lists (the state's bound) */
 #define HJ_STR_MAX	255	/* a client, host, group, replace key */
 #define HJ_DEPTH_MAX	8	/* nesting of a body */
 
@@ -59,10 +59,6 @@ struct hj_body {
 		Semd__Renew	renew;
 		Semd__Cluster	cluster;
 	} m;
-	Semd__Want		wants[HJ_WANTS_MAX];
-	Semd__Want		*wantp[HJ_WANTS_MAX];
-	Semd__GroupWeight	weights[HJ_WEIGHTS_MAX];
-	Semd__GroupWeight	*weightp[HJ_WEIGHTS_MAX];
 	/* Besides the request: who the caller is, and what it asked of HTTP. */
 	bool			lease_given;
 	bool			timeout_given;
@@ -70,6 +66,11 @@ struct hj_body {
 	const char		*host;
 	uint32_t		pid;
 	bool			pid_given;
+	/* Last, and not cleared by hj_body(): each entry is set as it is used. */
+	Semd__Want		wants[HJ_WANTS_MAX];
+	Semd__Want		*wantp[HJ_WANTS_MAX];
+	Semd__GroupWeight	weights[HJ_WEIGHTS_MAX];
+	Semd__GroupWeight	*weightp[HJ_WEIGHTS_MAX];
 };
 
 /*
@@ -107,6 +108,16 @@ bool hj_href(char *buf, size_t len, const char *name, const char *suffix);
 
 /* Replies as JSON (new references; NULL when out of memory). */
 json_t *hj_grant(const char *name, uint64_t permit, uint64_t token, uint32_t n,
+    uint64_t waited_us, uint32_t lease_ms, uint64_t expires_ms);
+/*
+ * The same grant written straight as compact JSON text (the answer to an
+ * acquire, the hot path: jansson's objects and its writer cost more than
+ * the rest of the request), byte for byte what json_dumpb(hj_grant(...),
+ * JSON_COMPACT) writes (the fuzz target checks it), and its href into
+ * href (empty without a permit). Its length, or 0 if it does not fit.
+ */
+size_t hj_grant_text(char *buf, size_t len, char *href, size_t hlen,
+    const char *name, uint64_t permit, uint64_t token, uint32_t n,
     uint64_t waited_us, uint32_t lease_ms, uint64_t expires_ms);
 json_t *hj_list(const Semd__ListReply *l);
 json_t *hj_info(const Semd__InfoReply *in);

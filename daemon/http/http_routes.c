@@ -656,7 +656,7 @@ static void http_backup_done(void *arg, const Semd__Reply *rep)
 		}
 		b->total = ch->total;
 		memcpy(b->sha, ch->sha256.data, 32);
-		memcpy(h, BACKUP_MAGIC, 8);
+		memcpy(h, BACKUP_MAGIC, sizeof BACKUP_MAGIC - 1);	/* no NUL */
 		http_put_le(h + 8, BACKUP_FORMAT, 4);
 		http_put_le(h + 12, BACKUP_HEADER_LEN, 4);
 		http_put_le(h + 16, ch->total, 8);

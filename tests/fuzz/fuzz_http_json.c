@@ -106,6 +106,31 @@ static void fuzz_dump(json_t *j)
 	json_decref(j);
 }
 
+/* The grant written as text is what jansson writes of it as an object. */
+static void fuzz_grant_text(const char *name, const Semd__Grant *g)
+{
+	static const uint32_t leases[] = { 0, 1000, UINT32_MAX };
+	char text[2048], href[1024], *want;
+	json_t *j;
+	size_t i, n;
+
+	for (i = 0; i < sizeof leases / sizeof leases[0]; i++) {
+		j = hj_grant(name, g->permit_id, g->token, g->n, g->waited_us,
+		    leases[i], g->token);
+		FUZZ_ASSERT(j != NULL);
+		want = json_dumps(j, JSON_COMPACT);
+		FUZZ_ASSERT(want != NULL);
+		n = hj_grant_text(text, sizeof text, href, sizeof href, name,
+		    g->permit_id, g->token, g->n, g->waited_us, leases[i],
+		    g->token);
+		FUZZ_ASSERT(n == 0 || (n == strlen(want) &&
+		    memcmp(text, want, n) == 0));
+		FUZZ_ASSERT(n > 0 || strlen(want) >= sizeof text - 1);
+		free(want);
+		json_decref(j);
+	}
+}
+
 /* Every reply-to-JSON mapping of the reply in p[0..n), if it is one. */
 static void fuzz_reply(const uint8_t *p, size_t n)
 {
@@ -120,6 +145,7 @@ static void fuzz_reply(const uint8_t *p, size_t n)
 	case SEMD__REPLY__BODY_GRANT:
 		fuzz_dump(hj_grant(r->message, r->grant->permit_id,
 		    r->grant->token, r->grant->n, r->grant->waited_us, 1000, 1));
+		fuzz_grant_text(r->message, r->grant);
 		break;
 	case SEMD__REPLY__BODY_INFO:
 		fuzz_dump(hj_info(r->info));
