@@ -25,35 +25,23 @@
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-: "${top_builddir:=$(pwd)}"
+# shellcheck source=bench/lib.sh
+. "$TOP/bench/lib.sh"
 ANCHORS=${ANCHORS:-$(cd "$TOP/../shared/bench" 2>/dev/null && pwd || echo /work/shared/bench)}
-SEMD=${SEMD:-$top_builddir/semd}
-BENCH=${BENCH:-$top_builddir/semd-benchmark}
 D=${D:-3}
 WARM=${WARM:-0.5}
 REPS=${REPS:-3}
 ETCD=${ETCD:-1}
 
-for b in "$SEMD" "$BENCH"; do
-	[ -x "$b" ] || { echo "http-compare: $b not built (run make first, or set SEMD/BENCH)" >&2; exit 1; }
-done
 [ -f "$ANCHORS/load/loadgen.c" ] || { echo "http-compare: no anchors in $ANCHORS (set ANCHORS)" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "http-compare: need redis-server" >&2; exit 1; }
 if [ "$ETCD" = 1 ] && ! command -v etcd >/dev/null; then
 	echo "http-compare: etcd not installed (apt-get install etcd-server etcd-client): no etcd column" >&2
 	ETCD=0
 fi
-
-T=$(mktemp -d "${TMPDIR:-/tmp}/semd-httpcmp.XXXXXX")
-PIDS=()
-cleanup() {
-	set +e
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$T" ${EXTRA_RM:+"$EXTRA_RM"}
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_init httpcmp
+EXTRA_RM=
+trap 'bench_cleanup; [ -z "$EXTRA_RM" ] || rm -rf "$EXTRA_RM"' EXIT
 
 cp -r "$ANCHORS/load" "$T/"
 chmod -R u+w "$T/load"
@@ -67,7 +55,7 @@ ${CC:-gcc} -O2 -Wall -Wextra -I"$T/load" -o "$T/load/loadgen" "$T/load/loadgen.c
 LG=$T/load/loadgen
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
+free_port() { # a port with the next one free too (etcd's peer port)
 	local p i
 	for i in $(seq 50); do
 		p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
@@ -77,7 +65,6 @@ free_port() {
 	return 1
 }
 REDIS_PORT=$(free_port)
-HTTP_PORT=$(free_port)
 
 declare -A PID
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode no \
@@ -85,11 +72,6 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode no \
 	--daemonize no >/dev/null 2>&1 &
 PIDS+=($!)
 PID[redis]=$!
-"$SEMD" --listen tcp:127.0.0.1:0 --listen "http:127.0.0.1:$HTTP_PORT" \
-	--acl "anonymous * all" --ready-file "$T/semd.ready" >"$T/semd.log" 2>&1 &
-PIDS+=($!)
-PID[bin]=$!
-PID[http]=$!
 if [ "$ETCD" = 1 ]; then
 	if [ -z "${DDIR:-}" ]; then
 		DDIR=$T
@@ -106,10 +88,15 @@ if [ "$ETCD" = 1 ]; then
 	PIDS+=($!)
 	PID[etcd]=$!
 fi
+bench_start semd 10 --listen tcp:127.0.0.1:0 --listen http:127.0.0.1:0 --acl "anonymous * all"
+PID[bin]=$(cat "$T/semd.pid")
+PID[http]=${PID[bin]}
+SEMD_TCP=$(grep -m1 '^tcp:' "$T/semd.ready")
+SEMD_HTTP=$(grep -m1 '^http:' "$T/semd.ready")
 
 ready=0
 for _ in $(seq 200); do
-	if [ -s "$T/semd.ready" ] && [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ] &&
+	if [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ] &&
 	   { [ "$ETCD" = 0 ] || curl -sf "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1; }; then
 		ready=1
 		break
@@ -117,7 +104,6 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 [ "$ready" = 1 ] || { echo "http-compare: servers did not come up" >&2; cat "$T"/*.log >&2; exit 1; }
-SEMD_TCP=$(grep -m1 '^tcp:' "$T/semd.ready")
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
 lat() { sed -n "s/.*\"$1\": {[^}]*\"$2\": \([0-9.]*\).*/\1/p" <<<"$3"; }
@@ -128,7 +114,7 @@ lg() { # system C
 	local drv target
 	case $1 in
 	bin) drv=semd target="-t ${SEMD_TCP#tcp:}" ;;
-	http) drv=semdhttp target="-t 127.0.0.1:$HTTP_PORT" ;;
+	http) drv=semdhttp target="-t ${SEMD_HTTP#http:}" ;;
 	redis) drv=redis target="-t 127.0.0.1:$REDIS_PORT" ;;
 	etcd) drv=etcd target="-t 127.0.0.1:$ETCD_PORT" ;;
 	esac
@@ -175,7 +161,7 @@ for rep in $(seq "$REPS"); do
 		for s in $SYSTEMS; do add "$s|$c" "$(lg "$s" "$c")"; done
 	done
 	add "sb|tcp" "$(sb "$SEMD_TCP")"
-	add "sb|http" "$(sb "http:127.0.0.1:$HTTP_PORT" "$SEMD_TCP")"
+	add "sb|http" "$(sb "$SEMD_HTTP" "$SEMD_TCP")"
 done
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
