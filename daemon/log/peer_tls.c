@@ -872,6 +872,7 @@ int peer_tls_init(struct raft_uv_transport *t, uv_loop_t *loop,
 		snprintf(p->bind, sizeof p->bind, "%s", cfg->bind);
 	p->t = t;
 	p->loop = loop;
+	t->version = 1;		/* the interface it implements */
 	t->impl = p;
 	t->init = pt_init;
 	t->listen = pt_listen;

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon/log/core.c - the log core's making and its entry points (core.h):
+ * raft's settings, the steps and ticks its host drives it with, the
+ * commands, reads and changes handed to it.
+ *
+ * Raft's settings, and why (libraft 0.22):
+ *  - snapshots: raft's own threshold is never reached; the core lowers it
+ *    when it wants one (core_apply.c), and keeps snapshot_trailing entries
+ *    after it, so that a follower a little behind gets entries, not the
+ *    whole state;
+ *  - a cluster: the election timeout given, heartbeats ten times as often,
+ *    pre-vote (a node cut off does not disturb the others when it comes
+ *    back); a leader that hears from no majority for an election timeout
+ *    steps down (raft's check);
+ *  - RAFT_INFLIGHT entries in flight to a follower (0.22 sends at most that
+ *    many unacknowledged, in one AppendEntries or several, and holds as many
+ *    of the leader's own appends): set to 0.22's default on purpose. It
+ *    never binds the leader's proposals (at most MAX_INFLIGHT, 16, are in
+ *    flight); it paces a follower catching up on a long log (32 entries of
+ *    up to MAX_ENTRY a round trip), after which snapshots take over;
+ *  - CAPACITY_KIB of log space each voter must have reserved (raft_uv
+ *    counts its preallocated segments: two of 8 MB when the disk has room),
+ *    under which, on a majority of voters, raft refuses new entries with
+ *    RAFT_NOSPACE: 0.22's default for a raft_io, set on purpose; what the
+ *    core does then is in core_propose.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log/core-int.h"
+#include "daemon/logging.h"
+
+struct semlog_core *semlog_core_new(const struct semlog_core_config *cfg,
+    const struct semlog_host *host, const struct semlog_env *env)
+{
+	struct semlog_core *c = calloc(1, sizeof *c);
+
+	if (c == NULL)
+		return NULL;
+	c->cfg = *cfg;
+	c->host = *host;
+	c->env = *env;
+	if (cfg->seed != NULL) {
+		if ((c->seed = malloc(cfg->seed_len)) == NULL) {
+			free(c);
+			return NULL;
+		}
+		memcpy(c->seed, cfg->seed, cfg->seed_len);
+	}
+	c->cfg.seed = c->seed;
+	c->qtail = &c->qhead;
+	c->rq_tail = &c->rq;
+	c->deadline = NEVER;
+	core_lock(c);
+	c->smcfg = c->host.sm_config(c->host.arg);
+	core_unlock(c);
+	c->fsm.version = 2;
+	c->fsm.data = c;
+	c->fsm.apply = core_fsm_apply;
+	c->fsm.snapshot = core_fsm_snapshot;
+	c->fsm.snapshot_finalize = core_fsm_snapshot_finalize;
+	c->fsm.restore = core_fsm_restore;
+	return c;
+}
+
+struct raft_fsm *semlog_core_fsm(struct semlog_core *c)
+{
+	return &c->fsm;
+}
+
+void semlog_core_attach(struct semlog_core *c, struct raft *raft,
+    struct semlog_port *port)
+{
+	c->raft = raft;
+	c->port = port;
+	raft_set_snapshot_threshold(raft, SNAP_NEVER);
+	raft_set_snapshot_trailing(raft, c->cfg.snapshot_trailing);
+	raft_set_max_inflight_entries(raft, RAFT_INFLIGHT);
+	raft_set_capacity_threshold(raft, CAPACITY_KIB);
+	if (c->cfg.cluster) {
+		raft_set_election_timeout(raft, c->cfg.election_ms);
+		raft_set_heartbeat_timeout(raft, c->cfg.election_ms / 10 > 10 ?
+		    c->cfg.election_ms / 10 : 10);
+		raft_set_pre_vote(raft, true);
+	}
+}
+
+void semlog_core_free(struct semlog_core *c)
+{
+	if (c == NULL)
+		return;
+	core_queue_drop(c);
+	core_reads_free(c);
+	free(c->seed);
+	free(c);
+}
+
+void semlog_core_step(struct semlog_core *c)
+{
+	core_follow(c);
+	core_reads_run(c);
+}
+
+uint64_t semlog_core_due(struct semlog_core *c)
+{
+	uint64_t next = core_now(c) + POLL_MS, due;
+
+	if ((due = core_timers_due(c)) < next)
+		next = due;
+	if ((due = core_reads_due(c)) < next)
+		next = due;
+	return next;
+}
+
+uint64_t semlog_core_tick(struct semlog_core *c)
+{
+	core_follow(c);
+	core_timers(c);
+	core_reads_run(c);
+	core_hand_over_late(c);
+	return semlog_core_due(c);
+}
+
+void semlog_core_submit(struct semlog_core *c, struct semlog_chunk *list)
+{
+	/* A node that does not serve proposes nothing: what it had goes. */
+	if (!c->serving) {
+		semlog_chunks_free(list);
+		return;
+	}
+	core_queue(c, list);
+	core_propose_queued(c);
+}
+
+void semlog_core_reads(struct semlog_core *c, struct semlog_rreq *list)
+{
+	core_reads_take(c, list);
+}
+
+void semlog_core_change(struct semlog_core *c, struct semlog_change *ch)
+{
+	core_change_start(c, ch);
+}
+
+bool semlog_core_stop(struct semlog_core *c)
+{
+	core_queue_drop(c);
+	core_reads_refuse(c);
+	return core_hand_over(c);
+}
+
+bool semlog_core_serving(const struct semlog_core *c)
+{
+	return c->serving;
+}
+
+bool semlog_core_heard_locked(struct semlog_core *c, uint64_t id)
+{
+	return c->serving && sm_heard_local(core_sm(c), id, core_now(c));
+}
+
+void semlog_core_figures(struct semlog_core *c,
+    struct semlog_core_figures *out)
+{
+	out->reads_done = c->reads_done;
+	out->read_rounds = c->read_rounds;
+	out->leaderships = c->term_leader;
+	out->lead_start = c->lead_start;
+	if (c->serving) {
+		out->state_now = sm_clock_now(&c->clock, core_now(c));
+	} else {
+		core_lock(c);
+		out->state_now = sm_now(core_sm(c));
+		core_unlock(c);
+	}
+}
