@@ -14,6 +14,20 @@ CLUSTER_SH_TESTS = tests/cluster/faults.sh tests/cluster/membership.sh \
 TESTS += $(CLUSTER_SH_TESTS)
 EXTRA_DIST += $(CLUSTER_SH_TESTS) tests/cluster/peerproxy.py tests/cluster/proxied.sh
 
+# sim: a 3/5-node cluster in simulated time, each node the daemon's own log
+# core (libsemlog.a) on libraft's deterministic fixture, under faults, with
+# simulated clients checking what they trusted.
+check_PROGRAMS += tests/cluster/sim
+tests_cluster_sim_SOURCES = tests/cluster/sim.c tests/cluster/sim_node.c \
+	tests/cluster/sim_client.c tests/cluster/sim_idle.c tests/cluster/sim_read.c \
+	tests/cluster/sim.h daemon/logging.c
+tests_cluster_sim_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS) \
+	$(RAFT_CFLAGS)
+tests_cluster_sim_LDADD = daemon/log/libsemlog.a daemon/state/libsemstate.a \
+	proto/libsemproto.a core/libsemcore.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) \
+	$(RAFT_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/cluster/sim
+
 # test_peer_addr: peer addresses (HOST:PORT with an IPv4, [IPv6] or DNS
 # name), good and hostile.
 check_PROGRAMS += tests/cluster/test_peer_addr

@@ -44,12 +44,14 @@ struct semlog_core {
 	raft_term		lead_term;	/* the term we lead in */
 	unsigned int		term_leader;	/* leaderships taken so far */
 	uint64_t		lead_start;	/* the state time of the last */
+	uint64_t		takeovers;	/* take-overs begun (barrier passed) */
 	bool			taking_over;	/* a barrier or the LEADER entry is out */
 	bool			serving;	/* the LEADER entry is applied */
 	bool			stopping;	/* a stop; a hand-over may be under way */
 	struct raft_transfer	handover;
 	uint64_t		handover_until;	/* now_ms it is given up at (0: none) */
 	uint64_t		next_sweep;	/* now_ms of the next lease sweep */
+	uint64_t		expired;	/* sessions its sweeps asked to end */
 	uint64_t		deadline;	/* the state's earliest deadline (state time) */
 	bool			tick_out;	/* an empty entry is on its way */
 

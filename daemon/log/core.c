@@ -167,6 +167,8 @@ void semlog_core_figures(struct semlog_core *c,
 	out->read_rounds = c->read_rounds;
 	out->leaderships = c->term_leader;
 	out->lead_start = c->lead_start;
+	out->takeovers = c->takeovers;
+	out->expired = c->expired;
 	if (c->serving) {
 		out->state_now = sm_clock_now(&c->clock, core_now(c));
 	} else {

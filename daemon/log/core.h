@@ -166,14 +166,18 @@ bool semlog_core_serving(const struct semlog_core *c);
 bool semlog_core_heard_locked(struct semlog_core *c, uint64_t id);
 /*
  * What the core counted, and where its leadership stands: reads answered,
- * barrier rounds sent, leaderships taken, the state time the last one took
- * over at, the state time now by its clock (the state's own when it does
- * not serve).
+ * barrier rounds sent, sessions its lease sweeps ended (EXPIRE commands),
+ * leaderships taken, take-overs begun (the barrier
+ * passed, the leader's first entry proposed) and the state time the last
+ * one started from, the state time now by its clock (the state's own when
+ * it does not serve).
  */
 struct semlog_core_figures {
 	uint64_t	reads_done;
 	uint64_t	read_rounds;
+	uint64_t	expired;
 	uint64_t	leaderships;
+	uint64_t	takeovers;
 	uint64_t	lead_start;
 	uint64_t	state_now;
 };

@@ -135,6 +135,7 @@ static void core_barrier_cb(struct raft_barrier *req, int status)
 	 */
 	sm_clock_start(&c->clock, now, c->env.wall_ms(c->env.arg), core_now(c));
 	c->lead_start = now;
+	c->takeovers++;
 	sm_batch_init(&b);
 	if (now == 0)
 		sm_batch_boot(&b);
@@ -269,6 +270,7 @@ static void core_sweep(struct semlog_core *c)
 	sm_batch_init(&b);
 	for (i = 0; i < n; i++)
 		sm_batch_expire(&b, ids[i]);
+	c->expired += n;
 	q = b.failed ? NULL : semlog_chunk_new(b.p, b.len);
 	sm_batch_free(&b);
 	if (q == NULL) {
