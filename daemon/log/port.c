@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -444,9 +445,9 @@ static int port_send(struct raft_io *io, struct raft_io_send *req,
 	struct semlog_port *p = port_of(io);
 
 	if (m->type == RAFT_TIMEOUT_NOW && m->server_address != NULL &&
-	    strlen(m->server_address) < sizeof p->tn_address) {
+	    snprintf(p->tn_address, sizeof p->tn_address, "%s",
+	    m->server_address) < (int)sizeof p->tn_address) {
 		p->tn = *m;
-		strcpy(p->tn_address, m->server_address);
 		p->tn.server_address = p->tn_address;
 		p->tn_again = true;
 	}
