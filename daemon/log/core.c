@@ -100,6 +100,7 @@ void semlog_core_step(struct semlog_core *c)
 {
 	core_follow(c);
 	core_reads_run(c);
+	core_propose_queued(c);	/* held while a transfer was under way */
 }
 
 uint64_t semlog_core_due(struct semlog_core *c)

@@ -238,7 +238,8 @@ void core_follow(struct semlog_core *c)
 static void core_deadline_tick(struct semlog_core *c)
 {
 	if (!c->serving || c->tick_out || c->deadline == NEVER ||
-	    c->deadline > sm_clock_now(&c->clock, core_now(c)))
+	    c->deadline > sm_clock_now(&c->clock, core_now(c)) ||
+	    raft_transferee(c->raft) != 0)
 		return;
 	if (core_propose(c, NULL, NULL, c->deadline, NULL))
 		c->tick_out = true;

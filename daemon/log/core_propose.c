@@ -150,13 +150,18 @@ void core_queue_drop(struct semlog_core *c)
 /*
  * Propose what waits, while entries may be in flight: as many chunks as
  * make about MAX_ENTRY bytes per entry (entries stay small: raft keeps them
- * in memory until a snapshot).
+ * in memory until a snapshot). Not while raft transfers leadership: it
+ * refuses entries then (RAFT_NOTLEADER), and what waits goes either to no
+ * one (the transfer worked: the clients are dropped) or into the log once
+ * it is over (semlog_core_step).
  */
 void core_propose_queued(struct semlog_core *c)
 {
 	struct semlog_chunk *first, *q;
 	size_t len;
 
+	if (c->qhead == NULL || raft_transferee(c->raft) != 0)
+		return;
 	while (c->serving && c->inflight < MAX_INFLIGHT && c->qhead != NULL) {
 		first = c->qhead;
 		len = first->len;

@@ -57,6 +57,7 @@ struct semlog_port {
 	/* What the log holds: its configurations, oldest first; its end. */
 	struct port_conf *confs;
 	size_t		nconfs, capconfs;
+	uint64_t	conf_gen;	/* changes of the latest, counted */
 	raft_index	last_index;
 	raft_index	snap_index;	/* the last snapshot stored (0: none) */
 	raft_term	snap_term;
@@ -137,8 +138,10 @@ static bool port_conf_copy(const struct raft_configuration *conf,
 /* Forget the configurations of entries from index on. */
 static void port_confs_cut(struct semlog_port *p, raft_index index)
 {
-	while (p->nconfs > 0 && p->confs[p->nconfs - 1].index >= index)
+	while (p->nconfs > 0 && p->confs[p->nconfs - 1].index >= index) {
 		raft_configuration_close(&p->confs[--p->nconfs].conf);
+		p->conf_gen++;
+	}
 }
 
 /*
@@ -181,6 +184,7 @@ static bool port_confs_add(struct semlog_port *p, raft_index index,
 	}
 	p->confs[p->nconfs].index = index;
 	p->confs[p->nconfs++].conf = *conf;
+	p->conf_gen++;
 	return true;
 }
 
@@ -693,6 +697,11 @@ const struct raft_configuration *semlog_port_configuration(
     const struct semlog_port *p)
 {
 	return p->nconfs > 0 ? &p->confs[p->nconfs - 1].conf : &p->none;
+}
+
+uint64_t semlog_port_configuration_gen(const struct semlog_port *p)
+{
+	return p->conf_gen;
 }
 
 unsigned long semlog_port_trimmed(const struct semlog_port *p)

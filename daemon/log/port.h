@@ -67,6 +67,8 @@ void semlog_port_set_clock(struct semlog_port *p,
  */
 const struct raft_configuration *semlog_port_configuration(
     const struct semlog_port *p);
+/* A number that changes whenever the configuration may have. */
+uint64_t semlog_port_configuration_gen(const struct semlog_port *p);
 
 /*
  * The highest leader commit index heard in an AppendEntries, and the

@@ -67,6 +67,7 @@ struct semlog {
 	bool			fresh;		/* a new data directory */
 	bool			stopping;	/* the stop was seen */
 	uint64_t		next_publish;	/* now_ms of the next publish */
+	uint64_t		conf_gen;	/* the port's, as last published */
 	char			peer[256];	/* HOST:PORT, raft's address for us */
 	char			seed_mark[4096];
 	uint64_t		next_client;	/* under the state lock */
@@ -501,7 +502,13 @@ static void thread_step(void *arg)
 	if (l->stopping)
 		return;
 	semlog_core_step(l->core);
-	thread_publish_indexes(l);
+	if (semlog_port_configuration_gen(l->port) != l->conf_gen) {
+		/* The members changed: the whole status now. */
+		l->conf_gen = semlog_port_configuration_gen(l->port);
+		thread_publish(l);
+	} else {
+		thread_publish_indexes(l);
+	}
 	thread_arm(l, semlog_core_due(l->core));
 }
 
