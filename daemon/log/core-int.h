@@ -18,7 +18,6 @@
 #define POLL_MS		20		/* leadership followed at least this often */
 #define MAX_INFLIGHT	16		/* entries proposed and not applied */
 #define RAFT_INFLIGHT	32		/* raft's own bound: see core.c */
-#define CAPACITY_KIB	4096		/* raft refuses entries below it: core.c */
 #define MAX_ENTRY	(256u << 10)	/* bytes of commands in one entry, about */
 #define SNAP_BYTES	(8u << 20)	/* log bytes kept in memory before a snapshot */
 #define SNAP_NEVER	UINT32_MAX	/* raft's own threshold: we say when */

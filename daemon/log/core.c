@@ -19,11 +19,14 @@
  *    never binds the leader's proposals (at most MAX_INFLIGHT, 16, are in
  *    flight); it paces a follower catching up on a long log (32 entries of
  *    up to MAX_ENTRY a round trip), after which snapshots take over;
- *  - CAPACITY_KIB of log space each voter must have reserved (raft_uv
- *    counts its preallocated segments: two of 8 MB when the disk has room),
- *    under which, on a majority of voters, raft refuses new entries with
- *    RAFT_NOSPACE: 0.22's default for a raft_io, set on purpose; what the
- *    core does then is in core_propose.c.
+ *  - no capacity threshold: libraft 0.22 (for a raft_io) refuses new
+ *    entries with RAFT_NOSPACE unless more than half the voters reported
+ *    4 MB of log space reserved - counting the followers' reports only, so
+ *    that in a cluster of three one follower with a full disk stops every
+ *    write. A follower's full disk is one more minority failure, which
+ *    raft survives without that: the node retries its writes (raft_uv,
+ *    every second: thread.c), the others commit. The core still answers a
+ *    refused entry (core_propose.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +80,7 @@ void semlog_core_attach(struct semlog_core *c, struct raft *raft,
 	raft_set_snapshot_threshold(raft, SNAP_NEVER);
 	raft_set_snapshot_trailing(raft, c->cfg.snapshot_trailing);
 	raft_set_max_inflight_entries(raft, RAFT_INFLIGHT);
-	raft_set_capacity_threshold(raft, CAPACITY_KIB);
+	raft_set_capacity_threshold(raft, 0);
 	if (c->cfg.cluster) {
 		raft_set_election_timeout(raft, c->cfg.election_ms);
 		raft_set_heartbeat_timeout(raft, c->cfg.election_ms / 10 > 10 ?

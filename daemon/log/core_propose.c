@@ -114,12 +114,11 @@ out:
 		log_err("log: an entry was refused: %s", raft_strerror(rv));
 	c->refused = rv;
 	/*
-	 * Refused while leading: its commands' connections wait for answers
-	 * that will not come (their requests count as on their way). With
-	 * RAFT_NOSPACE (a majority of voters has less than CAPACITY_KIB of
-	 * log reserved: the disks are full) every later entry would go the
-	 * same way: the clients are dropped, told to come back; they resume
-	 * their sessions, and writes succeed again once space is freed.
+	 * Refused while leading (out of memory, or RAFT_NOSPACE should a
+	 * capacity threshold be set: core.c): its commands' connections would
+	 * wait for answers that will not come (their requests count as on
+	 * their way). The clients are dropped, told to come back; they resume
+	 * their sessions and try again.
 	 */
 	if (rv != 0 && rv != RAFT_NOTLEADER && c->serving && first != end)
 		c->host.drop_clients(c->host.arg);

@@ -655,18 +655,8 @@ struct semlog_port *semlog_port_new(struct raft_io *io, raft_id self)
 
 void semlog_port_free(struct semlog_port *p)
 {
-	struct raft_io *io;
-
 	if (p == NULL)
 		return;
-	io = p->io;
-	io->start = p->start;
-	io->load = p->load;
-	io->bootstrap = p->bootstrap;
-	io->append = p->append;
-	io->truncate = p->truncate;
-	io->snapshot_put = p->snapshot_put;
-	io->send = p->send;
 	pthread_mutex_lock(&ports_lock);
 	for (size_t i = 0; i < SEMLOG_PORT_MAX; i++)
 		if (ports[i] == p)

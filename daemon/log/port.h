@@ -51,7 +51,11 @@ struct semlog_port;
  */
 #define SEMLOG_PORT_MAX	8
 struct semlog_port *semlog_port_new(struct raft_io *io, raft_id self);
-/* Give io its own calls back (after raft_close) and free p (NULL: nothing). */
+/*
+ * Free p once raft is closed and its io completed everything (NULL:
+ * nothing). The io is not touched: it may be gone (the fixture frees its
+ * own), and is not to be used again.
+ */
 void semlog_port_free(struct semlog_port *p);
 /* fn(arg) runs after raft handled a tick, a message or a completion. */
 void semlog_port_set_step(struct semlog_port *p, void (*fn)(void *arg),

@@ -761,7 +761,8 @@ int semlog_start(struct semlog **lp, const struct semlog_config *cfg,
 	raft_uv_set_segment_size(&l->io, SEMLOG_SEGMENT_SIZE);
 	/*
 	 * A write that fails (the disk full) is retried by raft_uv, not
-	 * failed: the log waits, every second, until it goes through.
+	 * failed: the log waits, retrying every second, until it goes
+	 * through (a cluster's other nodes commit meanwhile: core.c).
 	 */
 	raft_uv_set_disk_retry(&l->io, DISK_RETRY_MS);
 	if (pthread_create(&l->thread, NULL, thread_main, l) != 0) {
