@@ -50,21 +50,25 @@ static bool log_cid_eq(const struct hnode *n, const void *key)
 
 /* --- the log's host (struct semlog_host): called on the log's thread -------- */
 
+/* The state lock, for the log thread. */
 static void log_lock(void *arg)
 {
 	server_lock_any(arg);
 }
 
+/* The state lock let go. */
 static void log_unlock(void *arg)
 {
 	server_unlock_any(arg);
 }
 
+/* The state's settings (locked). */
 static struct sm_config log_sm_config(void *arg)
 {
 	return server_sm_config_of(arg);
 }
 
+/* The state's outputs (locked). */
 static struct sm_out log_sm_out(void *arg)
 {
 	return server_sm_out(arg);
@@ -89,12 +93,14 @@ static void log_applied(void *arg, uint64_t id, size_t len)
 		conn_applied_locked(c, len);
 }
 
+/* Answer a connection (a cluster change; locked). */
 static void log_reply(void *arg, void *conn, const Semd__Reply *r)
 {
 	(void)arg;
 	conn_reply_locked(NULL, conn, r);
 }
 
+/* Leadership lost: every client goes. */
 static void log_drop_clients(void *arg)
 {
 	server_drop_clients(arg);
@@ -429,6 +435,7 @@ static void log_counters(struct server *srv, struct sm_local_counters *out)
 		semlog_counters(srv->feed_state->d, out);
 }
 
+/* The leader as the log knows it. */
 static uint64_t log_leader(struct server *srv, char *addr, size_t len)
 {
 	return semlog_leader(srv->feed_state->d, addr, len);

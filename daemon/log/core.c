@@ -34,6 +34,7 @@
 #include "daemon/log/core-int.h"
 #include "daemon/logging.h"
 
+/* A core for host and env, with its own copy of the seed. */
 struct semlog_core *semlog_core_new(const struct semlog_core_config *cfg,
     const struct semlog_host *host, const struct semlog_env *env)
 {
@@ -67,11 +68,13 @@ struct semlog_core *semlog_core_new(const struct semlog_core_config *cfg,
 	return c;
 }
 
+/* The state machine to give raft_init(). */
 struct raft_fsm *semlog_core_fsm(struct semlog_core *c)
 {
 	return &c->fsm;
 }
 
+/* Drive raft through port; raft's settings (above). */
 void semlog_core_attach(struct semlog_core *c, struct raft *raft,
     struct semlog_port *port)
 {
@@ -89,6 +92,7 @@ void semlog_core_attach(struct semlog_core *c, struct raft *raft,
 	}
 }
 
+/* Free what the core still holds: commands, reads, the seed. */
 void semlog_core_free(struct semlog_core *c)
 {
 	if (c == NULL)
@@ -99,6 +103,7 @@ void semlog_core_free(struct semlog_core *c)
 	free(c);
 }
 
+/* Raft moved: leadership followed, reads run, commands proposed. */
 void semlog_core_step(struct semlog_core *c)
 {
 	core_follow(c);
@@ -106,6 +111,7 @@ void semlog_core_step(struct semlog_core *c)
 	core_propose_queued(c);	/* held while a transfer was under way */
 }
 
+/* When the core wants its tick: its timers, a read barrier, a poll. */
 uint64_t semlog_core_due(struct semlog_core *c)
 {
 	uint64_t next = core_now(c) + POLL_MS, due;
@@ -117,6 +123,7 @@ uint64_t semlog_core_due(struct semlog_core *c)
 	return next;
 }
 
+/* The timers that are due; when the next is. */
 uint64_t semlog_core_tick(struct semlog_core *c)
 {
 	core_follow(c);
@@ -126,6 +133,7 @@ uint64_t semlog_core_tick(struct semlog_core *c)
 	return semlog_core_due(c);
 }
 
+/* Commands from the event loops, queued and proposed. */
 void semlog_core_submit(struct semlog_core *c, struct semlog_chunk *list)
 {
 	/* A node that does not serve proposes nothing: what it had goes. */
@@ -137,16 +145,19 @@ void semlog_core_submit(struct semlog_core *c, struct semlog_chunk *list)
 	core_propose_queued(c);
 }
 
+/* Reads from the event loops, noted and a barrier asked for. */
 void semlog_core_reads(struct semlog_core *c, struct semlog_rreq *list)
 {
 	core_reads_take(c, list);
 }
 
+/* A cluster change asked for by a client. */
 void semlog_core_change(struct semlog_core *c, struct semlog_change *ch)
 {
 	core_change_start(c, ch);
 }
 
+/* A stop: what waits goes; a leader hands over. */
 bool semlog_core_stop(struct semlog_core *c)
 {
 	core_queue_drop(c);
@@ -154,16 +165,19 @@ bool semlog_core_stop(struct semlog_core *c)
 	return core_hand_over(c);
 }
 
+/* Does the node serve clients? */
 bool semlog_core_serving(const struct semlog_core *c)
 {
 	return c->serving;
 }
 
+/* Serving, and the session of client id heard now. */
 bool semlog_core_heard_locked(struct semlog_core *c, uint64_t id)
 {
 	return c->serving && sm_heard_local(core_sm(c), id, core_now(c));
 }
 
+/* The core's counts and its leadership's times. */
 void semlog_core_figures(struct semlog_core *c,
     struct semlog_core_figures *out)
 {

@@ -17,6 +17,7 @@ struct proposal {
 	core_done_fn		done;	/* its own completion, or NULL */
 };
 
+/* A chunk holding a copy of len bytes. */
 struct semlog_chunk *semlog_chunk_new(const uint8_t *data, size_t len)
 {
 	struct semlog_chunk *q = malloc(sizeof *q + len);
@@ -29,6 +30,7 @@ struct semlog_chunk *semlog_chunk_new(const uint8_t *data, size_t len)
 	return q;
 }
 
+/* Free a list of chunks. */
 void semlog_chunks_free(struct semlog_chunk *list)
 {
 	struct semlog_chunk *next;

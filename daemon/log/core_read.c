@@ -23,6 +23,7 @@
 
 #include "daemon/log/core-int.h"
 
+/* A read of client cid, its request copied. */
 struct semlog_rreq *semlog_rreq_new(uint64_t cid, const struct sm_caller *who,
     const uint8_t *data, size_t len)
 {

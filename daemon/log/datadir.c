@@ -230,6 +230,7 @@ static int seed_mark(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+/* Check or make dir (datadir.h): its files, its owner, a seed. */
 int semlog_dir_prepare(const char *dir, uint64_t id, bool seeding,
     bool *fresh, char *mark, size_t marklen, char *err, size_t errlen)
 {
@@ -266,6 +267,7 @@ int semlog_dir_prepare(const char *dir, uint64_t id, bool seeding,
 	return 0;
 }
 
+/* The seed is in the log: its mark goes. */
 void semlog_dir_seeded(const char *mark)
 {
 	if (unlink(mark) != 0 && errno != ENOENT)

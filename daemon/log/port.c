@@ -616,6 +616,7 @@ static int port_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
 
 /* --- the port ------------------------------------------------------------ */
 
+/* Wrap io's calls for node self; the port found by io. */
 struct semlog_port *semlog_port_new(struct raft_io *io, raft_id self)
 {
 	struct semlog_port *p = calloc(1, sizeof *p);
@@ -653,6 +654,7 @@ struct semlog_port *semlog_port_new(struct raft_io *io, raft_id self)
 	return p;
 }
 
+/* Forget p (the io is left as it is). */
 void semlog_port_free(struct semlog_port *p)
 {
 	if (p == NULL)
@@ -669,6 +671,7 @@ void semlog_port_free(struct semlog_port *p)
 	free(p);
 }
 
+/* Who is told that raft moved. */
 void semlog_port_set_step(struct semlog_port *p, void (*fn)(void *arg),
     void *arg)
 {
@@ -676,6 +679,7 @@ void semlog_port_set_step(struct semlog_port *p, void (*fn)(void *arg),
 	p->step_arg = arg;
 }
 
+/* The clock appends are timed by. */
 void semlog_port_set_clock(struct semlog_port *p,
     uint64_t (*now_us)(void *arg), void *arg)
 {
@@ -683,22 +687,26 @@ void semlog_port_set_clock(struct semlog_port *p,
 	p->clock_arg = arg;
 }
 
+/* The log's latest configuration. */
 const struct raft_configuration *semlog_port_configuration(
     const struct semlog_port *p)
 {
 	return p->nconfs > 0 ? &p->confs[p->nconfs - 1].conf : &p->none;
 }
 
+/* How often the configuration changed. */
 uint64_t semlog_port_configuration_gen(const struct semlog_port *p)
 {
 	return p->conf_gen;
 }
 
+/* Messages cut to start at the snapshot. */
 unsigned long semlog_port_trimmed(const struct semlog_port *p)
 {
 	return p->trimmed;
 }
 
+/* What leaders said of their commit index and snapshots. */
 void semlog_port_heard(const struct semlog_port *p, uint64_t *leader_commit,
     uint64_t *snapshot_index)
 {
@@ -706,6 +714,7 @@ void semlog_port_heard(const struct semlog_port *p, uint64_t *leader_commit,
 	*snapshot_index = atomic_load(&p->snapshot_index);
 }
 
+/* The disk's work, counted. */
 void semlog_port_stats(const struct semlog_port *p, struct semlog_io_stats *out)
 {
 	size_t i;
@@ -731,6 +740,7 @@ static bool port_leads(const struct semlog_port *p)
 	    p->probe_term == raft_current_term(r);
 }
 
+/* The last round confirmed in the node's term (0: none). */
 uint64_t semlog_port_confirmed(const struct semlog_port *p)
 {
 	return port_leads(p) ? p->confirmed : 0;
@@ -796,6 +806,7 @@ static uint64_t port_majority(const struct semlog_port *p)
 	return n == 0 ? 0 : v[n / 2];
 }
 
+/* Send a read barrier round to every other voter. */
 uint64_t semlog_port_probe(struct semlog_port *p)
 {
 	struct raft *r = port_raft(p);

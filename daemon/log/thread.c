@@ -663,6 +663,7 @@ static bool thread_config(struct semlog *l, const struct semlog_config *cfg)
 	    (l->bootstrap = strdup(cfg->bootstrap)) != NULL;
 }
 
+/* Check the data directory, start the log thread, wait until it serves. */
 int semlog_start(struct semlog **lp, const struct semlog_config *cfg,
     const struct semlog_host *host, char *err, size_t errlen)
 {
@@ -787,6 +788,7 @@ int semlog_start(struct semlog **lp, const struct semlog_config *cfg,
 	return r == 1 ? 0 : r;
 }
 
+/* Stop the log thread and free the log. */
 void semlog_stop(struct semlog *l)
 {
 	struct semlog_change *ch;
@@ -833,6 +835,7 @@ void semlog_stop(struct semlog *l)
 	free(l);
 }
 
+/* Queue a batch's commands in the inbox; wake the log thread. */
 void semlog_submit(struct semlog *l, struct sm_batch *b)
 {
 	struct semlog_chunk *q;
@@ -857,6 +860,7 @@ void semlog_submit(struct semlog *l, struct sm_batch *b)
 	uv_async_send(&l->wake);
 }
 
+/* A read without an entry: queued, answered at once, or not. */
 enum semlog_read semlog_read(struct semlog *l, uint64_t cid,
     const struct sm_caller *who, const uint8_t *data, size_t len)
 {
@@ -883,6 +887,7 @@ enum semlog_read semlog_read(struct semlog *l, uint64_t cid,
 	return SEMLOG_READ_QUEUED;
 }
 
+/* Propose new settings (a reload). */
 void semlog_reconfigure(struct semlog *l, const struct sm_config *cfg)
 {
 	struct sm_batch b;
@@ -893,6 +898,7 @@ void semlog_reconfigure(struct semlog *l, const struct sm_config *cfg)
 	sm_batch_free(&b);
 }
 
+/* A new client id (under the state lock). */
 uint64_t semlog_client_id(struct semlog *l)
 {
 	return (uint64_t)l->id << 48 | ++l->next_client;
@@ -910,6 +916,7 @@ bool semlog_heard_locked(struct semlog *l, uint64_t id)
 	    sm_heard_local(*l->host.sm, id, thread_now_ms(l));
 }
 
+/* The node's cluster figures for Stats (any thread). */
 void semlog_counters(struct semlog *l, struct sm_local_counters *out)
 {
 	const char *st;
@@ -936,11 +943,13 @@ void semlog_counters(struct semlog *l, struct sm_local_counters *out)
 	pthread_mutex_unlock(&l->slock);
 }
 
+/* Is this node the leader, serving clients? (any thread) */
 bool semlog_serving(struct semlog *l)
 {
 	return atomic_load(&l->serving_pub);
 }
 
+/* The leader as this node knows it: its id and client address. */
 uint64_t semlog_leader(struct semlog *l, char *addr, size_t len)
 {
 	uint64_t id;
@@ -977,11 +986,13 @@ void semlog_health(struct semlog *l, struct semlog_health *h)
 	h->snapshot = snap;
 }
 
+/* The log's disk work, as the port counted it. */
 void semlog_io_stats(struct semlog *l, struct semlog_io_stats *out)
 {
 	semlog_port_stats(l->port, out);
 }
 
+/* The published cluster status, copied as a Reply body. */
 int semlog_status(struct semlog *l, Semd__Reply *r)
 {
 	Semd__ClusterStatus *copy;
@@ -1005,6 +1016,7 @@ int semlog_status(struct semlog *l, Semd__Reply *r)
 	return 0;
 }
 
+/* A cluster change for the log thread; answered from there. */
 int semlog_cluster_change(struct semlog *l, uint64_t cid, uint64_t req_id,
     const Semd__Cluster *cl)
 {
