@@ -54,6 +54,8 @@ struct semlog_port {
 	void		*step_arg;
 	uint64_t	(*now_us)(void *arg);
 	void		*clock_arg;
+	/* The appends on their way to the disk, oldest first (port_append). */
+	struct port_append *aw_head, *aw_tail;
 	/* What the log holds: its configurations, oldest first; its end. */
 	struct port_conf *confs;
 	size_t		nconfs, capconfs;
@@ -287,6 +289,7 @@ struct port_append {
 	raft_io_append_cb	cb;
 	struct semlog_port	*p;
 	uint64_t		t0_us;
+	struct port_append	*prev, *next;	/* on the way, oldest first */
 };
 
 /* An append completed: timed, then raft's callback, then the owner told. */
@@ -300,6 +303,14 @@ static void port_append_cb(struct raft_io_append *req, int status)
 	uint64_t us = port_now_us(p) - a->t0_us;
 	size_t i = 0;
 
+	if (a->prev != NULL)
+		a->prev->next = a->next;
+	else
+		p->aw_head = a->next;
+	if (a->next != NULL)
+		a->next->prev = a->prev;
+	else
+		p->aw_tail = a->prev;
 	if (status == 0 && p->now_us != NULL) {
 		while (i < SEMLOG_APPEND_BUCKETS - 1 && us > semlog_append_le_us[i])
 			i++;
@@ -327,11 +338,18 @@ static int port_append(struct raft_io *io, struct raft_io_append *req,
 	a->cb = cb;
 	a->p = p;
 	a->t0_us = port_now_us(p);
+	a->next = NULL;
+	a->prev = p->aw_tail;
 	rv = p->append(io, &a->req, entries, n, port_append_cb);
 	if (rv != 0) {
 		free(a);
 		return rv;
 	}
+	if (p->aw_tail != NULL)
+		p->aw_tail->next = a;
+	else
+		p->aw_head = a;
+	p->aw_tail = a;
 	port_note_entries(p, first, entries, n);
 	p->last_index += n;
 	return 0;
@@ -701,6 +719,12 @@ uint64_t semlog_port_configuration_gen(const struct semlog_port *p)
 }
 
 /* Messages cut to start at the snapshot. */
+/* How long the oldest append on its way has waited (0: none waits). */
+uint64_t semlog_port_append_wait_us(const struct semlog_port *p)
+{
+	return p->aw_head != NULL ? port_now_us(p) - p->aw_head->t0_us : 0;
+}
+
 unsigned long semlog_port_trimmed(const struct semlog_port *p)
 {
 	return p->trimmed;

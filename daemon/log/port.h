@@ -82,6 +82,11 @@ void semlog_port_heard(const struct semlog_port *p, uint64_t *leader_commit,
     uint64_t *snapshot_index);
 /* AppendEntries cut to start at the last snapshot so far (port.c). */
 unsigned long semlog_port_trimmed(const struct semlog_port *p);
+/*
+ * How long the oldest append not yet written has waited (0: none waits;
+ * raft's thread): a full disk shows here, as raft_uv retries the write.
+ */
+uint64_t semlog_port_append_wait_us(const struct semlog_port *p);
 /* The disk work so far (zeros for NULL). Any thread. */
 void semlog_port_stats(const struct semlog_port *p, struct semlog_io_stats *out);
 

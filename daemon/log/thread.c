@@ -43,6 +43,7 @@
 #define DISK_RETRY_MS	1000		/* raft_uv retries a failed write */
 #define TRAILING_ONE	4		/* entries kept after a snapshot (one voter) */
 #define TRAILING_PEERS	1024		/* ... in a cluster: followers catch up */
+#define STALL_WARN_MS	5000		/* a write waiting this long is said */
 
 struct semlog {
 	struct semlog_host	host;		/* the server */
@@ -68,6 +69,7 @@ struct semlog {
 	bool			stopping;	/* the stop was seen */
 	uint64_t		next_publish;	/* now_ms of the next publish */
 	uint64_t		conf_gen;	/* the port's, as last published */
+	bool			stalled;	/* a write waits: said in the log */
 	char			peer[256];	/* HOST:PORT, raft's address for us */
 	char			seed_mark[4096];
 	uint64_t		next_client;	/* under the state lock */
@@ -478,7 +480,26 @@ static void thread_arm(struct semlog *l, uint64_t due)
 	uv_timer_start(&l->timer, thread_timer_cb, due > now ? due - now : 0, 0);
 }
 
-/* Due: the core's timers; the status published. */
+/*
+ * A write of entries that waits for long is said, once, and its end too:
+ * raft_uv retries a write that fails (a full disk) without a word.
+ */
+static void thread_stall_check(struct semlog *l)
+{
+	uint64_t waited = semlog_port_append_wait_us(l->port) / 1000;
+
+	if (waited >= STALL_WARN_MS && !l->stalled) {
+		l->stalled = true;
+		log_warn("log: a write to the disk has waited %llu s (is it "
+		    "full, or slow?); a failed write is tried again every second",
+		    (unsigned long long)waited / 1000);
+	} else if (waited < STALL_WARN_MS && l->stalled) {
+		l->stalled = false;
+		log_notice("log: the disk takes writes again");
+	}
+}
+
+/* Due: the core's timers; the status published, the disk looked at. */
 static void thread_timer_cb(uv_timer_t *t)
 {
 	struct semlog *l = t->data;
@@ -486,6 +507,7 @@ static void thread_timer_cb(uv_timer_t *t)
 
 	if (now >= l->next_publish) {
 		thread_publish(l);
+		thread_stall_check(l);
 		l->next_publish = now + PUBLISH_MS;
 	}
 	thread_arm(l, due);

@@ -5,7 +5,8 @@
  *
  * On a stand-in io that completes requests when the test says: messages
  * reach raft, the highest leader commit and snapshot heard are kept;
- * appends are timed and reach raft's callback with raft's request;
+ * appends are timed (and how long one waits is told) and reach raft's
+ * callback with raft's request;
  * snapshot writes count as written, failed, or (cancelled) neither; the
  * log's configuration is followed through load, append, truncate and
  * snapshots; AppendEntries reaching below the last snapshot start at it
@@ -359,12 +360,15 @@ static void test_io(void)
 	memset(&ar, 0, sizeof ar);
 	ar.data = &ar;
 	fake_us = 1000;
+	CHECK(semlog_port_append_wait_us(p) == 0);
 	CHECK(io.append(&io, &ar, NULL, 0, raft_append_cb) == 0);
 	CHECK(io_append_req != NULL && io_append_req != &ar);
 	CHECK(io_append_req->data == &ar);
 	before = raft_appended;
 	fake_us = 1300;		/* 300 us: the 500 us bucket */
+	CHECK(semlog_port_append_wait_us(p) == 300);	/* it waits */
 	io_append_req->cb(io_append_req, 0);
+	CHECK(semlog_port_append_wait_us(p) == 0);
 	CHECK(raft_appended == before + 1 && raft_req == &ar && raft_status == 0);
 	semlog_port_stats(p, &st);
 	n = 0;
