@@ -59,12 +59,12 @@ struct semlog_core *semlog_core_new(const struct semlog_core_config *cfg,
 	core_lock(c);
 	c->smcfg = c->host.sm_config(c->host.arg);
 	core_unlock(c);
-	c->fsm.version = 2;
-	c->fsm.data = c;
-	c->fsm.apply = core_fsm_apply;
-	c->fsm.snapshot = core_fsm_snapshot;
-	c->fsm.snapshot_finalize = core_fsm_snapshot_finalize;
-	c->fsm.restore = core_fsm_restore;
+	c->fsm = (struct raft_fsm){
+		.version = 2, .data = c, .apply = core_fsm_apply,
+		.snapshot = core_fsm_snapshot,
+		.snapshot_finalize = core_fsm_snapshot_finalize,
+		.restore = core_fsm_restore,
+	};
 	return c;
 }
 
@@ -181,12 +181,11 @@ bool semlog_core_heard_locked(struct semlog_core *c, uint64_t id)
 void semlog_core_figures(struct semlog_core *c,
     struct semlog_core_figures *out)
 {
-	out->reads_done = c->reads_done;
-	out->read_rounds = c->read_rounds;
-	out->leaderships = c->term_leader;
-	out->lead_start = c->lead_start;
-	out->takeovers = c->takeovers;
-	out->expired = c->expired;
+	*out = (struct semlog_core_figures){
+		.reads_done = c->reads_done, .read_rounds = c->read_rounds,
+		.expired = c->expired, .leaderships = c->term_leader,
+		.takeovers = c->takeovers, .lead_start = c->lead_start,
+	};
 	if (c->serving) {
 		out->state_now = sm_clock_now(&c->clock, core_now(c));
 	} else {

@@ -82,7 +82,10 @@ struct semlog_change {
 	struct raft_transfer	transfer;
 };
 
-/* What the core's surroundings give it: time, and the outcomes it reports. */
+/*
+ * What the core's surroundings give it: time, and the outcomes it reports
+ * (those but the clocks and fatal may be NULL: nothing is done).
+ */
 struct semlog_env {
 	void		*arg;
 	uint64_t	(*now_ms)(void *arg);	/* a monotonic clock */

@@ -40,7 +40,8 @@ static void core_start_failed(struct semlog_core *c, int status,
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
-	c->env.started(c->env.arg, status, why);
+	if (c->env.started != NULL)
+		c->env.started(c->env.arg, status, why);
 }
 
 /* Serving starts or stops; the environment hears of it. */
@@ -49,7 +50,8 @@ static void core_set_serving(struct semlog_core *c, bool on)
 	if (c->serving == on)
 		return;
 	c->serving = on;
-	c->env.serving(c->env.arg, on);
+	if (c->env.serving != NULL)
+		c->env.serving(c->env.arg, on);
 }
 
 /*
@@ -68,7 +70,7 @@ static void core_first_done(struct semlog_core *c, int status)
 	}
 	core_set_serving(c, true);
 	log_notice("log: node %llu serves", (unsigned long long)c->cfg.id);
-	if (!c->cfg.cluster)
+	if (!c->cfg.cluster && c->env.started != NULL)
 		c->env.started(c->env.arg, 1, NULL);
 	core_propose_queued(c);
 	core_reads_run(c);
@@ -444,7 +446,8 @@ static void core_handed_over(struct raft_transfer *req)
 	else
 		log_warn("log: leadership was not handed over in time; stopping "
 		    "all the same");
-	c->env.stopped(c->env.arg);
+	if (c->env.stopped != NULL)
+		c->env.stopped(c->env.arg);
 }
 
 /*
@@ -491,5 +494,6 @@ void core_hand_over_late(struct semlog_core *c)
 	c->handover_until = 0;
 	log_warn("log: leadership was not handed over in time; stopping all "
 	    "the same");
-	c->env.stopped(c->env.arg);
+	if (c->env.stopped != NULL)
+		c->env.stopped(c->env.arg);
 }

@@ -31,23 +31,9 @@ struct port_ack {
 struct semlog_port {
 	struct raft_io	*io;
 	raft_id		self;
-	/* The io's own calls, and raft's callbacks the port stands in front of. */
-	int		(*start)(struct raft_io *io, unsigned msecs,
-	    raft_io_tick_cb tick, raft_io_recv_cb recv);
-	int		(*load)(struct raft_io *io, raft_term *term,
-	    raft_id *voted_for, struct raft_snapshot **snapshot,
-	    raft_index *start_index, struct raft_entry *entries[],
-	    size_t *n_entries);
-	int		(*bootstrap)(struct raft_io *io,
-	    const struct raft_configuration *conf);
-	int		(*append)(struct raft_io *io, struct raft_io_append *req,
-	    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb);
-	int		(*truncate)(struct raft_io *io, raft_index index);
-	int		(*snapshot_put)(struct raft_io *io, unsigned trailing,
-	    struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
-	    raft_io_snapshot_put_cb cb);
-	int		(*send)(struct raft_io *io, struct raft_io_send *req,
-	    const struct raft_message *m, raft_io_send_cb cb);
+	/* The io's own calls (a copy of it made first), and raft's callbacks
+	 * the port stands in front of. */
+	struct raft_io	inner;
 	raft_io_tick_cb	tick;
 	raft_io_recv_cb	recv;
 	void		(*step)(void *arg);
@@ -223,7 +209,7 @@ static int port_load(struct raft_io *io, raft_term *term, raft_id *voted_for,
 	struct raft_configuration conf;
 	int rv;
 
-	rv = p->load(io, term, voted_for, snapshot, start_index, entries,
+	rv = p->inner.load(io, term, voted_for, snapshot, start_index, entries,
 	    n_entries);
 	if (rv != 0)
 		return rv;
@@ -250,7 +236,7 @@ static int port_bootstrap(struct raft_io *io,
 	struct raft_configuration copy;
 	int rv;
 
-	if ((rv = p->bootstrap(io, conf)) != 0)
+	if ((rv = p->inner.bootstrap(io, conf)) != 0)
 		return rv;
 	port_confs_clear(p);
 	if (port_conf_copy(conf, &copy))
@@ -265,7 +251,7 @@ static int port_truncate(struct raft_io *io, raft_index index)
 	struct semlog_port *p = port_of(io);
 	int rv;
 
-	if ((rv = p->truncate(io, index)) != 0)
+	if ((rv = p->inner.truncate(io, index)) != 0)
 		return rv;
 	port_confs_cut(p, index);
 	if (index > 0 && p->last_index >= index)
@@ -340,7 +326,7 @@ static int port_append(struct raft_io *io, struct raft_io_append *req,
 	a->t0_us = port_now_us(p);
 	a->next = NULL;
 	a->prev = p->aw_tail;
-	rv = p->append(io, &a->req, entries, n, port_append_cb);
+	rv = p->inner.append(io, &a->req, entries, n, port_append_cb);
 	if (rv != 0) {
 		free(a);
 		return rv;
@@ -425,7 +411,7 @@ static int port_snapshot_put(struct raft_io *io, unsigned trailing,
 		free(w);
 		return RAFT_NOMEM;
 	}
-	rv = p->snapshot_put(io, trailing, &w->req, snapshot, port_put_cb);
+	rv = p->inner.snapshot_put(io, trailing, &w->req, snapshot, port_put_cb);
 	if (rv != 0) {
 		atomic_fetch_add(&p->snapshot_failures, 1);
 		if (w->install)
@@ -452,7 +438,7 @@ static void port_send_own(struct semlog_port *p, const struct raft_message *m)
 	if (req == NULL)
 		return;
 	req->data = NULL;
-	if (p->send(p->io, req, m, port_sent) != 0)
+	if (p->inner.send(p->io, req, m, port_sent) != 0)
 		free(req);
 }
 
@@ -473,7 +459,7 @@ static int port_send(struct raft_io *io, struct raft_io_send *req,
 		p->tn.server_address = p->tn_address;
 		p->tn_again = true;
 	}
-	return p->send(io, req, m, cb);
+	return p->inner.send(io, req, m, cb);
 }
 
 /*
@@ -629,7 +615,7 @@ static int port_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
 
 	p->tick = tick;
 	p->recv = recv;
-	return p->start(io, msecs, port_tick, port_recv);
+	return p->inner.start(io, msecs, port_tick, port_recv);
 }
 
 /* --- the port ------------------------------------------------------------ */
@@ -655,13 +641,7 @@ struct semlog_port *semlog_port_new(struct raft_io *io, raft_id self)
 		free(p);
 		return NULL;
 	}
-	p->start = io->start;
-	p->load = io->load;
-	p->bootstrap = io->bootstrap;
-	p->append = io->append;
-	p->truncate = io->truncate;
-	p->snapshot_put = io->snapshot_put;
-	p->send = io->send;
+	p->inner = *io;
 	io->start = port_start;
 	io->load = port_load;
 	io->bootstrap = port_bootstrap;

@@ -689,8 +689,8 @@ static bool thread_config(struct semlog *l, const struct semlog_config *cfg)
 int semlog_start(struct semlog **lp, const struct semlog_config *cfg,
     const struct semlog_host *host, char *err, size_t errlen)
 {
-	struct semlog_core_config cc = { 0 };
-	struct semlog_env env = { 0 };
+	struct semlog_core_config cc;
+	struct semlog_env env;
 	struct timespec ts;
 	struct semlog *l;
 	bool fresh;
@@ -736,25 +736,21 @@ int semlog_start(struct semlog **lp, const struct semlog_config *cfg,
 	if ((r = thread_transport(l, cfg, err, errlen)) != 0)
 		return r;
 	l->transport_ok = true;
-	cc.id = l->id;
-	cc.cluster = l->cluster;
-	cc.peer_tls = l->peer_tls;
-	cc.grace_ms = cfg->restart_grace_ms;
-	cc.snapshot_every = cfg->snapshot_every;
-	cc.snapshot_trailing = l->cluster ? TRAILING_PEERS : TRAILING_ONE;
-	cc.election_ms = cfg->election_timeout_ms;
-	cc.advertise = cfg->advertise;
-	cc.seed = cfg->seed;
-	cc.seed_len = cfg->seed_len;
-	cc.seed_now = cfg->seed_now;
-	env.arg = l;
-	env.now_ms = thread_now_ms;
-	env.wall_ms = thread_wall_ms;
-	env.serving = thread_serving;
-	env.started = thread_started;
-	env.fatal = thread_fatal;
-	env.seeded = thread_seeded;
-	env.stopped = thread_stopped;
+	cc = (struct semlog_core_config){
+		.id = l->id, .cluster = l->cluster, .peer_tls = l->peer_tls,
+		.grace_ms = cfg->restart_grace_ms,
+		.snapshot_every = cfg->snapshot_every,
+		.snapshot_trailing = l->cluster ? TRAILING_PEERS : TRAILING_ONE,
+		.election_ms = cfg->election_timeout_ms,
+		.advertise = cfg->advertise, .seed = cfg->seed,
+		.seed_len = cfg->seed_len, .seed_now = cfg->seed_now,
+	};
+	env = (struct semlog_env){
+		.arg = l, .now_ms = thread_now_ms, .wall_ms = thread_wall_ms,
+		.serving = thread_serving, .started = thread_started,
+		.fatal = thread_fatal, .seeded = thread_seeded,
+		.stopped = thread_stopped,
+	};
 	if ((l->core = semlog_core_new(&cc, host, &env)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return EX_OSERR;

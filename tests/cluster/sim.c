@@ -442,27 +442,12 @@ static void sim_serving(void *arg, bool on)
 	trace("node %u %s", n->i + 1, on ? "serves" : "no longer serves");
 }
 
-/* A start's outcome: a cluster's core reports none but a failure. */
-static void sim_started(void *arg, int status, const char *why)
-{
-	struct node *n = arg;
-
-	if (status != 1)
-		fail("node %u: %s", n->i + 1, why);
-}
-
 /* A committed entry the core cannot apply: semd would stop. */
 static void sim_fatal(void *arg, const char *why)
 {
 	struct node *n = arg;
 
 	fail("node %u: %s", n->i + 1, why);
-}
-
-/* Nothing to do for a seed's mark, or at a stop's end (no stops here). */
-static void sim_nothing(void *arg)
-{
-	(void)arg;
 }
 
 /*
@@ -478,9 +463,9 @@ static void sim_nothing(void *arg)
  */
 static void node_make(struct node *n, unsigned int i)
 {
-	struct semlog_core_config cc = { 0 };
-	struct semlog_env env = { 0 };
 	struct sm_out out = { on_reply, n, on_close, NULL, NULL };
+	struct semlog_core_config cc;
+	struct semlog_env env;
 	struct raft_io *io;
 
 	n->i = i;
@@ -490,21 +475,14 @@ static void node_make(struct node *n, unsigned int i)
 	n->sm = sm_new(&n->cfg, &out, 0);
 	if (n->sm == NULL)
 		fail("out of memory");
-	cc.id = i + 1;
-	cc.cluster = true;
-	cc.grace_ms = grace;
-	cc.snapshot_every = 24 + rnd_below(64);
-	cc.snapshot_trailing = 4 + rnd_below(16);
-	cc.election_ms = 500;
-	cc.advertise = "127.0.0.1:7000";
-	env.arg = n;
-	env.now_ms = sim_now_ms;
-	env.wall_ms = sim_wall_ms;
-	env.serving = sim_serving;
-	env.started = sim_started;
-	env.fatal = sim_fatal;
-	env.seeded = sim_nothing;
-	env.stopped = sim_nothing;
+	cc = (struct semlog_core_config){
+		.id = i + 1, .cluster = true, .grace_ms = grace,
+		.snapshot_every = 24 + rnd_below(64),
+		.snapshot_trailing = 4 + rnd_below(16), .election_ms = 500,
+		.advertise = "127.0.0.1:7000",
+	};
+	env = (struct semlog_env){ .arg = n, .now_ms = sim_now_ms,
+	    .wall_ms = sim_wall_ms, .serving = sim_serving, .fatal = sim_fatal };
 	node_host(n);
 	if ((n->core = semlog_core_new(&cc, &n->host, &env)) == NULL)
 		fail("out of memory");

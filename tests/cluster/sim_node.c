@@ -438,13 +438,9 @@ static int sim_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 /* The state machine raft applies to on node n: the core's, watched. */
 void node_fsm(struct node *n)
 {
-	memset(&n->fsm, 0, sizeof n->fsm);
-	n->fsm.version = 2;
-	n->fsm.data = n;
-	n->fsm.apply = sim_fsm_apply;
-	n->fsm.snapshot = sim_fsm_snapshot;
-	n->fsm.snapshot_finalize = sim_fsm_finalize;
-	n->fsm.restore = sim_fsm_restore;
+	n->fsm = (struct raft_fsm){ .version = 2, .data = n,
+	    .apply = sim_fsm_apply, .snapshot = sim_fsm_snapshot,
+	    .snapshot_finalize = sim_fsm_finalize, .restore = sim_fsm_restore };
 }
 
 /* --- the core's host ------------------------------------------------------------ */
@@ -490,17 +486,11 @@ static void host_drop_clients(void *arg)
 /* What node n's core calls: its state machine, its clients. */
 void node_host(struct node *n)
 {
-	memset(&n->host, 0, sizeof n->host);
-	n->host.arg = n;
-	n->host.sm = &n->sm;
-	n->host.lock = host_lock;
-	n->host.unlock = host_lock;
-	n->host.sm_config = host_sm_config;
-	n->host.sm_out = host_sm_out;
-	n->host.conn = bind_id;
-	n->host.reply = host_reply;
-	n->host.drop_clients = host_drop_clients;
-	n->host.read = read_answer;
+	n->host = (struct semlog_host){ .arg = n, .sm = &n->sm,
+	    .lock = host_lock, .unlock = host_lock,
+	    .sm_config = host_sm_config, .sm_out = host_sm_out,
+	    .conn = bind_id, .reply = host_reply,
+	    .drop_clients = host_drop_clients, .read = read_answer };
 }
 
 /* --- the fixture's disk ----------------------------------------------------------- */

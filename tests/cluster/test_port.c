@@ -266,18 +266,14 @@ static void test_io(void)
 	size_t ln;
 	int before;
 
-	memset(&io, 0, sizeof io);
-	io.start = io_start;
-	io.load = io_load;
-	io.append = io_append;
-	io.truncate = io_truncate;
-	io.snapshot_put = io_snapshot_put;
-	io.send = io_send;
+	io = (struct raft_io){ .start = io_start, .load = io_load,
+	    .append = io_append, .truncate = io_truncate,
+	    .snapshot_put = io_snapshot_put, .send = io_send };
 	memset(&ar, 0, sizeof ar);
 	CHECK((p = semlog_port_new(&io, 1)) != NULL);
 	semlog_port_set_clock(p, fake_now_us, NULL);
 	CHECK(io.append != io_append && io.snapshot_put != io_snapshot_put &&
-	    io.send != io_send && io.load != io_load);
+	    io.send != io_send && io.load != io_load);	/* the port's now */
 	CHECK(semlog_port_configuration(p)->n == 0);
 
 	/* Loaded: a snapshot at 5 (servers 1-3), then 6..8 with a change. */
