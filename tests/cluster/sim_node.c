@@ -1,92 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tests/cluster/sim_log.c - the simulated cluster's nodes: entries
- * proposed and applied to each node's state machine the way daemon/log/
- * does it (barrier, LEADER entry, stamped time, ticks, snapshots), the
- * replies checked against what the clients trusted, and a watch kept on
- * the fixture's disk.
+ * tests/cluster/sim_node.c - the simulated nodes as their log core sees
+ * them: its host (this node's state machine, its clients' replies, reads
+ * answered), the state machine raft applies to watched around the core's
+ * own (every entry's replies recorded in the ledger and sm_check after it),
+ * the replies checked against what the clients trusted, and a watch kept
+ * on the fixture's disk. Proposing, the leader's first entry, ticks,
+ * sweeps, reads and snapshots are the core's: daemon/log/core*.c.
  */
 #include "tests/cluster/sim.h"
-
-/* --- proposing --------------------------------------------------------------------- */
-
-struct prop {
-	struct raft_apply req;
-	struct node	*n;
-	bool		startup;
-	bool		tick;
-};
-
-static void applied_cb(struct raft_apply *req, int status, void *result)
-{
-	struct prop *p = req->data;
-
-	(void)result;
-	if (p->startup && status == 0 && p->n->leader) {
-		p->n->serving = true;
-		trace("node %u serves", p->n->i + 1);
-	}
-	if (p->tick)
-		p->n->ticking = false;
-	free(p);
-}
-
-/* Propose a batch (NULL: a tick) on node n as one entry. */
-bool propose(struct node *n, const struct sm_batch *b, uint64_t at_least,
-    bool startup)
-{
-	size_t hl = sm_entry_header_size(), len = b != NULL ? b->len : 0;
-	struct raft_buffer buf;
-	struct prop *p = calloc(1, sizeof *p);
-
-	buf.len = (hl + len + 7) & ~(size_t)7;
-	buf.base = raft_calloc(1, buf.len);
-	if (p == NULL || buf.base == NULL)
-		fail("out of memory");
-	sm_entry_header(buf.base, sm_clock_stamp(&n->clock, now(), at_least),
-	    1700000000000ULL + now());
-	if (len > 0)
-		memcpy((uint8_t *)buf.base + hl, b->p, len);
-	p->n = n;
-	p->startup = startup;
-	p->tick = b == NULL;
-	p->req.data = p;
-	if (raft_apply(n->raft, &p->req, &buf, 1, applied_cb) != 0) {
-		raft_free(buf.base);
-		free(p);
-		return false;
-	}
-	if (p->tick)
-		n->ticking = true;
-	return true;
-}
-
-void barrier_cb(struct raft_barrier *req, int status)
-{
-	struct node *n = req->data;
-	struct sm_batch b;
-	uint64_t t;
-
-	if (status != 0 || !n->leader)
-		return;
-	t = sm_now(n->sm);
-	sm_clock_start(&n->clock, t, 1000, now());
-	sm_batch_init(&b);
-	if (t == 0)
-		sm_batch_boot(&b);
-	sm_batch_config(&b, &n->cfg);
-	sm_batch_leases(&b, LEASE_FLOOR);	/* leases are the leader's */
-	last_leader_st = t;
-	sm_batch_leader(&b, n->i + 1, t == 0 ? 0 : grace,
-	    "127.0.0.1:7000");
-	if (t == 0)
-		setup_names(&b);
-	if (b.failed)
-		fail("out of memory");
-	if (!propose(n, &b, 0, true))
-		trace("node %u: its LEADER entry was refused", n->i + 1);
-	sm_batch_free(&b);
-}
 
 /* --- applying ---------------------------------------------------------------------- */
 
@@ -386,6 +308,8 @@ void on_reply(void *ctx, void *conn, const Semd__Reply *r)
 		fail("node %u: the names' setup request %" PRIu64 " is answered "
 		    "%d: %s", n->i + 1, r->id, r->code,
 		    r->message != NULL ? r->message : "");
+	if (id == SETUP_CONN)
+		names_made = true;
 	s = find_sent(id, r->id);
 	if (s != NULL && s->name >= 0)
 		check_down(n, s, r);
@@ -425,15 +349,18 @@ static void *bind_id(void *arg, uint64_t id)
 	return (void *)(uintptr_t)id;
 }
 
-int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
+/*
+ * raft_fsm.apply, around the core's: the ledger says what each index said
+ * (the replies of every node must be the same bytes), sm_check after it.
+ */
+static int sim_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     void **result)
 {
-	static const struct sm_apply_hooks hooks = { bind_id, NULL, NULL };
 	struct node *n = fsm->data;
+	struct raft_fsm *core = semlog_core_fsm(n->core);
 	raft_index index = raft_last_applied(n->raft) + 1;
 	char err[256];
 
-	*result = NULL;
 	if (index >= ledger_cap) {
 		size_t cap = ledger_cap * 2 > index + 1 ? ledger_cap * 2 : index + 1024;
 
@@ -444,9 +371,9 @@ int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 		ledger_cap = cap;
 	}
 	n->hash = 14695981039346656037ULL;
-	if (sm_apply(n->sm, buf->base, buf->len, &hooks, err, sizeof err) != 0)
-		fail("node %u cannot apply entry %llu: %s", n->i + 1,
-		    (unsigned long long)index, err);
+	if (core->apply(core, buf, result) != 0)
+		fail("node %u cannot apply entry %llu", n->i + 1,
+		    (unsigned long long)index);
 	if (sm_check(n->sm, err, sizeof err) != 0)
 		fail("node %u after entry %llu: %s", n->i + 1,
 		    (unsigned long long)index, err);
@@ -460,53 +387,110 @@ int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 	return 0;
 }
 
-int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
+/* raft_fsm.snapshot: the core's. */
+static int sim_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
     unsigned int *n_bufs)
 {
 	struct node *n = fsm->data;
-	uint8_t *p;
-	size_t len;
+	struct raft_fsm *core = semlog_core_fsm(n->core);
 
-	*bufs = raft_malloc(sizeof **bufs);
-	if (*bufs == NULL || sm_snapshot(n->sm, &p, &len) != 0)
-		fail("out of memory");
-	/* raft frees it with raft_free: copy into its memory. */
-	(*bufs)[0].base = raft_malloc(len);
-	if ((*bufs)[0].base == NULL)
-		fail("out of memory");
-	memcpy((*bufs)[0].base, p, len);
-	(*bufs)[0].len = len;
-	free(p);
-	*n_bufs = 1;
-	return 0;
+	return core->snapshot(core, bufs, n_bufs);
 }
 
-int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+/* raft_fsm.snapshot_finalize: the core's. */
+static int sim_fsm_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[],
+    unsigned int *n_bufs)
 {
 	struct node *n = fsm->data;
-	struct sm_out out = { on_reply, n, on_close, NULL, NULL };
+	struct raft_fsm *core = semlog_core_fsm(n->core);
+
+	return core->snapshot_finalize(core, bufs, n_bufs);
+}
+
+/*
+ * raft_fsm.restore, around the core's: the state restored is checked, and
+ * every client bound again (every node binds every client, so that the
+ * replies of all hash alike). The state's hash key is drawn anew first:
+ * nothing it answers may depend on it.
+ */
+static int sim_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	struct node *n = fsm->data;
+	struct raft_fsm *core = semlog_core_fsm(n->core);
 	struct sm_client *c;
 	char err[256];
-	struct sm *sm;
+	size_t len = buf->len;
 
 	for (int k = 0; k < 16; k++)
 		n->cfg.hash_key[k] = (uint8_t)rnd();
-	sm = sm_restore(&n->cfg, &out, buf->base, buf->len, err, sizeof err);
-	if (sm == NULL)
-		fail("node %u cannot restore a %zu-byte snapshot: %s", n->i + 1,
-		    buf->len, err);
-	if (sm_check(sm, err, sizeof err) != 0)
+	if (core->restore(core, buf) != 0)
+		fail("node %u cannot restore a %zu-byte snapshot", n->i + 1, len);
+	if (sm_check(n->sm, err, sizeof err) != 0)
 		fail("node %u, restored: %s", n->i + 1, err);
-	/* Every node binds every client: bind the restored ones again. */
 	for (uint64_t id = 1; id < next_conn; id++)
-		if ((c = sm_client_find(sm, id)) != NULL)
+		if ((c = sm_client_find(n->sm, id)) != NULL)
 			sm_client_bind(c, (void *)(uintptr_t)id);
-	idle_rebind(sm);
-	sm_free(n->sm);
-	n->sm = sm;
-	raft_free(buf->base);
+	idle_rebind(n->sm);
 	installs++;
 	return 0;
+}
+
+/* The state machine raft applies to on node n: the core's, watched. */
+void node_fsm(struct node *n)
+{
+	n->fsm = (struct raft_fsm){ .version = 2, .data = n,
+	    .apply = sim_fsm_apply, .snapshot = sim_fsm_snapshot,
+	    .snapshot_finalize = sim_fsm_finalize, .restore = sim_fsm_restore };
+}
+
+/* --- the core's host ------------------------------------------------------------ */
+
+/* One thread: no lock. */
+static void host_lock(void *arg)
+{
+	(void)arg;
+}
+
+/* The node's settings. */
+static struct sm_config host_sm_config(void *arg)
+{
+	struct node *n = arg;
+
+	return n->cfg;
+}
+
+/* The node's outputs: its replies checked and hashed (on_reply). */
+static struct sm_out host_sm_out(void *arg)
+{
+	struct sm_out out = { on_reply, arg, on_close, NULL, NULL };
+
+	return out;
+}
+
+/* A reply of the core's own (a cluster change: none here). */
+static void host_reply(void *arg, void *conn, const Semd__Reply *r)
+{
+	on_reply(arg, conn, r);
+}
+
+/* The node no longer leads: its clients go (they find the next leader). */
+static void host_drop_clients(void *arg)
+{
+	struct node *n = arg;
+
+	for (int k = 0; k < NCL; k++)
+		if (cl[k].node == (int)n->i)
+			drop_client(&cl[k], "not the leader");
+}
+
+/* What node n's core calls: its state machine, its clients. */
+void node_host(struct node *n)
+{
+	n->host = (struct semlog_host){ .arg = n, .sm = &n->sm,
+	    .lock = host_lock, .unlock = host_lock,
+	    .sm_config = host_sm_config, .sm_out = host_sm_out,
+	    .conn = bind_id, .reply = host_reply,
+	    .drop_clients = host_drop_clients, .read = read_answer };
 }
 
 /* --- the fixture's disk ----------------------------------------------------------- */
