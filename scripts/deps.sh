@@ -25,12 +25,13 @@ libraft-dev libuv1-dev"
 check="$build python3 openssl systemd iproute2 procps zsh prometheus groff-base man-db faketime"
 # The other stages: clang with the sanitizers' runtime of the system's
 # default clang (libclang-rt-dev follows it), the cross build, lint, the
-# Debian packages, Go, Python, the Debian 13 chroot (debootstrap).
+# Debian packages, Go, Python, the Debian 13 chroot (debootstrap and, on
+# Ubuntu, Debian's archive key).
 all="$check clang libclang-rt-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 valgrind cppcheck clang-tidy bear redis-server \
 debhelper devscripts lintian fakeroot golang-go \
 python3-dev python3-all-dev python3-setuptools python3-pytest python3-redis dh-python \
-pyflakes3 debootstrap"
+pyflakes3 debootstrap debian-archive-keyring"
 case $set_ in build) pkgs=$build ;; check) pkgs=$check ;; *) pkgs=$all ;; esac
 
 ID='' VERSION_CODENAME=''
