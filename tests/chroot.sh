@@ -63,11 +63,14 @@ else
 	tar --exclude=./build -cf - .
 fi) | tar -x -C "$root/semd"
 
-# In the namespaces: mount, then chroot from a shell that stays PID 1.
+# In the namespaces: mount, then chroot from a shell that stays PID 1. ROOT
+# is bound on itself first, so that / is a mount point in the chroot (a test
+# that makes a mount namespace of its own sets its propagation).
 # shellcheck disable=SC2016
 timeout --kill-after=30 "${CHROOT_TIMEOUT:-3600}" \
 	unshare --mount --pid --kill-child --propagation private -- sh -euc '
 	r=$1; shift
+	mount --bind "$r" "$r"
 	mount -t proc proc "$r/proc"
 	mount -t sysfs sysfs "$r/sys"
 	mount --bind /dev "$r/dev"
