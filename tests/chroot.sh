@@ -48,8 +48,10 @@ if [ ! -x "$root/usr/bin/apt-get" ] || [ -e "$root/debootstrap" ]; then
 	rm -rf "$root"
 	m=$(mirror)
 	echo "chroot: debootstrap --variant=minbase $suite $root $m"
+	t0=$(date +%s)
 	debootstrap --variant=minbase "$suite" "$root" "$m" >"$root.debootstrap.log" 2>&1 ||
 		{ tail -n 20 "$root.debootstrap.log"; exit 1; }
+	echo "chroot: debootstrap took $(($(date +%s) - t0)) s"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 
