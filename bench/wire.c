@@ -21,10 +21,25 @@
 #include "proto/pbwire.h"
 #include "security/tls.h"
 
+/* Does a TCP connection to ai's address get through now? */
+static int wire_accepts(const struct addrinfo *ai)
+{
+	int fd, r;
+
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	do
+		r = connect(fd, ai->ai_addr, ai->ai_addrlen);
+	while (r < 0 && errno == EINTR);
+	close(fd);
+	return r == 0;
+}
+
 /* Parse an address string into a sockaddr. */
 int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen)
 {
-	struct addrinfo hints, *res = NULL;
+	struct addrinfo hints, *res = NULL, *ai;
 	char host[256];
 	const char *hp, *port;
 	size_t n;
@@ -106,8 +121,17 @@ int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen
 		snprintf(err, errlen, "%s: %s", s, gai_strerror(r));
 		return -EINVAL;
 	}
-	memcpy(&a->ss, res->ai_addr, res->ai_addrlen);
-	a->len = res->ai_addrlen;
+	/* A name of several addresses (localhost: ::1 and 127.0.0.1 on most
+	 * systems, a daemon listening on one): the first that takes a
+	 * connection now, else the first. */
+	ai = res;
+	if (res->ai_next != NULL)
+		for (ai = res; ai != NULL && !wire_accepts(ai); ai = ai->ai_next)
+			;
+	if (ai == NULL || ai->ai_addrlen > sizeof(a->ss))
+		ai = res;
+	memcpy(&a->ss, ai->ai_addr, ai->ai_addrlen);
+	a->len = ai->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
 }
