@@ -86,11 +86,13 @@ NEW=$(side_bin "$2")
 for b in "$OLD" "$NEW"; do
 	[ -x "$b" ] || { echo "ab: $b is not a semd binary" >&2; exit 1; }
 done
-export SEMD=$NEW
 BENCH=${BENCH:-$(dirname "$NEW")/semd-benchmark}
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-bench_init ab
+T=$(mktemp -d "${TMPDIR:-/tmp}/semd-ab.XXXXXX")
+PIDS=()
+trap bench_cleanup EXIT
+trap 'exit 130' INT TERM
 bench_loadgen "$T"
 if [ "$INSTR" = 1 ]; then
 	command -v callgrind_control >/dev/null || { echo "ab: --instr needs valgrind" >&2; exit 1; }

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "daemon/state/sm-int.h"
+#include "proto/pbevent.h"
 
 /* Does watch x cover the name of len bytes? */
 static bool watch_covers_name(const struct sm_watch *x, const char *name, size_t len)
@@ -85,23 +86,22 @@ static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent
 		return;
 	if (olen > 1024)
 		olen = 0;	/* not kept: the identity is shown by its principal only */
-	n = semd__watch_event__get_packed_size(ev);
-	if (2 + olen + n > sizeof buf) {
+	n = pbevent_pack(ev, buf + 2 + olen, sizeof buf - 2 - olen);
+	if (n == 0) {
 		snprintf(cut, sizeof cut, "%.200s...", reason);
 		ev->reason = cut;
-		n = semd__watch_event__get_packed_size(ev);
+		n = pbevent_pack(ev, buf + 2 + olen, sizeof buf - 2 - olen);
+		ev->reason = reason;
 	}
-	if (2 + olen + n <= sizeof buf) {
-		ol = (uint16_t)olen;
-		memcpy(buf, &ol, 2);
-		if (olen > 0)
-			memcpy(buf + 2, owner, olen);
-		semd__watch_event__pack(ev, buf + 2 + olen);
-		evring_push(&sm->evring, ev->revision, buf, (uint32_t)(2 + olen + n));
-	} else {
+	if (n == 0) {
 		evring_resize(&sm->evring, sm->evring.size);	/* no gap: forget */
+		return;
 	}
-	ev->reason = reason;
+	ol = (uint16_t)olen;
+	memcpy(buf, &ol, 2);
+	if (olen > 0)
+		memcpy(buf + 2, owner, olen);
+	evring_push(&sm->evring, ev->revision, buf, (uint32_t)(2 + olen + n));
 }
 
 /* May watch x see who did something as ident on sem? */

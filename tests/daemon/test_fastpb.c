@@ -5,7 +5,10 @@
  * then cut, or with bytes changed) decode to the same fields whenever the
  * fast decoder accepts them, and replies of every shape the encoder takes,
  * random and at the edges, pack to the same bytes and within
- * fastpb_reply_bound(), the size the daemon gives their buffer.
+ * fastpb_reply_bound(), the size the daemon gives their buffer. And the
+ * watch events the state machine keeps (proto/pbevent.c): random ones and
+ * ones at the edges pack to protobuf-c's bytes, and one that does not fit
+ * the room given is refused, never written past it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include "daemon/fastpb.h"
+#include "proto/pbevent.h"
 #include "tests/common/check.h"
 #include "tests/common/rnd_value.h"
 
@@ -312,11 +316,97 @@ static void test_reply_bound_edges(void)
 	}
 }
 
+/* A string of rnd_string()'s, or NULL, or one of max - 1 bytes. */
+static char *rnd_event_string(char *s, size_t max)
+{
+	switch (rnd() % 6) {
+	case 0:
+		return NULL;
+	case 1:
+		memset(s, 'x', max - 1);
+		s[max - 1] = '\0';
+		return s;
+	default:
+		rnd_string(s, max);
+		return s;
+	}
+}
+
+/*
+ * ev packs by pbevent_pack() to protobuf-c's bytes, into exactly the room
+ * they need (a heap buffer: ASan sees a byte written past it), and is
+ * refused one byte less. False, told, when not.
+ */
+static bool event_check(const Semd__WatchEvent *ev, int round)
+{
+	size_t la = semd__watch_event__get_packed_size(ev), lb;
+	uint8_t *a = malloc(la + 1), *b = malloc(la + 1);
+	bool ok = false;
+
+	if (a == NULL || b == NULL || semd__watch_event__pack(ev, a) != la) {
+		printf("not ok - event %d: protobuf-c did not pack it\n", round);
+	} else if ((lb = pbevent_pack(ev, b, la)) != la || memcmp(a, b, la) != 0) {
+		printf("not ok - event %d: packed %zu bytes, protobuf-c %zu, or other bytes\n",
+		    round, lb, la);
+	} else if (la > 0 && pbevent_pack(ev, b, la - 1) != 0) {
+		printf("not ok - event %d: packed into %zu bytes, it needs %zu\n",
+		    round, la - 1, la);
+	} else {
+		ok = true;
+	}
+	free(a);
+	free(b);
+	if (!ok)
+		failures++;
+	return ok;
+}
+
+/* Random watch events, and every number at its longest, pack as protobuf-c's. */
+static void test_events(void)
+{
+	static char name[300], pr[300], cl[300], host[300], why[5000];
+	Semd__WatchEvent ev;
+	uint64_t (*num)(void);
+	int round;
+
+	printf("# %d random watch events\n", ROUNDS / 4);
+	for (round = 0; round < ROUNDS / 4; round++) {
+		num = round % 50 == 0 ? num_max : rnd_value;
+		semd__watch_event__init(&ev);
+		ev.watch = num();
+		ev.name = rnd_event_string(name, sizeof name);
+		ev.kind = (Semd__EventKind)(num() % 9);
+		ev.time_ms = num();
+		ev.n = (uint32_t)num();
+		ev.permit_id = num();
+		ev.token = num();
+		ev.request_id = num();
+		ev.principal = rnd_event_string(pr, sizeof pr);
+		ev.client_name = rnd_event_string(cl, sizeof cl);
+		ev.host = rnd_event_string(host, sizeof host);
+		ev.pid = (uint32_t)num();
+		ev.holders = (uint32_t)num();
+		ev.waiters = (uint32_t)num();
+		ev.available = (int64_t)num();	/* negative ones too */
+		ev.limit = (uint32_t)num();
+		ev.rate = (uint32_t)num();
+		ev.rate_period_ms = (uint32_t)num();
+		ev.burst = (uint32_t)num();
+		ev.reason = rnd_event_string(why, rnd() % 2 ? sizeof why : 64);
+		ev.max_waiters = (uint32_t)num();
+		ev.revision = num();
+		event_check(&ev, round);
+		if (failures > 10)
+			return;
+	}
+}
+
 int main(void)
 {
 	rng = 0x9e3779b97f4a7c15ULL;
 	test_requests();
 	test_replies();
 	test_reply_bound_edges();
+	test_events();
 	return check_done("fastpb");
 }

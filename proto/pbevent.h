@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * proto/pbevent.h - a WatchEvent packed by hand, to the very bytes
+ * protobuf-c gives (fields in number order, proto3's zeros and empty
+ * strings left out): the state machine keeps every event of every change
+ * in the watch history (daemon/state/sm_watch.c), where protobuf-c's table
+ * walks cost more than the change itself. tests/daemon/test_fastpb checks
+ * the bytes against protobuf-c's on random events.
+ */
+#ifndef SEMD_PROTO_PBEVENT_H
+#define SEMD_PROTO_PBEVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/semd.pb-c.h"
+
+/*
+ * Pack ev (unknown fields are not written: an event made by the daemon has
+ * none) into out, at most cap bytes; returns its length, or 0 (out left
+ * undefined) when it is longer than cap. An event with a revision is never
+ * empty.
+ */
+size_t pbevent_pack(const Semd__WatchEvent *ev, uint8_t *out, size_t cap);
+
+#endif
