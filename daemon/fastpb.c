@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/fastpb.h"
+#include "proto/frame.h"
 #include "proto/pbwire.h"
 
 /* Read a varint at *p (< end); false when cut short or over 10 bytes. */
@@ -432,4 +433,46 @@ size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 	if (lenpos != SIZE_MAX)
 		out[lenpos] = (uint8_t)(n - start);
 	return n;
+}
+
+size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out)
+{
+	uint8_t *p = out + FRAME_HDR;	/* Reply's fields after the header */
+	size_t b, len;
+
+	if (r->revision != 0 || r->oldest_revision != 0 ||
+	    (r->message != NULL && r->message[0] != '\0') || !fastpb_enabled())
+		return 0;
+	p += pb_put_uint_field(p, 1, r->id);
+	p += pb_put_uint_field(p, 2, (uint64_t)(int64_t)r->code);
+	switch (r->body_case) {
+	case SEMD__REPLY__BODY__NOT_SET:
+		break;
+	case SEMD__REPLY__BODY_GRANT:
+		if (r->grant == NULL)
+			return 0;
+		*p++ = SEMD__REPLY__BODY_GRANT << 3 | PB_WT_LEN;
+		b = pb_put_uint_field(p + 1, 1, r->grant->permit_id);
+		b += pb_put_uint_field(p + 1 + b, 2, r->grant->token);
+		b += pb_put_uint_field(p + 1 + b, 3, r->grant->n);
+		b += pb_put_uint_field(p + 1 + b, 4, r->grant->waited_us);
+		*p = (uint8_t)b;	/* at most 44: one byte */
+		p += 1 + b;
+		break;
+	case SEMD__REPLY__BODY_RELEASED:
+		if (r->released == NULL)
+			return 0;
+		*p++ = SEMD__REPLY__BODY_RELEASED << 3 | PB_WT_LEN;
+		b = pb_put_uint_field(p + 1, 1, r->released->n);
+		*p = (uint8_t)b;
+		p += 1 + b;
+		break;
+	default:
+		return 0;
+	}
+	/* The frame header: the length, big-endian, of at most 70 bytes. */
+	len = (size_t)(p - out) - FRAME_HDR;
+	out[0] = out[1] = out[2] = 0;
+	out[3] = (uint8_t)len;
+	return FRAME_HDR + len;
 }

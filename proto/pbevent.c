@@ -10,11 +10,6 @@
 #include "proto/pbevent.h"
 #include "proto/pbwire.h"
 
-/* The strings of an event, their lengths measured once. */
-struct pbevent_strs {
-	size_t	name, principal, client_name, host, reason;
-};
-
 /* Length of s, 0 for NULL (protobuf-c leaves both out). */
 static inline size_t str_len(const char *s)
 {
@@ -33,9 +28,30 @@ static size_t str_size(unsigned int field, size_t len)
 	return len ? pb_varint_size((uint64_t)field << 3) + pb_varint_size(len) + len : 0;
 }
 
-/* Write v as a varint at p; returns the byte after it. */
+/*
+ * Write v as a varint at p; returns the byte after it. Unrolled for the
+ * lengths an event's numbers have (counts, ids, times of 6 bytes).
+ */
 static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
+	if (v < 0x80) {
+		*p = (uint8_t)v;
+		return p + 1;
+	}
+	*p++ = (uint8_t)(v | 0x80);
+	v >>= 7;
+	if (v < 0x80) {
+		*p = (uint8_t)v;
+		return p + 1;
+	}
+	*p++ = (uint8_t)(v | 0x80);
+	v >>= 7;
+	if (v < 0x80) {
+		*p = (uint8_t)v;
+		return p + 1;
+	}
+	*p++ = (uint8_t)(v | 0x80);
+	v >>= 7;
 	while (v >= 0x80) {
 		*p++ = (uint8_t)(v | 0x80);
 		v >>= 7;
@@ -77,7 +93,7 @@ static inline uint8_t *put_str(uint8_t *p, unsigned int field, const char *s, si
 }
 
 /* The exact packed size of ev. */
-static size_t event_size(const Semd__WatchEvent *ev, const struct pbevent_strs *l)
+static size_t event_size(const Semd__WatchEvent *ev, const struct pbevent_lens *l)
 {
 	return uint_size(1, ev->watch) + str_size(2, l->name) +
 	    uint_size(3, (uint64_t)(int64_t)ev->kind) + uint_size(4, ev->time_ms) +
@@ -98,31 +114,35 @@ static size_t event_size(const Semd__WatchEvent *ev, const struct pbevent_strs *
  */
 #define PBEVENT_FIXED_MAX	(22 * (2 + 10))
 
-size_t pbevent_pack(const Semd__WatchEvent *ev, uint8_t *out, size_t cap)
+void pbevent_lens(const Semd__WatchEvent *ev, struct pbevent_lens *l)
 {
-	struct pbevent_strs l;
+	l->name = str_len(ev->name);
+	l->principal = str_len(ev->principal);
+	l->client_name = str_len(ev->client_name);
+	l->host = str_len(ev->host);
+	l->reason = str_len(ev->reason);
+}
+
+size_t pbevent_pack_lens(const Semd__WatchEvent *ev, const struct pbevent_lens *l,
+    uint8_t *out, size_t cap)
+{
 	uint8_t *p = out;
 
-	l.name = str_len(ev->name);
-	l.principal = str_len(ev->principal);
-	l.client_name = str_len(ev->client_name);
-	l.host = str_len(ev->host);
-	l.reason = str_len(ev->reason);
 	/* Measured exactly only when the quick bound does not fit. */
-	if (PBEVENT_FIXED_MAX + l.name + l.principal + l.client_name + l.host +
-	    l.reason > cap && event_size(ev, &l) > cap)
+	if (PBEVENT_FIXED_MAX + l->name + l->principal + l->client_name + l->host +
+	    l->reason > cap && event_size(ev, l) > cap)
 		return 0;
 	p = put_uint(p, 1, ev->watch);
-	p = put_str(p, 2, ev->name, l.name);
+	p = put_str(p, 2, ev->name, l->name);
 	p = put_uint(p, 3, (uint64_t)(int64_t)ev->kind);
 	p = put_uint(p, 4, ev->time_ms);
 	p = put_uint(p, 5, ev->n);
 	p = put_uint(p, 6, ev->permit_id);
 	p = put_uint(p, 7, ev->token);
 	p = put_uint(p, 8, ev->request_id);
-	p = put_str(p, 9, ev->principal, l.principal);
-	p = put_str(p, 10, ev->client_name, l.client_name);
-	p = put_str(p, 11, ev->host, l.host);
+	p = put_str(p, 9, ev->principal, l->principal);
+	p = put_str(p, 10, ev->client_name, l->client_name);
+	p = put_str(p, 11, ev->host, l->host);
 	p = put_uint(p, 12, ev->pid);
 	p = put_uint(p, 13, ev->holders);
 	p = put_uint(p, 14, ev->waiters);
@@ -131,8 +151,16 @@ size_t pbevent_pack(const Semd__WatchEvent *ev, uint8_t *out, size_t cap)
 	p = put_uint(p, 17, ev->rate);
 	p = put_uint(p, 18, ev->rate_period_ms);
 	p = put_uint(p, 19, ev->burst);
-	p = put_str(p, 20, ev->reason, l.reason);
+	p = put_str(p, 20, ev->reason, l->reason);
 	p = put_uint(p, 21, ev->revision);
 	p = put_uint(p, 30, ev->max_waiters);
 	return (size_t)(p - out);
+}
+
+size_t pbevent_pack(const Semd__WatchEvent *ev, uint8_t *out, size_t cap)
+{
+	struct pbevent_lens l;
+
+	pbevent_lens(ev, &l);
+	return pbevent_pack_lens(ev, &l, out, cap);
 }

@@ -16,11 +16,26 @@
 #include "proto/semd.pb-c.h"
 
 /*
- * Pack ev (unknown fields are not written: an event made by the daemon has
- * none) into out, at most cap bytes; returns its length, or 0 (out left
- * undefined) when it is longer than cap. An event with a revision is never
- * empty.
+ * The lengths of an event's strings, where the caller knows them (0: an
+ * empty string or NULL, left out as protobuf-c leaves them).
  */
+struct pbevent_lens {
+	size_t	name, principal, client_name, host, reason;
+};
+
+/* Measure ev's strings into l. */
+void pbevent_lens(const Semd__WatchEvent *ev, struct pbevent_lens *l);
+
+/*
+ * Pack ev (unknown fields are not written: an event made by the daemon has
+ * none), its strings of the lengths l, into out, at most cap bytes; returns
+ * its length, or 0 (out left undefined) when it is longer than cap. An event
+ * with a revision is never empty.
+ */
+size_t pbevent_pack_lens(const Semd__WatchEvent *ev, const struct pbevent_lens *l,
+    uint8_t *out, size_t cap);
+
+/* The same, the strings measured here. */
 size_t pbevent_pack(const Semd__WatchEvent *ev, uint8_t *out, size_t cap);
 
 #endif

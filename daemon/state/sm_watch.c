@@ -68,25 +68,37 @@ static bool watch_idle(struct sm *sm, unsigned int k)
 
 #define WATCH_REC_MAX	4096	/* a kept event's bytes, at most */
 
+/* Length of an event's string s (NULL and "" are left out alike). */
+static size_t ev_strlen(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? strlen(s) : 0;
+}
+
 /*
- * Keep ev (its identity whole) in the history: a u16 length and the name
- * of sem's owner (who may see the identity, beside administrators and the
- * same principal), then the event's bytes. A reason too long is cut.
+ * Keep ev (its identity whole; its principal of principal_len bytes) in the
+ * history: a u16 length and the name of sem's owner (who may see the
+ * identity, beside administrators and the same principal), then the event's
+ * bytes. A reason too long is cut.
  */
-static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent *ev)
+static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent *ev,
+    size_t principal_len)
 {
 	uint8_t buf[WATCH_REC_MAX];
 	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
 	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
+	struct pbevent_lens l;
 	char *reason = ev->reason;
 	char cut[256];
 	uint16_t ol;
 
-	if (sm->evring.size == 0)
-		return;
 	if (olen > 1024)
 		olen = 0;	/* not kept: the identity is shown by its principal only */
-	n = pbevent_pack(ev, buf + 2 + olen, sizeof buf - 2 - olen);
+	l.name = sem->len;
+	l.principal = principal_len;
+	l.client_name = ev_strlen(ev->client_name);
+	l.host = ev_strlen(ev->host);
+	l.reason = ev_strlen(ev->reason);
+	n = pbevent_pack_lens(ev, &l, buf + 2 + olen, sizeof buf - 2 - olen);
 	if (n == 0) {
 		snprintf(cut, sizeof cut, "%.200s...", reason);
 		ev->reason = cut;
@@ -122,7 +134,7 @@ static bool watch_sees(const struct sm_watch *x, const struct sm_sem *sem,
 static void watch_send(struct sm *sm, const struct sm_sem *sem,
     Semd__WatchEvent *ev, const struct sm_ident *ident, long freed)
 {
-	Semd__Reply r = SEMD__REPLY__INIT;
+	Semd__Reply r;
 	struct list_head *pos;
 	struct sm_watch *x;
 	size_t skip;
@@ -148,8 +160,12 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 			ev->host = ident->host;
 			ev->pid = ident->pid;
 		}
-		watch_keep(sm, sem, ev);
+		watch_keep(sm, sem, ev, ident != NULL && ident->pr != NULL ?
+		    ident->pr->len : ev_strlen(ev->principal));
 	}
+	if (list_empty(&sm->watches))
+		return;
+	r = (Semd__Reply)SEMD__REPLY__INIT;
 	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
 	r.watch_event = ev;
 	list_for_each(pos, &sm->watches) {

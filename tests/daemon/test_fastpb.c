@@ -5,7 +5,8 @@
  * then cut, or with bytes changed) decode to the same fields whenever the
  * fast decoder accepts them, and replies of every shape the encoder takes,
  * random and at the edges, pack to the same bytes and within
- * fastpb_reply_bound(), the size the daemon gives their buffer. And the
+ * fastpb_reply_bound(), the size the daemon gives their buffer, and as
+ * whole frames by fastpb_reply_frame() when of its shape. And the
  * watch events the state machine keeps (proto/pbevent.c): random ones and
  * ones at the edges pack to protobuf-c's bytes, and one that does not fit
  * the room given is refused, never written past it.
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "daemon/fastpb.h"
+#include "proto/frame.h"
 #include "proto/pbevent.h"
 #include "tests/common/check.h"
 #include "tests/common/rnd_value.h"
@@ -210,6 +212,36 @@ static void reply_make(struct reply *x, Semd__Reply__BodyCase shape,
 }
 
 /*
+ * fastpb_reply_frame() packs r, whose protobuf-c bytes are a[0..la), as
+ * their frame into FASTPB_FRAME_ROOM bytes (a heap buffer of exactly that
+ * size), or says it is not its shape: with a message, or a Pong body.
+ * False, told, when not.
+ */
+static bool frame_check(const Semd__Reply *r, const uint8_t *a, size_t la,
+    const char *what, int round)
+{
+	uint8_t *f = malloc(FASTPB_FRAME_ROOM), hdr[FRAME_HDR];
+	bool mine = (r->message == NULL || r->message[0] == '\0') &&
+	    r->body_case != SEMD__REPLY__BODY_PONG;
+	size_t lf;
+	bool ok;
+
+	if (f == NULL) {
+		printf("not ok - %s %d: out of memory\n", what, round);
+		return false;
+	}
+	lf = fastpb_reply_frame(r, f);
+	frame_put_header(hdr, (uint32_t)la);
+	ok = mine ? lf == FRAME_HDR + la && memcmp(f, hdr, FRAME_HDR) == 0 &&
+	    memcmp(f + FRAME_HDR, a, la) == 0 : lf == 0;
+	if (!ok)
+		printf("not ok - %s %d: framed %zu bytes for a reply of %zu%s\n",
+		    what, round, lf, la, mine ? "" : " it should have left alone");
+	free(f);
+	return ok;
+}
+
+/*
  * r packs to protobuf-c's bytes, and into a buffer of the size the daemon
  * gives it: fastpb_reply_bound() (a heap buffer of exactly that size, so
  * ASan sees any byte written past it). False, told, when not.
@@ -237,6 +269,8 @@ static bool reply_check(const Semd__Reply *r, const char *what, int round)
 			printf("not ok - %s %d: packed %zu bytes (bound %zu), protobuf-c %zu, or other bytes\n",
 			    what, round, lb, bound, la);
 		free(b);
+		if (ok)
+			ok = frame_check(r, a, la, what, round);
 	}
 	free(a);
 	if (!ok)
@@ -278,6 +312,7 @@ static void test_reply_bound_edges(void)
 	static struct reply x;
 	static char longmsg[PAYLOAD_MAX];
 	const char *msgs[] = { NULL, "", longmsg };
+	uint8_t frame[FASTPB_FRAME_ROOM];
 	size_t s, m, l;
 	int n = 0;
 
@@ -293,7 +328,7 @@ static void test_reply_bound_edges(void)
 	/* A body the fast encoder leaves to protobuf-c. */
 	semd__reply__init(&x.r);
 	x.r.body_case = SEMD__REPLY__BODY_STATS;
-	if (fastpb_reply_bound(&x.r, &s)) {
+	if (fastpb_reply_bound(&x.r, &s) || fastpb_reply_frame(&x.r, frame) != 0) {
 		failures++;
 		printf("not ok - a Stats reply was taken by the fast encoder\n");
 	}
@@ -303,14 +338,14 @@ static void test_reply_bound_edges(void)
 	 */
 	semd__reply__init(&x.r);
 	x.r.revision = 7;
-	if (fastpb_reply_bound(&x.r, &s)) {
+	if (fastpb_reply_bound(&x.r, &s) || fastpb_reply_frame(&x.r, frame) != 0) {
 		failures++;
 		printf("not ok - a reply with a revision was taken by the fast encoder\n");
 	}
 	semd__reply__init(&x.r);
 	x.r.code = SEMD__CODE__COMPACTED;
 	x.r.oldest_revision = 3;
-	if (fastpb_reply_bound(&x.r, &s)) {
+	if (fastpb_reply_bound(&x.r, &s) || fastpb_reply_frame(&x.r, frame) != 0) {
 		failures++;
 		printf("not ok - a reply with an oldest revision was taken by the fast encoder\n");
 	}
