@@ -49,11 +49,26 @@ extern const struct snap_section snap_sections[];	/* ends with tag 0 */
 /* sm_evring.c: the watch history */
 void evring_resize(struct sm_evring *r, uint32_t size);
 void evring_free(struct sm_evring *r);
+uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len);
 bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len);
 uint64_t evring_oldest(const struct sm_evring *r);
 void evring_first(const struct sm_evring *r, struct evring_it *it);
 bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
     const uint8_t **p, uint32_t *len);
+
+/* sm_evrec.c: a kept event as the history holds it, and as a snapshot does */
+#define EVREC_MAX	4096	/* a kept event's bytes, at most */
+struct pbevent_lens;
+void evrec_keep(struct sm *sm, const uint8_t *owner, size_t olen,
+    Semd__WatchEvent *ev, struct pbevent_lens *l);
+size_t evrec_size(size_t olen, const struct pbevent_lens *l);
+void evrec_put(uint8_t *p, const uint8_t *owner, size_t olen,
+    const Semd__WatchEvent *ev, const struct pbevent_lens *l);
+bool evrec_get(const uint8_t *p, uint32_t len, uint64_t rev,
+    Semd__WatchEvent *ev, char *strs, const uint8_t **owner, size_t *olen);
+size_t evrec_to_pb(const uint8_t *p, uint32_t len, uint64_t rev, uint8_t *out,
+    size_t cap);
+bool evrec_from_pb(struct sm *sm, uint64_t rev, const uint8_t *p, uint32_t len);
 
 /* sm_bytes.c: snapshots and log entries as little-endian bytes */
 bool bytes_room(struct sm_batch *b, size_t n);

@@ -66,8 +66,6 @@ static bool watch_idle(struct sm *sm, unsigned int k)
 	return true;
 }
 
-#define WATCH_REC_MAX	4096	/* a kept event's bytes, at most */
-
 /* Length of an event's string s (NULL and "" are left out alike). */
 static size_t ev_strlen(const char *s)
 {
@@ -76,44 +74,21 @@ static size_t ev_strlen(const char *s)
 
 /*
  * Keep ev (its identity whole; its principal of principal_len bytes) in the
- * history: a u16 length and the name of sem's owner (who may see the
- * identity, beside administrators and the same principal), then the event's
- * bytes. A reason too long is cut.
+ * history, with the owner of sem (who may see the identity, beside
+ * administrators and the same principal).
  */
 static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent *ev,
     size_t principal_len)
 {
-	uint8_t buf[WATCH_REC_MAX];
-	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
-	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
 	struct pbevent_lens l;
-	char *reason = ev->reason;
-	char cut[256];
-	uint16_t ol;
 
-	if (olen > 1024)
-		olen = 0;	/* not kept: the identity is shown by its principal only */
 	l.name = sem->len;
 	l.principal = principal_len;
 	l.client_name = ev_strlen(ev->client_name);
 	l.host = ev_strlen(ev->host);
 	l.reason = ev_strlen(ev->reason);
-	n = pbevent_pack_lens(ev, &l, buf + 2 + olen, sizeof buf - 2 - olen);
-	if (n == 0) {
-		snprintf(cut, sizeof cut, "%.200s...", reason);
-		ev->reason = cut;
-		n = pbevent_pack(ev, buf + 2 + olen, sizeof buf - 2 - olen);
-		ev->reason = reason;
-	}
-	if (n == 0) {
-		evring_resize(&sm->evring, sm->evring.size);	/* no gap: forget */
-		return;
-	}
-	ol = (uint16_t)olen;
-	memcpy(buf, &ol, 2);
-	if (olen > 0)
-		memcpy(buf + 2, owner, olen);
-	evring_push(&sm->evring, ev->revision, buf, (uint32_t)(2 + olen + n));
+	evrec_keep(sm, sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL,
+	    sem->owner != NULL ? sem->owner->len : 0, ev, &l);
 }
 
 /* May watch x see who did something as ident on sem? */
@@ -376,13 +351,13 @@ void watch_replay(struct sm *sm, const struct sm_watch *x, uint64_t from)
 {
 	Semd__Reply r = SEMD__REPLY__INIT;
 	const struct sm_principal *pr = x->client->pr;
-	Semd__WatchEvent *ev;
+	Semd__WatchEvent ev;
 	struct evring_it it;
-	const uint8_t *p;
+	const uint8_t *p, *owner;
+	char strs[EVREC_MAX + 5];
 	uint64_t rev;
 	uint32_t len;
-	uint16_t ol;
-	size_t skip;
+	size_t skip, olen;
 	bool sees;
 
 	if (x->client->conn == NULL || sm->out.reply == NULL)
@@ -390,35 +365,24 @@ void watch_replay(struct sm *sm, const struct sm_watch *x, uint64_t from)
 	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
 	evring_first(&sm->evring, &it);
 	while (evring_next(&sm->evring, &it, &rev, &p, &len)) {
-		if (rev < from || len < 2)
-			continue;
-		memcpy(&ol, p, 2);
-		if ((size_t)ol + 2 > len ||
-		    (ev = semd__watch_event__unpack(NULL, len - 2 - ol, p + 2 + ol)) == NULL)
+		if (rev < from || len > EVREC_MAX ||
+		    !evrec_get(p, len, rev, &ev, strs, &owner, &olen))
 			continue;
 		skip = 0;
-		if (watch_covers_name(x, ev->name, strlen(ev->name)) &&
-		    (!x->prefix || sm->visible == NULL ||
-		     sm->visible(sm->visible_arg, x->client->conn, ev->name,
-				 strlen(ev->name), &skip))) {
-			sees = x->admin || (ol == pr->len && memcmp(p + 2, pr->name, ol) == 0) ||
-			    strcmp(ev->principal, pr->name) == 0;
-			if (!sees) {
-				/* unpacked strings: the empty ones are
-				 * protobuf-c's own, not to be written */
-				if (ev->principal[0] != '\0')
-					ev->principal[0] = '\0';
-				if (ev->client_name[0] != '\0')
-					ev->client_name[0] = '\0';
-				if (ev->host[0] != '\0')
-					ev->host[0] = '\0';
-				ev->pid = 0;
-			}
-			ev->watch = x->id;
-			r.watch_event = ev;
-			sm->watch_sent++;
-			sm->out.reply(sm->out.ctx, x->client->conn, &r);
+		if (!watch_covers_name(x, ev.name, strlen(ev.name)) ||
+		    (x->prefix && sm->visible != NULL &&
+		     !sm->visible(sm->visible_arg, x->client->conn, ev.name,
+				  strlen(ev.name), &skip)))
+			continue;
+		sees = x->admin || (olen == pr->len && memcmp(owner, pr->name, olen) == 0) ||
+		    strcmp(ev.principal, pr->name) == 0;
+		if (!sees) {
+			ev.principal = ev.client_name = ev.host = (char *)"";
+			ev.pid = 0;
 		}
-		semd__watch_event__free_unpacked(ev, NULL);
+		ev.watch = x->id;
+		r.watch_event = &ev;
+		sm->watch_sent++;
+		sm->out.reply(sm->out.ctx, x->client->conn, &r);
 	}
 }
