@@ -176,6 +176,68 @@ static bool get_ping(struct fastpb_req *out, const uint8_t *p,
 	return true;
 }
 
+/*
+ * A Down or Up as clients pack them, in one pass: the id first (if not 0),
+ * then the op, alone, its length one byte; in it the name first, its length
+ * one byte, then varints of the op's numbered fields in increasing order,
+ * each once. False when the request is of another shape (the general path
+ * below takes it then); when true, the general path would have decoded the
+ * same.
+ */
+static bool get_usual(struct fastpb_req *out, const uint8_t *p,
+    const uint8_t *end, char *buf, size_t bufsize)
+{
+	uint64_t id = 0, v[3] = { 0, 0, 0 };
+	const uint8_t *name;
+	unsigned int op, f, last = 1, nv;
+	size_t nlen, used = 0;
+	char *s;
+
+	if (p < end && *p == (1 << 3 | PB_WT_VARINT)) {
+		p++;
+		if (!get_varint(&p, end, &id))
+			return false;
+	}
+	if (end - p < 4)
+		return false;
+	op = p[0] >> 3;
+	if ((op != SEMD__REQUEST__OP_DOWN && op != SEMD__REQUEST__OP_UP) ||
+	    (p[0] & 7) != PB_WT_LEN || p[1] >= 0x80 || (size_t)(end - p) != 2u + p[1] ||
+	    p[2] != (1 << 3 | PB_WT_LEN) || p[3] >= 0x80 || (size_t)(end - p) < 4u + p[3])
+		return false;
+	nv = op == SEMD__REQUEST__OP_DOWN ? 3 : 2;
+	nlen = p[3];
+	name = p + 4;
+	for (p += 4 + nlen; p < end; last = f) {
+		f = (unsigned int)*p >> 3;
+		if (*p >= 0x80 || (*p & 7) != PB_WT_VARINT || f <= last || f - 2 >= nv)
+			return false;
+		p++;
+		if (!get_varint(&p, end, &v[f - 2]))
+			return false;
+	}
+	if (!get_string(name, nlen, buf, bufsize, &used, &s))
+		return false;
+	out->req = (Semd__Request)SEMD__REQUEST__INIT;
+	out->req.id = id;
+	out->req.op_case = (Semd__Request__OpCase)op;
+	if (op == SEMD__REQUEST__OP_DOWN) {
+		out->op.down = (Semd__Down)SEMD__DOWN__INIT;
+		out->op.down.name = s;
+		out->op.down.n = (uint32_t)v[0];
+		out->op.down.timeout_ms = (int64_t)v[1];
+		out->op.down.lease_ms = (uint32_t)v[2];
+		out->req.down = &out->op.down;
+	} else {
+		out->op.up = (Semd__Up)SEMD__UP__INIT;
+		out->op.up.name = s;
+		out->op.up.n = (uint32_t)v[0];
+		out->op.up.permit_id = v[1];
+		out->req.up = &out->op.up;
+	}
+	return true;
+}
+
 /* Decode a Down, Up or Ping request of the usual shape. */
 /* SEMD_FASTPB=0 in the environment: protobuf-c for everything (-1: unread). */
 static _Atomic int fastpb_on = -1;
@@ -204,6 +266,8 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
 
 	if (!fastpb_enabled())
 		return false;
+	if (get_usual(out, p, end, buf, bufsize))
+		return true;
 	out->req = (Semd__Request)SEMD__REQUEST__INIT;
 	while (p < end) {
 		if (!get_tag(&p, end, &field, &wt))
