@@ -73,19 +73,25 @@ static size_t ev_strlen(const char *s)
 }
 
 /*
- * Keep ev (its identity whole; its principal of principal_len bytes) in the
- * history, with the owner of sem (who may see the identity, beside
- * administrators and the same principal).
+ * Keep ev (its identity whole: ident's, or none) in the history, with the
+ * owner of sem (who may see the identity, beside administrators and the
+ * same principal).
  */
 static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent *ev,
-    size_t principal_len)
+    const struct sm_ident *ident)
 {
 	struct pbevent_lens l;
 
 	l.name = sem->len;
-	l.principal = principal_len;
-	l.client_name = ev_strlen(ev->client_name);
-	l.host = ev_strlen(ev->host);
+	if (ident != NULL) {
+		l.principal = ident->pr != NULL ? ident->pr->len : 0;
+		l.client_name = ident->client_name_len;
+		l.host = ident->host_len;
+	} else {
+		l.principal = ev_strlen(ev->principal);
+		l.client_name = ev_strlen(ev->client_name);
+		l.host = ev_strlen(ev->host);
+	}
 	l.reason = ev_strlen(ev->reason);
 	evrec_keep(sm, sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL,
 	    sem->owner != NULL ? sem->owner->len : 0, ev, &l);
@@ -135,8 +141,7 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 			ev->host = ident->host;
 			ev->pid = ident->pid;
 		}
-		watch_keep(sm, sem, ev, ident != NULL && ident->pr != NULL ?
-		    ident->pr->len : ev_strlen(ev->principal));
+		watch_keep(sm, sem, ev, ident);
 	}
 	if (list_empty(&sm->watches))
 		return;
