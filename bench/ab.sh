@@ -27,7 +27,8 @@
 #   --old-args A, --new-args A   more daemon arguments for one side
 #                (bench/ab.sh --new-args "--threads 2" B B: one loop against two)
 #   --anchors   the reference server (limitd) and Redis' Lua semaphore in the same
-#               rounds (ANCHORS: their bench directory; redis-server installed)
+#               rounds (ANCHORS: their bench directory; redis-server installed),
+#               their op/s and CPU a round trip beside semd's
 #   --handoff   a hand-off row: semd-benchmark -t handoff (2 connections, limit 1),
 #               p50 of an up going out to the other's grant; with --anchors beside
 #               the reference server's round trip (its 1x1 op p50 / 2)
@@ -143,10 +144,12 @@ if [ "$ANCH" = 1 ]; then
 	RPORT=$(bench_free_port)
 	"$LIMITD" -p "$LPORT" -u "$T/limit.sock" 2>"$T/limitd.log" &
 	PIDS+=($!)
+	echo $! >"$T/limit.pid"
 	redis-server --port "$RPORT" --bind 127.0.0.1 --protected-mode no \
 		--unixsocket "$T/redis.sock" --unixsocketperm 700 --save "" --appendonly no \
 		--dir "$T" --logfile "$T/redis.log" --daemonize no >/dev/null 2>&1 &
 	PIDS+=($!)
+	echo $! >"$T/redis.pid"
 	for ((i = 0; i < 100; i++)); do
 		[ -S "$T/limit.sock" ] && bench_port_busy "$LPORT" &&
 			[ "$(redis-cli -s "$T/redis.sock" ping 2>/dev/null)" = PONG ] && break
@@ -171,15 +174,16 @@ TCK=$(getconf CLK_TCK)
 
 # run SIDE TR C P [ROUND]: one run; prints "ops p50 rts cpu_ns_per_rt" and logs the raw line
 run() {
-	local side=$1 tr=$2 c=$3 p=$4 pid="" t0=0 t1 line ops p50 rts drv=semd prof=""
-	case $side in limit) drv='echo' ;; redis) drv=redis ;; *) pid=$(cat "$T/$side.pid") ;; esac
-	[ -n "$pid" ] && t0=$(cpu_ticks "$pid")
-	if [ -n "$pid" ] && [ "$PROF" = 1 ] && [ "${5:-0}" = 1 ]; then
+	local side=$1 tr=$2 c=$3 p=$4 pid t0 t1 line ops p50 rts drv=semd prof=""
+	case $side in limit) drv='echo' ;; redis) drv=redis ;; esac
+	pid=$(cat "$T/$side.pid")
+	t0=$(cpu_ticks "$pid")
+	if [ "$drv" = semd ] && [ "$PROF" = 1 ] && [ "${5:-0}" = 1 ]; then
 		prof=$T/$side.$tr.$c.$p.perf
 		perf record -q -F 999 -g -p "$pid" -o "$prof" 2>/dev/null &
 		sleep 0.2
 	fi
-	if [ "$TOOL" = sbm ] && [ -n "$pid" ]; then
+	if [ "$TOOL" = sbm ] && [ "$drv" = semd ]; then
 		line=$("$BENCH" -s "$(grep -m1 "^$tr:" "$T/$side.ready")" -t down-up -c "$c" -P "$p" \
 			-d "$D" --warmup "$WARM" --threads 1 --json | grep '"test"')
 		ops=$(sed -n 's/.*"ops_per_sec": \([0-9.]*\).*/\1/p' <<<"$line")
@@ -196,13 +200,9 @@ run() {
 		kill -INT %% 2>/dev/null || true
 		wait %% 2>/dev/null || true
 	fi
-	if [ -n "$pid" ]; then
-		t1=$(cpu_ticks "$pid")
-		cpu=$(awk -v a="$t0" -v b="$t1" -v r="$rts" -v k="$TCK" \
-			'BEGIN { if (r > 0) printf "%.0f", (b - a) * 1e9 / k / r; else print "-" }')
-	else
-		cpu=-
-	fi
+	t1=$(cpu_ticks "$pid")
+	cpu=$(awk -v a="$t0" -v b="$t1" -v r="$rts" -v k="$TCK" \
+		'BEGIN { if (r > 0) printf "%.0f", (b - a) * 1e9 / k / r; else print "-" }')
 	echo "$side $tr $c $p: $line" >>"$T/raw"
 	echo "${ops:-0} ${p50:-0} ${rts:-0} $cpu"
 }
@@ -286,7 +286,8 @@ else
 	echo "# op = acquire + release (2 round trips); medians; won = rounds NEW had more op/s; cpu = the daemon's ns a round trip"
 	hdr=$(printf '%-4s %3s %3s | %9s %9s %7s %5s | %7s %7s | %6s %6s' tr C P "old op/s" "new op/s" new/old won \
 		"old p50" "new p50" "old cpu" "new cpu")
-	[ "$ANCH" = 1 ] && hdr+=$(printf ' | %9s %9s %7s %7s' "limit/s" "redis/s" new/lim new/red)
+	[ "$ANCH" = 1 ] && hdr+=$(printf ' | %9s %9s %7s %7s | %6s %6s' "limit/s" "redis/s" new/lim new/red \
+		"lim cpu" "red cpu")
 	echo "$hdr"
 	for cell in "${CL[@]}"; do
 		set -- $cell
@@ -298,7 +299,8 @@ else
 			"$(col "old|$cell" 4)" "$(col "new|$cell" 4)")
 		if [ "$ANCH" = 1 ]; then
 			l=$(col "limit|$cell" 1); rd=$(col "redis|$cell" 1)
-			line+=$(printf ' | %9.0f %9.0f %7s %7s' "$l" "$rd" "$(ratio "$n" "$l")" "$(ratio "$n" "$rd")")
+			line+=$(printf ' | %9.0f %9.0f %7s %7s | %6.0f %6.0f' "$l" "$rd" "$(ratio "$n" "$l")" \
+				"$(ratio "$n" "$rd")" "$(col "limit|$cell" 4)" "$(col "redis|$cell" 4)")
 		fi
 		echo "$line"
 	done
