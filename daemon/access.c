@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/list.h"
+#include "core/strcopy.h"
 #include "daemon/access.h"
 #include "daemon/conn.h"
 #include "daemon/logging.h"
@@ -440,7 +441,7 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 	    !access_need(req, &name, &right, &verb, &after))
 		return 0;
 	len = strlen(name);
-	if (len > 0 && len == id->last_len && memcmp(name, id->last_name, len) == 0) {
+	if (len > 0 && len == id->last_len && strcopy_same(name, id->last_name, len)) {
 		rights = id->last_rights;
 	} else {
 		/* An invalid name gets the state machine's INVALID_ARGUMENT. */

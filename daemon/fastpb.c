@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strcopy.h"
 #include "daemon/fastpb.h"
 #include "proto/frame.h"
 #include "proto/pbwire.h"
@@ -70,15 +71,16 @@ static inline bool get_len(const uint8_t **p, const uint8_t *end,
  * or holds a NUL byte (protobuf-c then decodes it and the caller refuses it
  * through fastpb_strings_clean()).
  */
-static bool get_string(const uint8_t *data, size_t len, char *buf,
+static inline bool get_string(const uint8_t *data, size_t len, char *buf,
     size_t bufsize, size_t *used, char **out)
 {
 	char *s;
 
-	if (bufsize - *used < len + 1 || memchr(data, '\0', len) != NULL)
+	if (bufsize - *used < len + 1)
 		return false;
 	s = buf + *used;
-	memcpy(s, data, len);
+	if (!strcopy(s, data, len, false))
+		return false;
 	s[len] = '\0';
 	*used += len + 1;
 	*out = s;

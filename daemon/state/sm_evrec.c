@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strcopy.h"
 #include "daemon/state/sm-int.h"
 #include "proto/pbevent.h"
 
@@ -96,33 +97,10 @@ size_t evrec_size(size_t olen, const struct pbevent_lens *l)
 	    l->host + l->reason;
 }
 
-/*
- * Copy n bytes of s to p; the byte after them. The strings of an event are
- * short, mostly: under 17 bytes two copies of a fixed size that overlap
- * (no call), never reading or writing past the n bytes.
- */
+/* Copy n bytes of s to p; the byte after them. */
 static inline uint8_t *put_str(uint8_t *p, const char *s, size_t n)
 {
-	uint64_t a, b;
-	uint32_t c, d;
-
-	if (n >= 8 && n <= 16) {
-		memcpy(&a, s, 8);
-		memcpy(&b, s + n - 8, 8);
-		memcpy(p, &a, 8);
-		memcpy(p + n - 8, &b, 8);
-	} else if (n >= 4 && n < 8) {
-		memcpy(&c, s, 4);
-		memcpy(&d, s + n - 4, 4);
-		memcpy(p, &c, 4);
-		memcpy(p + n - 4, &d, 4);
-	} else if (n > 16) {
-		memcpy(p, s, n);
-	} else {
-		while (n-- > 0)
-			*p++ = (uint8_t)*s++;
-		return p;
-	}
+	(void)strcopy(p, s, n, true);
 	return p + n;
 }
 

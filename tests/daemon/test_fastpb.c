@@ -9,13 +9,15 @@
  * whole frames by fastpb_reply_frame() when of its shape. And the
  * watch events the state machine keeps (proto/pbevent.c): random ones and
  * ones at the edges pack to protobuf-c's bytes, and one that does not fit
- * the room given is refused, never written past it.
+ * the room given is refused, never written past it. And the short-string
+ * copies and compares of core/strcopy.h, against libc's.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strcopy.h"
 #include "daemon/fastpb.h"
 #include "proto/frame.h"
 #include "proto/pbevent.h"
@@ -436,6 +438,48 @@ static void test_events(void)
 	}
 }
 
+/*
+ * core/strcopy.h against libc: every length to 40, the bytes random, with a
+ * NUL at each place or none: the copy is the bytes (none written past
+ * them), a NUL is found where memchr() finds one, and two strings are the
+ * same where memcmp() says so (one byte changed at each place, or none).
+ */
+static void test_strcopy(void)
+{
+	uint8_t a[48], b[48], d[48];
+	size_t n, at, i;
+	bool nul, same;
+	int round;
+
+	printf("# core/strcopy.h against memcpy, memchr and memcmp\n");
+	for (round = 0; round < 20; round++)
+		for (n = 0; n <= 40; n++)
+			for (at = 0; at <= n; at++) {
+				for (i = 0; i < sizeof a; i++)
+					a[i] = (uint8_t)(rnd() % 255 + 1);
+				if (at < n && round % 2 == 0)
+					a[at] = 0;
+				memset(d, 0xee, sizeof d);
+				nul = !strcopy(d, a, n, false);
+				if (nul != (memchr(a, 0, n) != NULL) ||
+				    (!nul && memcmp(d, a, n) != 0) || d[n] != 0xee) {
+					failures++;
+					printf("not ok - strcopy of %zu bytes, NUL at %zu\n", n, at);
+				}
+				memcpy(b, a, sizeof b);
+				if (at < n && round % 4 < 2)
+					b[at] ^= (uint8_t)(1u << (rnd() % 8));
+				same = strcopy_same(a, b, n);
+				if (same != (memcmp(a, b, n) == 0)) {
+					failures++;
+					printf("not ok - strcopy_same of %zu bytes, changed at %zu\n",
+					    n, at);
+				}
+				if (failures > 10)
+					return;
+			}
+}
+
 int main(void)
 {
 	rng = 0x9e3779b97f4a7c15ULL;
@@ -443,5 +487,6 @@ int main(void)
 	test_replies();
 	test_reply_bound_edges();
 	test_events();
+	test_strcopy();
 	return check_done("fastpb");
 }
