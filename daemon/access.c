@@ -316,10 +316,10 @@ static const enum acl_right access_right[] = {
  * one; an unknown op. A cluster request is the node's, not the state's:
  * its view needs inspect, a change of the cluster admin.
  */
-static bool access_need(const Semd__Request *req, const char **name,
-    enum acl_right *right, const char **verb, const char **after)
+static bool access_need(const struct sm_op *op, const Semd__Request *req,
+    const char **name, enum acl_right *right, const char **verb,
+    const char **after)
 {
-	const struct sm_op *op;
 	bool status;
 
 	if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
@@ -330,8 +330,7 @@ static bool access_need(const Semd__Request *req, const char **name,
 		*after = "";
 		return true;
 	}
-	if ((op = sm_op(req->op_case)) == NULL ||
-	    (*name = sm_op_target(op, req)) == NULL)
+	if (op == NULL || (*name = sm_op_target(op, req)) == NULL)
 		return false;
 	*right = access_right[op->right];
 	*verb = op->verb;
@@ -438,7 +437,7 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 		goto denied;
 	}
 	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
-	    !access_need(req, &name, &right, &verb, &after))
+	    !access_need(op, req, &name, &right, &verb, &after))
 		return 0;
 	len = strlen(name);
 	if (len > 0 && len == id->last_len && strcopy_same(name, id->last_name, len)) {

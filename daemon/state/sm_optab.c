@@ -137,8 +137,8 @@ bool sm_op_is_read(int op_case)
 	return sm_op(op_case) != NULL && sm_ops[op_case].read;
 }
 
-/* The handler of an op case (NULL: Hello's, or none). */
+/* The handler of an op case (NULL: Hello's, or a row without one). */
 sm_op_fn *sm_op_handler(int op_case)
 {
-	return sm_op(op_case) != NULL ? sm_ops[op_case].fn : NULL;
+	return op_case > 0 && op_case < SM_NOPS ? sm_ops[op_case].fn : NULL;
 }
