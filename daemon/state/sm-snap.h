@@ -58,12 +58,20 @@ bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
 
 /* sm_evrec.c: a kept event as the history holds it, and as a snapshot does */
 #define EVREC_MAX	4096	/* a kept event's bytes, at most */
+/* What an event says beside its name's counts and who (sm_watch.c). */
+struct evrec_what {
+	Semd__EventKind	kind;
+	uint32_t	n;
+	uint64_t	permit_id;
+	uint64_t	token;
+	uint64_t	request_id;
+	const char	*reason;	/* NULL: none */
+};
 struct pbevent_lens;
-void evrec_keep(struct sm *sm, const uint8_t *owner, size_t olen,
-    Semd__WatchEvent *ev, struct pbevent_lens *l);
 size_t evrec_size(size_t olen, const struct pbevent_lens *l);
-void evrec_put(uint8_t *p, const uint8_t *owner, size_t olen,
-    const Semd__WatchEvent *ev, const struct pbevent_lens *l);
+void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
+    uint64_t time_ms, int64_t available);
 bool evrec_get(const uint8_t *p, uint32_t len, uint64_t rev,
     Semd__WatchEvent *ev, char *strs, const uint8_t **owner, size_t *olen);
 size_t evrec_to_pb(const uint8_t *p, uint32_t len, uint64_t rev, uint8_t *out,

@@ -104,72 +104,143 @@ static inline uint8_t *put_str(uint8_t *p, const char *s, size_t n)
 	return p + n;
 }
 
+/* A record's fields, before they are written (evrec_write()). */
+struct evrec_fields {
+	unsigned int	kind;
+	uint32_t	n, pid, holders, waiters, limit, rate, period, burst, max_waiters;
+	uint64_t	time_ms, permit_id, token, request_id;
+	int64_t		available;
+	const char	*s[5];		/* name, principal, client_name, host, reason */
+	struct pbevent_lens l;		/* their lengths */
+};
+
 /*
- * Write the record of ev (its strings of lengths l: a name of at most 255
- * bytes, the others of at most 65535) with owner's olen bytes at p, which
- * has evrec_size() bytes.
+ * Write the record of f (a name of at most 255 bytes, the other strings of
+ * at most 65535) with owner's olen bytes at p, which has evrec_size() bytes.
+ * Inline: its callers' fields go straight to the record.
  */
-void evrec_put(uint8_t *p, const uint8_t *owner, size_t olen,
-    const Semd__WatchEvent *ev, const struct pbevent_lens *l)
+static inline __attribute__((always_inline)) void
+evrec_write(uint8_t *p, const uint8_t *owner, size_t olen,
+    const struct evrec_fields *f)
 {
 	le16(p, (uint16_t)olen);
 	p = put_str(p + 2, (const char *)owner, olen);
-	p[0] = (uint8_t)ev->kind;
-	p[1] = (uint8_t)l->name;
-	le16(p + 2, (uint16_t)l->principal);
-	le16(p + 4, (uint16_t)l->client_name);
-	le16(p + 6, (uint16_t)l->host);
-	le16(p + 8, (uint16_t)l->reason);
-	le32(p + 10, ev->n);
-	le32(p + 14, ev->pid);
-	le32(p + 18, ev->holders);
-	le32(p + 22, ev->waiters);
-	le32(p + 26, ev->limit);
-	le32(p + 30, ev->rate);
-	le32(p + 34, ev->rate_period_ms);
-	le32(p + 38, ev->burst);
-	le32(p + 42, ev->max_waiters);
-	le64(p + 46, ev->time_ms);
-	le64(p + 54, ev->permit_id);
-	le64(p + 62, ev->token);
-	le64(p + 70, ev->request_id);
-	le64(p + 78, (uint64_t)ev->available);
+	p[0] = (uint8_t)f->kind;
+	p[1] = (uint8_t)f->l.name;
+	le16(p + 2, (uint16_t)f->l.principal);
+	le16(p + 4, (uint16_t)f->l.client_name);
+	le16(p + 6, (uint16_t)f->l.host);
+	le16(p + 8, (uint16_t)f->l.reason);
+	le32(p + 10, f->n);
+	le32(p + 14, f->pid);
+	le32(p + 18, f->holders);
+	le32(p + 22, f->waiters);
+	le32(p + 26, f->limit);
+	le32(p + 30, f->rate);
+	le32(p + 34, f->period);
+	le32(p + 38, f->burst);
+	le32(p + 42, f->max_waiters);
+	le64(p + 46, f->time_ms);
+	le64(p + 54, f->permit_id);
+	le64(p + 62, f->token);
+	le64(p + 70, f->request_id);
+	le64(p + 78, (uint64_t)f->available);
 	p += EVREC_FIXED;
-	p = put_str(p, ev->name, l->name);
-	p = put_str(p, ev->principal, l->principal);
-	p = put_str(p, ev->client_name, l->client_name);
-	p = put_str(p, ev->host, l->host);
-	(void)put_str(p, ev->reason, l->reason);
+	p = put_str(p, f->s[0], f->l.name);
+	p = put_str(p, f->s[1], f->l.principal);
+	p = put_str(p, f->s[2], f->l.client_name);
+	p = put_str(p, f->s[3], f->l.host);
+	(void)put_str(p, f->s[4], f->l.reason);
 }
 
 /*
- * Keep ev, the strings of lengths l (a name of at most 255 bytes), with the
- * owner's olen bytes, in sm's history: the oldest go to make room. A reason
- * that makes the record longer than EVREC_MAX is cut; an owner's name over
- * 1024 bytes is not kept (the identity is shown by its principal only); a
- * record still too long empties the history (no gap).
+ * Keep event rev of fields f with the owner's olen bytes (an owner's name
+ * over 1024 bytes is not kept: the identity is shown by its principal
+ * only) in sm's history: the oldest go to make room. One too long for
+ * EVREC_MAX is evrec_keep_long()'s.
  */
-void evrec_keep(struct sm *sm, const uint8_t *owner, size_t olen,
-    Semd__WatchEvent *ev, struct pbevent_lens *l)
+static void evrec_keep_long(struct sm *sm, const uint8_t *owner, size_t olen,
+    struct evrec_fields *f, uint64_t rev);
+
+static inline __attribute__((always_inline)) void
+evrec_keep_fields(struct sm *sm, const uint8_t *owner, size_t olen,
+    struct evrec_fields *f, uint64_t rev)
 {
-	char *reason = ev->reason, cut[256];
 	size_t n;
 	uint8_t *rec;
 
 	if (olen > 1024)
 		olen = 0;
-	if ((n = evrec_size(olen, l)) > EVREC_MAX) {
-		snprintf(cut, sizeof cut, "%.200s...", reason);
-		ev->reason = cut;
-		l->reason = strlen(cut);
-		n = evrec_size(olen, l);
+	if ((n = evrec_size(olen, &f->l)) > EVREC_MAX || f->l.principal > UINT16_MAX ||
+	    f->l.client_name > UINT16_MAX || f->l.host > UINT16_MAX) {
+		evrec_keep_long(sm, owner, olen, f, rev);
+		return;
 	}
-	if (n <= EVREC_MAX && l->principal <= UINT16_MAX && l->client_name <= UINT16_MAX &&
-	    l->host <= UINT16_MAX && (rec = evring_put(&sm->evring, ev->revision, (uint32_t)n)) != NULL)
-		evrec_put(rec, owner, olen, ev, l);
+	if ((rec = evring_put(&sm->evring, rev, (uint32_t)n)) != NULL)
+		evrec_write(rec, owner, olen, f);
+}
+
+/*
+ * An event too long to keep whole: its reason is cut; still too long, it
+ * empties the history (no gap: a resume from before it is refused).
+ */
+static void evrec_keep_long(struct sm *sm, const uint8_t *owner, size_t olen,
+    struct evrec_fields *f, uint64_t rev)
+{
+	char cut[256];
+	size_t n;
+	uint8_t *rec;
+
+	snprintf(cut, sizeof cut, "%.200s...", f->s[4]);
+	f->s[4] = cut;
+	f->l.reason = strlen(cut);
+	n = evrec_size(olen, &f->l);
+	if (n <= EVREC_MAX && f->l.principal <= UINT16_MAX &&
+	    f->l.client_name <= UINT16_MAX && f->l.host <= UINT16_MAX &&
+	    (rec = evring_put(&sm->evring, rev, (uint32_t)n)) != NULL)
+		evrec_write(rec, owner, olen, f);
 	else
 		evring_resize(&sm->evring, sm->evring.size);
-	ev->reason = reason;
+}
+
+/*
+ * Keep event rev of sem (what happened w, by ident or nobody known) in the
+ * history, as of time_ms with available permits free: every change of the
+ * state comes here, straight from the state to the record.
+ */
+void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
+    uint64_t time_ms, int64_t available)
+{
+	struct evrec_fields f;
+
+	f.kind = (unsigned int)w->kind;
+	f.n = w->n;
+	f.pid = ident != NULL ? ident->pid : 0;
+	f.holders = sem->nholders;
+	f.waiters = sem->nwaiters;
+	f.limit = sem->limit;
+	f.rate = sem->rate != NULL ? sem->rate->rate : 0;
+	f.period = sem->rate != NULL ? sem->rate->period_ms : 0;
+	f.burst = sem->rate != NULL ? sem->rate->burst : 0;
+	f.max_waiters = sem->max_waiters;
+	f.time_ms = time_ms;
+	f.permit_id = w->permit_id;
+	f.token = w->token;
+	f.request_id = w->request_id;
+	f.available = available;
+	f.s[0] = sem->name;
+	f.l.name = sem->len;
+	f.s[1] = ident != NULL && ident->pr != NULL ? ident->pr->name : "";
+	f.l.principal = ident != NULL && ident->pr != NULL ? ident->pr->len : 0;
+	f.s[2] = ident != NULL ? ident->client_name : "";
+	f.l.client_name = ident != NULL ? ident->client_name_len : 0;
+	f.s[3] = ident != NULL ? ident->host : "";
+	f.l.host = ident != NULL ? ident->host_len : 0;
+	f.s[4] = w->reason != NULL ? w->reason : "";
+	f.l.reason = w->reason != NULL && w->reason[0] != '\0' ? strlen(w->reason) : 0;
+	evrec_keep_fields(sm, sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL,
+	    sem->owner != NULL ? sem->owner->len : 0, &f, rev);
 }
 
 /* Take a string of n bytes at *p into *buf, NUL-terminated; its start. */
@@ -265,6 +336,7 @@ size_t evrec_to_pb(const uint8_t *p, uint32_t len, uint64_t rev, uint8_t *out,
  */
 bool evrec_from_pb(struct sm *sm, uint64_t rev, const uint8_t *p, uint32_t len)
 {
+	struct evrec_fields f;
 	Semd__WatchEvent *ev;
 	struct pbevent_lens l;
 	size_t olen;
@@ -277,8 +349,28 @@ bool evrec_from_pb(struct sm *sm, uint64_t rev, const uint8_t *p, uint32_t len)
 		semd__watch_event__free_unpacked(ev, NULL);
 		return false;
 	}
-	ev->revision = rev;
-	evrec_keep(sm, p + 2, olen, ev, &l);
+	f.kind = (unsigned int)ev->kind;
+	f.n = ev->n;
+	f.pid = ev->pid;
+	f.holders = ev->holders;
+	f.waiters = ev->waiters;
+	f.limit = ev->limit;
+	f.rate = ev->rate;
+	f.period = ev->rate_period_ms;
+	f.burst = ev->burst;
+	f.max_waiters = ev->max_waiters;
+	f.time_ms = ev->time_ms;
+	f.permit_id = ev->permit_id;
+	f.token = ev->token;
+	f.request_id = ev->request_id;
+	f.available = ev->available;
+	f.s[0] = ev->name;
+	f.s[1] = ev->principal;
+	f.s[2] = ev->client_name;
+	f.s[3] = ev->host;
+	f.s[4] = ev->reason;
+	f.l = l;
+	evrec_keep_fields(sm, p + 2, olen, &f, rev);
 	semd__watch_event__free_unpacked(ev, NULL);
 	return true;
 }

@@ -66,37 +66,6 @@ static bool watch_idle(struct sm *sm, unsigned int k)
 	return true;
 }
 
-/* Length of an event's string s (NULL and "" are left out alike). */
-static size_t ev_strlen(const char *s)
-{
-	return s != NULL && s[0] != '\0' ? strlen(s) : 0;
-}
-
-/*
- * Keep ev (its identity whole: ident's, or none) in the history, with the
- * owner of sem (who may see the identity, beside administrators and the
- * same principal).
- */
-static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent *ev,
-    const struct sm_ident *ident)
-{
-	struct pbevent_lens l;
-
-	l.name = sem->len;
-	if (ident != NULL) {
-		l.principal = ident->pr != NULL ? ident->pr->len : 0;
-		l.client_name = ident->client_name_len;
-		l.host = ident->host_len;
-	} else {
-		l.principal = ev_strlen(ev->principal);
-		l.client_name = ev_strlen(ev->client_name);
-		l.host = ev_strlen(ev->host);
-	}
-	l.reason = ev_strlen(ev->reason);
-	evrec_keep(sm, sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL,
-	    sem->owner != NULL ? sem->owner->len : 0, ev, &l);
-}
-
 /* May watch x see who did something as ident on sem? */
 static bool watch_sees(const struct sm_watch *x, const struct sm_sem *sem,
     const struct sm_ident *ident)
@@ -108,46 +77,49 @@ static bool watch_sees(const struct sm_watch *x, const struct sm_sem *sem,
 }
 
 /*
- * Send ev, an event of sem (with ident: who), to every watch that covers
- * sem, on the node its client is bound to. The free permits are sem's now
- * plus freed (given back, not yet handed on).
+ * An event of sem, what happened w (with ident: who did it), kept in the
+ * history and sent to every watch that covers sem, on the node its client
+ * is bound to. The free permits are sem's now plus freed (given back, not
+ * yet handed on).
  */
 static void watch_send(struct sm *sm, const struct sm_sem *sem,
-    Semd__WatchEvent *ev, const struct sm_ident *ident, long freed)
+    const struct evrec_what *w, const struct sm_ident *ident, long freed)
 {
-	Semd__Reply r;
+	uint64_t rev = ++sm->ev_rev, time_ms = sm_wall(sm, sm->now);
+	Semd__WatchEvent ev;
 	struct list_head *pos;
 	struct sm_watch *x;
+	Semd__Reply r;
 	size_t skip;
 
-	ev->name = (char *)sem->name;
-	ev->time_ms = sm_wall(sm, sm->now);
-	ev->holders = sem->nholders;
-	ev->waiters = sem->nwaiters;
-	ev->available = sem->sem.count + freed;
-	ev->limit = sem->limit;
-	ev->max_waiters = sem->max_waiters;
-	if (sem->rate != NULL) {
-		ev->rate = sem->rate->rate;
-		ev->rate_period_ms = sem->rate->period_ms;
-		ev->burst = sem->rate->burst;
-	}
-	ev->revision = ++sm->ev_rev;
-	if (sm->evring.size > 0) {
-		ev->watch = 0;
-		if (ident != NULL) {
-			ev->principal = ident->pr != NULL ? ident->pr->name : (char *)"";
-			ev->client_name = ident->client_name;
-			ev->host = ident->host;
-			ev->pid = ident->pid;
-		}
-		watch_keep(sm, sem, ev, ident);
-	}
+	if (sm->evring.size > 0)
+		evrec_keep_event(sm, sem, ident, w, rev, time_ms,
+		    sem->sem.count + freed);
 	if (list_empty(&sm->watches))
 		return;
+	ev = (Semd__WatchEvent)SEMD__WATCH_EVENT__INIT;
 	r = (Semd__Reply)SEMD__REPLY__INIT;
+	ev.kind = w->kind;
+	ev.n = w->n;
+	ev.permit_id = w->permit_id;
+	ev.token = w->token;
+	ev.request_id = w->request_id;
+	ev.reason = (char *)(w->reason != NULL ? w->reason : "");
+	ev.name = (char *)sem->name;
+	ev.time_ms = time_ms;
+	ev.holders = sem->nholders;
+	ev.waiters = sem->nwaiters;
+	ev.available = sem->sem.count + freed;
+	ev.limit = sem->limit;
+	ev.max_waiters = sem->max_waiters;
+	if (sem->rate != NULL) {
+		ev.rate = sem->rate->rate;
+		ev.rate_period_ms = sem->rate->period_ms;
+		ev.burst = sem->rate->burst;
+	}
+	ev.revision = rev;
 	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
-	r.watch_event = ev;
+	r.watch_event = &ev;
 	list_for_each(pos, &sm->watches) {
 		x = list_entry(pos, struct sm_watch, entry);
 		if (x->client->conn == NULL || sm->out.reply == NULL ||
@@ -158,17 +130,17 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 		    !sm->visible(sm->visible_arg, x->client->conn, sem->name,
 		    sem->len, &skip))
 			continue;
-		ev->watch = x->id;
+		ev.watch = x->id;
 		if (ident != NULL && watch_sees(x, sem, ident)) {
-			ev->principal = ident->pr->name;
-			ev->client_name = ident->client_name;
-			ev->host = ident->host;
-			ev->pid = ident->pid;
+			ev.principal = ident->pr->name;
+			ev.client_name = ident->client_name;
+			ev.host = ident->host;
+			ev.pid = ident->pid;
 		} else {
-			ev->principal = (char *)"";
-			ev->client_name = (char *)"";
-			ev->host = (char *)"";
-			ev->pid = 0;
+			ev.principal = (char *)"";
+			ev.client_name = (char *)"";
+			ev.host = (char *)"";
+			ev.pid = 0;
 		}
 		sm->watch_sent++;
 		sm->out.reply(sm->out.ctx, x->client->conn, &r);
@@ -179,29 +151,24 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 void watch_hold(struct sm *sm, const struct sm_hold *h, uint32_t n,
     bool freed, const char *why)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	const struct evrec_what w = { SEMD__EVENT_KIND__EVENT_RELEASE, n,
+	    h->permit_id, h->token, 0, why };
 
 	if (watch_idle(sm, 1))
 		return;
-	ev.kind = SEMD__EVENT_KIND__EVENT_RELEASE;
-	ev.n = n;
-	ev.permit_id = h->permit_id;
-	ev.token = h->token;
-	ev.reason = (char *)(why != NULL ? why : "");
-	watch_send(sm, h->sem, &ev, h->ident, freed ? (long)n : 0);
+	watch_send(sm, h->sem, &w, h->ident, freed ? (long)n : 0);
 }
 
 /* c added n permits to signal-mode sem (an up). */
 void watch_up(struct sm *sm, const struct sm_sem *sem,
     const struct sm_client *c, uint32_t n)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	const struct evrec_what w = { SEMD__EVENT_KIND__EVENT_RELEASE, n, 0, 0, 0,
+	    NULL };
 
 	if (watch_idle(sm, 1))
 		return;
-	ev.kind = SEMD__EVENT_KIND__EVENT_RELEASE;
-	ev.n = n;
-	watch_send(sm, sem, &ev, c->session != NULL ? c->session->ident : NULL, 0);
+	watch_send(sm, sem, &w, c->session != NULL ? c->session->ident : NULL, 0);
 }
 
 /*
@@ -212,18 +179,11 @@ static void watch_down(struct sm *sm, Semd__EventKind kind,
     const struct sm_sem *sem, const struct sm_session *s, uint64_t id,
     uint32_t n, uint64_t permit_id, uint64_t token, const char *why)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	const struct evrec_what w = { kind, n, permit_id, token, id, why };
 
 	if (watch_idle(sm, 1))
 		return;
-	ev.kind = kind;
-	ev.n = n;
-	ev.request_id = id;
-	ev.permit_id = permit_id;
-	ev.token = token;
-	if (why != NULL)
-		ev.reason = (char *)why;
-	watch_send(sm, sem, &ev, s->ident, 0);
+	watch_send(sm, sem, &w, s->ident, 0);
 }
 
 /* Permits or tokens of sem were granted to s's down id. */
@@ -247,21 +207,19 @@ void watch_wait(struct sm *sm, const struct sm_wait *w,
 void watch_wait_end(struct sm *sm, const struct sm_wait *w, int code,
     const char *why)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	struct evrec_what e = { SEMD__EVENT_KIND__EVENT_CANCEL, 0, 0, 0,
+	    w->req.request_id, code == SEMD__CODE__OK ? "its session ended" : why };
 	unsigned int i;
 
 	if (watch_idle(sm, w->nm))
 		return;
-	ev.kind = code == SEMD__CODE__TIMEOUT ? SEMD__EVENT_KIND__EVENT_TIMEOUT :
+	e.kind = code == SEMD__CODE__TIMEOUT ? SEMD__EVENT_KIND__EVENT_TIMEOUT :
 	    code == SEMD__CODE__DEADLOCK ? SEMD__EVENT_KIND__EVENT_DEADLOCK :
 	    code == SEMD__CODE__REPLACED ? SEMD__EVENT_KIND__EVENT_REPLACED :
 	    SEMD__EVENT_KIND__EVENT_CANCEL;
-	ev.request_id = w->req.request_id;
-	ev.reason = (char *)(code == SEMD__CODE__OK ? "its session ended" :
-	    why != NULL ? why : "");
 	for (i = 0; i < w->nm; i++) {
-		ev.n = w->m[i].n;
-		watch_send(sm, w->m[i].sem, &ev, w->session->ident, 0);
+		e.n = w->m[i].n;
+		watch_send(sm, w->m[i].sem, &e, w->session->ident, 0);
 	}
 }
 
@@ -277,20 +235,19 @@ void watch_deadlock(struct sm *sm, const struct sm_sem *sem,
 void watch_limit(struct sm *sm, const struct sm_sem *sem,
     Semd__EventKind kind, const struct sm_client *c)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	const struct evrec_what w = { kind, 0, 0, 0, 0, NULL };
 	struct sm_ident who = { 0 };
 
 	if (watch_idle(sm, 1))
 		return;
-	ev.kind = kind;
 	if (c != NULL && c->session != NULL) {
-		watch_send(sm, sem, &ev, c->session->ident, 0);
+		watch_send(sm, sem, &w, c->session->ident, 0);
 		return;
 	}
 	who.pr = c != NULL ? c->pr : NULL;
 	who.client_name = (char *)"";
 	who.host = (char *)"";
-	watch_send(sm, sem, &ev, who.pr != NULL ? &who : NULL, 0);
+	watch_send(sm, sem, &w, who.pr != NULL ? &who : NULL, 0);
 }
 
 /* Free a watch. */
