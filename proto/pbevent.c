@@ -28,36 +28,10 @@ static size_t str_size(unsigned int field, size_t len)
 	return len ? pb_varint_size((uint64_t)field << 3) + pb_varint_size(len) + len : 0;
 }
 
-/*
- * Write v as a varint at p; returns the byte after it. Unrolled for the
- * lengths an event's numbers have (counts, ids, times of 6 bytes).
- */
+/* Write v as a varint at p; returns the byte after it. */
 static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
-	if (v < 0x80) {
-		*p = (uint8_t)v;
-		return p + 1;
-	}
-	*p++ = (uint8_t)(v | 0x80);
-	v >>= 7;
-	if (v < 0x80) {
-		*p = (uint8_t)v;
-		return p + 1;
-	}
-	*p++ = (uint8_t)(v | 0x80);
-	v >>= 7;
-	if (v < 0x80) {
-		*p = (uint8_t)v;
-		return p + 1;
-	}
-	*p++ = (uint8_t)(v | 0x80);
-	v >>= 7;
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
+	return p + pb_put_varint(p, v);
 }
 
 /* Write field's key for wire type wt (the number's varint of 1 or 2 bytes). */
@@ -123,7 +97,8 @@ void pbevent_lens(const Semd__WatchEvent *ev, struct pbevent_lens *l)
 	l->reason = str_len(ev->reason);
 }
 
-size_t pbevent_pack_lens(const Semd__WatchEvent *ev, const struct pbevent_lens *l,
+/* Pack ev, its strings of the lengths l, as pbevent_pack(). */
+static size_t pack_lens(const Semd__WatchEvent *ev, const struct pbevent_lens *l,
     uint8_t *out, size_t cap)
 {
 	uint8_t *p = out;
@@ -162,5 +137,5 @@ size_t pbevent_pack(const Semd__WatchEvent *ev, uint8_t *out, size_t cap)
 	struct pbevent_lens l;
 
 	pbevent_lens(ev, &l);
-	return pbevent_pack_lens(ev, &l, out, cap);
+	return pack_lens(ev, &l, out, cap);
 }

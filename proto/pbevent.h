@@ -2,10 +2,11 @@
 /*
  * proto/pbevent.h - a WatchEvent packed by hand, to the very bytes
  * protobuf-c gives (fields in number order, proto3's zeros and empty
- * strings left out): the state machine keeps every event of every change
- * in the watch history (daemon/state/sm_watch.c), where protobuf-c's table
- * walks cost more than the change itself. tests/daemon/test_fastpb checks
- * the bytes against protobuf-c's on random events.
+ * strings left out): a snapshot carries the watch history's events so
+ * (daemon/state/sm_evrec.c), thousands of them in a full history, and
+ * protobuf-c's table walks take several times as long for each.
+ * tests/daemon/test_fastpb checks the bytes against protobuf-c's on random
+ * events.
  */
 #ifndef SEMD_PROTO_PBEVENT_H
 #define SEMD_PROTO_PBEVENT_H
@@ -15,10 +16,7 @@
 
 #include "proto/semd.pb-c.h"
 
-/*
- * The lengths of an event's strings, where the caller knows them (0: an
- * empty string or NULL, left out as protobuf-c leaves them).
- */
+/* The lengths of an event's strings (0: an empty string or NULL, left out). */
 struct pbevent_lens {
 	size_t	name, principal, client_name, host, reason;
 };
@@ -28,14 +26,10 @@ void pbevent_lens(const Semd__WatchEvent *ev, struct pbevent_lens *l);
 
 /*
  * Pack ev (unknown fields are not written: an event made by the daemon has
- * none), its strings of the lengths l, into out, at most cap bytes; returns
- * its length, or 0 (out left undefined) when it is longer than cap. An event
- * with a revision is never empty.
+ * none) into out, at most cap bytes; returns its length, or 0 (out left
+ * undefined) when it is longer than cap. An event with a revision is never
+ * empty.
  */
-size_t pbevent_pack_lens(const Semd__WatchEvent *ev, const struct pbevent_lens *l,
-    uint8_t *out, size_t cap);
-
-/* The same, the strings measured here. */
 size_t pbevent_pack(const Semd__WatchEvent *ev, uint8_t *out, size_t cap);
 
 #endif

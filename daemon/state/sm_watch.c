@@ -38,7 +38,6 @@
 #include <string.h>
 
 #include "daemon/state/sm-int.h"
-#include "proto/pbevent.h"
 
 /* Does watch x cover the name of len bytes? */
 static bool watch_covers_name(const struct sm_watch *x, const char *name, size_t len)

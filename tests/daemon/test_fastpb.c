@@ -7,7 +7,7 @@
  * random and at the edges, pack to the same bytes and within
  * fastpb_reply_bound(), the size the daemon gives their buffer, and as
  * whole frames by fastpb_reply_frame() when of its shape. And the
- * watch events the state machine keeps (proto/pbevent.c): random ones and
+ * watch events as a snapshot carries them (proto/pbevent.c): random ones and
  * ones at the edges pack to protobuf-c's bytes, and one that does not fit
  * the room given is refused, never written past it. And the short-string
  * copies and compares of core/strcopy.h, against libc's.
