@@ -32,60 +32,32 @@
 
 _Static_assert(SM_NAME_MAX <= UINT8_MAX, "a record's name length is a byte");
 
-/* Little-endian stores and loads. */
-static inline void le16(uint8_t *p, uint16_t v)
+/*
+ * Store v's low size bytes at p, little-endian; load them. Inline with a
+ * constant size: one move on a little-endian host.
+ */
+static inline void le_put(uint8_t *p, uint64_t v, unsigned int size)
 {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap16(v);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &v, size);
+#else
+	unsigned int i;
+
+	for (i = 0; i < size; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
 #endif
-	memcpy(p, &v, 2);
 }
 
-static inline void le32(uint8_t *p, uint32_t v)
+static inline uint64_t le_get(const uint8_t *p, unsigned int size)
 {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap32(v);
-#endif
-	memcpy(p, &v, 4);
-}
+	uint64_t v = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(&v, p, size);
+#else
+	unsigned int i;
 
-static inline void le64(uint8_t *p, uint64_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	memcpy(p, &v, 8);
-}
-
-static inline uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap16(v);
-#endif
-	return v;
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap32(v);
-#endif
-	return v;
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
+	for (i = 0; i < size; i++)
+		v |= (uint64_t)p[i] << (8 * i);
 #endif
 	return v;
 }
@@ -123,28 +95,28 @@ static inline __attribute__((always_inline)) void
 evrec_write(uint8_t *p, const uint8_t *owner, size_t olen,
     const struct evrec_fields *f)
 {
-	le16(p, (uint16_t)olen);
+	le_put(p, (uint16_t)olen, 2);
 	p = put_str(p + 2, (const char *)owner, olen);
 	p[0] = (uint8_t)f->kind;
 	p[1] = (uint8_t)f->l.name;
-	le16(p + 2, (uint16_t)f->l.principal);
-	le16(p + 4, (uint16_t)f->l.client_name);
-	le16(p + 6, (uint16_t)f->l.host);
-	le16(p + 8, (uint16_t)f->l.reason);
-	le32(p + 10, f->n);
-	le32(p + 14, f->pid);
-	le32(p + 18, f->holders);
-	le32(p + 22, f->waiters);
-	le32(p + 26, f->limit);
-	le32(p + 30, f->rate);
-	le32(p + 34, f->period);
-	le32(p + 38, f->burst);
-	le32(p + 42, f->max_waiters);
-	le64(p + 46, f->time_ms);
-	le64(p + 54, f->permit_id);
-	le64(p + 62, f->token);
-	le64(p + 70, f->request_id);
-	le64(p + 78, (uint64_t)f->available);
+	le_put(p + 2, (uint16_t)f->l.principal, 2);
+	le_put(p + 4, (uint16_t)f->l.client_name, 2);
+	le_put(p + 6, (uint16_t)f->l.host, 2);
+	le_put(p + 8, (uint16_t)f->l.reason, 2);
+	le_put(p + 10, f->n, 4);
+	le_put(p + 14, f->pid, 4);
+	le_put(p + 18, f->holders, 4);
+	le_put(p + 22, f->waiters, 4);
+	le_put(p + 26, f->limit, 4);
+	le_put(p + 30, f->rate, 4);
+	le_put(p + 34, f->period, 4);
+	le_put(p + 38, f->burst, 4);
+	le_put(p + 42, f->max_waiters, 4);
+	le_put(p + 46, f->time_ms, 8);
+	le_put(p + 54, f->permit_id, 8);
+	le_put(p + 62, f->token, 8);
+	le_put(p + 70, f->request_id, 8);
+	le_put(p + 78, (uint64_t)f->available, 8);
 	p += EVREC_FIXED;
 	p = put_str(p, f->s[0], f->l.name);
 	p = put_str(p, f->s[1], f->l.principal);
@@ -266,34 +238,34 @@ bool evrec_get(const uint8_t *p, uint32_t len, uint64_t rev,
 	struct pbevent_lens l;
 	const uint8_t *q;
 
-	if (len < 2 || (size_t)get16(p) + 2 + EVREC_FIXED > len)
+	if (len < 2 || (size_t)(uint16_t)le_get(p, 2) + 2 + EVREC_FIXED > len)
 		return false;
-	*olen = get16(p);
+	*olen = (uint16_t)le_get(p, 2);
 	*owner = p + 2;
 	q = p + 2 + *olen;
 	l.name = q[1];
-	l.principal = get16(q + 2);
-	l.client_name = get16(q + 4);
-	l.host = get16(q + 6);
-	l.reason = get16(q + 8);
+	l.principal = (uint16_t)le_get(q + 2, 2);
+	l.client_name = (uint16_t)le_get(q + 4, 2);
+	l.host = (uint16_t)le_get(q + 6, 2);
+	l.reason = (uint16_t)le_get(q + 8, 2);
 	if (evrec_size(*olen, &l) != len)
 		return false;
 	semd__watch_event__init(ev);
 	ev->kind = (Semd__EventKind)q[0];
-	ev->n = get32(q + 10);
-	ev->pid = get32(q + 14);
-	ev->holders = get32(q + 18);
-	ev->waiters = get32(q + 22);
-	ev->limit = get32(q + 26);
-	ev->rate = get32(q + 30);
-	ev->rate_period_ms = get32(q + 34);
-	ev->burst = get32(q + 38);
-	ev->max_waiters = get32(q + 42);
-	ev->time_ms = get64(q + 46);
-	ev->permit_id = get64(q + 54);
-	ev->token = get64(q + 62);
-	ev->request_id = get64(q + 70);
-	ev->available = (int64_t)get64(q + 78);
+	ev->n = (uint32_t)le_get(q + 10, 4);
+	ev->pid = (uint32_t)le_get(q + 14, 4);
+	ev->holders = (uint32_t)le_get(q + 18, 4);
+	ev->waiters = (uint32_t)le_get(q + 22, 4);
+	ev->limit = (uint32_t)le_get(q + 26, 4);
+	ev->rate = (uint32_t)le_get(q + 30, 4);
+	ev->rate_period_ms = (uint32_t)le_get(q + 34, 4);
+	ev->burst = (uint32_t)le_get(q + 38, 4);
+	ev->max_waiters = (uint32_t)le_get(q + 42, 4);
+	ev->time_ms = le_get(q + 46, 8);
+	ev->permit_id = le_get(q + 54, 8);
+	ev->token = le_get(q + 62, 8);
+	ev->request_id = le_get(q + 70, 8);
+	ev->available = (int64_t)le_get(q + 78, 8);
 	ev->revision = rev;
 	q += EVREC_FIXED;
 	ev->name = take_str(&q, l.name, &strs);
@@ -319,7 +291,7 @@ size_t evrec_to_pb(const uint8_t *p, uint32_t len, uint64_t rev, uint8_t *out,
 
 	if (strs != NULL && evrec_get(p, len, rev, &ev, strs, &owner, &olen) &&
 	    cap >= 2 + olen) {
-		le16(out, (uint16_t)olen);
+		le_put(out, (uint16_t)olen, 2);
 		memcpy(out + 2, owner, olen);
 		n = pbevent_pack(&ev, out + 2 + olen, cap - 2 - olen);
 		n = n > 0 ? 2 + olen + n : 0;
@@ -341,7 +313,7 @@ bool evrec_from_pb(struct sm *sm, uint64_t rev, const uint8_t *p, uint32_t len)
 	struct pbevent_lens l;
 	size_t olen;
 
-	if (len < 2 || (olen = get16(p)) + 2 > len ||
+	if (len < 2 || (olen = (uint16_t)le_get(p, 2)) + 2 > len ||
 	    (ev = semd__watch_event__unpack(NULL, len - 2 - olen, p + 2 + olen)) == NULL)
 		return false;
 	pbevent_lens(ev, &l);
