@@ -26,6 +26,8 @@
 #   --durable   both with --data-dir (DDIR: the temp dir, or /var/tmp if it is a tmpfs)
 #   --old-args A, --new-args A   more daemon arguments for one side
 #                (bench/ab.sh --new-args "--threads 2" B B: one loop against two)
+#   --mid B     one more build (or binary) in the same rounds, between OLD and NEW
+#               (repeatable): its op/s and its ratio to OLD in extra columns
 #   --anchors   the reference server (limitd) and Redis' Lua semaphore in the same
 #               rounds (ANCHORS: their bench directory; redis-server installed),
 #               their op/s and CPU a round trip beside semd's
@@ -51,7 +53,7 @@ WARM=${WARM:-0.5}
 CELLS=${CELLS:-unix 1 1,unix 16 1,unix 16 16}
 TOP=${TOP:-15}
 TOOL=loadgen TCP=0 ANCH=0 HAND=0 INSTR=0 PROF=0 DUR=0
-COMMON=() OLD_ARGS=() NEW_ARGS=()
+COMMON=() OLD_ARGS=() NEW_ARGS=() MIDS=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	-r) ROUNDS=$2; shift ;;
@@ -64,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--durable) DUR=1 ;;
 	--old-args) read -ra OLD_ARGS <<<"$2"; shift ;;
 	--new-args) read -ra NEW_ARGS <<<"$2"; shift ;;
+	--mid) MIDS+=("$2"); shift ;;
 	--anchors) ANCH=1 ;;
 	--handoff) HAND=1 ;;
 	--tool) TOOL=$2; shift ;;
@@ -84,7 +87,13 @@ side_bin() {
 }
 OLD=$(side_bin "$1")
 NEW=$(side_bin "$2")
-for b in "$OLD" "$NEW"; do
+SIDES=(old) MID_BINS=()
+for ((i = 0; i < ${#MIDS[@]}; i++)); do
+	MID_BINS+=("$(side_bin "${MIDS[i]}")")
+	SIDES+=("mid$((i + 1))")
+done
+SIDES+=(new)
+for b in "$OLD" "$NEW" "${MID_BINS[@]}"; do
 	[ -x "$b" ] || { echo "ab: $b is not a semd binary" >&2; exit 1; }
 done
 BENCH=${BENCH:-$(dirname "$NEW")/semd-benchmark}
@@ -138,6 +147,7 @@ start() {
 		--acl "anonymous * all" "${COMMON[@]}" "$@"
 }
 start old "$OLD" "${OLD_ARGS[@]}"
+for ((i = 0; i < ${#MID_BINS[@]}; i++)); do start "mid$((i + 1))" "${MID_BINS[i]}"; done
 start new "$NEW" "${NEW_ARGS[@]}"
 if [ "$ANCH" = 1 ]; then
 	LPORT=$(bench_free_port)
@@ -245,7 +255,8 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 LOAD0=$(load)
 START=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 for ((r = 1; r <= ROUNDS; r++)); do
-	if ((r % 2)); then ORDER="old new"; else ORDER="new old"; fi
+	# the sides in order in odd rounds, the other way in even ones
+	if ((r % 2)); then ORDER="${SIDES[*]}"; else ORDER=$(printf '%s\n' "${SIDES[@]}" | tac | tr '\n' ' '); fi
 	for cell in "${CL[@]}"; do
 		set -- $cell
 		for s in $ORDER; do
@@ -272,15 +283,22 @@ what="$TOOL${COMMON[*]:+ ${COMMON[*]}}"
 [ "$DUR" = 1 ] && what+=" --data-dir"
 echo "# ab $START $(hostname) cpus=$(nproc): $ROUNDS rounds x ${D}s (warm-up ${WARM}s), $what"
 echo "#   old = $OLD ${OLD_ARGS[*]}"
+for ((i = 0; i < ${#MID_BINS[@]}; i++)); do echo "#   mid$((i + 1)) = ${MID_BINS[i]}"; done
 echo "#   new = $NEW ${NEW_ARGS[*]}"
 echo "#   load average at start $LOAD0, at end $LOAD1"
 if [ "$INSTR" = 1 ]; then
 	echo "# instructions per round trip (callgrind, user space only; one op = 2 round trips)"
-	printf '%-4s %3s %3s | %9s %9s | %7s\n' tr C P "old Ir/rt" "new Ir/rt" new/old
+	hdr=$(printf '%-4s %3s %3s | %9s %9s | %7s' tr C P "old Ir/rt" "new Ir/rt" new/old)
+	for m in "${SIDES[@]:1:${#SIDES[@]}-2}"; do hdr+=$(printf ' | %9s %7s' "$m Ir" "$m/old"); done
+	echo "$hdr"
 	for cell in "${CL[@]}"; do
 		set -- $cell
 		o=$(col "old|$cell" 1); n=$(col "new|$cell" 1)
-		printf '%-4s %3s %3s | %9s %9s | %7s\n' "$1" "$2" "$3" "$o" "$n" "$(ratio "$n" "$o")"
+		line=$(printf '%-4s %3s %3s | %9s %9s | %7s' "$1" "$2" "$3" "$o" "$n" "$(ratio "$n" "$o")")
+		for m in "${SIDES[@]:1:${#SIDES[@]}-2}"; do
+			line+=$(printf ' | %9s %7s' "$(col "$m|$cell" 1)" "$(ratio "$(col "$m|$cell" 1)" "$o")")
+		done
+		echo "$line"
 	done
 else
 	echo "# op = acquire + release (2 round trips); medians; won = rounds NEW had more op/s; cpu = the daemon's ns a round trip"
@@ -288,6 +306,9 @@ else
 		"old p50" "new p50" "old cpu" "new cpu")
 	[ "$ANCH" = 1 ] && hdr+=$(printf ' | %9s %9s %7s %7s | %6s %6s' "limit/s" "redis/s" new/lim new/red \
 		"lim cpu" "red cpu")
+	for m in "${SIDES[@]:1:${#SIDES[@]}-2}"; do
+		hdr+=$(printf ' | %9s %7s %6s' "$m op/s" "$m/old" "$m cpu")
+	done
 	echo "$hdr"
 	for cell in "${CL[@]}"; do
 		set -- $cell
@@ -302,12 +323,17 @@ else
 			line+=$(printf ' | %9.0f %9.0f %7s %7s | %6.0f %6.0f' "$l" "$rd" "$(ratio "$n" "$l")" \
 				"$(ratio "$n" "$rd")" "$(col "limit|$cell" 4)" "$(col "redis|$cell" 4)")
 		fi
+		for m in "${SIDES[@]:1:${#SIDES[@]}-2}"; do
+			line+=$(printf ' | %9.0f %7s %6.0f' "$(col "$m|$cell" 1)" \
+				"$(ratio "$(col "$m|$cell" 1)" "$o")" "$(col "$m|$cell" 4)")
+		done
 		echo "$line"
 	done
 	if [ "$HAND" = 1 ]; then
 		echo
 		echo "# hand-off p50 (us): semd-benchmark -t handoff, 2 connections, limit-1 name"
-		line="old $(col old\|handoff 1)  new $(col new\|handoff 1)"
+		line=""
+		for m in "${SIDES[@]}"; do line+="$m $(col "$m|handoff" 1)  "; done
 		if [ "$ANCH" = 1 ]; then
 			lrt=$(awk -v a="$(col limit\|rt 2)" 'BEGIN { printf "%.1f", a / 2 }')
 			line+="  | limit round trip p50 $lrt | new/limit $(ratio "$(col new\|handoff 1)" "$lrt")"
