@@ -67,8 +67,6 @@ struct evrec_what {
 	uint64_t	request_id;
 	const char	*reason;	/* NULL: none */
 };
-struct pbevent_lens;
-size_t evrec_size(size_t olen, const struct pbevent_lens *l);
 void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
     const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
     uint64_t time_ms, int64_t available);

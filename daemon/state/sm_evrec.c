@@ -63,7 +63,7 @@ static inline uint64_t le_get(const uint8_t *p, unsigned int size)
 }
 
 /* The bytes of the record of an event with strings of lengths l, owner olen. */
-size_t evrec_size(size_t olen, const struct pbevent_lens *l)
+static inline size_t evrec_size(size_t olen, const struct pbevent_lens *l)
 {
 	return 2 + olen + EVREC_FIXED + l->name + l->principal + l->client_name +
 	    l->host + l->reason;
