@@ -159,11 +159,12 @@ evrec_keep_fields(struct sm *sm, const uint8_t *owner, size_t olen,
 static void evrec_keep_long(struct sm *sm, const uint8_t *owner, size_t olen,
     struct evrec_fields *f, uint64_t rev)
 {
+	const char *reason = f->s[4];
 	char cut[256];
 	size_t n;
 	uint8_t *rec;
 
-	snprintf(cut, sizeof cut, "%.200s...", f->s[4]);
+	snprintf(cut, sizeof cut, "%.200s...", reason);
 	f->s[4] = cut;
 	f->l.reason = strlen(cut);
 	n = evrec_size(olen, &f->l);
@@ -173,6 +174,7 @@ static void evrec_keep_long(struct sm *sm, const uint8_t *owner, size_t olen,
 		evrec_write(rec, owner, olen, f);
 	else
 		evring_resize(&sm->evring, sm->evring.size);
+	f->s[4] = reason;	/* cut goes with this frame */
 }
 
 /*
