@@ -373,9 +373,10 @@ if [ "$PROF" = 1 ]; then
 		[ -f "$f" ] || continue
 		{
 			echo
-			echo "# perf record, round 1: $(basename "$f" .perf) (self, top $TOP)"
+			echo "# perf record, round 1: $(basename "$f" .perf) (self; the kernel's share, then the top $TOP in user space)"
 			perf report -i "$f" --no-children --sort sym --stdio 2>/dev/null |
-				awk -v t="$TOP" '/^ +[0-9.]+%/ && n++ < t' 
+				awk -v t="$TOP" '/^ +[0-9.]+%/ { if ($2 == "[k]") k += $1; else if (n++ < t) u[n] = $0 }
+					END { printf "    %.2f%%  (kernel, all)\n", k; for (i = 1; i <= n && i <= t; i++) print u[i] }'
 		} >>"$T/table"
 	done
 	if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$T"/*.perf "$KEEP"/; fi
