@@ -128,35 +128,11 @@ evrec_write(uint8_t *p, const uint8_t *owner, size_t olen,
 /*
  * Keep event rev of fields f with the owner's olen bytes (an owner's name
  * over 1024 bytes is not kept: the identity is shown by its principal
- * only) in sm's history: the oldest go to make room. One too long for
- * EVREC_MAX is evrec_keep_long()'s.
+ * only) in sm's history: the oldest go to make room. A reason that makes
+ * the record longer than EVREC_MAX is cut; one still too long empties the
+ * history (no gap: a resume from before it is refused).
  */
-static void evrec_keep_long(struct sm *sm, const uint8_t *owner, size_t olen,
-    struct evrec_fields *f, uint64_t rev);
-
-static inline __attribute__((always_inline)) void
-evrec_keep_fields(struct sm *sm, const uint8_t *owner, size_t olen,
-    struct evrec_fields *f, uint64_t rev)
-{
-	size_t n;
-	uint8_t *rec;
-
-	if (olen > 1024)
-		olen = 0;
-	if ((n = evrec_size(olen, &f->l)) > EVREC_MAX || f->l.principal > UINT16_MAX ||
-	    f->l.client_name > UINT16_MAX || f->l.host > UINT16_MAX) {
-		evrec_keep_long(sm, owner, olen, f, rev);
-		return;
-	}
-	if ((rec = evring_put(&sm->evring, rev, (uint32_t)n)) != NULL)
-		evrec_write(rec, owner, olen, f);
-}
-
-/*
- * An event too long to keep whole: its reason is cut; still too long, it
- * empties the history (no gap: a resume from before it is refused).
- */
-static void evrec_keep_long(struct sm *sm, const uint8_t *owner, size_t olen,
+static void evrec_keep_fields(struct sm *sm, const uint8_t *owner, size_t olen,
     struct evrec_fields *f, uint64_t rev)
 {
 	const char *reason = f->s[4];
@@ -164,10 +140,14 @@ static void evrec_keep_long(struct sm *sm, const uint8_t *owner, size_t olen,
 	size_t n;
 	uint8_t *rec;
 
-	snprintf(cut, sizeof cut, "%.200s...", reason);
-	f->s[4] = cut;
-	f->l.reason = strlen(cut);
-	n = evrec_size(olen, &f->l);
+	if (olen > 1024)
+		olen = 0;
+	if ((n = evrec_size(olen, &f->l)) > EVREC_MAX) {
+		snprintf(cut, sizeof cut, "%.200s...", reason);
+		f->s[4] = cut;
+		f->l.reason = strlen(cut);
+		n = evrec_size(olen, &f->l);
+	}
 	if (n <= EVREC_MAX && f->l.principal <= UINT16_MAX &&
 	    f->l.client_name <= UINT16_MAX && f->l.host <= UINT16_MAX &&
 	    (rec = evring_put(&sm->evring, rev, (uint32_t)n)) != NULL)
@@ -186,7 +166,10 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
     const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
     uint64_t time_ms, int64_t available)
 {
-	struct evrec_fields f;
+	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
+	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
+	struct evrec_fields f, g;
+	uint8_t *rec;
 
 	f.kind = (unsigned int)w->kind;
 	f.n = w->n;
@@ -213,8 +196,13 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
 	f.l.host = ident != NULL ? ident->host_len : 0;
 	f.s[4] = w->reason != NULL ? w->reason : "";
 	f.l.reason = w->reason != NULL && w->reason[0] != '\0' ? strlen(w->reason) : 0;
-	evrec_keep_fields(sm, sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL,
-	    sem->owner != NULL ? sem->owner->len : 0, &f, rev);
+	if (olen > 1024 || (n = evrec_size(olen, &f.l)) > EVREC_MAX) {
+		/* a copy: f itself stays out of memory (its fields in registers) */
+		g = f;
+		evrec_keep_fields(sm, owner, olen, &g, rev);
+	} else if ((rec = evring_put(&sm->evring, rev, (uint32_t)n)) != NULL) {
+		evrec_write(rec, owner, olen, &f);
+	}
 }
 
 /* Take a string of n bytes at *p into *buf, NUL-terminated; its start. */
