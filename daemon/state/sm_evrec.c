@@ -168,41 +168,71 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
 {
 	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
 	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
-	struct evrec_fields f, g;
-	uint8_t *rec;
+	const struct sm_rate *rt = sem->rate;
+	struct pbevent_lens l;
+	const char *pr = "", *cn = "", *host = "", *why = w->reason != NULL ? w->reason : "";
+	uint8_t *p;
 
-	f.kind = (unsigned int)w->kind;
-	f.n = w->n;
-	f.pid = ident != NULL ? ident->pid : 0;
-	f.holders = sem->nholders;
-	f.waiters = sem->nwaiters;
-	f.limit = sem->limit;
-	f.rate = sem->rate != NULL ? sem->rate->rate : 0;
-	f.period = sem->rate != NULL ? sem->rate->period_ms : 0;
-	f.burst = sem->rate != NULL ? sem->rate->burst : 0;
-	f.max_waiters = sem->max_waiters;
-	f.time_ms = time_ms;
-	f.permit_id = w->permit_id;
-	f.token = w->token;
-	f.request_id = w->request_id;
-	f.available = available;
-	f.s[0] = sem->name;
-	f.l.name = sem->len;
-	f.s[1] = ident != NULL && ident->pr != NULL ? ident->pr->name : "";
-	f.l.principal = ident != NULL && ident->pr != NULL ? ident->pr->len : 0;
-	f.s[2] = ident != NULL ? ident->client_name : "";
-	f.l.client_name = ident != NULL ? ident->client_name_len : 0;
-	f.s[3] = ident != NULL ? ident->host : "";
-	f.l.host = ident != NULL ? ident->host_len : 0;
-	f.s[4] = w->reason != NULL ? w->reason : "";
-	f.l.reason = w->reason != NULL && w->reason[0] != '\0' ? strlen(w->reason) : 0;
-	if (olen > 1024 || (n = evrec_size(olen, &f.l)) > EVREC_MAX) {
-		/* a copy: f itself stays out of memory (its fields in registers) */
-		g = f;
-		evrec_keep_fields(sm, owner, olen, &g, rev);
-	} else if ((rec = evring_put(&sm->evring, rev, (uint32_t)n)) != NULL) {
-		evrec_write(rec, owner, olen, &f);
+	l.name = sem->len;
+	l.principal = l.client_name = l.host = 0;
+	if (ident != NULL) {
+		if (ident->pr != NULL) {
+			pr = ident->pr->name;
+			l.principal = ident->pr->len;
+		}
+		cn = ident->client_name;
+		l.client_name = ident->client_name_len;
+		host = ident->host;
+		l.host = ident->host_len;
 	}
+	l.reason = why[0] != '\0' ? strlen(why) : 0;
+	if (olen > 1024 || (n = evrec_size(olen, &l)) > EVREC_MAX) {
+		struct evrec_fields f = {
+			(unsigned int)w->kind, w->n, ident != NULL ? ident->pid : 0,
+			sem->nholders, sem->nwaiters, sem->limit, rt != NULL ? rt->rate : 0,
+			rt != NULL ? rt->period_ms : 0, rt != NULL ? rt->burst : 0,
+			sem->max_waiters, time_ms, w->permit_id, w->token, w->request_id,
+			available, { sem->name, pr, cn, host, why }, l
+		};
+
+		evrec_keep_fields(sm, owner, olen, &f, rev);
+		return;
+	}
+	if ((p = evring_put(&sm->evring, rev, (uint32_t)n)) == NULL)
+		return;
+	/* evrec_write()'s layout, straight from the state (the hot path) */
+	le_put(p, olen, 2);
+	p = put_str(p + 2, (const char *)owner, olen);
+	p[0] = (uint8_t)w->kind;
+	p[1] = (uint8_t)l.name;
+	le_put(p + 2, l.principal, 2);
+	le_put(p + 4, l.client_name, 2);
+	le_put(p + 6, l.host, 2);
+	le_put(p + 8, l.reason, 2);
+	le_put(p + 10, w->n, 4);
+	le_put(p + 14, ident != NULL ? ident->pid : 0, 4);
+	le_put(p + 18, sem->nholders, 4);
+	le_put(p + 22, sem->nwaiters, 4);
+	le_put(p + 26, sem->limit, 4);
+	if (rt != NULL) {
+		le_put(p + 30, rt->rate, 4);
+		le_put(p + 34, rt->period_ms, 4);
+		le_put(p + 38, rt->burst, 4);
+	} else {
+		memset(p + 30, 0, 12);
+	}
+	le_put(p + 42, sem->max_waiters, 4);
+	le_put(p + 46, time_ms, 8);
+	le_put(p + 54, w->permit_id, 8);
+	le_put(p + 62, w->token, 8);
+	le_put(p + 70, w->request_id, 8);
+	le_put(p + 78, (uint64_t)available, 8);
+	p += EVREC_FIXED;
+	p = put_str(p, sem->name, l.name);
+	p = put_str(p, pr, l.principal);
+	p = put_str(p, cn, l.client_name);
+	p = put_str(p, host, l.host);
+	(void)put_str(p, why, l.reason);
 }
 
 /* Take a string of n bytes at *p into *buf, NUL-terminated; its start. */

@@ -418,11 +418,90 @@ static void test_history_snapshot(void)
 	sm_free(rs);
 }
 
+/* Did conn k get an event that tells a rate (the record's rate fields)? */
+static bool ev_has_rate(uintptr_t k)
+{
+	int i;
+
+	for (i = 0; i < ncaps; i++)
+		if (caps[i].conn == k && caps[i].r->body_case == SEMD__REPLY__BODY_WATCH_EVENT &&
+		    caps[i].r->watch_event->rate == 5 &&
+		    caps[i].r->watch_event->rate_period_ms == 1000 &&
+		    caps[i].r->watch_event->burst == 3 && caps[i].r->watch_event->pid == 42 &&
+		    strcmp(caps[i].r->watch_event->host, "localhost") == 0)
+			return true;
+	return false;
+}
+
+/*
+ * An event replayed from the history is the event sent live, field for
+ * field (the record's layout both ways): a name with a limit and a rate,
+ * an identity with a client name, host and pid, a grant, a wait, its
+ * timeout with a reason, a release and a limit change, watched live by an
+ * administrator and then replayed to another of its watches from the
+ * first revision.
+ */
+static void test_replay_same(void)
+{
+	struct sm_client *a, *b, *adm;
+	struct sm *sm = t_start_checked(1000, "watch: a replayed event is the live one",
+	    NULL, "uid:1 uid:2 uid:0", &a, &b, &adm);
+	uint8_t x[1024], y[1024];
+	size_t lx, ly;
+	int i, j, live = 0, same = 0;
+
+	t_watch(sm, adm, 2, "e/", true);
+	expect_code(3, 2, SEMD__CODE__OK);
+	t_create_rate(sm, a, 2, "e/r", 2, 5, 1000, 3);
+	expect_code(1, 2, SEMD__CODE__OK);
+	t_held(sm, a, 1, 3, "e/r", 2);
+	t_down(sm, b, 2, "e/r", 1, 50, 0);
+	t_tick(sm, now + 50);
+	expect_code(2, 2, SEMD__CODE__TIMEOUT);
+	t_up(sm, a, 4, "e/r", 2, 0);
+	expect_code(1, 4, SEMD__CODE__OK);
+	t_set_limit(sm, a, 5, "e/r", 4);
+	expect_code(1, 5, SEMD__CODE__OK);
+	t_op(sm, adm, 3, SEMD__REQUEST__OP_WATCH, "name=%s prefix=%d from_revision=%d", "e/", 1, 1);
+	expect_code(3, 3, SEMD__CODE__OK);
+	for (i = 0; i < ncaps; i++) {
+		Semd__WatchEvent *ev = caps[i].r->watch_event;
+
+		if (caps[i].conn != 3 || caps[i].r->body_case != SEMD__REPLY__BODY_WATCH_EVENT ||
+		    ev->watch != 2)
+			continue;
+		live++;
+		ev->watch = 0;
+		lx = semd__watch_event__pack(ev, x);
+		ev->watch = 2;
+		for (j = 0; j < ncaps; j++) {
+			Semd__WatchEvent *rv = caps[j].r->watch_event;
+
+			if (caps[j].conn != 3 ||
+			    caps[j].r->body_case != SEMD__REPLY__BODY_WATCH_EVENT ||
+			    rv->watch != 3 || rv->revision != ev->revision)
+				continue;
+			rv->watch = 0;
+			ly = semd__watch_event__pack(rv, y);
+			rv->watch = 3;
+			if (lx == ly && memcmp(x, y, lx) == 0)
+				same++;
+			else
+				FAIL("revision %" PRIu64 ": the replayed event differs from the live one",
+				    ev->revision);
+		}
+	}
+	EXPECT(live >= 6 && ev_has_rate(3));
+	EXPECT_U64(live, same);
+	t_end(sm);
+}
+
 int main(void)
 {
 	test_watch();
 	test_resume();
 	test_history_snapshot();
+	test_replay_same();
 	test_holds();
 	caps_clear();
 	return check_done("state watch");
