@@ -21,7 +21,7 @@ TESTS += bench/test-benchmark.sh bench/test-benchmark-tls.sh
 EXTRA_DIST += bench/test-benchmark.sh bench/test-benchmark-tls.sh
 
 # make bench: a private semd and the standard suite, one table.
-EXTRA_DIST += bench/suite.sh bench/compare.sh bench/snapshot.sh bench/allocs.sh bench/README.md \
+EXTRA_DIST += bench/suite.sh bench/ab.sh bench/compare.sh bench/snapshot.sh bench/allocs.sh bench/README.md \
 	bench/drv_semd.c bench/lib.sh bench/drv_semdhttp.c bench/http-compare.sh
 bench: all
 	top_builddir='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/bench/suite.sh

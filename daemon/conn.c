@@ -99,6 +99,7 @@ void conn_close_later(struct conn *c)
 		return;
 	c->closing = true;
 	evtimer_del(c->ftimer);
+	c->ftimer_on = false;
 	conn_flush(c);
 	event_del(c->rev);
 	evtimer_add(c->timer, &tv);

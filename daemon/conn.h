@@ -38,6 +38,7 @@ struct conn {
 	struct sm_client	*client;
 	struct event		*timer;		/* handshake, then idle */
 	struct event		*ftimer;	/* a frame to complete: frame-timeout */
+	bool			ftimer_on;	/* ftimer is armed */
 	uint64_t		frames;		/* frames read */
 	struct event		*kill;		/* deferred close */
 	struct event		*rev;		/* readable */
