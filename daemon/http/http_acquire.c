@@ -319,6 +319,69 @@ static void hpoll_end(struct hpoll *p)
 	free(p);
 }
 
+/*
+ * The answer to w's acquire as w stands (granted, or waiting with its id
+ * known): its status, body (taken by the caller) and Location (loc[0] 0:
+ * none). 0: none yet, or it failed.
+ */
+static int hw_acquire_answer(const struct hwaiter *w, json_t **body,
+    char *loc, size_t len)
+{
+	loc[0] = '\0';
+	*body = NULL;
+	if (w->state == HW_GRANTED && !w->multi &&
+	    json_object_get(json_array_get(w->grants, 0), "href") != NULL) {
+		*body = hw_first_grant(w);
+		snprintf(loc, len, "%s", json_string_value(json_object_get(*body,
+		    "href")));
+		return 201;
+	}
+	if (w->state == HW_GRANTED) {
+		*body = w->multi ? json_pack("{s:O}", "grants", w->grants) :
+		    hw_first_grant(w);
+		return 200;
+	}
+	if (w->state == HW_WAITING && w->id != NULL) {
+		snprintf(loc, len, "/v1/waiters/%s", w->id);
+		*body = hw_json(w);
+		return 202;
+	}
+	return 0;
+}
+
+/*
+ * w's idempotency key once no acquire waits on w to answer it: kept with
+ * the answer w has (a retry then gets it), or dropped when it failed, so
+ * that a retry never waits for an answer that will not come.
+ */
+static void hw_idem_settle(struct hwaiter *w, bool freeing)
+{
+	struct list_head *pos;
+	char loc[HW_ID_MAX + 32];
+	json_t *body;
+	int status;
+
+	if (w->idem == NULL)
+		return;
+	list_for_each(pos, &w->polls)
+		if (list_entry(pos, struct hpoll, entry)->kind == HP_ACQUIRE &&
+		    !freeing)
+			return;		/* it will answer, and keep the answer */
+	if (w->idem->done) {
+		w->idem = NULL;
+		return;
+	}
+	status = hw_acquire_answer(w, &body, loc, sizeof loc);
+	if (status != 0) {
+		idem_store(w->idem, status, body, loc[0] != '\0' ? loc : NULL);
+		json_decref(body);
+		w->idem = NULL;
+	} else if (freeing || w->state == HW_FAILED) {
+		idem_drop(w->f, w->idem);
+		w->idem = NULL;
+	}
+}
+
 /* Answer one poll as its waiter stands now (may it, before a Where). */
 static bool hpoll_answer(struct hpoll *p, bool final)
 {
@@ -326,6 +389,7 @@ static bool hpoll_answer(struct hpoll *p, bool final)
 	struct hreq *r = p->r;
 	char loc[HW_ID_MAX + 32];
 	json_t *body;
+	int status;
 
 	if (w->state == HW_RESOLVING)
 		return false;
@@ -342,42 +406,21 @@ static bool hpoll_answer(struct hpoll *p, bool final)
 		}
 		return true;
 	}
-	if (w->state == HW_GRANTED) {
-		if (p->kind == HP_DELETE) {
-			http_reply_empty(r, 204, NULL, NULL);
-		} else if (p->kind == HP_ACQUIRE && !w->multi &&
-		    json_object_get(json_array_get(w->grants, 0), "href") != NULL) {
-			body = hw_first_grant(w);
-			snprintf(loc, sizeof loc, "%s", json_string_value(
-			    json_object_get(body, "href")));
-			if (w->idem != NULL)
-				idem_store(w->idem, 201, body, loc);
-			http_header(r, "Location", loc);
-			http_reply_json(r, 201, body);
-		} else if (p->kind == HP_ACQUIRE) {
-			body = w->multi ? json_pack("{s:O}", "grants", w->grants) :
-			    hw_first_grant(w);
-			if (w->idem != NULL)
-				idem_store(w->idem, 200, body, NULL);
-			http_reply_json(r, 200, body);
-		} else {
-			http_reply_json(r, 200, hw_json(w));
-		}
-		return true;
-	}
 	/* waiting: answered when its wait is over, with a Where's places */
-	if ((!final && !(p->due && w->places != NULL && !w->where_asked)) ||
-	    w->id == NULL)
+	if (w->state != HW_GRANTED && ((!final && !(p->due &&
+	    w->places != NULL && !w->where_asked)) || w->id == NULL))
 		return false;
-	if (p->kind == HP_ACQUIRE) {
-		snprintf(loc, sizeof loc, "/v1/waiters/%s", w->id);
-		body = hw_json(w);
-		if (w->idem != NULL)
-			idem_store(w->idem, 202, body, loc);
-		http_header(r, "Location", loc);
-		http_reply_json(r, 202, body);
-	} else if (p->kind == HP_DELETE) {
+	if (p->kind == HP_DELETE) {
 		http_reply_empty(r, 204, NULL, NULL);
+	} else if (p->kind == HP_ACQUIRE) {
+		status = hw_acquire_answer(w, &body, loc, sizeof loc);
+		if (w->idem != NULL)
+			idem_store(w->idem, status, body, loc[0] != '\0' ? loc :
+			    NULL);
+		w->idem = NULL;
+		if (loc[0] != '\0')
+			http_header(r, "Location", loc);
+		http_reply_json(r, status, body);
 	} else {
 		http_reply_json(r, 200, hw_json(w));
 	}
@@ -397,6 +440,7 @@ static void hw_answer_polls(struct hwaiter *w)
 	}
 	if (list_empty(&w->polls) && w->keepalive != NULL)
 		evtimer_del(w->keepalive);
+	hw_idem_settle(w, false);
 }
 
 /* The waiter ended (granted or failed): its session goes, polls are told. */
@@ -581,6 +625,7 @@ static void hw_hello_done(void *arg, const Semd__Reply *rep)
 			return;
 		}
 		hw_index(w);
+		hw_idem_settle(w, false);
 	}
 }
 
@@ -605,6 +650,7 @@ static void hw_gate_closed(void *owner)
 		w->state = HW_FAILED;
 		w->fail_code = SEMD__CODE__UNAVAILABLE;
 		w->forget_at = http_now();	/* forgotten: resumed when asked */
+		hw_idem_settle(w, false);
 		return;
 	}
 	hw_fail(w, SEMD__CODE__UNAVAILABLE, "the waiter's session ended "
@@ -661,6 +707,7 @@ static void hw_free(struct hwaiter *w)
 {
 	struct list_head *pos, *tmp;
 
+	hw_idem_settle(w, true);
 	list_for_each_safe(pos, tmp, &w->polls) {
 		struct hpoll *p = list_entry(pos, struct hpoll, entry);
 
@@ -720,6 +767,7 @@ static void hpoll_gone(struct hreq *r)
 		if (w->idem == NULL)
 			w->forget_at = http_now();
 	}
+	hw_idem_settle(w, false);
 }
 
 /* Make r a poll of w, answered within wait_ms (0: at the next Where). */

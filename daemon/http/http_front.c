@@ -471,7 +471,10 @@ void http_problem(struct hreq *r, int code, const char *fmt, ...)
 
 /*
  * The leader elsewhere (a follower was asked): 307 to the same URI on the
- * leader when its URL is known (http-nodes), else 503 naming it. True.
+ * leader when its URL is known (http-nodes), else 503 naming it. A node
+ * that leads but does not serve yet (its first entry not applied) is
+ * named as the leader by its own log: 503 with Retry-After, never a
+ * redirect to itself. True.
  */
 bool http_redirect(struct hreq *r, uint64_t leader_id, const char *leader)
 {
@@ -482,6 +485,12 @@ bool http_redirect(struct hreq *r, uint64_t leader_id, const char *leader)
 
 	char detail[64];
 
+	if (leader_id != 0 && leader_id == r->f->srv->cfg.node_id) {
+		more = json_pack("{s:I}", "leader_id", (json_int_t)leader_id);
+		http_problem_status(r, SEMD__CODE__UNAVAILABLE, 503, "this node "
+		    "was elected and does not serve yet: try again", more);
+		return true;
+	}
 	if (leader_id != 0 && base != NULL &&
 	    (size_t)snprintf(loc, sizeof loc, "%s%s", base, uri) < sizeof loc) {
 		http_header(r, "Location", loc);

@@ -30,15 +30,31 @@ struct svc_call {
 	void		(*done)(struct hreq *r, const Semd__Reply *rep);
 };
 
-/* The answer to a route's call: to the route, or why none came. */
+/*
+ * The answer to a route's call, to the route; when none came (the gate
+ * closed: this node does not serve, or stops), the route is answered
+ * UNAVAILABLE as the gate was told (with where the leader is), so that
+ * whatever it began (an idempotency key) ends with it.
+ */
 static void http_service_done(void *arg, const Semd__Reply *rep)
 {
 	struct svc_call *sc = arg;
+	Semd__Reply gone = SEMD__REPLY__INIT;
+	Semd__Redirect rd = SEMD__REDIRECT__INIT;
 
-	if (rep == NULL)
-		http_problem_gone(sc->r, sc->g);
-	else
-		sc->done(sc->r, rep);
+	if (rep == NULL) {
+		gone.code = SEMD__CODE__UNAVAILABLE;
+		gone.message = (char *)"the request was not answered (this "
+		    "node does not serve, or semd is stopping)";
+		if (sc->g != NULL && sc->g->redirected) {
+			rd.leader_id = sc->g->leader_id;
+			rd.leader = sc->g->leader;
+			gone.body_case = SEMD__REPLY__BODY_REDIRECT;
+			gone.redirect = &rd;
+		}
+		rep = &gone;
+	}
+	sc->done(sc->r, rep);
 	http_req_put(sc->r);
 	free(sc);
 }

@@ -6,8 +6,13 @@
  * one event each, id: the revision, event: the kind, data: the event as
  * JSON. Last-Event-ID (or ?from=) resumes after that revision; events no
  * longer kept are said with an event "compacted", then the live ones go
- * on. A comment every 15 s keeps the stream alive through proxies; a
- * client that does not read is cut off at max-output.
+ * on. The stream's "ready" says the revision it is at: a fresh stream's
+ * at once, a resumed one's once the kept events it missed were sent (the
+ * state answers the Watch, then replays them in the same call: they are
+ * all in the gate's input when its answer is delivered), so that its id
+ * is never ahead of what was delivered. A comment every 15 s keeps the
+ * stream alive through proxies; a client that does not read is cut off
+ * at max-output.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,9 +33,12 @@ struct hwatch {
 	struct hreq		*r;
 	struct gate		*g;
 	struct event		*ka;
+	struct event		*rdy;		/* a resumed stream's ready, due */
 	bool			started;
 	bool			prefix;
+	bool			ready_due;	/* said once the replay is out */
 	uint64_t		from;
+	uint64_t		ready_rev;
 	char			*name;
 };
 
@@ -42,6 +50,8 @@ static void hwatch_end(struct hwatch *s)
 	list_del_init(&s->entry);
 	if (s->ka != NULL)
 		event_free(s->ka);
+	if (s->rdy != NULL)
+		event_free(s->rdy);
 	gate_release(s->g, false);
 	if (s->started)
 		http_stream_end(r);
@@ -85,11 +95,31 @@ static bool hwatch_send(struct hwatch *s, uint64_t id, const char *event,
 
 static void hwatch_ask(struct hwatch *s);
 
+/* Say ready: the revision the stream is at (its id too). False: it ended. */
+static bool hwatch_ready(struct hwatch *s, uint64_t rev)
+{
+	char r[32];
+
+	s->ready_due = false;
+	snprintf(r, sizeof r, "%" PRIu64, rev);
+	return hwatch_send(s, rev, "ready", json_pack("{s:s}", "revision", r));
+}
+
+/* A resumed stream's replay is out: ready. */
+static void hwatch_rdy_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct hwatch *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->ready_due && !hwatch_ready(s, s->ready_rev))
+		hwatch_end(s);
+}
+
 /* The Watch's answer: the stream starts, or the request fails. */
 static void hwatch_ok(void *arg, const Semd__Reply *rep)
 {
 	struct hwatch *s = arg;
-	char rev[32];
 
 	if (rep == NULL)
 		return;		/* the gate closed: hwatch_closed */
@@ -127,14 +157,19 @@ static void hwatch_ok(void *arg, const Semd__Reply *rep)
 		}
 	}
 	/*
-	 * Ready: the events so far are in. A fresh watch's id is the revision
-	 * so far (a reconnect goes on after it); a resumed one's has none: the
-	 * kept events after the one it resumes from come next, with theirs.
+	 * Ready: the revision so far, after which the live events come. A
+	 * fresh watch says it now; a resumed one once the kept events it
+	 * missed, which come next, are out (hwatch_rdy_cb, or the first live
+	 * event): its id is never ahead of what the client was sent.
 	 */
-	snprintf(rev, sizeof rev, "%" PRIu64, rep->revision);
-	if (!hwatch_send(s, s->from == 0 ? rep->revision : 0, "ready",
-	    json_pack("{s:s}", "revision", rev)))
-		hwatch_end(s);
+	if (s->from == 0) {
+		if (!hwatch_ready(s, rep->revision))
+			hwatch_end(s);
+		return;
+	}
+	s->ready_due = true;
+	s->ready_rev = rep->revision;
+	event_active(s->rdy, EV_TIMEOUT, 0);
 }
 
 /* Ask for the watch (from s->from; 0: live). */
@@ -162,6 +197,11 @@ static void hwatch_notice(void *owner, const Semd__Reply *rep)
 
 	if (rep->body_case != SEMD__REPLY__BODY_WATCH_EVENT || !s->started)
 		return;
+	if (s->ready_due && rep->watch_event->revision > s->ready_rev &&
+	    !hwatch_ready(s, s->ready_rev)) {
+		hwatch_end(s);
+		return;
+	}
 	if (!hwatch_send(s, rep->watch_event->revision,
 	    hj_event_kind(rep->watch_event->kind), hj_event(rep->watch_event)))
 		hwatch_end(s);
@@ -210,13 +250,19 @@ void http_route_watch(struct hreq *r)
 	char why[256];
 	int e;
 
-	if ((from != NULL && !hj_read_id(from, &rev)) ||
-	    (from == NULL && last != NULL && !hj_read_id(last, &rev))) {
-		http_problem(r, SEMD__CODE__INVALID_ARGUMENT, "from: a revision "
-		    "(a decimal number)");
+	/*
+	 * Both say the last revision the client has: it resumes after it.
+	 * Last-Event-ID wins (a browser reconnecting to a URL with ?from=
+	 * sends the last id it read since).
+	 */
+	if (last != NULL)
+		from = last;
+	if (from != NULL && (!hj_read_id(from, &rev) || rev == UINT64_MAX)) {
+		http_problem(r, SEMD__CODE__INVALID_ARGUMENT, "%s: a revision "
+		    "(a decimal number)", last != NULL ? "Last-Event-ID" : "from");
 		return;
 	}
-	if (from == NULL && last != NULL)
+	if (from != NULL)
 		rev++;		/* the one after the last seen */
 	if (pfx != NULL && strcmp(pfx, "true") != 0 && strcmp(pfx, "false") != 0) {
 		http_problem(r, SEMD__CODE__INVALID_ARGUMENT, "prefix: true or false");
@@ -249,6 +295,10 @@ void http_route_watch(struct hreq *r)
 	http_req_watch(r, hwatch_gone);
 	if ((s->ka = event_new(r->f->base, -1, EV_PERSIST, hwatch_ka_cb, s)) != NULL)
 		event_add(s->ka, &tv);
+	if ((s->rdy = event_new(r->f->base, -1, 0, hwatch_rdy_cb, s)) == NULL) {
+		hwatch_end(s);
+		return;
+	}
 	hwatch_ask(s);
 }
 

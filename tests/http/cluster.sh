@@ -16,6 +16,18 @@ for i in 1 2 3; do
 	t_cluster_node $i --bootstrap "$BOOT" --listen "http:127.0.0.1:$((base + 20 + i))" \
 		--http-nodes "1=$H1,2=$H2,3=$H3" ||
 		{ echo "node $i did not start"; exit 1; }
+	[ "$i" = 1 ] || continue
+	# Node 1 alone has no quorum and serves nothing: an acquire is answered
+	# at once, 503 with Retry-After, and so is its retry with the same
+	# Idempotency-Key (it once waited for an answer the first attempt would
+	# never get, for as long as the client waited).
+	for try in 1 2 3; do
+		hcurl "$T/lone$try" --max-time 10 -D "$T/lone$try.h" -X POST \
+			-H 'Idempotency-Key: lone-1' -d '{"limit":1}' "$H1/v1/semaphores/lone/permits"
+		expect_eq "a node without a quorum: acquire $try (one key) answered 503" \
+			503 "$(st "$T/lone$try")"
+	done
+	ok "... with Retry-After" grep -qi '^retry-after:' "$T/lone3.h"
 done
 ok "a leader is elected" t_wait_for 10 t_cluster_has_leader
 L=$(t_cluster_field leader_id)
