@@ -282,21 +282,28 @@ a.delete(name_path("w", "/permits/" + pw))
 evs, st = a.events("/v1/watch?name=w", lambda e: len(e) >= 4, 5,
                    headers={"Last-Event-ID": start})
 kinds = [e["event"] for e in evs]
-ok("resume after Last-Event-ID: ready, then what came after: create, grant, "
-   "release", kinds == ["ready", "create", "grant", "release"], kinds)
-ids = [int(e["id"]) for e in evs if "id" in e]
-ok("the ids are the revisions, growing, the resumed ready has none",
-   ids == sorted(ids) and len(ids) == 3 and
-   all(e["data"]["revision"] == e["id"] for e in evs if e["event"] != "ready"),
-   evs)
+ok("resume after Last-Event-ID: what came after (create, grant, release), "
+   "then ready", kinds == ["create", "grant", "release", "ready"], kinds)
+ids = [int(e["id"]) for e in evs]
+ok("the ids are the revisions, growing; ready's is the last one sent (never "
+   "ahead of the replay)", ids == sorted(ids) and ids[3] == ids[2] and
+   all(e["data"]["revision"] == e["id"] for e in evs), evs)
 last = evs[3]["id"]
 evs, st = a.events("/v1/watch?name=w", lambda e: len(e) >= 2, 3,
                    headers={"Last-Event-ID": last})
-ok("resume after the last one: nothing again but ready",
+ok("resume after the last one: nothing again but ready, at it",
+   [(e["event"], e["id"]) for e in evs] == [("ready", last)], evs)
+evs, st = a.events("/v1/watch?name=w&from=" + start, lambda e: len(e) >= 4, 3)
+ok("from=REV does the same by hand: after REV", [e["event"] for e in evs] ==
+   ["create", "grant", "release", "ready"], evs)
+evs, st = a.events("/v1/watch?name=w&from=" + str(int(start) + 1),
+                   lambda e: len(e) >= 3, 3)
+ok("... after REV, not from it", [e["event"] for e in evs] ==
+   ["grant", "release", "ready"], evs)
+evs, st = a.events("/v1/watch?name=w&from=" + start, lambda e: len(e) >= 2, 3,
+                   headers={"Last-Event-ID": evs[1]["id"]})
+ok("Last-Event-ID wins over from= (a browser reconnecting to the same URL)",
    [e["event"] for e in evs] == ["ready"], evs)
-evs, st = a.events("/v1/watch?name=w&from=1", lambda e: len(e) >= 4, 3)
-ok("from=REV does the same by hand", [e["event"] for e in evs] ==
-   ["ready", "create", "grant", "release"], evs)
 got = []
 
 
