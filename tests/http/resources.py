@@ -161,6 +161,40 @@ ok("an administrator force-releases a hold", r.status == 204, r)
 r = a.get(name_path(q, "/permits/" + pb))
 ok("it is gone", r.status == 404, r)
 
+# --- who the caller is: one rule for every way a permit is made ------------
+# Each of client, host and pid is the body's when it names it, else the
+# User-Agent's first word, the peer's address and the UNIX peer's pid (0 over
+# TCP): for a permit granted at once, a waiter, the permit it is granted, and
+# a waiter resumed by its id.
+def who(x):
+    return (x["client"], x.get("host", ""), x.get("pid", 0))
+
+
+r = a.post(name_path("id", "/permits"), {"limit": 1, "lease_ms": 20000,
+                                         "client": "job-1", "pid": 11})
+pid1 = r.json["permit"]
+r = a.post(name_path("id", "/permits"), {"lease_ms": 20000, "client": "job-2",
+                                         "host": "h2"},
+           headers={"Prefer": "wait=0"})
+wid = r.json["href"]
+r = a.post(name_path("id", "/permits"), {"lease_ms": 20000},
+           headers={"Prefer": "wait=0"})
+wid3 = r.json["href"]
+r = adm.get(name_path("id"))
+ok("at once and waiting: the body's members, the request's for the others",
+   [who(h) for h in r.json["holders"]] == [("job-1", "127.0.0.1", 11)] and
+   [who(w) for w in r.json["waiters"]] == [("job-2", "h2", 0),
+                                           ("resources/1", "127.0.0.1", 0)], r)
+ok("release the first", a.delete(name_path("id", "/permits/" + pid1)).status == 204)
+r = Client(tcp, agent="other/2").get(wid, headers={"Prefer": "wait=5"})
+ok("the waiter granted (polled by another program)", r.status == 200 and
+   r.json["state"] == "granted", r)
+r = adm.get(name_path("id"))
+ok("its permit names who the acquire named, not who polled",
+   [who(h) for h in r.json["holders"]] == [("job-2", "h2", 0)] and
+   [who(w) for w in r.json["waiters"]] == [("resources/1", "127.0.0.1", 0)], r)
+adm.delete(name_path("id") + "?force=true")
+
 # --- waiters without a lease of their own go with their connection ---------
 r = a.post(name_path("k", "/permits"), {"limit": 1, "lease_ms": 20000})
 pk = r.json["permit"]
