@@ -518,16 +518,23 @@ struct server *server_new(const struct semd_config *cfg,
 	    PACKAGE_VERSION, event_get_version(),
 	    event_base_get_method(srv->base), srv->nworkers);
 	if (getrandom(srv->hash_key, sizeof srv->hash_key, 0) !=
-	    (ssize_t)sizeof srv->hash_key) {
+	    (ssize_t)sizeof srv->hash_key ||
+	    getrandom(&srv->instance, sizeof srv->instance, 0) !=
+	    (ssize_t)sizeof srv->instance) {
 		log_err_errno(errno, "getrandom");
 		goto fail;
 	}
+	/* 0 is "none", and a decimal string in JSON stays exact below 2^63 */
+	srv->instance = (srv->instance >> 1) | 1;
 	sc = server_sm_config_of(srv);
 	/*
 	 * In memory the state's time is this process' monotonic clock; with a
-	 * log it is the log's (the first entry starts it).
+	 * log it is the log's (the first entry starts it), and so is its
+	 * instance (the first leader's, sm_batch_instance).
 	 */
 	srv->feed->clock(&now, &sc.wall_ms);
+	if (srv->feed->durable)
+		sc.instance = 0;
 	srv->sm = sm_new(&sc, &ops->out, now);
 	if (srv->sm == NULL)
 		goto fail;

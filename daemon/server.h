@@ -136,6 +136,8 @@ struct server {
 	const struct server_ops	*ops;		/* conn.c's */
 	const struct conn_policy *policy;	/* access.c's (access_init()) */
 	uint8_t			hash_key[16];	/* the state's */
+	uint64_t		instance;	/* in memory the state's history;
+						   a log's first leader's offer */
 	struct tls_server	*tls;		/* the tls: listeners' context */
 	/* TLS handshakes under way, on every loop (tls-max-startups): */
 	pthread_mutex_t		hs_lock;

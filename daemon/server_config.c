@@ -72,6 +72,7 @@ struct sm_config server_sm_config_of(const struct server *srv)
 	sc.local_arg = (void *)srv;
 	sc.server = "semd " PACKAGE_VERSION;
 	memcpy(sc.hash_key, srv->hash_key, sizeof sc.hash_key);
+	sc.instance = srv->instance;
 	return sc;
 }
 

@@ -79,14 +79,16 @@ static size_t event_size(const Semd__WatchEvent *ev, const struct pbevent_lens *
 	    uint_size(15, (uint64_t)ev->available) + uint_size(16, ev->limit) +
 	    uint_size(17, ev->rate) + uint_size(18, ev->rate_period_ms) +
 	    uint_size(19, ev->burst) + str_size(20, l->reason) +
-	    uint_size(21, ev->revision) + uint_size(30, ev->max_waiters);
+	    uint_size(21, ev->revision) + uint_size(30, ev->max_waiters) +
+	    uint_size(31, ev->leader_id) + uint_size(32, ev->term) +
+	    str_size(33, l->leader) + str_size(34, l->members);
 }
 
 /*
- * The most its fields can take besides the strings: 22 keys of at most 2
+ * The most its fields can take besides the strings: 26 keys of at most 2
  * bytes and varints of at most 10, plus the strings' length prefixes.
  */
-#define PBEVENT_FIXED_MAX	(22 * (2 + 10))
+#define PBEVENT_FIXED_MAX	(26 * (2 + 10))
 
 void pbevent_lens(const Semd__WatchEvent *ev, struct pbevent_lens *l)
 {
@@ -95,6 +97,8 @@ void pbevent_lens(const Semd__WatchEvent *ev, struct pbevent_lens *l)
 	l->client_name = str_len(ev->client_name);
 	l->host = str_len(ev->host);
 	l->reason = str_len(ev->reason);
+	l->leader = str_len(ev->leader);
+	l->members = str_len(ev->members);
 }
 
 /* Pack ev, its strings of the lengths l, as pbevent_pack(). */
@@ -105,7 +109,7 @@ static size_t pack_lens(const Semd__WatchEvent *ev, const struct pbevent_lens *l
 
 	/* Measured exactly only when the quick bound does not fit. */
 	if (PBEVENT_FIXED_MAX + l->name + l->principal + l->client_name + l->host +
-	    l->reason > cap && event_size(ev, l) > cap)
+	    l->reason + l->leader + l->members > cap && event_size(ev, l) > cap)
 		return 0;
 	p = put_uint(p, 1, ev->watch);
 	p = put_str(p, 2, ev->name, l->name);
@@ -129,6 +133,10 @@ static size_t pack_lens(const Semd__WatchEvent *ev, const struct pbevent_lens *l
 	p = put_str(p, 20, ev->reason, l->reason);
 	p = put_uint(p, 21, ev->revision);
 	p = put_uint(p, 30, ev->max_waiters);
+	p = put_uint(p, 31, ev->leader_id);
+	p = put_uint(p, 32, ev->term);
+	p = put_str(p, 33, ev->leader, l->leader);
+	p = put_str(p, 34, ev->members, l->members);
 	return (size_t)(p - out);
 }
 

@@ -16,9 +16,13 @@
 
 #include "proto/semd.pb-c.h"
 
-/* The lengths of an event's strings (0: an empty string or NULL, left out). */
+/*
+ * The lengths of an event's strings (0: an empty string or NULL, left out);
+ * leader and members are a cluster event's (EVENT_CLUSTER).
+ */
 struct pbevent_lens {
 	size_t	name, principal, client_name, host, reason;
+	size_t	leader, members;
 };
 
 /* Measure ev's strings into l. */

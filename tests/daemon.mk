@@ -8,7 +8,8 @@
 # test_state_list (List), test_state_random (random operations against a
 # model), test_state_rate (token buckets), test_state_multi (DownMulti,
 # gated waiters, deadlocks), test_state_watch (watches, Renew, Holds, Where),
-# test_state_read (reads off the log: sm_read changes nothing);
+# test_state_read (reads off the log: sm_read changes nothing),
+# test_state_idem (idempotency keys, kept with what their down made);
 # test_replay: the same log on differently seeded state machines (and one
 #   restored from a snapshot) gives the same replies and snapshots;
 # test_metrics: the state's histograms and reply counters.
@@ -17,7 +18,7 @@ STATE_PART_TESTS = tests/daemon/test_state_sem tests/daemon/test_state_session \
 	tests/daemon/test_state_rate tests/daemon/test_state_multi \
 	tests/daemon/test_state_watch tests/daemon/test_state_read \
 	tests/daemon/test_state_queue \
-	tests/daemon/test_state_share
+	tests/daemon/test_state_share tests/daemon/test_state_idem
 STATE_TESTS = $(STATE_PART_TESTS) tests/daemon/test_replay tests/daemon/test_metrics
 STATE_TEST_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 STATE_TEST_LIBS = daemon/state/libsemstate.a proto/libsemproto.a core/libsemcore.a \
@@ -45,6 +46,8 @@ tests_daemon_test_state_queue_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_queue_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_state_share_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_share_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_state_idem_CFLAGS = $(STATE_TEST_CFLAGS)
+tests_daemon_test_state_idem_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_replay_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_replay_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_metrics_CFLAGS = $(STATE_TEST_CFLAGS)

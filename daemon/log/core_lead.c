@@ -98,12 +98,69 @@ static bool core_propose_seed(struct semlog_core *c)
 	return false;
 }
 
+/*
+ * The members as the port saw them stored, "ID ROLE" each by id, into buf
+ * (for the state's CLUSTER command: its watchers hear of them).
+ */
+static void core_members(struct semlog_core *c, char *buf, size_t len)
+{
+	const struct raft_configuration *conf = semlog_port_configuration(c->port);
+	raft_id last = 0, next;
+	size_t off = 0;
+	unsigned int i, k;
+	int n;
+
+	buf[0] = '\0';
+	for (k = 0; conf != NULL && k < conf->n; k++) {
+		/* The next id up: a handful of members, no sort needed. */
+		next = 0;
+		for (i = 0; i < conf->n; i++)
+			if (conf->servers[i].id > last &&
+			    (next == 0 || conf->servers[i].id < next))
+				next = conf->servers[i].id;
+		for (i = 0; i < conf->n && conf->servers[i].id != next; i++)
+			;
+		if (next == 0 || i == conf->n)
+			break;
+		n = snprintf(buf + off, len - off, "%s%llu %s", off > 0 ? "," : "",
+		    (unsigned long long)next, conf->servers[i].role == RAFT_VOTER ?
+		    "voter" : conf->servers[i].role == RAFT_STANDBY ? "standby" :
+		    "spare");
+		if (n < 0 || (size_t)n >= len - off) {
+			buf[off] = '\0';
+			break;
+		}
+		off += (size_t)n;
+		last = next;
+	}
+}
+
+/* Tell the state the cluster as it is now (an entry of its own). */
+static void core_propose_cluster(struct semlog_core *c)
+{
+	char members[SM_MEMBERS_MAX + 1];
+	struct semlog_chunk *q;
+	struct sm_batch b;
+
+	if (!c->serving)
+		return;		/* the next leader's first entry tells it */
+	core_members(c, members, sizeof members);
+	sm_batch_init(&b);
+	sm_batch_cluster(&b, raft_current_term(c->raft), members);
+	q = b.failed ? NULL : semlog_chunk_new(b.p, b.len);
+	sm_batch_free(&b);
+	if (q == NULL || !core_propose(c, q, NULL, 0, NULL))
+		log_warn("log: the cluster's new members could not be told to "
+		    "watchers");
+}
+
 /* Leadership is ours and everything before is applied: take over. */
 static void core_barrier_cb(struct raft_barrier *req, int status)
 {
 	struct takeover *t = req->data;
 	struct semlog_core *c = t->c;
-	bool stale = t->gen != c->term_leader;
+	bool stale = t->gen != c->term_leader, instance;
+	char members[SM_MEMBERS_MAX + 1];
 	struct semlog_chunk *q;
 	struct sm_batch b;
 	uint64_t now;
@@ -125,10 +182,14 @@ static void core_barrier_cb(struct raft_barrier *req, int status)
 	}
 	core_lock(c);
 	now = sm_now(core_sm(c));
+	instance = sm_instance(core_sm(c)) != 0;
 	core_unlock(c);
 	/* A new log seeded by --restore: the backup's state comes first. */
 	if (now == 0 && c->seed != NULL && !core_propose_seed(c))
 		return;
+	/* A restored state begins another history than its backup's. */
+	if (now == 0 && c->seed != NULL)
+		instance = false;
 	if (now == 0 && c->seed != NULL)
 		now = c->cfg.seed_now;
 	/*
@@ -151,6 +212,14 @@ static void core_barrier_cb(struct raft_barrier *req, int status)
 	sm_batch_leases(&b, c->cfg.cluster ? 2 * c->cfg.election_ms : 0);
 	sm_batch_leader(&b, c->cfg.id, now == 0 ? 0 : c->cfg.grace_ms,
 	    c->cfg.advertise);
+	/*
+	 * The history the revisions count: the first leader's (of a new log,
+	 * of one written before there were instances, of a restored one).
+	 */
+	if (!instance)
+		sm_batch_instance(&b, c->smcfg.instance);
+	core_members(c, members, sizeof members);
+	sm_batch_cluster(&b, raft_current_term(c->raft), members);
 	q = b.failed ? NULL : semlog_chunk_new(b.p, b.len);
 	sm_batch_free(&b);
 	if (q == NULL || !core_propose(c, q, NULL, 0, core_first_done)) {
@@ -361,6 +430,7 @@ static void core_change_cb(struct raft_change *req, int status)
 			    raft_errmsg(ch->core->raft));
 		return;
 	}
+	core_propose_cluster(ch->core);
 	core_change_reply(ch, SEMD__CODE__OK, ch->action == -1 ?
 	    "node %llu is a voter" : "node %llu removed",
 	    (unsigned long long)ch->node);

@@ -41,6 +41,8 @@
  *   sm_effect.c     the queues of effects
  *   the parts
  *   sm_memo.c       the answers kept for a retried down
+ *   sm_idem.c       idempotency keys, kept with the hold or waiter their
+ *                   down made
  *   sm_watch.c      watches and their events
  *   sm_rate.c       token buckets: refills, due times
  *   sm_sem.c        semaphores and holds; grants recorded and answered
@@ -159,6 +161,16 @@ struct sm_rate {
 
 #define SM_RATE_PERIOD_MAX	86400000u	/* a day */
 
+/*
+ * A name's own wait and hold histograms (Info), made at its first grant:
+ * a name's memory stays bounded (the buckets are fixed), and a name freed
+ * frees them.
+ */
+struct sm_hists {
+	struct sm_hist		wait;
+	struct sm_hist		hold;
+};
+
 /* Laid out without holes: an idle name costs this plus its bytes. */
 struct sm_sem {
 	struct hnode		node;		/* sm->names */
@@ -169,6 +181,7 @@ struct sm_sem {
 	struct sm_principal	*owner;		/* explicit creator; NULL: nobody */
 	struct sm_rate		*rate;		/* token bucket, or NULL */
 	struct sm_share		*share;		/* fair shares (sm_share.c), or NULL */
+	struct sm_hists		*hists;		/* its histograms, or NULL */
 	uint32_t		limit;
 	uint32_t		nholders;
 	uint32_t		nwaiters;
@@ -213,6 +226,7 @@ struct sm_hold {
 	struct sm_session	*session;	/* NULL: detached */
 	struct sm_ident		*ident;
 	struct sm_group		*grp;		/* its fair-share group, or NULL */
+	struct sm_idem		*idem;		/* its down's key (sm_idem.c), or NULL */
 	struct list_head	sem_entry;
 	struct list_head	owner_entry;	/* session->holds or sm->detached */
 	struct list_head	pr_entry;	/* ident->pr->holds */
@@ -224,6 +238,7 @@ struct sm_hold {
 struct sm_wait;
 struct sm_group;
 struct sm_share;
+struct sm_idem;
 
 /* One name a waiting down waits for: its place in that name's queue. */
 struct sm_member {
@@ -251,6 +266,7 @@ struct sm_wait {
 	uint64_t		since_wall;
 	char			*rkey;		/* Down.replace (sm_queue.c), or NULL */
 	struct sm_group		*grp;		/* its fair-share group, or NULL */
+	struct sm_idem		*idem;		/* its key (sm_idem.c), or NULL */
 	struct sm_timer		deadline;
 	struct sm_member	m[];
 };
@@ -351,6 +367,23 @@ struct sm_session {
 						 * dl_parent's child) */
 };
 
+/*
+ * An idempotency key of a principal (sm_idem.c) and what its down made:
+ * a hold (a DownMulti's first still held) or a waiter, never both.
+ */
+#define SM_IDEM_KEY_MAX		255
+#define SM_IDEM_HASH_MAX	32
+struct sm_idem {
+	struct hnode		node;		/* sm->idems */
+	struct sm_principal	*pr;		/* a reference */
+	struct sm_hold		*hold;
+	struct sm_wait		*wait;
+	uint8_t			hlen;
+	uint8_t			hash[SM_IDEM_HASH_MAX];
+	uint16_t		len;
+	char			key[];
+};
+
 /* The answer to a down, for its retry (see struct sm_session). */
 struct sm_memo {
 	struct sm_reqkey	req;		/* sm->requests, kind REQ_MEMO */
@@ -428,6 +461,9 @@ struct sm {
 	struct hmap		permits;
 	struct hmap		tokens;
 	struct hmap		requests;
+	struct hmap		idems;		/* struct sm_idem by principal, key */
+	struct sm_idem		*idem_next;	/* the key of the down running */
+	uint64_t		instance;	/* HelloReply.instance */
 	struct sm_timer		**heap;
 	size_t			heap_n;
 	size_t			heap_cap;
@@ -516,7 +552,7 @@ sm_op_fn op_set_rate;						/* sm_ops_name.c */
 sm_op_fn op_down;						/* sm_down.c */
 sm_op_fn op_down_multi;						/* sm_multi.c */
 sm_op_fn op_up, op_release, op_cancel, op_validate;		/* sm_ops_permit.c */
-sm_op_fn op_renew, op_holds, op_where;				/* sm_holds.c */
+sm_op_fn op_renew, op_holds, op_where, op_sessions;		/* sm_holds.c */
 sm_op_fn op_stats;						/* sm_stats.c */
 sm_op_fn op_set_queue;						/* sm_queue.c */
 sm_op_fn op_backup;						/* sm_snap_write.c */
@@ -612,6 +648,20 @@ void *reply_page(struct sm *sm, struct sm_client *c, uint64_t id, size_t n,
 	reply_send((sm), (c), &reply_);					\
 } while (0)
 
+/*
+ * The same for a read whose answer a watch brings up to date: with the
+ * revision of the last event so far (Reply.revision).
+ */
+#define REPLY_BODY_REV(sm, c, rid, CASE, field, body) do {		\
+	Semd__Reply reply_ = SEMD__REPLY__INIT;				\
+									\
+	reply_.id = (rid);						\
+	reply_.revision = (sm)->ev_rev;					\
+	reply_.body_case = SEMD__REPLY__BODY_##CASE;			\
+	reply_.field = (body);						\
+	reply_send((sm), (c), &reply_);					\
+} while (0)
+
 /* sm_principal.c */
 extern const char *const limit_names[SM_NLIMITS];
 struct sm_principal *principal_get(struct sm *sm, const char *name);
@@ -640,6 +690,31 @@ void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
     int code, uint32_t n, uint64_t token);
 void memo_answer(struct sm *sm, struct sm_client *c, struct sm_memo *m);
 void memo_free(struct sm *sm, struct sm_session *s, struct sm_memo *m);
+
+/* sm_idem.c */
+bool idem_args_ok(struct sm *sm, struct sm_client *c, uint64_t id,
+    const char *key, const ProtobufCBinaryData *hash);
+struct sm_idem *idem_find(const struct sm *sm, const struct sm_principal *pr,
+    const char *key);
+bool idem_same(const struct sm_idem *k, const ProtobufCBinaryData *hash);
+struct sm_idem *idem_new(struct sm *sm, struct sm_principal *pr,
+    const char *key, const ProtobufCBinaryData *hash);
+void idem_free(struct sm *sm, struct sm_idem *k);
+void idem_free_all(struct sm *sm);
+void idem_hold(struct sm *sm, struct sm_hold *h);
+void idem_wait(struct sm *sm, struct sm_wait *w);
+void idem_unbound(struct sm *sm);
+struct sm_idem *idem_grant_begin(struct sm *sm, struct sm_wait *w);
+void idem_grant_end(struct sm *sm, struct sm_idem *outer);
+void idem_hold_gone(struct sm *sm, struct sm_hold *h, struct sm_hold *next);
+void idem_reply_reused(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_idem *k);
+void idem_reply_pending(struct sm *sm, struct sm_client *c, uint64_t id,
+    const struct sm_wait *w);
+bool idem_snap_write(struct sm_batch *b, const struct sm *sm);
+bool idem_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
+const char *idem_check(const struct sm *sm);
 
 /* A name with a limit and a rate: its waiters need tokens too (gated). */
 static inline bool sem_gates(const struct sm_sem *sem)
@@ -700,6 +775,7 @@ void watch_limit(struct sm *sm, const struct sm_sem *sem,
     Semd__EventKind kind, const struct sm_client *c);
 void watch_up(struct sm *sm, const struct sm_sem *sem,
     const struct sm_client *c, uint32_t n);
+void watch_cluster(struct sm *sm, uint64_t term, const char *members);
 struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
     const char *name, size_t len, bool prefix, bool admin);
 bool watch_cancel(struct sm *sm, struct sm_client *c, uint64_t id);
@@ -732,6 +808,7 @@ void sem_set_owner(struct sm_sem *sem, struct sm_principal *pr);
 bool sem_manager(const struct sm *sm, const struct sm_client *c,
     const struct sm_sem *sem);
 void sem_free(struct sm *sm, struct sm_sem *sem);
+struct sm_hists *sem_hists(struct sm *sm, struct sm_sem *sem);
 void sem_maybe_free(struct sm *sm, struct sm_sem *sem);
 struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
     struct sm_session *s, uint64_t request_id, uint32_t n, uint64_t token,
@@ -802,6 +879,9 @@ bool prio_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
 bool shares_section_read(struct sm *sm, struct sm_rbuf *r, char *err,
     size_t errlen);
 bool counters_snap_write(struct sm_batch *b, const struct sm *sm);
+bool hists_snap_write(struct sm_batch *b, const struct sm *sm);
+bool hists_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen);
 bool counters_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
     size_t errlen);
 
@@ -816,6 +896,7 @@ bool share_attach(struct sm *sm, struct sm_sem *sem, int by,
 void share_detach(struct sm *sm, struct sm_sem *sem);
 struct sm_group *share_group(struct sm *sm, struct sm_sem *sem,
     const char *pr, const char *key);
+const char *share_group_label(const struct sm_group *g);
 void share_group_put(struct sm *sm, struct sm_sem *sem, struct sm_group *g);
 uint64_t share_tag(const struct sm_sem *sem, const struct sm_group *g);
 void share_charge(struct sm_group *g, uint64_t tag, uint32_t n);

@@ -70,6 +70,8 @@ struct evrec_what {
 void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
     const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
     uint64_t time_ms, int64_t available);
+void evrec_keep_cluster(struct sm *sm, uint64_t rev, uint64_t time_ms,
+    uint64_t leader_id, uint64_t term, const char *leader, const char *members);
 bool evrec_get(const uint8_t *p, uint32_t len, uint64_t rev,
     Semd__WatchEvent *ev, char *strs, const uint8_t **owner, size_t *olen);
 size_t evrec_to_pb(const uint8_t *p, uint32_t len, uint64_t rev, uint8_t *out,

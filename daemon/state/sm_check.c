@@ -459,6 +459,7 @@ int sm_check(const struct sm *sm, char *err, size_t errlen)
 	const struct sm_session *s;
 	uint64_t nholds = 0, nwaits = 0, nsess = 0, k, sh;
 	uint64_t linked = 0, listed = 0;
+	const char *why;
 	size_t i;
 
 	hmap_iter_init(&it, &sm->names);
@@ -518,6 +519,8 @@ int sm_check(const struct sm *sm, char *err, size_t errlen)
 	    check_holds(sm, err, errlen) != 0 ||
 	    check_watches(sm, err, errlen) != 0)
 		return -1;
+	why = idem_check(sm);
+	CHECK(why == NULL, "idempotency keys: %s", why != NULL ? why : "");
 	/* Settled: nothing left over from the last call. */
 	CHECK(list_empty(&sm->offers), "an offered request left unsettled");
 	CHECK(list_empty(&sm->rate_touched), "a token bucket left unsettled");

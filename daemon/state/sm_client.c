@@ -52,8 +52,9 @@ struct sm *sm_new(const struct sm_config *cfg, const struct sm_out *out,
 	if (hmap_init(&sm->names, 64) != 0 || hmap_init(&sm->sessions, 64) != 0 ||
 	    hmap_init(&sm->permits, 64) != 0 || hmap_init(&sm->tokens, 64) != 0 ||
 	    hmap_init(&sm->requests, 64) != 0 || hmap_init(&sm->principals, 64) != 0 ||
-	    hmap_init(&sm->clients_by_id, 64) != 0)
+	    hmap_init(&sm->clients_by_id, 64) != 0 || hmap_init(&sm->idems, 64) != 0)
 		goto fail;
+	sm->instance = cfg->instance;
 	return sm;
 fail:
 	sm_free(sm);
@@ -74,6 +75,8 @@ void sm_free(struct sm *sm)
 	sm->out.reply = NULL;
 	sm->shutting_down = true;
 	sm->freeing = true;
+	if (sm->idems.tab[0] != NULL)
+		idem_free_all(sm);
 	while (!list_empty(&sm->clients)) {
 		c = list_first_entry(&sm->clients, struct sm_client, entry);
 		sm_client_close(sm, c, sm->start_ms);
@@ -102,6 +105,7 @@ void sm_free(struct sm *sm)
 	hmap_destroy(&sm->permits);
 	hmap_destroy(&sm->tokens);
 	hmap_destroy(&sm->requests);
+	hmap_destroy(&sm->idems);
 	hmap_destroy(&sm->principals);
 	hmap_destroy(&sm->clients_by_id);
 	sm_cache_drain(&sm->hold_cache);
@@ -134,6 +138,12 @@ uint64_t sm_leader(const struct sm *sm, char *addr, size_t len)
 	if (len > 0)
 		snprintf(addr, len, "%s", sm->leader_addr);
 	return sm->leader_id;
+}
+
+/* The history the state's revisions count (0: none yet). */
+uint64_t sm_instance(const struct sm *sm)
+{
+	return sm->instance;
 }
 
 /* The state's clock: the time of the last call. */

@@ -155,6 +155,7 @@ struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
 		w->m[i].sem = wants[i].sem;
 		w->m[i].n = wants[i].n;
 	}
+	idem_wait(sm, w);	/* the key of its down, if any */
 	if (timeout_ms > 0) {
 		deadline = (uint64_t)timeout_ms > UINT64_MAX / 4 - now ?
 		    UINT64_MAX / 4 : now + (uint64_t)timeout_ms;
@@ -275,13 +276,23 @@ static bool down_room(struct sm *sm, struct sm_client *c, uint64_t id,
 	    (!may_wait || principal_room(sm, c, id, pr, SM_LIMIT_WAITERS, 1));
 }
 
-/* Down: take n permits now, or wait for them until a deadline. */
+static void down_request(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Down *d, uint32_t n, struct sm_sem *sem, size_t len);
+static void down_keyed_retry(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Down *d, const struct sm_idem *k);
+
+/*
+ * Down: take n permits now, or wait for them until a deadline. Checked,
+ * and a retry answered - by its request id on the same session, or by its
+ * idempotency key from any session of its principal - before it runs.
+ */
 void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__Down *d = req->down;
 	uint64_t id = req->id;
 	struct sm_session *s = c->session;
 	struct sm_reqkey *prev;
+	struct sm_idem *k;
 	struct sm_hold *h;
 	struct sm_sem *sem;
 	struct sm_wait *w;
@@ -330,6 +341,53 @@ void op_down(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		    "request id %" PRIu64 " is in use by a down on another name", id);
 		return;
 	}
+	if (d->idempotency_key == NULL || d->idempotency_key[0] == '\0') {
+		down_request(sm, c, id, d, n, sem, len);
+		return;
+	}
+	if (!idem_args_ok(sm, c, id, d->idempotency_key, &d->request_hash))
+		return;
+	if ((k = idem_find(sm, s->ident->pr, d->idempotency_key)) != NULL) {
+		down_keyed_retry(sm, c, id, d, k);
+		return;
+	}
+	if ((k = idem_new(sm, s->ident->pr, d->idempotency_key,
+	    &d->request_hash)) == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		return;
+	}
+	sm->idem_next = k;	/* the hold or waiter made takes it */
+	down_request(sm, c, id, d, n, sem, len);
+	idem_unbound(sm);	/* none was made: forgotten */
+}
+
+/*
+ * A down whose idempotency key k its principal gave before: answered what
+ * that down made - its hold's grant, or Pending while it waits - when it
+ * asks the same (its hash, its name, one name); else refused.
+ */
+static void down_keyed_retry(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Down *d, const struct sm_idem *k)
+{
+	const struct sm_hold *h = k->hold;
+	const struct sm_wait *w = k->wait;
+
+	if (!idem_same(k, &d->request_hash) ||
+	    (h != NULL && (h->group_key != 0 || strcmp(h->sem->name, d->name) != 0)) ||
+	    (w != NULL && (w->multi || strcmp(w->m[0].sem->name, d->name) != 0)))
+		idem_reply_reused(sm, c, id, k);
+	else if (h != NULL)
+		reply_grant(sm, c, id, h->permit_id, h->token, h->n, 0);
+	else
+		idem_reply_pending(sm, c, id, w);
+}
+
+/* The down of n permits of d's name (sem, when its lookup found it). */
+static void down_request(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__Down *d, uint32_t n, struct sm_sem *sem, size_t len)
+{
+	struct sm_session *s = c->session;
 
 	if (s->nholds + s->nwaiters >= sm->cfg.max_holds_per_session) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,

@@ -25,6 +25,12 @@
  *                                lease: it ends (unless an entry did)
  *     WATCH_HISTORY u32 bytes    the watch history's size (watch-history),
  *                                written after every CONFIG
+ *     INSTANCE u64 instance      the history the revisions count from
+ *                                here on (HelloReply.instance)
+ *     CLUSTER  u64 term, string members
+ *                                the cluster as the leader has it (the
+ *                                leader: the last LEADER's), told to
+ *                                watchers (EVENT_CLUSTER)
  *     SEED     u64 length, a snapshot (sm_snapshot's bytes)
  *                                the state is that snapshot's (semd
  *                                --restore: a new log's first entry); an
@@ -62,6 +68,8 @@ enum {
 	CMD_EXPIRE = 9,
 	CMD_SEED = 16,
 	CMD_WATCH_HISTORY = 17,
+	CMD_INSTANCE = 18,
+	CMD_CLUSTER = 19,
 };
 
 /* --- building ------------------------------------------------------------------ */
@@ -183,6 +191,26 @@ void sm_batch_expire(struct sm_batch *b, uint64_t session)
 {
 	batch_cmd(b, CMD_EXPIRE);
 	bytes_int(b, session, 8);
+}
+
+/* The history the revisions count from here on. */
+void sm_batch_instance(struct sm_batch *b, uint64_t instance)
+{
+	batch_cmd(b, CMD_INSTANCE);
+	bytes_int(b, instance, 8);
+}
+
+/* The cluster as the leader has it (members cut at SM_MEMBERS_MAX). */
+void sm_batch_cluster(struct sm_batch *b, uint64_t term, const char *members)
+{
+	size_t len = strlen(members);
+
+	if (len > SM_MEMBERS_MAX)
+		len = SM_MEMBERS_MAX;
+	batch_cmd(b, CMD_CLUSTER);
+	bytes_int(b, term, 8);
+	bytes_int(b, len, 4);
+	bytes_put(b, members, len);
 }
 
 /* A new log's state: a snapshot's (an entry of its own: sm_entry_seed). */
@@ -414,7 +442,7 @@ size_t sm_leases_due(struct sm *sm, const struct sm_clock *k, uint64_t mono,
 static bool apply_cmd(struct sm *sm, struct sm_rbuf *e,
     const struct sm_apply_hooks *hooks, uint64_t now, uint64_t wall)
 {
-	char principal[SM_PRINCIPAL_MAX + 1];
+	char principal[SM_PRINCIPAL_MAX + 1], members[SM_MEMBERS_MAX + 1];
 	const uint8_t *p, *secret;
 	struct sm_caller who;
 	struct sm_config cfg;
@@ -524,6 +552,24 @@ static bool apply_cmd(struct sm *sm, struct sm_rbuf *e,
 		if (e->bad)
 			return false;
 		session_expire_asked(sm, id, now);
+		return true;
+	case CMD_INSTANCE:
+		id = rbuf_int(e, 8);
+		if (e->bad)
+			return false;
+		sm->instance = id;
+		return true;
+	case CMD_CLUSTER:
+		id = rbuf_int(e, 8);
+		len = rbuf_int(e, 4);
+		if (e->bad || len > SM_MEMBERS_MAX ||
+		    (p = rbuf_take(e, len)) == NULL)
+			return false;
+		memcpy(members, p, len);
+		members[len] = '\0';
+		if (strlen(members) != len)
+			return false;
+		watch_cluster(sm, id, members);
 		return true;
 	default:
 		return false;

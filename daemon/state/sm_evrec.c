@@ -13,6 +13,11 @@
  *  46  u64 time_ms, permit_id, token, request_id, available (two's complement)
  *  86  the five strings, in that order, without NUL
  *
+ * A cluster event (EVENT_CLUSTER) has no name: its leader's id, its term,
+ * its leader's address and its members are kept where a grant's permit id
+ * and token, a holder's host and a reason are (evrec_get() says them in
+ * their own fields).
+ *
  * Why not the WatchEvent's protobuf bytes, as the history kept at first:
  * every change of the state keeps an event, and packing one as protobuf
  * (varints, a key per field) cost more than the change itself; this is a
@@ -235,6 +240,24 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
 	(void)put_str(p, why, l.reason);
 }
 
+/* Keep cluster event rev (watch_cluster) in sm's history. */
+void evrec_keep_cluster(struct sm *sm, uint64_t rev, uint64_t time_ms,
+    uint64_t leader_id, uint64_t term, const char *leader, const char *members)
+{
+	struct evrec_fields f = { 0 };
+
+	f.kind = SEMD__EVENT_KIND__EVENT_CLUSTER;
+	f.time_ms = time_ms;
+	f.permit_id = leader_id;
+	f.token = term;
+	f.s[0] = f.s[1] = f.s[2] = "";
+	f.s[3] = leader;
+	f.s[4] = members;
+	f.l.host = strlen(leader);
+	f.l.reason = strlen(members);
+	evrec_keep_fields(sm, NULL, 0, &f, rev);
+}
+
 /* Take a string of n bytes at *p into *buf, NUL-terminated; its start. */
 static char *take_str(const uint8_t **p, size_t n, char **buf)
 {
@@ -293,6 +316,14 @@ bool evrec_get(const uint8_t *p, uint32_t len, uint64_t rev,
 	ev->client_name = take_str(&q, l.client_name, &strs);
 	ev->host = take_str(&q, l.host, &strs);
 	ev->reason = take_str(&q, l.reason, &strs);
+	if (ev->kind == SEMD__EVENT_KIND__EVENT_CLUSTER) {
+		ev->leader_id = ev->permit_id;
+		ev->term = ev->token;
+		ev->leader = ev->host;
+		ev->members = ev->reason;
+		ev->permit_id = ev->token = 0;
+		ev->host = ev->reason = (char *)"";
+	}
 	return true;
 }
 
@@ -332,12 +363,14 @@ bool evrec_from_pb(struct sm *sm, uint64_t rev, const uint8_t *p, uint32_t len)
 	Semd__WatchEvent *ev;
 	struct pbevent_lens l;
 	size_t olen;
+	bool cluster;
 
 	if (len < 2 || (olen = (uint16_t)le_get(p, 2)) + 2 > len ||
 	    (ev = semd__watch_event__unpack(NULL, len - 2 - olen, p + 2 + olen)) == NULL)
 		return false;
+	cluster = ev->kind == SEMD__EVENT_KIND__EVENT_CLUSTER;
 	pbevent_lens(ev, &l);
-	if (l.name == 0 || l.name > SM_NAME_MAX) {
+	if ((l.name == 0) != cluster || l.name > SM_NAME_MAX) {
 		semd__watch_event__free_unpacked(ev, NULL);
 		return false;
 	}
@@ -362,6 +395,15 @@ bool evrec_from_pb(struct sm *sm, uint64_t rev, const uint8_t *p, uint32_t len)
 	f.s[3] = ev->host;
 	f.s[4] = ev->reason;
 	f.l = l;
+	if (cluster) {
+		/* Kept where evrec_keep_cluster() keeps them. */
+		f.permit_id = ev->leader_id;
+		f.token = ev->term;
+		f.s[3] = ev->leader;
+		f.s[4] = ev->members;
+		f.l.host = strlen(ev->leader);
+		f.l.reason = strlen(ev->members);
+	}
 	evrec_keep_fields(sm, p + 2, olen, &f, rev);
 	semd__watch_event__free_unpacked(ev, NULL);
 	return true;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/state/sm_holds.c - holds and places seen from their owner: Renew (a
- * detached hold's lease, longer), Holds (every hold of a principal) and
- * Where (a waiting down's place in each of its queues).
+ * detached hold's lease, longer), Holds (every hold of a principal), Where
+ * (a waiting down's place in each of its queues) and Sessions (the
+ * sessions of a principal, or every one for an administrator).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -124,7 +125,7 @@ void op_holds(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	hr.n_holds = nh;
 	hr.holds = hp;
-	REPLY_BODY(sm, c, id, HOLDS, holds, &hr);
+	REPLY_BODY_REV(sm, c, id, HOLDS, holds, &hr);
 	free(hp);
 }
 
@@ -189,4 +190,88 @@ void op_where(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	wr.places = pp;
 	wr.since_ms = w->since_wall;
 	REPLY_BODY(sm, c, req->id, WHERE, where, &wr);
+}
+
+/* A session as Sessions shows it (its strings are the session's). */
+static void session_info(const struct sm *sm, Semd__SessionInfo *e,
+    const struct sm_session *s)
+{
+	semd__session_info__init(e);
+	e->id = s->id;
+	e->principal = s->ident->pr->name;
+	e->client_name = s->ident->client_name;
+	e->host = s->ident->host;
+	e->pid = s->ident->pid;
+	e->lease_ms = s->lease_ms;
+	e->holds = s->nholds;
+	e->waiters = s->nwaiters;
+	e->heard_ms = sm_wall(sm, s->heard);
+	e->connected = s->client != NULL;
+}
+
+/*
+ * Sessions: one page of the sessions the caller may see, by id - its own
+ * principal's, or an administrator's every one (or one principal's). It
+ * walks every session (as Stats does): the table is in hash order, so the
+ * page is what is left after the cursor, sorted.
+ */
+void op_sessions(struct sm *sm, struct sm_client *c, const Semd__Request *req)
+{
+	const Semd__Sessions *q = req->sessions;
+	Semd__SessionsReply sr = SEMD__SESSIONS_REPLY__INIT;
+	Semd__SessionInfo *ev = NULL, **ep = NULL;
+	bool admin = sm->who == NULL || (sm->who->privs & SM_PRIV_ADMIN) != 0;
+	const struct sm_principal *pr = admin ? NULL : c->pr;
+	struct sm_session *s, **ss = NULL;
+	size_t max = page_max(q->max, SM_INFO_PAGE, SM_INFO_PAGE_MAX);
+	size_t n = 0, i, total = 0;
+	struct hmap_iter it;
+	struct hnode *hn;
+	uint64_t id = req->id;
+
+	if (*q->principal != '\0' && strcmp(q->principal, c->pr->name) != 0 &&
+	    !admin) {
+		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+		    "%s may not list the sessions of %s (administrators may)",
+		    c->pr->name, q->principal);
+		return;
+	}
+	if (*q->principal != '\0' &&
+	    (pr = principal_find(sm, q->principal)) == NULL)
+		goto answer;	/* nobody of that name: none */
+	if ((ss = ptr_array(hmap_count(&sm->sessions) + 1)) == NULL)
+		goto oom;
+	hmap_iter_init(&it, &sm->sessions);
+	while ((hn = hmap_iter_next(&it)) != NULL) {
+		s = container_of(hn, struct sm_session, node);
+		if (pr != NULL && s->ident->pr != pr)
+			continue;
+		total++;
+		if (s->id > q->after)
+			ss[n++] = s;
+	}
+	ptr_sort(ss, n, sm_session_cmp);
+	if (n > max) {
+		sr.next = ss[max - 1]->id;
+		n = max;
+	}
+	if ((ev = calloc(n + 1, sizeof *ev)) == NULL ||
+	    (ep = ptr_array(n + 1)) == NULL)
+		goto oom;
+	for (i = 0; i < n; i++) {
+		session_info(sm, &ev[i], ss[i]);
+		ep[i] = &ev[i];
+	}
+answer:
+	sr.n_sessions = n;
+	sr.sessions = ep;
+	sr.total = (uint32_t)total;
+	REPLY_BODY_REV(sm, c, id, SESSIONS, sessions, &sr);
+	goto out;
+oom:
+	reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+out:
+	free(ss);
+	free(ev);
+	free(ep);
 }

@@ -187,20 +187,74 @@ static void multi_down(struct sm *sm, struct sm_client *c, uint64_t id,
 	down_queued(sm, w);
 }
 
-/* DownMulti: several names at once, all or nothing. */
+/*
+ * A DownMulti whose idempotency key k its principal gave before: answered
+ * what it made - the holds of it that remain, or Pending while it waits -
+ * when it asks the same; else refused.
+ */
+static void multi_keyed_retry(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__DownMulti *dm, const struct sm_idem *k)
+{
+	if (!idem_same(k, &dm->request_hash) ||
+	    (k->hold != NULL && k->hold->group_key == 0) ||
+	    (k->wait != NULL && !k->wait->multi))
+		idem_reply_reused(sm, c, id, k);
+	else if (k->hold != NULL)
+		multi_answer(sm, c, id, k->hold);
+	else
+		idem_reply_pending(sm, c, id, k->wait);
+}
+
+static void multi_request(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__DownMulti *dm);
+
+/*
+ * DownMulti: several names at once, all or nothing. A retry - by its id
+ * on the same session, or by its idempotency key from any session of its
+ * principal - is answered before it runs.
+ */
 void op_down_multi(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
 	const Semd__DownMulti *dm = req->down_multi;
-	uint64_t id = req->id, permits = 0;
+	const char *key = dm->idempotency_key;
+	struct sm_principal *pr = c->session->ident->pr;
+	uint64_t id = req->id;
+	struct sm_idem *k;
+
+	if (!multi_args_ok(sm, c, id, dm) || multi_retry(sm, c, id) ||
+	    !down_prio_ok(sm, c, id, dm->priority))
+		return;
+	if (key == NULL || key[0] == '\0') {
+		multi_request(sm, c, id, dm);
+		return;
+	}
+	if (!idem_args_ok(sm, c, id, key, &dm->request_hash))
+		return;
+	if ((k = idem_find(sm, pr, key)) != NULL) {
+		multi_keyed_retry(sm, c, id, dm, k);
+		return;
+	}
+	if ((k = idem_new(sm, pr, key, &dm->request_hash)) == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
+		    "out of memory");
+		return;
+	}
+	sm->idem_next = k;	/* the first hold or the waiter takes it */
+	multi_request(sm, c, id, dm);
+	idem_unbound(sm);	/* none was made: forgotten */
+}
+
+/* The names of a DownMulti found (or made), its caps checked, and down. */
+static void multi_request(struct sm *sm, struct sm_client *c, uint64_t id,
+    const Semd__DownMulti *dm)
+{
+	uint64_t permits = 0;
 	struct sm_session *s = c->session;
 	struct sm_principal *pr = s->ident->pr;
 	struct sm_want wants[SM_MULTI_MAX];
 	unsigned int i, k = 0;
 	bool made;
 
-	if (!multi_args_ok(sm, c, id, dm) || multi_retry(sm, c, id) ||
-	    !down_prio_ok(sm, c, id, dm->priority))
-		return;
 	if (s->nholds + s->nwaiters + dm->n_wants > sm->cfg.max_holds_per_session) {
 		reply_err(sm, c, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "session would hold or wait for too many permits (max-holds-per-session %u)",

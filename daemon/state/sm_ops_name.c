@@ -135,12 +135,27 @@ static bool waiter_queued(const struct sm_sem *sem, uint64_t seq)
 	return false;
 }
 
+/* A histogram for a reply (its buckets are h's, not copied). */
+static void info_hist(Semd__Histogram *out, struct sm_hist *h)
+{
+	semd__histogram__init(out);
+	out->sum_ms = h->sum_ms;
+	out->count = h->count;
+	if (h->count > 0) {
+		out->n_buckets = SM_HIST_BUCKETS;
+		out->buckets = h->bucket;
+	}
+}
+
 /* Bytes a Holder or Waiter of ident takes in a reply, at most. */
 static size_t info_entry_size(const struct sm_ident *id)
 {
-	/* Eight varint fields of at most 11 bytes, three strings with theirs. */
-	return 8 * 11 + 4 * 5 + strlen(id->client_name) + strlen(id->host) +
-	    id->pr->len + SM_RKEY_MAX + 8;
+	/*
+	 * Eight varint fields of at most 11 bytes, three strings with theirs,
+	 * a replace key and a group (64 bytes, or a principal's name).
+	 */
+	return 8 * 11 + 5 * 5 + strlen(id->client_name) + strlen(id->host) +
+	    2 * id->pr->len + SM_RKEY_MAX + 64 + 10;
 }
 
 /*
@@ -156,6 +171,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	const Semd__Info *in = req->info;
 	uint64_t id = req->id;
 	Semd__InfoReply ir = SEMD__INFO_REPLY__INIT;
+	Semd__Histogram hw, hh;
 	Semd__Holder **hp = NULL;
 	Semd__Waiter **wp = NULL, *e;
 	struct list_head *pos;
@@ -228,6 +244,8 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		if (w->rkey != NULL)
 			e->replace = w->rkey;
 		e->priority = w->prio;
+		if (w->grp != NULL)
+			e->group = (char *)share_group_label(w->grp);
 	}
 	ir.name = sem->name;
 	ir.limit = sem->limit;
@@ -242,6 +260,12 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	ir.waiters_total = sem->nwaiters;
 	ir.last_token = sem->sem.token;
 	ir.max_waiters = sem->max_waiters;
+	if (sem->hists != NULL) {
+		info_hist(&hw, &sem->hists->wait);
+		info_hist(&hh, &sem->hists->hold);
+		ir.wait = &hw;
+		ir.hold = &hh;
+	}
 	if (sem->share != NULL) {
 		ir.share = share_by(sem);
 		if ((ir.groups = share_info(sm, sem, &ir.n_groups)) == NULL) {
@@ -257,7 +281,7 @@ void op_info(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		ir.tokens_nano = rate_nano(sm, sem);
 		ir.next_token_ms = rate_next_ms(sm, sem);
 	}
-	REPLY_BODY(sm, c, id, INFO, info, &ir);
+	REPLY_BODY_REV(sm, c, id, INFO, info, &ir);
 out:
 	free(hp);
 	free(wp);
@@ -360,7 +384,7 @@ void op_list(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	}
 	lr.n_entries = i;
 	lr.entries = sp;
-	REPLY_BODY(sm, c, id, LIST, list, &lr);
+	REPLY_BODY_REV(sm, c, id, LIST, list, &lr);
 out:
 	free(sp);
 }

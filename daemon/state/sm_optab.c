@@ -79,6 +79,9 @@ static const struct {
 	    FIELD(SetQueue, name), op_set_queue, WRITES),
 	/* The whole state: the state machine wants admin on every name. */
 	OP(BACKUP, "backup", MANAGE, "back up", ALL_NAMES, op_backup, WRITES),
+	/* Another principal's, or all: the state machine wants admin. */
+	OP(SESSIONS, "sessions", INSPECT, "inspect", ALL_NAMES, op_sessions,
+	    READS),
 };
 #undef OP
 #undef FIELD

@@ -40,6 +40,7 @@ struct sm_sem *sem_new(struct sm *sm, const char *name, uint32_t limit,
 	sem->mode = (uint8_t)mode;
 	sem->auto_created = auto_created;
 	sem->owner = NULL;
+	sem->hists = NULL;
 	INIT_LIST_HEAD(&sem->holders);
 	INIT_LIST_HEAD(&sem->waiters);
 	hmap_insert(&sm->names, &sem->node, name_hash(sm, name, len));
@@ -93,8 +94,33 @@ void sem_free(struct sm *sm, struct sm_sem *sem)
 		sm->byname_lost++;
 	sm->ctr.semaphores--;
 	sem_unown(sm, sem);
+	if (sem->hists != NULL)
+		sm_dealloc(sm, sem->hists, sizeof *sem->hists);
+	sem->hists = NULL;
 	sm_cache_put_max(sm, &sm->sem_cache[SEM_CLASS(sem->len)], sem,
 	    SEM_CLASS_SIZE(SEM_CLASS(sem->len)), SM_SEM_CACHE_MAX);
+}
+
+/*
+ * sem's histograms, made at its first use; NULL when out of memory (that
+ * grant or hold is then not counted in them).
+ */
+struct sm_hists *sem_hists(struct sm *sm, struct sm_sem *sem)
+{
+	if (sem->hists == NULL &&
+	    (sem->hists = sm_alloc(sm, sizeof *sem->hists)) != NULL)
+		memset(sem->hists, 0, sizeof *sem->hists);
+	return sem->hists;
+}
+
+/* Count a wait of ms on sem, in its histogram and everyone's. */
+static void sem_waited(struct sm *sm, struct sm_sem *sem, uint64_t ms)
+{
+	struct sm_hists *hs = sem_hists(sm, sem);
+
+	hist_add(&sm->ctr.wait, ms);
+	if (hs != NULL)
+		hist_add(&hs->wait, ms);
 }
 
 /* Free an auto-created semaphore nobody uses any more. */
@@ -154,6 +180,7 @@ struct sm_hold *hold_new(struct sm *sm, struct sm_sem *sem,
 	req_index(sm, &h->req, s->id, request_id, REQ_HOLD);
 	sm->ctr.holders++;
 	principal_count(h->ident->pr, SM_LIMIT_PERMITS, n);
+	idem_hold(sm, h);	/* the key of the down it is for, if any */
 	return h;
 }
 
@@ -166,6 +193,7 @@ void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why)
 	struct sm_sem *sem = h->sem;
 	struct sm_hold *next;
 	uint32_t n = h->n;
+	uint64_t held;
 
 	timer_disarm(sm, &h->expiry);
 	list_del_init(&h->owner_entry);
@@ -183,17 +211,22 @@ void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why)
 	hmap_remove(&sm->permits, &h->permit_node);
 	hmap_remove(&sm->tokens, &h->token_node);
 	/* The next hold of its DownMulti answers a retry from now on. */
-	if (h->req.indexed && !list_empty(&h->group)) {
-		next = list_first_entry(&h->group, struct sm_hold, group);
+	next = list_empty(&h->group) ? NULL :
+	    list_first_entry(&h->group, struct sm_hold, group);
+	if (h->req.indexed && next != NULL) {
 		req_unindex(sm, &h->req);
 		req_index(sm, &next->req, h->req.session_id, h->req.request_id,
 		    REQ_HOLD);
 	}
+	idem_hold_gone(sm, h, next);
 	list_del_init(&h->group);
 	req_unindex(sm, &h->req);
 	principal_count(h->ident->pr, SM_LIMIT_PERMITS, -(int64_t)n);
-	hist_add(&sm->ctr.hold, sm_wall(sm, sm->now) > h->since_wall ?
-	    sm_wall(sm, sm->now) - h->since_wall : 0);
+	held = sm_wall(sm, sm->now) > h->since_wall ?
+	    sm_wall(sm, sm->now) - h->since_wall : 0;
+	hist_add(&sm->ctr.hold, held);
+	if (sem_hists(sm, sem) != NULL)
+		hist_add(&sem->hists->hold, held);
 	sm->ctr.holders--;
 	/*
 	 * Told before the permits go on to a waiter (its grant follows); an up
@@ -237,7 +270,7 @@ void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
 	struct sm_hold *h;
 
 	sm->ctr.grants++;
-	hist_add(&sm->ctr.wait, now > since ? now - since : 0);
+	sem_waited(sm, sem, now > since ? now - since : 0);
 	if (sem->mode != SEMD__MODE__OWNED) {
 		/* Nothing is left to find a retry by: keep the answer. */
 		memo_add(sm, s, request_id, SEMD__CODE__OK, n, token);
@@ -333,9 +366,12 @@ void multi_deliver(struct sm *sm, struct sm_session *s, uint64_t id,
 	sm->ctr.grants += k;
 	sm->ctr.multi_grants++;
 	hist_add(&sm->ctr.wait, now > since ? now - since : 0);
-	for (i = 0; i < k; i++)
+	for (i = 0; i < k; i++) {
+		if (sem_hists(sm, sems[i]) != NULL)
+			hist_add(&sems[i]->hists->wait, now > since ? now - since : 0);
 		if (sems[i]->held > sems[i]->limit)
 			sm->overgrants++;
+	}
 	reply_multi(sm, s->client, id, k, sems, permits, tokens, ns, now - since);
 	for (i = 0; i < k; i++)
 		watch_grant(sm, sems[i], s, id, permits[i], tokens[i], ns[i]);

@@ -54,6 +54,12 @@ struct sm_share {
 	uint8_t			by;		/* Semd__ShareBy */
 };
 
+/* A group's name: its key, or its principal's. */
+const char *share_group_label(const struct sm_group *g)
+{
+	return g->name;
+}
+
 /* How sem's shares are given (Semd__ShareBy): SHARE_NONE without any. */
 int share_by(const struct sm_sem *sem)
 {

@@ -115,6 +115,22 @@ static bool snap_evring_read(struct sm *sm, struct sm_rbuf *r, char *err,
 	return true;
 }
 
+/* 42 instance: u64, the history the revisions count (HelloReply.instance). */
+static bool instance_write(struct sm_batch *b, const struct sm *sm)
+{
+	bytes_int(b, sm->instance, 8);
+	return !b->failed;
+}
+
+static bool instance_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen)
+{
+	sm->instance = rbuf_int(r, 8);
+	if (r->bad)
+		snprintf(err, errlen, "instance");
+	return !r->bad;
+}
+
 const struct snap_section snap_sections[] = {
 	{ 1, "leases", leases_write, leases_read },
 	{ 10, "counters of new ops and codes", counters_snap_write,
@@ -124,5 +140,8 @@ const struct snap_section snap_sections[] = {
 	{ 13, "fair shares", share_snap_write, shares_section_read },
 	{ 21, "watch history", snap_evring_write, snap_evring_read },
 	{ 30, "parent links", snap_families_write, snap_families_read },
+	{ 40, "histograms", hists_snap_write, hists_snap_read },
+	{ 41, "idempotency keys", idem_snap_write, idem_snap_read },
+	{ 42, "instance", instance_write, instance_read },
 	{ 0, NULL, NULL, NULL },
 };

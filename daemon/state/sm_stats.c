@@ -162,3 +162,107 @@ void sm_sem_each(struct sm *sm,
 {
 	sm_sem_each_prefix(sm, "", fn, arg);
 }
+
+/* --- the snapshot's section (tag 40): histograms ------------------------- */
+
+/* A histogram: count, then (not empty) its sum and its non-empty buckets. */
+static void hist_write(struct sm_batch *b, const struct sm_hist *h)
+{
+	unsigned int i, k = 0;
+
+	bytes_int(b, h->count, 8);
+	if (h->count == 0)
+		return;
+	bytes_int(b, h->sum_ms, 8);
+	for (i = 0; i < SM_HIST_BUCKETS; i++)
+		k += h->bucket[i] != 0;
+	bytes_int(b, k, 1);
+	for (i = 0; i < SM_HIST_BUCKETS; i++) {
+		if (h->bucket[i] == 0)
+			continue;
+		bytes_int(b, i, 1);
+		bytes_int(b, h->bucket[i], 8);
+	}
+}
+
+/* Read one back: false when it is none (buckets out of order or range). */
+static bool hist_read(struct sm_rbuf *r, struct sm_hist *h)
+{
+	uint64_t k, i, next = 0;
+
+	memset(h, 0, sizeof *h);
+	if ((h->count = rbuf_int(r, 8)) == 0)
+		return !r->bad;
+	h->sum_ms = rbuf_int(r, 8);
+	k = rbuf_int(r, 1);
+	while (k-- > 0 && !r->bad) {
+		i = rbuf_int(r, 1);
+		if (i < next || i >= SM_HIST_BUCKETS)
+			return false;	/* in order, each once */
+		h->bucket[i] = rbuf_int(r, 8);
+		next = i + 1;
+	}
+	return !r->bad;
+}
+
+/*
+ * The wait and hold histograms of every name together (Stats), then of
+ * each name that has its own (Info), in name order: u32 count, then its
+ * u8 length and name, its wait and its hold.
+ */
+bool hists_snap_write(struct sm_batch *b, const struct sm *sm)
+{
+	struct ordidx_iter it;
+	const struct sm_sem *sem;
+	uint32_t n = 0;
+
+	hist_write(b, &sm->ctr.wait);
+	hist_write(b, &sm->ctr.hold);
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL)
+		n += sem->hists != NULL;
+	bytes_int(b, n, 4);
+	ordidx_first(&sm->byname, &it);
+	while ((sem = ordidx_next(&it)) != NULL) {
+		if (sem->hists == NULL)
+			continue;
+		bytes_int(b, sem->len, 1);
+		bytes_put(b, sem->name, sem->len);
+		hist_write(b, &sem->hists->wait);
+		hist_write(b, &sem->hists->hold);
+	}
+	return !b->failed;
+}
+
+/* Read them back, each name's onto that name (which must be there). */
+bool hists_snap_read(struct sm *sm, struct sm_rbuf *r, char *err,
+    size_t errlen)
+{
+	char name[SM_NAME_MAX + 1];
+	struct sm_hist wait, hold;
+	struct sm_sem *sem;
+	uint64_t n, i;
+	size_t len;
+
+	if (!hist_read(r, &sm->ctr.wait) || !hist_read(r, &sm->ctr.hold)) {
+		snprintf(err, errlen, "histograms: everyone's");
+		return false;
+	}
+	n = rbuf_int(r, 4);
+	for (i = 0; i < n && !r->bad; i++) {
+		len = rbuf_str(r, 1, name, sizeof name - 1);
+		if (r->bad || !hist_read(r, &wait) || !hist_read(r, &hold) ||
+		    (sem = sem_find_len(sm, name, len)) == NULL ||
+		    sem->hists != NULL) {
+			snprintf(err, errlen, "histograms: name %" PRIu64, i);
+			return false;
+		}
+		if (sem_hists(sm, sem) == NULL) {
+			snprintf(err, errlen, "histograms: out of memory");
+			return false;
+		}
+		sem->hists->wait = wait;
+		sem->hists->hold = hold;
+	}
+	return !r->bad;
+}

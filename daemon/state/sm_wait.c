@@ -85,6 +85,7 @@ void wait_dealloc(struct sm *sm, struct sm_wait *w)
 		return;
 	sm_strfree(sm, w->rkey);
 	w->rkey = NULL;
+	idem_free(sm, w->idem);		/* it ended without a grant */
 	if (w->nm == 1)
 		sm_cache_put(sm, &sm->wait_cache, w, WAIT_SIZE(1));
 	else
@@ -228,6 +229,7 @@ void wait_wake(struct sema_waiter *sw)
 	uint64_t id = w->req.request_id, token = sw->token, since = w->since_ms;
 	uint64_t tag = w->key;
 	struct sm_group *grp = w->grp;
+	struct sm_idem *outer;
 	uint32_t n = m->n, lease = w->lease_ms;
 	int op = sm->cur_op;
 
@@ -236,10 +238,12 @@ void wait_wake(struct sema_waiter *sw)
 		return;
 	}
 	wait_unlink(sm, w);
+	outer = idem_grant_begin(sm, w);
 	wait_dealloc(sm, w);
 	sm->cur_op = SEMD__REQUEST__OP_DOWN;	/* the reply answers a down */
 	grant_deliver(sm, sem, s, id, n, token, lease, since, sm->now, grp, tag);
 	sm->cur_op = op;
+	idem_grant_end(sm, outer);
 }
 
 /*
@@ -309,6 +313,7 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 	struct sm_session *s = w->session;
 	uint64_t id = w->req.request_id, since = w->since_ms, tag = w->key;
 	struct sm_group *grp = w->grp;
+	struct sm_idem *outer;
 	uint32_t lease = w->lease_ms;
 	unsigned int i, k = w->nm;
 	bool multi = w->multi, ok = true;
@@ -346,6 +351,7 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 		    "a ready request could not be granted");
 		return;
 	}
+	outer = idem_grant_begin(sm, w);
 	wait_dealloc(sm, w);
 	if (multi) {
 		multi_deliver(sm, s, id, k, sems, ns, tokens, lease, since, sm->now);
@@ -357,5 +363,6 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 		    sm->now, grp, tag);
 		sm->cur_op = op;
 	}
+	idem_grant_end(sm, outer);
 }
 

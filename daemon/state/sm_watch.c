@@ -146,6 +146,46 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 	}
 }
 
+/*
+ * The cluster changed (a new leader, term or membership): an event with
+ * no name, kept in the history and sent to the watches of every name
+ * (prefix ""): no name's right hides it, no identity is in it.
+ */
+void watch_cluster(struct sm *sm, uint64_t term, const char *members)
+{
+	uint64_t rev, time_ms = sm_wall(sm, sm->now);
+	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	Semd__Reply r = SEMD__REPLY__INIT;
+	struct list_head *pos;
+	struct sm_watch *x;
+
+	if (watch_idle(sm, 1))
+		return;
+	rev = ++sm->ev_rev;
+	if (sm->evring.size > 0)
+		evrec_keep_cluster(sm, rev, time_ms, sm->leader_id, term,
+		    sm->leader_addr, members);
+	ev.kind = SEMD__EVENT_KIND__EVENT_CLUSTER;
+	ev.name = (char *)"";
+	ev.time_ms = time_ms;
+	ev.leader_id = sm->leader_id;
+	ev.term = term;
+	ev.leader = sm->leader_addr;
+	ev.members = (char *)members;
+	ev.revision = rev;
+	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
+	r.watch_event = &ev;
+	list_for_each(pos, &sm->watches) {
+		x = list_entry(pos, struct sm_watch, entry);
+		if (x->client->conn == NULL || sm->out.reply == NULL ||
+		    !x->prefix || x->len != 0)
+			continue;
+		ev.watch = x->id;
+		sm->watch_sent++;
+		sm->out.reply(sm->out.ctx, x->client->conn, &r);
+	}
+}
+
 /* A hold's n permits were given back (why: NULL for an up), freed or not. */
 void watch_hold(struct sm *sm, const struct sm_hold *h, uint32_t n,
     bool freed, const char *why)
@@ -330,10 +370,14 @@ void watch_replay(struct sm *sm, const struct sm_watch *x, uint64_t from)
 		    !evrec_get(p, len, rev, &ev, strs, &owner, &olen))
 			continue;
 		skip = 0;
-		if (!watch_covers_name(x, ev.name, strlen(ev.name)) ||
+		if (ev.kind == SEMD__EVENT_KIND__EVENT_CLUSTER &&
+		    (!x->prefix || x->len != 0))
+			continue;	/* to watches of every name */
+		if (ev.kind != SEMD__EVENT_KIND__EVENT_CLUSTER &&
+		    (!watch_covers_name(x, ev.name, strlen(ev.name)) ||
 		    (x->prefix && sm->visible != NULL &&
 		     !sm->visible(sm->visible_arg, x->client->conn, ev.name,
-				  strlen(ev.name), &skip)))
+				  strlen(ev.name), &skip))))
 			continue;
 		sees = x->admin || (olen == pr->len && memcmp(owner, pr->name, olen) == 0) ||
 		    strcmp(ev.principal, pr->name) == 0;

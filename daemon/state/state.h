@@ -81,6 +81,13 @@ struct sm_config {
 	bool		stats_local;
 	/* The state is kept across restarts (a log): told in HelloReply. */
 	bool		durable;
+	/*
+	 * HelloReply.instance: the history the revisions count. In memory the
+	 * shell's random number; with a log 0 here (the state's comes through
+	 * the log: sm_batch_instance), and what a leader proposes when the
+	 * state has none.
+	 */
+	uint64_t	instance;
 	/* More of the node's figures for Stats (its cluster view), or NULL. */
 	void		(*local_counters)(void *arg, struct sm_local_counters *out);
 	void		*local_arg;
@@ -122,7 +129,7 @@ struct sm_client;
  */
 #define SM_HIST_BUCKETS	22
 #define SM_NCODES	19		/* Semd__Code values */
-#define SM_NOPS		(SEMD__REQUEST__OP_BACKUP + 1)	/* op cases, 0 included */
+#define SM_NOPS		(SEMD__REQUEST__OP_SESSIONS + 1)	/* op cases, 0 included */
 struct sm_hist {
 	uint64_t	bucket[SM_HIST_BUCKETS];
 	uint64_t	sum_ms;
@@ -292,7 +299,7 @@ struct sm_caller {
  */
 int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     const struct sm_caller *who, uint64_t now_ms);
-/* Is op_case a read (Info, List, Stats, Holds, Where, Validate, Ping)? */
+/* Is op_case a read (Info, List, Stats, Holds, Where, Validate, Ping, Sessions)? */
 bool sm_op_is_read(int op_case);
 /*
  * Answer a read of client c as the state stands, changing nothing of it (a
@@ -316,6 +323,8 @@ void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
 void sm_tell_all(struct sm *sm, const Semd__Reply *r);
 /* The last leader the log named (0: none) and its client address. */
 uint64_t sm_leader(const struct sm *sm, char *addr, size_t len);
+/* HelloReply.instance: the history the revisions count (0: none yet). */
+uint64_t sm_instance(const struct sm *sm);
 /* The time of the last call (the state's clock). */
 uint64_t sm_now(const struct sm *sm);
 /* Give to the node's hooks (List visibility) what from had. */
@@ -396,6 +405,20 @@ void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
 void sm_batch_leases(struct sm_batch *b, uint32_t floor_ms);
 /* The leader heard nothing of session id for its lease: it ends. */
 void sm_batch_expire(struct sm_batch *b, uint64_t session);
+/*
+ * The history the state's revisions count is instance from here on (a
+ * new leader's first entry when the state has none, or after a --restore
+ * seed: HelloReply.instance).
+ */
+void sm_batch_instance(struct sm_batch *b, uint64_t instance);
+/*
+ * The cluster as the leader has it: its term and members ("ID ROLE",
+ * comma-separated, by id), with the leader the last LEADER command named;
+ * the state tells its watchers (EVENT_CLUSTER). At most SM_MEMBERS_MAX
+ * bytes of members.
+ */
+#define SM_MEMBERS_MAX	1024
+void sm_batch_cluster(struct sm_batch *b, uint64_t term, const char *members);
 size_t sm_entry_header_size(void);
 void sm_entry_header(uint8_t *p, uint64_t time, uint64_t wall);
 /*

@@ -57,6 +57,9 @@ struct replica {
 
 static struct replica reps[NREPLICAS];
 
+/* Retries answered by their idempotency key (replica 0's): waiting, refused. */
+static uint64_t keyed_pending, keyed_reused;
+
 /* Record a reply as (client id, packed bytes). */
 static void rec_reply(void *ctx, void *conn, const Semd__Reply *r)
 {
@@ -64,6 +67,10 @@ static void rec_reply(void *ctx, void *conn, const Semd__Reply *r)
 	uint64_t id = (uint64_t)(uintptr_t)conn;
 	size_t n = semd__reply__get_packed_size(r);
 
+	if (ctx == &reps[0].out) {
+		keyed_pending += r->body_case == SEMD__REPLY__BODY_PENDING;
+		keyed_reused += r->key_reused;
+	}
 	if (s->cap - s->len < n + 16) {
 		s->cap = (s->cap + n + 16) * 2;
 		s->p = realloc(s->p, s->cap);
@@ -153,6 +160,9 @@ static const char *const names[] = {
 #define NNAMES	((unsigned int)(sizeof names / sizeof names[0]))
 static const char *const principals[] = { "uid:0", "uid:1", "uid:2", "cn:w 1" };
 static const char *const rkeys[] = { "a", "b", "deploy/main" };
+/* Idempotency keys and request hashes: a few, so that retries meet. */
+static const char *const ikeys[] = { "k1", "k2", "k3", "key/4" };
+static const char *const ihashes[] = { "h0", "h1", "h2" };
 /* Weights of the names with fair shares, and the groups of downs. */
 static Semd__GroupWeight gw_a = { PROTOBUF_C_MESSAGE_INIT(&semd__group_weight__descriptor),
 	(char *)"a", 3 };
@@ -278,6 +288,9 @@ static void random_command(struct sm_batch *b)
 			req_set(&q, "priority=%d", (int)rnd_below(18) - 9);
 		if (rnd_below(3) == 0)		/* a fair-share group */
 			req_set(&q, "group=%s", rkeys[rnd_below(2)]);
+		if (rnd_below(3) == 0)		/* an idempotency key */
+			req_set(&q, "idempotency_key=%s request_hash=%.*s",
+			    ikeys[rnd_below(4)], 2, ihashes[rnd_below(3)]);
 		if (rnd_below(8) == 0)
 			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;
@@ -355,6 +368,9 @@ static void random_command(struct sm_batch *b)
 		req_set(&q, "lease_ms=%" PRIu64, rnd_below(6) == 0 ? 100 + rnd_below(2000) : 0);
 		if (rnd_below(3) == 0)
 			req_set(&q, "priority=%d", (int)rnd_below(16) - 8);
+		if (rnd_below(3) == 0)		/* an idempotency key */
+			req_set(&q, "idempotency_key=%s request_hash=%.*s",
+			    ikeys[rnd_below(4)], 2, ihashes[rnd_below(3)]);
 		if (rnd_below(8) == 0)
 			q.r.id = 1 + rnd_below((unsigned int)id);	/* a retry */
 		break;
@@ -383,6 +399,13 @@ static void random_command(struct sm_batch *b)
 		req_set(&q, "lease_ms=%" PRIu64, rnd_below(2) ? 0 : 100 + rnd_below(3000));
 		break;
 	case 22:
+		if (rnd_below(2)) {
+			req_make(&q, id, SEMD__REQUEST__OP_SESSIONS, "principal=%s",
+			    rnd_below(2) ? "" : principals[rnd_below(4)]);
+			req_set(&q, "after=%" PRIu64, rnd_below(2) ? 0 : rnd_below(64));
+			req_set(&q, "max=%" PRIu64, rnd_below(4));
+			break;
+		}
 		req_make(&q, id, SEMD__REQUEST__OP_HOLDS, "principal=%s",
 		    rnd_below(2) ? "" : principals[rnd_below(4)]);
 		req_set(&q, "after_permit=%" PRIu64, rnd_below(2) ? 0 : rnd_below(100));
@@ -563,6 +586,11 @@ int main(int argc, char **argv)
 			else
 				sm_batch_leader(&b, 1 + rnd_below(5), rnd_below(2000),
 				    rnd_below(2) ? "tcp:127.0.0.1:7385" : "");
+			/* a new history, and who leads now (EVENT_CLUSTER) */
+			if (rnd_below(2))
+				sm_batch_instance(&b, 1 + rnd_below(1000));
+			sm_batch_cluster(&b, 1 + rnd_below(9), rnd_below(2) ?
+			    "1 voter,2 voter,3 standby" : "1 voter");
 			for (c = 0; c < NCLIENTS; c++)
 				cl[c].id = 0;
 		} else if (rnd_below(4000) == 0) {
@@ -630,6 +658,13 @@ int main(int argc, char **argv)
 		    " refused QUEUE_FULL (queue policies, priorities, fair shares on)\n",
 		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__REPLACED],
 		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__QUEUE_FULL]);
+		printf("test_replay: retries by idempotency key: %" PRIu64
+		    " told their down waits, %" PRIu64 " refused (another "
+		    "request's key); %" PRIu64 " sessions lists\n", keyed_pending,
+		    keyed_reused, ct.ops[SEMD__REQUEST__OP_SESSIONS]);
+		if (steps >= 100000 && (keyed_pending == 0 || keyed_reused == 0 ||
+		    ct.ops[SEMD__REQUEST__OP_SESSIONS] == 0))
+			FAIL("the log did not reach the idempotency keys");
 		if (steps >= 100000 && (ct.multi_grants == 0 || ct.deadlocks == 0 ||
 		    ct.replies[SEMD__REQUEST__OP_WATCH][SEMD__CODE__OK] == 0 ||
 		    ct.replies[SEMD__REQUEST__OP_DOWN][SEMD__CODE__REPLACED] == 0 ||

@@ -364,7 +364,7 @@ int main(void)
 {
 	static const int reads[] = {
 		OP(INFO), OP(LIST), OP(STATS), OP(HOLDS), OP(WHERE),
-		OP(VALIDATE), OP(PING),
+		OP(VALIDATE), OP(PING), OP(SESSIONS),
 	};
 	size_t i;
 	int n = 0;

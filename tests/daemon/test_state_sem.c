@@ -67,6 +67,7 @@ static void test_op_table(void)
 		{ SEMD__REQUEST__OP_SET_QUEUE, "name", SM_RIGHT_MANAGE,
 		    "set the queue of" },
 		{ SEMD__REQUEST__OP_BACKUP, "", SM_RIGHT_MANAGE, "back up" },
+		{ SEMD__REQUEST__OP_SESSIONS, "", SM_RIGHT_INSPECT, "inspect" },
 	};
 	const struct sm_op *op;
 	struct req q;
