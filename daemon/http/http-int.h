@@ -25,7 +25,7 @@
 
 #include <event2/event.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+#include <event2/keyvalq_struct.h>	/* struct hreq's query, the transport's */
 #include <jansson.h>
 
 #include "core/list.h"
@@ -133,6 +133,9 @@ struct hreq {
 	bool			query_ok;
 	bool			answered;
 	bool			head;
+	int			method;		/* enum http_method */
+	uint32_t		pid;		/* a UNIX peer's */
+	char			host[64];	/* a TCP peer's address */
 	char			origin[256];	/* a CORS origin allowed */
 	/* what the route keeps while it waits */
 	void			*priv;
@@ -140,17 +143,47 @@ struct hreq {
 	struct event		*timer;
 };
 
+/* The methods of HTTP/1.1 a route can take, a bit each. */
+enum http_method {
+	HTTP_GET = 1 << 0,
+	HTTP_POST = 1 << 1,
+	HTTP_HEAD = 1 << 2,
+	HTTP_PUT = 1 << 3,
+	HTTP_DELETE = 1 << 4,
+	HTTP_OPTIONS = 1 << 5,
+	HTTP_TRACE = 1 << 6,
+	HTTP_CONNECT = 1 << 7,
+	HTTP_PATCH = 1 << 8,
+};
+
 typedef void (*http_handler_fn)(struct hreq *r);
 
 struct http_route {
-	int			method;		/* EVHTTP_REQ_* */
+	int			method;		/* enum http_method */
 	const char		*pattern;	/* "semaphores/ * /permits" */
 	http_handler_fn		fn;
 	bool			state;		/* redirected on a follower */
 };
 
 /* --- http_front.c -------------------------------------------------------- */
+/*
+ * A request as the routes see it: what was asked (method, target, headers,
+ * query, body: r->body, r->args) and who asks (r->who, the peer), and the
+ * answers below. Nothing else of the transport under it is theirs.
+ */
 extern struct http_front *http_the_front;
+/* r's method (enum http_method). */
+int http_method(const struct hreq *r);
+/* r's target as it was sent: the path and the query ("" once it is gone). */
+const char *http_uri(const struct hreq *r);
+/* Is r's client still there, its answer not made yet? */
+bool http_live(const struct hreq *r);
+/* The address of r's TCP or TLS peer ("" over a UNIX socket). */
+const char *http_peer_host(const struct hreq *r);
+/* The process id of r's UNIX peer (0 over TCP). */
+uint32_t http_peer_pid(const struct hreq *r);
+/* The event loop that runs r's route (its timers go there). */
+struct event_base *http_loop(const struct hreq *r);
 /* The time now (the loops' monotonic clock), ms. */
 uint64_t http_now(void);
 /* Arm ev to fire in ms milliseconds. */
@@ -163,6 +196,14 @@ uint64_t http_wall_ms(void);
 void http_reply_json(struct hreq *r, int status, json_t *body);
 /* Answer r with JSON text already written (json[0..len), no newline). */
 void http_reply_text(struct hreq *r, int status, const char *json, size_t len);
+/*
+ * Answer r with bytes of type that live as long as the process (NULL type:
+ * none), or, to HEAD, with their length alone.
+ */
+void http_reply_static(struct hreq *r, int status, const char *type,
+    const void *data, size_t len);
+/* Answer r with a line of plain text (NULL: no body). */
+void http_reply_plain(struct hreq *r, int status, const char *text);
 /* Answer r with a header (NULL: none) and no body. */
 void http_reply_empty(struct hreq *r, int status, const char *hname,
     const char *hvalue);

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
 #include <openssl/evp.h>
 
 #include "daemon/http/http-int.h"
@@ -683,7 +682,7 @@ static struct hwaiter *hw_new(struct hreq *r, const struct gate_ident *id,
 	INIT_LIST_HEAD(&w->entry);
 	w->state = session != 0 ? HW_RESOLVING : HW_WAITING;
 	w->lease_ms = lease_ms;
-	w->keepalive = evtimer_new(r->f->base, hw_keepalive_cb, w);
+	w->keepalive = evtimer_new(http_loop(r), hw_keepalive_cb, w);
 	w->g = gate_open(r->f, GATE_WAITER, r->who, id, lease_ms, session, secret,
 	    &e, why, sizeof why);
 	if (w->g == NULL || w->keepalive == NULL) {
@@ -785,7 +784,7 @@ static void hpoll_add(struct hwaiter *w, struct hreq *r, enum hpoll_kind kind,
 	r->priv = p;
 	list_add_tail(&p->entry, &w->polls);
 	http_req_watch(r, hpoll_gone);
-	if ((p->timer = evtimer_new(w->f->base, hpoll_timer_cb, p)) != NULL)
+	if ((p->timer = evtimer_new(http_loop(r), hpoll_timer_cb, p)) != NULL)
 		http_arm(p->timer, wait_ms);
 	if (w->state == HW_WAITING && !evtimer_pending(w->keepalive, NULL))
 		http_arm(w->keepalive, w->lease_ms / 3 > 50 ? w->lease_ms / 3 : 50);
@@ -822,7 +821,7 @@ static void idem_drop(struct http_front *f, struct hidem *k)
 	list_for_each_safe(pos, tmp, &k->joined) {
 		j = list_entry(pos, struct hjoin, entry);
 		list_del_init(&j->entry);
-		if (j->r->req != NULL)
+		if (http_live(j->r))
 			j->r->route->fn(j->r);
 		http_req_put(j->r);
 		free(j);
@@ -865,7 +864,7 @@ static void idem_store(struct hidem *k, int status, json_t *body,
 /* The hash of what an attempt asks: method, path, body. */
 static void idem_hash(struct hreq *r, uint8_t out[32])
 {
-	const char *uri = evhttp_request_get_uri(r->req);
+	const char *uri = http_uri(r);
 	char *body = json_dumps(r->body, JSON_COMPACT | JSON_SORT_KEYS);
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	unsigned int n = 0;
@@ -1079,7 +1078,7 @@ static void acq_try_done(struct hreq *r, const Semd__Reply *rep)
 		acq_free(a);
 		return;
 	}
-	if (rep->body_case == SEMD__REPLY__BODY_GRANT && r->req != NULL &&
+	if (rep->body_case == SEMD__REPLY__BODY_GRANT && http_live(r) &&
 	    a->idem == NULL && (len = hj_grant_text(text, sizeof text, loc,
 	    sizeof loc, a->b.m.down.name, rep->grant->permit_id,
 	    rep->grant->token, rep->grant->n, rep->grant->waited_us,
@@ -1093,7 +1092,7 @@ static void acq_try_done(struct hreq *r, const Semd__Reply *rep)
 		    rep->grant->token, rep->grant->n, rep->grant->waited_us,
 		    a->lease_ms, expires);
 		href = json_string_value(json_object_get(body, "href"));
-		if (r->req == NULL && a->idem == NULL)
+		if (!http_live(r) && a->idem == NULL)
 			acq_give_back(r, a->b.m.down.name, rep->grant->permit_id);
 		if (a->idem != NULL)
 			idem_store(a->idem, href != NULL ? 201 : 200, body, href);
@@ -1108,7 +1107,7 @@ static void acq_try_done(struct hreq *r, const Semd__Reply *rep)
 			json_array_append_new(grants, hj_grant(ng->name,
 			    ng->permit_id, ng->token, ng->n,
 			    rep->multi_grant->waited_us, a->lease_ms, expires));
-			if (r->req == NULL && a->idem == NULL)
+			if (!http_live(r) && a->idem == NULL)
 				acq_give_back(r, ng->name, ng->permit_id);
 		}
 		body = json_pack("{s:o}", "grants", grants);

@@ -59,42 +59,42 @@ static struct http_config *http_defaults;
 static void http_route_openapi(struct hreq *r);
 
 static const struct http_route http_routes[] = {
-	{ EVHTTP_REQ_GET, "openapi.json", http_route_openapi, false },
-	{ EVHTTP_REQ_GET, "server", http_route_server, false },
-	{ EVHTTP_REQ_GET, "semaphores", http_route_list, true },
-	{ EVHTTP_REQ_PUT, "semaphores/*", http_route_create, true },
-	{ EVHTTP_REQ_GET, "semaphores/*", http_route_info, true },
-	{ EVHTTP_REQ_DELETE, "semaphores/*", http_route_delete, true },
-	{ EVHTTP_REQ_PUT, "semaphores/*/limit", http_route_set_limit, true },
-	{ EVHTTP_REQ_PUT, "semaphores/*/rate", http_route_set_rate, true },
-	{ EVHTTP_REQ_PUT, "semaphores/*/queue", http_route_set_queue, true },
-	{ EVHTTP_REQ_POST, "semaphores/*/permits", http_route_acquire, true },
-	{ EVHTTP_REQ_GET, "semaphores/*/permits/*", http_route_permit, true },
-	{ EVHTTP_REQ_DELETE, "semaphores/*/permits/*", http_route_release, true },
-	{ EVHTTP_REQ_POST, "semaphores/*/permits/*/renew", http_route_renew, true },
-	{ EVHTTP_REQ_DELETE, "semaphores/*/waiters/*", http_route_cancel_queued,
+	{ HTTP_GET, "openapi.json", http_route_openapi, false },
+	{ HTTP_GET, "server", http_route_server, false },
+	{ HTTP_GET, "semaphores", http_route_list, true },
+	{ HTTP_PUT, "semaphores/*", http_route_create, true },
+	{ HTTP_GET, "semaphores/*", http_route_info, true },
+	{ HTTP_DELETE, "semaphores/*", http_route_delete, true },
+	{ HTTP_PUT, "semaphores/*/limit", http_route_set_limit, true },
+	{ HTTP_PUT, "semaphores/*/rate", http_route_set_rate, true },
+	{ HTTP_PUT, "semaphores/*/queue", http_route_set_queue, true },
+	{ HTTP_POST, "semaphores/*/permits", http_route_acquire, true },
+	{ HTTP_GET, "semaphores/*/permits/*", http_route_permit, true },
+	{ HTTP_DELETE, "semaphores/*/permits/*", http_route_release, true },
+	{ HTTP_POST, "semaphores/*/permits/*/renew", http_route_renew, true },
+	{ HTTP_DELETE, "semaphores/*/waiters/*", http_route_cancel_queued,
 	    true },
-	{ EVHTTP_REQ_POST, "semaphores/*/up", http_route_up, true },
-	{ EVHTTP_REQ_GET, "semaphores/*/tokens/*", http_route_validate, true },
-	{ EVHTTP_REQ_POST, "permits", http_route_acquire_many, true },
-	{ EVHTTP_REQ_GET, "waiters/*", http_route_waiter_get, true },
-	{ EVHTTP_REQ_DELETE, "waiters/*", http_route_waiter_delete, true },
-	{ EVHTTP_REQ_POST, "waiters/*/renew", http_route_waiter_renew, true },
-	{ EVHTTP_REQ_GET, "holds", http_route_holds, true },
-	{ EVHTTP_REQ_GET, "watch", http_route_watch, true },
-	{ EVHTTP_REQ_GET, "stats", http_route_stats, true },
-	{ EVHTTP_REQ_GET, "cluster", http_route_cluster, false },
-	{ EVHTTP_REQ_POST, "cluster/members", http_route_member_add, true },
-	{ EVHTTP_REQ_DELETE, "cluster/members/*", http_route_member_remove, true },
-	{ EVHTTP_REQ_POST, "cluster/leader", http_route_transfer, true },
-	{ EVHTTP_REQ_GET, "backup", http_route_backup, true },
+	{ HTTP_POST, "semaphores/*/up", http_route_up, true },
+	{ HTTP_GET, "semaphores/*/tokens/*", http_route_validate, true },
+	{ HTTP_POST, "permits", http_route_acquire_many, true },
+	{ HTTP_GET, "waiters/*", http_route_waiter_get, true },
+	{ HTTP_DELETE, "waiters/*", http_route_waiter_delete, true },
+	{ HTTP_POST, "waiters/*/renew", http_route_waiter_renew, true },
+	{ HTTP_GET, "holds", http_route_holds, true },
+	{ HTTP_GET, "watch", http_route_watch, true },
+	{ HTTP_GET, "stats", http_route_stats, true },
+	{ HTTP_GET, "cluster", http_route_cluster, false },
+	{ HTTP_POST, "cluster/members", http_route_member_add, true },
+	{ HTTP_DELETE, "cluster/members/*", http_route_member_remove, true },
+	{ HTTP_POST, "cluster/leader", http_route_transfer, true },
+	{ HTTP_GET, "backup", http_route_backup, true },
 };
 #define HTTP_NROUTES	(sizeof http_routes / sizeof http_routes[0])
 /* evhttp takes every method it knows; a route's own are checked here (405). */
-#define HTTP_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | \
-			    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | \
-			    EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | \
-			    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT)
+#define HTTP_METHODS	(HTTP_GET | HTTP_POST | HTTP_PUT | \
+			    HTTP_DELETE | HTTP_OPTIONS | \
+			    HTTP_HEAD | HTTP_PATCH | \
+			    HTTP_TRACE | HTTP_CONNECT)
 
 /* --- small things --------------------------------------------------------- */
 
@@ -281,6 +281,44 @@ const char *http_in_header(const struct hreq *r, const char *name)
 	    evhttp_request_get_input_headers(r->req), name) : NULL;
 }
 
+/* r's method. */
+int http_method(const struct hreq *r)
+{
+	return r->method;
+}
+
+/* r's target as it was sent. */
+const char *http_uri(const struct hreq *r)
+{
+	const char *uri = r->req != NULL ? evhttp_request_get_uri(r->req) : NULL;
+
+	return uri != NULL ? uri : "";
+}
+
+/* Is r's client still there, its answer not made yet? */
+bool http_live(const struct hreq *r)
+{
+	return r->req != NULL && !r->answered;
+}
+
+/* The address of r's TCP or TLS peer. */
+const char *http_peer_host(const struct hreq *r)
+{
+	return r->host;
+}
+
+/* The process id of r's UNIX peer. */
+uint32_t http_peer_pid(const struct hreq *r)
+{
+	return r->pid;
+}
+
+/* The loop that runs r's route. */
+struct event_base *http_loop(const struct hreq *r)
+{
+	return r->f->base;
+}
+
 /* A query parameter, or NULL. */
 const char *http_query(struct hreq *r, const char *name)
 {
@@ -346,8 +384,13 @@ static void http_send(struct hreq *r, int status, struct evbuffer *b)
 		return;
 	http_cors_headers(r);
 	http_header(r, "Date", http_date());
-	/* What a GET reads is the state of now (other answers are not kept). */
-	if (evhttp_request_get_command(r->req) & (EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+	/*
+	 * What a GET reads is the state of now (other answers are not kept),
+	 * unless the route said otherwise (the console's files).
+	 */
+	if ((evhttp_request_get_command(r->req) & (HTTP_GET | HTTP_HEAD)) &&
+	    evhttp_find_header(evhttp_request_get_output_headers(r->req),
+	    "Cache-Control") == NULL)
 		http_header(r, "Cache-Control", "no-store");
 	evhttp_send_reply(r->req, status, http_reason(status), b);
 	http_req_done(r);
@@ -412,6 +455,55 @@ void http_reply_text(struct hreq *r, int status, const char *json, size_t len)
 		return;
 	}
 	http_header(r, "Content-Type", "application/json");
+	http_send(r, status, NULL);
+}
+
+/* Answer with bytes that live as long as the process; to HEAD, their length. */
+void http_reply_static(struct hreq *r, int status, const char *type,
+    const void *data, size_t len)
+{
+	struct evbuffer *b;
+	char clen[24];
+
+	if (r->req == NULL || r->answered)
+		return;
+	if (type != NULL)
+		http_header(r, "Content-Type", type);
+	if (http_method(r) == HTTP_HEAD) {
+		/* its length, not its bytes (evhttp would send what it is given) */
+		snprintf(clen, sizeof clen, "%zu", len);
+		http_header(r, "Content-Length", clen);
+		http_send(r, status, NULL);
+		return;
+	}
+	if ((b = evbuffer_new()) == NULL ||
+	    evbuffer_add_reference(b, data, len, NULL, NULL) != 0) {
+		if (b != NULL)
+			evbuffer_free(b);
+		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	http_send(r, status, b);
+	evbuffer_free(b);
+}
+
+/* Answer with a line of plain text (NULL: no body). */
+void http_reply_plain(struct hreq *r, int status, const char *text)
+{
+	struct evbuffer *out;
+
+	if (r->req == NULL || r->answered)
+		return;
+	out = evhttp_request_get_output_buffer(r->req);
+	if (text != NULL) {
+		if (evbuffer_add_printf(out, "%s\n", text) < 0) {
+			evbuffer_drain(out, evbuffer_get_length(out));
+			http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED,
+			    "out of memory");
+			return;
+		}
+		http_header(r, "Content-Type", "text/plain; charset=utf-8");
+	}
 	http_send(r, status, NULL);
 }
 
@@ -697,18 +789,8 @@ uint64_t http_prefer_wait(struct hreq *r, bool *given)
 /* The /v1/openapi.json route: the document. */
 static void http_route_openapi(struct hreq *r)
 {
-	struct evbuffer *b = evbuffer_new();
-
-	if (b == NULL || evbuffer_add_reference(b, (const char *)http_openapi_json,
-	    http_openapi_json_len, NULL, NULL) != 0) {
-		if (b != NULL)
-			evbuffer_free(b);
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	http_header(r, "Content-Type", "application/json");
-	http_send(r, 200, b);
-	evbuffer_free(b);
+	http_reply_static(r, 200, "application/json", http_openapi_json,
+	    http_openapi_json_len);
 }
 
 /*
@@ -747,8 +829,8 @@ static const struct http_route *http_match(int method, char **seg, size_t n,
 static void http_allow(char *buf, size_t len, int allow)
 {
 	static const struct { int m; const char *name; } ms[] = {
-		{ EVHTTP_REQ_GET, "GET" }, { EVHTTP_REQ_POST, "POST" },
-		{ EVHTTP_REQ_PUT, "PUT" }, { EVHTTP_REQ_DELETE, "DELETE" },
+		{ HTTP_GET, "GET" }, { HTTP_POST, "POST" },
+		{ HTTP_PUT, "PUT" }, { HTTP_DELETE, "DELETE" },
 	};
 	size_t i, off = 0;
 
@@ -993,6 +1075,15 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 	r->req = req;
 	r->hc = hc;
 	r->refs = 1;
+	r->method = method;
+	r->pid = hc->pid;
+	if (!l->is_unix) {
+		char *addr = NULL;
+		uint16_t port = 0;
+
+		evhttp_connection_get_peer(evcon, &addr, &port);
+		snprintf(r->host, sizeof r->host, "%s", addr != NULL ? addr : "");
+	}
 	hc->cur = r;
 	if (hc->who == NULL) {
 		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
@@ -1004,8 +1095,7 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 		goto out;
 	}
 	if (http_ui_path(uri)) {	/* the web console's files: http_ui.c */
-		http_ui_answer(req, http_cfg(f));
-		http_req_done(r);
+		http_ui_answer(r, http_cfg(f));
 		goto out;
 	}
 	if ((n = http_split(uri, seg, sizeof seg / sizeof seg[0], &query)) < 0) {
@@ -1014,7 +1104,7 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 		goto out;
 	}
 	route = http_match(method, seg, (size_t)n, &allowm);
-	if (route == NULL && method == EVHTTP_REQ_OPTIONS && allowm != 0) {
+	if (route == NULL && method == HTTP_OPTIONS && allowm != 0) {
 		http_options(r, allowm);
 	} else if (route == NULL && allowm != 0) {
 		http_allow(allow, sizeof allow, allowm);
@@ -1044,8 +1134,8 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 			    "the query string is malformed");
 		in = evhttp_request_get_input_buffer(req);
 		len = evbuffer_get_length(in);
-		if (!r->answered && (method == EVHTTP_REQ_POST ||
-		    method == EVHTTP_REQ_PUT)) {
+		if (!r->answered && (method == HTTP_POST ||
+		    method == HTTP_PUT)) {
 			r->body = http_json_load((const char *)evbuffer_pullup(in,
 			    (ev_ssize_t)len), len, err, sizeof err);
 			if (r->body == NULL)

@@ -14,8 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
 #include <openssl/evp.h>
 
 #include "daemon/backup.h"
@@ -64,21 +62,13 @@ void http_ident(struct hreq *r, struct gate_ident *id, char *client,
     size_t clen, char *host, size_t hlen)
 {
 	const char *ua = http_in_header(r, "User-Agent");
-	struct evhttp_connection *evcon;
-	char *addr = NULL;
-	uint16_t port = 0;
 
 	snprintf(client, clen, "%.*s", ua != NULL ? (int)strcspn(ua, " ") : 4,
 	    ua != NULL ? ua : "http");
-	host[0] = '\0';
-	if (r->req != NULL && r->hc != NULL && !r->hc->l->is_unix &&
-	    (evcon = evhttp_request_get_connection(r->req)) != NULL) {
-		evhttp_connection_get_peer(evcon, &addr, &port);
-		snprintf(host, hlen, "%s", addr != NULL ? addr : "");
-	}
+	snprintf(host, hlen, "%s", http_peer_host(r));
 	id->client = client;
 	id->host = host;
-	id->pid = r->hc != NULL ? r->hc->pid : 0;
+	id->pid = http_peer_pid(r);
 }
 
 /* One request to r's caller's service gate; done(r, reply) answers it. */

@@ -20,10 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-
+#include "daemon/http/http-int.h"
 #include "daemon/http/http_config.h"
 #include "daemon/http/http_ui.h"
 
@@ -142,7 +139,7 @@ static size_t http_ui_origin(char *b, size_t size, size_t used, const char *url)
 }
 
 /* The headers every answer of the console carries. */
-static void http_ui_headers(struct evkeyvalq *out, const struct http_config *cfg)
+static void http_ui_headers(struct hreq *r, const struct http_config *cfg)
 {
 	char nodes[2048] = "", csp[sizeof nodes + sizeof UI_CSP];
 	size_t i, used = 0;
@@ -150,93 +147,53 @@ static void http_ui_headers(struct evkeyvalq *out, const struct http_config *cfg
 	for (i = 0; cfg != NULL && i < cfg->nnodes; i++)
 		used = http_ui_origin(nodes, sizeof nodes, used, cfg->nodes[i].url);
 	snprintf(csp, sizeof csp, UI_CSP, nodes);
-	evhttp_add_header(out, "Content-Security-Policy", csp);
-	evhttp_add_header(out, "X-Content-Type-Options", "nosniff");
-	evhttp_add_header(out, "X-Frame-Options", "DENY");
-	evhttp_add_header(out, "Referrer-Policy", "no-referrer");
-	evhttp_add_header(out, "Cross-Origin-Opener-Policy", "same-origin");
-	evhttp_add_header(out, "Cross-Origin-Resource-Policy", "same-origin");
+	http_header(r, "Content-Security-Policy", csp);
+	http_header(r, "X-Content-Type-Options", "nosniff");
+	http_header(r, "X-Frame-Options", "DENY");
+	http_header(r, "Referrer-Policy", "no-referrer");
+	http_header(r, "Cross-Origin-Opener-Policy", "same-origin");
+	http_header(r, "Cross-Origin-Resource-Policy", "same-origin");
 }
 
-/* Send req's answer (500: evhttp's own error page). */
-static int http_ui_send(struct evhttp_request *req, int status,
-    const char *reason, struct evbuffer *b)
+/* Answer status with a short plain text. */
+static int http_ui_plain(struct hreq *r, const struct http_config *cfg,
+    int status, const char *text)
 {
-	if (status == 500)
-		evhttp_send_error(req, status, reason);
-	else
-		evhttp_send_reply(req, status, reason, b);
-	return status;
-}
-
-/* Send status with a short plain text (NULL: no body). */
-static int http_ui_plain(struct evhttp_request *req,
-    const struct http_config *cfg, int status, const char *reason,
-    const char *text)
-{
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-	struct evbuffer *b = evbuffer_new();
-
-	http_ui_headers(out, cfg);
-	evhttp_add_header(out, "Cache-Control", "no-store");
-	if (b == NULL)
-		return http_ui_send(req, 500, "out of memory", NULL);
-	if (text != NULL) {
-		evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
-		evbuffer_add_printf(b, "%s\n", text);
-	}
-	http_ui_send(req, status, reason, b);
-	evbuffer_free(b);
+	http_ui_headers(r, cfg);
+	http_header(r, "Cache-Control", "no-store");
+	http_reply_plain(r, status, text);
 	return status;
 }
 
 /* Answer a request for the console: a file, 304, 301, 404 or 405. */
-int http_ui_answer(struct evhttp_request *req, const struct http_config *cfg)
+int http_ui_answer(struct hreq *r, const struct http_config *cfg)
 {
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-	const char *uri = evhttp_request_get_uri(req), *p;
+	const char *uri = http_uri(r), *p;
 	const struct http_ui_file *f;
-	struct evbuffer *b;
-	int method = evhttp_request_get_command(req);
-	char clen[24];
+	int method = http_method(r);
 	size_t len;
 
-	if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
-		evhttp_add_header(out, "Allow", "GET, HEAD");
-		return http_ui_plain(req, cfg, 405, "Method Not Allowed",
+	if (method != HTTP_GET && method != HTTP_HEAD) {
+		http_header(r, "Allow", "GET, HEAD");
+		return http_ui_plain(r, cfg, 405,
 		    "the console's files are only read (GET, HEAD)");
 	}
 	if (strncmp(uri, UI_PREFIX "/", strlen(UI_PREFIX) + 1) != 0) {
 		/* "/ui" and "/": the console is at /ui/ */
-		evhttp_add_header(out, "Location", UI_PREFIX "/");
-		return http_ui_plain(req, cfg, 301, "Moved Permanently",
-		    "the console is at /ui/");
+		http_header(r, "Location", UI_PREFIX "/");
+		return http_ui_plain(r, cfg, 301, "the console is at /ui/");
 	}
 	p = uri + strlen(UI_PREFIX) + 1;
 	len = strcspn(p, "?#");
 	if ((f = http_ui_find(p, len)) == NULL)
-		return http_ui_plain(req, cfg, 404, "Not Found",
-		    "no such file of the console");
-	http_ui_headers(out, cfg);
-	evhttp_add_header(out, "ETag", f->etag);
-	evhttp_add_header(out, "Cache-Control", "no-cache");
-	if (http_ui_fresh(evhttp_find_header(evhttp_request_get_input_headers(req),
-	    "If-None-Match"), f->etag))
-		return http_ui_send(req, 304, "Not Modified", NULL);
-	evhttp_add_header(out, "Content-Type", f->type);
-	if (method == EVHTTP_REQ_HEAD) {
-		/* its length, not its bytes (evhttp would send what it is given) */
-		snprintf(clen, sizeof clen, "%zu", f->len);
-		evhttp_add_header(out, "Content-Length", clen);
-		return http_ui_send(req, 200, "OK", NULL);
+		return http_ui_plain(r, cfg, 404, "no such file of the console");
+	http_ui_headers(r, cfg);
+	http_header(r, "ETag", f->etag);
+	http_header(r, "Cache-Control", "no-cache");
+	if (http_ui_fresh(http_in_header(r, "If-None-Match"), f->etag)) {
+		http_reply_empty(r, 304, NULL, NULL);
+		return 304;
 	}
-	if ((b = evbuffer_new()) == NULL ||
-	    evbuffer_add_reference(b, f->data, f->len, NULL, NULL) != 0) {
-		if (b != NULL)
-			evbuffer_free(b);
-		return http_ui_send(req, 500, "out of memory", NULL);
-	}
-	http_ui_send(req, 200, "OK", b);
-	evbuffer_free(b);
+	http_reply_static(r, 200, f->type, f->data, f->len);
 	return 200;
 }

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct evhttp_request;
+struct hreq;
 struct http_config;
 
 /* A file of the console, built into the daemon (console/embed.sh). */
@@ -29,11 +29,11 @@ extern const size_t http_ui_nfiles;
 bool http_ui_path(const char *uri);
 
 /*
- * Answer req, whose path http_ui_path() took, with a console file, a 304
- * (If-None-Match), a redirect to /ui/, a 404 or a 405; the answer is sent
- * (evhttp_send_reply) before this returns. cfg: the front door's settings
+ * Answer r, whose path http_ui_path() took, with a console file, a 304
+ * (If-None-Match), a redirect to /ui/, a 404 or a 405; the answer is made
+ * before this returns. cfg: the front door's settings
  * (the pages may call the nodes of http-nodes). The status is returned.
  */
-int http_ui_answer(struct evhttp_request *req, const struct http_config *cfg);
+int http_ui_answer(struct hreq *r, const struct http_config *cfg);
 
 #endif

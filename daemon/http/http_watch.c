@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "daemon/http/http-int.h"
 #include "daemon/server.h"
@@ -213,7 +212,7 @@ static void hwatch_closed(void *owner)
 	struct hwatch *s = owner;
 
 	s->g = NULL;
-	if (!s->started && s->r->req != NULL)
+	if (!s->started && http_live(s->r))
 		http_problem_gone(s->r, NULL);
 	hwatch_end(s);
 }
@@ -293,7 +292,7 @@ void http_route_watch(struct hreq *r)
 	r->priv = s;
 	list_add_tail(&s->entry, &r->f->watches);
 	http_req_watch(r, hwatch_gone);
-	if ((s->ka = event_new(r->f->base, -1, EV_PERSIST, hwatch_ka_cb, s)) != NULL)
+	if ((s->ka = event_new(http_loop(r), -1, EV_PERSIST, hwatch_ka_cb, s)) != NULL)
 		event_add(s->ka, &tv);
 	if ((s->rdy = event_new(r->f->base, -1, 0, hwatch_rdy_cb, s)) == NULL) {
 		hwatch_end(s);
