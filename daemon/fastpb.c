@@ -394,9 +394,9 @@ bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound)
 	/*
 	 * Only id, code, message and the bodies below are written here: a
 	 * reply with any other field set (a Watch's revision, COMPACTED's
-	 * oldest revision) is protobuf-c's.
+	 * oldest revision, a key reused) is protobuf-c's.
 	 */
-	if (r->revision != 0 || r->oldest_revision != 0)
+	if (r->revision != 0 || r->oldest_revision != 0 || r->key_reused)
 		return false;
 	if (r->message != NULL && r->message[0] != '\0')
 		n += 1 + 10 + strlen(r->message);
@@ -506,7 +506,7 @@ size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out)
 	uint8_t *p = out + FRAME_HDR;	/* Reply's fields after the header */
 	size_t b, len;
 
-	if (r->revision != 0 || r->oldest_revision != 0 ||
+	if (r->revision != 0 || r->oldest_revision != 0 || r->key_reused ||
 	    (r->message != NULL && r->message[0] != '\0') || !fastpb_enabled())
 		return 0;
 	p += pb_put_uint_field(p, 1, r->id);

@@ -11,9 +11,14 @@
  * and the down's request id and names: a retry of that down on the
  * resumed session answers what it became (sm_down.c).
  *
- * Idempotency-Key: the first attempt's answer (201, 200 or 202) is kept
- * under the principal and the key, and a retry with the same body gets it
- * again; a retry while the first is under way waits for it.
+ * Idempotency-Key: the key and the hash of what the acquire asks go with
+ * its down into the state (proto: Idempotency keys), which keeps them with
+ * the permit or waiter the down made, on every node: a retry anywhere is
+ * answered the same permit, or Pending - the waiter of the first attempt,
+ * which the retry then polls (on this node, or resumed from its id). A
+ * grant that holds nothing (signal or rate mode) leaves no record in the
+ * state: its answer is kept here, by the node that gave it, for its lease
+ * and a minute more.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -66,7 +71,6 @@ struct hwaiter {
 	struct list_head	polls;		/* struct hpoll */
 	struct event		*keepalive;
 	uint64_t		forget_at;	/* mono, once finished */
-	struct hidem		*idem;		/* its key, for the 201 */
 };
 
 enum hpoll_kind { HP_ACQUIRE, HP_GET, HP_RENEW, HP_DELETE };
@@ -81,24 +85,18 @@ struct hpoll {
 	bool			due;		/* its wait is over: answer at the Where */
 };
 
-/* An idempotency key and what its first attempt was answered. */
+/*
+ * An idempotency key whose answer this node keeps: a grant that holds
+ * nothing (signal or rate mode), of which the state keeps no record.
+ */
 struct hidem {
 	struct hnode		node;
 	struct list_head	entry;
 	struct hprin		*who;
 	char			key[256];
 	uint8_t			hash[32];
-	bool			done;
-	int			status;
 	json_t			*body;
-	char			*location;
-	struct list_head	joined;		/* struct hjoin */
 	uint64_t		expires;	/* mono */
-};
-
-struct hjoin {
-	struct list_head	entry;
-	struct hreq		*r;
 };
 
 /* An acquire under way (r->priv). */
@@ -108,7 +106,8 @@ struct hacq {
 	uint32_t		lease_ms;
 	int64_t			timeout_ms;
 	uint64_t		wait_ms;
-	struct hidem		*idem;
+	char			key[256];	/* Idempotency-Key ("": none) */
+	uint8_t			hash[32];	/* ... of what the acquire asks */
 	struct hj_body		b;	/* last: hj_body() sets what it uses */
 };
 
@@ -117,9 +116,9 @@ static void hw_resolved(struct hwaiter *w);
 static void acq_give_back(struct hreq *r, const char *name, uint64_t permit);
 static void hw_where(struct hwaiter *w);
 static void hw_free(struct hwaiter *w);
-static void idem_store(struct hidem *k, int status, json_t *body,
-    const char *location);
-static void idem_drop(struct http_front *f, struct hidem *k);
+static struct hwaiter *hw_lookup_id(struct hreq *r, const char *id);
+static void hpoll_add(struct hwaiter *w, struct hreq *r, enum hpoll_kind kind,
+    uint64_t wait_ms);
 
 /* --- waiter ids ----------------------------------------------------------- */
 
@@ -247,6 +246,32 @@ static bool hw_read_id(const char *id, struct hwaiter *w, uint64_t *session,
 	return p == end && *session != 0 && w->request_id != 0;
 }
 
+/*
+ * The id of the waiter a Pending names, whose down asked wants (n of them,
+ * multi: a DownMulti): the id its own node made. NULL: not one.
+ */
+static char *hw_pending_id(const Semd__Pending *p, bool multi, size_t n,
+    struct hwant *wants)
+{
+	struct hwaiter tmp;
+	struct gate g;
+
+	if (p->secret.len != sizeof g.secret || p->session == 0 ||
+	    p->request_id == 0)
+		return NULL;
+	memset(&tmp, 0, sizeof tmp);
+	memset(&g, 0, sizeof g);
+	g.session = p->session;
+	memcpy(g.secret, p->secret.data, sizeof g.secret);
+	tmp.g = &g;
+	tmp.request_id = p->request_id;
+	tmp.lease_ms = p->lease_ms;
+	tmp.multi = multi;
+	tmp.nwants = n;
+	tmp.wants = wants;
+	return hw_make_id(&tmp);
+}
+
 /* --- the table of waiters ------------------------------------------------- */
 
 /* Is this the waiter of that id? */
@@ -348,39 +373,6 @@ static int hw_acquire_answer(const struct hwaiter *w, json_t **body,
 	return 0;
 }
 
-/*
- * w's idempotency key once no acquire waits on w to answer it: kept with
- * the answer w has (a retry then gets it), or dropped when it failed, so
- * that a retry never waits for an answer that will not come.
- */
-static void hw_idem_settle(struct hwaiter *w, bool freeing)
-{
-	struct list_head *pos;
-	char loc[HW_ID_MAX + 32];
-	json_t *body;
-	int status;
-
-	if (w->idem == NULL)
-		return;
-	list_for_each(pos, &w->polls)
-		if (list_entry(pos, struct hpoll, entry)->kind == HP_ACQUIRE &&
-		    !freeing)
-			return;		/* it will answer, and keep the answer */
-	if (w->idem->done) {
-		w->idem = NULL;
-		return;
-	}
-	status = hw_acquire_answer(w, &body, loc, sizeof loc);
-	if (status != 0) {
-		idem_store(w->idem, status, body, loc[0] != '\0' ? loc : NULL);
-		json_decref(body);
-		w->idem = NULL;
-	} else if (freeing || w->state == HW_FAILED) {
-		idem_drop(w->f, w->idem);
-		w->idem = NULL;
-	}
-}
-
 /* Answer one poll as its waiter stands now (may it, before a Where). */
 static bool hpoll_answer(struct hpoll *p, bool final)
 {
@@ -396,10 +388,6 @@ static bool hpoll_answer(struct hpoll *p, bool final)
 		if (p->kind == HP_DELETE) {
 			http_reply_empty(r, 204, NULL, NULL);
 		} else {
-			if (p->kind == HP_ACQUIRE && w->idem != NULL) {
-				idem_drop(w->f, w->idem);
-				w->idem = NULL;
-			}
 			http_problem(r, w->fail_code, "%s", w->fail_msg != NULL ?
 			    w->fail_msg : "");
 		}
@@ -413,10 +401,6 @@ static bool hpoll_answer(struct hpoll *p, bool final)
 		http_reply_empty(r, 204, NULL, NULL);
 	} else if (p->kind == HP_ACQUIRE) {
 		status = hw_acquire_answer(w, &body, loc, sizeof loc);
-		if (w->idem != NULL)
-			idem_store(w->idem, status, body, loc[0] != '\0' ? loc :
-			    NULL);
-		w->idem = NULL;
 		if (loc[0] != '\0')
 			http_header(r, "Location", loc);
 		http_reply_json(r, status, body);
@@ -439,7 +423,6 @@ static void hw_answer_polls(struct hwaiter *w)
 	}
 	if (list_empty(&w->polls) && w->keepalive != NULL)
 		evtimer_del(w->keepalive);
-	hw_idem_settle(w, false);
 }
 
 /* The waiter ended (granted or failed): its session goes, polls are told. */
@@ -506,6 +489,38 @@ static void hw_keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	http_arm(w->keepalive, ms);
 }
 
+/*
+ * w's down carried an idempotency key whose down waits already (a retry of
+ * the same acquire raced it): w goes, its acquire polls that waiter.
+ */
+static void hw_moved(struct hwaiter *w, const Semd__Pending *pd)
+{
+	char *id = hw_pending_id(pd, w->multi, w->nwants, w->wants);
+	struct list_head *pos, *tmp;
+	struct hwaiter *o;
+	struct hpoll *p;
+	struct hreq *r;
+
+	list_for_each_safe(pos, tmp, &w->polls) {
+		p = list_entry(pos, struct hpoll, entry);
+		if (p->kind != HP_ACQUIRE)
+			continue;
+		r = p->r;
+		http_req_hold(r);
+		hpoll_end(p);
+		if (id == NULL)
+			http_problem(r, SEMD__CODE__INTERNAL, "the waiter of the "
+			    "key could not be named");
+		else if ((o = hw_lookup_id(r, id)) != NULL)
+			hpoll_add(o, r, HP_ACQUIRE, 0);
+		http_req_put(r);
+	}
+	free(id);
+	hw_fail(w, SEMD__CODE__CANCELLED, "its idempotency key names another "
+	    "waiter");
+	w->forget_at = http_now();
+}
+
 /* The answer to the down: a grant, or why it ended. */
 static void hw_down_done(void *arg, const Semd__Reply *rep)
 {
@@ -516,6 +531,11 @@ static void hw_down_done(void *arg, const Semd__Reply *rep)
 
 	if (rep == NULL)
 		return;		/* the gate is gone: hw_gate_closed says */
+	if (rep->code == SEMD__CODE__WOULD_BLOCK &&
+	    rep->body_case == SEMD__REPLY__BODY_PENDING) {
+		hw_moved(w, rep->pending);
+		return;
+	}
 	if (rep->code != SEMD__CODE__OK) {
 		if (rep->code == SEMD__CODE__UNAVAILABLE &&
 		    rep->body_case == SEMD__REPLY__BODY_REDIRECT)
@@ -624,7 +644,6 @@ static void hw_hello_done(void *arg, const Semd__Reply *rep)
 			return;
 		}
 		hw_index(w);
-		hw_idem_settle(w, false);
 	}
 }
 
@@ -649,7 +668,6 @@ static void hw_gate_closed(void *owner)
 		w->state = HW_FAILED;
 		w->fail_code = SEMD__CODE__UNAVAILABLE;
 		w->forget_at = http_now();	/* forgotten: resumed when asked */
-		hw_idem_settle(w, false);
 		return;
 	}
 	hw_fail(w, SEMD__CODE__UNAVAILABLE, "the waiter's session ended "
@@ -706,7 +724,6 @@ static void hw_free(struct hwaiter *w)
 {
 	struct list_head *pos, *tmp;
 
-	hw_idem_settle(w, true);
 	list_for_each_safe(pos, tmp, &w->polls) {
 		struct hpoll *p = list_entry(pos, struct hpoll, entry);
 
@@ -763,10 +780,8 @@ static void hpoll_gone(struct hreq *r)
 	    w->state == HW_RESOLVING)) {
 		hw_fail(w, SEMD__CODE__CANCELLED, "cancelled: the connection "
 		    "waiting for it closed, and it asked for no lease");
-		if (w->idem == NULL)
-			w->forget_at = http_now();
+		w->forget_at = http_now();
 	}
-	hw_idem_settle(w, false);
 }
 
 /* Make r a poll of w, answered within wait_ms (0: at the next Where). */
@@ -807,58 +822,58 @@ static bool idem_eq(const struct hnode *n, const void *key)
 	return k->who == q->who && strcmp(k->key, q->key) == 0;
 }
 
-/* Forget a key (its joined requests try again on their own). */
+/* The table's hash of who's key. */
+static uint64_t idem_table_hash(const struct http_front *f,
+    const struct hprin *who, const char *key)
+{
+	return hmap_siphash(f->hash_key, key, strlen(key)) ^ (uintptr_t)who;
+}
+
+/* Forget a key's answer. */
 static void idem_drop(struct http_front *f, struct hidem *k)
 {
-	struct list_head *pos, *tmp;
-	struct hjoin *j;
-
 	hmap_remove(&f->idem, &k->node);
 	list_del_init(&k->entry);
 	k->who->nidem--;
 	http_prin_put(f, k->who);
-	/* k is in no table now: what they run cannot join it again */
-	list_for_each_safe(pos, tmp, &k->joined) {
-		j = list_entry(pos, struct hjoin, entry);
-		list_del_init(&j->entry);
-		if (http_live(j->r))
-			j->r->route->fn(j->r);
-		http_req_put(j->r);
-		free(j);
-	}
 	json_decref(k->body);
-	free(k->location);
 	free(k);
 }
 
-/* Replay a stored answer to r. */
-static void idem_replay(struct hidem *k, struct hreq *r)
+/*
+ * Keep a's 200 (a grant that holds nothing) for its key (the principal's
+ * oldest goes at http-idempotency-keys).
+ */
+static void idem_keep(struct hacq *a, const json_t *body)
 {
-	if (k->location != NULL)
-		http_header(r, "Location", k->location);
-	http_reply_json(r, k->status, json_deep_copy(k->body));
-}
+	struct http_front *f = a->r->f;
+	const struct http_config *hc = f->srv->cfg.http;
+	uint32_t max = hc != NULL ? hc->idem_keys : 10000;
+	struct list_head *pos;
+	struct hidem *k;
 
-/* The first attempt's answer: keep it, and give it to those who waited. */
-static void idem_store(struct hidem *k, int status, json_t *body,
-    const char *location)
-{
-	struct list_head *pos, *tmp;
-	struct hjoin *j;
-
-	if (k->done)
+	if (a->key[0] == '\0' || max == 0)
 		return;
-	k->done = true;
-	k->status = status;
-	k->body = json_deep_copy(body);
-	k->location = location != NULL ? strdup(location) : NULL;
-	list_for_each_safe(pos, tmp, &k->joined) {
-		j = list_entry(pos, struct hjoin, entry);
-		list_del_init(&j->entry);
-		idem_replay(k, j->r);
-		http_req_put(j->r);
-		free(j);
+	if (a->r->who->nidem >= max) {
+		list_for_each(pos, &f->idem_list) {
+			k = list_entry(pos, struct hidem, entry);
+			if (k->who == a->r->who) {
+				idem_drop(f, k);
+				break;
+			}
+		}
 	}
+	if ((k = calloc(1, sizeof *k)) == NULL)
+		return;		/* a retry is then a new acquire */
+	k->who = a->r->who;
+	k->who->refs++;
+	k->who->nidem++;
+	memcpy(k->key, a->key, sizeof k->key);
+	memcpy(k->hash, a->hash, sizeof k->hash);
+	k->body = json_deep_copy(body);
+	k->expires = http_now() + a->lease_ms + HW_FORGET_MS;
+	hmap_insert(&f->idem, &k->node, idem_table_hash(f, k->who, k->key));
+	list_add_tail(&k->entry, &f->idem_list);
 }
 
 /* The hash of what an attempt asks: method, path, body. */
@@ -882,85 +897,43 @@ static void idem_hash(struct hreq *r, uint8_t out[32])
 }
 
 /*
- * The key of r's Idempotency-Key: *out NULL when there is none; false when
- * r was answered (a replay, a key in use with another body, a bad key) or
- * joined the first attempt's wait.
+ * a's Idempotency-Key, checked and hashed into a (none: a->key empty).
+ * False when r was answered: a bad key, or the answer this node keeps for
+ * it (or 422: the key was used for another request).
  */
-static bool idem_begin(struct hreq *r, uint32_t lease_ms, struct hidem **out)
+static bool idem_begin(struct hacq *a)
 {
+	struct hreq *r = a->r;
 	struct http_front *f = r->f;
 	const char *key = http_in_header(r, "Idempotency-Key");
-	const struct http_config *hc = f->srv->cfg.http;
-	uint32_t max = hc != NULL ? hc->idem_keys : 10000;
 	struct idem_key q = { r->who, key };
-	struct list_head *pos;
-	struct hjoin *j;
 	struct hidem *k;
 	struct hnode *n;
-	uint8_t hash[32];
-	uint64_t h;
 	size_t i;
 
-	*out = NULL;
+	a->key[0] = '\0';
 	if (key == NULL)
 		return true;
 	for (i = 0; key[i] != '\0'; i++)
 		if (key[i] < 0x20 || key[i] > 0x7e)
 			break;
-	if (i == 0 || i > 255 || key[i] != '\0') {
+	if (i == 0 || i >= sizeof a->key || key[i] != '\0') {
 		http_problem(r, SEMD__CODE__INVALID_ARGUMENT, "Idempotency-Key: "
 		    "1 to 255 printable characters");
 		return false;
 	}
-	idem_hash(r, hash);
-	h = hmap_siphash(f->hash_key, key, i) ^ (uintptr_t)r->who;
-	if ((n = hmap_find(&f->idem, h, idem_eq, &q)) != NULL) {
-		k = container_of(n, struct hidem, node);
-		if (memcmp(k->hash, hash, sizeof hash) != 0) {
-			http_problem_at(r, SEMD__CODE__INVALID_ARGUMENT, 422,
-			    "Idempotency-Key %s was used for another request", key);
-			return false;
-		}
-		if (k->done) {
-			idem_replay(k, r);
-			return false;
-		}
-		if ((j = calloc(1, sizeof *j)) == NULL) {
-			http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-			return false;
-		}
-		j->r = r;
-		http_req_hold(r);
-		list_add_tail(&j->entry, &k->joined);
-		return false;
-	}
-	if (max == 0)
+	memcpy(a->key, key, i + 1);
+	idem_hash(r, a->hash);
+	if ((n = hmap_find(&f->idem, idem_table_hash(f, r->who, key), idem_eq,
+	    &q)) == NULL)
 		return true;
-	/* At the principal's count, its oldest key goes. */
-	if (r->who->nidem >= max) {
-		list_for_each(pos, &f->idem_list) {
-			k = list_entry(pos, struct hidem, entry);
-			if (k->who == r->who && k->done) {
-				idem_drop(f, k);
-				break;
-			}
-		}
-	}
-	if ((k = calloc(1, sizeof *k)) == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-		return false;
-	}
-	k->who = r->who;
-	k->who->refs++;
-	k->who->nidem++;
-	memcpy(k->key, key, i + 1);
-	memcpy(k->hash, hash, sizeof hash);
-	INIT_LIST_HEAD(&k->joined);
-	k->expires = http_now() + lease_ms + HW_FORGET_MS;
-	hmap_insert(&f->idem, &k->node, h);
-	list_add_tail(&k->entry, &f->idem_list);
-	*out = k;
-	return true;
+	k = container_of(n, struct hidem, node);
+	if (memcmp(k->hash, a->hash, sizeof a->hash) != 0)
+		http_problem_at(r, SEMD__CODE__INVALID_ARGUMENT, 422,
+		    "Idempotency-Key %s was used for another request", key);
+	else
+		http_reply_json(r, 200, json_deep_copy(k->body));
+	return false;
 }
 
 /* --- acquire -------------------------------------------------------------- */
@@ -1021,7 +994,6 @@ static void acq_wait(struct hacq *a)
 		goto fail;
 	w->multi = a->multi;
 	w->lease_given = a->b.lease_given;
-	w->idem = a->idem;
 	w->nwants = a->multi ? a->b.m.multi.n_wants : 1;
 	if ((w->wants = http_alloc(r, w->nwants * sizeof *w->wants)) == NULL) {
 		hw_free(w);
@@ -1047,13 +1019,41 @@ static void acq_wait(struct hacq *a)
 		goto fail;
 	}
 	hw_where(w);		/* staged behind the down, pushed with it */
-	a->idem = NULL;		/* the waiter has it */
 	hpoll_add(w, r, HP_ACQUIRE, a->wait_ms);
-	acq_free(a);
-	return;
 fail:
-	if (a->idem != NULL)
-		idem_drop(r->f, a->idem);
+	acq_free(a);
+}
+
+/*
+ * The key names a waiter still waiting (Pending): the retry polls that
+ * waiter - this node's, or resumed from its id - as the first attempt
+ * would have (201 when it is granted in time, else 202).
+ */
+static void acq_pending(struct hacq *a, const Semd__Pending *p)
+{
+	struct hreq *r = a->r;
+	struct hwant *wants;
+	struct hwaiter *w;
+	size_t i, n = a->multi ? a->b.m.multi.n_wants : 1;
+	char *id = NULL;
+
+	if ((wants = http_alloc(r, n * sizeof *wants)) == NULL)
+		goto out;
+	for (i = 0; i < n; i++) {
+		snprintf(wants[i].name, sizeof wants[i].name, "%s",
+		    a->multi ? a->b.m.multi.wants[i]->name : a->b.m.down.name);
+		wants[i].n = a->multi ? a->b.m.multi.wants[i]->n : a->b.m.down.n;
+		wants[i].limit = a->multi ? a->b.m.multi.wants[i]->limit :
+		    a->b.m.down.limit;
+	}
+	if ((id = hw_pending_id(p, a->multi, n, wants)) == NULL)
+		http_problem(r, SEMD__CODE__INTERNAL, "the waiter of the key "
+		    "could not be named");
+	else if ((w = hw_lookup_id(r, id)) != NULL)
+		hpoll_add(w, r, HP_ACQUIRE, a->wait_ms);
+	free(id);
+	free(wants);
+out:
 	acq_free(a);
 }
 
@@ -1062,40 +1062,50 @@ static void acq_try_done(struct hreq *r, const Semd__Reply *rep)
 {
 	struct hacq *a = r->priv;
 	uint64_t expires = http_wall_ms() + a->lease_ms;
+	bool keyed = a->key[0] != '\0';
 	json_t *body, *grants;
 	const char *href;
 	char text[2048], loc[1024];
 	size_t i, len;
 
+	if (rep->code == SEMD__CODE__WOULD_BLOCK &&
+	    rep->body_case == SEMD__REPLY__BODY_PENDING) {
+		acq_pending(a, rep->pending);
+		return;
+	}
 	if (rep->code == SEMD__CODE__WOULD_BLOCK && a->timeout_ms != 0) {
 		acq_wait(a);
 		return;
 	}
+	if (rep->code == SEMD__CODE__INVALID_ARGUMENT && rep->key_reused) {
+		http_problem_at(r, SEMD__CODE__INVALID_ARGUMENT, 422,
+		    "Idempotency-Key %s was used for another request", a->key);
+		acq_free(a);
+		return;
+	}
 	if (rep->code != SEMD__CODE__OK) {
-		if (a->idem != NULL)
-			idem_drop(r->f, a->idem);
 		http_problem_reply(r, rep);
 		acq_free(a);
 		return;
 	}
 	if (rep->body_case == SEMD__REPLY__BODY_GRANT && http_live(r) &&
-	    a->idem == NULL && (len = hj_grant_text(text, sizeof text, loc,
-	    sizeof loc, a->b.m.down.name, rep->grant->permit_id,
-	    rep->grant->token, rep->grant->n, rep->grant->waited_us,
-	    a->lease_ms, expires)) > 0) {
+	    rep->grant->permit_id != 0 && (len = hj_grant_text(text,
+	    sizeof text, loc, sizeof loc, a->b.m.down.name,
+	    rep->grant->permit_id, rep->grant->token, rep->grant->n,
+	    rep->grant->waited_us, a->lease_ms, expires)) > 0) {
 		/* The usual case, written straight. */
-		if (loc[0] != '\0')
-			http_header(r, "Location", loc);
-		http_reply_text(r, loc[0] != '\0' ? 201 : 200, text, len);
+		http_header(r, "Location", loc);
+		http_reply_text(r, 201, text, len);
 	} else if (rep->body_case == SEMD__REPLY__BODY_GRANT) {
 		body = hj_grant(a->b.m.down.name, rep->grant->permit_id,
 		    rep->grant->token, rep->grant->n, rep->grant->waited_us,
 		    a->lease_ms, expires);
 		href = json_string_value(json_object_get(body, "href"));
-		if (!http_live(r) && a->idem == NULL)
+		/* Nobody to hand it to, and no key to find it again by. */
+		if (!http_live(r) && !keyed)
 			acq_give_back(r, a->b.m.down.name, rep->grant->permit_id);
-		if (a->idem != NULL)
-			idem_store(a->idem, href != NULL ? 201 : 200, body, href);
+		if (href == NULL)
+			idem_keep(a, body);	/* nothing held: the state keeps no key */
 		if (href != NULL)
 			http_header(r, "Location", href);
 		http_reply_json(r, href != NULL ? 201 : 200, body);
@@ -1107,12 +1117,10 @@ static void acq_try_done(struct hreq *r, const Semd__Reply *rep)
 			json_array_append_new(grants, hj_grant(ng->name,
 			    ng->permit_id, ng->token, ng->n,
 			    rep->multi_grant->waited_us, a->lease_ms, expires));
-			if (!http_live(r) && a->idem == NULL)
+			if (!http_live(r) && !keyed)
 				acq_give_back(r, ng->name, ng->permit_id);
 		}
 		body = json_pack("{s:o}", "grants", grants);
-		if (a->idem != NULL)
-			idem_store(a->idem, 200, body, NULL);
 		http_reply_json(r, 200, body);
 	} else {
 		http_problem(r, SEMD__CODE__INTERNAL, "an answer of another kind");
@@ -1157,7 +1165,7 @@ static void acq_start(struct hreq *r, bool multi)
 		    (unsigned long long)(a->wait_ms / 1000));
 		http_header(r, "Preference-Applied", pa);
 	}
-	if (!idem_begin(r, a->lease_ms, &a->idem)) {
+	if (!idem_begin(a)) {
 		free(a);
 		return;
 	}
@@ -1170,12 +1178,18 @@ static void acq_start(struct hreq *r, bool multi)
 		a->b.m.down.lease_ms = a->lease_ms;
 		a->b.m.down.timeout_ms = 0;
 	}
-	acq_ident(a, &id, client, sizeof client, host, sizeof host);
-	if (!http_service_call_as(r, &id, &a->b.req, acq_try_done)) {
-		if (a->idem != NULL)
-			idem_drop(r->f, a->idem);
-		acq_free(a);
+	if (a->key[0] != '\0' && multi) {
+		a->b.m.multi.idempotency_key = a->key;
+		a->b.m.multi.request_hash.data = a->hash;
+		a->b.m.multi.request_hash.len = sizeof a->hash;
+	} else if (a->key[0] != '\0') {
+		a->b.m.down.idempotency_key = a->key;
+		a->b.m.down.request_hash.data = a->hash;
+		a->b.m.down.request_hash.len = sizeof a->hash;
 	}
+	acq_ident(a, &id, client, sizeof client, host, sizeof host);
+	if (!http_service_call_as(r, &id, &a->b.req, acq_try_done))
+		acq_free(a);
 }
 
 void http_route_acquire(struct hreq *r)
@@ -1190,18 +1204,24 @@ void http_route_acquire_many(struct hreq *r)
 
 /* --- the waiter resource -------------------------------------------------- */
 
+/* The waiter of r's path (hw_lookup_id). */
+static struct hwaiter *hw_lookup(struct hreq *r)
+{
+	return hw_lookup_id(r, r->args[0]);
+}
+
 /*
- * The waiter of r's path: this node's record, or one resumed from its id
- * (the session in the state, its down retried by its request id). NULL:
+ * The waiter of id: this node's record, or one resumed from its id (the
+ * session in the state, its down retried by its request id). NULL:
  * answered (no such waiter).
  */
-static struct hwaiter *hw_lookup(struct hreq *r)
+static struct hwaiter *hw_lookup_id(struct hreq *r, const char *wid)
 {
 	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Down d = SEMD__DOWN__INIT;
 	Semd__DownMulti m = SEMD__DOWN_MULTI__INIT;
 	Semd__Want wants[HJ_WANTS_MAX], *wp[HJ_WANTS_MAX];
-	struct hwaiter tmp, *w = hw_find(r->f, r->args[0]);
+	struct hwaiter tmp, *w = hw_find(r->f, wid);
 	struct gate_ident id = { "http", "", 0 };
 	uint8_t secret[16];
 	uint64_t session = 0;
@@ -1217,7 +1237,7 @@ static struct hwaiter *hw_lookup(struct hreq *r)
 	if (w != NULL)
 		hw_free(w);		/* left for the leader: resume it */
 	memset(&tmp, 0, sizeof tmp);
-	if (!hw_read_id(r->args[0], &tmp, &session, secret)) {
+	if (!hw_read_id(wid, &tmp, &session, secret)) {
 		free(tmp.wants);
 		http_problem(r, SEMD__CODE__NOT_FOUND, "no such waiter");
 		return NULL;
@@ -1231,7 +1251,7 @@ static struct hwaiter *hw_lookup(struct hreq *r)
 	w->request_id = tmp.request_id;
 	w->wants = tmp.wants;
 	w->nwants = tmp.nwants;
-	w->id = strdup(r->args[0]);
+	w->id = strdup(wid);
 	if (w->id == NULL) {
 		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
 		hw_free(w);
@@ -1366,7 +1386,7 @@ void http_acquire_sweep(struct http_front *f, bool all)
 	}
 	list_for_each_safe(pos, tmp, &f->idem_list) {
 		k = list_entry(pos, struct hidem, entry);
-		if (all || (k->done && now >= k->expires))
+		if (all || now >= k->expires)
 			idem_drop(f, k);
 	}
 }

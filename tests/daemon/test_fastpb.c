@@ -351,6 +351,13 @@ static void test_reply_bound_edges(void)
 		failures++;
 		printf("not ok - a reply with an oldest revision was taken by the fast encoder\n");
 	}
+	semd__reply__init(&x.r);
+	x.r.code = SEMD__CODE__INVALID_ARGUMENT;
+	x.r.key_reused = true;
+	if (fastpb_reply_bound(&x.r, &s) || fastpb_reply_frame(&x.r, frame) != 0) {
+		failures++;
+		printf("not ok - a reply of a key reused was taken by the fast encoder\n");
+	}
 }
 
 /* A string of rnd_string()'s, or NULL, or one of max - 1 bytes. */
@@ -401,7 +408,7 @@ static bool event_check(const Semd__WatchEvent *ev, int round)
 /* Random watch events, and every number at its longest, pack as protobuf-c's. */
 static void test_events(void)
 {
-	static char name[300], pr[300], cl[300], host[300], why[5000];
+	static char name[300], pr[300], cl[300], host[300], why[5000], ldr[300], mem[1100];
 	Semd__WatchEvent ev;
 	uint64_t (*num)(void);
 	int round;
@@ -432,6 +439,11 @@ static void test_events(void)
 		ev.reason = rnd_event_string(why, rnd() % 2 ? sizeof why : 64);
 		ev.max_waiters = (uint32_t)num();
 		ev.revision = num();
+		/* a cluster event's fields, now and then */
+		ev.leader_id = rnd() % 4 ? 0 : num();
+		ev.term = rnd() % 4 ? 0 : num();
+		ev.leader = rnd() % 4 ? NULL : rnd_event_string(ldr, sizeof ldr);
+		ev.members = rnd() % 4 ? NULL : rnd_event_string(mem, sizeof mem);
 		event_check(&ev, round);
 		if (failures > 10)
 			return;

@@ -63,6 +63,14 @@ r = c.post("/v1/semaphores/fo/permits", {"lease_ms": 60000},
            headers={"Prefer": "wait=0"})
 ok("a waiter behind it", r.status == 202, r)
 waiter = r.json["href"]
+# Keyed acquires before the failover: a permit, and a waiter behind it.
+kp = {"Idempotency-Key": "fail-1"}
+kw = {"Idempotency-Key": "fail-2", "Prefer": "wait=0"}
+rk1 = c.post("/v1/semaphores/fk/permits", {"limit": 1, "lease_ms": 60000},
+             headers=kp)
+rk2 = c.post("/v1/semaphores/fk/permits", {"lease_ms": 60000}, headers=kw)
+ok("a keyed permit and a keyed waiter", rk1.status == 201 and
+   rk2.status == 202, (rk1, rk2))
 evs0, _ = Client(nodes[lead - 1]).events("/v1/watch?name=fo&from=1",
                                          lambda e: len(e) >= 3, 5)
 last_id = [e["id"] for e in evs0 if "id" in e][-1]
@@ -145,6 +153,20 @@ for _ in range(100):
     time.sleep(0.1)
 ok("the waiter, resumed on the new leader, still waits first in line", waiting and
    r.json["places"][0]["position"] == 1, r)
+# The same acquires again, on the new leader: the keys are in the
+# replicated state with what they made, so nothing new is made.
+r1 = c.post("/v1/semaphores/fk/permits", {"limit": 1, "lease_ms": 60000},
+            headers=kp)
+ok("after the failover a keyed retry gets the same permit",
+   r1.status == 201 and r1.json["permit"] == rk1.json["permit"] and
+   r1.json["token"] == rk1.json["token"], (r1, rk1))
+r2 = c.post("/v1/semaphores/fk/permits", {"lease_ms": 60000}, headers=kw)
+ok("... and the same waiter", r2.status == 202 and
+   r2.json["id"] == rk2.json["id"], (r2, rk2))
+r = c.get("/v1/semaphores/fk")
+ok("... so no permit or waiter was made twice", r.status == 200 and
+   r.json["holders_total"] == 1 and r.json["waiters_total"] == 1, r)
+c.delete("/v1/semaphores/fk?force=true")
 time.sleep(0.5)
 r = c.delete(held["href"])
 ok("the holder releases through the new leader", r.status == 204, r)
