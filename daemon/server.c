@@ -69,6 +69,17 @@ void server_lock(struct worker *w)
 		w->srv->ops->deliver_locked(w);
 }
 
+/* The state's instance, read under the state lock (any thread). */
+uint64_t server_instance(struct server *srv)
+{
+	uint64_t id;
+
+	server_lock_any(srv);
+	id = sm_instance(srv->sm);
+	server_unlock_any(srv);
+	return id;
+}
+
 /* Take the state lock from a thread that runs no event loop (the log's). */
 void server_lock_any(struct server *srv)
 {

@@ -203,6 +203,8 @@ void server_lock(struct worker *w);
 /* The same from a thread that is no worker (the log's). */
 void server_lock_any(struct server *srv);
 void server_unlock_any(struct server *srv);
+/* The state's instance (HelloReply.instance; 0: none yet), any thread. */
+uint64_t server_instance(struct server *srv);
 /* The state machine's settings and effects for this server. */
 struct sm_config server_sm_config_of(const struct server *srv);
 struct sm_out server_sm_out(const struct server *srv);

@@ -354,6 +354,7 @@ void http_route_cancel_queued(struct hreq *r);
 void http_route_up(struct hreq *r);
 void http_route_validate(struct hreq *r);
 void http_route_holds(struct hreq *r);
+void http_route_sessions(struct hreq *r);
 void http_route_stats(struct hreq *r);
 void http_route_cluster(struct hreq *r);
 void http_route_member_add(struct hreq *r);

@@ -81,6 +81,7 @@ static const struct http_route http_routes[] = {
 	{ HTTP_DELETE, "waiters/*", http_route_waiter_delete, true },
 	{ HTTP_POST, "waiters/*/renew", http_route_waiter_renew, true },
 	{ HTTP_GET, "holds", http_route_holds, true },
+	{ HTTP_GET, "sessions", http_route_sessions, true },
 	{ HTTP_GET, "watch", http_route_watch, true },
 	{ HTTP_GET, "stats", http_route_stats, true },
 	{ HTTP_GET, "cluster", http_route_cluster, false },

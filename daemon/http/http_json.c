@@ -1024,6 +1024,35 @@ static json_t *hj_queued(const Semd__Waiter *w)
 	json_object_set_new(o, "detached", json_boolean(w->detached));
 	hj_set_str(o, "replace", w->replace);
 	json_object_set_new(o, "priority", json_integer(w->priority));
+	hj_set_str(o, "group", w->group);
+	return o;
+}
+
+/*
+ * A histogram as Stats' are shown: count, sum_ms, the buckets that are not
+ * empty, each with its upper bound (le_ms; null for the last, unbounded).
+ */
+static json_t *hj_hist(const Semd__Histogram *h)
+{
+	json_t *o = json_object(), *bs = json_array(), *b;
+	size_t i;
+
+	if (o == NULL || bs == NULL) {
+		json_decref(o);
+		json_decref(bs);
+		return NULL;
+	}
+	json_object_set_new(o, "count", hj_u64(h->count));
+	json_object_set_new(o, "sum_ms", hj_u64(h->sum_ms));
+	for (i = 0; i < h->n_buckets && i < 64; i++) {
+		if (h->buckets[i] == 0 || (b = json_object()) == NULL)
+			continue;
+		json_object_set_new(b, "le_ms", i + 1 == h->n_buckets ?
+		    json_null() : hj_u64((uint64_t)1 << i));
+		json_object_set_new(b, "count", hj_u64(h->buckets[i]));
+		json_array_append_new(bs, b);
+	}
+	json_object_set_new(o, "buckets", bs);
 	return o;
 }
 
@@ -1086,6 +1115,41 @@ json_t *hj_info(const Semd__InfoReply *in)
 		}
 		json_object_set_new(o, "groups", gs);
 	}
+	if (in->wait != NULL && in->hold != NULL)
+		json_object_set_new(o, "histograms", json_pack("{s:o,s:o}",
+		    "wait", hj_hist(in->wait), "hold", hj_hist(in->hold)));
+	return o;
+}
+
+/* Sessions: a page of them. */
+json_t *hj_sessions(const Semd__SessionsReply *sr)
+{
+	json_t *o = json_object(), *items = json_array(), *e;
+	size_t i;
+
+	if (o == NULL || items == NULL) {
+		json_decref(o);
+		json_decref(items);
+		return NULL;
+	}
+	for (i = 0; i < sr->n_sessions; i++) {
+		const Semd__SessionInfo *s = sr->sessions[i];
+
+		if ((e = json_object()) == NULL)
+			continue;
+		json_object_set_new(e, "id", hj_id(s->id));
+		hj_who(e, s->principal, s->client_name, s->host, s->pid);
+		json_object_set_new(e, "lease_ms", json_integer(s->lease_ms));
+		json_object_set_new(e, "holds", json_integer(s->holds));
+		json_object_set_new(e, "waiters", json_integer(s->waiters));
+		json_object_set_new(e, "heard_ms", hj_u64(s->heard_ms));
+		json_object_set_new(e, "connected", json_boolean(s->connected));
+		json_array_append_new(items, e);
+	}
+	json_object_set_new(o, "items", items);
+	if (sr->next != 0)
+		json_object_set_new(o, "next", hj_id(sr->next));
+	json_object_set_new(o, "total", json_integer(sr->total));
 	return o;
 }
 
@@ -1215,18 +1279,56 @@ const char *hj_event_kind(int kind)
 		[SEMD__EVENT_KIND__EVENT_DEADLOCK] = "deadlock",
 		[SEMD__EVENT_KIND__EVENT_QUEUE] = "queue",
 		[SEMD__EVENT_KIND__EVENT_REPLACED] = "replaced",
+		[SEMD__EVENT_KIND__EVENT_CLUSTER] = "cluster",
 	};
 
 	return kind > 0 && (size_t)kind < sizeof kinds / sizeof kinds[0] &&
 	    kinds[kind] != NULL ? kinds[kind] : "event";
 }
 
+/*
+ * A cluster event: its leader, term and members ("ID ROLE" each, comma-
+ * separated, as the state has them) as [{id, role}].
+ */
+static json_t *hj_cluster_event(const Semd__WatchEvent *e)
+{
+	json_t *o = json_object(), *ms = json_array(), *m;
+	const char *p = e->members != NULL ? e->members : "";
+	char role[16];
+	uint64_t id;
+	int n;
+
+	if (o == NULL || ms == NULL) {
+		json_decref(o);
+		json_decref(ms);
+		return NULL;
+	}
+	json_object_set_new(o, "revision", hj_id(e->revision));
+	json_object_set_new(o, "kind", hj_string("cluster"));
+	json_object_set_new(o, "time_ms", hj_u64(e->time_ms));
+	json_object_set_new(o, "leader_id", hj_u64(e->leader_id));
+	hj_set_str(o, "leader", e->leader);
+	json_object_set_new(o, "term", hj_u64(e->term));
+	while (*p != '\0' && sscanf(p, "%" SCNu64 " %15[a-z]%n", &id, role,
+	    &n) == 2) {
+		if ((m = json_pack("{s:I,s:s}", "id", (json_int_t)id, "role",
+		    role)) != NULL)
+			json_array_append_new(ms, m);
+		p += n;
+		p += *p == ',';
+	}
+	json_object_set_new(o, "members", ms);
+	return o;
+}
+
 /* A watch event. */
 json_t *hj_event(const Semd__WatchEvent *e)
 {
-	json_t *o = json_object();
+	json_t *o;
 
-	if (o == NULL)
+	if (e->kind == SEMD__EVENT_KIND__EVENT_CLUSTER)
+		return hj_cluster_event(e);
+	if ((o = json_object()) == NULL)
 		return NULL;
 	json_object_set_new(o, "revision", hj_id(e->revision));
 	json_object_set_new(o, "kind", hj_string(hj_event_kind(e->kind)));

@@ -123,6 +123,7 @@ json_t *hj_list(const Semd__ListReply *l);
 json_t *hj_info(const Semd__InfoReply *in);
 json_t *hj_holder(const Semd__Holder *h, const char *name);
 json_t *hj_holds(const Semd__HoldsReply *h);
+json_t *hj_sessions(const Semd__SessionsReply *sr);
 json_t *hj_stats(const Semd__StatsReply *s);
 json_t *hj_cluster(const Semd__ClusterStatus *c);
 json_t *hj_event(const Semd__WatchEvent *e);

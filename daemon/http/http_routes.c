@@ -171,6 +171,9 @@ static void http_done_json(struct hreq *r, const Semd__Reply *rep)
 	case SEMD__REPLY__BODY_HOLDS:
 		o = hj_holds(rep->holds);
 		break;
+	case SEMD__REPLY__BODY_SESSIONS:
+		o = hj_sessions(rep->sessions);
+		break;
 	case SEMD__REPLY__BODY_STATS:
 		o = hj_stats(rep->stats);
 		break;
@@ -188,6 +191,12 @@ static void http_done_json(struct hreq *r, const Semd__Reply *rep)
 		http_problem(r, SEMD__CODE__INTERNAL, "an answer of another kind");
 		return;
 	}
+	/* A read a watch brings up to date: where in the history it stands. */
+	if (o != NULL && (rep->body_case == SEMD__REPLY__BODY_LIST ||
+	    rep->body_case == SEMD__REPLY__BODY_INFO ||
+	    rep->body_case == SEMD__REPLY__BODY_HOLDS ||
+	    rep->body_case == SEMD__REPLY__BODY_SESSIONS))
+		json_object_set_new(o, "revision", hj_id(rep->revision));
 	http_reply_json(r, 200, o);
 }
 
@@ -223,6 +232,8 @@ void http_route_server(struct hreq *r)
 	    "memory" : srv->cfg.node_id != 0 ? "cluster" : "durable"));
 	json_object_set_new(o, "node_id", json_integer(srv->cfg.node_id));
 	json_object_set_new(o, "leader_id", json_integer((json_int_t)leader));
+	/* The history the revisions count (0 until a log's first leader) */
+	json_object_set_new(o, "instance", hj_id(server_instance(srv)));
 	url = http_config_node_url(srv->cfg.http, leader);
 	if (url != NULL)
 		json_object_set_new(o, "leader_url", json_string(url));
@@ -472,6 +483,25 @@ void http_route_validate(struct hreq *r)
 }
 
 /* --- holds, stats, cluster ------------------------------------------------ */
+
+/* GET /v1/sessions?principal=&after=&limit=: the sessions one may see. */
+void http_route_sessions(struct hreq *r)
+{
+	Semd__Request req = SEMD__REQUEST__INIT;
+	Semd__Sessions q = SEMD__SESSIONS__INIT;
+	const char *p = http_query(r, "principal");
+	uint64_t max, after;
+
+	if (!http_q_u64(r, "limit", 1000, 0, &max) ||
+	    !http_q_u64(r, "after", UINT64_MAX, 0, &after))
+		return;
+	q.principal = (char *)(p != NULL ? p : "");
+	q.after = after;
+	q.max = (uint32_t)max;
+	req.op_case = SEMD__REQUEST__OP_SESSIONS;
+	req.sessions = &q;
+	http_service_call(r, &req, http_done_json);
+}
 
 /* GET /v1/holds: Holds. */
 void http_route_holds(struct hreq *r)
