@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/conn-int.h - what the parts of the connection layer (conn.c,
- * conn_accept.c, conn_io.c, conn_req.c, conn_reply.c) and the two feeds
+ * conn_accept.c, conn_io.c, conn_input.c, conn_req.c, conn_reply.c) and the two feeds
  * under it (feed_memory.c, feed_log.c) share; nothing else includes it.
  *
  * Threads: a connection belongs to one worker (one event loop and thread)
@@ -33,8 +33,6 @@
 /* conn.c */
 /* (Re-)arm the handshake or idle timer. */
 void conn_arm_timer(struct conn *c);
-/* Arm ev to fire in ms milliseconds. */
-void conn_timer_add_ms(struct event *ev, uint64_t ms);
 /* Serve a new client of w (counted: already in srv->nconns). */
 void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
     bool is_unix, bool counted);
@@ -42,19 +40,24 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 /* conn_accept.c */
 /* A client for w from its acceptq (p is freed; stop: just closed). */
 void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop);
-/* After the loops ended: drop the TLS handshakes still under way. */
-void conn_handshakes_free(struct server *srv);
+/* After the loops ended: free every client of every loop, and handshakes. */
+void conn_free_all(struct server *srv);
 
 /* conn_io.c */
+/* Arm ev to fire in ms milliseconds. */
+void conn_timer_add_ms(struct event *ev, uint64_t ms);
 /*
  * Make room for need bytes behind used in *buf (*cap bytes, doubled from
  * first): 0, or -ENOMEM with the buffer as it was.
  */
 int conn_buf_reserve(uint8_t **buf, size_t *cap, size_t used, size_t need,
     size_t first);
-/* The events of c's socket: read, write (for the backlog). */
-void conn_read_cb(evutil_socket_t fd, short what, void *arg);
+/* The write event of c's socket (for the backlog). */
 void conn_write_cb(evutil_socket_t fd, short what, void *arg);
+/* Wake up when the socket drains. */
+void conn_want_write(struct conn *c);
+/* Write what was kept back; finish a pending close once it is out. */
+void conn_drain(struct conn *c);
 /* Queue c for the one write at the end of this loop turn. */
 void conn_queue_flush(struct conn *c);
 /* Take c off the flush queue (if it is on it). */
@@ -69,12 +72,21 @@ size_t conn_backlog_len(const struct conn *c);
 void conn_drop(struct conn *c);
 /* Nothing more is written; freed from the loop (not counted as dropped). */
 void conn_kill(struct conn *c);
+/* Under the lock: stop reading c. */
+void conn_pause_locked(struct conn *c);
 /* Read c again (its own thread, under the lock); run the frames it held. */
 void conn_resume_locked(struct conn *c);
 /* Under the lock: hold c's frames from the one being run (behind reads). */
 void conn_hold_locked(struct conn *c);
 /* At most this many reads of one connection wait off the log at once. */
 #define CONN_READS_MAX	256
+
+/* conn_input.c */
+/*
+ * Run n bytes of input: the whole frames where they lie, a partial one
+ * kept in c->in; the replies written, the feed's batch handed on.
+ */
+void conn_input(struct conn *c, const uint8_t *buf, size_t n);
 /* A frame was not completed within frame-timeout. */
 void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg);
 
