@@ -40,6 +40,15 @@ void conn_arm_timer(struct conn *c)
 		conn_timer_add_ms(c->timer, ms);
 }
 
+/* Under the lock, on c's thread: its Hello was taken; idle time counts now. */
+void conn_hello_locked(struct conn *c)
+{
+	if (c->hello)
+		return;
+	c->hello = true;
+	conn_arm_timer(c);
+}
+
 /* Handshake or idle time ran out. */
 static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -270,8 +279,7 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 	r = conn_open_locked(c, &who, is_unix && !names &&
 	    who.kind == ACL_SUBJECT_UID, secret, why, sizeof why);
 	server_unlock(w);
-	if (w->batch.len > 0)
-		srv->feed->submit(srv, &w->batch);
+	srv->feed->submit(w);
 	if (r != 0)
 		goto fail;
 	c->last_input_ms = server_now();
@@ -342,8 +350,7 @@ struct conn *conn_start_inner(struct worker *w, const struct xprt_ops *xprt,
 	server_lock(w);
 	r = conn_open_locked(c, who, false, secret, why, len);
 	server_unlock(w);
-	if (w->batch.len > 0)
-		srv->feed->submit(srv, &w->batch);
+	srv->feed->submit(w);
 	if (r != 0)
 		goto uncount;
 	c->last_input_ms = server_now();
@@ -363,7 +370,6 @@ fail:
 /* Close and free a connection; its session lets go (or lingers). */
 void conn_free(struct conn *c)
 {
-	struct sm_batch close;
 	struct server *srv;
 	struct worker *w;
 	bool bye;
@@ -381,19 +387,16 @@ void conn_free(struct conn *c)
 	bye = c->closing && !c->dead && conn_backlog_len(c) == 0;
 	c->dead = true;
 	conn_unqueue(c);
-	sm_batch_init(&close);
 	server_lock(w);
 	list_del_init(&c->entry);
 	srv->nconns--;
 	w->nconns--;
-	srv->feed->close_locked(c, &close);
+	srv->feed->close_locked(c);
 	srv->policy->close_locked(c->id);
 	if (srv->stopping && w->nconns == 0)
 		event_base_loopexit(w->base, NULL);
 	server_unlock(w);
-	if (close.len > 0)
-		srv->feed->submit(srv, &close);
-	sm_batch_free(&close);
+	srv->feed->submit(w);
 	conn_free_io(c, bye);
 }
 

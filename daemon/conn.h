@@ -21,7 +21,6 @@
 #include <openssl/ssl.h>
 
 #include "core/list.h"
-#include "daemon/state/hmap.h"
 #include "daemon/server.h"
 #include "daemon/state/state.h"
 #include "proto/semd.pb-c.h"
@@ -35,7 +34,6 @@ struct conn {
 	struct server		*srv;
 	struct worker		*w;		/* the loop that serves it */
 	const struct xprt_ops	*xprt;		/* its transport */
-	struct sm_client	*client;
 	struct event		*timer;		/* handshake, then idle */
 	struct event		*ftimer;	/* a frame to complete: frame-timeout */
 	bool			ftimer_on;	/* ftimer is armed */
@@ -57,17 +55,13 @@ struct conn {
 	struct list_head	flush_entry;	/* w->flushq, when wlen > 0 */
 	struct access_id	*id;		/* principal, quota count */
 	uint64_t		cid;		/* its client id in the state */
-	size_t			proposed;	/* log: request bytes not applied */
-	bool			paused;		/* log: not read until they are */
-	bool			resuming;	/* log: a resume is in its mailbox */
-	unsigned int		reads;		/* log: reads queued off the log */
-	bool			held;		/* log: a frame waits behind them */
-	bool			rerun;		/* log: run c->in at the next read */
-	struct hnode		cid_node;	/* log: feed_log.c's map of client ids */
+	void			*feed_ctx;	/* the feed's own (feed.h) */
+	/* Its reading, as the feed switches it (conn_io.c): */
+	bool			paused;		/* not read until resumed */
+	bool			held;		/* a frame waits in c->in */
+	bool			rerun;		/* run c->in at the next read */
 	bool			open;		/* opened in the state (or queued) */
-	bool			logged;		/* log: its OPEN is in the log */
 	bool			local;		/* a UNIX peer */
-	uint8_t			secret[16];	/* log: for its OPEN */
 	struct conn_backup	*backup;	/* a Backup being read (backup.c) */
 	void			*inner;		/* a client inside the daemon: its owner's */
 	/* Replies the transport has not taken yet (the socket was full). */
@@ -146,10 +140,6 @@ void conn_inner_input(struct conn *c, const uint8_t *buf, size_t n);
 void conn_close_later(struct conn *c);
 /* The sm_out sink, under the lock: pack a reply into c's output. */
 void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r);
-/* With a log, under the lock: len bytes of c's requests were applied. */
-void conn_applied_locked(struct conn *c, size_t len);
-/* With a log, under the lock: one of c's reads off the log was answered. */
-void conn_read_done_locked(struct conn *c);
 /*
  * Tell a client we will not serve why, in one frame written without
  * waiting (a full socket buffer just loses it).

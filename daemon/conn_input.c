@@ -24,17 +24,6 @@
 #include "proto/frame.h"
 
 /*
- * Under the lock: stop reading c while too much of it waits in the log
- * (only the log's feed counts c->proposed: in memory it stays 0).
- */
-static void conn_maybe_pause_locked(struct conn *c)
-{
-	if (!c->paused && !c->closing && !c->dead &&
-	    c->proposed > CONN_PROPOSED_MAX)
-		conn_pause_locked(c);
-}
-
-/*
  * After a read: a frame left incomplete must be completed within
  * frame-timeout (nginx's client_header_timeout), or a client that sends
  * most of a frame and stops would hold its buffer for ever. The timer runs
@@ -171,8 +160,8 @@ static void conn_run_input_locked(struct conn *c, struct evbuffer *in)
  * Run n bytes of input: the whole frames from buf where they lie, only a
  * partial frame is kept (in c->in, made when first needed, where the
  * following reads append). Replies are staged until the end, then written
- * (one write per connection) and the batch's requests go to the log as
- * one (group commit).
+ * (one write per connection), and what the feed gathered is handed on (the
+ * log's: the read's requests as one, a group commit).
  */
 void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 {
@@ -202,16 +191,12 @@ void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 			conn_close_later(c);
 		}
 	}
-	conn_maybe_pause_locked(c);
 	server_unlock(w);
 	conn_frame_deadline(c, frames);
 	w->in_read = was;
 	if (!was)
 		conn_flush_all(w);
-	if (w->batch.len > 0)
-		w->srv->feed->submit(w->srv, &w->batch);
-	if (w->batch.cap > 65536)
-		sm_batch_free(&w->batch);	/* a burst's memory is not kept */
+	w->srv->feed->submit(w);
 }
 
 /* Requests of a client inside the daemon: whole frames, run as input. */

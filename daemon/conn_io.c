@@ -6,8 +6,8 @@
  * The replies staged during a batch go out in one write at its end; what
  * the socket cannot take at once waits in c->tbuf for the write event. A
  * connection closes once its output is written (conn_close_later), or at
- * once, writing nothing more (conn_kill, conn_drop). Its reading can be
- * paused, and a frame held (run again on resume).
+ * once, writing nothing more (conn_kill, conn_drop). What it offers its
+ * feed (feed.h): its reading paused, a frame held, and both undone.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -230,33 +230,33 @@ void conn_close_later(struct conn *c)
 		event_active(c->kill, EV_TIMEOUT, 0);
 }
 
-/* Under the lock: stop reading c (its requests wait in the log). */
+/* Under the lock, on c's thread: stop reading c (its feed's wish). */
 void conn_pause_locked(struct conn *c)
 {
+	if (c->paused)
+		return;
 	c->paused = true;
 	event_del(c->rev);
 }
 
 /*
- * Under the lock: hold c's frames from the one being run, behind reads
- * answered off the log (conn_handle_locked); they stay in c->in, and c is
- * not read until the reads are answered (conn_read_done_locked).
+ * Under the lock, on c's thread: hold c's frames from the one being run
+ * (conn_handle_locked returns false for it): they stay in c->in, and c is
+ * not read, until its feed resumes it.
  */
 void conn_hold_locked(struct conn *c)
 {
 	c->held = true;
-	if (!c->paused)
-		conn_pause_locked(c);
+	conn_pause_locked(c);
 }
 
 /*
- * Read c again (on its own thread, under the lock), and run the frames it
- * held, if any, once its reads off the log are answered.
+ * Under the lock, on c's thread: read c again; the frames it held, if
+ * any, run first (at once: its read event is made active).
  */
 void conn_resume_locked(struct conn *c)
 {
-	c->resuming = false;
-	if (!c->paused || c->closing || c->reads > 0)
+	if (!c->paused || c->closing)
 		return;
 	if (c->held) {
 		c->held = false;
