@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/conn.c - one client connection's life: start, timers, close.
+ * daemon/conn.c - one client connection's life: start, events, timers,
+ * close.
  *
  * A connection is started on the loop that serves it (conn_accept.c hands
  * it there), with its identity worked out by its transport before the
  * state lock is taken; under the lock it is only counted and opened in the
- * state. Nothing may free a connection from inside the state machine:
- * closes are deferred to the kill event. Also the hooks server.c's loops
- * call (conn_loop_ops). How a client is opened in the state, and closed,
- * is the feed's (feed.h).
+ * state. Its read event reads what the transport has and hands it to
+ * conn_input.c. Nothing may free a connection from inside the state
+ * machine: closes are deferred to the kill event. Also the hooks server.c's
+ * loops call (conn_loop_ops). How a client is opened in the state, and
+ * closed, is the feed's (feed.h).
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -2,13 +2,16 @@
 /*
  * daemon/conn.h - client connections: frames in, replies out.
  *
- * conn.c owns a connection's life (start, timers, close), conn_accept.c
- * hands new clients to their loop (and runs TLS handshakes there),
- * conn_io.c moves its bytes (frames in, staged replies out), conn_req.c
- * decodes and runs one request, conn_reply.c packs replies (and the
- * mailboxes between loops). The bytes go through the connection's transport
+ * conn.c owns a connection's life (start, its events and timers, close),
+ * conn_accept.c hands new clients to their loop (and runs TLS handshakes
+ * there), conn_input.c runs the frames a read brought, conn_req.c decodes
+ * and runs one request, conn_reply.c packs replies (and the mailboxes
+ * between loops), conn_io.c writes them out (and switches reading off and
+ * on for the feed). The bytes go through the connection's transport
  * (xprt.h: UNIX, TCP, TLS). What a client may do is asked of the policy
- * (struct conn_policy, access.c's), which decides and never replies.
+ * (struct conn_policy, access.c's), which decides and never replies. How
+ * its requests reach the state is its feed's (feed.h), which keeps what it
+ * needs of the connection in c->feed_ctx.
  */
 #ifndef SEMD_CONN_H
 #define SEMD_CONN_H

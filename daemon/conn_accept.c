@@ -3,7 +3,8 @@
  * daemon/conn_accept.c - new clients on their way to the loop that serves
  * them: dealt out by worker 0's listeners in turn, through the worker's
  * accept queue, and for TLS through a handshake run on that loop, bounded
- * by handshake-timeout and counted for tls-max-startups.
+ * by handshake-timeout and counted for tls-max-startups. At the end, the
+ * clients and the handshakes left are freed here (conn_free_all).
  */
 #include <limits.h>
 #include <netinet/in.h>

@@ -2,14 +2,18 @@
 /*
  * daemon/feed_log.c - the state machine fed through the replicated log
  * (see feed.h; the log is daemon/log/semlog.h): --data-dir. A request
- * goes into its loop's batch as it came, with the access decision, and is
- * proposed at the end of the read; it is applied on every node once
- * committed, and answered then. A client is known to the log by a client
- * id; this node keeps the map from those ids to its connections, which the
- * log's thread reads (under the state lock) to bind an opened client and
- * to route the replies of what it applies. Cluster requests are answered
- * here; reads (Pings among them) by the leader without an entry, after a
- * read barrier (a lease is the leader's, which hears them). The log is
+ * goes into its loop's batch (the feed's, one a loop) as it came, with the
+ * access decision, and is proposed at the end of the read; it is applied on
+ * every node once committed, and answered then. A client is known to the
+ * log by a client id; this node keeps a record of each of its connections
+ * (struct log_conn, the connection's feed_ctx) in a map by those ids,
+ * which the log's thread reads (under the state lock) to bind an opened
+ * client and to route the replies of what it applies. The record holds
+ * the connection's flow control: the bytes on their way through the log
+ * (past LOG_PROPOSED_MAX it is no longer read), the reads off the log (the
+ * frames behind them are held). Cluster requests are answered here; reads
+ * (Pings among them) by the leader without an entry, after a read barrier
+ * (a lease is the leader's, which hears them). The log is
  * given what it needs of the server as a struct semlog_host, so that it
  * calls nothing of the shell by name, and its settings as a struct
  * semlog_config (it does not read the shell's daemon/config.h).
