@@ -26,8 +26,12 @@
  * ones, or is told COMPACTED when some are gone.
  *
  * Cost: O(watches) a state change when any watch exists (a compare of the
- * name or prefix each), nothing otherwise. A watcher that does not read is
- * cut off by its node's output limit: the daemon never waits for one.
+ * name or prefix each), nothing otherwise; and a notice to every watch that
+ * covers the name. So that one principal cannot make every change cost
+ * thousands of notices (1,000 connections with 16 watches of the prefix ""
+ * each), its watches on all its connections count against its watches cap
+ * (SM_LIMIT_WATCHES, the quota of that name). A watcher that does not read
+ * is cut off by its node's output limit: the daemon never waits for one.
  * Identities (principal, client, host, pid) are shown to a watcher that may
  * manage the name or is the same principal; the rest see counts only.
  */
@@ -303,6 +307,7 @@ static void watch_free(struct sm *sm, struct sm_watch *x)
 	list_del_init(&x->entry);
 	list_del_init(&x->client_entry);
 	x->client->nwatches--;
+	principal_count(x->client->pr, SM_LIMIT_WATCHES, -1);
 	sm_dealloc(sm, x, sizeof *x);
 }
 
@@ -324,6 +329,7 @@ struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
 	list_add_tail(&x->entry, &sm->watches);
 	list_add_tail(&x->client_entry, &c->watches);
 	c->nwatches++;
+	principal_count(c->pr, SM_LIMIT_WATCHES, 1);
 	return x;
 }
 

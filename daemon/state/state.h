@@ -278,6 +278,7 @@ enum sm_limit_kind {
 	SM_LIMIT_PERMITS,	/* permits held, detached and leased ones included */
 	SM_LIMIT_WAITERS,	/* downs queued */
 	SM_LIMIT_SEMAPHORES,	/* names created explicitly that still exist */
+	SM_LIMIT_WATCHES,	/* watches, on all its connections */
 	SM_NLIMITS
 };
 

@@ -203,6 +203,7 @@ static void add_request(struct sm_batch *b, int i, Semd__Request *rq)
 		who.limit[SM_LIMIT_PERMITS] = 6;
 		who.limit[SM_LIMIT_WAITERS] = 5;
 		who.limit[SM_LIMIT_SEMAPHORES] = 3;
+		who.limit[SM_LIMIT_WATCHES] = 2;
 	}
 	sm_batch_request(b, cl[i].id, &who, buf, len);
 }
