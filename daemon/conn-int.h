@@ -65,6 +65,8 @@ void conn_flush(struct conn *c);
 void conn_flush_all(struct worker *w);
 /* Bytes written out of turn, still waiting for the socket to drain. */
 size_t conn_backlog_len(const struct conn *c);
+/* Count c's backlog (none once gone) in its principal's output. */
+void conn_count_backlog(struct conn *c, bool gone);
 /* Cut a client off: nothing more is written, it is freed soon. */
 void conn_drop(struct conn *c);
 /* Nothing more is written; freed from the loop (not counted as dropped). */

@@ -311,6 +311,7 @@ void conn_free(struct conn *c)
 	srv->nconns--;
 	w->nconns--;
 	srv->feed->close_locked(c, &close);
+	conn_count_backlog(c, true);
 	srv->policy->close_locked(c->id);
 	if (srv->stopping && w->nconns == 0)
 		event_base_loopexit(w->base, NULL);

@@ -73,6 +73,7 @@ struct conn {
 	size_t			toff;
 	size_t			tlen;
 	size_t			tcap;
+	size_t			tcounted;	/* of it, in its principal's output */
 	bool			wwait;		/* wev is armed for tbuf */
 	bool			rwant_w;	/* a read waits for writability */
 	bool			wwant_r;	/* a write waits for input */
@@ -111,6 +112,16 @@ struct conn_policy {
 	 */
 	int (*check_locked)(const struct conn *c, const Semd__Request *req,
 	    struct sm_caller *who, char *msg, size_t len);
+	/*
+	 * Any thread, with the lock or not: the replies a connection's socket
+	 * has not taken (its backlog) grew or shrank by delta bytes.
+	 */
+	void (*output)(struct access_id *id, int64_t delta);
+	/*
+	 * Under the lock: are the backlogs of id's principal over its output
+	 * quota? Its connections that do not read are then cut off.
+	 */
+	bool (*output_over_locked)(const struct access_id *id);
 };
 
 /* What server.c's loops call here (given to server_new() by main.c). */

@@ -74,6 +74,21 @@ size_t conn_backlog_len(const struct conn *c)
 	return c->tlen - c->toff;
 }
 
+/*
+ * Count c's backlog (none once gone) in its principal's output quota. Only
+ * a connection whose socket did not take its replies has one, so a client
+ * that reads costs nothing here.
+ */
+void conn_count_backlog(struct conn *c, bool gone)
+{
+	size_t now = gone ? 0 : conn_backlog_len(c);
+
+	if (now == c->tcounted || c->id == NULL)
+		return;
+	c->srv->policy->output(c->id, (int64_t)now - (int64_t)c->tcounted);
+	c->tcounted = now;
+}
+
 /* Wake up when the socket drains. */
 static void conn_want_write(struct conn *c)
 {
@@ -160,9 +175,12 @@ static void conn_drain(struct conn *c)
 	if ((n = conn_write(c, c->tbuf + c->toff, c->tlen - c->toff)) < 0)
 		return;
 	c->toff += (size_t)n;
-	if (c->toff < c->tlen)
+	if (c->toff < c->tlen) {
+		conn_count_backlog(c, false);
 		return;
+	}
 	c->toff = c->tlen = 0;
+	conn_count_backlog(c, false);
 	conn_buf_trim(&c->tbuf, &c->tcap);
 	if (c->closing)
 		event_active(c->kill, EV_TIMEOUT, 0);
@@ -190,6 +208,7 @@ void conn_flush(struct conn *c)
 		return;
 	}
 	c->wlen = 0;
+	conn_count_backlog(c, false);
 	conn_buf_trim(&c->wbuf, &c->wcap);
 }
 

@@ -82,7 +82,11 @@ static int conn_wbuf_grow(struct conn *c, size_t len)
 	return conn_buf_reserve(&c->wbuf, &c->wcap, c->wlen, len, 512);
 }
 
-/* After staging: cut off a client whose unread replies pass max-output. */
+/*
+ * After staging: cut off a client whose unread replies pass max-output, or
+ * that has replies its socket did not take while its principal's are over
+ * its output quota (so that 1,000 connections cannot pin max-output each).
+ */
 static void conn_check_output(struct conn *c)
 {
 	size_t queued;
@@ -91,6 +95,13 @@ static void conn_check_output(struct conn *c)
 	if (queued > SRV_LIVE(c->srv, max_output)) {
 		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
 		    c->peer, queued, SRV_LIVE(c->srv, max_output));
+		conn_drop(c);
+		return;
+	}
+	if (conn_backlog_len(c) > 0 && c->srv->policy->output_over_locked(c->id)) {
+		log_warn("%s: does not read its replies (%zu bytes queued) while %s "
+		    "is over its output quota, dropped", c->peer, queued,
+		    c->srv->policy->principal(c->id));
 		conn_drop(c);
 		return;
 	}

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,22 @@ static void semd_raise_nofile(const struct semd_config *cfg)
 		log_warn("open-file limit %llu is below max-connections %u + 64: "
 		    "raise LimitNOFILE (or ulimit -n) or lower max-connections",
 		    (unsigned long long)rl.rlim_cur, cfg->max_connections);
+}
+
+/*
+ * Give a flood's memory back when it is freed. glibc raises its threshold
+ * for allocating with mmap to the size of the largest block freed, so after
+ * one slow reader's 4 MiB of replies every later buffer of up to 32 MiB
+ * comes from the heap, where a free leaves a hole the process keeps (a
+ * flood of unread replies pinned gigabytes long after it left). A fixed
+ * threshold keeps each big buffer a mapping of its own, unmapped when freed.
+ */
+static void semd_malloc_tune(void)
+{
+#ifdef M_MMAP_THRESHOLD
+	if (mallopt(M_MMAP_THRESHOLD, 128 * 1024) != 1)
+		log_warn("mallopt M_MMAP_THRESHOLD failed");
+#endif
 }
 
 /*
@@ -291,6 +308,7 @@ int main(int argc, char **argv)
 	log_set_level(cfg.log_level);
 	log_set_format(cfg.log_format);
 	semd_raise_nofile(&cfg);
+	semd_malloc_tune();
 	srv = server_new(&cfg, &conn_loop_ops, semd_reload, &args, &code);
 	if (srv == NULL) {
 		log_err("start-up failed");
