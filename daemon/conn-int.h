@@ -57,6 +57,8 @@ void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 /* Queue c for the one write at the end of this loop turn. */
 void conn_queue_flush(struct conn *c);
+/* Queue c, which has notices only, for the notice timer. */
+void conn_queue_notice(struct conn *c);
 /* Take c off the flush queue (if it is on it). */
 void conn_unqueue(struct conn *c);
 /* Send c's staged replies now (or keep what the socket cannot take). */

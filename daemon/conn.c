@@ -371,6 +371,7 @@ const struct server_ops conn_loop_ops = {
 		.close = conn_close_effect_locked,
 		.note = conn_note_locked,
 		.backup = backup_take_locked,
+		.notice = conn_notice_locked,
 	},
 	.deliver_locked = conn_mbox_deliver_locked,
 	.flush = conn_flush_all,

@@ -54,6 +54,7 @@ struct conn {
 	size_t			wlen;
 	size_t			wcap;
 	struct list_head	flush_entry;	/* w->flushq, when wlen > 0 */
+	bool			noticed;	/* ... or w->noticeq: notices only */
 	struct access_id	*id;		/* principal, quota count */
 	uint64_t		cid;		/* its client id in the state */
 	size_t			proposed;	/* log: request bytes not applied */
@@ -138,6 +139,9 @@ void conn_free(struct conn *c);
 void conn_close_later(struct conn *c);
 /* The sm_out sink, under the lock: pack a reply into c's output. */
 void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r);
+/* The sm_out notice sink, under the lock: a watch event packed once. */
+void conn_notice_locked(void *ctx, void *conn, uint64_t watch,
+    const uint8_t *ev, size_t len);
 /* With a log, under the lock: len bytes of c's requests were applied. */
 void conn_applied_locked(struct conn *c, size_t len);
 /* With a log, under the lock: one of c's reads off the log was answered. */

@@ -33,11 +33,12 @@
 
 static _Thread_local uint8_t conn_rbuf[CONN_RBUF];
 
-/* Take a connection off the flush queue (if it is on it). */
+/* Take a connection off the flush or notice queue (if it is on one). */
 void conn_unqueue(struct conn *c)
 {
 	if (c->flush_entry.next != NULL)
 		list_del_init(&c->flush_entry);
+	c->noticed = false;
 }
 
 /* Nothing more is written to c; it is freed from its loop. */
@@ -61,11 +62,65 @@ void conn_queue_flush(struct conn *c)
 {
 	struct worker *w = c->w;
 
+	if (c->noticed)
+		conn_unqueue(c);	/* its notices go with the reply */
 	if (c->flush_entry.next == NULL || list_empty(&c->flush_entry)) {
 		list_add_tail(&c->flush_entry, &w->flushq);
 		if (!w->in_read)
 			event_active(w->flush_ev, EV_TIMEOUT, 0);
 	}
+}
+
+/*
+ * The notice timer: write the connections that have only notices,
+ * CONN_NOTICE_BATCH at a time (a client's request that came meanwhile is
+ * read between two batches). The next round waits a millisecond for every
+ * CONN_NOTICE_BATCH of them written in this one (at most
+ * CONN_NOTICE_MAX_MS), none for fewer: one principal's thousand watchers
+ * then cost the loop a write each per so many milliseconds, not one per
+ * event, and the clients' own replies never wait behind them.
+ */
+#define CONN_NOTICE_BATCH	16
+#define CONN_NOTICE_MAX_MS	50
+static void conn_notice_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	uint32_t i, n;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < CONN_NOTICE_BATCH && !list_empty(&w->noticeq); i++)
+		conn_flush(list_first_entry(&w->noticeq, struct conn,
+		    flush_entry));
+	w->notice_n += i;
+	if (!list_empty(&w->noticeq)) {
+		conn_timer_add_ms(w->notice_ev, 0);
+		return;
+	}
+	n = w->notice_n / CONN_NOTICE_BATCH;
+	w->notice_ms = n < CONN_NOTICE_MAX_MS ? n : CONN_NOTICE_MAX_MS;
+	w->notice_n = 0;
+}
+
+/*
+ * Queue c, which has only notices (watch events) staged, for the notice
+ * timer (unless it is queued already: a reply takes them along).
+ */
+void conn_queue_notice(struct conn *c)
+{
+	struct worker *w = c->w;
+
+	if (c->flush_entry.next != NULL && !list_empty(&c->flush_entry))
+		return;
+	if (w->notice_ev == NULL &&
+	    (w->notice_ev = evtimer_new(w->base, conn_notice_cb, w)) == NULL) {
+		conn_queue_flush(c);
+		return;
+	}
+	list_add_tail(&c->flush_entry, &w->noticeq);
+	c->noticed = true;
+	if (!evtimer_pending(w->notice_ev, NULL))
+		conn_timer_add_ms(w->notice_ev, w->notice_ms);
 }
 
 /* Bytes written out of turn, still waiting for the socket to drain. */

@@ -45,6 +45,7 @@ tests_daemon_test_state_queue_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_queue_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_state_share_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_share_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_replay_SOURCES = tests/daemon/test_replay.c daemon/fastpb.c
 tests_daemon_test_replay_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_replay_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_metrics_CFLAGS = $(STATE_TEST_CFLAGS)

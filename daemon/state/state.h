@@ -106,6 +106,15 @@ struct sm_out {
 	 */
 	void	(*backup)(void *ctx, void *conn, uint64_t id, uint8_t *snap,
 		    size_t len, uint64_t wall_ms);
+	/*
+	 * A watch event for watch of conn's client, as the bytes of its
+	 * WatchEvent packed with watch 0 (so without that field): the shell
+	 * sends what reply() would for { watch_event: { watch, ... } }. An
+	 * event is packed once for all its watchers that see it alike, not
+	 * once each. NULL: watch events go through reply().
+	 */
+	void	(*notice)(void *ctx, void *conn, uint64_t watch,
+		    const uint8_t *ev, size_t len);
 };
 
 /* Return values of sm_request(). */

@@ -395,7 +395,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	draw_names();
 	for (i = 0; i < nn; i++) {
 		struct node *n = &nodes[i];
-		struct sm_out out = { on_reply, n, on_close, NULL, NULL };
+		struct sm_out out = { on_reply, n, on_close, NULL, NULL, NULL };
 
 		n->i = i;
 		sm_config_defaults(&n->cfg);

@@ -484,7 +484,7 @@ int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
 int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct node *n = fsm->data;
-	struct sm_out out = { on_reply, n, on_close, NULL, NULL };
+	struct sm_out out = { on_reply, n, on_close, NULL, NULL, NULL };
 	struct sm_client *c;
 	char err[256];
 	struct sm *sm;
