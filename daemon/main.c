@@ -93,7 +93,8 @@ static void usage(FILE *f)
 "      --metrics-listen ADDR  serve Prometheus metrics at tcp:HOST:PORT or\n"
 "                            unix:PATH, paths /metrics, /healthz, /readyz\n"
 "      --metrics-max-connections N  scrapers served at once (16)\n"
-"      --metrics-timeout DURATION  to send a request, to read the page (10s)\n"
+"      --metrics-per-source-max-connections N  of them from one address (4)\n"
+"      --metrics-timeout DURATION  for a request and its answer, whole (10s)\n"
 "      --metrics-names PREFIX  per-semaphore gauges for names with PREFIX\n"
 "                            (repeatable)\n"
 "      --ready-max-lag N     /readyz: entries a follower may be behind the\n"
@@ -209,7 +210,8 @@ int main(int argc, char **argv)
 		"tls-ticket-lifetime", "tls-ticket-rotation",
 		"tls-max-startups", "tls-per-source-max-startups",
 		"metrics-listen", "metrics-names", "metrics-max-connections",
-		"metrics-timeout", "ready-max-lag", "admin", "acl",
+		"metrics-per-source-max-connections", "metrics-timeout",
+		"ready-max-lag", "admin", "acl",
 		"data-dir", "restart-grace", "snapshot-every",
 		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
 		"allow-insecure-peers", "election-timeout",

@@ -83,7 +83,8 @@ DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/tls-threads.sh tests/daemon/durable.sh \
 	tests/daemon/rates.sh tests/daemon/multi.sh tests/daemon/watch.sh \
 	tests/daemon/allocs.sh tests/daemon/metrics.sh tests/daemon/logjson.sh \
-	tests/daemon/logdisk.sh tests/daemon/backup.sh tests/daemon/watch-resume.sh
+	tests/daemon/logdisk.sh tests/daemon/backup.sh tests/daemon/watch-resume.sh \
+	tests/daemon/probes.sh
 TESTS += $(DAEMON_SH_TESTS)
 EXTRA_DIST += $(DAEMON_SH_TESTS)
 
