@@ -2,7 +2,7 @@
 /*
  * tests/daemon/probe.h - what the files of semd_probe share: a connection
  * speaking semd's protocol (semd_probe.c) and the load modes built on it
- * (probe_modes.c, probe_stress.c).
+ * (probe_modes.c, probe_stress.c, probe_flood.c).
  */
 #ifndef SEMD_TESTS_DAEMON_PROBE_H
 #define SEMD_TESTS_DAEMON_PROBE_H
@@ -57,5 +57,10 @@ int mode_idle(const char *addr, int n, int hold_ms);
 int mode_latency(const char *addr, int n, int gap_ms);
 int mode_watchers(const char *addr, int nw, const char *name, int n);
 int mode_stress(const char *addr, int n, int k, int ms, unsigned seed);
+/* probe_flood.c */
+int mode_watch_flood(const char *addr, int conns, int w, int ms,
+    const char *stop);
+int mode_unread(const char *addr, int conns, int n, int ms, const char *stop,
+    const char *request);
 
 #endif
