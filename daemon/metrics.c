@@ -711,30 +711,23 @@ static void metrics_log_full(struct metrics *m, const char *what, size_t max)
 }
 
 /*
- * Make room for a scraper from src when n slots are taken of max (the
- * connections from src only, with from_src): close the oldest of them
- * still sending its request. False when every one is writing a page.
+ * The connection that has been sending its request the longest (the
+ * first in the list not writing a page), from src's address only with
+ * from_src; NULL when every one is writing a page.
  */
-static bool metrics_make_room(struct metrics *m, const struct sockaddr *src,
-    bool from_src, size_t n, size_t max, const char *what)
+static struct metrics_conn *metrics_slowest(struct metrics *m,
+    const struct sockaddr *src, bool from_src)
 {
 	struct metrics_conn *mc;
 	struct list_head *pos;
 
-	if (max == 0 || n < max)
-		return true;
-	metrics_log_full(m, what, max);
 	list_for_each(pos, &m->conns) {
 		mc = list_entry(pos, struct metrics_conn, entry);
-		if (mc->answered || (from_src && !listener_same_source(
+		if (!mc->answered && (!from_src || listener_same_source(
 		    (const struct sockaddr *)&mc->src, src)))
-			continue;
-		m->evicted++;
-		metrics_conn_free(mc);
-		return true;
+			return mc;
 	}
-	m->refused++;
-	return false;
+	return NULL;
 }
 
 /* Connections open from src's address. */
@@ -762,15 +755,23 @@ static void metrics_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 	const struct semd_config *cfg = &m->srv->cfg;
 	struct metrics_conn *mc;
 	struct timeval tv;
+	bool per;
 
 	(void)evl;
-	if (!metrics_make_room(m, sa, true, cfg->metrics_per_source > 0 ?
-	    metrics_from(m, sa) : 0, cfg->metrics_per_source,
-	    "metrics-per-source-max-connections") ||
-	    !metrics_make_room(m, sa, false, m->nconns,
-	    cfg->metrics_max_connections, "metrics-max-connections")) {
-		close(fd);
-		return;
+	/* Full for its address (then one of its own makes room), or in all. */
+	per = cfg->metrics_per_source > 0 &&
+	    metrics_from(m, sa) >= cfg->metrics_per_source;
+	if (per || m->nconns >= cfg->metrics_max_connections) {
+		metrics_log_full(m, per ? "metrics-per-source-max-connections" :
+		    "metrics-max-connections", per ? cfg->metrics_per_source :
+		    cfg->metrics_max_connections);
+		if ((mc = metrics_slowest(m, sa, per)) == NULL) {
+			m->refused++;
+			close(fd);
+			return;
+		}
+		m->evicted++;
+		metrics_conn_free(mc);
 	}
 	mc = calloc(1, sizeof *mc);
 	if (mc == NULL ||
