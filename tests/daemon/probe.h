@@ -45,7 +45,16 @@ struct pconn **p_connect_many(const char *addr, int n);
 struct pconn **p_open_many(const char *addr, int n);
 void p_close_many(struct pconn **cs, int n);
 
-/* probe_modes.c, probe_stress.c: the modes of main() */
+/* Counts of reply codes and the first message of each, for the modes. */
+struct tally {
+	int	n[16];
+	char	msg[16][160];
+	int	none;		/* no reply: closed or timed out */
+};
+
+/* probe_modes.c, probe_stress.c, probe_flood.c: the modes of main() */
+void tally_add(struct tally *t, const Semd__Reply *r);
+void tally_print(const char *what, const struct tally *t);
 int mode_fifo(const char *addr, int n);
 int mode_many(const char *addr, int n);
 int mode_burst(const char *addr, int n);

@@ -17,42 +17,6 @@
 
 #include "tests/daemon/probe.h"
 
-/* Counts of the answers to the flood's requests, by code. */
-struct ftally {
-	int	n[32];
-	char	first[32][200];
-	int	none;
-};
-
-/* Count one answer (NULL: none came). */
-static void ftally_add(struct ftally *t, const Semd__Reply *r)
-{
-	int k;
-
-	if (r == NULL) {
-		t->none++;
-		return;
-	}
-	k = r->code >= 0 && r->code < 32 ? r->code : 31;
-	if (t->n[k]++ == 0 && r->message != NULL)
-		snprintf(t->first[k], sizeof t->first[k], "%s", r->message);
-}
-
-/* "what: CODE=n ... none=n", then the first message of each refusal. */
-static void ftally_print(const char *what, const struct ftally *t)
-{
-	int k;
-
-	printf("%s:", what);
-	for (k = 0; k < 32; k++)
-		if (t->n[k] > 0)
-			printf(" %s=%d", code_name(k), t->n[k]);
-	printf(" none=%d\n", t->none);
-	for (k = 1; k < 32; k++)
-		if (t->n[k] > 0)
-			printf("first %s: %s\n", code_name(k), t->first[k]);
-}
-
 /* The answer to request id on c (notices before it are skipped), or NULL. */
 static Semd__Reply *flood_answer(struct pconn *c, uint64_t id)
 {
@@ -70,7 +34,7 @@ static Semd__Reply *flood_answer(struct pconn *c, uint64_t id)
 }
 
 /* Hello on a new connection to addr; false (fd closed) if not served. */
-static bool flood_hello(struct pconn *c, const char *addr, struct ftally *th)
+static bool flood_hello(struct pconn *c, const char *addr, struct tally *th)
 {
 	struct req q;
 	Semd__Reply *r;
@@ -84,7 +48,7 @@ static bool flood_hello(struct pconn *c, const char *addr, struct ftally *th)
 	req_make(&q, 0, SEMD__REQUEST__OP_HELLO, "version=%u", 1);
 	id = p_send_next(c, &q);
 	r = id != 0 ? flood_answer(c, id) : NULL;
-	ftally_add(th, r);
+	tally_add(th, r);
 	ok = r != NULL && r->code == SEMD__CODE__OK;
 	if (r != NULL)
 		semd__reply__free_unpacked(r, NULL);
@@ -112,7 +76,7 @@ static bool flood_until(const char *stop, double until)
 int mode_watch_flood(const char *addr, int conns, int w, int ms,
     const char *stop)
 {
-	struct ftally th, tw;
+	struct tally th, tw;
 	struct pconn **cs;
 	struct pollfd *pf;
 	struct req q;
@@ -141,13 +105,13 @@ int mode_watch_flood(const char *addr, int conns, int w, int ms,
 		for (j = 0; j < w; j++) {
 			Semd__Reply *r = flood_answer(cs[i], first + (uint64_t)j);
 
-			ftally_add(&tw, r);
+			tally_add(&tw, r);
 			if (r != NULL)
 				semd__reply__free_unpacked(r, NULL);
 		}
 	}
-	ftally_print("hellos", &th);
-	ftally_print("watches", &tw);
+	tally_print("hellos", &th);
+	tally_print("watches", &tw);
 	printf("draining\n");
 	until = now_ms() + ms;
 	while (flood_until(stop, until)) {
@@ -186,7 +150,7 @@ int mode_watch_flood(const char *addr, int conns, int w, int ms,
 int mode_unread(const char *addr, int conns, int n, int ms, const char *stop,
     const char *request)
 {
-	struct ftally th;
+	struct tally th;
 	struct pconn **cs;
 	struct req q;
 	char *payload = NULL, line[1024];
@@ -224,7 +188,7 @@ int mode_unread(const char *addr, int conns, int n, int ms, const char *stop,
 		}
 	}
 	quiet = false;
-	ftally_print("hellos", &th);
+	tally_print("hellos", &th);
 	printf("unread: requests=%" PRIu64 "\n", sent);
 	until = now_ms() + ms;
 	while (flood_until(stop, until))

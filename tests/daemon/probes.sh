@@ -50,13 +50,8 @@ def probe(path, want):
         s = socket.create_connection((host, port), timeout=3,
                                      source_address=("127.0.0.1", 0))
         s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
-        data = b""
-        while True:
-            b = s.recv(4096)
-            if not b:
-                break
-            data += b
-        s.close()
+        with s, s.makefile("rb") as f:
+            data = f.read()
         if data.startswith(b"HTTP/1.1 200 ") and want in data:
             okp += 1
         elif not first:
