@@ -69,6 +69,8 @@ void conn_flush_all(struct worker *w);
 size_t conn_backlog_len(const struct conn *c);
 /* Count c's backlog (none once gone) in its principal's output. */
 void conn_count_backlog(struct conn *c, bool gone);
+/* freed bytes of buffers were freed: give the heaps' free pages back soon. */
+void conn_trim_later(struct worker *w, size_t freed);
 /* Cut a client off: nothing more is written, it is freed soon. */
 void conn_drop(struct conn *c);
 /* Nothing more is written; freed from the loop (not counted as dropped). */

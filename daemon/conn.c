@@ -132,6 +132,7 @@ static void conn_free_io(struct conn *c, bool bye)
 	if (c->in != NULL)
 		evbuffer_free(c->in);
 	c->xprt->close(c, bye);
+	conn_trim_later(c->w, c->tcap + c->wcap);
 	free(c->tbuf);
 	free(c->wbuf);
 	backup_free(c->backup);

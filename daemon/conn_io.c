@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,10 +211,43 @@ static int conn_keep(struct conn *c, const uint8_t *p, size_t len)
 	return 0;
 }
 
+/*
+ * A MiB or more of buffers was freed (in all, since the last time): a
+ * second later (once for a whole flood's worth) this loop has glibc give
+ * the free pages of its heaps back (malloc_trim). The biggest buffers are mappings of their own (main.c),
+ * but those under the mmap threshold that a flood goes through leave holes
+ * in the heaps, which the process would otherwise keep for good.
+ */
+#define CONN_TRIM_AFTER	(1u << 20)
+static void conn_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+#ifdef __GLIBC__
+	(void)malloc_trim(0);
+#endif
+}
+
+/* freed bytes of buffers were freed: give the heaps' free pages back soon. */
+void conn_trim_later(struct worker *w, size_t freed)
+{
+	struct timeval tv = { 1, 0 };
+
+	w->trim_freed += freed;
+	if (w->trim_freed < CONN_TRIM_AFTER || (w->trim_ev == NULL &&
+	    (w->trim_ev = evtimer_new(w->base, conn_trim_cb, w)) == NULL))
+		return;
+	w->trim_freed = 0;
+	if (!evtimer_pending(w->trim_ev, NULL))
+		evtimer_add(w->trim_ev, &tv);
+}
+
 /* A big buffer is not kept for an idle connection. */
-static void conn_buf_trim(uint8_t **buf, size_t *cap)
+static void conn_buf_trim(struct worker *w, uint8_t **buf, size_t *cap)
 {
 	if (*cap > 16384) {
+		conn_trim_later(w, *cap);
 		free(*buf);
 		*buf = NULL;
 		*cap = 0;
@@ -236,7 +270,7 @@ static void conn_drain(struct conn *c)
 	}
 	c->toff = c->tlen = 0;
 	conn_count_backlog(c, false);
-	conn_buf_trim(&c->tbuf, &c->tcap);
+	conn_buf_trim(c->w, &c->tbuf, &c->tcap);
 	if (c->closing)
 		event_active(c->kill, EV_TIMEOUT, 0);
 }
@@ -264,7 +298,7 @@ void conn_flush(struct conn *c)
 	}
 	c->wlen = 0;
 	conn_count_backlog(c, false);
-	conn_buf_trim(&c->wbuf, &c->wcap);
+	conn_buf_trim(c->w, &c->wbuf, &c->wcap);
 }
 
 /* Write every connection's staged replies (one write each). */

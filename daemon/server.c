@@ -329,7 +329,7 @@ static int worker_init(struct server *srv, unsigned int i)
 static void worker_free(struct worker *w)
 {
 	struct event *evs[] = { w->tls_sweep, w->flush_ev, w->notice_ev,
-	    w->deadline, w->stop_timer, w->beat, w->wake_ev };
+	    w->trim_ev, w->deadline, w->stop_timer, w->beat, w->wake_ev };
 	struct list_head *pos, *tmp;
 	struct conn_pending *p;
 	size_t i;

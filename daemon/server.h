@@ -70,6 +70,8 @@ struct worker {
 	struct event		*notice_ev;	/* flushes noticeq (conn_io.c) */
 	uint32_t		notice_ms;	/* ... after so long */
 	uint32_t		notice_n;	/* written in this round */
+	struct event		*trim_ev;	/* malloc_trim() after a flood */
+	size_t			trim_freed;	/* bytes freed since the last */
 	bool			in_read;	/* a read callback will flush */
 	struct event		*deadline;	/* armed for sm_next_deadline() */
 	uint64_t		deadline_at;
