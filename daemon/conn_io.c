@@ -214,9 +214,10 @@ static int conn_keep(struct conn *c, const uint8_t *p, size_t len)
 /*
  * A MiB or more of buffers was freed (in all, since the last time): a
  * second later (once for a whole flood's worth) this loop has glibc give
- * the free pages of its heaps back (malloc_trim). The biggest buffers are mappings of their own (main.c),
- * but those under the mmap threshold that a flood goes through leave holes
- * in the heaps, which the process would otherwise keep for good.
+ * the free pages of its heaps back (malloc_trim). The biggest buffers are
+ * mappings of their own (main.c), but those under the mmap threshold that
+ * a flood goes through leave holes in the heaps, which the process would
+ * otherwise keep for good.
  */
 #define CONN_TRIM_AFTER	(1u << 20)
 static void conn_trim_cb(evutil_socket_t fd, short what, void *arg)

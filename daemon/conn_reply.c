@@ -119,7 +119,8 @@ static int conn_wbuf_grow(struct conn *c, size_t len)
  * that has replies its socket did not take while its principal's are over
  * its output quota (so that 1,000 connections cannot pin max-output each).
  */
-static void conn_check_output(struct conn *c, const uint8_t *frame)
+static void conn_check_output(struct conn *c, const uint8_t *frame,
+    size_t len)
 {
 	size_t queued;
 
@@ -141,7 +142,7 @@ static void conn_check_output(struct conn *c, const uint8_t *frame)
 	 * A reply that begins with field 14 (watch_event) has id 0 and code
 	 * OK (protobuf-c writes fields in order): a notice, which may wait.
 	 */
-	if (frame[FRAME_HDR] == 0x72)
+	if (len > FRAME_HDR && frame[FRAME_HDR] == 0x72)
 		conn_queue_notice(c);
 	else
 		conn_queue_flush(c);
@@ -237,7 +238,8 @@ void conn_mbox_deliver_locked(struct worker *w)
 		} else {
 			memcpy(c->wbuf + c->wlen, w->mbox + off, rec.len);
 			c->wlen += rec.len;
-			conn_check_output(c, c->wbuf + c->wlen - rec.len);
+			conn_check_output(c, c->wbuf + c->wlen - rec.len,
+			    rec.len);
 		}
 		off += rec.len;
 	}
@@ -278,7 +280,7 @@ static void conn_stage_locked(struct conn *c, struct out_frame *f)
 	}
 	len = out_pack(f, c->wbuf + c->wlen);
 	c->wlen += len;
-	conn_check_output(c, c->wbuf + c->wlen - len);
+	conn_check_output(c, c->wbuf + c->wlen - len, len);
 }
 
 /* The sm_out sink, under the lock: stage one reply for the client. */
