@@ -104,7 +104,7 @@ start_semd p --metrics-listen tcp:127.0.0.1:0 --metrics-timeout 2s || exit 1
 M=$(sed -n 's/^metrics://p' "$T/p.ready")
 
 # A few slow ones: closed at the deadline.
-timeout 30 "$PY" "$T/slow.py" "$M" 4.5 2 4 >"$T/few.out" 2>&1
+timeout 30 "$PY" "$T/slow.py" "$M" 3.5 2 4 >"$T/few.out" 2>&1
 sed 's/^/# /' "$T/few.out"
 set -- $(sed -n 's/^slow //p' "$T/few.out")
 ok "a few slow clients, a byte every 0.5 s: each closed within metrics-timeout 2s (+1 s; the longest ${3:-?} s)" \
@@ -112,10 +112,10 @@ ok "a few slow clients, a byte every 0.5 s: each closed within metrics-timeout 2
 ok "... and they came back (${1:-0} connections)" test "${1:-0}" -gt 8
 
 # A crowd of them: the probes are answered all the same.
-timeout 30 "$PY" "$T/slow.py" "$M" 6 4 6 >"$T/crowd.out" 2>&1
+timeout 30 "$PY" "$T/slow.py" "$M" 4.5 4 6 >"$T/crowd.out" 2>&1
 sed 's/^/# /' "$T/crowd.out"
 set -- $(sed -n 's/^probes //p' "$T/crowd.out")
-ok "probes were made (${1:-0})" test "${1:-0}" -ge 30
+ok "probes were made (${1:-0})" test "${1:-0}" -ge 24
 expect_eq "every /healthz and /readyz answered 200" "${1:-x}" "${3:-y}"
 ok "one address had no more than its 4 (logged)" \
 	has 'metrics-per-source-max-connections 4 reached' "$T/p.log"
