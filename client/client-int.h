@@ -132,7 +132,8 @@ struct semc_evq {
 };
 
 struct semc_deliver {
-	struct semc_req *done;		/* completed async requests */
+	struct semc_req *done;		/* completed async requests, in the order */
+	struct semc_req **done_tail;	/* they completed: their callbacks run so */
 	bool events;			/* events were queued on the handle */
 };
 
@@ -206,6 +207,7 @@ struct semc {
 	uint8_t secret[256];
 	size_t secret_len;
 	uint32_t granted_lease;
+	uint32_t max_lease;	/* HelloReply.max_lease_ms (0: unknown) */
 	char *principal;
 	char *server;
 	bool resumed;

@@ -334,6 +334,21 @@ int semc_timeout(struct semc *c)
 	return (int)locked_get(c, timeout_now_locked);
 }
 
+/* The daemon's max-lease. */
+static int64_t max_lease_locked(struct semc *c)
+{
+	return c->max_lease;
+}
+
+/* The longest lease the daemon grants, as its last handshake said (0:
+ * unknown: not connected yet, or a daemon older than 0.4). */
+uint32_t semc_max_lease(struct semc *c)
+{
+	int64_t v = locked_get(c, max_lease_locked);
+
+	return v > 0 ? (uint32_t)v : 0;
+}
+
 /* Milliseconds left of the lease (-1: no lease). */
 static int64_t lease_left_locked(struct semc *c)
 {

@@ -20,6 +20,7 @@
 #define SEMC_BACKOFF_MIN	50
 #define SEMC_BACKOFF_MAX	1000
 #define SEMC_BACKOFF_CLUSTER_MAX 200	/* every daemon of a list failed */
+#define SEMC_ATTEMPT_MIN	200	/* ms an attempt of a resume may take, at least */
 
 /* Send Hello on a fresh connection and read its reply. */
 static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
@@ -129,6 +130,7 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	c->secret_len = hr->secret.len <= sizeof c->secret ? hr->secret.len : 0;
 	memcpy(c->secret, hr->secret.data, c->secret_len);
 	c->granted_lease = hr->lease_ms;
+	c->max_lease = hr->max_lease_ms;
 	c->resumed = hr->resumed;
 	c->server_durable = hr->durable;
 	semc_str_set(&c->principal, hr->principal);
@@ -234,6 +236,24 @@ fail:
 }
 
 /*
+ * When an attempt on one daemon of several must give up (deadline: the
+ * caller's): a session with a lease (granted, or asked for) gives each a
+ * sixth of the lease, at least SEMC_ATTEMPT_MIN, so that one that does not
+ * answer (stopped, or a leader cut off from the others: the connection is
+ * accepted, the Hello never answered) leaves time for the others before
+ * the lease ends. Lock held.
+ */
+static int64_t attempt_deadline_locked(const struct semc *c, int64_t now, int64_t deadline)
+{
+	int64_t lease = c->granted_lease ? c->granted_lease : atomic_load(&c->lease_ms), each;
+
+	if (c->naddrs <= 1 || lease == 0)
+		return deadline;
+	each = lease / 6 > SEMC_ATTEMPT_MIN ? lease / 6 : SEMC_ATTEMPT_MIN;
+	return deadline >= 0 && deadline < now + each ? deadline : now + each;
+}
+
+/*
  * An attempt failed: with several daemons, the next one at once (a Redirect
  * may have chosen it), backing off only once every one failed in a row
  * (and less: a cluster electing a leader is back within a second);
@@ -303,6 +323,7 @@ int semc_conn_try(struct semc *c, int64_t deadline)
 	 * of no use: the holds are reported lost then */
 	if ((end = semc_lease_end_locked(c)) >= 0 && end < dl)
 		dl = end;
+	dl = attempt_deadline_locked(c, now, dl);
 	if (dl < now + 100)
 		dl = now + 100;
 	tried = c->cur;
@@ -320,7 +341,7 @@ int semc_conn_try(struct semc *c, int64_t deadline)
 int semc_connect(struct semc *c, int timeout_ms)
 {
 	struct semc_deliver d;
-	int64_t deadline, wait;
+	int64_t deadline, wait, each;
 	unsigned tried;
 	int r;
 
@@ -346,8 +367,9 @@ int semc_connect(struct semc *c, int timeout_ms)
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
 		tried = c->cur;
+		each = attempt_deadline_locked(c, semc_now_ms(), deadline);
 		pthread_mutex_unlock(&c->lock);
-		r = conn_open(c, deadline, &d);
+		r = conn_open(c, each, &d);
 		if (r == 0 || c->naddrs <= 1)
 			break;
 		pthread_mutex_lock(&c->lock);

@@ -4,6 +4,7 @@
  * and makes one generic call (op_call(), op_async()) that sends it, checks
  * the reply's body and copies the result out (result.c converts it).
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +35,20 @@ static int name_check(const char *name)
 	if (len == 0 || len > 255)
 		return semc_fail(SEMC_E_INVALID, "a name is 1 to 255 bytes long");
 	return 0;
+}
+
+/* Refuse a detached lease longer than the daemon grants, before it is sent:
+ * the daemon would cut it to its max-lease, and the hold would end before
+ * its holder expects (semc_max_lease()). */
+static int lease_check(struct semc *c, uint32_t lease_ms)
+{
+	uint32_t max = lease_ms > 0 ? semc_max_lease(c) : 0;
+
+	if (max == 0 || lease_ms <= max)
+		return 0;
+	semc_fail(SEMC_E_INVALID, "a lease of %" PRIu32 " ms is more than the server's "
+		  "max-lease (%" PRIu32 " ms)", lease_ms, max);
+	return SEMC_E_INVALID;
 }
 
 /* Check a name and an operation's options (NULL: what says so). */
@@ -297,7 +312,8 @@ int semc_down_ex(struct semc *c, const char *name, const struct semc_down_opts *
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = args_check(name, o, "no down options")) != 0)
+	if ((r = args_check(name, o, "no down options")) != 0 ||
+	    (r = lease_check(c, o->lease_ms)) != 0)
 		return r;
 	down_fill(&op, name, o);
 	return op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_grant, out);
@@ -512,7 +528,8 @@ int64_t semc_down_ex_async(struct semc *c, const char *name, const struct semc_d
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = args_check(name, o, "no down options")) != 0)
+	if ((r = args_check(name, o, "no down options")) != 0 ||
+	    (r = lease_check(c, o->lease_ms)) != 0)
 		return r;
 	down_fill(&op, name, o);
 	return op_async(c, &op.base, fn, arg);
@@ -638,7 +655,7 @@ int semc_cluster_transfer(struct semc *c, uint64_t node_id)
 	return semc_fail(r, "%s", msg);
 }
 
-/* --- rates, multi-name downs, renew, holds, where (0.3.0) ------------------ */
+/* --- rates, multi-name downs, renew, holds, where (0.4.0) ------------------ */
 
 /* Create a semaphore with a token bucket. */
 int semc_create_rate(struct semc *c, const char *name, const struct semc_create_opts *o,
@@ -666,8 +683,8 @@ int semc_set_rate(struct semc *c, const char *name, const struct semc_rate *rate
 	return op_call(c, &op.base, 0, &reply_none, NULL);
 }
 
-/* Fill a DownMulti request (wv, wp: n entries each); SEMC_E_ARG or 0. */
-static int multi_fill(Semd__DownMulti *op, Semd__Want *wv, Semd__Want **wp,
+/* Fill a DownMulti request (wv, wp: n entries each); 0 or the error. */
+static int multi_fill(struct semc *c, Semd__DownMulti *op, Semd__Want *wv, Semd__Want **wp,
 		      const struct semc_want *wants, size_t n, int64_t timeout_ms, uint32_t lease_ms)
 {
 	size_t i;
@@ -675,6 +692,8 @@ static int multi_fill(Semd__DownMulti *op, Semd__Want *wv, Semd__Want **wp,
 
 	if (wants == NULL || n == 0 || n > 16)
 		return semc_fail(SEMC_E_ARG, "a multi-name down takes 1 to 16 names");
+	if ((r = lease_check(c, lease_ms)) != 0)
+		return r;
 	for (i = 0; i < n; i++) {
 		if ((r = name_check(wants[i].name)) != 0)
 			return r;
@@ -700,7 +719,7 @@ int semc_down_multi(struct semc *c, const struct semc_want *wants, size_t n,
 	int r;
 
 	op_clear(&reply_multi, out);
-	if ((r = multi_fill(&op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+	if ((r = multi_fill(c, &op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
 		return r;
 	return op_call(c, &op.base, timeout_ms < 0 ? -1 : timeout_ms, &reply_multi, out);
 }
@@ -713,7 +732,7 @@ int64_t semc_down_multi_async(struct semc *c, const struct semc_want *wants, siz
 	Semd__Want wv[16], *wp[16];
 	int r;
 
-	if ((r = multi_fill(&op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+	if ((r = multi_fill(c, &op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
 		return r;
 	return op_async(c, &op.base, fn, arg);
 }
@@ -724,10 +743,15 @@ int semc_renew(struct semc *c, const char *name, uint64_t permit_id, uint32_t le
 {
 	Semd__Renew op = SEMD__RENEW__INIT;
 	struct renew_out out = { renewed, expires_ms };
+	int r;
 
 	op.name = (char *)name;
 	op.permit_id = permit_id;
 	op.lease_ms = lease_ms;
+	if ((r = lease_check(c, lease_ms)) != 0) {
+		renewed_out(NULL, &out);
+		return r;
+	}
 	return op_call_named(c, name, &op.base, &reply_renewed, &out);
 }
 
@@ -753,7 +777,7 @@ int semc_where(struct semc *c, uint64_t request_id, struct semc_where **out)
 }
 
 
-/* --- queue policies (0.3.0) ---------------------------------------------- */
+/* --- queue policies (0.4.0) ---------------------------------------------- */
 
 /* Create with queue policies and fair shares (and a rate, or NULL). */
 int semc_create_queue(struct semc *c, const char *name, const struct semc_create_opts *o,
@@ -816,13 +840,13 @@ static int policy_check(const struct semc_down_policy *p, bool multi)
 }
 
 /* Check a down's options and policy, and fill its request: 0, or the error. */
-static int down_policy_fill(Semd__Down *op, const char *name, const struct semc_down_opts *o,
-			    const struct semc_down_policy *p)
+static int down_policy_fill(struct semc *c, Semd__Down *op, const char *name,
+			    const struct semc_down_opts *o, const struct semc_down_policy *p)
 {
 	int r;
 
 	if ((r = args_check(name, o, "no down options")) != 0 ||
-	    (r = policy_check(p, false)) != 0)
+	    (r = policy_check(p, false)) != 0 || (r = lease_check(c, o->lease_ms)) != 0)
 		return r;
 	down_fill(op, name, o);
 	op->replace = (char *)p->replace;
@@ -838,7 +862,7 @@ int semc_down_policy(struct semc *c, const char *name, const struct semc_down_op
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = down_policy_fill(&op, name, o, p)) != 0)
+	if ((r = down_policy_fill(c, &op, name, o, p)) != 0)
 		return r;
 	return op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_grant, out);
 }
@@ -851,7 +875,7 @@ int64_t semc_down_policy_async(struct semc *c, const char *name,
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
-	if ((r = down_policy_fill(&op, name, o, p)) != 0)
+	if ((r = down_policy_fill(c, &op, name, o, p)) != 0)
 		return r;
 	return op_async(c, &op.base, fn, arg);
 }
@@ -867,7 +891,7 @@ int semc_down_multi_policy(struct semc *c, const struct semc_want *wants, size_t
 
 	op_clear(&reply_multi, out);
 	if ((r = policy_check(p, true)) != 0 ||
-	    (r = multi_fill(&op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+	    (r = multi_fill(c, &op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
 		return r;
 	op.priority = p->priority;
 	return op_call(c, &op.base, timeout_ms < 0 ? -1 : timeout_ms, &reply_multi, out);
@@ -884,7 +908,7 @@ int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wan
 	int r;
 
 	if ((r = policy_check(p, true)) != 0 ||
-	    (r = multi_fill(&op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
+	    (r = multi_fill(c, &op, wv, wp, wants, n, timeout_ms, lease_ms)) != 0)
 		return r;
 	op.priority = p->priority;
 	return op_async(c, &op.base, fn, arg);

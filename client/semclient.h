@@ -54,9 +54,9 @@ enum semc_error {
 	SEMC_E_SESSION_EXPIRED = -13,
 	SEMC_E_DEADLOCK = -14,		/* the down would close a cycle of waiting
 					 * sessions (the message names it) */
-	SEMC_E_QUEUE_FULL = -15,	/* the name's queue is at its max-waiters (0.3.0) */
+	SEMC_E_QUEUE_FULL = -15,	/* the name's queue is at its max-waiters (0.4.0) */
 	SEMC_E_REPLACED = -16,		/* the waiting down was replaced by a newer one
-					 * with its replace key (0.3.0) */
+					 * with its replace key (0.4.0) */
 	SEMC_E_COMPACTED = -18,		/* semc_watch_from(): the revision is no
 					 * longer kept (the message says the oldest) */
 	/* client side */
@@ -115,14 +115,14 @@ struct semc_waiter {
 	bool detached;		/* its session is disconnected, inside its lease */
 };
 
-/* A waiter's place in its queue's policies (0.3.0; struct semc_waiter is
+/* A waiter's place in its queue's policies (0.4.0; struct semc_waiter is
  * left as 0.2.0 had it, an array callers index). */
 struct semc_waiter_class {
 	int32_t priority;	/* its down's class, -8..7 (0: the default) */
 	char *replace;		/* its down's replace key ("": none) */
 };
 
-/* Fair shares of a name (0.3.0): split between groups by principal, or
+/* Fair shares of a name (0.4.0): split between groups by principal, or
  * by a down's group key (the principal when it gives none). */
 enum semc_share_by {
 	SEMC_SHARE_NONE = 0,
@@ -155,18 +155,18 @@ struct semc_info {
 	size_t waiters_total;	/* all waiters (semc_info() lists the first 10,000) */
 	uint64_t next_permit;	/* non-zero: more holders, pass as after_permit */
 	uint64_t next_waiter;	/* non-zero: more waiters, pass as after_waiter */
-	/* 0.3.0: the token bucket (rate 0: none) */
+	/* 0.4.0: the token bucket (rate 0: none) */
 	uint32_t rate;		/* tokens per rate_period_ms */
 	uint32_t rate_period_ms;
 	uint32_t burst;
 	uint64_t tokens_nano;	/* tokens in the bucket now, in billionths */
 	uint64_t next_token_ms;	/* unix ms of the next whole token (0: full) */
-	/* 0.3.0: queue policies and fair shares */
+	/* 0.4.0: queue policies and fair shares */
 	uint32_t max_waiters;	/* 0: no bound */
 	enum semc_share_by share;
 	size_t n_groups;
 	struct semc_group_info *groups;	/* with shares: listed and active, by name */
-	/* 0.3.0: each of waiters' class, in the same order (n_waiter_classes
+	/* 0.4.0: each of waiters' class, in the same order (n_waiter_classes
 	 * is n_waiters) */
 	size_t n_waiter_classes;
 	struct semc_waiter_class *waiter_classes;
@@ -227,8 +227,8 @@ enum semc_watch_kind {
 	SEMC_WATCH_CREATE,
 	SEMC_WATCH_DELETE,
 	SEMC_WATCH_DEADLOCK,	/* a down answered DEADLOCK (reason: the cycle) */
-	SEMC_WATCH_QUEUE,	/* set-queue (0.3.0) */
-	SEMC_WATCH_REPLACED,	/* a queued down replaced by a newer one (0.3.0) */
+	SEMC_WATCH_QUEUE,	/* set-queue (0.4.0) */
+	SEMC_WATCH_REPLACED,	/* a queued down replaced by a newer one (0.4.0) */
 };
 
 struct semc_watch_event {
@@ -286,7 +286,7 @@ struct semc_result {
 	const struct semc_stats *stats;	/* stats */
 	bool valid;			/* validate */
 	uint32_t released;		/* up/release: permits given back */
-	const struct semc_multi_grant *multi;	/* down_multi (0.3.0) */
+	const struct semc_multi_grant *multi;	/* down_multi (0.4.0) */
 };
 
 typedef void (*semc_done_fn)(struct semc *c, const struct semc_result *r, void *arg);
@@ -424,7 +424,7 @@ int64_t semc_lease_left(struct semc *c);
 /* Requests sent and not answered yet. */
 size_t semc_pending(struct semc *c);
 
-/* --- rates, multi-name downs, watches, renew, holds, where (0.3.0) -----
+/* --- rates, multi-name downs, watches, renew, holds, where (0.4.0) -----
  * Symbol version LIBSEMCLIENT_1.2. */
 
 /* A token bucket: rate tokens every period_ms (0: 1000), at most burst (0:
@@ -559,7 +559,7 @@ void semc_where_free(struct semc_where *w);
  * overrides $SEMD_SESSION). Set before semc_connect(). */
 void semc_set_parent(struct semc *c, uint64_t session, uint64_t link);
 /* The link of the handle's current session, for a child's parent (0 while
- * disconnected, or from a daemon older than 0.3). */
+ * disconnected, or from a daemon older than 0.4). */
 uint64_t semc_session_link(struct semc *c);
 
 /* --- for bindings: cancel without waiting, shut down before freeing ------
@@ -642,7 +642,7 @@ int semc_parse_duration(const char *s, int64_t *ms);
 /* The library's version, "0.2.0". */
 const char *semc_version(void);
 
-/* --- queue policies and priorities (0.3.0) ------------------------------
+/* --- queue policies and priorities (0.4.0) ------------------------------
  * Symbol version LIBSEMCLIENT_1.4. */
 
 /* A group's weight (1 to 1000; a group not listed weighs 1). */
@@ -696,6 +696,16 @@ int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wan
 				     int64_t timeout_ms, uint32_t lease_ms,
 				     const struct semc_down_policy *policy, semc_done_fn fn,
 				     void *arg);
+
+/* --- the daemon's max-lease (symbol version LIBSEMCLIENT_1.5) ------------- */
+
+/* The daemon's max-lease, as its last handshake said: the longest lease it
+ * grants a session or a detached hold (0: unknown, before the first
+ * connection or from a daemon older than 0.4). A down, multi-name down or
+ * renew asking for a longer detached lease fails SEMC_E_INVALID before it
+ * is sent (it would be cut to max-lease, the hold ending before its holder
+ * expects); a session lease is granted up to it (semc_session()). */
+uint32_t semc_max_lease(struct semc *c);
 
 #ifdef __cplusplus
 }

@@ -211,6 +211,23 @@ uint32_t parse_count(const char *s, const char *what, uint32_t min, uint32_t max
 	return (uint32_t)v;
 }
 
+/* Parse --priority: -8 to 7 (an optional minus sign, then digits); the
+ * range in a refusal is the whole one, whichever side it missed. */
+static int parse_priority(const char *s)
+{
+	unsigned long long v;
+	int r = parse_digits(s + (s[0] == '-'), &v);
+
+	if (r < 0)
+		usage_fail("--priority: '%s' is not a number (%d to %d)", s, SEMC_PRIO_MIN,
+			   SEMC_PRIO_MAX);
+	if (r > 0 || (s[0] == '-' ? v > (unsigned long long)-SEMC_PRIO_MIN :
+		      v > (unsigned long long)SEMC_PRIO_MAX))
+		usage_fail("--priority: %s is out of range (%d to %d)", s, SEMC_PRIO_MIN,
+			   SEMC_PRIO_MAX);
+	return s[0] == '-' ? -(int)v : (int)v;
+}
+
 /* Parse a 64-bit number (tokens, permit ids, --max) of at least min. */
 uint64_t parse_u64(const char *s, const char *what, uint64_t min)
 {
@@ -342,6 +359,20 @@ static const char *opt_written(enum opt_id id, char *buf, size_t len)
 }
 
 /*
+ * The option getopt did not know, as written: a letter of a group (-xy
+ * stops at the x, before optind moves past the group, whose word argv[optind
+ * - 1] is not) is optopt; an unknown long option has optopt 0 and is the
+ * word just read.
+ */
+static const char *opt_unknown(char **argv, char *buf, size_t len)
+{
+	if (optopt == 0 || optopt == '?')
+		return argv[optind - 1];
+	snprintf(buf, len, "-%c", optopt);
+	return buf;
+}
+
+/*
  * Whether --json (or -j) is among the options, so that a usage error
  * found before getopt reaches it is reported as JSON too. Stops at "--";
  * skips the values of the options that take one.
@@ -412,7 +443,7 @@ int globals_parse(int argc, char **argv)
 		if (ch == ':')
 			usage_fail("option '%s' needs a value", argv[optind - 1]);
 		if ((id = opt_of(ch)) == OPT_NONE)
-			usage_fail("unknown option '%s'", argv[optind - 1]);
+			usage_fail("unknown option '%s'", opt_unknown(argv, b, sizeof b));
 		if (id < OPT_FIRST_GLOBAL)
 			usage_fail("option '%s' is a command's: put it after the command",
 				   opt_written(id, b, sizeof b));
@@ -542,10 +573,7 @@ static void cmd_opt_set(enum opt_id id, struct cmd_args *a)
 		break;
 	}
 	case OPT_PRIORITY:
-		/* -8 to 7: a minus sign, then a count */
-		a->priority = optarg[0] == '-' ?
-		    -(int)parse_count(optarg + 1, "--priority", 0, -SEMC_PRIO_MIN) :
-		    (int)parse_count(optarg, "--priority", 0, SEMC_PRIO_MAX);
+		a->priority = parse_priority(optarg);
 		break;
 	case OPT_PROGRESS:
 		a->progress_ms = optarg == NULL ? PROGRESS_DEFAULT_S * 1000 :
@@ -594,7 +622,7 @@ void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args
 		if (ch == ':')
 			usage_fail("%s: option '%s' needs a value", cmd->name, argv[optind - 1]);
 		if ((id = opt_of(ch)) == OPT_NONE)
-			usage_fail("%s: unknown option '%s'", cmd->name, argv[optind - 1]);
+			usage_fail("%s: unknown option '%s'", cmd->name, opt_unknown(argv, b, sizeof b));
 		if (id < OPT_FIRST_GLOBAL && !cmd_takes(cmd, id))
 			usage_fail("%s: option '%s' does not apply to %s", cmd->name,
 				   opt_written(id, b, sizeof b), cmd->name);

@@ -512,32 +512,41 @@ static int64_t acq_granted_lease(struct semc *c, const struct acq *q)
 	return lease;
 }
 
+/* The failure of a --lease longer than the daemon's max-lease (max ms),
+ * saying what became of the down. */
+static int acq_lease_fail(const struct cmd_args *a, int64_t max, const char *what)
+{
+	char msg[256], more[64], b1[32], b2[32];
+
+	snprintf(msg, sizeof msg, "--lease %s is more than this semd's max-lease (%s): %s",
+		 a->lease_arg != NULL ? a->lease_arg : fmt_exact(a->lease_ms, b1, sizeof b1),
+		 fmt_exact(max, b2, sizeof b2), what);
+	snprintf(more, sizeof more, ",\"max_lease_ms\":%" PRId64, max);
+	return fail_json(EX_ERROR_, "invalid_argument", SEMC_E_INVALID, a->cmd->name, msg, more);
+}
+
 /*
  * --lease longer than the daemon's max-lease: refused, as a hold that ends
- * long before the caller was told would be. The permits granted are given
- * back at once (nothing is held) and the failure names the max-lease.
- * Granted leases are compared with 1 s to spare (the daemon's wall clock
- * may be stepped between the two times it gives).
+ * long before the caller was told would be. The handshake says the
+ * max-lease, and the down is refused before it is sent; a daemon older
+ * than 0.4 does not, nor does one whose max-lease was lowered by a reload
+ * since: then the lease granted is compared after the grant (with 1 s to
+ * spare: the daemon's wall clock may be stepped between the two times it
+ * gives), the permits are given back at once and nothing is held.
  */
 static int acq_lease_check(struct semc *c, const struct acq *q, const struct cmd_args *a)
 {
-	int64_t want = a->lease_ms;
 	int64_t got = acq_granted_lease(c, q);
-	char msg[256], more[64], b1[32], b2[32];
 	size_t i;
 	int r = 0;
 
-	if (got < 0 || got + 1000 >= want)
+	if (got < 0 || got + 1000 >= a->lease_ms)
 		return 0;
 	for (i = 0; i < q->k; i++)
 		if (semc_up(c, q->names[i], 0, q->permit_id[i], NULL) != 0)
 			r = -1;
-	snprintf(msg, sizeof msg, "--lease %s is more than this semd's max-lease (%s): %s",
-		 a->lease_arg != NULL ? a->lease_arg : fmt_exact(want, b1, sizeof b1),
-		 fmt_exact(got, b2, sizeof b2),
-		 r == 0 ? "given back, nothing is held" : "granted, and not given back");
-	snprintf(more, sizeof more, ",\"max_lease_ms\":%" PRId64, got);
-	return fail_json(EX_ERROR_, "invalid_argument", SEMC_E_INVALID, a->cmd->name, msg, more);
+	return acq_lease_fail(a, got, r == 0 ? "given back, nothing is held" :
+			      "granted, and not given back");
 }
 
 /* down, trydown: detached holds owned by our principal. */
@@ -546,14 +555,13 @@ static int down(struct cmd_args *a, bool try)
 	const char *what = a->cmd->name;
 	struct acq q;
 	struct semc *c;
+	uint32_t max;
 	int r;
 
 	if (a->lease_ms == 0)
 		usage_fail("down: --lease must be more than 0 (the hold outlives semctl)");
 	acq_names(&q, a->argv, a->argc, a);
 	q.timeout_ms = try ? 0 : a->timeout_ms;
-	/* No --lease: ask for the longest; the daemon caps it at its max-lease. */
-	q.lease_ms = a->lease_ms > 0 ? (uint32_t)a->lease_ms : UINT32_MAX;
 	q.create_limit = a->given[OPT_LIMIT] ? a->limit : 0;
 	acq_policy(&q, a);
 	/*
@@ -568,6 +576,15 @@ static int down(struct cmd_args *a, bool try)
 		return fail_json(EX_ERROR_, "system", SEMC_E_SYSTEM, what, strerror(errno), NULL);
 	if ((r = client_open(&c, try ? 0 : DOWN_LEASE_MS, "semctl")) != 0)
 		return r;
+	/* No --lease: ask for the longest, the daemon's max-lease (an older
+	 * daemon that does not say cuts UINT32_MAX to it); a longer one is
+	 * refused before the down waits or takes a token. */
+	max = semc_max_lease(c);
+	if (a->lease_ms > 0 && max > 0 && a->lease_ms > (int64_t)max) {
+		semc_free(c);
+		return acq_lease_fail(a, max, "refused, nothing was asked");
+	}
+	q.lease_ms = a->lease_ms > 0 ? (uint32_t)a->lease_ms : max > 0 ? max : UINT32_MAX;
 	r = acquire(c, &q);
 	if (r == 0 && a->lease_ms > 0 && (r = acq_lease_check(c, &q, a)) != 0) {
 		semc_free(c);

@@ -55,6 +55,7 @@ void semc_event_push_locked(struct semc *c, struct semc_deliver *d, enum semc_ev
 void semc_deliver_init(struct semc_deliver *d)
 {
 	d->done = NULL;
+	d->done_tail = &d->done;
 	d->events = false;
 }
 
@@ -197,14 +198,16 @@ struct semc_req *semc_internal_push_locked(struct semc *c, Semd__Request *rq)
 	return r;
 }
 
-/* Queue giving back a permit nobody waits for any more. */
-static void give_back_locked(struct semc *c, const char *name, uint64_t permit_id)
+/* Queue giving back a grant nobody waits for any more: by its permit id,
+ * or (a signal-mode grant has none) its n permits by count. */
+static void give_back_locked(struct semc *c, const char *name, uint64_t permit_id, uint32_t n)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;
 	Semd__Up up = SEMD__UP__INIT;
 
 	up.name = (char *)name;
 	up.permit_id = permit_id;
+	up.n = permit_id != 0 ? 0 : n;
 	rq.op_case = SEMD__REQUEST__OP_UP;
 	rq.up = &up;
 	semc_internal_push_locked(c, &rq);
@@ -308,7 +311,7 @@ void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *r
 	if (r->internal && rp != NULL && rp->code == SEMD__CODE__OK &&
 	    r->op == SEMD__REQUEST__OP_DOWN && rp->body_case == SEMD__REPLY__BODY_GRANT) {
 		/* a grant for a down its caller gave up on: return it at once */
-		give_back_locked(c, r->name, rp->grant->permit_id);
+		give_back_locked(c, r->name, rp->grant->permit_id, rp->grant->n ? rp->grant->n : r->n);
 	} else if (rp != NULL && rp->code == SEMD__CODE__OK &&
 		   rp->body_case == SEMD__REPLY__BODY_MULTI_GRANT) {
 		/* a multi-name down: every name's hold, given back or kept */
@@ -319,7 +322,7 @@ void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *r
 			Semd__Grant g = SEMD__GRANT__INIT;
 
 			if (r->internal) {
-				give_back_locked(c, ng->name, ng->permit_id);
+				give_back_locked(c, ng->name, ng->permit_id, ng->n);
 				continue;
 			}
 			g.permit_id = ng->permit_id;
@@ -341,8 +344,11 @@ void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *r
 	if (r->internal) {
 		semc_req_free(r);
 	} else if (r->async) {
-		r->next = d->done;
-		d->done = r;
+		/* at the tail: callbacks run in the order the replies came,
+		 * so grants read together reach their callers in FIFO order */
+		r->next = NULL;
+		*d->done_tail = r;
+		d->done_tail = &r->next;
 	}
 	pthread_cond_broadcast(&c->cond);
 }
@@ -475,6 +481,57 @@ static void keepalive_push_locked(struct semc *c, int64_t now)
 	c->ka_sent = now;
 }
 
+/* How long a keepalive ping may go unanswered before its connection is
+ * taken for dead (a stopped or cut-off server keeps it open): a quarter of
+ * the lease, so that the session is resumed elsewhere (another node of a
+ * cluster, or a new connection) well before its client-side lease ends. */
+static int64_t keepalive_dead_ms(const struct semc *c)
+{
+	int64_t ms = c->granted_lease / 4;
+
+	return ms > SEMC_LEASE_MARGIN_MIN ? ms : SEMC_LEASE_MARGIN_MIN;
+}
+
+/* Whether a new connection can resume the session: over a UNIX socket only
+ * with a daemon that keeps its state (or after a Detach); there a close
+ * ends the session (semc_conn_broken_locked()). */
+static bool resumable_locked(const struct semc *c)
+{
+	return c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0 &&
+	       (c->addr.kind != SEMC_ADDR_UNIX || c->detach || c->server_durable);
+}
+
+/* When the connection is taken for dead if the keepalive ping in flight is
+ * not answered (-1: none is in flight, or nothing could be resumed). */
+static int64_t keepalive_dead_at_locked(const struct semc *c)
+{
+	if (c->conn == NULL || !c->ka_out || !resumable_locked(c))
+		return -1;
+	return c->ka_sent + keepalive_dead_ms(c);
+}
+
+/* The keepalive ping went unanswered for a quarter of the lease: give the
+ * connection up and resume the session on a new one (with several daemons,
+ * on the next first: the silent one is likely the one stopped or cut off),
+ * its requests sent again there. The ping in flight is dropped with it. */
+static void keepalive_dead_locked(struct semc *c, struct semc_deliver *d)
+{
+	char why[96];
+	struct semc_req *r, *rn;
+
+	for (r = c->pending; r != NULL; r = rn) {
+		rn = r->next;
+		if (r->keepalive)
+			semc_req_complete_locked(c, r, NULL, SEMC_E_NO_REPLY, d);
+	}
+	c->ka_out = false;
+	snprintf(why, sizeof why, "no answer to a keepalive ping within %lld ms",
+		 (long long)keepalive_dead_ms(c));
+	if (c->naddrs > 1)
+		semc_addr_use_locked(c, (c->cur + 1) % c->naddrs);
+	semc_conn_broken_locked(c, c->conn, why, d);
+}
+
 /* When the next keepalive ping is due: a third of the lease after the
  * latest answered request or the latest ping (-1: none is due). */
 static int64_t keepalive_due_locked(const struct semc *c)
@@ -502,6 +559,10 @@ bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d)
 	int64_t due;
 
 	semc_lease_check_locked(c, now, d);
+	if ((due = keepalive_dead_at_locked(c)) >= 0 && now >= due) {
+		keepalive_dead_locked(c, d);
+		return false;
+	}
 	due = keepalive_due_locked(c);
 	if (due < 0 || now < due)
 		return false;
@@ -517,6 +578,8 @@ int semc_timeout_locked(struct semc *c, int64_t now)
 	if (c->closing)
 		return -1;
 	if ((due = keepalive_due_locked(c)) >= 0)
+		t = due;
+	if ((due = keepalive_dead_at_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;
 	if ((due = semc_lease_end_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;

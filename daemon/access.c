@@ -295,6 +295,10 @@ static const char *access_principal(const struct access_id *id)
  * state machine then lets only the principal that created the name do it,
  * unless the caller has admin on it too.
  */
+/* What follows the name when a down with a limit is refused. */
+#define ACCESS_DOWN_LIMIT	" by a down with a limit (that needs the create right " \
+				"besides use; a down without one only uses names)"
+
 static const enum acl_right access_right[] = {
 	[SM_RIGHT_NONE] = 0,
 	[SM_RIGHT_INSPECT] = ACL_INSPECT,
@@ -331,6 +335,12 @@ static bool access_need(const Semd__Request *req, const char **name,
 	*right = access_right[op->right];
 	*verb = op->verb;
 	*after = op->after;
+	if (req->op_case == SEMD__REQUEST__OP_DOWN && req->down->limit > 0) {
+		/* a down with a limit makes a missing name: create too */
+		*right = (enum acl_right)(ACL_USE | ACL_CREATE);
+		*verb = "create";
+		*after = ACCESS_DOWN_LIMIT;
+	}
 	return true;
 }
 
@@ -348,6 +358,8 @@ static bool access_check_each(struct access_id *id, const struct acl *acl,
 	size_t i, n;
 
 	for (i = 0; i < dm->n_wants; i++) {
+		unsigned int need = right;
+
 		name = dm->wants[i]->name;
 		n = strlen(name);
 		/* An invalid name gets the state machine's INVALID_ARGUMENT. */
@@ -356,9 +368,12 @@ static bool access_check_each(struct access_id *id, const struct acl *acl,
 		rights = acl_defaults_only(acl) ? id->rights :
 		    acl_rights(acl, &id->subject, name, n);
 		all &= rights;
-		if ((rights & right) != right) {
-			snprintf(msg, len, "%s may not %s %s", id->subject.principal,
-			    op->verb, name);
+		if (dm->wants[i]->limit > 0)
+			need |= ACL_CREATE;	/* it makes a missing name */
+		if ((rights & need) != need) {
+			snprintf(msg, len, "%s may not %s %s%s", id->subject.principal,
+			    need != right ? "create" : op->verb, name,
+			    need != right ? ACCESS_DOWN_LIMIT : "");
 			return false;
 		}
 	}

@@ -17,7 +17,8 @@ TESTS += tests/client/test_unit tests/client/test_api tests/client/test_api_sess
 CLIENT_SH_TESTS = tests/client/semctl.sh tests/client/example.sh \
 	tests/client/tls.sh tests/client/run-resume.sh tests/client/holds.sh \
 	tests/client/escape.sh tests/client/features.sh tests/client/down-resume.sh \
-	tests/client/contract.sh tests/client/nested.sh tests/client/completion.sh
+	tests/client/contract.sh tests/client/nested.sh tests/client/completion.sh \
+	tests/client/promises.sh
 TESTS += $(CLIENT_SH_TESTS)
 EXTRA_DIST += $(CLIENT_SH_TESTS) tests/client/relay.py tests/client/cutoff.py \
 	tests/client/ptyint.py tests/client/ptyrun.py

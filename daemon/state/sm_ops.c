@@ -111,6 +111,7 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	hr.server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
 	hr.durable = sm->cfg.durable;
 	hr.link = family_link(s);
+	hr.max_lease_ms = sm->cfg.max_lease_ms;
 	REPLY_BODY(sm, c, id, HELLO, hello, &hr);
 	if (back)
 		session_park(sm, s, false);	/* grants now go to c, after HelloReply */

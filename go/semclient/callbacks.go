@@ -41,10 +41,12 @@ func goSemcDone(r *C.struct_semc_result, key C.uintptr_t) {
 		return
 	}
 	// A grant nobody waits for any more (its Acquire's context ended
-	// while the cancel crossed the grant): give it back at once. This
-	// runs inside a C call on the handle, which is therefore alive.
+	// while the cancel crossed the grant): give it back at once, by its
+	// permit id, or by count (a signal-mode grant has no id: dropped, its
+	// permits were lost for good). This runs inside a C call on the
+	// handle, which is therefore alive.
 	c := cl.c
-	if res.grant.PermitID != 0 {
+	if res.multi == nil && (res.grant.PermitID != 0 || res.grant.N > 0) {
 		c.giveBack(cl.name, res.grant)
 	}
 	for _, g := range res.multi {
@@ -52,7 +54,10 @@ func goSemcDone(r *C.struct_semc_result, key C.uintptr_t) {
 	}
 }
 
-// giveBack sends an up of g's permit whose answer nobody waits for.
+// giveBack sends an up of g's permit whose answer nobody waits for: by its
+// permit id, or its N permits by count when it has none (a signal-mode
+// grant; on a rate-only name, whose tokens are taken for good, the daemon
+// refuses it). From a callback, inside a C call on the handle.
 func (c *Client) giveBack(name string, g Grant) {
 	cl := newCall(c)
 	cl.abandoned = true
@@ -62,6 +67,21 @@ func (c *Client) giveBack(name string, g Grant) {
 	if C.gsc_up_async(c.h, cs, C.uint32_t(g.N), C.uint64_t(g.PermitID), C.uintptr_t(key)) < 0 {
 		table.takeCall(key)
 	}
+}
+
+// returnGrant is giveBack outside a callback (an Acquire that gave up on a
+// grant that had come meanwhile).
+func (c *Client) returnGrant(name string, g Grant) {
+	if g.PermitID == 0 && g.N == 0 {
+		return
+	}
+	cl := newCall(c)
+	cl.abandoned = true
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	_, _ = c.async("release", name, cl, func(k C.uintptr_t) C.int64_t {
+		return C.gsc_up_async(c.h, cs, C.uint32_t(g.N), C.uint64_t(g.PermitID), k)
+	})
 }
 
 // goSemcEvent is the connection's event callback: lost holds close their

@@ -45,6 +45,17 @@ type Client struct {
 	watches   map[uintptr]*watch
 
 	reconnects atomic.Int64
+
+	// Acquires return in the order their grants were delivered (the
+	// daemon's FIFO order, token order): the callback numbers each grant
+	// (lastGrant, under table's lock) and Acquire returns only after the
+	// grant before it did (inTurn). Without it a goroutine woken later
+	// could run first, as the scheduler likes (the last one made ready
+	// runs next).
+	lastGrant uint64 // under table.mu
+	turnMu    sync.Mutex
+	turnCond  *sync.Cond
+	turnNext  uint64 // the grant whose Acquire returns next (1 first)
 }
 
 type permitKey struct {
@@ -110,7 +121,8 @@ func Dial(ctx context.Context, addrs string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{h: h, lease: cfg.lease, replyTTL: cfg.replyTTL,
 		permits: map[permitKey]*Permit{}, lostEarly: map[permitKey]error{},
-		watches: map[uintptr]*watch{}, pollerDone: make(chan struct{})}
+		watches: map[uintptr]*watch{}, pollerDone: make(chan struct{}), turnNext: 1}
+	c.turnCond = sync.NewCond(&c.turnMu)
 	fail := func(err error) (*Client, error) {
 		C.semc_free(h)
 		table.drop(c.key)
@@ -258,7 +270,7 @@ type Session struct {
 	ID        uint64
 	Lease     time.Duration // granted (0: none)
 	Principal string
-	Server    string // "semd 0.3.0"
+	Server    string // "semd 0.4.0"
 	Resumed   bool
 }
 
@@ -339,23 +351,40 @@ func (c *Client) wait(ctx context.Context, cl *call, op, name string) (result, e
 		defer t.Stop()
 		select {
 		case r := <-cl.ch:
-			return r, nil
+			return c.inTurn(r), nil
 		case <-t.C:
 			if r, ok := cl.abandon(); ok {
-				return r, nil
+				return c.inTurn(r), nil
 			}
 			return result{}, newError(int(ErrNoReply), op, name, "no reply in time")
 		}
 	}
 	select {
 	case r := <-cl.ch:
-		return r, nil
+		return c.inTurn(r), nil
 	case <-ctx.Done():
 		if r, ok := cl.abandon(); ok {
-			return r, nil
+			return c.inTurn(r), nil
 		}
 		return result{}, ctx.Err()
 	}
+}
+
+// inTurn returns r once the grants delivered before it were returned
+// (see Client.lastGrant): every grant handed to a call comes through here
+// exactly once, so none waits for ever.
+func (c *Client) inTurn(r result) result {
+	if r.seq == 0 {
+		return r
+	}
+	c.turnMu.Lock()
+	for c.turnNext != r.seq {
+		c.turnCond.Wait()
+	}
+	c.turnNext++
+	c.turnCond.Broadcast()
+	c.turnMu.Unlock()
+	return r
 }
 
 // result is what a completion callback copied out of its semc_result.
@@ -366,6 +395,7 @@ type result struct {
 	multi    []Grant
 	released uint32
 	info     *Info
+	seq      uint64 // a grant's place in delivery order (0: not a grant)
 }
 
 // call is one asynchronous request waiting for its callback.
@@ -375,6 +405,7 @@ type call struct {
 	id        int64
 	abandoned bool   // under table's lock
 	name      string // for giving back a grant of an abandoned down
+	ordered   bool   // an acquire: its grant returns in delivery order
 }
 
 func newCall(c *Client) *call { return &call{c: c, ch: make(chan result, 1)} }

@@ -70,6 +70,9 @@ type Info struct {
 	MaxWaiters   int     // the bound on the line (0: none)
 	Share        ShareBy // how permits are shared between groups
 	Groups       []Group // with shares: the groups listed or active, by name
+	Rate         Rate    // the token bucket (Rate{}: none)
+	Tokens       float64 // in the bucket now
+	NextToken    time.Time
 }
 
 func unixMs(ms C.uint64_t) time.Time {
@@ -109,7 +112,12 @@ func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
 		out = &Info{Name: C.GoString(ci.name), Limit: int(ci.limit), Available: int64(ci.available),
 			Mode: Mode(ci.mode), AutoCreated: bool(ci.auto_created), LastToken: uint64(ci.last_token),
 			HoldersTotal: int(ci.holders_total), WaitersTotal: int(ci.waiters_total),
-			MaxWaiters: int(ci.max_waiters), Share: ShareBy(ci.share)}
+			MaxWaiters: int(ci.max_waiters), Share: ShareBy(ci.share),
+			Tokens: float64(ci.tokens_nano) / 1e9, NextToken: unixMs(ci.next_token_ms)}
+		if ci.rate != 0 {
+			out.Rate = Rate{Tokens: int(ci.rate), Burst: int(ci.burst),
+				Per: time.Duration(ci.rate_period_ms) * time.Millisecond}
+		}
 		if ci.n_groups > 0 {
 			for _, g := range unsafe.Slice(ci.groups, int(ci.n_groups)) {
 				out.Groups = append(out.Groups, Group{Name: C.GoString(g.group),
@@ -132,7 +140,7 @@ func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
 					Deadline: unixMs(w.deadline_ms), Detached: bool(w.detached)})
 			}
 		}
-		// Each waiter's class, in the same order (a daemon before 0.3.0
+		// Each waiter's class, in the same order (a daemon before 0.4.0
 		// sends none: every waiter is then of class 0 with no key).
 		if ci.n_waiter_classes == ci.n_waiters && ci.n_waiters > 0 {
 			for i, k := range unsafe.Slice(ci.waiter_classes, int(ci.n_waiter_classes)) {
@@ -155,9 +163,11 @@ type CreateOption func(*createConfig)
 // queue policies (queue.go).
 type createConfig struct {
 	o          C.struct_semc_create_opts
+	initial    int
 	maxWaiters int
 	share      ShareBy
 	weights    map[string]int
+	rate       Rate // WithRate (names.go)
 }
 
 // WithMode creates the semaphore in mode m (default ModeOwned).
@@ -165,7 +175,9 @@ func WithMode(m Mode) CreateOption {
 	return func(cf *createConfig) { cf.o.mode = C.enum_semc_mode(m) }
 }
 
-// IfNotExists makes Create succeed when the name exists already.
+// IfNotExists makes Create succeed when the name exists already with the
+// limit and mode asked for (and the rate, with WithRate); when it exists
+// with others, Create fails with ErrExists saying what it has.
 func IfNotExists() CreateOption {
 	return func(cf *createConfig) { cf.o.if_not_exists = true }
 }
@@ -173,26 +185,37 @@ func IfNotExists() CreateOption {
 // WithInitial starts a ModeSignal semaphore with n free permits (0..limit;
 // by default all limit are free).
 func WithInitial(n int) CreateOption {
-	return func(cf *createConfig) { cf.o.initial_set, cf.o.initial = true, C.uint32_t(n) }
+	return func(cf *createConfig) { cf.o.initial_set, cf.initial = true, n }
 }
 
-// Create makes the semaphore name with limit permits (ErrExists when it
-// exists, unless IfNotExists).
+// Create makes the semaphore name with limit permits, 1 to LimitMax (0 for
+// a rate-only name: WithRate). ErrExists when it exists, unless
+// IfNotExists; arguments out of the daemon's ranges are ErrArgument.
 func (c *Client) Create(ctx context.Context, name string, limit int, opts ...CreateOption) error {
 	var cf createConfig
-	cf.o.limit = C.uint32_t(limit)
 	for _, f := range opts {
 		f(&cf)
 	}
-	if cf.maxWaiters != 0 || cf.share != ShareNone || len(cf.weights) != 0 {
-		return c.createQueue(ctx, name, &cf)
+	if err := cf.check(name, limit); err != nil {
+		return err
 	}
-	return c.named(ctx, "create", name, func(cs *C.char) C.int { return C.semc_create_ex(c.h, cs, &cf.o) })
+	cf.o.limit = C.uint32_t(limit)
+	cf.o.initial = C.uint32_t(cf.initial)
+	if cf.rate != (Rate{}) && limit == 0 {
+		cf.o.mode = C.SEMC_MODE_RATE
+	}
+	if cf.o.if_not_exists {
+		return c.createChecked(ctx, name, limit, &cf)
+	}
+	return c.create(ctx, name, &cf)
 }
 
 // SetLimit changes the limit of name. Shrinking below what is held leaves
 // the holders alone: Available goes negative until they give back.
 func (c *Client) SetLimit(ctx context.Context, name string, limit int) error {
+	if err := checkRange("set-limit", name, "limit", limit, 1, LimitMax); err != nil {
+		return err
+	}
 	return c.named(ctx, "set-limit", name, func(cs *C.char) C.int {
 		return C.semc_set_limit(c.h, cs, C.uint32_t(limit))
 	})

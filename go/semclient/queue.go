@@ -86,13 +86,21 @@ func (c *Client) createQueue(ctx context.Context, name string, cf *createConfig)
 		}()
 		q.weights, q.n_weights = cw, C.size_t(len(groups))
 	}
+	var rate *C.struct_semc_rate
+	if cf.rate != (Rate{}) {
+		cr := cf.rate.c()
+		rate = &cr
+	}
 	return c.named(ctx, "create", name, func(cs *C.char) C.int {
-		return C.semc_create_queue(c.h, cs, &cf.o, nil, &q)
+		return C.semc_create_queue(c.h, cs, &cf.o, rate, &q)
 	})
 }
 
 // SetQueue changes the bound on name's line (0: none); see WithMaxWaiters.
 func (c *Client) SetQueue(ctx context.Context, name string, maxWaiters int) error {
+	if err := checkRange("set-queue", name, "max waiters", maxWaiters, 0, LimitMax); err != nil {
+		return err
+	}
 	var q C.struct_semc_queue
 	q.max_waiters = C.uint32_t(maxWaiters)
 	return c.named(ctx, "set-queue", name, func(cs *C.char) C.int {
@@ -163,7 +171,7 @@ func WithParent(p Parent) Option {
 }
 
 // SessionLink returns the link of the current session, for a child's
-// WithParent (0 while disconnected, or from a daemon older than 0.3).
+// WithParent (0 while disconnected, or from a daemon older than 0.4).
 func (c *Client) SessionLink() uint64 {
 	var link uint64
 	_ = c.blocking("session-link", "", func() C.int {

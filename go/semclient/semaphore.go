@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 	"unsafe"
@@ -82,12 +83,14 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) (*Permit, error) {
 	}
 	select {
 	case r := <-cl.ch:
-		return s.granted(r, sent)
+		p, err := s.granted(r, sent)
+		s.c.inTurn(r) // the last step: return in grant order
+		return p, err
 	case <-ctx.Done():
 	}
 	if r, ok := cl.abandon(); ok {
-		if p, err := s.granted(r, sent); err == nil {
-			_ = p.Release()
+		if s.c.inTurn(r).err == 0 {
+			s.c.returnGrant(s.name, r.grant)
 		}
 		return nil, ctx.Err()
 	}
@@ -115,11 +118,12 @@ func (s *Semaphore) TryAcquire(n int) (*Permit, error) {
 
 // down sends a down of n permits with timeout (ms; < 0 forever, 0 try).
 func (s *Semaphore) down(n int, timeout int64) (*call, time.Time, error) {
-	if n < 1 {
-		return nil, time.Time{}, newError(int(ErrArgument), "acquire", s.name, "n must be at least 1")
+	if err := s.check(n); err != nil {
+		return nil, time.Time{}, err
 	}
 	cl := newCall(s.c)
 	cl.name = s.name
+	cl.ordered = true
 	cs := C.CString(s.name)
 	defer C.free(unsafe.Pointer(cs))
 	sent := time.Now()
@@ -179,6 +183,17 @@ func (c *Client) acquireMulti(ctx context.Context, priority int, wants []Want) (
 	if len(wants) == 0 || len(wants) > 16 {
 		return nil, newError(int(ErrArgument), "acquire", "", "1 to 16 names")
 	}
+	for _, w := range wants {
+		if w.N != 0 {
+			if err := checkRange("acquire", w.Name, "n", w.N, 1, LimitMax); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := checkRange("acquire", wants[0].Name, "priority", priority, PriorityMin,
+		PriorityMax); err != nil {
+		return nil, err
+	}
 	cw := (*C.struct_semc_want)(C.calloc(C.size_t(len(wants)), C.size_t(unsafe.Sizeof(C.struct_semc_want{}))))
 	ws := unsafe.Slice(cw, len(wants))
 	for i, w := range wants {
@@ -186,6 +201,7 @@ func (c *Client) acquireMulti(ctx context.Context, priority int, wants []Want) (
 		ws[i].n = C.uint32_t(w.N)
 	}
 	cl := newCall(c)
+	cl.ordered = true
 	sent := time.Now()
 	_, err := c.async("acquire", wants[0].Name, cl, func(k C.uintptr_t) C.int64_t {
 		if priority != 0 {
@@ -213,13 +229,15 @@ func (c *Client) acquireMulti(ctx context.Context, priority int, wants []Want) (
 	}
 	select {
 	case r := <-cl.ch:
-		return multi(r)
+		ps, err := multi(r)
+		c.inTurn(r)
+		return ps, err
 	case <-ctx.Done():
 	}
 	if r, ok := cl.abandon(); ok {
-		if ps, err := multi(r); err == nil {
-			for _, p := range ps {
-				_ = p.Release()
+		if c.inTurn(r).err == 0 {
+			for _, g := range r.multi {
+				c.returnGrant(g.Name, g)
 			}
 		}
 		return nil, ctx.Err()
@@ -350,8 +368,13 @@ func (p *Permit) Token() uint64 { return p.g.Token }
 // PermitID returns the daemon's id of the permit.
 func (p *Permit) PermitID() uint64 { return p.g.PermitID }
 
-// N returns how many permits the hold is.
-func (p *Permit) N() int { return p.g.N }
+// N returns how many permits the hold is (fewer after ReleaseN, or a
+// Semaphore.Release that took some of them).
+func (p *Permit) N() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.g.N
+}
 
 // Waited returns how long the request waited in line.
 func (p *Permit) Waited() time.Duration { return p.g.Waited }
@@ -390,13 +413,37 @@ func (p *Permit) Context(parent context.Context) context.Context {
 // Release gives the permit back. It is idempotent: later calls return
 // nil. A hold lost before returns its loss (errors.Is ErrHoldLost).
 func (p *Permit) Release() error {
+	done, lostErr := p.settle()
+	if done {
+		return nil
+	}
+	c := p.c
+	c.pmu.Lock()
+	delete(c.permits, permitKey{p.g.Name, p.g.PermitID})
+	c.pmu.Unlock()
+	if lostErr != nil {
+		return lostErr
+	}
+	r, err := c.up(nil, p.g.Name, 0, p.g.PermitID)
+	if err != nil {
+		return err
+	}
+	if Code(r.err) == ErrNotHolder || Code(r.err) == ErrNotFound {
+		return newError(int(ErrHoldLost), "lost", p.g.Name, r.msg)
+	}
+	return newError(r.err, "release", p.g.Name, r.msg)
+}
+
+// settle marks the permit released: done when it was already, and why it
+// was lost if it was.
+func (p *Permit) settle() (done bool, lostErr error) {
 	p.mu.Lock()
 	if p.released {
 		p.mu.Unlock()
-		return nil
+		return true, nil
 	}
 	p.released = true
-	lostErr := p.lostErr
+	lostErr = p.lostErr
 	if p.timer != nil {
 		p.timer.Stop()
 	}
@@ -409,29 +456,157 @@ func (p *Permit) Release() error {
 	for _, f := range cancels {
 		f()
 	}
+	return false, lostErr
+}
+
+// up sends an Up (by permit id, or n by count when permitID is 0) and
+// waits for its result (ctx nil: the reply timeout).
+func (c *Client) up(ctx context.Context, name string, n int, permitID uint64) (result, error) {
+	cl := newCall(c)
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	if _, err := c.async("release", name, cl, func(k C.uintptr_t) C.int64_t {
+		return C.gsc_up_async(c.h, cs, C.uint32_t(n), C.uint64_t(permitID), k)
+	}); err != nil {
+		return result{}, err
+	}
+	return c.wait(ctx, cl, "release", name)
+}
+
+// ReleaseN gives back n of the hold's permits and keeps the rest (N
+// shrinks); n equal to N is Release. A part goes back by count, which the
+// daemon takes from the session's newest hold of the name: p must be that
+// hold, and held by the session (not a HoldLease one), else ErrArgument.
+func (p *Permit) ReleaseN(n int) error {
+	have := p.N()
+	if n == have {
+		return p.Release()
+	}
+	if err := checkRange("release", p.g.Name, "n", n, 1, have); err != nil {
+		return err
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
 	c := p.c
 	c.pmu.Lock()
-	delete(c.permits, permitKey{p.g.Name, p.g.PermitID})
+	newest := c.newestLocked(p.g.Name)
 	c.pmu.Unlock()
-	if lostErr != nil {
-		return lostErr
+	if p.detached != 0 || newest != p {
+		return newError(int(ErrArgument), "release", p.g.Name, "a part of a hold goes back "+
+			"by count, which the daemon takes from the session's newest hold of the name: "+
+			"this permit is not that hold; release all of it, or n of the name with "+
+			"Semaphore.Release")
 	}
-	cl := newCall(c)
-	cs := C.CString(p.g.Name)
-	defer C.free(unsafe.Pointer(cs))
-	if _, err := c.async("release", p.g.Name, cl, func(k C.uintptr_t) C.int64_t {
-		return C.gsc_up_async(c.h, cs, C.uint32_t(p.g.N), C.uint64_t(p.g.PermitID), k)
-	}); err != nil {
-		return err
+	_, err := p.c.release(nil, p.g.Name, n)
+	return err
+}
+
+// Release gives back n permits of the name by count, as the C library's
+// semc_up and semctl up do: on a ModeSignal name a post (any client may, up
+// to the limit); on an owned name, n of what this session holds there,
+// taken from its newest holds first (their Permits' N shrink, or they are
+// released), then from the principal's HoldLease holds. ErrNotHolder when
+// they hold fewer. It returns how many went back.
+func (s *Semaphore) Release(ctx context.Context, n int) (int, error) {
+	if err := checkRange("release", s.name, "n", n, 1, LimitMax); err != nil {
+		return 0, err
 	}
-	r, err := c.wait(nil, cl, "release", p.g.Name)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return s.c.release(ctx, s.name, n)
+}
+
+// release gives back n permits of name by count and shrinks the session's
+// Permits of the name as the daemon did: newest first.
+func (c *Client) release(ctx context.Context, name string, n int) (int, error) {
+	r, err := c.up(ctx, name, n, 0)
 	if err != nil {
+		return 0, err
+	}
+	if err := newError(r.err, "release", name, r.msg); err != nil {
+		return 0, err
+	}
+	got := int(r.released)
+	if got == 0 {
+		got = n
+	}
+	c.shrink(name, got)
+	return got, nil
+}
+
+// newestLocked is the session's newest tracked hold of name (c.pmu held).
+func (c *Client) newestLocked(name string) *Permit {
+	var best *Permit
+	for k, p := range c.permits {
+		if k.name == name && (best == nil || k.id > best.g.PermitID) {
+			best = p
+		}
+	}
+	return best
+}
+
+// shrink takes n permits of name off the session's Permits, newest first
+// (permit ids grow with the grants), as an up by count did on the daemon.
+func (c *Client) shrink(name string, n int) {
+	for n > 0 {
+		c.pmu.Lock()
+		p := c.newestLocked(name)
+		if p == nil {
+			c.pmu.Unlock()
+			return
+		}
+		p.mu.Lock()
+		take := p.g.N
+		if take > n {
+			take = n
+		}
+		p.g.N -= take
+		whole := p.g.N == 0
+		p.mu.Unlock()
+		if whole {
+			delete(c.permits, permitKey{name, p.g.PermitID})
+		}
+		c.pmu.Unlock()
+		n -= take
+		if whole {
+			p.settle()
+		}
+	}
+}
+
+// LimitMax is the most permits a name has, or an acquire takes (2^30).
+const LimitMax = 1 << 30
+
+// check checks an acquire's n and the Semaphore's options against the
+// daemon's ranges, before any request.
+func (s *Semaphore) check(n int) error {
+	if err := checkRange("acquire", s.name, "n", n, 1, LimitMax); err != nil {
 		return err
 	}
-	if Code(r.err) == ErrNotHolder || Code(r.err) == ErrNotFound {
-		return newError(int(ErrHoldLost), "lost", p.g.Name, r.msg)
+	if err := checkRange("acquire", s.name, "priority", s.priority, PriorityMin,
+		PriorityMax); err != nil {
+		return err
 	}
-	return newError(r.err, "release", p.g.Name, r.msg)
+	if s.holdLease < 0 || s.holdLease > maxLease {
+		return newError(int(ErrArgument), "acquire", s.name,
+			"HoldLease must be from 0 to 4294967295 ms")
+	}
+	return checkRange("acquire", s.name, "CreateLimit", s.createLimit, 0, LimitMax)
+}
+
+// maxLease is the longest lease the protocol carries (the daemon's
+// max-lease may be less: the library refuses longer ones, ErrInvalid).
+const maxLease = time.Duration(1<<32-1) * time.Millisecond
+
+// checkRange is ErrArgument unless lo <= v <= hi.
+func checkRange(op, name, what string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return newError(int(ErrArgument), op, name,
+			fmt.Sprintf("%s must be from %d to %d, not %d", what, lo, hi, v))
+	}
+	return nil
 }
 
 // Renew extends the hold. A detached hold (HoldLease) gets lease from now

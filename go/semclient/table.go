@@ -109,6 +109,10 @@ func (t *keyTable) complete(k uintptr, r result) (*call, bool) {
 		return nil, false
 	}
 	if !cl.abandoned {
+		if cl.ordered && r.err == 0 {
+			cl.c.lastGrant++
+			r.seq = cl.c.lastGrant
+		}
 		cl.ch <- r
 	}
 	return cl, cl.abandoned

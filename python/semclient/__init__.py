@@ -32,7 +32,7 @@ from ._semclient import (E_CANCELLED, E_COMPACTED, E_DISCONNECTED, E_HOLD_LOST, 
 PRIORITY_MIN = _semclient.PRIO_MIN
 PRIORITY_MAX = _semclient.PRIO_MAX
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 
 def library_version() -> str:

@@ -25,10 +25,11 @@ import asyncio
 import functools
 import threading
 import time
-from typing import Any, Awaitable, Callable, Dict, Generator, Iterable, List, Optional, Union
+from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator, Iterable, List,
+                    Optional, TypeVar, Union)
 
 from . import _semclient as _c
-from ._client import _create_args, _holds_page, _token
+from ._client import _create_args, _holds_page, _token, create_checked
 from ._common import (ClientBase, Number, PermitGroup, PermitState, SemaphoreBase, WatchBase,
                       backup_to, call_on_lost, count, iter_pages, lease_end, lease_ms, name_of,
                       policy_of, queue_of, rate_of, timeout_ms, wants_of)
@@ -274,7 +275,10 @@ class AsyncClient(ClientBase):
             raise
 
     def _give_back(self, op: str, name: Optional[str], value: Any) -> None:
-        """Give back a grant nobody waits for (an abandoned acquire)."""
+        """Give back a grant nobody waits for (an abandoned acquire): by its
+        permit id, or (a signal-mode grant has none) its n by count (on a
+        rate-only name, whose tokens are taken for good, the daemon refuses
+        it)."""
         if op != "acquire" or value is None or self._closed:
             return
         try:
@@ -283,6 +287,8 @@ class AsyncClient(ClientBase):
                     self._h.up_async(g[0], 0, g[1], _ignore)
             elif value[0]:
                 self._h.up_async(name, 0, value[0], _ignore)
+            elif value[2]:
+                self._h.up_async(name, value[2], 0, _ignore)
         except Error:
             pass
 
@@ -317,7 +323,7 @@ class AsyncClient(ClientBase):
         t = self._lease_timers.pop(permit, None)
         if t is not None:
             t.cancel()
-        delay = max(0.0, permit._expires - time.monotonic())
+        delay = max(0.0, (permit._expires or 0.0) - time.monotonic())
         self._lease_timers[permit] = self._loop.call_later(
             delay, self._lost, permit,
             _lost(_c.E_HOLD_LOST, "the hold's lease ran out on the client's clock", permit.name))
@@ -387,9 +393,9 @@ class AsyncClient(ClientBase):
                      burst: Optional[int] = None, max_waiters: Optional[int] = None,
                      share: Optional[str] = None, weights: Any = None) -> None:
         """Client.create()."""
-        await self._blocking(self._h.create,
-                             *_create_args(name, limit, mode, exist_ok, initial, rate, burst),
-                             *queue_of(max_waiters, share, weights))
+        await self._blocking(create_checked, self._h,
+                             _create_args(name, limit, mode, exist_ok, initial, rate, burst),
+                             queue_of(max_waiters, share, weights))
 
     async def set_queue(self, name: str, max_waiters: Optional[int]) -> None:
         """Client.set_queue()."""
@@ -481,6 +487,17 @@ class AsyncSemaphore(SemaphoreBase[AsyncClient]):
         except WouldBlock:
             return None
 
+    async def release(self, n: int = 1) -> int:
+        """Semaphore.release(), as a coroutine: ``n`` permits of the name
+        back by count (on a signal-mode name, a post)."""
+        c = self._client
+        c._check()
+        call = c._call("release", self.name, 0)
+        c._h.up_async(self.name, count(n), 0, call.done)
+        released = await c._wait(call) or n
+        c._gave_back(self.name, released)
+        return released
+
     async def info(self) -> Info:
         return await self._client.info(self.name)
 
@@ -506,21 +523,47 @@ class AsyncSemaphore(SemaphoreBase[AsyncClient]):
         return self._client.watch(self.name, **kw)
 
 
-class _HoldCM:
-    """What acquire() returns: awaitable (the permit) and an async context
-    manager (the permit, given back at the end, the body cancelled on
-    loss)."""
+_P = TypeVar("_P", bound=Union["AsyncPermit", "AsyncMultiPermit"])
 
-    __slots__ = ("_permit",)
 
-    def _get(self) -> Awaitable[Any]:
+class _HoldCM(Coroutine[Any, Any, _P]):
+    """What acquire() returns: a coroutine whose result is the permit
+    (``permit = await sem.acquire()``, or a task of its own:
+    ``asyncio.create_task(sem.acquire())``, a TaskGroup's create_task) and
+    an async context manager (the permit, given back at the end, the body
+    cancelled on loss). The request is made when it first runs."""
+
+    __slots__ = ("_permit", "_coro", "_args")
+
+    def __init__(self, client: AsyncClient, *args: Any) -> None:
+        self._args = (client,) + args
+        self._coro: Optional[Coroutine[Any, Any, _P]] = None
+
+    def _get(self) -> Coroutine[Any, Any, _P]:
         raise NotImplementedError
 
-    def __await__(self) -> Generator[Any, None, Any]:
-        return self._get().__await__()
+    def _run(self) -> Coroutine[Any, Any, _P]:
+        if self._coro is None:
+            self._coro = self._get()
+        return self._coro
 
-    async def __aenter__(self) -> Any:
-        self._permit = await self._get()
+    def __await__(self) -> Generator[Any, None, _P]:
+        return self._run().__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._run().send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        if val is None and tb is None:
+            return self._run().throw(typ)
+        return self._run().throw(typ, val, tb)      # pragma: no cover (old form)
+
+    def close(self) -> None:
+        if self._coro is not None:
+            self._coro.close()
+
+    async def __aenter__(self) -> _P:
+        self._permit = await self._run()
         self._permit._bind(asyncio.current_task())
         return self._permit
 
@@ -528,24 +571,18 @@ class _HoldCM:
         await self._permit._exit(et, ev)
 
 
-class _Acquire(_HoldCM):
-    __slots__ = ("_args",)
+class _Acquire(_HoldCM["AsyncPermit"]):
+    __slots__ = ()
 
-    def __init__(self, client: AsyncClient, *args: Any) -> None:
-        self._args = (client,) + args
-
-    def _get(self) -> Awaitable["AsyncPermit"]:
+    def _get(self) -> Coroutine[Any, Any, "AsyncPermit"]:
         client, name, n, tms, lms, climit, on_lost, pol = self._args
         return client._down(name, n, tms, lms, climit, on_lost, pol)
 
 
-class _AcquireMany(_HoldCM):
-    __slots__ = ("_args",)
+class _AcquireMany(_HoldCM["AsyncMultiPermit"]):
+    __slots__ = ()
 
-    def __init__(self, client: AsyncClient, *args: Any) -> None:
-        self._args = (client,) + args
-
-    def _get(self) -> Awaitable["AsyncMultiPermit"]:
+    def _get(self) -> Coroutine[Any, Any, "AsyncMultiPermit"]:
         client, wants, tms, lms, on_lost, priority = self._args
         return client._down_multi(wants, tms, lms, on_lost, priority)
 
@@ -581,10 +618,19 @@ class AsyncPermit(PermitState):
         if self._state == self.LOST and self._lost_error is not None:
             raise self._lost_error
 
-    async def release(self) -> bool:
+    async def release(self, n: Optional[int] = None) -> bool:
         """Give the permit back by its permit id; idempotent (True when this
-        call gave it back)."""
+        call gave it back). ``n`` less than the hold's: only that many, as
+        Permit.release(n)."""
         c = self._client
+        part = self._part(n)
+        if part is not None:
+            c._check()
+            call = c._call("release", self.name, 0)
+            c._h.up_async(self.name, part, 0, call.done)
+            await c._wait(call)
+            c._gave_back(self.name, part)
+            return True
         if self._state != self.HELD:
             return False
         self._state = self.RELEASED

@@ -18,12 +18,12 @@ import weakref
 from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import _semclient as _c
-from ._common import (HELD, LOST, MODES, RELEASED, U32, ClientBase, Number, PermitGroup,
+from ._common import (HELD, LIMIT_MAX, LOST, MODES, RELEASED, ClientBase, Number, PermitGroup,
                       PermitState, SemaphoreBase, WatchBase, backup_to, call_on_lost, count,
                       iter_pages, lease_end, lease_ms, name_of, policy_of, queue_of, rate_of,
                       timeout_ms, wants_of)
-from ._errors import (Closed, Compacted, Disconnected, Error, HoldLost, NotFound, NotHolder,
-                      WouldBlock)
+from ._errors import (Closed, Compacted, Disconnected, Error, Exists, HoldLost, NotFound,
+                      NotHolder, WouldBlock)
 from ._errors import lost as _lost
 from ._types import Backup, ClusterStatus, Hold, Holder, Info, Summary, WatchEvent
 
@@ -174,7 +174,8 @@ class Client(ClientBase):
         ``rate`` ("10/s", "5000/h", N per second, or (N, seconds)) adds a
         token bucket of ``burst`` (default: rate); with mode "rate" the
         name is rate-only (limit 0: nothing is held). ``exist_ok``: no
-        Exists for a name that exists.
+        Exists for a name that exists with that limit and mode (and rate,
+        when one is given); Exists, saying what it has, when they differ.
 
         Queue policies: ``max_waiters`` bounds the line (an acquire that
         would wait while that many wait raises QueueFull); ``share``
@@ -182,8 +183,8 @@ class Client(ClientBase):
         several wait, in proportion to ``weights`` ({group: weight}, 1 to
         1000, a group not listed weighs 1): by principal, or by the
         acquire's ``group`` key. Shares are set at creation only."""
-        self._h.create(*_create_args(name, limit, mode, exist_ok, initial, rate, burst),
-                       *queue_of(max_waiters, share, weights))
+        create_checked(self._h, _create_args(name, limit, mode, exist_ok, initial, rate, burst),
+                       queue_of(max_waiters, share, weights))
 
     def delete(self, name: str, force: bool = False) -> None:
         """Delete a semaphore; ``force`` takes its holds back (their holders
@@ -296,7 +297,7 @@ class Semaphore(SemaphoreBase[Client]):
         signal handler) runs when it ends: give a timeout, or use
         AsyncClient, for a wait you want to interrupt."""
         lms = self._lease_ms if lease is None else lease_ms(lease)
-        if n.__class__ is not int or not 0 < n <= U32:
+        if n.__class__ is not int or not 0 < n <= LIMIT_MAX:
             n = count(n)
         tms = -1 if timeout is None else timeout_ms(timeout)
         c = self._client
@@ -327,6 +328,20 @@ class Semaphore(SemaphoreBase[Client]):
                                 group=group)
         except WouldBlock:
             return None
+
+    def release(self, n: int = 1) -> int:
+        """Give back ``n`` permits of the name by count, as semctl up and
+        threading.Semaphore.release() do: on a signal-mode name a post (any
+        client may, up to the limit); on an owned one, n of what this
+        session holds there, taken from its newest holds first (their
+        Permits' ``n`` shrink, or they are released), then from the
+        principal's detached holds. Raises NotHolder when they hold fewer.
+        The permits given back."""
+        c = self._client
+        released = c._h.up(self.name, count(n), 0)
+        with c._plock:
+            c._gave_back(self.name, released or n)
+        return released or n
 
     def create(self, limit: Optional[int] = None, **kw: Any) -> None:
         """Client.create() of this name (limit: the Semaphore's, else 1)."""
@@ -398,11 +413,20 @@ class Permit(PermitState):
         if self._state == self.LOST and self._lost_error is not None:
             raise self._lost_error
 
-    def release(self) -> bool:
+    def release(self, n: Optional[int] = None) -> bool:
         """Give the permit back, by its permit id (never anyone else's).
         Idempotent: True when this call gave it back, False when it was
-        released before or lost (see lost_error)."""
+        released before or lost (see lost_error). ``n`` less than the
+        hold's gives back only that many (by count: the daemon takes them
+        from the session's newest hold of the name, which this Permit must
+        be; ValueError otherwise) and keeps the rest (``n`` shrinks)."""
         c = self._client
+        part = self._part(n)
+        if part is not None:
+            c._h.up(self.name, part, 0)
+            with c._plock:
+                c._gave_back(self.name, part)
+            return True
         with c._plock:
             if self._state != HELD:
                 return False
@@ -593,7 +617,7 @@ class _LeaseClock:
     def arm(self, permit: Permit) -> None:
         with self._cond:
             self._seq += 1
-            heapq.heappush(self._heap, (permit._expires, self._seq, weakref.ref(permit)))
+            heapq.heappush(self._heap, (permit._expires or 0.0, self._seq, weakref.ref(permit)))
             self._cond.notify()
 
     def stop(self) -> None:
@@ -634,6 +658,39 @@ def _create_args(name: str, limit: Optional[int], mode: str, exist_ok: bool,
     r, p, b = rate_of(rate, burst) if rate is not None else (0, 0, 0)
     ini = 0 if initial is None else count(initial, "initial", 0)
     return (name_of(name), lim, m, bool(exist_ok), ini, initial is not None, r, p, b, has_rate)
+
+
+def create_checked(h: Any, args: tuple, queue: tuple) -> None:
+    """Handle.create() with args (_create_args()'s) and queue (queue_of()'s).
+    With exist_ok (args[3]) a name that exists passes only with the limit
+    and mode asked (and the rate, when one is): the daemon's if_not_exists
+    takes any, which left a caller silently with another limit."""
+    if not args[3]:
+        h.create(*args, *queue)
+        return
+    for _ in range(3):      # bounded: a name deleted and made again meanwhile
+        try:
+            h.create(*(args[:3] + (False,) + args[4:]), *queue)
+            return
+        except Exists:
+            pass
+        try:
+            d = h.info(args[0])
+        except NotFound:
+            continue
+        want_rate = (args[6], args[7] or 1000) if args[9] and args[6] else None
+        have_rate = (d["rate"], d["rate_period_ms"]) if d["rate"] else None
+        mode = {v: k for k, v in MODES.items()}.get(args[2], "?")
+        if d["limit"] == args[1] and d["mode"] == mode and (
+                want_rate is None or want_rate == have_rate):
+            return
+        raise Exists("%s exists with limit %d (%s%s), not %d (%s%s)" % (
+            args[0], d["limit"], d["mode"],
+            ", rate %d/%gs" % (have_rate[0], have_rate[1] / 1000.0) if have_rate else "",
+            args[1], mode,
+            ", rate %d/%gs" % (want_rate[0], want_rate[1] / 1000.0) if want_rate else ""),
+            code=_c.E_EXISTS, op="create", name=args[0])
+    h.create(*args, *queue)
 
 
 def _holds_page(t: tuple) -> Tuple[list, int]:

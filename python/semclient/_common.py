@@ -20,6 +20,12 @@ Number = Union[int, float]
 
 MODES = {"owned": _c.MODE_OWNED, "signal": _c.MODE_SIGNAL, "rate": _c.MODE_RATE}
 U32 = 0xFFFFFFFF
+#: The daemon's ranges: permits (a limit, an acquire's n, a rate's tokens, a
+#: burst, max_waiters) up to 2**30; a group's weight 1 to 1000; a rate's
+#: period up to a day.
+LIMIT_MAX = 1 << 30
+WEIGHT_MAX = 1000
+RATE_PERIOD_MAX = 86400.0
 _MAX_EARLY = 1024
 
 #: The client a Semaphore or Watch belongs to (Client or AsyncClient).
@@ -52,12 +58,13 @@ def lease_ms(lease: Optional[Number], what: str = "lease") -> int:
     return int(math.ceil(lease * 1000))
 
 
-def count(n: Any, what: str = "n", low: int = 1) -> int:
-    """A count of permits (or a limit): an int from low to 2**32 - 1."""
+def count(n: Any, what: str = "n", low: int = 1, high: int = LIMIT_MAX) -> int:
+    """A count of permits (or a limit): an int from low to high (the
+    daemon's 2**30 unless said)."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError("%s must be an int, not %s" % (what, type(n).__name__))
-    if n < low or n > U32:
-        raise ValueError("%s must be from %d to %d, not %d" % (what, low, U32, n))
+    if n < low or n > high:
+        raise ValueError("%s must be from %d to %d, not %d" % (what, low, high, n))
     return n
 
 
@@ -76,6 +83,9 @@ def rate_of(rate: Any, burst: Optional[int]) -> Tuple[int, int, int]:
     elif isinstance(rate, tuple) and len(rate) == 2:
         r = count(rate[0], "rate", 0)
         period = lease_ms(rate[1], "rate period")
+        if not 0 < period <= RATE_PERIOD_MAX * 1000:
+            raise ValueError("rate period must be more than 0 and at most %d seconds, not %r"
+                             % (RATE_PERIOD_MAX, rate[1]))
     else:
         r, period = count(rate, "rate", 0), 1000
     b = 0 if burst is None else count(burst, "burst")
@@ -126,7 +136,7 @@ def queue_of(max_waiters: Optional[int], share: Optional[str],
     for w in weights:
         if not isinstance(w, tuple) or len(w) != 2:
             raise TypeError("each weight must be a (group, weight) pair, not %r" % (w,))
-        ws.append((name_of(w[0], "group"), count(w[1], "weight")))
+        ws.append((name_of(w[0], "group"), count(w[1], "weight", 1, WEIGHT_MAX)))
     if ws and share == "none":
         raise ValueError("weights need a share (\"principal\" or \"key\")")
     return mw, SHARES[share], tuple(ws)
@@ -177,12 +187,13 @@ def backup_to(h: Any, file: Any) -> Tuple[int, int, bytes]:
             os.close(fd)
     if isinstance(file, int) and not isinstance(file, bool):
         return h.backup(file)
-    if hasattr(file, "fileno"):
-        if hasattr(file, "flush"):
-            file.flush()
-        r = h.backup(file.fileno())
-        if hasattr(file, "seek") and file.seekable():
-            file.seek(0, os.SEEK_END)   # past what the descriptor got
+    f: Any = file
+    if hasattr(f, "fileno"):
+        if hasattr(f, "flush"):
+            f.flush()
+        r = h.backup(f.fileno())
+        if hasattr(f, "seek") and f.seekable():
+            f.seek(0, os.SEEK_END)      # past what the descriptor got
         return r
     raise TypeError("file must be a path, a binary file or a descriptor, not %s"
                     % type(file).__name__)
@@ -280,6 +291,13 @@ class HoldTable:
     def permits(self) -> List[Any]:
         return [v for v in list(self._d.values()) if not isinstance(v, HoldLost)]
 
+    def of_name(self, name: str) -> List[Any]:
+        """The permits of name, newest first (the daemon's order: permit ids
+        grow with the grants)."""
+        ps = [v for k, v in list(self._d.items()) if k[0] == name and not isinstance(v, HoldLost)]
+        ps.sort(key=lambda p: p.permit_id, reverse=True)
+        return ps
+
     def _purge(self) -> None:
         for k, v in list(self._d.items()):
             if isinstance(v, HoldLost):
@@ -365,6 +383,23 @@ class PermitState:
             event.set()
         return event
 
+    def _part(self, n: Any) -> Optional[int]:
+        """The n of a release(n): None for the whole hold (n None or its n),
+        else a part, which goes back by count: the daemon takes it from the
+        session's newest hold of the name, so this must be that hold."""
+        if n is None:
+            return None
+        n = count(n, "n", 1, max(self.n, 1))
+        if n == self.n or self._state != HELD:
+            return None
+        if self._lease_ms or self._client._holds.of_name(self.name)[:1] != [self]:
+            raise ValueError("a part of a hold goes back by count, which the daemon takes from "
+                             "the session's newest hold of the name: this permit is not that hold"
+                             " (%s); give back all of it, or n of the name with "
+                             "semaphore.release(n)" % ("a detached hold" if self._lease_ms
+                                                       else "a newer one exists"))
+        return n
+
     def _lose(self, err: HoldLost) -> bool:
         """Mark the hold lost (once); whether it was held."""
         if self._state != self.HELD:
@@ -449,6 +484,8 @@ class WatchBase(Generic[ClientT]):
     the flags that the client's events set (the watch must be made again
     after a reconnection; it ended), after which each wakes its reader in
     its own way (_wake)."""
+
+    _id: int    #: the watch's id in the library (its subclasses set it)
 
     def __init__(self, client: ClientT, name: str, prefix: bool, from_revision: int = 0,
                  resume: bool = False) -> None:
@@ -569,6 +606,21 @@ class ClientBase:
     def _lost(self, permit: Any, err: HoldLost) -> None:
         raise NotImplementedError
 
+    def _gave_back(self, name: str, n: int) -> None:
+        """n permits of name went back by count: the daemon took them from
+        the session's holds of the name, newest first, as the Permits now
+        say (the rest, if any, from the principal's detached holds)."""
+        for p in self._holds.of_name(name):
+            if n <= 0:
+                break
+            take = min(n, p.n)
+            n -= take
+            if take == p.n:
+                p._state = RELEASED
+                self._holds.drop(p._key())
+            else:
+                p.n -= take
+
     def _file(self, permit: Any) -> Any:
         """Track a new permit for lost-hold events."""
         if permit.permit_id == 0:
@@ -596,7 +648,7 @@ class ClientBase:
     @property
     def session_link(self) -> int:
         """The link of the current session (0: disconnected, or a daemon
-        older than 0.3): a child process's client given ``parent=(session.id,
+        older than 0.4): a child process's client given ``parent=(session.id,
         session_link)`` tells the daemon that this session waits for the
         child's, so that a deadlock across the two is seen."""
         return self._h.session()[6]

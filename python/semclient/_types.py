@@ -4,6 +4,7 @@ and cluster_status() report. Times are Unix seconds (floats) on the
 daemon's clock, durations seconds."""
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -21,7 +22,7 @@ class Session:
     id: int
     lease: Optional[float]  #: the lease granted, seconds (None: no lease)
     principal: str
-    server: str             #: "semd 0.3.0"
+    server: str             #: "semd 0.4.0"
     resumed: bool
 
 
@@ -215,7 +216,7 @@ class Backup:
     """What backup() wrote: a backup file that ``semd --restore`` reads."""
     bytes: int          #: of state
     time: float         #: when it was taken (the daemon's clock)
-    sha256: bytes       #: of the state
+    sha256: builtins.bytes  #: of the state
 
     @classmethod
     def _of(cls, t: tuple) -> "Backup":

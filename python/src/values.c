@@ -429,7 +429,7 @@ static PyObject *group_one(const void *p)
 PyObject *place_one(const void *p) { return dict_of(p, place_fields); }
 
 /* Info's waiters, each with its class: priority and replace key (a
- * daemon before 0.3.0 sends no classes: each is then 0 with no key). */
+ * daemon before 0.4.0 sends no classes: each is then 0 with no key). */
 static PyObject *waiters_of(const struct semc_info *in)
 {
 	static const struct semc_waiter_class none = { 0, NULL };

@@ -66,14 +66,25 @@ def test_bad_arguments(semd):
     with semclient.Client(semd.unix) as c:
         c.create("bad", 2)
         sem = c.semaphore("bad")
-        for n, exc in [(0, ValueError), (-1, ValueError), (2 ** 32, ValueError),
-                       (2 ** 200, ValueError), (1.5, TypeError), ("1", TypeError),
-                       (None, TypeError), (True, TypeError)]:
+        # the daemon's ranges (issue 34): n up to 2**30, weights 1 to 1000
+        for n, exc in [(0, ValueError), (-1, ValueError), (2 ** 30 + 1, ValueError),
+                       (2 ** 32 - 1, ValueError), (2 ** 200, ValueError), (1.5, TypeError),
+                       ("1", TypeError), (None, TypeError), (True, TypeError)]:
             with pytest.raises(exc):
                 sem.acquire(n, timeout=0)
+        with pytest.raises(ValueError, match="from 1 to 1073741824"):
+            sem.acquire(2 ** 32 - 1)
         # the largest count is the daemon's to refuse: more than the limit
         with pytest.raises(semclient.Invalid):
-            sem.acquire(2 ** 32 - 1, timeout=0)
+            sem.acquire(2 ** 30, timeout=0)
+        with pytest.raises(ValueError, match="weight must be from 1 to 1000"):
+            c.create("bad3", 2, share="key", weights={"a": 1001})
+        with pytest.raises(ValueError, match="from 0 to 1073741824"):
+            c.create("bad3", 2 ** 30 + 1)
+        with pytest.raises(ValueError, match="rate period"):
+            c.create("bad3", mode="rate", rate=(5, 86401))
+        c.create("bad3", 2 ** 30, share="key", weights={"a": 1000})
+        c.delete("bad3")
         for t, exc in [(-1, ValueError), ("5", TypeError), (float("nan"), ValueError),
                        (True, TypeError), ([], TypeError)]:
             with pytest.raises(exc):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The 0.3.0 additions against a real semd: queue policies (max_waiters,
+"""The 0.4.0 additions against a real semd: queue policies (max_waiters,
 fair shares), an acquire's priority, group and replace key, backups,
 watches resumed from a revision, parent sessions."""
 from __future__ import annotations

@@ -41,7 +41,7 @@ for o in "-q" "--quiet" "-j" "--json" "--no-tls-resume" "--tls-ca $T/none.pem" \
 done
 expect_eq "--server before" 0 "$(rc "$SEMCTL" --server "$d_UNIX" ping)"
 expect_eq "--server after" 0 "$(rc "$SEMCTL" ping --server "$d_UNIX")"
-expect_eq "-V after the command" "semctl 0.2.0" "$("$SEMCTL" ping -V)"
+expect_eq "-V after the command" "semctl 0.4.0" "$("$SEMCTL" ping -V)"
 "$SEMCTL" --limit 3 down x >/dev/null 2>"$T/before.err"
 expect_eq "a command's option before the command: usage" 2 $?
 ok "... saying where it goes" grep -q "option '--limit' is a command's: put it after the command" "$T/before.err"
@@ -94,7 +94,7 @@ ok "... out of range, with the range" grep -q "50d is out of range (at most 4294
 # --lease beyond the daemon's max-lease (24h): refused, nothing held
 S --json down lease/a --lease 30d >"$T/l1.json" 2>"$T/l1.err"
 expect_eq "--lease 30d against a 24h max-lease: refused" 6 $?
-ok "... saying the max-lease" grep -q -- "--lease 30d is more than this semd's max-lease (24h): given back, nothing is held" "$T/l1.err"
+ok "... saying the max-lease" grep -q -- "--lease 30d is more than this semd's max-lease (24h): refused, nothing was asked" "$T/l1.err"
 ok "... one JSON failure" one_object 6 "$T/l1.json"
 expect_eq "... with max_lease_ms" 86400000 "$(jget 'j["max_lease_ms"]' <"$T/l1.json")"
 expect_eq "... and nothing held" 6 "$(rc S info lease/a)"
@@ -103,6 +103,13 @@ expect_eq "--lease 5s against max-lease 2s: refused" 6 "$(rc "$SEMCTL" -s "$m_UN
 expect_eq "... nothing held" 0 "$(rc "$SEMCTL" -s "$m_UNIX" trydown lease/b)"
 "$SEMCTL" -s "$m_UNIX" up lease/b >/dev/null
 expect_eq "--lease 2s is within it" 0 "$(rc "$SEMCTL" -s "$m_UNIX" down lease/c --lease 2s)"
+# ... refused before it queues (issue 34): on a name held, it neither waits
+# its turn nor takes a token (it waited, was granted, gave back and failed)
+tok=$("$SEMCTL" -s "$m_UNIX" --json info lease/c | jget 'j["last_token"]')
+"$SEMCTL" -s "$m_UNIX" down lease/c --lease 1h --timeout 20s >/dev/null 2>"$T/l2.err"
+expect_eq "--lease 1h on a held name, max-lease 2s: refused at once" 6 $?
+ok "... before queueing" grep -q "refused, nothing was asked" "$T/l2.err"
+expect_eq "... no token taken" "$tok" "$("$SEMCTL" -s "$m_UNIX" --json info lease/c | jget 'j["last_token"]')"
 
 # --- NAME:N means N permits, the same with one name or several -----------------------
 S down m/a m/x:0 >/dev/null 2>"$T/n1"

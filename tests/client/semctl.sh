@@ -20,7 +20,7 @@ ST() { "$SEMCTL" -s "$d_TCP" "$@"; }
 # --- usage and global options -------------------------------------------------
 expect_eq "--help exits 0" 0 "$(rc "$SEMCTL" --help)"
 ok "--help lists the commands" sh -c "'$SEMCTL' --help | grep -q 'set-limit NAME N'"
-expect_eq "--version" "semctl 0.2.0" "$("$SEMCTL" --version)"
+expect_eq "--version" "semctl 0.4.0" "$("$SEMCTL" --version)"
 expect_eq "no command is a usage error" 2 "$(rc "$SEMCTL")"
 expect_eq "unknown command" 2 "$(rc S frobnicate)"
 expect_eq "unknown option" 2 "$(rc S ping --bogus)"

@@ -750,6 +750,180 @@ static bool waiters_become(struct semc *c, const char *name, size_t n, int ms)
 	}
 }
 
+/* The tokens of the grants a callback was given, in the order it ran. */
+struct order {
+	uint64_t tokens[8];
+	int n, failed;
+};
+
+static void on_order(struct semc *c, const struct semc_result *r, void *arg)
+{
+	struct order *o = arg;
+
+	(void)c;
+	if (r->error != 0 || r->grant == NULL || o->n >= 8)
+		o->failed++;
+	else
+		o->tokens[o->n++] = r->grant->token;
+}
+
+/*
+ * Grants that arrive in one read reach their callbacks in the order the
+ * daemon made them (FIFO up to the caller's code): four downs wait on a
+ * name held whole, its holder gives the four back in one up, and the
+ * daemon's four replies come in one write. The callbacks of one read ran
+ * newest first (issue 34).
+ */
+static void test_async_fifo(void)
+{
+	struct semc *c = open_client(D.unix_addr, 0), *h = open_client(D.unix_addr, 0);
+	struct semc_grant g;
+	struct order o;
+	int round, i;
+
+	TEST_START("grants read together run their callbacks in FIFO order");
+	CHECK(c != NULL && h != NULL, "connect");
+	if (c == NULL || h == NULL)
+		goto out;
+	CHECK_EQ(0, semc_create(h, "fifo/4", 4, SEMC_MODE_OWNED, false));
+	for (round = 0; round < 5; round++) {
+		memset(&o, 0, sizeof o);
+		CHECK_EQ(0, semc_down(h, "fifo/4", 4, 1000, 0, &g));
+		for (i = 0; i < 4; i++)
+			CHECK(semc_down_async(c, "fifo/4", 1, 10000, 0, on_order, &o) > 0,
+			      "down %d queued", i);
+		CHECK(waiters_become(h, "fifo/4", 4, 3000), "four wait");
+		CHECK_EQ(0, semc_up(h, "fifo/4", 4, 0, NULL));
+		PUMP_UNTIL(c, o.n + o.failed >= 4, 5000);
+		CHECK_EQ(4, o.n);
+		for (i = 1; i < o.n; i++)
+			CHECK(o.tokens[i] > o.tokens[i - 1], "round %d: callback %d got token %"
+			      PRIu64 " after %" PRIu64, round, i, o.tokens[i], o.tokens[i - 1]);
+		CHECK_EQ(0, semc_up(c, "fifo/4", 4, 0, NULL));
+	}
+	CHECK_EQ(0, semc_delete(h, "fifo/4", true));
+out:
+	semc_free(c);
+	semc_free(h);
+}
+
+/*
+ * A blocking down that outlives its reply timeout leaves its request to
+ * the library, which gives back a grant that still comes: a signal-mode
+ * grant (no permit id) of n permits goes back as n, by count (it went back
+ * as 1, and the other n - 1 were lost for good).
+ */
+static void *late_down_main(void *arg)
+{
+	struct blocked_down *b = arg;
+	struct semc_grant g;
+
+	b->r = semc_down(b->c, "late/sig", 3, 2000, 0, &g);
+	atomic_store(&b->done, true);
+	return NULL;
+}
+
+static void test_late_signal_grant(void)
+{
+	struct relay r;
+	struct semc *c = NULL, *obs = open_client(D.unix_addr, 0);
+	struct semc_info *in = NULL;
+	struct semc_create_opts o = { .limit = 4, .mode = SEMC_MODE_SIGNAL, .initial_set = true };
+	struct blocked_down b = { .c = NULL };
+	char addr[64];
+	long long end;
+	pthread_t th;
+
+	TEST_START("a late signal-mode grant of 3 is given back whole");
+	relay_open(&r, addr, sizeof addr);
+	c = open_client(addr, 0);
+	b.c = c;
+	CHECK(c != NULL && obs != NULL, "connect");
+	if (c == NULL || obs == NULL)
+		goto out;
+	CHECK_EQ(0, semc_create_ex(obs, "late/sig", &o));
+	semc_set_timeout(c, 300);
+	/* the down waits (nothing free), then nothing moves on its connection,
+	 * and the grant made meanwhile stays in the relay past the reply
+	 * timeout */
+	CHECK_EQ(0, pthread_create(&th, NULL, late_down_main, &b));
+	CHECK(waiters_become(obs, "late/sig", 1, 3000), "the down waits");
+	relay_ctl(&r, 's');
+	CHECK_EQ(0, semc_up(obs, "late/sig", 3, 0, NULL));
+	pthread_join(th, NULL);
+	CHECK_EQ(SEMC_E_NO_REPLY, b.r);
+	relay_ctl(&r, 'r');
+	end = t_now_ms() + 5000;
+	for (;;) {
+		CHECK_EQ(0, semc_info(obs, "late/sig", &in));
+		if (in == NULL || in->available == 3 || t_now_ms() >= end)
+			break;
+		semc_info_free(in);
+		in = NULL;
+		semc_process(c);
+		t_sleep_ms(20);
+	}
+	CHECK(in != NULL && in->available == 3, "3 free again, %" PRId64 " are",
+	      in != NULL ? in->available : -1);
+	semc_info_free(in);
+	CHECK_EQ(0, semc_delete(obs, "late/sig", true));
+out:
+	semc_free(c);
+	semc_free(obs);
+	relay_stop(&r);
+}
+
+/*
+ * A detached lease longer than the daemon's max-lease (24 h here) is
+ * refused before the down is sent: it neither waits its turn on a held name
+ * nor takes a token (it was cut to max-lease, and the hold ended a day
+ * before its holder expected). The handshake says the max-lease.
+ */
+static void test_max_lease(void)
+{
+	struct semc *c = open_client(D.unix_addr, 0), *h = open_client(D.tcp_addr, 0);
+	struct semc_want w = { .name = "maxl/a", .n = 1 };
+	struct semc_multi_grant *mg = NULL;
+	struct semc_info *in = NULL;
+	struct semc_grant g, g2;
+	uint64_t token = 0;
+	long long t0;
+
+	TEST_START("a lease longer than max-lease is refused before it queues");
+	CHECK(c != NULL && h != NULL, "connect");
+	if (c == NULL || h == NULL)
+		goto out;
+	CHECK_EQ(86400000, semc_max_lease(c));
+	CHECK_EQ(0, semc_create(h, "maxl/a", 1, SEMC_MODE_OWNED, false));
+	CHECK_EQ(0, semc_down(h, "maxl/a", 1, 1000, 0, &g));
+	CHECK_EQ(0, semc_info(c, "maxl/a", &in));
+	if (in != NULL)
+		token = in->last_token;
+	semc_info_free(in);
+	in = NULL;
+	t0 = t_now_ms();
+	CHECK_EQ(SEMC_E_INVALID, semc_down(c, "maxl/a", 1, 5000, 86400001, &g2));
+	CHECK(strstr(semc_last_message(), "max-lease") != NULL, "says why: %s",
+	      semc_last_message());
+	CHECK(t_now_ms() - t0 < 2000, "at once, not after its turn");
+	CHECK(semc_down_async(c, "maxl/a", 1, 5000, 90000000, on_down_keep, NULL) ==
+	      SEMC_E_INVALID, "the async down too");
+	CHECK_EQ(SEMC_E_INVALID, semc_down_multi(c, &w, 1, 5000, 86400001, &mg));
+	CHECK_EQ(SEMC_E_INVALID, semc_renew(c, "maxl/a", 0, 86400001, NULL, NULL));
+	CHECK_EQ(0, semc_info(c, "maxl/a", &in));
+	if (in != NULL) {
+		CHECK_EQ(token, in->last_token);
+		CHECK_QUEUE(in, 1, 0);
+	}
+	semc_info_free(in);
+	CHECK_EQ(0, semc_up(h, "maxl/a", 0, g.permit_id, NULL));
+	CHECK_EQ(0, semc_down(c, "maxl/a", 1, 1000, 86400000, &g2));	/* as long as it grants */
+	CHECK_EQ(0, semc_delete(h, "maxl/a", true));
+out:
+	semc_free(c);
+	semc_free(h);
+}
+
 /* semc_cancel_async() and semc_shutdown(), for language bindings. */
 static void test_bindings(void)
 {
@@ -829,6 +1003,9 @@ int main(int argc, char **argv)
 	test_operations(D.tcp_addr, false);
 	test_threads(D.unix_addr);
 	test_async(D.unix_addr);
+	test_async_fifo();
+	test_late_signal_grant();
+	test_max_lease();
 	test_mixed();
 	test_semctl_paging();
 	test_resume();

@@ -23,13 +23,15 @@ python3 "$PROXY" "$T/blocked" "127.0.0.2:$P1=127.0.0.1:$P1" \
 	>"$T/proxy.log" 2>&1 &
 PIDS_TO_KILL="$PIDS_TO_KILL $!"
 
-# start_node I: node I on its data directory (made on the first start).
+# start_node I [ARGS...]: node I on its data directory (made on the first
+# start), ARGS after.
 start_node() {
-	eval "port=\$P$1 cport=\$C$1"
-	t_start_node "$1" --data-dir "$T/d$1" --node-id "$1" \
+	sn_i=$1; shift
+	eval "port=\$P$sn_i cport=\$C$sn_i"
+	t_start_node "$sn_i" --data-dir "$T/d$sn_i" --node-id "$sn_i" \
 		--peer-listen "tcp:127.0.0.2:$port" --peer-bind "tcp:127.0.0.1:$port" \
 		--bootstrap "$BOOT" --listen "tcp:127.0.0.1:$cport" \
-		--acl "anonymous * all"
+		--acl "anonymous * all" "$@"
 }
 # leader: the leader's node id, as the cluster says.
 leader() { t_cluster_field leader_id; }
