@@ -32,6 +32,18 @@ int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->text, sizeof(a->text), "%s", s);
+	/* HTTP/1.1 and JSON (daemon/http/): the same sockets, another wire. */
+	if (strncmp(s, "http+unix:", 10) == 0 || strncmp(s, "http:", 5) == 0) {
+		char inner[300];
+
+		snprintf(inner, sizeof(inner), "%s:%s", s[4] == '+' ? "unix" :
+		    "tcp", s + (s[4] == '+' ? 10 : 5));
+		if ((r = wire_addr_parse(inner, a, err, errlen)) != 0)
+			return r;
+		snprintf(a->text, sizeof(a->text), "%s", s);
+		a->is_http = 1;
+		return 0;
+	}
 	if (strncmp(s, "unix:", 5) == 0) {
 		struct sockaddr_un *sun = (struct sockaddr_un *)&a->ss;
 
@@ -49,7 +61,8 @@ int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen
 	if (strncmp(s, "tls:", 4) == 0)
 		a->is_tls = 1;
 	else if (strncmp(s, "tcp:", 4) != 0) {
-		snprintf(err, errlen, "%s: address must be unix:PATH, tcp:HOST:PORT or tls:HOST:PORT", s);
+		snprintf(err, errlen, "%s: address must be unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, "
+		    "http:HOST:PORT or http+unix:PATH", s);
 		return -EINVAL;
 	}
 	hp = s + 4;

@@ -80,7 +80,7 @@ static struct access_count *access_count_find(const char *principal)
 }
 
 /* Copy an identity (principal, uid/user or cn, groups). */
-static int access_subject_copy(struct acl_subject *dst,
+int access_subject_copy(struct acl_subject *dst,
     const struct acl_subject *src)
 {
 	const char *g = src->groups, *end = src->groups + src->groups_len;

@@ -588,3 +588,10 @@ void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	if (more == XPRT_MORE && !c->paused && !c->closing && !c->dead)
 		event_active(c->rev, EV_READ, 0);
 }
+
+/* Requests of a client inside the daemon: whole frames, run as input. */
+void conn_inner_input(struct conn *c, const uint8_t *buf, size_t n)
+{
+	if (!c->closing && !c->dead)
+		conn_input(c, buf, n);
+}

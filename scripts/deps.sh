@@ -13,6 +13,10 @@ systemd openssl python3 faketime valgrind cppcheck clang-tidy bear redis-server 
 debhelper devscripts lintian fakeroot golang-go prometheus \
 python3-dev python3-all-dev python3-setuptools python3-pytest python3-redis dh-python \
 pyflakes3 zsh"
+# Node and npm for the TypeScript package (tests/js.sh): Debian's nodejs
+# (18 in Debian 12) and npm, unless a node with its own npm is there
+# already (a nodejs package that bundles npm conflicts with Debian's npm).
+command -v node >/dev/null && command -v npm >/dev/null || pkgs="$pkgs nodejs npm"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -38,11 +38,12 @@ LIBS[fuzz_frame]="proto/libsemproto.a"
 LIBS[fuzz_dispatch]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_entry]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_snap]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+LIBS[fuzz_http_json]="daemon/http/libsemhttp.a proto/libsemproto.a"
 
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
 
-PROTOBUF=$(pkg-config --cflags --libs libprotobuf-c)
+PROTOBUF=$(pkg-config --cflags --libs libprotobuf-c jansson)
 failed=0
 summary=()
 mkdir -p "$BUILD/artifacts"
