@@ -447,7 +447,7 @@ static void test_history_snapshot(void)
 {
 	struct sm_client *a, *adm;
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL, NULL };
 	struct sm *sm = t_start_checked(1000, "watch: the history through a snapshot",
 	    NULL, "uid:1 uid:0", &a, &adm), *rs;
 	uint64_t kinds[41], oldest, rev, size, total = 0;
