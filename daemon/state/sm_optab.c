@@ -153,10 +153,11 @@ bool sm_op_is_read(int op_case)
 	return sm_op(op_case) != NULL && sm_ops[op_case].kind == OPTAB_READS;
 }
 
-/* Is op_case the node's (state.h)? */
+/* Is op_case the node's (state.h)? Asked of every request: no sm_op(). */
 bool sm_op_is_node(int op_case)
 {
-	return sm_op(op_case) != NULL && sm_ops[op_case].kind == OPTAB_NODE;
+	return op_case > 0 && op_case < SM_OPTAB_ROWS &&
+	    sm_ops[op_case].kind == OPTAB_NODE;
 }
 
 /* The handler of an op case (NULL: Hello's, or a row without one). */
