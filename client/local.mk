@@ -30,30 +30,11 @@ DISTCLEANFILES += client/semclient.pc client/semclient-uninstalled.pc
 EXTRA_DIST += client/semclient.pc.in client/semclient-uninstalled.pc.in \
 	client/libsemclient.map
 
-# semctl: the command line, on the public API only.
-bin_PROGRAMS += semctl
-semctl_SOURCES = client/semctl.c client/semctl.h client/semctl-args.c client/semctl-out.c \
-	client/semctl-help.c client/semctl-cmds.c client/semctl-set.c \
-	client/semctl-backup.c client/semctl-watch.c client/semctl-run.c
-semctl_LDADD = client/libsemclient.la
-
 # examples/: a distributed job whose workers share a limit through semd.
 noinst_PROGRAMS += examples/jobs
 examples_jobs_SOURCES = examples/jobs.c
 examples_jobs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client
 examples_jobs_LDADD = client/libsemclient.la
 
-# Manual pages and the bash and zsh completions of the client.
-dist_man_MANS += doc/semctl.1 doc/semclient.3
-bashcompletiondir = $(datadir)/bash-completion/completions
-# installed as "semctl" (bash-completion loads completions by command name)
-bashcompletion_DATA = client/completion/semctl
-# installed as "_semctl" where Debian's zsh looks (its fpath)
-zshcompletiondir = $(datadir)/zsh/vendor-completions
-zshcompletion_DATA = client/completion/_semctl
-CLEANFILES += client/completion/semctl client/completion/_semctl
-EXTRA_DIST += client/semctl.bash-completion client/semctl.zsh-completion
-client/completion/semctl: $(top_srcdir)/client/semctl.bash-completion
-	$(AM_V_GEN)$(MKDIR_P) client/completion && cp $(top_srcdir)/client/semctl.bash-completion $@
-client/completion/_semctl: $(top_srcdir)/client/semctl.zsh-completion
-	$(AM_V_GEN)$(MKDIR_P) client/completion && cp $(top_srcdir)/client/semctl.zsh-completion $@
+# The library's manual page.
+dist_man_MANS += doc/semclient.3

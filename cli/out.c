@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl-out.c - semctl's output: strings from the server escaped
+ * cli/out.c - semctl's output: strings from the server escaped
  * for a terminal or JSON, times, durations and rates for people.
  */
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 /* Decode one UTF-8 sequence at p: its length (1-4) and *cp, or 0 when it
  * is not well-formed (overlong forms, surrogates and truncations included). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl-watch.c - watch: a name's (or a prefix's) events as they
+ * cli/watch.c - watch: a name's (or a prefix's) events as they
  * happen, a line each with its revision, made again after a reconnection
  * from the revision after the last one printed, so that none is lost or
  * repeated while the daemon keeps it.
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 /* --- watch -------------------------------------------------------------- */
 

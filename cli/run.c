@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl-run.c - the commands that wait: down and trydown (one name
+ * cli/run.c - the commands that wait: down and trydown (one name
  * or several, with the progress line), run (a command under a hold, its
- * child supervised and the session kept). watch is semctl-watch.c.
+ * child supervised and the session kept). watch is watch.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,7 +23,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 #define RUN_LEASE_MS	10000	/* run's default session lease */
 #define RUN_LEASE_MIN	200	/* shorter leases leave no room for a ping */

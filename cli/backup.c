@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl-backup.c - semctl backup FILE: a consistent copy of the
+ * cli/backup.c - semctl backup FILE: a consistent copy of the
  * daemon's whole state (semc_backup()), written whole or not at all: into
  * a new file beside FILE, synced, then renamed over it. "-" writes to
  * standard output (not a terminal).
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 /* Report a failure of the file (exit 6). */
 static int backup_sys_fail(const char *what, const char *path)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl-cmds.c - the commands that make one call and print its
+ * cli/cmds.c - the commands that make one call and print its
  * result: create, up, release, info, list, delete, renew, holds, validate,
- * stats, ping, cluster (the set-* commands: semctl-set.c).
+ * stats, ping, cluster (the set-* commands: set.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,7 +23,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 #define INFO_MAX	10000	/* info lists at most this many holders and waiters */
 

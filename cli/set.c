@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl-set.c - the commands that change a name in use: set-limit,
+ * cli/set.c - the commands that change a name in use: set-limit,
  * set-queue, set-rate.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 /* set-limit NAME N */
 int cmd_set_limit(struct cmd_args *a)

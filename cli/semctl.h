@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl.h - what the files of semctl share: the option and command
+ * cli/semctl.h - what the files of semctl share: the option and command
  * tables, the global options, a command's parsed arguments, the exit codes,
  * and the helpers for parsing, errors and output. The command line's files:
- *   semctl.c        main(): the option and command tables, the dispatch
- *   semctl-args.c   parsing by the tables, usage errors, exit codes, the client
- *   semctl-help.c   --help, help COMMAND and the completion, from the tables
- *   semctl-out.c    escaping, JSON strings, times, durations, rates
- *   semctl-cmds.c   the commands of one call: create, up, info, list, ...
- *   semctl-set.c    set-limit, set-queue, set-rate
- *   semctl-run.c    acquiring (down, trydown), run and its child
- *   semctl-watch.c  watch
- *   semctl-backup.c backup
+ *   semctl.c  main(): the option and command tables, the dispatch
+ *   args.c    parsing by the tables, usage errors, exit codes, the client
+ *   help.c    --help, help COMMAND and the completion, from the tables
+ *   out.c     escaping, JSON strings, times, durations, rates
+ *   cmds.c    the commands of one call: create, up, info, list, ...
+ *   set.c     set-limit, set-queue, set-rate
+ *   run.c     acquiring (down, trydown), run and its child
+ *   watch.c   watch
+ *   backup.c  backup
  */
 #ifndef SEMD_SEMCTL_H
 #define SEMD_SEMCTL_H
@@ -149,7 +149,7 @@ extern const struct cmd_def cmd_defs[];
 extern const size_t cmd_count;
 const struct cmd_def *cmd_find(const char *name);
 
-/* semctl-args.c */
+/* args.c */
 void usage_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void usage_forms(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 int exit_code(int err);
@@ -168,13 +168,13 @@ void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args
 int client_open(struct semc **out, uint32_t lease_ms, const char *name);
 int call_end(struct semc *c, int r, const char *what);
 
-/* semctl-help.c */
+/* help.c */
 void help_global(void);
 void help_command(const struct cmd_def *cmd);
 int cmd_help(struct cmd_args *a);
 int complete_words(int argc, char **argv);
 
-/* semctl-out.c */
+/* out.c */
 const char *esc(const char *s);
 void json_str(const char *s);
 void json_ok(const char *name, const char *extra_key, int64_t extra);
@@ -186,7 +186,7 @@ int64_t wall_ms(void);
 const char *fmt_time(uint64_t ms, char *buf, size_t len);
 int64_t mono_ms(void);
 
-/* semctl-cmds.c */
+/* cmds.c */
 int cmd_create(struct cmd_args *a);
 int cmd_info(struct cmd_args *a);
 int cmd_list(struct cmd_args *a);
@@ -203,15 +203,15 @@ int cmd_cluster(struct cmd_args *a);
 int cmd_release(struct cmd_args *a);
 int cmd_up(struct cmd_args *a);
 
-/* semctl-run.c */
+/* run.c */
 int cmd_down(struct cmd_args *a);
 int cmd_trydown(struct cmd_args *a);
 int cmd_run(struct cmd_args *a);
 
-/* semctl-watch.c */
+/* watch.c */
 int cmd_watch(struct cmd_args *a);
 
-/* semctl-backup.c */
+/* backup.c */
 int cmd_backup(struct cmd_args *a);
 
 #endif

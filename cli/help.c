@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl-help.c - what semctl says about itself, all of it from the
+ * cli/help.c - what semctl says about itself, all of it from the
  * option and command tables (semctl.c): --help, `help COMMAND` (and
  * `COMMAND --help`), `--json help` (the tables as JSON, which the docs
  * test compares with semctl(1)), and the shell completions' answers
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 #define HELP_WIDTH	79	/* wrap at this column */
 #define HELP_COL	24	/* an option's help starts here */
@@ -350,7 +350,7 @@ static void complete_spec(const char *spec, const char *cur, int argc, char **ar
 
 /*
  * semctl __complete WORD... CUR: what may follow, for the bash and zsh
- * completions (client/semctl.bash-completion, semctl.zsh-completion). The
+ * completions (cli/semctl.bash-completion, semctl.zsh-completion). The
  * first line says what kind: "words" (the candidates follow, a line each),
  * "words-nospace" (the same, and no space after one), "files", "commands"
  * (the programs of $PATH), or "names" (the semaphores `semctl list` gives,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl-args.c - a command's options and arguments, usage errors,
+ * cli/args.c - a command's options and arguments, usage errors,
  * the exit code of a library error, and the connection a command opens.
  */
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 /* Print a usage error (with the command's synopses when forms) and exit 2,
  * with --json also as one JSON object. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/semctl.c - semctl, the command line of semd. It uses only the
+ * cli/semctl.c - semctl, the command line of semd. It uses only the
  * public libsemclient API (semclient.h).
  *
  * Exit codes (stable, see semctl(1)): 0 ok or acquired, 1 timed out or would
@@ -21,7 +21,7 @@
  * COMMAND`, a command's usage errors and the shell completions (`semctl
  * __complete`) all come from them, and the docs test checks semctl(1)
  * against them (`semctl --json help`). The commands and their helpers are
- * in semctl-*.c (semctl.h lists them).
+ * in the other files of cli/ (semctl.h lists them).
  */
 #include <errno.h>
 #include <signal.h>
@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/semctl.h"
+#include "cli/semctl.h"
 
 struct opts g;
 
