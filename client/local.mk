@@ -13,10 +13,14 @@
 # symbol version LIBSEMCLIENT_1).
 lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
-noinst_HEADERS += client/client-int.h client/conv.h client/fdio.h
-client_libsemclient_la_SOURCES = client/conn.c client/session.c client/connect.c client/reader.c \
-	client/xprt.c client/ops.c client/result.c client/util.c client/tls.c client/tlssess.c \
-	client/keepalive.c client/watch.c client/backup.c proto/frame.c
+noinst_HEADERS += client/client-int.h client/base/conv.h client/base/fdio.h
+client_libsemclient_la_SOURCES = \
+	client/base/util.c client/base/result.c client/base/xprt.c client/base/tls.c \
+	client/base/tlssess.c \
+	client/session/session.c \
+	client/engine/read.c client/engine/connect.c client/engine/keepalive.c \
+	client/api/handle.c client/api/ops.c client/api/watch.c client/api/backup.c \
+	proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
 client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
 client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 5:0:4 -no-undefined \

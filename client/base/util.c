@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* client/util.c - error texts, durations, addresses, clocks. */
+/* client/base/util.c - error texts, durations, addresses, clocks. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/result.c - libsemclient's results: the structs of semclient.h made
+ * client/base/result.c - libsemclient's results: the structs of semclient.h made
  * from the daemon's replies (semc_convert() takes a reply with the body it
  * converts and returns NULL when out of memory), their free functions, and
  * the outcome handed to an asynchronous call's callback.
  *
- * A result is made by a table, not by code of its own (client/conv.h):
+ * A result is made by a table, not by code of its own (client/base/conv.h):
  * each of its fields is a struct conv_field that says what kind of field it
  * is (a number, a string, an array of elements, ...) and where it is in the
  * result and in the reply's message. An array's elements are made by a
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "client/client-int.h"
-#include "client/conv.h"
+#include "client/base/conv.h"
 
 /* strdup that maps NULL to "". */
 static char *dup0(const char *s)

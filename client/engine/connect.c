@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/connect.c - connecting: the Hello handshake on a fresh connection
+ * client/engine/connect.c - connecting: the Hello handshake on a fresh connection
  * (resuming the session when there is one), publishing the connection,
  * trying the daemons of a cluster in turn with back-off, and a cluster's
  * status without a session.

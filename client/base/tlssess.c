@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/tlssess.c - TLS sessions kept for resumption.
+ * client/base/tlssess.c - TLS sessions kept for resumption.
  *
  * The daemon sends a session ticket after every handshake; the handle
  * keeps the newest one per server address in memory and offers it when it
@@ -32,7 +32,7 @@
 #include <openssl/x509.h>
 
 #include "client/client-int.h"
-#include "client/fdio.h"
+#include "client/base/fdio.h"
 
 #define SESS_FILE_MAX	65536	/* a kept session bigger than this is not ours */
 

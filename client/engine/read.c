@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/reader.c - requests out and replies in: writing queued requests
+ * client/engine/read.c - requests out and replies in: writing queued requests
  * (flush), the reader role that decodes frames and hands each reply to its
  * request (or reports a notice), and the calls that queue a request and
  * wait for its reply (semc_call()) or do not (semc_call_async()).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/ops.c - libsemclient's operations: each fills its request message
+ * client/api/ops.c - libsemclient's operations: each fills its request message
  * and makes one generic call (op_call(), op_async()) that sends it, checks
  * the reply's body and copies the result out (result.c converts it).
  */

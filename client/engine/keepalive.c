@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/keepalive.c - the keepalive thread of a session with a lease.
+ * client/engine/keepalive.c - the keepalive thread of a session with a lease.
  *
  * Started by the first Hello that grants a lease (unless the program said
  * semc_set_keepalive_thread(c, false)), it lives until semc_free(). Each

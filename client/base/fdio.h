@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/fdio.h - moving a whole buffer through a blocking descriptor,
+ * client/base/fdio.h - moving a whole buffer through a blocking descriptor,
  * again after EINTR: libsemclient's files (backup.c, tlssess.c) and the
  * test programs (tests/common/io.h) use it. Header-only: it links nothing.
  */

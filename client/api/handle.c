@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/conn.c - a libsemclient handle: making and freeing it, its
+ * client/api/handle.c - a libsemclient handle: making and freeing it, its
  * settings and addresses, and what an event loop calls (semc_fd(),
  * semc_process(), semc_timeout()).
  *

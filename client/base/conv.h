@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/conv.h - the tables that make libsemclient's structs from the
+ * client/base/conv.h - the tables that make libsemclient's structs from the
  * daemon's messages (result.c): a struct semc_conv lists the fields of a
  * struct, each a struct conv_field that says what kind of field it is and
  * where it is in the struct and in the message (offsetof, checked against

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/tls.c - TLS for tls:HOST:PORT addresses (OpenSSL).
+ * client/base/tls.c - TLS for tls:HOST:PORT addresses (OpenSSL).
  *
  * TLS 1.2 at least; the server certificate is verified against the CA file
  * ($SEMD_TLS_CA, else the system store) and the host name. A client

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/backup.c - semc_backup(): a consistent copy of the daemon's whole
+ * client/api/backup.c - semc_backup(): a consistent copy of the daemon's whole
  * state, read a chunk a request (Backup at offset 0 takes it, the next
  * offsets read it) and written as a backup file, which semd --restore
  * reads (its format: daemon/backup.h). The state is checked against the
@@ -15,7 +15,7 @@
 #include <openssl/evp.h>
 
 #include "client/client-int.h"
-#include "client/fdio.h"
+#include "client/base/fdio.h"
 
 static const uint8_t backup_magic[8] = { 'S', 'E', 'M', 'D', 'B', 'K', 'U', 'P' };
 #define BACKUP_FORMAT		1u

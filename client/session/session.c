@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/session.c - the session's bookkeeping, under the handle's lock:
+ * client/session/session.c - the session's bookkeeping, under the handle's lock:
  * requests (encoded, queued, completed), the holds it keeps, the events it
  * reports (queued in the order of the changes, delivered after the lock by
  * one thread at a time), a broken connection and a lost session, and the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/xprt.c - libsemclient's transports and connections.
+ * client/base/xprt.c - libsemclient's transports and connections.
  *
  * A transport (struct semc_xprt, HAProxy's xprt_ops) says how a connection
  * to one kind of address is opened, read, written and closed: UNIX and TCP

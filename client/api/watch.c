@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/watch.c - watches: a Watch request, its events (notices with a
+ * client/api/watch.c - watches: a Watch request, its events (notices with a
  * watch_event body, id 0) handed to the watch's callback in the order they
  * came, and the end of one (a Cancel of its id).
  *
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "client/client-int.h"
-#include "client/conv.h"
+#include "client/base/conv.h"
 
 /* A watch of the handle: its id and callback (c->watchers, under c->lock). */
 struct semc_watcher {
