@@ -224,20 +224,27 @@ struct semc {
 	uint64_t rbuf_gen;
 };
 
-/* util.c */
+/* base/error.c */
+int semc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void semc_clear_message(void);
+int semc_code_error(int code);
+int semc_reply_error(const Semd__Reply *rp);
+
+/* base/util.c */
 unsigned semc_fork_gen(void);
 bool semc_forked(const struct semc *c);
 int64_t semc_now_ms(void);
 int64_t semc_wall_ms(void);
-int semc_addr_parse(const char *s, struct semc_addr *a);
-int semc_code_error(int code);
-int semc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void semc_clear_message(void);
+int semc_str_set(char **dst, const char *s);
 
-/* conn.c */
+/* base/addr.c */
+int semc_addr_parse(const char *s, struct semc_addr *a);
+int semc_addrs_set(struct semc *c, const char *address);
+int semc_addrs_default(struct semc *c);
 void semc_addr_use_locked(struct semc *c, unsigned i);
 void semc_addr_redirect_locked(struct semc *c, const Semd__Redirect *rd);
-int semc_str_set(char **dst, const char *s);
+
+/* conn.c */
 void semc_detach_mark(struct semc *c);
 
 /* session.c */
@@ -282,9 +289,6 @@ int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void
 int semc_keepalive_start_locked(struct semc *c);
 void semc_keepalive_stop(struct semc *c);
 
-/* ops.c */
-int semc_reply_error(const Semd__Reply *rp);
-
 /* result.c */
 /* How a result is made from a reply's body (a table: see result.c). */
 struct semc_conv;
@@ -292,7 +296,8 @@ extern const struct semc_conv semc_info_conv, semc_list_conv, semc_stats_conv,
 	semc_multi_conv, semc_holds_conv, semc_where_conv, semc_cluster_conv;
 void semc_grant_copy(struct semc_grant *g, const Semd__Grant *pg);
 void *semc_convert(const struct semc_conv *cv, const Semd__Reply *rp);
-void semc_result_deliver(struct semc *c, struct semc_req *r);
+void semc_result_deliver(struct semc *c, uint64_t id, int error, const Semd__Reply *rp,
+			 semc_done_fn fn, void *arg);
 
 /* watch.c */
 struct semc_watcher;

@@ -15,7 +15,7 @@ lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
 noinst_HEADERS += client/client-int.h client/base/conv.h client/base/fdio.h
 client_libsemclient_la_SOURCES = \
-	client/base/util.c client/base/result.c client/base/xprt.c client/base/tls.c \
+	client/base/error.c client/base/util.c client/base/addr.c client/base/result.c client/base/xprt.c client/base/tls.c \
 	client/base/tlssess.c \
 	client/session/session.c \
 	client/engine/read.c client/engine/connect.c client/engine/keepalive.c \

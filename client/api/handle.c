@@ -72,70 +72,9 @@ struct semc *semc_new(void)
 /* Set the daemon's address, or a cluster's: a comma-separated list. */
 int semc_set_address(struct semc *c, const char *address)
 {
-	struct semc_addr a[SEMC_MAX_ADDRS];
-	char buf[4096], *item, *save = NULL;
-	unsigned n = 0;
-
 	if (semc_forked(c))
 		return semc_fail(SEMC_E_NOT_SUPPORTED, "handle of another process");
-	if (address == NULL || snprintf(buf, sizeof buf, "%s", address) >= (int)sizeof buf)
-		return semc_fail(SEMC_E_ADDRESS, "bad server address '%s'", address ? address : "");
-	for (item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
-		if (n == SEMC_MAX_ADDRS)
-			return semc_fail(SEMC_E_ADDRESS, "more than %d addresses in '%s'",
-					 SEMC_MAX_ADDRS, address);
-		if (semc_addr_parse(item, &a[n]) != 0)
-			return semc_fail(SEMC_E_ADDRESS, "bad server address '%s'", item);
-		n++;
-	}
-	if (n == 0)
-		return semc_fail(SEMC_E_ADDRESS, "bad server address '%s'", address);
-	pthread_mutex_lock(&c->lock);
-	memcpy(c->addrs, a, n * sizeof a[0]);
-	c->naddrs = n;
-	c->cur = 0;
-	c->addr = a[0];
-	c->addr_set = true;
-	pthread_mutex_unlock(&c->lock);
-	return 0;
-}
-
-/* Use addrs[i] from the next attempt on (lock held). */
-void semc_addr_use_locked(struct semc *c, unsigned i)
-{
-	if (c->naddrs == 0 || i >= c->naddrs)
-		return;
-	c->cur = i;
-	c->addr = c->addrs[i];
-}
-
-/* A Redirect names the leader: use it next if it is one of ours. */
-void semc_addr_redirect_locked(struct semc *c, const Semd__Redirect *rd)
-{
-	struct semc_addr a;
-	unsigned i;
-
-	if (rd == NULL || rd->leader == NULL || rd->leader[0] == '\0' ||
-	    semc_addr_parse(rd->leader, &a) != 0)
-		return;
-	for (i = 0; i < c->naddrs; i++) {
-		if (strcmp(c->addrs[i].canon, a.canon) == 0) {
-			semc_addr_use_locked(c, i);
-			return;
-		}
-	}
-}
-
-/* Replace *dst by a copy of s (NULL clears). */
-int semc_str_set(char **dst, const char *s)
-{
-	char *d = NULL;
-
-	if (s != NULL && (d = strdup(s)) == NULL)
-		return SEMC_E_NOMEM;
-	free(*dst);
-	*dst = d;
-	return 0;
+	return semc_addrs_set(c, address);
 }
 
 /* Take c->lock, unless this is a forked child, which must not touch its

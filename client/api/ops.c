@@ -12,18 +12,6 @@
 
 #include "client/client-int.h"
 
-/* The error of a reply, recording its message for the calling thread. */
-int semc_reply_error(const Semd__Reply *rp)
-{
-	int err = semc_code_error(rp->code);
-
-	if (err == 0)
-		return 0;
-	if (rp->message != NULL && *rp->message != '\0')
-		return semc_fail(err, "%s", rp->message);
-	return semc_fail(err, NULL);
-}
-
 /* Reject names the daemon would reject anyway, before a round trip. */
 static int name_check(const char *name)
 {

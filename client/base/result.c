@@ -291,11 +291,12 @@ static const struct {
 	{ &semc_multi_conv, offsetof(struct semc_result, multi) },
 };
 
-/* Call r's completion callback with the converted outcome. */
-void semc_result_deliver(struct semc *c, struct semc_req *r)
+/* Call an asynchronous request's callback fn with its outcome: the reply
+ * rp converted, or (rp NULL) the client-side error. */
+void semc_result_deliver(struct semc *c, uint64_t id, int error, const Semd__Reply *rp,
+			 semc_done_fn fn, void *arg)
 {
-	const Semd__Reply *rp = r->reply;
-	struct semc_result res = { .request_id = r->id, .error = r->error, .message = "" };
+	struct semc_result res = { .request_id = id, .error = error, .message = "" };
 	const struct semc_conv *cv = NULL;
 	struct semc_grant g;
 	void *made = NULL;
@@ -323,10 +324,10 @@ void semc_result_deliver(struct semc *c, struct semc_req *r)
 				res.error = SEMC_E_NOMEM;
 		}
 	} else {
-		res.message = semc_strerror(r->error);
+		res.message = semc_strerror(error);
 	}
-	if (r->fn != NULL)
-		r->fn(c, &res, r->arg);
+	if (fn != NULL)
+		fn(c, &res, arg);
 	if (cv != NULL)
 		conv_free(cv, made);
 }

@@ -53,18 +53,6 @@ static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
 	return semc_frame_exchange(c, k, deadline, &rq, out, sent_at, "the handshake");
 }
 
-/* Resolve the address (SEMD_SERVER or the default) if none was set. */
-static int addr_default(struct semc *c)
-{
-	const char *env = getenv("SEMD_SERVER");
-
-	if (c->addr_set)
-		return 0;
-	if (env != NULL && *env != '\0')
-		return semc_set_address(c, env);
-	return semc_set_address(c, "unix:" SEMC_DEFAULT_UNIX);
-}
-
 int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;
@@ -75,7 +63,7 @@ int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms)
 	int r = SEMC_E_CONNECT;
 
 	*out = NULL;
-	if ((r = addr_default(c)) != 0)
+	if ((r = semc_addrs_default(c)) != 0)
 		return r;
 	if ((r = semc_xprt_setup(c)) != 0)
 		return r;
@@ -350,7 +338,7 @@ int semc_connect(struct semc *c, int timeout_ms)
 	semc_clear_message();
 	if (semc_forked(c))
 		return semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d", (int)c->pid);
-	if ((r = addr_default(c)) != 0)
+	if ((r = semc_addrs_default(c)) != 0)
 		return r;
 	if ((r = semc_xprt_setup(c)) != 0)
 		return r;

@@ -108,7 +108,7 @@ events_done:
 	}
 	for (r = d->done; r != NULL; r = rn) {
 		rn = r->next;
-		semc_result_deliver(c, r);
+		semc_result_deliver(c, r->id, r->error, r->reply, r->fn, r->arg);
 		semc_req_free(r);
 	}
 	semc_deliver_init(d);
