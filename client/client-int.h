@@ -247,28 +247,58 @@ void semc_addr_redirect_locked(struct semc *c, const Semd__Redirect *rd);
 /* conn.c */
 void semc_detach_mark(struct semc *c);
 
-/* session.c */
-void semc_deliver_init(struct semc_deliver *d);
-void semc_event_queue_locked(struct semc *c, struct semc_deliver *d, struct semc_evq *e);
-void semc_event_push_locked(struct semc *c, struct semc_deliver *d, enum semc_event_type type,
-			    int error, const char *message, const struct semc_hold *h);
-void semc_evq_free(struct semc_evq *e);
-void semc_deliver_run(struct semc *c, struct semc_deliver *d);
-struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq);
+/* session/holds.c */
+void semc_hold_free(struct semc_hold *h);
+void semc_hold_add_locked(struct semc *c, const char *name, const Semd__Grant *g);
+void semc_hold_drop_locked(struct semc *c, const char *name, uint64_t permit_id, uint32_t n);
+struct semc_hold *semc_hold_take_locked(struct semc *c, uint64_t permit_id);
+struct semc_hold *semc_holds_take_all_locked(struct semc *c);
+bool semc_permit_lost(struct semc *c, uint64_t permit_id);
+
+/* session/requests.c */
 void semc_req_free(struct semc_req *r);
+struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq);
+void semc_req_queue_locked(struct semc *c, struct semc_req *r);
 struct semc_req *semc_internal_push_locked(struct semc *c, Semd__Request *rq);
 void semc_pending_unlink_locked(struct semc *c, struct semc_req *r);
 void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *rp, int err,
 			      struct semc_deliver *d);
+bool semc_req_abandon_locked(struct semc *c, struct semc_req *r);
+
+/* session/watchers.c */
+struct semc_watcher;
+int semc_watcher_add_locked(struct semc *c, uint64_t id, semc_watch_fn fn, void *arg);
+void semc_watcher_drop_locked(struct semc *c, uint64_t id);
+void semc_watcher_start_locked(struct semc *c, uint64_t id, uint64_t start);
+uint64_t semc_watcher_next_rev_locked(struct semc *c, uint64_t id);
+void semc_watchers_free(struct semc *c);
+void semc_watch_deliver(struct semc *c, struct semc_watch_event *ev);
+struct semc_watch_event *semc_watch_event_new(const Semd__WatchEvent *w);
+void semc_watch_event_free(struct semc_watch_event *ev);
+
+/* session/events.c */
+void semc_deliver_init(struct semc_deliver *d);
+void semc_event_queue_locked(struct semc *c, struct semc_deliver *d, struct semc_evq *e);
+void semc_event_push_locked(struct semc *c, struct semc_deliver *d, enum semc_event_type type,
+			    int error, const char *message, const struct semc_hold *h);
+void semc_event_watch_locked(struct semc *c, struct semc_deliver *d,
+			     struct semc_watch_event *ev);
+void semc_evq_free(struct semc_evq *e);
+void semc_deliver_run(struct semc *c, struct semc_deliver *d);
+
+/* session/dispatch.c */
+void semc_dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver *d);
+
+/* session/session.c */
 void semc_session_lost_locked(struct semc *c, int err, const char *why,
 			      struct semc_deliver *d);
-bool semc_permit_lost(struct semc *c, uint64_t permit_id);
 void semc_conn_broken_locked(struct semc *c, struct semc_conn *k, const char *why,
 			     struct semc_deliver *d);
 int64_t semc_lease_end_locked(const struct semc *c);
 void semc_lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d);
-bool semc_reconnect_due_locked(const struct semc *c, int64_t now);
 bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d);
+int64_t semc_duty_next_locked(const struct semc *c);
+bool semc_reconnect_due_locked(const struct semc *c, int64_t now);
 int semc_timeout_locked(struct semc *c, int64_t now);
 
 /* connect.c */
@@ -298,13 +328,6 @@ void semc_grant_copy(struct semc_grant *g, const Semd__Grant *pg);
 void *semc_convert(const struct semc_conv *cv, const Semd__Reply *rp);
 void semc_result_deliver(struct semc *c, uint64_t id, int error, const Semd__Reply *rp,
 			 semc_done_fn fn, void *arg);
-
-/* watch.c */
-struct semc_watcher;
-void semc_watch_push_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver *d);
-void semc_watch_deliver(struct semc *c, struct semc_watch_event *ev);
-void semc_watch_event_free(struct semc_watch_event *ev);
-void semc_watchers_free(struct semc *c);
 
 /* tlssess.c */
 void semc_tls_sess_setup(struct semc *c, SSL_CTX *ctx, const char *ca);

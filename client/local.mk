@@ -17,7 +17,8 @@ noinst_HEADERS += client/client-int.h client/base/conv.h client/base/fdio.h
 client_libsemclient_la_SOURCES = \
 	client/base/error.c client/base/util.c client/base/addr.c client/base/result.c client/base/xprt.c client/base/tls.c \
 	client/base/tlssess.c \
-	client/session/session.c \
+	client/session/holds.c client/session/requests.c client/session/watchers.c \
+	client/session/events.c client/session/dispatch.c client/session/session.c \
 	client/engine/read.c client/engine/connect.c client/engine/keepalive.c \
 	client/api/handle.c client/api/ops.c client/api/watch.c client/api/backup.c \
 	proto/frame.c

@@ -119,103 +119,6 @@ void semc_flush_try(struct semc *c)
 	flush_run(c, false);
 }
 
-/* A hold of the session is gone (a HoldLost notice): take it out of the
- * bookkeeping and report it, saying why. Holds the library does not track
- * (given back meanwhile, or never the caller's) are not reported. */
-static void hold_lost_locked(struct semc *c, const Semd__Reply *rp, struct semc_deliver *d)
-{
-	const Semd__HoldLost *hl = rp->hold_lost;
-	struct semc_hold **pp, *h, ev;
-	const char *why;
-	int err;
-
-	for (pp = &c->holds; (h = *pp) != NULL; pp = &h->next)
-		if (h->permit_id == hl->permit_id)
-			break;
-	if (h == NULL)
-		return;
-	*pp = h->next;
-	c->lost_ids[c->lost_next++ % 64] = h->permit_id;
-	switch (rp->code) {
-	case SEMD__CODE__CANCELLED:
-		err = SEMC_E_CANCELLED;
-		why = "the hold was force-released or its semaphore deleted";
-		break;
-	case SEMD__CODE__SESSION_EXPIRED:
-		err = SEMC_E_SESSION_EXPIRED;
-		why = "the session's lease ran out on the server";
-		break;
-	case SEMD__CODE__UNAVAILABLE:
-		err = SEMC_E_UNAVAILABLE;
-		why = "the server is shutting down";
-		break;
-	default:
-		err = rp->code == SEMD__CODE__OK ? SEMC_E_HOLD_LOST : semc_code_error(rp->code);
-		why = "the server took the hold back";
-		break;
-	}
-	ev = *h;
-	ev.name = hl->name != NULL && *hl->name != '\0' ? hl->name : h->name;
-	if (hl->token != 0)
-		ev.token = hl->token;
-	if (hl->n != 0)
-		ev.n = hl->n;
-	if (rp->message != NULL && *rp->message != '\0')
-		why = rp->message;
-	semc_event_push_locked(c, d, SEMC_EV_HOLD_LOST, err, why, &ev);
-	free(h->name);
-	free(h);
-}
-
-/* Hand a decoded reply to its request (or report a notice). */
-static void dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver *d)
-{
-	struct semc_req *r;
-
-	if (rp->id == 0 && rp->body_case == SEMD__REPLY__BODY_HOLD_LOST) {
-		hold_lost_locked(c, rp, d);
-		semd__reply__free_unpacked(rp, NULL);
-		return;
-	}
-	if (rp->id == 0 && rp->body_case == SEMD__REPLY__BODY_WATCH_EVENT) {
-		semc_watch_push_locked(c, rp, d);	/* watch.c: takes rp */
-		return;
-	}
-	if (rp->id == 0) {
-		/* A node that stopped leading says which one leads now. */
-		if (rp->body_case == SEMD__REPLY__BODY_REDIRECT)
-			semc_addr_redirect_locked(c, rp->redirect);
-		semc_event_push_locked(c, d, SEMC_EV_NOTICE, semc_code_error(rp->code),
-				       rp->message, NULL);
-		semd__reply__free_unpacked(rp, NULL);
-		return;
-	}
-	for (r = c->pending; r != NULL; r = r->next)
-		if (r->id == rp->id)
-			break;
-	if (r == NULL) {
-		/* a late answer to a request given up on: nothing holds it */
-		semd__reply__free_unpacked(rp, NULL);
-		return;
-	}
-	if (rp->code == SEMD__CODE__UNAVAILABLE &&
-	    rp->body_case == SEMD__REPLY__BODY_REDIRECT &&
-	    r->op != SEMD__REQUEST__OP_CLUSTER && c->reconnect && !c->closing) {
-		/*
-		 * A node that does not lead (any more) refused it without
-		 * running it, and closes the connection: the request waits to
-		 * be sent again to the leader after the reconnection, as one
-		 * never sent (so an up, even by count, is not lost). Told to
-		 * the caller, an up's error would leave its permit held.
-		 */
-		semc_addr_redirect_locked(c, rp->redirect);
-		r->not_run = true;
-		semd__reply__free_unpacked(rp, NULL);
-		return;
-	}
-	semc_req_complete_locked(c, r, rp, 0, d);
-}
-
 /* As the reader: wait up to timeout_ms for input on k (or for wake_fd),
  * decode and dispatch every whole frame. Returns replies dispatched or a
  * negative error. */
@@ -275,7 +178,7 @@ static int reader_run(struct semc *c, struct semc_conn *k, int timeout_ms, int w
 				break;
 			}
 			pthread_mutex_lock(&c->lock);
-			dispatch_locked(c, rp, d);
+			semc_dispatch_locked(c, rp, d);
 			pthread_mutex_unlock(&c->lock);
 			count++;
 		}
@@ -329,8 +232,6 @@ int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd)
 /* Queue r and write it if connected. */
 int semc_submit(struct semc *c, struct semc_req *r)
 {
-	struct semc_req **pp;
-
 	if (semc_forked(c)) {
 		/* a constant, as below: the analyzer must see r was not queued */
 		semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d; a forked "
@@ -346,10 +247,7 @@ int semc_submit(struct semc *c, struct semc_req *r)
 			  c->addr.canon[0] ? c->addr.canon : "a server");
 		return SEMC_E_DISCONNECTED;
 	}
-	for (pp = &c->pending; *pp != NULL; pp = &(*pp)->next)
-		;
-	*pp = r;
-	r->next = NULL;
+	semc_req_queue_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
 	semc_flush(c);
 	return 0;
@@ -395,32 +293,7 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 		if (r->done)
 			break;
 		if (deadline >= 0 && now >= deadline) {
-			if ((r->op == SEMD__REQUEST__OP_DOWN ||
-			     r->op == SEMD__REQUEST__OP_DOWN_MULTI) && r->sent_gen != 0) {
-				/* Keep it queued as the library's own: a late grant is
-				 * given back, and the daemon is asked to cancel. */
-				Semd__Request rq = SEMD__REQUEST__INIT;
-				Semd__Cancel cn = SEMD__CANCEL__INIT;
-
-				r->internal = true;
-				*ghost = true;
-				cn.request_id = r->id;
-				rq.op_case = SEMD__REQUEST__OP_CANCEL;
-				rq.cancel = &cn;
-				semc_internal_push_locked(c, &rq);
-			} else if (r->op == SEMD__REQUEST__OP_UP && r->permit_id != 0) {
-				/* An up by permit id can be sent again safely: keep
-				 * it queued as the library's own, sent again after a
-				 * reconnection, so that the permit is given back
-				 * although its caller stopped waiting (a failover
-				 * can outlast the reply timeout). */
-				r->internal = true;
-				*ghost = true;
-			} else {
-				semc_pending_unlink_locked(c, r);
-				r->done = true;
-			}
-			r->error = SEMC_E_NO_REPLY;
+			*ghost = semc_req_abandon_locked(c, r);
 			pthread_mutex_unlock(&c->lock);
 			semc_flush(c);
 			return semc_fail(SEMC_E_NO_REPLY, "no reply from %s in time", c->addr.canon);

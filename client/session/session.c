@@ -1,356 +1,26 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/session/session.c - the session's bookkeeping, under the handle's lock:
- * requests (encoded, queued, completed), the holds it keeps, the events it
- * reports (queued in the order of the changes, delivered after the lock by
- * one thread at a time), a broken connection and a lost session, and the
- * client-side lease with its keepalive pings.
+ * client/session/session.c - the session itself, under the handle's lock:
+ * its client-side lease, the keepalive pings that keep it (and find a
+ * connection dead), a broken connection (the session kept to be resumed,
+ * or lost) and a lost session (every hold reported, the requests sent on
+ * it failed). No I/O here: the engine (client/engine/) reads, writes and
+ * connects, and asks this floor what is due (semc_duties_locked(),
+ * semc_duty_next_locked()).
  */
-#include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include "config.h"
 #include "client/client-int.h"
-#include "proto/frame.h"
 
-/* Queue e on the handle (lock held), for delivery after the lock is
- * dropped: the order of the queue is the order of the changes. */
-void semc_event_queue_locked(struct semc *c, struct semc_deliver *d, struct semc_evq *e)
+/* Whether a new connection can resume the session: over a UNIX socket only
+ * with a daemon that keeps its state (or after a Detach); there a close
+ * ends the session (semc_conn_broken_locked()). */
+static bool resumable_locked(const struct semc *c)
 {
-	e->next = NULL;
-	*c->evq_tail = e;
-	c->evq_tail = &e->next;
-	d->events = true;
-}
-
-/* Queue an event for delivery after the lock is dropped. */
-void semc_event_push_locked(struct semc *c, struct semc_deliver *d, enum semc_event_type type,
-			    int error, const char *message, const struct semc_hold *h)
-{
-	struct semc_evq *e = calloc(1, sizeof *e);
-
-	if (e == NULL)
-		return;
-	e->ev.type = type;
-	e->ev.error = error;
-	if (message != NULL)
-		e->message = strdup(message);
-	e->ev.message = e->message ? e->message : "";
-	if (h != NULL) {
-		e->name = strdup(h->name);
-		e->ev.name = e->name;
-		e->ev.permit_id = h->permit_id;
-		e->ev.token = h->token;
-		e->ev.n = h->n;
-	}
-	semc_event_queue_locked(c, d, e);
-}
-
-/* Initialise an empty delivery list. */
-void semc_deliver_init(struct semc_deliver *d)
-{
-	d->done = NULL;
-	d->done_tail = &d->done;
-	d->events = false;
-}
-
-/* Free a queued event. */
-void semc_evq_free(struct semc_evq *e)
-{
-	free(e->name);
-	free(e->message);
-	semc_watch_event_free(e->watch);
-	free(e);
-}
-
-/* Run gathered events and completion callbacks (lock not held). The events
- * of the handle go out in order, one thread at a time: a thread that queued
- * some waits for the one delivering (unless that is itself, in a callback),
- * so that a call returns only once the events it caused were delivered. */
-void semc_deliver_run(struct semc *c, struct semc_deliver *d)
-{
-	struct semc_evq *e;
-	struct semc_req *r, *rn;
-	semc_event_fn fn;
-	void *arg;
-
-	if (d->events) {
-		pthread_mutex_lock(&c->lock);
-		if (c->ev_running && pthread_equal(c->ev_runner, pthread_self()))
-			goto events_done;	/* a callback's call: the outer loop delivers */
-		while (c->ev_running)
-			pthread_cond_wait(&c->cond, &c->lock);
-		c->ev_running = true;
-		c->ev_runner = pthread_self();
-		while ((e = c->evq) != NULL) {
-			c->evq = e->next;
-			if (c->evq == NULL)
-				c->evq_tail = &c->evq;
-			fn = c->ev_fn;
-			arg = c->ev_arg;
-			pthread_mutex_unlock(&c->lock);
-			if (e->watch != NULL)
-				semc_watch_deliver(c, e->watch);	/* to its watch's fn */
-			else if (fn != NULL)
-				fn(c, &e->ev, arg);
-			semc_evq_free(e);
-			pthread_mutex_lock(&c->lock);
-		}
-		c->ev_running = false;
-		pthread_cond_broadcast(&c->cond);
-events_done:
-		pthread_mutex_unlock(&c->lock);
-	}
-	for (r = d->done; r != NULL; r = rn) {
-		rn = r->next;
-		semc_result_deliver(c, r->id, r->error, r->reply, r->fn, r->arg);
-		semc_req_free(r);
-	}
-	semc_deliver_init(d);
-}
-
-/* Free a request. */
-void semc_req_free(struct semc_req *r)
-{
-	if (r == NULL)
-		return;
-	if (r->reply != NULL)
-		semd__reply__free_unpacked(r->reply, NULL);
-	free(r->frame);
-	free(r->name);
-	free(r);
-}
-
-/* Encode rq (giving it a fresh id) into a new request. */
-struct semc_req *semc_req_new(struct semc *c, Semd__Request *rq)
-{
-	struct semc_req *r;
-	size_t len;
-
-	r = calloc(1, sizeof *r);
-	if (r == NULL)
-		return NULL;
-	pthread_mutex_lock(&c->lock);
-	r->id = c->next_id++;
-	pthread_mutex_unlock(&c->lock);
-	rq->id = r->id;
-	r->op = rq->op_case;
-	if (rq->op_case == SEMD__REQUEST__OP_DOWN) {
-		r->name = strdup(rq->down->name);
-		r->n = rq->down->n ? rq->down->n : 1;
-		r->lease_ms = rq->down->lease_ms;
-	} else if (rq->op_case == SEMD__REQUEST__OP_UP) {
-		r->name = strdup(rq->up->name);
-		r->n = rq->up->n ? rq->up->n : 1;
-		r->permit_id = rq->up->permit_id;
-	} else if (rq->op_case == SEMD__REQUEST__OP_DOWN_MULTI) {
-		r->lease_ms = rq->down_multi->lease_ms;
-	}
-	len = semd__request__get_packed_size(rq);
-	r->frame = malloc(FRAME_HDR + len);
-	if (r->frame == NULL || ((r->op == SEMD__REQUEST__OP_DOWN ||
-				  r->op == SEMD__REQUEST__OP_UP) && r->name == NULL)) {
-		semc_req_free(r);
-		return NULL;
-	}
-	frame_put_header(r->frame, (uint32_t)len);
-	semd__request__pack(rq, r->frame + FRAME_HDR);
-	r->frame_len = FRAME_HDR + len;
-	return r;
-}
-
-/* Append a library-internal request (cancel, give back, keepalive) to the
- * queue. */
-struct semc_req *semc_internal_push_locked(struct semc *c, Semd__Request *rq)
-{
-	struct semc_req *r, **pp;
-	size_t len;
-
-	r = calloc(1, sizeof *r);
-	if (r == NULL)
-		return NULL;
-	r->id = c->next_id++;
-	rq->id = r->id;
-	r->op = rq->op_case;
-	r->internal = true;
-	if (rq->op_case == SEMD__REQUEST__OP_UP) {
-		/* a give-back: by permit id, nameless (no hold of ours to drop) */
-		r->permit_id = rq->up->permit_id;
-		r->n = rq->up->n ? rq->up->n : 1;
-	}
-	len = semd__request__get_packed_size(rq);
-	r->frame = malloc(FRAME_HDR + len);
-	if (r->frame == NULL) {
-		free(r);
-		return NULL;
-	}
-	frame_put_header(r->frame, (uint32_t)len);
-	semd__request__pack(rq, r->frame + FRAME_HDR);
-	r->frame_len = FRAME_HDR + len;
-	for (pp = &c->pending; *pp != NULL; pp = &(*pp)->next)
-		;
-	*pp = r;
-	return r;
-}
-
-/* Queue giving back a grant nobody waits for any more: by its permit id,
- * or (a signal-mode grant has none) its n permits by count. */
-static void give_back_locked(struct semc *c, const char *name, uint64_t permit_id, uint32_t n)
-{
-	Semd__Request rq = SEMD__REQUEST__INIT;
-	Semd__Up up = SEMD__UP__INIT;
-
-	up.name = (char *)name;
-	up.permit_id = permit_id;
-	up.n = permit_id != 0 ? 0 : n;
-	rq.op_case = SEMD__REQUEST__OP_UP;
-	rq.up = &up;
-	semc_internal_push_locked(c, &rq);
-}
-
-/* Add a session-bound hold to the bookkeeping. */
-static void hold_add_locked(struct semc *c, const char *name, const Semd__Grant *g)
-{
-	struct semc_hold *h = calloc(1, sizeof *h);
-	unsigned i;
-
-	for (i = 0; i < 64; i++)	/* a new daemon may reuse the id */
-		if (c->lost_ids[i] == g->permit_id)
-			c->lost_ids[i] = 0;
-	if (h == NULL || (h->name = strdup(name)) == NULL) {
-		free(h);
-		return;
-	}
-	h->permit_id = g->permit_id;
-	h->token = g->token;
-	h->n = g->n ? g->n : 1;
-	h->next = c->holds;
-	c->holds = h;
-}
-
-/* Remove holds given back by an up (one permit id, or n permits of name). */
-static void hold_drop_locked(struct semc *c, const char *name, uint64_t permit_id, uint32_t n)
-{
-	struct semc_hold **pp = &c->holds, *h;
-
-	if (permit_id == 0 && name == NULL)
-		return;
-	while ((h = *pp) != NULL && (permit_id != 0 || n > 0)) {
-		bool match = permit_id ? h->permit_id == permit_id : strcmp(h->name, name) == 0;
-
-		if (!match) {
-			pp = &h->next;
-			continue;
-		}
-		if (permit_id == 0 && h->n > n) {
-			h->n -= n;
-			return;
-		}
-		if (permit_id == 0)
-			n -= h->n;
-		*pp = h->next;
-		free(h->name);
-		free(h);
-		if (permit_id != 0)
-			return;
-	}
-}
-
-/* Take r off the pending list. */
-void semc_pending_unlink_locked(struct semc *c, struct semc_req *r)
-{
-	struct semc_req **pp;
-
-	for (pp = &c->pending; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == r) {
-			*pp = r->next;
-			r->next = NULL;
-			return;
-		}
-	}
-}
-
-/* Whether code, answering a request sent again after a resume, only says
- * that the first sending already did the work (e.g. the permit it gives
- * back is gone, the name it deletes is gone). */
-static bool resend_succeeded(const struct semc_req *r, Semd__Code code)
-{
-	switch (r->op) {
-	case SEMD__REQUEST__OP_UP:
-		return r->permit_id != 0 && code == SEMD__CODE__NOT_HOLDER;
-	case SEMD__REQUEST__OP_RELEASE:
-	case SEMD__REQUEST__OP_DELETE:
-	case SEMD__REQUEST__OP_CANCEL:
-		return code == SEMD__CODE__NOT_FOUND;
-	case SEMD__REQUEST__OP_CREATE:
-		return code == SEMD__CODE__EXISTS;
-	default:
-		return false;
-	}
-}
-
-/* Finish a request with a reply or a client-side error. */
-void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *rp, int err,
-			      struct semc_deliver *d)
-{
-	semc_pending_unlink_locked(c, r);
-	if (rp != NULL && r->sent_at > c->lease_base)
-		c->lease_base = r->sent_at;	/* any answer: the daemon heard us */
-	if (r->keepalive)
-		c->ka_out = false;
-	if (rp != NULL && r->resent && resend_succeeded(r, rp->code))
-		rp->code = SEMD__CODE__OK;	/* error replies carry no body */
-	r->done = true;
-	r->reply = rp;
-	r->error = rp ? semc_code_error(rp->code) : err;
-	if (r->internal && rp != NULL && rp->code == SEMD__CODE__OK &&
-	    r->op == SEMD__REQUEST__OP_DOWN && rp->body_case == SEMD__REPLY__BODY_GRANT) {
-		/* a grant for a down its caller gave up on: return it at once */
-		give_back_locked(c, r->name, rp->grant->permit_id, rp->grant->n ? rp->grant->n : r->n);
-	} else if (rp != NULL && rp->code == SEMD__CODE__OK &&
-		   rp->body_case == SEMD__REPLY__BODY_MULTI_GRANT) {
-		/* a multi-name down: every name's hold, given back or kept */
-		size_t i;
-
-		for (i = 0; i < rp->multi_grant->n_grants; i++) {
-			Semd__NamedGrant *ng = rp->multi_grant->grants[i];
-			Semd__Grant g = SEMD__GRANT__INIT;
-
-			if (r->internal) {
-				give_back_locked(c, ng->name, ng->permit_id, ng->n);
-				continue;
-			}
-			g.permit_id = ng->permit_id;
-			g.token = ng->token;
-			g.n = ng->n;
-			if (r->lease_ms == 0)
-				hold_add_locked(c, ng->name, &g);
-		}
-	} else if (rp != NULL && rp->code == SEMD__CODE__OK && r->op == SEMD__REQUEST__OP_UP) {
-		/* the caller's, or one it stopped waiting for */
-		hold_drop_locked(c, r->name, r->permit_id,
-				 rp->body_case == SEMD__REPLY__BODY_RELEASED &&
-				 rp->released->n ? rp->released->n : r->n);
-	} else if (rp != NULL && rp->code == SEMD__CODE__OK && !r->internal) {
-		if (r->op == SEMD__REQUEST__OP_DOWN && r->lease_ms == 0 &&
-		    rp->body_case == SEMD__REPLY__BODY_GRANT)
-			hold_add_locked(c, r->name, rp->grant);
-	}
-	if (r->internal) {
-		semc_req_free(r);
-	} else if (r->async) {
-		/* at the tail: callbacks run in the order the replies came,
-		 * so grants read together reach their callers in FIFO order */
-		r->next = NULL;
-		*d->done_tail = r;
-		d->done_tail = &r->next;
-	}
-	pthread_cond_broadcast(&c->cond);
+	return c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0 &&
+	       (c->addr.kind != SEMC_ADDR_UNIX || c->detach || c->server_durable);
 }
 
 /* The session is gone: report every session-bound hold as lost and fail
@@ -361,14 +31,11 @@ void semc_session_lost_locked(struct semc *c, int err, const char *why,
 	struct semc_hold *h, *hn;
 	struct semc_req *r, *rn;
 
-	for (h = c->holds; h != NULL; h = hn) {
+	for (h = semc_holds_take_all_locked(c); h != NULL; h = hn) {
 		hn = h->next;
 		semc_event_push_locked(c, d, SEMC_EV_HOLD_LOST, err, why, h);
-		c->lost_ids[c->lost_next++ % 64] = h->permit_id;
-		free(h->name);
-		free(h);
+		semc_hold_free(h);
 	}
-	c->holds = NULL;
 	/* what was sent, and the library's own requests (keepalives, cancels
 	 * and give-backs of the session's downs), go with the session */
 	for (r = c->pending; r != NULL; r = rn) {
@@ -380,20 +47,6 @@ void semc_session_lost_locked(struct semc *c, int err, const char *why,
 	c->secret_len = 0;
 	c->lease_base = 0;
 	pthread_cond_broadcast(&c->cond);
-}
-
-/* Whether permit_id was one of the recently lost session holds. */
-bool semc_permit_lost(struct semc *c, uint64_t permit_id)
-{
-	bool lost = false;
-	unsigned i;
-
-	pthread_mutex_lock(&c->lock);
-	for (i = 0; i < 64 && permit_id != 0; i++)
-		if (c->lost_ids[i] == permit_id)
-			lost = true;
-	pthread_mutex_unlock(&c->lock);
-	return lost;
 }
 
 /* Forget connection k after an error; keep the session if it can resume. */
@@ -410,8 +63,7 @@ void semc_conn_broken_locked(struct semc *c, struct semc_conn *k, const char *wh
 	/* Over a UNIX socket only the daemon can have closed it: worth a
 	 * resume when it keeps its state across a restart (or we detached);
 	 * otherwise whatever we held went with it. */
-	if (c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0 &&
-	    (c->addr.kind != SEMC_ADDR_UNIX || c->detach || c->server_durable)) {
+	if (resumable_locked(c)) {
 		c->next_retry = semc_now_ms();
 		c->backoff = 0;
 	} else if (c->addr.kind == SEMC_ADDR_UNIX && c->granted_lease > 0 && !c->detach) {
@@ -492,15 +144,6 @@ static int64_t keepalive_dead_ms(const struct semc *c)
 	return ms > SEMC_LEASE_MARGIN_MIN ? ms : SEMC_LEASE_MARGIN_MIN;
 }
 
-/* Whether a new connection can resume the session: over a UNIX socket only
- * with a daemon that keeps its state (or after a Detach); there a close
- * ends the session (semc_conn_broken_locked()). */
-static bool resumable_locked(const struct semc *c)
-{
-	return c->reconnect && !c->closing && c->session != 0 && c->granted_lease > 0 &&
-	       (c->addr.kind != SEMC_ADDR_UNIX || c->detach || c->server_durable);
-}
-
 /* When the connection is taken for dead if the keepalive ping in flight is
  * not answered (-1: none is in flight, or nothing could be resumed). */
 static int64_t keepalive_dead_at_locked(const struct semc *c)
@@ -543,14 +186,6 @@ static int64_t keepalive_due_locked(const struct semc *c)
 	return base + c->granted_lease / 3;
 }
 
-/* Whether a disconnected handle should try to connect again now: there is
- * a session to resume or a request to send. */
-bool semc_reconnect_due_locked(const struct semc *c, int64_t now)
-{
-	return c->conn == NULL && c->reconnect && c->ever_connected && !c->closing &&
-	       !c->connecting && now >= c->next_retry && (c->session != 0 || c->pending != NULL);
-}
-
 /* The session's periodic duties: end it when its client-side lease is
  * over, queue a keepalive ping when one is due. Returns whether something
  * was queued: the caller flushes (and delivers d) after the lock. */
@@ -570,19 +205,37 @@ bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d)
 	return true;
 }
 
-/* Milliseconds until the library has something to do (-1: nothing). */
-int semc_timeout_locked(struct semc *c, int64_t now)
+/* When the session has a duty next (monotonic ms; -1: none): a keepalive
+ * ping, a connection taken for dead, the end of the client-side lease. */
+int64_t semc_duty_next_locked(const struct semc *c)
 {
 	int64_t t = -1, due;
 
-	if (c->closing)
-		return -1;
 	if ((due = keepalive_due_locked(c)) >= 0)
 		t = due;
 	if ((due = keepalive_dead_at_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;
 	if ((due = semc_lease_end_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;
+	return t;
+}
+
+/* Whether a disconnected handle should try to connect again now: there is
+ * a session to resume or a request to send. */
+bool semc_reconnect_due_locked(const struct semc *c, int64_t now)
+{
+	return c->conn == NULL && c->reconnect && c->ever_connected && !c->closing &&
+	       !c->connecting && now >= c->next_retry && (c->session != 0 || c->pending != NULL);
+}
+
+/* Milliseconds until the library has something to do (-1: nothing). */
+int semc_timeout_locked(struct semc *c, int64_t now)
+{
+	int64_t t;
+
+	if (c->closing)
+		return -1;
+	t = semc_duty_next_locked(c);
 	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->connecting &&
 	    (c->session != 0 || c->pending != NULL) && (t < 0 || c->next_retry < t))
 		t = c->next_retry;
