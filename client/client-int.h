@@ -298,26 +298,43 @@ int64_t semc_lease_end_locked(const struct semc *c);
 void semc_lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d);
 bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d);
 int64_t semc_duty_next_locked(const struct semc *c);
-bool semc_reconnect_due_locked(const struct semc *c, int64_t now);
-int semc_timeout_locked(struct semc *c, int64_t now);
 
-/* connect.c */
-int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms);
-int semc_conn_try(struct semc *c, int64_t deadline);
-
-/* reader.c */
+/* engine/write.c */
 void semc_flush(struct semc *c);
 void semc_flush_try(struct semc *c);
-int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd);
+
+/* engine/read.c */
+int semc_reader_turn_locked(struct semc *c, int timeout_ms, int wake_fd, bool background);
+
+/* engine/connect.c */
+int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms);
+int semc_conn_try(struct semc *c, int64_t deadline);
+int semc_connect_first(struct semc *c, int64_t deadline);
+
+/* engine/loop.c */
+/* What a turn of the duty loop is for, and whose it is. */
+struct semc_turn {
+	int wait_ms;		/* how long to read or wait at most (0: not at all) */
+	int64_t deadline;	/* when a reconnection gives up (-1: the handle's timeout) */
+	int wake_fd;		/* a descriptor that ends the wait early (-1: none) */
+	bool background;	/* the keepalive thread's: it never waits to write
+				 * (it must end the lease on time), reads only for a
+				 * session with a lease, and reconnects only for a
+				 * session to resume or a request to send */
+	bool eager;		/* an event loop's (semc_process()): it reconnects with
+				 * nothing to resume or send (it needs a socket) */
+	struct semc_req *req;	/* a call's request: failed when it cannot be answered */
+};
+int semc_turn_locked(struct semc *c, const struct semc_turn *t);
+int semc_timeout_locked(struct semc *c, int64_t now);
+int semc_engine_connect(struct semc *c, int64_t deadline);
+void semc_keepalive_stop(struct semc *c);
+
+/* engine/call.c */
 int semc_submit(struct semc *c, struct semc_req *r);
-void semc_cond_wait_ms_locked(struct semc *c, int ms);
 int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost);
 int semc_call(struct semc *c, Semd__Request *rq, int64_t extra_ms, Semd__Reply **out);
 int64_t semc_call_async(struct semc *c, Semd__Request *rq, semc_done_fn fn, void *arg);
-
-/* keepalive.c */
-int semc_keepalive_start_locked(struct semc *c);
-void semc_keepalive_stop(struct semc *c);
 
 /* result.c */
 /* How a result is made from a reply's body (a table: see result.c). */

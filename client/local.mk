@@ -19,7 +19,8 @@ client_libsemclient_la_SOURCES = \
 	client/base/tlssess.c \
 	client/session/holds.c client/session/requests.c client/session/watchers.c \
 	client/session/events.c client/session/dispatch.c client/session/session.c \
-	client/engine/read.c client/engine/connect.c client/engine/keepalive.c \
+	client/engine/write.c client/engine/read.c client/engine/connect.c client/engine/loop.c \
+	client/engine/call.c \
 	client/api/handle.c client/api/ops.c client/api/watch.c client/api/backup.c \
 	proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h

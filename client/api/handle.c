@@ -181,6 +181,24 @@ void semc_set_event_callback(struct semc *c, semc_event_fn fn, void *arg)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Connect and say Hello. */
+int semc_connect(struct semc *c, int timeout_ms)
+{
+	int r;
+
+	if (c == NULL)
+		return SEMC_E_ARG;
+	semc_clear_message();
+	if (semc_forked(c))
+		return semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d", (int)c->pid);
+	if ((r = semc_addrs_default(c)) != 0)
+		return r;
+	if ((r = semc_xprt_setup(c)) != 0)
+		return r;
+	return semc_engine_connect(c, semc_now_ms() + (timeout_ms >= 0 ? timeout_ms :
+						       atomic_load(&c->timeout_ms)));
+}
+
 /* The address in use. */
 const char *semc_address(const struct semc *c)
 {
@@ -232,35 +250,21 @@ int semc_fd(struct semc *c)
 	return (int)locked_get(c, fd_locked);
 }
 
-/* Non-blocking: read and dispatch what is there; reconnect if due. */
+/* Non-blocking: read and dispatch what is there; reconnect if due (one turn
+ * of the duty loop that waits for nothing). */
 int semc_process(struct semc *c)
 {
-	struct semc_deliver d;
-	bool queued;
-	int n = 0;
+	/* an event loop must not stall: a reconnection gives up within a second */
+	struct semc_turn t = { .deadline = semc_now_ms() + 1000, .wake_fd = -1, .eager = true };
+	int n;
 
 	if (semc_forked(c))
 		return SEMC_E_NOT_SUPPORTED;
-	semc_deliver_init(&d);
 	pthread_mutex_lock(&c->lock);
-	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->closing) {
-		pthread_mutex_unlock(&c->lock);
-		semc_conn_try(c, semc_now_ms() + 1000);	/* an event loop must not stall */
-		pthread_mutex_lock(&c->lock);
-	}
-	if (c->conn != NULL && !c->reading)
-		n = semc_reader_turn_locked(c, 0, -1);
-	else if (c->conn == NULL)
-		n = SEMC_E_DISCONNECTED;
-	/* after reading: an answer that came in time keeps the session */
-	queued = semc_duties_locked(c, semc_now_ms(), &d);
+	n = semc_turn_locked(c, &t);
 	pthread_mutex_unlock(&c->lock);
-	semc_deliver_run(c, &d);
-	if (queued)
-		semc_flush(c);
 	return n;
 }
-
 /* semc_timeout_locked() now. */
 static int64_t timeout_now_locked(struct semc *c)
 {

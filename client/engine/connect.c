@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/engine/connect.c - connecting: the Hello handshake on a fresh connection
- * (resuming the session when there is one), publishing the connection,
- * trying the daemons of a cluster in turn with back-off, and a cluster's
- * status without a session.
+ * client/engine/connect.c - connecting: the Hello handshake on a fresh
+ * connection (resuming the session when there is one), publishing the
+ * connection, trying the daemons of a cluster in turn with back-off, and a
+ * cluster's status without a session. A reconnection is one attempt,
+ * semc_conn_try(), which only the duty loop makes (loop.c).
  */
 #include <errno.h>
 #include <poll.h>
@@ -129,8 +130,6 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	c->ever_connected = true;
 	if (c->detach && hr->resumed)
 		detach_push_locked(c);
-	if (hr->lease_ms > 0 && c->ka_want && !c->ka_running)
-		semc_keepalive_start_locked(c);
 	if (again)
 		semc_event_push_locked(c, d, hr->resumed ? SEMC_EV_RESUMED : SEMC_EV_RECONNECTED,
 				       0, hr->resumed ? "session resumed" : "new session", NULL);
@@ -325,24 +324,15 @@ int semc_conn_try(struct semc *c, int64_t deadline)
 	return connect_done_locked(c, r, &d);
 }
 
-/* Connect and say Hello. */
-int semc_connect(struct semc *c, int timeout_ms)
+/* Connect the first time (semc_connect()): each daemon of the list in
+ * turn (a Redirect goes to the leader), until one serves or deadline. */
+int semc_connect_first(struct semc *c, int64_t deadline)
 {
 	struct semc_deliver d;
-	int64_t deadline, wait, each;
+	int64_t wait, each;
 	unsigned tried;
 	int r;
 
-	if (c == NULL)
-		return SEMC_E_ARG;
-	semc_clear_message();
-	if (semc_forked(c))
-		return semc_fail(SEMC_E_NOT_SUPPORTED, "the handle belongs to process %d", (int)c->pid);
-	if ((r = semc_addrs_default(c)) != 0)
-		return r;
-	if ((r = semc_xprt_setup(c)) != 0)
-		return r;
-	deadline = semc_now_ms() + (timeout_ms >= 0 ? timeout_ms : atomic_load(&c->timeout_ms));
 	semc_deliver_init(&d);
 	pthread_mutex_lock(&c->lock);
 	if (c->conn != NULL || c->connecting) {

@@ -219,29 +219,3 @@ int64_t semc_duty_next_locked(const struct semc *c)
 		t = due;
 	return t;
 }
-
-/* Whether a disconnected handle should try to connect again now: there is
- * a session to resume or a request to send. */
-bool semc_reconnect_due_locked(const struct semc *c, int64_t now)
-{
-	return c->conn == NULL && c->reconnect && c->ever_connected && !c->closing &&
-	       !c->connecting && now >= c->next_retry && (c->session != 0 || c->pending != NULL);
-}
-
-/* Milliseconds until the library has something to do (-1: nothing). */
-int semc_timeout_locked(struct semc *c, int64_t now)
-{
-	int64_t t;
-
-	if (c->closing)
-		return -1;
-	t = semc_duty_next_locked(c);
-	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->connecting &&
-	    (c->session != 0 || c->pending != NULL) && (t < 0 || c->next_retry < t))
-		t = c->next_retry;
-	if (t < 0)
-		return -1;
-	if (t <= now)
-		return 0;
-	return t - now > INT32_MAX ? INT32_MAX : (int)(t - now);
-}
