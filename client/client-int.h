@@ -244,9 +244,6 @@ int semc_addrs_default(struct semc *c);
 void semc_addr_use_locked(struct semc *c, unsigned i);
 void semc_addr_redirect_locked(struct semc *c, const Semd__Redirect *rd);
 
-/* conn.c */
-void semc_detach_mark(struct semc *c);
-
 /* session/holds.c */
 void semc_hold_free(struct semc_hold *h);
 void semc_hold_add_locked(struct semc *c, const char *name, const Semd__Grant *g);

@@ -13,7 +13,7 @@
 # symbol version LIBSEMCLIENT_1).
 lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
-noinst_HEADERS += client/client-int.h client/base/conv.h client/base/fdio.h
+noinst_HEADERS += client/client-int.h client/base/conv.h client/base/fdio.h client/api/api.h
 client_libsemclient_la_SOURCES = \
 	client/base/error.c client/base/util.c client/base/addr.c client/base/result.c client/base/xprt.c client/base/tls.c \
 	client/base/tlssess.c \
@@ -21,7 +21,8 @@ client_libsemclient_la_SOURCES = \
 	client/session/events.c client/session/dispatch.c client/session/session.c \
 	client/engine/write.c client/engine/read.c client/engine/connect.c client/engine/loop.c \
 	client/engine/call.c \
-	client/api/handle.c client/api/ops.c client/api/watch.c client/api/backup.c \
+	client/api/handle.c client/api/op.c client/api/ops.c client/api/down.c \
+	client/api/cluster.c client/api/watch.c client/api/backup.c \
 	proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
 client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)

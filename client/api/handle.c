@@ -308,15 +308,6 @@ int64_t semc_lease_left(struct semc *c)
 	return locked_get(c, lease_left_locked);
 }
 
-/* Mark the session to outlive the connection's close (sent again on every
- * resume); the Detach itself is sent by the caller. */
-void semc_detach_mark(struct semc *c)
-{
-	pthread_mutex_lock(&c->lock);
-	c->detach = true;
-	pthread_mutex_unlock(&c->lock);
-}
-
 /* Requests sent and not answered. */
 size_t semc_pending(struct semc *c)
 {
