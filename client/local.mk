@@ -13,7 +13,8 @@
 # symbol version LIBSEMCLIENT_1).
 lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
-noinst_HEADERS += client/client-int.h client/base/conv.h client/base/fdio.h client/api/api.h
+noinst_HEADERS += client/handle.h client/base/base.h client/base/conv.h client/base/fdio.h \
+	client/session/session.h client/engine/engine.h client/api/api.h
 client_libsemclient_la_SOURCES = \
 	client/base/error.c client/base/util.c client/base/addr.c client/base/result.c client/base/xprt.c client/base/tls.c \
 	client/base/tlssess.c \

@@ -6,7 +6,7 @@
 #ifndef SEMC_API_H
 #define SEMC_API_H
 
-#include "client/client-int.h"
+#include "client/engine/engine.h"
 
 /*
  * The generic call. Every operation fills its own request message (a

@@ -14,7 +14,7 @@
 
 #include <openssl/evp.h>
 
-#include "client/client-int.h"
+#include "client/api/api.h"
 #include "client/base/fdio.h"
 
 static const uint8_t backup_magic[8] = { 'S', 'E', 'M', 'D', 'B', 'K', 'U', 'P' };
@@ -68,6 +68,7 @@ static bool chunk_fits(const Semd__Reply *rp, uint64_t off, const struct semc_ba
 			    memcmp(ch->sha256.data, info->sha256, 32) == 0);
 }
 
+/* Write a backup of the daemon's whole state to fd, checked against its checksum. */
 int semc_backup(struct semc *c, int fd, struct semc_backup_info *info)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;

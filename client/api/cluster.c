@@ -39,6 +39,7 @@ static int cluster_change(struct semc *c, int action, uint64_t node_id,
 	return semc_op_call(c, &op.base, 30000, &semc_reply_none, NULL);
 }
 
+/* Add a node to the cluster as a voter (by the leader). */
 int semc_cluster_add(struct semc *c, uint64_t node_id, const char *address)
 {
 	if (node_id == 0 || address == NULL || *address == '\0')
@@ -46,6 +47,7 @@ int semc_cluster_add(struct semc *c, uint64_t node_id, const char *address)
 	return cluster_change(c, SEMD__CLUSTER__ACTION__ADD, node_id, address);
 }
 
+/* Take a node out of the cluster (by the leader). */
 int semc_cluster_remove(struct semc *c, uint64_t node_id)
 {
 	if (node_id == 0)

@@ -1,18 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/api/handle.c - a libsemclient handle: making and freeing it, its
- * settings and addresses, and what an event loop calls (semc_fd(),
- * semc_process(), semc_timeout()).
- *
- * The handle's connection and session live in: xprt.c (transports and
- * connections), connect.c (connecting, the handshake, resume, failing over
- * to another daemon), reader.c (writing requests, the reader role,
- * dispatching replies, waiting for one), session.c (requests, holds,
- * events, the session's lease and keepalive duties).
- *
- * Lock order: wlock before lock. Nobody holding `lock` takes `wlock`.
- * Callbacks and events are gathered in a struct semc_deliver while the lock
- * is held and delivered after it is dropped.
+ * client/api/handle.c - the handle (client/handle.h): making it, its
+ * settings, connecting it, what an event loop calls (semc_fd(),
+ * semc_process(), semc_timeout()), what it says of its session, and
+ * shutting it down and freeing it. Its connection and session are the
+ * floors' below: the engine (client/engine/) and the session's bookkeeping
+ * (client/session/).
  */
 #include <errno.h>
 #include <poll.h>
@@ -23,10 +16,9 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "client/client-int.h"
+#include "client/api/api.h"
 #include "proto/frame.h"
 
-/* Allocate an unconnected handle. */
 /* $SEMD_SESSION, "ID:LINK" (decimal, 16 hex digits), as semctl run sets it. */
 static void parent_from_env(struct semc *c)
 {
@@ -41,6 +33,7 @@ static void parent_from_env(struct semc *c)
 	}
 }
 
+/* Allocate an unconnected handle. */
 struct semc *semc_new(void)
 {
 	struct semc *c;
@@ -105,6 +98,7 @@ void semc_set_lease(struct semc *c, uint32_t lease_ms)
 	atomic_store(&c->lease_ms, lease_ms);
 }
 
+/* The parent session of the sessions the handle starts. */
 void semc_set_parent(struct semc *c, uint64_t session, uint64_t link)
 {
 	if (!lock_own(c))
@@ -114,6 +108,7 @@ void semc_set_parent(struct semc *c, uint64_t session, uint64_t link)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* The link of the current session, for a child's parent (0: none). */
 uint64_t semc_session_link(struct semc *c)
 {
 	uint64_t link;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/api/ops.c - libsemclient's operations (but the downs, down.c; the
- * clusters', cluster.c; watches, watch.c; backups, backup.c): each fills
+ * client/api/ops.c - libsemclient's operations (but the downs: down.c; a
+ * cluster's: cluster.c; watches: watch.c; backups: backup.c): each fills
  * its request message and makes the generic call (op.c) that sends it,
  * checks the reply's body and copies the result out (base/result.c
  * converts it).

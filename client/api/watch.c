@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/api/api.h"
 
 /* Watch name, or the names with prefix name: the watch's id. */
 int64_t semc_watch(struct semc *c, const char *name, bool prefix, semc_watch_fn fn, void *arg)

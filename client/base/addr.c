@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/handle.h"
 
 /* Parse a decimal port. */
 static int addr_port(const char *s, unsigned *port)

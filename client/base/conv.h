@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "client/client-int.h"
+#include "client/base/base.h"
 
 /* What kind of field a struct conv_field fills. */
 enum conv_kind {

@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "client/client-int.h"
+#include "client/base/base.h"
 
 /* The calling thread's message of its last failed call. */
 static _Thread_local char semc_msg[512];

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/base/base.h"
 #include "client/base/conv.h"
 
 /* strdup that maps NULL to "". */

@@ -19,7 +19,7 @@
 
 #include <openssl/err.h>
 
-#include "client/client-int.h"
+#include "client/handle.h"
 #include "security/tls.h"
 
 /* The most recent OpenSSL error as text. */

@@ -31,7 +31,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
-#include "client/client-int.h"
+#include "client/handle.h"
 #include "client/base/fdio.h"
 
 #define SESS_FILE_MAX	65536	/* a kept session bigger than this is not ours */

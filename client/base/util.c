@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "config.h"
-#include "client/client-int.h"
+#include "client/handle.h"
 
 /* The process's fork generation: one more in each child of fork() (a
  * pthread_atfork handler), so that semc_forked(), which every call asks,

@@ -22,7 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client/client-int.h"
+#include "client/handle.h"
 #include "proto/frame.h"
 
 /* Wait for fd to become ready for events until deadline (-1: forever). */

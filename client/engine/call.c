@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 
-#include "client/client-int.h"
+#include "client/engine/engine.h"
 
 /* Queue r and write it if connected. */
 int semc_submit(struct semc *c, struct semc_req *r)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "client/client-int.h"
+#include "client/engine/engine.h"
 #include "proto/frame.h"
 
 #define SEMC_BACKOFF_MIN	50
@@ -54,6 +54,8 @@ static int hello_exchange(struct semc *c, struct semc_conn *k, int64_t deadline,
 	return semc_frame_exchange(c, k, deadline, &rq, out, sent_at, "the handshake");
 }
 
+/* A cluster's status from the first daemon of the list that answers, on
+ * a connection of its own without a session: the reply (*out) or the error. */
 int semc_cluster_status_raw(struct semc *c, Semd__Reply **out, int timeout_ms)
 {
 	Semd__Request rq = SEMD__REQUEST__INIT;

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/client-int.h"
+#include "client/engine/engine.h"
 
 /* Whether a disconnected handle should connect again now: the back-off
  * allows, and there is a session to resume or a request to send (or the

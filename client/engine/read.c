@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/engine/engine.h"
 #include "proto/frame.h"
 
 #define SEMC_RBUF_MAX	(FRAME_HDR + FRAME_MAX_LIMIT)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/engine/engine.h"
 
 /* Write every queued request not yet sent on the current connection.
  * block false (the keepalive thread): if another thread is writing, leave

@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "client/client-int.h"
+#include "client/session/session.h"
 
 /* A hold of the session is gone (a HoldLost notice): take it out of the
  * bookkeeping and report it, saying why. Holds the library does not track

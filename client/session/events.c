@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/session/session.h"
 
 /* Initialise an empty delivery list. */
 void semc_deliver_init(struct semc_deliver *d)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/session/session.h"
 
 /* Free a hold. */
 void semc_hold_free(struct semc_hold *h)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/session/session.h"
 #include "proto/frame.h"
 
 /* Free a request. */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
-#include "client/client-int.h"
+#include "client/session/session.h"
 
 /* Whether a new connection can resume the session: over a UNIX socket only
  * with a daemon that keeps its state (or after a Detach); there a close

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client-int.h"
+#include "client/session/session.h"
 #include "client/base/conv.h"
 
 /* A watch of the handle: its id and callback (c->watchers, under c->lock). */
