@@ -18,6 +18,12 @@ replicated log under it, the rest of daemon/ the shell. The rules:
      calls no other file of the daemon: the shell and the log may call it.
 A circle inside the shell or the log is printed, not refused.
 
+libsemclient (client/) is read the same way, its floors (doc/design.md)
+client/base/ (addresses, results, transports), client/session/ (the
+session's bookkeeping), client/engine/ (the I/O engine) and client/api/
+(the API): a floor calls only the floors below it, and no circle of calls
+joins any two of client/'s files.
+
 Usage: tests/callgraph.py [--order] [--dot FILE] BUILD_DIR
 BUILD_DIR is a configured and built tree (config.h and proto/semd.pb-c.h are
 taken from it). --order prints each room's files by layer, lowest first (a
@@ -37,6 +43,11 @@ ROOMS = (("daemon/state/", "state"), ("daemon/log/", "log"), ("daemon/", "shell"
 MAY_CALL = {"shell": {"log", "state"}, "log": {"state"}, "state": set()}
 # Leaves below the shell and the log alike: they call no file of the daemon.
 LEAVES = {"daemon/logging.c"}
+# libsemclient's floors, lowest first, and the floors each may call.
+CLIENT_FLOORS = (("client/base/", "base"), ("client/session/", "session"),
+                 ("client/engine/", "engine"), ("client/api/", "api"))
+CLIENT_BELOW = {"base": set(), "session": {"base"}, "engine": {"session", "base"},
+                "api": {"engine", "session", "base"}}
 NODE = re.compile(r'^node: \{ title: "([^"]*)" label: "([^"\\]*)\\n([^"]*):(\d+):\d+"(.*)\}$')
 EDGE = re.compile(r'^edge: \{ sourcename: "([^"]*)" targetname: "([^"]*)" '
                   r'label: "([^"]*):(\d+):\d+" \}$')
@@ -160,6 +171,68 @@ def layers(files, edges, comps):
     return layer
 
 
+def client_check(top, build, cflags, order):
+    """libsemclient's rules (the module's doc): whether one is broken."""
+    srcs = []
+    for d, _, files in os.walk(os.path.join(top, "client")):
+        srcs += [os.path.relpath(os.path.join(d, f), top) for f in files if f.endswith(".c")]
+    srcs.sort()
+    tmp = tempfile.mkdtemp(prefix="callgraph.")
+    try:
+        jobs = int(os.environ.get("LINT_JOBS", "2"))
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as ex:
+            results = list(ex.map(compile_one, [(top, build, tmp, s, cflags) for s in srcs]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    defs, calls = {}, {}
+    for src, text, err in results:
+        if text is None:
+            print(f"callgraph: {src} does not compile:\n{err}", file=sys.stderr)
+            return True
+        d, c = parse(top, text)
+        defs.update(d)
+        calls[src] = c
+    floor = {s: next((f for p, f in CLIENT_FLOORS if s.startswith(p)), None) for s in srcs}
+    edges, example = {}, {}
+    for src in srcs:
+        for caller, callee, lineno in calls[src]:
+            dst = defs.get(callee)
+            if dst is None or dst == src:
+                continue
+            edges.setdefault(src, set()).add(dst)
+            example.setdefault((src, dst), f"{src}:{lineno} {caller}() -> {callee}()")
+    print("callgraph: client/, %d files, %d pairs of files with calls" % (
+        len(srcs), sum(len(v) for v in edges.values())))
+    bad = False
+    comps = circles(srcs, edges)
+    for comp in comps:
+        bad = True
+        print("callgraph: CIRCLE (not allowed) in client/, %d files: %s" % (
+            len(comp), " ".join(comp)))
+        for a in comp:
+            for b in sorted(edges.get(a, ())):
+                if b in comp:
+                    print("    " + example[(a, b)])
+    for a in srcs:
+        for b in sorted(edges.get(a, ())):
+            fa, fb = floor[a], floor[b]
+            if fa is None or fb is None:
+                bad = True
+                print(f"callgraph: client/ file on no floor: {a if fa is None else b}")
+            elif fa != fb and fb not in CLIENT_BELOW[fa]:
+                bad = True
+                print(f"callgraph: CALL UP client/ {fa} -> {fb}: " + example[(a, b)])
+    if order:
+        layer = layers(set(srcs), edges, comps)
+        print("callgraph: client/, by layer (a file calls only lower ones):")
+        for n in sorted(set(layer.values())):
+            print("    %2d  %s" % (n, " ".join(f[len("client/"):] for f in srcs
+                                            if layer[f] == n)))
+    if not bad:
+        print("callgraph: client/: no circle, each floor calls only the floors below it")
+    return bad
+
+
 def main(argv):
     args = list(argv[1:])
     dot, order = None, False
@@ -247,6 +320,7 @@ def main(argv):
                 for b in sorted(edges.get(a, ())):
                     f.write(f'\t"{a}" -> "{b}";\n')
             f.write("}\n")
+    bad = client_check(top, build, cflags, order) or bad
     print("callgraph: " + ("the rules are broken (above)" if bad else
                            "no circle in daemon/state/, the rooms call one way"))
     return 1 if bad else 0
