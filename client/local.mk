@@ -6,9 +6,10 @@
 # libsemclient.so.1 (Debian package libsemclient1); 2:0:1 added the
 # functions of symbol version LIBSEMCLIENT_1.1, 3:0:2 those of
 # LIBSEMCLIENT_1.2, 4:0:3 those of LIBSEMCLIENT_1.3, 5:0:4 those of
-# LIBSEMCLIENT_1.4. Rules: a compatible
-# addition bumps CURRENT and AGE (SONAME stays .so.1); an incompatible change
-# bumps CURRENT and resets AGE to 0 (SONAME .so.2); a fix only bumps REVISION.
+# LIBSEMCLIENT_1.4 and 1.5, 6:0:5 those of LIBSEMCLIENT_1.6. Rules: a
+# compatible addition bumps CURRENT and AGE (SONAME stays .so.1); an
+# incompatible change bumps CURRENT and resets AGE to 0 (SONAME .so.2); a
+# fix only bumps REVISION.
 # Only the functions of semclient.h are exported (client/libsemclient.map,
 # symbol version LIBSEMCLIENT_1).
 lib_LTLIBRARIES += client/libsemclient.la
@@ -27,7 +28,7 @@ client_libsemclient_la_SOURCES = \
 	proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
 client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
-client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 5:0:4 -no-undefined \
+client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 6:0:5 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/client/libsemclient.map
 EXTRA_client_libsemclient_la_DEPENDENCIES = client/libsemclient.map
 # security/libsemsec.a: the TLS module the daemon uses too (security/tls.c)
