@@ -62,11 +62,11 @@ static int down_fill(struct semc *c, Semd__Down *op, const char *name,
 	return 0;
 }
 
-/* Take permits of name. */
-int semc_down2(struct semc *c, const char *name, const struct semc_down_options *opts,
-	       struct semc_grant *out)
+/* A one-name down with options o, waited for (every blocking one-name down
+ * is this, the older ones too). */
+static int down_wait(struct semc *c, const char *name, const struct semc_down_options *o,
+		     struct semc_grant *out)
 {
-	const struct semc_down_options *o = opts != NULL ? opts : &options_default;
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
@@ -75,17 +75,30 @@ int semc_down2(struct semc *c, const char *name, const struct semc_down_options 
 	return semc_op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_grant, out);
 }
 
-/* Take permits of name without waiting: the request id. */
-int64_t semc_down2_async(struct semc *c, const char *name, const struct semc_down_options *opts,
-			 semc_done_fn fn, void *arg)
+/* A one-name down with options o, not waited for: the request id. */
+static int64_t down_queue(struct semc *c, const char *name, const struct semc_down_options *o,
+			  semc_done_fn fn, void *arg)
 {
-	const struct semc_down_options *o = opts != NULL ? opts : &options_default;
 	Semd__Down op = SEMD__DOWN__INIT;
 	int r;
 
 	if ((r = down_fill(c, &op, name, o)) != 0)
 		return r;
 	return semc_op_async(c, &op.base, fn, arg);
+}
+
+/* Take permits of name. */
+int semc_down2(struct semc *c, const char *name, const struct semc_down_options *opts,
+	       struct semc_grant *out)
+{
+	return down_wait(c, name, opts != NULL ? opts : &options_default, out);
+}
+
+/* Take permits of name without waiting: the request id. */
+int64_t semc_down2_async(struct semc *c, const char *name, const struct semc_down_options *opts,
+			 semc_done_fn fn, void *arg)
+{
+	return down_queue(c, name, opts != NULL ? opts : &options_default, fn, arg);
 }
 
 /* Check a multi-name down and fill its request (wv, wp: 16 entries each):
@@ -119,11 +132,10 @@ static int multi_fill(struct semc *c, Semd__DownMulti *op, Semd__Want *wv, Semd_
 	return 0;
 }
 
-/* Take every want at once, or none. */
-int semc_down2_multi(struct semc *c, const struct semc_want *wants, size_t n,
-		     const struct semc_down_options *opts, struct semc_multi_grant **out)
+/* A multi-name down with options o, waited for. */
+static int multi_wait(struct semc *c, const struct semc_want *wants, size_t n,
+		      const struct semc_down_options *o, struct semc_multi_grant **out)
 {
-	const struct semc_down_options *o = opts != NULL ? opts : &options_default;
 	Semd__DownMulti op = SEMD__DOWN_MULTI__INIT;
 	Semd__Want wv[16], *wp[16];
 	int r;
@@ -134,11 +146,10 @@ int semc_down2_multi(struct semc *c, const struct semc_want *wants, size_t n,
 	return semc_op_call(c, &op.base, o->timeout_ms < 0 ? -1 : o->timeout_ms, &reply_multi, out);
 }
 
-/* Take every want at once, or none, without waiting: the request id. */
-int64_t semc_down2_multi_async(struct semc *c, const struct semc_want *wants, size_t n,
-			       const struct semc_down_options *opts, semc_done_fn fn, void *arg)
+/* A multi-name down with options o, not waited for: the request id. */
+static int64_t multi_queue(struct semc *c, const struct semc_want *wants, size_t n,
+			   const struct semc_down_options *o, semc_done_fn fn, void *arg)
 {
-	const struct semc_down_options *o = opts != NULL ? opts : &options_default;
 	Semd__DownMulti op = SEMD__DOWN_MULTI__INIT;
 	Semd__Want wv[16], *wp[16];
 	int r;
@@ -146,6 +157,20 @@ int64_t semc_down2_multi_async(struct semc *c, const struct semc_want *wants, si
 	if ((r = multi_fill(c, &op, wv, wp, wants, n, o)) != 0)
 		return r;
 	return semc_op_async(c, &op.base, fn, arg);
+}
+
+/* Take every want at once, or none. */
+int semc_down2_multi(struct semc *c, const struct semc_want *wants, size_t n,
+		     const struct semc_down_options *opts, struct semc_multi_grant **out)
+{
+	return multi_wait(c, wants, n, opts != NULL ? opts : &options_default, out);
+}
+
+/* Take every want at once, or none, without waiting: the request id. */
+int64_t semc_down2_multi_async(struct semc *c, const struct semc_want *wants, size_t n,
+			       const struct semc_down_options *opts, semc_done_fn fn, void *arg)
+{
+	return multi_queue(c, wants, n, opts != NULL ? opts : &options_default, fn, arg);
 }
 
 /* --- the older downs, kept for compatibility ----------------------------- */
@@ -183,7 +208,7 @@ int semc_down(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 {
 	struct semc_down_options o = options_of(n, timeout_ms, lease_ms, 0, NULL);
 
-	return semc_down2(c, name, &o, out);
+	return down_wait(c, name, &o, out);
 }
 
 /* Take n permits only if that is possible now. */
@@ -202,7 +227,7 @@ int semc_down_ex(struct semc *c, const char *name, const struct semc_down_opts *
 	if ((r = semc_args_check(name, o, "no down options")) != 0)
 		return r;
 	opts = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, NULL);
-	return semc_down2(c, name, &opts, out);
+	return down_wait(c, name, &opts, out);
 }
 
 /* A down with a policy. */
@@ -217,7 +242,7 @@ int semc_down_policy(struct semc *c, const char *name, const struct semc_down_op
 	if (p == NULL)
 		return no_policy();
 	opts = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, p);
-	return semc_down2(c, name, &opts, out);
+	return down_wait(c, name, &opts, out);
 }
 
 /* Asynchronous down. */
@@ -226,7 +251,7 @@ int64_t semc_down_async(struct semc *c, const char *name, uint32_t n, int64_t ti
 {
 	struct semc_down_options o = options_of(n, timeout_ms, lease_ms, 0, NULL);
 
-	return semc_down2_async(c, name, &o, fn, arg);
+	return down_queue(c, name, &o, fn, arg);
 }
 
 /* Asynchronous down with every option of struct semc_down_opts. */
@@ -239,7 +264,7 @@ int64_t semc_down_ex_async(struct semc *c, const char *name, const struct semc_d
 	if ((r = semc_args_check(name, o, "no down options")) != 0)
 		return r;
 	opts = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, NULL);
-	return semc_down2_async(c, name, &opts, fn, arg);
+	return down_queue(c, name, &opts, fn, arg);
 }
 
 /* Asynchronous down with a policy. */
@@ -255,7 +280,7 @@ int64_t semc_down_policy_async(struct semc *c, const char *name,
 	if (p == NULL)
 		return no_policy();
 	opts = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, p);
-	return semc_down2_async(c, name, &opts, fn, arg);
+	return down_queue(c, name, &opts, fn, arg);
 }
 
 /* Take several names at once, or none. */
@@ -264,7 +289,7 @@ int semc_down_multi(struct semc *c, const struct semc_want *wants, size_t n,
 {
 	struct semc_down_options o = options_of(0, timeout_ms, lease_ms, 0, NULL);
 
-	return semc_down2_multi(c, wants, n, &o, out);
+	return multi_wait(c, wants, n, &o, out);
 }
 
 /* Asynchronous multi-name down. */
@@ -273,7 +298,7 @@ int64_t semc_down_multi_async(struct semc *c, const struct semc_want *wants, siz
 {
 	struct semc_down_options o = options_of(0, timeout_ms, lease_ms, 0, NULL);
 
-	return semc_down2_multi_async(c, wants, n, &o, fn, arg);
+	return multi_queue(c, wants, n, &o, fn, arg);
 }
 
 /* A multi-name down with a policy (no replace key, no group). */
@@ -287,7 +312,7 @@ int semc_down_multi_policy(struct semc *c, const struct semc_want *wants, size_t
 		semc_op_clear(&reply_multi, out);
 		return no_policy();
 	}
-	return semc_down2_multi(c, wants, n, &o, out);
+	return multi_wait(c, wants, n, &o, out);
 }
 
 /* Asynchronous multi-name down with a policy. */
@@ -300,5 +325,5 @@ int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wan
 
 	if (p == NULL)
 		return no_policy();
-	return semc_down2_multi_async(c, wants, n, &o, fn, arg);
+	return multi_queue(c, wants, n, &o, fn, arg);
 }

@@ -249,18 +249,19 @@ int semc_fd(struct semc *c)
  * of the duty loop that waits for nothing). */
 int semc_process(struct semc *c)
 {
-	/* an event loop must not stall: a reconnection gives up within a second */
-	struct semc_turn t = { .deadline = semc_now_ms() + 1000, .wake_fd = -1, .eager = true };
+	struct semc_turn t = { .wake_fd = -1, .eager = true };
+	int64_t now;
 	int n;
 
 	if (semc_forked(c))
 		return SEMC_E_NOT_SUPPORTED;
+	now = semc_now_ms();
+	t.deadline = now + 1000;	/* an event loop must not stall */
 	pthread_mutex_lock(&c->lock);
-	n = semc_turn_locked(c, &t);
+	n = semc_turn_locked(c, &t, now);
 	pthread_mutex_unlock(&c->lock);
 	return n;
-}
-/* semc_timeout_locked() now. */
+}/* semc_timeout_locked() now. */
 static int64_t timeout_now_locked(struct semc *c)
 {
 	return semc_timeout_locked(c, semc_now_ms());

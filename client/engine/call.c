@@ -53,7 +53,7 @@ int semc_wait(struct semc *c, struct semc_req *r, int64_t deadline, bool *ghost)
 			return semc_fail(SEMC_E_NO_REPLY, "no reply from %s in time", c->addr.canon);
 		}
 		t.wait_ms = deadline >= 0 && deadline - now < 1000 ? (int)(deadline - now) : 1000;
-		semc_turn_locked(c, &t);
+		semc_turn_locked(c, &t, now);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (r->reply == NULL) {

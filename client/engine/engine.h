@@ -39,7 +39,7 @@ struct semc_turn {
 				 * nothing to resume or send (it needs a socket) */
 	struct semc_req *req;	/* a call's request: failed when it cannot be answered */
 };
-int semc_turn_locked(struct semc *c, const struct semc_turn *t);
+int semc_turn_locked(struct semc *c, const struct semc_turn *t, int64_t now);
 int semc_timeout_locked(struct semc *c, int64_t now);
 int semc_engine_connect(struct semc *c, int64_t deadline);
 void semc_keepalive_stop(struct semc *c);

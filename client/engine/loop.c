@@ -127,22 +127,22 @@ static int reconnect_locked(struct semc *c, int64_t deadline)
 }
 
 /*
- * One turn of the duty loop (lock held on entry and return, dropped
+ * One turn of the duty loop at now (lock held on entry and return, dropped
  * meanwhile): connect again when that is due (a call's request fails at
  * once when that fails and there is no session to resume: no point waiting
  * for a server that is not there), read for up to t->wait_ms, bounded by
  * the next duty, or wait that long for whoever reads or connects, then the
  * session's duties, after the reading (an answer that came in time keeps
- * the session). Returns the replies read, or SEMC_E_DISCONNECTED while
- * there is no connection.
+ * the session); a call whose request is answered leaves them to the next
+ * turn, as it leaves the reader role. Returns the replies read, or
+ * SEMC_E_DISCONNECTED while there is no connection.
  */
-int semc_turn_locked(struct semc *c, const struct semc_turn *t)
+int semc_turn_locked(struct semc *c, const struct semc_turn *t, int64_t now)
 {
 	struct semc_req *r = t->req;
 	struct semc_deliver d;
-	int64_t now = semc_now_ms();
 	int n = 0, wait, due, rc;
-	bool queued;
+	bool queued = false, waited = false;
 
 	semc_deliver_init(&d);
 	if (reconnect_due_locked(c, now, t)) {
@@ -154,19 +154,23 @@ int semc_turn_locked(struct semc *c, const struct semc_turn *t)
 	if (r != NULL && !r->done && c->conn == NULL && (!c->reconnect || c->closing))
 		semc_req_complete_locked(c, r, NULL, SEMC_E_DISCONNECTED, &d);
 	wait = t->wait_ms;
-	if ((due = semc_timeout_locked(c, now)) >= 0 && due < wait)
+	if (wait > 0 && (due = semc_timeout_locked(c, now)) >= 0 && due < wait)
 		wait = due;
 	if (r != NULL && r->done) {
 		/* answered (or failed): nothing to wait for */
 	} else if (c->conn != NULL && !c->reading && (!t->background || c->granted_lease > 0)) {
 		n = semc_reader_turn_locked(c, wait, t->wake_fd, t->background);
+		waited = wait > 0;
 	} else {
 		if (c->conn == NULL)
 			n = SEMC_E_DISCONNECTED;
-		if (t->wait_ms > 0)
+		if (t->wait_ms > 0) {
 			cond_wait_ms_locked(c, wait > 0 ? wait : 1);
+			waited = true;
+		}
 	}
-	queued = semc_duties_locked(c, semc_now_ms(), &d);
+	if (r == NULL || !r->done)
+		queued = semc_duties_locked(c, waited ? semc_now_ms() : now, &d);
 	if (queued || d.events || d.done != NULL) {
 		pthread_mutex_unlock(&c->lock);
 		semc_deliver_run(c, &d);
@@ -178,7 +182,6 @@ int semc_turn_locked(struct semc *c, const struct semc_turn *t)
 	}
 	return n;
 }
-
 /* The keepalive thread: turns of the duty loop until the handle closes or
  * the program turns the thread off. */
 static void *keepalive_main(void *arg)
@@ -189,7 +192,7 @@ static void *keepalive_main(void *arg)
 
 	pthread_mutex_lock(&c->lock);
 	while (!c->closing && c->ka_want) {
-		semc_turn_locked(c, &t);
+		semc_turn_locked(c, &t, semc_now_ms());
 		wake_drain(c->ka_wake[0]);
 	}
 	pthread_mutex_unlock(&c->lock);

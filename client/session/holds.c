@@ -29,7 +29,8 @@ void semc_hold_add_locked(struct semc *c, const char *name, const Semd__Grant *g
 	struct semc_hold *h = calloc(1, sizeof *h);
 	unsigned i;
 
-	for (i = 0; i < 64; i++)	/* a new daemon may reuse the id */
+	/* a new daemon may reuse a lost id (none lost yet: nothing to look at) */
+	for (i = 0; c->lost_next != 0 && i < 64; i++)
 		if (c->lost_ids[i] == g->permit_id)
 			c->lost_ids[i] = 0;
 	if (h == NULL || (h->name = strdup(name)) == NULL) {
