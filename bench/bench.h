@@ -56,6 +56,8 @@ enum chain_step {
 
 struct bench_opts {
 	struct wire_addr	addr;
+	struct wire_addr	ctl_addr;	/* --control: names and Stats */
+	int			has_ctl;
 	unsigned		conns;
 	int			conns_set;
 	unsigned		pipeline;
@@ -97,6 +99,9 @@ struct conn {
 	struct wbuf	 in;
 	struct chain	*chains;
 	unsigned	 nchains;
+	unsigned	*hq;		/* http: the chains asked, in order */
+	unsigned	 hq_head;
+	unsigned	 hq_len;
 	uint64_t	 seq;
 	uint64_t	 hello_id;
 	uint64_t	 grants;	/* grants inside the window */
@@ -109,6 +114,7 @@ struct conn {
 struct bench_tally {
 	struct hist		 lat;
 	struct hist		 wait;
+	struct hist		 acq;		/* a granted down's round trip */
 	uint64_t		 ops;
 	uint64_t		 rts;
 	uint64_t		 refused;

@@ -22,7 +22,8 @@
 #
 # Usage: bench/compare.sh   (from a build directory, or set top_builddir)
 # Knobs: D (seconds per cell, 3), WARM (0.5), THREADS2 (2), REPS (3: median of that many
-#        interleaved runs), ANCHORS (the shared bench dir),
+#        interleaved runs), ANCHORS (the anchors' bench directory: limit/, load/;
+#        default ../shared/bench beside the checkout),
 #        SEMD, BENCH (binaries), OUT (also save the table there), DDIR (where
 #        semdD's data directory goes: default the temp dir, or /var/tmp when
 #        that is a tmpfs - a durable log on tmpfs measures nothing).
@@ -34,7 +35,6 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 : "${top_builddir:=$(pwd)}"
-ANCHORS=${ANCHORS:-$(cd "$TOP/../shared/bench" 2>/dev/null && pwd || echo /work/shared/bench)}
 SEMD=${SEMD:-$top_builddir/semd}
 BENCH=${BENCH:-$top_builddir/semd-benchmark}
 D=${D:-3}
@@ -45,7 +45,9 @@ THREADS2=${THREADS2:-2}
 for b in "$SEMD" "$BENCH"; do
 	[ -x "$b" ] || { echo "compare: $b not built (run make first, or set SEMD/BENCH)" >&2; exit 1; }
 done
-[ -f "$ANCHORS/limit/limitd.c" ] || { echo "compare: no anchors in $ANCHORS (set ANCHORS)" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$TOP/bench/lib.sh"
+bench_anchors
 command -v redis-server >/dev/null || { echo "compare: need redis-server (apt-get install redis-server)" >&2; exit 1; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/semd-compare.XXXXXX")
@@ -60,31 +62,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-cp -r "$ANCHORS/limit" "$ANCHORS/load" "$T/"
-chmod -R u+w "$T/limit" "$T/load"
-make -s -C "$T/limit" >/dev/null
-sed -i 's|^/\* *extern const struct lg_driver lg_drv_semd;.*|extern const struct lg_driver lg_drv_semd;|
-s|^\( *\)/\* *&lg_drv_semd,.*|\1\&lg_drv_semd,|' "$T/load/loadgen.c"
-grep -q '^ *&lg_drv_semd,' "$T/load/loadgen.c" ||
-	{ echo "compare: cannot enable the semd driver in loadgen.c" >&2; exit 1; }
-${CC:-gcc} -O2 -Wall -Wextra -I"$T/load" -o "$T/load/loadgen" "$T/load/loadgen.c" \
-	"$T/load/drv_echo.c" "$T/load/drv_redis.c" "$TOP/bench/drv_semd.c"
-LG=$T/load/loadgen
+bench_loadgen "$T"
 
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
-	local p i
-	for i in $(seq 50); do
-		p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
-		port_busy "$p" || { echo "$p"; return 0; }
-	done
-	echo "compare: no free port found" >&2
-	return 1
-}
-LIMIT_PORT=$(free_port)
-REDIS_PORT=$(free_port)
+LIMIT_PORT=$(bench_free_port)
+REDIS_PORT=$(bench_free_port)
 
-"$T/limit/limitd" -p "$LIMIT_PORT" -u "$T/limit.sock" 2>"$T/limitd.log" &
+"$LIMITD" -p "$LIMIT_PORT" -u "$T/limit.sock" 2>"$T/limitd.log" &
 PIDS+=($!)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode no \
 	--unixsocket "$T/redis.sock" --unixsocketperm 700 \
@@ -109,7 +92,7 @@ PIDS+=($!)
 
 ready=0
 for _ in $(seq 200); do
-	if [ -S "$T/limit.sock" ] && port_busy "$LIMIT_PORT" && [ -s "$T/semd.ready" ] && [ -s "$T/semd2.ready" ] &&
+	if [ -S "$T/limit.sock" ] && bench_port_busy "$LIMIT_PORT" && [ -s "$T/semd.ready" ] && [ -s "$T/semd2.ready" ] &&
 	   [ -s "$T/semdd.ready" ] &&
 	   [ "$(redis-cli -s "$T/redis.sock" ping 2>/dev/null)" = PONG ] &&
 	   [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then ready=1; break; fi

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/wire_http.h"
 
 #define READ_CHUNK	(64u * 1024u)
 
@@ -102,6 +103,47 @@ static void op_done(struct worker *w, uint64_t lat, uint64_t now)
 	hist_record(&w->t.lat, lat);
 }
 
+/*
+ * Over HTTP: queue chain i's next request of kind step; its answer comes
+ * in the order asked (hq). Returns 0, or -1.
+ */
+static int conn_send_http(struct conn *c, unsigned i, int step, uint64_t now)
+{
+	struct worker *w = c->w;
+	struct run *r = w->run;
+	struct chain *ch = &c->chains[i];
+	int rc;
+
+	switch (step) {
+	case S_DOWN:
+		rc = wire_http_put(&c->out, WIRE_HTTP_ACQUIRE, c->name, 0,
+		    r->test == T_TRYDOWN_UP ? 0 : r->o->timeout_ms);
+		break;
+	case S_UP:
+		rc = wire_http_put(&c->out, WIRE_HTTP_RELEASE, c->name, ch->permit, 0);
+		break;
+	case S_PING:
+		rc = wire_http_put(&c->out, WIRE_HTTP_SERVER, NULL, 0, 0);
+		break;
+	case S_INFO:
+		rc = wire_http_put(&c->out, WIRE_HTTP_INFO, c->name, 0, 0);
+		break;
+	default:
+		worker_fail(w, "internal error: step %d has no HTTP request", step);
+		return -1;
+	}
+	if (rc != 0) {
+		worker_fail(w, "out of memory");
+		return -1;
+	}
+	c->hq[(c->hq_head + c->hq_len++) % c->nchains] = i;
+	ch->id = 1;
+	ch->t_req = now;
+	ch->step = step;
+	w->outstanding++;
+	return 0;
+}
+
 /* Queue chain i's next request of kind step. Returns 0, or -1 when idle. */
 static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 {
@@ -114,6 +156,8 @@ static int conn_send(struct conn *c, unsigned i, int step, uint64_t now)
 	unsigned k;
 	int rc = 0;
 
+	if (r->o->addr.is_http)
+		return conn_send_http(c, i, step, now);
 	switch (step) {
 	case S_MULTI:
 		for (k = 0; k < BENCH_MULTI; k++) {
@@ -265,6 +309,8 @@ static void chain_next(struct conn *c, unsigned i, int code, uint64_t permit, ui
 		w->t.grants_all++;
 		if (in_window(r, now)) {
 			c->grants++;
+			if (r->test == T_DOWN_UP || r->test == T_TRYDOWN_UP)
+				hist_record(&w->t.acq, now - ch->t_req);
 			if (r->test == T_CONTENDED)
 				hist_record(&w->t.wait, now - ch->t_op);
 		}
@@ -448,7 +494,7 @@ int conn_open(struct conn *c, int hello)
 		fprintf(stderr, "semd-benchmark: %s\n", err);
 		return -1;
 	}
-	if (hello && conn_hello(c) != 0) {
+	if (hello && !o->addr.is_http && conn_hello(c) != 0) {
 		fprintf(stderr, "semd-benchmark: Hello on %s failed\n", o->addr.text);
 		goto fail;
 	}
@@ -594,6 +640,41 @@ static void conn_reply(struct conn *c, const struct wire_reply_min *rep, uint64_
 	chain_next(c, i, rep->code, rep->has_grant ? rep->permit : 0, now);
 }
 
+/* Over HTTP: every whole answer on c, to the chains in the order asked. */
+static void conn_read_http(struct conn *c, uint64_t now)
+{
+	struct worker *w = c->w;
+	char msg[256];
+	uint64_t permit;
+	unsigned i;
+	int rc, status, code;
+
+	while ((rc = wire_http_next(&c->in, &status, &code, &permit, msg,
+	    sizeof(msg))) == 1) {
+		if (c->hq_len == 0) {
+			worker_fail(w, "connection %u: an answer to nothing asked", c->idx);
+			return;
+		}
+		i = c->hq[c->hq_head];
+		c->hq_head = (c->hq_head + 1) % c->nchains;
+		c->hq_len--;
+		if (status == 202 || (code != SEMD__CODE__OK &&
+		    code != SEMD__CODE__WOULD_BLOCK && code != SEMD__CODE__TIMEOUT)) {
+			worker_fail(w, "connection %u: %s", c->idx, status == 202 ?
+			    "202: an acquire waits (HTTP runs want names nobody holds)" :
+			    msg);
+			return;
+		}
+		chain_next(c, i, code, permit, now);
+		if (w->failed)
+			return;
+	}
+	if (rc < 0)
+		worker_fail(w, "connection %u: an answer that is no HTTP", c->idx);
+	else
+		wbuf_compact(&c->in);
+}
+
 /* Read what c has, handle every whole reply. */
 void conn_read(struct conn *c)
 {
@@ -629,6 +710,10 @@ void conn_read(struct conn *c)
 	if (c->in.len == c->in.off)
 		return;
 	now = bench_now();
+	if (w->run->o->addr.is_http) {
+		conn_read_http(c, now);
+		return;
+	}
 	if (w->run->test == T_ECHO) {
 		while (c->in.len - c->in.off >= ECHO_SIZE && !w->failed) {
 			memcpy(&id, c->in.p + c->in.off + 8, sizeof(id));

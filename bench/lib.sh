@@ -68,3 +68,52 @@ bench_leader() {
 	[ -n "$l" ] || { echo "the cluster at $1 elected no leader" >&2; exit 1; }
 	echo "$l"
 }
+
+# bench_anchors: ANCHORS, the anchors' bench directory (limit/, load/): as
+# given, else ../shared/bench beside the checkout; none: exits 1 saying so.
+bench_anchors() {
+	local top
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	if [ -z "${ANCHORS:-}" ] && [ -d "$top/../shared/bench" ]; then
+		ANCHORS=$(cd "$top/../shared/bench" && pwd)
+	fi
+	if [ -z "${ANCHORS:-}" ] || [ ! -f "$ANCHORS/limit/limitd.c" ] || [ ! -f "$ANCHORS/load/loadgen.c" ]; then
+		echo "no anchors in '${ANCHORS:-}': set ANCHORS to their bench directory (limit/, load/)" >&2
+		exit 1
+	fi
+}
+
+# bench_loadgen DIR: the anchors' limitd and loadgen built in DIR from a
+# copy of their sources (the shared folder stays read-only, nothing of it
+# enters this tree), loadgen with our bench/drv_semd.c (its reserved
+# drivers[] entry enabled by a sed on the copy); LIMITD and LG are set.
+bench_loadgen() {
+	local top
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	bench_anchors
+	cp -r "$ANCHORS/limit" "$ANCHORS/load" "$1/"
+	chmod -R u+w "$1/limit" "$1/load"
+	make -s -C "$1/limit" >/dev/null
+	sed -i 's|^/\* *extern const struct lg_driver lg_drv_semd;.*|extern const struct lg_driver lg_drv_semd;|
+s|^\( *\)/\* *&lg_drv_semd,.*|\1\&lg_drv_semd,|' "$1/load/loadgen.c"
+	grep -q '^ *&lg_drv_semd,' "$1/load/loadgen.c" ||
+		{ echo "cannot enable the semd driver in loadgen.c" >&2; exit 1; }
+	${CC:-gcc} -O2 -Wall -Wextra -I"$1/load" -o "$1/load/loadgen" "$1/load/loadgen.c" \
+		"$1/load/drv_echo.c" "$1/load/drv_redis.c" "$top/bench/drv_semd.c"
+	# shellcheck disable=SC2034 # the caller's
+	LIMITD=$1/limit/limitd LG=$1/load/loadgen
+}
+
+# bench_port_busy PORT: is something listening on 127.0.0.1:PORT?
+bench_port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# bench_free_port: a TCP port of 127.0.0.1 nobody listens on (20000-49999).
+bench_free_port() {
+	local p i
+	for ((i = 0; i < 50; i++)); do
+		p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+		bench_port_busy "$p" || { echo "$p"; return 0; }
+	done
+	echo "no free port found" >&2
+	return 1
+}

@@ -3,7 +3,7 @@
 # semd-benchmark: the load generator and latency meter (installed).
 bin_PROGRAMS += semd-benchmark
 semd_benchmark_SOURCES = bench/semd-benchmark.c bench/engine.c bench/run.c bench/bench.h \
-	bench/wire.c bench/wire.h bench/hist.c bench/hist.h
+	bench/wire.c bench/wire.h bench/wire_http.c bench/wire_http.h bench/hist.c bench/hist.h
 semd_benchmark_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS) -pthread
 semd_benchmark_LDADD = proto/libsemproto.a security/libsemsec.a $(PROTOBUF_C_LIBS) \
 	$(OPENSSL_LIBS) $(PTHREAD_LIBS)
@@ -21,8 +21,8 @@ TESTS += bench/test-benchmark.sh bench/test-benchmark-tls.sh
 EXTRA_DIST += bench/test-benchmark.sh bench/test-benchmark-tls.sh
 
 # make bench: a private semd and the standard suite, one table.
-EXTRA_DIST += bench/suite.sh bench/compare.sh bench/snapshot.sh bench/allocs.sh bench/README.md \
-	bench/drv_semd.c bench/lib.sh
+EXTRA_DIST += bench/suite.sh bench/ab.sh bench/compare.sh bench/snapshot.sh bench/allocs.sh bench/README.md \
+	bench/drv_semd.c bench/lib.sh bench/drv_semdhttp.c bench/http-compare.sh
 bench: all
 	top_builddir='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/bench/suite.sh
 .PHONY: bench

@@ -87,6 +87,7 @@ static void worker_free(struct worker *w)
 		wbuf_free(&c->out);
 		wbuf_free(&c->in);
 		free(c->chains);
+		free(c->hq);
 		free(c);
 	}
 	free(w->conns);
@@ -131,6 +132,7 @@ static int run_setup(struct run *r)
 			return -1;
 		hist_init(&w->t.lat);
 		hist_init(&w->t.wait);
+		hist_init(&w->t.acq);
 		if (r->test == T_NAMES) {
 			w->next = o->names * k / r->nworkers;
 			w->end = o->names * (k + 1) / r->nworkers;
@@ -147,7 +149,8 @@ static int run_setup(struct run *r)
 		c->idx = i;
 		c->nchains = r->pipeline;
 		c->chains = calloc(r->pipeline, sizeof(*c->chains));
-		if (c->chains == NULL)
+		c->hq = calloc(r->pipeline, sizeof(*c->hq));
+		if (c->chains == NULL || c->hq == NULL)
 			return -1;
 		bench_conn_name(r, i, c->name, sizeof(c->name));
 		if (r->test == T_HANDOFF && o->groups > 0)
@@ -165,6 +168,7 @@ static void tally_add(struct bench_tally *to, const struct bench_tally *from)
 {
 	hist_merge(&to->lat, &from->lat);
 	hist_merge(&to->wait, &from->wait);
+	hist_merge(&to->acq, &from->acq);
 	to->ops += from->ops;
 	to->rts += from->rts;
 	to->refused += from->refused;
@@ -182,6 +186,7 @@ static void run_merge(struct run *r)
 
 	hist_init(&r->t.lat);
 	hist_init(&r->t.wait);
+	hist_init(&r->t.acq);
 	r->grants_min = UINT64_MAX;
 	r->grants_max = 0;
 	for (k = 0; k < r->nworkers; k++) {

@@ -82,7 +82,11 @@ static void usage(FILE *f)
 	    "                      [--warmup SECONDS] [--timeout MS] [--json]\n"
 	    "                      [--tls-ca FILE] [--tls-cert FILE] [--tls-key FILE] [--tls-insecure]\n"
 	    "                      [--tls-resume]\n"
-	    "  -s ADDR       unix:PATH, tcp:HOST:PORT or tls:HOST:PORT\n"
+	    "  -s ADDR       unix:PATH, tcp:HOST:PORT or tls:HOST:PORT; or HTTP/JSON,\n"
+	    "                http:HOST:PORT or http+unix:PATH (ping, down-up, trydown-up,\n"
+	    "                info; with --control)\n"
+	    "  --control ADDR  over HTTP: the same daemon's binary address, where the\n"
+	    "                names are made and its Stats read\n"
 	    "  -c CONNS      connections (default 16; handoff: 2, with --groups N: N + 1)\n"
 	    "  -P PIPELINE   operations in flight per connection (default 1)\n"
 	    "  -d SECONDS    measured time per test (default 5)\n"
@@ -211,6 +215,37 @@ static int opt_tests(const char *s, int tests[T_COUNT])
 	return 0;
 }
 
+/*
+ * Over HTTP: the tests it has (ping, down-up, trydown-up, info; by default
+ * those of them asked for), and a control address. 0, or -1 said why.
+ */
+static int http_tests_only(struct bench_opts *o, int given)
+{
+	int i;
+
+	for (i = 0; i < T_COUNT; i++) {
+		if (i == T_PING || i == T_DOWN_UP || i == T_TRYDOWN_UP || i == T_INFO)
+			continue;
+		if (o->tests[i] && given) {
+			fprintf(stderr, "semd-benchmark: %s is not measured over HTTP\n",
+			    test_names[i]);
+			return -1;
+		}
+		o->tests[i] = 0;	/* the default set: what HTTP has */
+	}
+	if (!o->has_ctl) {
+		fprintf(stderr, "semd-benchmark: over HTTP, --control ADDR: the "
+		    "daemon's binary address (names, Stats)\n");
+		return -1;
+	}
+	if (o->pipeline > 1) {
+		fprintf(stderr, "semd-benchmark: over HTTP, -P 1 (HTTP/1.1 answers "
+		    "one request at a time)\n");
+		return -1;
+	}
+	return 0;
+}
+
 /* The options' defaults; opts_parse adds the TLS files and threads at run time. */
 static const struct bench_opts opts_default = {
 	.conns = 16,
@@ -245,12 +280,14 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "tls-key", required_argument, NULL, 'K' },
 		{ "tls-insecure", no_argument, NULL, 'I' },
 		{ "tls-resume", no_argument, NULL, 'R' },
+		{ "control", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *server = NULL;
+	const char *server = NULL, *control = NULL;
 	const struct opt_field fields[] = {
 		{ 's', .str = &server },
+		{ 'X', .str = &control },
 		{ 'c', "-c", 1, 100000, .u = &o->conns },
 		{ 'c', .flag = &o->conns_set },
 		{ 'P', "-P", 1, BENCH_PIPELINE_MAX, .u = &o->pipeline },
@@ -269,7 +306,7 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 	};
 	char err[256];
 	long ncpu;
-	int ch, i, set;
+	int ch, i, set, tests_given = 0;
 
 	*o = opts_default;
 	o->tls.ca_file = getenv("SEMD_TLS_CA");
@@ -297,6 +334,7 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		case 't':
 			if (opt_tests(optarg, o->tests) != 0)
 				return -1;
+			tests_given = 1;
 			break;
 		case 'O': {
 			char *end;
@@ -331,7 +369,16 @@ static int opts_parse(int argc, char **argv, struct bench_opts *o)
 		fprintf(stderr, "semd-benchmark: %s\n", err);
 		return -1;
 	}
-	if (o->addr.is_tls) {
+	if (control != NULL && (wire_addr_parse(control, &o->ctl_addr, err,
+	    sizeof(err)) != 0 || o->ctl_addr.is_http)) {
+		fprintf(stderr, "semd-benchmark: --control %s: %s\n", control,
+		    o->ctl_addr.is_http ? "the binary protocol's address" : err);
+		return -1;
+	}
+	o->has_ctl = control != NULL;
+	if (o->addr.is_http && http_tests_only(o, tests_given) != 0)
+		return -1;
+	if (o->addr.is_tls || (o->has_ctl && o->ctl_addr.is_tls)) {
 		o->tls_ctx = wire_tls_ctx_new(&o->tls, err, sizeof(err));
 		if (o->tls_ctx == NULL) {
 			fprintf(stderr, "semd-benchmark: %s\n", err);
@@ -416,19 +463,22 @@ static int ctl_collect(struct ctl *c, unsigned n, int tolerate, const char *what
 /* Connect the control connection and say Hello. */
 static int ctl_open(struct ctl *c, const struct bench_opts *o)
 {
+	const struct wire_addr *a = o->has_ctl ? &o->ctl_addr : &o->addr;
+
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	if (wire_arena_init(&c->arena, 64 * 1024) != 0)
 		return -1;
-	c->fd = wire_connect(&o->addr, 0);
+
+	c->fd = wire_connect(a, 0);
 	if (c->fd < 0) {
-		fprintf(stderr, "semd-benchmark: connect %s: %s\n", o->addr.text, strerror(-c->fd));
+		fprintf(stderr, "semd-benchmark: connect %s: %s\n", a->text, strerror(-c->fd));
 		return -1;
 	}
-	if (o->addr.is_tls) {
+	if (a->is_tls) {
 		char err[512];
 
-		c->ssl = wire_tls_handshake(o->tls_ctx, c->fd, o->addr.host, o->tls.insecure,
+		c->ssl = wire_tls_handshake(o->tls_ctx, c->fd, a->host, o->tls.insecure,
 		    err, sizeof(err));
 		if (c->ssl == NULL) {
 			fprintf(stderr, "semd-benchmark: %s\n", err);
@@ -629,6 +679,11 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 			    r->limit, us(hist_quantile(&r->t.wait, 0.5)), us(hist_quantile(&r->t.wait, 0.99)),
 			    us(hist_quantile(&r->t.wait, 0.999)), us(r->t.wait.count ? r->t.wait.max : 0),
 			    r->grants_min, r->grants_max, fair);
+		if ((r->test == T_DOWN_UP || r->test == T_TRYDOWN_UP) && r->t.acq.count > 0)
+			printf(", \"acquire_us\": {\"p50\": %.1f, \"p99\": %.1f, \"p999\": %.1f, "
+			    "\"max\": %.1f}", us(hist_quantile(&r->t.acq, 0.5)),
+			    us(hist_quantile(&r->t.acq, 0.99)), us(hist_quantile(&r->t.acq, 0.999)),
+			    us(r->t.acq.max));
 		if (r->test == T_HANDOFF)
 			printf(", \"direct_grants\": %" PRIu64 ", \"groups\": %u, \"priority\": %s",
 			    r->t.direct, o->groups, o->priority ? "true" : "false");
@@ -674,6 +729,9 @@ static void report(const struct bench_opts *o, const struct run *r, const struct
 	    us(h->count ? h->max : 0));
 	if (r->test == T_TRYDOWN_UP)
 		printf("refused=%" PRIu64 " ", r->t.refused);
+	if ((r->test == T_DOWN_UP || r->test == T_TRYDOWN_UP) && r->t.acq.count > 0)
+		printf("acquire_us p50=%.1f p99=%.1f ", us(hist_quantile(&r->t.acq, 0.5)),
+		    us(hist_quantile(&r->t.acq, 0.99)));
 	if (r->test == T_CONTENDED)
 		printf("limit=%u wait_us p50=%.1f p99=%.1f p99.9=%.1f max=%.1f fairness(max/min)=%.2f ",
 		    r->limit, us(hist_quantile(&r->t.wait, 0.5)), us(hist_quantile(&r->t.wait, 0.99)),

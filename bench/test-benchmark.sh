@@ -75,7 +75,7 @@ expect_eq "a missing CA file exits 2" 2 $?
 ok "a missing CA file is named" grep -q "nonexistent.pem" "$T/tls.err"
 "$BENCH" -s udp:127.0.0.1:1 -t ping >/dev/null 2>"$T/addr.err"
 expect_eq "a bad address exits 2" 2 $?
-ok "a bad address says what is expected" grep -q "unix:PATH, tcp:HOST:PORT or tls:HOST:PORT" "$T/addr.err"
+ok "a bad address says what is expected" grep -q "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, http:HOST:PORT or http+unix:PATH" "$T/addr.err"
 "$BENCH" -s "$d_UNIX" -t nosuchtest >/dev/null 2>"$T/bad.err"
 expect_eq "unknown test exits 2" 2 $?
 "$BENCH" -s "$d_UNIX" -t handoff --groups 2 --priority >/dev/null 2>"$T/bad.err"

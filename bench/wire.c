@@ -21,10 +21,25 @@
 #include "proto/pbwire.h"
 #include "security/tls.h"
 
+/* Does a TCP connection to ai's address get through now? */
+static int wire_accepts(const struct addrinfo *ai)
+{
+	int fd, r;
+
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	do
+		r = connect(fd, ai->ai_addr, ai->ai_addrlen);
+	while (r < 0 && errno == EINTR);
+	close(fd);
+	return r == 0;
+}
+
 /* Parse an address string into a sockaddr. */
 int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen)
 {
-	struct addrinfo hints, *res = NULL;
+	struct addrinfo hints, *res = NULL, *ai;
 	char host[256];
 	const char *hp, *port;
 	size_t n;
@@ -32,6 +47,18 @@ int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->text, sizeof(a->text), "%s", s);
+	/* HTTP/1.1 and JSON (daemon/http/): the same sockets, another wire. */
+	if (strncmp(s, "http+unix:", 10) == 0 || strncmp(s, "http:", 5) == 0) {
+		char inner[300];
+
+		snprintf(inner, sizeof(inner), "%s:%s", s[4] == '+' ? "unix" :
+		    "tcp", s + (s[4] == '+' ? 10 : 5));
+		if ((r = wire_addr_parse(inner, a, err, errlen)) != 0)
+			return r;
+		snprintf(a->text, sizeof(a->text), "%s", s);
+		a->is_http = 1;
+		return 0;
+	}
 	if (strncmp(s, "unix:", 5) == 0) {
 		struct sockaddr_un *sun = (struct sockaddr_un *)&a->ss;
 
@@ -49,7 +76,8 @@ int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen
 	if (strncmp(s, "tls:", 4) == 0)
 		a->is_tls = 1;
 	else if (strncmp(s, "tcp:", 4) != 0) {
-		snprintf(err, errlen, "%s: address must be unix:PATH, tcp:HOST:PORT or tls:HOST:PORT", s);
+		snprintf(err, errlen, "%s: address must be unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, "
+		    "http:HOST:PORT or http+unix:PATH", s);
 		return -EINVAL;
 	}
 	hp = s + 4;
@@ -93,8 +121,17 @@ int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen
 		snprintf(err, errlen, "%s: %s", s, gai_strerror(r));
 		return -EINVAL;
 	}
-	memcpy(&a->ss, res->ai_addr, res->ai_addrlen);
-	a->len = res->ai_addrlen;
+	/* A name of several addresses (localhost: ::1 and 127.0.0.1 on most
+	 * systems, a daemon listening on one): the first that takes a
+	 * connection now, else the first. */
+	ai = res;
+	if (res->ai_next != NULL)
+		for (ai = res; ai != NULL && !wire_accepts(ai); ai = ai->ai_next)
+			;
+	if (ai == NULL || ai->ai_addrlen > sizeof(a->ss))
+		ai = res;
+	memcpy(&a->ss, ai->ai_addr, ai->ai_addrlen);
+	a->len = ai->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
 }

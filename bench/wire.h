@@ -26,13 +26,15 @@ struct wire_addr {
 	socklen_t		len;
 	int			is_unix;
 	int			is_tls;
+	int			is_http;	/* http: or http+unix: (wire_http.c) */
 	char			host[256];	/* tcp/tls: for certificate checks */
 	char			text[128];
 };
 
 /*
  * Parse "unix:PATH", "tcp:HOST:PORT" or "tls:HOST:PORT" (HOST may be
- * "[v6]"). Returns 0, or -EINVAL with a message for the user in err.
+ * "[v6]"), or the HTTP front door's "http:HOST:PORT" or "http+unix:PATH".
+ * Returns 0, or -EINVAL with a message for the user in err.
  */
 int wire_addr_parse(const char *s, struct wire_addr *a, char *err, size_t errlen);
 

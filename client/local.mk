@@ -31,8 +31,8 @@ client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLA
 client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 6:0:5 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/client/libsemclient.map
 EXTRA_client_libsemclient_la_DEPENDENCIES = client/libsemclient.map
-# security/libsemsec.a: the TLS module the daemon uses too (security/tls.c)
-client_libsemclient_la_LIBADD = security/libsemsec.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) \
+# security/libsemtls.la: the TLS module the daemon uses too (security/tls.c)
+client_libsemclient_la_LIBADD = security/libsemtls.la $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) \
 	$(PTHREAD_LIBS)
 pkgconfig_DATA += client/semclient.pc
 DISTCLEANFILES += client/semclient.pc client/semclient-uninstalled.pc

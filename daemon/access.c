@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/list.h"
+#include "core/strcopy.h"
 #include "daemon/access.h"
 #include "daemon/conn.h"
 #include "daemon/logging.h"
@@ -30,6 +31,8 @@ struct access_count {
 	struct acl_subject	subject;
 };
 
+#define ACCESS_LAST_NAME	64	/* longer names are checked every time */
+
 struct access_id {
 	struct acl_subject	subject;
 	struct access_count	*count;
@@ -41,6 +44,14 @@ struct access_id {
 	uint64_t		serial;
 	unsigned int		rights;		/* acl_default_rights() */
 	uint64_t		limit[SM_NLIMITS];
+	/*
+	 * The last name checked (valid) and its rights, under the same serial:
+	 * a client names the same few names again and again, so the rules are
+	 * not walked nor the name validated on each request. 0: none.
+	 */
+	uint8_t			last_len;
+	unsigned int		last_rights;
+	char			last_name[ACCESS_LAST_NAME];
 };
 
 static void access_close_locked(struct access_id *id);
@@ -74,7 +85,7 @@ static struct access_count *access_count_find(const char *principal)
 }
 
 /* Copy an identity (principal, uid/user or cn, groups). */
-static int access_subject_copy(struct acl_subject *dst,
+int access_subject_copy(struct acl_subject *dst,
     const struct acl_subject *src)
 {
 	const char *g = src->groups, *end = src->groups + src->groups_len;
@@ -170,6 +181,7 @@ static void access_refresh(struct access_id *id, const struct acl *acl)
 	unsigned int i;
 
 	id->serial = acl_serial(acl);
+	id->last_len = 0;
 	id->subject.admin = acl_is_admin(acl, &id->subject, geteuid());
 	id->rights = acl_default_rights(&id->subject);
 	for (i = 0; i < SM_NLIMITS; i++)
@@ -308,10 +320,10 @@ static const enum acl_right access_right[] = {
  * one; an unknown op. A cluster request is the node's, not the state's:
  * its view needs inspect, a change of the cluster admin.
  */
-static bool access_need(const Semd__Request *req, const char **name,
-    enum acl_right *right, const char **verb, const char **after)
+static bool access_need(const struct sm_op *op, const Semd__Request *req,
+    const char **name, enum acl_right *right, const char **verb,
+    const char **after)
 {
-	const struct sm_op *op;
 	bool status;
 
 	if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
@@ -322,8 +334,7 @@ static bool access_need(const Semd__Request *req, const char **name,
 		*after = "";
 		return true;
 	}
-	if ((op = sm_op(req->op_case)) == NULL ||
-	    (*name = sm_op_target(op, req)) == NULL)
+	if (op == NULL || (*name = sm_op_target(op, req)) == NULL)
 		return false;
 	*right = access_right[op->right];
 	*verb = op->verb;
@@ -441,14 +452,23 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 		goto denied;
 	}
 	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
-	    !access_need(req, &name, &right, &verb, &after))
+	    !access_need(op, req, &name, &right, &verb, &after))
 		return 0;
 	len = strlen(name);
-	/* An invalid name gets the state machine's INVALID_ARGUMENT. */
-	if (len > 0 && !sm_name_valid(name, len))
-		return 0;
-	rights = acl_defaults_only(acl) ? id->rights :
-	    acl_rights(acl, &id->subject, name, len);
+	if (len > 0 && len == id->last_len && strcopy_same(name, id->last_name, len)) {
+		rights = id->last_rights;
+	} else {
+		/* An invalid name gets the state machine's INVALID_ARGUMENT. */
+		if (len > 0 && !sm_name_valid(name, len))
+			return 0;
+		rights = acl_defaults_only(acl) ? id->rights :
+		    acl_rights(acl, &id->subject, name, len);
+		if (len > 0 && len < sizeof id->last_name) {
+			memcpy(id->last_name, name, len);
+			id->last_len = (uint8_t)len;
+			id->last_rights = rights;
+		}
+	}
 	who->privs = (rights & ACL_ADMIN) ? SM_PRIV_ADMIN : 0;
 	if ((rights & (unsigned)right) == (unsigned)right)
 		return 0;

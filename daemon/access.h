@@ -15,7 +15,11 @@
 #ifndef SEMD_ACCESS_H
 #define SEMD_ACCESS_H
 
+struct acl_subject;
 struct server;
+
+/* Copy an identity (principal, uid/user or cn, groups): 0 or -ENOMEM. */
+int access_subject_copy(struct acl_subject *dst, const struct acl_subject *src);
 
 /*
  * Make access.c the policy of srv's connections (srv->policy, struct

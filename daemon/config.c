@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "daemon/config.h"
+#include "daemon/http/http.h"
+#include "daemon/http/http_config.h"
 #include "daemon/log/peer_addr.h"
 #include "daemon/state/state.h"
 #include "daemon/logging.h"
@@ -173,6 +175,8 @@ void config_free(struct semd_config *c)
 	c->tls_ca = NULL;
 	acl_free(c->acl);
 	c->acl = NULL;
+	http_config_put(c->http);
+	c->http = NULL;
 	free(c->metrics_listen);
 	c->metrics_listen = NULL;
 	while (c->nmetrics_names > 0)
@@ -195,7 +199,7 @@ static const struct cfg_key *config_key(const char *key)
 /* Is this a setting? */
 bool config_known(const char *key)
 {
-	return config_key(key) != NULL;
+	return config_key(key) != NULL || http_config_known(key);
 }
 
 /* Is this a yes/no setting? */
@@ -221,7 +225,7 @@ static int parse_u64(const char *s, unsigned long long *out, char **end)
  * is in seconds. keepalive and tls-ticket-* are stored in seconds, the
  * others in ms.
  */
-static int parse_duration(const char *s, unsigned long long *ms)
+int config_parse_duration(const char *s, unsigned long long *ms)
 {
 	unsigned long long v, mul;
 	char *end;
@@ -249,6 +253,8 @@ static int check_listen(const char *v, char *err, size_t errlen)
 {
 	const char *port;
 
+	if (http_listener_kind(v))
+		return http_listener_check(v, err, errlen);
 	if (strncmp(v, "unix:", 5) == 0) {
 		if (v[5] == '\0') {
 			snprintf(err, errlen, "listen %s: empty socket path", v);
@@ -273,7 +279,8 @@ static int check_listen(const char *v, char *err, size_t errlen)
 		return 0;
 	}
 	snprintf(err, errlen,
-	    "listen %s: unknown address kind (use unix:PATH, tcp:HOST:PORT or tls:HOST:PORT)",
+	    "listen %s: unknown address kind (use unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, "
+	    "http:HOST:PORT, https:HOST:PORT or http+unix:PATH)",
 	    v);
 	return -EINVAL;
 }
@@ -304,6 +311,10 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 	char *end, *dup;
 	int level;
 
+	if (k == NULL && http_config_known(key))
+		return *value == '\0' ? (snprintf(err, errlen, "%s needs a value",
+		    key), -EINVAL) : http_config_set(&c->http, key, value, err,
+		    errlen);
 	if (k == NULL) {
 		snprintf(err, errlen, "unknown setting '%s'", key);
 		return -EINVAL;
@@ -439,7 +450,7 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 		}
 		break;
 	case CFG_DURATION:
-		if (parse_duration(value, &v) != 0) {
+		if (config_parse_duration(value, &v) != 0) {
 			snprintf(err, errlen,
 			    "%s '%s': not a duration (e.g. 500ms, 10s, 5m, 1h)",
 			    key, value);
@@ -609,8 +620,23 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 	size_t i;
 
 	for (i = 0; i < c->nlisten; i++) {
-		if (strncmp(c->listen[i], "tls:", 4) == 0)
+		if (strncmp(c->listen[i], "tls:", 4) == 0 ||
+		    strncmp(c->listen[i], "https:", 6) == 0)
 			tls = true;
+		if (strncmp(c->listen[i], "http:", 5) == 0) {
+			char tcp[300];
+
+			/* as plain tcp: anyone who reaches it acts as anonymous */
+			snprintf(tcp, sizeof tcp, "tcp:%s", c->listen[i] + 5);
+			if (!c->allow_insecure_tcp && !config_host_loopback(tcp)) {
+				snprintf(err, errlen, "listen %s: plain HTTP on a "
+				    "non-loopback address lets anyone who can reach "
+				    "it act as anonymous and read bearer tokens; use "
+				    "https:, a loopback address, or set "
+				    "allow-insecure-tcp yes", c->listen[i]);
+				return -EINVAL;
+			}
+		}
 		if (strncmp(c->listen[i], "tcp:", 4) == 0 &&
 		    !c->allow_insecure_tcp && !config_host_loopback(c->listen[i])) {
 			snprintf(err, errlen,
@@ -664,7 +690,7 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (tls && (c->tls_cert == NULL || c->tls_key == NULL)) {
-		snprintf(err, errlen, "a tls: listener needs tls-cert and tls-key");
+		snprintf(err, errlen, "a tls: or https: listener needs tls-cert and tls-key");
 		return -EINVAL;
 	}
 	if (c->tls_client_auth != TLS_CLIENT_AUTH_NONE && c->tls_ca == NULL) {

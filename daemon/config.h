@@ -26,6 +26,7 @@
 #define SEMD_THREADS_MAX	64	/* event loops: one bit each in a mask */
 
 struct acl;
+struct http_config;
 
 struct semd_config {
 	char		**listen;
@@ -85,6 +86,7 @@ struct semd_config {
 	char		**metrics_names;	/* prefixes with per-name gauges */
 	size_t		nmetrics_names;
 	uint32_t	ready_max_lag;		/* /readyz: entries a follower may lag */
+	struct http_config *http;		/* the http-* settings (daemon/http/) */
 };
 
 /* A key=value pair from the command line, kept to re-apply on reload. */
@@ -95,6 +97,11 @@ struct config_override {
 
 void config_init(struct semd_config *c);
 void config_free(struct semd_config *c);
+/*
+ * A duration: a number with a unit (ms, s, m or min, h), a bare number in
+ * seconds; *ms in milliseconds. 0, -EINVAL or -ERANGE.
+ */
+int config_parse_duration(const char *s, unsigned long long *ms);
 /* Is key a setting (so also a --key flag)? */
 bool config_known(const char *key);
 /* Is key a yes/no setting (--key alone means yes)? */

@@ -99,6 +99,7 @@ void conn_close_later(struct conn *c)
 		return;
 	c->closing = true;
 	evtimer_del(c->ftimer);
+	c->ftimer_on = false;
 	conn_flush(c);
 	event_del(c->rev);
 	evtimer_add(c->timer, &tv);
@@ -131,7 +132,8 @@ static void conn_free_io(struct conn *c, bool bye)
 			event_free(evs[i]);
 	if (c->in != NULL)
 		evbuffer_free(c->in);
-	c->xprt->close(c, bye);
+	if (c->xprt != NULL)
+		c->xprt->close(c, bye);
 	free(c->tbuf);
 	free(c->wbuf);
 	backup_free(c->backup);
@@ -282,6 +284,63 @@ fail:
 	}
 	SSL_free(ssl);
 	close(fd);
+}
+
+/*
+ * A client inside the daemon (conn.h): counted, opened in the state as
+ * who, with no socket to read (its requests come through
+ * conn_inner_input()).
+ */
+struct conn *conn_start_inner(struct worker *w, const struct xprt_ops *xprt,
+    void *inner, struct acl_subject *who, const char *peer, int *err,
+    char *why, size_t len)
+{
+	struct server *srv = w->srv;
+	uint8_t secret[SM_SECRET_LEN];
+	uint32_t keepalive = 0;
+	struct conn *c = NULL;
+	int r;
+
+	if ((r = conn_count(w, false, &keepalive)) != 0)
+		goto fail;
+	if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) {
+		r = -EIO;
+		goto uncount;
+	}
+	if ((c = calloc(1, sizeof *c)) == NULL) {
+		r = -ENOMEM;
+		goto uncount;
+	}
+	c->srv = srv;
+	c->w = w;
+	c->fd = -1;
+	c->local = true;
+	c->xprt = xprt;
+	c->inner = inner;
+	snprintf(c->peer, sizeof c->peer, "%s", peer);
+	INIT_LIST_HEAD(&c->flush_entry);
+	INIT_LIST_HEAD(&c->entry);
+	if ((r = conn_make_io(c)) != 0)
+		goto uncount;
+	server_lock(w);
+	r = conn_open_locked(c, who, false, secret, why, len);
+	server_unlock(w);
+	if (w->batch.len > 0)
+		srv->feed->submit(srv, &w->batch);
+	if (r != 0)
+		goto uncount;
+	c->last_input_ms = server_now();
+	return c;
+uncount:
+	(void)conn_count(w, -1, NULL);
+fail:
+	acl_subject_clear(who);
+	if (c != NULL) {
+		c->xprt = NULL;		/* nothing of the owner's to close */
+		conn_free_io(c, false);
+	}
+	*err = r;
+	return NULL;
 }
 
 /* Close and free a connection; its session lets go (or lingers). */

@@ -38,6 +38,7 @@ struct conn {
 	struct sm_client	*client;
 	struct event		*timer;		/* handshake, then idle */
 	struct event		*ftimer;	/* a frame to complete: frame-timeout */
+	bool			ftimer_on;	/* ftimer is armed */
 	uint64_t		frames;		/* frames read */
 	struct event		*kill;		/* deferred close */
 	struct event		*rev;		/* readable */
@@ -68,6 +69,7 @@ struct conn {
 	bool			local;		/* a UNIX peer */
 	uint8_t			secret[16];	/* log: for its OPEN */
 	struct conn_backup	*backup;	/* a Backup being read (backup.c) */
+	void			*inner;		/* a client inside the daemon: its owner's */
 	/* Replies the transport has not taken yet (the socket was full). */
 	uint8_t			*tbuf;
 	size_t			toff;
@@ -123,6 +125,23 @@ extern const struct server_ops conn_loop_ops;
 void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
     bool is_unix, bool tls);
 void conn_free(struct conn *c);
+/*
+ * A client inside the daemon (the HTTP front door's, daemon/http/): no
+ * socket; its transport xprt is handed the frames of its replies (write)
+ * and told of its end (close). Counted and opened in the state like a
+ * socket's client, as who (taken over: its names looked up already), local
+ * (its close is its session's death unless it sent Detach). inner is the
+ * owner's. NULL when refused, with *err (-EDQUOT: the principal's
+ * connection quota, why filled; -EMFILE, -ESHUTDOWN, -ENOMEM).
+ */
+struct conn *conn_start_inner(struct worker *w, const struct xprt_ops *xprt,
+    void *inner, struct acl_subject *who, const char *peer, int *err,
+    char *why, size_t len);
+/*
+ * Requests of an inner client, n bytes of whole frames: run as a socket's
+ * input is (one lock, one write of the replies, one batch for the log).
+ */
+void conn_inner_input(struct conn *c, const uint8_t *buf, size_t n);
 /* Close after the queued replies are written (or at once if none). */
 void conn_close_later(struct conn *c);
 /* The sm_out sink, under the lock: pack a reply into c's output. */

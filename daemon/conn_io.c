@@ -281,12 +281,17 @@ static void conn_frame_deadline(struct conn *c, uint64_t frames_before)
 		return;
 	if (ms == 0 || c->in == NULL || evbuffer_get_length(c->in) == 0 ||
 	    c->held) {
-		evtimer_del(c->ftimer);
+		/* the usual case, each read: no call into libevent */
+		if (c->ftimer_on) {
+			evtimer_del(c->ftimer);
+			c->ftimer_on = false;
+		}
 		return;
 	}
-	if (evtimer_pending(c->ftimer, NULL) && c->frames == frames_before)
+	if (c->ftimer_on && c->frames == frames_before)
 		return;
 	conn_timer_add_ms(c->ftimer, ms);
+	c->ftimer_on = true;
 }
 
 /* A frame was not completed within frame-timeout: PROTOCOL_ERROR, close. */
@@ -294,6 +299,7 @@ void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
+	c->ftimer_on = false;
 	if (c->closing || c->dead)
 		return;
 	log_notice("%s: a frame not completed within frame-timeout %u ms, closing",
@@ -478,4 +484,11 @@ void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (more == XPRT_MORE && !c->paused && !c->closing && !c->dead)
 		event_active(c->rev, EV_READ, 0);
+}
+
+/* Requests of a client inside the daemon: whole frames, run as input. */
+void conn_inner_input(struct conn *c, const uint8_t *buf, size_t n)
+{
+	if (!c->closing && !c->dead)
+		conn_input(c, buf, n);
 }

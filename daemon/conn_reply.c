@@ -227,6 +227,13 @@ void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r)
 	}
 	if (c->dead)
 		return;
+	/* The usual reply, packed in place where there is room for it. */
+	if (c->wcap - c->wlen >= FASTPB_FRAME_ROOM &&
+	    (len = fastpb_reply_frame(r, c->wbuf + c->wlen)) != 0) {
+		c->wlen += len;
+		conn_check_output(c);
+		return;
+	}
 	len = reply_bound(r, &fast);
 	if (conn_wbuf_grow(c, len) != 0) {
 		log_warn("%s: out of memory for a reply, dropping the client",

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strcopy.h"
 #include "daemon/fastpb.h"
+#include "proto/frame.h"
 #include "proto/pbwire.h"
 
 /* Read a varint at *p (< end); false when cut short or over 10 bytes. */
@@ -69,15 +71,16 @@ static inline bool get_len(const uint8_t **p, const uint8_t *end,
  * or holds a NUL byte (protobuf-c then decodes it and the caller refuses it
  * through fastpb_strings_clean()).
  */
-static bool get_string(const uint8_t *data, size_t len, char *buf,
+static inline bool get_string(const uint8_t *data, size_t len, char *buf,
     size_t bufsize, size_t *used, char **out)
 {
 	char *s;
 
-	if (bufsize - *used < len + 1 || memchr(data, '\0', len) != NULL)
+	if (bufsize - *used < len + 1)
 		return false;
 	s = buf + *used;
-	memcpy(s, data, len);
+	if (!strcopy(s, data, len, false))
+		return false;
 	s[len] = '\0';
 	*used += len + 1;
 	*out = s;
@@ -175,6 +178,68 @@ static bool get_ping(struct fastpb_req *out, const uint8_t *p,
 	return true;
 }
 
+/*
+ * A Down or Up as clients pack them, in one pass: the id first (if not 0),
+ * then the op, alone, its length one byte; in it the name first, its length
+ * one byte, then varints of the op's numbered fields in increasing order,
+ * each once. False when the request is of another shape (the general path
+ * below takes it then); when true, the general path would have decoded the
+ * same.
+ */
+static bool get_usual(struct fastpb_req *out, const uint8_t *p,
+    const uint8_t *end, char *buf, size_t bufsize)
+{
+	uint64_t id = 0, v[3] = { 0, 0, 0 };
+	const uint8_t *name;
+	unsigned int op, f, last = 1, nv;
+	size_t nlen, used = 0;
+	char *s;
+
+	if (p < end && *p == (1 << 3 | PB_WT_VARINT)) {
+		p++;
+		if (!get_varint(&p, end, &id))
+			return false;
+	}
+	if (end - p < 4)
+		return false;
+	op = p[0] >> 3;
+	if ((op != SEMD__REQUEST__OP_DOWN && op != SEMD__REQUEST__OP_UP) ||
+	    (p[0] & 7) != PB_WT_LEN || p[1] >= 0x80 || (size_t)(end - p) != 2u + p[1] ||
+	    p[2] != (1 << 3 | PB_WT_LEN) || p[3] >= 0x80 || (size_t)(end - p) < 4u + p[3])
+		return false;
+	nv = op == SEMD__REQUEST__OP_DOWN ? 3 : 2;
+	nlen = p[3];
+	name = p + 4;
+	for (p += 4 + nlen; p < end; last = f) {
+		f = (unsigned int)*p >> 3;
+		if (*p >= 0x80 || (*p & 7) != PB_WT_VARINT || f <= last || f - 2 >= nv)
+			return false;
+		p++;
+		if (!get_varint(&p, end, &v[f - 2]))
+			return false;
+	}
+	if (!get_string(name, nlen, buf, bufsize, &used, &s))
+		return false;
+	out->req = (Semd__Request)SEMD__REQUEST__INIT;
+	out->req.id = id;
+	out->req.op_case = (Semd__Request__OpCase)op;
+	if (op == SEMD__REQUEST__OP_DOWN) {
+		out->op.down = (Semd__Down)SEMD__DOWN__INIT;
+		out->op.down.name = s;
+		out->op.down.n = (uint32_t)v[0];
+		out->op.down.timeout_ms = (int64_t)v[1];
+		out->op.down.lease_ms = (uint32_t)v[2];
+		out->req.down = &out->op.down;
+	} else {
+		out->op.up = (Semd__Up)SEMD__UP__INIT;
+		out->op.up.name = s;
+		out->op.up.n = (uint32_t)v[0];
+		out->op.up.permit_id = v[1];
+		out->req.up = &out->op.up;
+	}
+	return true;
+}
+
 /* Decode a Down, Up or Ping request of the usual shape. */
 /* SEMD_FASTPB=0 in the environment: protobuf-c for everything (-1: unread). */
 static _Atomic int fastpb_on = -1;
@@ -203,6 +268,8 @@ bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
 
 	if (!fastpb_enabled())
 		return false;
+	if (get_usual(out, p, end, buf, bufsize))
+		return true;
 	out->req = (Semd__Request)SEMD__REQUEST__INIT;
 	while (p < end) {
 		if (!get_tag(&p, end, &field, &wt))
@@ -432,4 +499,46 @@ size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 	if (lenpos != SIZE_MAX)
 		out[lenpos] = (uint8_t)(n - start);
 	return n;
+}
+
+size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out)
+{
+	uint8_t *p = out + FRAME_HDR;	/* Reply's fields after the header */
+	size_t b, len;
+
+	if (r->revision != 0 || r->oldest_revision != 0 ||
+	    (r->message != NULL && r->message[0] != '\0') || !fastpb_enabled())
+		return 0;
+	p += pb_put_uint_field(p, 1, r->id);
+	p += pb_put_uint_field(p, 2, (uint64_t)(int64_t)r->code);
+	switch (r->body_case) {
+	case SEMD__REPLY__BODY__NOT_SET:
+		break;
+	case SEMD__REPLY__BODY_GRANT:
+		if (r->grant == NULL)
+			return 0;
+		*p++ = SEMD__REPLY__BODY_GRANT << 3 | PB_WT_LEN;
+		b = pb_put_uint_field(p + 1, 1, r->grant->permit_id);
+		b += pb_put_uint_field(p + 1 + b, 2, r->grant->token);
+		b += pb_put_uint_field(p + 1 + b, 3, r->grant->n);
+		b += pb_put_uint_field(p + 1 + b, 4, r->grant->waited_us);
+		*p = (uint8_t)b;	/* at most 44: one byte */
+		p += 1 + b;
+		break;
+	case SEMD__REPLY__BODY_RELEASED:
+		if (r->released == NULL)
+			return 0;
+		*p++ = SEMD__REPLY__BODY_RELEASED << 3 | PB_WT_LEN;
+		b = pb_put_uint_field(p + 1, 1, r->released->n);
+		*p = (uint8_t)b;
+		p += 1 + b;
+		break;
+	default:
+		return 0;
+	}
+	/* The frame header: the length, big-endian, of at most 70 bytes. */
+	len = (size_t)(p - out) - FRAME_HDR;
+	out[0] = out[1] = out[2] = 0;
+	out[3] = (uint8_t)len;
+	return FRAME_HDR + len;
 }

@@ -72,4 +72,15 @@ bool fastpb_reply_bound(const Semd__Reply *r, size_t *bound);
 /* Pack a reply fastpb_reply_bound() accepted; returns the bytes written. */
 size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out);
 
+/* The room fastpb_reply_frame() needs. */
+#define FASTPB_FRAME_ROOM	(4 + 2 * 11 + 2 + 4 * 11)	/* header, id, code, body */
+
+/*
+ * The replies of almost every request - no message, an empty body, a Grant
+ * or Released - packed with their frame header into out (FASTPB_FRAME_ROOM
+ * bytes) in one go; returns the frame's bytes, or 0 when r is of another
+ * shape (or SEMD_FASTPB=0): then reply_bound() and reply_pack().
+ */
+size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out);
+
 #endif

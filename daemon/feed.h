@@ -23,8 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/log/durable.h"
-#include "daemon/log/raftguard.h"
+#include "daemon/log/semlog.h"
 #include "daemon/state/state.h"
 
 struct conn;
@@ -69,9 +68,9 @@ struct feed {
 	/* The leader as this node knows it (0: none), where clients reach it. */
 	uint64_t	(*leader)(struct server *srv, char *addr, size_t len);
 	/* The log's view for readiness (any thread); false: there is no log. */
-	bool		(*health)(struct server *srv, struct durable_health *out);
+	bool		(*health)(struct server *srv, struct semlog_health *out);
 	/* The log's disk work (any thread); false: there is no log. */
-	bool		(*io_stats)(struct server *srv, struct raftguard_stats *out);
+	bool		(*io_stats)(struct server *srv, struct semlog_io_stats *out);
 };
 
 /*

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/feed_log.c - the state machine fed through the replicated log
- * (see feed.h; the log is daemon/log/durable.h): --data-dir. A request
+ * (see feed.h; the log is daemon/log/semlog.h): --data-dir. A request
  * goes into its loop's batch as it came, with the access decision, and is
  * proposed at the end of the read; it is applied on every node once
  * committed, and answered then. A client is known to the log by a client
@@ -9,8 +9,10 @@
  * log's thread reads (under the state lock) to bind an opened client and
  * to route the replies of what it applies. Cluster requests are answered
  * here; reads (Pings among them) by the leader without an entry, after a
- * read barrier (a lease is the leader's, which hears them). The log is given what it needs of the server as a struct
- * durable_host, so that it calls nothing of the shell by name.
+ * read barrier (a lease is the leader's, which hears them). The log is
+ * given what it needs of the server as a struct semlog_host, so that it
+ * calls nothing of the shell by name, and its settings as a struct
+ * semlog_config (it does not read the shell's daemon/config.h).
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
 
@@ -23,13 +25,13 @@
 #include "daemon/backup.h"
 #include "daemon/conn-int.h"
 #include "daemon/feed.h"
-#include "daemon/log/durable.h"
+#include "daemon/log/semlog.h"
 #include "daemon/logging.h"
 #include "daemon/server.h"
 
 /* The log feed's own (srv->feed_state). */
 struct feed_state {
-	struct durable	*d;
+	struct semlog	*d;
 	struct hmap	conns;		/* client id -> struct conn (cid_node) */
 };
 
@@ -46,23 +48,27 @@ static bool log_cid_eq(const struct hnode *n, const void *key)
 	    *(const uint64_t *)key;
 }
 
-/* --- the log's host (struct durable_host): called on the log's thread -------- */
+/* --- the log's host (struct semlog_host): called on the log's thread -------- */
 
+/* The state lock, for the log thread. */
 static void log_lock(void *arg)
 {
 	server_lock_any(arg);
 }
 
+/* The state lock let go. */
 static void log_unlock(void *arg)
 {
 	server_unlock_any(arg);
 }
 
+/* The state's settings (locked). */
 static struct sm_config log_sm_config(void *arg)
 {
 	return server_sm_config_of(arg);
 }
 
+/* The state's outputs (locked). */
 static struct sm_out log_sm_out(void *arg)
 {
 	return server_sm_out(arg);
@@ -87,12 +93,14 @@ static void log_applied(void *arg, uint64_t id, size_t len)
 		conn_applied_locked(c, len);
 }
 
+/* Answer a connection (a cluster change; locked). */
 static void log_reply(void *arg, void *conn, const Semd__Reply *r)
 {
 	(void)arg;
 	conn_reply_locked(NULL, conn, r);
 }
 
+/* Leadership lost: every client goes. */
 static void log_drop_clients(void *arg)
 {
 	server_drop_clients(arg);
@@ -167,10 +175,34 @@ static int log_seed_load(struct server *srv, uint8_t **seed, size_t *len,
 	return 0;
 }
 
+/* The log's settings, from the server's (addresses without "tcp:"). */
+static struct semlog_config log_config(const struct server *srv)
+{
+	const struct semd_config *cfg = &srv->cfg;
+	struct semlog_config lc = {
+		.data_dir = cfg->data_dir,
+		.node_id = cfg->node_id,
+		.peer_listen = cfg->peer_listen != NULL ? cfg->peer_listen + 4 : NULL,
+		.peer_bind = cfg->peer_bind != NULL ? cfg->peer_bind + 4 : NULL,
+		.bootstrap = cfg->bootstrap,
+		.peer_tls_cert = cfg->peer_tls_cert,
+		.peer_tls_key = cfg->peer_tls_key,
+		.peer_tls_ca = cfg->peer_tls_ca,
+		.advertise = cfg->advertise != NULL ? cfg->advertise :
+		    srv->client_addr,
+		.restart_grace_ms = cfg->restart_grace_ms,
+		.snapshot_every = cfg->snapshot_every,
+		.election_timeout_ms = cfg->election_timeout_ms,
+	};
+
+	return lc;
+}
+
 /* Open the data directory, replay the log into the state. */
 static int log_start(struct server *srv)
 {
-	struct durable_host host = {
+	struct semlog_config lc = log_config(srv);
+	struct semlog_host host = {
 		.arg = srv,
 		.sm = &srv->sm,
 		.lock = log_lock,
@@ -196,12 +228,11 @@ static int log_start(struct server *srv)
 	}
 	srv->feed_state = fs;
 	if (srv->cfg.restore != NULL && (r = log_seed_load(srv, &seed,
-	    &host.seed_len, &host.seed_now)) != 0)
+	    &lc.seed_len, &lc.seed_now)) != 0)
 		return r;
-	host.seed = seed;
+	lc.seed = seed;
 	log_notice("log: opening %s", srv->cfg.data_dir);
-	r = durable_start(&fs->d, &srv->cfg, &host, srv->cfg.advertise != NULL ?
-	    srv->cfg.advertise : srv->client_addr, err, sizeof err);
+	r = semlog_start(&fs->d, &lc, &host, err, sizeof err);
 	free(seed);
 	if (r != 0) {
 		log_err("log: %s", err);
@@ -218,7 +249,7 @@ static void log_stop(struct server *srv)
 
 	if (fs == NULL)
 		return;
-	durable_stop(fs->d);
+	semlog_stop(fs->d);
 	hmap_destroy(&fs->conns);
 	free(fs);
 	srv->feed_state = NULL;
@@ -250,10 +281,10 @@ static int log_open_locked(struct conn *c, const char *principal,
 	struct server *srv = c->srv;
 	struct feed_state *fs = srv->feed_state;
 
-	c->cid = durable_client_id(fs->d);
+	c->cid = semlog_client_id(fs->d);
 	memcpy(c->secret, secret, sizeof c->secret);
 	hmap_insert(&fs->conns, &c->cid_node, log_cid_hash(srv, c->cid));
-	if (durable_serving(fs->d))
+	if (semlog_serving(fs->d))
 		log_open_client_locked(c, principal);
 	return 0;
 }
@@ -280,13 +311,12 @@ static void log_close_locked(struct conn *c, struct sm_batch *b)
  */
 static void log_cluster_locked(struct conn *c, const Semd__Request *req)
 {
-	struct durable *d = c->srv->feed_state->d;
+	struct semlog *d = c->srv->feed_state->d;
 	Semd__Reply r = SEMD__REPLY__INIT;
-	uint8_t *buf = NULL;
 
 	if (req->cluster->action == SEMD__CLUSTER__ACTION__STATUS) {
 		r.id = req->id;
-		if (durable_status(d, &r, &buf) != 0) {
+		if (semlog_status(d, &r) != 0) {
 			conn_reply_code_locked(c, req->id,
 			    SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
 			return;
@@ -295,9 +325,9 @@ static void log_cluster_locked(struct conn *c, const Semd__Request *req)
 		semd__cluster_status__free_unpacked(r.cluster, NULL);
 		return;
 	}
-	if (!durable_serving(d))
+	if (!semlog_serving(d))
 		conn_redirect_locked(c, req->id);
-	else if (durable_cluster_change(d, c->cid, req->id, req->cluster) != 0)
+	else if (semlog_cluster_change(d, c->cid, req->id, req->cluster) != 0)
 		conn_reply_code_locked(c, req->id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory");
 }
@@ -305,9 +335,9 @@ static void log_cluster_locked(struct conn *c, const Semd__Request *req)
 /*
  * A read (sm_op_is_read: Info, List, Stats, Holds, Where, Validate, Ping)
  * changes nothing: the leader answers it without an entry, after a read
- * barrier (durable_read), when the client has a session and nothing of it
+ * barrier (semlog_read), when the client has a session and nothing of it
  * is on the way through the log (its reads then see its writes); a log
- * of one voter answers it at once (durable_read says). Its
+ * of one voter answers it at once (semlog_read says). Its
  * session is heard now, by the leader's clock (its lease is the leader's:
  * sm_leases_due). Until the read is answered the connection holds the
  * frames after it that are no reads (conn_handle_locked). True: queued.
@@ -316,16 +346,16 @@ static bool log_read_locked(struct conn *c, const Semd__Request *req,
     const struct sm_caller *who, const uint8_t *data, size_t len)
 {
 	struct server *srv = c->srv;
-	struct durable *d = srv->feed_state->d;
+	struct semlog *d = srv->feed_state->d;
 
 	if (!sm_op_is_read(req->op_case) || !c->logged || c->proposed > 0 ||
-	    !durable_heard_locked(d, c->cid))
+	    !semlog_heard_locked(d, c->cid))
 		return false;
-	switch (durable_read(d, c->cid, who, data, len)) {
-	case DURABLE_READ_QUEUED:
+	switch (semlog_read(d, c->cid, who, data, len)) {
+	case SEMLOG_READ_QUEUED:
 		c->reads++;
 		return true;
-	case DURABLE_READ_NOW:		/* one voter: the state as it stands */
+	case SEMLOG_READ_NOW:		/* one voter: the state as it stands */
 		(void)sm_read(srv->sm, sm_client_find(srv->sm, c->cid), req, who);
 		return true;
 	default:
@@ -350,7 +380,7 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 		 * later chunk of a backup, answered from the connection's copy */
 	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
 		log_cluster_locked(c, req);
-	} else if (!durable_serving(srv->feed_state->d)) {
+	} else if (!semlog_serving(srv->feed_state->d)) {
 		/* Not the leader: where to go, then close. */
 		conn_redirect_locked(c, req->id);
 		conn_close_later(c);
@@ -377,7 +407,7 @@ static void log_protocol_error_locked(struct conn *c, const char *why)
 /* Queue the batch for the log's next entry. */
 static void log_submit(struct server *srv, struct sm_batch *b)
 {
-	durable_submit(srv->feed_state->d, b);
+	semlog_submit(srv->feed_state->d, b);
 }
 
 /* The log keeps the state: the clients hear that they may come back. */
@@ -395,32 +425,33 @@ static void log_stopping_locked(struct server *srv)
 static void log_reconfigure_locked(struct server *srv,
     const struct sm_config *sc)
 {
-	durable_config(srv->feed_state->d, sc);
+	semlog_reconfigure(srv->feed_state->d, sc);
 }
 
 /* The node's view of its log (a log of one voter is a cluster of one). */
 static void log_counters(struct server *srv, struct sm_local_counters *out)
 {
 	if (srv->feed_state != NULL)
-		durable_counters(srv->feed_state->d, out);
+		semlog_counters(srv->feed_state->d, out);
 }
 
+/* The leader as the log knows it. */
 static uint64_t log_leader(struct server *srv, char *addr, size_t len)
 {
-	return durable_leader(srv->feed_state->d, addr, len);
+	return semlog_leader(srv->feed_state->d, addr, len);
 }
 
 /* The log's view for readiness (health.c decides). */
-static bool log_health(struct server *srv, struct durable_health *out)
+static bool log_health(struct server *srv, struct semlog_health *out)
 {
-	durable_health(srv->feed_state->d, out);
+	semlog_health(srv->feed_state->d, out);
 	return true;
 }
 
 /* The log's disk work: appends timed, snapshots written. */
-static bool log_io_stats(struct server *srv, struct raftguard_stats *out)
+static bool log_io_stats(struct server *srv, struct semlog_io_stats *out)
 {
-	durable_io_stats(srv->feed_state->d, out);
+	semlog_io_stats(srv->feed_state->d, out);
 	return true;
 }
 

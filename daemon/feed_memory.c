@@ -140,14 +140,14 @@ static uint64_t memory_leader(struct server *srv, char *addr, size_t len)
 }
 
 /* No log: nothing to tell. */
-static bool memory_health(struct server *srv, struct durable_health *out)
+static bool memory_health(struct server *srv, struct semlog_health *out)
 {
 	(void)srv;
 	(void)out;
 	return false;
 }
 
-static bool memory_io_stats(struct server *srv, struct raftguard_stats *out)
+static bool memory_io_stats(struct server *srv, struct semlog_io_stats *out)
 {
 	(void)srv;
 	(void)out;

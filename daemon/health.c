@@ -16,7 +16,7 @@
 
 bool health_ready(const struct health_view *v, char *why, size_t len)
 {
-	const struct durable_health *h = &v->log;
+	const struct semlog_health *h = &v->log;
 	uint64_t lag;
 
 	if (v->stopping) {

@@ -11,13 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/log/durable.h"
+#include "daemon/log/semlog.h"
 
 /* What the decision looks at. */
 struct health_view {
 	bool			stopping;	/* SIGTERM: draining */
 	bool			durable;	/* --data-dir (else in memory) */
-	struct durable_health	log;		/* with durable: the log's view */
+	struct semlog_health	log;		/* with durable: the log's view */
 	uint32_t		max_lag;	/* ready-max-lag */
 };
 

@@ -30,6 +30,7 @@
 #endif
 
 #include "daemon/conn.h"
+#include "daemon/http/http.h"
 #include "daemon/listen.h"
 #include "daemon/logging.h"
 #include "daemon/server.h"
@@ -528,6 +529,10 @@ static int listener_open_tcp(struct server *srv, const char *spec, bool tls)
 /* Open one configured listener. */
 static int listener_open(struct server *srv, const char *spec)
 {
+	if (http_listener_kind(spec)) {
+		srv->unlisten = listeners_close;
+		return http_listen(srv, spec);	/* daemon/http/ */
+	}
 	if (strncmp(spec, "unix:", 5) == 0)
 		return listener_open_unix(srv, spec + 5);
 	if (strncmp(spec, "tcp:", 4) == 0)
@@ -584,6 +589,7 @@ static void listeners_close(struct server *srv)
 		free(l);
 	}
 	INIT_LIST_HEAD(&srv->listeners);
+	http_unlisten(srv);
 	if (srv->accept_resume != NULL)
 		event_free(srv->accept_resume);
 	srv->accept_resume = NULL;
@@ -625,6 +631,23 @@ int listeners_open(struct server *srv)
 	return 0;
 }
 
+/* One HTTP listener's address, a line of the ready file. */
+static void listeners_ready_http(void *arg, const char *addr)
+{
+	fprintf(arg, "%s\n", addr);
+}
+
+/* One HTTP listener's address, in the status line. */
+static void listeners_status_http(void *arg, const char *addr)
+{
+	char **p = arg;	/* { buffer, end } */
+	size_t room = (size_t)(p[1] - p[0]);
+	int n = snprintf(p[0], room, " %s", addr);
+
+	if (n > 0 && (size_t)n < room)
+		p[0] += n;
+}
+
 /* Write the bound addresses to path, atomically (temporary file + rename). */
 static int listeners_write_ready(struct server *srv, const char *path,
     const char *extra)
@@ -642,6 +665,7 @@ static int listeners_write_ready(struct server *srv, const char *path,
 		return -errno;
 	list_for_each(pos, &srv->listeners)
 		fprintf(f, "%s\n", list_entry(pos, struct listener, entry)->addr);
+	http_listeners_each(listeners_ready_http, f);
 	if (extra != NULL)
 		fprintf(f, "metrics:%s\n", extra);
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
@@ -676,6 +700,11 @@ int listeners_ready(struct server *srv, const char *extra, char *status,
 		if (off < len)
 			off += (size_t)snprintf(status + off, len - off, " %s",
 			    list_entry(pos, struct listener, entry)->addr);
+	}
+	if (off < len) {
+		char *p[2] = { status + off, status + len };
+
+		http_listeners_each(listeners_status_http, p);
 	}
 	return 0;
 }

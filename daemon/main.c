@@ -18,6 +18,8 @@
 #include "daemon/access.h"
 #include "daemon/config.h"
 #include "daemon/conn.h"
+#include "daemon/http/http.h"
+#include "daemon/http/http_config.h"
 #include "daemon/listen.h"
 #include "daemon/logging.h"
 #include "daemon/metrics.h"
@@ -41,8 +43,9 @@ static void usage(FILE *f)
 "\n"
 "Named counting semaphores over UNIX and TCP sockets.\n"
 "\n"
-"  -l, --listen ADDR         unix:PATH, tcp:HOST:PORT, tcp:[ADDR6]:PORT or\n"
-"                            tls:HOST:PORT\n"
+"  -l, --listen ADDR         unix:PATH, tcp:HOST:PORT, tcp:[ADDR6]:PORT,\n"
+"                            tls:HOST:PORT, or HTTP/JSON: http:HOST:PORT,\n"
+"                            https:HOST:PORT, http+unix:PATH\n"
 "                            (repeatable; port 0 binds a free port; default\n"
 "                            " SEMD_DEFAULT_UNIX " only)\n"
 "  -c, --config FILE         read settings from FILE (key value per line)\n"
@@ -97,6 +100,16 @@ static void usage(FILE *f)
 "                            (repeatable)\n"
 "      --ready-max-lag N     /readyz: entries a follower may be behind the\n"
 "                            leader and be ready (1000)\n"
+"      --http-token 'PRINCIPAL sha256:HEX'  a bearer token of the HTTP\n"
+"                            listeners (repeatable; --make-token makes one)\n"
+"      --http-max-connections N (10000), --http-max-header BYTES (8192),\n"
+"      --http-max-body BYTES (65536), --http-request-timeout DURATION (10s),\n"
+"      --http-idle-timeout DURATION (60s), --http-rate N (requests a second\n"
+"      per principal; 0: none), --http-max-wait DURATION (60s),\n"
+"      --http-lease DURATION (30s), --http-idempotency-keys N (10000),\n"
+"      --http-nodes ID=URL,..., --http-cors-origin ORIGIN  (doc/http.md)\n"
+"      --make-token PRINCIPAL  print a new bearer token and its http-token\n"
+"                            line, and exit\n"
 "  -t, --check-config        check the configuration and exit\n"
 "  -V, --version             print the version\n"
 "  -h, --help                print this help\n"
@@ -113,7 +126,19 @@ static void usage(FILE *f)
 static void semd_raise_nofile(const struct semd_config *cfg)
 {
 	rlim_t want = (rlim_t)cfg->max_connections + 64;
+	unsigned int http_max = 0;
 	struct rlimit rl;
+	size_t i;
+
+	/* HTTP connections too, when there is an HTTP listener. */
+	for (i = 0; i < cfg->nlisten; i++) {
+		if (http_listener_kind(cfg->listen[i])) {
+			http_max = cfg->http != NULL ?
+			    cfg->http->max_connections : 10000;
+			want += http_max;
+			break;
+		}
+	}
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
 		return;
@@ -122,10 +147,15 @@ static void semd_raise_nofile(const struct semd_config *cfg)
 	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 		log_warn_errno(errno, "setrlimit RLIMIT_NOFILE %llu",
 		    (unsigned long long)rl.rlim_cur);
-	if (rl.rlim_cur < want)
+	if (rl.rlim_cur < want && http_max == 0)
 		log_warn("open-file limit %llu is below max-connections %u + 64: "
 		    "raise LimitNOFILE (or ulimit -n) or lower max-connections",
 		    (unsigned long long)rl.rlim_cur, cfg->max_connections);
+	else if (rl.rlim_cur < want)
+		log_warn("open-file limit %llu is below max-connections %u + "
+		    "http-max-connections %u + 64: raise LimitNOFILE (or ulimit "
+		    "-n) or lower them", (unsigned long long)rl.rlim_cur,
+		    cfg->max_connections, http_max);
 }
 
 /*
@@ -197,9 +227,13 @@ int main(int argc, char **argv)
 		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
 		"allow-insecure-peers", "election-timeout",
 		"peer-tls-cert", "peer-tls-key", "peer-tls-ca",
+		"http-token", "http-nodes", "http-cors-origin",
+		"http-max-connections", "http-max-header", "http-max-body",
+		"http-request-timeout", "http-idle-timeout", "http-rate",
+		"http-max-wait", "http-lease", "http-idempotency-keys",
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
-	struct option opts[NKEYS + 6];
+	struct option opts[NKEYS + 7];
 	const char *restore = NULL;
 	struct semd_args args = { NULL, NULL, 0 };
 	struct semd_config cfg;
@@ -222,7 +256,8 @@ int main(int argc, char **argv)
 	opts[NKEYS + 2] = (struct option){ "version", no_argument, NULL, 'V' };
 	opts[NKEYS + 3] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[NKEYS + 4] = (struct option){ "restore", required_argument, NULL, 'R' };
-	opts[NKEYS + 5] = (struct option){ NULL, 0, NULL, 0 };
+	opts[NKEYS + 5] = (struct option){ "make-token", required_argument, NULL, 'M' };
+	opts[NKEYS + 6] = (struct option){ NULL, 0, NULL, 0 };
 	args.ov = calloc((size_t)argc, sizeof *args.ov);
 	if (args.ov == NULL) {
 		fprintf(stderr, "semd: out of memory\n");
@@ -243,6 +278,9 @@ int main(int argc, char **argv)
 		case 'R':
 			restore = optarg;
 			break;
+		case 'M':
+			free(args.ov);
+			return http_make_token(optarg, stdout);
 		case 'V':
 			printf("semd %s\n", PACKAGE_VERSION);
 			free(args.ov);
@@ -315,6 +353,7 @@ int main(int argc, char **argv)
 	if (code == 0)
 		code = server_run(srv, status);
 	metrics_free(metrics);
+	http_free();
 	server_free(srv);
 	tlsconf_free();
 	free(args.ov);

@@ -44,7 +44,6 @@
 #include "daemon/listen.h"
 #include "daemon/logging.h"
 #include "daemon/metrics.h"
-#include "daemon/log/raftguard.h"
 #include "daemon/server.h"
 
 #define METRICS_MAX_HEADERS	8192
@@ -291,7 +290,7 @@ static void metrics_us(struct evbuffer *b, uint64_t us)
 /* The log's disk work (--data-dir): append times, snapshots written. */
 static void metrics_log_io(struct metrics *m, struct evbuffer *b)
 {
-	struct raftguard_stats st;
+	struct semlog_io_stats st;
 	uint64_t cum = 0;
 	unsigned int i;
 
@@ -300,13 +299,13 @@ static void metrics_log_io(struct metrics *m, struct evbuffer *b)
 	metrics_head(b, "semd_log_append_seconds", "histogram", "Time the log "
 	    "took to write and fsync an append of entries, from libraft's "
 	    "request to its completion.");
-	for (i = 0; i < RAFTGUARD_APPEND_BUCKETS - 1; i++) {
+	for (i = 0; i < SEMLOG_APPEND_BUCKETS - 1; i++) {
 		cum += st.append_bucket[i];
 		evbuffer_add_printf(b, "semd_log_append_seconds_bucket{le=\"");
-		metrics_us(b, raftguard_append_le_us[i]);
+		metrics_us(b, semlog_append_le_us[i]);
 		evbuffer_add_printf(b, "\"} %" PRIu64 "\n", cum);
 	}
-	cum += st.append_bucket[RAFTGUARD_APPEND_BUCKETS - 1];
+	cum += st.append_bucket[SEMLOG_APPEND_BUCKETS - 1];
 	evbuffer_add_printf(b, "semd_log_append_seconds_bucket{le=\"+Inf\"} %"
 	    PRIu64 "\nsemd_log_append_seconds_sum ", cum);
 	metrics_us(b, st.append_sum_us);

@@ -25,11 +25,6 @@ CLEANFILES += packaging/semd.conf
 # there too, not in the system's unit directory that systemd.pc names.
 AM_DISTCHECK_CONFIGURE_FLAGS = --with-systemdsystemunitdir=$$dc_install_base/lib/systemd/system
 
-# configure's exit trap runs `rm -f core ... && rm -f -r ... confdefs.h`: in a
-# build tree with a core/ directory the first rm fails and confdefs.h stays,
-# which distcheck's distcleancheck rejects.
-DISTCLEANFILES += confdefs.h
-
 EXTRA_DIST += \
 	packaging/semd.conf.example \
 	packaging/systemd/semd.socket \

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The README's first command: install the Debian packages semd needs, build
-# it out of tree in build/demo, start a private semd (a UNIX socket and a
-# free loopback port in a temporary directory) and show semctl at work.
-# Runs on a fresh Debian 12 machine as root (or with sudo).
+# The README's first command: install the packages semd needs to build
+# (scripts/deps.sh build), build it out of tree in build/demo, start a private
+# semd (a UNIX socket, its state in a data directory, both in a temporary
+# directory) and show semctl at work, and the state kept across a restart.
+# Runs on a fresh Debian 12, Debian 13 or Ubuntu 24.04 machine as root (or
+# with sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOP=$PWD
@@ -27,8 +29,8 @@ show() {
 	"$@"
 }
 
-step "Installing the build dependencies (scripts/deps.sh)"
-scripts/deps.sh
+step "Installing the build dependencies (scripts/deps.sh build)"
+scripts/deps.sh build
 if [ ! -x configure ]; then
 	step "Generating ./configure (autogen.sh)"
 	./autogen.sh >autogen.log 2>&1 || { cat autogen.log; exit 1; }
@@ -71,10 +73,16 @@ step "Taking both permits: each down prints its fencing token"
 show semctl down demo/jobs
 show semctl down demo/jobs
 
+# trydown_fails: a trydown fails at once (exit status 1): no permit is free.
+trydown_fails() {
+	local rc=0
+	show semctl trydown demo/jobs || rc=$?
+	echo "exit status $rc"
+	[ "$rc" = 1 ] || { echo "expected exit status 1"; exit 1; }
+}
+
 step "A trydown now would block: it fails at once with exit status 1"
-rc=0; show semctl trydown demo/jobs || rc=$?
-echo "exit status $rc"
-[ "$rc" = 1 ] || { echo "expected exit status 1"; exit 1; }
+trydown_fails
 
 step "Who holds what"
 show semctl info demo/jobs
@@ -83,6 +91,8 @@ step "Restarting semd: the semaphore and its holds are kept (--data-dir)"
 kill -TERM "$SEMD_PID"; wait "$SEMD_PID" || true
 start_semd
 show semctl info demo/jobs
+echo "Both permits are still held, so a trydown still fails:"
+trydown_fails
 
 step "Giving one permit back"
 show semctl up demo/jobs

@@ -14,25 +14,27 @@ CLUSTER_SH_TESTS = tests/cluster/faults.sh tests/cluster/membership.sh \
 TESTS += $(CLUSTER_SH_TESTS)
 EXTRA_DIST += $(CLUSTER_SH_TESTS) tests/cluster/peerproxy.py tests/cluster/proxied.sh
 
-# sim: the state machines of a 3/5-node cluster on libraft's deterministic
-# fixture, under faults, with simulated clients checking what they trusted.
+# sim: a 3/5-node cluster in simulated time, each node the daemon's own log
+# core (libsemlog.a) on libraft's deterministic fixture, under faults, with
+# simulated clients checking what they trusted.
 check_PROGRAMS += tests/cluster/sim
-tests_cluster_sim_SOURCES = tests/cluster/sim.c tests/cluster/sim_log.c \
+tests_cluster_sim_SOURCES = tests/cluster/sim.c tests/cluster/sim_node.c \
 	tests/cluster/sim_client.c tests/cluster/sim_idle.c tests/cluster/sim_read.c \
-	tests/cluster/sim.h \
-	daemon/log/raftguard.c
-tests_cluster_sim_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(RAFT_CFLAGS)
-tests_cluster_sim_LDADD = daemon/state/libsemstate.a proto/libsemproto.a \
-	core/libsemcore.a $(PROTOBUF_C_LIBS) $(RAFT_LIBS) $(PTHREAD_LIBS)
+	tests/cluster/sim.h daemon/logging.c
+tests_cluster_sim_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS) \
+	$(RAFT_CFLAGS)
+tests_cluster_sim_LDADD = daemon/log/libsemlog.a daemon/state/libsemstate.a \
+	proto/libsemproto.a core/libsemcore.a $(PROTOBUF_C_LIBS) $(OPENSSL_LIBS) \
+	$(RAFT_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/cluster/sim
 
-# test_raftguard: entries a follower compacted away are trimmed before
-# libraft 0.15 sees them.
-check_PROGRAMS += tests/cluster/test_raftguard
-tests_cluster_test_raftguard_SOURCES = tests/cluster/test_raftguard.c daemon/log/raftguard.c
-tests_cluster_test_raftguard_CFLAGS = $(AM_CFLAGS) $(RAFT_CFLAGS)
-tests_cluster_test_raftguard_LDADD = $(RAFT_LIBS) $(PTHREAD_LIBS)
-TESTS += tests/cluster/test_raftguard
+# test_port: the peer port between raft's I/O and libraft, on a stand-in io
+# and on libraft's fixture (read barriers, compacted followers, transfers).
+check_PROGRAMS += tests/cluster/test_port
+tests_cluster_test_port_SOURCES = tests/cluster/test_port.c
+tests_cluster_test_port_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(RAFT_CFLAGS)
+tests_cluster_test_port_LDADD = daemon/log/libsemlog.a $(RAFT_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/cluster/test_port
 
 # test_peer_addr: peer addresses (HOST:PORT with an IPv4, [IPv6] or DNS
 # name), good and hostile.

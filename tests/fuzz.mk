@@ -36,6 +36,15 @@ tests_fuzz_replay_snap_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_replay_snap_LDADD = daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 
+# The HTTP front door's JSON mapping, both ways (daemon/http/http_json.c).
+check_PROGRAMS += tests/fuzz/replay-http_json
+tests_fuzz_replay_http_json_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_http_json.c \
+	tests/fuzz/fuzz.h
+tests_fuzz_replay_http_json_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_fuzz_replay_http_json_LDADD = daemon/http/libsemhttp.a proto/libsemproto.a \
+	$(JANSSON_LIBS) $(PROTOBUF_C_LIBS)
+
 TESTS += tests/fuzz/replay-frame tests/fuzz/replay-dispatch tests/fuzz/replay-entry \
-	tests/fuzz/replay-snap tests/fuzz/corpus-fresh.sh
-EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus-fresh.sh tests/fuzz/corpus
+	tests/fuzz/replay-snap tests/fuzz/replay-http_json tests/fuzz/corpus-fresh.sh
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus-fresh.sh tests/fuzz/corpus \
+	tests/fuzz/http-json-seeds.py

@@ -51,9 +51,12 @@ t_cleanup() {
 trap t_cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A watchdog: the whole test is killed after $1 seconds (default 120).
+# A watchdog: the whole test is killed after $1 seconds (default 120). The
+# shell runs its TERM trap only once the command it waits for has ended, so
+# 10 s later that command (a hung client, say) and the others are killed.
 t_watchdog() {
-	( sleep "${1:-120}"; echo "$TEST_NAME: watchdog fired after ${1:-120}s" >&2; kill -TERM $$ ) &
+	( sleep "${1:-120}"; echo "$TEST_NAME: watchdog fired after ${1:-120}s" >&2; kill -TERM $$
+	  sleep 10; ! kill -0 $$ 2>/dev/null || pkill -KILL -P $$ ) &
 	PIDS_TO_KILL="$PIDS_TO_KILL $!"
 }
 

@@ -110,13 +110,23 @@ static int sess_path(const struct semc *c, const char *addr, char *buf, size_t l
 	return snprintf(buf, len, "%s/%s.tls", c->tls_dir, hex) < (int)len ? 0 : -1;
 }
 
+/* When sess was made (OpenSSL 3.3 added the Y2038-safe call, 3.4 deprecated the other). */
+static time_t sess_time(const SSL_SESSION *sess)
+{
+#if OPENSSL_VERSION_NUMBER >= 0x30300000L
+	return SSL_SESSION_get_time_ex(sess);
+#else
+	return SSL_SESSION_get_time(sess);
+#endif
+}
+
 /* May sess still be offered? */
 static bool sess_usable(SSL_SESSION *sess)
 {
 	time_t now = time(NULL);
 
 	return sess != NULL && SSL_SESSION_is_resumable(sess) &&
-	    SSL_SESSION_get_time(sess) + SSL_SESSION_get_timeout(sess) > now;
+	    sess_time(sess) + SSL_SESSION_get_timeout(sess) > now;
 }
 
 /* Read the session kept for addr in the directory (a reference, or NULL). */

@@ -46,6 +46,7 @@ static bool name_ok(const char *s, size_t n)
 	return label > 0 && s[n - 1] != '-' && !digits;
 }
 
+/* Parse HOST:PORT into a (peer_addr.h). */
 int peer_addr_parse(const char *s, struct peer_addr *a)
 {
 	const char *colon = strrchr(s, ':'), *p;
@@ -86,6 +87,7 @@ int peer_addr_parse(const char *s, struct peer_addr *a)
 	return name_ok(a->host, n) ? 0 : -1;
 }
 
+/* Why s is no peer address (tls: names allowed), or NULL. */
 const char *peer_addr_check(const char *s, bool tls)
 {
 	struct peer_addr a;
@@ -100,6 +102,7 @@ const char *peer_addr_check(const char *s, bool tls)
 	return NULL;
 }
 
+/* getaddrinfo hints for a peer: TCP, any family. */
 void peer_addr_hints(struct addrinfo *hints)
 {
 	memset(hints, 0, sizeof *hints);
@@ -108,6 +111,7 @@ void peer_addr_hints(struct addrinfo *hints)
 	hints->ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV;
 }
 
+/* a's socket addresses (a literal at once, a name resolved). */
 int peer_addr_resolve(const struct peer_addr *a, struct sockaddr_storage *sa)
 {
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
@@ -142,6 +146,7 @@ int peer_addr_resolve(const struct peer_addr *a, struct sockaddr_storage *sa)
 	return rv;
 }
 
+/* Does cert name a's host (IP or DNS subjectAltName)? */
 bool peer_addr_named(X509 *cert, const struct peer_addr *a)
 {
 	if (cert == NULL)

@@ -193,6 +193,7 @@ static void relay_unref(struct relay *r)
 		relay_free(r);
 }
 
+/* One of a relay's handles closed: the relay goes with the last. */
 static void relay_handle_closed(uv_handle_t *h)
 {
 	struct relay *r = h->data;
@@ -204,6 +205,7 @@ static void relay_handle_closed(uv_handle_t *h)
 	relay_unref(r);
 }
 
+/* Close one of a relay's handles, once. */
 static void relay_close_handle(struct relay *r, uv_handle_t *h)
 {
 	r->handles++;
@@ -230,6 +232,7 @@ static void relay_close(struct relay *r, int status)
 		relay_close_handle(r, (uv_handle_t *)r->rpipe);
 }
 
+/* Handshake and header took too long: the relay ends. */
 static void relay_timeout(uv_timer_t *t)
 {
 	struct relay *r = t->data;
@@ -282,6 +285,7 @@ static int relay_tls(struct relay *r, SSL *ssl)
 
 /* --- bytes both ways --------------------------------------------------------------- */
 
+/* A buffer for libuv to read into. */
 static void relay_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf)
 {
 	(void)h;
@@ -298,6 +302,8 @@ static int relay_reading(uv_stream_t *s, bool *on, bool want, uv_read_cb cb)
 	return want ? uv_read_start(s, relay_alloc, cb) : uv_read_stop(s);
 }
 
+/* Bytes from the peer: into TLS, out to raft once open. */
+/* Bytes from the peer: into TLS, out to raft once open. */
 static void tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void pipe_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
@@ -313,6 +319,7 @@ static void relay_flow(struct relay *r)
 		relay_close(r, RAFT_NOCONNECTION);
 }
 
+/* A write of the relay went: its buffer goes, reading may resume. */
 static void relay_written(uv_write_t *req, int status)
 {
 	struct wreq *w = (struct wreq *)req;
@@ -476,6 +483,7 @@ static uv_stream_t *relay_hand_over(struct relay *r)
 	return s;
 }
 
+/* v big-endian at p. */
 static void put64(uint8_t *p, uint64_t v)
 {
 	int i;
@@ -484,6 +492,7 @@ static void put64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)v;
 }
 
+/* The big-endian 64 bits at p. */
 static uint64_t get64(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -505,6 +514,7 @@ static int relay_send_header(struct relay *r)
 	return SSL_write(r->ssl, hdr, HDR_LEN) == HDR_LEN ? 0 : -1;
 }
 
+/* Drive the TLS handshake; on its end, the header. */
 static int relay_handshake(struct relay *r)
 {
 	char err[512] = "";
@@ -618,6 +628,7 @@ static void relay_pump(struct relay *r)
 
 /* --- the transport ----------------------------------------------------------------- */
 
+/* This node's raft id and address (sent in the header). */
 static int pt_init(struct raft_uv_transport *t, raft_id id, const char *address)
 {
 	struct ptls *p = t->impl;
@@ -631,6 +642,7 @@ static int pt_init(struct raft_uv_transport *t, raft_id id, const char *address)
 	return 0;
 }
 
+/* A peer connected: a relay starts its handshake. */
 static void pt_accepted(uv_stream_t *s, int status)
 {
 	struct ptls *p = s->data;
@@ -659,6 +671,7 @@ static void pt_accepted(uv_stream_t *s, int status)
 		relay_close(r, 0);
 }
 
+/* The listener closed: maybe the transport too. */
 static void pt_listener_closed(uv_handle_t *h)
 {
 	struct ptls *p = h->data;
@@ -667,6 +680,7 @@ static void pt_listener_closed(uv_handle_t *h)
 	ptls_maybe_closed(p);
 }
 
+/* Listen for peers on the bind address or this node's. */
 static int pt_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
 	struct ptls *p = t->impl;
@@ -720,6 +734,7 @@ static void relay_recycled(uv_handle_t *h)
 	relay_try(r);
 }
 
+/* Connected to a peer (or not: the next address, or fail). */
 static void relay_connected(uv_connect_t *c, int status)
 {
 	struct relay *r = c->data;
@@ -784,6 +799,7 @@ static void relay_resolved(uv_getaddrinfo_t *req, int status,
 	relay_unref(r);
 }
 
+/* Connect to peer id at address: resolve, connect, handshake. */
 static int pt_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
     raft_id id, const char *address, raft_uv_connect_cb cb)
 {
@@ -829,6 +845,7 @@ static int pt_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	return 0;
 }
 
+/* Close the listener and every relay; cb once all are closed. */
 static void pt_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 {
 	struct ptls *p = t->impl;
@@ -872,6 +889,7 @@ int peer_tls_init(struct raft_uv_transport *t, uv_loop_t *loop,
 		snprintf(p->bind, sizeof p->bind, "%s", cfg->bind);
 	p->t = t;
 	p->loop = loop;
+	t->version = 1;		/* the interface it implements */
 	t->impl = p;
 	t->init = pt_init;
 	t->listen = pt_listen;

@@ -9,7 +9,7 @@ daemon_state_libsemstate_a_SOURCES = daemon/state/state.h daemon/state/sm-int.h 
 	daemon/state/sm-snap.h \
 	daemon/state/sm_mem.c daemon/state/sm_bytes.c daemon/state/sm_index.c \
 	daemon/state/sm_timer.c daemon/state/sm_reply.c daemon/state/sm_principal.c \
-	daemon/state/sm_effect.c daemon/state/sm_evring.c \
+	daemon/state/sm_effect.c daemon/state/sm_evring.c daemon/state/sm_evrec.c \
 	daemon/state/sm_memo.c daemon/state/sm_watch.c daemon/state/sm_rate.c \
 	daemon/state/sm_sem.c daemon/state/sm_wait.c daemon/state/sm_deadlock.c \
 	daemon/state/sm_family.c \

@@ -131,7 +131,10 @@ struct sm_ident {
 	struct sm_principal	*pr;
 	char			*client_name;
 	char			*host;
+	uint16_t		client_name_len;	/* strlen(): for events */
+	uint16_t		host_len;
 };
+_Static_assert(SM_STR_MAX <= UINT16_MAX, "sm_ident's lengths hold a label's");
 
 /*
  * A token bucket (sm_rate.c): rate tokens every period_ms, up to burst.

@@ -49,11 +49,32 @@ extern const struct snap_section snap_sections[];	/* ends with tag 0 */
 /* sm_evring.c: the watch history */
 void evring_resize(struct sm_evring *r, uint32_t size);
 void evring_free(struct sm_evring *r);
+uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len);
 bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len);
 uint64_t evring_oldest(const struct sm_evring *r);
 void evring_first(const struct sm_evring *r, struct evring_it *it);
 bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
     const uint8_t **p, uint32_t *len);
+
+/* sm_evrec.c: a kept event as the history holds it, and as a snapshot does */
+#define EVREC_MAX	4096	/* a kept event's bytes, at most */
+/* What an event says beside its name's counts and who (sm_watch.c). */
+struct evrec_what {
+	Semd__EventKind	kind;
+	uint32_t	n;
+	uint64_t	permit_id;
+	uint64_t	token;
+	uint64_t	request_id;
+	const char	*reason;	/* NULL: none */
+};
+void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
+    const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
+    uint64_t time_ms, int64_t available);
+bool evrec_get(const uint8_t *p, uint32_t len, uint64_t rev,
+    Semd__WatchEvent *ev, char *strs, const uint8_t **owner, size_t *olen);
+size_t evrec_to_pb(const uint8_t *p, uint32_t len, uint64_t rev, uint8_t *out,
+    size_t cap);
+bool evrec_from_pb(struct sm *sm, uint64_t rev, const uint8_t *p, uint32_t len);
 
 /* sm_bytes.c: snapshots and log entries as little-endian bytes */
 bool bytes_room(struct sm_batch *b, size_t n);

@@ -22,7 +22,10 @@
 /*
  * Is sem free right now for n, of a new request with order key key: nobody
  * in line before it but parked waiters (who block nobody; without
- * priorities, nobody in line at all), n permits and tokens?
+ * priorities, nobody in line at all), n permits and tokens? The count is
+ * read as the state holds it (every change of it is under the state's
+ * lock, as this is): not through sema_count(), which takes the
+ * semaphore's own lock, an atomic operation on every down.
  */
 static bool want_free(struct sm *sm, struct sm_sem *sem, uint32_t n,
     uint64_t key)
@@ -30,7 +33,7 @@ static bool want_free(struct sm *sm, struct sm_sem *sem, uint32_t n,
 	const struct sm_member *first = sem_first_in_line(sem);
 
 	return (first == NULL || first->wait->key > key) &&
-	    sema_count(&sem->sem) >= (long)n && rate_has(sm, sem, n);
+	    sem->sem.count >= (long)n && rate_has(sm, sem, n);
 }
 
 /* Why a trydown of sem (n) would block, for WOULD_BLOCK. */

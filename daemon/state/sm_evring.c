@@ -76,24 +76,25 @@ static void evring_pop(struct sm_evring *r)
 }
 
 /*
- * Keep event rev (len bytes at p), the oldest going while the records
- * would pass size bytes. Which are kept depends on their sizes only, not
- * on where they lie: the buffer is twice the size, so a record that fits
- * the size always finds room (at the end, or from the beginning), and a
- * restored history keeps the same records as the one it was taken from.
- * False when there is no history, the event is bigger than half of it, or
- * out of memory: then the history is emptied (a resume from before it is
- * refused, never answered with a gap).
+ * Make room for event rev, len bytes, the oldest going while the records
+ * would pass size bytes; returns where its bytes go (the caller writes
+ * them). Which are kept depends on their sizes only, not on where they lie:
+ * the buffer is twice the size, so a record that fits the size always finds
+ * room (at the end, or from the beginning), and a restored history keeps
+ * the same records as the one it was taken from. NULL when there is no
+ * history, the event is bigger than half of it, or out of memory: then the
+ * history is emptied (a resume from before it is refused, never answered
+ * with a gap).
  */
-bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len)
+uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
-	uint32_t need = EVR_HDR + len, phys = 2 * r->size;
+	uint32_t need = EVR_HDR + len, phys = 2 * r->size, at;
 
 	if (r->size == 0)
-		return false;
+		return NULL;
 	if (need > r->size / 2 || (r->buf == NULL && (r->buf = malloc(phys)) == NULL)) {
 		evring_clear(r);
-		return false;
+		return NULL;
 	}
 	while (r->n > 0 && r->used + need > r->size)
 		evring_pop(r);
@@ -105,12 +106,23 @@ bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t l
 			put32(r->buf + r->tail, 0);
 		r->tail = 0;
 	}
-	put32(r->buf + r->tail, len);
-	memcpy(r->buf + r->tail + 4, &rev, 8);
-	memcpy(r->buf + r->tail + EVR_HDR, p, len);
+	at = r->tail;
+	put32(r->buf + at, len);
+	memcpy(r->buf + at + 4, &rev, 8);
 	r->tail += need;
 	r->used += need;
 	r->n++;
+	return r->buf + at + EVR_HDR;
+}
+
+/* Keep event rev, len bytes at p, as evring_put(); false when not kept. */
+bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len)
+{
+	uint8_t *q = evring_put(r, rev, len);
+
+	if (q == NULL)
+		return false;
+	memcpy(q, p, len);
 	return true;
 }
 

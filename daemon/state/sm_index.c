@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strcopy.h"
 #include "daemon/state/sm-int.h"
 
 /* --- names ------------------------------------------------------------------ */
@@ -206,7 +207,7 @@ struct sm_sem *client_sem(const struct sm *sm,
 	const struct sm_sem *sem = c->last_sem;
 
 	if (sem != NULL && c->last_gen == sm->sem_gen && sem->len == len &&
-	    memcmp(sem->name, name, len) == 0)
+	    strcopy_same(sem->name, name, len))
 		return c->last_sem;
 	return NULL;
 }

@@ -137,6 +137,45 @@ void op_up(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 	sem_maybe_free(sm, sem);
 }
 
+/*
+ * Release of a waiter: cancel the waiting down of seq on sem (its creator,
+ * an administrator, or the waiter's own principal), answered CANCELLED.
+ */
+static void release_waiter(struct sm *sm, struct sm_client *c, uint64_t id,
+    struct sm_sem *sem, uint64_t seq)
+{
+	struct list_head *pos;
+	struct sm_wait *w = NULL;
+	char why[SM_PRINCIPAL_MAX + 32];
+
+	list_for_each(pos, &sem->waiters) {
+		struct sm_member *m = list_entry(pos, struct sm_member, sem_entry);
+
+		if (m->wait->seq == seq) {
+			w = m->wait;
+			break;
+		}
+	}
+	if (w == NULL) {
+		reply_err(sm, c, id, SEMD__CODE__NOT_FOUND,
+		    "%s has no waiter %" PRIu64, sem->name, seq);
+		return;
+	}
+	if (w->session->ident->pr != c->pr && !sem_manager(sm, c, sem)) {
+		reply_err(sm, c, id, SEMD__CODE__PERMISSION_DENIED,
+		    "%s may not cancel %s's waiter of %s (only its creator and administrators may)",
+		    c->pr->name, w->session->ident->pr->name, sem->name);
+		return;
+	}
+	snprintf(why, sizeof why, "cancelled by %s", c->pr->name);
+	sm_note(sm, c, "%s cancelled waiter %" PRIu64 " of %s (%s)",
+	    c->pr->name, seq, sem->name, w->session->ident->pr->name);
+	wait_cancel(sm, w, SEMD__CODE__CANCELLED, why, sem);
+	sm->ctr.cancels++;
+	reply_ok(sm, c, id);
+	sem_maybe_free(sm, sem);
+}
+
 /* Release: force-release anyone's hold by permit id (admin). */
 void op_release(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 {
@@ -148,6 +187,10 @@ void op_release(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 
 	if ((sem = sem_need(sm, c, id, rl->name)) == NULL)
 		return;
+	if (rl->waiter != 0) {
+		release_waiter(sm, c, id, sem, rl->waiter);
+		return;
+	}
 	h = permit_find(sm, rl->permit_id);
 	if (h == NULL || h->sem != sem) {
 		reply_err(sm, c, id, SEMD__CODE__NOT_FOUND,

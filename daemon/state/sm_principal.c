@@ -135,5 +135,7 @@ struct sm_ident *ident_new(struct sm *sm, struct sm_principal *pr,
 		ident_put(sm, id);
 		return NULL;
 	}
+	id->client_name_len = (uint16_t)strlen(id->client_name);
+	id->host_len = (uint16_t)strlen(id->host);
 	return id;
 }

@@ -5,6 +5,7 @@
  * that came after the fixed layout, in tag order. Tags are never reused.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "daemon/state/sm-int.h"
 
@@ -39,27 +40,47 @@ static bool leases_read(struct sm *sm, struct sm_rbuf *r, char *err,
 /*
  * "watch history" (21): the last event's revision (u64), the history's
  * size (u32), its records (u32), then each oldest first: revision (u64),
- * length (u32), bytes (sm_evring.c, sm_watch.c).
+ * length (u32), bytes - the u16 length and name of its name's owner, then
+ * the WatchEvent's protobuf bytes (the history holds them otherwise in
+ * memory, sm_evrec.c: converted both ways here, so the section is what it
+ * always was and loads in a semd of either kind).
  */
 static bool snap_evring_write(struct sm_batch *b, const struct sm *sm)
 {
 	struct evring_it it;
 	const uint8_t *p;
+	uint8_t *buf;
 	uint64_t rev;
 	uint32_t len;
+	size_t n;
 
 	bytes_int(b, sm->ev_rev, 8);
 	bytes_int(b, sm->evring.size, 4);
 	bytes_int(b, sm->evring.n, 4);
+	if (sm->evring.n == 0)
+		return true;
+	/* As protobuf a record takes at most its fixed part's worth more. */
+	if ((buf = malloc(2 * EVREC_MAX)) == NULL)
+		return false;
 	evring_first(&sm->evring, &it);
 	while (evring_next(&sm->evring, &it, &rev, &p, &len)) {
+		if ((n = evrec_to_pb(p, len, rev, buf, 2 * EVREC_MAX)) == 0) {
+			free(buf);
+			return false;
+		}
 		bytes_int(b, rev, 8);
-		bytes_int(b, len, 4);
-		bytes_put(b, p, len);
+		bytes_int(b, n, 4);
+		bytes_put(b, buf, n);
 	}
+	free(buf);
 	return true;
 }
 
+/*
+ * Each record converted (sm_evrec.c) and kept as watch_keep() keeps one:
+ * the records fit the size as protobuf, as the history holds them they may
+ * not, and the oldest then go; the last is the last event.
+ */
 static bool snap_evring_read(struct sm *sm, struct sm_rbuf *r, char *err,
     size_t errlen)
 {
@@ -80,14 +101,14 @@ static bool snap_evring_read(struct sm *sm, struct sm_rbuf *r, char *err,
 		rev = rbuf_int(r, 8);
 		len = (uint32_t)rbuf_int(r, 4);
 		if (r->bad || (p = rbuf_take(r, len)) == NULL ||
-		    (i > 0 && rev != last + 1) || rev > sm->ev_rev ||
-		    !evring_push(&sm->evring, rev, p, len)) {
+		    (i > 0 && rev != last + 1) || rev > sm->ev_rev || size == 0 ||
+		    len > size / 2 || !evrec_from_pb(sm, rev, p, len)) {
 			snprintf(err, errlen, "watch history record %u", i);
 			return false;
 		}
 		last = rev;
 	}
-	if (n > 0 && (sm->evring.n != n || last != sm->ev_rev)) {
+	if (n > 0 && last != sm->ev_rev) {
 		snprintf(err, errlen, "watch history not whole");
 		return false;
 	}

@@ -65,45 +65,6 @@ static bool watch_idle(struct sm *sm, unsigned int k)
 	return true;
 }
 
-#define WATCH_REC_MAX	4096	/* a kept event's bytes, at most */
-
-/*
- * Keep ev (its identity whole) in the history: a u16 length and the name
- * of sem's owner (who may see the identity, beside administrators and the
- * same principal), then the event's bytes. A reason too long is cut.
- */
-static void watch_keep(struct sm *sm, const struct sm_sem *sem, Semd__WatchEvent *ev)
-{
-	uint8_t buf[WATCH_REC_MAX];
-	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
-	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
-	char *reason = ev->reason;
-	char cut[256];
-	uint16_t ol;
-
-	if (sm->evring.size == 0)
-		return;
-	if (olen > 1024)
-		olen = 0;	/* not kept: the identity is shown by its principal only */
-	n = semd__watch_event__get_packed_size(ev);
-	if (2 + olen + n > sizeof buf) {
-		snprintf(cut, sizeof cut, "%.200s...", reason);
-		ev->reason = cut;
-		n = semd__watch_event__get_packed_size(ev);
-	}
-	if (2 + olen + n <= sizeof buf) {
-		ol = (uint16_t)olen;
-		memcpy(buf, &ol, 2);
-		if (olen > 0)
-			memcpy(buf + 2, owner, olen);
-		semd__watch_event__pack(ev, buf + 2 + olen);
-		evring_push(&sm->evring, ev->revision, buf, (uint32_t)(2 + olen + n));
-	} else {
-		evring_resize(&sm->evring, sm->evring.size);	/* no gap: forget */
-	}
-	ev->reason = reason;
-}
-
 /* May watch x see who did something as ident on sem? */
 static bool watch_sees(const struct sm_watch *x, const struct sm_sem *sem,
     const struct sm_ident *ident)
@@ -115,43 +76,49 @@ static bool watch_sees(const struct sm_watch *x, const struct sm_sem *sem,
 }
 
 /*
- * Send ev, an event of sem (with ident: who), to every watch that covers
- * sem, on the node its client is bound to. The free permits are sem's now
- * plus freed (given back, not yet handed on).
+ * An event of sem, what happened w (with ident: who did it), kept in the
+ * history and sent to every watch that covers sem, on the node its client
+ * is bound to. The free permits are sem's now plus freed (given back, not
+ * yet handed on).
  */
 static void watch_send(struct sm *sm, const struct sm_sem *sem,
-    Semd__WatchEvent *ev, const struct sm_ident *ident, long freed)
+    const struct evrec_what *w, const struct sm_ident *ident, long freed)
 {
-	Semd__Reply r = SEMD__REPLY__INIT;
+	uint64_t rev = ++sm->ev_rev, time_ms = sm_wall(sm, sm->now);
+	Semd__WatchEvent ev;
 	struct list_head *pos;
 	struct sm_watch *x;
+	Semd__Reply r;
 	size_t skip;
 
-	ev->name = (char *)sem->name;
-	ev->time_ms = sm_wall(sm, sm->now);
-	ev->holders = sem->nholders;
-	ev->waiters = sem->nwaiters;
-	ev->available = sem->sem.count + freed;
-	ev->limit = sem->limit;
-	ev->max_waiters = sem->max_waiters;
+	if (sm->evring.size > 0)
+		evrec_keep_event(sm, sem, ident, w, rev, time_ms,
+		    sem->sem.count + freed);
+	if (list_empty(&sm->watches))
+		return;
+	ev = (Semd__WatchEvent)SEMD__WATCH_EVENT__INIT;
+	r = (Semd__Reply)SEMD__REPLY__INIT;
+	ev.kind = w->kind;
+	ev.n = w->n;
+	ev.permit_id = w->permit_id;
+	ev.token = w->token;
+	ev.request_id = w->request_id;
+	ev.reason = (char *)(w->reason != NULL ? w->reason : "");
+	ev.name = (char *)sem->name;
+	ev.time_ms = time_ms;
+	ev.holders = sem->nholders;
+	ev.waiters = sem->nwaiters;
+	ev.available = sem->sem.count + freed;
+	ev.limit = sem->limit;
+	ev.max_waiters = sem->max_waiters;
 	if (sem->rate != NULL) {
-		ev->rate = sem->rate->rate;
-		ev->rate_period_ms = sem->rate->period_ms;
-		ev->burst = sem->rate->burst;
+		ev.rate = sem->rate->rate;
+		ev.rate_period_ms = sem->rate->period_ms;
+		ev.burst = sem->rate->burst;
 	}
-	ev->revision = ++sm->ev_rev;
-	if (sm->evring.size > 0) {
-		ev->watch = 0;
-		if (ident != NULL) {
-			ev->principal = ident->pr != NULL ? ident->pr->name : (char *)"";
-			ev->client_name = ident->client_name;
-			ev->host = ident->host;
-			ev->pid = ident->pid;
-		}
-		watch_keep(sm, sem, ev);
-	}
+	ev.revision = rev;
 	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
-	r.watch_event = ev;
+	r.watch_event = &ev;
 	list_for_each(pos, &sm->watches) {
 		x = list_entry(pos, struct sm_watch, entry);
 		if (x->client->conn == NULL || sm->out.reply == NULL ||
@@ -162,17 +129,17 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 		    !sm->visible(sm->visible_arg, x->client->conn, sem->name,
 		    sem->len, &skip))
 			continue;
-		ev->watch = x->id;
+		ev.watch = x->id;
 		if (ident != NULL && watch_sees(x, sem, ident)) {
-			ev->principal = ident->pr->name;
-			ev->client_name = ident->client_name;
-			ev->host = ident->host;
-			ev->pid = ident->pid;
+			ev.principal = ident->pr->name;
+			ev.client_name = ident->client_name;
+			ev.host = ident->host;
+			ev.pid = ident->pid;
 		} else {
-			ev->principal = (char *)"";
-			ev->client_name = (char *)"";
-			ev->host = (char *)"";
-			ev->pid = 0;
+			ev.principal = (char *)"";
+			ev.client_name = (char *)"";
+			ev.host = (char *)"";
+			ev.pid = 0;
 		}
 		sm->watch_sent++;
 		sm->out.reply(sm->out.ctx, x->client->conn, &r);
@@ -183,29 +150,24 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 void watch_hold(struct sm *sm, const struct sm_hold *h, uint32_t n,
     bool freed, const char *why)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	const struct evrec_what w = { SEMD__EVENT_KIND__EVENT_RELEASE, n,
+	    h->permit_id, h->token, 0, why };
 
 	if (watch_idle(sm, 1))
 		return;
-	ev.kind = SEMD__EVENT_KIND__EVENT_RELEASE;
-	ev.n = n;
-	ev.permit_id = h->permit_id;
-	ev.token = h->token;
-	ev.reason = (char *)(why != NULL ? why : "");
-	watch_send(sm, h->sem, &ev, h->ident, freed ? (long)n : 0);
+	watch_send(sm, h->sem, &w, h->ident, freed ? (long)n : 0);
 }
 
 /* c added n permits to signal-mode sem (an up). */
 void watch_up(struct sm *sm, const struct sm_sem *sem,
     const struct sm_client *c, uint32_t n)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	const struct evrec_what w = { SEMD__EVENT_KIND__EVENT_RELEASE, n, 0, 0, 0,
+	    NULL };
 
 	if (watch_idle(sm, 1))
 		return;
-	ev.kind = SEMD__EVENT_KIND__EVENT_RELEASE;
-	ev.n = n;
-	watch_send(sm, sem, &ev, c->session != NULL ? c->session->ident : NULL, 0);
+	watch_send(sm, sem, &w, c->session != NULL ? c->session->ident : NULL, 0);
 }
 
 /*
@@ -216,18 +178,11 @@ static void watch_down(struct sm *sm, Semd__EventKind kind,
     const struct sm_sem *sem, const struct sm_session *s, uint64_t id,
     uint32_t n, uint64_t permit_id, uint64_t token, const char *why)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	const struct evrec_what w = { kind, n, permit_id, token, id, why };
 
 	if (watch_idle(sm, 1))
 		return;
-	ev.kind = kind;
-	ev.n = n;
-	ev.request_id = id;
-	ev.permit_id = permit_id;
-	ev.token = token;
-	if (why != NULL)
-		ev.reason = (char *)why;
-	watch_send(sm, sem, &ev, s->ident, 0);
+	watch_send(sm, sem, &w, s->ident, 0);
 }
 
 /* Permits or tokens of sem were granted to s's down id. */
@@ -251,21 +206,19 @@ void watch_wait(struct sm *sm, const struct sm_wait *w,
 void watch_wait_end(struct sm *sm, const struct sm_wait *w, int code,
     const char *why)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	struct evrec_what e = { SEMD__EVENT_KIND__EVENT_CANCEL, 0, 0, 0,
+	    w->req.request_id, code == SEMD__CODE__OK ? "its session ended" : why };
 	unsigned int i;
 
 	if (watch_idle(sm, w->nm))
 		return;
-	ev.kind = code == SEMD__CODE__TIMEOUT ? SEMD__EVENT_KIND__EVENT_TIMEOUT :
+	e.kind = code == SEMD__CODE__TIMEOUT ? SEMD__EVENT_KIND__EVENT_TIMEOUT :
 	    code == SEMD__CODE__DEADLOCK ? SEMD__EVENT_KIND__EVENT_DEADLOCK :
 	    code == SEMD__CODE__REPLACED ? SEMD__EVENT_KIND__EVENT_REPLACED :
 	    SEMD__EVENT_KIND__EVENT_CANCEL;
-	ev.request_id = w->req.request_id;
-	ev.reason = (char *)(code == SEMD__CODE__OK ? "its session ended" :
-	    why != NULL ? why : "");
 	for (i = 0; i < w->nm; i++) {
-		ev.n = w->m[i].n;
-		watch_send(sm, w->m[i].sem, &ev, w->session->ident, 0);
+		e.n = w->m[i].n;
+		watch_send(sm, w->m[i].sem, &e, w->session->ident, 0);
 	}
 }
 
@@ -281,20 +234,19 @@ void watch_deadlock(struct sm *sm, const struct sm_sem *sem,
 void watch_limit(struct sm *sm, const struct sm_sem *sem,
     Semd__EventKind kind, const struct sm_client *c)
 {
-	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	const struct evrec_what w = { kind, 0, 0, 0, 0, NULL };
 	struct sm_ident who = { 0 };
 
 	if (watch_idle(sm, 1))
 		return;
-	ev.kind = kind;
 	if (c != NULL && c->session != NULL) {
-		watch_send(sm, sem, &ev, c->session->ident, 0);
+		watch_send(sm, sem, &w, c->session->ident, 0);
 		return;
 	}
 	who.pr = c != NULL ? c->pr : NULL;
 	who.client_name = (char *)"";
 	who.host = (char *)"";
-	watch_send(sm, sem, &ev, who.pr != NULL ? &who : NULL, 0);
+	watch_send(sm, sem, &w, who.pr != NULL ? &who : NULL, 0);
 }
 
 /* Free a watch. */
@@ -360,13 +312,13 @@ void watch_replay(struct sm *sm, const struct sm_watch *x, uint64_t from)
 {
 	Semd__Reply r = SEMD__REPLY__INIT;
 	const struct sm_principal *pr = x->client->pr;
-	Semd__WatchEvent *ev;
+	Semd__WatchEvent ev;
 	struct evring_it it;
-	const uint8_t *p;
+	const uint8_t *p, *owner;
+	char strs[EVREC_MAX + 5];
 	uint64_t rev;
 	uint32_t len;
-	uint16_t ol;
-	size_t skip;
+	size_t skip, olen;
 	bool sees;
 
 	if (x->client->conn == NULL || sm->out.reply == NULL)
@@ -374,35 +326,24 @@ void watch_replay(struct sm *sm, const struct sm_watch *x, uint64_t from)
 	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
 	evring_first(&sm->evring, &it);
 	while (evring_next(&sm->evring, &it, &rev, &p, &len)) {
-		if (rev < from || len < 2)
-			continue;
-		memcpy(&ol, p, 2);
-		if ((size_t)ol + 2 > len ||
-		    (ev = semd__watch_event__unpack(NULL, len - 2 - ol, p + 2 + ol)) == NULL)
+		if (rev < from || len > EVREC_MAX ||
+		    !evrec_get(p, len, rev, &ev, strs, &owner, &olen))
 			continue;
 		skip = 0;
-		if (watch_covers_name(x, ev->name, strlen(ev->name)) &&
-		    (!x->prefix || sm->visible == NULL ||
-		     sm->visible(sm->visible_arg, x->client->conn, ev->name,
-				 strlen(ev->name), &skip))) {
-			sees = x->admin || (ol == pr->len && memcmp(p + 2, pr->name, ol) == 0) ||
-			    strcmp(ev->principal, pr->name) == 0;
-			if (!sees) {
-				/* unpacked strings: the empty ones are
-				 * protobuf-c's own, not to be written */
-				if (ev->principal[0] != '\0')
-					ev->principal[0] = '\0';
-				if (ev->client_name[0] != '\0')
-					ev->client_name[0] = '\0';
-				if (ev->host[0] != '\0')
-					ev->host[0] = '\0';
-				ev->pid = 0;
-			}
-			ev->watch = x->id;
-			r.watch_event = ev;
-			sm->watch_sent++;
-			sm->out.reply(sm->out.ctx, x->client->conn, &r);
+		if (!watch_covers_name(x, ev.name, strlen(ev.name)) ||
+		    (x->prefix && sm->visible != NULL &&
+		     !sm->visible(sm->visible_arg, x->client->conn, ev.name,
+				  strlen(ev.name), &skip)))
+			continue;
+		sees = x->admin || (olen == pr->len && memcmp(owner, pr->name, olen) == 0) ||
+		    strcmp(ev.principal, pr->name) == 0;
+		if (!sees) {
+			ev.principal = ev.client_name = ev.host = (char *)"";
+			ev.pid = 0;
 		}
-		semd__watch_event__free_unpacked(ev, NULL);
+		ev.watch = x->id;
+		r.watch_event = &ev;
+		sm->watch_sent++;
+		sm->out.reply(sm->out.ctx, x->client->conn, &r);
 	}
 }

@@ -32,7 +32,7 @@ done
 "$SEMCTL" -s "$F" ping >"$T/out" 2>&1
 ok "text: the escape is shown as \\x1b" grep -qF 'x\x1b]0;pwned\x07\x1b[2J\u009b31m\u202e\u2066\u200b\u2028\ufeff\x7f\x9b\xff\nend' "$T/out"
 
-timeout -s INT 2 "$SEMCTL" -s "$F" watch x >"$T/out" 2>&1
+timeout -k 10 -s INT 2 "$SEMCTL" -s "$F" watch x >"$T/out" 2>&1
 ok "text: watch prints no control or invisible character" python3 "$T/clean.py" "$T/out"
 ok "text: watch printed the event" grep -q grant "$T/out"
 expect_eq "a deadlock exits 7" 7 "$("$SEMCTL" -s "$F" down deadlock >/dev/null 2>&1; echo $?)"

@@ -3,13 +3,16 @@
  * tests/cluster/sim.c - a semd cluster in simulated time.
  *
  * Three or five raft nodes of libraft's deterministic fixture (its own
- * network, disks and clock), each applying the log to its own state machine
- * the way daemon/log/durable.c does: a new leader's barrier, then its LEADER
- * entry (every client of before gone, leases given the grace), entries
- * stamped with log time that goes on from the last one applied, ticks
- * proposed when a deadline is due, snapshots every few dozen entries sent to
- * nodes that fell behind, state machines restarted from their snapshot. Simulated clients attach to the
- * leader, hold and give back permits of three names, keep their sessions
+ * network, disks and clock), each running the daemon's own log core
+ * (daemon/log/core.h) and peer port (daemon/log/port.h) over the fixture's
+ * io, driven as the log thread drives them (a step after every move of
+ * raft, the core's timers when due, commands and reads handed over): a new
+ * leader's barrier, then its LEADER entry (every client of before gone,
+ * leases given the grace), entries stamped with log time that goes on from
+ * the last one applied, ticks proposed when a deadline is due, lease
+ * sweeps, reads after a read barrier, snapshots every few dozen entries
+ * sent to nodes that fell behind; and state machines restarted from their
+ * snapshot. Simulated clients attach to the leader, hold and give back permits of three names, keep their sessions
  * alive, resume them on the next leader and retry a down whose answer they
  * missed. Each seed draws the names' queue features: fair shares by
  * principal or by group with weights, a bound on the waiters, priorities,
@@ -50,6 +53,8 @@
  *   and how to replay it exactly (-v: what happened).
  */
 #include "tests/cluster/sim.h"
+#include "daemon/logging.h"
+
 const char *const names[NNAMES] = { "licence", "db", "quota" };
 const unsigned int limits[NNAMES] = { 1, 2, 3 };
 struct namecfg ncfg[NNAMES];
@@ -122,6 +127,8 @@ size_t ntokens[NNAMES], captokens[NNAMES];
 unsigned long grants, entries, faults, snaps_compared, installs;
 unsigned long pings_local, expired_asked;
 uint64_t last_leader_st;
+bool names_made;
+static unsigned long trimmed;
 
 /* Until when a client trusts its session (libsemclient's rule). */
 uint64_t trust_end(const struct client *c)
@@ -154,9 +161,45 @@ struct client *client_of(uint64_t conn)
 
 /* --- the harness -------------------------------------------------------------------- */
 
-/* Follow leadership as durable.c's poll does. */
-static void follow(void)
+/* Is node n alive and serving clients (its core says)? */
+bool serving(const struct node *n)
 {
+	return raft_fixture_alive(&f, n->i) && semlog_core_serving(n->core);
+}
+
+/* Hand the batch's commands to node n's core, as the log thread does. */
+void submit(struct node *n, const struct sm_batch *b)
+{
+	struct semlog_chunk *q;
+
+	if (b->failed)
+		fail("out of memory");
+	if (b->len == 0 || !raft_fixture_alive(&f, n->i))
+		return;		/* a stopped node hears nothing */
+	if ((q = semlog_chunk_new(b->p, b->len)) == NULL)
+		fail("out of memory");
+	semlog_core_submit(n->core, q);
+}
+
+/* The state time now, by node n's leader clock or its state. */
+uint64_t state_now_of(struct node *n)
+{
+	struct semlog_core_figures fig;
+
+	semlog_core_figures(n->core, &fig);
+	return fig.state_now;
+}
+
+/*
+ * Each node's core runs its timers when they are due (the log thread's
+ * timer); the last take-over's state time is noted for the idle sessions'
+ * check. A node that starts to serve is first handed the names' setup,
+ * until it is in the log, before any client can reach it.
+ */
+static void run_cores(void)
+{
+	struct semlog_core_figures fig;
+
 	/*
 	 * The fixture draws each node's election timeout once: nodes whose
 	 * elections keep colliding would collide forever. raft_uv draws it
@@ -170,42 +213,43 @@ static void follow(void)
 	}
 	for (unsigned int i = 0; i < nn; i++) {
 		struct node *n = &nodes[i];
-		bool lead = raft_fixture_alive(&f, i) &&
-		    raft_state(n->raft) == RAFT_LEADER;
+		struct sm_batch b;
 
-		if (lead && !n->leader) {
-			n->leader = true;
-			n->serving = false;
-			trace("node %u leads (term %llu)", i + 1,
-			    (unsigned long long)n->raft->current_term);
-			n->barrier.data = n;
-			if (raft_barrier(n->raft, &n->barrier, barrier_cb) != 0)
-				trace("node %u: barrier refused", i + 1);
-		} else if (!lead && n->leader && raft_fixture_alive(&f, i)) {
-			n->leader = false;
-			n->serving = false;
-			for (int k = 0; k < NCL; k++)
-				if (cl[k].node == (int)i)
-					drop_client(&cl[k], "not the leader");
+		if (!raft_fixture_alive(&f, i))
+			continue;	/* a stopped process runs nothing */
+		if (now() >= n->due)
+			n->due = semlog_core_tick(n->core);
+		semlog_core_figures(n->core, &fig);
+		if (fig.takeovers != n->takeovers) {
+			n->takeovers = fig.takeovers;
+			last_leader_st = fig.lead_start;
+			trace("node %u takes over at state time %" PRIu64, i + 1,
+			    fig.lead_start);
 		}
-		if (n->serving && lead)
-			sweep(n);
-		/* Deadlines due: a tick entry. */
-		if (n->serving && !n->ticking && raft_fixture_alive(&f, i)) {
-			uint64_t next = sm_next_deadline(n->sm);
-
-			if (next != UINT64_MAX &&
-			    next <= sm_clock_now(&n->clock, now()))
-				propose(n, NULL, next, false);
+		if (!names_made && serving(n) && n->setup_at != fig.takeovers) {
+			n->setup_at = fig.takeovers;
+			sm_batch_init(&b);
+			setup_names(&b);
+			submit(n, &b);
+			sm_batch_free(&b);
 		}
 	}
+}
+
+/* Raft moved on a node (its port says so): its core follows, as in semd. */
+static void node_stepped(void *arg)
+{
+	struct node *n = arg;
+
+	semlog_core_step(n->core);
+	n->due = semlog_core_due(n->core);
 }
 
 /* One step of the cluster, then of everyone around it. */
 static void step_all(void)
 {
 	raft_fixture_step(&f);
-	follow();
+	run_cores();
 	for (int k = 0; k < NCL; k++)
 		client_step(&cl[k]);
 	idle_round();
@@ -225,7 +269,7 @@ static void restore_one(void)
 	size_t len;
 
 	/* Not a leader: raft never restores one (its memory of leases). */
-	if (n->leader)
+	if (raft_state(n->raft) == RAFT_LEADER)
 		return;
 	if (sm_snapshot(n->sm, &p, &len) != 0)
 		fail("out of memory");
@@ -235,7 +279,7 @@ static void restore_one(void)
 	memcpy(buf.base, p, len);
 	buf.len = len;
 	free(p);
-	fsm_restore(&n->fsm, &buf);
+	n->fsm.restore(&n->fsm, &buf);
 }
 
 /* Nodes that applied the same index hold the same bytes. */
@@ -266,8 +310,8 @@ static void compare_snapshots(void)
 static void revive(unsigned int i)
 {
 	raft_fixture_revive(&f, i);
-	if (nodes[i].leader)
-		nodes[i].back_st = sm_clock_now(&nodes[i].clock, now());
+	if (semlog_core_serving(nodes[i].core))
+		nodes[i].back_st = state_now_of(&nodes[i]);
 }
 
 static void heal(void)
@@ -376,6 +420,93 @@ static void draw_names(void)
 	}
 }
 
+/* The time for node n's core: the fixture's; unix time from it. */
+static uint64_t sim_now_ms(void *arg)
+{
+	(void)arg;
+	return now();
+}
+
+/* Unix time, from the fixture's. */
+static uint64_t sim_wall_ms(void *arg)
+{
+	(void)arg;
+	return 1700000000000ULL + now();
+}
+
+/* A core of the simulation starts or stops serving. */
+static void sim_serving(void *arg, bool on)
+{
+	struct node *n = arg;
+
+	trace("node %u %s", n->i + 1, on ? "serves" : "no longer serves");
+}
+
+/* A committed entry the core cannot apply: semd would stop. */
+static void sim_fatal(void *arg, const char *why)
+{
+	struct node *n = arg;
+
+	fail("node %u: %s", n->i + 1, why);
+}
+
+/*
+ * Node i: its state machine, the daemon's log core on a fixture server (its
+ * io watched by the disk's watch, then wrapped by the daemon's port), set
+ * as semd sets a cluster node (core.c: timeouts, pre-vote), with snapshots
+ * every few dozen entries and few entries kept after them, so that nodes
+ * behind get snapshots.
+ *
+ * libraft 0.22's fixture gives no call for a server's raft_io, nor a way
+ * to quiet the tracer that prints every step of its servers: both are taken
+ * from struct raft's public fields here, once, and nowhere else.
+ */
+static void node_make(struct node *n, unsigned int i)
+{
+	struct sm_out out = { on_reply, n, on_close, NULL, NULL };
+	struct semlog_core_config cc;
+	struct semlog_env env;
+	struct raft_io *io;
+
+	n->i = i;
+	sm_config_defaults(&n->cfg);
+	for (int k = 0; k < 16; k++)
+		n->cfg.hash_key[k] = (uint8_t)rnd();
+	n->sm = sm_new(&n->cfg, &out, 0);
+	if (n->sm == NULL)
+		fail("out of memory");
+	cc = (struct semlog_core_config){
+		.id = i + 1, .cluster = true, .grace_ms = grace,
+		.snapshot_every = 24 + rnd_below(64),
+		.snapshot_trailing = 4 + rnd_below(16), .election_ms = 500,
+		.advertise = "127.0.0.1:7000",
+	};
+	env = (struct semlog_env){ .arg = n, .now_ms = sim_now_ms,
+	    .wall_ms = sim_wall_ms, .serving = sim_serving, .fatal = sim_fatal };
+	node_host(n);
+	if ((n->core = semlog_core_new(&cc, &n->host, &env)) == NULL)
+		fail("out of memory");
+	node_fsm(n);
+	if (raft_fixture_grow(&f, &n->fsm) != 0)
+		fail("fixture grow");
+	n->raft = raft_fixture_get(&f, i);
+	if (!verbose)
+		n->raft->tracer = NULL;
+	io = n->raft->io;
+	n->append = io->append;
+	n->truncate = io->truncate;
+	io->append = fix_append;
+	io->truncate = fix_truncate;
+	n->stored = 1;		/* the bootstrap's configuration */
+	if ((n->port = semlog_port_new(io, i + 1)) == NULL)
+		fail("port");
+	semlog_port_set_step(n->port, node_stepped, n);
+	semlog_core_attach(n->core, n->raft, n->port);
+	raft_fixture_set_randomized_election_timeout(&f, i, 500 + rnd_below(500));
+	raft_fixture_set_network_latency(&f, i, 5 + rnd_below(20));
+	raft_fixture_set_disk_latency(&f, i, 1 + rnd_below(15));
+}
+
 static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 {
 	struct raft_configuration conf;
@@ -393,43 +524,11 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	if (raft_fixture_initialize(&f) != 0)
 		fail("fixture");
 	draw_names();
-	for (i = 0; i < nn; i++) {
-		struct node *n = &nodes[i];
-		struct sm_out out = { on_reply, n, on_close, NULL, NULL };
-
-		n->i = i;
-		sm_config_defaults(&n->cfg);
-		for (k = 0; k < 16; k++)
-			n->cfg.hash_key[k] = (uint8_t)rnd();
-		n->sm = sm_new(&n->cfg, &out, 0);
-		if (n->sm == NULL)
-			fail("out of memory");
-		n->fsm.version = 1;
-		n->fsm.data = n;
-		n->fsm.apply = fsm_apply;
-		n->fsm.snapshot = fsm_snapshot;
-		n->fsm.restore = fsm_restore;
-		if (raft_fixture_grow(&f, &n->fsm) != 0)
-			fail("fixture grow");
-		n->raft = raft_fixture_get(&f, i);
-		n->append = n->raft->io->append;
-		n->truncate = n->raft->io->truncate;
-		n->raft->io->append = fix_append;
-		n->raft->io->truncate = fix_truncate;
-		n->stored = 1;		/* the bootstrap's configuration */
-		if (raftguard_install(n->raft->io) != 0)
-			fail("raftguard");
-		raft_set_election_timeout(n->raft, 500);
-		raft_set_heartbeat_timeout(n->raft, 50);
-		raft_set_pre_vote(n->raft, true);
-		raft_set_snapshot_threshold(n->raft, 24 + rnd_below(64));
-		raft_set_snapshot_trailing(n->raft, 4 + rnd_below(16));
-		raft_fixture_set_randomized_election_timeout(&f, i, 500 + rnd_below(500));
-		raft_fixture_set_network_latency(&f, i, 5 + rnd_below(20));
-		raft_fixture_set_disk_latency(&f, i, 1 + rnd_below(15));
-	}
 	grace = 500 + rnd_below(3000);
 	last_leader_st = 0;
+	names_made = false;
+	for (i = 0; i < nn; i++)
+		node_make(&nodes[i], i);
 	idle_start(idle_count);
 	for (k = 0; k < NCL; k++) {
 		cl[k].node = -1;
@@ -480,23 +579,30 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 	/* Drain: everyone applies everything, then the states agree. */
 	end = now() + 10000;
 	while (now() < end) {
-		raft_index ci = nodes[0].raft->commit_index;
+		raft_index ci = raft_commit_index(nodes[0].raft);
 		bool same = true;
 
 		for (i = 0; i < nn; i++)
 			same = same && raft_last_applied(nodes[i].raft) ==
 			    raft_last_applied(nodes[0].raft) &&
-			    nodes[i].raft->commit_index == ci;
+			    raft_commit_index(nodes[i].raft) == ci;
 		if (same && raft_fixture_leader_index(&f) < nn)
 			break;
 		raft_fixture_step(&f);
-		follow();
+		run_cores();
 	}
 	compare_snapshots();
-	for (i = 0; i < nn; i++)
-		raftguard_remove(nodes[i].raft->io);
+	for (i = 0; i < nn; i++) {
+		struct semlog_core_figures fig;
+
+		semlog_core_figures(nodes[i].core, &fig);
+		expired_asked += fig.expired;
+		trimmed += semlog_port_trimmed(nodes[i].port);
+	}
 	raft_fixture_close(&f);
 	for (i = 0; i < nn; i++) {
+		semlog_port_free(nodes[i].port);
+		semlog_core_free(nodes[i].core);
 		sm_free(nodes[i].sm);
 		free(nodes[i].pend);
 	}
@@ -541,6 +647,8 @@ int main(int argc, char **argv)
 	    "sim [-s seed] [-n seeds] [-t sim-seconds] [-N 3|5] [-I idle-seeds] "
 	    "[-i idle-sessions] [-v]") != 0)
 		return 2;
+	/* The core's log lines: errors only, or all with -v. */
+	log_set_level(verbose ? LOG_DEBUG : LOG_ERR);
 	if (idle > IDLE_MASK) {
 		fprintf(stderr, "sim: -i is at most %llu\n", IDLE_MASK);
 		return 2;
@@ -573,14 +681,14 @@ int main(int argc, char **argv)
 	}
 	printf("sim: %" PRIu64 " seeds passed: %lu entries, %lu grants, %lu faults, "
 	    "%lu snapshot pairs compared, %lu states restored from a snapshot, "
-	    "%lu messages trimmed by raftguard, %lu pings answered without an "
+	    "%lu messages trimmed by the port, %lu pings answered without an "
 	    "entry, %lu sessions expired by a leader's clock, %lu reads answered "
 	    "after a read barrier (%lu dropped: leadership lost, cut off); "
 	    "grants by class "
 	    "%lu high / %lu 0 / %lu low, %lu on names with shares, %lu downs "
 	    "answered REPLACED, %lu QUEUE_FULL, %lu SetQueue sent\n",
 	    count + idle_seeds, entries,
-	    grants, faults, snaps_compared, installs, raftguard_trimmed(),
+	    grants, faults, snaps_compared, installs, trimmed,
 	    pings_local, expired_asked, reads_answered, reads_dropped, grants_high, grants_normal, grants_low,
 	    grants_shared, replaced_answered, full_answered, bounds_set);
 	return 0;

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tests/cluster/sim.h - what the files of the cluster simulation share
- * (sim.c: the harness and the checks; sim_log.c: the nodes' raft, applying
- * and their disks; sim_client.c: the simulated clients' moves).
+ * (sim.c: the harness, the nodes and the checks; sim_node.c: what the nodes'
+ * log core hands the simulation - replies, reads, entries applied - and
+ * their disks; sim_client.c: the simulated clients' moves; sim_idle.c: idle
+ * sessions; sim_read.c: reads off the log). Each node runs the daemon's own
+ * log core (daemon/log/core.h) and peer port (daemon/log/port.h) on
+ * libraft's in-memory fixture.
  */
 #ifndef SEMD_TESTS_CLUSTER_SIM_H
 #define SEMD_TESTS_CLUSTER_SIM_H
@@ -18,7 +22,8 @@
 #include <raft.h>
 #include <raft/fixture.h>
 
-#include "daemon/log/raftguard.h"
+#include "daemon/log/core.h"
+#include "daemon/log/port.h"
 #include "daemon/state/state.h"
 #include "tests/common/opts.h"
 /*
@@ -40,16 +45,16 @@ extern uint64_t sim_rng;
 struct node {
 	unsigned int	i;
 	struct raft	*raft;
-	struct raft_fsm	fsm;
+	struct semlog_core *core;	/* the daemon's log core */
+	struct semlog_port *port;	/* ... and its peer port, on the fixture's io */
+	struct semlog_host host;	/* what the core calls: this node's state */
+	struct raft_fsm	fsm;		/* the core's, watched (sim_node.c) */
 	struct sm	*sm;
 	struct sm_config cfg;
-	bool		leader;		/* the harness saw it lead */
-	bool		serving;	/* its LEADER entry is applied */
-	bool		ticking;	/* a tick entry is in flight */
-	struct sm_clock	clock;		/* log time, while leader */
+	uint64_t	due;		/* when its core's timers are next due */
+	uint64_t	takeovers;	/* its core's, as last seen */
+	uint64_t	setup_at;	/* the take-over it was handed the setup in */
 	uint64_t	hash;		/* of what the entry being applied said */
-	struct raft_barrier barrier;
-	uint64_t	next_sweep;	/* sim time of its next lease sweep */
 	uint64_t	back_st;	/* log time it came back from a pause as
 					 * a leader (its sweep was paused too) */
 	/* The fixture's disk, watched (see fix_truncate). */
@@ -124,8 +129,8 @@ extern const unsigned int limits[NNAMES];
  * The queue features of each name, drawn for every seed: fair shares (by
  * principal or by a down's group, with weights), a bound on its waiters,
  * priorities of its downs, replace keys. A name with any of them is
- * created by the first LEADER entry (barrier_cb); the others are created
- * by their first down, as before.
+ * created by the first entry a new leader is handed (setup_names, before
+ * any client's); the others are created by their first down.
  */
 #define NGROUPS		3		/* groups g0.., principals uid:0.. */
 #define NRKEYS		2		/* replace keys k0.. */
@@ -142,7 +147,7 @@ extern struct namecfg ncfg[NNAMES];
 #define SETUP_CONN	(IDLE_BASE - 1)	/* the connection that creates them */
 void setup_names(struct sm_batch *b);
 
-/* What a down was answered besides grants (per seed: sim_log.c). */
+/* What a down was answered besides grants (per seed: sim_node.c). */
 struct answer {
 	int		client;
 	uint64_t	id;
@@ -163,7 +168,8 @@ extern struct token *tokens[NNAMES];
 extern size_t ntokens[NNAMES], captokens[NNAMES];
 extern unsigned long grants, entries, faults, snaps_compared, installs;
 extern unsigned long pings_local, expired_asked;
-extern uint64_t last_leader_st;	/* state time of the last LEADER proposed */
+extern uint64_t last_leader_st;	/* state time the last leader took over at */
+extern bool names_made;		/* setup_names' entry was applied */
 
 /*
  * Idle clients (sim_idle.c): sessions with a lease that only ping, off the
@@ -183,10 +189,17 @@ void idle_hear(const struct node *n, uint64_t conn, const Semd__Reply *r);
 void idle_closed(const struct node *n, uint64_t conn);
 void idle_end(void);
 void idle_rebind(struct sm *sm);
-void sweep(struct node *n);
 
-/* Reads off the log (sim_read.c): the read barrier under the faults. */
+/*
+ * Reads off the log (sim_read.c): the core's read barrier under the faults.
+ * A read of connection conn (request id) begun on node n; its answer (the
+ * core's host->read): the check, then the state read for a client's.
+ */
+#define READ_CONN	(IDLE_BASE - 2)	/* the connection of reads_step's */
 extern unsigned long reads_answered, reads_dropped;
+bool read_begin(struct node *n, uint64_t conn, const Semd__Request *rq);
+void read_answer(void *arg, uint64_t cid, const struct sm_caller *who,
+    const uint8_t *data, size_t len, bool lead);
 void reads_step(void);
 void reads_end(void);
 
@@ -197,17 +210,18 @@ void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t trust_end(const struct client *c);
 struct sent *find_sent(uint64_t conn, uint64_t id);
 struct client *client_of(uint64_t conn);
-bool propose(struct node *n, const struct sm_batch *b, uint64_t at_least,
-    bool startup);
-void barrier_cb(struct raft_barrier *req, int status);
+/* Is node n alive and serving clients (its core says)? */
+bool serving(const struct node *n);
+/* Hand the batch's commands to node n's core (dropped when it does not serve). */
+void submit(struct node *n, const struct sm_batch *b);
+/* The state time now, by node n's leader clock or its state. */
+uint64_t state_now_of(struct node *n);
 void on_reply(void *ctx, void *conn, const Semd__Reply *r);
 void drop_client(struct client *c, const char *why);
 void on_close(void *ctx, void *conn);
-int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
-    void **result);
-int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
-    unsigned int *n_bufs);
-int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf);
+/* The core's host for node n (sim_node.c); its state machine watched. */
+void node_host(struct node *n);
+void node_fsm(struct node *n);
 int fix_append(struct raft_io *io, struct raft_io_append *req,
     const struct raft_entry ents[], unsigned cnt, raft_io_append_cb cb);
 int fix_truncate(struct raft_io *io, raft_index index);

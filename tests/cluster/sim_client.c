@@ -52,22 +52,20 @@ static void send_req(struct client *c, struct sm_batch *b, Semd__Request *rq,
 	remember(c, rq->id, name, retry);
 }
 
-/* Propose what the client sends, on its node (dropped when it cannot). */
+/*
+ * What the client sends goes to its node's log core (a node that does not
+ * serve drops it, and its clients; a stopped one hangs).
+ */
 static void transmit(struct client *c, struct sm_batch *b)
 {
-	struct node *n = &nodes[c->node];
-
-	if (b->failed)
-		fail("out of memory");
-	/* A node that is not serving drops its clients; a stopped one hangs. */
-	if (raft_fixture_alive(&f, n->i) && n->serving)
-		propose(n, b, 0, false);
+	submit(&nodes[c->node], b);
 }
 
+/* A node that serves clients, or -1. */
 static int serving_node(void)
 {
 	for (unsigned int i = 0; i < nn; i++)
-		if (nodes[i].serving && raft_fixture_alive(&f, i))
+		if (serving(&nodes[i]))
 			return (int)i;
 	return -1;
 }
@@ -159,10 +157,10 @@ static void send_down(struct client *c, bool retry)
 }
 
 /*
- * The names with queue features, created in the first LEADER entry by a
- * connection of its own (uid:0), before any client can auto-create them.
- * A second first entry (its leader deposed before it applied) finds them
- * there: if_not_exists.
+ * The names with queue features, created by a connection of its own
+ * (uid:0) in the first entry a leader is handed, before any client can
+ * auto-create them. One handed again (its first leader was deposed before
+ * it reached the log... or after) finds them there: if_not_exists.
  */
 void setup_names(struct sm_batch *b)
 {
@@ -221,19 +219,14 @@ static void send_simple(struct client *c, int what)
 	if (what == 0) {
 		rq.op_case = SEMD__REQUEST__OP_PING;
 		rq.ping = &p;
-		/* The leader answers it without an entry (feed_log.c). */
-		if (raft_fixture_alive(&f, (unsigned)c->node) &&
-		    nodes[c->node].serving &&
-		    sm_heard_local(nodes[c->node].sm, c->conn, now())) {
-			Semd__Reply r = SEMD__REPLY__INIT;
-			Semd__Pong pong = SEMD__PONG__INIT;
-
+		/*
+		 * The leader answers it without an entry, after a read barrier
+		 * (feed_log.c: the session heard, then the log core's read).
+		 */
+		if (serving(&nodes[c->node]) &&
+		    semlog_core_heard_locked(nodes[c->node].core, c->conn) &&
+		    read_begin(&nodes[c->node], c->conn, &rq)) {
 			remember(c, rq.id, -1, false);
-			r.id = rq.id;
-			r.body_case = SEMD__REPLY__BODY_PONG;
-			r.pong = &pong;
-			pings_local++;
-			deliver(c, &r);
 			sm_batch_free(&b);
 			return;
 		}
@@ -269,15 +262,12 @@ static void send_simple(struct client *c, int what)
 /* Close the connection (the node hears it when it serves). */
 static void hang_up(struct client *c, const char *why)
 {
-	struct node *n = &nodes[c->node];
 	struct sm_batch b;
 
-	if (raft_fixture_alive(&f, n->i) && n->serving) {
-		sm_batch_init(&b);
-		sm_batch_close(&b, c->conn);
-		propose(n, &b, 0, false);
-		sm_batch_free(&b);
-	}
+	sm_batch_init(&b);
+	sm_batch_close(&b, c->conn);
+	submit(&nodes[c->node], &b);
+	sm_batch_free(&b);
 	drop_client(c, why);
 }
 

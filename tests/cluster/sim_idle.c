@@ -2,7 +2,8 @@
 /*
  * tests/cluster/sim_idle.c - thousands of idle sessions with leases: they
  * say hello once (an entry), then only ping, answered by the leader without
- * an entry (sm_heard_local, as daemon/feed_log.c does), and resume on the
+ * an entry (their session heard, then a read of the log core, as
+ * daemon/feed_log.c does), and resume on the
  * next leader while they trust their lease. Some go away, silent or hung up.
  * Checked:
  *  - none is told its session expired, nor finds it gone at a resume, while
@@ -26,6 +27,8 @@ struct idle {
 	uint32_t	lease_asked;	/* the most a Hello unanswered may have set */
 	uint64_t	trust_base;	/* send time of the last answer */
 	uint64_t	hello_sent;
+	uint64_t	ping_id;	/* the Ping on its way (0: none) */
+	uint64_t	ping_sent;
 	uint64_t	next_ping;
 	uint64_t	gone_st;	/* state time it went, as the leader saw it */
 	uint64_t	next_id;
@@ -113,6 +116,11 @@ void idle_hear(const struct node *n, uint64_t conn, const Semd__Reply *r)
 		fail("idle %u: session %" PRIu64 " expired (%s) while its client "
 		    "trusts its lease until %" PRIu64, (unsigned)(x - idl),
 		    x->session, r->message, idle_trust_end(x));
+	if (r->body_case == SEMD__REPLY__BODY_PONG && r->id == x->ping_id) {
+		x->ping_id = 0;
+		x->trust_base = x->ping_sent;
+		return;
+	}
 	if (r->body_case != SEMD__REPLY__BODY_HELLO || !x->hello_out)
 		return;
 	x->hello_out = false;
@@ -158,6 +166,7 @@ static void idle_attach(struct idle *x, struct node *n, struct sm_batch *b)
 	    (uint64_t)(x - idl);
 	x->hello_out = true;
 	x->hello_sent = now();
+	x->ping_id = 0;
 	if (x->session != 0 && now() >= idle_trust_end(x))
 		x->session = 0;		/* not trusted: a new one */
 	sm_batch_open(b, idle_conn(x), "uid:1", secret, 0);
@@ -178,8 +187,8 @@ static uint64_t state_now(void)
 	uint64_t t = 0;
 
 	for (unsigned int i = 0; i < nn; i++) {
-		uint64_t v = nodes[i].serving && raft_fixture_alive(&f, i) ?
-		    sm_clock_now(&nodes[i].clock, now()) : sm_now(nodes[i].sm);
+		uint64_t v = serving(&nodes[i]) ? state_now_of(&nodes[i]) :
+		    sm_now(nodes[i].sm);
 
 		if (v > t)
 			t = v;
@@ -198,8 +207,7 @@ static void idle_check_gone(struct idle *x)
 
 		/* A serving leader's: a node stopped while it led and back
 		 * keeps its flags until it is seen not to lead. */
-		if (!n->serving || !raft_fixture_alive(&f, i) ||
-		    raft_state(n->raft) != RAFT_LEADER ||
+		if (!serving(n) || raft_state(n->raft) != RAFT_LEADER ||
 		    !sm_session_exists(n->sm, x->session))
 			continue;
 		from = x->gone_st > last_leader_st ? x->gone_st : last_leader_st;
@@ -217,6 +225,29 @@ static void idle_check_gone(struct idle *x)
 	}
 }
 
+/*
+ * x pings node n: a read of the leader when its session is heard there now
+ * (feed_log.c), answered after a read barrier; its lease counts from now
+ * once the Pong comes. None while one is on its way.
+ */
+static void idle_ping(struct idle *x, struct node *n)
+{
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Ping p = SEMD__PING__INIT;
+
+	if (x->ping_id != 0 && now() - x->ping_sent < REQ_TIMEOUT)
+		return;
+	if (!semlog_core_heard_locked(n->core, idle_conn(x)))
+		return;
+	rq.id = x->next_id++;
+	rq.op_case = SEMD__REQUEST__OP_PING;
+	rq.ping = &p;
+	if (read_begin(n, idle_conn(x), &rq)) {
+		x->ping_id = rq.id;
+		x->ping_sent = now();
+	}
+}
+
 /* Every IDLE_ROUND ms: each idle client's move. */
 void idle_round(void)
 {
@@ -224,15 +255,15 @@ void idle_round(void)
 	unsigned int i, k;
 	struct idle *x;
 	struct node *n;
-	int serving = -1;
+	int serve = -1;
 
 	if (nidle == 0 || now() < next_round)
 		return;
 	next_round = now() + IDLE_ROUND;
 	for (i = 0; i < nn; i++) {
 		sm_batch_init(&b[i]);
-		if (nodes[i].serving && raft_fixture_alive(&f, i))
-			serving = (int)i;
+		if (serving(&nodes[i]))
+			serve = (int)i;
 	}
 	for (k = 0; k < nidle; k++) {
 		x = &idl[k];
@@ -252,7 +283,7 @@ void idle_round(void)
 		}
 		if (x->node >= 0) {
 			n = &nodes[x->node];
-			if (!raft_fixture_alive(&f, n->i) || !n->serving) {
+			if (!serving(n)) {
 				x->node = -1;	/* dropped: to the next leader */
 				x->hello_out = false;
 			} else if (x->hello_out && now() - x->hello_sent > REQ_TIMEOUT) {
@@ -262,52 +293,19 @@ void idle_round(void)
 			}
 		}
 		if (x->node < 0) {
-			if (serving >= 0)
-				idle_attach(x, &nodes[serving], &b[serving]);
+			if (serve >= 0)
+				idle_attach(x, &nodes[serve], &b[serve]);
 			continue;
 		}
 		if (x->hello_out || x->session == 0 || now() < x->next_ping)
 			continue;
-		/* A Ping, answered by the leader without an entry. */
+		/* A Ping, answered by the leader without an entry (a read). */
 		n = &nodes[x->node];
 		x->next_ping = now() + x->lease / 3;
-		if (sm_heard_local(n->sm, idle_conn(x), now())) {
-			x->trust_base = now();
-			pings_local++;
-		}
+		idle_ping(x, n);
 	}
 	for (i = 0; i < nn; i++) {
-		if (b[i].failed)
-			fail("out of memory");
-		if (b[i].len > 0 && nodes[i].serving && raft_fixture_alive(&f, i))
-			propose(&nodes[i], &b[i], 0, false);
+		submit(&nodes[i], &b[i]);
 		sm_batch_free(&b[i]);
 	}
-}
-
-/* The leader's sweep (durable_propose.c's d_sweep_leases), every 100 ms. */
-void sweep(struct node *n)
-{
-	uint64_t ids[4096];
-	struct sm_batch b;
-	size_t cnt;
-
-	if (now() < n->next_sweep)
-		return;
-	n->next_sweep = now() + 100;
-	cnt = sm_leases_due(n->sm, &n->clock, now(), 2000, ids, 4096);
-	if (cnt == 0)
-		return;
-	sm_batch_init(&b);
-	for (size_t i = 0; i < cnt; i++) {
-		trace("node %u: session %" PRIu64 " expired by its clock",
-		    n->i + 1, ids[i]);
-		sm_batch_expire(&b, ids[i]);
-	}
-	if (b.failed)
-		fail("out of memory");
-	trace("node %u: %zu sessions expired by its clock", n->i + 1, cnt);
-	expired_asked += cnt;
-	propose(n, &b, 0, false);
-	sm_batch_free(&b);
 }

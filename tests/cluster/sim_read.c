@@ -1,35 +1,36 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tests/cluster/sim_read.c - reads off the log in the simulation (issue 23):
- * the read barrier of daemon/log/durable_read.c (raftguard_probe) through
+ * tests/cluster/sim_read.c - reads off the log in the simulation: the log
+ * core's read barrier (daemon/log/core_read.c, semlog_port_probe) through
  * the same faults as the clients.
  *
- * Now and then a node that leads and serves begins a read, as durable_read
- * does: it notes its commit index and sends a probe round. The read is
- * answered once the round is confirmed in the node's term and the node has
- * applied the noted index; it is dropped if the node stops leading, changes
- * term or stays cut off for REACH_MS. Checked at the answer: the node has
- * applied every entry that any node knew committed when the read began -
- * a read never misses a write acknowledged before it (a deposed leader
- * that still thinks it leads, cut off, must never confirm a round).
+ * A read begins on a node that leads and serves (the clients' Pings and
+ * the idle sessions', and now and then an Info of a connection of its
+ * own, reads_step): it is handed to the node's core as semlog_read hands
+ * it from an event loop, and the highest index committed on any node at
+ * that moment is noted. The core answers it (host->read) once its barrier
+ * passed, or hands it back when the node no longer leads. Checked at the
+ * answer: the node has applied every entry that any node knew committed
+ * when the read began - a read never misses a write acknowledged before it
+ * (a deposed leader that still thinks it leads, cut off, must never
+ * confirm a round). A client's read is then run on the state as it stands
+ * (sm_read), as feed_log.c does, and its answer goes to the client.
  */
 #include "tests/cluster/sim.h"
 
-#define READS_MAX	64
-#define REACH_MS	5000		/* a read not answered by then is dropped */
-#define REPROBE		50		/* ms: a round not confirmed is sent again */
+#define READS_MAX	4096		/* reads on their way, at most */
 
 struct sim_read {
 	unsigned int	node;
-	raft_term	term;
-	raft_index	index;		/* the node's commit index at the start */
+	uint64_t	conn;
+	uint64_t	id;		/* the request's */
 	raft_index	want;		/* the highest any node knew committed */
-	uint64_t	round;
-	raft_time	t0, sent;
+	raft_time	t0;
 };
 
 static struct sim_read rd[READS_MAX];
 static size_t nrd;
+static uint64_t next_read_id = 1;
 unsigned long reads_answered, reads_dropped;
 
 /* The highest commit index of any node now (the ground truth). */
@@ -38,76 +39,91 @@ static raft_index committed_anywhere(void)
 	raft_index m = 0;
 
 	for (unsigned int i = 0; i < nn; i++)
-		if (nodes[i].raft->commit_index > m)
-			m = nodes[i].raft->commit_index;
+		if (raft_commit_index(nodes[i].raft) > m)
+			m = raft_commit_index(nodes[i].raft);
 	return m;
 }
 
-/* Begin a read on node i (leading and serving). */
-static void read_begin(unsigned int i)
+/* Hand node n's core a read of connection conn. false: none begun. */
+bool read_begin(struct node *n, uint64_t conn, const Semd__Request *rq)
 {
-	struct raft *r = nodes[i].raft;
-	struct sim_read *q = &rd[nrd];
-	uint64_t round = raftguard_probe(r->io);
+	struct sm_caller who = { 0 };
+	struct semlog_rreq *r;
+	uint8_t buf[512];
+	size_t len = semd__request__get_packed_size(rq);
 
-	if (round == 0)
-		return;
-	q->node = i;
-	q->term = r->current_term;
-	q->index = r->commit_index;
-	q->want = committed_anywhere();
-	q->round = round;
-	q->t0 = q->sent = now();
+	if (nrd == READS_MAX || len > sizeof buf)
+		return false;
+	who.privs = SM_PRIV_ADMIN;
+	semd__request__pack(rq, buf);
+	if ((r = semlog_rreq_new(conn, &who, buf, len)) == NULL)
+		fail("out of memory");
+	rd[nrd] = (struct sim_read){ n->i, conn, rq->id, committed_anywhere(),
+	    now() };
 	nrd++;
-	trace("node %u: read begins at commit %llu, round %llu", i + 1,
-	    (unsigned long long)q->index, (unsigned long long)round);
+	trace("node %u: read %" PRIu64 "/%" PRIu64 " begins, %llu committed "
+	    "somewhere", n->i + 1, conn, rq->id,
+	    (unsigned long long)rd[nrd - 1].want);
+	semlog_core_reads(n->core, r);
+	return true;
 }
 
-/* Answer the reads whose barrier passed; drop those that cannot be. */
+/* host->read: the core answers a read (lead) or hands it back. */
+void read_answer(void *arg, uint64_t cid, const struct sm_caller *who,
+    const uint8_t *data, size_t len, bool lead)
+{
+	struct node *n = arg;
+	Semd__Request *req = semd__request__unpack(NULL, len, data);
+	struct sm_client *c;
+	size_t k;
+
+	if (req == NULL)
+		fail("node %u: a read's request cannot be decoded", n->i + 1);
+	for (k = 0; k < nrd; k++)
+		if (rd[k].conn == cid && rd[k].id == req->id &&
+		    rd[k].node == n->i)
+			break;
+	if (k == nrd)
+		fail("node %u answers a read nobody began (%" PRIu64 "/%" PRIu64
+		    ")", n->i + 1, cid, req->id);
+	if (!lead) {
+		reads_dropped++;
+	} else {
+		if (raft_last_applied(n->raft) < rd[k].want)
+			fail("node %u answered a read begun at t=%llu having "
+			    "applied index %llu, but index %llu was committed "
+			    "then", n->i + 1, (unsigned long long)rd[k].t0,
+			    (unsigned long long)raft_last_applied(n->raft),
+			    (unsigned long long)rd[k].want);
+		reads_answered++;
+		pings_local += req->op_case == SEMD__REQUEST__OP_PING;
+		if ((c = sm_client_find(n->sm, cid)) != NULL)
+			(void)sm_read(n->sm, c, req, who);
+	}
+	rd[k] = rd[--nrd];
+	semd__request__free_unpacked(req, NULL);
+}
+
+/* Now and then, an Info of a connection of the simulation's own. */
 void reads_step(void)
 {
-	size_t k = 0;
+	Semd__Request rq = SEMD__REQUEST__INIT;
+	Semd__Info info = SEMD__INFO__INIT;
+	unsigned int i;
 
-	while (k < nrd) {
-		struct sim_read *q = &rd[k];
-		struct node *n = &nodes[q->node];
-		struct raft *r = n->raft;
-		bool alive = raft_fixture_alive(&f, q->node);
-
-		if ((alive && (raft_state(r) != RAFT_LEADER ||
-		    r->current_term != q->term || !n->serving)) ||
-		    now() - q->t0 >= REACH_MS) {
-			reads_dropped++;
-			rd[k] = rd[--nrd];
-			continue;
-		}
-		if (alive && raftguard_confirmed(r->io) >= q->round &&
-		    raft_last_applied(r) >= q->index) {
-			if (raft_last_applied(r) < q->want)
-				fail("node %u answered a read begun at t=%llu having "
-				    "applied index %llu, but index %llu was committed "
-				    "then", q->node + 1, (unsigned long long)q->t0,
-				    (unsigned long long)raft_last_applied(r),
-				    (unsigned long long)q->want);
-			reads_answered++;
-			rd[k] = rd[--nrd];
-			continue;
-		}
-		if (alive && now() - q->sent >= REPROBE &&
-		    raftguard_probe(r->io) != 0)
-			q->sent = now();
-		k++;
-	}
-	if (nrd < READS_MAX && rnd_below(8) == 0) {
-		unsigned int i = (unsigned int)rnd_below(nn);
-
-		if (raft_fixture_alive(&f, i) && nodes[i].serving &&
-		    raft_state(nodes[i].raft) == RAFT_LEADER)
-			read_begin(i);
-	}
+	if (rnd_below(8) != 0)
+		return;
+	i = (unsigned int)rnd_below(nn);
+	if (!serving(&nodes[i]))
+		return;
+	info.name = (char *)names[0];
+	rq.id = next_read_id++;
+	rq.op_case = SEMD__REQUEST__OP_INFO;
+	rq.info = &info;
+	(void)read_begin(&nodes[i], READ_CONN, &rq);
 }
 
-/* Forget the reads of a seed. */
+/* Forget the reads of a seed (their cores are freed with them). */
 void reads_end(void)
 {
 	nrd = 0;

@@ -4,7 +4,7 @@
 # (semd_log_append_seconds counts the writes, a valid histogram), and the
 # snapshots written are counted (semd_snapshots_total, with
 # --snapshot-every 64), none failed (semd_snapshot_failures_total); in
-# memory there is no log and none of these. tests/cluster/test_raftguard
+# memory there is no log and none of these. tests/cluster/test_port
 # has the failures and the timing of single calls.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 60

@@ -5,14 +5,22 @@
  * then cut, or with bytes changed) decode to the same fields whenever the
  * fast decoder accepts them, and replies of every shape the encoder takes,
  * random and at the edges, pack to the same bytes and within
- * fastpb_reply_bound(), the size the daemon gives their buffer.
+ * fastpb_reply_bound(), the size the daemon gives their buffer, and as
+ * whole frames by fastpb_reply_frame() when of its shape. And the
+ * watch events as a snapshot carries them (proto/pbevent.c): random ones and
+ * ones at the edges pack to protobuf-c's bytes, and one that does not fit
+ * the room given is refused, never written past it. And the short-string
+ * copies and compares of core/strcopy.h, against libc's.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strcopy.h"
 #include "daemon/fastpb.h"
+#include "proto/frame.h"
+#include "proto/pbevent.h"
 #include "tests/common/check.h"
 #include "tests/common/rnd_value.h"
 
@@ -206,6 +214,36 @@ static void reply_make(struct reply *x, Semd__Reply__BodyCase shape,
 }
 
 /*
+ * fastpb_reply_frame() packs r, whose protobuf-c bytes are a[0..la), as
+ * their frame into FASTPB_FRAME_ROOM bytes (a heap buffer of exactly that
+ * size), or says it is not its shape: with a message, or a Pong body.
+ * False, told, when not.
+ */
+static bool frame_check(const Semd__Reply *r, const uint8_t *a, size_t la,
+    const char *what, int round)
+{
+	uint8_t *f = malloc(FASTPB_FRAME_ROOM), hdr[FRAME_HDR];
+	bool mine = (r->message == NULL || r->message[0] == '\0') &&
+	    r->body_case != SEMD__REPLY__BODY_PONG;
+	size_t lf;
+	bool ok;
+
+	if (f == NULL) {
+		printf("not ok - %s %d: out of memory\n", what, round);
+		return false;
+	}
+	lf = fastpb_reply_frame(r, f);
+	frame_put_header(hdr, (uint32_t)la);
+	ok = mine ? lf == FRAME_HDR + la && memcmp(f, hdr, FRAME_HDR) == 0 &&
+	    memcmp(f + FRAME_HDR, a, la) == 0 : lf == 0;
+	if (!ok)
+		printf("not ok - %s %d: framed %zu bytes for a reply of %zu%s\n",
+		    what, round, lf, la, mine ? "" : " it should have left alone");
+	free(f);
+	return ok;
+}
+
+/*
  * r packs to protobuf-c's bytes, and into a buffer of the size the daemon
  * gives it: fastpb_reply_bound() (a heap buffer of exactly that size, so
  * ASan sees any byte written past it). False, told, when not.
@@ -233,6 +271,8 @@ static bool reply_check(const Semd__Reply *r, const char *what, int round)
 			printf("not ok - %s %d: packed %zu bytes (bound %zu), protobuf-c %zu, or other bytes\n",
 			    what, round, lb, bound, la);
 		free(b);
+		if (ok)
+			ok = frame_check(r, a, la, what, round);
 	}
 	free(a);
 	if (!ok)
@@ -274,6 +314,7 @@ static void test_reply_bound_edges(void)
 	static struct reply x;
 	static char longmsg[PAYLOAD_MAX];
 	const char *msgs[] = { NULL, "", longmsg };
+	uint8_t frame[FASTPB_FRAME_ROOM];
 	size_t s, m, l;
 	int n = 0;
 
@@ -289,7 +330,7 @@ static void test_reply_bound_edges(void)
 	/* A body the fast encoder leaves to protobuf-c. */
 	semd__reply__init(&x.r);
 	x.r.body_case = SEMD__REPLY__BODY_STATS;
-	if (fastpb_reply_bound(&x.r, &s)) {
+	if (fastpb_reply_bound(&x.r, &s) || fastpb_reply_frame(&x.r, frame) != 0) {
 		failures++;
 		printf("not ok - a Stats reply was taken by the fast encoder\n");
 	}
@@ -299,17 +340,144 @@ static void test_reply_bound_edges(void)
 	 */
 	semd__reply__init(&x.r);
 	x.r.revision = 7;
-	if (fastpb_reply_bound(&x.r, &s)) {
+	if (fastpb_reply_bound(&x.r, &s) || fastpb_reply_frame(&x.r, frame) != 0) {
 		failures++;
 		printf("not ok - a reply with a revision was taken by the fast encoder\n");
 	}
 	semd__reply__init(&x.r);
 	x.r.code = SEMD__CODE__COMPACTED;
 	x.r.oldest_revision = 3;
-	if (fastpb_reply_bound(&x.r, &s)) {
+	if (fastpb_reply_bound(&x.r, &s) || fastpb_reply_frame(&x.r, frame) != 0) {
 		failures++;
 		printf("not ok - a reply with an oldest revision was taken by the fast encoder\n");
 	}
+}
+
+/* A string of rnd_string()'s, or NULL, or one of max - 1 bytes. */
+static char *rnd_event_string(char *s, size_t max)
+{
+	switch (rnd() % 6) {
+	case 0:
+		return NULL;
+	case 1:
+		memset(s, 'x', max - 1);
+		s[max - 1] = '\0';
+		return s;
+	default:
+		rnd_string(s, max);
+		return s;
+	}
+}
+
+/*
+ * ev packs by pbevent_pack() to protobuf-c's bytes, into exactly the room
+ * they need (a heap buffer: ASan sees a byte written past it), and is
+ * refused one byte less. False, told, when not.
+ */
+static bool event_check(const Semd__WatchEvent *ev, int round)
+{
+	size_t la = semd__watch_event__get_packed_size(ev), lb;
+	uint8_t *a = malloc(la + 1), *b = malloc(la + 1);
+	bool ok = false;
+
+	if (a == NULL || b == NULL || semd__watch_event__pack(ev, a) != la) {
+		printf("not ok - event %d: protobuf-c did not pack it\n", round);
+	} else if ((lb = pbevent_pack(ev, b, la)) != la || memcmp(a, b, la) != 0) {
+		printf("not ok - event %d: packed %zu bytes, protobuf-c %zu, or other bytes\n",
+		    round, lb, la);
+	} else if (la > 0 && pbevent_pack(ev, b, la - 1) != 0) {
+		printf("not ok - event %d: packed into %zu bytes, it needs %zu\n",
+		    round, la - 1, la);
+	} else {
+		ok = true;
+	}
+	free(a);
+	free(b);
+	if (!ok)
+		failures++;
+	return ok;
+}
+
+/* Random watch events, and every number at its longest, pack as protobuf-c's. */
+static void test_events(void)
+{
+	static char name[300], pr[300], cl[300], host[300], why[5000];
+	Semd__WatchEvent ev;
+	uint64_t (*num)(void);
+	int round;
+
+	printf("# %d random watch events\n", ROUNDS / 4);
+	for (round = 0; round < ROUNDS / 4; round++) {
+		num = round % 50 == 0 ? num_max : rnd_value;
+		semd__watch_event__init(&ev);
+		ev.watch = num();
+		ev.name = rnd_event_string(name, sizeof name);
+		ev.kind = (Semd__EventKind)(num() % 9);
+		ev.time_ms = num();
+		ev.n = (uint32_t)num();
+		ev.permit_id = num();
+		ev.token = num();
+		ev.request_id = num();
+		ev.principal = rnd_event_string(pr, sizeof pr);
+		ev.client_name = rnd_event_string(cl, sizeof cl);
+		ev.host = rnd_event_string(host, sizeof host);
+		ev.pid = (uint32_t)num();
+		ev.holders = (uint32_t)num();
+		ev.waiters = (uint32_t)num();
+		ev.available = (int64_t)num();	/* negative ones too */
+		ev.limit = (uint32_t)num();
+		ev.rate = (uint32_t)num();
+		ev.rate_period_ms = (uint32_t)num();
+		ev.burst = (uint32_t)num();
+		ev.reason = rnd_event_string(why, rnd() % 2 ? sizeof why : 64);
+		ev.max_waiters = (uint32_t)num();
+		ev.revision = num();
+		event_check(&ev, round);
+		if (failures > 10)
+			return;
+	}
+}
+
+/*
+ * core/strcopy.h against libc: every length to 40, the bytes random, with a
+ * NUL at each place or none: the copy is the bytes (none written past
+ * them), a NUL is found where memchr() finds one, and two strings are the
+ * same where memcmp() says so (one byte changed at each place, or none).
+ */
+static void test_strcopy(void)
+{
+	uint8_t a[48], b[48], d[48];
+	size_t n, at, i;
+	bool nul, same;
+	int round;
+
+	printf("# core/strcopy.h against memcpy, memchr and memcmp\n");
+	for (round = 0; round < 20; round++)
+		for (n = 0; n <= 40; n++)
+			for (at = 0; at <= n; at++) {
+				for (i = 0; i < sizeof a; i++)
+					a[i] = (uint8_t)(rnd() % 255 + 1);
+				if (at < n && round % 2 == 0)
+					a[at] = 0;
+				memset(d, 0xee, sizeof d);
+				nul = !strcopy(d, a, n, false);
+				if (nul != (memchr(a, 0, n) != NULL) ||
+				    (!nul && memcmp(d, a, n) != 0) || d[n] != 0xee) {
+					failures++;
+					printf("not ok - strcopy of %zu bytes, NUL at %zu\n", n, at);
+				}
+				memcpy(b, a, sizeof b);
+				if (at < n && round % 4 < 2)
+					b[at] ^= (uint8_t)(1u << (rnd() % 8));
+				same = strcopy_same(a, b, n);
+				if (same != (memcmp(a, b, n) == 0)) {
+					failures++;
+					printf("not ok - strcopy_same of %zu bytes, changed at %zu\n",
+					    n, at);
+				}
+				if (failures > 10)
+					return;
+			}
 }
 
 int main(void)
@@ -318,5 +486,7 @@ int main(void)
 	test_requests();
 	test_replies();
 	test_reply_bound_edges();
+	test_events();
+	test_strcopy();
 	return check_done("fastpb");
 }

@@ -699,6 +699,44 @@ static void test_ownership(void)
 	t_end(sm);
 }
 
+/* Release of a waiter (by its seq): its creator, administrators, itself. */
+static void test_release_waiter(void)
+{
+	struct sm_client *a, *b, *adm;
+	struct sm *sm = t_start("a waiter is cancelled by its seq: by its own "
+	    "principal or the name's manager, not another", NULL,
+	    "uid:1 uid:2 uid:0", &a, &b, &adm);
+	struct sm_caller user = { 0, { 0 } };
+	Semd__Reply *r;
+	uint64_t seq;
+
+	t_who = &user;
+	t_created(sm, a, 1, 1, "rw", 1, SEMD__MODE__OWNED);
+	t_held(sm, a, 1, 2, "rw", 1);
+	t_down(sm, b, 1, "rw", 1, -1, 0);
+	t_down(sm, adm, 1, "rw", 1, -1, 0);
+	r = t_info(sm, a, 1, 3, "rw", SEMD__CODE__OK);
+	EXPECT(r && r->info->n_waiters == 2);
+	seq = r && r->info->n_waiters == 2 ? r->info->waiters[0]->seq : 0;
+	t_op(sm, adm, 2, SEMD__REQUEST__OP_RELEASE, "name=%s waiter=%" PRIu64, "rw", seq);
+	expect_code(3, 2, SEMD__CODE__PERMISSION_DENIED);	/* not its own, no admin */
+	t_op(sm, b, 2, SEMD__REQUEST__OP_RELEASE, "name=%s waiter=%" PRIu64, "rw", seq);
+	expect_code(2, 1, SEMD__CODE__CANCELLED);		/* its down hears it */
+	expect_code(2, 2, SEMD__CODE__OK);
+	CHECK_SM(sm);
+	t_op(sm, b, 3, SEMD__REQUEST__OP_RELEASE, "name=%s waiter=%" PRIu64, "rw", seq);
+	expect_code(2, 3, SEMD__CODE__NOT_FOUND);
+	r = t_info(sm, a, 1, 4, "rw", SEMD__CODE__OK);
+	seq = r && r->info->n_waiters == 1 ? r->info->waiters[0]->seq : 0;
+	t_op(sm, a, 5, SEMD__REQUEST__OP_RELEASE, "name=%s waiter=%" PRIu64, "rw", seq);
+	expect_code(3, 1, SEMD__CODE__CANCELLED);		/* the creator may */
+	expect_code(1, 5, SEMD__CODE__OK);
+	r = t_info(sm, a, 1, 6, "rw", SEMD__CODE__OK);
+	EXPECT(r && r->info->n_waiters == 0 && r->info->n_holders == 1);
+	t_who = NULL;
+	t_end(sm);
+}
+
 /* Bad names and counts are INVALID_ARGUMENT. */
 static void test_invalid(void)
 {
@@ -848,6 +886,7 @@ int main(void)
 	test_info_cap();
 	test_create_options();
 	test_ownership();
+	test_release_waiter();
 	test_signal();
 	test_tokens();
 	caps_clear();

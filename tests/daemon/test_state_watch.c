@@ -300,10 +300,208 @@ static void test_resume(void)
 	t_end(sm);
 }
 
+/* Little-endian u32 and u64 of a snapshot's bytes. */
+static uint64_t snap_le(const uint8_t *p, unsigned int size)
+{
+	uint64_t v = 0;
+
+	while (size-- > 0)
+		v = v << 8 | p[size];
+	return v;
+}
+
+/*
+ * The watch history in a snapshot (section 21, as ever: each event as a
+ * WatchEvent's protobuf bytes) and back: a restored state replays the same
+ * events, field for field; and a history whose records fill its size as
+ * protobuf - as the semd of before counted them, which held them so - loads
+ * with the oldest dropped where they no longer all fit as held now, and
+ * resumes from the oldest it kept.
+ */
+static void test_history_snapshot(void)
+{
+	struct sm_client *a, *adm;
+	struct sm_config cfg;
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
+	struct sm *sm = t_start_checked(1000, "watch: the history through a snapshot",
+	    NULL, "uid:1 uid:0", &a, &adm), *rs;
+	uint64_t kinds[41], oldest, rev, size, total = 0;
+	uint8_t *snap = NULL, *p, *sec = NULL;
+	size_t len = 0, off;
+	uint32_t n, i, rl;
+	Semd__WatchEvent *ev;
+	Semd__Reply *r;
+	char err[256];
+
+	t_watch(sm, adm, 2, "h", false);
+	expect_code(2, 2, SEMD__CODE__OK);
+	t_create(sm, a, 2, "h", 1, SEMD__MODE__OWNED, 0);
+	expect_code(1, 2, SEMD__CODE__OK);
+	ev = event_of(2, EVENT_CREATE, "h");
+	kinds[0] = ev != NULL ? ev->kind : 0;
+	for (i = 0; i < 20; i++) {
+		t_held(sm, a, 1, (uint64_t)(10 + 2 * i), "h", 1);
+		t_up(sm, a, (uint64_t)(11 + 2 * i), "h", 1, 0);
+		expect_code(1, (uint64_t)(11 + 2 * i), SEMD__CODE__OK);
+		kinds[1 + 2 * i] = SEMD__EVENT_KIND__EVENT_GRANT;
+		kinds[2 + 2 * i] = SEMD__EVENT_KIND__EVENT_RELEASE;
+	}
+	caps_clear();
+	rs = t_snap_restore(sm, "another key 1234", &snap, &len);
+	if (rs == NULL) {
+		free(snap);
+		t_end(sm);
+		return;
+	}
+	sm = t_switch(sm, rs);
+	adm = sm_client_find(sm, 2);
+	t_op(sm, adm, 3, SEMD__REQUEST__OP_WATCH, "name=%s from_revision=%d", "h", 1);
+	expect_code(2, 3, SEMD__CODE__OK);
+	for (i = 0; i < 41; i++) {
+		ev = event_of_(__LINE__, 2, (int)kinds[i], "h");
+		EXPECT(ev != NULL && ev->revision == i + 1 && ev->watch == 3 &&
+		    strcmp(ev->principal, "uid:1") == 0 && ev->limit == 1 &&
+		    (i == 0 || ev->n == 1));
+		EXPECT(ev == NULL || i == 0 || ev->kind != SEMD__EVENT_KIND__EVENT_GRANT ||
+		    (ev->permit_id != 0 && ev->token != 0 && ev->request_id == 10 + (i - 1)));
+	}
+	EXPECT_U64(0, events_left(2));
+	t_end(sm);
+
+	/* Section 21: u32 tag and length, u64 last revision 41, u32 size. */
+	for (off = 0; snap != NULL && off + 20 <= len; off++)
+		if (snap_le(snap + off, 4) == 21 && snap_le(snap + off + 8, 8) == 41 &&
+		    snap_le(snap + off + 16, 4) == SM_WATCH_HISTORY) {
+			sec = snap + off + 8;
+			break;
+		}
+	EXPECT(sec != NULL);
+	if (sec == NULL) {
+		free(snap);
+		return;
+	}
+	n = (uint32_t)snap_le(sec + 12, 4);
+	EXPECT_U64(41, n);
+	for (p = sec + 16, i = 0; i < n && p + 12 <= snap + len; i++) {
+		rl = (uint32_t)snap_le(p + 8, 4);
+		total += 12 + rl;
+		p += 12 + rl;
+	}
+	/* The size they fill as protobuf records: as held now, fewer fit. */
+	size = total;
+	for (i = 0; i < 4; i++)
+		sec[8 + i] = (uint8_t)(size >> (8 * i));
+	sm_config_defaults(&cfg);
+	rs = sm_restore(&cfg, &out, snap, len, err, sizeof err);
+	free(snap);
+	EXPECT(rs != NULL);
+	if (rs == NULL) {
+		printf("# restore: %s\n", err);
+		return;
+	}
+	CHECK_SM(rs);
+	sm_client_bind(sm_client_find(rs, 2), (void *)2);
+	adm = sm_client_find(rs, 2);
+	t_op(rs, adm, 4, SEMD__REQUEST__OP_WATCH, "name=%s from_revision=%d", "h", 1);
+	r = expect_code(2, 4, SEMD__CODE__COMPACTED);
+	oldest = r != NULL ? r->oldest_revision : 0;
+	EXPECT(oldest > 1 && oldest < 41);
+	printf("# %" PRIu64 " of the 41 events kept in %" PRIu64 " bytes\n", 42 - oldest, size);
+	t_op(rs, adm, 5, SEMD__REQUEST__OP_WATCH, "name=%s from_revision=%" PRIu64, "h", oldest);
+	expect_code(2, 5, SEMD__CODE__OK);
+	EXPECT_U64(41 - oldest + 1, events_left(2));
+	for (rev = oldest; rev <= 41; rev++) {
+		ev = event_of_(__LINE__, 2, (int)kinds[rev - 1], "h");
+		EXPECT(ev != NULL && ev->revision == rev);
+	}
+	caps_clear();
+	sm_free(rs);
+}
+
+/* Did conn k get an event that tells a rate (the record's rate fields)? */
+static bool ev_has_rate(uintptr_t k)
+{
+	int i;
+
+	for (i = 0; i < ncaps; i++)
+		if (caps[i].conn == k && caps[i].r->body_case == SEMD__REPLY__BODY_WATCH_EVENT &&
+		    caps[i].r->watch_event->rate == 5 &&
+		    caps[i].r->watch_event->rate_period_ms == 1000 &&
+		    caps[i].r->watch_event->burst == 3 && caps[i].r->watch_event->pid == 42 &&
+		    strcmp(caps[i].r->watch_event->host, "localhost") == 0)
+			return true;
+	return false;
+}
+
+/*
+ * An event replayed from the history is the event sent live, field for
+ * field (the record's layout both ways): a name with a limit and a rate,
+ * an identity with a client name, host and pid, a grant, a wait, its
+ * timeout with a reason, a release and a limit change, watched live by an
+ * administrator and then replayed to another of its watches from the
+ * first revision.
+ */
+static void test_replay_same(void)
+{
+	struct sm_client *a, *b, *adm;
+	struct sm *sm = t_start_checked(1000, "watch: a replayed event is the live one",
+	    NULL, "uid:1 uid:2 uid:0", &a, &b, &adm);
+	uint8_t x[1024], y[1024];
+	size_t lx, ly;
+	int i, j, live = 0, same = 0;
+
+	t_watch(sm, adm, 2, "e/", true);
+	expect_code(3, 2, SEMD__CODE__OK);
+	t_create_rate(sm, a, 2, "e/r", 2, 5, 1000, 3);
+	expect_code(1, 2, SEMD__CODE__OK);
+	t_held(sm, a, 1, 3, "e/r", 2);
+	t_down(sm, b, 2, "e/r", 1, 50, 0);
+	t_tick(sm, now + 50);
+	expect_code(2, 2, SEMD__CODE__TIMEOUT);
+	t_up(sm, a, 4, "e/r", 2, 0);
+	expect_code(1, 4, SEMD__CODE__OK);
+	t_set_limit(sm, a, 5, "e/r", 4);
+	expect_code(1, 5, SEMD__CODE__OK);
+	t_op(sm, adm, 3, SEMD__REQUEST__OP_WATCH, "name=%s prefix=%d from_revision=%d", "e/", 1, 1);
+	expect_code(3, 3, SEMD__CODE__OK);
+	for (i = 0; i < ncaps; i++) {
+		Semd__WatchEvent *ev = caps[i].r->watch_event;
+
+		if (caps[i].conn != 3 || caps[i].r->body_case != SEMD__REPLY__BODY_WATCH_EVENT ||
+		    ev->watch != 2)
+			continue;
+		live++;
+		ev->watch = 0;
+		lx = semd__watch_event__pack(ev, x);
+		ev->watch = 2;
+		for (j = 0; j < ncaps; j++) {
+			Semd__WatchEvent *rv = caps[j].r->watch_event;
+
+			if (caps[j].conn != 3 ||
+			    caps[j].r->body_case != SEMD__REPLY__BODY_WATCH_EVENT ||
+			    rv->watch != 3 || rv->revision != ev->revision)
+				continue;
+			rv->watch = 0;
+			ly = semd__watch_event__pack(rv, y);
+			rv->watch = 3;
+			if (lx == ly && memcmp(x, y, lx) == 0)
+				same++;
+			else
+				FAIL("revision %" PRIu64 ": the replayed event differs from the live one",
+				    ev->revision);
+		}
+	}
+	EXPECT(live >= 6 && ev_has_rate(3));
+	EXPECT_U64(live, same);
+	t_end(sm);
+}
+
 int main(void)
 {
 	test_watch();
 	test_resume();
+	test_history_snapshot();
+	test_replay_same();
 	test_holds();
 	caps_clear();
 	return check_done("state watch");

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/fuzz/run.sh BUILD_DIR SECONDS - build every libFuzzer target with
 # clang (-fsanitize=fuzzer,address,undefined) in BUILD_DIR and run each for
-# SECONDS from the seed corpus in tests/fuzz/corpus/<target>/. Exits non-zero
+# SECONDS from the seed corpus in tests/fuzz/corpus/<target>/, JOBS (default
+# 2) of them at once. Exits non-zero
 # when a target crashes, leaks, hits undefined behaviour or does not build;
 # the input that did it is kept in BUILD_DIR/artifacts/.
 #
@@ -38,14 +39,16 @@ LIBS[fuzz_frame]="proto/libsemproto.a"
 LIBS[fuzz_dispatch]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_entry]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_snap]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+LIBS[fuzz_http_json]="daemon/http/libsemhttp.a proto/libsemproto.a"
 
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
 
-PROTOBUF=$(pkg-config --cflags --libs libprotobuf-c)
+PROTOBUF=$(pkg-config --cflags --libs libprotobuf-c jansson)
 failed=0
 summary=()
 mkdir -p "$BUILD/artifacts"
+targets=()
 for t in $(printf '%s\n' "${!LIBS[@]}" | sort); do
 	libs=""
 	for lib in ${LIBS[$t]}; do
@@ -57,19 +60,39 @@ for t in $(printf '%s\n' "${!LIBS[@]}" | sort); do
 		-o "$BUILD/$t" "$TOP/tests/fuzz/$t.c" $libs $PROTOBUF -lpthread; then
 		summary+=("$t: BUILD FAILED"); failed=1; continue
 	fi
-	work=$BUILD/corpus/$t
+	targets+=("$t")
+done
+
+# fuzz_one TARGET: run it for SECONDS_EACH; its verdict in BUILD/TARGET.result.
+fuzz_one() {
+	local t=$1 work=$BUILD/corpus/$1 runs
 	mkdir -p "$work"
-	echo "=== fuzz: running $t for ${SECONDS_EACH}s"
 	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		"$BUILD/$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
 		-max_len=4096 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t-" \
 		"$work" "$TOP/tests/fuzz/corpus/$t" >"$BUILD/$t.log" 2>&1; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$BUILD/$t.log")
-		summary+=("$t: ok (${runs:-?} runs, corpus $(ls "$work" | wc -l) files)")
+		echo "$t: ok (${runs:-?} runs, corpus $(ls "$work" | wc -l) files)" >"$BUILD/$t.result"
 	else
-		tail -n 40 "$BUILD/$t.log"
-		summary+=("$t: FAILED (see $BUILD/$t.log and $BUILD/artifacts/)"); failed=1
+		echo "$t: FAILED (see $BUILD/$t.log and $BUILD/artifacts/)" >"$BUILD/$t.result"
 	fi
+}
+
+# The targets are independent and each keeps one core busy: JOBS at a time,
+# each still for SECONDS_EACH.
+running=0
+for t in "${targets[@]}"; do
+	if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
+	echo "=== fuzz: running $t for ${SECONDS_EACH}s"
+	rm -f "$BUILD/$t.result"
+	fuzz_one "$t" &
+	running=$((running + 1))
+done
+wait
+for t in "${targets[@]}"; do
+	r=$(cat "$BUILD/$t.result" 2>/dev/null || echo "$t: FAILED (no verdict)")
+	case $r in *FAILED*) tail -n 40 "$BUILD/$t.log"; failed=1 ;; esac
+	summary+=("$r")
 done
 echo "=== fuzz summary"
 printf '%s\n' "${summary[@]}"
