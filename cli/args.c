@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * cli/args.c - a command's options and arguments, usage errors,
- * the exit code of a library error, and the connection a command opens.
+ * cli/args.c - a command's options and arguments (by the tables of
+ * tables.c), the exit code of a library error, and the connection a
+ * command opens.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,65 +24,6 @@
 #endif
 
 #include "cli/semctl.h"
-
-/* Print a usage error (with the command's synopses when forms) and exit 2,
- * with --json also as one JSON object. */
-static void usage_exit(bool forms, const char *msg) __attribute__((noreturn));
-static void usage_exit(bool forms, const char *msg)
-{
-	const struct cmd_def *d = g.def;
-	int i;
-
-	fprintf(stderr, "semctl: %s\n", esc(msg));
-	for (i = 0; forms && d != NULL && i < CMD_FORMS && d->forms[i] != NULL; i++)
-		fprintf(stderr, "%s semctl %s%s%s\n", i ? "      " : "usage:", d->name,
-			*d->forms[i] ? " " : "", d->forms[i]);
-	if (d != NULL)
-		fprintf(stderr, "Try 'semctl help %s'.\n", d->name);
-	else
-		fprintf(stderr, "Try 'semctl --help'.\n");
-	if (g.json) {
-		printf("{\"ok\":false,\"error\":\"usage\",\"code\":%d,\"message\":", SEMC_E_ARG);
-		json_str(msg);
-		if (d != NULL) {
-			printf(",\"command\":");
-			json_str(d->name);
-		}
-		printf(",\"exit\":%d}\n", EX_USAGE_);
-	}
-	exit(EX_USAGE_);
-}
-
-/* A usage error of the message fmt and ap, with the command's synopses when forms. */
-static void usage_vexit(bool forms, const char *fmt, va_list ap)
-	__attribute__((noreturn, format(printf, 2, 0)));
-static void usage_vexit(bool forms, const char *fmt, va_list ap)
-{
-	char msg[1024];
-
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	usage_exit(forms, msg);
-}
-
-/* A usage error: the message, and where to find help. */
-void usage_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	usage_vexit(false, fmt, ap);
-	va_end(ap);
-}
-
-/* A usage error of the command's arguments: the message and its synopses. */
-void usage_forms(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	usage_vexit(true, fmt, ap);
-	va_end(ap);
-}
 
 /*
  * Each library error's exit code and its stable short name for JSON, one
@@ -329,12 +271,6 @@ static enum opt_id opt_of(int ch)
 		if (opt_defs[i].letter != 0 && opt_defs[i].letter == ch)
 			return (enum opt_id)i;
 	return OPT_NONE;
-}
-
-/* Is the option's value optional (given only as --name=VALUE)? */
-bool opt_value_optional(enum opt_id id)
-{
-	return opt_defs[id].value != NULL && opt_defs[id].value[0] == '[';
 }
 
 /* Does the command take the option? */

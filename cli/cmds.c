@@ -852,11 +852,13 @@ static int give_back(struct cmd_args *a, bool release)
 	return 0;
 }
 
+/* semctl release NAME --holder PERMIT_ID: force-release anyone's permit. */
 int cmd_release(struct cmd_args *a)
 {
 	return give_back(a, true);
 }
 
+/* semctl up NAME: give permits back. */
 int cmd_up(struct cmd_args *a)
 {
 	return give_back(a, false);

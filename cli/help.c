@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cli/help.c - what semctl says about itself, all of it from the
- * option and command tables (semctl.c): --help, `help COMMAND` (and
+ * option and command tables (tables.c): --help, `help COMMAND` (and
  * `COMMAND --help`), `--json help` (the tables as JSON, which the docs
- * test compares with semctl(1)), and the shell completions' answers
- * (`semctl __complete WORD...`).
+ * test compares with semctl(1)), a usage error with the command's
+ * synopses, and the shell completions' answers (`semctl __complete
+ * WORD...`).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,65 @@
 
 #define HELP_WIDTH	79	/* wrap at this column */
 #define HELP_COL	24	/* an option's help starts here */
+
+/* Print a usage error (with the command's synopses when forms) and exit 2,
+ * with --json also as one JSON object. */
+static void usage_exit(bool forms, const char *msg) __attribute__((noreturn));
+static void usage_exit(bool forms, const char *msg)
+{
+	const struct cmd_def *d = g.def;
+	int i;
+
+	fprintf(stderr, "semctl: %s\n", esc(msg));
+	for (i = 0; forms && d != NULL && i < CMD_FORMS && d->forms[i] != NULL; i++)
+		fprintf(stderr, "%s semctl %s%s%s\n", i ? "      " : "usage:", d->name,
+			*d->forms[i] ? " " : "", d->forms[i]);
+	if (d != NULL)
+		fprintf(stderr, "Try 'semctl help %s'.\n", d->name);
+	else
+		fprintf(stderr, "Try 'semctl --help'.\n");
+	if (g.json) {
+		printf("{\"ok\":false,\"error\":\"usage\",\"code\":%d,\"message\":", SEMC_E_ARG);
+		json_str(msg);
+		if (d != NULL) {
+			printf(",\"command\":");
+			json_str(d->name);
+		}
+		printf(",\"exit\":%d}\n", EX_USAGE_);
+	}
+	exit(EX_USAGE_);
+}
+
+/* A usage error of the message fmt and ap, with the command's synopses when forms. */
+static void usage_vexit(bool forms, const char *fmt, va_list ap)
+	__attribute__((noreturn, format(printf, 2, 0)));
+static void usage_vexit(bool forms, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	usage_exit(forms, msg);
+}
+
+/* A usage error: the message, and where to find help. */
+void usage_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	usage_vexit(false, fmt, ap);
+	va_end(ap);
+}
+
+/* A usage error of the command's arguments: the message and its synopses. */
+void usage_forms(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	usage_vexit(true, fmt, ap);
+	va_end(ap);
+}
 
 /*
  * Print text wrapped at HELP_WIDTH: the cursor is at column col, which is

@@ -8,7 +8,7 @@
 # bear the same name there.
 bin_PROGRAMS += semctl
 noinst_HEADERS += cli/semctl.h
-semctl_SOURCES = cli/semctl.c cli/args.c cli/out.c cli/help.c cli/cmds.c \
+semctl_SOURCES = cli/semctl.c cli/tables.c cli/args.c cli/out.c cli/help.c cli/cmds.c \
 	cli/set.c cli/backup.c cli/watch.c cli/run.c
 semctl_LDADD = client/libsemclient.la
 

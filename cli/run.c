@@ -597,11 +597,13 @@ static int down(struct cmd_args *a, bool try)
 	return 0;
 }
 
+/* semctl down NAME...: take permits, waiting. */
 int cmd_down(struct cmd_args *a)
 {
 	return down(a, false);
 }
 
+/* semctl trydown NAME...: take permits only if that is possible now. */
 int cmd_trydown(struct cmd_args *a)
 {
 	return down(a, true);

@@ -3,9 +3,10 @@
  * cli/semctl.h - what the files of semctl share: the option and command
  * tables, the global options, a command's parsed arguments, the exit codes,
  * and the helpers for parsing, errors and output. The command line's files:
- *   semctl.c  main(): the option and command tables, the dispatch
- *   args.c    parsing by the tables, usage errors, exit codes, the client
- *   help.c    --help, help COMMAND and the completion, from the tables
+ *   semctl.c  main(): the options, the command, its run
+ *   tables.c  the option and command tables
+ *   args.c    parsing by the tables, exit codes, the client
+ *   help.c    --help, help COMMAND, usage errors and the completion, from the tables
  *   out.c     escaping, JSON strings, times, durations, rates
  *   cmds.c    the commands of one call: create, up, info, list, ...
  *   set.c     set-limit, set-queue, set-rate
@@ -143,15 +144,14 @@ struct cmd_args {
 	bool given[OPT_COUNT];	/* the options the command line gave */
 };
 
-/* semctl.c */
+/* tables.c */
 extern const struct opt_def opt_defs[OPT_COUNT];
 extern const struct cmd_def cmd_defs[];
 extern const size_t cmd_count;
 const struct cmd_def *cmd_find(const char *name);
+bool opt_value_optional(enum opt_id id);
 
 /* args.c */
-void usage_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-void usage_forms(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 int exit_code(int err);
 const char *err_name(int err);
 int fail(int err, const char *what);
@@ -163,12 +163,13 @@ uint64_t parse_u64(const char *s, const char *what, uint64_t min);
 bool json_wanted(int argc, char **argv);
 int globals_parse(int argc, char **argv);
 bool cmd_takes(const struct cmd_def *cmd, enum opt_id id);
-bool opt_value_optional(enum opt_id id);
 void cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct cmd_args *a);
 int client_open(struct semc **out, uint32_t lease_ms, const char *name);
 int call_end(struct semc *c, int r, const char *what);
 
 /* help.c */
+void usage_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void usage_forms(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void help_global(void);
 void help_command(const struct cmd_def *cmd);
 int cmd_help(struct cmd_args *a);

@@ -23,7 +23,8 @@ libsemclient (client/) is read the same way, its floors (doc/design.md)
 client/base/ (addresses, results, transports), client/session/ (the
 session's bookkeeping), client/engine/ (the I/O engine) and client/api/
 (the API): a floor calls only the floors below it, and no circle of calls
-joins any two of client/'s files.
+joins any two of client/'s files. semctl (cli/), on libsemclient's public
+API, has no circle of calls between its files either.
 
 Usage: tests/callgraph.py [--order] [--dot FILE] BUILD_DIR
 BUILD_DIR is a configured and built tree (config.h and proto/semd.pb-c.h are
@@ -174,10 +175,11 @@ def layers(files, edges, comps):
     return layer
 
 
-def client_check(top, build, cflags, order):
-    """libsemclient's rules (the module's doc): whether one is broken."""
+def client_check(top, build, cflags, order, folder="client", floors=CLIENT_FLOORS):
+    """libsemclient's rules (the module's doc), or semctl's (folder cli,
+    floors ()): whether one is broken."""
     srcs = []
-    for d, _, files in os.walk(os.path.join(top, "client")):
+    for d, _, files in os.walk(os.path.join(top, folder)):
         srcs += [os.path.relpath(os.path.join(d, f), top) for f in files if f.endswith(".c")]
     srcs.sort()
     tmp = tempfile.mkdtemp(prefix="callgraph.")
@@ -195,7 +197,7 @@ def client_check(top, build, cflags, order):
         d, c = parse(top, text)
         defs.update(d)
         calls[src] = c
-    floor = {s: next((f for p, f in CLIENT_FLOORS if s.startswith(p)), None) for s in srcs}
+    floor = {s: next((f for p, f in floors if s.startswith(p)), None) for s in srcs}
     edges, example = {}, {}
     for src in srcs:
         for caller, callee, lineno in calls[src]:
@@ -204,35 +206,36 @@ def client_check(top, build, cflags, order):
                 continue
             edges.setdefault(src, set()).add(dst)
             example.setdefault((src, dst), f"{src}:{lineno} {caller}() -> {callee}()")
-    print("callgraph: client/, %d files, %d pairs of files with calls" % (
-        len(srcs), sum(len(v) for v in edges.values())))
+    print("callgraph: %s/, %d files, %d pairs of files with calls" % (
+        folder, len(srcs), sum(len(v) for v in edges.values())))
     bad = False
     comps = circles(srcs, edges)
     for comp in comps:
         bad = True
-        print("callgraph: CIRCLE (not allowed) in client/, %d files: %s" % (
-            len(comp), " ".join(comp)))
+        print("callgraph: CIRCLE (not allowed) in %s/, %d files: %s" % (
+            folder, len(comp), " ".join(comp)))
         for a in comp:
             for b in sorted(edges.get(a, ())):
                 if b in comp:
                     print("    " + example[(a, b)])
     for a in srcs:
-        for b in sorted(edges.get(a, ())):
+        for b in sorted(edges.get(a, ()) if floors else ()):
             fa, fb = floor[a], floor[b]
             if fa is None or fb is None:
                 bad = True
-                print(f"callgraph: client/ file on no floor: {a if fa is None else b}")
+                print(f"callgraph: {folder}/ file on no floor: {a if fa is None else b}")
             elif fa != fb and fb not in CLIENT_BELOW[fa]:
                 bad = True
-                print(f"callgraph: CALL UP client/ {fa} -> {fb}: " + example[(a, b)])
+                print(f"callgraph: CALL UP {folder}/ {fa} -> {fb}: " + example[(a, b)])
     if order:
         layer = layers(set(srcs), edges, comps)
-        print("callgraph: client/, by layer (a file calls only lower ones):")
+        print(f"callgraph: {folder}/, by layer (a file calls only lower ones):")
         for n in sorted(set(layer.values())):
-            print("    %2d  %s" % (n, " ".join(f[len("client/"):] for f in srcs
+            print("    %2d  %s" % (n, " ".join(f[len(folder) + 1:] for f in srcs
                                             if layer[f] == n)))
     if not bad:
-        print("callgraph: client/: no circle, each floor calls only the floors below it")
+        print(f"callgraph: {folder}/: no circle" +
+              (", each floor calls only the floors below it" if floors else ""))
     return bad
 
 
@@ -324,6 +327,7 @@ def main(argv):
                     f.write(f'\t"{a}" -> "{b}";\n')
             f.write("}\n")
     bad = client_check(top, build, cflags, order) or bad
+    bad = client_check(top, build, cflags, order, "cli", ()) or bad
     print("callgraph: " + ("the rules are broken (above)" if bad else
                            "no circle in daemon/state/ nor daemon/log/, the rooms call one way"))
     return 1 if bad else 0
