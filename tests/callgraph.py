@@ -65,10 +65,10 @@ def room_of(path):
     return None
 
 
-def sources(top):
-    """Every C file under daemon/, relative to top."""
+def sources(top, folder="daemon"):
+    """Every C file under folder (daemon/), relative to top."""
     out = []
-    for d, _, files in os.walk(os.path.join(top, "daemon")):
+    for d, _, files in os.walk(os.path.join(top, folder)):
         out += [os.path.relpath(os.path.join(d, f), top) for f in files if f.endswith(".c")]
     return sorted(out)
 
@@ -175,13 +175,9 @@ def layers(files, edges, comps):
     return layer
 
 
-def client_check(top, build, cflags, order, folder="client", floors=CLIENT_FLOORS):
-    """libsemclient's rules (the module's doc), or semctl's (folder cli,
-    floors ()): whether one is broken."""
-    srcs = []
-    for d, _, files in os.walk(os.path.join(top, folder)):
-        srcs += [os.path.relpath(os.path.join(d, f), top) for f in files if f.endswith(".c")]
-    srcs.sort()
+def graph(top, build, srcs, cflags):
+    """The calls between srcs' files: (edges, an example call of each edge),
+    or None when a file does not compile (said)."""
     tmp = tempfile.mkdtemp(prefix="callgraph.")
     try:
         jobs = int(os.environ.get("LINT_JOBS", "2"))
@@ -193,11 +189,10 @@ def client_check(top, build, cflags, order, folder="client", floors=CLIENT_FLOOR
     for src, text, err in results:
         if text is None:
             print(f"callgraph: {src} does not compile:\n{err}", file=sys.stderr)
-            return True
+            return None
         d, c = parse(top, text)
         defs.update(d)
         calls[src] = c
-    floor = {s: next((f for p, f in floors if s.startswith(p)), None) for s in srcs}
     edges, example = {}, {}
     for src in srcs:
         for caller, callee, lineno in calls[src]:
@@ -206,6 +201,18 @@ def client_check(top, build, cflags, order, folder="client", floors=CLIENT_FLOOR
                 continue
             edges.setdefault(src, set()).add(dst)
             example.setdefault((src, dst), f"{src}:{lineno} {caller}() -> {callee}()")
+    return edges, example
+
+
+def client_check(top, build, cflags, order, folder="client", floors=CLIENT_FLOORS):
+    """libsemclient's rules (the module's doc), or semctl's (folder cli,
+    floors ()): whether one is broken (None: a file does not compile)."""
+    srcs = sources(top, folder)
+    got = graph(top, build, srcs, cflags)
+    if got is None:
+        return None
+    edges, example = got
+    floor = {s: next((f for p, f in floors if s.startswith(p)), None) for s in srcs}
     print("callgraph: %s/, %d files, %d pairs of files with calls" % (
         folder, len(srcs), sum(len(v) for v in edges.values())))
     bad = False
@@ -262,29 +269,10 @@ def main(argv):
         return 2
     srcs = sources(top)
     cflags = pkg_cflags()
-    tmp = tempfile.mkdtemp(prefix="callgraph.")
-    try:
-        jobs = int(os.environ.get("LINT_JOBS", "2"))
-        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as ex:
-            results = list(ex.map(compile_one, [(top, build, tmp, s, cflags) for s in srcs]))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    defs, calls = {}, {}
-    for src, text, err in results:
-        if text is None:
-            print(f"callgraph: {src} does not compile:\n{err}", file=sys.stderr)
-            return 2
-        d, c = parse(top, text)
-        defs.update(d)
-        calls[src] = c
-    edges, example = {}, {}
-    for src in srcs:
-        for caller, callee, lineno in calls[src]:
-            dst = defs.get(callee)
-            if dst is None or dst == src:
-                continue
-            edges.setdefault(src, set()).add(dst)
-            example.setdefault((src, dst), f"{src}:{lineno} {caller}() -> {callee}()")
+    got = graph(top, build, srcs, cflags)
+    if got is None:
+        return 2
+    edges, example = got
     count = {}
     for s in srcs:
         count[room_of(s)] = count.get(room_of(s), 0) + 1
@@ -326,8 +314,11 @@ def main(argv):
                 for b in sorted(edges.get(a, ())):
                     f.write(f'\t"{a}" -> "{b}";\n')
             f.write("}\n")
-    bad = client_check(top, build, cflags, order) or bad
-    bad = client_check(top, build, cflags, order, "cli", ()) or bad
+    for folder, floors in (("client", CLIENT_FLOORS), ("cli", ())):
+        broken = client_check(top, build, cflags, order, folder, floors)
+        if broken is None:
+            return 2
+        bad = broken or bad
     print("callgraph: " + ("the rules are broken (above)" if bad else
                            "no circle in daemon/state/ nor daemon/log/, the rooms call one way"))
     return 1 if bad else 0

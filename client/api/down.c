@@ -202,6 +202,21 @@ static int no_policy(void)
 	return SEMC_E_ARG;
 }
 
+/* The options of a struct semc_down_opts down (with_policy: and of its
+ * policy p), checked as the older downs checked them: 0, or the error. */
+static int opts_options(const char *name, const struct semc_down_opts *o, bool with_policy,
+			const struct semc_down_policy *p, struct semc_down_options *out)
+{
+	int r;
+
+	if ((r = semc_args_check(name, o, "no down options")) != 0)
+		return r;
+	if (with_policy && p == NULL)
+		return no_policy();
+	*out = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, p);
+	return 0;
+}
+
 /* Take n permits, waiting up to timeout_ms. */
 int semc_down(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 	      uint32_t lease_ms, struct semc_grant *out)
@@ -224,9 +239,8 @@ int semc_down_ex(struct semc *c, const char *name, const struct semc_down_opts *
 	struct semc_down_options opts;
 	int r;
 
-	if ((r = semc_args_check(name, o, "no down options")) != 0)
+	if ((r = opts_options(name, o, false, NULL, &opts)) != 0)
 		return r;
-	opts = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, NULL);
 	return down_wait(c, name, &opts, out);
 }
 
@@ -237,11 +251,8 @@ int semc_down_policy(struct semc *c, const char *name, const struct semc_down_op
 	struct semc_down_options opts;
 	int r;
 
-	if ((r = semc_args_check(name, o, "no down options")) != 0)
+	if ((r = opts_options(name, o, true, p, &opts)) != 0)
 		return r;
-	if (p == NULL)
-		return no_policy();
-	opts = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, p);
 	return down_wait(c, name, &opts, out);
 }
 
@@ -261,9 +272,8 @@ int64_t semc_down_ex_async(struct semc *c, const char *name, const struct semc_d
 	struct semc_down_options opts;
 	int r;
 
-	if ((r = semc_args_check(name, o, "no down options")) != 0)
+	if ((r = opts_options(name, o, false, NULL, &opts)) != 0)
 		return r;
-	opts = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, NULL);
 	return down_queue(c, name, &opts, fn, arg);
 }
 
@@ -275,11 +285,8 @@ int64_t semc_down_policy_async(struct semc *c, const char *name,
 	struct semc_down_options opts;
 	int r;
 
-	if ((r = semc_args_check(name, o, "no down options")) != 0)
+	if ((r = opts_options(name, o, true, p, &opts)) != 0)
 		return r;
-	if (p == NULL)
-		return no_policy();
-	opts = options_of(o->n, o->timeout_ms, o->lease_ms, o->create_limit, p);
 	return down_queue(c, name, &opts, fn, arg);
 }
 

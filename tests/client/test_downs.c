@@ -37,6 +37,13 @@ static void on_got(struct semc *c, const struct semc_result *r, void *arg)
 	}
 }
 
+/* Pump c until g's down completed (3 s at most): its error is want. */
+#define GOT(c, g, want) do {						\
+	PUMP_UNTIL(c, (g).done, 3000);					\
+	CHECK((g).done, "the callback ran");				\
+	CHECK_EQ(want, (g).error);					\
+} while (0)
+
 /* Whether name has one waiter, of priority prio and replace key key,
  * within 3 s (a down another handle sent may not have reached the daemon
  * yet when this handle asks). */
@@ -118,12 +125,10 @@ static void test_downs(struct semc *c, struct semc *h)
 	CHECK(waiter_is(h, "d2/p", 3, "job"), "it waits with priority 3, key job");
 	o.priority = 1;
 	CHECK(semc_down2_async(c, "d2/p", &o, on_got, &b) > 0, "a second with the key");
-	PUMP_UNTIL(c, a.done, 3000);
-	CHECK_EQ(SEMC_E_REPLACED, a.error);
+	GOT(c, a, SEMC_E_REPLACED);
 	CHECK(waiter_is(h, "d2/p", 1, "job"), "the newer waits in its place");
 	CHECK_EQ(0, semc_up(h, "d2/p", 0, gh.permit_id, NULL));
-	PUMP_UNTIL(c, b.done, 3000);
-	CHECK_EQ(0, b.error);
+	GOT(c, b, 0);
 	CHECK_EQ(1, b.n);
 
 	/* several names at once */
@@ -141,8 +146,7 @@ static void test_downs(struct semc *c, struct semc *h)
 	w[0].name = "d2/m3";
 	w[0].create_limit = 4;
 	CHECK(semc_down2_multi_async(c, w, 1, &o, on_got, &m) > 0, "a multi-name down queued");
-	PUMP_UNTIL(c, m.done, 3000);
-	CHECK_EQ(0, m.error);
+	GOT(c, m, 0);
 	CHECK_EQ(1, m.names);
 	CHECK_EQ(4, limit_of(c, "d2/m3"));
 	delete_names(h, (const char *const[]){ "d2/a", "d2/new", "d2/p", "d2/m1", "d2/m2",
@@ -213,8 +217,7 @@ static void test_older_downs(struct semc *c, struct semc *h)
 	CHECK_EQ(SEMC_E_TIMEOUT, semc_down(c, "old/a", 1, 100, 0, &g2));
 	CHECK(semc_down_async(c, "old/a", 1, -1, 0, on_got, &a) > 0, "semc_down_async");
 	CHECK_EQ(0, semc_up(c, "old/a", 0, g.permit_id, NULL));
-	PUMP_UNTIL(c, a.done, 3000);
-	CHECK_EQ(0, a.error);
+	GOT(c, a, 0);
 	CHECK_EQ(1, a.n);
 	CHECK_EQ(0, semc_up(c, "old/a", 0, a.permit_id, NULL));
 	CHECK_EQ(0, semc_trydown(c, "old/a", 1, &g2));
@@ -231,8 +234,7 @@ static void test_older_downs(struct semc *c, struct semc *h)
 	CHECK(semc_down_ex_async(c, "old/b", &so, on_got, &b) > 0, "semc_down_ex_async");
 	CHECK_EQ(SEMC_E_ARG, semc_down_ex_async(c, "old/b", NULL, on_got, &b));
 	CHECK_EQ(0, semc_up(c, "old/b", 0, g.permit_id, NULL));
-	PUMP_UNTIL(c, b.done, 3000);
-	CHECK_EQ(0, b.error);
+	GOT(c, b, 0);
 	CHECK_EQ(2, b.n);
 
 	CHECK_EQ(0, semc_create(h, "old/m1", 4, SEMC_MODE_OWNED, false));
@@ -243,8 +245,7 @@ static void test_older_downs(struct semc *c, struct semc *h)
 	mg = NULL;
 	CHECK_EQ(SEMC_E_ARG, semc_down_multi(c, w, 0, 1000, 0, &mg));
 	CHECK(semc_down_multi_async(c, w, 1, 1000, 0, on_got, &m) > 0, "semc_down_multi_async");
-	PUMP_UNTIL(c, m.done, 3000);
-	CHECK_EQ(0, m.error);
+	GOT(c, m, 0);
 	CHECK_EQ(1, m.names);
 
 	/* LIBSEMCLIENT_1.4: a policy, handed on; checked as before */
@@ -257,8 +258,7 @@ static void test_older_downs(struct semc *c, struct semc *h)
 	so.timeout_ms = 100;
 	pol.priority = 5;
 	CHECK_EQ(SEMC_E_TIMEOUT, semc_down_policy(c, "old/p", &so, &pol, &g));
-	PUMP_UNTIL(c, p.done, 3000);
-	CHECK_EQ(SEMC_E_REPLACED, p.error);	/* replaced by the blocking one */
+	GOT(c, p, SEMC_E_REPLACED);	/* replaced by the blocking one */
 	CHECK_EQ(SEMC_E_ARG, semc_down_policy(c, "old/p", &so, NULL, &g));
 	CHECK(strcmp(semc_last_message(), "no policy") == 0, "says why: %s", semc_last_message());
 	pol.priority = SEMC_PRIO_MIN - 1;
@@ -286,8 +286,7 @@ static void test_older_downs(struct semc *c, struct semc *h)
 	pol.replace = NULL;
 	CHECK(semc_down_multi_policy_async(c, w, 2, 1000, 0, &pol, on_got, &mp) > 0,
 	      "semc_down_multi_policy_async");
-	PUMP_UNTIL(c, mp.done, 3000);
-	CHECK_EQ(0, mp.error);
+	GOT(c, mp, 0);
 	CHECK_EQ(2, mp.names);
 	delete_names(h, (const char *const[]){ "old/a", "old/b", "old/p", "old/m1", "old/m2",
 					       NULL });
