@@ -94,7 +94,7 @@ void op_stats(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 			COUNTER(lc.name[i], lc.value[i]);
 	}
 	for (i = 0; i < SM_NOPS; i++) {
-		if (sm_op((int)i) == NULL)
+		if (sm_op((int)i) == NULL || sm_op_is_node((int)i))
 			continue;
 		snprintf(names[n], sizeof names[n], "ops_%s", sm_op((int)i)->name);
 		COUNTER(names[n], k.ops[i]);
