@@ -35,9 +35,12 @@
 void conn_arm_timer(struct conn *c);
 /* Arm ev to fire in ms milliseconds. */
 void conn_timer_add_ms(struct event *ev, uint64_t ms);
-/* Serve a new client of w (counted: already in srv->nconns). */
+/*
+ * Serve a new client of w (counted: already in srv->nconns), of proto
+ * (NULL: semd's frames).
+ */
 void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
-    bool is_unix, bool counted);
+    bool is_unix, bool counted, const struct conn_proto *proto);
 
 /* conn_accept.c */
 /* A client for w from its acceptq (p is freed; stop: just closed). */

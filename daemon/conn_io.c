@@ -447,6 +447,38 @@ static void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 }
 
 /*
+ * Another protocol's input: its answers made while it runs go out in one
+ * write at its end, as a batch of frames' replies do.
+ */
+static void conn_proto_input(struct conn *c, const uint8_t *buf, size_t n)
+{
+	struct worker *w = c->w;
+	bool was = w->in_read;
+
+	w->in_read = true;
+	c->last_input_ms = server_now();
+	c->proto->input(c, buf, n);
+	w->in_read = was;
+	if (!was)
+		conn_flush_all(w);
+}
+
+/* Stop reading c (a protocol's own flow control), or read it again. */
+void conn_read_pause(struct conn *c, bool pause)
+{
+	if (c->closing || c->dead || pause == c->proto_paused)
+		return;
+	c->proto_paused = pause;
+	if (pause) {
+		event_del(c->rev);
+		return;
+	}
+	event_add(c->rev, NULL);
+	if (c->xprt->pending(c))
+		event_active(c->rev, EV_READ, 0);
+}
+
+/*
  * The socket is readable: read what the transport has (TLS: while
  * read-ahead holds whole records) into the shared buffer, then run it.
  * What did not fit is read at the next turn: the socket will not announce
@@ -474,7 +506,10 @@ void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (c->rwant_w)
 		conn_want_write(c);
-	if (len > 0 || c->rerun) {
+	if (c->proto != NULL) {
+		if (len > 0)
+			conn_proto_input(c, conn_rbuf, len);
+	} else if (len > 0 || c->rerun) {
 		c->rerun = false;	/* frames held in c->in, run now */
 		conn_input(c, conn_rbuf, len);
 	}
@@ -482,7 +517,8 @@ void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		conn_free(c);
 		return;
 	}
-	if (more == XPRT_MORE && !c->paused && !c->closing && !c->dead)
+	if (more == XPRT_MORE && !c->paused && !c->proto_paused && !c->closing &&
+	    !c->dead)
 		event_active(c->rev, EV_READ, 0);
 }
 

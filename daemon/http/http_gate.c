@@ -226,9 +226,9 @@ static void gate_uncache(struct gate *g)
 	if (!g->cached)
 		return;
 	g->cached = false;
-	hmap_remove(&g->f->gates, &g->node);
+	hmap_remove(&g->hw->gates, &g->node);
 	list_del_init(&g->lru);
-	g->f->ngates--;
+	g->hw->ngates--;
 }
 
 /*
@@ -420,20 +420,21 @@ struct gate *gate_open(struct http_front *f, enum gate_kind kind,
 		return NULL;
 	}
 	g->f = f;
+	g->hw = http_here();
 	g->kind = kind;
 	g->who = who;
-	who->refs++;
+	http_prin_hold(who);
 	INIT_LIST_HEAD(&g->calls);
 	INIT_LIST_HEAD(&g->lru);
-	list_add_tail(&g->all, &f->all_gates);
+	list_add_tail(&g->all, &g->hw->all_gates);
 	acl_subject_init(&subj);
 	snprintf(peer, sizeof peer, "http %s %.40s", kind == GATE_SERVICE ?
 	    "service" : kind == GATE_WAITER ? "waiter" : kind == GATE_WATCH ?
 	    "watch" : kind == GATE_NODE ? "node" : "backup",
 	    who->subj.principal);
-	if ((g->deliver = event_new(f->base, -1, 0, gate_deliver_cb, g)) == NULL ||
+	if ((g->deliver = event_new(g->hw->base, -1, 0, gate_deliver_cb, g)) == NULL ||
 	    access_subject_copy(&subj, &who->subj) != 0 ||
-	    (g->c = conn_start_inner(f->w, &gate_xprt, g, &subj, peer, &err, why,
+	    (g->c = conn_start_inner(g->hw->w, &gate_xprt, g, &subj, peer, &err, why,
 	    len)) == NULL) {
 		acl_subject_clear(&subj);
 		*e = gate_open_error(err, why, len);
@@ -492,6 +493,7 @@ static bool gate_key_eq(const struct hnode *n, const void *key)
 struct gate *gate_service(struct http_front *f, struct hprin *who,
     const struct gate_ident *id, int *e, char *why, size_t len)
 {
+	struct hworker *hw = http_here();
 	char key[1024];
 	struct gate_key_ref k;
 	struct hnode *n;
@@ -501,11 +503,11 @@ struct gate *gate_service(struct http_front *f, struct hprin *who,
 	k.p = key;
 	k.len = gate_key(key, sizeof key, who, id);
 	hash = hmap_siphash(f->hash_key, key, k.len);
-	if (k.len > 0 && (n = hmap_find(&f->gates, hash, gate_key_eq, &k)) != NULL) {
+	if (k.len > 0 && (n = hmap_find(&hw->gates, hash, gate_key_eq, &k)) != NULL) {
 		g = container_of(n, struct gate, node);
 		if (g->c != NULL && !g->closing && !g->redirected) {
 			list_del_init(&g->lru);
-			list_add_tail(&g->lru, &f->gate_lru);
+			list_add_tail(&g->lru, &hw->gate_lru);
 			return g;
 		}
 		gate_uncache(g);
@@ -515,12 +517,12 @@ struct gate *gate_service(struct http_front *f, struct hprin *who,
 		return g;	/* not cached: released after its calls */
 	memcpy(g->key, key, k.len);
 	g->keylen = k.len;
-	hmap_insert(&f->gates, &g->node, hash);
-	list_add_tail(&g->lru, &f->gate_lru);
+	hmap_insert(&hw->gates, &g->node, hash);
+	list_add_tail(&g->lru, &hw->gate_lru);
 	g->cached = true;
-	f->ngates++;
-	while (f->ngates > GATE_CACHE_MAX) {
-		old = list_first_entry(&f->gate_lru, struct gate, lru);
+	hw->ngates++;
+	while (hw->ngates > GATE_CACHE_MAX) {
+		old = list_first_entry(&hw->gate_lru, struct gate, lru);
 		gate_uncache(old);	/* goes once its calls are in */
 		if (list_empty(&old->calls))
 			gate_release(old, false);
@@ -529,17 +531,17 @@ struct gate *gate_service(struct http_front *f, struct hprin *who,
 }
 
 /*
- * After the loops ended: free the connection of every gate still open
- * (their owners let go first), so that none outlives the front door.
+ * After the loops ended: free the connection of every gate of hw still
+ * open (their owners let go first), so that none outlives the front door.
  */
-void gate_free_all(struct http_front *f)
+void gate_free_all(struct hworker *hw)
 {
 	struct list_head *pos, *tmp;
 	struct gate *g;
 
-	gate_sweep(f, true);
+	gate_sweep(hw, true);
 	/* Freeing one frees no other. */
-	list_for_each_safe(pos, tmp, &f->all_gates) {
+	list_for_each_safe(pos, tmp, &hw->all_gates) {
 		g = list_entry(pos, struct gate, all);
 		g->released = true;
 		g->closed = NULL;
@@ -555,15 +557,15 @@ void gate_free_all(struct http_front *f)
 	}
 }
 
-/* Close the service gates unused for a while (all: every one). */
-void gate_sweep(struct http_front *f, bool all)
+/* Close hw's service gates unused for a while (all: every one). */
+void gate_sweep(struct hworker *hw, bool all)
 {
 	uint64_t now = http_now();
 	struct list_head *pos, *tmp;
 	struct gate *g;
 
 	/* Least used first; releasing one frees no other. */
-	list_for_each_safe(pos, tmp, &f->gate_lru) {
+	list_for_each_safe(pos, tmp, &hw->gate_lru) {
 		g = list_entry(pos, struct gate, lru);
 		if (!all && (now - g->used_ms < GATE_IDLE_MS ||
 		    !list_empty(&g->calls)))

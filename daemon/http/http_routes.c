@@ -184,16 +184,18 @@ static void http_done_204(struct hreq *r, const Semd__Reply *rep)
 
 /* --- /v1/server ----------------------------------------------------------- */
 
-/* Who you are, which daemon. */
+/* Who you are, which daemon (on the first loop: the ACL is read there). */
 void http_route_server(struct hreq *r)
 {
 	struct server *srv = r->f->srv;
 	const char *url;
 	char addr[256];
 	uint64_t leader;
-	json_t *o = json_object();
+	json_t *o;
 
-	if (o == NULL) {
+	if (http_home(r, http_route_server))
+		return;
+	if ((o = json_object()) == NULL) {
 		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
@@ -207,7 +209,7 @@ void http_route_server(struct hreq *r)
 	    "memory" : srv->cfg.node_id != 0 ? "cluster" : "durable"));
 	json_object_set_new(o, "node_id", json_integer(srv->cfg.node_id));
 	json_object_set_new(o, "leader_id", json_integer((json_int_t)leader));
-	url = http_config_node_url(srv->cfg.http, leader);
+	url = http_config_node_url(http_settings(r), leader);
 	if (url != NULL)
 		json_object_set_new(o, "leader_url", json_string(url));
 	http_reply_json(r, 200, o);
@@ -489,7 +491,7 @@ void http_route_stats(struct hreq *r)
 
 static void http_cluster_done(struct hreq *r, const Semd__Reply *rep)
 {
-	const struct http_config *hc = r->f->srv->cfg.http;
+	const struct http_config *hc = http_settings(r);
 	json_t *o, *nodes, *n;
 	const char *url;
 	size_t i;
