@@ -1003,30 +1003,55 @@ static void http_route_openapi(struct hreq *r)
 	    http_openapi_json_len);
 }
 
+/* The routes' patterns cut into segments once ("*": any), for matching. */
+static struct {
+	size_t		n;
+	const char	*seg[HTTP_SEGS];
+	size_t		len[HTTP_SEGS];
+} http_route_segs[HTTP_NROUTES];
+
+/* Cut the patterns of the routes (once, before the loops run). */
+static void http_routes_cut(void)
+{
+	const char *p, *e;
+	size_t i, n;
+
+	for (i = 0; i < HTTP_NROUTES; i++) {
+		for (p = http_routes[i].pattern, n = 0; *p != '\0' &&
+		    n < HTTP_SEGS; n++) {
+			e = p + strcspn(p, "/");
+			http_route_segs[i].seg[n] = p;
+			http_route_segs[i].len[n] = (size_t)(e - p);
+			p = *e == '/' ? e + 1 : e;
+		}
+		http_route_segs[i].n = n;
+	}
+}
+
 /*
- * Match a path (after /v1/, split into n segments, decoded) against the
- * routes: the route, or NULL with *allow listing the methods of the path
- * (0: no such path).
+ * Match a path (after /v1/, n segments decoded, their lengths len) against
+ * the routes: the route, or NULL with *allow listing the methods of the
+ * path (0: no such path).
  */
-static const struct http_route *http_match(int method, char **seg, size_t n,
-    int *allow)
+static const struct http_route *http_match(int method, char **seg,
+    const size_t *len, size_t n, int *allow)
 {
 	const struct http_route *best = NULL;
-	const char *p, *e;
 	size_t i, k;
 
 	*allow = 0;
 	for (i = 0; i < HTTP_NROUTES; i++) {
-		p = http_routes[i].pattern;
-		for (k = 0; k < n && *p != '\0'; k++) {
-			e = p + strcspn(p, "/");
-			if (!(e - p == 1 && *p == '*') &&
-			    (strlen(seg[k]) != (size_t)(e - p) ||
-			    memcmp(seg[k], p, (size_t)(e - p)) != 0))
+		if (http_route_segs[i].n != n)
+			continue;
+		for (k = 0; k < n; k++) {
+			if (http_route_segs[i].len[k] == 1 &&
+			    http_route_segs[i].seg[k][0] == '*')
+				continue;
+			if (http_route_segs[i].len[k] != len[k] ||
+			    memcmp(http_route_segs[i].seg[k], seg[k], len[k]) != 0)
 				break;
-			p = *e == '/' ? e + 1 : e;
 		}
-		if (k < n || *p != '\0')
+		if (k < n)
 			continue;
 		*allow |= http_routes[i].method;
 		if (http_routes[i].method == method)
@@ -1054,10 +1079,10 @@ static void http_allow(char *buf, size_t len, int allow)
 
 /*
  * Split r's path under /v1/ into decoded segments (at most HTTP_SEGS),
- * written into r->segs. The count, or -1 when it is no path of ours or a
+ * written into r->segs, their lengths into slen. The count, or -1 when it is no path of ours or a
  * segment is empty or decodes to a NUL.
  */
-static int http_split(struct hreq *r, char **seg)
+static int http_split(struct hreq *r, char **seg, size_t *slen)
 {
 	const char *p = r->target, *e;
 	char *d = r->segs;
@@ -1067,11 +1092,13 @@ static int http_split(struct hreq *r, char **seg)
 	if (strncmp(p, "/v1/", 4) != 0)
 		return -1;
 	for (p += 4; *p != '\0' && *p != '?'; p = *e == '/' ? e + 1 : e) {
-		e = p + strcspn(p, "/?");
+		for (e = p; *e != '\0' && *e != '/' && *e != '?'; e++)
+			;
 		if (n == HTTP_SEGS || e == p ||
 		    (len = hp_unescape(d, p, (size_t)(e - p), false)) <= 0)
 			return -1;
-		seg[n++] = d;
+		seg[n] = d;
+		slen[n++] = (size_t)len;
 		d += len + 1;
 	}
 	return (int)n;
@@ -1173,6 +1200,7 @@ void http_request_run(struct hreq *r, const char *body, size_t blen)
 	const struct http_route *route;
 	const char *query;
 	char *seg[HTTP_SEGS], err[256], allow[128];
+	size_t slen[HTTP_SEGS];
 	int n, allowm, method = r->method == HTTP_HEAD ? HTTP_GET : r->method;
 	uint64_t wait;
 
@@ -1190,12 +1218,12 @@ void http_request_run(struct hreq *r, const char *body, size_t blen)
 		http_ui_answer(r, http_settings(r));
 		goto out;
 	}
-	if ((n = http_split(r, seg)) < 0) {
+	if ((n = http_split(r, seg, slen)) < 0) {
 		http_problem(r, SEMD__CODE__NOT_FOUND, "no such resource "
 		    "(the API is under /v1/, a name one segment, percent-encoded)");
 		goto out;
 	}
-	route = http_match(method, seg, (size_t)n, &allowm);
+	route = http_match(method, seg, slen, (size_t)n, &allowm);
 	if (route == NULL && method == HTTP_OPTIONS && allowm != 0) {
 		http_options(r, allowm);
 	} else if (route == NULL && allowm != 0) {
@@ -1350,6 +1378,7 @@ static struct http_front *http_front_new(struct server *srv)
 	atomic_init(&f->nconns, 0);
 	atomic_init(&f->stopping, false);
 	f->nhw = srv->nworkers;
+	http_routes_cut();
 	if ((f->defaults = http_config_default()) == NULL ||
 	    (f->hw = calloc(f->nhw, sizeof *f->hw)) == NULL ||
 	    getrandom(f->hash_key, sizeof f->hash_key, 0) !=

@@ -45,11 +45,18 @@ static void http_service_done(void *arg, const Semd__Reply *rep)
 void http_ident(struct hreq *r, struct gate_ident *id, char *client,
     size_t clen, char *host, size_t hlen)
 {
-	const char *ua = http_in_header(r, "User-Agent");
+	const char *ua = http_in_header(r, "User-Agent"), *h = http_peer_host(r);
+	size_t n;
 
-	snprintf(client, clen, "%.*s", ua != NULL ? (int)strcspn(ua, " ") : 4,
-	    ua != NULL ? ua : "http");
-	snprintf(host, hlen, "%s", http_peer_host(r));
+	/* its program: User-Agent's first word (made per request: no printf) */
+	if (ua == NULL)
+		ua = "http";
+	for (n = 0; ua[n] != '\0' && ua[n] != ' ' && n + 1 < clen; n++)
+		client[n] = ua[n];
+	client[n] = '\0';
+	n = strnlen(h, hlen - 1);
+	memcpy(host, h, n);
+	host[n] = '\0';
 	id->client = client;
 	id->host = host;
 	id->pid = http_peer_pid(r);
