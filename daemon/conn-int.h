@@ -34,9 +34,12 @@
 void conn_arm_timer(struct conn *c);
 /* Under the lock, on c's thread: c's Hello was taken (a feed's word). */
 void conn_hello_locked(struct conn *c);
-/* Serve a new client of w (counted: already in srv->nconns). */
+/*
+ * Serve a new client of w (counted: already in srv->nconns), of proto
+ * (NULL: semd's frames).
+ */
 void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
-    bool is_unix, bool counted);
+    bool is_unix, bool counted, const struct conn_proto *proto);
 
 /* conn_accept.c */
 /* A client for w from its acceptq (p is freed; stop: just closed). */
@@ -95,6 +98,8 @@ void conn_resume_locked(struct conn *c);
  * kept in c->in; the replies written, the feed's batch handed on.
  */
 void conn_input(struct conn *c, const uint8_t *buf, size_t n);
+/* Another protocol's n bytes of input (conn_proto). */
+void conn_proto_input(struct conn *c, const uint8_t *buf, size_t n);
 /* A frame was not completed within frame-timeout. */
 void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg);
 

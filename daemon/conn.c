@@ -96,6 +96,21 @@ static void conn_kill_cb(evutil_socket_t fd, short what, void *arg)
 
 static _Thread_local uint8_t conn_rbuf[CONN_RBUF];
 
+/* Stop reading c (a protocol's own flow control), or read it again. */
+void conn_read_pause(struct conn *c, bool pause)
+{
+	if (c->closing || c->dead || pause == c->proto_paused)
+		return;
+	c->proto_paused = pause;
+	if (pause) {
+		event_del(c->rev);
+		return;
+	}
+	event_add(c->rev, NULL);
+	if (c->xprt->pending(c))
+		event_active(c->rev, EV_READ, 0);
+}
+
 /*
  * The socket is readable: read what the transport has (TLS: while
  * read-ahead holds whole records) into the shared buffer, then run it.
@@ -124,7 +139,10 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (c->rwant_w)
 		conn_want_write(c);
-	if (len > 0 || c->rerun) {
+	if (c->proto != NULL) {
+		if (len > 0)
+			conn_proto_input(c, conn_rbuf, len);
+	} else if (len > 0 || c->rerun) {
 		c->rerun = false;	/* frames held in c->in, run now */
 		conn_input(c, conn_rbuf, len);
 	}
@@ -132,7 +150,8 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		conn_free(c);
 		return;
 	}
-	if (more == XPRT_MORE && !c->paused && !c->closing && !c->dead)
+	if (more == XPRT_MORE && !c->paused && !c->proto_paused && !c->closing &&
+	    !c->dead)
 		event_active(c->rev, EV_READ, 0);
 }
 /* The events of a new connection: 0, or -ENOMEM (freed by conn_free_io()). */
@@ -196,6 +215,16 @@ static int conn_open_locked(struct conn *c, struct acl_subject *who,
 	return 0;
 }
 
+/* A client of another protocol leaves its loop's count (a stop may end). */
+static void conn_uncount_proto(struct worker *w)
+{
+	server_lock(w);
+	w->nconns--;
+	if (w->srv->stopping && w->nconns == 0)
+		event_base_loopexit(w->base, NULL);
+	server_unlock(w);
+}
+
 /*
  * Count a new client of worker w (counted: conn_accept() already counted
  * it in srv->nconns; -1: take the count back). 0, or why not: -ESHUTDOWN,
@@ -234,12 +263,73 @@ static int conn_count(struct worker *w, int counted, uint32_t *keepalive)
 }
 
 /*
+ * A client of another protocol (conn_proto, conn.h): counted on its loop
+ * alone (a stop waits for it), its peer identified by its transport (off
+ * the lock), then the protocol's.
+ */
+static void conn_start_proto(struct worker *w, int fd, SSL *ssl,
+    struct sockaddr *sa, bool is_unix, const struct conn_proto *proto)
+{
+	struct server *srv = w->srv;
+	struct acl_subject who;
+	uint32_t keepalive;
+	struct conn *c;
+	bool stopping;
+
+	server_lock(w);
+	stopping = srv->stopping;
+	if (!stopping)
+		w->nconns++;
+	keepalive = srv->cfg.keepalive_s;
+	server_unlock(w);
+	if (stopping || (c = calloc(1, sizeof *c)) == NULL) {
+		if (!stopping)
+			conn_uncount_proto(w);
+		SSL_free(ssl);
+		close(fd);
+		return;
+	}
+	c->srv = srv;
+	c->w = w;
+	c->fd = fd;
+	c->ssl = ssl;
+	c->local = is_unix;
+	c->proto = proto;
+	c->xprt = ssl != NULL ? &xprt_tls : is_unix ? &xprt_unix : &xprt_tcp;
+	INIT_LIST_HEAD(&c->flush_entry);
+	INIT_LIST_HEAD(&c->entry);
+	acl_subject_init(&who);
+	c->xprt->identify(c, sa, SRV_LIVE(srv, acl_names), &who, c->peer,
+	    sizeof c->peer);
+	c->xprt->start(c, keepalive);
+	c->last_input_ms = server_now();
+	if (conn_make_io(c) != 0 ||
+	    proto->start(c, &who, is_unix ? NULL : sa) != 0) {
+		acl_subject_clear(&who);
+		conn_free_io(c, false);
+		conn_uncount_proto(w);
+		return;
+	}
+	acl_subject_clear(&who);
+	server_lock(w);
+	list_add_tail(&c->entry, &w->conns);
+	server_unlock(w);
+	if (event_add(c->rev, NULL) != 0) {
+		log_warn("%s: cannot watch a client socket, closing", c->peer);
+		conn_free(c);
+		return;
+	}
+	if (c->xprt->pending(c))
+		event_active(c->rev, EV_READ, 0);
+}
+
+/*
  * Serve a new client of worker w: a plain socket fd, or a TLS one whose
  * handshake is done (ssl). counted: conn_accept() already counted it in
  * srv->nconns. Its identity is worked out here, before the lock.
  */
 void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
-    bool is_unix, bool counted)
+    bool is_unix, bool counted, const struct conn_proto *proto)
 {
 	struct server *srv = w->srv;
 	uint8_t secret[SM_SECRET_LEN];
@@ -250,6 +340,10 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 	bool names, in = false;
 	int r;
 
+	if (proto != NULL) {
+		conn_start_proto(w, fd, ssl, sa, is_unix, proto);
+		return;
+	}
 	acl_subject_init(&who);
 	if ((r = conn_count(w, counted, &keepalive)) != 0)
 		goto fail;
@@ -390,13 +484,17 @@ void conn_free(struct conn *c)
 	bye = c->closing && !c->dead && conn_backlog_len(c) == 0;
 	c->dead = true;
 	conn_unqueue(c);
+	if (c->proto != NULL)
+		c->proto->close(c);
 	server_lock(w);
 	list_del_init(&c->entry);
-	srv->nconns--;
 	w->nconns--;
-	srv->feed->close_locked(c);
-	conn_count_backlog(c, true);
-	srv->policy->close_locked(c->id);
+	if (c->proto == NULL) {
+		srv->nconns--;
+		srv->feed->close_locked(c);
+		conn_count_backlog(c, true);
+		srv->policy->close_locked(c->id);
+	}
 	if (srv->stopping && w->nconns == 0)
 		event_base_loopexit(w->base, NULL);
 	server_unlock(w);
@@ -413,21 +511,31 @@ static void conn_drop_all(struct worker *w)
 	server_lock(w);
 	list_for_each(pos, &w->conns) {
 		c = list_entry(pos, struct conn, entry);
-		if (!c->closing && !c->dead)
+		if (!c->closing && !c->dead && c->proto == NULL)
 			conn_redirect_locked(c, 0);
 	}
 	server_unlock(w);
-	list_for_each_safe(pos, tmp, &w->conns)
-		conn_close_later(list_entry(pos, struct conn, entry));
+	/* Another protocol's clients are not the state's: they stay. */
+	list_for_each_safe(pos, tmp, &w->conns) {
+		c = list_entry(pos, struct conn, entry);
+		if (c->proto == NULL)
+			conn_close_later(c);
+	}
 }
 
 /* A stop: close every client of w once its replies are written. */
 static void conn_close_all(struct worker *w)
 {
 	struct list_head *pos, *tmp;
+	struct conn *c;
 
-	list_for_each_safe(pos, tmp, &w->conns)
-		conn_close_later(list_entry(pos, struct conn, entry));
+	list_for_each_safe(pos, tmp, &w->conns) {
+		c = list_entry(pos, struct conn, entry);
+		if (c->proto != NULL && !c->closing && !c->dead)
+			c->proto->stop(c);	/* it closes when it is done */
+		else
+			conn_close_later(c);
+	}
 }
 
 const struct server_ops conn_loop_ops = {

@@ -32,6 +32,7 @@
 struct xprt_ops;
 struct access_id;
 struct conn_backup;
+struct conn_proto;
 
 struct conn {
 	struct server		*srv;
@@ -80,6 +81,34 @@ struct conn {
 	/* TLS: */
 	SSL			*ssl;
 	bool			tls_bufs;	/* OpenSSL holds buffers for it */
+	/* Another protocol than semd's frames (HTTP): its own, and its state. */
+	const struct conn_proto	*proto;
+	void			*proto_data;
+	bool			proto_paused;	/* not read: conn_read_pause() */
+};
+
+/*
+ * A protocol other than semd's frames on a client socket: the HTTP front
+ * door's (daemon/http/http_conn.c). Its connections are served by the
+ * loops as the binary protocol's are (accepted in turn, TLS handshakes,
+ * the transports of xprt.h, one write a loop turn, max-output), but what
+ * arrives goes to input(), and it writes with conn_out_room() and
+ * conn_out_done(). Such a connection is no client of the state: it is not
+ * opened there, nor counted in max-connections or a principal's quota.
+ */
+struct conn_proto {
+	/*
+	 * A new connection, its peer known (who: taken over; sa: its address,
+	 * NULL for a UNIX peer): 0, or -errno and it is closed.
+	 */
+	int	(*start)(struct conn *c, struct acl_subject *who,
+		    const struct sockaddr *sa);
+	/* n > 0 bytes arrived. */
+	void	(*input)(struct conn *c, const uint8_t *buf, size_t n);
+	/* A stop: end what is under way, then conn_close_later(). */
+	void	(*stop)(struct conn *c);
+	/* c is being freed (its peer left, or it was closed): let go of it. */
+	void	(*close)(struct conn *c);
 };
 
 /*
@@ -133,6 +162,23 @@ extern const struct server_ops conn_loop_ops;
  */
 void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
     bool is_unix, bool tls);
+/* The same for a client of another protocol (proto). */
+void conn_accept_proto(struct server *srv, int fd, struct sockaddr *sa,
+    int salen, bool is_unix, bool tls, const struct conn_proto *proto);
+/*
+ * A protocol's output: room for n more bytes at the end of what c has
+ * staged (NULL: no memory, and c is cut off), then conn_out_done() with
+ * the bytes written there: they go out at the end of the loop turn. A
+ * client that had more than max-output waiting already is cut off.
+ */
+uint8_t *conn_out_room(struct conn *c, size_t n);
+void conn_out_done(struct conn *c, size_t n);
+/* Bytes of c's output not written to its socket yet. */
+size_t conn_out_pending(const struct conn *c);
+/* Stop reading c (a protocol's own flow control), or read it again. */
+void conn_read_pause(struct conn *c, bool pause);
+/* Cut c off: nothing more is written, it is freed from its loop. */
+void conn_cut(struct conn *c);
 void conn_free(struct conn *c);
 /*
  * A client inside the daemon (the HTTP front door's, daemon/http/): no

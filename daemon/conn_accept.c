@@ -35,12 +35,13 @@ static void conn_tls_ready(SSL *ssl, evutil_socket_t fd, void *arg)
 	struct conn_pending *p = arg;
 	struct worker *w = p->w;
 	struct sockaddr_storage ss = p->ss;
+	const struct conn_proto *proto = p->proto;
 
 	atomic_fetch_add_explicit(SSL_session_reused(ssl) ? &w->tls_resumed :
 	    &w->tls_full, 1, memory_order_relaxed);
 	p->hs = NULL;
 	conn_hs_done(w->srv, p);
-	conn_start(w, fd, ssl, (struct sockaddr *)&ss, false, false);
+	conn_start(w, fd, ssl, (struct sockaddr *)&ss, false, false, proto);
 }
 
 /* The TLS handshake failed or timed out (all freed by tls_hs). */
@@ -93,12 +94,19 @@ static void conn_hs_add(struct server *srv, struct conn_pending *p)
 void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
     bool is_unix, bool tls)
 {
+	conn_accept_proto(srv, fd, sa, salen, is_unix, tls, NULL);
+}
+
+/* The same for a client of another protocol (proto; NULL: semd's frames). */
+void conn_accept_proto(struct server *srv, int fd, struct sockaddr *sa,
+    int salen, bool is_unix, bool tls, const struct conn_proto *proto)
+{
 	struct worker *w = &srv->workers[srv->next_worker];
 	struct conn_pending *p;
 
 	srv->next_worker = (srv->next_worker + 1) % srv->nworkers;
 	if (w == worker_self && !tls) {
-		conn_start(w, fd, NULL, sa, is_unix, false);
+		conn_start(w, fd, NULL, sa, is_unix, false, proto);
 		return;
 	}
 	p = calloc(1, sizeof *p);
@@ -110,6 +118,7 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 	p->fd = fd;
 	p->is_unix = is_unix;
 	p->tls = tls;
+	p->proto = proto;
 	p->salen = salen;
 	memcpy(&p->ss, sa, (size_t)salen);
 	INIT_LIST_HEAD(&p->entry);
@@ -126,7 +135,7 @@ void conn_accept(struct server *srv, int fd, struct sockaddr *sa, int salen,
 	 * handshakes until theirs is done).
 	 */
 	server_lock(worker_self);
-	if (!tls)
+	if (!tls && proto == NULL)
 		srv->nconns++;
 	list_add_tail(&p->entry, &w->acceptq);
 	server_wake_later(w);
@@ -148,7 +157,8 @@ void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop)
 		conn_tls_begin(w, p);
 		return;
 	}
-	conn_start(w, p->fd, NULL, (struct sockaddr *)&p->ss, p->is_unix, true);
+	conn_start(w, p->fd, NULL, (struct sockaddr *)&p->ss, p->is_unix, true,
+	    p->proto);
 	free(p);
 }
 

@@ -199,6 +199,23 @@ void conn_input(struct conn *c, const uint8_t *buf, size_t n)
 	w->srv->feed->submit(w);
 }
 
+/*
+ * Another protocol's input: its answers made while it runs go out in one
+ * write at its end, as a batch of frames' replies do.
+ */
+void conn_proto_input(struct conn *c, const uint8_t *buf, size_t n)
+{
+	struct worker *w = c->w;
+	bool was = w->in_read;
+
+	w->in_read = true;
+	c->last_input_ms = server_now();
+	c->proto->input(c, buf, n);
+	w->in_read = was;
+	if (!was)
+		conn_flush_all(w);
+}
+
 /* Requests of a client inside the daemon: whole frames, run as input. */
 void conn_inner_input(struct conn *c, const uint8_t *buf, size_t n)
 {

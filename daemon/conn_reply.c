@@ -125,7 +125,7 @@ static void conn_check_output(struct conn *c, const uint8_t *frame,
 	size_t queued;
 
 	queued = c->wlen + conn_backlog_len(c);
-	if (queued > SRV_LIVE(c->srv, max_output)) {
+	if (queued > SRV_LIVE(c->srv, max_output) && c->inner == NULL) {
 		log_warn("%s: does not read its replies (%zu bytes queued, max-output %u), dropped",
 		    c->peer, queued, SRV_LIVE(c->srv, max_output));
 		conn_drop(c);
@@ -146,6 +146,52 @@ static void conn_check_output(struct conn *c, const uint8_t *frame,
 		conn_queue_notice(c);
 	else
 		conn_queue_flush(c);
+}
+
+/* A protocol's output: room for n more bytes (NULL: c is cut off). */
+uint8_t *conn_out_room(struct conn *c, size_t n)
+{
+	if (c->dead)
+		return NULL;
+	if (conn_wbuf_grow(c, n) != 0) {
+		log_warn("%s: out of memory for an answer, dropping the client",
+		    c->peer);
+		conn_drop(c);
+		return NULL;
+	}
+	return c->wbuf + c->wlen;
+}
+
+/*
+ * n bytes written at conn_out_room(): staged for the end of the turn. What
+ * waited before them is held against max-output (a whole answer bigger
+ * than it still goes: a client is cut off for not reading, not for asking).
+ */
+void conn_out_done(struct conn *c, size_t n)
+{
+	size_t before = c->wlen + conn_backlog_len(c);
+
+	c->wlen += n;
+	if (before > SRV_LIVE(c->srv, max_output)) {
+		log_warn("%s: does not read its answers (%zu bytes queued, "
+		    "max-output %u), dropped", c->peer, before,
+		    SRV_LIVE(c->srv, max_output));
+		conn_drop(c);
+		return;
+	}
+	conn_queue_flush(c);
+}
+
+/* Bytes of c's output not written to its socket yet. */
+size_t conn_out_pending(const struct conn *c)
+{
+	return c->wlen + conn_backlog_len(c);
+}
+
+/* Cut c off. */
+void conn_cut(struct conn *c)
+{
+	conn_drop(c);
 }
 
 /* Append a record header to w's mailbox (room is known to be there). */

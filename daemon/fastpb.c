@@ -119,19 +119,23 @@ static bool get_named(const uint8_t *p, const uint8_t *end, char *buf,
 	return true;
 }
 
-/* Down { name = 1, n = 2, timeout_ms = 3, lease_ms = 4 }: out's request. */
+/*
+ * Down { name = 1, n = 2, timeout_ms = 3, lease_ms = 4, limit = 5 }: out's
+ * request.
+ */
 static bool get_down(struct fastpb_req *out, const uint8_t *p,
     const uint8_t *end, char *buf, size_t bufsize)
 {
 	Semd__Down *d = &out->op.down;
-	uint64_t v[3] = { 0, 0, 0 };
+	uint64_t v[4] = { 0, 0, 0, 0 };
 
 	*d = (Semd__Down)SEMD__DOWN__INIT;
-	if (!get_named(p, end, buf, bufsize, &d->name, v, 3))
+	if (!get_named(p, end, buf, bufsize, &d->name, v, 4))
 		return false;
 	d->n = (uint32_t)v[0];
 	d->timeout_ms = (int64_t)v[1];
 	d->lease_ms = (uint32_t)v[2];
+	d->limit = (uint32_t)v[3];
 	out->req.op_case = SEMD__REQUEST__OP_DOWN;
 	out->req.down = d;
 	return true;
@@ -189,7 +193,7 @@ static bool get_ping(struct fastpb_req *out, const uint8_t *p,
 static bool get_usual(struct fastpb_req *out, const uint8_t *p,
     const uint8_t *end, char *buf, size_t bufsize)
 {
-	uint64_t id = 0, v[3] = { 0, 0, 0 };
+	uint64_t id = 0, v[4] = { 0, 0, 0, 0 };
 	const uint8_t *name;
 	unsigned int op, f, last = 1, nv;
 	size_t nlen, used = 0;
@@ -207,7 +211,7 @@ static bool get_usual(struct fastpb_req *out, const uint8_t *p,
 	    (p[0] & 7) != PB_WT_LEN || p[1] >= 0x80 || (size_t)(end - p) != 2u + p[1] ||
 	    p[2] != (1 << 3 | PB_WT_LEN) || p[3] >= 0x80 || (size_t)(end - p) < 4u + p[3])
 		return false;
-	nv = op == SEMD__REQUEST__OP_DOWN ? 3 : 2;
+	nv = op == SEMD__REQUEST__OP_DOWN ? 4 : 2;
 	nlen = p[3];
 	name = p + 4;
 	for (p += 4 + nlen; p < end; last = f) {
@@ -229,6 +233,7 @@ static bool get_usual(struct fastpb_req *out, const uint8_t *p,
 		out->op.down.n = (uint32_t)v[0];
 		out->op.down.timeout_ms = (int64_t)v[1];
 		out->op.down.lease_ms = (uint32_t)v[2];
+		out->op.down.limit = (uint32_t)v[3];
 		out->req.down = &out->op.down;
 	} else {
 		out->op.up = (Semd__Up)SEMD__UP__INIT;
@@ -556,4 +561,134 @@ size_t fastpb_notice_pack(uint64_t watch, const uint8_t *ev, size_t len,
 	n += pb_put_uint_field(out + n, 1, watch);
 	memcpy(out + n, ev, len);
 	return n + len;
+}
+
+/* Is s a string proto3 leaves out (NULL or empty)? */
+static bool pb_empty(const char *s)
+{
+	return s == NULL || s[0] == '\0';
+}
+
+/* Write a name = 1 field of nl bytes (none when empty, as protobuf-c). */
+static size_t put_name(uint8_t *out, const char *name, size_t nl)
+{
+	if (nl == 0)
+		return 0;
+	out[0] = 1 << 3 | PB_WT_LEN;
+	out[1] = (uint8_t)nl;
+	memcpy(out + 2, name, nl);
+	return 2 + nl;
+}
+
+/* Pack a Down or Up of the usual shape as protobuf-c would (fastpb.h). */
+size_t fastpb_request_pack(const Semd__Request *rq, uint8_t *out, size_t room)
+{
+	uint8_t body[FASTPB_REQ_MAX];
+	size_t n, nl, h;
+
+	if (!fastpb_enabled())
+		return 0;
+	if (rq->op_case == SEMD__REQUEST__OP_DOWN && rq->down != NULL) {
+		const Semd__Down *d = rq->down;
+
+		if (!pb_empty(d->replace) || d->priority != 0 ||
+		    !pb_empty(d->group) || !pb_empty(d->idempotency_key) ||
+		    d->request_hash.len != 0 || d->name == NULL ||
+		    (nl = strlen(d->name)) >= FASTPB_NAME_MAX)
+			return 0;
+		n = put_name(body, d->name, nl);
+		n += pb_put_uint_field(body + n, 2, d->n);
+		n += pb_put_uint_field(body + n, 3, (uint64_t)d->timeout_ms);
+		n += pb_put_uint_field(body + n, 4, d->lease_ms);
+		n += pb_put_uint_field(body + n, 5, d->limit);
+	} else if (rq->op_case == SEMD__REQUEST__OP_UP && rq->up != NULL) {
+		const Semd__Up *u = rq->up;
+
+		if (u->name == NULL || (nl = strlen(u->name)) >= FASTPB_NAME_MAX)
+			return 0;
+		n = put_name(body, u->name, nl);
+		n += pb_put_uint_field(body + n, 2, u->n);
+		n += pb_put_uint_field(body + n, 3, u->permit_id);
+	} else {
+		return 0;
+	}
+	if (n >= 0x80 || room < 13 + n)
+		return 0;
+	h = pb_put_uint_field(out, 1, rq->id);
+	out[h++] = (uint8_t)((unsigned)rq->op_case << 3 | PB_WT_LEN);
+	out[h++] = (uint8_t)n;
+	memcpy(out + h, body, n);
+	return h + n;
+}
+
+/*
+ * Decode a reply of the usual shape (fastpb.h): id, code, a message, and a
+ * Grant, a Released or no body, each field once, in order.
+ */
+bool fastpb_reply_decode(struct fastpb_reply *out, const uint8_t *p,
+    size_t len, char *msg, size_t msgsize)
+{
+	const uint8_t *end = p + len, *data, *q, *qe;
+	uint32_t field, last = 0, f, flast;
+	unsigned int wt;
+	uint64_t v;
+	size_t dlen, used = 0;
+
+	if (!fastpb_enabled())
+		return false;
+	out->rep = (Semd__Reply)SEMD__REPLY__INIT;
+	while (p < end) {
+		if (!get_tag(&p, end, &field, &wt) || field <= last)
+			return false;
+		last = field;
+		if ((field == 1 || field == 2) && wt == PB_WT_VARINT) {
+			if (!get_varint(&p, end, &v))
+				return false;
+			if (field == 1)
+				out->rep.id = v;
+			else	/* an enum: the low 32 bits, as protobuf-c */
+				out->rep.code = (Semd__Code)(int32_t)(uint32_t)v;
+			continue;
+		}
+		if (wt != PB_WT_LEN || !get_len(&p, end, &data, &dlen))
+			return false;
+		if (field == 3) {
+			if (!get_string(data, dlen, msg, msgsize, &used,
+			    &out->rep.message))
+				return false;
+			continue;
+		}
+		if (field != SEMD__REPLY__BODY_GRANT &&
+		    field != SEMD__REPLY__BODY_RELEASED)
+			return false;
+		out->rep.body_case = (Semd__Reply__BodyCase)field;
+		if (field == SEMD__REPLY__BODY_GRANT) {
+			out->grant = (Semd__Grant)SEMD__GRANT__INIT;
+			out->rep.grant = &out->grant;
+		} else {
+			out->released = (Semd__Released)SEMD__RELEASED__INIT;
+			out->rep.released = &out->released;
+		}
+		/* the body's varints, each once, in order */
+		for (q = data, qe = data + dlen, flast = 0; q < qe; flast = f) {
+			if (!get_tag(&q, qe, &f, &wt) || wt != PB_WT_VARINT ||
+			    f <= flast || !get_varint(&q, qe, &v))
+				return false;
+			if (field == SEMD__REPLY__BODY_RELEASED && f == 1)
+				out->released.n = (uint32_t)v;
+			else if (field == SEMD__REPLY__BODY_RELEASED)
+				return false;
+			else if (f == 1)
+				out->grant.permit_id = v;
+			else if (f == 2)
+				out->grant.token = v;
+			else if (f == 3)
+				out->grant.n = (uint32_t)v;
+			else if (f == 4)
+				out->grant.waited_us = v;
+			else
+				return false;
+		}
+	}
+	return true;
 }

@@ -95,4 +95,36 @@ size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out);
 size_t fastpb_notice_pack(uint64_t watch, const uint8_t *ev, size_t len,
     uint8_t *out);
 
+/*
+ * The daemon's own client (the HTTP front door's gates, daemon/http/) packs
+ * and reads the same hot messages: a Down or Up request whose op is under
+ * 128 bytes and a reply of id, code, message and a Grant, a Released or no
+ * body. Both give what protobuf-c gives, or decline (test_fastpb).
+ */
+#define FASTPB_NAME_MAX	100	/* a name of more bytes: protobuf-c packs it */
+#define FASTPB_REQ_MAX	(2 + FASTPB_NAME_MAX + 4 * 11)	/* an op's room */
+
+/*
+ * Pack rq, a Down (no replace, priority or group) or an Up, as protobuf-c
+ * does into out (room bytes): its bytes, or 0 when it is of another shape
+ * or room is short (then protobuf-c packs it).
+ */
+size_t fastpb_request_pack(const Semd__Request *rq, uint8_t *out, size_t room);
+
+/* A reply decoded in place: rep points into the struct and msg. */
+struct fastpb_reply {
+	Semd__Reply	rep;
+	Semd__Grant	grant;
+	Semd__Released	released;
+};
+
+/*
+ * Decode len bytes at p when they are a reply of the usual shape (id,
+ * code, message - copied NUL-ended into msg, msgsize bytes -, then a Grant,
+ * a Released or no body; each field once, in order). True with *out
+ * filled as protobuf-c would; false when protobuf-c must decode it.
+ */
+bool fastpb_reply_decode(struct fastpb_reply *out, const uint8_t *p,
+    size_t len, char *msg, size_t msgsize);
+
 #endif

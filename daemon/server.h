@@ -34,6 +34,7 @@
 
 struct conn_pending;
 struct conn_policy;
+struct conn_proto;
 struct feed;
 struct feed_state;
 struct server_ops;
@@ -157,6 +158,7 @@ struct conn_pending {
 	int			fd;
 	bool			is_unix;
 	bool			tls;
+	const struct conn_proto	*proto;		/* NULL: semd's frames */
 	int			salen;
 	struct sockaddr_storage	ss;
 	struct list_head	entry;		/* the worker's acceptq */

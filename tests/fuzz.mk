@@ -44,7 +44,14 @@ tests_fuzz_replay_http_json_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUF_C
 tests_fuzz_replay_http_json_LDADD = daemon/http/libsemhttp.a proto/libsemproto.a \
 	$(JANSSON_LIBS) $(PROTOBUF_C_LIBS)
 
+# The HTTP front door's request reader (daemon/http/http_parse.c).
+check_PROGRAMS += tests/fuzz/replay-http_parse
+tests_fuzz_replay_http_parse_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_http_parse.c \
+	tests/fuzz/fuzz.h
+tests_fuzz_replay_http_parse_LDADD = daemon/http/libsemhttp.a
+
 TESTS += tests/fuzz/replay-frame tests/fuzz/replay-dispatch tests/fuzz/replay-entry \
-	tests/fuzz/replay-snap tests/fuzz/replay-http_json tests/fuzz/corpus-fresh.sh
+	tests/fuzz/replay-snap tests/fuzz/replay-http_json tests/fuzz/replay-http_parse \
+	tests/fuzz/corpus-fresh.sh
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus-fresh.sh tests/fuzz/corpus \
 	tests/fuzz/http-json-seeds.py

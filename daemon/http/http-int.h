@@ -3,8 +3,11 @@
  * daemon/http/http-int.h - what the parts of the HTTP front door share
  * (doc/http.md, "How it is built"); nothing outside daemon/http/ includes it.
  *
- *   http_front.c	the listeners (evhttp), connections, who a request
- *			is, limits, CORS, routing, answers and problems
+ *   http_parse.c	requests read from bytes: heads, chunked bodies (fuzzed)
+ *   http_conn.c	HTTP/1.1 on the connection layer: requests read,
+ *			queued, answered in order; deadlines
+ *   http_front.c	the listeners, the loops' parts, who a request is,
+ *			limits, CORS, routing, answers and problems
  *   http_gate.c	gates: clients inside the daemon that make the
  *			binary requests (conn_start_inner) and get the replies
  *   http_json.c	JSON bodies to requests, replies to JSON (fuzzed)
@@ -12,8 +15,12 @@
  *   http_acquire.c	acquire, waiters, idempotency keys
  *   http_watch.c	watches as Server-Sent Events
  *
- * Everything runs on the server's first event loop (workers[0]), so none
- * of it needs a lock of its own; the state lock is taken only by the
+ * Every loop of the server serves HTTP connections (http_conn.c), runs
+ * their requests and has gates of its own; what a loop has is touched by
+ * its thread alone (struct hworker). Waiters and idempotency keys belong
+ * to the first loop ("home"): a request that needs them is sent there
+ * (http_home()) and its answer comes back. The principals, shared, are
+ * under a lock of their own; the state lock is taken only by the
  * connection layer under the gates.
  */
 #ifndef SEMD_HTTP_INT_H
@@ -23,9 +30,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>	/* struct hreq's query, the transport's */
 #include <jansson.h>
 
 #include "core/list.h"
@@ -36,8 +44,8 @@
 #include "security/acl.h"
 
 struct conn;
-struct evhttp_connection;
-struct evbuffer_cb_entry;
+struct conn_proto;
+struct evconnlistener;
 struct hconn;
 struct hreq;
 struct gate;
@@ -57,90 +65,83 @@ struct hprin {
 	size_t			nidem;		/* idempotency keys it has */
 };
 
-/* The front door of the server: one per process (its first loop's). */
-struct http_front {
-	struct server		*srv;
+/*
+ * A loop's part of the front door: one for each of the server's workers,
+ * touched by its thread alone (but its job queue). Its connections, its
+ * gates, its copy of the settings.
+ */
+struct hworker {
+	struct http_front	*f;
 	struct worker		*w;
 	struct event_base	*base;
-	struct list_head	listeners;	/* struct http_listener */
-	struct http_config	*cfg;		/* our reference */
-	uint64_t		cfg_serial;
-	struct event		*tick;		/* every second */
-	size_t			nconns;		/* HTTP connections */
-	struct list_head	conns;		/* struct hconn, idle the longest first */
-	struct hmap		conn_map;	/* struct hconn by bufferevent */
-	struct hmap		prins;		/* struct hprin by principal */
-	struct list_head	prin_list;
+	unsigned int		idx;
+	struct http_config	*cfg;		/* its reference to the settings */
+	uint32_t		max_lease_ms;	/* the server's max-lease, too */
+	struct event		*tick;		/* every HTTP_TICK_MS */
+	unsigned int		ticks;
+	size_t			nconns;		/* its HTTP connections */
+	struct list_head	idle;		/* struct hconn, idle the longest first */
+	struct list_head	partial;	/* struct hconn, a request begun, oldest first */
 	struct hmap		gates;		/* service gates by key */
 	struct list_head	gate_lru;	/* service gates, least used first */
 	size_t			ngates;
-	struct hmap		waiters;	/* struct hwaiter by id */
+	struct list_head	all_gates;	/* every gate of this loop not freed */
+	/* Work for this loop from the others (hreq hops, answers, leavings). */
+	pthread_mutex_t		jlock;
+	struct list_head	jobs;		/* struct hjob */
+	int			jfd;		/* eventfd */
+	struct event		*jev;
+	bool			ready;		/* made (the others may post) */
+};
+
+/* The loop's part this thread runs. */
+struct hworker *http_here(void);
+
+/*
+ * The front door of the server: one per process. The listeners belong to
+ * the first loop; the principals are everyone's (under plock); waiters and
+ * idempotency keys belong to the first loop (hw[0], "home"), where every
+ * request that needs them is run (http_home()).
+ */
+struct http_front {
+	struct server		*srv;
+	struct hworker		*hw;		/* one per worker; hw[0]: home */
+	unsigned int		nhw;
+	struct list_head	listeners;	/* struct http_listener */
+	struct http_config	*defaults;	/* without any http-* line */
+	_Atomic size_t		nconns;		/* HTTP connections, all loops */
+	_Atomic bool		stopping;
+	pthread_mutex_t		plock;		/* the principals: */
+	struct hmap		prins;		/* struct hprin by principal */
+	struct list_head	prin_list;
+	struct hmap		waiters;	/* home's: struct hwaiter by id */
 	struct list_head	waiter_list;
-	struct hmap		idem;		/* struct hidem by principal+key */
+	struct hmap		idem;		/* home's: struct hidem by principal+key */
 	struct list_head	idem_list;
-	struct list_head	watches;	/* struct hwatch */
-	struct list_head	all_gates;	/* every gate not freed */
-	bool			stopping;
 	uint8_t			hash_key[16];
 };
 
-/* An HTTP listener: its own evhttp (plain or TLS connections). */
+/* An HTTP listener (on the first loop): its connections go to every loop. */
 struct http_listener {
 	struct list_head	entry;
 	struct http_front	*f;
-	struct evhttp		*evh;
-	struct evhttp_bound_socket *bound;	/* NULL once closed */
+	struct evconnlistener	*evl;		/* NULL once closed */
 	char			*addr;		/* http:HOST:PORT, ... */
 	char			*unlink_path;
 	bool			tls;
 	bool			is_unix;
 };
 
-/* One HTTP connection (made with its bufferevent, reaped after it). */
-struct hconn {
-	struct list_head	entry;
-	struct hnode		cnode;
-	struct http_front	*f;
-	struct http_listener	*l;
-	struct bufferevent	*bev;		/* evhttp's, and one reference ours */
-	struct evhttp_connection *evcon;	/* known from its first request */
-	struct event		*deadline;	/* a request to complete */
-	struct event		*watch;		/* EV_CLOSED while one waits */
-	struct event		*reap;		/* frees it once evhttp let go */
-	struct evbuffer_cb_entry *in_cb;
-	struct hreq		*cur;		/* the request being answered */
-	struct hprin		*who;		/* the transport's identity */
-	bool			identified;
-	bool			nodelay;	/* TCP_NODELAY set */
-	bool			busy;		/* a request is in our hands */
-	bool			gone;
-	uint32_t		pid;		/* a UNIX peer's */
-	char			peer[80];
-	int			fd;
+/* A request's header field: its name and value, NUL-ended. */
+struct hfield {
+	const char		*name;
+	const char		*value;
 };
 
-/* One request, from its arrival to its answer (or its client's going). */
-struct hreq {
-	struct http_front	*f;
-	struct evhttp_request	*req;		/* NULL: its client left */
-	struct hconn		*hc;
-	struct hprin		*who;
-	unsigned int		refs;		/* us, and each call in flight */
-	const struct http_route	*route;
-	char			*args[3];	/* the path's {...}, decoded */
-	json_t			*body;
-	struct evkeyvalq	query;
-	bool			query_ok;
-	bool			answered;
-	bool			head;
-	int			method;		/* enum http_method */
-	uint32_t		pid;		/* a UNIX peer's */
-	char			host[64];	/* a TCP peer's address */
-	char			origin[256];	/* a CORS origin allowed */
-	/* what the route keeps while it waits */
-	void			*priv;
-	void			(*gone)(struct hreq *r);	/* its client left */
-	struct event		*timer;
+/* A query parameter, decoded. */
+struct hqparam {
+	char			*name;
+	char			*value;
 };
 
 /* The methods of HTTP/1.1 a route can take, a bit each. */
@@ -154,6 +155,59 @@ enum http_method {
 	HTTP_TRACE = 1 << 6,
 	HTTP_CONNECT = 1 << 7,
 	HTTP_PATCH = 1 << 8,
+};
+
+/*
+ * One request, from its arrival to its answer (or its client's going). Its
+ * connection's loop (cw) reads it and writes its answer out; the loop that
+ * runs its route (rw) is the same, but for the requests sent home
+ * (http_home()), whose answers come back through cw's job queue. Each
+ * side's fields are its own; it is freed when both let go (owners).
+ */
+struct hreq {
+	struct http_front	*f;
+	/* the connection's side */
+	struct list_head	qentry;		/* its connection's queue */
+	struct hconn		*hc;		/* NULL once popped or its client left */
+	struct hworker		*cw;		/* its connection's loop */
+	bool			dispatched;	/* its route runs (or ran) */
+	bool			arrived;	/* its answer came back from rw */
+	bool			want_continue;	/* a 100 Continue to send in turn */
+	_Atomic unsigned	owners;		/* the connection, the route, jobs */
+	_Atomic bool		left;		/* its client left */
+	/* what was asked */
+	int			method;		/* enum http_method */
+	int			minor;		/* HTTP/1.minor */
+	bool			close;		/* the connection ends with it */
+	const char		*target;	/* path and query, NUL-ended */
+	char			*segs;		/* room for its path, decoded */
+	struct hfield		*fields;
+	size_t			nfields;
+	struct hqparam		*query;
+	size_t			nquery;
+	bool			query_ok;
+	json_t			*body;
+	char			*args[3];	/* the path's {...}, decoded */
+	struct hprin		*who;
+	uint32_t		pid;		/* a UNIX peer's */
+	char			host[64];	/* a TCP peer's address */
+	char			origin[256];	/* a CORS origin allowed */
+	const struct http_route	*route;
+	/* the answer (the route's loop makes it) */
+	struct hworker		*rw;		/* the loop that runs its route */
+	char			*hdrs;		/* header lines the route added */
+	size_t			hlen, hcap;
+	bool			cache_set;	/* the route said Cache-Control */
+	bool			answered;	/* its answer is made (or begun: a stream) */
+	bool			streaming;	/* a stream: chunks go on */
+	bool			final;		/* all of the answer is in out or written */
+	uint8_t			*out;		/* answer bytes not written yet */
+	size_t			olen, ocap;
+	/* the route's */
+	_Atomic unsigned	refs;		/* the route, each call in flight */
+	void			*priv;
+	void			(*gone)(struct hreq *r);	/* its client left */
+	char			data[];		/* its head's bytes, the fields' */
 };
 
 typedef void (*http_handler_fn)(struct hreq *r);
@@ -228,10 +282,21 @@ uint64_t http_prefer_wait(struct hreq *r, bool *given);
 /* One more reference to r; drop one (the last frees it). */
 void http_req_hold(struct hreq *r);
 void http_req_put(struct hreq *r);
+/*
+ * Run fn(r) on the first loop, where waiters and idempotency keys live:
+ * true when r was sent there (the caller lets go of it and returns), false
+ * when this is the first loop (the caller goes on).
+ */
+bool http_home(struct hreq *r, http_handler_fn fn);
+/* The settings r is served with, and the server's max-lease. */
+const struct http_config *http_settings(const struct hreq *r);
+uint32_t http_max_lease(const struct hreq *r);
 /* Watch r's socket while it waits: gone() runs when its client leaves. */
 void http_req_watch(struct hreq *r, void (*gone)(struct hreq *r));
 /* A principal's entry (refs +1), made on first use; NULL: out of memory. */
 struct hprin *http_prin_get(struct http_front *f, const struct acl_subject *s);
+/* One more reference to p; drop one (any loop). */
+void http_prin_hold(struct hprin *p);
 void http_prin_put(struct http_front *f, struct hprin *p);
 /* The URI of r's resource at the leader, when a follower was told where it is. */
 bool http_redirect(struct hreq *r, uint64_t leader_id, const char *leader);
@@ -244,6 +309,31 @@ void http_stream_end(struct hreq *r);
 void http_cut(struct hreq *r);
 /* Bytes r's connection has not written yet. */
 size_t http_backlog(const struct hreq *r);
+
+/* A request read whole (http_conn.c): who, may it, its route (body: its bytes). */
+void http_request_run(struct hreq *r, const char *body, size_t blen);
+/* r's answer made on another loop goes to its connection's loop. */
+void http_post_answered(struct hreq *r);
+/* r's client left: its route's loop is told. */
+void http_post_gone(struct hreq *r);
+
+/* --- http_conn.c --------------------------------------------------------- */
+extern const struct conn_proto http_conn_proto;
+/* Room for n more bytes of r's answer (NULL: none, or its client is gone). */
+uint8_t *hconn_room(struct hreq *r, size_t n);
+/* n bytes were written there. */
+void hconn_done(struct hreq *r, size_t n);
+/* r's answer is whole: out in its turn. */
+void hconn_final(struct hreq *r);
+/* r's answer, made on another loop, came back (its connection's loop). */
+void hconn_answered(struct hreq *r);
+/* Bytes of r's connection not written yet; cut it off. */
+size_t hconn_backlog(const struct hreq *r);
+void hconn_cut(struct hreq *r);
+/* The loop's deadlines (its tick). */
+void hconn_tick(struct hworker *hw, uint64_t now);
+/* Drop one owner of r (its connection, its route, a job); the last frees it. */
+void hreq_owner_put(struct hreq *r);
 
 /* --- http_gate.c --------------------------------------------------------- */
 /*
@@ -272,6 +362,7 @@ struct gate_ident {
 
 struct gate {
 	struct http_front	*f;
+	struct hworker		*hw;		/* its loop */
 	struct conn		*c;		/* NULL once closed */
 	enum gate_kind		kind;
 	struct hprin		*who;
@@ -298,7 +389,7 @@ struct gate {
 	void			(*notice)(void *owner, const Semd__Reply *rep);
 	void			(*closed)(void *owner);
 	void			*owner;
-	struct list_head	all;		/* the front's all_gates */
+	struct list_head	all;		/* its loop's all_gates */
 	/* service gates (the cache) */
 	bool			cached;
 	struct hnode		node;
@@ -334,9 +425,9 @@ void gate_forget(struct gate *g, void *arg);
  */
 void gate_release(struct gate *g, bool detach);
 /* Close idle service gates (the second tick), every one when all is true. */
-void gate_sweep(struct http_front *f, bool all);
+void gate_sweep(struct hworker *hw, bool all);
 /* After the loops ended: every gate's connection freed, and the gates. */
-void gate_free_all(struct http_front *f);
+void gate_free_all(struct hworker *hw);
 
 /* --- http_routes.c, http_acquire.c, http_watch.c ------------------------- */
 void http_route_server(struct hreq *r);
@@ -369,8 +460,6 @@ void http_route_waiter_delete(struct hreq *r);
 void http_route_watch(struct hreq *r);
 /* The waiters' and keys' second: leases, forgotten answers. */
 void http_acquire_sweep(struct http_front *f, bool all);
-/* Every watch ends (a stop). */
-void http_watch_stop_all(struct http_front *f);
 /* The OpenAPI document (http_openapi.c, made from openapi.json). */
 extern const unsigned char http_openapi_json[];
 extern const size_t http_openapi_json_len;

@@ -695,7 +695,7 @@ static struct hwaiter *hw_new(struct hreq *r, const struct gate_ident *id,
 		return NULL;
 	w->f = r->f;
 	w->who = r->who;
-	w->who->refs++;
+	http_prin_hold(w->who);
 	INIT_LIST_HEAD(&w->polls);
 	INIT_LIST_HEAD(&w->entry);
 	w->state = session != 0 ? HW_RESOLVING : HW_WAITING;
@@ -847,8 +847,7 @@ static void idem_drop(struct http_front *f, struct hidem *k)
 static void idem_keep(struct hacq *a, const json_t *body)
 {
 	struct http_front *f = a->r->f;
-	const struct http_config *hc = f->srv->cfg.http;
-	uint32_t max = hc != NULL ? hc->idem_keys : 10000;
+	uint32_t max = http_settings(a->r)->idem_keys;
 	struct list_head *pos;
 	struct hidem *k;
 
@@ -866,7 +865,7 @@ static void idem_keep(struct hacq *a, const json_t *body)
 	if ((k = calloc(1, sizeof *k)) == NULL)
 		return;		/* a retry is then a new acquire */
 	k->who = a->r->who;
-	k->who->refs++;
+	http_prin_hold(k->who);
 	k->who->nidem++;
 	memcpy(k->key, a->key, sizeof k->key);
 	memcpy(k->hash, a->hash, sizeof k->hash);
@@ -980,6 +979,14 @@ static void acq_ident(struct hacq *a, struct gate_ident *id, char *client,
 		id->pid = a->b.pid;
 }
 
+static void acq_wait(struct hacq *a);
+
+/* acq_wait() on the first loop. */
+static void acq_wait_home(struct hreq *r)
+{
+	acq_wait(r->priv);
+}
+
 /* The acquire must wait: a waiter with a session of its own. */
 static void acq_wait(struct hacq *a)
 {
@@ -989,6 +996,8 @@ static void acq_wait(struct hacq *a)
 	char client[64], host[64];
 	size_t i;
 
+	if (http_home(r, acq_wait_home))
+		return;		/* waiters are the first loop's */
 	acq_ident(a, &id, client, sizeof client, host, sizeof host);
 	if ((w = hw_new(r, &id, a->lease_ms, 0, NULL)) == NULL)
 		goto fail;
@@ -1131,8 +1140,8 @@ static void acq_try_done(struct hreq *r, const Semd__Reply *rep)
 /* POST .../permits and POST /v1/permits: acquire. */
 static void acq_start(struct hreq *r, bool multi)
 {
-	const struct http_config *hc = r->f->srv->cfg.http;
-	uint32_t max_lease = r->f->srv->cfg.max_lease_ms;
+	const struct http_config *hc = http_settings(r);
+	uint32_t max_lease = http_max_lease(r);
 	struct hacq *a = malloc(sizeof *a);
 	struct gate_ident id;
 	char err[256], client[64], host[64];
@@ -1152,7 +1161,7 @@ static void acq_start(struct hreq *r, bool multi)
 		return;
 	}
 	a->lease_ms = a->b.lease_given ? (multi ? a->b.m.multi.lease_ms :
-	    a->b.m.down.lease_ms) : hc != NULL ? hc->lease_ms : 30000;
+	    a->b.m.down.lease_ms) : hc->lease_ms;
 	if (a->lease_ms > max_lease && max_lease > 0)
 		a->lease_ms = max_lease;
 	a->timeout_ms = a->b.timeout_given ? (multi ? a->b.m.multi.timeout_ms :
@@ -1192,13 +1201,21 @@ static void acq_start(struct hreq *r, bool multi)
 		acq_free(a);
 }
 
+/* POST .../permits (one with an Idempotency-Key on the first loop). */
 void http_route_acquire(struct hreq *r)
 {
+	if (http_in_header(r, "Idempotency-Key") != NULL &&
+	    http_home(r, http_route_acquire))
+		return;
 	acq_start(r, false);
 }
 
+/* POST /v1/permits (one with an Idempotency-Key on the first loop). */
 void http_route_acquire_many(struct hreq *r)
 {
+	if (http_in_header(r, "Idempotency-Key") != NULL &&
+	    http_home(r, http_route_acquire_many))
+		return;
 	acq_start(r, true);
 }
 
@@ -1290,11 +1307,11 @@ static struct hwaiter *hw_lookup_id(struct hreq *r, const char *wid)
 /* GET /v1/waiters/{waiter}: where it stands, long-polled. */
 void http_route_waiter_get(struct hreq *r)
 {
-	struct hwaiter *w = hw_lookup(r);
+	struct hwaiter *w;
 	bool given;
 	uint64_t wait = http_prefer_wait(r, &given);
 
-	if (w == NULL)
+	if (http_home(r, http_route_waiter_get) || (w = hw_lookup(r)) == NULL)
 		return;
 	if (w->state == HW_WAITING)
 		hw_ping(w);
@@ -1304,9 +1321,9 @@ void http_route_waiter_get(struct hreq *r)
 /* POST /v1/waiters/{waiter}/renew: its lease again. */
 void http_route_waiter_renew(struct hreq *r)
 {
-	struct hwaiter *w = hw_lookup(r);
+	struct hwaiter *w;
 
-	if (w == NULL)
+	if (http_home(r, http_route_waiter_renew) || (w = hw_lookup(r)) == NULL)
 		return;
 	if (w->state == HW_WAITING)
 		hw_ping(w);
@@ -1356,9 +1373,9 @@ static void hw_resolved(struct hwaiter *w)
 /* DELETE /v1/waiters/{waiter}: cancel it; what it was granted goes back. */
 void http_route_waiter_delete(struct hreq *r)
 {
-	struct hwaiter *w = hw_lookup(r);
+	struct hwaiter *w;
 
-	if (w == NULL)
+	if (http_home(r, http_route_waiter_delete) || (w = hw_lookup(r)) == NULL)
 		return;
 	if (w->state == HW_RESOLVING) {
 		hpoll_add(w, r, HP_DELETE, 0);	/* once its state is known */

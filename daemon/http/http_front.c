@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/http/http_front.c - the HTTP front door (doc/http.md): listeners
- * on libevent's evhttp, served by the server's first loop; connections and
- * what evhttp does not do for them (a deadline for a request once begun, a
- * cap on connections that makes room by closing the longest idle one, a
- * watch on the socket of a request being answered, so that a client that
- * leaves is noticed at once); who a request is (the transport's identity
- * or a bearer token); the Origin check, CORS, the per-principal rate;
- * routing; answers and problems (RFC 9457).
+ * daemon/http/http_front.c - the HTTP front door (doc/http.md): its
+ * listeners, whose connections the connection layer deals to every loop
+ * (http_conn.c reads and answers them); each loop's part (struct hworker:
+ * its settings, its tick, its job queue); who a request is (the transport's
+ * identity or a bearer token); the Origin check, CORS, the per-principal
+ * rate; routing; answers and problems (RFC 9457), written straight into
+ * the connection's output.
  *
- * Each connection's bufferevent is made here (evhttp's bevcb) and watched:
- * a callback on its input buffer sees every byte that arrives (the request
- * deadline starts there), and a reference of ours keeps it until we have
- * seen evhttp drop it, which evhttp tells only once a request came.
+ * A request runs on its connection's loop, but for what needs the first
+ * loop's tables (waiters, idempotency keys): http_home() sends it there
+ * through that loop's job queue, and its answer, made there, comes back
+ * through the queue of its connection's loop.
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
 
@@ -22,38 +21,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
-#include <openssl/ssl.h>
 
 #include "daemon/access.h"
 #include "daemon/config.h"
+#include "daemon/conn.h"
 #include "daemon/feed.h"
 #include "daemon/http/http-int.h"
 #include "daemon/http/http.h"
+#include "daemon/http/http_parse.h"
 #include "daemon/http/http_ui.h"
 #include "daemon/listen.h"
 #include "daemon/logging.h"
 #include "daemon/server.h"
 #include "daemon/tlsconf.h"
-#include "security/peer.h"
-#include "security/tls.h"
 
 struct http_front *http_the_front;
-static struct http_config *http_defaults;
 
 #define HTTP_KEEP_PRIN_MS	60000	/* an unused principal's entry goes */
+#define HTTP_TICK_MS		250	/* the loops' deadlines are looked at */
+#define HTTP_SEGS		6	/* path segments under /v1/ */
 
 /* The routes, under /v1/ (state: a follower redirects them). */
 static void http_route_openapi(struct hreq *r);
@@ -91,11 +85,6 @@ static const struct http_route http_routes[] = {
 	{ HTTP_GET, "backup", http_route_backup, true },
 };
 #define HTTP_NROUTES	(sizeof http_routes / sizeof http_routes[0])
-/* evhttp takes every method it knows; a route's own are checked here (405). */
-#define HTTP_METHODS	(HTTP_GET | HTTP_POST | HTTP_PUT | \
-			    HTTP_DELETE | HTTP_OPTIONS | \
-			    HTTP_HEAD | HTTP_PATCH | \
-			    HTTP_TRACE | HTTP_CONNECT)
 
 /* --- small things --------------------------------------------------------- */
 
@@ -134,35 +123,87 @@ uint64_t http_wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The settings in force (read on the first loop, where reloads happen). */
-static const struct http_config *http_cfg(const struct http_front *f)
+/* The loop's part this thread runs. */
+struct hworker *http_here(void)
 {
-	return f->srv->cfg.http != NULL ? f->srv->cfg.http : http_defaults;
+	return &http_the_front->hw[worker_self->idx];
 }
 
-/* The reason phrase of a status. */
-static const char *http_reason(int status)
+/* The settings r is served with (its route's loop's copy). */
+const struct http_config *http_settings(const struct hreq *r)
 {
-	switch (status) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 307: return "Temporary Redirect";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 410: return "Gone";
-	case 413: return "Content Too Large";
-	case 422: return "Unprocessable Content";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 503: return "Service Unavailable";
-	default: return "Status";
+	return r->rw->cfg;
+}
+
+/* The server's max-lease (its route's loop's copy). */
+uint32_t http_max_lease(const struct hreq *r)
+{
+	return r->rw->max_lease_ms;
+}
+
+/* The status line of an answer, its reason phrase with it. */
+static const char *http_status_line(int status, size_t *len)
+{
+	static const struct { int status; const char *line; } lines[] = {
+		{ 200, "HTTP/1.1 200 OK\r\n" },
+		{ 201, "HTTP/1.1 201 Created\r\n" },
+		{ 202, "HTTP/1.1 202 Accepted\r\n" },
+		{ 204, "HTTP/1.1 204 No Content\r\n" },
+		{ 301, "HTTP/1.1 301 Moved Permanently\r\n" },
+		{ 304, "HTTP/1.1 304 Not Modified\r\n" },
+		{ 307, "HTTP/1.1 307 Temporary Redirect\r\n" },
+		{ 400, "HTTP/1.1 400 Bad Request\r\n" },
+		{ 401, "HTTP/1.1 401 Unauthorized\r\n" },
+		{ 403, "HTTP/1.1 403 Forbidden\r\n" },
+		{ 404, "HTTP/1.1 404 Not Found\r\n" },
+		{ 405, "HTTP/1.1 405 Method Not Allowed\r\n" },
+		{ 408, "HTTP/1.1 408 Request Timeout\r\n" },
+		{ 409, "HTTP/1.1 409 Conflict\r\n" },
+		{ 410, "HTTP/1.1 410 Gone\r\n" },
+		{ 413, "HTTP/1.1 413 Content Too Large\r\n" },
+		{ 417, "HTTP/1.1 417 Expectation Failed\r\n" },
+		{ 422, "HTTP/1.1 422 Unprocessable Content\r\n" },
+		{ 429, "HTTP/1.1 429 Too Many Requests\r\n" },
+		{ 431, "HTTP/1.1 431 Request Header Fields Too Large\r\n" },
+		{ 500, "HTTP/1.1 500 Internal Server Error\r\n" },
+		{ 501, "HTTP/1.1 501 Not Implemented\r\n" },
+		{ 503, "HTTP/1.1 503 Service Unavailable\r\n" },
+		{ 505, "HTTP/1.1 505 HTTP Version Not Supported\r\n" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof lines / sizeof lines[0]; i++)
+		if (lines[i].status == status) {
+			*len = strlen(lines[i].line);
+			return lines[i].line;
+		}
+	*len = strlen("HTTP/1.1 500 Internal Server Error\r\n");
+	return "HTTP/1.1 500 Internal Server Error\r\n";
+}
+
+/*
+ * The Date field of an answer ("Date: ...\r\n"), made once a second per
+ * thread (formatting it for each answer is a tenth of a small answer).
+ */
+static const char *http_date(void)
+{
+	static const char days[][4] = { "Sun", "Mon", "Tue", "Wed", "Thu",
+	    "Fri", "Sat" };
+	static const char months[][4] = { "Jan", "Feb", "Mar", "Apr", "May",
+	    "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	static _Thread_local char date[48];
+	static _Thread_local time_t made = -1;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (now != made && gmtime_r(&now, &tm) != NULL) {
+		snprintf(date, sizeof date, "Date: %s, %02d %s %04d %02d:%02d:%02d "
+		    "GMT\r\n", days[tm.tm_wday % 7], tm.tm_mday,
+		    months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec);
+		made = now;
 	}
+	return date;
 }
 
 /* --- principals ----------------------------------------------------------- */
@@ -190,37 +231,55 @@ struct hprin *http_prin_get(struct http_front *f, const struct acl_subject *s)
 {
 	struct prin_key k = { s->principal, s->groups, s->groups_len };
 	uint64_t h = hmap_siphash(f->hash_key, s->principal, s->principal_len);
-	struct hnode *n = hmap_find(&f->prins, h, http_prin_eq, &k);
+	struct hnode *n;
 	struct hprin *p;
 
-	if (n != NULL) {
+	pthread_mutex_lock(&f->plock);
+	if ((n = hmap_find(&f->prins, h, http_prin_eq, &k)) != NULL) {
 		p = container_of(n, struct hprin, node);
 		p->refs++;
+		pthread_mutex_unlock(&f->plock);
 		return p;
 	}
 	if ((p = calloc(1, sizeof *p)) == NULL)
-		return NULL;
+		goto out;
 	if (access_subject_copy(&p->subj, s) != 0) {
 		acl_subject_clear(&p->subj);
 		free(p);
-		return NULL;
+		p = NULL;
+		goto out;
 	}
 	p->refs = 1;
 	p->used_ms = p->refill_ms = http_now();
 	p->tokens_milli = UINT64_MAX;	/* full */
 	hmap_insert(&f->prins, &p->node, h);
 	list_add_tail(&p->entry, &f->prin_list);
+out:
+	pthread_mutex_unlock(&f->plock);
 	return p;
+}
+
+/* One more reference to p. */
+void http_prin_hold(struct hprin *p)
+{
+	struct http_front *f = http_the_front;
+
+	pthread_mutex_lock(&f->plock);
+	p->refs++;
+	pthread_mutex_unlock(&f->plock);
 }
 
 /* Drop a reference (the entry stays a while: its rate bucket). */
 void http_prin_put(struct http_front *f, struct hprin *p)
 {
-	(void)f;
-	if (p != NULL && p->refs > 0) {
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&f->plock);
+	if (p->refs > 0) {
 		p->refs--;
 		p->used_ms = http_now();
 	}
+	pthread_mutex_unlock(&f->plock);
 }
 
 /* Free the entries nobody refers to for a while (all: every unused one). */
@@ -230,6 +289,7 @@ static void http_prin_sweep(struct http_front *f, bool all)
 	struct hprin *p;
 	uint64_t now = http_now();
 
+	pthread_mutex_lock(&f->plock);
 	list_for_each_safe(pos, tmp, &f->prin_list) {
 		p = list_entry(pos, struct hprin, entry);
 		if (p->refs > 0 || p->nidem > 0 ||
@@ -240,47 +300,37 @@ static void http_prin_sweep(struct http_front *f, bool all)
 		acl_subject_clear(&p->subj);
 		free(p);
 	}
+	pthread_mutex_unlock(&f->plock);
 }
 
 /*
  * May p make one more request (http-rate a second each principal, a
  * burst of as many)? 0, or the ms until it may.
  */
-static uint64_t http_rate_take(struct http_front *f, struct hprin *p)
+static uint64_t http_rate_take(const struct http_config *hc, struct hprin *p)
 {
-	uint32_t rate = http_cfg(f)->rate;
-	uint64_t now = http_now(), cap, add;
+	struct http_front *f = http_the_front;
+	uint32_t rate = hc->rate;
+	uint64_t now, cap, add, wait = 0;
 
 	if (rate == 0)
 		return 0;
+	now = http_now();
 	cap = (uint64_t)rate * 1000;
+	pthread_mutex_lock(&f->plock);
 	add = (now - p->refill_ms) * rate;	/* milli-requests */
 	p->refill_ms = now;
 	p->tokens_milli = p->tokens_milli > cap || add >= cap - p->tokens_milli ?
 	    cap : p->tokens_milli + add;
-	if (p->tokens_milli >= 1000) {
+	if (p->tokens_milli >= 1000)
 		p->tokens_milli -= 1000;
-		return 0;
-	}
-	return (1000 - p->tokens_milli + rate - 1) / rate;
+	else
+		wait = (1000 - p->tokens_milli + rate - 1) / rate;
+	pthread_mutex_unlock(&f->plock);
+	return wait;
 }
 
-/* --- answers -------------------------------------------------------------- */
-
-/* A response header. */
-void http_header(struct hreq *r, const char *name, const char *value)
-{
-	if (r->req != NULL)
-		evhttp_add_header(evhttp_request_get_output_headers(r->req), name,
-		    value);
-}
-
-/* A request header, or NULL. */
-const char *http_in_header(const struct hreq *r, const char *name)
-{
-	return r->req != NULL ? evhttp_find_header(
-	    evhttp_request_get_input_headers(r->req), name) : NULL;
-}
+/* --- what was asked ------------------------------------------------------- */
 
 /* r's method. */
 int http_method(const struct hreq *r)
@@ -291,15 +341,14 @@ int http_method(const struct hreq *r)
 /* r's target as it was sent. */
 const char *http_uri(const struct hreq *r)
 {
-	const char *uri = r->req != NULL ? evhttp_request_get_uri(r->req) : NULL;
-
-	return uri != NULL ? uri : "";
+	return r->target != NULL ? r->target : "";
 }
 
 /* Is r's client still there, its answer not made yet? */
 bool http_live(const struct hreq *r)
 {
-	return r->req != NULL && !r->answered;
+	return !r->answered &&
+	    !atomic_load_explicit(&r->left, memory_order_acquire);
 }
 
 /* The address of r's TCP or TLS peer. */
@@ -317,126 +366,237 @@ uint32_t http_peer_pid(const struct hreq *r)
 /* The loop that runs r's route. */
 struct event_base *http_loop(const struct hreq *r)
 {
-	return r->f->base;
+	return r->rw->base;
+}
+
+/* A request header, or NULL. */
+const char *http_in_header(const struct hreq *r, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < r->nfields; i++)
+		if (strcasecmp(r->fields[i].name, name) == 0)
+			return r->fields[i].value;
+	return NULL;
 }
 
 /* A query parameter, or NULL. */
 const char *http_query(struct hreq *r, const char *name)
 {
-	return r->query_ok ? evhttp_find_header(&r->query, name) : NULL;
-}
+	size_t i;
 
-/* The CORS headers of an answer to an allowed origin. */
-static void http_cors_headers(struct hreq *r)
-{
-	if (r->origin[0] == '\0')
-		return;
-	http_header(r, "Access-Control-Allow-Origin", r->origin);
-	http_header(r, "Vary", "Origin");
-	http_header(r, "Access-Control-Expose-Headers",
-	    "Location, Preference-Applied, Retry-After");
-}
-
-/* The request is no longer ours: stop watching its socket. */
-static void http_req_done(struct hreq *r)
-{
-	struct hconn *hc = r->hc;
-
-	r->answered = true;
-	r->req = NULL;
-	if (r->timer != NULL)
-		evtimer_del(r->timer);
-	if (hc != NULL) {
-		if (hc->watch != NULL)
-			event_del(hc->watch);
-		hc->cur = NULL;
-		r->hc = NULL;
-	}
+	for (i = 0; i < r->nquery; i++)
+		if (strcmp(r->query[i].name, name) == 0)
+			return r->query[i].value;
+	return NULL;
 }
 
 /*
- * The Date header's value, made once a second (libevent formats it anew
- * for each answer that has none: a tenth of a small answer's work).
+ * Read r's query (after '?' in its target) into r->query, decoded ('+' a
+ * space): false when it is malformed (a broken escape, an escaped NUL).
  */
-static const char *http_date(void)
+static bool http_parse_query(struct hreq *r, const char *q)
 {
-	static const char days[][4] = { "Sun", "Mon", "Tue", "Wed", "Thu",
-	    "Fri", "Sat" };
-	static const char months[][4] = { "Jan", "Feb", "Mar", "Apr", "May",
-	    "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-	static char date[40];
-	static time_t made = -1;
-	time_t now = time(NULL);
-	struct tm tm;
+	size_t len = strlen(q), n = 1, i, k, vlen;
+	const char *p, *amp, *eq;
+	char *d;
+	ssize_t dl;
 
-	if (now != made && gmtime_r(&now, &tm) != NULL) {
-		snprintf(date, sizeof date, "%s, %02d %s %04d %02d:%02d:%02d GMT",
-		    days[tm.tm_wday % 7], tm.tm_mday, months[tm.tm_mon % 12],
-		    tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-		made = now;
+	for (i = 0; i < len; i++)
+		n += q[i] == '&';
+	r->query = malloc(n * sizeof *r->query + 2 * (len + n) + 2);
+	if (r->query == NULL)
+		return false;
+	d = (char *)(r->query + n);
+	for (p = q, k = 0; *p != '\0'; p = *amp != '\0' ? amp + 1 : amp) {
+		amp = p + strcspn(p, "&");
+		if (amp == p)
+			continue;
+		eq = memchr(p, '=', (size_t)(amp - p));
+		if ((dl = hp_unescape(d, p, (size_t)((eq != NULL ? eq : amp) - p),
+		    true)) < 0)
+			return false;
+		r->query[k].name = d;
+		d += dl + 1;
+		vlen = eq != NULL ? (size_t)(amp - eq - 1) : 0;
+		if ((dl = hp_unescape(d, eq != NULL ? eq + 1 : "", vlen,
+		    true)) < 0)
+			return false;
+		r->query[k].value = d;
+		d += dl + 1;
+		k++;
 	}
-	return date;
+	r->nquery = k;
+	return true;
 }
 
-/* Write an evbuffer as r's answer. */
-static void http_send(struct hreq *r, int status, struct evbuffer *b)
+/* --- answers -------------------------------------------------------------- */
+
+/* A response header to add to r's answer (a value with a line break is not). */
+void http_header(struct hreq *r, const char *name, const char *value)
 {
-	if (r->req == NULL || r->answered)
+	size_t nl = strlen(name), vl = strlen(value), need = nl + vl + 4, cap;
+	char *p;
+
+	if (r->answered || strpbrk(value, "\r\n") != NULL)
 		return;
-	http_cors_headers(r);
-	http_header(r, "Date", http_date());
-	/*
-	 * What a GET reads is the state of now (other answers are not kept),
-	 * unless the route said otherwise (the console's files).
-	 */
-	if ((evhttp_request_get_command(r->req) & (HTTP_GET | HTTP_HEAD)) &&
-	    evhttp_find_header(evhttp_request_get_output_headers(r->req),
-	    "Cache-Control") == NULL)
-		http_header(r, "Cache-Control", "no-store");
-	evhttp_send_reply(r->req, status, http_reason(status), b);
-	http_req_done(r);
+	if (r->hcap - r->hlen < need) {
+		cap = r->hcap ? r->hcap : 256;
+		while (cap - r->hlen < need)
+			cap *= 2;
+		if ((p = realloc(r->hdrs, cap)) == NULL)
+			return;
+		r->hdrs = p;
+		r->hcap = cap;
+	}
+	p = r->hdrs + r->hlen;
+	memcpy(p, name, nl);
+	memcpy(p + nl, ": ", 2);
+	memcpy(p + nl + 2, value, vl);
+	memcpy(p + nl + 2 + vl, "\r\n", 2);
+	r->hlen += need;
+	if (strcasecmp(name, "Cache-Control") == 0)
+		r->cache_set = true;
 }
 
-/* jansson's writer into an evbuffer. */
-static int http_dump_cb(const char *buf, size_t len, void *arg)
+/* Write n in decimal at p; the digits written. */
+static size_t http_put_u64(char *p, uint64_t n)
 {
-	return evbuffer_add(arg, buf, len);
+	char tmp[24];
+	size_t i = 0, k;
+
+	do
+		tmp[i++] = (char)('0' + n % 10);
+	while ((n /= 10) != 0);
+	for (k = 0; k < i; k++)
+		p[k] = tmp[i - 1 - k];
+	return i;
+}
+
+/* Append s[0..n) at *p. */
+static void http_put(uint8_t **p, const char *s, size_t n)
+{
+	memcpy(*p, s, n);
+	*p += n;
+}
+
+/* The CORS fields of an answer to an allowed origin, into buf; their length. */
+static size_t http_cors_fields(const struct hreq *r, char *buf, size_t len)
+{
+	int n;
+
+	if (r->origin[0] == '\0')
+		return 0;
+	n = snprintf(buf, len, "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n"
+	    "Access-Control-Expose-Headers: Location, Preference-Applied, "
+	    "Retry-After\r\n", r->origin);
+	return n > 0 && (size_t)n < len ? (size_t)n : 0;
+}
+
+/*
+ * Answer r: the status line, the fields (Date, the type, the length or a
+ * chunked coding for a stream, Cache-Control, CORS, the route's, how the
+ * connection goes on) and the body (none to HEAD, 204 and 304), written in
+ * one piece where it goes (http_conn.c: the connection, or kept for its
+ * turn). stream: the body follows in chunks (http_stream_*).
+ */
+static void http_answer(struct hreq *r, int status, const char *type,
+    const void *body, size_t blen, bool stream)
+{
+	char cors[512], clen[24];
+	const char *line, *date = http_date();
+	size_t llen, tlen = type != NULL ? strlen(type) : 0, dlen = strlen(date);
+	size_t corslen = http_cors_fields(r, cors, sizeof cors), nlen = 0, total;
+	bool cache = (r->method & (HTTP_GET | HTTP_HEAD)) && !r->cache_set;
+	bool nobody = r->method == HTTP_HEAD || status == 204 || status == 304;
+	bool chunked = stream && r->minor >= 1 && r->method != HTTP_HEAD;
+	uint8_t *p;
+
+	if (r->answered)
+		return;
+	r->answered = true;
+	if (stream && r->minor == 0)
+		r->close = true;	/* HTTP/1.0: the stream ends with the connection */
+	line = http_status_line(status, &llen);
+	if (!stream && status != 204 && status != 304)
+		nlen = http_put_u64(clen, blen);
+	total = llen + dlen + (tlen > 0 ? 16 + tlen : 0) +
+	    (nlen > 0 ? 18 + nlen : 0) + (chunked ? 28 : 0) +
+	    (cache ? 25 : 0) + corslen + r->hlen +
+	    (r->close ? 19 : r->minor == 0 ? 24 : 0) + 2 + (nobody ? 0 : blen);
+	if ((p = hconn_room(r, total)) == NULL) {
+		r->final = true;
+		hconn_final(r);
+		return;
+	}
+	http_put(&p, line, llen);
+	http_put(&p, date, dlen);
+	if (tlen > 0) {
+		http_put(&p, "Content-Type: ", 14);
+		http_put(&p, type, tlen);
+		http_put(&p, "\r\n", 2);
+	}
+	if (nlen > 0) {
+		http_put(&p, "Content-Length: ", 16);
+		http_put(&p, clen, nlen);
+		http_put(&p, "\r\n", 2);
+	}
+	if (chunked)
+		http_put(&p, "Transfer-Encoding: chunked\r\n", 28);
+	if (cache)
+		http_put(&p, "Cache-Control: no-store\r\n", 25);
+	http_put(&p, cors, corslen);
+	if (r->hlen > 0)
+		http_put(&p, r->hdrs, r->hlen);
+	if (r->close)
+		http_put(&p, "Connection: close\r\n", 19);
+	else if (r->minor == 0)
+		http_put(&p, "Connection: keep-alive\r\n", 24);
+	http_put(&p, "\r\n", 2);
+	if (!nobody && blen > 0)
+		http_put(&p, body, blen);
+	hconn_done(r, total);
+	if (stream && r->method != HTTP_HEAD) {
+		r->streaming = true;
+		return;
+	}
+	hconn_final(r);
 }
 
 /* Answer with a JSON body (taken), of type (NULL: application/json). */
 static void http_reply_typed(struct hreq *r, int status, json_t *body,
     const char *type)
 {
-	struct evbuffer *out;
-	char quick[4096];	/* most answers: written here, added at once */
+	char quick[4096], *big = NULL;
 	size_t n = 0;
-	int rc = -1;
 
-	if (r->req == NULL || r->answered) {
+	if (r->answered) {
 		json_decref(body);
 		return;
 	}
-	out = evhttp_request_get_output_buffer(r->req);
+	/* most answers: written here at once; a big one sized first */
 	if (body != NULL && (n = json_dumpb(body, quick, sizeof quick - 1,
-	    JSON_COMPACT)) > 0 && n < sizeof quick - 1) {
-		quick[n++] = '\n';
-		rc = evbuffer_add(out, quick, n);
-	} else if (body != NULL && n > 0) {
-		if (json_dump_callback(body, http_dump_cb, out, JSON_COMPACT) == 0)
-			rc = evbuffer_add(out, "\n", 1);
+	    JSON_COMPACT)) > sizeof quick - 1) {
+		if ((big = malloc(n + 1)) == NULL ||
+		    json_dumpb(body, big, n, JSON_COMPACT) != n)
+			n = 0;
 	}
 	json_decref(body);
-	if (rc != 0) {
-		evbuffer_drain(out, evbuffer_get_length(out));
-		http_header(r, "Content-Type", "text/plain");
-		evhttp_send_error(r->req, 500, "out of memory");
-		http_req_done(r);
+	if (body != NULL && n == 0) {
+		free(big);
+		http_answer(r, 500, "text/plain", "out of memory\n", 14, false);
 		return;
 	}
-	http_header(r, "Content-Type", type != NULL ? type : "application/json");
-	http_send(r, status, NULL);
+	if (big != NULL)
+		big[n++] = '\n';
+	else if (body != NULL)
+		quick[n++] = '\n';
+	http_answer(r, status, body != NULL ? (type != NULL ? type :
+	    "application/json") : NULL, big != NULL ? big : quick, n, false);
+	free(big);
 }
 
+/* Answer with a JSON body (taken). */
 void http_reply_json(struct hreq *r, int status, json_t *body)
 {
 	http_reply_typed(r, status, body, NULL);
@@ -445,89 +605,56 @@ void http_reply_json(struct hreq *r, int status, json_t *body)
 /* Answer with JSON text already written, json[0..len). */
 void http_reply_text(struct hreq *r, int status, const char *json, size_t len)
 {
-	struct evbuffer *out;
+	char quick[4096];
 
-	if (r->req == NULL || r->answered)
-		return;
-	out = evhttp_request_get_output_buffer(r->req);
-	if (evbuffer_add(out, json, len) != 0 || evbuffer_add(out, "\n", 1) != 0) {
-		evbuffer_drain(out, evbuffer_get_length(out));
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if (len < sizeof quick) {
+		memcpy(quick, json, len);
+		quick[len] = '\n';
+		http_answer(r, status, "application/json", quick, len + 1, false);
 		return;
 	}
-	http_header(r, "Content-Type", "application/json");
-	http_send(r, status, NULL);
+	http_answer(r, status, "application/json", json, len, false);
 }
 
 /* Answer with bytes that live as long as the process; to HEAD, their length. */
 void http_reply_static(struct hreq *r, int status, const char *type,
     const void *data, size_t len)
 {
-	struct evbuffer *b;
-	char clen[24];
-
-	if (r->req == NULL || r->answered)
-		return;
-	if (type != NULL)
-		http_header(r, "Content-Type", type);
-	if (http_method(r) == HTTP_HEAD) {
-		/* its length, not its bytes (evhttp would send what it is given) */
-		snprintf(clen, sizeof clen, "%zu", len);
-		http_header(r, "Content-Length", clen);
-		http_send(r, status, NULL);
-		return;
-	}
-	if ((b = evbuffer_new()) == NULL ||
-	    evbuffer_add_reference(b, data, len, NULL, NULL) != 0) {
-		if (b != NULL)
-			evbuffer_free(b);
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	http_send(r, status, b);
-	evbuffer_free(b);
+	http_answer(r, status, type, data, len, false);
 }
 
 /* Answer with a line of plain text (NULL: no body). */
 void http_reply_plain(struct hreq *r, int status, const char *text)
 {
-	struct evbuffer *out;
+	char buf[512];
+	int n;
 
-	if (r->req == NULL || r->answered)
+	if (text == NULL) {
+		http_answer(r, status, NULL, NULL, 0, false);
 		return;
-	out = evhttp_request_get_output_buffer(r->req);
-	if (text != NULL) {
-		if (evbuffer_add_printf(out, "%s\n", text) < 0) {
-			evbuffer_drain(out, evbuffer_get_length(out));
-			http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED,
-			    "out of memory");
-			return;
-		}
-		http_header(r, "Content-Type", "text/plain; charset=utf-8");
 	}
-	http_send(r, status, NULL);
+	n = snprintf(buf, sizeof buf, "%s\n", text);
+	http_answer(r, status, "text/plain; charset=utf-8", buf,
+	    n > 0 && (size_t)n < sizeof buf ? (size_t)n : 0, false);
 }
 
 /* Answer with no body (a header name: value, when not NULL). */
 void http_reply_empty(struct hreq *r, int status, const char *hname,
     const char *hvalue)
 {
-	if (r->req == NULL || r->answered)
-		return;
 	if (hname != NULL)
 		http_header(r, hname, hvalue);
-	http_send(r, status, NULL);
+	http_answer(r, status, NULL, NULL, 0, false);
 }
 
 /* A problem with an HTTP status of its own (not the code's). */
 static void http_problem_status(struct hreq *r, int code, int status,
     const char *detail, json_t *more)
 {
-	const char *uri = r->req != NULL ? evhttp_request_get_uri(r->req) : NULL;
 	char inst[512];
 	json_t *p;
 
-	snprintf(inst, sizeof inst, "%s", uri != NULL ? uri : "");
+	snprintf(inst, sizeof inst, "%s", http_uri(r));
 	inst[strcspn(inst, "?")] = '\0';
 	p = hj_problem(code, status, detail, inst);
 	if (p != NULL && more != NULL)
@@ -571,12 +698,9 @@ void http_problem(struct hreq *r, int code, const char *fmt, ...)
  */
 bool http_redirect(struct hreq *r, uint64_t leader_id, const char *leader)
 {
-	const char *base = http_config_node_url(http_cfg(r->f), leader_id);
-	const char *uri = r->req != NULL ? evhttp_request_get_uri(r->req) : "";
-	char loc[2048];
+	const char *base = http_config_node_url(http_settings(r), leader_id);
+	char loc[2048], detail[64];
 	json_t *more;
-
-	char detail[64];
 
 	if (leader_id != 0 && leader_id == r->f->srv->cfg.node_id) {
 		more = json_pack("{s:I}", "leader_id", (json_int_t)leader_id);
@@ -585,7 +709,8 @@ bool http_redirect(struct hreq *r, uint64_t leader_id, const char *leader)
 		return true;
 	}
 	if (leader_id != 0 && base != NULL &&
-	    (size_t)snprintf(loc, sizeof loc, "%s%s", base, uri) < sizeof loc) {
+	    (size_t)snprintf(loc, sizeof loc, "%s%s", base, http_uri(r)) <
+	    sizeof loc) {
 		http_header(r, "Location", loc);
 		snprintf(detail, sizeof detail, "not the leader: node %llu is",
 		    (unsigned long long)leader_id);
@@ -632,148 +757,111 @@ void http_problem_gone(struct hreq *r, const struct gate *g)
 		    "answered (semd is stopping, or lost the leadership)");
 }
 
-/* Stream the answer: 200 with type, then chunks. False: the client is gone. */
+/*
+ * Stream the answer: 200 with type, then chunks. False: the client is
+ * gone (to HEAD: the head alone, and the stream is over at once).
+ */
 bool http_stream_start(struct hreq *r, const char *type)
 {
-	if (r->req == NULL || r->answered)
+	if (!http_live(r) || r->rw != r->cw)
 		return false;
-	http_cors_headers(r);
-	http_header(r, "Content-Type", type);
 	http_header(r, "Cache-Control", "no-store");
-	evhttp_send_reply_start(r->req, 200, "OK");
-	return true;
+	http_answer(r, 200, type, NULL, 0, true);
+	return r->streaming;
 }
 
-/* One chunk of a streamed answer. */
+/* One chunk of a streamed answer ("%x\r\n" p "\r\n"; raw to HTTP/1.0). */
 bool http_stream_chunk(struct hreq *r, const char *p, size_t len)
 {
-	struct evbuffer *b;
+	char head[24];
+	size_t hl = 0, i;
+	uint8_t *o;
 
-	if (r->req == NULL || r->answered || (b = evbuffer_new()) == NULL)
+	if (!r->streaming || r->final ||
+	    atomic_load_explicit(&r->left, memory_order_relaxed))
 		return false;
-	if (evbuffer_add(b, p, len) == 0)
-		evhttp_send_reply_chunk(r->req, b);
-	evbuffer_free(b);
+	if (len == 0)
+		return true;
+	if (r->minor >= 1) {
+		for (i = len; i != 0; i >>= 4)
+			hl++;
+		for (i = 0; i < hl; i++)
+			head[hl - 1 - i] = "0123456789abcdef"[(len >> (4 * i)) & 15];
+		head[hl++] = '\r';
+		head[hl++] = '\n';
+	}
+	if ((o = hconn_room(r, hl + len + (r->minor >= 1 ? 2 : 0))) == NULL)
+		return false;
+	memcpy(o, head, hl);
+	memcpy(o + hl, p, len);
+	if (r->minor >= 1)
+		memcpy(o + hl + len, "\r\n", 2);
+	hconn_done(r, hl + len + (r->minor >= 1 ? 2 : 0));
 	return true;
 }
 
-/* End a streamed answer. */
+/* End a streamed answer (the last chunk). */
 void http_stream_end(struct hreq *r)
 {
-	if (r->req == NULL || r->answered)
+	uint8_t *o;
+
+	if (!r->streaming || r->final)
 		return;
-	evhttp_send_reply_end(r->req);
-	http_req_done(r);
+	if (r->minor >= 1 && (o = hconn_room(r, 5)) != NULL) {
+		memcpy(o, "0\r\n\r\n", 5);
+		hconn_done(r, 5);
+	}
+	hconn_final(r);
 }
 
 /* Cut r's connection off (its answer cannot be finished); r is told not. */
 void http_cut(struct hreq *r)
 {
-	struct evhttp_connection *evcon;
-
-	if (r->req == NULL || (evcon = evhttp_request_get_connection(r->req)) ==
-	    NULL)
-		return;
 	r->gone = NULL;
-	r->req = NULL;
-	http_req_done(r);
-	evhttp_connection_free(evcon);
+	hconn_cut(r);
 }
 
 /* Bytes r's connection has not sent yet. */
 size_t http_backlog(const struct hreq *r)
 {
-	struct evhttp_connection *evcon;
-
-	if (r->req == NULL ||
-	    (evcon = evhttp_request_get_connection(r->req)) == NULL)
-		return 0;
-	return evbuffer_get_length(bufferevent_get_output(
-	    evhttp_connection_get_bufferevent(evcon)));
+	return hconn_backlog(r);
 }
 
 /* --- requests ------------------------------------------------------------- */
 
-static bool http_conn_eq(const struct hnode *n, const void *key);
-
-/* One more reference to r. */
+/* One more reference to r (its route's). */
 void http_req_hold(struct hreq *r)
 {
-	r->refs++;
+	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
 }
 
-/* Drop a reference; the last frees r (answered or not: its client left). */
+/*
+ * Drop a route's reference; with the last, the route lets go of r: an
+ * answer never made is a 500, a stream left open ends.
+ */
 void http_req_put(struct hreq *r)
 {
-	size_t i;
-
-	if (r == NULL || --r->refs > 0)
+	if (r == NULL || atomic_fetch_sub_explicit(&r->refs, 1,
+	    memory_order_acq_rel) != 1)
 		return;
-	if (r->req != NULL && !r->answered)
+	if (!r->answered && !atomic_load_explicit(&r->left, memory_order_acquire))
 		http_problem(r, SEMD__CODE__INTERNAL, "no answer was made");
-	if (r->timer != NULL)
-		event_free(r->timer);
-	for (i = 0; i < sizeof r->args / sizeof r->args[0]; i++)
-		free(r->args[i]);
-	json_decref(r->body);
-	if (r->query_ok)
-		evhttp_clear_headers(&r->query);
-	http_prin_put(r->f, r->who);
-	free(r);
+	else if (r->streaming)
+		http_stream_end(r);
+	hreq_owner_put(r);
 }
 
-/* The client of the request being answered left (its socket closed). */
-static void http_watch_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct hconn *hc = arg;
-	struct hreq *r = hc->cur;
-	struct evhttp_connection *evcon = hc->evcon;
-	char peek;
-	ssize_t n;
-
-	(void)what;
-	if (!(what & EV_CLOSED)) {
-		/* Without EV_CLOSED: readable is a close only if it reads EOF. */
-		n = recv(fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
-			event_del(hc->watch);	/* pipelined: not a close */
-			return;
-		}
-	}
-	log_debug("http %s: left while its request was answered", hc->peer);
-	if (r != NULL) {
-		r->req = NULL;		/* evhttp frees it with the connection */
-		http_req_done(r);
-		if (r->gone != NULL)
-			r->gone(r);
-	}
-	if (evcon != NULL)
-		evhttp_connection_free(evcon);	/* frees hc too */
-}
-
-/* Watch r's socket while r waits: gone(r) when the client leaves. */
+/* Its client's leaving calls gone(r) (it reads on while r waits). */
 void http_req_watch(struct hreq *r, void (*gone)(struct hreq *r))
 {
-	struct hconn *hc = r->hc;
-	short what = EV_CLOSED;
-
 	r->gone = gone;
-	if (hc == NULL || hc->fd < 0)
-		return;
-	if (hc->watch == NULL) {
-		if (!(event_base_get_features(r->f->base) & EV_FEATURE_EARLY_CLOSE))
-			what = EV_READ;
-		hc->watch = event_new(r->f->base, hc->fd, what, http_watch_cb, hc);
-	}
-	if (hc->watch != NULL)
-		event_add(hc->watch, NULL);
 }
 
 /* The wait of Prefer: wait=N, ms (at most http-max-wait); 0 without it. */
 uint64_t http_prefer_wait(struct hreq *r, bool *given)
 {
 	const char *p = http_in_header(r, "Prefer");
-	uint64_t max = http_cfg(r->f)->max_wait_ms, v = 0;
+	uint64_t max = http_settings(r)->max_wait_ms, v = 0;
 	const char *w;
 
 	*given = false;
@@ -787,6 +875,137 @@ uint64_t http_prefer_wait(struct hreq *r, bool *given)
 	return v > max ? max : v;
 }
 
+/* --- jobs between the loops ----------------------------------------------- */
+
+enum hjob_kind { HJOB_RUN, HJOB_ANSWERED, HJOB_GONE };
+
+/* Work for a loop from another: r, what to do, and for a run its route. */
+struct hjob {
+	struct list_head	entry;
+	enum hjob_kind		kind;
+	struct hreq		*r;
+	http_handler_fn		fn;
+};
+
+/* Give hw a job (it holds one owner of r until it is done). */
+static void http_post(struct hworker *hw, enum hjob_kind kind, struct hreq *r,
+    http_handler_fn fn)
+{
+	struct hjob *j = malloc(sizeof *j);
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (j == NULL) {
+		/* Never lose an answer or a leaving: wait for memory. */
+		log_err("out of memory passing an HTTP request between loops");
+		abort();
+	}
+	atomic_fetch_add_explicit(&r->owners, 1, memory_order_relaxed);
+	j->kind = kind;
+	j->r = r;
+	j->fn = fn;
+	pthread_mutex_lock(&hw->jlock);
+	list_add_tail(&j->entry, &hw->jobs);
+	pthread_mutex_unlock(&hw->jlock);
+	do
+		n = write(hw->jfd, &one, sizeof one);
+	while (n < 0 && errno == EINTR);
+}
+
+/* r's answer, made on the first loop, goes to its connection's loop. */
+void http_post_answered(struct hreq *r)
+{
+	http_post(r->cw, HJOB_ANSWERED, r, NULL);
+}
+
+/* r's client left: the first loop, which runs its route, is told. */
+void http_post_gone(struct hreq *r)
+{
+	http_post(r->rw, HJOB_GONE, r, NULL);
+}
+
+/* Run fn(r) on the first loop (true), or here, the first loop (false). */
+bool http_home(struct hreq *r, http_handler_fn fn)
+{
+	struct hworker *home = &r->f->hw[0];
+
+	if (http_here() == home)
+		return false;
+	r->rw = home;
+	http_req_hold(r);
+	http_post(home, HJOB_RUN, r, fn);
+	return true;
+}
+
+/* Do one job. */
+static void http_job(struct hjob *j)
+{
+	struct hreq *r = j->r;
+
+	switch (j->kind) {
+	case HJOB_RUN:
+		j->fn(r);
+		http_req_put(r);
+		break;
+	case HJOB_ANSWERED:
+		hconn_answered(r);
+		break;
+	case HJOB_GONE:
+		if (!r->final && r->gone != NULL)
+			r->gone(r);
+		break;
+	}
+	hreq_owner_put(r);
+	free(j);
+}
+
+/*
+ * Take hw's jobs; do them (run false: after the loops, a route is not run,
+ * only let go of).
+ */
+static void http_jobs_do(struct hworker *hw, bool run)
+{
+	struct list_head jobs;
+	struct hjob *j;
+
+	INIT_LIST_HEAD(&jobs);
+	pthread_mutex_lock(&hw->jlock);
+	if (!list_empty(&hw->jobs)) {	/* all of them move to jobs */
+		jobs.next = hw->jobs.next;
+		jobs.prev = hw->jobs.prev;
+		jobs.next->prev = &jobs;
+		jobs.prev->next = &jobs;
+		INIT_LIST_HEAD(&hw->jobs);
+	}
+	pthread_mutex_unlock(&hw->jlock);
+	while (!list_empty(&jobs)) {
+		j = list_first_entry(&jobs, struct hjob, entry);
+		list_del_init(&j->entry);
+		if (!run && j->kind == HJOB_RUN) {
+			http_req_put(j->r);
+			hreq_owner_put(j->r);
+			free(j);
+			continue;
+		}
+		http_job(j);
+	}
+}
+
+/* The loop's job queue has work: do all of it (its answers go out at once). */
+static void http_jobs_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct hworker *hw = arg;
+	uint64_t v;
+	ssize_t n;
+
+	(void)what;
+	n = read(fd, &v, sizeof v);
+	(void)n;
+	http_jobs_do(hw, true);
+}
+
+/* --- routing -------------------------------------------------------------- */
+
 /* The /v1/openapi.json route: the document. */
 static void http_route_openapi(struct hreq *r)
 {
@@ -794,30 +1013,55 @@ static void http_route_openapi(struct hreq *r)
 	    http_openapi_json_len);
 }
 
+/* The routes' patterns cut into segments once ("*": any), for matching. */
+static struct {
+	size_t		n;
+	const char	*seg[HTTP_SEGS];
+	size_t		len[HTTP_SEGS];
+} http_route_segs[HTTP_NROUTES];
+
+/* Cut the patterns of the routes (once, before the loops run). */
+static void http_routes_cut(void)
+{
+	const char *p, *e;
+	size_t i, n;
+
+	for (i = 0; i < HTTP_NROUTES; i++) {
+		for (p = http_routes[i].pattern, n = 0; *p != '\0' &&
+		    n < HTTP_SEGS; n++) {
+			e = p + strcspn(p, "/");
+			http_route_segs[i].seg[n] = p;
+			http_route_segs[i].len[n] = (size_t)(e - p);
+			p = *e == '/' ? e + 1 : e;
+		}
+		http_route_segs[i].n = n;
+	}
+}
+
 /*
- * Match a path (after /v1/, split into n segments, decoded) against the
- * routes: the route, or NULL with *allow listing the methods of the path
- * (0: no such path).
+ * Match a path (after /v1/, n segments decoded, their lengths len) against
+ * the routes: the route, or NULL with *allow listing the methods of the
+ * path (0: no such path).
  */
-static const struct http_route *http_match(int method, char **seg, size_t n,
-    int *allow)
+static const struct http_route *http_match(int method, char **seg,
+    const size_t *len, size_t n, int *allow)
 {
 	const struct http_route *best = NULL;
-	const char *p, *e;
 	size_t i, k;
 
 	*allow = 0;
 	for (i = 0; i < HTTP_NROUTES; i++) {
-		p = http_routes[i].pattern;
-		for (k = 0; k < n && *p != '\0'; k++) {
-			e = p + strcspn(p, "/");
-			if (!(e - p == 1 && *p == '*') &&
-			    (strlen(seg[k]) != (size_t)(e - p) ||
-			    memcmp(seg[k], p, (size_t)(e - p)) != 0))
+		if (http_route_segs[i].n != n)
+			continue;
+		for (k = 0; k < n; k++) {
+			if (http_route_segs[i].len[k] == 1 &&
+			    http_route_segs[i].seg[k][0] == '*')
+				continue;
+			if (http_route_segs[i].len[k] != len[k] ||
+			    memcmp(http_route_segs[i].seg[k], seg[k], len[k]) != 0)
 				break;
-			p = *e == '/' ? e + 1 : e;
 		}
-		if (k < n || *p != '\0')
+		if (k < n)
 			continue;
 		*allow |= http_routes[i].method;
 		if (http_routes[i].method == method)
@@ -826,11 +1070,11 @@ static const struct http_route *http_match(int method, char **seg, size_t n,
 	return best;
 }
 
-/* The Allow header of a path's methods. */
+/* The Allow header of a path's methods (HEAD where GET is). */
 static void http_allow(char *buf, size_t len, int allow)
 {
 	static const struct { int m; const char *name; } ms[] = {
-		{ HTTP_GET, "GET" }, { HTTP_POST, "POST" },
+		{ HTTP_GET, "GET, HEAD" }, { HTTP_POST, "POST" },
 		{ HTTP_PUT, "PUT" }, { HTTP_DELETE, "DELETE" },
 	};
 	size_t i, off = 0;
@@ -844,38 +1088,44 @@ static void http_allow(char *buf, size_t len, int allow)
 }
 
 /*
- * Split uri's path under /v1/ into decoded segments (at most 6). The
- * count, or -1 when it is no path of ours or a segment decodes to a NUL.
+ * Split r's path under /v1/ into decoded segments (at most HTTP_SEGS),
+ * written into r->segs, their lengths into slen. The count, or -1 when it is no path of ours or a
+ * segment is empty or decodes to a NUL.
  */
-static int http_split(const char *uri, char **seg, size_t max, const char **query)
+static int http_split(struct hreq *r, char **seg, size_t *slen)
 {
-	const char *p, *e;
-	size_t n = 0, len;
-	char *d, tmp[1024];
+	const char *p = r->target, *e;
+	char *d = r->segs;
+	size_t n = 0;
+	ssize_t len;
 
-	*query = strchr(uri, '?');
-	if (strncmp(uri, "/v1/", 4) != 0)
+	if (strncmp(p, "/v1/", 4) != 0)
 		return -1;
-	for (p = uri + 4; *p != '\0' && *p != '?'; p = *e == '/' ? e + 1 : e) {
-		e = p + strcspn(p, "/?");
-		len = (size_t)(e - p);
-		if (n == max || len >= sizeof tmp)
-			goto fail;
-		memcpy(tmp, p, len);
-		tmp[len] = '\0';
-		if ((d = evhttp_uridecode(tmp, 0, &len)) == NULL)
-			goto fail;
-		if (strlen(d) != len || len == 0) {
-			free(d);
-			goto fail;
-		}
-		seg[n++] = d;
+	for (p += 4; *p != '\0' && *p != '?'; p = *e == '/' ? e + 1 : e) {
+		for (e = p; *e != '\0' && *e != '/' && *e != '?'; e++)
+			;
+		if (n == HTTP_SEGS || e == p ||
+		    (len = hp_unescape(d, p, (size_t)(e - p), false)) <= 0)
+			return -1;
+		seg[n] = d;
+		slen[n++] = (size_t)len;
+		d += len + 1;
 	}
 	return (int)n;
-fail:
-	while (n > 0)
-		free(seg[--n]);
-	return -1;
+}
+
+/* The {...} segments of the path into r->args. */
+static void http_take_args(struct hreq *r, const char *p, char **seg, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n && *p != '\0'; i++) {
+		if (p[0] == '*' && k < sizeof r->args / sizeof r->args[0])
+			r->args[k++] = seg[i];
+		p += strcspn(p, "/");
+		if (*p == '/')
+			p++;
+	}
 }
 
 /*
@@ -889,7 +1139,7 @@ static bool http_origin_ok(struct hreq *r)
 
 	if (o == NULL)
 		return true;
-	if (http_config_cors(http_cfg(r->f), o)) {
+	if (http_config_cors(http_settings(r), o)) {
 		snprintf(r->origin, sizeof r->origin, "%s", o);
 		return true;
 	}
@@ -914,22 +1164,23 @@ static void http_options(struct hreq *r, int allow)
 	http_reply_empty(r, 204, NULL, NULL);
 }
 
-/* Who r is: a bearer token's principal, or its connection's. False: 401. */
+/*
+ * Who r is: a bearer token's principal, or its connection's (r->who as it
+ * came). False: 401.
+ */
 static bool http_identify(struct hreq *r)
 {
 	const char *a = http_in_header(r, "Authorization");
 	const struct http_token *t;
 	struct acl_subject s;
+	struct hprin *p = NULL;
 	int rc = 0;
 
-	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0) {
-		r->who = r->hc->who;
-		r->who->refs++;
+	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0)
 		return a == NULL;
-	}
 	for (a += 7; *a == ' '; a++)
 		;
-	if ((t = http_config_token(http_cfg(r->f), a, strlen(a))) == NULL)
+	if ((t = http_config_token(http_settings(r), a, strlen(a))) == NULL)
 		return false;
 	acl_subject_init(&s);
 	if (t->is_uid)
@@ -939,155 +1190,33 @@ static bool http_identify(struct hreq *r)
 		rc = acl_subject_set_cn(&s, t->principal + 3,
 		    strlen(t->principal + 3));
 	if (rc == 0)
-		r->who = http_prin_get(r->f, &s);
+		p = http_prin_get(r->f, &s);
 	acl_subject_clear(&s);
-	return r->who != NULL;
+	if (p == NULL)
+		return false;
+	http_prin_put(r->f, r->who);
+	r->who = p;
+	return true;
 }
 
 /*
- * The connection's identity, on its first request: a UNIX peer's uid
- * (its user and groups too when the rules name some), a TLS peer's
- * certificate name, or anonymous.
+ * A request read whole (http_conn.c), on its connection's loop: whose,
+ * may it, where it goes; body[0..blen) its body (NULL: none). Its route
+ * answers it, now or later.
  */
-static void http_conn_identify(struct hconn *hc)
+void http_request_run(struct hreq *r, const char *body, size_t blen)
 {
-	struct acl_subject s;
-	uid_t uid;
-	gid_t gid;
-	pid_t pid;
-	SSL *ssl;
-
-	acl_subject_init(&s);
-	hc->identified = true;
-	if (hc->l->is_unix && hc->fd >= 0 &&
-	    peer_cred(hc->fd, &uid, &gid, &pid) == 0) {
-		hc->pid = (uint32_t)pid;
-		if (SRV_LIVE(hc->f->srv, acl_names) ? peer_subject(hc->fd, &s) != 0 :
-		    acl_subject_set_uid(&s, uid, NULL) != 0)
-			acl_subject_clear(&s);
-	} else if (hc->l->tls &&
-	    (ssl = bufferevent_openssl_get_ssl(hc->bev)) != NULL) {
-		if (tls_peer_subject(ssl, &s) != 0)
-			acl_subject_clear(&s);
-	}
-	hc->who = http_prin_get(hc->f, &s);
-	acl_subject_clear(&s);
-}
-
-/* The response is written (or its connection failed): idle again. */
-static void http_complete_cb(struct evhttp_request *req, void *arg)
-{
-	struct hconn *hc = arg;
-
-	(void)req;
-	hc->busy = false;
-	if (hc->cur != NULL) {
-		hc->cur->req = NULL;
-		http_req_done(hc->cur);
-	}
-	list_del_init(&hc->entry);
-	list_add_tail(&hc->entry, &hc->f->conns);	/* the idle order */
-}
-
-/* evhttp closes the connection. */
-static void http_evcon_close_cb(struct evhttp_connection *evcon, void *arg)
-{
-	struct hconn *hc = arg;
-	struct hreq *r = hc->cur;
-
-	(void)evcon;
-	hc->gone = true;
-	event_active(hc->reap, EV_TIMEOUT, 0);	/* once evhttp let go of it */
-	if (r != NULL) {
-		/*
-		 * A request evhttp let go of (its client left before the
-		 * answer: evhttp keeps no pointer to it) is ours to free.
-		 */
-		if (r->req != NULL && evhttp_request_get_connection(r->req) == NULL)
-			evhttp_request_free(r->req);
-		r->req = NULL;
-		http_req_done(r);
-		if (r->gone != NULL)
-			r->gone(r);
-	}
-}
-
-/* The {...} segments of the path (taken out of seg) into r->args. */
-static void http_take_args(struct hreq *r, const char *p, char **seg, size_t n)
-{
-	size_t i, k = 0;
-
-	for (i = 0; i < n && *p != '\0'; i++) {
-		if (p[0] == '*' && k < sizeof r->args / sizeof r->args[0]) {
-			r->args[k++] = seg[i];
-			seg[i] = NULL;
-		}
-		p += strcspn(p, "/");
-		if (*p == '/')
-			p++;
-	}
-}
-
-/* Our record of the connection whose bufferevent is bev, or NULL. */
-static struct hconn *http_conn_find(struct http_front *f,
-    const struct bufferevent *bev)
-{
-	uintptr_t key = (uintptr_t)bev;
-	struct hnode *n = hmap_find(&f->conn_map, hmap_siphash(f->hash_key,
-	    &key, sizeof key), http_conn_eq, bev);
-
-	return n != NULL ? container_of(n, struct hconn, cnode) : NULL;
-}
-
-/* A request arrived, whole: who, may it, where it goes. */
-static void http_request_cb(struct evhttp_request *req, void *arg)
-{
-	struct http_listener *l = arg;
-	struct http_front *f = l->f;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
-	struct hconn *hc = NULL;
+	struct http_front *f = r->f;
 	const struct http_route *route;
-	struct evbuffer *in;
-	const char *query, *uri = evhttp_request_get_uri(req);
-	char *seg[6], err[256], allow[128];
-	struct hreq *r;
-	int n, method = evhttp_request_get_command(req), allowm;
+	const char *query;
+	char *seg[HTTP_SEGS], err[256], allow[128];
+	size_t slen[HTTP_SEGS];
+	int n, allowm, method = r->method == HTTP_HEAD ? HTTP_GET : r->method;
 	uint64_t wait;
-	size_t len;
 
-	/* Our record of the connection, by its bufferevent. */
-	hc = http_conn_find(f, bev);
-	if (hc == NULL || f->stopping || (r = calloc(1, sizeof *r)) == NULL) {
-		evhttp_send_error(req, 503, "Service Unavailable");
-		return;
-	}
-	evtimer_del(hc->deadline);
-	hc->busy = true;
-	if (hc->evcon == NULL) {
-		hc->evcon = evcon;
-		evhttp_connection_set_closecb(evcon, http_evcon_close_cb, hc);
-		hc->fd = bufferevent_getfd(bev);
-	}
-	if (!hc->identified)
-		http_conn_identify(hc);
-	evhttp_request_set_on_complete_cb(req, http_complete_cb, hc);
-	r->f = f;
-	r->req = req;
-	r->hc = hc;
-	r->refs = 1;
-	r->method = method;
-	r->pid = hc->pid;
-	if (!l->is_unix) {
-		char *addr = NULL;
-		uint16_t port = 0;
-
-		evhttp_connection_get_peer(evcon, &addr, &port);
-		snprintf(r->host, sizeof r->host, "%s", addr != NULL ? addr : "");
-	}
-	hc->cur = r;
-	if (hc->who == NULL) {
-		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
+	if (atomic_load_explicit(&f->stopping, memory_order_relaxed)) {
+		r->close = true;
+		http_problem(r, SEMD__CODE__UNAVAILABLE, "semd is stopping");
 		goto out;
 	}
 	if (!http_origin_ok(r)) {
@@ -1095,16 +1224,16 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 		    "allowed (http-cors-origin)", http_in_header(r, "Origin"));
 		goto out;
 	}
-	if (http_ui_path(uri)) {	/* the web console's files: http_ui.c */
-		http_ui_answer(r, http_cfg(f));
+	if (http_ui_path(r->target)) {	/* the web console's files: http_ui.c */
+		http_ui_answer(r, http_settings(r));
 		goto out;
 	}
-	if ((n = http_split(uri, seg, sizeof seg / sizeof seg[0], &query)) < 0) {
+	if ((n = http_split(r, seg, slen)) < 0) {
 		http_problem(r, SEMD__CODE__NOT_FOUND, "no such resource "
 		    "(the API is under /v1/, a name one segment, percent-encoded)");
 		goto out;
 	}
-	route = http_match(method, seg, (size_t)n, &allowm);
+	route = http_match(method, seg, slen, (size_t)n, &allowm);
 	if (route == NULL && method == HTTP_OPTIONS && allowm != 0) {
 		http_options(r, allowm);
 	} else if (route == NULL && allowm != 0) {
@@ -1118,235 +1247,164 @@ static void http_request_cb(struct evhttp_request *req, void *arg)
 		http_header(r, "WWW-Authenticate", "Bearer realm=\"semd\"");
 		http_problem_status(r, SEMD__CODE__PERMISSION_DENIED, 401,
 		    "the bearer token matches no http-token line", NULL);
-	} else if ((wait = http_rate_take(f, r->who)) > 0) {
+	} else if ((wait = http_rate_take(http_settings(r), r->who)) > 0) {
 		snprintf(allow, sizeof allow, "%llu",
 		    (unsigned long long)(wait + 999) / 1000);
 		http_header(r, "Retry-After", allow);
 		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "%s is over "
 		    "http-rate %u requests a second", r->who->subj.principal,
-		    http_cfg(f)->rate);
+		    http_settings(r)->rate);
 	} else {
 		r->route = route;
 		http_take_args(r, route->pattern, seg, (size_t)n);
-		if (query != NULL && evhttp_parse_query_str(query + 1, &r->query) == 0)
+		query = strchr(r->target, '?');
+		if (query != NULL && http_parse_query(r, query + 1))
 			r->query_ok = true;
 		else if (query != NULL)
 			http_problem(r, SEMD__CODE__INVALID_ARGUMENT,
 			    "the query string is malformed");
-		in = evhttp_request_get_input_buffer(req);
-		len = evbuffer_get_length(in);
-		if (!r->answered && (method == HTTP_POST ||
-		    method == HTTP_PUT)) {
-			r->body = http_json_load((const char *)evbuffer_pullup(in,
-			    (ev_ssize_t)len), len, err, sizeof err);
+		if (!r->answered && (method == HTTP_POST || method == HTTP_PUT)) {
+			r->body = http_json_load(body != NULL ? body : "", blen,
+			    err, sizeof err);
 			if (r->body == NULL)
 				http_problem(r, SEMD__CODE__INVALID_ARGUMENT, "%s", err);
-		} else if (!r->answered && len > 0) {
+		} else if (!r->answered && blen > 0) {
 			http_problem(r, SEMD__CODE__INVALID_ARGUMENT,
 			    "this method takes no body");
 		}
 		if (!r->answered)
 			route->fn(r);
 	}
-	while (n > 0)
-		free(seg[--n]);
 out:
 	http_req_put(r);
 }
 
-/* --- connections ---------------------------------------------------------- */
+/* --- the loops' parts ----------------------------------------------------- */
 
-/* A request was begun and not finished in time: cut the client off. */
-static void http_deadline_cb(evutil_socket_t fd, short what, void *arg)
+/*
+ * The settings in force for hw's loop: a reload (on the first loop, under
+ * the state lock) replaces srv->cfg; each loop takes a reference of its
+ * own at its tick, under the same lock.
+ */
+static void http_hw_settings(struct hworker *hw)
 {
-	struct hconn *hc = arg;
-	int s = bufferevent_getfd(hc->bev);
+	struct http_front *f = hw->f;
+	struct http_config *now, *old = hw->cfg;
+
+	server_lock(hw->w);
+	now = f->srv->cfg.http != NULL ? f->srv->cfg.http : f->defaults;
+	if (now != old)
+		hw->cfg = http_config_get(now);
+	hw->max_lease_ms = f->srv->cfg.max_lease_ms;
+	server_unlock(hw->w);
+	if (now != old)
+		http_config_put(old);
+}
+
+/* A loop's tick: deadlines; each second, settings, idle gates, leases. */
+static void http_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct hworker *hw = arg;
+	uint64_t now = http_now();
 
 	(void)fd;
 	(void)what;
-	if (hc->busy || hc->gone)
+	hconn_tick(hw, now);
+	if (++hw->ticks % (1000 / HTTP_TICK_MS) != 0)
 		return;
-	log_info("http %s: no whole request within http-request-timeout, closing",
-	    hc->peer);
-	if (s >= 0)
-		shutdown(s, SHUT_RDWR);		/* evhttp sees EOF and frees it */
+	http_hw_settings(hw);
+	gate_sweep(hw, false);
+	if (hw->idx == 0) {
+		http_acquire_sweep(hw->f, false);
+		http_prin_sweep(hw->f, false);
+	}
 }
 
-/*
- * Bytes arrived on a connection (its input buffer grew): the first of a
- * request starts its deadline.
- */
-static void http_in_added(struct evbuffer *b,
-    const struct evbuffer_cb_info *info, void *arg)
+/* Make the part of worker i (before its thread runs). */
+static int http_hw_init(struct http_front *f, unsigned int i)
 {
-	struct hconn *hc = arg;
+	struct hworker *hw = &f->hw[i];
+	struct timeval tv = { 0, HTTP_TICK_MS * 1000 };
 
-	(void)b;
-	if (info->n_added > 0 && !hc->nodelay) {
-		/* Its first bytes: answers go out without Nagle's wait. */
-		int fd = bufferevent_getfd(hc->bev), one = 1;
+	hw->f = f;
+	hw->w = &f->srv->workers[i];
+	hw->base = hw->w->base;
+	hw->idx = i;
+	hw->jfd = -1;
+	INIT_LIST_HEAD(&hw->idle);
+	INIT_LIST_HEAD(&hw->partial);
+	INIT_LIST_HEAD(&hw->gate_lru);
+	INIT_LIST_HEAD(&hw->all_gates);
+	INIT_LIST_HEAD(&hw->jobs);
+	pthread_mutex_init(&hw->jlock, NULL);
+	hw->ready = true;
+	hw->cfg = http_config_get(f->srv->cfg.http != NULL ? f->srv->cfg.http :
+	    f->defaults);
+	hw->max_lease_ms = f->srv->cfg.max_lease_ms;
+	if (hmap_init(&hw->gates, 64) != 0 ||
+	    (hw->jfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+	    (hw->jev = event_new(hw->base, hw->jfd, EV_READ | EV_PERSIST,
+	    http_jobs_cb, hw)) == NULL || event_add(hw->jev, NULL) != 0 ||
+	    (hw->tick = event_new(hw->base, -1, EV_PERSIST, http_tick_cb,
+	    hw)) == NULL || event_add(hw->tick, &tv) != 0)
+		return -ENOMEM;
+	return 0;
+}
 
-		hc->nodelay = true;
-		if (fd >= 0 && !hc->l->is_unix)
-			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	}
-	if (info->n_added == 0 || hc->busy || evtimer_pending(hc->deadline, NULL))
+/* Free the part of a loop (the loops have ended). */
+static void http_hw_free(struct hworker *hw)
+{
+	if (!hw->ready)
 		return;
-	http_arm(hc->deadline, http_cfg(hc->f)->request_timeout_ms);
+	http_jobs_do(hw, false);
+	if (hw->tick != NULL)
+		event_free(hw->tick);
+	if (hw->jev != NULL)
+		event_free(hw->jev);
+	if (hw->jfd >= 0)
+		close(hw->jfd);
+	hmap_destroy(&hw->gates);
+	pthread_mutex_destroy(&hw->jlock);
+	http_config_put(hw->cfg);
+	hw->ready = false;
 }
 
-/*
- * Free our record of a connection evhttp is done with, and let go of our
- * reference to its bufferevent (the last one: its socket closes).
- */
-static void http_conn_reap(struct hconn *hc)
+/* The front door, made with the first listener (before the loops run). */
+static struct http_front *http_front_new(struct server *srv)
 {
-	struct hreq *r = hc->cur;
+	struct http_front *f;
+	unsigned int i;
 
-	if (r != NULL) {
-		r->req = NULL;
-		http_req_done(r);
-		if (r->gone != NULL)
-			r->gone(r);
-	}
-	if (hc->in_cb != NULL)
-		evbuffer_remove_cb_entry(bufferevent_get_input(hc->bev), hc->in_cb);
-	list_del_init(&hc->entry);
-	hmap_remove(&hc->f->conn_map, &hc->cnode);
-	hc->f->nconns--;
-	if (hc->deadline != NULL)
-		event_free(hc->deadline);
-	if (hc->watch != NULL)
-		event_free(hc->watch);
-	if (hc->reap != NULL)
-		event_free(hc->reap);
-	http_prin_put(hc->f, hc->who);
-	bufferevent_decref(hc->bev);
-	free(hc);
-}
-
-/* The reap event: evhttp closed the connection in the callback before. */
-static void http_reap_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	http_conn_reap(arg);
-}
-
-/*
- * Has evhttp freed this connection's bufferevent (which our reference
- * keeps)? It takes its callbacks away when it does; while it serves it,
- * its read callback is always set.
- */
-static bool http_conn_dropped(const struct hconn *hc)
-{
-	bufferevent_data_cb rcb = NULL;
-
-	bufferevent_getcb(hc->bev, &rcb, NULL, NULL, NULL);
-	return rcb == NULL;
-}
-
-/* The second's sweep: reap the connections evhttp dropped before a request. */
-static void http_conn_sweep(struct http_front *f, bool all)
-{
-	struct list_head *pos, *tmp;
-	struct hconn *hc;
-
-	list_for_each_safe(pos, tmp, &f->conns) {
-		hc = list_entry(pos, struct hconn, entry);
-		if (all || (hc->evcon == NULL && http_conn_dropped(hc)))
-			http_conn_reap(hc);
-	}
-}
-
-/* At http-max-connections: close the connection idle the longest. */
-static bool http_make_room(struct http_front *f)
-{
-	struct list_head *pos;
-	struct hconn *hc;
-	int fd;
-
-	list_for_each(pos, &f->conns) {
-		hc = list_entry(pos, struct hconn, entry);
-		if (hc->evcon == NULL && http_conn_dropped(hc)) {
-			http_conn_reap(hc);	/* gone already: its room is free */
-			return true;
-		}
-		if (hc->busy || hc->gone ||
-		    (fd = bufferevent_getfd(hc->bev)) < 0)
-			continue;
-		log_info("http: http-max-connections %u reached: closing %s, "
-		    "idle the longest", http_cfg(f)->max_connections, hc->peer);
-		hc->gone = true;
-		shutdown(fd, SHUT_RDWR);
-		return true;
-	}
-	return false;
-}
-
-/* Is this the record of that bufferevent? */
-static bool http_conn_eq(const struct hnode *n, const void *key)
-{
-	return container_of(n, struct hconn, cnode)->bev == key;
-}
-
-/*
- * A new connection (evhttp asks for its bufferevent before it sets the
- * socket in): a socket's, or a TLS one's. We keep a reference to it, so
- * that its memory and its socket stay ours until we have seen evhttp drop
- * it (its close callback, or, before its first request, the sweep).
- */
-static struct bufferevent *http_bevcb(struct event_base *base, void *arg)
-{
-	struct http_listener *l = arg;
-	struct http_front *f = l->f;
-	struct bufferevent *bev = NULL;
-	struct hconn *hc;
-	uintptr_t key;
-	SSL *ssl;
-
-	if (f->nconns >= http_cfg(f)->max_connections && !http_make_room(f))
-		log_warn("http: http-max-connections %u reached, every "
-		    "connection busy", http_cfg(f)->max_connections);
-	if ((hc = calloc(1, sizeof *hc)) == NULL)
+	if (http_the_front != NULL)
+		return http_the_front;
+	if ((f = calloc(1, sizeof *f)) == NULL)
 		return NULL;
-	hc->f = f;
-	hc->l = l;
-	hc->fd = -1;
-	snprintf(hc->peer, sizeof hc->peer, "%s", l->addr);
-	if (l->tls) {
-		if (f->srv->tls != NULL &&
-		    (ssl = tls_server_ssl_new(f->srv->tls)) != NULL &&
-		    (bev = bufferevent_openssl_socket_new(base, -1, ssl,
-		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)) == NULL)
-			SSL_free(ssl);
-	} else {
-		bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-	}
-	hc->deadline = evtimer_new(base, http_deadline_cb, hc);
-	hc->reap = event_new(base, -1, 0, http_reap_cb, hc);
-	if (bev == NULL || hc->deadline == NULL || hc->reap == NULL ||
-	    (hc->in_cb = evbuffer_add_cb(bufferevent_get_input(bev),
-	    http_in_added, hc)) == NULL) {
-		if (bev != NULL)
-			bufferevent_free(bev);
-		if (hc->deadline != NULL)
-			event_free(hc->deadline);
-		if (hc->reap != NULL)
-			event_free(hc->reap);
-		free(hc);
-		return NULL;
-	}
-	hc->bev = bev;
-	bufferevent_incref(bev);
-	key = (uintptr_t)bev;
-	hmap_insert(&f->conn_map, &hc->cnode, hmap_siphash(f->hash_key, &key,
-	    sizeof key));
-	list_add_tail(&hc->entry, &f->conns);
-	f->nconns++;
-	/* The first request (and a TLS handshake) within the deadline. */
-	http_arm(hc->deadline, http_cfg(f)->request_timeout_ms);
-	return bev;
+	f->srv = srv;
+	INIT_LIST_HEAD(&f->listeners);
+	INIT_LIST_HEAD(&f->prin_list);
+	INIT_LIST_HEAD(&f->waiter_list);
+	INIT_LIST_HEAD(&f->idem_list);
+	pthread_mutex_init(&f->plock, NULL);
+	atomic_init(&f->nconns, 0);
+	atomic_init(&f->stopping, false);
+	f->nhw = srv->nworkers;
+	http_routes_cut();
+	if ((f->defaults = http_config_default()) == NULL ||
+	    (f->hw = calloc(f->nhw, sizeof *f->hw)) == NULL ||
+	    getrandom(f->hash_key, sizeof f->hash_key, 0) !=
+	    (ssize_t)sizeof f->hash_key ||
+	    hmap_init(&f->prins, 16) != 0 || hmap_init(&f->waiters, 64) != 0 ||
+	    hmap_init(&f->idem, 64) != 0)
+		goto fail;
+	http_the_front = f;
+	for (i = 0; i < f->nhw; i++)
+		if (http_hw_init(f, i) != 0)
+			goto fail;
+	return f;
+fail:
+	http_the_front = f;
+	http_free();
+	return NULL;
 }
 
 /* --- listeners ------------------------------------------------------------ */
@@ -1383,76 +1441,57 @@ int http_listener_check(const char *spec, char *err, size_t errlen)
 	return 0;
 }
 
-/* The front door, made with the first listener. */
-static struct http_front *http_front_new(struct server *srv)
+/* A client arrived: dealt to the next loop, as a binary client is. */
+static void http_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
 {
-	struct http_front *f;
+	struct http_listener *l = arg;
+	struct server *srv = l->f->srv;
 
-	if (http_the_front != NULL)
-		return http_the_front;
-	if (http_defaults == NULL && (http_defaults = http_config_default()) == NULL)
-		return NULL;
-	if ((f = calloc(1, sizeof *f)) == NULL)
-		return NULL;
-	f->srv = srv;
-	f->w = &srv->workers[0];
-	f->base = srv->workers[0].base;
-	INIT_LIST_HEAD(&f->listeners);
-	INIT_LIST_HEAD(&f->conns);
-	INIT_LIST_HEAD(&f->prin_list);
-	INIT_LIST_HEAD(&f->gate_lru);
-	INIT_LIST_HEAD(&f->waiter_list);
-	INIT_LIST_HEAD(&f->idem_list);
-	INIT_LIST_HEAD(&f->watches);
-	INIT_LIST_HEAD(&f->all_gates);
-	if (getrandom(f->hash_key, sizeof f->hash_key, 0) !=
-	    (ssize_t)sizeof f->hash_key ||
-	    hmap_init(&f->prins, 16) != 0 || hmap_init(&f->gates, 64) != 0 ||
-	    hmap_init(&f->conn_map, 64) != 0 ||
-	    hmap_init(&f->waiters, 64) != 0 || hmap_init(&f->idem, 64) != 0) {
-		free(f);
-		return NULL;
+	(void)evl;
+	if (atomic_load_explicit(&l->f->stopping, memory_order_relaxed) ||
+	    (l->tls && srv->tls == NULL)) {
+		close(fd);
+		return;
 	}
-	http_the_front = f;
-	return f;
+	conn_accept_proto(srv, fd, sa, salen, l->is_unix, l->tls,
+	    &http_conn_proto);
 }
 
-/* The second's work: settings, idle gates, leases, principals. */
-static void http_tick_cb(evutil_socket_t fd, short what, void *arg)
+/* Accept again after a pause (EMFILE). */
+static void http_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct http_front *f = arg;
-	const struct http_config *hc = http_cfg(f);
-	struct list_head *pos;
-	struct timeval tv;
+	struct http_listener *l = arg;
 
 	(void)fd;
 	(void)what;
-	if (hc->serial != f->cfg_serial) {
-		f->cfg_serial = hc->serial;
-		tv.tv_sec = hc->idle_timeout_ms / 1000;
-		tv.tv_usec = (suseconds_t)(hc->idle_timeout_ms % 1000) * 1000;
-		list_for_each(pos, &f->listeners) {
-			struct http_listener *l = list_entry(pos,
-			    struct http_listener, entry);
-
-			evhttp_set_max_headers_size(l->evh, hc->max_header);
-			evhttp_set_max_body_size(l->evh, hc->max_body);
-			evhttp_set_timeout_tv(l->evh, &tv);
-		}
-	}
-	gate_sweep(f, false);
-	http_acquire_sweep(f, false);
-	http_conn_sweep(f, false);
-	http_prin_sweep(f, false);
+	if (l->evl != NULL && !atomic_load(&l->f->stopping))
+		evconnlistener_enable(l->evl);
 }
 
-/* Open an HTTP listener on the first loop. */
+/* accept() failed: on EMFILE/ENFILE pause a second instead of spinning. */
+static void http_accept_error_cb(struct evconnlistener *evl, void *arg)
+{
+	struct http_listener *l = arg;
+	struct timeval tv = { 1, 0 };
+	int err = EVUTIL_SOCKET_ERROR();
+
+	log_warn("accept on %s: %s%s", l->addr, strerror(err),
+	    err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM ?
+	    "; pausing accepts for 1 s" : "");
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		evconnlistener_disable(evl);
+		event_base_once(l->f->hw[0].base, -1, EV_TIMEOUT,
+		    http_accept_resume_cb, l, &tv);
+	}
+}
+
+/* Open an HTTP listener on the first loop; its clients go to every loop. */
 int http_listen(struct server *srv, const char *spec)
 {
 	struct http_front *f = http_front_new(srv);
 	struct http_listener *l;
-	struct timeval tv = { 1, 0 };
-	char tcp[300], *name;
+	char tcp[300], *name = NULL;
 	bool is_unix;
 	int fd;
 
@@ -1472,14 +1511,8 @@ int http_listen(struct server *srv, const char *spec)
 		return -EINVAL;
 	}
 	if ((l = calloc(1, sizeof *l)) == NULL ||
-	    (l->evh = evhttp_new(f->base)) == NULL ||
-	    (name = listener_name(fd, &is_unix)) == NULL) {
-		if (l != NULL && l->evh != NULL)
-			evhttp_free(l->evh);
-		free(l);
-		close(fd);
-		return -ENOMEM;
-	}
+	    (name = listener_name(fd, &is_unix)) == NULL)
+		goto fail;
 	l->f = f;
 	l->tls = spec[4] == 's';
 	l->is_unix = is_unix;
@@ -1495,32 +1528,26 @@ int http_listen(struct server *srv, const char *spec)
 			    strchr(name, ':') + 1);
 	}
 	free(name);
-	evhttp_set_allowed_methods(l->evh, HTTP_METHODS);
-	evhttp_set_bevcb(l->evh, http_bevcb, l);
-	evhttp_set_gencb(l->evh, http_request_cb, l);
-	evhttp_set_default_content_type(l->evh, "application/json");
-	/* A body too big is read and dropped, so that the 413 is heard. */
-	evhttp_set_flags(l->evh, EVHTTP_SERVER_LINGERING_CLOSE);
-	if (l->addr == NULL ||
-	    (l->bound = evhttp_accept_socket_with_handle(l->evh, fd)) == NULL) {
-		evhttp_free(l->evh);
-		free(l->addr);
-		free(l->unlink_path);
-		free(l);
-		close(fd);
-		return -ENOMEM;
-	}
+	name = NULL;
+	if (l->addr == NULL || (l->evl = evconnlistener_new(f->hw[0].base,
+	    http_accept_cb, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+	    0, fd)) == NULL)
+		goto fail;
+	evconnlistener_set_error_cb(l->evl, http_accept_error_cb);
 	list_add_tail(&l->entry, &f->listeners);
-	f->cfg_serial = 0;		/* the settings at the next tick */
-	if (f->tick == NULL) {
-		f->tick = event_new(f->base, -1, EV_PERSIST, http_tick_cb, f);
-		if (f->tick == NULL)
-			return -ENOMEM;
-		event_add(f->tick, &tv);
-	}
-	http_tick_cb(-1, 0, f);
 	log_notice("listening on %s", l->addr);
 	return 0;
+fail:
+	if (l != NULL) {
+		if (l->unlink_path != NULL)
+			unlink(l->unlink_path);
+		free(l->addr);
+		free(l->unlink_path);
+	}
+	free(l);
+	free(name);
+	close(fd);
+	return -ENOMEM;
 }
 
 /* Every HTTP listener's address. */
@@ -1534,7 +1561,10 @@ void http_listeners_each(void (*fn)(void *arg, const char *addr), void *arg)
 		fn(arg, list_entry(pos, struct http_listener, entry)->addr);
 }
 
-/* A stop: no more connections, streams end, waiting requests are told. */
+/*
+ * A stop (on the first loop): no more connections or requests; each loop
+ * answers what it has under way as its gates close, then closes them.
+ */
 void http_unlisten(struct server *srv)
 {
 	struct http_front *f = http_the_front;
@@ -1542,54 +1572,78 @@ void http_unlisten(struct server *srv)
 	struct http_listener *l;
 
 	(void)srv;
-	if (f == NULL || f->stopping)
+	if (f == NULL || atomic_load(&f->stopping))
 		return;
-	f->stopping = true;
+	atomic_store(&f->stopping, true);
 	list_for_each(pos, &f->listeners) {
 		l = list_entry(pos, struct http_listener, entry);
-		if (l->bound != NULL)
-			evhttp_del_accept_socket(l->evh, l->bound);
-		l->bound = NULL;
+		if (l->evl != NULL)
+			evconnlistener_free(l->evl);
+		l->evl = NULL;
 		if (l->unlink_path != NULL)
 			unlink(l->unlink_path);
 	}
-	http_watch_stop_all(f);
 }
 
-/* After the loops: free it all. */
+/*
+ * After the loops ended: free it all, each loop's connections and gates
+ * first (as that loop: their frees take its lock and count).
+ */
 void http_free(void)
 {
 	struct http_front *f = http_the_front;
+	struct worker *self = worker_self;
 	struct http_listener *l;
 	struct list_head *pos, *tmp;
+	struct conn *c;
+	unsigned int i;
 
 	if (f == NULL)
 		return;
-	f->stopping = true;
-	http_watch_stop_all(f);
+	atomic_store(&f->stopping, true);
+	for (i = 0; f->hw != NULL && i < f->nhw; i++) {
+		if (!f->hw[i].ready)
+			continue;
+		worker_self = f->hw[i].w;
+		list_for_each_safe(pos, tmp, &f->hw[i].w->conns) {
+			c = list_entry(pos, struct conn, entry);
+			if (c->proto == &http_conn_proto)
+				conn_free(c);
+		}
+	}
+	for (i = 0; f->hw != NULL && i < f->nhw; i++) {
+		if (!f->hw[i].ready)
+			continue;
+		worker_self = f->hw[i].w;
+		/* leavings of requests that crossed loops, not heard yet */
+		http_jobs_do(&f->hw[i], false);
+		if (i == 0)
+			http_acquire_sweep(f, true);
+		gate_free_all(&f->hw[i]);
+	}
+	for (i = 0; f->hw != NULL && i < f->nhw; i++) {
+		worker_self = f->hw[i].w;
+		http_hw_free(&f->hw[i]);
+	}
+	worker_self = self;
 	list_for_each_safe(pos, tmp, &f->listeners) {
 		l = list_entry(pos, struct http_listener, entry);
 		list_del_init(&l->entry);
-		evhttp_free(l->evh);	/* its connections too (not our refs) */
+		if (l->evl != NULL)
+			evconnlistener_free(l->evl);
 		if (l->unlink_path != NULL)
 			unlink(l->unlink_path);
 		free(l->unlink_path);
 		free(l->addr);
 		free(l);
 	}
-	http_acquire_sweep(f, true);
-	gate_free_all(f);
-	http_conn_sweep(f, true);
 	http_prin_sweep(f, true);
-	if (f->tick != NULL)
-		event_free(f->tick);
 	hmap_destroy(&f->prins);
-	hmap_destroy(&f->conn_map);
-	hmap_destroy(&f->gates);
 	hmap_destroy(&f->waiters);
 	hmap_destroy(&f->idem);
+	pthread_mutex_destroy(&f->plock);
+	http_config_put(f->defaults);
+	free(f->hw);
 	free(f);
 	http_the_front = NULL;
-	http_config_put(http_defaults);
-	http_defaults = NULL;
 }

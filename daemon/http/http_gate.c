@@ -23,6 +23,7 @@
 
 #include "daemon/access.h"
 #include "daemon/conn.h"
+#include "daemon/fastpb.h"
 #include "daemon/http/http-int.h"
 #include "daemon/logging.h"
 #include "daemon/server.h"
@@ -169,8 +170,10 @@ static void gate_dispatch(struct gate *g, const Semd__Reply *rep)
 /* Decode and dispatch every whole frame received. */
 static void gate_deliver(struct gate *g)
 {
+	struct fastpb_reply fr;
 	Semd__Reply *rep;
 	size_t off = 0, plen = 0;
+	char msg[1024];
 	int r;
 
 	g->running++;
@@ -178,6 +181,13 @@ static void gate_deliver(struct gate *g)
 		r = frame_peek(g->in + off, g->ilen - off, UINT32_MAX, &plen);
 		if (r <= 0)
 			break;
+		/* the usual replies by hand (fastpb.c), the others by protobuf-c */
+		if (fastpb_reply_decode(&fr, g->in + off + FRAME_HDR, plen, msg,
+		    sizeof msg)) {
+			off += FRAME_HDR + plen;
+			gate_dispatch(g, &fr.rep);
+			continue;
+		}
 		rep = semd__reply__unpack(NULL, plen, g->in + off + FRAME_HDR);
 		off += FRAME_HDR + plen;
 		if (rep == NULL) {
@@ -226,9 +236,9 @@ static void gate_uncache(struct gate *g)
 	if (!g->cached)
 		return;
 	g->cached = false;
-	hmap_remove(&g->f->gates, &g->node);
+	hmap_remove(&g->hw->gates, &g->node);
 	list_del_init(&g->lru);
-	g->f->ngates--;
+	g->hw->ngates--;
 }
 
 /*
@@ -272,8 +282,9 @@ uint64_t gate_call_id(struct gate *g, Semd__Request *req, uint64_t id,
     gate_done_fn done, void *arg)
 {
 	struct gate_call *k = NULL;
-	size_t len, n;
+	size_t len = 0, n;
 	uint8_t *b;
+	bool fast;
 
 	if (g->c == NULL || g->closing)
 		return 0;
@@ -282,7 +293,12 @@ uint64_t gate_call_id(struct gate *g, Semd__Request *req, uint64_t id,
 	else if (id > g->next_id)
 		g->next_id = id;
 	req->id = id;
-	len = semd__request__get_packed_size(req);
+	/* Down and Up of the usual shape by hand (fastpb.c), the others by protobuf-c */
+	fast = g->ocap - g->olen >= FRAME_HDR + FASTPB_REQ_MAX + 13 &&
+	    (len = fastpb_request_pack(req, g->out + g->olen + FRAME_HDR,
+	    g->ocap - g->olen - FRAME_HDR)) > 0;
+	if (!fast)
+		len = semd__request__get_packed_size(req);
 	if (g->ocap - g->olen < FRAME_HDR + len) {
 		n = g->ocap ? g->ocap : 512;
 		while (n - g->olen < FRAME_HDR + len)
@@ -301,7 +317,8 @@ uint64_t gate_call_id(struct gate *g, Semd__Request *req, uint64_t id,
 		list_add_tail(&k->entry, &g->calls);
 	}
 	frame_put_header(g->out + g->olen, (uint32_t)len);
-	semd__request__pack(req, g->out + g->olen + FRAME_HDR);
+	if (!fast)
+		semd__request__pack(req, g->out + g->olen + FRAME_HDR);
 	g->olen += FRAME_HDR + len;
 	return req->id;
 }
@@ -420,20 +437,21 @@ struct gate *gate_open(struct http_front *f, enum gate_kind kind,
 		return NULL;
 	}
 	g->f = f;
+	g->hw = http_here();
 	g->kind = kind;
 	g->who = who;
-	who->refs++;
+	http_prin_hold(who);
 	INIT_LIST_HEAD(&g->calls);
 	INIT_LIST_HEAD(&g->lru);
-	list_add_tail(&g->all, &f->all_gates);
+	list_add_tail(&g->all, &g->hw->all_gates);
 	acl_subject_init(&subj);
 	snprintf(peer, sizeof peer, "http %s %.40s", kind == GATE_SERVICE ?
 	    "service" : kind == GATE_WAITER ? "waiter" : kind == GATE_WATCH ?
 	    "watch" : kind == GATE_NODE ? "node" : "backup",
 	    who->subj.principal);
-	if ((g->deliver = event_new(f->base, -1, 0, gate_deliver_cb, g)) == NULL ||
+	if ((g->deliver = event_new(g->hw->base, -1, 0, gate_deliver_cb, g)) == NULL ||
 	    access_subject_copy(&subj, &who->subj) != 0 ||
-	    (g->c = conn_start_inner(f->w, &gate_xprt, g, &subj, peer, &err, why,
+	    (g->c = conn_start_inner(g->hw->w, &gate_xprt, g, &subj, peer, &err, why,
 	    len)) == NULL) {
 		acl_subject_clear(&subj);
 		*e = gate_open_error(err, why, len);
@@ -467,11 +485,20 @@ struct gate *gate_open(struct http_front *f, enum gate_kind kind,
 static size_t gate_key(char *buf, size_t len, const struct hprin *who,
     const struct gate_ident *id)
 {
-	int n = snprintf(buf, len, "%s%c%s%c%s%c%" PRIu32, who->subj.principal, 0,
-	    id->client != NULL ? id->client : "", 0,
-	    id->host != NULL ? id->host : "", 0, id->pid);
+	const char *part[3] = { who->subj.principal,
+	    id->client != NULL ? id->client : "", id->host != NULL ? id->host : "" };
+	size_t i, n, off = 0;
 
-	return n < 0 || (size_t)n >= len ? 0 : (size_t)n;
+	/* each part and a NUL, then the pid's 4 bytes (made per request: no printf) */
+	for (i = 0; i < 3; i++) {
+		n = strlen(part[i]);
+		if (len - off < n + 1 + sizeof id->pid)
+			return 0;
+		memcpy(buf + off, part[i], n + 1);
+		off += n + 1;
+	}
+	memcpy(buf + off, &id->pid, sizeof id->pid);
+	return off + sizeof id->pid;
 }
 
 struct gate_key_ref {
@@ -492,6 +519,7 @@ static bool gate_key_eq(const struct hnode *n, const void *key)
 struct gate *gate_service(struct http_front *f, struct hprin *who,
     const struct gate_ident *id, int *e, char *why, size_t len)
 {
+	struct hworker *hw = http_here();
 	char key[1024];
 	struct gate_key_ref k;
 	struct hnode *n;
@@ -501,11 +529,11 @@ struct gate *gate_service(struct http_front *f, struct hprin *who,
 	k.p = key;
 	k.len = gate_key(key, sizeof key, who, id);
 	hash = hmap_siphash(f->hash_key, key, k.len);
-	if (k.len > 0 && (n = hmap_find(&f->gates, hash, gate_key_eq, &k)) != NULL) {
+	if (k.len > 0 && (n = hmap_find(&hw->gates, hash, gate_key_eq, &k)) != NULL) {
 		g = container_of(n, struct gate, node);
 		if (g->c != NULL && !g->closing && !g->redirected) {
 			list_del_init(&g->lru);
-			list_add_tail(&g->lru, &f->gate_lru);
+			list_add_tail(&g->lru, &hw->gate_lru);
 			return g;
 		}
 		gate_uncache(g);
@@ -515,12 +543,12 @@ struct gate *gate_service(struct http_front *f, struct hprin *who,
 		return g;	/* not cached: released after its calls */
 	memcpy(g->key, key, k.len);
 	g->keylen = k.len;
-	hmap_insert(&f->gates, &g->node, hash);
-	list_add_tail(&g->lru, &f->gate_lru);
+	hmap_insert(&hw->gates, &g->node, hash);
+	list_add_tail(&g->lru, &hw->gate_lru);
 	g->cached = true;
-	f->ngates++;
-	while (f->ngates > GATE_CACHE_MAX) {
-		old = list_first_entry(&f->gate_lru, struct gate, lru);
+	hw->ngates++;
+	while (hw->ngates > GATE_CACHE_MAX) {
+		old = list_first_entry(&hw->gate_lru, struct gate, lru);
 		gate_uncache(old);	/* goes once its calls are in */
 		if (list_empty(&old->calls))
 			gate_release(old, false);
@@ -529,17 +557,17 @@ struct gate *gate_service(struct http_front *f, struct hprin *who,
 }
 
 /*
- * After the loops ended: free the connection of every gate still open
- * (their owners let go first), so that none outlives the front door.
+ * After the loops ended: free the connection of every gate of hw still
+ * open (their owners let go first), so that none outlives the front door.
  */
-void gate_free_all(struct http_front *f)
+void gate_free_all(struct hworker *hw)
 {
 	struct list_head *pos, *tmp;
 	struct gate *g;
 
-	gate_sweep(f, true);
+	gate_sweep(hw, true);
 	/* Freeing one frees no other. */
-	list_for_each_safe(pos, tmp, &f->all_gates) {
+	list_for_each_safe(pos, tmp, &hw->all_gates) {
 		g = list_entry(pos, struct gate, all);
 		g->released = true;
 		g->closed = NULL;
@@ -555,15 +583,15 @@ void gate_free_all(struct http_front *f)
 	}
 }
 
-/* Close the service gates unused for a while (all: every one). */
-void gate_sweep(struct http_front *f, bool all)
+/* Close hw's service gates unused for a while (all: every one). */
+void gate_sweep(struct hworker *hw, bool all)
 {
 	uint64_t now = http_now();
 	struct list_head *pos, *tmp;
 	struct gate *g;
 
 	/* Least used first; releasing one frees no other. */
-	list_for_each_safe(pos, tmp, &f->gate_lru) {
+	list_for_each_safe(pos, tmp, &hw->gate_lru) {
 		g = list_entry(pos, struct gate, lru);
 		if (!all && (now - g->used_ms < GATE_IDLE_MS ||
 		    !list_empty(&g->calls)))

@@ -61,11 +61,18 @@ static void http_service_done(void *arg, const Semd__Reply *rep)
 void http_ident(struct hreq *r, struct gate_ident *id, char *client,
     size_t clen, char *host, size_t hlen)
 {
-	const char *ua = http_in_header(r, "User-Agent");
+	const char *ua = http_in_header(r, "User-Agent"), *h = http_peer_host(r);
+	size_t n;
 
-	snprintf(client, clen, "%.*s", ua != NULL ? (int)strcspn(ua, " ") : 4,
-	    ua != NULL ? ua : "http");
-	snprintf(host, hlen, "%s", http_peer_host(r));
+	/* its program: User-Agent's first word (made per request: no printf) */
+	if (ua == NULL)
+		ua = "http";
+	for (n = 0; ua[n] != '\0' && ua[n] != ' ' && n + 1 < clen; n++)
+		client[n] = ua[n];
+	client[n] = '\0';
+	n = strnlen(h, hlen - 1);
+	memcpy(host, h, n);
+	host[n] = '\0';
 	id->client = client;
 	id->host = host;
 	id->pid = http_peer_pid(r);
@@ -209,16 +216,18 @@ static void http_done_204(struct hreq *r, const Semd__Reply *rep)
 
 /* --- /v1/server ----------------------------------------------------------- */
 
-/* Who you are, which daemon. */
+/* Who you are, which daemon (on the first loop: the ACL is read there). */
 void http_route_server(struct hreq *r)
 {
 	struct server *srv = r->f->srv;
 	const char *url;
 	char addr[256];
 	uint64_t leader;
-	json_t *o = json_object();
+	json_t *o;
 
-	if (o == NULL) {
+	if (http_home(r, http_route_server))
+		return;
+	if ((o = json_object()) == NULL) {
 		http_problem(r, SEMD__CODE__RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
@@ -234,7 +243,7 @@ void http_route_server(struct hreq *r)
 	json_object_set_new(o, "leader_id", json_integer((json_int_t)leader));
 	/* The history the revisions count (0 until a log's first leader) */
 	json_object_set_new(o, "instance", hj_id(server_instance(srv)));
-	url = http_config_node_url(srv->cfg.http, leader);
+	url = http_config_node_url(http_settings(r), leader);
 	if (url != NULL)
 		json_object_set_new(o, "leader_url", json_string(url));
 	http_reply_json(r, 200, o);
@@ -535,7 +544,7 @@ void http_route_stats(struct hreq *r)
 
 static void http_cluster_done(struct hreq *r, const Semd__Reply *rep)
 {
-	const struct http_config *hc = r->f->srv->cfg.http;
+	const struct http_config *hc = http_settings(r);
 	json_t *o, *nodes, *n;
 	const char *url;
 	size_t i;

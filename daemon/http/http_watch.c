@@ -27,7 +27,6 @@
 #define HWATCH_KEEPALIVE_S	15
 
 struct hwatch {
-	struct list_head	entry;
 	struct http_front	*f;
 	struct hreq		*r;
 	struct gate		*g;
@@ -46,7 +45,6 @@ static void hwatch_end(struct hwatch *s)
 {
 	struct hreq *r = s->r;
 
-	list_del_init(&s->entry);
 	if (s->ka != NULL)
 		event_free(s->ka);
 	if (s->rdy != NULL)
@@ -290,23 +288,12 @@ void http_route_watch(struct hreq *r)
 	s->g->closed = hwatch_closed;
 	http_req_hold(r);
 	r->priv = s;
-	list_add_tail(&s->entry, &r->f->watches);
 	http_req_watch(r, hwatch_gone);
 	if ((s->ka = event_new(http_loop(r), -1, EV_PERSIST, hwatch_ka_cb, s)) != NULL)
 		event_add(s->ka, &tv);
-	if ((s->rdy = event_new(r->f->base, -1, 0, hwatch_rdy_cb, s)) == NULL) {
+	if ((s->rdy = event_new(http_loop(r), -1, 0, hwatch_rdy_cb, s)) == NULL) {
 		hwatch_end(s);
 		return;
 	}
 	hwatch_ask(s);
-}
-
-/* A stop: every stream ends. */
-void http_watch_stop_all(struct http_front *f)
-{
-	struct list_head *pos, *tmp;
-
-	/* Ending one ends no other. */
-	list_for_each_safe(pos, tmp, &f->watches)
-		hwatch_end(list_entry(pos, struct hwatch, entry));
 }

@@ -3,7 +3,9 @@
  * tests/daemon/test_fastpb.c - the hand coder of daemon/fastpb.c gives what
  * protobuf-c gives: random Down/Up/Ping requests packed by protobuf-c (and
  * then cut, or with bytes changed) decode to the same fields whenever the
- * fast decoder accepts them, and replies of every shape the encoder takes,
+ * fast decoder accepts them, and Down/Up requests the daemon's own client
+ * packs are protobuf-c's bytes, and replies it reads (cut, mangled) decode
+ * to protobuf-c's fields whenever the fast reader takes them, and replies of every shape the encoder takes,
  * random and at the edges, pack to the same bytes and within
  * fastpb_reply_bound(), the size the daemon gives their buffer, and as
  * whole frames by fastpb_reply_frame() when of its shape. And the
@@ -49,7 +51,8 @@ static int same_request(const Semd__Request *a, const Semd__Request *b)
 		return strcmp(a->down->name, b->down->name) == 0 &&
 		    a->down->n == b->down->n &&
 		    a->down->timeout_ms == b->down->timeout_ms &&
-		    a->down->lease_ms == b->down->lease_ms;
+		    a->down->lease_ms == b->down->lease_ms &&
+		    a->down->limit == b->down->limit;
 	case SEMD__REQUEST__OP_UP:
 		return strcmp(a->up->name, b->up->name) == 0 &&
 		    a->up->n == b->up->n && a->up->permit_id == b->up->permit_id;
@@ -91,6 +94,7 @@ static void test_requests(void)
 			d.n = (uint32_t)rnd_value();
 			d.timeout_ms = (int64_t)rnd_value();
 			d.lease_ms = (uint32_t)rnd_value();
+			d.limit = rnd() % 2 ? (uint32_t)rnd_value() : 0;
 			rq.op_case = SEMD__REQUEST__OP_DOWN;
 			rq.down = &d;
 			break;
@@ -453,6 +457,167 @@ static void test_events(void)
 }
 
 /*
+ * The daemon's own client packs Down and Up as protobuf-c does: random ones
+ * (some with a field it leaves to protobuf-c, names long and short) either
+ * pack to protobuf-c's bytes or are declined, and only those of another
+ * shape are declined.
+ */
+static void test_request_pack(void)
+{
+	Semd__Request rq;
+	Semd__Down d;
+	Semd__Up u;
+	uint8_t a[1024], b[1024];
+	char name[300], other[8];
+	size_t la, lb, nl;
+	unsigned long fast = 0;
+	bool usual;
+	int round;
+
+	printf("# %d random requests packed by the daemon's client\n", ROUNDS);
+	for (round = 0; round < ROUNDS; round++) {
+		semd__request__init(&rq);
+		rq.id = rnd() % 4 ? rnd_value() : 0;
+		rnd_string(name, rnd() % 2 ? 20 : sizeof name - 1);
+		nl = strlen(name);
+		usual = nl < FASTPB_NAME_MAX;
+		if (rnd() % 2) {
+			semd__down__init(&d);
+			d.name = name;
+			d.n = (uint32_t)rnd_value();
+			d.timeout_ms = (int64_t)rnd_value();
+			d.lease_ms = (uint32_t)rnd_value();
+			d.limit = (uint32_t)rnd_value();
+			switch (rnd() % 8) {
+			case 0:
+				snprintf(other, sizeof other, "k%d", round % 10);
+				d.replace = other;
+				usual = false;
+				break;
+			case 1:
+				d.priority = -1;
+				usual = false;
+				break;
+			case 2:
+				d.group = (char *)"";	/* left out: still usual */
+				break;
+			}
+			rq.op_case = SEMD__REQUEST__OP_DOWN;
+			rq.down = &d;
+		} else {
+			semd__up__init(&u);
+			u.name = name;
+			u.n = (uint32_t)rnd_value();
+			u.permit_id = rnd_value();
+			rq.op_case = SEMD__REQUEST__OP_UP;
+			rq.up = &u;
+		}
+		la = semd__request__pack(&rq, a);
+		lb = fastpb_request_pack(&rq, b, sizeof b);
+		if (lb != 0) {
+			fast++;
+			if (lb != la || memcmp(a, b, la) != 0) {
+				failures++;
+				printf("not ok - round %d: packed %zu bytes, protobuf-c %zu, "
+				    "or other bytes\n", round, lb, la);
+			}
+		} else if (usual && la < 100) {
+			failures++;
+			printf("not ok - round %d: a usual request of %zu bytes declined\n",
+			    round, la);
+		}
+		if (failures > 10)
+			return;
+	}
+	printf("# %lu packed by the fast path\n", fast);
+	if (fast < ROUNDS / 4) {
+		failures++;
+		printf("not ok - the fast path packed only %lu of %d\n", fast,
+		    ROUNDS);
+	}
+}
+
+/* Do protobuf-c's reply and the fast one carry the same fields? */
+static bool same_reply(const Semd__Reply *a, const Semd__Reply *b)
+{
+	if (a->id != b->id || a->code != b->code || a->body_case != b->body_case ||
+	    strcmp(a->message != NULL ? a->message : "",
+	    b->message != NULL ? b->message : "") != 0 ||
+	    a->revision != b->revision || a->oldest_revision != b->oldest_revision)
+		return false;
+	switch (a->body_case) {
+	case SEMD__REPLY__BODY_GRANT:
+		return a->grant->permit_id == b->grant->permit_id &&
+		    a->grant->token == b->grant->token &&
+		    a->grant->n == b->grant->n &&
+		    a->grant->waited_us == b->grant->waited_us;
+	case SEMD__REPLY__BODY_RELEASED:
+		return a->released->n == b->released->n;
+	case SEMD__REPLY__BODY__NOT_SET:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Replies read by the daemon's own client: random ones of every shape
+ * (messages with NULs and high bytes), whole, cut and mangled, decode as
+ * protobuf-c decodes them whenever the fast reader takes them, and it takes
+ * most of its shapes.
+ */
+static void test_reply_decode(void)
+{
+	static struct reply x;
+	struct fastpb_reply f;
+	uint8_t wire[4096];
+	char msg[200], buf[4096];
+	size_t len, k;
+	unsigned long fast = 0;
+	Semd__Reply *ref;
+	int round;
+
+	printf("# %d random replies read by the daemon's client\n", ROUNDS);
+	for (round = 0; round < ROUNDS; round++) {
+		rnd_string(msg, sizeof msg - 1);
+		reply_make(&x, reply_shapes[rnd() % NSHAPES], rnd_value,
+		    rnd() % 3 == 0 ? msg : NULL, rnd() % 30);
+		if (rnd() % 8 == 0)
+			x.r.revision = rnd_value();
+		len = semd__reply__pack(&x.r, wire);
+		switch (rnd() % 4) {
+		case 1:
+			len = len ? rnd() % len : 0;
+			break;
+		case 2:
+			for (k = rnd() % 3 + 1; k > 0 && len > 0; k--)
+				wire[rnd() % len] = (uint8_t)rnd();
+			break;
+		}
+		ref = semd__reply__unpack(NULL, len, wire);
+		if (fastpb_reply_decode(&f, wire, len, buf, sizeof buf)) {
+			fast++;
+			if (ref == NULL || !same_reply(ref, &f.rep)) {
+				failures++;
+				printf("not ok - round %d: fast reply differs from "
+				    "protobuf-c (%s)\n", round, ref == NULL ?
+				    "which rejects it" : "fields");
+			}
+		}
+		if (ref != NULL)
+			semd__reply__free_unpacked(ref, NULL);
+		if (failures > 10)
+			return;
+	}
+	printf("# %lu read by the fast path\n", fast);
+	if (fast < ROUNDS / 4) {
+		failures++;
+		printf("not ok - the fast path read only %lu of %d\n", fast,
+		    ROUNDS);
+	}
+}
+
+/*
  * core/strcopy.h against libc: every length to 40, the bytes random, with a
  * NUL at each place or none: the copy is the bytes (none written past
  * them), a NUL is found where memchr() finds one, and two strings are the
@@ -552,7 +717,9 @@ int main(void)
 {
 	rng = 0x9e3779b97f4a7c15ULL;
 	test_requests();
+	test_request_pack();
 	test_replies();
+	test_reply_decode();
 	test_reply_bound_edges();
 	test_events();
 	test_strcopy();

@@ -40,6 +40,7 @@ LIBS[fuzz_dispatch]="daemon/state/libsemstate.a core/libsemcore.a proto/libsempr
 LIBS[fuzz_entry]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_snap]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_http_json]="daemon/http/libsemhttp.a proto/libsemproto.a"
+LIBS[fuzz_http_parse]="daemon/http/libsemhttp.a"
 
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)

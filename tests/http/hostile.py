@@ -104,7 +104,55 @@ r = a.req("PATCH", "/v1/semaphores/h")
 ok("a method the resource has not: 405 and Allow", r.status == 405 and
    "PUT" in r.headers.get("allow", ""), r)
 r = a.req("HEAD", "/v1/stats")
-ok("HEAD: 405", r.status == 405, r)
+ok("HEAD: GET's answer without its body", r.status == 200 and r.body == b""
+   and int(r.headers.get("content-length", "0")) > 0, r)
+r = a.get("/v1/stats")
+ok("... and the connection goes on", r.status == 200 and r.json is not None, r)
+
+
+def two_answers(first):
+    """first, then a GET /v1/server, pipelined on one connection: the two
+    answers as (status, body) each, read by their Content-Length (HEAD's
+    answer has none to read)."""
+    s = raw_socket(addr)
+    s.settimeout(3)
+    s.sendall(first + b"GET /v1/server HTTP/1.1\r\nHost: x\r\n\r\n")
+    got, out = b"", []
+    try:
+        while len(out) < 2:
+            while b"\r\n\r\n" not in got:
+                b = s.recv(65536)
+                if not b:
+                    raise OSError("closed")
+                got += b
+            head, got = got.split(b"\r\n\r\n", 1)
+            n = 0
+            for line in head.split(b"\r\n")[1:]:
+                k, _, v = line.partition(b":")
+                if k.strip().lower() == b"content-length":
+                    n = int(v)
+            if not out and first.startswith(b"HEAD"):
+                n = 0
+            while len(got) < n:
+                b = s.recv(65536)
+                if not b:
+                    raise OSError("closed")
+                got += b
+            out.append((int(head.split(b" ")[1]), got[:n]))
+            got = got[n:]
+    except (OSError, ValueError, IndexError):
+        pass
+    s.close()
+    return out, got
+
+
+out, rest = two_answers(b"HEAD /v1/semaphores/h/permits HTTP/1.1\r\nHost: x\r\n\r\n")
+ok("HEAD where there is no GET: 405 without a body, and the next answer "
+   "is whole on the same connection", len(out) == 2 and out[0] == (405, b"")
+   and out[1][0] == 200 and b'"server"' in out[1][1] and rest == b"", (out, rest))
+out, rest = two_answers(b"HEAD /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n")
+ok("HEAD of no resource: 404 without a body, the next answered",
+   len(out) == 2 and out[0] == (404, b"") and out[1][0] == 200, (out, rest))
 st, _ = raw(b"BREW /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n")
 ok("an unknown method: 501, as RFC 9110 asks", st == 501, st)
 st, _ = raw(b"\x16\x03\x01\x00\xa5garbage\r\n\r\n")
@@ -188,8 +236,14 @@ while time.time() < stop:
 cut = 0
 for s in slow:
     s.settimeout(0.5)
+    got = b""
     try:
-        if s.recv(100) == b"":
+        while True:		# a 408 (or nothing), then the end
+            b = s.recv(4096)
+            if not b:
+                break
+            got += b
+        if got == b"" or got.startswith(b"HTTP/1.1 408 "):
             cut += 1
     except (ConnectionResetError, BrokenPipeError):
         cut += 1
