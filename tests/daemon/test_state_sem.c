@@ -79,7 +79,7 @@ static void test_op_table(void)
 
 	TEST_START("op table: rights, the field with the name, refusals");
 	EXPECT(sm_op(0) == NULL);
-	EXPECT(sm_op(SEMD__REQUEST__OP_CLUSTER + 1) == NULL);
+	EXPECT(sm_op(SEMD__REQUEST__OP_SESSIONS + 1) == NULL);
 	/* Cluster is the node's, and no read: the state never runs it. */
 	EXPECT(sm_op_is_node(SEMD__REQUEST__OP_CLUSTER));
 	EXPECT(!sm_op_is_read(SEMD__REQUEST__OP_CLUSTER));
@@ -112,7 +112,7 @@ static void test_op_table(void)
 		    " (list)" : "") == 0);
 	}
 	/* Every op of the table is listed above. */
-	for (i = 1; i <= SEMD__REQUEST__OP_CLUSTER; i++)
+	for (i = 1; i <= SEMD__REQUEST__OP_SESSIONS; i++)
 		if (sm_op((int)i) != NULL)
 			n--;
 	EXPECT_U64(0, n);
