@@ -7,8 +7,8 @@ import { HoldLostError, makeError, SemdError } from "./errors.js";
 import { Permit } from "./permit.js";
 import { now, Transport, type FetchLike } from "./transport.js";
 import type {
-  ClusterStatus, CreateOptions, Grant, Holds, Renewed, SemaphoreInfo, ServerInfo, Stats, Summary,
-  WaiterState, WatchItem,
+  ClusterStatus, CreateOptions, Grant, Holds, Renewed, SemaphoreInfo, ServerInfo, Sessions, Stats,
+  Summary, WaiterState, WatchItem,
 } from "./types.js";
 import { watch, type WatchOptions } from "./watch.js";
 
@@ -183,6 +183,24 @@ export class Client {
       if (principal !== undefined) q.set("principal", principal);
       if (after !== undefined) q.set("after", after);
       const b = (await this.transport.request<Holds>("GET", `/v1/holds?${q}`)).body;
+      items.push(...b.items);
+      total = b.total;
+      if (b.next === undefined || b.items.length === 0) break;
+      after = b.next;
+    }
+    return { items, total };
+  }
+
+  /** Our sessions (or every one, or principal's: administrators), every page. */
+  async sessions(principal?: string): Promise<Sessions> {
+    const items: Sessions["items"] = [];
+    let total = 0;
+    let after: string | undefined;
+    for (let page = 0; page < 100000; page++) {
+      const q = new URLSearchParams({ limit: "1000" });
+      if (principal !== undefined) q.set("principal", principal);
+      if (after !== undefined) q.set("after", after);
+      const b = (await this.transport.request<Sessions>("GET", `/v1/sessions?${q}`)).body;
       items.push(...b.items);
       total = b.total;
       if (b.next === undefined || b.items.length === 0) break;

@@ -13,6 +13,8 @@ export interface ServerInfo {
   node_id: number;
   leader_id?: number;
   leader_url?: string;
+  /** The history the revisions count (0: none yet): a watch resumed across another one joins another history. */
+  instance: string;
 }
 
 /** A semaphore's mode. */
@@ -73,6 +75,8 @@ export interface QueuedWaiter extends Caller {
   detached: boolean;
   replace?: string;
   priority: number;
+  /** Its share group (a name with shares). */
+  group?: string;
 }
 
 /** A fair-share group of a name. */
@@ -106,6 +110,10 @@ export interface SemaphoreInfo {
   max_waiters?: number;
   share?: "none" | "principal" | "key";
   groups?: Group[];
+  /** How long its grants waited and its holds were held (from its first grant). */
+  histograms?: { wait: Histogram; hold: Histogram };
+  /** Where in the history this answer stands (a watch from it misses nothing after it). */
+  revision: string;
 }
 
 /** Permits granted: a permit (owned mode) or a grant of signal or rate mode. */
@@ -154,9 +162,32 @@ export interface Holds {
   items: Holder[];
   next?: string;
   total: number;
+  revision?: string;
 }
 
-/** A histogram of GET /v1/stats (buckets not cumulative; le_ms null: +Inf). */
+/** A session of GET /v1/sessions: who, its lease, what it holds and waits for, when it was last heard. */
+export interface Session {
+  id: string;
+  principal: string;
+  client?: string;
+  host?: string;
+  pid?: number;
+  lease_ms: number;
+  holds: number;
+  waiters: number;
+  heard_ms: number;
+  connected: boolean;
+}
+
+/** GET /v1/sessions: ours, or (administrators) everyone's or a principal's. */
+export interface Sessions {
+  items: Session[];
+  next?: string;
+  total: number;
+  revision?: string;
+}
+
+/** A histogram of GET /v1/stats or of a name (buckets not cumulative; le_ms null: +Inf). */
 export interface Histogram {
   count: number;
   sum_ms: number;
@@ -236,5 +267,16 @@ export interface WatchCompacted {
   revision?: string;
 }
 
+/** The cluster changed (a new leader, a membership change): told to watches of every name (no name, prefix). */
+export interface ClusterEvent {
+  kind: "cluster";
+  revision: string;
+  time_ms: number;
+  leader_id: number;
+  leader?: string;
+  term: number;
+  members: { id: number; role: string }[];
+}
+
 /** What a watch yields. */
-export type WatchItem = WatchEvent | WatchReady | WatchCompacted;
+export type WatchItem = WatchEvent | ClusterEvent | WatchReady | WatchCompacted;

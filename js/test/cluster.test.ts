@@ -7,7 +7,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, type WatchEvent } from "semclient";
+import { Client, type ClusterEvent, type WatchEvent } from "semclient";
 import { Cluster, waitFor } from "./daemon.js";
 
 let cl: Cluster;
@@ -50,6 +50,7 @@ test("redirects to the leader; a held permit, a waiter and a watch ride out the 
   assert.equal(c.transport.base, cl.urls[leader - 1], "the follower's 307 named the leader");
 
   const events: WatchEvent[] = [];
+  const clusters: ClusterEvent[] = [];
   const ctl = new AbortController();
   let ready = false;
   const reader = (async () => {
@@ -57,6 +58,7 @@ test("redirects to the leader; a held permit, a waiter and a watch ride out the 
       for await (const ev of new Client({ url: urls }).watch({ name: "c/", prefix: true, signal: ctl.signal })) {
         if (ev.kind === "ready") ready = true;
         else if (ev.kind === "compacted") throw new Error("compacted: events were lost");
+        else if (ev.kind === "cluster") clusters.push(ev);
         else events.push(ev);
       }
     } catch (e) {
@@ -95,6 +97,7 @@ test("redirects to the leader; a held permit, a waiter and a watch ride out the 
     for (let i = 1; i < events.length; i++) {
       assert.ok(BigInt(events[i]!.revision) > BigInt(events[i - 1]!.revision), "revisions increase");
     }
+    assert.equal(clusters.length, 0, "cluster events go to watches of every name, not of a prefix");
   } finally {
     ctl.abort(); // a failed check leaves no watch running
   }

@@ -221,6 +221,26 @@ test("a permit released by force: its signal aborts, 'lost' fires, onLost is cal
   assert.equal(await p.release(), false);
 });
 
+test("info's histograms and revision; sessions() shows the session a waiting acquire waits in", { timeout: 60000 }, async () => {
+  const sem = await fresh("m/sessions", 1);
+  const p = await sem.acquire({ lease: 30000 });
+  const second = sem.acquire({ lease: 30000 });
+  assert.ok(await waitFor(async () => (await waiters("m/sessions")) === 1, 10000), "the second acquire waits");
+  const s = await c.sessions();
+  assert.ok(s.total >= 1 && s.items.length === s.total);
+  assert.ok(s.items.every((x) => /^[0-9]+$/.test(x.id) && x.principal === "anonymous"));
+  assert.ok(s.items.some((x) => x.waiters === 1 && x.lease_ms > 0 && /^semclient-js/.test(x.client ?? "")),
+    "the waiter's session, with its lease");
+  await p.release();
+  await (await second).release();
+  const info = await sem.info();
+  assert.match(info.revision, /^[0-9]+$/);
+  assert.ok(BigInt(info.revision) > 0n);
+  assert.equal(info.histograms?.wait.count, 2, "two grants");
+  assert.equal(info.histograms?.hold.count, 2, "two holds ended");
+  assert.match((await c.server()).instance, /^[0-9]+$/);
+});
+
 test("rate mode: a grant holds nothing", { timeout: 60000 }, async () => {
   await c.create("m/rate", { mode: "rate", limit: 0, rate: 2, rate_period_ms: 60000, burst: 2 });
   const sem = c.semaphore("m/rate");
@@ -244,7 +264,7 @@ test("watch: the events of a prefix as an async iterator, ended by break", { tim
   await c.create("m/other", { limit: 1 });
   const seen: WatchEvent[] = [];
   for await (const ev of it) {
-    if (ev.kind === "ready" || ev.kind === "compacted") continue;
+    if (ev.kind === "ready" || ev.kind === "compacted" || ev.kind === "cluster") continue;
     seen.push(ev);
     if (ev.kind === "release") break;
   }
