@@ -263,6 +263,39 @@ static int conn_count(struct worker *w, int counted, uint32_t *keepalive)
 }
 
 /*
+ * Watch a started client's socket (what TLS read ahead runs at once), or
+ * close it.
+ */
+static void conn_watch(struct conn *c)
+{
+	if (event_add(c->rev, NULL) != 0) {
+		log_warn("%s: cannot watch a client socket, closing", c->peer);
+		conn_free(c);
+		return;
+	}
+	if (c->xprt->pending(c))
+		event_active(c->rev, EV_READ, 0);
+}
+
+/* A new client of w on fd (ssl: TLS), its transport chosen (NULL: no memory). */
+static struct conn *conn_new(struct worker *w, int fd, SSL *ssl, bool is_unix)
+{
+	struct conn *c = calloc(1, sizeof *c);
+
+	if (c == NULL)
+		return NULL;
+	c->srv = w->srv;
+	c->w = w;
+	c->fd = fd;
+	c->ssl = ssl;
+	c->local = is_unix;
+	c->xprt = ssl != NULL ? &xprt_tls : is_unix ? &xprt_unix : &xprt_tcp;
+	INIT_LIST_HEAD(&c->flush_entry);
+	INIT_LIST_HEAD(&c->entry);
+	return c;
+}
+
+/*
  * A client of another protocol (conn_proto, conn.h): counted on its loop
  * alone (a stop waits for it), its peer identified by its transport (off
  * the lock), then the protocol's.
@@ -282,22 +315,14 @@ static void conn_start_proto(struct worker *w, int fd, SSL *ssl,
 		w->nconns++;
 	keepalive = srv->cfg.keepalive_s;
 	server_unlock(w);
-	if (stopping || (c = calloc(1, sizeof *c)) == NULL) {
+	if (stopping || (c = conn_new(w, fd, ssl, is_unix)) == NULL) {
 		if (!stopping)
 			conn_uncount_proto(w);
 		SSL_free(ssl);
 		close(fd);
 		return;
 	}
-	c->srv = srv;
-	c->w = w;
-	c->fd = fd;
-	c->ssl = ssl;
-	c->local = is_unix;
 	c->proto = proto;
-	c->xprt = ssl != NULL ? &xprt_tls : is_unix ? &xprt_unix : &xprt_tcp;
-	INIT_LIST_HEAD(&c->flush_entry);
-	INIT_LIST_HEAD(&c->entry);
 	acl_subject_init(&who);
 	c->xprt->identify(c, sa, SRV_LIVE(srv, acl_names), &who, c->peer,
 	    sizeof c->peer);
@@ -314,13 +339,7 @@ static void conn_start_proto(struct worker *w, int fd, SSL *ssl,
 	server_lock(w);
 	list_add_tail(&c->entry, &w->conns);
 	server_unlock(w);
-	if (event_add(c->rev, NULL) != 0) {
-		log_warn("%s: cannot watch a client socket, closing", c->peer);
-		conn_free(c);
-		return;
-	}
-	if (c->xprt->pending(c))
-		event_active(c->rev, EV_READ, 0);
+	conn_watch(c);
 }
 
 /*
@@ -353,18 +372,10 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 		log_warn_errno(errno, "getrandom");
 		goto fail;
 	}
-	if ((c = calloc(1, sizeof *c)) == NULL) {
+	if ((c = conn_new(w, fd, ssl, is_unix)) == NULL) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	c->srv = srv;
-	c->w = w;
-	c->fd = fd;
-	c->ssl = ssl;
-	c->local = is_unix;
-	c->xprt = ssl != NULL ? &xprt_tls : is_unix ? &xprt_unix : &xprt_tcp;
-	INIT_LIST_HEAD(&c->flush_entry);
-	INIT_LIST_HEAD(&c->entry);
 	/* Off the lock: a slow NSS look-up stalls this client alone. */
 	names = SRV_LIVE(srv, acl_names);
 	c->xprt->identify(c, sa, names, &who, c->peer, sizeof c->peer);
@@ -383,14 +394,8 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 	log_debug("%s: connected as %s%s, on loop %u", c->peer,
 	    srv->policy->principal(c->id), ssl == NULL ? "" :
 	    SSL_session_reused(ssl) ? " (TLS, resumed)" : " (TLS)", w->idx);
-	if (event_add(c->rev, NULL) != 0) {
-		log_warn("%s: cannot watch a client socket, closing", c->peer);
-		conn_free(c);
-		return;
-	}
 	/* The Hello may have come with the TLS handshake's last flight. */
-	if (c->xprt->pending(c))
-		event_active(c->rev, EV_READ, 0);
+	conn_watch(c);
 	return;
 fail:
 	if (r == -ENOMEM)

@@ -1121,35 +1121,35 @@ json_t *hj_info(const Semd__InfoReply *in)
 	return o;
 }
 
-/* Sessions: a page of them. */
+/* One session of a Sessions page. */
+static json_t *hj_session(const Semd__SessionInfo *s)
+{
+	json_t *e = json_object();
+
+	if (e == NULL)
+		return NULL;
+	json_object_set_new(e, "id", hj_id(s->id));
+	hj_who(e, s->principal, s->client_name, s->host, s->pid);
+	json_object_set_new(e, "lease_ms", json_integer(s->lease_ms));
+	json_object_set_new(e, "holds", json_integer(s->holds));
+	json_object_set_new(e, "waiters", json_integer(s->waiters));
+	json_object_set_new(e, "heard_ms", hj_u64(s->heard_ms));
+	json_object_set_new(e, "connected", json_boolean(s->connected));
+	return e;
+}
+
+/* Sessions: a page of them (NULL: out of memory). */
 json_t *hj_sessions(const Semd__SessionsReply *sr)
 {
-	json_t *o = json_object(), *items = json_array(), *e;
+	json_t *items = json_array(), *o;
 	size_t i;
 
-	if (o == NULL || items == NULL) {
-		json_decref(o);
-		json_decref(items);
-		return NULL;
-	}
-	for (i = 0; i < sr->n_sessions; i++) {
-		const Semd__SessionInfo *s = sr->sessions[i];
-
-		if ((e = json_object()) == NULL)
-			continue;
-		json_object_set_new(e, "id", hj_id(s->id));
-		hj_who(e, s->principal, s->client_name, s->host, s->pid);
-		json_object_set_new(e, "lease_ms", json_integer(s->lease_ms));
-		json_object_set_new(e, "holds", json_integer(s->holds));
-		json_object_set_new(e, "waiters", json_integer(s->waiters));
-		json_object_set_new(e, "heard_ms", hj_u64(s->heard_ms));
-		json_object_set_new(e, "connected", json_boolean(s->connected));
-		json_array_append_new(items, e);
-	}
-	json_object_set_new(o, "items", items);
-	if (sr->next != 0)
+	for (i = 0; items != NULL && i < sr->n_sessions; i++)
+		json_array_append_new(items, hj_session(sr->sessions[i]));
+	/* "o" takes items over, also when the pack fails */
+	o = json_pack("{s:o,s:I}", "items", items, "total", (json_int_t)sr->total);
+	if (o != NULL && sr->next != 0)
 		json_object_set_new(o, "next", hj_id(sr->next));
-	json_object_set_new(o, "total", json_integer(sr->total));
 	return o;
 }
 

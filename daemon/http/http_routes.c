@@ -493,39 +493,50 @@ void http_route_validate(struct hreq *r)
 
 /* --- holds, stats, cluster ------------------------------------------------ */
 
+/*
+ * The query of a page of a principal's (holds, sessions): principal= (""
+ * when absent), after= and limit= (at most 1000; 0: the daemon's page).
+ * False when r was answered 400.
+ */
+static bool http_page_query(struct hreq *r, const char **principal,
+    uint64_t *after, uint32_t *max)
+{
+	const char *p = http_query(r, "principal");
+	uint64_t m;
+
+	if (!http_q_u64(r, "limit", 1000, 0, &m) ||
+	    !http_q_u64(r, "after", UINT64_MAX, 0, after))
+		return false;
+	*principal = p != NULL ? p : "";
+	*max = (uint32_t)m;
+	return true;
+}
+
 /* GET /v1/sessions?principal=&after=&limit=: the sessions one may see. */
 void http_route_sessions(struct hreq *r)
 {
 	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Sessions q = SEMD__SESSIONS__INIT;
-	const char *p = http_query(r, "principal");
-	uint64_t max, after;
+	const char *p;
 
-	if (!http_q_u64(r, "limit", 1000, 0, &max) ||
-	    !http_q_u64(r, "after", UINT64_MAX, 0, &after))
+	if (!http_page_query(r, &p, &q.after, &q.max))
 		return;
-	q.principal = (char *)(p != NULL ? p : "");
-	q.after = after;
-	q.max = (uint32_t)max;
+	q.principal = (char *)p;
 	req.op_case = SEMD__REQUEST__OP_SESSIONS;
 	req.sessions = &q;
 	http_service_call(r, &req, http_done_json);
 }
 
-/* GET /v1/holds: Holds. */
+/* GET /v1/holds?principal=&after=&limit=: Holds. */
 void http_route_holds(struct hreq *r)
 {
 	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Holds h = SEMD__HOLDS__INIT;
-	const char *p = http_query(r, "principal");
-	uint64_t max, after;
+	const char *p;
 
-	if (!http_q_u64(r, "limit", 1000, 0, &max) ||
-	    !http_q_u64(r, "after", UINT64_MAX, 0, &after))
+	if (!http_page_query(r, &p, &h.after_permit, &h.max))
 		return;
-	h.principal = (char *)(p != NULL ? p : "");
-	h.after_permit = after;
-	h.max = (uint32_t)max;
+	h.principal = (char *)p;
 	req.op_case = SEMD__REQUEST__OP_HOLDS;
 	req.holds = &h;
 	http_service_call(r, &req, http_done_json);

@@ -174,33 +174,26 @@ export class Client {
   }
 
   /** Every permit of ours (or of principal: administrators), every page. */
-  async holds(principal?: string): Promise<Holds> {
-    const items: Holds["items"] = [];
-    let total = 0;
-    let after: string | undefined;
-    for (let page = 0; page < 100000; page++) {
-      const q = new URLSearchParams({ limit: "1000" });
-      if (principal !== undefined) q.set("principal", principal);
-      if (after !== undefined) q.set("after", after);
-      const b = (await this.transport.request<Holds>("GET", `/v1/holds?${q}`)).body;
-      items.push(...b.items);
-      total = b.total;
-      if (b.next === undefined || b.items.length === 0) break;
-      after = b.next;
-    }
-    return { items, total };
+  holds(principal?: string): Promise<Holds> {
+    return this.pages<Holds["items"][number]>("/v1/holds", principal);
   }
 
   /** Our sessions (or every one, or principal's: administrators), every page. */
-  async sessions(principal?: string): Promise<Sessions> {
-    const items: Sessions["items"] = [];
+  sessions(principal?: string): Promise<Sessions> {
+    return this.pages<Sessions["items"][number]>("/v1/sessions", principal);
+  }
+
+  // Every page of a principal's list (holds, sessions).
+  private async pages<T>(path: string, principal?: string): Promise<{ items: T[]; total: number }> {
+    const items: T[] = [];
     let total = 0;
     let after: string | undefined;
     for (let page = 0; page < 100000; page++) {
       const q = new URLSearchParams({ limit: "1000" });
       if (principal !== undefined) q.set("principal", principal);
       if (after !== undefined) q.set("after", after);
-      const b = (await this.transport.request<Sessions>("GET", `/v1/sessions?${q}`)).body;
+      const b = (await this.transport.request<{ items: T[]; next?: string; total: number }>("GET",
+        `${path}?${q}`)).body;
       items.push(...b.items);
       total = b.total;
       if (b.next === undefined || b.items.length === 0) break;

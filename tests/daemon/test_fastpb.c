@@ -66,6 +66,32 @@ static int same_request(const Semd__Request *a, const Semd__Request *b)
 	}
 }
 
+/*
+ * Sometimes cut the len bytes at wire, change some, or (grow: wire has
+ * room for twice len) append a copy of a part. Its new length.
+ */
+static size_t damage(uint8_t *wire, size_t len, bool grow)
+{
+	size_t k;
+
+	switch (rnd() % 4) {
+	case 1:
+		return len ? rnd() % len : 0;
+	case 2:
+		for (k = rnd() % 3 + 1; k > 0 && len > 0; k--)
+			wire[rnd() % len] = (uint8_t)rnd();
+		return len;
+	case 3:
+		if (!grow)
+			return len;
+		k = len ? rnd() % len : 0;
+		memcpy(wire + len, wire + k, len - k);
+		return len + len - k;
+	default:
+		return len;
+	}
+}
+
 /* Random requests, whole, cut and mangled. */
 static void test_requests(void)
 {
@@ -76,7 +102,7 @@ static void test_requests(void)
 	struct fastpb_req f;
 	uint8_t wire[1024], payload[64];
 	char name[300], buf[4096];
-	size_t len, i, k;
+	size_t len, i;
 	unsigned long fast = 0, checked = 0;
 	int round;
 
@@ -117,21 +143,7 @@ static void test_requests(void)
 			break;
 		}
 		len = semd__request__pack(&rq, wire);
-		/* Sometimes cut it, change bytes, or append a copy of a part. */
-		switch (rnd() % 4) {
-		case 1:
-			len = len ? rnd() % len : 0;
-			break;
-		case 2:
-			for (k = rnd() % 3 + 1; k > 0 && len > 0; k--)
-				wire[rnd() % len] = (uint8_t)rnd();
-			break;
-		case 3:
-			k = len ? rnd() % len : 0;
-			memcpy(wire + len, wire + k, len - k);
-			len += len - k;
-			break;
-		}
+		len = damage(wire, len, true);
 		ref = semd__request__unpack(NULL, len, wire);
 		if (fastpb_request(&f, wire, len, buf, sizeof buf)) {
 			fast++;
@@ -456,6 +468,16 @@ static void test_events(void)
 	}
 }
 
+/* The fast path must have done (what) a fair share of the rounds. */
+static void fast_share(unsigned long fast, const char *what)
+{
+	printf("# %lu %s by the fast path\n", fast, what);
+	if (fast < ROUNDS / 4) {
+		failures++;
+		printf("not ok - the fast path %s only %lu of %d\n", what, fast,
+		    ROUNDS);
+	}
+}
 /*
  * The daemon's own client packs Down and Up as protobuf-c does: random ones
  * (some with a field it leaves to protobuf-c, names long and short) either
@@ -529,12 +551,7 @@ static void test_request_pack(void)
 		if (failures > 10)
 			return;
 	}
-	printf("# %lu packed by the fast path\n", fast);
-	if (fast < ROUNDS / 4) {
-		failures++;
-		printf("not ok - the fast path packed only %lu of %d\n", fast,
-		    ROUNDS);
-	}
+	fast_share(fast, "packed");
 }
 
 /* Do protobuf-c's reply and the fast one carry the same fields? */
@@ -572,7 +589,7 @@ static void test_reply_decode(void)
 	struct fastpb_reply f;
 	uint8_t wire[4096];
 	char msg[200], buf[4096];
-	size_t len, k;
+	size_t len;
 	unsigned long fast = 0;
 	Semd__Reply *ref;
 	int round;
@@ -585,15 +602,7 @@ static void test_reply_decode(void)
 		if (rnd() % 8 == 0)
 			x.r.revision = rnd_value();
 		len = semd__reply__pack(&x.r, wire);
-		switch (rnd() % 4) {
-		case 1:
-			len = len ? rnd() % len : 0;
-			break;
-		case 2:
-			for (k = rnd() % 3 + 1; k > 0 && len > 0; k--)
-				wire[rnd() % len] = (uint8_t)rnd();
-			break;
-		}
+		len = damage(wire, len, false);
 		ref = semd__reply__unpack(NULL, len, wire);
 		if (fastpb_reply_decode(&f, wire, len, buf, sizeof buf)) {
 			fast++;
@@ -609,12 +618,7 @@ static void test_reply_decode(void)
 		if (failures > 10)
 			return;
 	}
-	printf("# %lu read by the fast path\n", fast);
-	if (fast < ROUNDS / 4) {
-		failures++;
-		printf("not ok - the fast path read only %lu of %d\n", fast,
-		    ROUNDS);
-	}
+	fast_share(fast, "read");
 }
 
 /*
