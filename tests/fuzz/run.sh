@@ -42,6 +42,8 @@ LIBS[fuzz_snap]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.
 LIBS[fuzz_http_json]="daemon/http/libsemhttp.a proto/libsemproto.a"
 LIBS[fuzz_http_parse]="daemon/http/libsemhttp.a"
 
+# the generated protobuf headers first: the other libraries include them
+make -s -C "$BUILD" proto/semd.pb-c.h proto/semd.pb-c.c
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
 
