@@ -6,7 +6,7 @@
 CONSOLE_FILES = console/index.html console/console.css console/icon.svg \
 	console/js/app.js console/js/api.js console/js/dom.js console/js/live.js \
 	console/js/ui.js console/js/chart.js console/js/list.js console/js/name.js \
-	console/js/holds.js console/js/cluster.js console/js/signin.js
+	console/js/holds.js console/js/sessions.js console/js/cluster.js console/js/signin.js
 EXTRA_DIST += $(CONSOLE_FILES) console/embed.sh console/local.mk \
 	tests/console/run.sh tests/console/console.mjs tests/console/package.json \
 	tests/console/package-lock.json tests/console/.npmrc \

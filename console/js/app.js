@@ -4,6 +4,7 @@
 //   #/ or #/names?prefix=P   the semaphores under P (list.js)
 //   #/name/NAME              one semaphore (name.js)
 //   #/holds?principal=P      the holds of a principal (holds.js)
+//   #/sessions?principal=P   the sessions one may see (sessions.js)
 //   #/cluster                the cluster (cluster.js)
 //   #/settings               a bearer token (signin.js)
 
@@ -14,10 +15,11 @@ import {unalert} from './ui.js';
 import * as list from './list.js';
 import * as name from './name.js';
 import * as holds from './holds.js';
+import * as sessions from './sessions.js';
 import * as cluster from './cluster.js';
 import * as signin from './signin.js';
 
-const views = {names: list, name, holds, cluster, settings: signin};
+const views = {names: list, name, holds, sessions, cluster, settings: signin};
 const main = document.getElementById('main');
 const ctx = {server: null, refresh};
 let current = null, first = true;

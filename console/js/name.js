@@ -3,7 +3,7 @@
 // client, host, pid, token, held for, lease left) and its queue in order
 // (each waiter's priority, replace key, waited for), a picture of its
 // permits and its line that moves as permits change hands, histograms of
-// its waits and holds, and the actions on it (set the limit, delete,
+// its waits and holds (the daemon's, and what the page saw), and the actions on it (set the limit, delete,
 // force-release a hold, cancel a waiter), each after a confirmation. Read
 // again (one request at a time) whenever the watch stream of the name says
 // something happened: no polling.
@@ -288,14 +288,19 @@ export function mount(main, params) {
 
 	function drawCharts() {
 		const all = stats && stats.histograms || {};
+		const own = info && info.histograms;
 		fill(charts,
+			own ? histogram(`Waits for ${name} (since its first grant)`, own.wait, 'wait',
+				['wait counted', 'waits counted']) : null,
+			own ? histogram(`Holds of ${name} (since its first grant)`, own.hold, 'hold',
+				['hold counted', 'holds counted']) : null,
 			histogram(`Waits for ${name}`, hists.wait, 'wait', ['wait seen', 'waits seen']),
 			histogram(`Holds of ${name}`, hists.hold, 'hold', ['hold seen', 'holds seen']),
 			stats ? histogram('Waits, all names (since the daemon started)', all.wait, 'wait', ['wait', 'waits']) : null,
 			stats ? histogram('Holds, all names (since the daemon started)', all.hold, 'hold', ['hold', 'holds']) : null,
-			h('p', {class: 'note'}, `The first two count what this page saw happen to ${name} while ` +
-				'its view was open, timed by the daemon’s own clock (its events and holder lists); the ' +
-				'daemon keeps histograms for all names together only.'));
+			h('p', {class: 'note'}, `The daemon counts every grant of ${name} and every hold of it ` +
+				'that ended since its first grant (while the name lives); the pair after them count ' +
+				'what this page saw happen while its view was open, timed by the daemon’s own clock.'));
 	}
 
 	// The daemon's own histograms, read at most every 5 s while events come.

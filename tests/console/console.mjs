@@ -432,6 +432,8 @@ async function main() {
 		check(true, 'it moved from the queue to the holders');
 		await waitIn(alice, () => /\b2 waits seen/.test(document.getElementById('charts').innerText));
 		check(true, 'both waits (the first granted at once) are in the name\'s histogram');
+		await waitIn(alice, () => /\b2 waits counted/.test(document.getElementById('charts').innerText));
+		check(true, '... and in the daemon\'s histogram of the name');
 	});
 
 	let waiters = [];
@@ -463,6 +465,11 @@ async function main() {
 		await alice.waitForSelector('#holds table');
 		check(await alice.$$eval('#holds tbody tr', l => l.length) >= 5, 'the holds of uid:0');
 		await shot(alice, 'console-holds.png');
+		await view(alice, '#/sessions');
+		await waitIn(alice, () => [...document.querySelectorAll('#sessions tbody tr')].filter(tr =>
+			tr.querySelector('[data-col="principal"]').innerText === 'uid:0' &&
+			tr.querySelector('[data-col="waiters"]').innerText === '1').length === 3);
+		check(true, 'the sessions: the three waiting semctl downs, each waiting once');
 	});
 
 	await step('cancel a waiter from the page', async () => {
