@@ -674,20 +674,28 @@ bool fastpb_reply_decode(struct fastpb_reply *out, const uint8_t *p,
 			if (!get_tag(&q, qe, &f, &wt) || wt != PB_WT_VARINT ||
 			    f <= flast || !get_varint(&q, qe, &v))
 				return false;
-			if (field == SEMD__REPLY__BODY_RELEASED && f == 1)
+			if (field == SEMD__REPLY__BODY_RELEASED) {
+				if (f != 1)
+					return false;
 				out->released.n = (uint32_t)v;
-			else if (field == SEMD__REPLY__BODY_RELEASED)
-				return false;
-			else if (f == 1)
+				continue;
+			}
+			switch (f) {
+			case 1:
 				out->grant.permit_id = v;
-			else if (f == 2)
+				break;
+			case 2:
 				out->grant.token = v;
-			else if (f == 3)
+				break;
+			case 3:
 				out->grant.n = (uint32_t)v;
-			else if (f == 4)
+				break;
+			case 4:
 				out->grant.waited_us = v;
-			else
+				break;
+			default:
 				return false;
+			}
 		}
 	}
 	return true;

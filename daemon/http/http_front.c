@@ -432,28 +432,41 @@ static bool http_parse_query(struct hreq *r, const char *q)
 
 /* --- answers -------------------------------------------------------------- */
 
+/* Append s[0..n) at *p (s may be NULL when n is 0). */
+static void http_put(uint8_t **p, const char *s, size_t n)
+{
+	if (n == 0)
+		return;
+	memcpy(*p, s, n);
+	*p += n;
+}
+
 /* A response header to add to r's answer (a value with a line break is not). */
 void http_header(struct hreq *r, const char *name, const char *value)
 {
-	size_t nl = strlen(name), vl = strlen(value), need = nl + vl + 4, cap;
-	char *p;
+	size_t nl, vl, need, cap;
+	uint8_t *p;
+	char *h;
 
-	if (r->answered || strpbrk(value, "\r\n") != NULL)
+	if (value == NULL || r->answered || strpbrk(value, "\r\n") != NULL)
 		return;
+	nl = strlen(name);
+	vl = strlen(value);
+	need = nl + vl + 4;
 	if (r->hcap - r->hlen < need) {
 		cap = r->hcap ? r->hcap : 256;
 		while (cap - r->hlen < need)
 			cap *= 2;
-		if ((p = realloc(r->hdrs, cap)) == NULL)
+		if ((h = realloc(r->hdrs, cap)) == NULL)
 			return;
-		r->hdrs = p;
+		r->hdrs = h;
 		r->hcap = cap;
 	}
-	p = r->hdrs + r->hlen;
-	memcpy(p, name, nl);
-	memcpy(p + nl, ": ", 2);
-	memcpy(p + nl + 2, value, vl);
-	memcpy(p + nl + 2 + vl, "\r\n", 2);
+	p = (uint8_t *)r->hdrs + r->hlen;
+	http_put(&p, name, nl);
+	http_put(&p, ": ", 2);
+	http_put(&p, value, vl);
+	http_put(&p, "\r\n", 2);
 	r->hlen += need;
 	if (strcasecmp(name, "Cache-Control") == 0)
 		r->cache_set = true;
@@ -473,12 +486,6 @@ static size_t http_put_u64(char *p, uint64_t n)
 	return i;
 }
 
-/* Append s[0..n) at *p. */
-static void http_put(uint8_t **p, const char *s, size_t n)
-{
-	memcpy(*p, s, n);
-	*p += n;
-}
 
 /* The CORS fields of an answer to an allowed origin, into buf; their length. */
 static size_t http_cors_fields(const struct hreq *r, char *buf, size_t len)
@@ -794,8 +801,10 @@ bool http_stream_chunk(struct hreq *r, const char *p, size_t len)
 		return false;
 	memcpy(o, head, hl);
 	memcpy(o + hl, p, len);
-	if (r->minor >= 1)
-		memcpy(o + hl + len, "\r\n", 2);
+	if (r->minor >= 1) {
+		o[hl + len] = '\r';
+		o[hl + len + 1] = '\n';
+	}
 	hconn_done(r, hl + len + (r->minor >= 1 ? 2 : 0));
 	return true;
 }
@@ -808,7 +817,7 @@ void http_stream_end(struct hreq *r)
 	if (!r->streaming || r->final)
 		return;
 	if (r->minor >= 1 && (o = hconn_room(r, 5)) != NULL) {
-		memcpy(o, "0\r\n\r\n", 5);
+		http_put(&o, "0\r\n\r\n", 5);
 		hconn_done(r, 5);
 	}
 	hconn_final(r);

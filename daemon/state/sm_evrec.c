@@ -174,7 +174,7 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
 	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
 	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
 	const struct sm_rate *rt = sem->rate;
-	struct pbevent_lens l;
+	struct pbevent_lens l = { 0 };
 	const char *pr = "", *cn = "", *host = "", *why = w->reason != NULL ? w->reason : "";
 	uint8_t *p;
 
@@ -278,7 +278,7 @@ static char *take_str(const uint8_t **p, size_t n, char **buf)
 bool evrec_get(const uint8_t *p, uint32_t len, uint64_t rev,
     Semd__WatchEvent *ev, char *strs, const uint8_t **owner, size_t *olen)
 {
-	struct pbevent_lens l;
+	struct pbevent_lens l = { 0 };
 	const uint8_t *q;
 
 	if (len < 2 || (size_t)(uint16_t)le_get(p, 2) + 2 + EVREC_FIXED > len)
