@@ -74,6 +74,19 @@ rs_fail(struct restore *rs, const char *fmt, ...)
 	rs->r.bad = true;
 }
 
+/* Does h hold buckets or a sum with no count (no state makes one)? */
+static bool hist_hollow(const struct sm_hist *h)
+{
+	unsigned int i;
+
+	if (h->count != 0)
+		return false;
+	for (i = 0; i < SM_HIST_BUCKETS; i++)
+		if (h->bucket[i] != 0)
+			return true;
+	return h->sum_ms != 0;
+}
+
 /* The scalars (see w_header). */
 static void r_header(struct restore *rs)
 {
@@ -132,6 +145,10 @@ static void r_header(struct restore *rs)
 	k->wait.count = r_u64(r);
 	k->hold.sum_ms = r_u64(r);
 	k->hold.count = r_u64(r);
+	/* a histogram counts what it holds: none counted, none held (the
+	 * section of the histograms writes no more of one with no count) */
+	if (hist_hollow(&k->wait) || hist_hollow(&k->hold))
+		rs_fail(rs, "a histogram with buckets or a sum but no count");
 }
 
 /*

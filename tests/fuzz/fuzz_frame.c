@@ -47,7 +47,8 @@ static void fuzz_request(const uint8_t *p, size_t n)
 	    (req->op_case >= SEMD__REQUEST__OP_HELLO && req->op_case <= SEMD__REQUEST__OP_WHERE) ||
 	    req->op_case == SEMD__REQUEST__OP_CLUSTER ||
 	    req->op_case == SEMD__REQUEST__OP_SET_QUEUE ||
-	    req->op_case == SEMD__REQUEST__OP_BACKUP);
+	    req->op_case == SEMD__REQUEST__OP_BACKUP ||
+	    req->op_case == SEMD__REQUEST__OP_SESSIONS);
 	m = semd__request__get_packed_size(req);
 	buf = malloc(m + 1);
 	FUZZ_ASSERT(buf != NULL);
