@@ -31,10 +31,10 @@ for i in 1 2 3; do start_node $i --restart-grace 1s || { echo "node $i did not s
 ok "a leader is elected" wait_leader
 # Both groups at once, so they see the same faults on the same machine.
 "$LOAD" -s "$ADDRS" -p lz -d 120 -t 6 -n 1 -l 1 -L 2500 -q 0 -w "$T/faults" \
-	-f "$T/faults-done" >"$T/lease.out" 2>"$T/lease.err" &
+	-f "$T/faults-done" -o "$T/lease.rec" >"$T/lease.out" 2>"$T/lease.err" &
 lz=$!
 "$LOAD" -s "$ADDRS" -p nl -d 120 -t 6 -n 1 -l 1 -L 0 -q 0 -w "$T/faults" \
-	-f "$T/faults-done" >"$T/nolease.out" 2>"$T/nolease.err" &
+	-f "$T/faults-done" -o "$T/nolease.rec" >"$T/nolease.out" 2>"$T/nolease.err" &
 nl=$!
 PIDS_TO_KILL="$PIDS_TO_KILL $lz $nl"
 sleep 2
@@ -59,6 +59,8 @@ while read -r kind d gap; do
 	L=$(leader)
 	case "$L" in 1|2|3) ;; *) sleep "$gap"; continue ;; esac
 	echo "# $kind of the leader, node $L, ${d}s, then ${gap}s"
+	read -r up _ </proc/uptime
+	echo "$up $kind $L" >>"$T/faultlog"
 	case $kind in
 	kill)	kill -9 "$(pid_of "$L")"; wait "$(pid_of "$L")" 2>/dev/null
 		sleep "$d"
@@ -78,8 +80,17 @@ wait "$lz"; rc_lz=$?
 wait "$nl"; rc_nl=$?
 for g in lease nolease; do
 	sed "s/^/# $g: /" "$T/$g.out"
-	sed "s/^/# $g: /" "$T/$g.err" | head -20
+	# the first errors the clients met, then every violation in full
+	grep '^worker [0-9]*, ' "$T/$g.err" | head -10 | sed "s/^/# $g: /"
+	grep -v '^worker [0-9]*, ' "$T/$g.err" | sed "s/^/# $g: /"
 done
+# A check failed: the faults on the clients' clock (seconds from their
+# start, as cluster_load reports the holds), to line them up.
+if [ "$rc_lz" != 0 ] || [ "$rc_nl" != 0 ]; then
+	awk 'NR == FNR { if ($1 == "start") s = $2 / 1e6; next }
+	    { printf "# at %.2f s: %s of node %s\n", $1 - s, $2, $3 }' \
+		"$T/nolease.rec" "$T/faultlog"
+fi
 expect_eq "the leased clients' checks" 0 "$rc_lz"
 expect_eq "the clients' checks without a lease" 0 "$rc_nl"
 rate() { sed -n 's/^fault window: .*(\([0-9.]*\)\/s)$/\1/p' "$1"; }
