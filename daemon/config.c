@@ -72,6 +72,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "metrics-listen", CFG_METRICS, OFF(metrics_listen), 0, 0 },
 	{ "metrics-names", CFG_NAMES, 0, 0, 0 },
 	{ "metrics-max-connections", CFG_UINT, OFF(metrics_max_connections), 1, 10000 },
+	{ "metrics-per-source-max-connections", CFG_UINT, OFF(metrics_per_source), 0, 10000 },
 	{ "metrics-timeout", CFG_DURATION, OFF(metrics_timeout_ms), 1, UINT32_MAX },
 	{ "ready-max-lag", CFG_UINT, OFF(ready_max_lag), 0, UINT32_MAX },
 	{ "admin", CFG_ADMIN, 0, 0, 0 },
@@ -113,6 +114,7 @@ void config_init(struct semd_config *c)
 	c->tls_startups_full = 256;
 	c->tls_per_source_startups = 8;
 	c->metrics_max_connections = 16;
+	c->metrics_per_source = 4;
 	c->metrics_timeout_ms = 10000;
 	c->ready_max_lag = 1000;
 	c->max_output = 4u << 20;

@@ -82,6 +82,7 @@ struct semd_config {
 	uint32_t	election_timeout_ms;
 	char		*metrics_listen;	/* tcp:HOST:PORT, unix:PATH or NULL */
 	uint32_t	metrics_max_connections;
+	uint32_t	metrics_per_source;	/* of them from one address; 0: any */
 	uint32_t	metrics_timeout_ms;	/* to send a request, to read the page */
 	char		**metrics_names;	/* prefixes with per-name gauges */
 	size_t		nmetrics_names;

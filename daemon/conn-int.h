@@ -57,6 +57,8 @@ void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 /* Queue c for the one write at the end of this loop turn. */
 void conn_queue_flush(struct conn *c);
+/* Queue c, which has notices only, for the notice timer. */
+void conn_queue_notice(struct conn *c);
 /* Take c off the flush queue (if it is on it). */
 void conn_unqueue(struct conn *c);
 /* Send c's staged replies now (or keep what the socket cannot take). */
@@ -65,6 +67,10 @@ void conn_flush(struct conn *c);
 void conn_flush_all(struct worker *w);
 /* Bytes written out of turn, still waiting for the socket to drain. */
 size_t conn_backlog_len(const struct conn *c);
+/* Count c's backlog (none once gone) in its principal's output. */
+void conn_count_backlog(struct conn *c, bool gone);
+/* freed bytes of buffers were freed: give the heaps' free pages back soon. */
+void conn_trim_later(struct worker *w, size_t freed);
 /* Cut a client off: nothing more is written, it is freed soon. */
 void conn_drop(struct conn *c);
 /* Nothing more is written; freed from the loop (not counted as dropped). */

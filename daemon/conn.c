@@ -134,6 +134,7 @@ static void conn_free_io(struct conn *c, bool bye)
 		evbuffer_free(c->in);
 	if (c->xprt != NULL)
 		c->xprt->close(c, bye);
+	conn_trim_later(c->w, c->tcap + c->wcap);
 	free(c->tbuf);
 	free(c->wbuf);
 	backup_free(c->backup);
@@ -370,6 +371,7 @@ void conn_free(struct conn *c)
 	srv->nconns--;
 	w->nconns--;
 	srv->feed->close_locked(c, &close);
+	conn_count_backlog(c, true);
 	srv->policy->close_locked(c->id);
 	if (srv->stopping && w->nconns == 0)
 		event_base_loopexit(w->base, NULL);
@@ -429,6 +431,7 @@ const struct server_ops conn_loop_ops = {
 		.close = conn_close_effect_locked,
 		.note = conn_note_locked,
 		.backup = backup_take_locked,
+		.notice = conn_notice_locked,
 	},
 	.deliver_locked = conn_mbox_deliver_locked,
 	.flush = conn_flush_all,

@@ -55,6 +55,7 @@ struct conn {
 	size_t			wlen;
 	size_t			wcap;
 	struct list_head	flush_entry;	/* w->flushq, when wlen > 0 */
+	bool			noticed;	/* ... or w->noticeq: notices only */
 	struct access_id	*id;		/* principal, quota count */
 	uint64_t		cid;		/* its client id in the state */
 	size_t			proposed;	/* log: request bytes not applied */
@@ -75,6 +76,7 @@ struct conn {
 	size_t			toff;
 	size_t			tlen;
 	size_t			tcap;
+	size_t			tcounted;	/* of it, in its principal's output */
 	bool			wwait;		/* wev is armed for tbuf */
 	bool			rwant_w;	/* a read waits for writability */
 	bool			wwant_r;	/* a write waits for input */
@@ -113,6 +115,16 @@ struct conn_policy {
 	 */
 	int (*check_locked)(const struct conn *c, const Semd__Request *req,
 	    struct sm_caller *who, char *msg, size_t len);
+	/*
+	 * Any thread, with the lock or not: the replies a connection's socket
+	 * has not taken (its backlog) grew or shrank by delta bytes.
+	 */
+	void (*output)(struct access_id *id, int64_t delta);
+	/*
+	 * Under the lock: are the backlogs of id's principal over its output
+	 * quota? Its connections that do not read are then cut off.
+	 */
+	bool (*output_over_locked)(const struct access_id *id);
 };
 
 /* What server.c's loops call here (given to server_new() by main.c). */
@@ -146,6 +158,9 @@ void conn_inner_input(struct conn *c, const uint8_t *buf, size_t n);
 void conn_close_later(struct conn *c);
 /* The sm_out sink, under the lock: pack a reply into c's output. */
 void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r);
+/* The sm_out notice sink, under the lock: a watch event packed once. */
+void conn_notice_locked(void *ctx, void *conn, uint64_t watch,
+    const uint8_t *ev, size_t len);
 /* With a log, under the lock: len bytes of c's requests were applied. */
 void conn_applied_locked(struct conn *c, size_t len);
 /* With a log, under the lock: one of c's reads off the log was answered. */

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +34,12 @@
 
 static _Thread_local uint8_t conn_rbuf[CONN_RBUF];
 
-/* Take a connection off the flush queue (if it is on it). */
+/* Take a connection off the flush or notice queue (if it is on one). */
 void conn_unqueue(struct conn *c)
 {
 	if (c->flush_entry.next != NULL)
 		list_del_init(&c->flush_entry);
+	c->noticed = false;
 }
 
 /* Nothing more is written to c; it is freed from its loop. */
@@ -61,6 +63,8 @@ void conn_queue_flush(struct conn *c)
 {
 	struct worker *w = c->w;
 
+	if (c->noticed)
+		conn_unqueue(c);	/* its notices go with the reply */
 	if (c->flush_entry.next == NULL || list_empty(&c->flush_entry)) {
 		list_add_tail(&c->flush_entry, &w->flushq);
 		if (!w->in_read)
@@ -68,10 +72,77 @@ void conn_queue_flush(struct conn *c)
 	}
 }
 
+/*
+ * The notice timer: write the connections that have only notices,
+ * CONN_NOTICE_BATCH at a time (a client's request that came meanwhile is
+ * read between two batches). The next round waits a millisecond for every
+ * CONN_NOTICE_BATCH of them written in this one (at most
+ * CONN_NOTICE_MAX_MS), none for fewer: one principal's thousand watchers
+ * then cost the loop a write each per so many milliseconds, not one per
+ * event, and the clients' own replies never wait behind them.
+ */
+#define CONN_NOTICE_BATCH	16
+#define CONN_NOTICE_MAX_MS	50
+static void conn_notice_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	uint32_t i, n;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < CONN_NOTICE_BATCH && !list_empty(&w->noticeq); i++)
+		conn_flush(list_first_entry(&w->noticeq, struct conn,
+		    flush_entry));
+	w->notice_n += i;
+	if (!list_empty(&w->noticeq)) {
+		conn_timer_add_ms(w->notice_ev, 0);
+		return;
+	}
+	n = w->notice_n / CONN_NOTICE_BATCH;
+	w->notice_ms = n < CONN_NOTICE_MAX_MS ? n : CONN_NOTICE_MAX_MS;
+	w->notice_n = 0;
+}
+
+/*
+ * Queue c, which has only notices (watch events) staged, for the notice
+ * timer (unless it is queued already: a reply takes them along).
+ */
+void conn_queue_notice(struct conn *c)
+{
+	struct worker *w = c->w;
+
+	if (c->flush_entry.next != NULL && !list_empty(&c->flush_entry))
+		return;
+	if (w->notice_ev == NULL &&
+	    (w->notice_ev = evtimer_new(w->base, conn_notice_cb, w)) == NULL) {
+		conn_queue_flush(c);
+		return;
+	}
+	list_add_tail(&c->flush_entry, &w->noticeq);
+	c->noticed = true;
+	if (!evtimer_pending(w->notice_ev, NULL))
+		conn_timer_add_ms(w->notice_ev, w->notice_ms);
+}
+
 /* Bytes written out of turn, still waiting for the socket to drain. */
 size_t conn_backlog_len(const struct conn *c)
 {
 	return c->tlen - c->toff;
+}
+
+/*
+ * Count c's backlog (none once gone) in its principal's output quota. Only
+ * a connection whose socket did not take its replies has one, so a client
+ * that reads costs nothing here.
+ */
+void conn_count_backlog(struct conn *c, bool gone)
+{
+	size_t now = gone ? 0 : conn_backlog_len(c);
+
+	if (now == c->tcounted || c->id == NULL)
+		return;
+	c->srv->policy->output(c->id, (int64_t)now - (int64_t)c->tcounted);
+	c->tcounted = now;
 }
 
 /* Wake up when the socket drains. */
@@ -140,10 +211,44 @@ static int conn_keep(struct conn *c, const uint8_t *p, size_t len)
 	return 0;
 }
 
+/*
+ * A MiB or more of buffers was freed (in all, since the last time): a
+ * second later (once for a whole flood's worth) this loop has glibc give
+ * the free pages of its heaps back (malloc_trim). The biggest buffers are
+ * mappings of their own (main.c), but those under the mmap threshold that
+ * a flood goes through leave holes in the heaps, which the process would
+ * otherwise keep for good.
+ */
+#define CONN_TRIM_AFTER	(1u << 20)
+static void conn_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+#ifdef __GLIBC__
+	(void)malloc_trim(0);
+#endif
+}
+
+/* freed bytes of buffers were freed: give the heaps' free pages back soon. */
+void conn_trim_later(struct worker *w, size_t freed)
+{
+	struct timeval tv = { 1, 0 };
+
+	w->trim_freed += freed;
+	if (w->trim_freed < CONN_TRIM_AFTER || (w->trim_ev == NULL &&
+	    (w->trim_ev = evtimer_new(w->base, conn_trim_cb, w)) == NULL))
+		return;
+	w->trim_freed = 0;
+	if (!evtimer_pending(w->trim_ev, NULL))
+		evtimer_add(w->trim_ev, &tv);
+}
+
 /* A big buffer is not kept for an idle connection. */
-static void conn_buf_trim(uint8_t **buf, size_t *cap)
+static void conn_buf_trim(struct worker *w, uint8_t **buf, size_t *cap)
 {
 	if (*cap > 16384) {
+		conn_trim_later(w, *cap);
 		free(*buf);
 		*buf = NULL;
 		*cap = 0;
@@ -160,10 +265,13 @@ static void conn_drain(struct conn *c)
 	if ((n = conn_write(c, c->tbuf + c->toff, c->tlen - c->toff)) < 0)
 		return;
 	c->toff += (size_t)n;
-	if (c->toff < c->tlen)
+	if (c->toff < c->tlen) {
+		conn_count_backlog(c, false);
 		return;
+	}
 	c->toff = c->tlen = 0;
-	conn_buf_trim(&c->tbuf, &c->tcap);
+	conn_count_backlog(c, false);
+	conn_buf_trim(c->w, &c->tbuf, &c->tcap);
 	if (c->closing)
 		event_active(c->kill, EV_TIMEOUT, 0);
 }
@@ -190,7 +298,8 @@ void conn_flush(struct conn *c)
 		return;
 	}
 	c->wlen = 0;
-	conn_buf_trim(&c->wbuf, &c->wcap);
+	conn_count_backlog(c, false);
+	conn_buf_trim(c->w, &c->wbuf, &c->wcap);
 }
 
 /* Write every connection's staged replies (one write each). */

@@ -542,3 +542,16 @@ size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out)
 	out[3] = (uint8_t)len;
 	return FRAME_HDR + len;
 }
+
+/* A watch event's reply from its event packed without the watch field. */
+size_t fastpb_notice_pack(uint64_t watch, const uint8_t *ev, size_t len,
+    uint8_t *out)
+{
+	size_t n = 0, w = pb_uint_field_size(watch);
+
+	out[n++] = SEMD__REPLY__BODY_WATCH_EVENT << 3 | PB_WT_LEN;
+	n += pb_put_varint(out + n, w + len);
+	n += pb_put_uint_field(out + n, 1, watch);
+	memcpy(out + n, ev, len);
+	return n + len;
+}

@@ -81,8 +81,7 @@ static void listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
  * Do a and b come from the same source: the same IPv4 address, or the same
  * IPv6 /64 (one host is given a whole /64, so a finer key is no key)?
  */
-static bool listener_same_source(const struct sockaddr *a,
-    const struct sockaddr *b)
+bool listener_same_source(const struct sockaddr *a, const struct sockaddr *b)
 {
 	if (a->sa_family != b->sa_family)
 		return false;

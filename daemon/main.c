@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,8 @@ static void usage(FILE *f)
 "      --metrics-listen ADDR  serve Prometheus metrics at tcp:HOST:PORT or\n"
 "                            unix:PATH, paths /metrics, /healthz, /readyz\n"
 "      --metrics-max-connections N  scrapers served at once (16)\n"
-"      --metrics-timeout DURATION  to send a request, to read the page (10s)\n"
+"      --metrics-per-source-max-connections N  of them from one address (4)\n"
+"      --metrics-timeout DURATION  for a request and its answer, whole (10s)\n"
 "      --metrics-names PREFIX  per-semaphore gauges for names with PREFIX\n"
 "                            (repeatable)\n"
 "      --ready-max-lag N     /readyz: entries a follower may be behind the\n"
@@ -156,6 +158,22 @@ static void semd_raise_nofile(const struct semd_config *cfg)
 		    "http-max-connections %u + 64: raise LimitNOFILE (or ulimit "
 		    "-n) or lower them", (unsigned long long)rl.rlim_cur,
 		    cfg->max_connections, http_max);
+}
+
+/*
+ * Give a flood's memory back when it is freed. glibc raises its threshold
+ * for allocating with mmap to the size of the largest block freed, so after
+ * one slow reader's 4 MiB of replies every later buffer of up to 32 MiB
+ * comes from the heap, where a free leaves a hole the process keeps (a
+ * flood of unread replies pinned gigabytes long after it left). A fixed
+ * threshold keeps each big buffer a mapping of its own, unmapped when freed.
+ */
+static void semd_malloc_tune(void)
+{
+#ifdef M_MMAP_THRESHOLD
+	if (mallopt(M_MMAP_THRESHOLD, 128 * 1024) != 1)
+		log_warn("mallopt M_MMAP_THRESHOLD failed");
+#endif
 }
 
 /*
@@ -222,7 +240,8 @@ int main(int argc, char **argv)
 		"tls-ticket-lifetime", "tls-ticket-rotation",
 		"tls-max-startups", "tls-per-source-max-startups",
 		"metrics-listen", "metrics-names", "metrics-max-connections",
-		"metrics-timeout", "ready-max-lag", "admin", "acl",
+		"metrics-per-source-max-connections", "metrics-timeout",
+		"ready-max-lag", "admin", "acl",
 		"data-dir", "restart-grace", "snapshot-every",
 		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
 		"allow-insecure-peers", "election-timeout",
@@ -329,6 +348,7 @@ int main(int argc, char **argv)
 	log_set_level(cfg.log_level);
 	log_set_format(cfg.log_format);
 	semd_raise_nofile(&cfg);
+	semd_malloc_tune();
 	srv = server_new(&cfg, &conn_loop_ops, semd_reload, &args, &code);
 	if (srv == NULL) {
 		log_err("start-up failed");

@@ -294,6 +294,7 @@ static int worker_init(struct server *srv, unsigned int i)
 	w->deadline_at = UINT64_MAX;
 	INIT_LIST_HEAD(&w->conns);
 	INIT_LIST_HEAD(&w->flushq);
+	INIT_LIST_HEAD(&w->noticeq);
 	INIT_LIST_HEAD(&w->acceptq);
 	w->base = event_base_new();
 	if (w->base == NULL) {
@@ -327,8 +328,8 @@ static int worker_init(struct server *srv, unsigned int i)
 /* Free worker w's loop (its thread has ended; its clients are gone). */
 static void worker_free(struct worker *w)
 {
-	struct event *evs[] = { w->tls_sweep, w->flush_ev, w->deadline,
-	    w->stop_timer, w->beat, w->wake_ev };
+	struct event *evs[] = { w->tls_sweep, w->flush_ev, w->notice_ev,
+	    w->trim_ev, w->deadline, w->stop_timer, w->beat, w->wake_ev };
 	struct list_head *pos, *tmp;
 	struct conn_pending *p;
 	size_t i;

@@ -66,6 +66,12 @@ struct worker {
 	size_t			nconns;
 	struct list_head	flushq;		/* conns with staged replies */
 	struct event		*flush_ev;	/* flushes flushq later */
+	struct list_head	noticeq;	/* conns with notices only */
+	struct event		*notice_ev;	/* flushes noticeq (conn_io.c) */
+	uint32_t		notice_ms;	/* ... after so long */
+	uint32_t		notice_n;	/* written in this round */
+	struct event		*trim_ev;	/* malloc_trim() after a flood */
+	size_t			trim_freed;	/* bytes freed since the last */
 	bool			in_read;	/* a read callback will flush */
 	struct event		*deadline;	/* armed for sm_next_deadline() */
 	uint64_t		deadline_at;

@@ -106,6 +106,15 @@ struct sm_out {
 	 */
 	void	(*backup)(void *ctx, void *conn, uint64_t id, uint8_t *snap,
 		    size_t len, uint64_t wall_ms);
+	/*
+	 * A watch event for watch of conn's client, as the bytes of its
+	 * WatchEvent packed with watch 0 (so without that field): the shell
+	 * sends what reply() would for { watch_event: { watch, ... } }. An
+	 * event is packed once for all its watchers that see it alike, not
+	 * once each. NULL: watch events go through reply().
+	 */
+	void	(*notice)(void *ctx, void *conn, uint64_t watch,
+		    const uint8_t *ev, size_t len);
 };
 
 /* Return values of sm_request(). */
@@ -278,6 +287,7 @@ enum sm_limit_kind {
 	SM_LIMIT_PERMITS,	/* permits held, detached and leased ones included */
 	SM_LIMIT_WAITERS,	/* downs queued */
 	SM_LIMIT_SEMAPHORES,	/* names created explicitly that still exist */
+	SM_LIMIT_WATCHES,	/* watches, on all its connections */
 	SM_NLIMITS
 };
 
