@@ -6,11 +6,12 @@
  *
  *   cluster_load -s ADDRS -d SECONDS [-t THREADS] [-n NAMES] [-l LIMIT]
  *                [-L LEASE_MS] [-q QUIET_END_S] [-f DONE_FILE]
- *                [-w START_FILE] [-p PREFIX] [-o RECORDS] [-P]
+ *                [-w START_FILE] [-p PREFIX] [-o RECORDS] [-H HOLD_MS] [-P]
  *
  * Each thread has its own handle (a session with a lease, the address
  * list, the library's failover) and repeats: down on a random name (2 s
- * timeout), hold 1-10 ms, up by permit id. It records every grant (name,
+ * timeout), hold 1-10 ms (-H: HOLD_MS, or until the hold is reported
+ * lost), up by permit id. It records every grant (name,
  * token, when the grant arrived) and the end of every hold: when the up
  * was sent, or when the library reported the hold lost (SEMC_EV_HOLD_LOST,
  * which the client-side lease raises before the daemon can re-grant).
@@ -94,7 +95,7 @@ struct worker {
 
 static const char *addrs;
 static int nthreads = 8, nnames = 3, limit = 2, lease_ms = 8000;
-static int seconds = 30, quiet_end = 3;
+static int seconds = 30, quiet_end = 3, hold_ms;
 static struct worker workers[MAX_THREADS];
 static struct hold holds[MAX_HOLDS];
 static _Atomic size_t nholds;
@@ -251,7 +252,15 @@ static void *work(void *arg)
 		h->permit = g.permit_id;
 		h->sent_us = t0;
 		h->start_us = t1;
-		usleep((useconds_t)(1000 + rnd(&w->seed) % 9000));
+		if (hold_ms == 0) {
+			usleep((useconds_t)(1000 + rnd(&w->seed) % 9000));
+		} else {
+			/* -H: held that long, unless reported lost before */
+			int64_t until = now_us() + (int64_t)hold_ms * 1000;
+
+			while (now_us() < until && lost_when(w, g.permit_id) == 0)
+				usleep(5000);
+		}
 		h->end_us = now_us();
 		r = semc_up(w->c, name, 0, g.permit_id, &rel);
 		if ((lost_at = lost_when(w, g.permit_id)) != 0) {
@@ -407,7 +416,7 @@ int main(int argc, char **argv)
 	int opt, bad = 0, n, late = 0;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:w:p:o:P")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:w:p:o:H:P")) != -1) {
 		switch (opt) {
 		case 's': addrs = optarg; break;
 		case 'd': seconds = atoi(optarg); break;
@@ -420,15 +429,17 @@ int main(int argc, char **argv)
 		case 'w': start_file = optarg; break;
 		case 'p': prefix = optarg; break;
 		case 'o': record_file = optarg; break;
+		case 'H': hold_ms = atoi(optarg); break;
 		case 'P': policies = true; break;
 		default: return 2;
 		}
 	}
 	if (addrs == NULL || nthreads < 1 || nthreads > MAX_THREADS ||
 	    nnames < 1 || nnames > MAX_NAMES || limit < 1 ||
-	    strlen(prefix) > 16 || (start_file != NULL && done_file == NULL)) {
+	    strlen(prefix) > 16 || (start_file != NULL && done_file == NULL) ||
+	    hold_ms < 0) {
 		fprintf(stderr, "usage: cluster_load -s ADDRS -d SECONDS [-t N] [-n N] [-l N] "
-		    "[-L MS] [-q S] [-f FILE] [-w FILE] [-p PREFIX] [-o FILE] [-P]\n");
+		    "[-L MS] [-q S] [-f FILE] [-w FILE] [-p PREFIX] [-o FILE] [-H MS] [-P]\n");
 		return 2;
 	}
 	/* The names, with their limit (through whichever node leads). */
