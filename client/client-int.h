@@ -24,6 +24,18 @@
  * lease_base + lease * (1 - D) - M (semc_lease_end_locked()), before the
  * daemon can hand the session's permits to anyone else.
  *
+ * A session without a lease in a cluster keeps the same clock with the
+ * cluster's guard (HelloReply.guard_ms, its election timeout) for a lease,
+ * while it owns permits or waits for a grant: a take-over ends such a
+ * session, and no other leader can take over sooner than the guard after a
+ * majority of the voters heard from the leader that answered - which they
+ * did after the request was sent, when the answer came from an entry or a
+ * read barrier (only those move lease_base then). A grant that arrives
+ * later than that is void (the session may be ended and its permit granted
+ * again), and so are holds not confirmed by an answer (a Ping every third
+ * of the guard) in time: a paused or cut-off leader keeps its connections
+ * open.
+ *
  * A struct semc_conn is one socket: reference-counted so a reader or a
  * writer that still uses a broken connection never sees its fd closed and
  * reused under it.
@@ -208,6 +220,7 @@ struct semc {
 	size_t secret_len;
 	uint32_t granted_lease;
 	uint32_t max_lease;	/* HelloReply.max_lease_ms (0: unknown) */
+	uint32_t guard_ms;	/* HelloReply.guard_ms: a cluster's (0: none) */
 	char *principal;
 	char *server;
 	bool resumed;

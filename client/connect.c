@@ -131,6 +131,7 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	memcpy(c->secret, hr->secret.data, c->secret_len);
 	c->granted_lease = hr->lease_ms;
 	c->max_lease = hr->max_lease_ms;
+	c->guard_ms = hr->guard_ms;
 	c->resumed = hr->resumed;
 	c->server_durable = hr->durable;
 	semc_str_set(&c->principal, hr->principal);
@@ -141,7 +142,7 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	c->ever_connected = true;
 	if (c->detach && hr->resumed)
 		detach_push_locked(c);
-	if (hr->lease_ms > 0 && c->ka_want && !c->ka_running)
+	if ((hr->lease_ms > 0 || hr->guard_ms > 0) && c->ka_want && !c->ka_running)
 		semc_keepalive_start_locked(c);
 	if (again)
 		semc_event_push_locked(c, d, hr->resumed ? SEMC_EV_RESUMED : SEMC_EV_RECONNECTED,

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * client/keepalive.c - the keepalive thread of a session with a lease.
+ * client/keepalive.c - the keepalive thread of a session with a lease, or
+ * of any session in a cluster.
  *
- * Started by the first Hello that grants a lease (unless the program said
+ * Started by the first Hello that grants a lease or says that the daemon is
+ * a cluster's (a guard: see client-int.h), unless the program said
  * semc_set_keepalive_thread(c, false)), it lives until semc_free(). Each
  * turn it takes the reader role if nobody has it (so replies, pongs and
  * HoldLost notices are read while the program's threads are busy), waits
  * at most until the library's next duty (semc_timeout_locked()), then runs
- * the duties: a Ping every third of the lease, the end of the client-side
+ * the duties: a Ping every third of the lease (or of the guard, while a
+ * session without a lease holds or waits), the end of the client-side
  * lease, a reconnection while a session waits to be resumed (or requests
  * wait to be sent). Events and
  * callbacks it gathers are delivered from this thread.
@@ -65,7 +68,8 @@ static void *keepalive_main(void *arg)
 		wait = semc_timeout_locked(c, now);
 		if (wait < 0 || wait > 1000)
 			wait = 1000;	/* look again now and then anyway */
-		if (c->conn != NULL && !c->reading && c->granted_lease > 0) {
+		if (c->conn != NULL && !c->reading &&
+		    (c->granted_lease > 0 || c->guard_ms > 0)) {
 			semc_reader_turn_locked(c, wait, c->ka_wake[0]);
 		} else {
 			semc_cond_wait_ms_locked(c, wait);

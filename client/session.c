@@ -294,15 +294,146 @@ static bool resend_succeeded(const struct semc_req *r, Semd__Code code)
 	}
 }
 
+/* Whether the session holds a permit of its own (an owned one: a grant of
+ * permit id 0 was consumed, signal mode or a rate, and is nobody's). */
+static bool owns_permits(const struct semc *c)
+{
+	const struct semc_hold *h;
+
+	for (h = c->holds; h != NULL; h = h->next)
+		if (h->permit_id != 0)
+			return true;
+	return false;
+}
+
+/* How long after lease_base the session is trusted (ms; 0: not counted):
+ * its lease; without one, in a cluster, the guard while it owns permits,
+ * or for a grant that arrives (grant). */
+static int64_t trust_span(const struct semc *c, bool grant)
+{
+	if (c->granted_lease > 0)
+		return c->granted_lease;
+	return c->guard_ms > 0 && (grant || owns_permits(c)) ? c->guard_ms : 0;
+}
+
+/* lease_base + span, less the drift D and the margin M. */
+static int64_t trust_end(const struct semc *c, int64_t span)
+{
+	int64_t margin = span / 20 > SEMC_LEASE_MARGIN_MIN ? span / 20 : SEMC_LEASE_MARGIN_MIN;
+
+	return c->lease_base + span - span * SEMC_LEASE_DRIFT_PPM / 1000000 - margin;
+}
+
+/* When the client-side lease of the session ends (monotonic ms; -1: no
+ * lease). The daemon counts lease_ms from the last frame it received, which
+ * left here no earlier than lease_base; under a clock-rate difference below
+ * D, lease * (1 - D) here is at most lease there, and M covers the wake-up
+ * of whoever acts on the end (a thread, an event loop, semctl's SIGKILL)
+ * and the daemon's clock read before the read that brought the frame. */
+int64_t semc_lease_end_locked(const struct semc *c)
+{
+	if (c->session == 0 || c->granted_lease == 0 || c->lease_base == 0)
+		return -1;
+	return trust_end(c, c->granted_lease);
+}
+
+/* When the session is trusted no more (monotonic ms; -1: not counted): the
+ * end of its client-side lease or, without a lease, in a cluster, of the
+ * guard while it owns permits (client-int.h: the voters that heard from the
+ * leader after lease_base elect no other leader sooner). */
+static int64_t trust_end_locked(const struct semc *c)
+{
+	int64_t span = trust_span(c, false);
+
+	if (c->session == 0 || span == 0 || c->lease_base == 0)
+		return -1;
+	return trust_end(c, span);
+}
+
+/* Whether an answer to r shows that a majority of the cluster's voters
+ * heard from the leader after r was sent, for the guard: a Ping (a read
+ * barrier) and the downs and ups (entries) answered OK. Other answers may
+ * come from the node alone (a refusal, a redirect, a cluster status): a
+ * leader cut off from the others gives them for an election timeout. */
+static bool answer_heard_by_voters(const struct semc_req *r, const Semd__Reply *rp)
+{
+	if (rp->code != SEMD__CODE__OK)
+		return false;
+	switch (r->op) {
+	case SEMD__REQUEST__OP_PING:
+	case SEMD__REQUEST__OP_DOWN:
+	case SEMD__REQUEST__OP_DOWN_MULTI:
+	case SEMD__REQUEST__OP_UP:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether a session-bound grant arriving now is void: it came after the end
+ * of the client-side lease (or guard), counted from the latest request
+ * answered, itself included - from a leader paused, or cut off, since. A
+ * grant of permit id 0 (signal mode, a rate) is consumed, nobody's: never
+ * void (voiding it would lose it). */
+static bool grant_void_locked(const struct semc *c, const struct semc_req *r,
+			      const Semd__Reply *rp)
+{
+	int64_t span = trust_span(c, true);
+
+	if (r->lease_ms != 0)
+		return false;	/* a detached hold has a lease of its own */
+	if (!(rp->body_case == SEMD__REPLY__BODY_MULTI_GRANT ||
+	      (rp->body_case == SEMD__REPLY__BODY_GRANT && rp->grant->permit_id != 0 &&
+	       r->op == SEMD__REQUEST__OP_DOWN)))
+		return false;
+	return c->session != 0 && span > 0 && c->lease_base != 0 &&
+	       semc_now_ms() >= trust_end(c, span);
+}
+
+/* The session is trusted no more: every session-bound hold is lost
+ * (SEMC_E_HOLD_LOST) before the daemon can grant it again. A connection
+ * still open is cut, so that nothing more is said on the session; the next
+ * call starts a new one (with several daemons, on the next first: the
+ * silent one is likely the one stopped or cut off). */
+static void trust_over_locked(struct semc *c, const char *why, struct semc_deliver *d)
+{
+	struct semc_conn *k = c->conn;
+
+	if (k != NULL) {
+		if (c->naddrs > 1)
+			semc_addr_use_locked(c, (c->cur + 1) % c->naddrs);
+		c->conn = NULL;
+		shutdown(k->fd, SHUT_RDWR);
+		semc_conn_put_locked(k);
+		semc_event_push_locked(c, d, SEMC_EV_DISCONNECTED, SEMC_E_HOLD_LOST, why, NULL);
+		semc_session_lost_locked(c, SEMC_E_HOLD_LOST, why, d);
+	} else {
+		semc_session_lost_locked(c, SEMC_E_HOLD_LOST,
+					 "the session's lease ran out while disconnected", d);
+	}
+}
+
 /* Finish a request with a reply or a client-side error. */
 void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *rp, int err,
 			      struct semc_deliver *d)
 {
+	bool voided = false;
+
 	semc_pending_unlink_locked(c, r);
-	if (rp != NULL && r->sent_at > c->lease_base)
-		c->lease_base = r->sent_at;	/* any answer: the daemon heard us */
+	/* any answer: the daemon heard us; for the guard, the voters did */
+	if (rp != NULL && r->sent_at > c->lease_base &&
+	    (c->granted_lease > 0 || c->guard_ms == 0 || answer_heard_by_voters(r, rp)))
+		c->lease_base = r->sent_at;
 	if (r->keepalive)
 		c->ka_out = false;
+	if (rp != NULL && rp->code == SEMD__CODE__OK && grant_void_locked(c, r, rp)) {
+		/* too late to be trusted: neither handed out nor given back
+		 * (the session is given up below) */
+		semd__reply__free_unpacked(rp, NULL);
+		rp = NULL;
+		err = SEMC_E_HOLD_LOST;
+		voided = true;
+	}
 	if (rp != NULL && r->resent && resend_succeeded(r, rp->code))
 		rp->code = SEMD__CODE__OK;	/* error replies carry no body */
 	r->done = true;
@@ -350,6 +481,9 @@ void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *r
 		*d->done_tail = r;
 		d->done_tail = &r->next;
 	}
+	if (voided)
+		trust_over_locked(c, "a grant arrived after the session's lease (or the "
+				  "cluster's election timeout) since its request was sent", d);
 	pthread_cond_broadcast(&c->cond);
 }
 
@@ -425,44 +559,16 @@ void semc_conn_broken_locked(struct semc *c, struct semc_conn *k, const char *wh
 	pthread_cond_broadcast(&c->cond);
 }
 
-/* When the client-side lease of the session ends (monotonic ms; -1: no
- * lease). The daemon counts lease_ms from the last frame it received, which
- * left here no earlier than lease_base; under a clock-rate difference below
- * D, lease * (1 - D) here is at most lease there, and M covers the wake-up
- * of whoever acts on the end (a thread, an event loop, semctl's SIGKILL)
- * and the daemon's clock read before the read that brought the frame. */
-int64_t semc_lease_end_locked(const struct semc *c)
-{
-	int64_t lease = c->granted_lease, margin;
-
-	if (c->session == 0 || lease == 0 || c->lease_base == 0)
-		return -1;
-	margin = lease / 20 > SEMC_LEASE_MARGIN_MIN ? lease / 20 : SEMC_LEASE_MARGIN_MIN;
-	return c->lease_base + lease - lease * SEMC_LEASE_DRIFT_PPM / 1000000 - margin;
-}
-
-/* Give the session up once its client-side lease has ended: every
- * session-bound hold is lost (SEMC_E_HOLD_LOST) before the daemon can
- * grant it again. A connection still open is cut, so that nothing more is
- * said on the session; the next call starts a new one. */
+/* Give the session up once its client-side lease has ended. */
 void semc_lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d)
 {
-	static const char why[] = "no answer from the server within the session's lease";
-	int64_t end = semc_lease_end_locked(c);
-	struct semc_conn *k = c->conn;
+	int64_t end = trust_end_locked(c);
 
 	if (end < 0 || now < end)
 		return;
-	if (k != NULL) {
-		c->conn = NULL;
-		shutdown(k->fd, SHUT_RDWR);
-		semc_conn_put_locked(k);
-		semc_event_push_locked(c, d, SEMC_EV_DISCONNECTED, SEMC_E_HOLD_LOST, why, NULL);
-		semc_session_lost_locked(c, SEMC_E_HOLD_LOST, why, d);
-	} else {
-		semc_session_lost_locked(c, SEMC_E_HOLD_LOST,
-					 "the session's lease ran out while disconnected", d);
-	}
+	trust_over_locked(c, c->granted_lease > 0 ?
+			  "no answer from the server within the session's lease" :
+			  "no answer from the cluster's leader within its election timeout", d);
 }
 
 /* A Ping of the library's own, to keep the session alive. */
@@ -533,14 +639,33 @@ static void keepalive_dead_locked(struct semc *c, struct semc_deliver *d)
 }
 
 /* When the next keepalive ping is due: a third of the lease after the
- * latest answered request or the latest ping (-1: none is due). */
+ * latest answered request or the latest ping; without a lease, in a
+ * cluster, a third of the guard after those and after a down still
+ * waiting was sent, while the session holds something or such a down
+ * waits (-1: none is due). */
 static int64_t keepalive_due_locked(const struct semc *c)
 {
 	int64_t base = c->lease_base > c->ka_sent ? c->lease_base : c->ka_sent;
+	const struct semc_req *r;
+	bool waits = false;
 
-	if (c->conn == NULL || c->session == 0 || c->granted_lease == 0 || c->ka_out)
+	if (c->conn == NULL || c->session == 0 || c->ka_out)
 		return -1;
-	return base + c->granted_lease / 3;
+	if (c->granted_lease > 0)
+		return base + c->granted_lease / 3;
+	if (c->guard_ms == 0)
+		return -1;
+	for (r = c->pending; r != NULL; r = r->next) {
+		if (r->internal || r->sent_gen != c->conn->gen || r->lease_ms != 0 ||
+		    (r->op != SEMD__REQUEST__OP_DOWN && r->op != SEMD__REQUEST__OP_DOWN_MULTI))
+			continue;
+		waits = true;
+		if (r->sent_at > base)
+			base = r->sent_at;
+	}
+	if (!waits && !owns_permits(c))
+		return -1;
+	return base + c->guard_ms / 3;
 }
 
 /* Whether a disconnected handle should try to connect again now: there is
@@ -581,7 +706,7 @@ int semc_timeout_locked(struct semc *c, int64_t now)
 		t = due;
 	if ((due = keepalive_dead_at_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;
-	if ((due = semc_lease_end_locked(c)) >= 0 && (t < 0 || due < t))
+	if ((due = trust_end_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;
 	if (c->conn == NULL && c->reconnect && c->ever_connected && !c->connecting &&
 	    (c->session != 0 || c->pending != NULL) && (t < 0 || c->next_retry < t))
