@@ -325,22 +325,12 @@ static const enum acl_right access_right[] = {
  * for a refusal. False: no name to check - hello, ping, cancel, detach and
  * where; a multi-name down, whose names access_check_each() checks one by
  * one; an unknown op. A cluster request is the node's, not the state's:
- * its view needs inspect, a change of the cluster admin.
+ * its view needs inspect (its row), a change of the cluster admin.
  */
 static bool access_need(const struct sm_op *op, const Semd__Request *req,
     const char **name, enum acl_right *right, const char **verb,
     const char **after)
 {
-	bool status;
-
-	if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
-		status = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS;
-		*name = "";
-		*right = status ? ACL_INSPECT : ACL_ADMIN;
-		*verb = status ? "inspect the cluster" : "change the cluster";
-		*after = "";
-		return true;
-	}
 	if (op == NULL || (*name = sm_op_target(op, req)) == NULL)
 		return false;
 	*right = access_right[op->right];
@@ -351,6 +341,12 @@ static bool access_need(const struct sm_op *op, const Semd__Request *req,
 		*right = (enum acl_right)(ACL_USE | ACL_CREATE);
 		*verb = "create";
 		*after = ACCESS_DOWN_LIMIT;
+	}
+	if (req->op_case == SEMD__REQUEST__OP_CLUSTER &&
+	    req->cluster->action != SEMD__CLUSTER__ACTION__STATUS) {
+		/* a change of the cluster, not a look at it: admin */
+		*right = ACL_ADMIN;
+		*verb = "change the cluster";
 	}
 	return true;
 }
@@ -506,7 +502,7 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 			return 0;
 		goto denied;
 	}
-	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
+	if ((!c->hello && !sm_op_is_node(req->op_case)) ||
 	    !access_need(op, req, &name, &right, &verb, &after))
 		return 0;
 	len = strlen(name);

@@ -328,35 +328,10 @@ void conn_reply_code_locked(struct conn *c, uint64_t id, Semd__Code code,
 	conn_reply_locked(NULL, c, &r);
 }
 
-/*
- * With a log, under the lock (the log's thread): len bytes of c's requests
- * were applied; a paused connection below half its allowance is read again
- * (by its own loop: a resume record in its mailbox).
- */
-void conn_applied_locked(struct conn *c, size_t len)
+/* Under the lock, any thread: a resume record for c's own loop (conn-int.h). */
+bool conn_resume_later_locked(struct conn *c)
 {
-	c->proposed = c->proposed > len ? c->proposed - len : 0;
-	if (!c->paused || c->proposed > CONN_PROPOSED_MAX / 2 || c->resuming)
-		return;
-	/* Without memory: read again at the next one applied. */
-	if (conn_mbox_mark(c, MBOX_RESUME))
-		c->resuming = true;
-}
-
-/*
- * With a log, under the lock (the log's thread): one of c's reads answered
- * off the log (its reply is in the mailbox); with none left, the frames it
- * held behind them are run by its own loop (a resume record, after the
- * reply). Without memory for it, c stays held until it closes.
- */
-void conn_read_done_locked(struct conn *c)
-{
-	if (c->reads > 0)
-		c->reads--;
-	if (c->reads > 0 || !c->held || c->resuming)
-		return;
-	if (conn_mbox_mark(c, MBOX_RESUME))
-		c->resuming = true;
+	return conn_mbox_mark(c, MBOX_RESUME);
 }
 
 /*

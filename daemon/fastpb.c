@@ -240,10 +240,10 @@ static bool get_usual(struct fastpb_req *out, const uint8_t *p,
 	return true;
 }
 
-/* Decode a Down, Up or Ping request of the usual shape. */
 /* SEMD_FASTPB=0 in the environment: protobuf-c for everything (-1: unread). */
 static _Atomic int fastpb_on = -1;
 
+/* Is the hand coding on (SEMD_FASTPB is not 0)? */
 bool fastpb_enabled(void)
 {
 	int on = atomic_load_explicit(&fastpb_on, memory_order_relaxed);
@@ -257,6 +257,7 @@ bool fastpb_enabled(void)
 	return on != 0;
 }
 
+/* Decode a Down, Up or Ping request of the usual shape. */
 bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
     char *buf, size_t bufsize)
 {
@@ -501,6 +502,7 @@ size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 	return n;
 }
 
+/* Pack a usual reply as a whole frame at out (its length; 0: not one). */
 size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out)
 {
 	uint8_t *p = out + FRAME_HDR;	/* Reply's fields after the header */

@@ -224,6 +224,19 @@ static int semd_reload(void *arg, struct semd_config *out, char *err,
 	return r;
 }
 
+/* The HTTP front door, as config.c and listen.c reach it (config.h). */
+static const struct config_door semd_http_door = {
+	.known = http_config_known,
+	.set = http_config_set,
+	.put = http_config_put,
+	.listener_kind = http_listener_kind,
+	.listener_check = http_listener_check,
+	.listen = http_listen,
+	.listeners_each = http_listeners_each,
+	.unlisten = http_unlisten,
+};
+
+/* Read the settings, open the listeners, take the state up, serve. */
 int main(int argc, char **argv)
 {
 	enum { OPT_BASE = 256 };
@@ -263,6 +276,7 @@ int main(int argc, char **argv)
 	int c, i, code;
 
 	log_open();
+	config_door_set(&semd_http_door);
 	for (i = 0; i < NKEYS; i++) {
 		opts[i].name = keys[i];
 		opts[i].has_arg = config_is_bool(keys[i]) ? optional_argument :

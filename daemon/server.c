@@ -181,7 +181,7 @@ uint64_t server_dropped(struct server *srv)
 	return n;
 }
 
-/* The state machine's earliest deadline came (this worker's timer). */
+/* The state's earliest deadline came (this worker's timer): the feed ticks it. */
 static void server_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -193,7 +193,7 @@ static void server_deadline_cb(evutil_socket_t fd, short what, void *arg)
 		srv->armed_by = NULL;
 		srv->armed_min = UINT64_MAX;
 	}
-	sm_tick(srv->sm, server_now());
+	srv->feed->tick_locked(srv);
 	server_unlock(w);
 }
 
@@ -348,7 +348,6 @@ static void worker_free(struct worker *w)
 	if (w->wakefd >= 0)
 		close(w->wakefd);
 	free(w->mbox);
-	sm_batch_free(&w->batch);
 	if (w->base)
 		event_base_free(w->base);
 }

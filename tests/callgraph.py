@@ -10,14 +10,25 @@ a lower part is given something to call above it (struct sm_out, struct
 semlog_host, struct feed, the core's wake callbacks), which the rules allow.
 
 The rooms (doc/design.md): daemon/state/ the state machine, daemon/log/ the
-replicated log under it, the rest of daemon/ the shell. The rules:
+replicated log under it, the rest of daemon/ the shell, above which stand
+daemon/http/, the HTTP front door, and daemon/main.c, which ties them
+together. The rules:
   1. no circle of calls between the files of daemon/state/, nor between
-     those of daemon/log/;
-  2. the rooms call one way: the shell may call the log and the state, the
-     log the state; the state calls neither, the log never calls the shell
-     (it is handed struct semlog_host). daemon/logging.c, the log lines,
-     calls no other file of the daemon: the shell and the log may call it.
-A circle inside the shell is printed, not refused.
+     those of daemon/log/, nor between those of the shell;
+  2. the rooms call one way: main may call every room, the front door the
+     shell, the log and the state, the shell the log and the state, the log
+     the state; the state calls none, the log never calls the shell (it is
+     handed struct semlog_host), the shell never calls the front door (it
+     is handed struct config_door). daemon/logging.c, the log lines, calls
+     no other file of the daemon: every room but the state may call it.
+A circle inside the front door is printed, not refused.
+
+libsemclient (client/) is read the same way, its floors (doc/design.md)
+client/base/ (addresses, results, transports), client/session/ (the
+session's bookkeeping), client/engine/ (the I/O engine) and client/api/
+(the API): a floor calls only the floors below it, and no circle of calls
+joins any two of client/'s files. semctl (cli/), on libsemclient's public
+API, has no circle of calls between its files either.
 
 Usage: tests/callgraph.py [--order] [--dot FILE] BUILD_DIR
 BUILD_DIR is a configured and built tree (config.h and proto/semd.pb-c.h are
@@ -34,12 +45,19 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-ROOMS = (("daemon/state/", "state"), ("daemon/log/", "log"), ("daemon/", "shell"))
-MAY_CALL = {"shell": {"log", "state"}, "log": {"state"}, "state": set()}
+ROOMS = (("daemon/state/", "state"), ("daemon/log/", "log"), ("daemon/http/", "http"),
+         ("daemon/main.c", "main"), ("daemon/", "shell"))
+MAY_CALL = {"main": {"http", "shell", "log", "state"}, "http": {"shell", "log", "state"},
+            "shell": {"log", "state"}, "log": {"state"}, "state": set()}
 # Rooms in which no circle of calls between files is allowed.
-NO_CIRCLE = {"state", "log"}
+NO_CIRCLE = {"state", "log", "shell"}
 # Leaves below the shell and the log alike: they call no file of the daemon.
 LEAVES = {"daemon/logging.c"}
+# libsemclient's floors, lowest first, and the floors each may call.
+CLIENT_FLOORS = (("client/base/", "base"), ("client/session/", "session"),
+                 ("client/engine/", "engine"), ("client/api/", "api"))
+CLIENT_BELOW = {"base": set(), "session": {"base"}, "engine": {"session", "base"},
+                "api": {"engine", "session", "base"}}
 NODE = re.compile(r'^node: \{ title: "([^"]*)" label: "([^"\\]*)\\n([^"]*):(\d+):\d+"(.*)\}$')
 EDGE = re.compile(r'^edge: \{ sourcename: "([^"]*)" targetname: "([^"]*)" '
                   r'label: "([^"]*):(\d+):\d+" \}$')
@@ -53,10 +71,10 @@ def room_of(path):
     return None
 
 
-def sources(top):
-    """Every C file under daemon/, relative to top."""
+def sources(top, folder="daemon"):
+    """Every C file under folder (daemon/), relative to top."""
     out = []
-    for d, _, files in os.walk(os.path.join(top, "daemon")):
+    for d, _, files in os.walk(os.path.join(top, folder)):
         out += [os.path.relpath(os.path.join(d, f), top) for f in files if f.endswith(".c")]
     return sorted(out)
 
@@ -163,6 +181,77 @@ def layers(files, edges, comps):
     return layer
 
 
+def graph(top, build, srcs, cflags):
+    """The calls between srcs' files: (edges, an example call of each edge),
+    or None when a file does not compile (said)."""
+    tmp = tempfile.mkdtemp(prefix="callgraph.")
+    try:
+        jobs = int(os.environ.get("LINT_JOBS", "2"))
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as ex:
+            results = list(ex.map(compile_one, [(top, build, tmp, s, cflags) for s in srcs]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    defs, calls = {}, {}
+    for src, text, err in results:
+        if text is None:
+            print(f"callgraph: {src} does not compile:\n{err}", file=sys.stderr)
+            return None
+        d, c = parse(top, text)
+        defs.update(d)
+        calls[src] = c
+    edges, example = {}, {}
+    for src in srcs:
+        for caller, callee, lineno in calls[src]:
+            dst = defs.get(callee)
+            if dst is None or dst == src:
+                continue
+            edges.setdefault(src, set()).add(dst)
+            example.setdefault((src, dst), f"{src}:{lineno} {caller}() -> {callee}()")
+    return edges, example
+
+
+def client_check(top, build, cflags, order, folder="client", floors=CLIENT_FLOORS):
+    """libsemclient's rules (the module's doc), or semctl's (folder cli,
+    floors ()): whether one is broken (None: a file does not compile)."""
+    srcs = sources(top, folder)
+    got = graph(top, build, srcs, cflags)
+    if got is None:
+        return None
+    edges, example = got
+    floor = {s: next((f for p, f in floors if s.startswith(p)), None) for s in srcs}
+    print("callgraph: %s/, %d files, %d pairs of files with calls" % (
+        folder, len(srcs), sum(len(v) for v in edges.values())))
+    bad = False
+    comps = circles(srcs, edges)
+    for comp in comps:
+        bad = True
+        print("callgraph: CIRCLE (not allowed) in %s/, %d files: %s" % (
+            folder, len(comp), " ".join(comp)))
+        for a in comp:
+            for b in sorted(edges.get(a, ())):
+                if b in comp:
+                    print("    " + example[(a, b)])
+    for a in srcs:
+        for b in sorted(edges.get(a, ()) if floors else ()):
+            fa, fb = floor[a], floor[b]
+            if fa is None or fb is None:
+                bad = True
+                print(f"callgraph: {folder}/ file on no floor: {a if fa is None else b}")
+            elif fa != fb and fb not in CLIENT_BELOW[fa]:
+                bad = True
+                print(f"callgraph: CALL UP {folder}/ {fa} -> {fb}: " + example[(a, b)])
+    if order:
+        layer = layers(set(srcs), edges, comps)
+        print(f"callgraph: {folder}/, by layer (a file calls only lower ones):")
+        for n in sorted(set(layer.values())):
+            print("    %2d  %s" % (n, " ".join(f[len(folder) + 1:] for f in srcs
+                                            if layer[f] == n)))
+    if not bad:
+        print(f"callgraph: {folder}/: no circle" +
+              (", each floor calls only the floors below it" if floors else ""))
+    return bad
+
+
 def main(argv):
     args = list(argv[1:])
     dot, order = None, False
@@ -186,29 +275,10 @@ def main(argv):
         return 2
     srcs = sources(top)
     cflags = pkg_cflags()
-    tmp = tempfile.mkdtemp(prefix="callgraph.")
-    try:
-        jobs = int(os.environ.get("LINT_JOBS", "2"))
-        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as ex:
-            results = list(ex.map(compile_one, [(top, build, tmp, s, cflags) for s in srcs]))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    defs, calls = {}, {}
-    for src, text, err in results:
-        if text is None:
-            print(f"callgraph: {src} does not compile:\n{err}", file=sys.stderr)
-            return 2
-        d, c = parse(top, text)
-        defs.update(d)
-        calls[src] = c
-    edges, example = {}, {}
-    for src in srcs:
-        for caller, callee, lineno in calls[src]:
-            dst = defs.get(callee)
-            if dst is None or dst == src:
-                continue
-            edges.setdefault(src, set()).add(dst)
-            example.setdefault((src, dst), f"{src}:{lineno} {caller}() -> {callee}()")
+    got = graph(top, build, srcs, cflags)
+    if got is None:
+        return 2
+    edges, example = got
     count = {}
     for s in srcs:
         count[room_of(s)] = count.get(room_of(s), 0) + 1
@@ -250,8 +320,14 @@ def main(argv):
                 for b in sorted(edges.get(a, ())):
                     f.write(f'\t"{a}" -> "{b}";\n')
             f.write("}\n")
+    for folder, floors in (("client", CLIENT_FLOORS), ("cli", ())):
+        broken = client_check(top, build, cflags, order, folder, floors)
+        if broken is None:
+            return 2
+        bad = broken or bad
     print("callgraph: " + ("the rules are broken (above)" if bad else
-                           "no circle in daemon/state/ nor daemon/log/, the rooms call one way"))
+                           "no circle in daemon/state/, daemon/log/ nor the shell, "
+                           "the rooms call one way"))
     return 1 if bad else 0
 
 
