@@ -5,8 +5,9 @@
  * turns (semc_turn_locked()) are run by three kinds of threads: a call
  * waiting for its reply (call.c), an event loop in semc_process(), and the
  * keepalive thread of a session with a lease (or of any session in a
- * cluster: the guard, handle.h), which this file starts and stops. A turn reconnects when that is due, reads for a while (taking the
- * reader role when nobody has it) or waits for whoever reads or connects,
+ * cluster: the guard, handle.h), which this file starts and stops. A turn
+ * reconnects when that is due, reads for a while (taking the reader role
+ * when nobody has it) or waits for whoever reads or connects,
  * then runs the session's duties (the end of the client-side lease, a
  * keepalive ping every third of it, a connection whose ping went unanswered
  * for a quarter of it given up) and delivers and sends what they gathered.

@@ -85,8 +85,9 @@ void semc_conn_broken_locked(struct semc *c, struct semc_conn *k, const char *wh
  * daemons, on the next first: a silent one is likely stopped or cut off). */
 void semc_lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d)
 {
-	const char *why = c->untrusted ? "a grant came after the cluster's election timeout "
-			  "since its request was sent" : c->granted_lease > 0 ?
+	const char *why = c->untrusted ? "a grant came after the session's lease (or the "
+			  "cluster's election timeout) since its request was sent" :
+			  c->granted_lease > 0 ?
 			  "no answer from the server within the session's lease" :
 			  "no answer from the cluster's leader within its election timeout";
 	int64_t end = semc_trust_end_locked(c);
