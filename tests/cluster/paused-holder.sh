@@ -10,6 +10,7 @@
 # B's first grant arrives, and every token of B is above A's. Without a
 # lease A's session was its connection, which a paused leader keeps open:
 # A believed it held the name for the whole pause while B held it too.
+# Then a client stopped while its grant comes refuses it (below).
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 90
 unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
@@ -73,4 +74,29 @@ check() {
 }
 ok "A's hold ended before B was granted; B's tokens are above A's" check
 [ "$t_failed" = 0 ] || { cat "$T/a.out" "$T/a.err" "$T/b.out" "$T/b.err"; }
+
+# The other side of the guard: a grant that reaches a client without a
+# lease later than the election timeout after its down was sent is void
+# (its leader may have been deposed meanwhile). Client D waits for a name C
+# holds 2 s, and is stopped for 3 s: the grant comes while it is stopped.
+# D refuses it (semctl exits 5, hold lost, its command never runs), and
+# its session's end gives the permit back.
+ok "a leader" t_wait_for 15 t_cluster_has_leader
+"$SEMCTL" -s "$ADDRS" run --lease 0 ph/v -- sleep 2 &
+c=$!
+vheld() { "$SEMCTL" -s "$ADDRS" --json info ph/v 2>/dev/null | grep -q '"holders":\[{'; }
+ok "client C holds ph/v" t_wait_for 10 vheld
+"$SEMCTL" -s "$ADDRS" run --lease 0 ph/v -- touch "$T/ran" 2>"$T/d.err" &
+d=$!
+vwaits() { "$SEMCTL" -s "$ADDRS" --json info ph/v 2>/dev/null | grep -q '"waiters_total":1'; }
+ok "client D waits" t_wait_for 10 vwaits
+kill -STOP "$d"
+sleep 3
+kill -CONT "$d"
+wait "$d"
+expect_eq "client D refuses the late grant (hold lost)" 5 "$?"
+ok "... its command did not run" test ! -e "$T/ran"
+wait "$c"
+vfree() { ! "$SEMCTL" -s "$ADDRS" --json info ph/v 2>/dev/null | grep -q '"holders":\[{'; }
+ok "... and the permit came back" t_wait_for 10 vfree
 t_done
