@@ -688,7 +688,7 @@ bool effect_next_deadlock(struct sm *sm, uint64_t *session_id);
 /* sm_memo.c */
 void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
     int code, uint32_t n, uint64_t token);
-void memo_answer(struct sm *sm, struct sm_client *c, struct sm_memo *m);
+void memo_answer(struct sm *sm, struct sm_client *c, const struct sm_memo *m);
 void memo_free(struct sm *sm, struct sm_session *s, struct sm_memo *m);
 
 /* sm_idem.c */

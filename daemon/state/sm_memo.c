@@ -47,8 +47,13 @@ void memo_add(struct sm *sm, struct sm_session *s, uint64_t request_id,
 	req_index(sm, &m->req, s->id, request_id, REQ_MEMO);
 }
 
-/* Answer a retried down from its memo, which is then forgotten. */
-void memo_answer(struct sm *sm, struct sm_client *c, struct sm_memo *m)
+/*
+ * Answer a retried down from its memo, which is kept: the answer may be lost
+ * again (the client gone before it came), and the next retry must hear the
+ * same, not run as a new down (one answered REPLACED or TIMEOUT would then
+ * wait again, and could be granted).
+ */
+void memo_answer(struct sm *sm, struct sm_client *c, const struct sm_memo *m)
 {
 	uint64_t id = m->req.request_id;
 
@@ -59,6 +64,5 @@ void memo_answer(struct sm *sm, struct sm_client *c, struct sm_memo *m)
 		    protobuf_c_enum_descriptor_get_value(&semd__code__descriptor,
 		    m->code) != NULL ? protobuf_c_enum_descriptor_get_value(
 		    &semd__code__descriptor, m->code)->name : "error");
-	memo_free(sm, c->session, m);
 }
 

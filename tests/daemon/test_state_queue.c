@@ -145,6 +145,64 @@ static void test_replace(void)
 	t_end(sm);
 }
 
+/*
+ * A down answered REPLACED, its retry's answer lost with the client's
+ * connection: the next retry hears REPLACED again, never waits or is
+ * granted (the cluster simulation's seed 1133529021); a TIMEOUT alike.
+ */
+static void test_replace_retried_twice(void)
+{
+	struct sm_client *a, *a2, *h, *x;
+	struct sm *sm = t_start_checked(1000, "replace: a replaced down retried twice is answered REPLACED twice",
+	    NULL, "uid:1/5000 uid:1 uid:2", &a, &a2, &h);
+	uint64_t sid = sm_client_session(a);
+	Semd__InfoReply *in;
+
+	t_op(sm, h, 20, SEMD__REQUEST__OP_CREATE, "name=%s limit=%u", "q", 1);
+	expect_code(3, 20, SEMD__CODE__OK);
+	t_held(sm, h, 3, 2, "q", 1);
+	t_down_key(sm, a, 4, "q", 1, -1, "k");
+	sm_client_close(sm, a, now);		/* away, its waiter kept */
+	x = sm_client_open(sm, (uint64_t)4, (void *)4, "uid:1", secret_a, 0, now);
+	t_hello(sm, x, 1, 5000, sid, secret_a);
+	expect_code(4, 1, SEMD__CODE__OK);
+	t_down_key(sm, x, 4, "q", 1, -1, "k");	/* the retry: it waits on */
+	EXPECT(none(4, 4));
+	t_down_key(sm, a2, 8, "q", 1, -1, "k");
+	expect_code(4, 4, SEMD__CODE__REPLACED);
+	t_down_key(sm, x, 4, "q", 1, -1, "k");	/* a retry sent before it heard */
+	expect_code(4, 4, SEMD__CODE__REPLACED);
+	sm_client_close(sm, x, now);		/* and gone before it heard */
+	x = sm_client_open(sm, (uint64_t)5, (void *)5, "uid:1", secret_a, 0, now);
+	t_hello(sm, x, 1, 5000, sid, secret_a);
+	expect_code(5, 1, SEMD__CODE__OK);
+	t_down_key(sm, x, 4, "q", 1, -1, "k");
+	expect_code(5, 4, SEMD__CODE__REPLACED);
+	in = info_of(sm, h, 3, 3, "q");
+	EXPECT(in != NULL && in->waiters_total == 1);
+	t_up(sm, h, 4, "q", 1, 0);
+	grant_of(2, 8);
+	t_up(sm, a2, 9, "q", 1, 0);
+	expect_code(2, 9, SEMD__CODE__OK);
+	EXPECT(none(5, 4));
+	in = info_of(sm, h, 3, 5, "q");
+	EXPECT(in != NULL && in->waiters_total == 0 && in->available == 1);
+	/* A timed-out down, retried twice, times out twice; nothing is held. */
+	t_held(sm, h, 3, 6, "q", 1);
+	t_down(sm, x, 10, "q", 1, 100, 0);
+	t_tick(sm, now + 100);
+	expect_code(5, 10, SEMD__CODE__TIMEOUT);
+	t_down(sm, x, 10, "q", 1, 100, 0);
+	expect_code(5, 10, SEMD__CODE__TIMEOUT);
+	t_down(sm, x, 10, "q", 1, 100, 0);
+	expect_code(5, 10, SEMD__CODE__TIMEOUT);
+	t_up(sm, h, 7, "q", 1, 0);
+	EXPECT(none(5, 10));
+	in = info_of(sm, h, 3, 8, "q");
+	EXPECT(in != NULL && in->waiters_total == 0 && in->available == 1);
+	t_end(sm);
+}
+
 /* A waiter of an away session with a key is replaced by a down granted at once. */
 static void test_replace_parked(void)
 {
@@ -619,6 +677,7 @@ int main(void)
 {
 	test_max_waiters();
 	test_replace();
+	test_replace_retried_twice();
 	test_replace_parked();
 	test_queue_snapshot();
 	test_priorities();
