@@ -51,10 +51,14 @@ void peer_wire_free(struct peer_wire *w)
 	w->cap = 0;
 }
 
-/* Is this libraft's encoding of a configuration, read within len? */
+/*
+ * Is this libraft's encoding of a configuration, read within len, that
+ * libraft takes (no id or address twice: its decoder fails on those)?
+ */
 bool peer_wire_conf_ok(const uint8_t *p, size_t len)
 {
-	size_t off = 9, i, a;
+	size_t at[PEER_WIRE_MAX_SERVERS];	/* where each server starts */
+	size_t off = 9, i, j, a;
 	uint64_t n;
 
 	if (len < 9 || len > PEER_WIRE_MAX_CONF || len % 8 != 0 || p[0] != 1)
@@ -65,6 +69,7 @@ bool peer_wire_conf_ok(const uint8_t *p, size_t len)
 	for (i = 0; i < n; i++) {
 		if (len - off < 8 || le64(p + off) == 0)
 			return false;
+		at[i] = off;
 		off += 8;
 		for (a = off; a < len && p[a] != '\0'; a++)
 			;
@@ -72,6 +77,11 @@ bool peer_wire_conf_ok(const uint8_t *p, size_t len)
 		if (a == off || a - off > 255 || len - a < 2 ||
 		    p[a + 1] > RAFT_SPARE)
 			return false;
+		for (j = 0; j < i; j++)
+			if (le64(p + at[j]) == le64(p + at[i]) ||
+			    strcmp((const char *)p + at[j] + 8,
+			    (const char *)p + off) == 0)
+				return false;
 		off = a + 2;
 	}
 	/* Padding: zeros, fewer than 8. */

@@ -40,6 +40,10 @@ LIBS[fuzz_dispatch]="daemon/state/libsemstate.a core/libsemcore.a proto/libsempr
 LIBS[fuzz_entry]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_snap]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_http_json]="daemon/http/libsemhttp.a proto/libsemproto.a"
+LIBS[fuzz_peer]="daemon/log/libsemlog.a daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+# target name -> more it needs: sources of the tree, system libraries
+declare -A MORE
+MORE[fuzz_peer]="$TOP/daemon/logging.c $(pkg-config --libs raft libuv)"
 
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
@@ -57,7 +61,7 @@ for t in $(printf '%s\n' "${!LIBS[@]}" | sort); do
 	echo "=== fuzz: building $t"
 	# shellcheck disable=SC2086
 	if ! "$CC" $SAN -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -I"$TOP" -I"$BUILD" \
-		-o "$BUILD/$t" "$TOP/tests/fuzz/$t.c" $libs $PROTOBUF -lpthread; then
+		-o "$BUILD/$t" "$TOP/tests/fuzz/$t.c" $libs ${MORE[$t]:-} $PROTOBUF -lpthread; then
 		summary+=("$t: BUILD FAILED"); failed=1; continue
 	fi
 	targets+=("$t")
