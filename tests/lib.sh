@@ -187,17 +187,30 @@ t_cluster3() {
 	base=$(t_port_base "$1") || return 1
 	BOOT="1=127.0.0.1:$((base + 1)),2=127.0.0.1:$((base + 2)),3=127.0.0.1:$((base + 3))"
 	ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$((base + 13))"
+	t_peer_key "$T/peer.key"
+}
+
+# t_peer_key FILE: a new peer key (32 random bytes, mode 600) in FILE, for
+# plain cluster peers (--peer-key FILE).
+t_peer_key() {
+	(umask 077 && head -c 32 /dev/urandom >"$1")
 }
 
 # t_cluster_node I [ARGS...]: node I of t_cluster3's cluster (t_start_node)
 # on its data directory $T/dI, peer port base+I, client port base+10+I,
-# open to anyone; ARGS after.
+# open to anyone, its peers proving $T/peer.key (unless ARGS give peer TLS
+# or allow-insecure-peers); ARGS after.
 t_cluster_node() {
 	t_n=$1; shift
+	case " $* " in
+	*" --peer-tls-cert "*|*" --allow-insecure-peers"*|*" --peer-key "*) t_pk= ;;
+	*) t_pk="--peer-key $T/peer.key" ;;
+	esac
+	# shellcheck disable=SC2086 # t_pk is two words or none
 	t_start_node "$t_n" --data-dir "$T/d$t_n" --node-id "$t_n" \
 		--peer-listen "tcp:127.0.0.1:$((base + t_n))" \
 		--listen "tcp:127.0.0.1:$((base + 10 + t_n))" \
-		--acl "anonymous * all" "$@"
+		--acl "anonymous * all" $t_pk "$@"
 }
 
 # t_cluster_field NAME [ADDRS]: a number of the cluster status, as the first

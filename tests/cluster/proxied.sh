@@ -3,7 +3,7 @@
 # under faults (faults.sh, lease-faults.sh), after tests/lib.sh: every
 # node's peer port behind peerproxy.py, which cuts links as $T/blocked says.
 # Peers P1..P3 (the nodes bind 127.0.0.1, the configuration names the
-# proxies on 127.0.0.2), client ports C1..C3; sets BOOT, ADDRS and LOAD (the
+# proxies on 127.0.0.2; they prove $T/peer.key), client ports C1..C3; sets BOOT, ADDRS and LOAD (the
 # clients, cluster_load), and gives start_node, leader, has_leader,
 # wait_leader and pid_of. Skipped without python3 or with SEMD_SKIP_FAULTS.
 # shellcheck shell=sh disable=SC2034
@@ -18,6 +18,7 @@ C1=$((base + 11)); C2=$((base + 12)); C3=$((base + 13))
 BOOT="1=127.0.0.2:$P1,2=127.0.0.2:$P2,3=127.0.0.2:$P3"
 ADDRS="tcp:127.0.0.1:$C1,tcp:127.0.0.1:$C2,tcp:127.0.0.1:$C3"
 : >"$T/blocked"
+t_peer_key "$T/peer.key"
 python3 "$PROXY" "$T/blocked" "127.0.0.2:$P1=127.0.0.1:$P1" \
 	"127.0.0.2:$P2=127.0.0.1:$P2" "127.0.0.2:$P3=127.0.0.1:$P3" \
 	>"$T/proxy.log" 2>&1 &
@@ -31,7 +32,7 @@ start_node() {
 	t_start_node "$sn_i" --data-dir "$T/d$sn_i" --node-id "$sn_i" \
 		--peer-listen "tcp:127.0.0.2:$port" --peer-bind "tcp:127.0.0.1:$port" \
 		--bootstrap "$BOOT" --listen "tcp:127.0.0.1:$cport" \
-		--acl "anonymous * all" "$@"
+		--acl "anonymous * all" --peer-key "$T/peer.key" "$@"
 }
 # leader: the leader's node id, as the cluster says.
 leader() { t_cluster_field leader_id; }
