@@ -595,13 +595,14 @@ static void port_message_free(struct raft_message *m)
 	}
 }
 
-/* The role of id in conf, or -1 when it is no member. */
-static int port_role(const struct raft_configuration *conf, raft_id id)
+/* Server id of conf, or NULL when it is no member. */
+static const struct raft_server *port_server(
+    const struct raft_configuration *conf, raft_id id)
 {
 	for (unsigned i = 0; i < conf->n; i++)
 		if (conf->servers[i].id == id)
-			return conf->servers[i].role;
-	return -1;
+			return &conf->servers[i];
+	return NULL;
 }
 
 /* Refuse: why says, with the message's type and sender. */
@@ -707,13 +708,22 @@ static bool port_numbers_ok(const struct semlog_port_rules *r,
 bool semlog_port_check(const struct semlog_port_rules *r,
     const struct raft_message *m, char *why, size_t whylen)
 {
-	int role = port_role(r->conf, m->server_id);
+	const struct raft_server *s = port_server(r->conf, m->server_id);
+	int role = s != NULL ? s->role : -1;
 	bool joining = r->conf->n == 0;
-	char what[160];
+	char what[400];
 	raft_term term;
 
 	if (m->server_id == 0 || m->server_id == r->self)
 		return port_refuse(m, why, whylen, "not another node's id");
+	/* A member is where the configuration says (TLS: what its
+	 * certificate names). */
+	if (s != NULL && m->server_address != NULL &&
+	    strcmp(s->address, m->server_address) != 0) {
+		snprintf(what, sizeof what, "it says it is at %.200s, and the "
+		    "node is at %.150s", m->server_address, s->address);
+		return port_refuse(m, why, whylen, what);
+	}
 	if (!port_numbers_ok(r, m, &term))
 		return port_refuse(m, why, whylen, "an index or term out of "
 		    "order or out of range");

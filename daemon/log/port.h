@@ -97,6 +97,8 @@ uint64_t semlog_port_append_wait_us(const struct semlog_port *p);
  *  - terms below SEMLOG_TERM_MAX and at most SEMLOG_TERM_JUMP above the
  *    node's (elections make one term each), an entry's and the previous
  *    entry's at most the message's, indexes below 2^63;
+ *  - a member of conf from its address there (in TLS, the address its
+ *    certificate names: ids are bound to certificates);
  *  - a RequestVote (or pre-vote) or TimeoutNow only from another voter of
  *    conf, whose RequestVote names itself the candidate; an AppendEntries
  *    or InstallSnapshot from a member of conf, or from a leader of a term

@@ -6,7 +6,7 @@
 # proxies on 127.0.0.2; they prove $T/peer.key), client ports C1..C3; sets BOOT, ADDRS and LOAD (the
 # clients, cluster_load), and gives start_node, leader, has_leader,
 # wait_leader and pid_of. Skipped without python3 or with SEMD_SKIP_FAULTS.
-# shellcheck shell=sh disable=SC2034
+# shellcheck shell=sh disable=SC2034,SC2046
 command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
 # tests/run's distcheck stage: the check stage and the sanitizer stage run these
 [ -z "${SEMD_SKIP_FAULTS:-}" ] || { echo "SKIP: SEMD_SKIP_FAULTS"; exit 77; }
@@ -18,7 +18,6 @@ C1=$((base + 11)); C2=$((base + 12)); C3=$((base + 13))
 BOOT="1=127.0.0.2:$P1,2=127.0.0.2:$P2,3=127.0.0.2:$P3"
 ADDRS="tcp:127.0.0.1:$C1,tcp:127.0.0.1:$C2,tcp:127.0.0.1:$C3"
 : >"$T/blocked"
-t_peer_key "$T/peer.key"
 python3 "$PROXY" "$T/blocked" "127.0.0.2:$P1=127.0.0.1:$P1" \
 	"127.0.0.2:$P2=127.0.0.1:$P2" "127.0.0.2:$P3=127.0.0.1:$P3" \
 	>"$T/proxy.log" 2>&1 &
@@ -32,7 +31,7 @@ start_node() {
 	t_start_node "$sn_i" --data-dir "$T/d$sn_i" --node-id "$sn_i" \
 		--peer-listen "tcp:127.0.0.2:$port" --peer-bind "tcp:127.0.0.1:$port" \
 		--bootstrap "$BOOT" --listen "tcp:127.0.0.1:$cport" \
-		--acl "anonymous * all" --peer-key "$T/peer.key" "$@"
+		--acl "anonymous * all" $(t_peers) "$@"
 }
 # leader: the leader's node id, as the cluster says.
 leader() { t_cluster_field leader_id; }

@@ -488,6 +488,11 @@ static void test_checks(void)
 	vote_of(&m, 1, 6);
 	CHECK(!passes(&r, &m));			/* this node's own id */
 	vote_of(&m, 2, 6);
+	m.server_address = "127.0.0.1:9002";
+	CHECK(passes(&r, &m));			/* where the configuration says */
+	m.server_address = "127.0.0.1:9999";
+	CHECK(!passes(&r, &m));			/* node 2, somewhere else */
+	vote_of(&m, 2, 6);
 	m.request_vote.candidate_id = 3;
 	CHECK(!passes(&r, &m));			/* for another candidate */
 	vote_of(&m, 2, 6);

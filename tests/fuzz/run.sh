@@ -45,6 +45,8 @@ LIBS[fuzz_peer]="daemon/log/libsemlog.a daemon/state/libsemstate.a core/libsemco
 declare -A MORE
 MORE[fuzz_peer]="$TOP/daemon/logging.c $(pkg-config --libs raft libuv)"
 
+# The generated protobuf headers first: the other libraries include them.
+make -s -C "$BUILD" -j"$JOBS" proto/libsemproto.a
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
 
