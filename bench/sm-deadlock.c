@@ -71,7 +71,7 @@ static uint64_t counter(struct sm *sm, int which)
 int main(int argc, char **argv)
 {
 	struct sm_config cfg;
-	struct sm_out out = { sink, NULL, NULL, NULL, NULL };
+	struct sm_out out = { sink, NULL, NULL, NULL, NULL, NULL };
 	struct sm_client **cs;
 	struct sm *sm;
 	char name[32], next[32];

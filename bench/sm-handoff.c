@@ -88,7 +88,7 @@ static int run(const char *what, int kind, uint64_t n)
 	Semd__GroupWeight *gwp[4] = { &gw[0], &gw[1], &gw[2], &gw[3] };
 	Semd__Request req = SEMD__REQUEST__INIT;
 	Semd__Create cr = SEMD__CREATE__INIT;
-	struct sm_out out = { sink, NULL, NULL, NULL, NULL };
+	struct sm_out out = { sink, NULL, NULL, NULL, NULL, NULL };
 	struct sm_client **cs;
 	struct sm_config cfg;
 	struct sm *sm;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +23,16 @@
 
 /*
  * What one principal has open: connections (for its connection quota; the
- * state machine counts what outlives a request), and a copy of its
- * identity to look the quotas up with.
+ * state machine counts what outlives a request), the replies they left
+ * unread (its output quota), and a copy of its identity to look the quotas
+ * up with.
  */
 struct access_count {
 	struct list_head	entry;
 	size_t			n;
 	struct acl_subject	subject;
+	/* Bytes of replies its connections' sockets have not taken. */
+	_Atomic uint64_t	output;
 };
 
 #define ACCESS_LAST_NAME	64	/* longer names are checked every time */
@@ -52,6 +56,7 @@ struct access_id {
 	uint8_t			last_len;
 	unsigned int		last_rights;
 	char			last_name[ACCESS_LAST_NAME];
+	uint64_t		output;		/* its output quota (0: none) */
 };
 
 static void access_close_locked(struct access_id *id);
@@ -62,6 +67,7 @@ static const enum acl_quota_kind access_limit_kind[SM_NLIMITS] = {
 	[SM_LIMIT_PERMITS] = ACL_QUOTA_PERMITS,
 	[SM_LIMIT_WAITERS] = ACL_QUOTA_WAITERS,
 	[SM_LIMIT_SEMAPHORES] = ACL_QUOTA_SEMAPHORES,
+	[SM_LIMIT_WATCHES] = ACL_QUOTA_WATCHES,
 };
 
 /*
@@ -186,6 +192,7 @@ static void access_refresh(struct access_id *id, const struct acl *acl)
 	id->rights = acl_default_rights(&id->subject);
 	for (i = 0; i < SM_NLIMITS; i++)
 		id->limit[i] = acl_quota(acl, &id->subject, access_limit_kind[i]);
+	id->output = acl_quota(acl, &id->subject, ACL_QUOTA_OUTPUT);
 }
 
 /*
@@ -318,22 +325,12 @@ static const enum acl_right access_right[] = {
  * for a refusal. False: no name to check - hello, ping, cancel, detach and
  * where; a multi-name down, whose names access_check_each() checks one by
  * one; an unknown op. A cluster request is the node's, not the state's:
- * its view needs inspect, a change of the cluster admin.
+ * its view needs inspect (its row), a change of the cluster admin.
  */
 static bool access_need(const struct sm_op *op, const Semd__Request *req,
     const char **name, enum acl_right *right, const char **verb,
     const char **after)
 {
-	bool status;
-
-	if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
-		status = req->cluster->action == SEMD__CLUSTER__ACTION__STATUS;
-		*name = "";
-		*right = status ? ACL_INSPECT : ACL_ADMIN;
-		*verb = status ? "inspect the cluster" : "change the cluster";
-		*after = "";
-		return true;
-	}
 	if (op == NULL || (*name = sm_op_target(op, req)) == NULL)
 		return false;
 	*right = access_right[op->right];
@@ -344,6 +341,12 @@ static bool access_need(const struct sm_op *op, const Semd__Request *req,
 		*right = (enum acl_right)(ACL_USE | ACL_CREATE);
 		*verb = "create";
 		*after = ACCESS_DOWN_LIMIT;
+	}
+	if (req->op_case == SEMD__REQUEST__OP_CLUSTER &&
+	    req->cluster->action != SEMD__CLUSTER__ACTION__STATUS) {
+		/* a change of the cluster, not a look at it: admin */
+		*right = ACL_ADMIN;
+		*verb = "change the cluster";
 	}
 	return true;
 }
@@ -412,9 +415,50 @@ static void access_log_denial(const struct conn *c, uint64_t id,
 	log_notice("%s: request %" PRIu64 " denied: %s", c->peer, id, msg);
 }
 
+/* Any thread: a backlog of id's principal grew or shrank by delta bytes. */
+static void access_output(struct access_id *id, int64_t delta)
+{
+	atomic_fetch_add_explicit(&id->count->output, (uint64_t)delta,
+	    memory_order_relaxed);
+}
+
+/* Under the lock: are the backlogs of id's principal over its quota? */
+static bool access_output_over_locked(const struct access_id *id)
+{
+	return id != NULL && id->output != 0 &&
+	    atomic_load_explicit(&id->count->output, memory_order_relaxed) >
+	    id->output;
+}
+
+/*
+ * Can the answer to req be big? Those are refused while the principal's
+ * unread replies are over its output quota; what gives back or keeps a
+ * session (up, release, cancel, a ping without a payload, ...) never is.
+ */
+static bool access_big_answer(const Semd__Request *req)
+{
+	switch (req->op_case) {
+	case SEMD__REQUEST__OP_INFO:
+	case SEMD__REQUEST__OP_LIST:
+	case SEMD__REQUEST__OP_STATS:
+	case SEMD__REQUEST__OP_HOLDS:
+	case SEMD__REQUEST__OP_WHERE:
+	case SEMD__REQUEST__OP_WATCH:
+	case SEMD__REQUEST__OP_BACKUP:
+	case SEMD__REQUEST__OP_CLUSTER:
+		return true;
+	case SEMD__REQUEST__OP_PING:
+		return req->ping->payload.len > 0;
+	default:
+		return false;
+	}
+}
+
 /*
  * Check one request against the ACL (under the lock): 0, or
- * PERMISSION_DENIED with the refusal in msg, for conn.c to answer.
+ * PERMISSION_DENIED with the refusal in msg, for conn.c to answer; or
+ * RESOURCE_EXHAUSTED for a request with a big answer from a principal over
+ * its output quota.
  * Runs on every request: with no acl or protect lines it is a compare of
  * the ACL's serial and a copy of the limits decided when the connection
  * opened (or after the last reload).
@@ -440,6 +484,13 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 	memcpy(who->limit, id->limit, sizeof who->limit);
 	if (id->subject.admin)
 		who->privs = SM_PRIV_ADMIN;
+	if (access_output_over_locked(id) && access_big_answer(req)) {
+		snprintf(msg, msglen, "quota: %s has %" PRIu64 " bytes of replies "
+		    "unread, past its output quota (%" PRIu64 "): read them first",
+		    id->subject.principal, atomic_load_explicit(&id->count->output,
+		    memory_order_relaxed), id->output);
+		return SEMD__CODE__RESOURCE_EXHAUSTED;
+	}
 	/*
 	 * Before Hello the state machine answers PROTOCOL_ERROR anyway; a
 	 * cluster's status is answered by the node without a session, so it
@@ -451,7 +502,7 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 			return 0;
 		goto denied;
 	}
-	if ((!c->hello && req->op_case != SEMD__REQUEST__OP_CLUSTER) ||
+	if ((!c->hello && !sm_op_is_node(req->op_case)) ||
 	    !access_need(op, req, &name, &right, &verb, &after))
 		return 0;
 	len = strlen(name);
@@ -491,6 +542,8 @@ static const struct conn_policy access_policy = {
 	.principal = access_principal,
 	.prepare = access_prepare,
 	.check_locked = access_check_locked,
+	.output = access_output,
+	.output_over_locked = access_output_over_locked,
 };
 
 /* The policy of srv's connections, and the filter of List and Watch. */

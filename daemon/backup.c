@@ -50,6 +50,7 @@ static size_t backup_chunk_size(const struct conn *c)
 	return n < 1024 ? 1024 : n;
 }
 
+/* Free a connection's copy of the state (NULL: nothing). */
 void backup_free(struct conn_backup *b)
 {
 	if (b == NULL)
@@ -86,6 +87,7 @@ static void backup_send_locked(struct conn *c, uint64_t id, uint64_t offset)
 	}
 }
 
+/* The sm_out backup effect: keep the copy on conn, answer its first chunk. */
 void backup_take_locked(void *ctx, void *conn, uint64_t id, uint8_t *snap,
     size_t len, uint64_t wall_ms)
 {
@@ -111,6 +113,7 @@ void backup_take_locked(void *ctx, void *conn, uint64_t id, uint8_t *snap,
 	backup_send_locked(c, id, 0);
 }
 
+/* A Backup for a later chunk: answered from c's copy (true). */
 bool backup_chunk_locked(struct conn *c, const Semd__Request *req)
 {
 	uint64_t off;
@@ -164,6 +167,7 @@ static int read_whole(int fd, size_t size, uint8_t **out)
 	return 0;
 }
 
+/* Read a backup file whole and check it (backup.h). */
 int backup_file_load(const char *path, uint8_t **snap, size_t *len,
     char *err, size_t errlen)
 {

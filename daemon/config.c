@@ -13,8 +13,6 @@
 #include <string.h>
 
 #include "daemon/config.h"
-#include "daemon/http/http.h"
-#include "daemon/http/http_config.h"
 #include "daemon/log/peer_addr.h"
 #include "daemon/state/state.h"
 #include "daemon/logging.h"
@@ -72,6 +70,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "metrics-listen", CFG_METRICS, OFF(metrics_listen), 0, 0 },
 	{ "metrics-names", CFG_NAMES, 0, 0, 0 },
 	{ "metrics-max-connections", CFG_UINT, OFF(metrics_max_connections), 1, 10000 },
+	{ "metrics-per-source-max-connections", CFG_UINT, OFF(metrics_per_source), 0, 10000 },
 	{ "metrics-timeout", CFG_DURATION, OFF(metrics_timeout_ms), 1, UINT32_MAX },
 	{ "ready-max-lag", CFG_UINT, OFF(ready_max_lag), 0, UINT32_MAX },
 	{ "admin", CFG_ADMIN, 0, 0, 0 },
@@ -114,6 +113,7 @@ void config_init(struct semd_config *c)
 	c->tls_startups_full = 256;
 	c->tls_per_source_startups = 8;
 	c->metrics_max_connections = 16;
+	c->metrics_per_source = 4;
 	c->metrics_timeout_ms = 10000;
 	c->ready_max_lag = 1000;
 	c->max_output = 4u << 20;
@@ -138,6 +138,27 @@ static void config_clear_listen(struct semd_config *c)
 	free(c->listen);
 	c->listen = NULL;
 	c->nlisten = 0;
+}
+
+/* The other front door (config.h), handed over by main.c; NULL: none. */
+static const struct config_door *config_door_p;
+
+/* Hand over the other front door (once, before any setting is read). */
+void config_door_set(const struct config_door *door)
+{
+	config_door_p = door;
+}
+
+/* The other front door, or NULL. */
+const struct config_door *config_door(void)
+{
+	return config_door_p;
+}
+
+/* Is key a setting of the other front door? */
+static bool config_door_known(const char *key)
+{
+	return config_door_p != NULL && config_door_p->known(key);
 }
 
 /* Free the strings (the struct itself is the caller's). */
@@ -178,7 +199,8 @@ void config_free(struct semd_config *c)
 	c->tls_ca = NULL;
 	acl_free(c->acl);
 	c->acl = NULL;
-	http_config_put(c->http);
+	if (c->http != NULL && config_door_p != NULL)
+		config_door_p->put(c->http);
 	c->http = NULL;
 	free(c->metrics_listen);
 	c->metrics_listen = NULL;
@@ -202,7 +224,7 @@ static const struct cfg_key *config_key(const char *key)
 /* Is this a setting? */
 bool config_known(const char *key)
 {
-	return config_key(key) != NULL || http_config_known(key);
+	return config_key(key) != NULL || config_door_known(key);
 }
 
 /* Is this a yes/no setting? */
@@ -256,8 +278,8 @@ static int check_listen(const char *v, char *err, size_t errlen)
 {
 	const char *port;
 
-	if (http_listener_kind(v))
-		return http_listener_check(v, err, errlen);
+	if (config_door_p != NULL && config_door_p->listener_kind(v))
+		return config_door_p->listener_check(v, err, errlen);
 	if (strncmp(v, "unix:", 5) == 0) {
 		if (v[5] == '\0') {
 			snprintf(err, errlen, "listen %s: empty socket path", v);
@@ -314,9 +336,9 @@ int config_set(struct semd_config *c, const char *key, const char *value,
 	char *end, *dup;
 	int level;
 
-	if (k == NULL && http_config_known(key))
+	if (k == NULL && config_door_known(key))
 		return *value == '\0' ? (snprintf(err, errlen, "%s needs a value",
-		    key), -EINVAL) : http_config_set(&c->http, key, value, err,
+		    key), -EINVAL) : config_door_p->set(&c->http, key, value, err,
 		    errlen);
 	if (k == NULL) {
 		snprintf(err, errlen, "unknown setting '%s'", key);

@@ -27,6 +27,7 @@
 
 struct acl;
 struct http_config;
+struct server;
 
 struct semd_config {
 	char		**listen;
@@ -83,6 +84,7 @@ struct semd_config {
 	uint32_t	election_timeout_ms;
 	char		*metrics_listen;	/* tcp:HOST:PORT, unix:PATH or NULL */
 	uint32_t	metrics_max_connections;
+	uint32_t	metrics_per_source;	/* of them from one address; 0: any */
 	uint32_t	metrics_timeout_ms;	/* to send a request, to read the page */
 	char		**metrics_names;	/* prefixes with per-name gauges */
 	size_t		nmetrics_names;
@@ -119,5 +121,35 @@ int config_load(struct semd_config *c, const char *path, char *err,
  */
 int config_build(struct semd_config *c, const char *path,
     const struct config_override *ov, size_t nov, char *err, size_t errlen);
+
+/*
+ * Another front door beside semd's own protocol: the HTTP one (daemon/http/,
+ * doc/http.md). It stands above the shell (its requests are made by clients
+ * inside the daemon, conn_start_inner), so the shell reaches it only
+ * through this table, which main.c hands over (config_door_set) before any
+ * setting is read: config.c asks it about its settings and its listener
+ * addresses, listen.c opens and closes its listeners. Without one, no
+ * setting and no address is the door's.
+ */
+struct config_door {
+	/* Its settings (the http-* keys): is key one; set it in *hc; drop hc. */
+	bool	(*known)(const char *key);
+	int	(*set)(struct http_config **hc, const char *key,
+		    const char *value, char *err, size_t errlen);
+	void	(*put)(struct http_config *hc);
+	/* Is spec one of its listener addresses; is it a good one (-EINVAL)? */
+	bool	(*listener_kind)(const char *spec);
+	int	(*listener_check)(const char *spec, char *err, size_t errlen);
+	/* Open a listener of srv: 0 or -errno. */
+	int	(*listen)(struct server *srv, const char *spec);
+	/* Call fn with the bound address of each of its listeners. */
+	void	(*listeners_each)(void (*fn)(void *arg, const char *addr),
+		    void *arg);
+	/* A stop: close its listeners, answer what waits. */
+	void	(*unlisten)(struct server *srv);
+};
+/* Hand over the door (once, at start), and find it (NULL: none). */
+void config_door_set(const struct config_door *door);
+const struct config_door *config_door(void);
 
 #endif

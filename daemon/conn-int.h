@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/conn-int.h - what the parts of the connection layer (conn.c,
- * conn_accept.c, conn_io.c, conn_req.c, conn_reply.c) and the two feeds
- * under it (feed_memory.c, feed_log.c) share; nothing else includes it.
+ * daemon/conn-int.h - what the files of the connection layer, backup.c
+ * and the two feeds (feed_memory.c, feed_log.c) share; nothing else
+ * includes it.
+ *
+ * Calls go one way, from the bottom up: conn_io.c (output, reading
+ * switched off and on, the close), conn_reply.c (replies, the mailboxes),
+ * backup.c (a Backup's chunks), conn_req.c (a request decoded, checked,
+ * handed on), conn_input.c (a read's frames), conn.c (a connection's life
+ * and events), conn_accept.c (new clients); the feeds call any of them,
+ * and are called only through srv->feed.
  *
  * Threads: a connection belongs to one worker (one event loop and thread)
  * and only that thread touches it. Every call into the state machine runs
@@ -22,19 +29,11 @@
 
 #include "daemon/conn.h"
 
-/*
- * With a log, a connection stops being read while it has more than
- * CONN_PROPOSED_MAX bytes of requests on their way through the log, and is
- * read again below half of it: a client that sends faster than the log
- * commits is slowed down (its socket fills), not buffered without bound.
- */
-#define CONN_PROPOSED_MAX	(1u << 20)
-
 /* conn.c */
 /* (Re-)arm the handshake or idle timer. */
 void conn_arm_timer(struct conn *c);
-/* Arm ev to fire in ms milliseconds. */
-void conn_timer_add_ms(struct event *ev, uint64_t ms);
+/* Under the lock, on c's thread: c's Hello was taken (a feed's word). */
+void conn_hello_locked(struct conn *c);
 /* Serve a new client of w (counted: already in srv->nconns). */
 void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
     bool is_unix, bool counted);
@@ -42,21 +41,28 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 /* conn_accept.c */
 /* A client for w from its acceptq (p is freed; stop: just closed). */
 void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop);
-/* After the loops ended: drop the TLS handshakes still under way. */
-void conn_handshakes_free(struct server *srv);
+/* After the loops ended: free every client of every loop, and handshakes. */
+void conn_free_all(struct server *srv);
 
 /* conn_io.c */
+/* Arm ev to fire in ms milliseconds. */
+void conn_timer_add_ms(struct event *ev, uint64_t ms);
 /*
  * Make room for need bytes behind used in *buf (*cap bytes, doubled from
  * first): 0, or -ENOMEM with the buffer as it was.
  */
 int conn_buf_reserve(uint8_t **buf, size_t *cap, size_t used, size_t need,
     size_t first);
-/* The events of c's socket: read, write (for the backlog). */
-void conn_read_cb(evutil_socket_t fd, short what, void *arg);
+/* The write event of c's socket (for the backlog). */
 void conn_write_cb(evutil_socket_t fd, short what, void *arg);
+/* Wake up when the socket drains. */
+void conn_want_write(struct conn *c);
+/* Write what was kept back; finish a pending close once it is out. */
+void conn_drain(struct conn *c);
 /* Queue c for the one write at the end of this loop turn. */
 void conn_queue_flush(struct conn *c);
+/* Queue c, which has notices only, for the notice timer. */
+void conn_queue_notice(struct conn *c);
 /* Take c off the flush queue (if it is on it). */
 void conn_unqueue(struct conn *c);
 /* Send c's staged replies now (or keep what the socket cannot take). */
@@ -65,16 +71,30 @@ void conn_flush(struct conn *c);
 void conn_flush_all(struct worker *w);
 /* Bytes written out of turn, still waiting for the socket to drain. */
 size_t conn_backlog_len(const struct conn *c);
+/* Count c's backlog (none once gone) in its principal's output. */
+void conn_count_backlog(struct conn *c, bool gone);
+/* freed bytes of buffers were freed: give the heaps' free pages back soon. */
+void conn_trim_later(struct worker *w, size_t freed);
 /* Cut a client off: nothing more is written, it is freed soon. */
 void conn_drop(struct conn *c);
 /* Nothing more is written; freed from the loop (not counted as dropped). */
 void conn_kill(struct conn *c);
-/* Read c again (its own thread, under the lock); run the frames it held. */
-void conn_resume_locked(struct conn *c);
-/* Under the lock: hold c's frames from the one being run (behind reads). */
+/*
+ * What a connection offers its feed (under the lock, on c's thread): stop
+ * reading it; hold its frames from the one being run (they stay in c->in,
+ * and it is not read); read it again, the frames it held first. From
+ * another thread, conn_resume_later_locked() (conn_reply.c).
+ */
+void conn_pause_locked(struct conn *c);
 void conn_hold_locked(struct conn *c);
-/* At most this many reads of one connection wait off the log at once. */
-#define CONN_READS_MAX	256
+void conn_resume_locked(struct conn *c);
+
+/* conn_input.c */
+/*
+ * Run n bytes of input: the whole frames where they lie, a partial one
+ * kept in c->in; the replies written, the feed's batch handed on.
+ */
+void conn_input(struct conn *c, const uint8_t *buf, size_t n);
 /* A frame was not completed within frame-timeout. */
 void conn_ftimer_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -95,5 +115,10 @@ void conn_note_locked(void *ctx, void *conn, const char *msg);
 /* Under the lock: a reply with just a code and a message. */
 void conn_reply_code_locked(struct conn *c, uint64_t id, Semd__Code code,
     const char *msg);
+/*
+ * Under the lock, any thread: have c's own loop resume it (a record in its
+ * mailbox, behind the replies there). False: no memory, ask again later.
+ */
+bool conn_resume_later_locked(struct conn *c);
 
 #endif

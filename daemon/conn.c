@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/conn.c - one client connection's life: start, timers, close.
+ * daemon/conn.c - one client connection's life: start, events, timers,
+ * close.
  *
  * A connection is started on the loop that serves it (conn_accept.c hands
  * it there), with its identity worked out by its transport before the
  * state lock is taken; under the lock it is only counted and opened in the
- * state. Nothing may free a connection from inside the state machine:
- * closes are deferred to the kill event. Also the hooks server.c's loops
- * call (conn_loop_ops). How a client is opened in the state, and closed,
- * is the feed's (feed.h).
+ * state. Its read event reads what the transport has and hands it to
+ * conn_input.c. Nothing may free a connection from inside the state
+ * machine: closes are deferred to the kill event. Also the hooks server.c's
+ * loops call (conn_loop_ops). How a client is opened in the state, and
+ * closed, is the feed's (feed.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,16 +29,6 @@
 #include "daemon/server.h"
 #include "daemon/xprt.h"
 
-/* Arm ev to fire in ms milliseconds. */
-void conn_timer_add_ms(struct event *ev, uint64_t ms)
-{
-	struct timeval tv;
-
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(ev, &tv);
-}
-
 /* Arm the handshake or idle timer. */
 void conn_arm_timer(struct conn *c)
 {
@@ -48,6 +40,15 @@ void conn_arm_timer(struct conn *c)
 		evtimer_del(c->timer);
 	else
 		conn_timer_add_ms(c->timer, ms);
+}
+
+/* Under the lock, on c's thread: its Hello was taken; idle time counts now. */
+void conn_hello_locked(struct conn *c)
+{
+	if (c->hello)
+		return;
+	c->hello = true;
+	conn_arm_timer(c);
 }
 
 /* Handshake or idle time ran out. */
@@ -90,23 +91,50 @@ static void conn_kill_cb(evutil_socket_t fd, short what, void *arg)
 	conn_free(arg);
 }
 
-/* Close once the replies queued so far are written. */
-void conn_close_later(struct conn *c)
+/* One read(2), or the records one read-ahead took in, land here. */
+#define CONN_RBUF	65536
+
+static _Thread_local uint8_t conn_rbuf[CONN_RBUF];
+
+/*
+ * The socket is readable: read what the transport has (TLS: while
+ * read-ahead holds whole records) into the shared buffer, then run it.
+ * What did not fit is read at the next turn: the socket will not announce
+ * it again.
+ */
+static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct timeval tv = { 5, 0 };
+	struct conn *c = arg;
+	enum xprt_more more = XPRT_MORE;
+	size_t len = 0, n;
 
-	if (c->closing)
+	if (c->closing || c->dead)
 		return;
-	c->closing = true;
-	evtimer_del(c->ftimer);
-	c->ftimer_on = false;
-	conn_flush(c);
-	event_del(c->rev);
-	evtimer_add(c->timer, &tv);
-	if (conn_backlog_len(c) == 0)
-		event_active(c->kill, EV_TIMEOUT, 0);
+	if (c->wwant_r) {
+		c->wwant_r = false;
+		conn_drain(c);
+		if (c->dead)
+			return;
+	}
+	while (more == XPRT_MORE && len < sizeof conn_rbuf) {
+		n = c->xprt->read(c, conn_rbuf + len, sizeof conn_rbuf - len, &more);
+		if (n == 0 && more == XPRT_MORE)
+			break;		/* no room for what is there */
+		len += n;
+	}
+	if (c->rwant_w)
+		conn_want_write(c);
+	if (len > 0 || c->rerun) {
+		c->rerun = false;	/* frames held in c->in, run now */
+		conn_input(c, conn_rbuf, len);
+	}
+	if (more == XPRT_GONE) {
+		conn_free(c);
+		return;
+	}
+	if (more == XPRT_MORE && !c->paused && !c->closing && !c->dead)
+		event_active(c->rev, EV_READ, 0);
 }
-
 /* The events of a new connection: 0, or -ENOMEM (freed by conn_free_io()). */
 static int conn_make_io(struct conn *c)
 {
@@ -134,6 +162,7 @@ static void conn_free_io(struct conn *c, bool bye)
 		evbuffer_free(c->in);
 	if (c->xprt != NULL)
 		c->xprt->close(c, bye);
+	conn_trim_later(c->w, c->tcap + c->wcap);
 	free(c->tbuf);
 	free(c->wbuf);
 	backup_free(c->backup);
@@ -253,8 +282,7 @@ void conn_start(struct worker *w, int fd, SSL *ssl, struct sockaddr *sa,
 	r = conn_open_locked(c, &who, is_unix && !names &&
 	    who.kind == ACL_SUBJECT_UID, secret, why, sizeof why);
 	server_unlock(w);
-	if (w->batch.len > 0)
-		srv->feed->submit(srv, &w->batch);
+	srv->feed->submit(w);
 	if (r != 0)
 		goto fail;
 	c->last_input_ms = server_now();
@@ -325,8 +353,7 @@ struct conn *conn_start_inner(struct worker *w, const struct xprt_ops *xprt,
 	server_lock(w);
 	r = conn_open_locked(c, who, false, secret, why, len);
 	server_unlock(w);
-	if (w->batch.len > 0)
-		srv->feed->submit(srv, &w->batch);
+	srv->feed->submit(w);
 	if (r != 0)
 		goto uncount;
 	c->last_input_ms = server_now();
@@ -346,7 +373,6 @@ fail:
 /* Close and free a connection; its session lets go (or lingers). */
 void conn_free(struct conn *c)
 {
-	struct sm_batch close;
 	struct server *srv;
 	struct worker *w;
 	bool bye;
@@ -364,19 +390,17 @@ void conn_free(struct conn *c)
 	bye = c->closing && !c->dead && conn_backlog_len(c) == 0;
 	c->dead = true;
 	conn_unqueue(c);
-	sm_batch_init(&close);
 	server_lock(w);
 	list_del_init(&c->entry);
 	srv->nconns--;
 	w->nconns--;
-	srv->feed->close_locked(c, &close);
+	srv->feed->close_locked(c);
+	conn_count_backlog(c, true);
 	srv->policy->close_locked(c->id);
 	if (srv->stopping && w->nconns == 0)
 		event_base_loopexit(w->base, NULL);
 	server_unlock(w);
-	if (close.len > 0)
-		srv->feed->submit(srv, &close);
-	sm_batch_free(&close);
+	srv->feed->submit(w);
 	conn_free_io(c, bye);
 }
 
@@ -406,29 +430,13 @@ static void conn_close_all(struct worker *w)
 		conn_close_later(list_entry(pos, struct conn, entry));
 }
 
-/* After the loops ended: free every client of every loop, and handshakes. */
-static void conn_free_all(struct server *srv)
-{
-	struct worker *w;
-	unsigned int i;
-
-	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++) {
-		w = &srv->workers[i];
-		worker_self = w;
-		while (w->srv != NULL && !list_empty(&w->conns))
-			conn_free(list_first_entry(&w->conns, struct conn,
-			    entry));
-	}
-	worker_self = srv->workers != NULL ? &srv->workers[0] : NULL;
-	conn_handshakes_free(srv);
-}
-
 const struct server_ops conn_loop_ops = {
 	.out = {
 		.reply = conn_reply_locked,
 		.close = conn_close_effect_locked,
 		.note = conn_note_locked,
 		.backup = backup_take_locked,
+		.notice = conn_notice_locked,
 	},
 	.deliver_locked = conn_mbox_deliver_locked,
 	.flush = conn_flush_all,

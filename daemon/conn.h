@@ -2,13 +2,16 @@
 /*
  * daemon/conn.h - client connections: frames in, replies out.
  *
- * conn.c owns a connection's life (start, timers, close), conn_accept.c
- * hands new clients to their loop (and runs TLS handshakes there),
- * conn_io.c moves its bytes (frames in, staged replies out), conn_req.c
- * decodes and runs one request, conn_reply.c packs replies (and the
- * mailboxes between loops). The bytes go through the connection's transport
+ * conn.c owns a connection's life (start, its events and timers, close),
+ * conn_accept.c hands new clients to their loop (and runs TLS handshakes
+ * there), conn_input.c runs the frames a read brought, conn_req.c decodes
+ * and runs one request, conn_reply.c packs replies (and the mailboxes
+ * between loops), conn_io.c writes them out (and switches reading off and
+ * on for the feed). The bytes go through the connection's transport
  * (xprt.h: UNIX, TCP, TLS). What a client may do is asked of the policy
- * (struct conn_policy, access.c's), which decides and never replies.
+ * (struct conn_policy, access.c's), which decides and never replies. How
+ * its requests reach the state is its feed's (feed.h), which keeps what it
+ * needs of the connection in c->feed_ctx.
  */
 #ifndef SEMD_CONN_H
 #define SEMD_CONN_H
@@ -21,7 +24,6 @@
 #include <openssl/ssl.h>
 
 #include "core/list.h"
-#include "daemon/state/hmap.h"
 #include "daemon/server.h"
 #include "daemon/state/state.h"
 #include "proto/semd.pb-c.h"
@@ -35,7 +37,6 @@ struct conn {
 	struct server		*srv;
 	struct worker		*w;		/* the loop that serves it */
 	const struct xprt_ops	*xprt;		/* its transport */
-	struct sm_client	*client;
 	struct event		*timer;		/* handshake, then idle */
 	struct event		*ftimer;	/* a frame to complete: frame-timeout */
 	bool			ftimer_on;	/* ftimer is armed */
@@ -55,19 +56,16 @@ struct conn {
 	size_t			wlen;
 	size_t			wcap;
 	struct list_head	flush_entry;	/* w->flushq, when wlen > 0 */
+	bool			noticed;	/* ... or w->noticeq: notices only */
 	struct access_id	*id;		/* principal, quota count */
 	uint64_t		cid;		/* its client id in the state */
-	size_t			proposed;	/* log: request bytes not applied */
-	bool			paused;		/* log: not read until they are */
-	bool			resuming;	/* log: a resume is in its mailbox */
-	unsigned int		reads;		/* log: reads queued off the log */
-	bool			held;		/* log: a frame waits behind them */
-	bool			rerun;		/* log: run c->in at the next read */
-	struct hnode		cid_node;	/* log: feed_log.c's map of client ids */
+	void			*feed_ctx;	/* the feed's own (feed.h) */
+	/* Its reading, as the feed switches it (conn_io.c): */
+	bool			paused;		/* not read until resumed */
+	bool			held;		/* a frame waits in c->in */
+	bool			rerun;		/* run c->in at the next read */
 	bool			open;		/* opened in the state (or queued) */
-	bool			logged;		/* log: its OPEN is in the log */
 	bool			local;		/* a UNIX peer */
-	uint8_t			secret[16];	/* log: for its OPEN */
 	struct conn_backup	*backup;	/* a Backup being read (backup.c) */
 	void			*inner;		/* a client inside the daemon: its owner's */
 	/* Replies the transport has not taken yet (the socket was full). */
@@ -75,6 +73,7 @@ struct conn {
 	size_t			toff;
 	size_t			tlen;
 	size_t			tcap;
+	size_t			tcounted;	/* of it, in its principal's output */
 	bool			wwait;		/* wev is armed for tbuf */
 	bool			rwant_w;	/* a read waits for writability */
 	bool			wwant_r;	/* a write waits for input */
@@ -113,6 +112,16 @@ struct conn_policy {
 	 */
 	int (*check_locked)(const struct conn *c, const Semd__Request *req,
 	    struct sm_caller *who, char *msg, size_t len);
+	/*
+	 * Any thread, with the lock or not: the replies a connection's socket
+	 * has not taken (its backlog) grew or shrank by delta bytes.
+	 */
+	void (*output)(struct access_id *id, int64_t delta);
+	/*
+	 * Under the lock: are the backlogs of id's principal over its output
+	 * quota? Its connections that do not read are then cut off.
+	 */
+	bool (*output_over_locked)(const struct access_id *id);
 };
 
 /* What server.c's loops call here (given to server_new() by main.c). */
@@ -146,10 +155,9 @@ void conn_inner_input(struct conn *c, const uint8_t *buf, size_t n);
 void conn_close_later(struct conn *c);
 /* The sm_out sink, under the lock: pack a reply into c's output. */
 void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r);
-/* With a log, under the lock: len bytes of c's requests were applied. */
-void conn_applied_locked(struct conn *c, size_t len);
-/* With a log, under the lock: one of c's reads off the log was answered. */
-void conn_read_done_locked(struct conn *c);
+/* The sm_out notice sink, under the lock: a watch event packed once. */
+void conn_notice_locked(void *ctx, void *conn, uint64_t watch,
+    const uint8_t *ev, size_t len);
 /*
  * Tell a client we will not serve why, in one frame written without
  * waiting (a full socket buffer just loses it).

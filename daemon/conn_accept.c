@@ -3,7 +3,8 @@
  * daemon/conn_accept.c - new clients on their way to the loop that serves
  * them: dealt out by worker 0's listeners in turn, through the worker's
  * accept queue, and for TLS through a handshake run on that loop, bounded
- * by handshake-timeout and counted for tls-max-startups.
+ * by handshake-timeout and counted for tls-max-startups. At the end, the
+ * clients and the handshakes left are freed here (conn_free_all).
  */
 #include <limits.h>
 #include <netinet/in.h>
@@ -152,7 +153,7 @@ void conn_start_pending(struct worker *w, struct conn_pending *p, bool stop)
 }
 
 /* After the loops ended: drop the TLS handshakes still under way. */
-void conn_handshakes_free(struct server *srv)
+static void conn_handshakes_free(struct server *srv)
 {
 	struct list_head *pos, *tmp;
 	struct conn_pending *p;
@@ -169,4 +170,21 @@ void conn_handshakes_free(struct server *srv)
 	}
 	INIT_LIST_HEAD(&srv->hs_list);
 	srv->handshakes = 0;
+}
+
+/* After the loops ended: free every client of every loop, and handshakes. */
+void conn_free_all(struct server *srv)
+{
+	struct worker *w;
+	unsigned int i;
+
+	for (i = 0; srv->workers != NULL && i < srv->nworkers; i++) {
+		w = &srv->workers[i];
+		worker_self = w;
+		while (w->srv != NULL && !list_empty(&w->conns))
+			conn_free(list_first_entry(&w->conns, struct conn,
+			    entry));
+	}
+	worker_self = srv->workers != NULL ? &srv->workers[0] : NULL;
+	conn_handshakes_free(srv);
 }

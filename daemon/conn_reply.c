@@ -60,6 +60,38 @@ static size_t reply_pack(const Semd__Reply *r, bool fast, uint8_t *p)
 	return FRAME_HDR + len;
 }
 
+/*
+ * What is staged for a client: a reply to pack, or a watch event packed
+ * already by the state machine for all its watchers (sm_out.notice).
+ */
+struct out_frame {
+	const Semd__Reply	*r;		/* NULL: the notice below */
+	bool			fast;
+	uint64_t		watch;
+	const uint8_t		*ev;
+	size_t			evlen;
+};
+
+/* The most f's frame can take (reply_bound(), or the notice's). */
+static size_t out_bound(struct out_frame *f)
+{
+	if (f->r != NULL)
+		return reply_bound(f->r, &f->fast);
+	return FRAME_HDR + FASTPB_NOTICE_EXTRA + f->evlen;
+}
+
+/* Pack f as a frame at p (room for out_bound()); its length. */
+static size_t out_pack(const struct out_frame *f, uint8_t *p)
+{
+	size_t len;
+
+	if (f->r != NULL)
+		return reply_pack(f->r, f->fast, p);
+	len = fastpb_notice_pack(f->watch, f->ev, f->evlen, p + FRAME_HDR);
+	frame_put_header(p, (uint32_t)len);
+	return FRAME_HDR + len;
+}
+
 /* Tell a client we will not serve why, without waiting for the socket. */
 void conn_tell_fd(int fd, Semd__Code code, const char *why)
 {
@@ -82,8 +114,13 @@ static int conn_wbuf_grow(struct conn *c, size_t len)
 	return conn_buf_reserve(&c->wbuf, &c->wcap, c->wlen, len, 512);
 }
 
-/* After staging: cut off a client whose unread replies pass max-output. */
-static void conn_check_output(struct conn *c)
+/*
+ * After staging: cut off a client whose unread replies pass max-output, or
+ * that has replies its socket did not take while its principal's are over
+ * its output quota (so that 1,000 connections cannot pin max-output each).
+ */
+static void conn_check_output(struct conn *c, const uint8_t *frame,
+    size_t len)
 {
 	size_t queued;
 
@@ -94,7 +131,21 @@ static void conn_check_output(struct conn *c)
 		conn_drop(c);
 		return;
 	}
-	conn_queue_flush(c);
+	if (conn_backlog_len(c) > 0 && c->srv->policy->output_over_locked(c->id)) {
+		log_warn("%s: does not read its replies (%zu bytes queued) while %s "
+		    "is over its output quota, dropped", c->peer, queued,
+		    c->srv->policy->principal(c->id));
+		conn_drop(c);
+		return;
+	}
+	/*
+	 * A reply that begins with field 14 (watch_event) has id 0 and code
+	 * OK (protobuf-c writes fields in order): a notice, which may wait.
+	 */
+	if (len > FRAME_HDR && frame[FRAME_HDR] == 0x72)
+		conn_queue_notice(c);
+	else
+		conn_queue_flush(c);
 }
 
 /* Append a record header to w's mailbox (room is known to be there). */
@@ -129,15 +180,14 @@ static bool conn_mbox_mark(struct conn *c, uint32_t what)
  * A reply for a client of another worker: pack it into that worker's
  * mailbox as a record and a frame, and have the worker woken.
  */
-static void conn_mbox_put(struct conn *c, const Semd__Reply *r)
+static void conn_mbox_put(struct conn *c, struct out_frame *f)
 {
 	struct worker *w = c->w;
 	uint8_t *p;
-	bool fast;
 	size_t need;
 
 	/* Keep room for one drop record after it. */
-	need = 2 * sizeof(struct mbox_rec) + reply_bound(r, &fast);
+	need = 2 * sizeof(struct mbox_rec) + out_bound(f);
 	if (conn_buf_reserve(&w->mbox, &w->mcap, w->mlen, need, 4096) != 0) {
 		/* The client would miss a reply: its worker drops it. */
 		log_warn("%s: out of memory for a reply, dropping the client",
@@ -152,7 +202,7 @@ static void conn_mbox_put(struct conn *c, const Semd__Reply *r)
 	}
 	/* Pack past the record, then write the record with the real size. */
 	p = w->mbox + w->mlen + sizeof(struct mbox_rec);
-	conn_mbox_rec(w, c, (uint32_t)reply_pack(r, fast, p));
+	conn_mbox_rec(w, c, (uint32_t)out_pack(f, p));
 }
 
 /* Under the lock: stage the frames other workers left for our clients. */
@@ -188,7 +238,8 @@ void conn_mbox_deliver_locked(struct worker *w)
 		} else {
 			memcpy(c->wbuf + c->wlen, w->mbox + off, rec.len);
 			c->wlen += rec.len;
-			conn_check_output(c);
+			conn_check_output(c, c->wbuf + c->wlen - rec.len,
+			    rec.len);
 		}
 		off += rec.len;
 	}
@@ -205,44 +256,64 @@ void conn_mbox_deliver_locked(struct worker *w)
 }
 
 /*
- * The sm_out sink, under the lock. Pack one reply as a frame into the
- * connection's staging buffer; the staged replies go out in one write at
- * the end of the loop turn. A client of another worker gets it through
- * that worker's mailbox.
+ * Under the lock: pack f as a frame into the connection's staging buffer;
+ * the staged replies go out in one write at the end of the loop turn. A
+ * client of another worker gets it through that worker's mailbox.
  */
-void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r)
+static void conn_stage_locked(struct conn *c, struct out_frame *f)
 {
-	struct conn *c = conn;
 	size_t len;
-	bool fast;
 
-	(void)ctx;
-	/* Abnormal events get a log line: limits hit, internal errors. */
-	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
-		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
 	/* Only c's own thread reads its state: dead is checked at delivery. */
 	if (c->w != worker_self) {
-		conn_mbox_put(c, r);
+		conn_mbox_put(c, f);
 		return;
 	}
 	if (c->dead)
 		return;
 	/* The usual reply, packed in place where there is room for it. */
-	if (c->wcap - c->wlen >= FASTPB_FRAME_ROOM &&
-	    (len = fastpb_reply_frame(r, c->wbuf + c->wlen)) != 0) {
+	if (f->r != NULL && c->wcap - c->wlen >= FASTPB_FRAME_ROOM &&
+	    (len = fastpb_reply_frame(f->r, c->wbuf + c->wlen)) != 0) {
 		c->wlen += len;
-		conn_check_output(c);
+		conn_check_output(c, c->wbuf + c->wlen - len, len);
 		return;
 	}
-	len = reply_bound(r, &fast);
+	len = out_bound(f);
 	if (conn_wbuf_grow(c, len) != 0) {
 		log_warn("%s: out of memory for a reply, dropping the client",
 		    c->peer);
 		conn_drop(c);
 		return;
 	}
-	c->wlen += reply_pack(r, fast, c->wbuf + c->wlen);
-	conn_check_output(c);
+	len = out_pack(f, c->wbuf + c->wlen);
+	c->wlen += len;
+	conn_check_output(c, c->wbuf + c->wlen - len, len);
+}
+
+/* The sm_out sink, under the lock: stage one reply for the client. */
+void conn_reply_locked(void *ctx, void *conn, const Semd__Reply *r)
+{
+	struct out_frame f = { r, false, 0, NULL, 0 };
+	struct conn *c = conn;
+
+	(void)ctx;
+	/* Abnormal events get a log line: limits hit, internal errors. */
+	if (r->code == SEMD__CODE__RESOURCE_EXHAUSTED || r->code == SEMD__CODE__INTERNAL)
+		log_notice("%s: request %" PRIu64 ": %s", c->peer, r->id, r->message);
+	conn_stage_locked(c, &f);
+}
+
+/*
+ * The sm_out notice sink, under the lock: stage a watch event for watch,
+ * packed once by the state machine for all the watchers alike.
+ */
+void conn_notice_locked(void *ctx, void *conn, uint64_t watch,
+    const uint8_t *ev, size_t len)
+{
+	struct out_frame f = { NULL, false, watch, ev, len };
+
+	(void)ctx;
+	conn_stage_locked(conn, &f);
 }
 
 /* Under the lock: a reply with just a code and a message. */
@@ -257,35 +328,10 @@ void conn_reply_code_locked(struct conn *c, uint64_t id, Semd__Code code,
 	conn_reply_locked(NULL, c, &r);
 }
 
-/*
- * With a log, under the lock (the log's thread): len bytes of c's requests
- * were applied; a paused connection below half its allowance is read again
- * (by its own loop: a resume record in its mailbox).
- */
-void conn_applied_locked(struct conn *c, size_t len)
+/* Under the lock, any thread: a resume record for c's own loop (conn-int.h). */
+bool conn_resume_later_locked(struct conn *c)
 {
-	c->proposed = c->proposed > len ? c->proposed - len : 0;
-	if (!c->paused || c->proposed > CONN_PROPOSED_MAX / 2 || c->resuming)
-		return;
-	/* Without memory: read again at the next one applied. */
-	if (conn_mbox_mark(c, MBOX_RESUME))
-		c->resuming = true;
-}
-
-/*
- * With a log, under the lock (the log's thread): one of c's reads answered
- * off the log (its reply is in the mailbox); with none left, the frames it
- * held behind them are run by its own loop (a resume record, after the
- * reply). Without memory for it, c stays held until it closes.
- */
-void conn_read_done_locked(struct conn *c)
-{
-	if (c->reads > 0)
-		c->reads--;
-	if (c->reads > 0 || !c->held || c->resuming)
-		return;
-	if (conn_mbox_mark(c, MBOX_RESUME))
-		c->resuming = true;
+	return conn_mbox_mark(c, MBOX_RESUME);
 }
 
 /*

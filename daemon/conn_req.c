@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/conn_req.c - one request of a client: decoded (Down, Up and Ping
- * by hand, the rest by protobuf-c, into a per-thread arena), asked of the
- * policy (conn_policy), then handed to the feed (feed.h), which runs it in
- * the state machine or puts it into this loop's batch for the log.
- * Everything here runs under the state lock.
+ * by hand, the rest by protobuf-c, into a per-thread arena), let through
+ * by its feed (which may hold it), asked of the policy (conn_policy), then
+ * run the same way in either mode: a Backup's later chunk answered here, a
+ * request of the node's (the op table says: Cluster) and any other handed
+ * to the feed (feed.h), which runs it in the state machine or gathers it
+ * for the log. Everything here runs under the state lock.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/backup.h"
 #include "daemon/conn-int.h"
 #include "daemon/fastpb.h"
 #include "daemon/feed.h"
@@ -119,11 +122,32 @@ static bool conn_allowed_locked(struct conn *c, const Semd__Request *req,
 	return false;
 }
 
+/*
+ * Run one decoded request: the policy asked (a refusal is answered), a
+ * later chunk of a Backup answered from c's copy, a request of the node's
+ * (the op table: Cluster) handed to the feed's node, any other to the
+ * feed for the state. False: stop reading.
+ */
+static bool conn_run_locked(struct conn *c, const Semd__Request *req,
+    const uint8_t *data, size_t plen)
+{
+	const struct feed *feed = c->srv->feed;
+	struct sm_caller who;
+
+	if (!conn_allowed_locked(c, req, &who) || backup_chunk_locked(c, req)) {
+		/* refused and answered; or a chunk answered from c's copy */
+	} else if (sm_op_is_node(req->op_case)) {
+		feed->cluster_locked(c, req);
+	} else {
+		return feed->request_locked(c, req, &who, data, plen);
+	}
+	return !c->closing && !c->dead;
+}
+
 /* Decode one frame's payload and run it. Returns false to stop reading. */
 bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen)
 {
 	struct fastpb_req f;
-	struct sm_caller who;
 	Semd__Request *req;
 	bool fast, go;
 
@@ -138,15 +162,9 @@ bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen)
 		conn_close_later(c);
 		return false;
 	}
-	/*
-	 * Behind reads answered off the log (feed_log.c), only reads go on:
-	 * a frame that is none is held, run again once they are answered, so
-	 * that no read sees a later request of its connection.
-	 */
-	if (c->reads > 0 && (!sm_op_is_read(req->op_case) ||
-	    c->reads >= CONN_READS_MAX)) {
+	/* Its feed may hold it (behind reads off the log: feed_log.c). */
+	if (!c->srv->feed->admit_locked(c, req)) {
 		conn_arena_reset(fast ? NULL : req);
-		conn_hold_locked(c);
 		return false;
 	}
 	c->frames++;
@@ -156,8 +174,7 @@ bool conn_handle_locked(struct conn *c, const uint8_t *data, size_t plen)
 		    "a string field holds a NUL byte");
 		go = !c->closing && !c->dead;
 	} else {
-		go = c->srv->feed->request_locked(c, req,
-		    conn_allowed_locked(c, req, &who) ? &who : NULL, data, plen);
+		go = conn_run_locked(c, req, data, plen);
 	}
 	conn_arena_reset(fast ? NULL : req);
 	return go;

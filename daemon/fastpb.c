@@ -240,10 +240,10 @@ static bool get_usual(struct fastpb_req *out, const uint8_t *p,
 	return true;
 }
 
-/* Decode a Down, Up or Ping request of the usual shape. */
 /* SEMD_FASTPB=0 in the environment: protobuf-c for everything (-1: unread). */
 static _Atomic int fastpb_on = -1;
 
+/* Is the hand coding on (SEMD_FASTPB is not 0)? */
 bool fastpb_enabled(void)
 {
 	int on = atomic_load_explicit(&fastpb_on, memory_order_relaxed);
@@ -257,6 +257,7 @@ bool fastpb_enabled(void)
 	return on != 0;
 }
 
+/* Decode a Down, Up or Ping request of the usual shape. */
 bool fastpb_request(struct fastpb_req *out, const uint8_t *p, size_t len,
     char *buf, size_t bufsize)
 {
@@ -501,6 +502,7 @@ size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out)
 	return n;
 }
 
+/* Pack a usual reply as a whole frame at out (its length; 0: not one). */
 size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out)
 {
 	uint8_t *p = out + FRAME_HDR;	/* Reply's fields after the header */
@@ -541,4 +543,17 @@ size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out)
 	out[0] = out[1] = out[2] = 0;
 	out[3] = (uint8_t)len;
 	return FRAME_HDR + len;
+}
+
+/* A watch event's reply from its event packed without the watch field. */
+size_t fastpb_notice_pack(uint64_t watch, const uint8_t *ev, size_t len,
+    uint8_t *out)
+{
+	size_t n = 0, w = pb_uint_field_size(watch);
+
+	out[n++] = SEMD__REPLY__BODY_WATCH_EVENT << 3 | PB_WT_LEN;
+	n += pb_put_varint(out + n, w + len);
+	n += pb_put_uint_field(out + n, 1, watch);
+	memcpy(out + n, ev, len);
+	return n + len;
 }

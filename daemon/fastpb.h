@@ -83,4 +83,16 @@ size_t fastpb_reply_pack(const Semd__Reply *r, uint8_t *out);
  */
 size_t fastpb_reply_frame(const Semd__Reply *r, uint8_t *out);
 
+/*
+ * The reply that carries a watch event to watch: { watch_event: { watch,
+ * ... } }, from ev[0..len), the event packed by protobuf-c with its watch
+ * field 0 (left out). The same bytes as protobuf-c's pack of the whole
+ * reply (watch is the event's field 1, so it comes first), made without
+ * packing the event again for every watcher. At most len +
+ * FASTPB_NOTICE_EXTRA bytes; returns the bytes written.
+ */
+#define FASTPB_NOTICE_EXTRA	(1 + 10 + 1 + 10)
+size_t fastpb_notice_pack(uint64_t watch, const uint8_t *ev, size_t len,
+    uint8_t *out);
+
 #endif

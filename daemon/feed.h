@@ -13,8 +13,11 @@
  *
  * As canonical raft's struct raft_io has a real and an in-memory
  * implementation, the shell (server.c, conn*.c, metrics.c) calls srv->feed
- * and never asks which one it has. Every call named _locked runs under the
- * state lock.
+ * and never asks which one it has. What is the mode's own stays in the
+ * feed: per server (srv->feed_state), per connection (c->feed_ctx, the
+ * connection's one opaque slot); a connection offers the feed only to
+ * pause its reading, to hold a frame and to resume (conn-int.h). Every call
+ * named _locked runs under the state lock.
  */
 #ifndef SEMD_FEED_H
 #define SEMD_FEED_H
@@ -23,11 +26,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/log/semlog.h"
 #include "daemon/state/state.h"
 
 struct conn;
+struct semlog_health;
+struct semlog_io_stats;
 struct server;
+struct worker;
 
 struct feed {
 	const char	*name;		/* "memory", "log" */
@@ -38,25 +43,37 @@ struct feed {
 	int		(*start)(struct server *srv);
 	/* Stop what start() began and free it (the loops have ended). */
 	void		(*stop)(struct server *srv);
-	/* When a loop must tick the state next (sm_tick), UINT64_MAX: never. */
+	/* When a loop must tick the state next, UINT64_MAX: never. */
 	uint64_t	(*deadline_locked)(const struct server *srv);
+	/* That time came (a loop's timer): the deadlines due fire. */
+	void		(*tick_locked)(struct server *srv);
 	/* A new connection's client in the state: 0, or -ENOMEM. */
 	int		(*open_locked)(struct conn *c, const char *principal,
 			    const uint8_t secret[SM_SECRET_LEN]);
-	/* c goes: its client lets go; commands for later go into b. */
-	void		(*close_locked)(struct conn *c, struct sm_batch *b);
+	/* c goes: its client lets go (c->feed_ctx is freed). */
+	void		(*close_locked)(struct conn *c);
 	/*
-	 * One decoded request of c: who is the policy's decision, or NULL
-	 * when it refused it (answered already; only what the feed learns
-	 * from it counts). data/len: its bytes. False: stop reading c.
+	 * May c's next frame, req, run now? False: the feed held it
+	 * (conn_hold_locked), it runs again when the feed resumes c.
+	 */
+	bool		(*admit_locked)(struct conn *c, const Semd__Request *req);
+	/*
+	 * One request of c that the policy let through (who: its decision)
+	 * and that is the state's (the op table: no Cluster); data/len: its
+	 * bytes. False: stop reading c.
 	 */
 	bool		(*request_locked)(struct conn *c, const Semd__Request *req,
 			    const struct sm_caller *who, const uint8_t *data,
 			    size_t len);
+	/* A Cluster request the policy let through: the node answers it. */
+	void		(*cluster_locked)(struct conn *c, const Semd__Request *req);
 	/* PROTOCOL_ERROR (id 0) to what c sent that could not be decoded. */
 	void		(*protocol_error_locked)(struct conn *c, const char *why);
-	/* Off the lock: hand over the commands gathered in b (b is emptied). */
-	void		(*submit)(struct server *srv, struct sm_batch *b);
+	/*
+	 * Off the lock, on w's thread: hand over what w's loop gathered for
+	 * the state (after a read, an open, a close).
+	 */
+	void		(*submit)(struct worker *w);
 	/* A stop: tell the clients, and what the state does about it. */
 	void		(*stopping_locked)(struct server *srv);
 	/* New settings for the state (a reload). */
@@ -81,8 +98,11 @@ struct feed {
 	.name = (NAME), .durable = (DURABLE),				\
 	.clock = P##_clock, .start = P##_start, .stop = P##_stop,	\
 	.deadline_locked = P##_deadline_locked,				\
+	.tick_locked = P##_tick_locked,					\
 	.open_locked = P##_open_locked, .close_locked = P##_close_locked, \
+	.admit_locked = P##_admit_locked,				\
 	.request_locked = P##_request_locked,				\
+	.cluster_locked = P##_cluster_locked,				\
 	.protocol_error_locked = P##_protocol_error_locked,		\
 	.submit = P##_submit, .stopping_locked = P##_stopping_locked,	\
 	.reconfigure_locked = P##_reconfigure_locked,			\

@@ -2,14 +2,18 @@
 /*
  * daemon/feed_log.c - the state machine fed through the replicated log
  * (see feed.h; the log is daemon/log/semlog.h): --data-dir. A request
- * goes into its loop's batch as it came, with the access decision, and is
- * proposed at the end of the read; it is applied on every node once
- * committed, and answered then. A client is known to the log by a client
- * id; this node keeps the map from those ids to its connections, which the
- * log's thread reads (under the state lock) to bind an opened client and
- * to route the replies of what it applies. Cluster requests are answered
- * here; reads (Pings among them) by the leader without an entry, after a
- * read barrier (a lease is the leader's, which hears them). The log is
+ * goes into its loop's batch (the feed's, one a loop) as it came, with the
+ * access decision, and is proposed at the end of the read; it is applied on
+ * every node once committed, and answered then. A client is known to the
+ * log by a client id; this node keeps a record of each of its connections
+ * (struct log_conn, the connection's feed_ctx) in a map by those ids,
+ * which the log's thread reads (under the state lock) to bind an opened
+ * client and to route the replies of what it applies. The record holds
+ * the connection's flow control: the bytes on their way through the log
+ * (past LOG_PROPOSED_MAX it is no longer read), the reads off the log (the
+ * frames behind them are held). Cluster requests are answered here; reads
+ * (Pings among them) by the leader without an entry, after a read barrier
+ * (a lease is the leader's, which hears them). The log is
  * given what it needs of the server as a struct semlog_host, so that it
  * calls nothing of the shell by name, and its settings as a struct
  * semlog_config (it does not read the shell's daemon/config.h).
@@ -29,10 +33,38 @@
 #include "daemon/logging.h"
 #include "daemon/server.h"
 
+/*
+ * A connection stops being read while it has more than LOG_PROPOSED_MAX
+ * bytes of requests on their way through the log, and is read again below
+ * half of it: a client that sends faster than the log commits is slowed
+ * down (its socket fills), not buffered without bound.
+ */
+#define LOG_PROPOSED_MAX	(1u << 20)
+/* At most this many reads of one connection wait off the log at once. */
+#define LOG_READS_MAX		256
+
+/* What the log feed keeps of a connection (c->feed_ctx). */
+struct log_conn {
+	struct conn	*c;
+	struct hnode	node;		/* feed_state's conns, by client id */
+	size_t		proposed;	/* request bytes not applied yet */
+	unsigned int	reads;		/* reads queued off the log */
+	bool		stopped;	/* paused or held by us, not resumed */
+	bool		logged;		/* its OPEN is in the log */
+	uint8_t		secret[SM_SECRET_LEN];	/* for its OPEN */
+};
+
+/* A loop's commands for the log, sent at the end of its read (its own line). */
+struct log_batch {
+	_Alignas(64) struct sm_batch	b;
+};
+
 /* The log feed's own (srv->feed_state). */
 struct feed_state {
-	struct semlog	*d;
-	struct hmap	conns;		/* client id -> struct conn (cid_node) */
+	struct semlog		*d;
+	struct hmap		conns;		/* client id -> struct log_conn */
+	struct log_batch	*batch;		/* one a loop, by its index */
+	unsigned int		nbatch;
 };
 
 /* The hash of a client id (ids are ours: no client aims them). */
@@ -41,11 +73,40 @@ static uint64_t log_cid_hash(const struct server *srv, uint64_t id)
 	return hmap_siphash_u64x2(srv->hash_key, id, 0);
 }
 
-/* Does a connection node carry this client id? */
+/* Does a connection's record carry this client id? */
 static bool log_cid_eq(const struct hnode *n, const void *key)
 {
-	return container_of(n, struct conn, cid_node)->cid ==
+	return container_of(n, struct log_conn, node)->c->cid ==
 	    *(const uint64_t *)key;
+}
+
+/* This node's record of client id's connection, or NULL (under the lock). */
+static struct log_conn *log_conn_find(struct server *srv, uint64_t id)
+{
+	struct hnode *n = hmap_find(&srv->feed_state->conns,
+	    log_cid_hash(srv, id), log_cid_eq, &id);
+
+	return n ? container_of(n, struct log_conn, node) : NULL;
+}
+
+/* The batch of c's loop. */
+static struct sm_batch *log_batch(const struct conn *c)
+{
+	return &c->srv->feed_state->batch[c->w->idx].b;
+}
+
+/*
+ * Under the lock (the log's thread): once nothing holds lc's connection
+ * back - no read of it waits, no more than half its allowance is on its
+ * way - its own loop reads it again, the frames it held first. Without
+ * memory for that, the next request applied or read answered asks again.
+ */
+static void log_resume_locked(struct log_conn *lc)
+{
+	if (lc->stopped && lc->reads == 0 &&
+	    lc->proposed <= LOG_PROPOSED_MAX / 2 &&
+	    conn_resume_later_locked(lc->c))
+		lc->stopped = false;
 }
 
 /* --- the log's host (struct semlog_host): called on the log's thread -------- */
@@ -77,20 +138,20 @@ static struct sm_out log_sm_out(void *arg)
 /* This node's connection of client id, or NULL (under the lock). */
 static void *log_conn(void *arg, uint64_t id)
 {
-	struct server *srv = arg;
-	struct hnode *n = hmap_find(&srv->feed_state->conns,
-	    log_cid_hash(srv, id), log_cid_eq, &id);
+	struct log_conn *lc = log_conn_find(arg, id);
 
-	return n ? container_of(n, struct conn, cid_node) : NULL;
+	return lc != NULL ? lc->c : NULL;
 }
 
 /* len bytes of client id's requests were applied (under the lock). */
 static void log_applied(void *arg, uint64_t id, size_t len)
 {
-	struct conn *c = log_conn(arg, id);
+	struct log_conn *lc = log_conn_find(arg, id);
 
-	if (c != NULL)
-		conn_applied_locked(c, len);
+	if (lc == NULL)
+		return;
+	lc->proposed = lc->proposed > len ? lc->proposed - len : 0;
+	log_resume_locked(lc);
 }
 
 /* Answer a connection (a cluster change; locked). */
@@ -115,20 +176,22 @@ static void log_read(void *arg, uint64_t cid, const struct sm_caller *who,
     const uint8_t *data, size_t len, bool lead)
 {
 	struct server *srv = arg;
-	struct conn *c = log_conn(srv, cid);
+	struct log_conn *lc = log_conn_find(srv, cid);
 	struct sm_client *cl = sm_client_find(srv->sm, cid);
 	Semd__Request *req;
 
-	if (c == NULL)
+	if (lc == NULL)
 		return;		/* closed: nobody to answer */
 	req = semd__request__unpack(NULL, len, data);
 	if (req != NULL && lead && cl != NULL)
 		(void)sm_read(srv->sm, cl, req, who);
 	else if (req != NULL)
-		conn_redirect_locked(c, req->id);
+		conn_redirect_locked(lc->c, req->id);
 	if (req != NULL)
 		semd__request__free_unpacked(req, NULL);
-	conn_read_done_locked(c);
+	if (lc->reads > 0)
+		lc->reads--;
+	log_resume_locked(lc);
 }
 
 /* --- the feed -------------------------------------------------------------- */
@@ -218,16 +281,20 @@ static int log_start(struct server *srv)
 	};
 	struct feed_state *fs;
 	uint8_t *seed = NULL;
+	unsigned int i;
 	char err[512];
 	int r;
 
-	if ((fs = calloc(1, sizeof *fs)) == NULL ||
-	    hmap_init(&fs->conns, 64) != 0) {
-		free(fs);
-		log_err("log: out of memory");
-		return EX_OSERR;
-	}
+	if ((fs = calloc(1, sizeof *fs)) == NULL)
+		goto nomem;
 	srv->feed_state = fs;
+	fs->batch = aligned_alloc(_Alignof(struct log_batch),
+	    srv->nworkers * sizeof *fs->batch);
+	if (fs->batch == NULL || hmap_init(&fs->conns, 64) != 0)
+		goto nomem;
+	fs->nbatch = srv->nworkers;
+	for (i = 0; i < fs->nbatch; i++)
+		sm_batch_init(&fs->batch[i].b);
 	if (srv->cfg.restore != NULL && (r = log_seed_load(srv, &seed,
 	    &lc.seed_len, &lc.seed_now)) != 0)
 		return r;
@@ -241,17 +308,24 @@ static int log_start(struct server *srv)
 	}
 	log_notice("log: state restored from %s", srv->cfg.data_dir);
 	return 0;
+nomem:
+	log_err("log: out of memory");
+	return EX_OSERR;
 }
 
 /* Stop the log's thread; forget the map (its connections are gone). */
 static void log_stop(struct server *srv)
 {
 	struct feed_state *fs = srv->feed_state;
+	unsigned int i;
 
 	if (fs == NULL)
 		return;
 	semlog_stop(fs->d);
 	hmap_destroy(&fs->conns);
+	for (i = 0; i < fs->nbatch; i++)
+		sm_batch_free(&fs->batch[i].b);
+	free(fs->batch);
 	free(fs);
 	srv->feed_state = NULL;
 }
@@ -263,30 +337,42 @@ static uint64_t log_deadline_locked(const struct server *srv)
 	return UINT64_MAX;
 }
 
-/* Open c's client in the log (its loop's batch). */
-static void log_open_client_locked(struct conn *c, const char *principal)
+/* Time passes through the log: no loop's timer ever fires for it. */
+static void log_tick_locked(struct server *srv)
 {
-	sm_batch_open(&c->w->batch, c->cid, principal, c->secret,
+	(void)srv;
+}
+
+/* Open c's client in the log (its loop's batch). */
+static void log_open_client_locked(struct conn *c, struct log_conn *lc,
+    const char *principal)
+{
+	sm_batch_open(log_batch(c), c->cid, principal, lc->secret,
 	    c->local ? SM_CLIENT_LOCAL : 0);
-	c->logged = true;
+	lc->logged = true;
 }
 
 /*
- * A client id of the log for c. Opened in the state when the log gets
- * there, and bound then; on a node that does not lead, opened in the log
- * only if it leads by the client's first request.
+ * A client id of the log for c, and the feed's record of it. Opened in the
+ * state when the log gets there, and bound then; on a node that does not
+ * lead, opened in the log only if it leads by the client's first request.
  */
 static int log_open_locked(struct conn *c, const char *principal,
     const uint8_t secret[SM_SECRET_LEN])
 {
 	struct server *srv = c->srv;
 	struct feed_state *fs = srv->feed_state;
+	struct log_conn *lc;
 
+	if ((lc = calloc(1, sizeof *lc)) == NULL)
+		return -ENOMEM;
+	lc->c = c;
+	memcpy(lc->secret, secret, sizeof lc->secret);
 	c->cid = semlog_client_id(fs->d);
-	memcpy(c->secret, secret, sizeof c->secret);
-	hmap_insert(&fs->conns, &c->cid_node, log_cid_hash(srv, c->cid));
+	c->feed_ctx = lc;
+	hmap_insert(&fs->conns, &lc->node, log_cid_hash(srv, c->cid));
 	if (semlog_serving(fs->d))
-		log_open_client_locked(c, principal);
+		log_open_client_locked(c, lc, principal);
 	return 0;
 }
 
@@ -294,16 +380,104 @@ static int log_open_locked(struct conn *c, const char *principal,
  * Nothing more reaches c's client; the state hears of its close through
  * the log. A stop is no client's death: the restart entry says what goes.
  */
-static void log_close_locked(struct conn *c, struct sm_batch *b)
+static void log_close_locked(struct conn *c)
 {
 	struct server *srv = c->srv;
 	struct sm_client *cl = sm_client_find(srv->sm, c->cid);
+	struct log_conn *lc = c->feed_ctx;
 
-	hmap_remove(&srv->feed_state->conns, &c->cid_node);
+	hmap_remove(&srv->feed_state->conns, &lc->node);
 	if (cl != NULL)
 		sm_client_bind(cl, NULL);
-	if (!srv->stopping && c->logged)
-		sm_batch_close(b, c->cid);
+	if (!srv->stopping && lc->logged)
+		sm_batch_close(log_batch(c), c->cid);
+	free(lc);
+	c->feed_ctx = NULL;
+}
+
+/*
+ * Behind reads answered off the log, only reads go on (LOG_READS_MAX at
+ * most): a frame that is none is held, and runs again once they are
+ * answered, so that no read sees a later request of its connection.
+ */
+static bool log_admit_locked(struct conn *c, const Semd__Request *req)
+{
+	struct log_conn *lc = c->feed_ctx;
+
+	if (lc->reads == 0 || (lc->reads < LOG_READS_MAX &&
+	    sm_op_is_read(req->op_case)))
+		return true;
+	lc->stopped = true;
+	conn_hold_locked(c);
+	return false;
+}
+
+/*
+ * A read (sm_op_is_read: Info, List, Stats, Holds, Where, Validate, Ping)
+ * changes nothing: the leader answers it without an entry, after a read
+ * barrier (semlog_read), when the client has a session and nothing of it
+ * is on the way through the log (its reads then see its writes); a log
+ * of one voter answers it at once (semlog_read says). Its
+ * session is heard now, by the leader's clock (its lease is the leader's:
+ * sm_leases_due). Until the read is answered the connection holds the
+ * frames after it that are no reads (log_admit_locked). True: queued.
+ */
+static bool log_read_locked(struct conn *c, struct log_conn *lc,
+    const Semd__Request *req, const struct sm_caller *who,
+    const uint8_t *data, size_t len)
+{
+	struct server *srv = c->srv;
+	struct semlog *d = srv->feed_state->d;
+
+	if (!sm_op_is_read(req->op_case) || !lc->logged || lc->proposed > 0 ||
+	    !semlog_heard_locked(d, c->cid))
+		return false;
+	switch (semlog_read(d, c->cid, who, data, len)) {
+	case SEMLOG_READ_QUEUED:
+		lc->reads++;
+		return true;
+	case SEMLOG_READ_NOW:		/* one voter: the state as it stands */
+		(void)sm_read(srv->sm, sm_client_find(srv->sm, c->cid), req, who);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The request goes into this loop's batch, as it came and with the access
+ * decision; it is answered once applied. Past LOG_PROPOSED_MAX bytes on
+ * their way, c is no longer read (log_applied resumes it). Hello is taken
+ * as seen from here on, so the requests behind it are checked against the
+ * ACL (a failed Hello closes). False: stop reading.
+ */
+static bool log_request_locked(struct conn *c, const Semd__Request *req,
+    const struct sm_caller *who, const uint8_t *data, size_t len)
+{
+	struct server *srv = c->srv;
+	struct log_conn *lc = c->feed_ctx;
+
+	if (log_read_locked(c, lc, req, who, data, len)) {
+		/* a read, answered without an entry */
+	} else if (!semlog_serving(srv->feed_state->d)) {
+		/* Not the leader: where to go, then close. */
+		conn_redirect_locked(c, req->id);
+		conn_close_later(c);
+		return false;
+	} else {
+		if (!lc->logged)
+			log_open_client_locked(c, lc,
+			    srv->policy->principal(c->id));
+		sm_batch_request(log_batch(c), c->cid, who, data, len);
+		lc->proposed += len;
+		if (lc->proposed > LOG_PROPOSED_MAX && !lc->stopped) {
+			lc->stopped = true;
+			conn_pause_locked(c);
+		}
+	}
+	if (req->op_case == SEMD__REQUEST__OP_HELLO)
+		conn_hello_locked(c);
+	return !c->closing && !c->dead;
 }
 
 /*
@@ -333,82 +507,25 @@ static void log_cluster_locked(struct conn *c, const Semd__Request *req)
 		    "out of memory");
 }
 
-/*
- * A read (sm_op_is_read: Info, List, Stats, Holds, Where, Validate, Ping)
- * changes nothing: the leader answers it without an entry, after a read
- * barrier (semlog_read), when the client has a session and nothing of it
- * is on the way through the log (its reads then see its writes); a log
- * of one voter answers it at once (semlog_read says). Its
- * session is heard now, by the leader's clock (its lease is the leader's:
- * sm_leases_due). Until the read is answered the connection holds the
- * frames after it that are no reads (conn_handle_locked). True: queued.
- */
-static bool log_read_locked(struct conn *c, const Semd__Request *req,
-    const struct sm_caller *who, const uint8_t *data, size_t len)
-{
-	struct server *srv = c->srv;
-	struct semlog *d = srv->feed_state->d;
-
-	if (!sm_op_is_read(req->op_case) || !c->logged || c->proposed > 0 ||
-	    !semlog_heard_locked(d, c->cid))
-		return false;
-	switch (semlog_read(d, c->cid, who, data, len)) {
-	case SEMLOG_READ_QUEUED:
-		c->reads++;
-		return true;
-	case SEMLOG_READ_NOW:		/* one voter: the state as it stands */
-		(void)sm_read(srv->sm, sm_client_find(srv->sm, c->cid), req, who);
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
- * The request goes into this loop's batch, as it came and with the access
- * decision; it is answered once applied. Hello is taken as seen from here
- * on, so the requests behind it are checked against the ACL (a failed
- * Hello closes). False: stop reading.
- */
-static bool log_request_locked(struct conn *c, const Semd__Request *req,
-    const struct sm_caller *who, const uint8_t *data, size_t len)
-{
-	struct server *srv = c->srv;
-
-	if (who == NULL || log_read_locked(c, req, who, data, len) ||
-	    backup_chunk_locked(c, req)) {
-		/* denied and answered; a read answered without an entry; or a
-		 * later chunk of a backup, answered from the connection's copy */
-	} else if (req->op_case == SEMD__REQUEST__OP_CLUSTER) {
-		log_cluster_locked(c, req);
-	} else if (!semlog_serving(srv->feed_state->d)) {
-		/* Not the leader: where to go, then close. */
-		conn_redirect_locked(c, req->id);
-		conn_close_later(c);
-		return false;
-	} else {
-		if (!c->logged)
-			log_open_client_locked(c, srv->policy->principal(c->id));
-		sm_batch_request(&c->w->batch, c->cid, who, data, len);
-		c->proposed += len;
-	}
-	if (req->op_case == SEMD__REQUEST__OP_HELLO && !c->hello) {
-		c->hello = true;
-		conn_arm_timer(c);
-	}
-	return !c->closing && !c->dead;
-}
-
 /* Straight back: nothing of the state changes. */
 static void log_protocol_error_locked(struct conn *c, const char *why)
 {
 	conn_reply_code_locked(c, 0, SEMD__CODE__PROTOCOL_ERROR, why);
 }
 
-/* Queue the batch for the log's next entry. */
-static void log_submit(struct server *srv, struct sm_batch *b)
+/*
+ * Queue what w's loop gathered for the log's next entry (the batch is
+ * emptied); a burst's memory is not kept.
+ */
+static void log_submit(struct worker *w)
 {
-	semlog_submit(srv->feed_state->d, b);
+	struct feed_state *fs = w->srv->feed_state;
+	struct sm_batch *b = &fs->batch[w->idx].b;
+
+	if (b->len > 0)
+		semlog_submit(fs->d, b);
+	if (b->cap > 65536)
+		sm_batch_free(b);
 }
 
 /* The log keeps the state: the clients hear that they may come back. */

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <time.h>
 
-#include "daemon/backup.h"
 #include "daemon/conn-int.h"
 #include "daemon/feed.h"
 #include "daemon/logging.h"
@@ -46,50 +45,55 @@ static uint64_t memory_deadline_locked(const struct server *srv)
 	return sm_next_deadline(srv->sm);
 }
 
-/* Open c's client in the state, by a client id of this process. */
+/* A deadline came: the state's time moves on to now, what is due fires. */
+static void memory_tick_locked(struct server *srv)
+{
+	sm_tick(srv->sm, server_now());
+}
+
+/* Open c's client in the state (c->feed_ctx), by a client id of this process. */
 static int memory_open_locked(struct conn *c, const char *principal,
     const uint8_t secret[SM_SECRET_LEN])
 {
 	struct server *srv = c->srv;
 
 	c->cid = ++srv->next_client;
-	c->client = sm_client_open(srv->sm, c->cid, c, principal, secret,
+	c->feed_ctx = sm_client_open(srv->sm, c->cid, c, principal, secret,
 	    c->local ? SM_CLIENT_LOCAL : 0, server_now());
-	return c->client != NULL ? 0 : -ENOMEM;
+	return c->feed_ctx != NULL ? 0 : -ENOMEM;
 }
 
 /* The client goes with its connection (or its session lingers). */
-static void memory_close_locked(struct conn *c, struct sm_batch *b)
+static void memory_close_locked(struct conn *c)
 {
-	(void)b;
-	sm_client_close(c->srv->sm, c->client, server_now());
+	sm_client_close(c->srv->sm, c->feed_ctx, server_now());
+	c->feed_ctx = NULL;
 }
 
-/* Run the request; the replies are staged before this returns. */
+/* Every frame runs when it is read: none is held. */
+static bool memory_admit_locked(struct conn *c, const Semd__Request *req)
+{
+	(void)c;
+	(void)req;
+	return true;
+}
+
+/*
+ * Run the request at the time its read came (one clock read per read);
+ * the replies are staged before this returns. Its Hello is taken once the
+ * client has a session.
+ */
 static bool memory_request_locked(struct conn *c, const Semd__Request *req,
     const struct sm_caller *who, const uint8_t *data, size_t len)
 {
-	int r = SM_OK;
+	struct sm_client *cl = c->feed_ctx;
+	int r;
 
 	(void)data;
 	(void)len;
-	/*
-	 * The time the batch was read: one clock read per batch. A cluster
-	 * request is answered here: no cluster (and no protocol error, even
-	 * before Hello, as a node answers it without a session).
-	 */
-	if (who != NULL && backup_chunk_locked(c, req)) {
-		/* a later chunk of a backup: from the connection's copy */
-	} else if (who != NULL && req->op_case == SEMD__REQUEST__OP_CLUSTER)
-		conn_reply_code_locked(c, req->id, SEMD__CODE__INVALID_ARGUMENT,
-		    "this semd is not a cluster: it keeps its state in memory "
-		    "(a cluster's nodes run with --data-dir)");
-	else if (who != NULL)
-		r = sm_request(c->srv->sm, c->client, req, who, c->last_input_ms);
-	if (!c->hello && sm_client_session(c->client) != 0) {
-		c->hello = true;
-		conn_arm_timer(c);
-	}
+	r = sm_request(c->srv->sm, cl, req, who, c->last_input_ms);
+	if (!c->hello && sm_client_session(cl) != 0)
+		conn_hello_locked(c);
 	if (r == SM_CLOSE) {
 		log_info("%s: protocol error, closing", c->peer);
 		conn_close_later(c);
@@ -98,17 +102,27 @@ static bool memory_request_locked(struct conn *c, const Semd__Request *req,
 	return !c->closing && !c->dead;
 }
 
+/*
+ * No cluster (and no protocol error, even before Hello, as a node answers
+ * a cluster request without a session).
+ */
+static void memory_cluster_locked(struct conn *c, const Semd__Request *req)
+{
+	conn_reply_code_locked(c, req->id, SEMD__CODE__INVALID_ARGUMENT,
+	    "this semd is not a cluster: it keeps its state in memory "
+	    "(a cluster's nodes run with --data-dir)");
+}
+
 /* Through the state machine, which counts it. */
 static void memory_protocol_error_locked(struct conn *c, const char *why)
 {
-	sm_protocol_error(c->srv->sm, c->client, why);
+	sm_protocol_error(c->srv->sm, c->feed_ctx, why);
 }
 
 /* Every command ran when it came: nothing is ever gathered. */
-static void memory_submit(struct server *srv, struct sm_batch *b)
+static void memory_submit(struct worker *w)
 {
-	(void)srv;
-	sm_batch_reset(b);
+	(void)w;
 }
 
 /* The state goes with the process: waiters hear UNAVAILABLE, holders too. */
@@ -117,6 +131,7 @@ static void memory_stopping_locked(struct server *srv)
 	sm_shutdown(srv->sm, server_now());
 }
 
+/* New settings take effect at once. */
 static void memory_reconfigure_locked(struct server *srv,
     const struct sm_config *sc)
 {
@@ -147,6 +162,7 @@ static bool memory_health(struct server *srv, struct semlog_health *out)
 	return false;
 }
 
+/* No log: no disk work. */
 static bool memory_io_stats(struct server *srv, struct semlog_io_stats *out)
 {
 	(void)srv;

@@ -14,6 +14,7 @@
 
 #include "daemon/health.h"
 
+/* Is this node ready for clients? If not, why (health.h). */
 bool health_ready(const struct health_view *v, char *why, size_t len)
 {
 	const struct semlog_health *h = &v->log;

@@ -30,7 +30,6 @@
 #endif
 
 #include "daemon/conn.h"
-#include "daemon/http/http.h"
 #include "daemon/listen.h"
 #include "daemon/logging.h"
 #include "daemon/server.h"
@@ -81,8 +80,7 @@ static void listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
  * Do a and b come from the same source: the same IPv4 address, or the same
  * IPv6 /64 (one host is given a whole /64, so a finer key is no key)?
  */
-static bool listener_same_source(const struct sockaddr *a,
-    const struct sockaddr *b)
+bool listener_same_source(const struct sockaddr *a, const struct sockaddr *b)
 {
 	if (a->sa_family != b->sa_family)
 		return false;
@@ -529,9 +527,11 @@ static int listener_open_tcp(struct server *srv, const char *spec, bool tls)
 /* Open one configured listener. */
 static int listener_open(struct server *srv, const char *spec)
 {
-	if (http_listener_kind(spec)) {
+	const struct config_door *door = config_door();
+
+	if (door != NULL && door->listener_kind(spec)) {
 		srv->unlisten = listeners_close;
-		return http_listen(srv, spec);	/* daemon/http/ */
+		return door->listen(srv, spec);	/* the HTTP one's */
 	}
 	if (strncmp(spec, "unix:", 5) == 0)
 		return listener_open_unix(srv, spec + 5);
@@ -589,7 +589,8 @@ static void listeners_close(struct server *srv)
 		free(l);
 	}
 	INIT_LIST_HEAD(&srv->listeners);
-	http_unlisten(srv);
+	if (config_door() != NULL)
+		config_door()->unlisten(srv);
 	if (srv->accept_resume != NULL)
 		event_free(srv->accept_resume);
 	srv->accept_resume = NULL;
@@ -665,7 +666,8 @@ static int listeners_write_ready(struct server *srv, const char *path,
 		return -errno;
 	list_for_each(pos, &srv->listeners)
 		fprintf(f, "%s\n", list_entry(pos, struct listener, entry)->addr);
-	http_listeners_each(listeners_ready_http, f);
+	if (config_door() != NULL)
+		config_door()->listeners_each(listeners_ready_http, f);
 	if (extra != NULL)
 		fprintf(f, "metrics:%s\n", extra);
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
@@ -704,7 +706,8 @@ int listeners_ready(struct server *srv, const char *extra, char *status,
 	if (off < len) {
 		char *p[2] = { status + off, status + len };
 
-		http_listeners_each(listeners_status_http, p);
+		if (config_door() != NULL)
+			config_door()->listeners_each(listeners_status_http, p);
 	}
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 struct server;
 struct evconnlistener;
+struct sockaddr;
 
 struct listener {
 	struct server		*srv;
@@ -33,6 +34,11 @@ int listeners_open(struct server *srv);
 /* A listening socket (fd, or -errno): for the metrics endpoint too. */
 int listener_bind_unix(struct server *srv, const char *path, unsigned int mode);
 int listener_bind_tcp(const char *spec);
+/*
+ * Do a and b come from the same source: the same IPv4 address, or the same
+ * IPv6 /64? (All UNIX peers are one source.)
+ */
+bool listener_same_source(const struct sockaddr *a, const struct sockaddr *b);
 /* The address a socket is bound to, in the listen syntax (malloc'd). */
 char *listener_name(int fd, bool *is_unix);
 /* Stop listening on a socket (evl may be NULL); remove its file, free the path. */

@@ -12,8 +12,8 @@
 sbin_PROGRAMS += semd
 semd_SOURCES = daemon/main.c \
 	daemon/server.c daemon/server_config.c daemon/server.h daemon/server-int.h \
-	daemon/conn.c daemon/conn_accept.c daemon/conn_io.c daemon/conn_req.c \
-	daemon/conn_reply.c daemon/conn.h daemon/conn-int.h \
+	daemon/conn.c daemon/conn_accept.c daemon/conn_io.c daemon/conn_input.c \
+	daemon/conn_req.c daemon/conn_reply.c daemon/conn.h daemon/conn-int.h \
 	daemon/feed.h daemon/feed_memory.c daemon/feed_log.c \
 	daemon/backup.c daemon/backup.h \
 	daemon/xprt.c daemon/xprt.h \

@@ -183,6 +183,7 @@ static void log_put(struct log_buf *b, const char *s, size_t n)
 	b->len += n;
 }
 
+/* Append a string to a line. */
 static void log_puts(struct log_buf *b, const char *s)
 {
 	log_put(b, s, strlen(s));

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +98,8 @@ static void usage(FILE *f)
 "      --metrics-listen ADDR  serve Prometheus metrics at tcp:HOST:PORT or\n"
 "                            unix:PATH, paths /metrics, /healthz, /readyz\n"
 "      --metrics-max-connections N  scrapers served at once (16)\n"
-"      --metrics-timeout DURATION  to send a request, to read the page (10s)\n"
+"      --metrics-per-source-max-connections N  of them from one address (4)\n"
+"      --metrics-timeout DURATION  for a request and its answer, whole (10s)\n"
 "      --metrics-names PREFIX  per-semaphore gauges for names with PREFIX\n"
 "                            (repeatable)\n"
 "      --ready-max-lag N     /readyz: entries a follower may be behind the\n"
@@ -161,6 +163,22 @@ static void semd_raise_nofile(const struct semd_config *cfg)
 }
 
 /*
+ * Give a flood's memory back when it is freed. glibc raises its threshold
+ * for allocating with mmap to the size of the largest block freed, so after
+ * one slow reader's 4 MiB of replies every later buffer of up to 32 MiB
+ * comes from the heap, where a free leaves a hole the process keeps (a
+ * flood of unread replies pinned gigabytes long after it left). A fixed
+ * threshold keeps each big buffer a mapping of its own, unmapped when freed.
+ */
+static void semd_malloc_tune(void)
+{
+#ifdef M_MMAP_THRESHOLD
+	if (mallopt(M_MMAP_THRESHOLD, 128 * 1024) != 1)
+		log_warn("mallopt M_MMAP_THRESHOLD failed");
+#endif
+}
+
+/*
  * Give up root for good: the user's groups, its gid, its uid; then make sure
  * root cannot be taken back. Called after the sockets are bound.
  */
@@ -208,6 +226,19 @@ static int semd_reload(void *arg, struct semd_config *out, char *err,
 	return r;
 }
 
+/* The HTTP front door, as config.c and listen.c reach it (config.h). */
+static const struct config_door semd_http_door = {
+	.known = http_config_known,
+	.set = http_config_set,
+	.put = http_config_put,
+	.listener_kind = http_listener_kind,
+	.listener_check = http_listener_check,
+	.listen = http_listen,
+	.listeners_each = http_listeners_each,
+	.unlisten = http_unlisten,
+};
+
+/* Read the settings, open the listeners, take the state up, serve. */
 int main(int argc, char **argv)
 {
 	enum { OPT_BASE = 256 };
@@ -224,7 +255,8 @@ int main(int argc, char **argv)
 		"tls-ticket-lifetime", "tls-ticket-rotation",
 		"tls-max-startups", "tls-per-source-max-startups",
 		"metrics-listen", "metrics-names", "metrics-max-connections",
-		"metrics-timeout", "ready-max-lag", "admin", "acl",
+		"metrics-per-source-max-connections", "metrics-timeout",
+		"ready-max-lag", "admin", "acl",
 		"data-dir", "restart-grace", "snapshot-every",
 		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
 		"allow-insecure-peers", "election-timeout",
@@ -246,6 +278,7 @@ int main(int argc, char **argv)
 	int c, i, code;
 
 	log_open();
+	config_door_set(&semd_http_door);
 	for (i = 0; i < NKEYS; i++) {
 		opts[i].name = keys[i];
 		opts[i].has_arg = config_is_bool(keys[i]) ? optional_argument :
@@ -331,6 +364,7 @@ int main(int argc, char **argv)
 	log_set_level(cfg.log_level);
 	log_set_format(cfg.log_format);
 	semd_raise_nofile(&cfg);
+	semd_malloc_tune();
 	srv = server_new(&cfg, &conn_loop_ops, semd_reload, &args, &code);
 	if (srv == NULL) {
 		log_err("start-up failed");

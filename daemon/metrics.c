@@ -10,12 +10,25 @@
  *
  * The HTTP side is a deliberately small HTTP/1.x server of its own, so that
  * every resource a scraper can hold is bounded: at most
- * metrics-max-connections scrapers at once (more are closed at accept), one
- * request each (the answer says Connection: close), at most
- * METRICS_MAX_HEADERS bytes of request, metrics-timeout to send it and
- * metrics-timeout for each write of the page, and so at most one page of
- * output per scraper. accept() failing for lack of descriptors pauses the
- * endpoint for a second instead of spinning, as the client listeners do.
+ * metrics-max-connections scrapers at once, and
+ * metrics-per-source-max-connections of them from one address, one request
+ * each (the answer says Connection: close), at most METRICS_MAX_HEADERS
+ * bytes of request, metrics-timeout for the whole of it from the accept to
+ * the last byte of the answer (a deadline, not an idle timer a byte now
+ * and then would reset), and so at most one page of output per scraper.
+ *
+ * Probes must answer while scrapers misbehave (a liveness probe that times
+ * out restarts semd): when every slot, or every slot of the new client's
+ * address, is taken, the connection that has been sending its request the
+ * longest is closed to make room. A probe or an honest scraper sends its
+ * request at once and is answered in the same turn, so it always finds a
+ * slot; a client that trickles its request holds one only until someone
+ * needs it. (A slot reserved for probes, or a probe-only listener, would
+ * be one more slot the same slow clients hold: nothing tells a probe from
+ * a scraper before its request line has come.) Only when every slot is
+ * writing a page is a new connection refused. accept() failing for lack of
+ * descriptors pauses the endpoint for a second instead of spinning, as the
+ * client listeners do.
  */
 #include <config.h>	/* autoconf's, not daemon/config.h */
 
@@ -54,9 +67,10 @@ struct metrics {
 	struct event		*resume;	/* accepting again after EMFILE */
 	char			*addr;		/* HOST:PORT, [ADDR6]:PORT, unix:PATH */
 	char			*unlink_path;	/* our UNIX socket file */
-	struct list_head	conns;
+	struct list_head	conns;		/* in the order they came */
 	size_t			nconns;
-	uint64_t		refused;	/* over metrics-max-connections */
+	uint64_t		refused;	/* no slot: all writing pages */
+	uint64_t		evicted;	/* closed to make room */
 	uint64_t		last_log_ms;
 	unsigned long long	btime;		/* boot time (/proc/stat), once read */
 };
@@ -65,7 +79,10 @@ struct metrics {
 struct metrics_conn {
 	struct metrics		*m;
 	struct bufferevent	*bev;
+	struct event		*deadline;	/* metrics-timeout from the accept */
 	struct list_head	entry;
+	bool			answered;	/* its request came: writing */
+	struct sockaddr_storage	src;		/* its address */
 };
 
 /* The per-semaphore families, filled in one walk of the table. */
@@ -492,6 +509,8 @@ static void metrics_conn_free(struct metrics_conn *mc)
 {
 	list_del_init(&mc->entry);
 	mc->m->nconns--;
+	if (mc->deadline != NULL)
+		event_free(mc->deadline);
 	bufferevent_free(mc->bev);
 	free(mc);
 }
@@ -503,6 +522,7 @@ static void metrics_answer(struct metrics_conn *mc, int status,
 	struct evbuffer *out = bufferevent_get_output(mc->bev);
 	size_t len = body != NULL ? evbuffer_get_length(body) : 0;
 
+	mc->answered = true;
 	bufferevent_disable(mc->bev, EV_READ);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n\r\n", status, reason,
@@ -654,19 +674,79 @@ static void metrics_write_cb(struct bufferevent *bev, void *arg)
 		metrics_conn_free(mc);
 }
 
-/* The scraper left, failed, or took longer than metrics-timeout. */
+/* The scraper left or failed. */
 static void metrics_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	metrics_conn_free(arg);
+}
+
+/* metrics-timeout passed since the accept: the request or answer is late. */
+static void metrics_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct metrics_conn *mc = arg;
 
-	if (what & BEV_EVENT_TIMEOUT)
-		log_info("metrics: a scraper timed out (%s), closing",
-		    (what & BEV_EVENT_READING) ? "sending its request" :
-		    "reading the page");
+	(void)fd;
+	(void)what;
+	log_info("metrics: a scraper took longer than metrics-timeout %u ms "
+	    "(%s), closing", mc->m->srv->cfg.metrics_timeout_ms,
+	    mc->answered ? "reading the page" : "sending its request");
 	metrics_conn_free(mc);
 }
 
-/* A scraper connected: serve it, unless metrics-max-connections are open. */
+/* A line about refused or evicted scrapers, once a second at most. */
+static void metrics_log_full(struct metrics *m, const char *what, size_t max)
+{
+	uint64_t now = server_now();
+
+	if (m->last_log_ms != 0 && now - m->last_log_ms < 1000)
+		return;
+	log_warn("metrics: %s %zu reached: closing the scrapers that have "
+	    "been sending their request the longest (%" PRIu64 " so far), "
+	    "refusing new ones while every slot is writing a page (%" PRIu64
+	    " so far)", what, max, m->evicted, m->refused);
+	m->last_log_ms = now;
+}
+
+/*
+ * The connection that has been sending its request the longest (the
+ * first in the list not writing a page), from src's address only with
+ * from_src; NULL when every one is writing a page.
+ */
+static struct metrics_conn *metrics_slowest(struct metrics *m,
+    const struct sockaddr *src, bool from_src)
+{
+	struct metrics_conn *mc;
+	struct list_head *pos;
+
+	list_for_each(pos, &m->conns) {
+		mc = list_entry(pos, struct metrics_conn, entry);
+		if (!mc->answered && (!from_src || listener_same_source(
+		    (const struct sockaddr *)&mc->src, src)))
+			return mc;
+	}
+	return NULL;
+}
+
+/* Connections open from src's address. */
+static size_t metrics_from(const struct metrics *m, const struct sockaddr *src)
+{
+	const struct metrics_conn *mc;
+	struct list_head *pos;
+	size_t n = 0;
+
+	list_for_each(pos, &m->conns) {
+		mc = list_entry(pos, struct metrics_conn, entry);
+		n += listener_same_source((const struct sockaddr *)&mc->src, src);
+	}
+	return n;
+}
+
+/*
+ * A scraper connected: serve it, once there is room for it (its address's
+ * slots, then all of them), within metrics-timeout from now.
+ */
 static void metrics_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
@@ -674,38 +754,46 @@ static void metrics_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 	const struct semd_config *cfg = &m->srv->cfg;
 	struct metrics_conn *mc;
 	struct timeval tv;
-	uint64_t now;
+	bool per;
 
 	(void)evl;
-	(void)sa;
-	(void)salen;
-	if (m->nconns >= cfg->metrics_max_connections) {
-		close(fd);
-		m->refused++;
-		now = server_now();
-		if (m->last_log_ms == 0 || now - m->last_log_ms >= 1000) {
-			log_warn("metrics: metrics-max-connections %u reached, "
-			    "refusing scrapers (%" PRIu64 " refused so far)",
-			    cfg->metrics_max_connections, m->refused);
-			m->last_log_ms = now;
+	/* Full for its address (then one of its own makes room), or in all. */
+	per = cfg->metrics_per_source > 0 &&
+	    metrics_from(m, sa) >= cfg->metrics_per_source;
+	if (per || m->nconns >= cfg->metrics_max_connections) {
+		metrics_log_full(m, per ? "metrics-per-source-max-connections" :
+		    "metrics-max-connections", per ? cfg->metrics_per_source :
+		    cfg->metrics_max_connections);
+		if ((mc = metrics_slowest(m, sa, per)) == NULL) {
+			m->refused++;
+			close(fd);
+			return;
 		}
-		return;
+		m->evicted++;
+		metrics_conn_free(mc);
 	}
 	mc = calloc(1, sizeof *mc);
 	if (mc == NULL ||
 	    (mc->bev = bufferevent_socket_new(m->srv->base, fd,
-	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL ||
+	    (mc->deadline = evtimer_new(m->srv->base, metrics_deadline_cb,
+	    mc)) == NULL) {
 		log_warn("metrics: out of memory accepting a scraper");
+		if (mc != NULL && mc->bev != NULL)
+			bufferevent_free(mc->bev);
+		else
+			close(fd);
 		free(mc);
-		close(fd);
 		return;
 	}
 	mc->m = m;
+	if (salen > 0 && (size_t)salen <= sizeof mc->src)
+		memcpy(&mc->src, sa, (size_t)salen);
 	list_add_tail(&mc->entry, &m->conns);
 	m->nconns++;
 	tv.tv_sec = cfg->metrics_timeout_ms / 1000;
 	tv.tv_usec = (cfg->metrics_timeout_ms % 1000) * 1000;
-	bufferevent_set_timeouts(mc->bev, &tv, &tv);
+	evtimer_add(mc->deadline, &tv);
 	bufferevent_setwatermark(mc->bev, EV_READ, 0, METRICS_MAX_HEADERS);
 	bufferevent_setcb(mc->bev, metrics_read_cb, metrics_write_cb,
 	    metrics_event_cb, mc);

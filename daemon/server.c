@@ -181,7 +181,7 @@ uint64_t server_dropped(struct server *srv)
 	return n;
 }
 
-/* The state machine's earliest deadline came (this worker's timer). */
+/* The state's earliest deadline came (this worker's timer): the feed ticks it. */
 static void server_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -193,7 +193,7 @@ static void server_deadline_cb(evutil_socket_t fd, short what, void *arg)
 		srv->armed_by = NULL;
 		srv->armed_min = UINT64_MAX;
 	}
-	sm_tick(srv->sm, server_now());
+	srv->feed->tick_locked(srv);
 	server_unlock(w);
 }
 
@@ -294,6 +294,7 @@ static int worker_init(struct server *srv, unsigned int i)
 	w->deadline_at = UINT64_MAX;
 	INIT_LIST_HEAD(&w->conns);
 	INIT_LIST_HEAD(&w->flushq);
+	INIT_LIST_HEAD(&w->noticeq);
 	INIT_LIST_HEAD(&w->acceptq);
 	w->base = event_base_new();
 	if (w->base == NULL) {
@@ -327,8 +328,8 @@ static int worker_init(struct server *srv, unsigned int i)
 /* Free worker w's loop (its thread has ended; its clients are gone). */
 static void worker_free(struct worker *w)
 {
-	struct event *evs[] = { w->tls_sweep, w->flush_ev, w->deadline,
-	    w->stop_timer, w->beat, w->wake_ev };
+	struct event *evs[] = { w->tls_sweep, w->flush_ev, w->notice_ev,
+	    w->trim_ev, w->deadline, w->stop_timer, w->beat, w->wake_ev };
 	struct list_head *pos, *tmp;
 	struct conn_pending *p;
 	size_t i;
@@ -347,7 +348,6 @@ static void worker_free(struct worker *w)
 	if (w->wakefd >= 0)
 		close(w->wakefd);
 	free(w->mbox);
-	sm_batch_free(&w->batch);
 	if (w->base)
 		event_base_free(w->base);
 }

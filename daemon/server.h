@@ -66,8 +66,14 @@ struct worker {
 	size_t			nconns;
 	struct list_head	flushq;		/* conns with staged replies */
 	struct event		*flush_ev;	/* flushes flushq later */
+	struct list_head	noticeq;	/* conns with notices only */
+	struct event		*notice_ev;	/* flushes noticeq (conn_io.c) */
+	uint32_t		notice_ms;	/* ... after so long */
+	uint32_t		notice_n;	/* written in this round */
+	struct event		*trim_ev;	/* malloc_trim() after a flood */
+	size_t			trim_freed;	/* bytes freed since the last */
 	bool			in_read;	/* a read callback will flush */
-	struct event		*deadline;	/* armed for sm_next_deadline() */
+	struct event		*deadline;	/* armed for the feed's deadline */
 	uint64_t		deadline_at;
 	struct event		*stop_timer;	/* hard stop after a grace time */
 	int			wakefd;		/* eventfd: mailbox, accepts, stop */
@@ -87,8 +93,6 @@ struct worker {
 	_Atomic uint64_t	tls_resumed;	/* ... and resumed from a ticket */
 	size_t			ntls;		/* TLS clients of this loop */
 	struct event		*tls_sweep;	/* gives idle ones' buffers back */
-	/* This loop's commands for the log, sent at the end of a read. */
-	struct sm_batch		batch;
 };
 
 /*

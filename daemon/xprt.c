@@ -199,7 +199,7 @@ static size_t xprt_tls_read(struct conn *c, uint8_t *buf, size_t len,
 	if (e == SSL_ERROR_WANT_READ)
 		return 0;
 	if (e == SSL_ERROR_WANT_WRITE) {
-		c->rwant_w = true;	/* conn_io.c arms the write event */
+		c->rwant_w = true;	/* conn.c arms the write event */
 		return 0;
 	}
 	if (e == SSL_ERROR_ZERO_RETURN) {

@@ -2,8 +2,8 @@
 /*
  * daemon/xprt.h - a client connection's transport: UNIX, TCP or TLS.
  *
- * conn_io.c reads and writes every connection the same way, through its
- * transport's functions; a new transport is one more struct xprt_ops. The
+ * conn.c reads and conn_io.c writes every connection the same way, through
+ * its transport's functions; a new transport is one more struct xprt_ops. The
  * transport also says who is at the other end (identify), before the
  * state lock is taken: SO_PEERCRED and the NSS look-ups of a UNIX peer,
  * the certificate of a TLS one.

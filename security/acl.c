@@ -74,6 +74,8 @@ static const uint64_t quota_defaults[ACL_QUOTA_NKINDS] = {
 	[ACL_QUOTA_PERMITS] = ACL_DEFAULT_PERMITS,
 	[ACL_QUOTA_WAITERS] = ACL_DEFAULT_WAITERS,
 	[ACL_QUOTA_SEMAPHORES] = ACL_DEFAULT_SEMAPHORES,
+	[ACL_QUOTA_WATCHES] = ACL_DEFAULT_WATCHES,
+	[ACL_QUOTA_OUTPUT] = ACL_DEFAULT_OUTPUT,
 };
 
 static const char *quota_names[ACL_QUOTA_NKINDS] = {
@@ -82,6 +84,8 @@ static const char *quota_names[ACL_QUOTA_NKINDS] = {
 	[ACL_QUOTA_PERMITS] = "permits",
 	[ACL_QUOTA_WAITERS] = "waiters",
 	[ACL_QUOTA_SEMAPHORES] = "semaphores",
+	[ACL_QUOTA_WATCHES] = "watches",
+	[ACL_QUOTA_OUTPUT] = "output",
 };
 
 /* Format an error message into err (if any) and return -EINVAL. */
@@ -527,11 +531,12 @@ static int acl_parse_protect(struct acl *acl, char **f, size_t n, char *err, siz
 	return 0;
 }
 
-/* Parse "quota KIND PRINCIPAL N|unlimited". */
+/* Parse "quota KIND PRINCIPAL N|unlimited" (output: 64K, 64M, 1G too). */
 static int acl_parse_quota(struct acl *acl, char **f, size_t n, char *err, size_t errlen)
 {
 	struct acl_quota_rule q, *slot;
 	unsigned long long v;
+	unsigned int shift;
 	char *end;
 	size_t i;
 	int e;
@@ -545,7 +550,7 @@ static int acl_parse_quota(struct acl *acl, char **f, size_t n, char *err, size_
 	}
 	if (i == ACL_QUOTA_NKINDS)
 		return acl_error(err, errlen, "unknown quota '%s' (want connections, sessions, "
-		    "permits, waiters or semaphores)", f[1]);
+		    "permits, waiters, semaphores, watches or output)", f[1]);
 	q.kind = (enum acl_quota_kind)i;
 	if (strcmp(f[3], "unlimited") == 0) {
 		q.limit = 0;
@@ -554,8 +559,18 @@ static int acl_parse_quota(struct acl *acl, char **f, size_t n, char *err, size_
 		if (f[3][0] < '0' || f[3][0] > '9')
 			return acl_error(err, errlen, "invalid quota limit '%s' (want a number or 'unlimited')", f[3]);
 		v = strtoull(f[3], &end, 10);
+		/* Bytes (output) may be written 64K, 64M, 1G (binary). */
+		shift = q.kind != ACL_QUOTA_OUTPUT ? 0 : *end == 'K' ? 10 :
+		    *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+		if (shift > 0 && end[1] == '\0') {
+			if (v > UINT64_MAX >> shift)
+				errno = ERANGE;
+			v <<= shift;
+			end++;
+		}
 		if (*end != '\0')
-			return acl_error(err, errlen, "invalid quota limit '%s' (want a number or 'unlimited')", f[3]);
+			return acl_error(err, errlen, "invalid quota limit '%s' (want a number%s or 'unlimited')",
+			    f[3], q.kind == ACL_QUOTA_OUTPUT ? " of bytes, 64K, 64M or 1G," : "");
 		if (errno == ERANGE)
 			return acl_error(err, errlen, "quota limit out of range: '%s'", f[3]);
 		if (v == 0)

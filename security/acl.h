@@ -13,7 +13,8 @@
  *
  *   acl PRINCIPAL PATTERN RIGHTS
  *   protect PATTERN
- *   quota connections|sessions|permits|waiters|semaphores PRINCIPAL N|unlimited
+ *   quota connections|sessions|permits|waiters|semaphores|watches|output
+ *         PRINCIPAL N|unlimited
  *   admin PRINCIPAL
  *
  * PRINCIPAL: uid:N, user:NAME, group:NAME, cn:NAME, anonymous, or * (anyone).
@@ -55,6 +56,8 @@ enum acl_quota_kind {
 	ACL_QUOTA_PERMITS,
 	ACL_QUOTA_WAITERS,
 	ACL_QUOTA_SEMAPHORES,
+	ACL_QUOTA_WATCHES,	/* watches, on all its connections */
+	ACL_QUOTA_OUTPUT,	/* bytes of replies its connections leave unread */
 	ACL_QUOTA_NKINDS
 };
 
@@ -70,6 +73,18 @@ enum acl_quota_kind {
 #define ACL_DEFAULT_PERMITS	10000
 #define ACL_DEFAULT_WAITERS	10000
 #define ACL_DEFAULT_SEMAPHORES	10000
+/*
+ * Every watch that covers a name gets a notice of each of its changes: one
+ * principal's watches cost everyone's changes that many notices (1,000
+ * connections with 16 watches of every name: 16,000 a change).
+ */
+#define ACL_DEFAULT_WATCHES	256
+/*
+ * Replies a principal's connections leave unread, in bytes: past it its
+ * requests are refused and a connection that does not read is cut off
+ * (max-output 4 MiB per connection x 1,000 connections would be 4 GiB).
+ */
+#define ACL_DEFAULT_OUTPUT	(64ull << 20)
 
 /* Longest cn:/user:/group: name accepted in a rule or a subject. */
 #define ACL_NAME_MAX 255

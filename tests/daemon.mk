@@ -45,6 +45,7 @@ tests_daemon_test_state_queue_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_queue_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_state_share_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_state_share_LDADD = $(STATE_TEST_LIBS)
+tests_daemon_test_replay_SOURCES = tests/daemon/test_replay.c daemon/fastpb.c
 tests_daemon_test_replay_CFLAGS = $(STATE_TEST_CFLAGS)
 tests_daemon_test_replay_LDADD = $(STATE_TEST_LIBS)
 tests_daemon_test_metrics_CFLAGS = $(STATE_TEST_CFLAGS)
@@ -67,14 +68,17 @@ tests_daemon_test_ordidx_LDADD = daemon/state/libsemstate.a
 # semd_probe: a protocol client for the shell tests below.
 check_PROGRAMS += tests/daemon/semd_probe
 tests_daemon_semd_probe_SOURCES = tests/daemon/semd_probe.c \
-	tests/daemon/probe_modes.c tests/daemon/probe_stress.c tests/daemon/probe.h
+	tests/daemon/probe_modes.c tests/daemon/probe_stress.c \
+	tests/daemon/probe_flood.c tests/daemon/probe.h
 tests_daemon_semd_probe_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 
 # Shell tests against a real semd on private sockets (tests/lib.sh);
 # allocs.sh: no heap allocation per down/up on an existing name
 # (--enable-alloc-count builds; skipped in others); metrics.sh: the
-# Prometheus endpoint, scraped.
+# Prometheus endpoint, scraped; probes.sh: /healthz and /readyz answer
+# while slow clients crowd the metrics listener; quotas.sh: one principal's
+# watches and unread replies are bounded.
 DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/load.sh tests/daemon/frames.sh tests/daemon/config.sh \
 	tests/daemon/activation.sh tests/daemon/hostile.sh tests/daemon/privs.sh \
@@ -82,7 +86,8 @@ DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/tls-threads.sh tests/daemon/durable.sh \
 	tests/daemon/rates.sh tests/daemon/multi.sh tests/daemon/watch.sh \
 	tests/daemon/allocs.sh tests/daemon/metrics.sh tests/daemon/logjson.sh \
-	tests/daemon/logdisk.sh tests/daemon/backup.sh tests/daemon/watch-resume.sh
+	tests/daemon/logdisk.sh tests/daemon/backup.sh tests/daemon/watch-resume.sh \
+	tests/daemon/probes.sh tests/daemon/quotas.sh
 TESTS += $(DAEMON_SH_TESTS)
 EXTRA_DIST += $(DAEMON_SH_TESTS)
 

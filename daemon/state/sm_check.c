@@ -236,9 +236,9 @@ static int recount(const struct sm_principal **prs, uint64_t (*cnt)[SM_NLIMITS],
 }
 
 /*
- * Every principal's counts equal a recount of the sessions, holds, waiters
- * and owned names that are its, and every principal referred to is in the
- * table. O(objects x principals): a test check, with few principals.
+ * Every principal's counts equal a recount of the sessions, holds, waiters,
+ * owned names and watches that are its, and every principal referred to is
+ * in the table. O(objects x principals): a test check, with few principals.
  */
 static int check_principals(const struct sm *sm, char *err, size_t errlen)
 {
@@ -250,6 +250,7 @@ static int check_principals(const struct sm *sm, char *err, size_t errlen)
 	const struct sm_session *s;
 	const struct sm_sem *sem;
 	const struct sm_hold *h;
+	const struct sm_watch *x;
 	size_t np = hmap_count(&sm->principals), i = 0, k;
 	int r = -1;
 
@@ -293,6 +294,14 @@ static int check_principals(const struct sm *sm, char *err, size_t errlen)
 				    sem->name);
 				goto out;
 			}
+		}
+	}
+	list_for_each(pos, &sm->watches) {
+		x = list_entry(pos, struct sm_watch, entry);
+		if (recount(prs, cnt, np, x->client->pr, SM_LIMIT_WATCHES, 1) != 0) {
+			snprintf(err, errlen, "watch %" PRIu64 ": principal not in "
+			    "the table", x->id);
+			goto out;
 		}
 	}
 	for (i = 0; i < np; i++) {

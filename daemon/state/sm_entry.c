@@ -11,7 +11,9 @@
  *     CONFIG   7 x u32           the settings that decide answers
  *     OPEN     u64 id, u32 flags, 16 bytes secret, string principal
  *     CLOSE    u64 id
- *     REQUEST  u64 id, u32 privs, 4 x u64 caps, string request (protobuf)
+ *     REQUEST  u64 id, u32 privs, 4 x u64 caps, string request (protobuf):
+ *              the caps of enum sm_limit_kind up to semaphores (written by
+ *              semd before the watches cap; read still, with no such cap)
  *     RESTART  u32 grace_ms      the service came back: every client is
  *                                gone, leases get a grace
  *     LEADER   u64 node, u32 grace_ms, string address
@@ -25,6 +27,9 @@
  *                                lease: it ends (unless an entry did)
  *     WATCH_HISTORY u32 bytes    the watch history's size (watch-history),
  *                                written after every CONFIG
+ *     CAPS_REQUEST u64 id, u32 privs, u8 n, n x u64 caps, string request
+ *                                REQUEST with its caps counted: the first n
+ *                                of enum sm_limit_kind (the others: none)
  *     SEED     u64 length, a snapshot (sm_snapshot's bytes)
  *                                the state is that snapshot's (semd
  *                                --restore: a new log's first entry); an
@@ -62,6 +67,7 @@ enum {
 	CMD_EXPIRE = 9,
 	CMD_SEED = 16,
 	CMD_WATCH_HISTORY = 17,
+	CMD_CAPS_REQUEST = 18,
 };
 
 /* --- building ------------------------------------------------------------------ */
@@ -142,9 +148,10 @@ void sm_batch_request(struct sm_batch *b, uint64_t id,
 {
 	size_t i;
 
-	batch_cmd(b, CMD_REQUEST);
+	batch_cmd(b, CMD_CAPS_REQUEST);
 	bytes_int(b, id, 8);
 	bytes_int(b, who->privs, 4);
+	bytes_int(b, SM_NLIMITS, 1);
 	for (i = 0; i < SM_NLIMITS; i++)
 		bytes_int(b, who->limit[i], 8);
 	bytes_int(b, len, 4);
@@ -431,11 +438,13 @@ struct cmd {
  */
 static bool cmd_decode(struct sm_rbuf *e, struct cmd *c)
 {
+	uint64_t kind, n;
 	size_t i;
 
 	memset(c, 0, sizeof *c);
-	c->kind = (int)rbuf_int(e, 1);
-	switch (c->kind) {
+	kind = rbuf_int(e, 1);
+	c->kind = (int)kind;
+	switch (kind) {
 	case CMD_BOOT:
 		return !e->bad;
 	case CMD_CONFIG:
@@ -464,9 +473,16 @@ static bool cmd_decode(struct sm_rbuf *e, struct cmd *c)
 		c->id = rbuf_int(e, 8);
 		return !e->bad;
 	case CMD_REQUEST:
+	case CMD_CAPS_REQUEST:
+		c->kind = CMD_REQUEST;
 		c->id = rbuf_int(e, 8);
 		c->who.privs = (unsigned int)rbuf_int(e, 4);
-		for (i = 0; i < SM_NLIMITS; i++)
+		/* REQUEST: the caps up to semaphores, as they were then */
+		n = kind == CMD_REQUEST ? SM_LIMIT_SEMAPHORES + 1 :
+		    rbuf_int(e, 1);
+		if (n > SM_NLIMITS)
+			return false;
+		for (i = 0; i < n; i++)
 			c->who.limit[i] = rbuf_int(e, 8);
 		c->len = rbuf_int(e, 4);
 		return !e->bad && (c->str = rbuf_take(e, c->len)) != NULL;

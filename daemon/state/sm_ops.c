@@ -272,6 +272,8 @@ void op_watch(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		    "too many watches on this connection (%d)", SM_WATCH_MAX);
 		return;
 	}
+	if (!principal_room(sm, c, id, c->pr, SM_LIMIT_WATCHES, 1))
+		return;
 	if (wt->from_revision > sm->ev_rev + 1) {
 		reply_err(sm, c, id, SEMD__CODE__INVALID_ARGUMENT,
 		    "revision %" PRIu64 " is yet to come: the last is %" PRIu64,

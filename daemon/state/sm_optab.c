@@ -3,9 +3,9 @@
  * daemon/state/sm_optab.c - the operations, described once: for each, its
  * name (Stats, metrics, logs), what the access layer checks before the
  * request reaches the state machine (state.h: the right, on which name,
- * the verb of a refusal), its handler and whether it is a read. The table
- * calls nothing: the dispatch (sm_ops.c) calls through it, Stats and the
- * shell read it.
+ * the verb of a refusal), its handler and whether it is a read - or the
+ * node's (Cluster), which the state never runs. The table calls nothing:
+ * the dispatch (sm_ops.c) calls through it, Stats and the shell read it.
  */
 #include <stddef.h>
 #include <string.h>
@@ -21,9 +21,14 @@
  * A row: the op case, its name, the right it needs, the verb of a refusal,
  * which name the right is checked on (NO_NAME, ALL_NAMES, EACH_NAME, or
  * FIELD(message, field), FIELD_SAID(..., what is said after the name)),
- * its handler, and whether it is a read: answered from the state without
- * changing any of it, so that a leader may answer it off the log (sm_read).
+ * its handler, and its kind: a read is answered from the state without
+ * changing any of it, so that a leader may answer it off the log (sm_read);
+ * a node op is answered by the node that gets it (the shell's feed), never
+ * by the state, and counted nowhere here (its case is past SM_NOPS).
  */
+/* What an op is: a change of the state, a read of it, or the node's. */
+enum optab_kind { OPTAB_WRITES, OPTAB_READS, OPTAB_NODE };
+
 #define OP(CASE, NAME, RIGHT, VERB, ON, FN, KIND) \
 	[SEMD__REQUEST__OP_##CASE] = { { NAME, SM_RIGHT_##RIGHT, VERB, ON }, FN, \
 	    KIND }
@@ -32,13 +37,15 @@
 #define NO_NAME			SM_TARGET_NONE, 0, ""
 #define ALL_NAMES		SM_TARGET_ALL, 0, ""
 #define EACH_NAME		SM_TARGET_EACH, 0, ""
-#define READS			true
-#define WRITES			false
+#define WRITES			OPTAB_WRITES
+#define READS			OPTAB_READS
+#define NODE			OPTAB_NODE
+#define SM_OPTAB_ROWS		(SEMD__REQUEST__OP_CLUSTER + 1)
 static const struct {
 	struct sm_op	op;
 	sm_op_fn	*fn;
-	bool		read;
-} sm_ops[SM_NOPS] = {
+	unsigned char	kind;
+} sm_ops[SM_OPTAB_ROWS] = {
 	OP(HELLO, "hello", NONE, "", NO_NAME, NULL, WRITES),
 	OP(CREATE, "create", CREATE, "create", FIELD(Create, name), op_create,
 	    WRITES),
@@ -79,6 +86,12 @@ static const struct {
 	    FIELD(SetQueue, name), op_set_queue, WRITES),
 	/* The whole state: the state machine wants admin on every name. */
 	OP(BACKUP, "backup", MANAGE, "back up", ALL_NAMES, op_backup, WRITES),
+	/*
+	 * The cluster's status needs inspect on every name (a change of it,
+	 * admin: the access layer asks for more), before Hello too.
+	 */
+	OP(CLUSTER, "cluster", INSPECT, "inspect the cluster", ALL_NAMES, NULL,
+	    NODE),
 };
 #undef OP
 #undef FIELD
@@ -86,13 +99,15 @@ static const struct {
 #undef NO_NAME
 #undef ALL_NAMES
 #undef EACH_NAME
-#undef READS
 #undef WRITES
+#undef READS
+#undef NODE
 
 /* The table entry of an op case, or NULL for an unknown one. */
 const struct sm_op *sm_op(int op_case)
 {
-	if (op_case <= 0 || op_case >= SM_NOPS || sm_ops[op_case].op.name == NULL)
+	if (op_case <= 0 || op_case >= SM_OPTAB_ROWS ||
+	    sm_ops[op_case].op.name == NULL)
 		return NULL;
 	return &sm_ops[op_case].op;
 }
@@ -111,6 +126,7 @@ const char *sm_reply_op(int op_case, int code)
  * op's message is the pointer at the place of the first (on every request:
  * protobuf-c's field lookup by number cost more than the rest of the check).
  */
+_Static_assert(SM_NOPS <= SM_OPTAB_ROWS, "every op the state runs has a row");
 _Static_assert(offsetof(Semd__Request, down) == offsetof(Semd__Request, hello) &&
     offsetof(Semd__Request, backup) == offsetof(Semd__Request, hello),
     "Request's ops share one union");
@@ -134,11 +150,18 @@ const char *sm_op_target(const struct sm_op *op, const Semd__Request *req)
 /* Is op_case a read (state.h)? */
 bool sm_op_is_read(int op_case)
 {
-	return sm_op(op_case) != NULL && sm_ops[op_case].read;
+	return sm_op(op_case) != NULL && sm_ops[op_case].kind == OPTAB_READS;
+}
+
+/* Is op_case the node's (state.h)? Asked of every request: no sm_op(). */
+bool sm_op_is_node(int op_case)
+{
+	return op_case > 0 && op_case < SM_OPTAB_ROWS &&
+	    sm_ops[op_case].kind == OPTAB_NODE;
 }
 
 /* The handler of an op case (NULL: Hello's, or a row without one). */
 sm_op_fn *sm_op_handler(int op_case)
 {
-	return op_case > 0 && op_case < SM_NOPS ? sm_ops[op_case].fn : NULL;
+	return op_case > 0 && op_case < SM_OPTAB_ROWS ? sm_ops[op_case].fn : NULL;
 }

@@ -74,6 +74,7 @@ const char *const limit_names[SM_NLIMITS] = {
 	[SM_LIMIT_PERMITS] = "permits",
 	[SM_LIMIT_WAITERS] = "waiters",
 	[SM_LIMIT_SEMAPHORES] = "semaphores",
+	[SM_LIMIT_WATCHES] = "watches",
 };
 
 /*

@@ -26,8 +26,12 @@
  * ones, or is told COMPACTED when some are gone.
  *
  * Cost: O(watches) a state change when any watch exists (a compare of the
- * name or prefix each), nothing otherwise. A watcher that does not read is
- * cut off by its node's output limit: the daemon never waits for one.
+ * name or prefix each), nothing otherwise; and a notice to every watch that
+ * covers the name. So that one principal cannot make every change cost
+ * thousands of notices (1,000 connections with 16 watches of the prefix ""
+ * each), its watches on all its connections count against its watches cap
+ * (SM_LIMIT_WATCHES, the quota of that name). A watcher that does not read
+ * is cut off by its node's output limit: the daemon never waits for one.
  * Identities (principal, client, host, pid) are shown to a watcher that may
  * manage the name or is the same principal; the rest see counts only.
  */
@@ -75,21 +79,72 @@ static bool watch_sees(const struct sm_watch *x, const struct sm_sem *sem,
 	    (ident != NULL && ident->pr == pr);
 }
 
+/* Set who did ev as a watcher sees it: ident, or nobody (NULL). */
+static void watch_who(Semd__WatchEvent *ev, const struct sm_ident *ident)
+{
+	if (ident != NULL) {
+		ev->principal = ident->pr->name;
+		ev->client_name = ident->client_name;
+		ev->host = ident->host;
+		ev->pid = ident->pid;
+	} else {
+		ev->principal = (char *)"";
+		ev->client_name = (char *)"";
+		ev->host = (char *)"";
+		ev->pid = 0;
+	}
+}
+
+/* An event packed once for the watchers that see it alike (sm_out.notice). */
+struct watch_packed {
+	int	state;		/* 0: not yet, 1: packed, -1: too big: reply() */
+	size_t	len;
+	uint8_t	buf[4096];	
+};
+
+/*
+ * Send ev, packed once into *pk (without its watch id, identities as
+ * ident), to watch x through sm_out.notice; false when it must go through
+ * reply() (no notice sink, or an event too big for the buffer).
+ */
+static bool watch_notice(struct sm *sm, const struct sm_watch *x,
+    Semd__WatchEvent *ev, const struct sm_ident *ident,
+    struct watch_packed *pk)
+{
+	if (sm->out.notice == NULL || pk->state < 0)
+		return false;
+	if (pk->state == 0) {
+		ev->watch = 0;
+		watch_who(ev, ident);
+		pk->len = semd__watch_event__get_packed_size(ev);
+		pk->state = pk->len <= sizeof pk->buf ? 1 : -1;
+		if (pk->state < 0)
+			return false;
+		semd__watch_event__pack(ev, pk->buf);
+	}
+	sm->out.notice(sm->out.ctx, x->client->conn, x->id, pk->buf, pk->len);
+	return true;
+}
+
 /*
  * An event of sem, what happened w (with ident: who did it), kept in the
  * history and sent to every watch that covers sem, on the node its client
  * is bound to. The free permits are sem's now plus freed (given back, not
- * yet handed on).
+ * yet handed on). The event is packed once for the watchers that may see
+ * who did it and once for the others (a thousand watchers cost a thousand
+ * copies, not a thousand packs).
  */
 static void watch_send(struct sm *sm, const struct sm_sem *sem,
     const struct evrec_what *w, const struct sm_ident *ident, long freed)
 {
 	uint64_t rev = ++sm->ev_rev, time_ms = sm_wall(sm, sm->now);
 	Semd__WatchEvent ev;
+	struct watch_packed pk[2];
 	struct list_head *pos;
 	struct sm_watch *x;
 	Semd__Reply r;
 	size_t skip;
+	bool sees;
 
 	if (sm->evring.size > 0)
 		evrec_keep_event(sm, sem, ident, w, rev, time_ms,
@@ -119,6 +174,7 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 	ev.revision = rev;
 	r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
 	r.watch_event = &ev;
+	pk[0].state = pk[1].state = 0;
 	list_for_each(pos, &sm->watches) {
 		x = list_entry(pos, struct sm_watch, entry);
 		if (x->client->conn == NULL || sm->out.reply == NULL ||
@@ -129,19 +185,12 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 		    !sm->visible(sm->visible_arg, x->client->conn, sem->name,
 		    sem->len, &skip))
 			continue;
-		ev.watch = x->id;
-		if (ident != NULL && watch_sees(x, sem, ident)) {
-			ev.principal = ident->pr->name;
-			ev.client_name = ident->client_name;
-			ev.host = ident->host;
-			ev.pid = ident->pid;
-		} else {
-			ev.principal = (char *)"";
-			ev.client_name = (char *)"";
-			ev.host = (char *)"";
-			ev.pid = 0;
-		}
+		sees = ident != NULL && watch_sees(x, sem, ident);
 		sm->watch_sent++;
+		if (watch_notice(sm, x, &ev, sees ? ident : NULL, &pk[sees]))
+			continue;
+		ev.watch = x->id;
+		watch_who(&ev, sees ? ident : NULL);
 		sm->out.reply(sm->out.ctx, x->client->conn, &r);
 	}
 }
@@ -255,6 +304,7 @@ static void watch_free(struct sm *sm, struct sm_watch *x)
 	list_del_init(&x->entry);
 	list_del_init(&x->client_entry);
 	x->client->nwatches--;
+	principal_count(x->client->pr, SM_LIMIT_WATCHES, -1);
 	sm_dealloc(sm, x, sizeof *x);
 }
 
@@ -276,6 +326,7 @@ struct sm_watch *watch_add(struct sm *sm, struct sm_client *c, uint64_t id,
 	list_add_tail(&x->entry, &sm->watches);
 	list_add_tail(&x->client_entry, &c->watches);
 	c->nwatches++;
+	principal_count(c->pr, SM_LIMIT_WATCHES, 1);
 	return x;
 }
 

@@ -106,6 +106,15 @@ struct sm_out {
 	 */
 	void	(*backup)(void *ctx, void *conn, uint64_t id, uint8_t *snap,
 		    size_t len, uint64_t wall_ms);
+	/*
+	 * A watch event for watch of conn's client, as the bytes of its
+	 * WatchEvent packed with watch 0 (so without that field): the shell
+	 * sends what reply() would for { watch_event: { watch, ... } }. An
+	 * event is packed once for all its watchers that see it alike, not
+	 * once each. NULL: watch events go through reply().
+	 */
+	void	(*notice)(void *ctx, void *conn, uint64_t watch,
+		    const uint8_t *ev, size_t len);
 };
 
 /* Return values of sm_request(). */
@@ -122,7 +131,8 @@ struct sm_client;
  */
 #define SM_HIST_BUCKETS	22
 #define SM_NCODES	19		/* Semd__Code values */
-#define SM_NOPS		(SEMD__REQUEST__OP_BACKUP + 1)	/* op cases, 0 included */
+/* The op cases the state runs (and counts), 0 included; Cluster is the node's. */
+#define SM_NOPS		(SEMD__REQUEST__OP_BACKUP + 1)
 struct sm_hist {
 	uint64_t	bucket[SM_HIST_BUCKETS];
 	uint64_t	sum_ms;
@@ -278,6 +288,7 @@ enum sm_limit_kind {
 	SM_LIMIT_PERMITS,	/* permits held, detached and leased ones included */
 	SM_LIMIT_WAITERS,	/* downs queued */
 	SM_LIMIT_SEMAPHORES,	/* names created explicitly that still exist */
+	SM_LIMIT_WATCHES,	/* watches, on all its connections */
 	SM_NLIMITS
 };
 
@@ -294,6 +305,12 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     const struct sm_caller *who, uint64_t now_ms);
 /* Is op_case a read (Info, List, Stats, Holds, Where, Validate, Ping)? */
 bool sm_op_is_read(int op_case);
+/*
+ * Is op_case the node's (Cluster)? Its row says what the access layer
+ * checks; the node that gets it answers it (daemon/feed.h), never the
+ * state machine: it is no log entry, and the state counts it nowhere.
+ */
+bool sm_op_is_node(int op_case);
 /*
  * Answer a read of client c as the state stands, changing nothing of it (a
  * leader's read off the log, after its read barrier): the state's clock

@@ -44,7 +44,7 @@ ok "clients carry on after the transfer" "$SEMCTL" -s "$ADDRS" trydown m
 start_node 4 || { echo "node 4 did not start"; exit 1; }
 "$SEMCTL" -s "$ADDRS" cluster add 4 "127.0.0.1:$((base + 4))" >"$T/add.out" 2>&1
 expect_eq "cluster add 4: exit status" 0 $?
-ok "four members after the add" members_are 4
+ok "four members after the add" t_wait_for 10 members_are 4
 "$SEMCTL" -s "$ADDRS" create after-add --limit 3 >/dev/null
 commit=$(field commit_index)
 ok "node 4 applies the log (index $commit)" t_wait_for 10 caught_up 4 "$commit"
@@ -64,7 +64,7 @@ ok "the refusals say why" has "semctl: " "$T/bad.out"
 # remove: node 4 leaves; the three go on.
 "$SEMCTL" -s "$ADDRS" cluster remove 4 >"$T/remove.out" 2>&1
 expect_eq "cluster remove 4: exit status" 0 $?
-ok "three members after the remove" members_are 3
+ok "three members after the remove" t_wait_for 10 members_are 3
 ok "node 4 stops cleanly" stopped_ok "$N4"
 ok "clients carry on after the remove" "$SEMCTL" -s "$ADDRS" up m
 

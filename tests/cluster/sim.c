@@ -463,7 +463,7 @@ static void sim_fatal(void *arg, const char *why)
  */
 static void node_make(struct node *n, unsigned int i)
 {
-	struct sm_out out = { on_reply, n, on_close, NULL, NULL };
+	struct sm_out out = { on_reply, n, on_close, NULL, NULL, NULL };
 	struct semlog_core_config cc;
 	struct semlog_env env;
 	struct raft_io *io;

@@ -462,7 +462,7 @@ static struct sm_config host_sm_config(void *arg)
 /* The node's outputs: its replies checked and hashed (on_reply). */
 static struct sm_out host_sm_out(void *arg)
 {
-	struct sm_out out = { on_reply, arg, on_close, NULL, NULL };
+	struct sm_out out = { on_reply, arg, on_close, NULL, NULL, NULL };
 
 	return out;
 }

@@ -300,7 +300,7 @@ expect_eq "metrics over a UNIX socket: 200, one answer for two requests" \
 	"HTTP/1.1 200 OK 1" "$("$PY" "$T/raw.py" "unix:$T/metrics.sock" get)"
 expect_eq "two idle scrapers are kept (within metrics-timeout)" 0 \
 	"$(timeout 20 "$PY" "$T/raw.py" "unix:$T/metrics.sock" hold 2 2>&1)"
-expect_eq "a third one over metrics-max-connections 2 is closed" 1 \
+expect_eq "a third one over metrics-max-connections 2: the oldest is closed for it" 1 \
 	"$(timeout 20 "$PY" "$T/raw.py" "unix:$T/metrics.sock" hold 3 2>&1)"
 ok "... and logged" grep -q 'metrics-max-connections 2 reached' "$T/u.log"
 ok "half a request is cut off after metrics-timeout 3s" \

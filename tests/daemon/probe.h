@@ -2,7 +2,7 @@
 /*
  * tests/daemon/probe.h - what the files of semd_probe share: a connection
  * speaking semd's protocol (semd_probe.c) and the load modes built on it
- * (probe_modes.c, probe_stress.c).
+ * (probe_modes.c, probe_stress.c, probe_flood.c).
  */
 #ifndef SEMD_TESTS_DAEMON_PROBE_H
 #define SEMD_TESTS_DAEMON_PROBE_H
@@ -45,7 +45,16 @@ struct pconn **p_connect_many(const char *addr, int n);
 struct pconn **p_open_many(const char *addr, int n);
 void p_close_many(struct pconn **cs, int n);
 
-/* probe_modes.c, probe_stress.c: the modes of main() */
+/* Counts of reply codes and the first message of each, for the modes. */
+struct tally {
+	int	n[16];
+	char	msg[16][160];
+	int	none;		/* no reply: closed or timed out */
+};
+
+/* probe_modes.c, probe_stress.c, probe_flood.c: the modes of main() */
+void tally_add(struct tally *t, const Semd__Reply *r);
+void tally_print(const char *what, const struct tally *t);
 int mode_fifo(const char *addr, int n);
 int mode_many(const char *addr, int n);
 int mode_burst(const char *addr, int n);
@@ -57,5 +66,10 @@ int mode_idle(const char *addr, int n, int hold_ms);
 int mode_latency(const char *addr, int n, int gap_ms);
 int mode_watchers(const char *addr, int nw, const char *name, int n);
 int mode_stress(const char *addr, int n, int k, int ms, unsigned seed);
+/* probe_flood.c */
+int mode_watch_flood(const char *addr, int conns, int w, int ms,
+    const char *stop);
+int mode_unread(const char *addr, int conns, int n, int ms, const char *stop,
+    const char *request);
 
 #endif

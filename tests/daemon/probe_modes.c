@@ -226,15 +226,8 @@ int mode_timeout(const char *addr, int ms)
 }
 
 
-/* Counts of reply codes and the first message of each, for the modes below. */
-struct tally {
-	int	n[16];
-	char	msg[16][160];
-	int	none;		/* no reply: closed or timed out */
-};
-
 /* Count one reply (NULL: none came). */
-static void tally_add(struct tally *t, const Semd__Reply *r)
+void tally_add(struct tally *t, const Semd__Reply *r)
 {
 	int k;
 
@@ -248,7 +241,7 @@ static void tally_add(struct tally *t, const Semd__Reply *r)
 }
 
 /* Print "CODE=n ..." and the first message of each code that is not OK. */
-static void tally_print(const char *what, const struct tally *t)
+void tally_print(const char *what, const struct tally *t)
 {
 	int k;
 

@@ -27,6 +27,13 @@
  *                              disconnects while waiting and holding):
  *                              never more than K held, every fencing token
  *                              unique, and all K permits free at the end
+ *   semd_probe --watch-flood ADDR CONNS W MS [STOP]  CONNS connections
+ *                              watch the prefix "" W times each, then read
+ *                              everything for MS ms (or until STOP exists)
+ *   semd_probe --unread ADDR CONNS N MS STOP REQUEST  CONNS connections
+ *                              send REQUEST ("ping:SIZE": a payload of SIZE
+ *                              bytes; or a command) N times and read no
+ *                              answer, open for MS ms (or until STOP exists)
  *
  * ADDR is unix:PATH or tcp:HOST:PORT (tcp:[::1]:PORT). Commands, one argument
  * each: "hello [lease=MS] [resume=SID secret=HEX] [version=V]",
@@ -747,6 +754,12 @@ int main(int argc, char **argv)
 		return mode_idle(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 5 && strcmp(argv[1], "--latency") == 0)
 		return mode_latency(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc >= 6 && strcmp(argv[1], "--watch-flood") == 0)
+		return mode_watch_flood(argv[2], atoi(argv[3]), atoi(argv[4]),
+		    atoi(argv[5]), argc > 6 ? argv[6] : NULL);
+	if (argc >= 8 && strcmp(argv[1], "--unread") == 0)
+		return mode_unread(argv[2], atoi(argv[3]), atoi(argv[4]),
+		    atoi(argv[5]), argv[6], argv[7]);
 	if (argc >= 6 && strcmp(argv[1], "--watchers") == 0)
 		return mode_watchers(argv[2], atoi(argv[3]), argv[4], atoi(argv[5]));
 	if (argc < 2) {

@@ -11,6 +11,8 @@
  * ones at the edges pack to protobuf-c's bytes, and one that does not fit
  * the room given is refused, never written past it. And the short-string
  * copies and compares of core/strcopy.h, against libc's.
+ * And a watch event's reply made from its event packed once is the reply's
+ * pack.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -480,6 +482,60 @@ static void test_strcopy(void)
 			}
 }
 
+/*
+ * A watch event's reply framed from the event packed once without its
+ * watch field (fastpb_notice_pack(), the daemon's notice path) is the pack
+ * of the whole reply, within FASTPB_NOTICE_EXTRA more bytes than the event:
+ * random events, watch ids at every varint length, event sizes around the
+ * lengths whose varint gets a byte longer.
+ */
+static void test_notices(void)
+{
+	static char name[300], who[300], reason[20000];
+	static uint8_t ev[32768], a[32768], b[32768];
+	Semd__WatchEvent e;
+	Semd__Reply r;
+	size_t la, le, lb;
+	uint64_t watch;
+	int round;
+
+	printf("# %d random watch events\n", ROUNDS / 10);
+	for (round = 0; round < ROUNDS / 10 && failures <= 10; round++) {
+		semd__watch_event__init(&e);
+		rnd_string(name, sizeof name - 1);
+		rnd_string(who, sizeof who - 1);
+		rnd_string(reason, round % 7 == 0 ? sizeof reason - 1 : 200);
+		e.name = name;
+		e.principal = who;
+		e.reason = reason;
+		e.kind = (Semd__EventKind)(rnd() % 8);
+		e.time_ms = rnd_value();
+		e.n = (uint32_t)rnd_value();
+		e.permit_id = rnd_value();
+		e.token = rnd_value();
+		e.revision = rnd_value();
+		e.available = (int64_t)rnd_value();
+		e.max_waiters = (uint32_t)rnd_value();
+		le = semd__watch_event__pack(&e, ev);
+		watch = round % 5 == 0 ? UINT64_MAX >> (rnd() % 64) : rnd_value();
+		if (watch == 0)
+			watch = 1;
+		e.watch = watch;
+		semd__reply__init(&r);
+		r.body_case = SEMD__REPLY__BODY_WATCH_EVENT;
+		r.watch_event = &e;
+		la = semd__reply__pack(&r, a);
+		lb = fastpb_notice_pack(watch, ev, le, b);
+		if (la != lb || memcmp(a, b, la) != 0 ||
+		    lb > le + FASTPB_NOTICE_EXTRA) {
+			failures++;
+			printf("not ok - watch event %d (watch %" PRIu64 ", %zu "
+			    "bytes): %zu bytes, protobuf-c %zu, or other bytes\n",
+			    round, watch, le, lb, la);
+		}
+	}
+}
+
 int main(void)
 {
 	rng = 0x9e3779b97f4a7c15ULL;
@@ -488,5 +544,6 @@ int main(void)
 	test_reply_bound_edges();
 	test_events();
 	test_strcopy();
+	test_notices();
 	return check_done("fastpb");
 }

@@ -76,7 +76,7 @@ static void each_cb(void *arg, const struct sm_sem_gauges *g)
 int main(void)
 {
 	static const uint8_t secret[SM_SECRET_LEN];
-	struct sm_out out = { sink, NULL, NULL, NULL, NULL };
+	struct sm_out out = { sink, NULL, NULL, NULL, NULL, NULL };
 	struct sm_config cfg;
 	struct sm_counters k;
 	struct sm_client *c1, *c2;

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/fastpb.h"
 #include "daemon/state/state.h"
 #include "tests/common/req.h"
 #include "tests/common/rng.h"
@@ -77,6 +78,31 @@ static void rec_reply(void *ctx, void *conn, const Semd__Reply *r)
 }
 
 /*
+ * A watch event through the daemon's notice path (sm_out.notice, framed
+ * by fastpb_notice_pack()), recorded as rec_reply() records a reply: one
+ * replica takes it, so its bytes are compared with the others' packs of
+ * the whole reply.
+ */
+static void rec_notice(void *ctx, void *conn, uint64_t watch,
+    const uint8_t *ev, size_t len)
+{
+	struct said *s = ctx;
+	uint64_t id = (uint64_t)(uintptr_t)conn;
+	size_t n;
+
+	if (s->cap - s->len < len + FASTPB_NOTICE_EXTRA + 16) {
+		s->cap = (s->cap + len + FASTPB_NOTICE_EXTRA + 16) * 2;
+		s->p = realloc(s->p, s->cap);
+		if (s->p == NULL)
+			FAIL("out of memory");
+	}
+	n = fastpb_notice_pack(watch, ev, len, s->p + s->len + 16);
+	memcpy(s->p + s->len, &id, 8);
+	memcpy(s->p + s->len + 8, &n, 8);
+	s->len += n + 16;
+}
+
+/*
  * A Backup's copy of the state, recorded as a reply (its bytes under the
  * request's id): replicas must take the same copy at the same point.
  */
@@ -119,7 +145,8 @@ static const struct sm_apply_hooks hooks = { bind_id, NULL, NULL };
 static struct sm *replica_new(int k, struct replica *rp)
 {
 	struct sm_config cfg;
-	struct sm_out out = { rec_reply, &rp->out, rec_close, NULL, rec_backup };
+	struct sm_out out = { rec_reply, &rp->out, rec_close, NULL, rec_backup,
+	    k == 1 ? rec_notice : NULL };
 
 	sm_config_defaults(&cfg);
 	cfg.wall_ms = 1600000000000ULL + (uint64_t)k * 7777777;
@@ -203,6 +230,7 @@ static void add_request(struct sm_batch *b, int i, Semd__Request *rq)
 		who.limit[SM_LIMIT_PERMITS] = 6;
 		who.limit[SM_LIMIT_WAITERS] = 5;
 		who.limit[SM_LIMIT_SEMAPHORES] = 3;
+		who.limit[SM_LIMIT_WATCHES] = 2;
 	}
 	sm_batch_request(b, cl[i].id, &who, buf, len);
 }
@@ -470,7 +498,8 @@ static void apply_all(const uint8_t *entry, size_t len)
 static void snapshots(void)
 {
 	struct sm_config cfg;
-	struct sm_out out = { rec_reply, &reps[2].out, rec_close, NULL, rec_backup };
+	struct sm_out out = { rec_reply, &reps[2].out, rec_close, NULL, rec_backup,
+	    NULL };
 	uint8_t *s[NREPLICAS] = { NULL };
 	size_t len[NREPLICAS] = { 0 };
 	char err[256];

@@ -152,7 +152,7 @@ static inline void cap_backup(void *ctx, void *conn, uint64_t id, uint8_t *snap,
 static inline struct sm *t_new(uint64_t wall_ms, void (*tune)(struct sm_config *))
 {
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL, cap_backup };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, cap_backup, NULL };
 
 	sm_config_defaults(&cfg);
 	cfg.wall_ms = wall_ms;
@@ -396,7 +396,7 @@ static inline struct sm *t_snap_restore(const struct sm *sm, const void *key,
     uint8_t **snap, size_t *len)
 {
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL, NULL };
 	struct sm *rs = NULL;
 	uint8_t *s1 = NULL, *s2 = NULL;
 	size_t l1 = 0, l2 = 0;

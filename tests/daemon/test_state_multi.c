@@ -153,7 +153,7 @@ static void test_multi_snapshot(void)
 {
 	static const char *const ab[] = { "a", "b" };
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL, NULL };
 	struct sm *sm, *rs;
 	struct sm_client *x, *z, *adm;
 	uint8_t *s1 = NULL;
@@ -236,7 +236,7 @@ static void test_backup(void)
 {
 	static const struct sm_caller user = { 0 };
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL, NULL };
 	struct sm_batch b;
 	uint8_t *e;
 	size_t elen, hl = sm_entry_header_size();

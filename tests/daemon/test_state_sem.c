@@ -67,6 +67,9 @@ static void test_op_table(void)
 		{ SEMD__REQUEST__OP_SET_QUEUE, "name", SM_RIGHT_MANAGE,
 		    "set the queue of" },
 		{ SEMD__REQUEST__OP_BACKUP, "", SM_RIGHT_MANAGE, "back up" },
+		/* The node's: a change of the cluster wants admin (access.c). */
+		{ SEMD__REQUEST__OP_CLUSTER, "", SM_RIGHT_INSPECT,
+		    "inspect the cluster" },
 	};
 	const struct sm_op *op;
 	struct req q;
@@ -75,7 +78,12 @@ static void test_op_table(void)
 
 	TEST_START("op table: rights, the field with the name, refusals");
 	EXPECT(sm_op(0) == NULL);
-	EXPECT(sm_op(SEMD__REQUEST__OP_CLUSTER) == NULL);
+	EXPECT(sm_op(SEMD__REQUEST__OP_CLUSTER + 1) == NULL);
+	/* Cluster is the node's, and no read: the state never runs it. */
+	EXPECT(sm_op_is_node(SEMD__REQUEST__OP_CLUSTER));
+	EXPECT(!sm_op_is_read(SEMD__REQUEST__OP_CLUSTER));
+	EXPECT(!sm_op_is_node(SEMD__REQUEST__OP_DOWN));
+	EXPECT(!sm_op_is_node(SEMD__REQUEST__OP_PING));
 	for (i = 0; i < sizeof want / sizeof want[0]; i++) {
 		op = sm_op(want[i].op);
 		EXPECT(op != NULL);
@@ -103,7 +111,7 @@ static void test_op_table(void)
 		    " (list)" : "") == 0);
 	}
 	/* Every op of the table is listed above. */
-	for (i = 1; i < SM_NOPS; i++)
+	for (i = 1; i <= SEMD__REQUEST__OP_CLUSTER; i++)
 		if (sm_op((int)i) != NULL)
 			n--;
 	EXPECT_U64(0, n);

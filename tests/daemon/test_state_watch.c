@@ -129,6 +129,131 @@ static void test_watch(void)
 	t_end(sm);
 }
 
+/*
+ * The watches cap (issue 35): a principal's watches on all its connections
+ * count against it; past it RESOURCE_EXHAUSTED naming the quota, and
+ * nobody else's watches are touched; a watch that ends, by a cancel or
+ * with its connection, makes room again. The counts are checked against a
+ * recount after every step (t_start_checked).
+ */
+static void test_watch_quota(void)
+{
+	struct sm_client *a, *a2, *b;
+	struct sm *sm = t_start_checked(1000, "watch: the watches cap counts a "
+	    "principal's watches on all its connections", NULL,
+	    "uid:1 uid:1 uid:2", &a, &a2, &b);
+	Semd__Reply *r;
+
+	t_who = &(struct sm_caller){ 0, { [SM_LIMIT_WATCHES] = 3 } };
+	t_watch(sm, a, 1, "", true);
+	t_watch(sm, a, 2, "jobs/", true);
+	t_watch(sm, a2, 1, "x", false);
+	expect_code(1, 1, SEMD__CODE__OK);
+	expect_code(1, 2, SEMD__CODE__OK);
+	expect_code(2, 1, SEMD__CODE__OK);
+	t_watch(sm, a2, 2, "", true);
+	r = expect_code(2, 2, SEMD__CODE__RESOURCE_EXHAUSTED);
+	EXPECT(r != NULL && strcmp(r->message, "quota: uid:1 has 3 watches, 1 "
+	    "more would pass its watches quota (3)") == 0);
+	t_watch(sm, b, 1, "", true);
+	expect_code(3, 1, SEMD__CODE__OK);
+	/* The refused watch sends nothing; the others their notices. */
+	t_create(sm, b, 2, "jobs/y", 1, SEMD__MODE__OWNED, 0);
+	event_of(1, EVENT_CREATE, "jobs/y");
+	event_of(1, EVENT_CREATE, "jobs/y");
+	event_of(3, EVENT_CREATE, "jobs/y");
+	EXPECT_U64(0, events_left(1));
+	EXPECT_U64(0, events_left(2));
+	EXPECT_U64(0, events_left(3));
+	caps_clear();
+	t_cancel(sm, a, 3, 2);
+	expect_code(1, 3, SEMD__CODE__OK);
+	t_watch(sm, a2, 3, "", true);
+	expect_code(2, 3, SEMD__CODE__OK);
+	t_watch(sm, a2, 4, "y", false);
+	expect_code(2, 4, SEMD__CODE__RESOURCE_EXHAUSTED);
+	sm_client_close(sm, a, now);
+	t_watch(sm, a2, 5, "y", false);
+	expect_code(2, 5, SEMD__CODE__OK);
+	t_who = NULL;
+	t_end(sm);
+}
+
+/* Append v as n little-endian bytes at *p. */
+static void le_put(uint8_t **p, uint64_t v, unsigned int n)
+{
+	while (n-- > 0) {
+		*(*p)++ = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+/*
+ * A log written before the watches cap: its REQUEST commands (kind 5, four
+ * caps) still apply, their caps read as they were and no watches cap; the
+ * CAPS_REQUEST semd writes now carries the watches cap.
+ */
+static void test_old_request_entry(void)
+{
+	struct sm_client *a;
+	struct sm *sm = t_start_checked(1000, "watch: a REQUEST entry of four "
+	    "caps (an older log) applies, without a watches cap", NULL, "uid:1",
+	    &a);
+	size_t hl = sm_entry_header_size(), len;
+	uint8_t e[512], *p;
+	struct sm_caller who = { 0, { [SM_LIMIT_SEMAPHORES] = 1,
+	    [SM_LIMIT_WATCHES] = 1 } };
+	struct sm_batch b;
+	struct req q;
+	char err[128];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		p = e + hl;
+		sm_entry_header(e, now, 1700000000000ULL + now);
+		if (i < 2)
+			req_make(&q, 10 + (uint64_t)i, SEMD__REQUEST__OP_CREATE,
+			    "name=%s limit=%u", i == 0 ? "n/1" : "n/2", 1);
+		else
+			req_make(&q, 12, SEMD__REQUEST__OP_WATCH, "name=%s "
+			    "prefix=%d", "", 1);
+		len = semd__request__get_packed_size(&q.r);
+		*p++ = 5;				/* REQUEST */
+		le_put(&p, 1, 8);			/* client 1: a */
+		le_put(&p, 0, 4);			/* privs */
+		le_put(&p, 0, 8);			/* sessions */
+		le_put(&p, 0, 8);			/* permits */
+		le_put(&p, 0, 8);			/* waiters */
+		le_put(&p, 1, 8);			/* semaphores */
+		le_put(&p, len, 4);
+		p += semd__request__pack(&q.r, p);
+		if (sm_apply(sm, e, (size_t)(p - e), NULL, err, sizeof err) != 0)
+			FAIL("old REQUEST entry refused: %s", err);
+	}
+	expect_code(1, 10, SEMD__CODE__OK);
+	expect_code(1, 11, SEMD__CODE__RESOURCE_EXHAUSTED);	/* its cap */
+	expect_code(1, 12, SEMD__CODE__OK);
+	/* Today's entry: the second watch is over its cap of one. */
+	sm_batch_init(&b);
+	req_make(&q, 13, SEMD__REQUEST__OP_WATCH, "name=%s prefix=%d", "n/", 1);
+	len = semd__request__get_packed_size(&q.r);
+	semd__request__pack(&q.r, e);
+	sm_batch_request(&b, 1, &who, e, len);
+	p = malloc(hl + b.len);
+	if (p == NULL || b.failed) {
+		FAIL("out of memory");
+	} else {
+		sm_entry_header(p, now, 1700000000000ULL + now);
+		memcpy(p + hl, b.p, b.len);
+		if (sm_apply(sm, p, hl + b.len, NULL, err, sizeof err) != 0)
+			FAIL("CAPS_REQUEST entry refused: %s", err);
+	}
+	free(p);
+	sm_batch_free(&b);
+	expect_code(1, 13, SEMD__CODE__RESOURCE_EXHAUSTED);
+	t_end(sm);
+}
+
 /* Renew, Holds and Where. */
 static void test_holds(void)
 {
@@ -322,7 +447,7 @@ static void test_history_snapshot(void)
 {
 	struct sm_client *a, *adm;
 	struct sm_config cfg;
-	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL };
+	struct sm_out out = { cap_reply, NULL, cap_close, NULL, NULL, NULL };
 	struct sm *sm = t_start_checked(1000, "watch: the history through a snapshot",
 	    NULL, "uid:1 uid:0", &a, &adm), *rs;
 	uint64_t kinds[41], oldest, rev, size, total = 0;
@@ -499,6 +624,8 @@ static void test_replay_same(void)
 int main(void)
 {
 	test_watch();
+	test_watch_quota();
+	test_old_request_entry();
 	test_resume();
 	test_history_snapshot();
 	test_replay_same();

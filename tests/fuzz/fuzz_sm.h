@@ -59,7 +59,7 @@ static void *fsm_bind(void *arg, uint64_t id)
 }
 
 static const struct sm_apply_hooks fsm_hooks = { fsm_bind, NULL, NULL };
-static const struct sm_out fsm_out = { fsm_reply, NULL, fsm_close, NULL, NULL };
+static const struct sm_out fsm_out = { fsm_reply, NULL, fsm_close, NULL, NULL, NULL };
 
 /* The node's settings (the log's own come through CONFIG entries). */
 static inline void fsm_config(struct sm_config *cfg)

@@ -374,7 +374,7 @@ static const struct sm_apply_hooks log_hooks = { bind_id, NULL, NULL };
 /* A new list, and the state machine it is applied to. */
 static void log_init(struct logw *w)
 {
-	static const struct sm_out out = { no_reply, NULL, NULL, NULL, NULL };
+	static const struct sm_out out = { no_reply, NULL, NULL, NULL, NULL, NULL };
 	struct sm_config cfg;
 
 	memset(&w->o, 0, sizeof(w->o));

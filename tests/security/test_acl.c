@@ -84,7 +84,13 @@ static void test_parse_bad(void)
 	bad_line("protect a*b", "'*' is allowed only at the end of a pattern: 'a*b'");
 	bad_line("quota permits uid:1", "'quota' wants 3 fields (quota KIND PRINCIPAL N), got 2");
 	bad_line("quota sockets uid:1 5", "unknown quota 'sockets' (want connections, sessions, "
-	    "permits, waiters or semaphores)");
+	    "permits, waiters, semaphores, watches or output)");
+	bad_line("quota watches uid:1 5K", "invalid quota limit '5K' (want a number or 'unlimited')");
+	bad_line("quota output uid:1 5T", "invalid quota limit '5T' (want a number of bytes, "
+	    "64K, 64M or 1G, or 'unlimited')");
+	bad_line("quota output uid:1 5MB", "invalid quota limit '5MB' (want a number of bytes, "
+	    "64K, 64M or 1G, or 'unlimited')");
+	bad_line("quota output uid:1 99999999999999G", "quota limit out of range: '99999999999999G'");
 	bad_line("admin", "'admin' wants 1 field (admin PRINCIPAL), got 0");
 	bad_line("admin uid:1 uid:2", "'admin' wants 1 field (admin PRINCIPAL), got 2");
 	bad_line("admin users:x", "unknown principal 'users:x' (want uid:N, user:NAME, "
@@ -517,6 +523,9 @@ static void test_quotas(void)
 		"quota connections * 100",
 		"quota permits cn:backup-host 7",
 		"quota semaphores anonymous 2",
+		"quota watches anonymous 3",
+		"quota output anonymous 2M",
+		"quota output cn:backup-host 1000",
 		NULL,
 	};
 	static const char *const ops[] = { "ops", NULL };
@@ -543,11 +552,18 @@ static void test_quotas(void)
 	subject_cn(&s, "backup-host");
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_PERMITS), 7);
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_SEMAPHORES), ACL_DEFAULT_SEMAPHORES);
+	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_OUTPUT), 1000);
 	acl_subject_clear(&s);
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_SEMAPHORES), 2);
 	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_CONNECTIONS), 100);
+	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_WATCHES), 3);
+	CHECK_INT(acl_quota(acl, &s, ACL_QUOTA_OUTPUT), 2 << 20);
 	CHECK_INT(acl_quota(NULL, &s, ACL_QUOTA_CONNECTIONS), ACL_DEFAULT_CONNECTIONS);
+	CHECK_INT(acl_quota(NULL, &s, ACL_QUOTA_WATCHES), ACL_DEFAULT_WATCHES);
+	CHECK_INT(acl_quota(NULL, &s, ACL_QUOTA_OUTPUT), ACL_DEFAULT_OUTPUT);
 	CHECK_STR(acl_quota_name(ACL_QUOTA_SESSIONS), "sessions");
+	CHECK_STR(acl_quota_name(ACL_QUOTA_WATCHES), "watches");
+	CHECK_STR(acl_quota_name(ACL_QUOTA_OUTPUT), "output");
 	acl_free(acl);
 }
 
