@@ -3,14 +3,15 @@
 """tests/security/peer_attack.py - a local user at a cluster's raft peer ports
 (issue 35), for tests/security/peers.sh. Loopback only; every wait bounded.
 
-  peer_attack.py [--key FILE] [--old] [--id N] CMD ARGS...
+  peer_attack.py [--key FILE] [--old] [--id N] [--addr HOST:PORT] CMD ARGS...
 
 How it connects: by default as any local user can, with libraft's own TCP
 handshake (the id and address it claims); with --key FILE it proves the
 peer key as a node does (semd's handshake: a nonce each way, HMAC-SHA256),
 which only a holder of the key can - a peer that went bad. --old writes
 messages as libraft 0.15 reads them (no version byte in the preamble), for
-the daemon of before.
+the daemon of before. --id N and --addr HOST:PORT: the node it says it is
+(default: node 2, at 127.0.0.1:40002).
 
   append HOST:PORT TERM PREV PREV_TERM COMMIT LEN  one AppendEntries with
         one RAFT_COMMAND entry of LEN bytes (9: what no semd entry is)
@@ -63,7 +64,7 @@ class Peer:
         self.a = a
         self.s = socket.create_connection(hostport(addr), timeout=3)
         self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        me = ("127.0.0.1:%d" % (40000 + a.id)).encode()
+        me = (a.addr or "127.0.0.1:%d" % (40000 + a.id)).encode()
         if a.key is None:
             # libraft's handshake: protocol 1, our id, the address.
             pad = me + b"\0" * (-len(me) % 8)
@@ -195,6 +196,7 @@ def main():
     ap.add_argument("--key")
     ap.add_argument("--old", action="store_true")
     ap.add_argument("--id", type=int, default=2)
+    ap.add_argument("--addr")
     ap.add_argument("cmd")
     ap.add_argument("args", nargs="*")
     a = ap.parse_args()
