@@ -45,8 +45,9 @@ LIBS[fuzz_peer]="daemon/log/libsemlog.a daemon/state/libsemstate.a core/libsemco
 declare -A MORE
 MORE[fuzz_peer]="$TOP/daemon/logging.c $(pkg-config --libs raft libuv)"
 
-# The generated protobuf headers first: the other libraries include them.
-make -s -C "$BUILD" -j"$JOBS" proto/libsemproto.a
+# The generated protobuf sources first (BUILT_SOURCES, which only "make all"
+# makes first): the libraries include them.
+make -s -C "$BUILD" proto/semd.pb-c.h proto/semd.pb-c.c
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
 
