@@ -423,7 +423,9 @@ static void thread_arm(struct semlog *l, uint64_t due)
 
 /*
  * A write of entries that waits for long is said, once, and its end too:
- * raft_uv retries a write that fails (a full disk) without a word.
+ * raft_uv retries a write that fails (a full disk) without a word. A start
+ * whose first entry so waits fails, saying why (else it would wait for
+ * space with no word to whoever started it).
  */
 static void thread_stall_check(struct semlog *l)
 {
@@ -431,6 +433,9 @@ static void thread_stall_check(struct semlog *l)
 
 	if (waited >= STALL_WARN_MS && !l->stalled) {
 		l->stalled = true;
+		thread_started(l, EX_IOERR, "the data directory's disk takes "
+		    "no writes (is it full?): free some space there and start "
+		    "again");
 		log_warn("log: a write to the disk has waited %llu s (is it "
 		    "full, or slow?); a failed write is tried again every second",
 		    (unsigned long long)waited / 1000);
@@ -571,6 +576,13 @@ static void *thread_main(void *arg)
 
 	rv = raft_init(&l->raft, &l->io, semlog_core_fsm(l->core), l->id,
 	    l->peer);
+	if (rv == RAFT_NOSPACE) {
+		/* raft_uv prepares a segment of the log first: no room. */
+		thread_started(l, EX_IOERR, "the data directory's disk is full "
+		    "(no room for the log's next segment): free some space "
+		    "there and start again");
+		goto handles;
+	}
 	if (rv != 0) {
 		snprintf(msg, sizeof msg, "raft: %s", raft_strerror(rv));
 		thread_started(l, EX_CONFIG, msg);

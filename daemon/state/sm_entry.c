@@ -615,6 +615,24 @@ static bool entry_padding(struct sm_rbuf *e, char *err, size_t errlen)
 	return true;
 }
 
+/*
+ * The next command of e, decoded in k: 1; 0 at the entry's end (its
+ * padding checked); -1 with why in err (n: the command's number).
+ */
+static int entry_next(struct sm_rbuf *e, struct cmd *k, unsigned int n,
+    char *err, size_t errlen)
+{
+	if (e->off >= e->len)
+		return 0;
+	if (e->p[e->off] == 0)
+		return entry_padding(e, err, errlen) ? 0 : -1;
+	if (!cmd_decode(e, k)) {
+		snprintf(err, errlen, "command %u of the entry is malformed", n);
+		return -1;
+	}
+	return 1;
+}
+
 /* Would sm_apply take this entry? 0, or -EINVAL with why in err. */
 int sm_entry_check(const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
@@ -624,7 +642,7 @@ int sm_entry_check(const uint8_t *buf, size_t len, char *err, size_t errlen)
 	unsigned int n = 0;
 	struct cmd k;
 	size_t slen;
-	int seed;
+	int seed, r;
 
 	if ((seed = sm_entry_seed(buf, len, &snap, &slen)) != 0) {
 		if (seed < 0)
@@ -633,16 +651,9 @@ int sm_entry_check(const uint8_t *buf, size_t len, char *err, size_t errlen)
 	}
 	if (entry_open(&e, &now, &wall, err, errlen) != 0)
 		return -EINVAL;
-	while (e.off < e.len) {
-		if (e.p[e.off] == 0)
-			return entry_padding(&e, err, errlen) ? 0 : -EINVAL;
-		if (!cmd_decode(&e, &k)) {
-			snprintf(err, errlen, "command %u of the entry is malformed", n);
-			return -EINVAL;
-		}
+	while ((r = entry_next(&e, &k, n, err, errlen)) > 0)
 		n++;
-	}
-	return 0;
+	return r < 0 ? -EINVAL : 0;
 }
 
 /*
@@ -657,6 +668,7 @@ int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
 	uint64_t now, wall, prev;
 	unsigned int n = 0;
 	struct cmd k;
+	int r;
 
 	if (entry_open(&e, &now, &wall, err, errlen) != 0)
 		return -EINVAL;
@@ -666,15 +678,9 @@ int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
 	sm->now = now;
 	sm_set_wall(sm, wall);
 	sm_tick_from(sm, prev, now);	/* each deadline at its own time */
-	while (e.off < e.len) {
-		if (e.p[e.off] == 0)
-			return entry_padding(&e, err, errlen) ? 0 : -EINVAL;
-		if (!cmd_decode(&e, &k)) {
-			snprintf(err, errlen, "command %u of the entry is malformed", n);
-			return -EINVAL;
-		}
+	while ((r = entry_next(&e, &k, n, err, errlen)) > 0) {
 		cmd_run(sm, &k, hooks, now, wall);
 		n++;
 	}
-	return 0;
+	return r < 0 ? -EINVAL : 0;
 }
