@@ -6,20 +6,29 @@
 # libsemclient.so.1 (Debian package libsemclient1); 2:0:1 added the
 # functions of symbol version LIBSEMCLIENT_1.1, 3:0:2 those of
 # LIBSEMCLIENT_1.2, 4:0:3 those of LIBSEMCLIENT_1.3, 5:0:4 those of
-# LIBSEMCLIENT_1.4. Rules: a compatible
-# addition bumps CURRENT and AGE (SONAME stays .so.1); an incompatible change
-# bumps CURRENT and resets AGE to 0 (SONAME .so.2); a fix only bumps REVISION.
+# LIBSEMCLIENT_1.4 and 1.5, 6:0:5 those of LIBSEMCLIENT_1.6. Rules: a
+# compatible addition bumps CURRENT and AGE (SONAME stays .so.1); an
+# incompatible change bumps CURRENT and resets AGE to 0 (SONAME .so.2); a
+# fix only bumps REVISION.
 # Only the functions of semclient.h are exported (client/libsemclient.map,
 # symbol version LIBSEMCLIENT_1).
 lib_LTLIBRARIES += client/libsemclient.la
 include_HEADERS += client/semclient.h
-noinst_HEADERS += client/client-int.h client/conv.h client/fdio.h
-client_libsemclient_la_SOURCES = client/conn.c client/session.c client/connect.c client/reader.c \
-	client/xprt.c client/ops.c client/result.c client/util.c client/tls.c client/tlssess.c \
-	client/keepalive.c client/watch.c client/backup.c proto/frame.c
+noinst_HEADERS += client/handle.h client/base/base.h client/base/conv.h client/base/fdio.h \
+	client/session/session.h client/engine/engine.h client/api/api.h
+client_libsemclient_la_SOURCES = \
+	client/base/error.c client/base/util.c client/base/addr.c client/base/result.c client/base/xprt.c client/base/tls.c \
+	client/base/tlssess.c \
+	client/session/holds.c client/session/requests.c client/session/watchers.c \
+	client/session/events.c client/session/dispatch.c client/session/session.c \
+	client/engine/write.c client/engine/read.c client/engine/connect.c client/engine/loop.c \
+	client/engine/call.c \
+	client/api/handle.c client/api/op.c client/api/ops.c client/api/down.c \
+	client/api/cluster.c client/api/watch.c client/api/backup.c \
+	proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
 client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
-client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 5:0:4 -no-undefined \
+client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 6:0:5 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/client/libsemclient.map
 EXTRA_client_libsemclient_la_DEPENDENCIES = client/libsemclient.map
 # security/libsemtls.la: the TLS module the daemon uses too (security/tls.c)
@@ -30,30 +39,11 @@ DISTCLEANFILES += client/semclient.pc client/semclient-uninstalled.pc
 EXTRA_DIST += client/semclient.pc.in client/semclient-uninstalled.pc.in \
 	client/libsemclient.map
 
-# semctl: the command line, on the public API only.
-bin_PROGRAMS += semctl
-semctl_SOURCES = client/semctl.c client/semctl.h client/semctl-args.c client/semctl-out.c \
-	client/semctl-help.c client/semctl-cmds.c client/semctl-set.c \
-	client/semctl-backup.c client/semctl-watch.c client/semctl-run.c
-semctl_LDADD = client/libsemclient.la
-
 # examples/: a distributed job whose workers share a limit through semd.
 noinst_PROGRAMS += examples/jobs
 examples_jobs_SOURCES = examples/jobs.c
 examples_jobs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client
 examples_jobs_LDADD = client/libsemclient.la
 
-# Manual pages and the bash and zsh completions of the client.
-dist_man_MANS += doc/semctl.1 doc/semclient.3
-bashcompletiondir = $(datadir)/bash-completion/completions
-# installed as "semctl" (bash-completion loads completions by command name)
-bashcompletion_DATA = client/completion/semctl
-# installed as "_semctl" where Debian's zsh looks (its fpath)
-zshcompletiondir = $(datadir)/zsh/vendor-completions
-zshcompletion_DATA = client/completion/_semctl
-CLEANFILES += client/completion/semctl client/completion/_semctl
-EXTRA_DIST += client/semctl.bash-completion client/semctl.zsh-completion
-client/completion/semctl: $(top_srcdir)/client/semctl.bash-completion
-	$(AM_V_GEN)$(MKDIR_P) client/completion && cp $(top_srcdir)/client/semctl.bash-completion $@
-client/completion/_semctl: $(top_srcdir)/client/semctl.zsh-completion
-	$(AM_V_GEN)$(MKDIR_P) client/completion && cp $(top_srcdir)/client/semctl.zsh-completion $@
+# The library's manual page.
+dist_man_MANS += doc/semclient.3

@@ -8,6 +8,9 @@
  * socket. Every operation exists in a blocking form (with a timeout) and
  * most in an asynchronous form (a completion callback) for event loops,
  * which poll semc_fd() and call semc_process() within semc_timeout() ms.
+ * Permits are taken by four downs (semc_down2() and its asynchronous and
+ * multi-name forms) with one options struct; the older downs stay, for
+ * compatibility, as wrappers of them.
  *
  * A session with a lease is kept alive by a library thread (pings every
  * third of the lease) unless semc_set_keepalive_thread(c, false); its
@@ -341,13 +344,15 @@ struct semc_create_opts {
 	uint32_t initial;	/* 0..limit (sema_init(&s, 0) is initial 0) */
 };
 int semc_create_ex(struct semc *c, const char *name, const struct semc_create_opts *opts);
-/* timeout_ms: < 0 forever, 0 trydown, > 0 deadline. lease_ms > 0: a
- * detached hold owned by the principal, kept lease_ms after we go. */
+/* Kept for compatibility (semc_down2() is the down): timeout_ms: < 0
+ * forever, 0 trydown, > 0 deadline. lease_ms > 0: a detached hold owned by
+ * the principal, kept lease_ms after we go. semc_trydown() is timeout 0. */
 int semc_down(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 	      uint32_t lease_ms, struct semc_grant *out);
 int semc_trydown(struct semc *c, const char *name, uint32_t n, struct semc_grant *out);
 
-/* Options of semc_down_ex(); zero-initialise. */
+/* Options of semc_down_ex(); zero-initialise. Kept for compatibility:
+ * struct semc_down_options has these and the policy's. */
 struct semc_down_opts {
 	uint32_t n;		/* permits; 0 means 1 */
 	int64_t timeout_ms;	/* < 0 forever, 0 trydown, > 0 deadline */
@@ -396,6 +401,7 @@ void semc_stats_free(struct semc_stats *stats);
  * same handle), never with the library's lock held. fn may start new
  * requests, including blocking ones. */
 
+/* Kept for compatibility: semc_down2_async() is the asynchronous down. */
 int64_t semc_down_async(struct semc *c, const char *name, uint32_t n, int64_t timeout_ms,
 			uint32_t lease_ms, semc_done_fn fn, void *arg);
 int64_t semc_down_ex_async(struct semc *c, const char *name, const struct semc_down_opts *opts,
@@ -465,7 +471,8 @@ struct semc_multi_grant {
  * waiting, one deadline (timeout_ms as semc_down's), lease_ms as
  * semc_down's for every hold. Owned-mode names only. *out: free with
  * semc_multi_grant_free(). SEMC_E_DEADLOCK when waiting would close a
- * cycle of sessions. */
+ * cycle of sessions. Kept for compatibility: semc_down2_multi() and
+ * semc_down2_multi_async() are the multi-name downs. */
 int semc_down_multi(struct semc *c, const struct semc_want *wants, size_t n,
 		    int64_t timeout_ms, uint32_t lease_ms, struct semc_multi_grant **out);
 int64_t semc_down_multi_async(struct semc *c, const struct semc_want *wants, size_t n,
@@ -688,7 +695,9 @@ int semc_down_policy(struct semc *c, const char *name, const struct semc_down_op
 int64_t semc_down_policy_async(struct semc *c, const char *name,
 			       const struct semc_down_opts *opts,
 			       const struct semc_down_policy *policy, semc_done_fn fn, void *arg);
-/* A multi-name down with a priority (policy->replace must be NULL). */
+/* A multi-name down with a priority (policy->replace must be NULL). Kept,
+ * with semc_down_policy() and their _async forms, for compatibility: the
+ * policy is in struct semc_down_options. */
 int semc_down_multi_policy(struct semc *c, const struct semc_want *wants, size_t n,
 			   int64_t timeout_ms, uint32_t lease_ms,
 			   const struct semc_down_policy *policy, struct semc_multi_grant **out);
@@ -706,6 +715,64 @@ int64_t semc_down_multi_policy_async(struct semc *c, const struct semc_want *wan
  * is sent (it would be cut to max-lease, the hold ending before its holder
  * expects); a session lease is granted up to it (semc_session()). */
 uint32_t semc_max_lease(struct semc *c);
+
+/* --- the downs: four calls, one options struct (LIBSEMCLIENT_1.6) --------
+ * A down takes permits: blocking or asynchronous, of one name or of several
+ * at once (SysV semop: every want, or none), every option of it in one
+ * struct semc_down_options. These four are the downs; the older ones
+ * (semc_down, semc_trydown, semc_down_ex, semc_down_policy,
+ * semc_down_multi, semc_down_multi_policy and their _async forms) are
+ * kept for compatibility, as wrappers of these. */
+
+/* The layout of struct semc_down_options this header declares. A newer
+ * library reads the fields of every older version and no more: new
+ * options come as new fields at the end, with a higher version. */
+#define SEMC_DOWN_OPTIONS_VERSION	1
+
+/* Every option of a down. Start from SEMC_DOWN_OPTIONS_INIT and set what
+ * differs (a zeroed struct has version 0, which is refused):
+ *	struct semc_down_options o = SEMC_DOWN_OPTIONS_INIT;
+ *	o.timeout_ms = 30000;
+ * NULL options are SEMC_DOWN_OPTIONS_INIT's: one permit, waiting forever. */
+struct semc_down_options {
+	uint32_t version;	/* SEMC_DOWN_OPTIONS_VERSION */
+	uint32_t n;		/* one name: permits (0 means 1); several: 0, each
+				 * want says its own */
+	int64_t timeout_ms;	/* < 0 forever (the default), 0 now or never (a
+				 * trydown: SEMC_E_WOULD_BLOCK), > 0 a deadline */
+	uint32_t lease_ms;	/* > 0: detached holds owned by the principal, kept
+				 * this long after we go; at most semc_max_lease() */
+	uint32_t create_limit;	/* one name: > 0 creates a missing name with this
+				 * limit (SEMC_E_EXISTS if it exists with another);
+				 * several: 0, each want says its own */
+	int priority;		/* SEMC_PRIO_MIN..SEMC_PRIO_MAX (0): a higher class
+				 * is served first (struct semc_down_policy) */
+	const char *replace;	/* one name: a replace key, or NULL (as
+				 * struct semc_down_policy's) */
+	const char *group;	/* one name of SEMC_SHARE_KEY: the down's group
+				 * (NULL: the principal) */
+};
+#define SEMC_DOWN_OPTIONS_INIT	{ .version = SEMC_DOWN_OPTIONS_VERSION, .timeout_ms = -1 }
+
+/* Take permits of name: 0 and *out (may be NULL) the grant, or an error
+ * (SEMC_E_TIMEOUT, SEMC_E_WOULD_BLOCK, ...; SEMC_E_ARG for options of an
+ * unknown version, a priority out of range). The reply is waited for
+ * timeout_ms (forever when < 0) plus the handle's timeout. */
+int semc_down2(struct semc *c, const char *name, const struct semc_down_options *opts,
+	       struct semc_grant *out);
+/* The same without waiting: the request id, or an error; fn gets the grant
+ * (struct semc_result's grant). */
+int64_t semc_down2_async(struct semc *c, const char *name, const struct semc_down_options *opts,
+			 semc_done_fn fn, void *arg);
+/* Take every want at once, or none (1 to 16 names, owned mode; opts' n,
+ * create_limit, replace and group must be left unset: each want says its n
+ * and create_limit): *out, freed with semc_multi_grant_free(), or an error
+ * (SEMC_E_DEADLOCK when waiting would close a cycle of sessions). */
+int semc_down2_multi(struct semc *c, const struct semc_want *wants, size_t n,
+		     const struct semc_down_options *opts, struct semc_multi_grant **out);
+/* The same without waiting; fn gets struct semc_result's multi. */
+int64_t semc_down2_multi_async(struct semc *c, const struct semc_want *wants, size_t n,
+			       const struct semc_down_options *opts, semc_done_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,13 @@ together. The rules:
      no other file of the daemon: every room but the state may call it.
 A circle inside the front door is printed, not refused.
 
+libsemclient (client/) is read the same way, its floors (doc/design.md)
+client/base/ (addresses, results, transports), client/session/ (the
+session's bookkeeping), client/engine/ (the I/O engine) and client/api/
+(the API): a floor calls only the floors below it, and no circle of calls
+joins any two of client/'s files. semctl (cli/), on libsemclient's public
+API, has no circle of calls between its files either.
+
 Usage: tests/callgraph.py [--order] [--dot FILE] BUILD_DIR
 BUILD_DIR is a configured and built tree (config.h and proto/semd.pb-c.h are
 taken from it). --order prints each room's files by layer, lowest first (a
@@ -46,6 +53,11 @@ MAY_CALL = {"main": {"http", "shell", "log", "state"}, "http": {"shell", "log", 
 NO_CIRCLE = {"state", "log", "shell"}
 # Leaves below the shell and the log alike: they call no file of the daemon.
 LEAVES = {"daemon/logging.c"}
+# libsemclient's floors, lowest first, and the floors each may call.
+CLIENT_FLOORS = (("client/base/", "base"), ("client/session/", "session"),
+                 ("client/engine/", "engine"), ("client/api/", "api"))
+CLIENT_BELOW = {"base": set(), "session": {"base"}, "engine": {"session", "base"},
+                "api": {"engine", "session", "base"}}
 NODE = re.compile(r'^node: \{ title: "([^"]*)" label: "([^"\\]*)\\n([^"]*):(\d+):\d+"(.*)\}$')
 EDGE = re.compile(r'^edge: \{ sourcename: "([^"]*)" targetname: "([^"]*)" '
                   r'label: "([^"]*):(\d+):\d+" \}$')
@@ -59,10 +71,10 @@ def room_of(path):
     return None
 
 
-def sources(top):
-    """Every C file under daemon/, relative to top."""
+def sources(top, folder="daemon"):
+    """Every C file under folder (daemon/), relative to top."""
     out = []
-    for d, _, files in os.walk(os.path.join(top, "daemon")):
+    for d, _, files in os.walk(os.path.join(top, folder)):
         out += [os.path.relpath(os.path.join(d, f), top) for f in files if f.endswith(".c")]
     return sorted(out)
 
@@ -169,6 +181,77 @@ def layers(files, edges, comps):
     return layer
 
 
+def graph(top, build, srcs, cflags):
+    """The calls between srcs' files: (edges, an example call of each edge),
+    or None when a file does not compile (said)."""
+    tmp = tempfile.mkdtemp(prefix="callgraph.")
+    try:
+        jobs = int(os.environ.get("LINT_JOBS", "2"))
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as ex:
+            results = list(ex.map(compile_one, [(top, build, tmp, s, cflags) for s in srcs]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    defs, calls = {}, {}
+    for src, text, err in results:
+        if text is None:
+            print(f"callgraph: {src} does not compile:\n{err}", file=sys.stderr)
+            return None
+        d, c = parse(top, text)
+        defs.update(d)
+        calls[src] = c
+    edges, example = {}, {}
+    for src in srcs:
+        for caller, callee, lineno in calls[src]:
+            dst = defs.get(callee)
+            if dst is None or dst == src:
+                continue
+            edges.setdefault(src, set()).add(dst)
+            example.setdefault((src, dst), f"{src}:{lineno} {caller}() -> {callee}()")
+    return edges, example
+
+
+def client_check(top, build, cflags, order, folder="client", floors=CLIENT_FLOORS):
+    """libsemclient's rules (the module's doc), or semctl's (folder cli,
+    floors ()): whether one is broken (None: a file does not compile)."""
+    srcs = sources(top, folder)
+    got = graph(top, build, srcs, cflags)
+    if got is None:
+        return None
+    edges, example = got
+    floor = {s: next((f for p, f in floors if s.startswith(p)), None) for s in srcs}
+    print("callgraph: %s/, %d files, %d pairs of files with calls" % (
+        folder, len(srcs), sum(len(v) for v in edges.values())))
+    bad = False
+    comps = circles(srcs, edges)
+    for comp in comps:
+        bad = True
+        print("callgraph: CIRCLE (not allowed) in %s/, %d files: %s" % (
+            folder, len(comp), " ".join(comp)))
+        for a in comp:
+            for b in sorted(edges.get(a, ())):
+                if b in comp:
+                    print("    " + example[(a, b)])
+    for a in srcs:
+        for b in sorted(edges.get(a, ()) if floors else ()):
+            fa, fb = floor[a], floor[b]
+            if fa is None or fb is None:
+                bad = True
+                print(f"callgraph: {folder}/ file on no floor: {a if fa is None else b}")
+            elif fa != fb and fb not in CLIENT_BELOW[fa]:
+                bad = True
+                print(f"callgraph: CALL UP {folder}/ {fa} -> {fb}: " + example[(a, b)])
+    if order:
+        layer = layers(set(srcs), edges, comps)
+        print(f"callgraph: {folder}/, by layer (a file calls only lower ones):")
+        for n in sorted(set(layer.values())):
+            print("    %2d  %s" % (n, " ".join(f[len(folder) + 1:] for f in srcs
+                                            if layer[f] == n)))
+    if not bad:
+        print(f"callgraph: {folder}/: no circle" +
+              (", each floor calls only the floors below it" if floors else ""))
+    return bad
+
+
 def main(argv):
     args = list(argv[1:])
     dot, order = None, False
@@ -192,29 +275,10 @@ def main(argv):
         return 2
     srcs = sources(top)
     cflags = pkg_cflags()
-    tmp = tempfile.mkdtemp(prefix="callgraph.")
-    try:
-        jobs = int(os.environ.get("LINT_JOBS", "2"))
-        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as ex:
-            results = list(ex.map(compile_one, [(top, build, tmp, s, cflags) for s in srcs]))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    defs, calls = {}, {}
-    for src, text, err in results:
-        if text is None:
-            print(f"callgraph: {src} does not compile:\n{err}", file=sys.stderr)
-            return 2
-        d, c = parse(top, text)
-        defs.update(d)
-        calls[src] = c
-    edges, example = {}, {}
-    for src in srcs:
-        for caller, callee, lineno in calls[src]:
-            dst = defs.get(callee)
-            if dst is None or dst == src:
-                continue
-            edges.setdefault(src, set()).add(dst)
-            example.setdefault((src, dst), f"{src}:{lineno} {caller}() -> {callee}()")
+    got = graph(top, build, srcs, cflags)
+    if got is None:
+        return 2
+    edges, example = got
     count = {}
     for s in srcs:
         count[room_of(s)] = count.get(room_of(s), 0) + 1
@@ -256,6 +320,11 @@ def main(argv):
                 for b in sorted(edges.get(a, ())):
                     f.write(f'\t"{a}" -> "{b}";\n')
             f.write("}\n")
+    for folder, floors in (("client", CLIENT_FLOORS), ("cli", ())):
+        broken = client_check(top, build, cflags, order, folder, floors)
+        if broken is None:
+            return 2
+        bad = broken or bad
     print("callgraph: " + ("the rules are broken (above)" if bad else
                            "no circle in daemon/state/, daemon/log/ nor the shell, "
                            "the rooms call one way"))

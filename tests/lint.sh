@@ -17,7 +17,7 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$1"
 B=$(cd "$1" && pwd)
 JOBS=${LINT_JOBS:-2}
-DIRS="arch core proto daemon client security bench examples"
+DIRS="arch core proto daemon client cli security bench examples"
 
 for t in bear clang-tidy cppcheck python3 make gcc; do
 	if ! command -v "$t" >/dev/null 2>&1; then

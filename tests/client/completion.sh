@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/client/completion.sh - issue 27: the bash and zsh completions of
-# semctl (client/semctl.bash-completion, client/semctl.zsh-completion) in
+# semctl (cli/semctl.bash-completion, cli/semctl.zsh-completion) in
 # the real shells: commands, a command's options, cluster's actions, and the
 # semaphore names of a live semd (`semctl list` with the -s of the line or
 # $SEMD_SERVER), bounded in time and in count, none from a server that is
@@ -21,7 +21,7 @@ export SEMCTL_COMPLETION_TIMEOUT
 # comp WORDS...: what the bash completion offers for the last word
 comp() {
 	PATH="$SEMCTL_DIR:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _semctl; echo "${COMPREPLY[*]}"' \
-		_ "$top_srcdir/client/semctl.bash-completion" "$@"
+		_ "$top_srcdir/cli/semctl.bash-completion" "$@"
 }
 
 # --- commands, options, actions -------------------------------------------------
@@ -85,7 +85,7 @@ if ! command -v zsh >/dev/null; then
 	exit
 fi
 mkdir "$T/zfunc"
-cp "$top_srcdir/client/semctl.zsh-completion" "$T/zfunc/_semctl"
+cp "$top_srcdir/cli/semctl.zsh-completion" "$T/zfunc/_semctl"
 ok "zsh: _semctl parses (zsh -n)" zsh -n "$T/zfunc/_semctl"
 
 # An interactive zsh on a pseudo-terminal (zsh/zpty), with compinit and

@@ -41,7 +41,7 @@ expect_eq "unreachable: JSON error" "connect 3" "$(echo "$out" | jget 'j["error"
 # The completion asks semctl itself (semctl __complete): the one built here.
 comp() { # WORDS...: what the completion offers for the last word
 	PATH="$top_builddir:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _semctl; echo "${COMPREPLY[*]}"' \
-		_ "$top_srcdir/client/semctl.bash-completion" "$@"
+		_ "$top_srcdir/cli/semctl.bash-completion" "$@"
 }
 expect_eq "completion: commands" "create" "$(comp semctl cr)"
 expect_eq "completion: after -s ADDR" "info" "$(comp semctl -s unix:/x inf)"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "client/fdio.h"
+#include "client/base/fdio.h"
 
 /*
  * Move exactly len bytes through fd: write buf out, or read into it.
