@@ -205,18 +205,27 @@ int peer_net_key_load(const char *path, unsigned char *key, size_t cap,
 	return 0;
 }
 
-/* HMAC-SHA256 with the peer key of label, both nonces, and more (or none). */
-static void relay_mac(const struct relay *r, const char *label,
+/* What each side's HMAC starts with (both of LABEL_LEN bytes). */
+static const char MAC_CLIENT[] = "semd peer key 1 client";
+static const char MAC_SERVER[] = "semd peer key 1 server";
+#define LABEL_LEN	(sizeof MAC_CLIENT - 1)
+_Static_assert(sizeof MAC_CLIENT == sizeof MAC_SERVER, "labels alike");
+
+/*
+ * HMAC-SHA256 with the peer key of the accepting (server) or connecting
+ * side's label, both nonces, and more (or none).
+ */
+static void relay_mac(const struct relay *r, bool server,
     const uint8_t *more, size_t morelen, uint8_t out[MAC])
 {
-	uint8_t msg[64 + 2 * NONCE + HDR_LEN];
-	size_t ll = strlen(label), n;
+	uint8_t msg[LABEL_LEN + 2 * NONCE + HDR_LEN];
 	unsigned int outlen = MAC;
+	size_t n;
 
-	memcpy(msg, label, ll);
-	memcpy(msg + ll, r->nonce_c, NONCE);
-	memcpy(msg + ll + NONCE, r->nonce_s, NONCE);
-	n = ll + 2 * NONCE;
+	memcpy(msg, server ? MAC_SERVER : MAC_CLIENT, LABEL_LEN);
+	memcpy(msg + LABEL_LEN, r->nonce_c, NONCE);
+	memcpy(msg + LABEL_LEN + NONCE, r->nonce_s, NONCE);
+	n = LABEL_LEN + 2 * NONCE;
 	if (more != NULL) {
 		memcpy(msg + n, more, morelen);
 		n += morelen;
@@ -688,7 +697,7 @@ static int relay_send_header(struct relay *r)
 	put64(hdr + 8, r->p->id);
 	memcpy(hdr + 16, r->p->address, strlen(r->p->address));
 	if (r->p->auth == PEER_AUTH_KEY) {
-		relay_mac(r, "semd peer key 1 client", hdr, HDR_LEN, hdr + HDR_LEN);
+		relay_mac(r, false, hdr, HDR_LEN, hdr + HDR_LEN);
 		len += MAC;
 	}
 	r->state = R_HEADER;
@@ -755,7 +764,7 @@ static int relay_key(struct relay *r)
 		if (RAND_bytes(r->nonce_s, NONCE) != 1)
 			return -1;
 		memcpy(proof, r->nonce_s, NONCE);
-		relay_mac(r, "semd peer key 1 server", NULL, 0, proof + NONCE);
+		relay_mac(r, true, NULL, 0, proof + NONCE);
 		r->state = R_HEADER;
 		r->hlen = 0;
 		return relay_out(r, proof, PROOF_LEN) == PROOF_LEN ? 0 : -1;
@@ -763,7 +772,7 @@ static int relay_key(struct relay *r)
 	if ((rc = relay_read_exact(r, PROOF_LEN)) <= 0)
 		return rc;
 	memcpy(r->nonce_s, r->hdr, NONCE);
-	relay_mac(r, "semd peer key 1 server", NULL, 0, mac);
+	relay_mac(r, true, NULL, 0, mac);
 	if (CRYPTO_memcmp(mac, r->hdr + NONCE, MAC) != 0) {
 		log_warn("peer: %s: refused: it does not hold our peer key",
 		    r->who);
@@ -807,7 +816,7 @@ static int relay_check_header(struct relay *r, raft_id *id, char *address)
 		return -1;
 	}
 	if (r->p->auth == PEER_AUTH_KEY) {
-		relay_mac(r, "semd peer key 1 client", r->hdr, HDR_LEN, mac);
+		relay_mac(r, false, r->hdr, HDR_LEN, mac);
 		if (CRYPTO_memcmp(mac, r->hdr + HDR_LEN, MAC) != 0) {
 			log_warn("peer: %s: refused: node %llu does not hold our "
 			    "peer key", r->who, (unsigned long long)*id);
