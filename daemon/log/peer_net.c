@@ -574,6 +574,7 @@ static int relay_to_raft(struct relay *r)
 	return n;
 }
 
+/* Bytes from the peer's connection (or its end). */
 static void tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct relay *r = s->data;

@@ -70,6 +70,7 @@ static void *guard_malloc(void *data, size_t size)
 	return p;
 }
 
+/* Free a guarded block: its whole mapping goes. */
 static void guard_free(void *data, void *ptr)
 {
 	struct guard_hdr *h;
@@ -83,6 +84,7 @@ static void guard_free(void *data, void *ptr)
 	munmap(h->map, h->maplen);
 }
 
+/* A zeroed guarded block of n * size bytes. */
 static void *guard_calloc(void *data, size_t n, size_t size)
 {
 	void *p;
@@ -94,6 +96,7 @@ static void *guard_calloc(void *data, size_t n, size_t size)
 	return p;
 }
 
+/* A guarded block of size bytes with what ptr held. */
 static void *guard_realloc(void *data, void *ptr, size_t size)
 {
 	struct guard_hdr *h;
@@ -109,6 +112,7 @@ static void *guard_realloc(void *data, void *ptr, size_t size)
 	return p;
 }
 
+/* A guarded block of size bytes aligned to align. */
 static void *guard_aligned(void *data, size_t align, size_t size)
 {
 	void *p = NULL;
@@ -117,6 +121,7 @@ static void *guard_aligned(void *data, size_t align, size_t size)
 	return posix_memalign(&p, align, size) == 0 ? p : NULL;
 }
 
+/* Free an aligned guarded block. */
 static void guard_aligned_free(void *data, size_t align, void *ptr)
 {
 	(void)data;
@@ -140,6 +145,7 @@ static struct raft_configuration conf;
 static char dir[] = "/tmp/fuzz_peer.XXXXXX";
 static unsigned long decoded;
 
+/* The stand-in transport: nothing to set up. */
 static int tr_init(struct raft_uv_transport *t, raft_id id, const char *a)
 {
 	(void)t;
@@ -148,6 +154,7 @@ static int tr_init(struct raft_uv_transport *t, raft_id id, const char *a)
 	return 0;
 }
 
+/* Keep raft_uv's accept callback: the target hands it the stream. */
 static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
 	(void)t;
@@ -155,6 +162,7 @@ static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 	return 0;
 }
 
+/* Nobody to connect to. */
 static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
     raft_id id, const char *a, raft_uv_connect_cb cb)
 {
@@ -166,12 +174,14 @@ static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	return RAFT_NOCONNECTION;
 }
 
+/* Closed at once. */
 static void tr_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 {
 	if (cb != NULL)
 		cb(t);
 }
 
+/* raft_uv's tick: nothing to do. */
 static void tick_cb(struct raft_io *i)
 {
 	(void)i;
@@ -247,6 +257,7 @@ struct sink {
 	size_t	len, cap;
 };
 
+/* Collect the bytes the checker passes. */
 static int sink_emit(void *arg, const uint8_t *p, size_t n)
 {
 	struct sink *s = arg;
@@ -298,6 +309,7 @@ static void deliver(const uint8_t *p, size_t len)
 	close(sv[0]);
 }
 
+/* One input: its first byte the size of the pieces the rest comes in. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool ready;
