@@ -15,6 +15,8 @@ for tool in unshare mount dd; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool is not installed"; exit 77; }
 done
 if [ -z "${SEMD_FULLDISK_NS:-}" ]; then
+	unshare -m --propagation private true 2>/dev/null ||
+		{ echo "SKIP: no private mount namespace here (unshare -m)"; exit 77; }
 	SEMD_FULLDISK_NS=1 exec unshare -m --propagation private "$0" "$@"
 fi
 . "$top_srcdir/tests/lib.sh"
