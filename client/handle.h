@@ -43,6 +43,18 @@
  * frame it received no earlier. The client gives the session up at
  * lease_base + lease * (1 - D) - M (semc_lease_end_locked()), before the
  * daemon can hand the session's permits to anyone else.
+ *
+ * A session without a lease in a cluster keeps the same clock with the
+ * cluster's guard (HelloReply.guard_ms, its election timeout) for a lease,
+ * while it owns permits or waits for a grant (session/trust.c): a take-over
+ * ends such a session, and no other leader can take over sooner than the
+ * guard after a majority of the voters heard from the leader that answered
+ * - which they did after the request was sent, when the answer came from an
+ * entry or a read barrier (only those move lease_base then). A grant that
+ * arrives later than that is void (the session may be ended and its permit
+ * granted again), and so are holds not confirmed by an answer (a Ping
+ * every third of the guard) in time: a paused or cut-off leader keeps its
+ * connections open.
  */
 #ifndef SEMC_HANDLE_H
 #define SEMC_HANDLE_H
@@ -107,6 +119,7 @@ struct semc {
 	size_t secret_len;
 	uint32_t granted_lease;
 	uint32_t max_lease;	/* HelloReply.max_lease_ms (0: unknown) */
+	uint32_t guard_ms;	/* HelloReply.guard_ms: a cluster's (0: none) */
 	char *principal;
 	char *server;
 	bool resumed;
@@ -115,6 +128,7 @@ struct semc {
 	int64_t lease_base;	/* monotonic ms: when the latest answered request was sent */
 	int64_t ka_sent;	/* when the latest keepalive ping was queued */
 	bool ka_out;		/* a keepalive ping is in flight */
+	bool untrusted;		/* a grant came too late: the session is given up */
 
 	/* engine: the connection, the reader, the writer, reconnecting. */
 	struct semc_conn *conn;	/* NULL while disconnected */

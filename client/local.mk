@@ -21,6 +21,7 @@ client_libsemclient_la_SOURCES = \
 	client/base/tlssess.c \
 	client/session/holds.c client/session/requests.c client/session/watchers.c \
 	client/session/events.c client/session/dispatch.c client/session/session.c \
+	client/session/trust.c \
 	client/engine/write.c client/engine/read.c client/engine/connect.c client/engine/loop.c \
 	client/engine/call.c \
 	client/api/handle.c client/api/op.c client/api/ops.c client/api/down.c \

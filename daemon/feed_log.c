@@ -161,10 +161,45 @@ static void log_reply(void *arg, void *conn, const Semd__Reply *r)
 	conn_reply_locked(NULL, conn, r);
 }
 
-/* Leadership lost: every client goes. */
+/*
+ * An opened client's connection, for sm_apply's bind hook (under the lock):
+ * none while this node does not serve. A client whose OPEN a node applies
+ * after its leadership ended (the next leader committed it) belongs to a
+ * session that the next leader's first entry ends: nothing of it may be
+ * answered from here.
+ */
+static void *log_bind(void *arg, uint64_t id)
+{
+	struct server *srv = arg;
+
+	return semlog_serving(srv->feed_state->d) ? log_conn(arg, id) : NULL;
+}
+
+/*
+ * Leadership lost: from now on nothing the state applies reaches a client
+ * of this node (every session is unbound from its connection, at once,
+ * under the lock); then every client is told where to go and closed, by its
+ * own loop. The closing alone would come too late: the loops write the
+ * replies already in their mailboxes first, and the log thread goes on
+ * applying the next leader's entries meanwhile.
+ */
 static void log_drop_clients(void *arg)
 {
-	server_drop_clients(arg);
+	struct server *srv = arg;
+	struct hmap_iter it;
+	struct hnode *n;
+	struct sm_client *cl;
+
+	server_lock_any(srv);
+	hmap_iter_init(&it, &srv->feed_state->conns);
+	while ((n = hmap_iter_next(&it)) != NULL) {
+		cl = sm_client_find(srv->sm,
+		    container_of(n, struct log_conn, node)->c->cid);
+		if (cl != NULL)
+			sm_client_bind(cl, NULL);
+	}
+	server_unlock_any(srv);
+	server_drop_clients(srv);
 }
 
 /*
@@ -274,6 +309,7 @@ static int log_start(struct server *srv)
 		.sm_config = log_sm_config,
 		.sm_out = log_sm_out,
 		.conn = log_conn,
+		.bind = log_bind,
 		.applied = log_applied,
 		.reply = log_reply,
 		.drop_clients = log_drop_clients,

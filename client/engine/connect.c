@@ -122,6 +122,7 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	memcpy(c->secret, hr->secret.data, c->secret_len);
 	c->granted_lease = hr->lease_ms;
 	c->max_lease = hr->max_lease_ms;
+	c->guard_ms = hr->guard_ms;
 	c->resumed = hr->resumed;
 	c->server_durable = hr->durable;
 	semc_str_set(&c->principal, hr->principal);

@@ -4,15 +4,17 @@
  * periodic work is done and where a lost connection is made again. Its
  * turns (semc_turn_locked()) are run by three kinds of threads: a call
  * waiting for its reply (call.c), an event loop in semc_process(), and the
- * keepalive thread of a session with a lease, which this file starts and
- * stops. A turn reconnects when that is due, reads for a while (taking the
- * reader role when nobody has it) or waits for whoever reads or connects,
+ * keepalive thread of a session with a lease (or of any session in a
+ * cluster: the guard, handle.h), which this file starts and stops. A turn
+ * reconnects when that is due, reads for a while (taking the reader role
+ * when nobody has it) or waits for whoever reads or connects,
  * then runs the session's duties (the end of the client-side lease, a
  * keepalive ping every third of it, a connection whose ping went unanswered
  * for a quarter of it given up) and delivers and sends what they gathered.
  *
  * The keepalive thread, started by the first connection whose session has
- * a lease (unless the program said semc_set_keepalive_thread(c, false)),
+ * a lease or a cluster's guard (unless the program said
+ * semc_set_keepalive_thread(c, false)),
  * lives until semc_free(): its turns keep holds alive, and report their
  * loss, while the program's threads do something else. It blocks every
  * signal, so that signals meant for the program reach the program's own
@@ -103,12 +105,13 @@ static int keepalive_start_locked(struct semc *c)
 	return 0;
 }
 
-/* Start the keepalive thread if the session has a lease, the program wants
- * the thread and the handle is not closing (lock held). */
+/* Start the keepalive thread if the session has a lease (or a cluster's
+ * guard: handle.h), the program wants the thread and the handle is not
+ * closing (lock held). */
 static void background_start_locked(struct semc *c)
 {
-	if (c->conn != NULL && c->granted_lease > 0 && c->ka_want && !c->ka_running &&
-	    !c->closing)
+	if (c->conn != NULL && (c->granted_lease > 0 || c->guard_ms > 0) && c->ka_want &&
+	    !c->ka_running && !c->closing)
 		(void)keepalive_start_locked(c);
 }
 
@@ -158,7 +161,8 @@ int semc_turn_locked(struct semc *c, const struct semc_turn *t, int64_t now)
 		wait = due;
 	if (r != NULL && r->done) {
 		/* answered (or failed): nothing to wait for */
-	} else if (c->conn != NULL && !c->reading && (!t->background || c->granted_lease > 0)) {
+	} else if (c->conn != NULL && !c->reading &&
+		   (!t->background || c->granted_lease > 0 || c->guard_ms > 0)) {
 		n = semc_reader_turn_locked(c, wait, t->wake_fd, t->background);
 		waited = wait > 0;
 	} else {
@@ -200,7 +204,7 @@ static void *keepalive_main(void *arg)
 }
 
 /* Connect the first time (semc_connect()); the keepalive thread starts when
- * the session has a lease. */
+ * the session has a lease or a cluster's guard. */
 int semc_engine_connect(struct semc *c, int64_t deadline)
 {
 	int r = semc_connect_first(c, deadline);

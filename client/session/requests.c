@@ -154,15 +154,47 @@ static bool resend_succeeded(const struct semc_req *r, Semd__Code code)
 	}
 }
 
+/* Whether an answer to r shows that a majority of the cluster's voters
+ * heard from the leader after r was sent, for the guard (handle.h): a Ping
+ * (a read barrier) and the downs and ups (entries) answered OK. Other
+ * answers may come from the node alone (a refusal, a redirect, a cluster
+ * status): a leader cut off from the others gives them for a while. */
+static bool answer_heard_by_voters(const struct semc_req *r, const Semd__Reply *rp)
+{
+	if (rp->code != SEMD__CODE__OK)
+		return false;
+	switch (r->op) {
+	case SEMD__REQUEST__OP_PING:
+	case SEMD__REQUEST__OP_DOWN:
+	case SEMD__REQUEST__OP_DOWN_MULTI:
+	case SEMD__REQUEST__OP_UP:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Finish a request with a reply or a client-side error. */
 void semc_req_complete_locked(struct semc *c, struct semc_req *r, Semd__Reply *rp, int err,
 			      struct semc_deliver *d)
 {
 	semc_pending_unlink_locked(c, r);
-	if (rp != NULL && r->sent_at > c->lease_base)
-		c->lease_base = r->sent_at;	/* any answer: the daemon heard us */
+	/* any answer: the daemon heard us; for the guard, the voters did */
+	if (rp != NULL && r->sent_at > c->lease_base &&
+	    (c->granted_lease > 0 || c->guard_ms == 0 || answer_heard_by_voters(r, rp)))
+		c->lease_base = r->sent_at;
 	if (r->keepalive)
 		c->ka_out = false;
+	if (rp != NULL && rp->code == SEMD__CODE__OK &&
+	    semc_grant_void_locked(c, r, rp, semc_now_ms())) {
+		/* too late to be trusted: neither handed out nor given back;
+		 * the session is given up at the next duty (its end gives the
+		 * permit back: semc_lease_check_locked()) */
+		semd__reply__free_unpacked(rp, NULL);
+		rp = NULL;
+		err = SEMC_E_HOLD_LOST;
+		c->untrusted = true;
+	}
 	if (rp != NULL && r->resent && resend_succeeded(r, rp->code))
 		rp->code = SEMD__CODE__OK;	/* error replies carry no body */
 	r->done = true;

@@ -46,6 +46,7 @@ void semc_session_lost_locked(struct semc *c, int err, const char *why,
 	c->session = 0;
 	c->secret_len = 0;
 	c->lease_base = 0;
+	c->untrusted = false;
 	pthread_cond_broadcast(&c->cond);
 }
 
@@ -77,35 +78,26 @@ void semc_conn_broken_locked(struct semc *c, struct semc_conn *k, const char *wh
 	pthread_cond_broadcast(&c->cond);
 }
 
-/* When the client-side lease of the session ends (monotonic ms; -1: no
- * lease). The daemon counts lease_ms from the last frame it received, which
- * left here no earlier than lease_base; under a clock-rate difference below
- * D, lease * (1 - D) here is at most lease there, and M covers the wake-up
- * of whoever acts on the end (a thread, an event loop, semctl's SIGKILL)
- * and the daemon's clock read before the read that brought the frame. */
-int64_t semc_lease_end_locked(const struct semc *c)
-{
-	int64_t lease = c->granted_lease, margin;
-
-	if (c->session == 0 || lease == 0 || c->lease_base == 0)
-		return -1;
-	margin = lease / 20 > SEMC_LEASE_MARGIN_MIN ? lease / 20 : SEMC_LEASE_MARGIN_MIN;
-	return c->lease_base + lease - lease * SEMC_LEASE_DRIFT_PPM / 1000000 - margin;
-}
-
-/* Give the session up once its client-side lease has ended: every
+/* Give the session up once it is trusted no more (session/trust.c): every
  * session-bound hold is lost (SEMC_E_HOLD_LOST) before the daemon can
  * grant it again. A connection still open is cut, so that nothing more is
- * said on the session; the next call starts a new one. */
+ * said on the session; the next call starts a new one (with several
+ * daemons, on the next first: a silent one is likely stopped or cut off). */
 void semc_lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d)
 {
-	static const char why[] = "no answer from the server within the session's lease";
-	int64_t end = semc_lease_end_locked(c);
+	const char *why = c->untrusted ? "a grant came after the session's lease (or the "
+			  "cluster's election timeout) since its request was sent" :
+			  c->granted_lease > 0 ?
+			  "no answer from the server within the session's lease" :
+			  "no answer from the cluster's leader within its election timeout";
+	int64_t end = semc_trust_end_locked(c);
 	struct semc_conn *k = c->conn;
 
 	if (end < 0 || now < end)
 		return;
 	if (k != NULL) {
+		if (c->granted_lease == 0 && c->naddrs > 1)
+			semc_addr_use_locked(c, (c->cur + 1) % c->naddrs);
 		c->conn = NULL;
 		shutdown(k->fd, SHUT_RDWR);
 		semc_conn_put_locked(k);
@@ -176,14 +168,33 @@ static void keepalive_dead_locked(struct semc *c, struct semc_deliver *d)
 }
 
 /* When the next keepalive ping is due: a third of the lease after the
- * latest answered request or the latest ping (-1: none is due). */
+ * latest answered request or the latest ping; without a lease, in a
+ * cluster, a third of the guard after those and after a down still
+ * waiting was sent, while the session owns permits or such a down waits
+ * (-1: none is due). */
 static int64_t keepalive_due_locked(const struct semc *c)
 {
 	int64_t base = c->lease_base > c->ka_sent ? c->lease_base : c->ka_sent;
+	const struct semc_req *r;
+	bool waits = false;
 
-	if (c->conn == NULL || c->session == 0 || c->granted_lease == 0 || c->ka_out)
+	if (c->conn == NULL || c->session == 0 || c->ka_out)
 		return -1;
-	return base + c->granted_lease / 3;
+	if (c->granted_lease > 0)
+		return base + c->granted_lease / 3;
+	if (c->guard_ms == 0)
+		return -1;
+	for (r = c->pending; r != NULL; r = r->next) {
+		if (r->internal || r->sent_gen != c->conn->gen || r->lease_ms != 0 ||
+		    (r->op != SEMD__REQUEST__OP_DOWN && r->op != SEMD__REQUEST__OP_DOWN_MULTI))
+			continue;
+		waits = true;
+		if (r->sent_at > base)
+			base = r->sent_at;
+	}
+	if (!waits && !semc_guard_holds_locked(c))
+		return -1;
+	return base + c->guard_ms / 3;
 }
 
 /* The session's periodic duties: end it when its client-side lease is
@@ -215,7 +226,7 @@ int64_t semc_duty_next_locked(const struct semc *c)
 		t = due;
 	if ((due = keepalive_dead_at_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;
-	if ((due = semc_lease_end_locked(c)) >= 0 && (t < 0 || due < t))
+	if ((due = semc_trust_end_locked(c)) >= 0 && (t < 0 || due < t))
 		t = due;
 	return t;
 }

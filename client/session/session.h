@@ -110,12 +110,18 @@ void semc_deliver_run(struct semc *c, struct semc_deliver *d);
 /* session/dispatch.c */
 void semc_dispatch_locked(struct semc *c, Semd__Reply *rp, struct semc_deliver *d);
 
+/* session/trust.c */
+int64_t semc_lease_end_locked(const struct semc *c);
+int64_t semc_trust_end_locked(const struct semc *c);
+bool semc_guard_holds_locked(const struct semc *c);
+bool semc_grant_void_locked(const struct semc *c, const struct semc_req *r,
+			    const Semd__Reply *rp, int64_t now);
+
 /* session/session.c */
 void semc_session_lost_locked(struct semc *c, int err, const char *why,
 			      struct semc_deliver *d);
 void semc_conn_broken_locked(struct semc *c, struct semc_conn *k, const char *why,
 			     struct semc_deliver *d);
-int64_t semc_lease_end_locked(const struct semc *c);
 void semc_lease_check_locked(struct semc *c, int64_t now, struct semc_deliver *d);
 bool semc_duties_locked(struct semc *c, int64_t now, struct semc_deliver *d);
 int64_t semc_duty_next_locked(const struct semc *c);

@@ -125,6 +125,7 @@ uint64_t core_reads_due(const struct semlog_core *c);
 
 /* core_lead.c */
 void core_follow(struct semlog_core *c);
+void core_lead_check(struct semlog_core *c);
 void core_timers(struct semlog_core *c);
 uint64_t core_timers_due(struct semlog_core *c);
 void core_change_start(struct semlog_core *c, struct semlog_change *ch);

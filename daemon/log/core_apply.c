@@ -83,14 +83,15 @@ int core_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 {
 	struct semlog_core *c = fsm->data;
 	/* The host finds its connections itself: no hop through here. */
-	struct sm_apply_hooks hooks = { c->host.conn, c->host.applied,
-	    c->host.arg };
+	struct sm_apply_hooks hooks = { c->host.bind != NULL ? c->host.bind :
+	    c->host.conn, c->host.applied, c->host.arg };
 	const uint8_t *snap;
 	size_t snap_len;
 	char err[160], why[256];
 	int r, seed;
 
 	*result = NULL;
+	core_lead_check(c);
 	seed = sm_entry_seed(buf->base, buf->len, &snap, &snap_len);
 	core_lock(c);
 	if (seed < 0) {

@@ -196,6 +196,29 @@ static void core_leadership_lost(struct semlog_core *c)
 }
 
 /*
+ * Before an entry is applied: raft may have stepped down within the step
+ * that applies it (a message of a newer term, then entries it had already
+ * stored), before the core followed. What is applied once the leadership
+ * is over must reach none of its clients: their sessions end at the new
+ * leader's first entry, and what an entry says to them on the way there is
+ * void before it could arrive (a take-over ends the sessions of before one
+ * by one, and each permit is handed to the next waiter, often another
+ * session of before: a grant that the deposed node would pass on). The
+ * host stops answering them now (drop_clients), also during a hand-over.
+ */
+void core_lead_check(struct semlog_core *c)
+{
+	if (!c->leader || (raft_state(c->raft) == RAFT_LEADER &&
+	    raft_current_term(c->raft) == c->lead_term))
+		return;
+	c->leader = false;
+	if (c->stopping)
+		c->host.drop_clients(c->host.arg);
+	else
+		core_leadership_lost(c);
+}
+
+/*
  * Follow raft's state (after every step, and on every tick of the core):
  * libraft 0.22 tells a leadership change through a callback of its
  * internals only (step_cb), so the core asks raft_state() and

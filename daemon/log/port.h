@@ -82,6 +82,8 @@ void semlog_port_heard(const struct semlog_port *p, uint64_t *leader_commit,
     uint64_t *snapshot_index);
 /* AppendEntries cut to start at the last snapshot so far (port.c). */
 unsigned long semlog_port_trimmed(const struct semlog_port *p);
+/* InstallSnapshot messages dropped while a snapshot was written (port.c). */
+unsigned long semlog_port_installs_dropped(const struct semlog_port *p);
 /*
  * How long the oldest append not yet written has waited (0: none waits;
  * raft's thread): a full disk shows here, as raft_uv retries the write.

@@ -52,14 +52,23 @@ struct semlog_host {
 	struct sm_config (*sm_config)(void *arg);	/* locked: the settings */
 	struct sm_out	(*sm_out)(void *arg);		/* locked: its outputs */
 	/*
-	 * Locked: this node's connection of client cid, or NULL (sm_apply()'s
-	 * bind hook); len bytes of cid's requests were applied (its done
-	 * hook); answer a connection (a cluster change).
+	 * Locked: this node's connection of client cid, or NULL; len bytes
+	 * of cid's requests were applied (sm_apply()'s done hook); answer a
+	 * connection (a cluster change).
 	 */
 	void		*(*conn)(void *arg, uint64_t cid);
+	/*
+	 * Locked: the connection an opened client is bound to (sm_apply()'s
+	 * bind hook; NULL: conn's).
+	 */
+	void		*(*bind)(void *arg, uint64_t cid);
 	void		(*applied)(void *arg, uint64_t cid, size_t len);
 	void		(*reply)(void *arg, void *conn, const Semd__Reply *r);
-	void		(*drop_clients)(void *arg);	/* leadership lost */
+	/*
+	 * Leadership lost: nothing applied from now on reaches a client of
+	 * this node (at once); they are told where to go and closed.
+	 */
+	void		(*drop_clients)(void *arg);
 	/*
 	 * Locked: answer client cid's read (semlog_read), its barrier
 	 * passed; lead false: this node no longer leads, it is not run.

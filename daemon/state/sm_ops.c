@@ -112,6 +112,8 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	hr.durable = sm->cfg.durable;
 	hr.link = family_link(s);
 	hr.max_lease_ms = sm->cfg.max_lease_ms;
+	/* The leases' floor is twice a cluster's election timeout. */
+	hr.guard_ms = sm->leader_leases ? sm->lease_floor_ms / 2 : 0;
 	REPLY_BODY(sm, c, id, HELLO, hello, &hr);
 	if (back)
 		session_park(sm, s, false);	/* grants now go to c, after HelloReply */

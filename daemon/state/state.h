@@ -408,7 +408,8 @@ void sm_batch_leader(struct sm_batch *b, uint64_t node, uint32_t grace_ms,
  * it for its lease by its own clock (sm_leases_due), never by the state's
  * timers; a new leader starts every lease afresh with the grace, and with
  * at least floor_ms (what a deposed leader may still have answered without
- * an entry: twice the election timeout).
+ * an entry: twice the election timeout). A HelloReply's guard_ms is half of
+ * it: how long a client without a lease trusts what the leader answered.
  */
 void sm_batch_leases(struct sm_batch *b, uint32_t floor_ms);
 /* The leader heard nothing of session id for its lease: it ends. */

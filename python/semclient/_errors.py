@@ -117,7 +117,8 @@ class HoldLost(Error):
     ``reason`` is the code that says why: ``E_CANCELLED`` (force-released,
     or its semaphore deleted with force), ``E_SESSION_EXPIRED`` (the daemon
     ended the session), ``E_UNAVAILABLE`` (the daemon shut down),
-    ``E_HOLD_LOST`` (the client-side lease ended first: no answer in time),
+    ``E_HOLD_LOST`` (the client-side lease ended first: no answer in time; in
+    a cluster, for a session without a lease, the leader's election timeout),
     ``E_DISCONNECTED`` (the connection of a session without a lease broke).
     """
     exit_code = 5

@@ -6,11 +6,12 @@
  *
  *   cluster_load -s ADDRS -d SECONDS [-t THREADS] [-n NAMES] [-l LIMIT]
  *                [-L LEASE_MS] [-q QUIET_END_S] [-f DONE_FILE]
- *                [-w START_FILE] [-p PREFIX] [-P]
+ *                [-w START_FILE] [-p PREFIX] [-o RECORDS] [-H HOLD_MS] [-P]
  *
  * Each thread has its own handle (a session with a lease, the address
  * list, the library's failover) and repeats: down on a random name (2 s
- * timeout), hold 1-10 ms, up by permit id. It records every grant (name,
+ * timeout), hold 1-10 ms (-H: HOLD_MS, or until the hold is reported
+ * lost), up by permit id. It records every grant (name,
  * token, when the grant arrived) and the end of every hold: when the up
  * was sent, or when the library reported the hold lost (SEMC_EV_HOLD_LOST,
  * which the client-side lease raises before the daemon can re-grant).
@@ -32,7 +33,10 @@
  *
  * With -w it also prints the grants that arrived between START_FILE and
  * DONE_FILE appearing (the faults), and their rate: "fault window: N
- * grants in S s (R/s)". -p names the names PREFIX/0.. (default cl).
+ * grants in S s (R/s)". -p names the names PREFIX/0.. (default cl). -o
+ * writes every hold and every event of the library to RECORDS (see
+ * records_write()); a name with more holders than its limit is reported
+ * with the holds that overlap.
  *
  * -P: the queue features of 0.3.0 on: the even names are created with fair
  * shares by group (g0, g1, g2 of weights 1, 2, 3), and a thread's downs on
@@ -58,9 +62,12 @@
 #define MAX_NAMES	16
 #define MAX_HOLDS	200000
 #define DOWN_TIMEOUT_MS	2000
+#define LOST_RING	16
 
 struct hold {
 	int		name;
+	int		worker;
+	uint64_t	session;	/* the session the grant came on */
 	uint64_t	token;
 	uint64_t	permit;
 	int64_t		sent_us;	/* the down was sent */
@@ -75,9 +82,12 @@ struct worker {
 	int		idx;
 	struct semc	*c;
 	uint64_t	seed;
-	/* the hold in progress, for the event callback */
-	_Atomic uint64_t cur_permit;
-	_Atomic int64_t	lost_at_us;	/* 0: not reported */
+	/* The latest lost-hold reports (permit, when), a ring: one may come
+	 * before its down returns (from the keepalive thread). */
+	pthread_mutex_t	lost_lock;
+	uint64_t	lost_permit[LOST_RING];
+	int64_t		lost_at[LOST_RING];
+	unsigned	lost_next;
 	unsigned long	downs, grants, timeouts, errors, no_reply, refused;
 	int64_t		slowest_down_us;
 	int64_t		last_grant_us;
@@ -85,7 +95,7 @@ struct worker {
 
 static const char *addrs;
 static int nthreads = 8, nnames = 3, limit = 2, lease_ms = 8000;
-static int seconds = 30, quiet_end = 3;
+static int seconds = 30, quiet_end = 3, hold_ms;
 static struct worker workers[MAX_THREADS];
 static struct hold holds[MAX_HOLDS];
 static _Atomic size_t nholds;
@@ -107,6 +117,17 @@ static _Atomic int64_t t_faults, t_faults_end;	/* 0: not seen */
 static _Atomic unsigned tmo_slots[MAX_NAMES][MAX_SLOTS];
 static _Atomic int64_t t_start;
 static _Atomic int nerr_told;
+/* -o: every hold and every event of the library, written at the end. */
+#define MAX_EVENTS	100000
+struct evrec {
+	int		worker;
+	int		type;		/* SEMC_EV_* */
+	uint64_t	permit;
+	int64_t		at_us;
+};
+static struct evrec evs[MAX_EVENTS];
+static _Atomic size_t nevs;
+static const char *record_file;
 
 /* Monotonic microseconds. */
 static int64_t now_us(void)
@@ -125,15 +146,44 @@ static uint64_t rnd(uint64_t *s)
 	return *s * 2685821657736338717ULL;
 }
 
-/* The library's events: a lost hold ends the hold now. */
+/* The library's events: a lost hold ends the hold now. Every event is
+ * recorded (-o). */
 static void on_event(struct semc *c, const struct semc_event *ev, void *arg)
 {
 	struct worker *w = arg;
+	size_t k = atomic_fetch_add(&nevs, 1);
 
 	(void)c;
-	if (ev->type == SEMC_EV_HOLD_LOST && ev->permit_id != 0 &&
-	    ev->permit_id == atomic_load(&w->cur_permit))
-		atomic_store(&w->lost_at_us, now_us());
+	if (k < MAX_EVENTS)
+		evs[k] = (struct evrec){ w->idx, (int)ev->type, ev->permit_id, now_us() };
+	if (ev->type != SEMC_EV_HOLD_LOST || ev->permit_id == 0)
+		return;
+	pthread_mutex_lock(&w->lost_lock);
+	w->lost_permit[w->lost_next % LOST_RING] = ev->permit_id;
+	w->lost_at[w->lost_next++ % LOST_RING] = now_us();
+	pthread_mutex_unlock(&w->lost_lock);
+}
+
+/* When the library reported permit lost (0: it did not, lately). */
+static int64_t lost_when(struct worker *w, uint64_t permit)
+{
+	int64_t at = 0;
+
+	pthread_mutex_lock(&w->lost_lock);
+	for (unsigned k = 0; k < LOST_RING; k++)
+		if (w->lost_permit[k] == permit)
+			at = w->lost_at[k];
+	pthread_mutex_unlock(&w->lost_lock);
+	return at;
+}
+
+/* The handle's session id now (0: none). */
+static uint64_t session_of(struct semc *c)
+{
+	struct semc_session s;
+
+	(void)semc_session(c, &s);
+	return s.session;
 }
 
 static void *work(void *arg)
@@ -144,7 +194,7 @@ static void *work(void *arg)
 	struct semc_grant g;
 	char name[32];
 	struct hold *h;
-	int64_t t0, t1;
+	int64_t t0, t1, lost_at;
 	uint32_t rel;
 	size_t k;
 	int n, r;
@@ -196,21 +246,28 @@ static void *work(void *arg)
 		}
 		h = &holds[k];
 		h->name = n;
+		h->worker = w->idx;
+		h->session = session_of(w->c);
 		h->token = g.token;
 		h->permit = g.permit_id;
 		h->sent_us = t0;
 		h->start_us = t1;
-		atomic_store(&w->lost_at_us, 0);
-		atomic_store(&w->cur_permit, g.permit_id);
-		usleep((useconds_t)(1000 + rnd(&w->seed) % 9000));
+		if (hold_ms == 0) {
+			usleep((useconds_t)(1000 + rnd(&w->seed) % 9000));
+		} else {
+			/* -H: held that long, unless reported lost before */
+			int64_t until = now_us() + (int64_t)hold_ms * 1000;
+
+			while (now_us() < until && lost_when(w, g.permit_id) == 0)
+				usleep(5000);
+		}
 		h->end_us = now_us();
 		r = semc_up(w->c, name, 0, g.permit_id, &rel);
-		atomic_store(&w->cur_permit, 0);
-		if (atomic_load(&w->lost_at_us) != 0) {
+		if ((lost_at = lost_when(w, g.permit_id)) != 0) {
 			/* reported lost while held: the hold ended then */
 			h->lost = true;
-			if (atomic_load(&w->lost_at_us) < h->end_us)
-				h->end_us = atomic_load(&w->lost_at_us);
+			if (lost_at < h->end_us)
+				h->end_us = lost_at;
 		} else if (r == SEMC_E_NOT_HOLDER) {
 			h->silent = true;
 		} else if (r != 0) {
@@ -242,6 +299,35 @@ static int create_name(struct semc *c, const char *name, int n)
 	return semc_create_queue(c, name, &o, NULL, &q);
 }
 
+/*
+ * -o FILE: every hold and every event, times in monotonic microseconds
+ * (the first line: the start's, and the wall clock's then, for lining
+ * them up with other logs).
+ */
+static void records_write(const char *path, size_t total, int64_t wall0)
+{
+	size_t k, ne = atomic_load(&nevs);
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL) {
+		perror(path);
+		return;
+	}
+	fprintf(f, "start %" PRId64 " wall %" PRId64 "\n", atomic_load(&t_start), wall0);
+	for (k = 0; k < total; k++) {
+		const struct hold *h = &holds[k];
+
+		fprintf(f, "hold %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64
+		    " %" PRId64 " %" PRId64 " %d %d\n", h->worker, h->name, h->token,
+		    h->permit, h->session, h->sent_us, h->start_us, h->end_us,
+		    h->lost, h->silent);
+	}
+	for (k = 0; k < ne && k < MAX_EVENTS; k++)
+		fprintf(f, "event %d %d %" PRIu64 " %" PRId64 "\n", evs[k].worker,
+		    evs[k].type, evs[k].permit, evs[k].at_us);
+	fclose(f);
+}
+
 /* Holds by start time, for the checks. */
 static int by_start(const void *a, const void *b)
 {
@@ -250,31 +336,45 @@ static int by_start(const void *a, const void *b)
 	return (x->start_us > y->start_us) - (x->start_us < y->start_us);
 }
 
+/* One hold, for a report: who, what, and its times from the start in ms. */
+static void hold_print(const char *what, const struct hold *h)
+{
+	int64_t t0 = atomic_load(&t_start);
+
+	fprintf(stderr, "  %s worker %d session %" PRIu64 " token %" PRIu64
+	    " permit %" PRIu64 ": down sent %.3f, grant %.3f, end %.3f s%s\n",
+	    what, h->worker, h->session, h->token, h->permit,
+	    (double)(h->sent_us - t0) / 1e6, (double)(h->start_us - t0) / 1e6,
+	    (double)(h->end_us - t0) / 1e6, h->lost ? " (reported lost)" : "");
+}
+
 /* Check one name's holds (sorted by start). Returns violations found. */
 static int check_name(int n, struct hold *v, size_t cnt)
 {
-	int64_t *ends;
+	size_t *act;
 	size_t i, j, active = 0, maxact = 0;
 	int bad = 0;
 
-	ends = calloc(cnt + 1, sizeof *ends);
-	if (ends == NULL)
+	act = calloc(cnt + 1, sizeof *act);
+	if (act == NULL)
 		return 1;
 	for (i = 0; i < cnt; i++) {
 		/* Holds still active when this one starts. */
 		for (j = 0; j < active;) {
-			if (ends[j] <= v[i].start_us)
-				ends[j] = ends[--active];
+			if (v[act[j]].end_us <= v[i].start_us)
+				act[j] = act[--active];
 			else
 				j++;
 		}
-		ends[active++] = v[i].end_us;
+		act[active++] = i;
 		if (active > maxact)
 			maxact = active;
 		if (active > (size_t)limit) {
 			fprintf(stderr, "%s/%d: %zu holders at t=%" PRId64 " us "
 			    "(limit %d): token %" PRIu64 "\n", prefix, n, active,
 			    v[i].start_us, limit, v[i].token);
+			for (j = 0; j < active; j++)
+				hold_print(act[j] == i ? "new " : "held", &v[act[j]]);
 			bad++;
 		}
 	}
@@ -301,7 +401,7 @@ static int check_name(int n, struct hold *v, size_t cnt)
 	}
 	printf("%s/%d: %zu holds, at most %zu at once (limit %d)\n", prefix, n, cnt,
 	    maxact, limit);
-	free(ends);
+	free(act);
 	return bad;
 }
 
@@ -311,11 +411,12 @@ int main(int argc, char **argv)
 	size_t i, k, total, start;
 	unsigned long grants = 0, downs = 0, timeouts = 0, errors = 0, noreply = 0;
 	unsigned long lost = 0, silent = 0, refused = 0;
-	int64_t slowest = 0;
+	int64_t slowest = 0, wall0;
+	struct timespec ts;
 	int opt, bad = 0, n, late = 0;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:w:p:P")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:t:n:l:L:q:f:w:p:o:H:P")) != -1) {
 		switch (opt) {
 		case 's': addrs = optarg; break;
 		case 'd': seconds = atoi(optarg); break;
@@ -327,15 +428,18 @@ int main(int argc, char **argv)
 		case 'f': done_file = optarg; break;
 		case 'w': start_file = optarg; break;
 		case 'p': prefix = optarg; break;
+		case 'o': record_file = optarg; break;
+		case 'H': hold_ms = atoi(optarg); break;
 		case 'P': policies = true; break;
 		default: return 2;
 		}
 	}
 	if (addrs == NULL || nthreads < 1 || nthreads > MAX_THREADS ||
 	    nnames < 1 || nnames > MAX_NAMES || limit < 1 ||
-	    strlen(prefix) > 16 || (start_file != NULL && done_file == NULL)) {
+	    strlen(prefix) > 16 || (start_file != NULL && done_file == NULL) ||
+	    hold_ms < 0) {
 		fprintf(stderr, "usage: cluster_load -s ADDRS -d SECONDS [-t N] [-n N] [-l N] "
-		    "[-L MS] [-q S] [-f FILE] [-w FILE] [-p PREFIX] [-P]\n");
+		    "[-L MS] [-q S] [-f FILE] [-w FILE] [-p PREFIX] [-o FILE] [-H MS] [-P]\n");
 		return 2;
 	}
 	/* The names, with their limit (through whichever node leads). */
@@ -352,12 +456,15 @@ int main(int argc, char **argv)
 		}
 	}
 	semc_free(c);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall0 = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 	t_start = now_us();
 	t_end = t_start + (int64_t)seconds * 1000000;
 	for (i = 0; i < (size_t)nthreads; i++) {
 		struct worker *w = &workers[i];
 
 		w->idx = (int)i;
+		pthread_mutex_init(&w->lost_lock, NULL);
 		w->seed = 0x9e3779b97f4a7c15ULL * (i + 1);
 		w->c = semc_new();
 		if (w->c == NULL || semc_set_address(w->c, addrs) != 0)
@@ -426,6 +533,8 @@ int main(int argc, char **argv)
 	}
 	/* Per name, by start time. */
 	qsort(holds, total, sizeof holds[0], by_start);
+	if (record_file != NULL)
+		records_write(record_file, total, wall0);
 	for (n = 0; n < nnames; n++) {
 		struct hold *v = calloc(total + 1, sizeof *v);
 		size_t cnt = 0;

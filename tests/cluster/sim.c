@@ -128,7 +128,7 @@ unsigned long grants, entries, faults, snaps_compared, installs;
 unsigned long pings_local, expired_asked;
 uint64_t last_leader_st;
 bool names_made;
-static unsigned long trimmed;
+static unsigned long trimmed, installs_dropped;
 
 /* Until when a client trusts its session (libsemclient's rule). */
 uint64_t trust_end(const struct client *c)
@@ -598,6 +598,7 @@ static void run_seed(unsigned int n_nodes, uint64_t sim_ms)
 		semlog_core_figures(nodes[i].core, &fig);
 		expired_asked += fig.expired;
 		trimmed += semlog_port_trimmed(nodes[i].port);
+		installs_dropped += semlog_port_installs_dropped(nodes[i].port);
 	}
 	raft_fixture_close(&f);
 	for (i = 0; i < nn; i++) {
@@ -681,14 +682,15 @@ int main(int argc, char **argv)
 	}
 	printf("sim: %" PRIu64 " seeds passed: %lu entries, %lu grants, %lu faults, "
 	    "%lu snapshot pairs compared, %lu states restored from a snapshot, "
-	    "%lu messages trimmed by the port, %lu pings answered without an "
+	    "%lu messages trimmed by the port, %lu snapshots dropped by it "
+	    "(one was being written), %lu pings answered without an "
 	    "entry, %lu sessions expired by a leader's clock, %lu reads answered "
 	    "after a read barrier (%lu dropped: leadership lost, cut off); "
 	    "grants by class "
 	    "%lu high / %lu 0 / %lu low, %lu on names with shares, %lu downs "
 	    "answered REPLACED, %lu QUEUE_FULL, %lu SetQueue sent\n",
 	    count + idle_seeds, entries,
-	    grants, faults, snaps_compared, installs, trimmed,
+	    grants, faults, snaps_compared, installs, trimmed, installs_dropped,
 	    pings_local, expired_asked, reads_answered, reads_dropped, grants_high, grants_normal, grants_low,
 	    grants_shared, replaced_answered, full_answered, bounds_set);
 	return 0;
