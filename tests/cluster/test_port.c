@@ -407,6 +407,7 @@ static void test_io(void)
 	before = raft_msgs;
 	memset(&m, 0, sizeof m);
 	m.type = RAFT_INSTALL_SNAPSHOT;
+	m.server_id = 2;	/* a voter (the checks refuse id 0) */
 	m.install_snapshot.last_index = 88;
 	conf_of(&m.install_snapshot.conf, 3, 0);
 	m.install_snapshot.data.len = 64;
@@ -416,6 +417,7 @@ static void test_io(void)
 	io_put_req->cb(io_put_req, 0);
 	memset(&m, 0, sizeof m);
 	m.type = RAFT_INSTALL_SNAPSHOT;
+	m.server_id = 2;
 	m.install_snapshot.last_index = 89;
 	io_recv(&io, &m);
 	CHECK(raft_msgs == before + 1 && semlog_port_installs_dropped(p) == 1);
