@@ -51,10 +51,20 @@ class Node:
         return "tcp:127.0.0.1:%d" % self.cport
 
     def tls_args(self):
-        """With --peer-tls: this node's certificate, key and the CA."""
-        if not self.a.peer_tls:
-            return []
+        """With --peer-tls: this node's certificate, key and the CA; else a
+        peer key the nodes share (a semd that predates it: nothing)."""
         d = self.ddir
+        if not self.a.peer_tls:
+            key = os.path.join(d, "peer.key")
+            help_ = subprocess.run([os.path.join(self.a.build, "semd"), "--help"],
+                                   capture_output=True, text=True)
+            if "--peer-key" not in help_.stdout + help_.stderr:
+                return []
+            if not os.path.exists(key):
+                fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                os.write(fd, os.urandom(32))
+                os.close(fd)
+            return ["--peer-key", key]
         return ["--peer-tls-cert", os.path.join(d, "t%d.pem" % self.n),
                 "--peer-tls-key", os.path.join(d, "t%d.key" % self.n),
                 "--peer-tls-ca", os.path.join(d, "ca.pem")]

@@ -37,8 +37,9 @@ start mem --listen "tcp:127.0.0.1:$MEM"
 start one --listen "tcp:127.0.0.1:$ONE" --data-dir "$T/one"
 for n in 1 2 3; do
 	eval "cp=\$C$n"
+	# shellcheck disable=SC2046 # bench_peers gives words
 	start "n$n" --listen "tcp:127.0.0.1:$cp" --data-dir "$T/d$n" --node-id "$n" \
-		--peer-listen "tcp:127.0.0.1:$((PORT + 11 + n))" --bootstrap "$BOOT"
+		--peer-listen "tcp:127.0.0.1:$((PORT + 11 + n))" --bootstrap "$BOOT" $(bench_peers)
 done
 lead=$(bench_leader "tcp:127.0.0.1:$C1")
 SETUPS="mem tcp:127.0.0.1:$MEM,one tcp:127.0.0.1:$ONE,three $lead"

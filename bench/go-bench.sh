@@ -97,7 +97,7 @@ cp "$here/go-etcd/main.go" "$T/gopath/src/goetcd/"
 BOOT="1=127.0.0.1:$((PORT + 3)),2=127.0.0.1:$((PORT + 4)),3=127.0.0.1:$((PORT + 5))"
 for n in 1 2 3; do
 	start "n$n" --listen "tcp:127.0.0.1:$((PORT + n - 1))" --data-dir "$T/d$n" --node-id "$n" \
-		--peer-listen "tcp:127.0.0.1:$((PORT + n + 2))" --bootstrap "$BOOT"
+		--peer-listen "tcp:127.0.0.1:$((PORT + n + 2))" --bootstrap "$BOOT" $(bench_peers)
 done
 SEMD3="tcp:127.0.0.1:$PORT,tcp:127.0.0.1:$((PORT + 1)),tcp:127.0.0.1:$((PORT + 2))"
 ic=""

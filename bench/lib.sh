@@ -55,6 +55,16 @@ bench_start() {
 		{ echo "$n did not start:" >&2; cat "$T/$n.log" >&2; exit 1; }
 }
 
+# bench_peers: the arguments by which a cluster node's peers prove who they
+# are - a peer key in $T (made on the first call) - or none for a semd that
+# predates them (a build of before, for a comparison).
+bench_peers() {
+	if "$SEMD" --help 2>&1 | grep -q -- --peer-key; then
+		[ -f "$T/peer.key" ] || (umask 077 && head -c 32 /dev/urandom >"$T/peer.key")
+		echo "--peer-key $T/peer.key"
+	fi
+}
+
 # bench_leader ADDR: the leader's client address, as the node at ADDR sees
 # it (asked for 10 s at most; none: the script exits 1).
 bench_leader() {

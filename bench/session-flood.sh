@@ -92,7 +92,7 @@ for s in $SETUPS; do
 		for n in 1 2 3; do
 			start "n$n" --listen "tcp:127.0.0.1:$((PORT + n))" --data-dir "$T/d$n" \
 				--node-id "$n" --peer-listen "tcp:127.0.0.1:$((PORT + 4 + n))" \
-				--bootstrap "$BOOT"
+				--bootstrap "$BOOT" $(bench_peers)
 		done
 		lead=$(bench_leader "tcp:127.0.0.1:$((PORT + 1))")
 		lp=

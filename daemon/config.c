@@ -85,6 +85,7 @@ static const struct cfg_key cfg_keys[] = {
 	{ "peer-tls-cert", CFG_PATH, OFF(peer_tls_cert), 0, 0 },
 	{ "peer-tls-key", CFG_PATH, OFF(peer_tls_key), 0, 0 },
 	{ "peer-tls-ca", CFG_PATH, OFF(peer_tls_ca), 0, 0 },
+	{ "peer-key", CFG_PATH, OFF(peer_key), 0, 0 },
 	{ "election-timeout", CFG_DURATION, OFF(election_timeout_ms), 100, 60000 },
 	{ "restart-grace", CFG_DURATION, OFF(restart_grace_ms), 0, 3600000 },
 	{ "snapshot-every", CFG_UINT, OFF(snapshot_every), 64, 1u << 24 },
@@ -184,6 +185,8 @@ void config_free(struct semd_config *c)
 	c->peer_tls_key = NULL;
 	free(c->peer_tls_ca);
 	c->peer_tls_ca = NULL;
+	free(c->peer_key);
+	c->peer_key = NULL;
 	free(c->unix_group);
 	c->unix_group = NULL;
 	free(c->user);
@@ -690,18 +693,36 @@ static int config_check(const struct semd_config *c, char *err, size_t errlen)
 		    c->peer_bind, c->peer_tls_cert != NULL, err, errlen) != 0))
 			return -EINVAL;
 		/*
-		 * Without peer-tls-*, raft's peer traffic is plain TCP
-		 * (libraft's own transport), unauthenticated: whoever reaches
-		 * a peer port can take part in the log. Beyond loopback only
-		 * by an explicit choice.
+		 * Peers prove who they are: in TLS by their certificates,
+		 * or, plain, by the peer key all nodes share (a handshake
+		 * only its holders can answer). Whoever else reaches a peer
+		 * port could otherwise take part in the log - any local user
+		 * on loopback. Plain traffic beyond loopback (keyed or not)
+		 * and peers that prove nothing are explicit choices.
 		 */
+		if (c->peer_tls_cert != NULL && c->peer_key != NULL) {
+			snprintf(err, errlen, "peer-key and peer-tls-*: give one "
+			    "(peer TLS proves the peers by their certificates)");
+			return -EINVAL;
+		}
+		if (c->peer_tls_cert == NULL && c->peer_key == NULL &&
+		    !c->allow_insecure_peers) {
+			snprintf(err, errlen, "a cluster node's peers must prove "
+			    "who they are, or any local user can join the log: "
+			    "give peer-key FILE (a secret every node has, readable "
+			    "only by semd's user), or peer-tls-cert, peer-tls-key "
+			    "and peer-tls-ca (or, for peers that prove nothing, "
+			    "allow-insecure-peers yes)");
+			return -EINVAL;
+		}
 		if (c->peer_tls_cert == NULL && !c->allow_insecure_peers &&
 		    !config_host_loopback(c->peer_listen)) {
 			snprintf(err, errlen, "peer-listen %s: raft's peer traffic is "
-			    "plain, unauthenticated TCP; set peer-tls-cert, peer-tls-key "
-			    "and peer-tls-ca, or use a loopback address (or a private "
-			    "network you trust, with allow-insecure-peers yes)",
-			    c->peer_listen);
+			    "plain TCP (a peer key proves the peers, but protects "
+			    "nothing after the handshake); set peer-tls-cert, "
+			    "peer-tls-key and peer-tls-ca, or use a loopback address "
+			    "(or a private network you trust, with "
+			    "allow-insecure-peers yes)", c->peer_listen);
 			return -EINVAL;
 		}
 	}

@@ -80,6 +80,7 @@ struct semd_config {
 	char		*peer_tls_cert;		/* peer TLS: this node's chain, */
 	char		*peer_tls_key;		/* ... its key, */
 	char		*peer_tls_ca;		/* ... the CA of every peer */
+	char		*peer_key;		/* plain peers: their shared secret */
 	uint32_t	election_timeout_ms;
 	char		*metrics_listen;	/* tcp:HOST:PORT, unix:PATH or NULL */
 	uint32_t	metrics_max_connections;

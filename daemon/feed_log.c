@@ -286,6 +286,7 @@ static struct semlog_config log_config(const struct server *srv)
 		.peer_tls_cert = cfg->peer_tls_cert,
 		.peer_tls_key = cfg->peer_tls_key,
 		.peer_tls_ca = cfg->peer_tls_ca,
+		.peer_key = cfg->peer_key,
 		.advertise = cfg->advertise != NULL ? cfg->advertise :
 		    srv->client_addr,
 		.restart_grace_ms = cfg->restart_grace_ms,

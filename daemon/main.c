@@ -80,6 +80,8 @@ static void usage(FILE *f)
 "      --peer-tls-cert FILE, --peer-tls-key FILE, --peer-tls-ca FILE\n"
 "                            peer traffic in TLS 1.3, both ends proved by\n"
 "                            certificates of the peer CA (all three or none)\n"
+"      --peer-key FILE       plain peers prove they hold this secret (one\n"
+"                            of the two, or --allow-insecure-peers, is needed)\n"
 "      --allow-insecure-tcp[=yes|no]  plain tcp: on non-loopback addresses\n"
 "                            (refused by default)\n"
 "      --acl 'PRINCIPAL PATTERN RIGHTS'  an access rule, after the config\n"
@@ -258,7 +260,7 @@ int main(int argc, char **argv)
 		"data-dir", "restart-grace", "snapshot-every",
 		"node-id", "peer-listen", "peer-bind", "bootstrap", "advertise",
 		"allow-insecure-peers", "election-timeout",
-		"peer-tls-cert", "peer-tls-key", "peer-tls-ca",
+		"peer-tls-cert", "peer-tls-key", "peer-tls-ca", "peer-key",
 		"http-token", "http-nodes", "http-cors-origin",
 		"http-max-connections", "http-max-header", "http-max-body",
 		"http-request-timeout", "http-idle-timeout", "http-rate",

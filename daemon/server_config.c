@@ -127,10 +127,10 @@ static bool server_keep_cluster(struct semd_config *next, struct semd_config *cu
 {
 	char **nexts[] = { &next->peer_listen, &next->peer_bind,
 	    &next->bootstrap, &next->advertise, &next->peer_tls_cert,
-	    &next->peer_tls_key, &next->peer_tls_ca };
+	    &next->peer_tls_key, &next->peer_tls_ca, &next->peer_key };
 	char **curs[] = { &cur->peer_listen, &cur->peer_bind, &cur->bootstrap,
 	    &cur->advertise, &cur->peer_tls_cert, &cur->peer_tls_key,
-	    &cur->peer_tls_ca };
+	    &cur->peer_tls_ca, &cur->peer_key };
 	bool same = next->node_id == cur->node_id &&
 	    next->allow_insecure_peers == cur->allow_insecure_peers &&
 	    next->election_timeout_ms == cur->election_timeout_ms;
@@ -210,8 +210,8 @@ int server_config_reread(struct server *srv, struct semd_config *next)
 	}
 	if (!server_keep_cluster(&nc, &srv->cfg))
 		log_warn("reload: node-id, peer-listen, peer-bind, bootstrap, advertise, "
-		    "allow-insecure-peers, election-timeout and peer-tls-* change "
-		    "only at a restart");
+		    "allow-insecure-peers, election-timeout, peer-key and peer-tls-* "
+		    "change only at a restart");
 	same = nc.nlisten == srv->cfg.nlisten && nc.unix_mode == srv->cfg.unix_mode;
 	for (i = 0; same && i < nc.nlisten; i++)
 		same = strcmp(nc.listen[i], srv->cfg.listen[i]) == 0;

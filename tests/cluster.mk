@@ -31,7 +31,7 @@ TESTS += tests/cluster/sim
 # test_port: the peer port between raft's I/O and libraft, on a stand-in io
 # and on libraft's fixture (read barriers, compacted followers, transfers).
 check_PROGRAMS += tests/cluster/test_port
-tests_cluster_test_port_SOURCES = tests/cluster/test_port.c
+tests_cluster_test_port_SOURCES = tests/cluster/test_port.c daemon/logging.c
 tests_cluster_test_port_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(RAFT_CFLAGS)
 tests_cluster_test_port_LDADD = daemon/log/libsemlog.a $(RAFT_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/cluster/test_port

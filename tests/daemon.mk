@@ -81,7 +81,8 @@ tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 # (--enable-alloc-count builds; skipped in others); metrics.sh: the
 # Prometheus endpoint, scraped; probes.sh: /healthz and /readyz answer
 # while slow clients crowd the metrics listener; quotas.sh: one principal's
-# watches and unread replies are bounded.
+# watches and unread replies are bounded; fulldisk.sh: a full data disk
+# (issue 35, item 3).
 DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/load.sh tests/daemon/frames.sh tests/daemon/config.sh \
 	tests/daemon/activation.sh tests/daemon/hostile.sh tests/daemon/privs.sh \
@@ -90,7 +91,7 @@ DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/rates.sh tests/daemon/multi.sh tests/daemon/watch.sh \
 	tests/daemon/allocs.sh tests/daemon/metrics.sh tests/daemon/logjson.sh \
 	tests/daemon/logdisk.sh tests/daemon/backup.sh tests/daemon/watch-resume.sh \
-	tests/daemon/probes.sh tests/daemon/quotas.sh
+	tests/daemon/probes.sh tests/daemon/quotas.sh tests/daemon/fulldisk.sh
 TESTS += $(DAEMON_SH_TESTS)
 EXTRA_DIST += $(DAEMON_SH_TESTS)
 

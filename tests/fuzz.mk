@@ -50,8 +50,18 @@ tests_fuzz_replay_http_parse_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_http_
 	tests/fuzz/fuzz.h
 tests_fuzz_replay_http_parse_LDADD = daemon/http/libsemhttp.a
 
+# A raft peer's stream: the wire checker, libraft's own decoder, the port.
+check_PROGRAMS += tests/fuzz/replay-peer
+tests_fuzz_replay_peer_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_peer.c \
+	tests/fuzz/fuzz.h daemon/logging.c
+tests_fuzz_replay_peer_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(RAFT_CFLAGS)
+tests_fuzz_replay_peer_LDADD = daemon/log/libsemlog.a daemon/state/libsemstate.a \
+	core/libsemcore.a proto/libsemproto.a $(PROTOBUF_C_LIBS) $(RAFT_LIBS) \
+	$(PTHREAD_LIBS)
+
 TESTS += tests/fuzz/replay-frame tests/fuzz/replay-dispatch tests/fuzz/replay-entry \
 	tests/fuzz/replay-snap tests/fuzz/replay-http_json tests/fuzz/replay-http_parse \
+	tests/fuzz/replay-peer \
 	tests/fuzz/corpus-fresh.sh
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus-fresh.sh tests/fuzz/corpus \
 	tests/fuzz/http-json-seeds.py

@@ -189,15 +189,41 @@ t_cluster3() {
 	ADDRS="tcp:127.0.0.1:$((base + 11)),tcp:127.0.0.1:$((base + 12)),tcp:127.0.0.1:$((base + 13))"
 }
 
+# t_peer_key FILE: a new peer key (32 random bytes, mode 600) in FILE, for
+# plain cluster peers (--peer-key FILE).
+t_peer_key() {
+	(umask 077 && head -c 32 /dev/urandom >"$1")
+}
+
+# t_peers: the arguments by which a cluster node's peers prove who they are,
+# --peer-key $T/peer.key (made on the first call); none for a semd that
+# predates them (a test run against the build of before, to show it fails).
+t_peers() {
+	if [ -z "${t_peers_arg+set}" ]; then
+		t_peers_arg=
+		if "$SEMD" --help 2>&1 | grep -q -- --peer-key; then
+			[ -f "$T/peer.key" ] || t_peer_key "$T/peer.key"
+			t_peers_arg="--peer-key $T/peer.key"
+		fi
+	fi
+	echo "$t_peers_arg"
+}
+
 # t_cluster_node I [ARGS...]: node I of t_cluster3's cluster (t_start_node)
 # on its data directory $T/dI, peer port base+I, client port base+10+I,
-# open to anyone; ARGS after.
+# open to anyone, its peers proving $T/peer.key (unless ARGS give peer TLS
+# or allow-insecure-peers); ARGS after.
 t_cluster_node() {
 	t_n=$1; shift
+	case " $* " in
+	*" --peer-tls-cert "*|*" --allow-insecure-peers"*|*" --peer-key "*) t_pk= ;;
+	*) t_pk=$(t_peers) ;;
+	esac
+	# shellcheck disable=SC2086 # t_pk is two words or none
 	t_start_node "$t_n" --data-dir "$T/d$t_n" --node-id "$t_n" \
 		--peer-listen "tcp:127.0.0.1:$((base + t_n))" \
 		--listen "tcp:127.0.0.1:$((base + 10 + t_n))" \
-		--acl "anonymous * all" "$@"
+		--acl "anonymous * all" $t_pk "$@"
 }
 
 # t_cluster_field NAME [ADDRS]: a number of the cluster status, as the first

@@ -28,3 +28,7 @@ tests_security_test_tls_bev_LDADD = $(SECURITY_TEST_LIBS)
 # against the default configuration; skipped (77) when not root.
 TESTS += tests/security/attacks.sh
 EXTRA_DIST += tests/security/attacks.sh
+
+# Issue 35's crafted raft messages and floods at a cluster's peer ports.
+TESTS += tests/security/peers.sh
+EXTRA_DIST += tests/security/peers.sh tests/security/peer_attack.py

@@ -74,12 +74,25 @@ struct raft_fsm *semlog_core_fsm(struct semlog_core *c)
 	return &c->fsm;
 }
 
+/*
+ * A leader's entry this node could not apply is refused before it is
+ * stored (the peer port asks): else it would be committed and stop this
+ * node for good (core_fsm_apply).
+ */
+static int core_entry_ok(void *arg, const void *buf, size_t len, char *why,
+    size_t whylen)
+{
+	(void)arg;
+	return sm_entry_check(buf, len, why, whylen);
+}
+
 /* Drive raft through port; raft's settings (above). */
 void semlog_core_attach(struct semlog_core *c, struct raft *raft,
     struct semlog_port *port)
 {
 	c->raft = raft;
 	c->port = port;
+	semlog_port_set_entry_check(port, core_entry_ok, c);
 	raft_set_snapshot_threshold(raft, SNAP_NEVER);
 	raft_set_snapshot_trailing(raft, c->cfg.snapshot_trailing);
 	raft_set_max_inflight_entries(raft, RAFT_INFLIGHT);

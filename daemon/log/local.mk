@@ -13,8 +13,9 @@ daemon_log_libsemlog_a_SOURCES = daemon/log/semlog.h \
 	daemon/log/core_propose.c daemon/log/core_apply.c \
 	daemon/log/core_read.c daemon/log/core_lead.c \
 	daemon/log/port.c daemon/log/port.h \
+	daemon/log/peer_wire.c daemon/log/peer_wire.h \
 	daemon/log/thread.c daemon/log/datadir.c daemon/log/datadir.h \
-	daemon/log/peer_tls.c daemon/log/peer_tls.h \
+	daemon/log/peer_net.c daemon/log/peer_net.h \
 	daemon/log/peer_addr.c daemon/log/peer_addr.h
 daemon_log_libsemlog_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(RAFT_CFLAGS)

@@ -21,7 +21,7 @@
 struct addrinfo;
 
 #define PEER_ADDR_MAX	256	/* a whole address, with its NUL (the TLS
-				   header's field: peer_tls.c) */
+				   header's field: peer_net.c) */
 #define PEER_HOST_MAX	254	/* a name of 253 characters, and its NUL */
 /* How a name is matched to a DNS subjectAltName (peer_addr_named). */
 #define PEER_SAN_FLAGS	(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | \

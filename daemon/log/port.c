@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/log/peer_wire.h"
 #include "daemon/log/port.h"
+#include "daemon/logging.h"
 
 /* A configuration of the log and the index of its entry. */
 struct port_conf {
@@ -50,6 +52,11 @@ struct semlog_port {
 	raft_index	snap_index;	/* the last snapshot stored (0: none) */
 	raft_term	snap_term;
 	unsigned long	trimmed;	/* messages trimmed (port_trim) */
+	/* The checks of messages in (semlog_port_check). */
+	int		(*entry_ok)(void *arg, const void *buf, size_t len,
+			    char *why, size_t whylen);
+	void		*entry_arg;
+	_Atomic unsigned long refused;
 	unsigned int	puts;		/* snapshot writes under way */
 	unsigned long	installs_dropped;	/* port_admit */
 	struct raft_configuration none;	/* before anything is loaded */
@@ -564,14 +571,237 @@ static bool port_trim(struct semlog_port *p, struct raft_message *m)
 }
 
 /*
+ * Free what a message from a peer holds, as raft would have (a message
+ * kept from raft): an AppendEntries' entries and their batches, an
+ * InstallSnapshot's configuration and data.
+ */
+static void port_message_free(struct raft_message *m)
+{
+	void *freed = NULL;
+
+	if (m->type == RAFT_APPEND_ENTRIES) {
+		struct raft_append_entries *a = &m->append_entries;
+
+		for (unsigned i = 0; i < a->n_entries; i++) {
+			void *b = a->entries[i].batch;
+
+			if (b != NULL && b != freed) {
+				raft_free(b);
+				freed = b;
+			}
+		}
+		raft_free(a->entries);
+		a->entries = NULL;
+		a->n_entries = 0;
+	} else if (m->type == RAFT_INSTALL_SNAPSHOT) {
+		raft_configuration_close(&m->install_snapshot.conf);
+		raft_free(m->install_snapshot.data.base);
+		m->install_snapshot.data.base = NULL;
+	}
+}
+
+/* Server id of conf, or NULL when it is no member. */
+static const struct raft_server *port_server(
+    const struct raft_configuration *conf, raft_id id)
+{
+	for (unsigned i = 0; i < conf->n; i++)
+		if (conf->servers[i].id == id)
+			return &conf->servers[i];
+	return NULL;
+}
+
+/* Refuse: why says, with the message's type and sender. */
+static bool port_refuse(const struct raft_message *m, char *why,
+    size_t whylen, const char *what)
+{
+	static const char *const names[] = { "?", "AppendEntries",
+	    "AppendEntries result", "RequestVote", "RequestVote result",
+	    "InstallSnapshot", "TimeoutNow" };
+	unsigned t = m->type <= RAFT_TIMEOUT_NOW ? (unsigned)m->type : 0;
+
+	snprintf(why, whylen, "%s from node %llu: %s", names[t],
+	    (unsigned long long)m->server_id, what);
+	return false;
+}
+
+/* A term the node may take: below the cap, no absurd jump from its own. */
+static bool port_term_ok(const struct semlog_port_rules *r, raft_term t)
+{
+	return t < SEMLOG_TERM_MAX && t <= r->term + SEMLOG_TERM_JUMP;
+}
+
+/*
+ * The entries of an AppendEntries: in term order, none above the message's
+ * term or below the previous entry's, each one semd and libraft can apply.
+ */
+static bool port_entries_ok(const struct semlog_port_rules *r,
+    const struct raft_message *m, char *why, size_t whylen)
+{
+	const struct raft_append_entries *a = &m->append_entries;
+	raft_term last = a->prev_log_index > 0 ? a->prev_log_term : 0;
+	char what[200];
+
+	for (unsigned i = 0; i < a->n_entries; i++) {
+		const struct raft_entry *e = &a->entries[i];
+
+		if (e->term < last || e->term > a->term) {
+			snprintf(what, sizeof what, "entry %u of term %llu after "
+			    "term %llu, in a message of term %llu", i,
+			    (unsigned long long)e->term, (unsigned long long)last,
+			    (unsigned long long)a->term);
+			return port_refuse(m, why, whylen, what);
+		}
+		last = e->term;
+		if (e->type == RAFT_CHANGE &&
+		    !peer_wire_conf_ok(e->buf.base, e->buf.len)) {
+			snprintf(what, sizeof what, "entry %u is a configuration "
+			    "libraft cannot read", i);
+			return port_refuse(m, why, whylen, what);
+		}
+		if (e->type == RAFT_COMMAND && r->entry_ok != NULL &&
+		    r->entry_ok(r->arg, e->buf.base, e->buf.len, what,
+		    sizeof what) != 0) {
+			char w2[260];
+
+			snprintf(w2, sizeof w2, "entry %u cannot be applied: %s",
+			    i, what);
+			return port_refuse(m, why, whylen, w2);
+		}
+	}
+	return true;
+}
+
+/* The terms and indexes of m, by its type. */
+static bool port_numbers_ok(const struct semlog_port_rules *r,
+    const struct raft_message *m, raft_term *term)
+{
+	const uint64_t big = (uint64_t)1 << 63;
+
+	switch (m->type) {
+	case RAFT_APPEND_ENTRIES:
+		*term = m->append_entries.term;
+		return m->append_entries.prev_log_term <= *term &&
+		    m->append_entries.prev_log_index < big &&
+		    m->append_entries.leader_commit < big;
+	case RAFT_APPEND_ENTRIES_RESULT:
+		*term = m->append_entries_result.term;
+		return m->append_entries_result.rejected < big &&
+		    m->append_entries_result.last_log_index < big;
+	case RAFT_REQUEST_VOTE:
+		*term = m->request_vote.term;
+		return m->request_vote.last_log_term <= *term &&
+		    m->request_vote.last_log_index < big;
+	case RAFT_REQUEST_VOTE_RESULT:
+		*term = m->request_vote_result.term;
+		return true;
+	case RAFT_INSTALL_SNAPSHOT:
+		*term = m->install_snapshot.term;
+		return m->install_snapshot.last_term <= *term &&
+		    m->install_snapshot.last_index < big &&
+		    m->install_snapshot.conf_index <= m->install_snapshot.last_index;
+	case RAFT_TIMEOUT_NOW:
+		*term = m->timeout_now.term;
+		return m->timeout_now.last_log_term <= *term &&
+		    m->timeout_now.last_log_index < big;
+	default:
+		*term = 0;
+		return false;
+	}
+}
+
+/* May raft have m? (port.h has the rules) */
+bool semlog_port_check(const struct semlog_port_rules *r,
+    const struct raft_message *m, char *why, size_t whylen)
+{
+	const struct raft_server *s = port_server(r->conf, m->server_id);
+	int role = s != NULL ? s->role : -1;
+	bool joining = r->conf->n == 0;
+	char what[400];
+	raft_term term;
+
+	if (m->server_id == 0 || m->server_id == r->self)
+		return port_refuse(m, why, whylen, "not another node's id");
+	/* A member is where the configuration says (TLS: what its
+	 * certificate names). */
+	if (s != NULL && m->server_address != NULL &&
+	    strcmp(s->address, m->server_address) != 0) {
+		snprintf(what, sizeof what, "it says it is at %.200s, and the "
+		    "node is at %.150s", m->server_address, s->address);
+		return port_refuse(m, why, whylen, what);
+	}
+	if (!port_numbers_ok(r, m, &term))
+		return port_refuse(m, why, whylen, "an index or term out of "
+		    "order or out of range");
+	if (!port_term_ok(r, term)) {
+		snprintf(what, sizeof what, "term %llu, and ours is %llu (at most "
+		    "%llu more, below 2^48)", (unsigned long long)term,
+		    (unsigned long long)r->term,
+		    (unsigned long long)SEMLOG_TERM_JUMP);
+		return port_refuse(m, why, whylen, what);
+	}
+	switch (m->type) {
+	case RAFT_REQUEST_VOTE:
+		if (m->request_vote.candidate_id != m->server_id)
+			return port_refuse(m, why, whylen, "it names another "
+			    "node the candidate");
+		/* fall through */
+	case RAFT_TIMEOUT_NOW:
+		if (!joining && role != RAFT_VOTER)
+			return port_refuse(m, why, whylen, "not a voter of this "
+			    "node's configuration");
+		break;
+	case RAFT_APPEND_ENTRIES:
+	case RAFT_INSTALL_SNAPSHOT:
+		if (!joining && role < 0 && term < r->term)
+			return port_refuse(m, why, whylen, "no member of this "
+			    "node's configuration, and of an older term");
+		if (m->type == RAFT_APPEND_ENTRIES &&
+		    !port_entries_ok(r, m, why, whylen))
+			return false;
+		break;
+	default:
+		if (!joining && role < 0)
+			return port_refuse(m, why, whylen, "no member of this "
+			    "node's configuration");
+		break;
+	}
+	return true;
+}
+
+/*
+ * A message from a peer that fails the checks: dropped (raft would have
+ * answered nothing it could trust). Said in the log for the first and then
+ * every 2^k-th refusal, so that a flood does not flood the log.
+ */
+static void port_refused(struct semlog_port *p, const char *why)
+{
+	unsigned long n = atomic_fetch_add(&p->refused, 1) + 1;
+
+	if ((n & (n - 1)) == 0)
+		log_warn("log: a peer's message refused (%lu so far): %s", n, why);
+}
+
+/*
  * Every message from a peer, before libraft: true when raft is to have it.
- * The answers to read probes are the port's (raft never sent those probes);
- * what a leader says of its commit index and snapshots is noted; entries
- * below the last snapshot are cut off (port_trim). A check
- * of messages in front of libraft belongs here.
+ * It is checked (semlog_port_check); the answers to read probes are the
+ * port's (raft never sent those probes); what a leader says of its commit
+ * index and snapshots is noted; entries below the last snapshot are cut off
+ * (port_trim).
  */
 static bool port_admit(struct semlog_port *p, struct raft_message *m)
 {
+	struct raft *r = port_raft(p);
+	struct semlog_port_rules rules = {
+		.conf = semlog_port_configuration(p), .self = p->self,
+		.term = r != NULL ? raft_current_term(r) : 0,
+		.entry_ok = p->entry_ok, .arg = p->entry_arg,
+	};
+	char why[400];
+
+	if (!semlog_port_check(&rules, m, why, sizeof why)) {
+		port_refused(p, why);
+		return false;
+	}
 	switch (m->type) {
 	case RAFT_APPEND_ENTRIES_RESULT:
 		if (m->append_entries_result.rejected >= SEMLOG_PROBE_BASE &&
@@ -590,10 +820,9 @@ static bool port_admit(struct semlog_port *p, struct raft_message *m)
 			 * "ignored" but never freed), or park it behind the
 			 * snapshot it takes and then start a NULL one once
 			 * that is written (legacy.c). The leader sends it
-			 * again; a lost message is all raft sees.
+			 * again; a lost message is all raft sees (port_recv
+			 * frees it).
 			 */
-			raft_configuration_close(&m->install_snapshot.conf);
-			raft_free(m->install_snapshot.data.base);
 			p->installs_dropped++;
 			return false;
 		}
@@ -610,8 +839,10 @@ static void port_recv(struct raft_io *io, struct raft_message *m)
 {
 	struct semlog_port *p = port_of(io);
 
-	if (!port_admit(p, m))
+	if (!port_admit(p, m)) {
+		port_message_free(m);
 		return;
+	}
 	p->recv(io, m);
 	port_transfer(p, m);
 	port_stepped(p);
@@ -702,6 +933,21 @@ void semlog_port_set_clock(struct semlog_port *p,
 {
 	p->now_us = now_us;
 	p->clock_arg = arg;
+}
+
+/* The check of RAFT_COMMAND entries. */
+void semlog_port_set_entry_check(struct semlog_port *p,
+    int (*entry_ok)(void *arg, const void *buf, size_t len, char *why,
+    size_t whylen), void *arg)
+{
+	p->entry_ok = entry_ok;
+	p->entry_arg = arg;
+}
+
+/* Messages the checks dropped. */
+unsigned long semlog_port_refused(const struct semlog_port *p)
+{
+	return p != NULL ? atomic_load(&p->refused) : 0;
 }
 
 /* The log's latest configuration. */

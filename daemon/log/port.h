@@ -5,10 +5,10 @@
  * simulation) and libraft. It wraps the io's calls, all of them declared
  * public by raft.h, and sees:
  *
- *  - every message from a peer before libraft does (port_admit() in port.c:
- *    where messages are checked - entries a follower compacted away are cut
- *    off, which libraft would append at the wrong place - and where a later
- *    check, a peer's identity or a full disk, belongs);
+ *  - every message from a peer before libraft does (port_admit() in port.c):
+ *    what it says is checked (semlog_port_check: terms, the sender,
+ *    entries semd could not apply), and entries a follower compacted away
+ *    are cut off, which libraft would append at the wrong place;
  *  - every tick and every completion of an append or a snapshot write, after
  *    which it tells its owner that raft moved (semlog_port_set_step: the log
  *    follows leadership from there, as libraft's internal step_cb would);
@@ -89,6 +89,47 @@ unsigned long semlog_port_installs_dropped(const struct semlog_port *p);
  * raft's thread): a full disk shows here, as raft_uv retries the write.
  */
 uint64_t semlog_port_append_wait_us(const struct semlog_port *p);
+/*
+ * What the port checks of a peer's message before raft has it (libraft's
+ * decoder has read it from a stream peer_wire checked): a message that
+ * fails is dropped, as if lost, and counted (semlog_port_refused) - raft
+ * survives any message lost. The rules, for the node's configuration conf
+ * (n == 0: a node not yet in a cluster takes a leader's first messages
+ * from anyone), its id self and its current term:
+ *  - terms below SEMLOG_TERM_MAX and at most SEMLOG_TERM_JUMP above the
+ *    node's (elections make one term each), an entry's and the previous
+ *    entry's at most the message's, indexes below 2^63;
+ *  - a member of conf from its address there (in TLS, the address its
+ *    certificate names: ids are bound to certificates);
+ *  - a RequestVote (or pre-vote) or TimeoutNow only from another voter of
+ *    conf, whose RequestVote names itself the candidate; an AppendEntries
+ *    or InstallSnapshot from a member of conf, or from a leader of a term
+ *    not below the node's (one a lagging node may not know yet); answers
+ *    from a member;
+ *  - entries libraft and semd can apply: a RAFT_CHANGE that libraft's
+ *    decoder reads within its bytes (peer_wire_conf_ok), a RAFT_COMMAND
+ *    that entry_ok takes (semd's: sm_entry_check; NULL: any).
+ * True when m may go on; else false, why says.
+ */
+#define SEMLOG_TERM_MAX		((uint64_t)1 << 48)
+#define SEMLOG_TERM_JUMP	((uint64_t)1 << 20)
+struct semlog_port_rules {
+	const struct raft_configuration *conf;
+	raft_id		self;
+	raft_term	term;
+	int		(*entry_ok)(void *arg, const void *buf, size_t len,
+			    char *why, size_t whylen);
+	void		*arg;
+};
+bool semlog_port_check(const struct semlog_port_rules *r,
+    const struct raft_message *m, char *why, size_t whylen);
+/* The check of RAFT_COMMAND entries (NULL: any); before raft starts. */
+void semlog_port_set_entry_check(struct semlog_port *p,
+    int (*entry_ok)(void *arg, const void *buf, size_t len, char *why,
+    size_t whylen), void *arg);
+/* Messages dropped by the checks so far (any thread). */
+unsigned long semlog_port_refused(const struct semlog_port *p);
+
 /* The disk work so far (zeros for NULL). Any thread. */
 void semlog_port_stats(const struct semlog_port *p, struct semlog_io_stats *out);
 

@@ -88,6 +88,9 @@ struct semlog_config {
 	const char	*peer_tls_cert;		/* peer TLS (all three), or NULL */
 	const char	*peer_tls_key;
 	const char	*peer_tls_ca;
+	const char	*peer_key;		/* plain peers' shared secret, or NULL
+						 * (then unauthenticated: the
+						 * configuration allowed it) */
 	const char	*advertise;		/* where clients reach this node */
 	uint32_t	restart_grace_ms;
 	uint32_t	snapshot_every;		/* entries between snapshots */

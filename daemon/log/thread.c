@@ -32,7 +32,7 @@
 #include "daemon/log/core.h"
 #include "daemon/log/datadir.h"
 #include "daemon/log/peer_addr.h"
-#include "daemon/log/peer_tls.h"
+#include "daemon/log/peer_net.h"
 #include "daemon/log/port.h"
 #include "daemon/log/semlog.h"
 #include "daemon/logging.h"
@@ -64,7 +64,7 @@ struct semlog {
 	bool			io_ok;		/* ... raft_uv's io and the port */
 	bool			thread_started;
 	bool			cluster;	/* peers over TCP (node-id given) */
-	bool			peer_tls;	/* ... in TLS (peer_tls.h) */
+	bool			peer_tls;	/* ... in TLS (peer_net.h) */
 	bool			fresh;		/* a new data directory */
 	bool			stopping;	/* the stop was seen */
 	uint64_t		next_publish;	/* now_ms of the next publish */
@@ -222,72 +222,21 @@ static void nt_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 		cb(t);
 }
 
-/* --- the peer transport: libraft's TCP, without Nagle ----------------------------- */
-
 /*
- * raft_uv_tcp leaves Nagle's algorithm on: a small AppendEntries or its
- * answer waits for the ACK of the one before, which the peer delays (40 ms
- * on Linux) - commits of a few milliseconds and a p99 near 80 ms under
- * load. Every peer stream gets TCP_NODELAY on its way to raft. One
- * transport a process: the callbacks raft gave are kept here.
- */
-static int (*tcp_listen)(struct raft_uv_transport *t, raft_uv_accept_cb cb);
-static int (*tcp_connect)(struct raft_uv_transport *t,
-    struct raft_uv_connect *req, raft_id id, const char *address,
-    raft_uv_connect_cb cb);
-static raft_uv_accept_cb raft_accept_cb;
-static raft_uv_connect_cb raft_connect_cb;
-
-/* TCP_NODELAY on a peer stream. */
-static void nd_set(struct uv_stream_s *stream)
-{
-	if (stream != NULL && stream->type == UV_TCP &&
-	    uv_tcp_nodelay((uv_tcp_t *)stream, 1) != 0)
-		log_warn("log: TCP_NODELAY on a peer connection failed");
-}
-
-/* A peer connected: no Nagle, then raft. */
-static void nd_accept(struct raft_uv_transport *t, raft_id id,
-    const char *address, struct uv_stream_s *stream)
-{
-	nd_set(stream);
-	raft_accept_cb(t, id, address, stream);
-}
-
-/* Listen, the accepted streams through nd_accept. */
-static int nd_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
-{
-	raft_accept_cb = cb;
-	return tcp_listen(t, nd_accept);
-}
-
-/* Connected to a peer: no Nagle, then raft. */
-static void nd_connected(struct raft_uv_connect *req, struct uv_stream_s *stream,
-    int status)
-{
-	if (status == 0)
-		nd_set(stream);
-	raft_connect_cb(req, stream, status);
-}
-
-/* Connect, the stream through nd_connected. */
-static int nd_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
-    raft_id id, const char *address, raft_uv_connect_cb cb)
-{
-	raft_connect_cb = cb;
-	return tcp_connect(t, req, id, address, nd_connected);
-}
-
-/*
- * The peer transport: none for one voter; for a cluster, ours in TLS
- * (peer_tls.h) with the peer TLS files, else libraft's TCP without Nagle.
+ * The peer transport: none for one voter; for a cluster, ours (peer_net.h):
+ * in TLS with the peer TLS files, else plain with the peer key, or (the
+ * configuration allowed it) plain and unauthenticated.
  */
 static int thread_transport(struct semlog *l, const struct semlog_config *cfg,
     char *err, size_t errlen)
 {
-	struct peer_tls_config pc = { cfg->peer_tls_cert, cfg->peer_tls_key,
-	    cfg->peer_tls_ca, cfg->peer_bind };
-	int r;
+	struct peer_net_config pc = {
+		.auth = cfg->peer_tls_cert != NULL ? PEER_AUTH_TLS :
+		    cfg->peer_key != NULL ? PEER_AUTH_KEY : PEER_AUTH_NONE,
+		.cert_file = cfg->peer_tls_cert, .key_file = cfg->peer_tls_key,
+		.ca_file = cfg->peer_tls_ca, .secret_file = cfg->peer_key,
+		.bind = cfg->peer_bind,
+	};
 
 	l->transport.version = 1;
 	if (!l->cluster) {
@@ -297,25 +246,17 @@ static int thread_transport(struct semlog *l, const struct semlog_config *cfg,
 		l->transport.close = nt_close;
 		return 0;
 	}
-	if (cfg->peer_tls_cert != NULL) {
-		if (peer_tls_init(&l->transport, &l->loop, &pc, err, errlen) != 0)
-			return EX_CONFIG;
-		l->peer_tls = true;
+	if (peer_net_init(&l->transport, &l->loop, &pc, err, errlen) != 0)
+		return EX_CONFIG;
+	l->peer_tls = pc.auth == PEER_AUTH_TLS;
+	if (pc.auth == PEER_AUTH_TLS)
 		log_info("log: peer traffic in TLS 1.3, certificate %s, peers "
 		    "proved by %s", cfg->peer_tls_cert, cfg->peer_tls_ca);
-		return 0;
-	}
-	r = raft_uv_tcp_init(&l->transport, &l->loop);
-	if (r == 0 && cfg->peer_bind != NULL)
-		r = raft_uv_tcp_set_bind_address(&l->transport, cfg->peer_bind);
-	if (r != 0) {
-		snprintf(err, errlen, "raft TCP transport: %s", raft_strerror(r));
-		return EX_OSERR;
-	}
-	tcp_listen = l->transport.listen;
-	tcp_connect = l->transport.connect;
-	l->transport.listen = nd_listen;
-	l->transport.connect = nd_connect;
+	else if (pc.auth == PEER_AUTH_KEY)
+		log_info("log: peers prove the peer key %s", cfg->peer_key);
+	else
+		log_warn("log: peers prove nothing (allow-insecure-peers): "
+		    "whoever reaches the peer port takes part in the log");
 	return 0;
 }
 
@@ -482,7 +423,9 @@ static void thread_arm(struct semlog *l, uint64_t due)
 
 /*
  * A write of entries that waits for long is said, once, and its end too:
- * raft_uv retries a write that fails (a full disk) without a word.
+ * raft_uv retries a write that fails (a full disk) without a word. A start
+ * whose first entry so waits fails, saying why (else it would wait for
+ * space with no word to whoever started it).
  */
 static void thread_stall_check(struct semlog *l)
 {
@@ -490,6 +433,9 @@ static void thread_stall_check(struct semlog *l)
 
 	if (waited >= STALL_WARN_MS && !l->stalled) {
 		l->stalled = true;
+		thread_started(l, EX_IOERR, "the data directory's disk takes "
+		    "no writes (is it full?): free some space there and start "
+		    "again");
 		log_warn("log: a write to the disk has waited %llu s (is it "
 		    "full, or slow?); a failed write is tried again every second",
 		    (unsigned long long)waited / 1000);
@@ -630,6 +576,13 @@ static void *thread_main(void *arg)
 
 	rv = raft_init(&l->raft, &l->io, semlog_core_fsm(l->core), l->id,
 	    l->peer);
+	if (rv == RAFT_NOSPACE) {
+		/* raft_uv prepares a segment of the log first: no room. */
+		thread_started(l, EX_IOERR, "the data directory's disk is full "
+		    "(no room for the log's next segment): free some space "
+		    "there and start again");
+		goto handles;
+	}
 	if (rv != 0) {
 		snprintf(msg, sizeof msg, "raft: %s", raft_strerror(rv));
 		thread_started(l, EX_CONFIG, msg);
@@ -829,10 +782,8 @@ void semlog_stop(struct semlog *l)
 		raft_uv_close(&l->io);
 		semlog_port_free(l->port);
 	}
-	if (l->transport_ok && l->peer_tls)
-		peer_tls_free(&l->transport);
-	else if (l->transport_ok && l->cluster)
-		raft_uv_tcp_close(&l->transport);
+	if (l->transport_ok && l->cluster)
+		peer_net_free(&l->transport);
 	if (l->loop_ok)
 		uv_loop_close(&l->loop);
 	semlog_core_free(l->core);

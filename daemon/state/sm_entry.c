@@ -445,148 +445,261 @@ size_t sm_leases_due(struct sm *sm, const struct sm_clock *k, uint64_t mono,
 	return count;
 }
 
-/* Run one command; false when it is malformed. */
-static bool apply_cmd(struct sm *sm, struct sm_rbuf *e,
-    const struct sm_apply_hooks *hooks, uint64_t now, uint64_t wall)
-{
-	char principal[SM_PRINCIPAL_MAX + 1], members[SM_MEMBERS_MAX + 1];
-	const uint8_t *p, *secret;
-	struct sm_caller who;
-	struct sm_config cfg;
-	struct sm_client *c;
-	Semd__Request *req;
-	uint64_t id, kind, n;
-	uint32_t flags;
-	size_t len, i;
-	int r;
+/* One command of an entry, decoded (its bytes point into the entry). */
+struct cmd {
+	int		kind;
+	uint64_t	id;		/* OPEN CLOSE REQUEST LEADER EXPIRE,
+					 * INSTANCE's instance, CLUSTER's term */
+	uint32_t	u32;		/* OPEN's flags, RESTART's, LEADER's and
+					 * LEASES' milliseconds, WATCH_HISTORY */
+	struct sm_config cfg;		/* CONFIG's fields (the rest zero) */
+	struct sm_caller who;		/* REQUEST */
+	const uint8_t	*secret;	/* OPEN */
+	const uint8_t	*str;		/* OPEN's principal, REQUEST's bytes,
+					 * LEADER's address, CLUSTER's members */
+	size_t		len;
+};
 
-	switch ((kind = rbuf_int(e, 1))) {
+/*
+ * Decode one command and check what applying it would (sizes, ranges);
+ * false when it is malformed. The one reader of commands: sm_entry_check
+ * refuses exactly what sm_apply would.
+ */
+static bool cmd_decode(struct sm_rbuf *e, struct cmd *c)
+{
+	uint64_t kind, n;
+	size_t i;
+
+	memset(c, 0, sizeof *c);
+	kind = rbuf_int(e, 1);
+	c->kind = (int)kind;
+	switch (kind) {
 	case CMD_BOOT:
-		sm->start_ms = now;
-		sm->token_base = wall * 1000;
-		return true;
+		return !e->bad;
 	case CMD_CONFIG:
-		cfg = sm->cfg;
-		cfg.default_limit = (uint32_t)rbuf_int(e, 4);
-		cfg.max_semaphores = (uint32_t)rbuf_int(e, 4);
-		cfg.max_sessions = (uint32_t)rbuf_int(e, 4);
-		cfg.max_waiters_per_session = (uint32_t)rbuf_int(e, 4);
-		cfg.max_holds_per_session = (uint32_t)rbuf_int(e, 4);
-		cfg.max_lease_ms = (uint32_t)rbuf_int(e, 4);
-		cfg.max_reply = (uint32_t)rbuf_int(e, 4);
+		c->cfg.default_limit = (uint32_t)rbuf_int(e, 4);
+		c->cfg.max_semaphores = (uint32_t)rbuf_int(e, 4);
+		c->cfg.max_sessions = (uint32_t)rbuf_int(e, 4);
+		c->cfg.max_waiters_per_session = (uint32_t)rbuf_int(e, 4);
+		c->cfg.max_holds_per_session = (uint32_t)rbuf_int(e, 4);
+		c->cfg.max_lease_ms = (uint32_t)rbuf_int(e, 4);
+		c->cfg.max_reply = (uint32_t)rbuf_int(e, 4);
 		/* Names are made with the default limit: one a snapshot keeps. */
-		if (e->bad || cfg.default_limit == 0 ||
-		    cfg.default_limit > SM_LIMIT_MAX)
-			return false;
-		sm_reconfigure(sm, &cfg);
-		return true;
+		return !e->bad && c->cfg.default_limit != 0 &&
+		    c->cfg.default_limit <= SM_LIMIT_MAX;
 	case CMD_WATCH_HISTORY:
-		cfg = sm->cfg;
-		cfg.watch_history = (uint32_t)rbuf_int(e, 4);
-		if (e->bad || cfg.watch_history > SM_WATCH_HISTORY_MAX)
-			return false;
-		sm_reconfigure(sm, &cfg);
-		return true;
+		c->u32 = (uint32_t)rbuf_int(e, 4);
+		return !e->bad && c->u32 <= SM_WATCH_HISTORY_MAX;
 	case CMD_OPEN:
-		id = rbuf_int(e, 8);
-		flags = (uint32_t)rbuf_int(e, 4);
-		secret = rbuf_take(e, SM_SECRET_LEN);
-		len = rbuf_int(e, 4);
-		if (e->bad || len > SM_PRINCIPAL_MAX || (p = rbuf_take(e, len)) == NULL)
-			return false;
-		memcpy(principal, p, len);
-		principal[len] = '\0';
-		c = sm_client_open(sm, id, NULL, principal, secret, flags, now);
-		if (c != NULL && hooks != NULL && hooks->bind != NULL)
-			sm_client_bind(c, hooks->bind(hooks->arg, id));
-		return true;
+		c->id = rbuf_int(e, 8);
+		c->u32 = (uint32_t)rbuf_int(e, 4);
+		c->secret = rbuf_take(e, SM_SECRET_LEN);
+		c->len = rbuf_int(e, 4);
+		return !e->bad && c->len <= SM_PRINCIPAL_MAX &&
+		    (c->str = rbuf_take(e, c->len)) != NULL;
 	case CMD_CLOSE:
-		id = rbuf_int(e, 8);
-		if (e->bad)
-			return false;
-		sm_client_close(sm, sm_client_find(sm, id), now);
-		return true;
+	case CMD_EXPIRE:
+		c->id = rbuf_int(e, 8);
+		return !e->bad;
 	case CMD_REQUEST:
 	case CMD_CAPS_REQUEST:
-		memset(&who, 0, sizeof who);
-		id = rbuf_int(e, 8);
-		who.privs = (unsigned int)rbuf_int(e, 4);
+		c->kind = CMD_REQUEST;
+		c->id = rbuf_int(e, 8);
+		c->who.privs = (unsigned int)rbuf_int(e, 4);
 		/* REQUEST: the caps up to semaphores, as they were then */
-		n = kind == CMD_REQUEST ? SM_LIMIT_SEMAPHORES + 1 : rbuf_int(e, 1);
+		n = kind == CMD_REQUEST ? SM_LIMIT_SEMAPHORES + 1 :
+		    rbuf_int(e, 1);
 		if (n > SM_NLIMITS)
 			return false;
 		for (i = 0; i < n; i++)
-			who.limit[i] = rbuf_int(e, 8);
-		len = rbuf_int(e, 4);
-		if (e->bad || (p = rbuf_take(e, len)) == NULL)
-			return false;
+			c->who.limit[i] = rbuf_int(e, 8);
+		c->len = rbuf_int(e, 4);
+		return !e->bad && (c->str = rbuf_take(e, c->len)) != NULL;
+	case CMD_RESTART:
+	case CMD_LEASES:
+		c->u32 = (uint32_t)rbuf_int(e, 4);
+		return !e->bad;
+	case CMD_LEADER:
+		c->id = rbuf_int(e, 8);
+		c->u32 = (uint32_t)rbuf_int(e, 4);
+		c->len = rbuf_int(e, 4);
+		return !e->bad && c->len < sizeof ((struct sm *)NULL)->leader_addr &&
+		    (c->str = rbuf_take(e, c->len)) != NULL;
+	case CMD_INSTANCE:
+		c->id = rbuf_int(e, 8);
+		return !e->bad;
+	case CMD_CLUSTER:
+		c->id = rbuf_int(e, 8);
+		c->len = rbuf_int(e, 4);
+		return !e->bad && c->len <= SM_MEMBERS_MAX &&
+		    (c->str = rbuf_take(e, c->len)) != NULL &&
+		    memchr(c->str, '\0', c->len) == NULL;
+	default:
+		return false;
+	}
+}
+
+/* Run one decoded command. */
+static void cmd_run(struct sm *sm, const struct cmd *k,
+    const struct sm_apply_hooks *hooks, uint64_t now, uint64_t wall)
+{
+	char principal[SM_PRINCIPAL_MAX + 1], members[SM_MEMBERS_MAX + 1];
+	struct sm_config cfg;
+	struct sm_client *c;
+	Semd__Request *req;
+	int r;
+
+	switch (k->kind) {
+	case CMD_BOOT:
+		sm->start_ms = now;
+		sm->token_base = wall * 1000;
+		break;
+	case CMD_CONFIG:
+		cfg = sm->cfg;
+		cfg.default_limit = k->cfg.default_limit;
+		cfg.max_semaphores = k->cfg.max_semaphores;
+		cfg.max_sessions = k->cfg.max_sessions;
+		cfg.max_waiters_per_session = k->cfg.max_waiters_per_session;
+		cfg.max_holds_per_session = k->cfg.max_holds_per_session;
+		cfg.max_lease_ms = k->cfg.max_lease_ms;
+		cfg.max_reply = k->cfg.max_reply;
+		sm_reconfigure(sm, &cfg);
+		break;
+	case CMD_WATCH_HISTORY:
+		cfg = sm->cfg;
+		cfg.watch_history = k->u32;
+		sm_reconfigure(sm, &cfg);
+		break;
+	case CMD_OPEN:
+		memcpy(principal, k->str, k->len);
+		principal[k->len] = '\0';
+		c = sm_client_open(sm, k->id, NULL, principal, k->secret, k->u32,
+		    now);
+		if (c != NULL && hooks != NULL && hooks->bind != NULL)
+			sm_client_bind(c, hooks->bind(hooks->arg, k->id));
+		break;
+	case CMD_CLOSE:
+		sm_client_close(sm, sm_client_find(sm, k->id), now);
+		break;
+	case CMD_REQUEST:
 		if (hooks != NULL && hooks->done != NULL)
-			hooks->done(hooks->arg, id, len);
-		c = sm_client_find(sm, id);
+			hooks->done(hooks->arg, k->id, k->len);
+		c = sm_client_find(sm, k->id);
 		if (c == NULL)
-			return true;	/* closed in the meantime: nobody to answer */
-		req = semd__request__unpack(NULL, len, p);
+			break;	/* closed in the meantime: nobody to answer */
+		req = semd__request__unpack(NULL, k->len, k->str);
 		if (req == NULL) {
 			sm_protocol_error(sm, c, "undecodable request");
 			r = SM_CLOSE;
 		} else {
-			r = sm_request(sm, c, req, &who, now);
+			r = sm_request(sm, c, req, &k->who, now);
 			semd__request__free_unpacked(req, NULL);
 		}
 		if (r == SM_CLOSE && c->conn != NULL && sm->out.close != NULL)
 			sm->out.close(sm->out.ctx, c->conn);
-		return true;
+		break;
 	case CMD_RESTART:
-		flags = (uint32_t)rbuf_int(e, 4);
-		if (e->bad)
-			return false;
-		sm_restart(sm, flags, now);
-		return true;
+		sm_restart(sm, k->u32, now);
+		break;
 	case CMD_LEADER:
-		id = rbuf_int(e, 8);
-		flags = (uint32_t)rbuf_int(e, 4);
-		len = rbuf_int(e, 4);
-		if (e->bad || len >= sizeof sm->leader_addr ||
-		    (p = rbuf_take(e, len)) == NULL)
-			return false;
-		sm_restart(sm, flags, now);
-		sm->leader_id = id;
-		memcpy(sm->leader_addr, p, len);
-		sm->leader_addr[len] = '\0';
-		return true;
+		sm_restart(sm, k->u32, now);
+		sm->leader_id = k->id;
+		memcpy(sm->leader_addr, k->str, k->len);
+		sm->leader_addr[k->len] = '\0';
+		break;
 	case CMD_LEASES:
-		flags = (uint32_t)rbuf_int(e, 4);
-		if (e->bad)
-			return false;
-		session_leases_start(sm, flags);
-		return true;
+		session_leases_start(sm, k->u32);
+		break;
 	case CMD_EXPIRE:
-		id = rbuf_int(e, 8);
-		if (e->bad)
-			return false;
-		session_expire_asked(sm, id, now);
-		return true;
+		session_expire_asked(sm, k->id, now);
+		break;
 	case CMD_INSTANCE:
-		id = rbuf_int(e, 8);
-		if (e->bad)
-			return false;
-		sm->instance = id;
-		return true;
+		sm->instance = k->id;
+		break;
 	case CMD_CLUSTER:
-		id = rbuf_int(e, 8);
-		len = rbuf_int(e, 4);
-		if (e->bad || len > SM_MEMBERS_MAX ||
-		    (p = rbuf_take(e, len)) == NULL)
-			return false;
-		memcpy(members, p, len);
-		members[len] = '\0';
-		if (strlen(members) != len)
-			return false;
-		watch_cluster(sm, id, members);
-		return true;
+		memcpy(members, k->str, k->len);
+		members[k->len] = '\0';
+		watch_cluster(sm, k->id, members);
+		break;
 	default:
+		break;
+	}
+}
+
+/*
+ * An entry's header and where its padding starts: 0 and the commands in
+ * e, or -EINVAL (why in err).
+ */
+static int entry_open(struct sm_rbuf *e, uint64_t *now, uint64_t *wall,
+    char *err, size_t errlen)
+{
+	if (rbuf_int(e, 1) != ENTRY_VERSION) {
+		snprintf(err, errlen, "entry of an unknown format");
+		return -EINVAL;
+	}
+	*now = rbuf_int(e, 8);
+	*wall = rbuf_int(e, 8);
+	if (e->bad) {
+		snprintf(err, errlen, "entry shorter than its header");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * At the padding (a zero byte where a command would start): true when only
+ * zeros follow (e is then at its end), else why in err.
+ */
+static bool entry_padding(struct sm_rbuf *e, char *err, size_t errlen)
+{
+	while (e->off < e->len && e->p[e->off] == 0)
+		e->off++;
+	if (e->off != e->len) {
+		snprintf(err, errlen, "bytes after the padding");
 		return false;
 	}
+	return true;
+}
+
+/*
+ * The next command of e, decoded in k: 1; 0 at the entry's end (its
+ * padding checked); -1 with why in err (n: the command's number).
+ */
+static int entry_next(struct sm_rbuf *e, struct cmd *k, unsigned int n,
+    char *err, size_t errlen)
+{
+	if (e->off >= e->len)
+		return 0;
+	if (e->p[e->off] == 0)
+		return entry_padding(e, err, errlen) ? 0 : -1;
+	if (!cmd_decode(e, k)) {
+		snprintf(err, errlen, "command %u of the entry is malformed", n);
+		return -1;
+	}
+	return 1;
+}
+
+/* Would sm_apply take this entry? 0, or -EINVAL with why in err. */
+int sm_entry_check(const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+	struct sm_rbuf e = { buf, len, 0, false };
+	const uint8_t *snap;
+	uint64_t now, wall;
+	unsigned int n = 0;
+	struct cmd k;
+	size_t slen;
+	int seed, r;
+
+	if ((seed = sm_entry_seed(buf, len, &snap, &slen)) != 0) {
+		if (seed < 0)
+			snprintf(err, errlen, "a malformed SEED entry");
+		return seed < 0 ? -EINVAL : 0;
+	}
+	if (entry_open(&e, &now, &wall, err, errlen) != 0)
+		return -EINVAL;
+	while ((r = entry_next(&e, &k, n, err, errlen)) > 0)
+		n++;
+	return r < 0 ? -EINVAL : 0;
 }
 
 /*
@@ -600,39 +713,20 @@ int sm_apply(struct sm *sm, const uint8_t *buf, size_t len,
 	struct sm_rbuf e = { buf, len, 0, false };
 	uint64_t now, wall, prev;
 	unsigned int n = 0;
+	struct cmd k;
+	int r;
 
-	if (rbuf_int(&e, 1) != ENTRY_VERSION) {
-		snprintf(err, errlen, "entry of an unknown format");
+	if (entry_open(&e, &now, &wall, err, errlen) != 0)
 		return -EINVAL;
-	}
-	now = rbuf_int(&e, 8);
-	wall = rbuf_int(&e, 8);
-	if (e.bad) {
-		snprintf(err, errlen, "entry shorter than its header");
-		return -EINVAL;
-	}
 	if (now < sm->now)
 		now = sm->now;		/* never backwards, whatever the stamp */
 	prev = sm->now;
 	sm->now = now;
 	sm_set_wall(sm, wall);
 	sm_tick_from(sm, prev, now);	/* each deadline at its own time */
-	while (e.off < e.len) {
-		if (e.p[e.off] == 0) {
-			/* Padding: zeros to the end. */
-			while (e.off < e.len && e.p[e.off] == 0)
-				e.off++;
-			if (e.off != e.len) {
-				snprintf(err, errlen, "bytes after the padding");
-				return -EINVAL;
-			}
-			break;
-		}
-		if (!apply_cmd(sm, &e, hooks, now, wall)) {
-			snprintf(err, errlen, "command %u of the entry is malformed", n);
-			return -EINVAL;
-		}
+	while ((r = entry_next(&e, &k, n, err, errlen)) > 0) {
+		cmd_run(sm, &k, hooks, now, wall);
 		n++;
 	}
-	return 0;
+	return r < 0 ? -EINVAL : 0;
 }

@@ -498,6 +498,14 @@ int sm_entry_seed(const uint8_t *buf, size_t len, const uint8_t **snap,
     size_t *snap_len);
 
 /*
+ * Would sm_apply (or, for a SEED entry, the log) take these bytes as an
+ * entry? 0, or -EINVAL with why in err: what a follower checks of a
+ * leader's entries before it stores them (the log's peer port). It reads
+ * exactly as sm_apply does; a SEED's snapshot is checked when restored.
+ */
+int sm_entry_check(const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+/*
  * Apply one entry: deadlines due at its time fire, then its commands run.
  * 0, or -EINVAL for bytes that are not an entry (why in err).
  */

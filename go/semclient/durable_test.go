@@ -5,6 +5,7 @@ package semclient_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -81,9 +82,14 @@ func TestClusterFailover(t *testing.T) {
 		addrs += fmt.Sprintf(",tcp:127.0.0.1:%d", base+10+i)
 	}
 	boot, addrs = boot[1:], addrs[1:]
+	// The peers prove a shared key (semd(8), CLUSTERS).
+	key := filepath.Join(dir, "peer.key")
+	if err := os.WriteFile(key, []byte("a peer key for the go tests, 32b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	nodes := map[uint64]*daemon{}
 	for i := 1; i <= 3; i++ {
-		nodes[uint64(i)] = startSemd(t, dir, "n"+strconv.Itoa(i),
+		nodes[uint64(i)] = startSemd(t, dir, "n"+strconv.Itoa(i), "--peer-key", key,
 			"--data-dir", filepath.Join(dir, "d"+strconv.Itoa(i)), "--node-id", strconv.Itoa(i),
 			"--peer-listen", fmt.Sprintf("tcp:127.0.0.1:%d", base+i),
 			"--listen", fmt.Sprintf("tcp:127.0.0.1:%d", base+10+i), "--bootstrap", boot)

@@ -5,6 +5,7 @@
 // file waited for with bounded retries, everything killed at exit.
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -200,13 +201,16 @@ export class Cluster {
     const httpNodes = [1, 2, 3].map((i) => `${i}=http://127.0.0.1:${base + 10 + i}`).join(",");
     for (const i of [1, 2, 3]) c.urls.push(`http://127.0.0.1:${base + 10 + i}`);
     const dir = testDir(name);
+    // The peers prove they share this key (semd refuses plain peers without one).
+    const key = join(dir, "peer.key");
+    writeFileSync(key, randomBytes(32), { mode: 0o600 });
     for (const i of [1, 2, 3]) {
       const d = new Daemon(`${name}-n${i}`, {
         port: base + 10 + i,
         dataDir: join(dir, `d${i}`),
         config: [`http-nodes ${httpNodes}`],
         args: ["--node-id", String(i), "--peer-listen", `tcp:127.0.0.1:${base + i}`,
-          "--bootstrap", boot, ...extra],
+          "--bootstrap", boot, "--peer-key", key, ...extra],
       });
       c.nodes.push(d);
     }

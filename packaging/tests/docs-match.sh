@@ -138,10 +138,16 @@ expect_eq "the completion offers the table's commands" "$cmds " "$comp"
 
 out=$("$SEMD" --check-config --config "$example" 2>&1)
 expect_eq "the example as shipped is valid" "semd: configuration OK" "$out"
-sed 's/^#\([a-z][a-z-]* \)/\1/' "$example" >"$T/all.conf"
-n=$(grep -c '^[a-z]' "$T/all.conf")
+sed 's/^#\([a-z][a-z-]* \)/\1/' "$example" >"$T/uncommented.conf"
+n=$(grep -c '^[a-z]' "$T/uncommented.conf")
 ok "uncommenting gives a setting for every key ($n lines)" test "$n" -ge "$(wc -l <"$T/keys")"
+# peer-key and peer-tls-* are two ways for peers to prove who they are, one
+# at a time: each is checked with the rest.
+grep -v '^peer-key ' "$T/uncommented.conf" >"$T/all.conf"
 out=$("$SEMD" --check-config --config "$T/all.conf" 2>&1)
-expect_eq "the example with every setting uncommented is valid" "semd: configuration OK" "$out"
+expect_eq "the example with every setting uncommented is valid (peer TLS)" "semd: configuration OK" "$out"
+grep -v '^peer-tls-' "$T/uncommented.conf" >"$T/all-key.conf"
+out=$("$SEMD" --check-config --config "$T/all-key.conf" 2>&1)
+expect_eq "... and with peer-key instead of peer TLS" "semd: configuration OK" "$out"
 
 t_done

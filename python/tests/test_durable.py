@@ -118,9 +118,14 @@ class Cluster:
         boot = ",".join("%d=127.0.0.1:%d" % (i, base + i) for i in (1, 2, 3))
         self.addrs = ",".join("tcp:127.0.0.1:%d" % (base + 10 + i) for i in (1, 2, 3))
         self.nodes = {}
+        # The peers prove a shared key (semd(8), CLUSTERS).
+        key = tmp_path / "peer.key"
+        key.write_bytes(b"a peer key for the python tests!")
+        key.chmod(0o600)
         for i in (1, 2, 3):
             self.nodes[i] = daemons.start(
                 "n%d" % i, "--data-dir", str(tmp_path / ("d%d" % i)), "--node-id", str(i),
+                "--peer-key", str(key),
                 "--peer-listen", "tcp:127.0.0.1:%d" % (base + i),
                 "--listen", "tcp:127.0.0.1:%d" % (base + 10 + i), "--bootstrap", boot,
                 listen=False)

@@ -5,7 +5,7 @@
 # leader and serve clients; a node whose certificate names 127.0.0.1 but
 # not localhost (its CN says localhost: not looked at) is refused both ways
 # and never catches up; a hostile address is refused by cluster add. And
-# plain peers (libraft's TCP, IPv4 only) refuse a name in peer-listen and
+# plain peers (IPv4 literals only) refuse a name in peer-listen and
 # in the bootstrap list, saying why.
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 60
@@ -48,8 +48,9 @@ stopped_ok() { kill -TERM "$1" && wait "$1"; }
 	--peer-listen "tcp:localhost:$((base + 9))" >"$T/plain.out" 2>&1
 expect_eq "plain peers, peer-listen by name: exit status EX_CONFIG" 78 $?
 ok "... and it says names need peer TLS" has "localhost:.*names and IPv6 need peer TLS" "$T/plain.out"
+t_peer_key "$T/peer.key"
 timeout 15 "$SEMD" --data-dir "$T/x" --node-id 1 --listen "tcp:127.0.0.1:$((base + 19))" \
-	--peer-listen "tcp:127.0.0.1:$((base + 9))" \
+	--peer-listen "tcp:127.0.0.1:$((base + 9))" --peer-key "$T/peer.key" \
 	--bootstrap "1=127.0.0.1:$((base + 9)),2=localhost:$((base + 8))" \
 	>"$T/plainboot.out" 2>&1
 expect_eq "plain peers, a name in the bootstrap list: exit status EX_CONFIG" 78 $?
@@ -65,7 +66,7 @@ for i in 1 2 3; do
 	start_node $i --bootstrap "$BOOT" || { echo "node $i did not start"; exit 1; }
 done
 ok "the nodes take each other's DNS names" t_wait_for 15 \
-	in_logs "peer TLS: node [123] (localhost:"
+	in_logs "peer: node [123] (localhost:"
 ok "a leader is elected among peers known by name" t_wait_for 15 has_leader
 ok "a client creates a semaphore, takes a permit and gives it back" sh -c \
 	"'$SEMCTL' -s '$ADDRS' create m --limit 1 && '$SEMCTL' -s '$ADDRS' down m &&

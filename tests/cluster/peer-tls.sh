@@ -77,7 +77,8 @@ ok "a leader is elected over TLS" t_wait_for 15 has_leader
 ok "a client creates a semaphore" "$SEMCTL" -s "$ADDRS" create m --limit 1
 ok "a client takes and gives back a permit" down_up m
 ok "cluster status shows three members" members_are 3
-ok "the nodes talk TLS" has "peer TLS: node" "$T/n1.log"
+ok "the nodes talk TLS" has "log: peer traffic in TLS 1.3" "$T/n1.log"
+ok "... and prove their certificates" has "peer: node [23] .*connection from" "$T/n1.log"
 
 # The leader killed and restarted: the cluster carries on and it rejoins.
 L=$(field leader_id)

@@ -3,10 +3,10 @@
 # under faults (faults.sh, lease-faults.sh), after tests/lib.sh: every
 # node's peer port behind peerproxy.py, which cuts links as $T/blocked says.
 # Peers P1..P3 (the nodes bind 127.0.0.1, the configuration names the
-# proxies on 127.0.0.2), client ports C1..C3; sets BOOT, ADDRS and LOAD (the
+# proxies on 127.0.0.2; they prove $T/peer.key), client ports C1..C3; sets BOOT, ADDRS and LOAD (the
 # clients, cluster_load), and gives start_node, leader, has_leader,
 # wait_leader and pid_of. Skipped without python3 or with SEMD_SKIP_FAULTS.
-# shellcheck shell=sh disable=SC2034
+# shellcheck shell=sh disable=SC2034,SC2046
 command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
 # tests/run's distcheck stage: the check stage and the sanitizer stage run these
 [ -z "${SEMD_SKIP_FAULTS:-}" ] || { echo "SKIP: SEMD_SKIP_FAULTS"; exit 77; }
@@ -31,7 +31,7 @@ start_node() {
 	t_start_node "$sn_i" --data-dir "$T/d$sn_i" --node-id "$sn_i" \
 		--peer-listen "tcp:127.0.0.2:$port" --peer-bind "tcp:127.0.0.1:$port" \
 		--bootstrap "$BOOT" --listen "tcp:127.0.0.1:$cport" \
-		--acl "anonymous * all" "$@"
+		--acl "anonymous * all" $(t_peers) "$@"
 }
 # leader: the leader's node id, as the cluster says.
 leader() { t_cluster_field leader_id; }

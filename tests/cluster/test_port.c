@@ -230,6 +230,7 @@ static void message(struct raft_message *m, raft_index prev, raft_term prev_term
 
 	memset(m, 0, sizeof *m);
 	m->type = RAFT_APPEND_ENTRIES;
+	m->server_id = 2;	/* a voter of the loaded configuration */
 	a->term = 9;
 	a->prev_log_index = prev;
 	a->prev_log_term = prev_term;
@@ -312,6 +313,7 @@ static void test_io(void)
 	CHECK(commit == 0 && sn == 0);
 	memset(&m, 0, sizeof m);
 	m.type = RAFT_APPEND_ENTRIES;
+	m.server_id = 2;
 	m.append_entries.leader_commit = 42;
 	m.append_entries.prev_log_index = 6;
 	io_recv(&io, &m);
@@ -319,6 +321,7 @@ static void test_io(void)
 	io_recv(&io, &m);
 	memset(&m, 0, sizeof m);
 	m.type = RAFT_INSTALL_SNAPSHOT;
+	m.server_id = 2;
 	m.install_snapshot.last_index = 77;
 	io_recv(&io, &m);
 	CHECK(raft_msgs == 3);
@@ -404,6 +407,7 @@ static void test_io(void)
 	before = raft_msgs;
 	memset(&m, 0, sizeof m);
 	m.type = RAFT_INSTALL_SNAPSHOT;
+	m.server_id = 2;	/* a voter (the checks refuse id 0) */
 	m.install_snapshot.last_index = 88;
 	conf_of(&m.install_snapshot.conf, 3, 0);
 	m.install_snapshot.data.len = 64;
@@ -413,6 +417,7 @@ static void test_io(void)
 	io_put_req->cb(io_put_req, 0);
 	memset(&m, 0, sizeof m);
 	m.type = RAFT_INSTALL_SNAPSHOT;
+	m.server_id = 2;
 	m.install_snapshot.last_index = 89;
 	io_recv(&io, &m);
 	CHECK(raft_msgs == before + 1 && semlog_port_installs_dropped(p) == 1);
@@ -428,7 +433,7 @@ static void test_io(void)
 	io_put_req->cb(io_put_req, 0);
 	CHECK(semlog_port_configuration(p)->n == 2 && role_of(p, 3) == -1);
 	/* ... and entries below it are cut off. */
-	message(&m, 80, 3, terms, 8, 8);
+	message(&m, 80, 1, terms, 8, 8);
 	io_recv(&io, &m);
 	CHECK(raft_ae.n_entries == 0 && raft_ae.prev_log_index == 90);
 	raft_configuration_close(&snap.configuration);
@@ -436,6 +441,154 @@ static void test_io(void)
 	semlog_port_free(p);
 	semlog_port_stats(NULL, &st);
 	CHECK(st.snapshots == 0 && st.append_sum_us == 0);
+}
+
+/* --- the checks of messages in (semlog_port_check) ----------------------- */
+
+/* Entries whose first byte is 1 are good, others not. */
+static int entry_first_one(void *arg, const void *buf, size_t len, char *why,
+    size_t whylen)
+{
+	(void)arg;
+	if (len > 0 && *(const uint8_t *)buf == 1)
+		return 0;
+	snprintf(why, whylen, "not a 1");
+	return -1;
+}
+
+/* m passes the rules r? */
+static bool passes(const struct semlog_port_rules *r, struct raft_message *m)
+{
+	char why[400];
+
+	return semlog_port_check(r, m, why, sizeof why);
+}
+
+/* A RequestVote of term from node id, naming itself. */
+static void vote_of(struct raft_message *m, raft_id id, raft_term term)
+{
+	memset(m, 0, sizeof *m);
+	m->type = RAFT_REQUEST_VOTE;
+	m->server_id = id;
+	m->request_vote.term = term;
+	m->request_vote.candidate_id = id;
+	m->request_vote.last_log_term = term > 0 ? term - 1 : 0;
+}
+
+/*
+ * The rules: terms and indexes in range (the issue 35 messages: a term of
+ * 2^64 - 2), senders of the configuration in the right role, entries that
+ * can be applied (a 9-byte entry of an unknown format), in term order.
+ */
+static void test_checks(void)
+{
+	uint8_t good[8] = { 1 }, bad[8] = { 2 };
+	struct raft_configuration conf, none;
+	struct raft_entry ents[2], ch;
+	struct semlog_port_rules r;
+	struct raft_message m;
+
+	conf_of(&conf, 4, 1);		/* 1-3 voters, 4 a spare */
+	raft_configuration_init(&none);
+	r = (struct semlog_port_rules){ .conf = &conf, .self = 1, .term = 5,
+	    .entry_ok = entry_first_one };
+
+	vote_of(&m, 2, 6);
+	CHECK(passes(&r, &m));
+	vote_of(&m, 2, UINT64_MAX - 1);
+	CHECK(!passes(&r, &m));			/* 2^64 - 2 */
+	vote_of(&m, 2, 5 + SEMLOG_TERM_JUMP);
+	CHECK(passes(&r, &m));
+	vote_of(&m, 2, 5 + SEMLOG_TERM_JUMP + 1);
+	CHECK(!passes(&r, &m));			/* an absurd jump */
+	r.term = SEMLOG_TERM_MAX - 1;
+	vote_of(&m, 2, SEMLOG_TERM_MAX);
+	CHECK(!passes(&r, &m));			/* at the cap */
+	r.term = 5;
+	vote_of(&m, 4, 6);
+	CHECK(!passes(&r, &m));			/* a spare asks for votes */
+	vote_of(&m, 9, 6);
+	CHECK(!passes(&r, &m));			/* no member */
+	vote_of(&m, 1, 6);
+	CHECK(!passes(&r, &m));			/* this node's own id */
+	vote_of(&m, 2, 6);
+	m.server_address = "127.0.0.1:9002";
+	CHECK(passes(&r, &m));			/* where the configuration says */
+	m.server_address = "127.0.0.1:9999";
+	CHECK(!passes(&r, &m));			/* node 2, somewhere else */
+	vote_of(&m, 2, 6);
+	m.request_vote.candidate_id = 3;
+	CHECK(!passes(&r, &m));			/* for another candidate */
+	vote_of(&m, 2, 6);
+	m.request_vote.last_log_term = 7;
+	CHECK(!passes(&r, &m));			/* a last entry of a later term */
+	r.conf = &none;
+	vote_of(&m, 9, 6);
+	CHECK(passes(&r, &m));			/* a node not yet in a cluster */
+	r.conf = &conf;
+
+	/* AppendEntries: entries checked, in order, not above its term. */
+	memset(ents, 0, sizeof ents);
+	ents[0] = (struct raft_entry){ .term = 5, .type = RAFT_COMMAND,
+	    .buf = { good, 8 } };
+	ents[1] = (struct raft_entry){ .term = 6, .type = RAFT_BARRIER,
+	    .buf = { bad, 8 } };
+	memset(&m, 0, sizeof m);
+	m.type = RAFT_APPEND_ENTRIES;
+	m.server_id = 2;
+	m.append_entries.term = 6;
+	m.append_entries.prev_log_index = 10;
+	m.append_entries.prev_log_term = 5;
+	m.append_entries.entries = ents;
+	m.append_entries.n_entries = 2;
+	CHECK(passes(&r, &m));
+	ents[0].buf.base = bad;
+	CHECK(!passes(&r, &m));			/* an entry semd cannot apply */
+	ents[0].buf.base = good;
+	ents[1].term = 7;
+	CHECK(!passes(&r, &m));			/* above the message's term */
+	ents[1].term = 6;
+	m.append_entries.prev_log_term = 6;
+	CHECK(!passes(&r, &m));			/* below the previous entry's */
+	m.append_entries.prev_log_term = 5;
+	ch = change_entry(6, 3, 0);
+	ents[1] = ch;
+	CHECK(passes(&r, &m));			/* a configuration libraft reads */
+	((uint8_t *)ch.buf.base)[0] = 2;	/* ... of another format */
+	CHECK(!passes(&r, &m));
+	((uint8_t *)ch.buf.base)[0] = 1;
+	((uint8_t *)ch.buf.base)[1] = 200;	/* ... of 200 servers in its bytes */
+	CHECK(!passes(&r, &m));
+	raft_free(ch.buf.base);
+	m.append_entries.n_entries = 1;
+	m.append_entries.prev_log_index = (uint64_t)1 << 63;
+	CHECK(!passes(&r, &m));			/* an index out of range */
+	m.append_entries.prev_log_index = 10;
+	m.server_id = 9;
+	CHECK(passes(&r, &m));			/* a leader this node may not know */
+	m.append_entries.term = 4;
+	m.append_entries.prev_log_term = 4;
+	ents[0].term = 4;
+	CHECK(!passes(&r, &m));			/* ... but of an older term */
+	m.server_id = 4;
+	CHECK(passes(&r, &m));			/* a member: raft answers it */
+
+	/* Answers from members only; TimeoutNow from a voter. */
+	memset(&m, 0, sizeof m);
+	m.type = RAFT_APPEND_ENTRIES_RESULT;
+	m.server_id = 4;
+	m.append_entries_result.term = 5;
+	CHECK(passes(&r, &m));
+	m.server_id = 9;
+	CHECK(!passes(&r, &m));
+	memset(&m, 0, sizeof m);
+	m.type = RAFT_TIMEOUT_NOW;
+	m.server_id = 4;
+	m.timeout_now.term = 5;
+	CHECK(!passes(&r, &m));
+	m.server_id = 3;
+	CHECK(passes(&r, &m));
+	raft_configuration_close(&conf);
 }
 
 /* --- three real servers on the fixture ----------------------------------- */
@@ -684,6 +837,7 @@ static void test_transfer(void)
 int main(void)
 {
 	test_io();
+	test_checks();
 	test_probe();
 	test_compacted();
 	test_transfer();

@@ -664,6 +664,7 @@ async function main() {
 		const boot = [1, 2, 3].map(i => `${i}=127.0.0.1:${peer(i)}`).join(',');
 		const S = [1, 2, 3].map(i => `unix:${T}/c${i}.sock`).join(',');
 		const nodes = {};
+		fs.writeFileSync(`${T}/peer.key`, 'a peer key for the console test', {mode: 0o600});
 		const startNode = async i => {
 			fs.writeFileSync(`${T}/c${i}.conf`, [`listen unix:${T}/c${i}.sock`,
 				`listen http:127.0.0.1:${web(i)}`, 'admin cn:alice',
@@ -673,6 +674,7 @@ async function main() {
 			fs.rmSync(`${T}/r${i}`, {force: true});
 			nodes[i] = start(SEMD, ['--config', `${T}/c${i}.conf`, '--data-dir', `${T}/d${i}`,
 				'--node-id', String(i), '--peer-listen', `tcp:127.0.0.1:${peer(i)}`, '--bootstrap', boot,
+				'--peer-key', `${T}/peer.key`,
 				'--election-timeout', '1s', '--ready-file', `${T}/r${i}`]);
 			await until(`node ${i} ready`, () => fs.existsSync(`${T}/r${i}`) &&
 				fs.readFileSync(`${T}/r${i}`, 'utf8').includes('http:'));

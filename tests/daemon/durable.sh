@@ -149,7 +149,8 @@ $SEMCTL -s "$r_UNIX" create reload/kept --limit 1 >/dev/null
 printf 'data-dir %s\n' "$T/other" >"$T/r.conf"
 kill -HUP "$r_PID"
 ok "SIGHUP with another data-dir: warned" t_wait_for 5 has 'data-dir, restart-grace and snapshot-every change only at a restart' "$T/r.log"
-printf 'data-dir %s\nnode-id 7\npeer-listen tcp:127.0.0.1:1\n' "$D" >"$T/r.conf"
+t_peer_key "$T/peer.key"
+printf 'data-dir %s\nnode-id 7\npeer-listen tcp:127.0.0.1:1\npeer-key %s\n' "$D" "$T/peer.key" >"$T/r.conf"
 kill -HUP "$r_PID"
 ok "SIGHUP that makes it a cluster node: warned" t_wait_for 5 has 'node-id, peer-listen, .* change only at a restart' "$T/r.log"
 $SEMCTL -s "$r_UNIX" create reload/after --limit 1 >/dev/null

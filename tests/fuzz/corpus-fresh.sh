@@ -6,7 +6,7 @@
 . "$top_srcdir/tests/lib.sh"
 
 ok "gen-corpus runs" "$top_builddir/tests/fuzz/gen-corpus" "$T/corpus"
-for target in fuzz_frame fuzz_dispatch fuzz_entry fuzz_snap; do
+for target in fuzz_frame fuzz_dispatch fuzz_entry fuzz_snap fuzz_peer; do
 	ok "$target seeds are up to date" \
 		diff -r "$top_srcdir/tests/fuzz/corpus/$target" "$T/corpus/$target"
 done

@@ -41,8 +41,13 @@ LIBS[fuzz_entry]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto
 LIBS[fuzz_snap]="daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
 LIBS[fuzz_http_json]="daemon/http/libsemhttp.a proto/libsemproto.a"
 LIBS[fuzz_http_parse]="daemon/http/libsemhttp.a"
+LIBS[fuzz_peer]="daemon/log/libsemlog.a daemon/state/libsemstate.a core/libsemcore.a proto/libsemproto.a"
+# target name -> more it needs: sources of the tree, system libraries
+declare -A MORE
+MORE[fuzz_peer]="$TOP/daemon/logging.c $(pkg-config --libs raft libuv)"
 
-# the generated protobuf headers first: the other libraries include them
+# The generated protobuf sources first (BUILT_SOURCES, which only "make all"
+# makes first): the libraries include them.
 make -s -C "$BUILD" proto/semd.pb-c.h proto/semd.pb-c.c
 # shellcheck disable=SC2046
 make -s -C "$BUILD" -j"$JOBS" $(printf '%s\n' ${LIBS[*]} | sort -u)
@@ -60,7 +65,7 @@ for t in $(printf '%s\n' "${!LIBS[@]}" | sort); do
 	echo "=== fuzz: building $t"
 	# shellcheck disable=SC2086
 	if ! "$CC" $SAN -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -I"$TOP" -I"$BUILD" \
-		-o "$BUILD/$t" "$TOP/tests/fuzz/$t.c" $libs $PROTOBUF -lpthread; then
+		-o "$BUILD/$t" "$TOP/tests/fuzz/$t.c" $libs ${MORE[$t]:-} $PROTOBUF -lpthread; then
 		summary+=("$t: BUILD FAILED"); failed=1; continue
 	fi
 	targets+=("$t")

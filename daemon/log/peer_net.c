@@ -1,24 +1,36 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * daemon/log/peer_tls.c - raft's peer transport in mutual TLS (peer_tls.h).
+ * daemon/log/peer_net.c - raft's peer transport (peer_net.h).
  *
  * One relay a peer connection:
  *
- *   raft - uv_pipe_t =socketpair= uv_pipe_t - SSL on memory BIOs - uv_tcp_t - peer
+ *   raft - uv_pipe_t =socketpair= uv_pipe_t - relay - uv_tcp_t - peer
  *
- * A peer's address is HOST:PORT (peer_addr.h), HOST an IP literal or a DNS
- * name. A name is resolved on the loop (uv_getaddrinfo, in libuv's threads)
- * at every connection attempt, so a changed record is followed; its
- * addresses are tried in order. A connection starts with the TLS 1.3
- * handshake, a certificate of the peer CA both ways; the connecting side
- * checks that the server's certificate names HOST (an IP subjectAltName for
- * a literal, a DNS one for a name: no partial wildcards, never the subject's
- * CN). It then sends a header inside TLS: a magic with the format, its raft
- * id and its raft address. The accepting side checks that the client's
- * certificate names that HOST the same way and answers one byte; only then is raft given its end of a socketpair, on
- * either side (so a refused client fails its connect, and raft retries).
- * Handshake and header must be done within HS_TIMEOUT_MS; at most
- * MAX_PENDING accepted connections may be that far at once.
+ * The relay holds the connection's bytes in memory BIOs both ways: in TLS
+ * an SSL works on them, plain they are the bytes themselves. A peer's
+ * address is HOST:PORT (peer_addr.h), HOST an IP literal or (in TLS) a DNS
+ * name, resolved on the loop (uv_getaddrinfo, in libuv's threads) at every
+ * connection attempt, its addresses tried in order.
+ *
+ * A connection, by the node's auth (peer_net.h):
+ *   TLS   the TLS 1.3 handshake, a certificate of the peer CA both ways;
+ *         the connecting side checks that the server's names HOST;
+ *   KEY   connecting side: KEY_MAGIC, its nonce (32 bytes); accepting side:
+ *         its nonce and HMAC(key, "semd peer key 1 server" | both nonces);
+ *         the connecting side checks it, then sends its header and
+ *         HMAC(key, "semd peer key 1 client" | both nonces | header);
+ *   NONE  nothing;
+ * then the header (inside TLS): HDR_MAGIC, the raft id and raft address of
+ * the connecting side (with its HMAC for KEY); the accepting side checks it
+ * (in TLS: that the client's certificate names that HOST) and answers one
+ * byte. Only then is raft given its end of a socketpair, on either side (so
+ * a refused client fails its connect, and raft retries). Everything before
+ * must be done within PEER_NET_HS_MS.
+ *
+ * What an accepted peer sends raft passes peer_wire first; a stream it
+ * refuses ends the relay, and nothing of the refused message reaches raft.
+ * Raft only writes on the connections it makes: bytes that come back on
+ * one end it.
  *
  * Everything runs on the raft thread's loop. A relay ends when either side
  * does (EOF or an error from raft's end or from the network): both are
@@ -28,6 +40,8 @@
  */
 #include <config.h>	/* autoconf's */
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,26 +49,37 @@
 #include <string.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
 #include "daemon/logging.h"
 #include "daemon/log/peer_addr.h"
-#include "daemon/log/peer_tls.h"
+#include "daemon/log/peer_net.h"
+#include "daemon/log/peer_wire.h"
 #include "security/tls.h"
 
-#define HS_TIMEOUT_MS	5000		/* handshake and header */
-#define MAX_PENDING	16		/* accepted, not yet raft's */
 #define HDR_ADDR	PEER_ADDR_MAX	/* the address field, NUL-padded */
 #define HDR_LEN		(8 + 8 + HDR_ADDR)
 #define HDR_OK		0x01		/* the accepting side's answer */
+#define NONCE		32
+#define MAC		32		/* HMAC-SHA256 */
+#define CHAL_LEN	(8 + NONCE)	/* KEY: the connecting side's first */
+#define PROOF_LEN	(NONCE + MAC)	/* KEY: the accepting side's answer */
+#define KEY_MIN		16
+#define KEY_MAX		1024
 #define QUEUE_HIGH	(1u << 20)	/* bytes queued one way: stop reading */
 #define READ_CHUNK	16384
+#define BACKLOG		64
 
-enum relay_state { R_HANDSHAKE, R_HEADER, R_OPEN };
+enum relay_state { R_TLS, R_KEY, R_HEADER, R_OPEN };
 
 struct ptls;
 
@@ -73,6 +98,8 @@ struct relay {
 	enum relay_state	state;
 	int			handles;	/* still to close, and gai */
 	int			status;		/* for req, once closed */
+	uint64_t		seq;		/* accepted: the how-manieth */
+	struct sockaddr_storage	src;		/* accepted: the peer's address */
 	uv_tcp_t		tcp;
 	uv_timer_t		timer;		/* handshake and header */
 	uv_pipe_t		pipe;		/* our end */
@@ -80,12 +107,14 @@ struct relay {
 	uv_connect_t		creq;
 	uv_getaddrinfo_t	gai;		/* outgoing to a name */
 	struct addrinfo		*ai, *ai_next;	/* its answer, the next to try */
-	SSL			*ssl;
+	SSL			*ssl;		/* TLS only */
 	BIO			*rbio, *wbio;	/* network bytes in, out */
+	struct peer_wire	wire;		/* accepted: what raft may read */
 	struct raft_uv_connect	*req;		/* outgoing: raft's, until answered */
 	raft_uv_connect_cb	cb;
 	size_t			hlen;
-	uint8_t			hdr[HDR_LEN];
+	uint8_t			hdr[HDR_LEN + MAC];
+	uint8_t			nonce_c[NONCE], nonce_s[NONCE];
 	char			host[PEER_HOST_MAX]; /* outgoing: what to verify */
 	char			who[HDR_ADDR + 48]; /* the peer, for the log */
 };
@@ -94,8 +123,11 @@ struct relay {
 struct ptls {
 	struct raft_uv_transport *t;
 	uv_loop_t		*loop;
-	SSL_CTX			*cctx;		/* client side */
-	struct tls_server	*srv;		/* server side */
+	enum peer_auth		auth;
+	SSL_CTX			*cctx;		/* TLS: client side */
+	struct tls_server	*srv;		/* TLS: server side */
+	unsigned char		key[KEY_MAX];	/* KEY: the peer key */
+	size_t			keylen;
 	raft_id			id;
 	char			address[HDR_ADDR];	/* ours, in raft */
 	char			bind[HDR_ADDR];		/* "": address */
@@ -106,6 +138,8 @@ struct ptls {
 	raft_uv_transport_close_cb close_cb;
 	struct relay		*relays;
 	unsigned int		pending;
+	uint64_t		accepted;	/* connections accepted so far */
+	unsigned long		evicted;	/* handshakes ended for a newer one */
 };
 
 /* One write; the bytes follow. */
@@ -117,12 +151,93 @@ struct wreq {
 
 /* The header's first 8 bytes: a name, then the format (1). */
 static const uint8_t hdr_magic[8] = { 's', 'e', 'm', 'd', 'p', 't', 0, 1 };
+/* KEY: the connecting side's first 8 bytes. */
+static const uint8_t key_magic[8] = { 's', 'e', 'm', 'd', 'p', 'k', 0, 1 };
 
 static void relay_pump(struct relay *r);
 
+/* --- the peer key --------------------------------------------------------------- */
+
+/* Read the peer key, refusing one others may read. */
+int peer_net_key_load(const char *path, unsigned char *key, size_t cap,
+    size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		snprintf(err, errlen, "peer-key %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "peer-key %s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    (st.st_mode & 077) != 0) {
+		snprintf(err, errlen, "peer-key %s: others may read it (owner uid "
+		    "%u, mode %03o): it must belong to semd's user (or root) "
+		    "with mode 600 or 400", path, (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 0777));
+		close(fd);
+		return -1;
+	}
+	n = read(fd, key, cap);
+	if (n > 0 && (size_t)n == cap) {
+		char extra;
+
+		if (read(fd, &extra, 1) > 0)
+			n = -2;
+	}
+	close(fd);
+	if (n < KEY_MIN) {
+		snprintf(err, errlen, "peer-key %s: %s", path, n == -2 ?
+		    "longer than 1024 bytes" : n < 0 ? "cannot be read" :
+		    "shorter than 16 bytes (make one: head -c 32 /dev/urandom)");
+		OPENSSL_cleanse(key, cap);
+		return -1;
+	}
+	*len = (size_t)n;
+	return 0;
+}
+
+/* What each side's HMAC starts with (both of LABEL_LEN bytes). */
+static const char MAC_CLIENT[] = "semd peer key 1 client";
+static const char MAC_SERVER[] = "semd peer key 1 server";
+#define LABEL_LEN	(sizeof MAC_CLIENT - 1)
+_Static_assert(sizeof MAC_CLIENT == sizeof MAC_SERVER, "labels alike");
+
+/*
+ * HMAC-SHA256 with the peer key of the accepting (server) or connecting
+ * side's label, both nonces, and more (or none).
+ */
+static void relay_mac(const struct relay *r, bool server,
+    const uint8_t *more, size_t morelen, uint8_t out[MAC])
+{
+	uint8_t msg[LABEL_LEN + 2 * NONCE + HDR_LEN];
+	unsigned int outlen = MAC;
+	size_t n;
+
+	memcpy(msg, server ? MAC_SERVER : MAC_CLIENT, LABEL_LEN);
+	memcpy(msg + LABEL_LEN, r->nonce_c, NONCE);
+	memcpy(msg + LABEL_LEN + NONCE, r->nonce_s, NONCE);
+	n = LABEL_LEN + 2 * NONCE;
+	if (more != NULL) {
+		memcpy(msg + n, more, morelen);
+		n += morelen;
+	}
+	if (HMAC(EVP_sha256(), r->p->key, (int)r->p->keylen, msg, n, out,
+	    &outlen) == NULL || outlen != MAC)
+		memset(out, 0, MAC);	/* no MAC matches all zeros */
+}
+
 /* --- addresses ------------------------------------------------------------------ */
 
-/* "IP:PORT" of an accepted connection's peer, into r->who. */
+/* "IP:PORT" of an accepted connection's peer, into r->who; r->src too. */
 static void relay_name_peer(struct relay *r)
 {
 	struct sockaddr_storage sa;
@@ -130,6 +245,7 @@ static void relay_name_peer(struct relay *r)
 	char ip[INET6_ADDRSTRLEN] = "?";
 	int port = 0;
 
+	memset(&sa, 0, sizeof sa);
 	if (uv_tcp_getpeername(&r->tcp, (struct sockaddr *)&sa, &len) == 0) {
 		if (sa.ss_family == AF_INET) {
 			uv_ip4_name((struct sockaddr_in *)&sa, ip, sizeof ip);
@@ -139,7 +255,23 @@ static void relay_name_peer(struct relay *r)
 			port = ntohs(((struct sockaddr_in6 *)&sa)->sin6_port);
 		}
 	}
+	r->src = sa;
 	snprintf(r->who, sizeof r->who, "connection from %s:%d", ip, port);
+}
+
+/* Do a and b come from the same IP address (ports aside)? */
+static bool same_source(const struct sockaddr_storage *a,
+    const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		    &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+	return false;
 }
 
 /* --- a relay's life --------------------------------------------------------------- */
@@ -178,8 +310,15 @@ static void relay_free(struct relay *r)
 		p->relays = r->next;
 	if (r->next != NULL)
 		r->next->prev = r->prev;
-	SSL_free(r->ssl);	/* and its BIOs */
+	if (r->ssl != NULL) {
+		SSL_free(r->ssl);	/* and its BIOs */
+	} else {
+		BIO_free(r->rbio);
+		BIO_free(r->wbio);
+	}
 	uv_freeaddrinfo(r->ai);
+	peer_wire_free(&r->wire);
+	OPENSSL_cleanse(r->hdr, sizeof r->hdr);
 	free(r);
 	if (req != NULL)
 		cb(req, NULL, status);
@@ -232,12 +371,12 @@ static void relay_close(struct relay *r, int status)
 		relay_close_handle(r, (uv_handle_t *)r->rpipe);
 }
 
-/* Handshake and header took too long: the relay ends. */
+/* The handshake took too long: the relay ends. */
 static void relay_timeout(uv_timer_t *t)
 {
 	struct relay *r = t->data;
 
-	log_warn("peer TLS: %s: no handshake within %d ms", r->who, HS_TIMEOUT_MS);
+	log_warn("peer: %s: no handshake within %d ms", r->who, PEER_NET_HS_MS);
 	relay_close(r, RAFT_NOCONNECTION);
 }
 
@@ -250,6 +389,7 @@ static struct relay *relay_new(struct ptls *p, bool outgoing)
 		return NULL;
 	r->p = p;
 	r->outgoing = outgoing;
+	peer_wire_init(&r->wire);
 	/* Neither fails for these arguments (no socket is made yet). */
 	(void)uv_tcp_init(p->loop, &r->tcp);
 	(void)uv_timer_init(p->loop, &r->timer);
@@ -259,24 +399,25 @@ static struct relay *relay_new(struct ptls *p, bool outgoing)
 	if (p->relays != NULL)
 		p->relays->prev = r;
 	p->relays = r;
-	(void)uv_timer_start(&r->timer, relay_timeout, HS_TIMEOUT_MS, 0);
+	(void)uv_timer_start(&r->timer, relay_timeout, PEER_NET_HS_MS, 0);
 	return r;
 }
 
-/* The SSL of the relay, on memory BIOs, TLS 1.3 only. Frees ssl on error. */
-static int relay_tls(struct relay *r, SSL *ssl)
+/* The relay's memory BIOs, and ssl on them (TLS 1.3 only) unless NULL. */
+static int relay_bios(struct relay *r, SSL *ssl)
 {
 	BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
 
-	if (rb == NULL || wb == NULL ||
-	    SSL_set_min_proto_version(ssl, TLS1_3_VERSION) != 1) {
+	if (rb == NULL || wb == NULL || (ssl != NULL &&
+	    SSL_set_min_proto_version(ssl, TLS1_3_VERSION) != 1)) {
 		BIO_free(rb);
 		BIO_free(wb);
 		SSL_free(ssl);
 		return -1;
 	}
 	BIO_set_mem_eof_return(rb, -1);	/* empty is "more to come" */
-	SSL_set_bio(ssl, rb, wb);
+	if (ssl != NULL)
+		SSL_set_bio(ssl, rb, wb);
 	r->ssl = ssl;
 	r->rbio = rb;
 	r->wbio = wb;
@@ -302,8 +443,6 @@ static int relay_reading(uv_stream_t *s, bool *on, bool want, uv_read_cb cb)
 	return want ? uv_read_start(s, relay_alloc, cb) : uv_read_stop(s);
 }
 
-/* Bytes from the peer: into TLS, out to raft once open. */
-/* Bytes from the peer: into TLS, out to raft once open. */
 static void tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void pipe_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
@@ -347,7 +486,7 @@ static int relay_send(struct relay *r, uv_stream_t *s, struct wreq *w, size_t le
 	return 0;
 }
 
-/* Send what TLS has for the network. */
+/* Send what the BIO has for the network. */
 static int relay_flush(struct relay *r)
 {
 	struct wreq *w;
@@ -366,51 +505,83 @@ static int relay_flush(struct relay *r)
 	return 0;
 }
 
-/* Why SSL_read gave n <= 0: 0 for "wait for more", else -1 (logged). */
-static int relay_read_why(struct relay *r, int n)
+/* Bytes for the peer (inside TLS, or as they are): n, or <= 0. */
+static int relay_out(struct relay *r, const void *buf, int n)
+{
+	return r->ssl != NULL ? SSL_write(r->ssl, buf, n) :
+	    BIO_write(r->wbio, buf, n);
+}
+
+/* Bytes from the peer: n > 0, 0 for "wait for more", -1 (logged). */
+static int relay_in(struct relay *r, void *buf, int n)
 {
 	char err[512] = "";
-	int e = SSL_get_error(r->ssl, n);
+	int rc, e;
 
+	if (r->ssl == NULL) {
+		rc = BIO_read(r->rbio, buf, n);
+		return rc > 0 ? rc : BIO_should_retry(r->rbio) ? 0 : -1;
+	}
+	if ((rc = SSL_read(r->ssl, buf, n)) > 0)
+		return rc;
+	e = SSL_get_error(r->ssl, rc);
 	if (e == SSL_ERROR_WANT_READ)
 		return 0;
 	if (e == SSL_ERROR_ZERO_RETURN) {
 		if (r->state != R_OPEN)
-			log_warn("peer TLS: %s: closed before the header", r->who);
+			log_warn("peer: %s: closed before the header", r->who);
 		return -1;
 	}
 	tls_errors(err, sizeof err);
-	log_warn("peer TLS: %s: %s", r->who, err[0] != '\0' ? err :
-	    "TLS error");
+	log_warn("peer: %s: %s", r->who, err[0] != '\0' ? err : "TLS error");
 	return -1;
 }
 
-/* Plaintext from the peer to raft. */
-static int relay_to_raft(struct relay *r)
+/* Checked bytes for raft (peer_wire's emit). */
+static int relay_emit(void *arg, const uint8_t *p, size_t n)
 {
-	struct wreq *w;
-	int n;
+	struct relay *r = arg;
+	struct wreq *w = malloc(sizeof *w + n);
 
-	for (;;) {
-		if ((w = malloc(sizeof *w + READ_CHUNK)) == NULL)
-			return -1;
-		n = SSL_read(r->ssl, w->data, READ_CHUNK);
-		if (n <= 0) {
-			free(w);
-			return relay_read_why(r, n);
-		}
-		if (relay_send(r, (uv_stream_t *)&r->pipe, w, (size_t)n) != 0)
-			return -1;
-	}
+	if (w == NULL)
+		return -1;
+	memcpy(w->data, p, n);
+	return relay_send(r, (uv_stream_t *)&r->pipe, w, n);
 }
 
+/*
+ * What the peer sent, to raft through the wire checker (an accepted
+ * connection); on our own connections raft reads nothing: bytes end it.
+ */
+static int relay_to_raft(struct relay *r)
+{
+	uint8_t buf[READ_CHUNK];
+	char why[300];
+	int n;
+
+	while ((n = relay_in(r, buf, (int)sizeof buf)) > 0) {
+		if (r->outgoing) {
+			log_warn("peer: %s: sent %d bytes on our connection, where "
+			    "it has nothing to say: closed", r->who, n);
+			return -1;
+		}
+		if (peer_wire_feed(&r->wire, buf, (size_t)n, relay_emit, r, why,
+		    sizeof why) != 0) {
+			log_warn("peer: %s: refused: %s", r->who, why);
+			return -1;
+		}
+	}
+	return n;
+}
+
+/* Bytes from the peer's connection (or its end). */
 static void tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct relay *r = s->data;
 
 	if (n < 0) {
 		if (r->state != R_OPEN)
-			log_warn("peer TLS: %s: closed during the handshake (%s)",
+			log_warn("peer: %s: closed during the handshake (%s)",
 			    r->who, uv_strerror((int)n));
 		relay_close(r, RAFT_NOCONNECTION);
 	} else if (n > 0 && BIO_write(r->rbio, buf->base, (int)n) != (int)n) {
@@ -422,14 +593,14 @@ static void tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	free(buf->base);
 }
 
-/* Plaintext from raft to the peer; its EOF ends the relay. */
+/* Bytes from raft to the peer; its EOF ends the relay. */
 static void pipe_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct relay *r = s->data;
 
 	if (n < 0)
 		relay_close(r, 0);
-	else if (n > 0 && (SSL_write(r->ssl, buf->base, (int)n) != (int)n ||
+	else if (n > 0 && (relay_out(r, buf->base, (int)n) != (int)n ||
 	    relay_flush(r) != 0))
 		relay_close(r, RAFT_NOCONNECTION);
 	else
@@ -503,27 +674,66 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-/* The connecting side: who we are, inside TLS. */
+/* Read until r->hdr has want bytes: 1 when it has, 0 for more, -1 on error. */
+static int relay_read_exact(struct relay *r, size_t want)
+{
+	int n;
+
+	while (r->hlen < want) {
+		n = relay_in(r, r->hdr + r->hlen, (int)(want - r->hlen));
+		if (n <= 0)
+			return n;
+		r->hlen += (size_t)n;
+	}
+	return 1;
+}
+
+/* The connecting side: who we are (for KEY with its proof), then R_HEADER. */
 static int relay_send_header(struct relay *r)
 {
-	uint8_t hdr[HDR_LEN] = { 0 };
+	uint8_t hdr[HDR_LEN + MAC] = { 0 };
+	size_t len = HDR_LEN;
 
 	memcpy(hdr, hdr_magic, sizeof hdr_magic);
 	put64(hdr + 8, r->p->id);
 	memcpy(hdr + 16, r->p->address, strlen(r->p->address));
-	return SSL_write(r->ssl, hdr, HDR_LEN) == HDR_LEN ? 0 : -1;
+	if (r->p->auth == PEER_AUTH_KEY) {
+		relay_mac(r, false, hdr, HDR_LEN, hdr + HDR_LEN);
+		len += MAC;
+	}
+	r->state = R_HEADER;
+	r->hlen = 0;
+	return relay_out(r, hdr, (int)len) == (int)len ? 0 : -1;
 }
 
-/* Drive the TLS handshake; on its end, the header. */
+/* The connection is secure (TLS) or needs none: what comes next. */
+static int relay_secured(struct relay *r)
+{
+	uint8_t chal[CHAL_LEN];
+
+	r->hlen = 0;
+	if (r->p->auth != PEER_AUTH_KEY) {
+		r->state = R_HEADER;
+		return r->outgoing ? relay_send_header(r) : 0;
+	}
+	r->state = R_KEY;
+	if (!r->outgoing)
+		return 0;
+	if (RAND_bytes(r->nonce_c, NONCE) != 1)
+		return -1;
+	memcpy(chal, key_magic, sizeof key_magic);
+	memcpy(chal + 8, r->nonce_c, NONCE);
+	return relay_out(r, chal, CHAL_LEN) == CHAL_LEN ? 0 : -1;
+}
+
+/* Drive the TLS handshake; on its end, what comes next. */
 static int relay_handshake(struct relay *r)
 {
 	char err[512] = "";
 	int rc = SSL_do_handshake(r->ssl), e;
 
-	if (rc == 1) {
-		r->state = R_HEADER;
-		return r->outgoing ? relay_send_header(r) : 0;
-	}
+	if (rc == 1)
+		return relay_secured(r);
 	e = SSL_get_error(r->ssl, rc);
 	if (e == SSL_ERROR_WANT_READ)
 		return 0;
@@ -532,18 +742,44 @@ static int relay_handshake(struct relay *r)
 	return -1;
 }
 
-/* Read until r->hdr has want bytes: 1 when it has, 0 for more, -1 on error. */
-static int relay_read_exact(struct relay *r, size_t want)
+/*
+ * KEY: the accepting side reads the challenge and proves the key; the
+ * connecting side checks that proof and sends its header with its own.
+ */
+static int relay_key(struct relay *r)
 {
-	int n;
+	uint8_t mac[MAC], proof[PROOF_LEN];
+	int rc;
 
-	while (r->hlen < want) {
-		n = SSL_read(r->ssl, r->hdr + r->hlen, (int)(want - r->hlen));
-		if (n <= 0)
-			return relay_read_why(r, n);
-		r->hlen += (size_t)n;
+	if (!r->outgoing) {
+		if ((rc = relay_read_exact(r, CHAL_LEN)) <= 0)
+			return rc;
+		if (memcmp(r->hdr, key_magic, sizeof key_magic) != 0) {
+			log_warn("peer: %s: refused: it does not prove a peer key "
+			    "(%s)", r->who, memcmp(r->hdr, hdr_magic,
+			    sizeof hdr_magic) == 0 ? "a node without one" :
+			    "no semd peer");
+			return -1;
+		}
+		memcpy(r->nonce_c, r->hdr + 8, NONCE);
+		if (RAND_bytes(r->nonce_s, NONCE) != 1)
+			return -1;
+		memcpy(proof, r->nonce_s, NONCE);
+		relay_mac(r, true, NULL, 0, proof + NONCE);
+		r->state = R_HEADER;
+		r->hlen = 0;
+		return relay_out(r, proof, PROOF_LEN) == PROOF_LEN ? 0 : -1;
 	}
-	return 1;
+	if ((rc = relay_read_exact(r, PROOF_LEN)) <= 0)
+		return rc;
+	memcpy(r->nonce_s, r->hdr, NONCE);
+	relay_mac(r, true, NULL, 0, mac);
+	if (CRYPTO_memcmp(mac, r->hdr + NONCE, MAC) != 0) {
+		log_warn("peer: %s: refused: it does not hold our peer key",
+		    r->who);
+		return -1;
+	}
+	return relay_send_header(r);
 }
 
 /* The connecting side: the answer came; raft gets its stream. */
@@ -555,29 +791,41 @@ static int relay_read_ok(struct relay *r)
 	if (rc <= 0)
 		return rc;
 	if (r->hdr[0] != HDR_OK || relay_open(r) != 0) {
-		log_warn("peer TLS: %s: no usable answer to our header", r->who);
+		log_warn("peer: %s: no usable answer to our header", r->who);
 		return -1;
 	}
-	log_info("peer TLS: connected to %s", r->who);
+	log_info("peer: connected to %s", r->who);
 	r->req = NULL;
 	r->cb(req, relay_hand_over(r), 0);
 	return 0;
 }
 
-/* The accepting side: is the header whole and does the certificate match? */
+/* The accepting side: is the header whole and does the peer prove it? */
 static int relay_check_header(struct relay *r, raft_id *id, char *address)
 {
 	struct peer_addr a;
+	uint8_t mac[MAC];
 
 	*id = get64(r->hdr + 8);
 	memcpy(address, r->hdr + 16, HDR_ADDR);
 	if (memcmp(r->hdr, hdr_magic, sizeof hdr_magic) != 0 || *id == 0 ||
 	    address[HDR_ADDR - 1] != '\0' || peer_addr_parse(address, &a) != 0) {
-		log_warn("peer TLS: %s: refused: not a semd peer header of "
-		    "this version", r->who);
+		log_warn("peer: %s: refused: %s", r->who,
+		    memcmp(r->hdr, key_magic, sizeof key_magic) == 0 ?
+		    "it proves a peer key, and this node has none" :
+		    "not a semd peer header of this version");
 		return -1;
 	}
-	if (!peer_addr_named(SSL_get0_peer_certificate(r->ssl), &a)) {
+	if (r->p->auth == PEER_AUTH_KEY) {
+		relay_mac(r, false, r->hdr, HDR_LEN, mac);
+		if (CRYPTO_memcmp(mac, r->hdr + HDR_LEN, MAC) != 0) {
+			log_warn("peer: %s: refused: node %llu does not hold our "
+			    "peer key", r->who, (unsigned long long)*id);
+			return -1;
+		}
+	}
+	if (r->p->auth == PEER_AUTH_TLS &&
+	    !peer_addr_named(SSL_get0_peer_certificate(r->ssl), &a)) {
 		log_warn("peer TLS: %s: refused: node %llu says it is at %s, "
 		    "which its certificate does not name (%s subjectAltName)",
 		    r->who, (unsigned long long)*id, address,
@@ -594,16 +842,17 @@ static int relay_read_header(struct relay *r)
 	char address[HDR_ADDR];
 	struct ptls *p = r->p;
 	raft_id id;
-	int rc = relay_read_exact(r, HDR_LEN);
+	int rc = relay_read_exact(r, HDR_LEN + (p->auth == PEER_AUTH_KEY ?
+	    MAC : 0));
 
 	if (rc <= 0)
 		return rc;
 	if (relay_check_header(r, &id, address) != 0)
 		return -1;
-	if (SSL_write(r->ssl, &ok, 1) != 1 || relay_open(r) != 0)
+	if (relay_out(r, &ok, 1) != 1 || relay_open(r) != 0)
 		return -1;
-	log_info("peer TLS: node %llu (%s): %s", (unsigned long long)id,
-	    address, r->who);
+	log_info("peer: node %llu (%s): %s", (unsigned long long)id, address,
+	    r->who);
 	p->accept_cb(p->t, id, address, relay_hand_over(r));
 	return 0;
 }
@@ -613,8 +862,10 @@ static void relay_pump(struct relay *r)
 {
 	int rc = 0;
 
-	if (r->state == R_HANDSHAKE)
+	if (r->state == R_TLS)
 		rc = relay_handshake(r);
+	if (rc == 0 && r->state == R_KEY)
+		rc = relay_key(r);
 	if (rc == 0 && r->state == R_HEADER)
 		rc = r->outgoing ? relay_read_ok(r) : relay_read_header(r);
 	if (rc == 0 && r->state == R_OPEN)
@@ -642,12 +893,48 @@ static int pt_init(struct raft_uv_transport *t, raft_id id, const char *address)
 	return 0;
 }
 
+/*
+ * Room for the handshake of r: past PEER_NET_PER_SOURCE from its address,
+ * the oldest of those ends; past PEER_NET_MAX_PENDING, the oldest of all.
+ * A connection that says nothing so holds a place for a short while only,
+ * and one that does its handshake in time is not pushed out but by a
+ * flood of newer ones.
+ */
+static void pt_make_room(struct ptls *p, struct relay *r)
+{
+	struct relay *x, *oldest_src = NULL, *oldest = NULL;
+	unsigned int from_src = 0;
+
+	for (x = p->relays; x != NULL; x = x->next) {
+		if (!x->pending || x->closing)
+			continue;
+		if (oldest == NULL || x->seq < oldest->seq)
+			oldest = x;
+		if (same_source(&x->src, &r->src)) {
+			from_src++;
+			if (oldest_src == NULL || x->seq < oldest_src->seq)
+				oldest_src = x;
+		}
+	}
+	x = from_src >= PEER_NET_PER_SOURCE ? oldest_src :
+	    p->pending >= PEER_NET_MAX_PENDING ? oldest : NULL;
+	if (x == NULL)
+		return;
+	/* Said for the first and then every 2^k-th (a flood is one line). */
+	p->evicted++;
+	if ((p->evicted & (p->evicted - 1)) == 0)
+		log_warn("peer: %s: ended for a newer connection (%u handshakes "
+		    "under way, %u from its address; %lu so far)", x->who,
+		    p->pending, from_src, p->evicted);
+	relay_close(x, 0);
+}
+
 /* A peer connected: a relay starts its handshake. */
 static void pt_accepted(uv_stream_t *s, int status)
 {
 	struct ptls *p = s->data;
 	struct relay *r;
-	SSL *ssl;
+	SSL *ssl = NULL;
 
 	if (status != 0 || p->closing || (r = relay_new(p, false)) == NULL)
 		return;
@@ -656,18 +943,21 @@ static void pt_accepted(uv_stream_t *s, int status)
 		return;
 	}
 	relay_name_peer(r);
-	if (p->pending >= MAX_PENDING) {
-		log_warn("peer TLS: %s: refused: %d handshakes under way",
-		    r->who, MAX_PENDING);
-		relay_close(r, 0);
-		return;
-	}
+	pt_make_room(p, r);
+	r->seq = ++p->accepted;
 	r->pending = true;
 	p->pending++;
 	(void)uv_tcp_nodelay(&r->tcp, 1);
-	if ((ssl = tls_server_ssl_new(p->srv)) == NULL || relay_tls(r, ssl) != 0 ||
+	if ((p->auth == PEER_AUTH_TLS &&
+	    (ssl = tls_server_ssl_new(p->srv)) == NULL) ||
+	    relay_bios(r, ssl) != 0 ||
 	    relay_reading((uv_stream_t *)&r->tcp, &r->reading_tcp, true,
-	    tcp_read) != 0)
+	    tcp_read) != 0) {
+		relay_close(r, 0);
+		return;
+	}
+	r->state = R_TLS;
+	if (p->auth != PEER_AUTH_TLS && relay_secured(r) != 0)
 		relay_close(r, 0);
 }
 
@@ -691,13 +981,13 @@ static int pt_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 
 	p->accept_cb = cb;
 	if (peer_addr_parse(where, &a) != 0) {
-		snprintf(t->errmsg, sizeof t->errmsg, "peer TLS: %.200s is not "
+		snprintf(t->errmsg, sizeof t->errmsg, "peer: %.200s is not "
 		    "HOST:PORT", where);
 		return RAFT_INVALID;
 	}
 	/* Once, before the loop serves anything: a name resolved in place. */
 	if ((rv = peer_addr_resolve(&a, &sa)) != 0) {
-		snprintf(t->errmsg, sizeof t->errmsg, "peer TLS: listen on %.200s: "
+		snprintf(t->errmsg, sizeof t->errmsg, "peer: listen on %.200s: "
 		    "%s", where, gai_strerror(rv));
 		return RAFT_IOERR;
 	}
@@ -706,10 +996,9 @@ static int pt_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 	p->listening = true;
 	rv = uv_tcp_bind(&p->listener, (struct sockaddr *)&sa, 0);
 	if (rv == 0)
-		rv = uv_listen((uv_stream_t *)&p->listener, MAX_PENDING,
-		    pt_accepted);
+		rv = uv_listen((uv_stream_t *)&p->listener, BACKLOG, pt_accepted);
 	if (rv != 0) {
-		snprintf(t->errmsg, sizeof t->errmsg, "peer TLS: listen on %.200s: "
+		snprintf(t->errmsg, sizeof t->errmsg, "peer: listen on %.200s: "
 		    "%s", where, uv_strerror(rv));
 		uv_close((uv_handle_t *)&p->listener, pt_listener_closed);
 		return RAFT_IOERR;
@@ -739,12 +1028,12 @@ static void relay_connected(uv_connect_t *c, int status)
 {
 	struct relay *r = c->data;
 	char err[512] = "";
-	SSL *ssl;
+	SSL *ssl = NULL;
 
 	if (r->closing)
 		return;
 	if (status != 0) {
-		log_debug("peer TLS: %s: %s", r->who, uv_strerror(status));
+		log_debug("peer: %s: %s", r->who, uv_strerror(status));
 		if (r->ai_next != NULL) {	/* another address of the name */
 			r->recycling = true;
 			r->handles++;
@@ -755,17 +1044,24 @@ static void relay_connected(uv_connect_t *c, int status)
 		return;
 	}
 	(void)uv_tcp_nodelay(&r->tcp, 1);
-	if (tls_client_ssl_new(r->p->cctx, r->host, &ssl, err, sizeof err) != 0 ||
-	    relay_tls(r, ssl) != 0 ||
+	if ((r->p->auth == PEER_AUTH_TLS &&
+	    tls_client_ssl_new(r->p->cctx, r->host, &ssl, err, sizeof err) != 0) ||
+	    relay_bios(r, ssl) != 0 ||
 	    relay_reading((uv_stream_t *)&r->tcp, &r->reading_tcp, true,
 	    tcp_read) != 0) {
-		log_warn("peer TLS: %s: %s", r->who, err[0] != '\0' ? err :
-		    "cannot start TLS");
+		log_warn("peer: %s: %s", r->who, err[0] != '\0' ? err :
+		    "cannot start the handshake");
 		relay_close(r, RAFT_NOCONNECTION);
 		return;
 	}
-	SSL_set_hostflags(r->ssl, PEER_SAN_FLAGS);	/* used by a name only */
-	relay_pump(r);	/* the ClientHello */
+	r->state = R_TLS;
+	if (ssl != NULL)
+		SSL_set_hostflags(r->ssl, PEER_SAN_FLAGS); /* used by a name only */
+	else if (relay_secured(r) != 0) {
+		relay_close(r, RAFT_NOCONNECTION);
+		return;
+	}
+	relay_pump(r);	/* the ClientHello, or the first bytes */
 }
 
 /* Connect to the next address of the name. */
@@ -790,7 +1086,7 @@ static void relay_resolved(uv_getaddrinfo_t *req, int status,
 	r->ai = res;
 	r->ai_next = res;
 	if (!r->closing && (status != 0 || res == NULL)) {
-		log_warn("peer TLS: %s: cannot resolve %s: %s", r->who, r->host,
+		log_warn("peer: %s: cannot resolve %s: %s", r->who, r->host,
 		    uv_strerror(status != 0 ? status : UV_EAI_NONAME));
 		relay_close(r, RAFT_NOCONNECTION);
 	} else if (!r->closing) {
@@ -811,7 +1107,7 @@ static int pt_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	char port[8];
 
 	if (peer_addr_parse(address, &a) != 0) {
-		snprintf(t->errmsg, sizeof t->errmsg, "peer TLS: node %llu: %.200s "
+		snprintf(t->errmsg, sizeof t->errmsg, "peer: node %llu: %.200s "
 		    "is not HOST:PORT", (unsigned long long)id, address);
 		return RAFT_NOCONNECTION;
 	}
@@ -860,9 +1156,9 @@ static void pt_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 	ptls_maybe_closed(p);
 }
 
-/* Make t a TLS transport on loop. */
-int peer_tls_init(struct raft_uv_transport *t, uv_loop_t *loop,
-    const struct peer_tls_config *cfg, char *err, size_t errlen)
+/* TLS: the server's and the client's contexts from the files. */
+static int pt_tls(struct ptls *p, const struct peer_net_config *cfg,
+    char *why, size_t whylen)
 {
 	const struct tls_server_config sc = {
 		.cert_file = cfg->cert_file, .key_file = cfg->key_file,
@@ -872,18 +1168,38 @@ int peer_tls_init(struct raft_uv_transport *t, uv_loop_t *loop,
 		.ca_file = cfg->ca_file, .cert_file = cfg->cert_file,
 		.key_file = cfg->key_file,
 	};
+
+	if (tls_server_new(&p->srv, &sc, why, whylen) != 0)
+		return -1;
+	if (tls_client_ctx_new(&p->cctx, &cc, why, whylen) != 0) {
+		tls_server_free(p->srv);
+		p->srv = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Make t a peer transport on loop. */
+int peer_net_init(struct raft_uv_transport *t, uv_loop_t *loop,
+    const struct peer_net_config *cfg, char *err, size_t errlen)
+{
 	struct ptls *p = calloc(1, sizeof *p);
 	char why[512] = "";
 
 	if (p == NULL)
 		return tls_errf(-1, err, errlen, "out of memory");
-	if ((cfg->bind != NULL && strlen(cfg->bind) >= sizeof p->bind) ||
-	    tls_server_new(&p->srv, &sc, why, sizeof why) != 0 ||
-	    tls_client_ctx_new(&p->cctx, &cc, why, sizeof why) != 0) {
-		tls_server_free(p->srv);
+	p->auth = cfg->auth;
+	if (cfg->bind != NULL && strlen(cfg->bind) >= sizeof p->bind) {
 		free(p);
-		return tls_errf(-1, err, errlen, "peer TLS: %s", why[0] != '\0' ?
-		    why : "peer-bind too long");
+		return tls_errf(-1, err, errlen, "peer-bind too long");
+	}
+	if ((p->auth == PEER_AUTH_TLS && pt_tls(p, cfg, why, sizeof why) != 0) ||
+	    (p->auth == PEER_AUTH_KEY && peer_net_key_load(cfg->secret_file,
+	    p->key, sizeof p->key, &p->keylen, why, sizeof why) != 0)) {
+		OPENSSL_cleanse(p->key, sizeof p->key);
+		free(p);
+		return tls_errf(-1, err, errlen, "%s%s", cfg->auth ==
+		    PEER_AUTH_TLS ? "peer TLS: " : "", why);
 	}
 	if (cfg->bind != NULL)
 		snprintf(p->bind, sizeof p->bind, "%s", cfg->bind);
@@ -899,7 +1215,7 @@ int peer_tls_init(struct raft_uv_transport *t, uv_loop_t *loop,
 }
 
 /* Free t's state once raft closed it. */
-void peer_tls_free(struct raft_uv_transport *t)
+void peer_net_free(struct raft_uv_transport *t)
 {
 	struct ptls *p = t->impl;
 
@@ -907,6 +1223,7 @@ void peer_tls_free(struct raft_uv_transport *t)
 		return;
 	SSL_CTX_free(p->cctx);
 	tls_server_free(p->srv);
+	OPENSSL_cleanse(p->key, sizeof p->key);
 	free(p);
 	t->impl = NULL;
 }
