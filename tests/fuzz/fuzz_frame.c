@@ -16,16 +16,49 @@
 #include "proto/semd.pb-c.h"
 #include "tests/fuzz/fuzz.h"
 
-/* Does req or its operation carry fields this protocol version does not know? */
+/* Does m, or a message inside it at any depth, carry fields this protocol
+ * version does not know (a DownMulti's Want as well as the Request)? */
+static int has_unknown(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	unsigned int i;
+	size_t k;
+
+	if (m->n_unknown_fields > 0)
+		return 1;
+	for (i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const char *at = (const char *)m + f->offset;
+
+		if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t n = *(const size_t *)(const void *)
+			    ((const char *)m + f->quantifier_offset);
+			ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)(const void *)at;
+
+			for (k = 0; k < n; k++)
+				if (has_unknown(v[k]))
+					return 1;
+		} else {
+			const ProtobufCMessage *sub = *(const ProtobufCMessage *const *)(const void *)at;
+
+			/* a oneof's other members share the slot: only the set one */
+			if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0 &&
+			    *(const uint32_t *)(const void *)((const char *)m + f->quantifier_offset) !=
+			    f->id)
+				continue;
+			if (sub != NULL && has_unknown(sub))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Does req carry fields this protocol version does not know, anywhere? */
 static int has_unknown_fields(const Semd__Request *req)
 {
-	const ProtobufCMessage *op = NULL;
-
-	if (req->base.n_unknown_fields > 0)
-		return 1;
-	if (req->op_case != SEMD__REQUEST__OP__NOT_SET)
-		op = (const ProtobufCMessage *)req->hello;	/* any member: a union */
-	return op != NULL && op->n_unknown_fields > 0;
+	return has_unknown(&req->base);
 }
 
 /*

@@ -256,6 +256,10 @@ static void gen_frame(void)
 	memset(&o, 0, sizeof(o));
 	out_bytes(&o, "\x08\x01\x80\x00\x00", 5);
 	out_write(&o, "fuzz_frame", "regress-overlong-tag0");
+	/* ... and the same inside a DownMulti's Want, unframed */
+	memset(&o, 0, sizeof(o));
+	out_bytes(&o, "\x8a\x01\x0a\x0a\x06\xb2\x01\x00\x80\x00\x00\x10\x01", 13);
+	out_write(&o, "fuzz_frame", "regress-overlong-tag0-nested");
 	/* a truncated frame */
 	memset(&o, 0, sizeof(o));
 	req_down(&o, 3, "jobs/a", 1, -1, 0);
