@@ -567,6 +567,14 @@ static int thread_bootstrap(struct semlog *l)
 	return rv;
 }
 
+/* Did raft fail to start because io_setup(2) found no kernel AIO slot
+ * (the host's fs.aio-max-nr taken: EAGAIN, or 0.22's writer's TOOMANY)? */
+static bool thread_aio_refused(int rv, const char *errmsg)
+{
+	return rv == RAFT_TOOMANY || (strstr(errmsg, "io_setup") != NULL &&
+	    strstr(errmsg, "temporarily unavailable") != NULL);
+}
+
 /* The log thread: load, then follow or lead until stopped. */
 static void *thread_main(void *arg)
 {
@@ -583,8 +591,18 @@ static void *thread_main(void *arg)
 		    "there and start again");
 		goto handles;
 	}
+	if (rv != 0 && thread_aio_refused(rv, raft_errmsg(&l->raft))) {
+		/* libraft writes with kernel AIO, and has no other way */
+		snprintf(msg, sizeof msg, "no kernel async I/O slot (%s): "
+		    "raise the host's fs.aio-max-nr (sysctl -w "
+		    "fs.aio-max-nr=1048576; /proc/sys/fs/aio-nr is what is "
+		    "taken) or stop what holds them", raft_errmsg(&l->raft));
+		thread_started(l, EX_TEMPFAIL, msg);
+		goto handles;
+	}
 	if (rv != 0) {
-		snprintf(msg, sizeof msg, "raft: %s", raft_strerror(rv));
+		snprintf(msg, sizeof msg, "raft: %s (%s)", raft_strerror(rv),
+		    raft_errmsg(&l->raft));
 		thread_started(l, EX_CONFIG, msg);
 		goto handles;
 	}
@@ -593,6 +611,13 @@ static void *thread_main(void *arg)
 	    thread_bootstrap(l) != 0)
 		goto close;
 	rv = raft_start(&l->raft);
+	if (rv != 0 && thread_aio_refused(rv, raft_errmsg(&l->raft))) {
+		snprintf(msg, sizeof msg, "no kernel async I/O slot (%s): "
+		    "raise the host's fs.aio-max-nr (sysctl) or stop what "
+		    "holds them", raft_errmsg(&l->raft));
+		thread_started(l, EX_TEMPFAIL, msg);
+		goto close;
+	}
 	if (rv != 0) {
 		snprintf(msg, sizeof msg, "the data directory cannot be loaded "
 		    "(damaged?): %s", raft_errmsg(&l->raft));
