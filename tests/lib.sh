@@ -65,11 +65,11 @@ has() { grep -q -- "$1" "$2"; }
 
 # t_wait_for SECONDS CMD... : poll CMD every 50 ms until it succeeds.
 t_wait_for() {
-	limit=$(( $1 * 20 )); shift
-	i=0
-	while [ $i -lt $limit ]; do
+	t_wf_limit=$(( $1 * 20 )); shift
+	t_wf_i=0
+	while [ $t_wf_i -lt $t_wf_limit ]; do
 		if "$@" 2>/dev/null; then return 0; fi
-		sleep 0.05; i=$((i + 1))
+		sleep 0.05; t_wf_i=$((t_wf_i + 1))
 	done
 	return 1
 }

@@ -443,6 +443,7 @@ struct sm {
 	struct sm_cache		hold_cache;
 	struct sm_cache		wait_cache;
 	struct sm_cache		sem_cache[SM_SEM_CLASSES];
+	struct sm_cache		hists_cache;	/* a name's histograms */
 	struct sm_out		out;
 	uint64_t		start_ms;
 	uint64_t		token_base;

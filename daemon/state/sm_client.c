@@ -110,6 +110,7 @@ void sm_free(struct sm *sm)
 	hmap_destroy(&sm->clients_by_id);
 	sm_cache_drain(&sm->hold_cache);
 	sm_cache_drain(&sm->wait_cache);
+	sm_cache_drain(&sm->hists_cache);
 	for (size_t k = 0; k < SM_SEM_CLASSES; k++)
 		sm_cache_drain(&sm->sem_cache[k]);
 	free(sm->heap);

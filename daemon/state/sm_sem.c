@@ -94,8 +94,10 @@ void sem_free(struct sm *sm, struct sm_sem *sem)
 		sm->byname_lost++;
 	sm->ctr.semaphores--;
 	sem_unown(sm, sem);
-	if (sem->hists != NULL)
-		sm_dealloc(sm, sem->hists, sizeof *sem->hists);
+	/* kept for the next name (an auto-created one comes and goes with
+	 * each down and up: no heap call for either) */
+	sm_cache_put_max(sm, &sm->hists_cache, sem->hists, sizeof *sem->hists,
+	    SM_SEM_CACHE_MAX);
 	sem->hists = NULL;
 	sm_cache_put_max(sm, &sm->sem_cache[SEM_CLASS(sem->len)], sem,
 	    SEM_CLASS_SIZE(SEM_CLASS(sem->len)), SM_SEM_CACHE_MAX);
@@ -107,9 +109,8 @@ void sem_free(struct sm *sm, struct sm_sem *sem)
  */
 struct sm_hists *sem_hists(struct sm *sm, struct sm_sem *sem)
 {
-	if (sem->hists == NULL &&
-	    (sem->hists = sm_alloc(sm, sizeof *sem->hists)) != NULL)
-		memset(sem->hists, 0, sizeof *sem->hists);
+	if (sem->hists == NULL)
+		sem->hists = sm_cache_get(sm, &sm->hists_cache, sizeof *sem->hists);
 	return sem->hists;
 }
 
