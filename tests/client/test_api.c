@@ -435,7 +435,7 @@ out:
 /* --- threads through repeated cuts ------------------------------------------ */
 
 static struct semc *cut_handle;
-static atomic_int cut_errors, cut_done;
+static atomic_int cut_errors, cut_done, cut_count;
 
 /* Down and up by permit id, over and over, while the relay is cut. */
 static void *cut_worker(void *arg)
@@ -443,7 +443,9 @@ static void *cut_worker(void *arg)
 	struct semc_grant g;
 	int i, r;
 
-	for (i = 0; i < 80; i++) {
+	/* 80 rounds, and on until the network was cut 3 times (a fast
+	 * machine does 80 between two cuts): 4000 at most */
+	for (i = 0; i < 4000 && (i < 80 || atomic_load(&cut_count) < 3); i++) {
 		if ((r = semc_down(cut_handle, "cuts", 1, 10000, 0, &g)) != 0) {
 			fprintf(stderr, "cut worker down: %d %s\n", r, semc_last_message());
 			atomic_fetch_add(&cut_errors, 1);
@@ -484,6 +486,7 @@ static void test_cut_threads(void)
 		t_sleep_ms(60);
 		relay_cut(&r);
 		cuts++;
+		atomic_store(&cut_count, cuts);
 	}
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
