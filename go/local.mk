@@ -9,4 +9,5 @@ EXTRA_DIST += go/semclient/go.mod go/semclient/shim.c go/semclient/shim.h \
 	go/semclient/export_test.go go/semclient/queue_test.go \
 	go/semclient/daemon_test.go go/semclient/semclient_test.go \
 	go/semclient/durable_test.go go/semclient/example_test.go \
-	go/semclient/bench_test.go tests/go.sh doc/go.md
+	go/semclient/bench_test.go go/semclient/names.go \
+	go/semclient/promises_test.go tests/go.sh doc/go.md

@@ -15,7 +15,7 @@ EXTRA_DIST += python/pyproject.toml python/setup.py python/README.md python/loca
 	python/tests/conftest.py python/tests/test_sync.py python/tests/test_errors.py \
 	python/tests/test_threads.py python/tests/test_async.py python/tests/test_lost.py \
 	python/tests/test_durable.py python/tests/test_leaks.py python/tests/test_example.py \
-	python/tests/test_exit.py python/tests/test_policy.py \
+	python/tests/test_exit.py python/tests/test_policy.py python/tests/test_promises.py \
 	tests/python.sh examples/jobs.py doc/python.md bench/python-bench.py
 
 python: client/libsemclient.la
