@@ -6,4 +6,4 @@
 noinst_LIBRARIES += core/libsemcore.a
 core_libsemcore_a_SOURCES = core/semaphore.c
 core_libsemcore_a_CFLAGS = $(AM_CFLAGS) -fPIC
-noinst_HEADERS += core/semaphore.h core/list.h core/strcopy.h
+noinst_HEADERS += core/semaphore.h core/list.h core/strcopy.h core/hexdigit.h

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hexdigit.h"
 #include "security/acl.h"
 
 enum acl_who {
@@ -227,18 +228,6 @@ int acl_name_escape(const unsigned char *raw, size_t len, char *out,
 	return (int)n;
 }
 
-/* The value of a hex digit, or -1. */
-static int acl_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * The canonical escaped form of a cn: name written in a rule: its escapes
  * (\\ and \xHH) decoded, then escaped again as acl_name_escape() does, so
@@ -261,8 +250,8 @@ static int acl_cn_canonical(const char *text, char *out, size_t outlen)
 			raw[n++] = '\\';
 			text += 2;
 		} else if ((text[1] == 'x' || text[1] == 'X') &&
-		    (hi = acl_hexval(text[2])) >= 0 &&
-		    (lo = acl_hexval(text[3])) >= 0) {
+		    (hi = hexdigit_value((unsigned char)text[2])) >= 0 &&
+		    (lo = hexdigit_value((unsigned char)text[3])) >= 0) {
 			raw[n++] = (unsigned char)(hi << 4 | lo);
 			text += 4;
 		} else {

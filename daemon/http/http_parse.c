@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/hexdigit.h"
 #include "daemon/http/http_parse.h"
 
 /* Empty lines skipped before a request line (RFC 9112 2.2: at least one). */
@@ -352,18 +353,6 @@ void hp_chunked_init(struct hp_chunked *s)
 	s->state = HPC_SIZE;
 }
 
-/* The value of a hex digit, or -1. */
-static int hp_hex(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Read what came of a chunked body (http_parse.h). */
 ssize_t hp_chunked_feed(struct hp_chunked *s, const char *in, size_t len,
     char *out, size_t *outlen, size_t max, bool *done)
@@ -377,7 +366,7 @@ ssize_t hp_chunked_feed(struct hp_chunked *s, const char *in, size_t len,
 		c = (unsigned char)in[i];
 		switch (s->state) {
 		case HPC_SIZE:		/* 1*HEXDIG */
-			if ((d = hp_hex(c)) >= 0) {
+			if ((d = hexdigit_value(c)) >= 0) {
 				if (s->left > HP_LEN_MAX / 16)
 					return -400;
 				s->left = s->left * 16 + (uint64_t)d;
@@ -455,8 +444,8 @@ ssize_t hp_unescape(char *dst, const char *src, size_t len, bool plus)
 	for (i = 0; i < len; i++) {
 		if (src[i] == '%') {
 			if (i + 2 >= len ||
-			    (hi = hp_hex((unsigned char)src[i + 1])) < 0 ||
-			    (lo = hp_hex((unsigned char)src[i + 2])) < 0 ||
+			    (hi = hexdigit_value((unsigned char)src[i + 1])) < 0 ||
+			    (lo = hexdigit_value((unsigned char)src[i + 2])) < 0 ||
 			    (hi == 0 && lo == 0))
 				return -1;
 			dst[o++] = (char)(hi << 4 | lo);
