@@ -407,7 +407,7 @@ static int log_open_locked(struct conn *c, const char *principal,
 	c->cid = semlog_client_id(fs->d);
 	c->feed_ctx = lc;
 	hmap_insert(&fs->conns, &lc->node, log_cid_hash(srv, c->cid));
-	if (semlog_serving(fs->d))
+	if (semlog_serving(fs->d) && semlog_refusal(fs->d) == NULL)
 		log_open_client_locked(c, lc, principal);
 	return 0;
 }
@@ -449,6 +449,18 @@ static bool log_admit_locked(struct conn *c, const Semd__Request *req)
 }
 
 /*
+ * A Ping behind writes of its connection still on their way waits for them
+ * (it is answered in order), except while the disk takes no writes: then
+ * they wait for space, and the Ping, which says nothing of them, keeps the
+ * session heard (a holder's keepalive) rather than wait or be refused.
+ */
+static bool log_ping_now(struct semlog *d, const Semd__Request *req)
+{
+	return req->op_case == SEMD__REQUEST__OP_PING &&
+	    semlog_refusal(d) != NULL;
+}
+
+/*
  * A read (sm_op_is_read: Info, List, Stats, Holds, Where, Validate, Ping)
  * changes nothing: the leader answers it without an entry, after a read
  * barrier (semlog_read), when the client has a session and nothing of it
@@ -465,7 +477,8 @@ static bool log_read_locked(struct conn *c, struct log_conn *lc,
 	struct server *srv = c->srv;
 	struct semlog *d = srv->feed_state->d;
 
-	if (!sm_op_is_read(req->op_case) || !lc->logged || lc->proposed > 0 ||
+	if (!sm_op_is_read(req->op_case) || !lc->logged ||
+	    (lc->proposed > 0 && !log_ping_now(d, req)) ||
 	    !semlog_heard_locked(d, c->cid))
 		return false;
 	switch (semlog_read(d, c->cid, who, data, len)) {
@@ -492,6 +505,7 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 {
 	struct server *srv = c->srv;
 	struct log_conn *lc = c->feed_ctx;
+	const char *why;
 
 	if (log_read_locked(c, lc, req, who, data, len)) {
 		/* a read, answered without an entry */
@@ -500,6 +514,14 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 		conn_redirect_locked(c, req->id);
 		conn_close_later(c);
 		return false;
+	} else if ((why = semlog_refusal(srv->feed_state->d)) != NULL) {
+		/*
+		 * The disk takes no writes: said now, not at the client's
+		 * deadline. Nothing of it reached the state: a refused Hello
+		 * leaves the connection without one (another may follow).
+		 */
+		conn_reply_code_locked(c, req->id, SEMD__CODE__UNAVAILABLE, why);
+		return !c->closing && !c->dead;
 	} else {
 		if (!lc->logged)
 			log_open_client_locked(c, lc,

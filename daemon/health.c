@@ -7,7 +7,8 @@
  * has applied all but at most ready-max-lag of the entries the leader has
  * committed. A node installing a snapshot, or knowing no leader (an
  * election, or no quorum on its side), is not ready; neither is one that
- * is stopping.
+ * is stopping, nor one that refuses writes because its disk takes none
+ * (semlog_refusal: it answers reads, but not what clients come for).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,6 +28,12 @@ bool health_ready(const struct health_view *v, char *why, size_t len)
 	if (!v->durable) {
 		snprintf(why, len, "ready: in memory");
 		return true;
+	}
+	if (h->refusing) {
+		snprintf(why, len, "not ready: writes refused: the data "
+		    "directory's disk %s", h->disk == SEMLOG_DISK_FULL ?
+		    "is full" : "takes no writes");
+		return false;
 	}
 	if (!h->cluster) {
 		if (!h->serving) {

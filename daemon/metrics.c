@@ -334,6 +334,18 @@ static void metrics_log_io(struct metrics *m, struct evbuffer *b)
 	metrics_one(b, "semd_snapshot_failures_total", "counter", "Snapshot "
 	    "writes that failed (the disk full, say); the log keeps growing "
 	    "until one succeeds.", st.snapshot_failures);
+	metrics_head(b, "semd_log_write_wait_seconds", "gauge", "How long the "
+	    "oldest write of the log not yet done has waited (0: none waits).");
+	evbuffer_add_printf(b, "semd_log_write_wait_seconds ");
+	metrics_us(b, st.write_wait_ms * 1000);
+	evbuffer_add_printf(b, "\n");
+	metrics_one(b, "semd_log_disk_full", "gauge", "1 while a write of the "
+	    "log has waited a second and the data directory's disk has no "
+	    "room for the log's next segment, else 0.",
+	    st.disk == SEMLOG_DISK_FULL);
+	metrics_one(b, "semd_log_writes_refused", "gauge", "1 while this node "
+	    "refuses writes (UNAVAILABLE) because nothing commits while its "
+	    "disk takes no writes, else 0.", st.refusing);
 }
 
 /* semd_build_info: the version, and those of the libraries it runs on. */

@@ -53,6 +53,7 @@ struct semlog_core {
 	uint64_t		expired;	/* sessions its sweeps asked to end */
 	uint64_t		deadline;	/* the state's earliest deadline (state time) */
 	bool			tick_out;	/* an empty entry is on its way */
+	bool			stalled;	/* nothing commits: the disk */
 
 	/* Proposing (core_propose.c): commands waiting, oldest first. */
 	struct semlog_chunk	*qhead;

@@ -184,6 +184,12 @@ bool semlog_core_serving(const struct semlog_core *c)
 	return c->serving;
 }
 
+/* The disk takes writes again, or not. */
+void semlog_core_set_stalled(struct semlog_core *c, bool stalled)
+{
+	c->stalled = stalled;
+}
+
 /* Serving, and the session of client id heard now. */
 bool semlog_core_heard_locked(struct semlog_core *c, uint64_t id)
 {

@@ -161,6 +161,12 @@ bool semlog_core_stop(struct semlog_core *c);
 /* Does the node serve clients (its leader's first entry applied)? */
 bool semlog_core_serving(const struct semlog_core *c);
 /*
+ * Nothing commits while the disk takes no writes (the host saw it: writes
+ * are refused): the leader's lease sweep waits meanwhile, rather than
+ * queueing an EXPIRE for the same sessions every retry.
+ */
+void semlog_core_set_stalled(struct semlog_core *c, bool stalled);
+/*
  * The leader answers client id without an entry (under the host's lock, on
  * the core's thread; the log thread does the same with what it published
  * for the event loops): true when it serves and the client's session was

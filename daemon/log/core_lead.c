@@ -344,7 +344,10 @@ static void core_deadline_tick(struct semlog_core *c)
  * lease ran out by this leader's clock - nothing heard of them, by entry or
  * by a request answered without one, for their lease since the later of
  * their last entry and this leadership's start with its grace - end by an
- * EXPIRE command each, queued as the loops' commands are.
+ * EXPIRE command each, queued as the loops' commands are. Not while the
+ * disk takes no writes: an EXPIRE would wait with the rest, and another be
+ * queued for the same session every SWEEP_RETRY_MS; the first sweep after
+ * it sees who was heard meanwhile (a Ping answered without an entry).
  */
 static void core_sweep(struct semlog_core *c)
 {
@@ -356,6 +359,8 @@ static void core_sweep(struct semlog_core *c)
 	if (!c->serving || mono < c->next_sweep)
 		return;
 	c->next_sweep = mono + SWEEP_MS;
+	if (c->stalled)
+		return;
 	core_lock(c);
 	n = sm_leases_due(core_sm(c), &c->clock, mono, SWEEP_RETRY_MS, ids,
 	    SWEEP_MAX);

@@ -152,6 +152,26 @@ bool semlog_serving(struct semlog *l);
 /* The leader as this node knows it: its id (0: none), its client address. */
 uint64_t semlog_leader(struct semlog *l, char *addr, size_t len);
 
+/*
+ * This node's data directory's disk, as the log thread sees it every 20
+ * ms: a write of the log has waited a second and the file system has no
+ * room for another segment of it (full), or a write has waited 5 seconds
+ * (stalled: full for a quota, failing, or very slow). Either ends with the
+ * next write that goes through (raft_uv tries again every second).
+ */
+enum semlog_disk { SEMLOG_DISK_OK, SEMLOG_DISK_FULL, SEMLOG_DISK_STALLED };
+
+/*
+ * Writes refused (any thread): while this node serves, its disk is full or
+ * stalled, and nothing it proposed has committed for a second (a log of
+ * one voter, or a cluster without a majority of other voters that take
+ * writes), what would go into the log - requests, new sessions and resumed
+ * ones - is answered UNAVAILABLE with this message at once instead of
+ * waiting behind the write that cannot be made; reads and Pings are still
+ * answered (they need no entry). NULL when writes are taken.
+ */
+const char *semlog_refusal(struct semlog *l);
+
 /* What readiness (/readyz) needs of the log: this node's view. */
 struct semlog_health {
 	bool		cluster;	/* peers (node-id given), or one voter */
@@ -164,6 +184,8 @@ struct semlog_health {
 	uint64_t	applied;	/* the last entry applied here */
 	uint64_t	commit;		/* the highest commit index heard of */
 	uint64_t	snapshot;	/* the last snapshot a leader sent (0: none) */
+	enum semlog_disk disk;		/* its data directory's disk */
+	bool		refusing;	/* writes refused (semlog_refusal) */
 };
 /* Fill h (any thread; does not take the state lock). */
 void semlog_health(struct semlog *l, struct semlog_health *h);
@@ -183,6 +205,9 @@ struct semlog_io_stats {
 	uint64_t	append_sum_us;
 	uint64_t	snapshots;
 	uint64_t	snapshot_failures;
+	enum semlog_disk disk;		/* the disk as last seen (semlog_refusal) */
+	bool		refusing;	/* writes refused */
+	uint64_t	write_wait_ms;	/* the oldest write not done has waited */
 };
 /* What the log's disk did so far (any thread). */
 void semlog_io_stats(struct semlog *l, struct semlog_io_stats *out);

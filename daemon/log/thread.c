@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +45,7 @@
 #define TRAILING_ONE	4		/* entries kept after a snapshot (one voter) */
 #define TRAILING_PEERS	1024		/* ... in a cluster: followers catch up */
 #define STALL_WARN_MS	5000		/* a write waiting this long is said */
+#define FULL_WAIT_MS	1000		/* ... this long, and no room: full */
 
 struct semlog {
 	struct semlog_host	host;		/* the server */
@@ -69,7 +71,11 @@ struct semlog {
 	bool			stopping;	/* the stop was seen */
 	uint64_t		next_publish;	/* now_ms of the next publish */
 	uint64_t		conf_gen;	/* the port's, as last published */
-	bool			stalled;	/* a write waits: said in the log */
+	enum semlog_disk	disk;		/* as last said in the log */
+	bool			refusing;	/* ... writes refused */
+	raft_index		commit_seen;	/* the commit index last looked at */
+	uint64_t		commit_ms;	/* ... moving (or all committed) then */
+	char			*data_dir;
 	char			peer[256];	/* HOST:PORT, raft's address for us */
 	char			seed_mark[4096];
 	uint64_t		next_client;	/* under the state lock */
@@ -84,6 +90,9 @@ struct semlog {
 
 	/* Read by any thread: the leader serves; the status, under slock. */
 	_Atomic bool		serving_pub;
+	_Atomic int		disk_pub;	/* enum semlog_disk */
+	_Atomic bool		refuse_pub;	/* writes refused (the disk) */
+	_Atomic uint64_t	wait_pub;	/* the oldest write's wait, ms */
 	_Atomic uint64_t	reads_now;	/* one voter's reads, answered at once */
 	pthread_mutex_t		slock;
 	Semd__ClusterStatus	st;
@@ -422,27 +431,87 @@ static void thread_arm(struct semlog *l, uint64_t due)
 }
 
 /*
- * A write of entries that waits for long is said, once, and its end too:
- * raft_uv retries a write that fails (a full disk) without a word. A start
- * whose first entry so waits fails, saying why (else it would wait for
- * space with no word to whoever started it).
+ * Has the data directory's file system room for another segment of the
+ * log (raft_uv makes each whole before writing to it), and a file for it?
+ * free: the bytes this process may still use there. Unknown: room.
  */
-static void thread_stall_check(struct semlog *l)
+static bool thread_disk_room(const struct semlog *l, uint64_t *free)
 {
-	uint64_t waited = semlog_port_append_wait_us(l->port) / 1000;
+	struct statvfs sv;
+	bool root = geteuid() == 0;	/* the blocks and inodes kept for root */
 
-	if (waited >= STALL_WARN_MS && !l->stalled) {
-		l->stalled = true;
+	*free = UINT64_MAX;
+	if (statvfs(l->data_dir, &sv) != 0)
+		return true;
+	*free = (uint64_t)(root ? sv.f_bfree : sv.f_bavail) * sv.f_frsize;
+	return *free >= SEMLOG_SEGMENT_SIZE &&
+	    (sv.f_files == 0 || (root ? sv.f_ffree : sv.f_favail) > 0);
+}
+
+/*
+ * The disk as the log sees it (every PUBLISH_MS): raft_uv retries a write
+ * that fails (no room for the next segment, say) every second without a
+ * word, and the appends wait behind it. A write that has waited
+ * FULL_WAIT_MS where the file system has no room for a segment is a full
+ * disk; one that has waited STALL_WARN_MS a disk that takes no writes
+ * (full for a quota, failing, or very slow). Either is said in the log,
+ * and its end; a start whose first entry so waits fails, saying why.
+ * While the node serves and nothing it proposed commits meanwhile (a log
+ * of one voter; a cluster whose other voters do not make a majority
+ * either), new writes are refused (semlog_refusal): they would only wait
+ * behind the stuck one. A cluster whose other nodes commit goes on: a
+ * full disk on one node is a minority failure (core.c).
+ */
+static void thread_disk_check(struct semlog *l)
+{
+	uint64_t waited = semlog_port_append_wait_us(l->port) / 1000, free = 0;
+	uint64_t now = thread_now_ms(l);
+	raft_index commit = raft_commit_index(&l->raft);
+	enum semlog_disk disk = SEMLOG_DISK_OK;
+	bool refuse;
+
+	/* Full stays full until the write goes through (no second word). */
+	if (waited >= FULL_WAIT_MS && (l->disk == SEMLOG_DISK_FULL ||
+	    !thread_disk_room(l, &free)))
+		disk = SEMLOG_DISK_FULL;
+	else if (waited >= STALL_WARN_MS)
+		disk = SEMLOG_DISK_STALLED;
+	if (commit != l->commit_seen || commit >= raft_last_index(&l->raft)) {
+		l->commit_seen = commit;
+		l->commit_ms = now;
+	}
+	refuse = disk != SEMLOG_DISK_OK && atomic_load(&l->serving_pub) &&
+	    now - l->commit_ms >= FULL_WAIT_MS;
+	atomic_store(&l->wait_pub, waited);
+	atomic_store(&l->disk_pub, (int)disk);
+	atomic_store(&l->refuse_pub, refuse);
+	semlog_core_set_stalled(l->core, refuse);
+	if (disk != l->disk && disk == SEMLOG_DISK_FULL) {
+		thread_started(l, EX_IOERR, "the data directory's disk is full "
+		    "(no room for the log's next segment): free some space "
+		    "there and start again");
+		log_warn("log: the data directory's disk is full (%llu kB free "
+		    "in %s, a segment of the log takes %u kB): a write has "
+		    "waited %llu ms, and is tried again every second",
+		    (unsigned long long)free / 1024, l->data_dir,
+		    SEMLOG_SEGMENT_SIZE / 1024, (unsigned long long)waited);
+	} else if (disk != l->disk && disk == SEMLOG_DISK_STALLED) {
 		thread_started(l, EX_IOERR, "the data directory's disk takes "
 		    "no writes (is it full?): free some space there and start "
 		    "again");
 		log_warn("log: a write to the disk has waited %llu s (is it "
 		    "full, or slow?); a failed write is tried again every second",
 		    (unsigned long long)waited / 1000);
-	} else if (waited < STALL_WARN_MS && l->stalled) {
-		l->stalled = false;
+	} else if (disk != l->disk) {
 		log_notice("log: the disk takes writes again");
 	}
+	if (refuse && !l->refusing)
+		log_warn("log: writes are refused: nothing commits while the "
+		    "disk takes no writes (reads and keepalives are answered)");
+	else if (!refuse && l->refusing)
+		log_notice("log: writes are taken again");
+	l->disk = disk;
+	l->refusing = refuse;
 }
 
 /* Due: the core's timers; the status published, the disk looked at. */
@@ -453,7 +522,7 @@ static void thread_timer_cb(uv_timer_t *t)
 
 	if (now >= l->next_publish) {
 		thread_publish(l);
-		thread_stall_check(l);
+		thread_disk_check(l);
 		l->next_publish = now + PUBLISH_MS;
 	}
 	thread_arm(l, due);
@@ -659,6 +728,8 @@ static bool thread_config(struct semlog *l, const struct semlog_config *cfg)
 	l->cluster = cfg->node_id != 0;
 	snprintf(l->peer, sizeof l->peer, "%s", l->cluster ? cfg->peer_listen :
 	    "local");
+	if ((l->data_dir = strdup(cfg->data_dir)) == NULL)
+		return false;
 	return cfg->bootstrap == NULL ||
 	    (l->bootstrap = strdup(cfg->bootstrap)) != NULL;
 }
@@ -826,6 +897,7 @@ void semlog_stop(struct semlog *l)
 	pthread_mutex_destroy(&l->rlock);
 	pthread_cond_destroy(&l->rcond);
 	free(l->bootstrap);
+	free(l->data_dir);
 	free(l);
 }
 
@@ -978,12 +1050,29 @@ void semlog_health(struct semlog *l, struct semlog_health *h)
 	h->commit = l->st.commit_index > heard ? l->st.commit_index : heard;
 	pthread_mutex_unlock(&l->slock);
 	h->snapshot = snap;
+	h->disk = (enum semlog_disk)atomic_load(&l->disk_pub);
+	h->refusing = atomic_load(&l->refuse_pub);
 }
 
-/* The log's disk work, as the port counted it. */
+/* The log's disk work, as the port counted it; the disk as last seen. */
 void semlog_io_stats(struct semlog *l, struct semlog_io_stats *out)
 {
 	semlog_port_stats(l->port, out);
+	out->disk = (enum semlog_disk)atomic_load(&l->disk_pub);
+	out->refusing = atomic_load(&l->refuse_pub);
+	out->write_wait_ms = atomic_load(&l->wait_pub);
+}
+
+/* Why writes are refused now (thread_disk_check), or NULL (any thread). */
+const char *semlog_refusal(struct semlog *l)
+{
+	if (!atomic_load_explicit(&l->refuse_pub, memory_order_relaxed))
+		return NULL;
+	return atomic_load(&l->disk_pub) == SEMLOG_DISK_FULL ?
+	    "the data directory's disk is full: writes are refused until "
+	    "space is freed there (reads are answered)" :
+	    "the data directory's disk takes no writes (full, or failing): "
+	    "writes are refused until it does (reads are answered)";
 }
 
 /* The published cluster status, copied as a Reply body. */

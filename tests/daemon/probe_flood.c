@@ -197,3 +197,120 @@ int mode_unread(const char *addr, int conns, int n, int ms, const char *stop,
 	free(payload);
 	return 0;
 }
+
+#define FILL_NAMES	15		/* long names beside NAME in each try */
+#define FILL_NAME_LEN	250
+#define FILL_INFLIGHT	32
+#define FILL_AFTER	5		/* tries timed one by one once refused */
+#define FILL_QUIET_MS	100		/* no answer this long: one more try */
+
+/* A try of name and the fill names (timeout 0), sent; its id or 0. */
+static uint64_t fill_send(struct pconn *c, const char *name)
+{
+	static char names[FILL_NAMES][FILL_NAME_LEN + 1];
+	Semd__Want wv[FILL_NAMES + 1], *wp[FILL_NAMES + 1];
+	Semd__DownMulti *dm;
+	struct req q;
+	int i;
+
+	dm = req_make(&q, 0, SEMD__REQUEST__OP_DOWN_MULTI, "timeout_ms=%d",
+	    0)->down_multi;
+	for (i = 0; i <= FILL_NAMES; i++) {
+		semd__want__init(&wv[i]);
+		if (i > 0 && names[i - 1][0] == '\0') {
+			memset(names[i - 1], 'f', FILL_NAME_LEN);
+			names[i - 1][0] = (char)('a' + i);
+		}
+		wv[i].name = i == 0 ? (char *)name : names[i - 1];
+		wp[i] = &wv[i];
+	}
+	dm->n_wants = FILL_NAMES + 1;
+	dm->wants = wp;
+	return p_send_next(c, &q);
+}
+
+/*
+ * --fill-log ADDR NAME MS: fill the log of a durable semd (issue 35, a full
+ * disk). One connection sends tries (DownMulti, timeout 0) of NAME, which
+ * another holds, and of 15 names of 250 bytes: each is answered
+ * WOULD_BLOCK and changes nothing, but is about 4 KB of log. FILL_INFLIGHT
+ * at once, and one more whenever none is answered for FILL_QUIET_MS (they
+ * wait for the disk), until one is answered something else (a full disk:
+ * writes refused) or MS passed. Then FILL_AFTER more, one at a time, each
+ * timed.
+ * Prints the tries answered WOULD_BLOCK, the first other answer, those
+ * still unanswered (they wait in the log), and the timed ones' answers
+ * and slowest round trip.
+ */
+int mode_fill_log(const char *addr, const char *name, int ms)
+{
+	struct tally th, ta;
+	struct pconn **cs, *c;
+	Semd__Reply *r = NULL;
+	double until = now_ms() + ms, t0, worst = 0;
+	uint64_t blocked = 0, inflight = 0;
+	int i, code = -1;
+	char msg[256] = "";
+
+	memset(&th, 0, sizeof th);
+	memset(&ta, 0, sizeof ta);
+	if ((cs = p_alloc_many(1)) == NULL)
+		return 2;
+	c = cs[0];
+	if (!flood_hello(c, addr, &th)) {
+		tally_print("hellos", &th);
+		p_close_many(cs, 1);
+		return 3;
+	}
+	quiet = true;
+	while (code < 0 && now_ms() < until) {
+		while (inflight < FILL_INFLIGHT && fill_send(c, name) != 0)
+			inflight++;
+		/* Those in flight answer nothing for a while: one more. */
+		if ((r = p_read(c, FILL_QUIET_MS)) == NULL) {
+			if (c->eof || fill_send(c, name) == 0)
+				break;
+			inflight++;
+			continue;
+		}
+		if (r->id != 0) {
+			inflight--;
+			if (r->code == SEMD__CODE__WOULD_BLOCK) {
+				blocked++;
+			} else {
+				code = r->code;
+				snprintf(msg, sizeof msg, "%s", r->message);
+			}
+		}
+		semd__reply__free_unpacked(r, NULL);
+	}
+	printf("fill: would_block=%" PRIu64 "\n", blocked);
+	if (code < 0) {
+		printf("fill: no refusal in %d ms (%" PRIu64 " unanswered)\n", ms,
+		    inflight);
+		p_close_many(cs, 1);
+		return 1;
+	}
+	printf("fill: refused %s: %s\n", code_name(code), msg);
+	printf("fill: unanswered=%" PRIu64 "\n", inflight);
+	for (i = 0; i < FILL_AFTER; i++) {
+		uint64_t id;
+
+		t0 = now_ms();
+		if ((id = fill_send(c, name)) == 0)
+			break;
+		while ((r = p_read(c, WAIT_MS)) != NULL && r->id != id)
+			semd__reply__free_unpacked(r, NULL);
+		tally_add(&ta, r);
+		if (r == NULL)
+			break;
+		semd__reply__free_unpacked(r, NULL);
+		if (now_ms() - t0 > worst)
+			worst = now_ms() - t0;
+	}
+	quiet = false;
+	tally_print("after", &ta);
+	printf("fill: slowest refusal %.1f ms\n", worst);
+	p_close_many(cs, 1);
+	return 0;
+}

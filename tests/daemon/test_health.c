@@ -3,7 +3,8 @@
  * tests/daemon/test_health.c - readiness (/readyz) as a table: in memory,
  * a log of one voter, and a cluster node as leader, leader not serving yet,
  * follower in step, follower behind by ready-max-lag and by one more,
- * installing a snapshot, knowing no leader or not its address, stopping.
+ * installing a snapshot, knowing no leader or not its address, stopping;
+ * refusing writes while its disk takes none (issue 35).
  */
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +82,14 @@ int main(void)
 	v.log.leader = true;
 	v.log.applied = 42;
 	expect_ready(&v, true, "ready: log loaded, applied up to entry 42");
+	v.log.disk = SEMLOG_DISK_FULL;
+	expect_ready(&v, true, "ready: log loaded");	/* a write waits: no more */
+	v.log.refusing = true;
+	expect_ready(&v, false, "not ready: writes refused: the data directory's disk is full");
+	v.log.disk = SEMLOG_DISK_STALLED;
+	expect_ready(&v, false, "not ready: writes refused: the data directory's disk takes no writes");
+	v.log.disk = SEMLOG_DISK_OK;
+	v.log.refusing = false;
 	v.log.serving = false;
 	expect_ready(&v, false, "not ready: the log is not serving");
 
@@ -91,8 +100,19 @@ int main(void)
 	expect_ready(&v, false, "not ready: elected leader, applying the log");
 	v.log.serving = true;
 	expect_ready(&v, true, "ready: leader (node 1, term 3)");
+	/* its own disk full, the others commit: it serves writes still */
+	v.log.disk = SEMLOG_DISK_FULL;
+	expect_ready(&v, true, "ready: leader (node 1, term 3)");
+	v.log.refusing = true;
+	expect_ready(&v, false, "not ready: writes refused: the data directory's disk is full");
+	v.log.refusing = false;
 	v.stopping = true;
 	expect_ready(&v, false, "not ready: stopping");
+
+	TEST_START("cluster: a follower with a full disk is ready while in step");
+	v = follower();
+	v.log.disk = SEMLOG_DISK_FULL;
+	expect_ready(&v, true, "ready: follower of node 1, 0 entries behind");
 
 	TEST_START("cluster: a follower within ready-max-lag entries");
 	for (i = 0; i < sizeof lags / sizeof lags[0]; i++) {
