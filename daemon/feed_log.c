@@ -51,6 +51,7 @@ struct log_conn {
 	unsigned int	reads;		/* reads queued off the log */
 	bool		stopped;	/* paused or held by us, not resumed */
 	bool		logged;		/* its OPEN is in the log */
+	bool		guest;		/* its Hello made no session (a full disk) */
 	uint8_t		secret[SM_SECRET_LEN];	/* for its OPEN */
 };
 
@@ -107,6 +108,12 @@ static void log_resume_locked(struct log_conn *lc)
 	    lc->proposed <= LOG_PROPOSED_MAX / 2 &&
 	    conn_resume_later_locked(lc->c))
 		lc->stopped = false;
+}
+
+/* The principal of c's connection. */
+static const char *log_principal(const struct conn *c)
+{
+	return c->srv->policy->principal(c->id);
 }
 
 /* --- the log's host (struct semlog_host): called on the log's thread -------- */
@@ -218,7 +225,10 @@ static void log_read(void *arg, uint64_t cid, const struct sm_caller *who,
 	if (lc == NULL)
 		return;		/* closed: nobody to answer */
 	req = semd__request__unpack(NULL, len, data);
-	if (req != NULL && lead && cl != NULL)
+	if (req != NULL && lead && lc->guest)
+		(void)sm_guest_read(srv->sm, lc->c, log_principal(lc->c), req,
+		    who);
+	else if (req != NULL && lead && cl != NULL)
 		(void)sm_read(srv->sm, cl, req, who);
 	else if (req != NULL)
 		conn_redirect_locked(lc->c, req->id);
@@ -494,6 +504,74 @@ static bool log_read_locked(struct conn *c, struct log_conn *lc,
 }
 
 /*
+ * The disk takes no writes (semlog_refusal): a request that would go into
+ * the log is answered now, not at the client's deadline, and nothing of it
+ * reaches the state. A new session's Hello makes a guest: answered without
+ * a session (sm_guest_hello), so that its reads are answered; a resume
+ * (a write: the session is taken over) is refused like the rest, and the
+ * connection, without a Hello, may try again. False: stop reading.
+ */
+static bool log_refuse_locked(struct conn *c, struct log_conn *lc,
+    const Semd__Request *req, const char *why)
+{
+	if (req->op_case != SEMD__REQUEST__OP_HELLO ||
+	    req->hello->resume_session != 0) {
+		conn_reply_code_locked(c, req->id, SEMD__CODE__UNAVAILABLE, why);
+		return !c->closing && !c->dead;
+	}
+	if (sm_guest_hello(c->srv->sm, c, log_principal(c), req) != SM_OK) {
+		conn_close_later(c);
+		return false;
+	}
+	lc->guest = true;
+	conn_hello_locked(c);
+	return !c->closing && !c->dead;
+}
+
+/*
+ * A guest's request: a read is answered as the guest's (sm_guest_read),
+ * after a read barrier in a cluster. Anything else is refused: while the
+ * disk takes no writes, saying so; after, the connection has no session
+ * to run it in, so the client is told to connect again, and closed.
+ */
+static bool log_guest_locked(struct conn *c, struct log_conn *lc,
+    const Semd__Request *req, const struct sm_caller *who,
+    const uint8_t *data, size_t len)
+{
+	struct server *srv = c->srv;
+	struct semlog *d = srv->feed_state->d;
+	const char *why;
+
+	if (sm_op_is_read(req->op_case)) {
+		switch (semlog_read(d, c->cid, who, data, len)) {
+		case SEMLOG_READ_QUEUED:
+			lc->reads++;
+			return true;
+		case SEMLOG_READ_NOW:
+			(void)sm_guest_read(srv->sm, c, log_principal(c), req,
+			    who);
+			return true;
+		default:
+			break;
+		}
+	}
+	if (!semlog_serving(d)) {
+		conn_redirect_locked(c, req->id);
+		conn_close_later(c);
+		return false;
+	}
+	if ((why = semlog_refusal(d)) != NULL) {
+		conn_reply_code_locked(c, req->id, SEMD__CODE__UNAVAILABLE, why);
+		return !c->closing && !c->dead;
+	}
+	conn_reply_code_locked(c, req->id, SEMD__CODE__UNAVAILABLE, "this "
+	    "connection has no session (it began while the data directory's "
+	    "disk was full): connect again");
+	conn_close_later(c);
+	return false;
+}
+
+/*
  * The request goes into this loop's batch, as it came and with the access
  * decision; it is answered once applied. Past LOG_PROPOSED_MAX bytes on
  * their way, c is no longer read (log_applied resumes it). Hello is taken
@@ -507,6 +585,8 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 	struct log_conn *lc = c->feed_ctx;
 	const char *why;
 
+	if (lc->guest)
+		return log_guest_locked(c, lc, req, who, data, len);
 	if (log_read_locked(c, lc, req, who, data, len)) {
 		/* a read, answered without an entry */
 	} else if (!semlog_serving(srv->feed_state->d)) {
@@ -515,17 +595,10 @@ static bool log_request_locked(struct conn *c, const Semd__Request *req,
 		conn_close_later(c);
 		return false;
 	} else if ((why = semlog_refusal(srv->feed_state->d)) != NULL) {
-		/*
-		 * The disk takes no writes: said now, not at the client's
-		 * deadline. Nothing of it reached the state: a refused Hello
-		 * leaves the connection without one (another may follow).
-		 */
-		conn_reply_code_locked(c, req->id, SEMD__CODE__UNAVAILABLE, why);
-		return !c->closing && !c->dead;
+		return log_refuse_locked(c, lc, req, why);
 	} else {
 		if (!lc->logged)
-			log_open_client_locked(c, lc,
-			    srv->policy->principal(c->id));
+			log_open_client_locked(c, lc, log_principal(c));
 		sm_batch_request(log_batch(c), c->cid, who, data, len);
 		lc->proposed += len;
 		if (lc->proposed > LOG_PROPOSED_MAX && !lc->stopped) {

@@ -391,6 +391,13 @@ static void gate_hello_done(void *arg, const Semd__Reply *rep)
 		g->lease_ms = h->lease_ms;
 		if (h->secret.len == sizeof g->secret)
 			memcpy(g->secret, h->secret.data, sizeof g->secret);
+		/*
+		 * No session (a guest: the data directory's disk is full) is
+		 * kept for no other request: it goes after its calls, and the
+		 * next gate asks for a session again.
+		 */
+		if (h->session == 0 && g->kind != GATE_NODE)
+			gate_uncache(g);
 	}
 	if (g->hello_cb != NULL && !g->released)
 		g->hello_cb(g->hello_arg, rep);

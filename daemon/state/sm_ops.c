@@ -19,6 +19,18 @@
 
 #include "daemon/state/sm-int.h"
 
+/* What a HelloReply says of the daemon, session or not. */
+static void hello_daemon(const struct sm *sm, Semd__HelloReply *hr)
+{
+	hr->version = SM_PROTO_VERSION;
+	hr->server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
+	hr->durable = sm->cfg.durable;
+	hr->max_lease_ms = sm->cfg.max_lease_ms;
+	hr->instance = sm->instance;
+	/* The leases' floor is twice a cluster's election timeout. */
+	hr->guard_ms = sm->leader_leases ? sm->lease_floor_ms / 2 : 0;
+}
+
 /* Hello: start or resume a session. */
 static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
     const Semd__Hello *h, uint64_t now)
@@ -102,19 +114,13 @@ static int op_hello(struct sm *sm, struct sm_client *c, uint64_t id,
 	}
 	c->session = s;
 	c->hello = true;
-	hr.version = SM_PROTO_VERSION;
+	hello_daemon(sm, &hr);
 	hr.session = s->id;
 	hr.secret.data = s->secret;
 	hr.secret.len = SM_SECRET_LEN;
 	hr.lease_ms = s->lease_ms;
 	hr.principal = s->ident->pr->name;
-	hr.server = (char *)(sm->cfg.server ? sm->cfg.server : "semd");
-	hr.durable = sm->cfg.durable;
 	hr.link = family_link(s);
-	hr.max_lease_ms = sm->cfg.max_lease_ms;
-	hr.instance = sm->instance;
-	/* The leases' floor is twice a cluster's election timeout. */
-	hr.guard_ms = sm->leader_leases ? sm->lease_floor_ms / 2 : 0;
 	REPLY_BODY(sm, c, id, HELLO, hello, &hr);
 	if (back)
 		session_park(sm, s, false);	/* grants now go to c, after HelloReply */
@@ -188,14 +194,15 @@ int sm_request(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 }
 
 /*
- * Answer a read off the log (state.h). The handlers of reads change
+ * Run a read of c (sm_read, sm_guest_read): the handlers of reads change
  * nothing but the client's cache of the name it named last (not state);
  * with sm->reading set a bucket is not refilled (its level is told as of
  * sm->now all the same, rate_nano) and no reply is counted. Nothing is
- * queued for settling: a read that left an effect would be a bug.
+ * queued for settling: a read that left an effect would be a bug. A guest
+ * has no session: it has no downs for Where to name.
  */
-int sm_read(struct sm *sm, struct sm_client *c, const Semd__Request *req,
-    const struct sm_caller *who)
+static int read_run(struct sm *sm, struct sm_client *c,
+    const Semd__Request *req, const struct sm_caller *who, bool guest)
 {
 	int r = SM_OK;
 
@@ -207,7 +214,11 @@ int sm_read(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 		    "%s is not a read: it goes through the log",
 		    sm_op(req->op_case) != NULL ? sm_op(req->op_case)->name :
 		    "an unknown operation");
-	else if (!client_in_session(sm, c, req->id))
+	else if (guest && req->op_case == SEMD__REQUEST__OP_WHERE)
+		reply_err(sm, c, req->id, SEMD__CODE__NOT_FOUND, "this "
+		    "connection has no session (it began while the data "
+		    "directory's disk was full): no down of it waits");
+	else if (!guest && !client_in_session(sm, c, req->id))
 		r = SM_CLOSE;
 	else
 		sm_op_handler(req->op_case)(sm, c, req);
@@ -216,6 +227,82 @@ int sm_read(struct sm *sm, struct sm_client *c, const Semd__Request *req,
 	sm->who = NULL;
 	sm->reading = false;
 	return r;
+}
+
+/* Answer a read off the log (state.h). */
+int sm_read(struct sm *sm, struct sm_client *c, const Semd__Request *req,
+    const struct sm_caller *who)
+{
+	return read_run(sm, c, req, who, false);
+}
+
+/* A guest's principal when the state has no record of it: a stand-in. */
+union guest_pr {
+	struct sm_principal	pr;
+	unsigned char		bytes[sizeof(struct sm_principal) +
+				    SM_PRINCIPAL_MAX + 1];
+};
+
+/*
+ * A guest client of principal answering through conn (state.h): in no
+ * table, said Hello, no session. Its principal is the state's record (so
+ * that what it holds is its own), or an empty stand-in in gp.
+ */
+static void guest_make(struct sm *sm, struct sm_client *g, union guest_pr *gp,
+    void *conn, const char *principal)
+{
+	size_t len = strnlen(principal, SM_PRINCIPAL_MAX);
+
+	memset(g, 0, sizeof *g);
+	g->conn = conn;
+	g->hello = true;
+	INIT_LIST_HEAD(&g->entry);
+	INIT_LIST_HEAD(&g->watches);
+	if ((g->pr = principal_find(sm, principal)) != NULL)
+		return;
+	memset(gp, 0, sizeof *gp);
+	INIT_LIST_HEAD(&gp->pr.holds);
+	memcpy(gp->pr.name, principal, len);
+	gp->pr.name[len] = '\0';
+	gp->pr.len = len;
+	g->pr = &gp->pr;
+}
+
+/* A guest's Hello: a HelloReply without a session (state.h). */
+int sm_guest_hello(struct sm *sm, void *conn, const char *principal,
+    const Semd__Request *req)
+{
+	Semd__HelloReply hr = SEMD__HELLO_REPLY__INIT;
+	union guest_pr gp;
+	struct sm_client g;
+	int r = SM_OK;
+
+	guest_make(sm, &g, &gp, conn, principal);
+	sm->reading = true;
+	sm->cur_op = SEMD__REQUEST__OP_HELLO;
+	if (req->hello->version != SM_PROTO_VERSION) {
+		reply_err(sm, &g, req->id, SEMD__CODE__PROTOCOL_ERROR,
+		    "unsupported protocol version %u (this daemon speaks %u)",
+		    req->hello->version, SM_PROTO_VERSION);
+		r = SM_CLOSE;
+	} else {
+		hello_daemon(sm, &hr);
+		hr.principal = g.pr->name;
+		REPLY_BODY(sm, &g, req->id, HELLO, hello, &hr);
+	}
+	sm->reading = false;
+	return r;
+}
+
+/* A guest's read (state.h). */
+int sm_guest_read(struct sm *sm, void *conn, const char *principal,
+    const Semd__Request *req, const struct sm_caller *who)
+{
+	union guest_pr gp;
+	struct sm_client g;
+
+	guest_make(sm, &g, &gp, conn, principal);
+	return read_run(sm, &g, req, who, true);
 }
 
 /* Watch: stream the events of a name, or of the names with a prefix. */

@@ -333,6 +333,20 @@ bool sm_op_is_node(int op_case);
  */
 int sm_read(struct sm *sm, struct sm_client *c, const Semd__Request *req,
     const struct sm_caller *who);
+/*
+ * A guest: a connection the state has no client of, while the log takes no
+ * writes (a full disk: no session can be made). sm_guest_hello() answers
+ * its Hello (req) with a HelloReply that makes nothing: session 0, no
+ * lease, no secret; sm_guest_read() answers its reads (req, with who) as
+ * those of a client of principal without a session, the way sm_read()
+ * does - Where, which names its session's own downs, is NOT_FOUND. Both
+ * answer through conn and change nothing. SM_OK; SM_CLOSE for a Hello of
+ * another protocol version.
+ */
+int sm_guest_hello(struct sm *sm, void *conn, const char *principal,
+    const Semd__Request *req);
+int sm_guest_read(struct sm *sm, void *conn, const char *principal,
+    const Semd__Request *req, const struct sm_caller *who);
 /* Answer a frame the I/O layer could not decode: PROTOCOL_ERROR, id 0. */
 void sm_protocol_error(struct sm *sm, struct sm_client *c, const char *why);
 

@@ -7,7 +7,10 @@
  * with a limit and a rate, both untouched for a while, a child session, a
  * detached hold - each read and each refused request leaves the snapshot's
  * bytes, the counters, the clock and the deadlines as they were, and a read
- * is answered as sm_request() answers it at the same time.
+ * is answered as sm_request() answers it at the same time. Guests (a
+ * connection whose Hello came while the log took no writes: issue 35) are
+ * answered a HelloReply without a session, and their reads as their
+ * principal's, changing nothing either.
  */
 #include "tests/daemon/test_state.h"
 
@@ -72,6 +75,7 @@ static void seen_same_(int line, const struct sm *sm, struct seen *a)
 	free(a->snap);
 	free(b.snap);
 }
+#define seen_same(sm, a) seen_same_(__LINE__, sm, a)
 
 /*
  * sm_read() of q by c (conn k), the state checked unchanged: its return
@@ -360,6 +364,132 @@ static void test_refused(void)
 	t_end(w.sm);
 }
 
+/*
+ * sm_guest_read() of q by a guest of principal on conn k, the state checked
+ * unchanged: its reply (want_code) is returned.
+ */
+static Semd__Reply *guest_read_(int line, struct sm *sm, uintptr_t k,
+    const char *principal, const Semd__Request *q, int want_code)
+{
+	struct seen before;
+	int r;
+
+	seen_take(sm, &before);
+	r = sm_guest_read(sm, (void *)k, principal, q, t_who);
+	if (r != SM_OK)
+		FAIL("line %d: sm_guest_read returned %d", line, r);
+	seen_same_(line, sm, &before);
+	return expect_code_(line, k, q->id, want_code);
+}
+#define guest_read(sm, k, pr, q, code) guest_read_(__LINE__, sm, k, pr, q, code)
+
+/* Are two replies the same bytes but for their ids? */
+static bool same_but_id(Semd__Reply *a, Semd__Reply *b)
+{
+	uint64_t ia, ib;
+	uint8_t *pa, *pb;
+	size_t la, lb;
+	bool same;
+
+	if (a == NULL || b == NULL)
+		return false;
+	ia = a->id;
+	ib = b->id;
+	a->id = b->id = 0;
+	pa = reply_bytes(a, &la);
+	pb = reply_bytes(b, &lb);
+	same = pa != NULL && pb != NULL && la == lb && memcmp(pa, pb, la) == 0;
+	a->id = ia;
+	b->id = ib;
+	free(pa);
+	free(pb);
+	return same;
+}
+
+/*
+ * Guests: a Hello answered without a session (nothing made: no session,
+ * client or principal), reads answered as the principal's - its own holds
+ * shown as a session of it is shown them - and what no guest can ask
+ * (Where: it has no downs; what is no read) refused, the state unchanged.
+ */
+static void test_guests(void)
+{
+	struct world w;
+	struct seen before;
+	struct req q;
+	Semd__Reply *r, *mine;
+	struct sm_counters c0, c1;
+
+	world_make(&w);
+	TEST_START("guest: a HelloReply without a session, nothing made");
+	sm_get_counters(w.sm, &c0);
+	seen_take(w.sm, &before);
+	EXPECT(sm_guest_hello(w.sm, (void *)20, "uid:1", req_make(&q, 1,
+	    OP(HELLO), "version=%d lease_ms=%d", 1, 30000)) == SM_OK);
+	seen_same(w.sm, &before);
+	r = expect_code(20, 1, SEMD__CODE__OK);
+	if (r != NULL && r->hello != NULL) {
+		EXPECT_U64(0, r->hello->session);
+		EXPECT_U64(0, r->hello->lease_ms);
+		EXPECT_U64(0, r->hello->secret.len);
+		EXPECT_U64(0, r->hello->link);
+		EXPECT(strcmp(r->hello->principal, "uid:1") == 0);
+		EXPECT(r->hello->version == 1 && r->hello->max_lease_ms > 0);
+		EXPECT_U64(sm_instance(w.sm), r->hello->instance);
+	}
+	sm_get_counters(w.sm, &c1);
+	EXPECT_U64(c0.sessions, c1.sessions);
+	EXPECT_U64(c0.clients, c1.clients);
+	seen_take(w.sm, &before);
+	EXPECT(sm_guest_hello(w.sm, (void *)21, "uid:9", req_make(&q, 1,
+	    OP(HELLO), "version=%d", 2)) == SM_CLOSE);
+	seen_same(w.sm, &before);
+	expect_code(21, 1, SEMD__CODE__PROTOCOL_ERROR);
+
+	TEST_START("guest: reads as its principal's");
+	r = guest_read(w.sm, 20, "uid:1", req_make(&q, 2, OP(INFO),
+	    "name=%s", "jobs"), SEMD__CODE__OK);
+	mine = t_read(w.sm, w.a, 1, req_make(&q, 3, OP(INFO), "name=%s",
+	    "jobs"), SM_OK, SEMD__CODE__OK);
+	EXPECT(same_but_id(r, mine));
+	r = guest_read(w.sm, 20, "uid:1", req_make(&q, 4, OP(HOLDS),
+	    "principal=%s", ""), SEMD__CODE__OK);
+	EXPECT(r != NULL && r->holds != NULL && r->holds->total == 3);
+	guest_read(w.sm, 20, "uid:1", req_make(&q, 5, OP(LIST), "prefix=%s",
+	    ""), SEMD__CODE__OK);
+	r = guest_read(w.sm, 20, "uid:1", req_make(&q, 6, OP(VALIDATE),
+	    "name=%s token=%" PRIu64, "jobs", w.token_a), SEMD__CODE__OK);
+	EXPECT(r != NULL && r->validate != NULL && r->validate->valid);
+	r = guest_read(w.sm, 20, "uid:1", req_make(&q, 7, OP(PING),
+	    "payload=%.*s", 2, "hi"), SEMD__CODE__OK);
+	EXPECT(r != NULL && r->pong != NULL && r->pong->payload.len == 2);
+	guest_read(w.sm, 20, "uid:1", req_op(&q, 8, OP(STATS)),
+	    SEMD__CODE__OK);
+	/* A principal the state has no record of holds nothing, sees less. */
+	t_who = &(struct sm_caller){ 0, { 0 } };	/* no administrator */
+	r = guest_read(w.sm, 22, "uid:9", req_make(&q, 9, OP(HOLDS),
+	    "principal=%s", ""), SEMD__CODE__OK);
+	EXPECT(r != NULL && r->holds != NULL && r->holds->total == 0);
+	r = guest_read(w.sm, 22, "uid:9", req_make(&q, 10, OP(INFO),
+	    "name=%s", "jobs"), SEMD__CODE__OK);
+	EXPECT(r != NULL && r->info != NULL && r->info->n_holders == 0 &&
+	    r->info->holders_total == 2);
+	guest_read(w.sm, 22, "uid:9", req_make(&q, 11, OP(HOLDS),
+	    "principal=%s", "uid:1"), SEMD__CODE__PERMISSION_DENIED);
+	t_who = NULL;
+
+	TEST_START("guest: no Where, nothing that is no read");
+	guest_read(w.sm, 20, "uid:1", req_make(&q, 12, OP(WHERE),
+	    "request_id=%" PRIu64, w.wait_gate), SEMD__CODE__NOT_FOUND);
+	guest_read(w.sm, 20, "uid:1", req_make(&q, 13, OP(DOWN), "name=%s",
+	    "jobs"), SEMD__CODE__INVALID_ARGUMENT);
+	guest_read(w.sm, 20, "uid:1", req_make(&q, 14, OP(HELLO),
+	    "version=%d", 1), SEMD__CODE__INVALID_ARGUMENT);
+	guest_read(w.sm, 20, "uid:1", req_make(&q, 15, OP(WATCH), "name=%s",
+	    "jobs"), SEMD__CODE__INVALID_ARGUMENT);
+	t_end(w.sm);
+}
+
 int main(void)
 {
 	static const int reads[] = {
@@ -377,5 +507,6 @@ int main(void)
 	EXPECT_U64(sizeof reads / sizeof reads[0], n);
 	test_reads();
 	test_refused();
+	test_guests();
 	return check_done("state read");
 }
