@@ -82,7 +82,8 @@ tests_daemon_semd_probe_LDADD = proto/libsemproto.a $(PROTOBUF_C_LIBS)
 # Prometheus endpoint, scraped; probes.sh: /healthz and /readyz answer
 # while slow clients crowd the metrics listener; quotas.sh: one principal's
 # watches and unread replies are bounded; fulldisk.sh: a full data disk
-# (issue 35, item 3); aio.sh: no kernel AIO slots left (item 6).
+# (issue 35, item 3: writes refused at once, reads and keepalives served,
+# back without a restart); aio.sh: no kernel AIO slots left (item 6).
 DAEMON_SH_TESTS = tests/daemon/ops.sh tests/daemon/sessions.sh \
 	tests/daemon/load.sh tests/daemon/frames.sh tests/daemon/config.sh \
 	tests/daemon/activation.sh tests/daemon/hostile.sh tests/daemon/privs.sh \
