@@ -10,7 +10,8 @@ CLUSTER_SH_TESTS = tests/cluster/faults.sh tests/cluster/membership.sh \
 	tests/cluster/peer-tls.sh tests/cluster/peer-names.sh \
 	tests/cluster/down-failover.sh tests/cluster/reads.sh \
 	tests/cluster/lease-faults.sh tests/cluster/health.sh \
-	tests/cluster/prometheus.sh tests/cluster/paused-holder.sh
+	tests/cluster/prometheus.sh tests/cluster/paused-holder.sh \
+	tests/cluster/fulldisk.sh
 TESTS += $(CLUSTER_SH_TESTS)
 EXTRA_DIST += $(CLUSTER_SH_TESTS) tests/cluster/peerproxy.py tests/cluster/proxied.sh
 

@@ -71,6 +71,7 @@ int mode_watch_flood(const char *addr, int conns, int w, int ms,
     const char *stop);
 int mode_unread(const char *addr, int conns, int n, int ms, const char *stop,
     const char *request);
-int mode_fill_log(const char *addr, const char *name, int ms);
+int mode_fill_log(const char *addr, const char *name, int ms,
+    const char *stop);
 
 #endif

@@ -230,19 +230,20 @@ static uint64_t fill_send(struct pconn *c, const char *name)
 }
 
 /*
- * --fill-log ADDR NAME MS: fill the log of a durable semd (issue 35, a full
+ * --fill-log ADDR NAME MS [STOP]: fill the log of a durable semd (issue 35, a full
  * disk). One connection sends tries (DownMulti, timeout 0) of NAME, which
  * another holds, and of 15 names of 250 bytes: each is answered
  * WOULD_BLOCK and changes nothing, but is about 4 KB of log. FILL_INFLIGHT
  * at once, and one more whenever none is answered for FILL_QUIET_MS (they
  * wait for the disk), until one is answered something else (a full disk:
- * writes refused) or MS passed. Then FILL_AFTER more, one at a time, each
- * timed.
+ * writes refused), MS passed or the file STOP exists. Then FILL_AFTER
+ * more, one at a time, each timed.
  * Prints the tries answered WOULD_BLOCK, the first other answer, those
  * still unanswered (they wait in the log), and the timed ones' answers
  * and slowest round trip.
  */
-int mode_fill_log(const char *addr, const char *name, int ms)
+int mode_fill_log(const char *addr, const char *name, int ms,
+    const char *stop)
 {
 	struct tally th, ta;
 	struct pconn **cs, *c;
@@ -263,7 +264,7 @@ int mode_fill_log(const char *addr, const char *name, int ms)
 		return 3;
 	}
 	quiet = true;
-	while (code < 0 && now_ms() < until) {
+	while (code < 0 && flood_until(stop, until)) {
 		while (inflight < FILL_INFLIGHT && fill_send(c, name) != 0)
 			inflight++;
 		/* Those in flight answer nothing for a while: one more. */
@@ -286,8 +287,8 @@ int mode_fill_log(const char *addr, const char *name, int ms)
 	}
 	printf("fill: would_block=%" PRIu64 "\n", blocked);
 	if (code < 0) {
-		printf("fill: no refusal in %d ms (%" PRIu64 " unanswered)\n", ms,
-		    inflight);
+		printf("fill: no refusal in %.0f ms (%" PRIu64 " unanswered)\n",
+		    now_ms() - (until - ms), inflight);
 		p_close_many(cs, 1);
 		return 1;
 	}

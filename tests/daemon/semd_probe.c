@@ -34,10 +34,11 @@
  *                              send REQUEST ("ping:SIZE": a payload of SIZE
  *                              bytes; or a command) N times and read no
  *                              answer, open for MS ms (or until STOP exists)
- *   semd_probe --fill-log ADDR NAME MS  write about 4 KB of log a request
- *                              (tries of NAME, held elsewhere, and of long
- *                              names) until writes are refused (a full
- *                              disk) or MS passed; then time 5 refusals
+ *   semd_probe --fill-log ADDR NAME MS [STOP]  write about 4 KB of log a
+ *                              request (tries of NAME, held elsewhere, and
+ *                              of long names) until writes are refused (a
+ *                              full disk), MS passed or STOP exists; then
+ *                              time 5 refusals
  *
  * ADDR is unix:PATH or tcp:HOST:PORT (tcp:[::1]:PORT). Commands, one argument
  * each: "hello [lease=MS] [resume=SID secret=HEX] [version=V]",
@@ -765,7 +766,8 @@ int main(int argc, char **argv)
 		return mode_unread(argv[2], atoi(argv[3]), atoi(argv[4]),
 		    atoi(argv[5]), argv[6], argv[7]);
 	if (argc >= 5 && strcmp(argv[1], "--fill-log") == 0)
-		return mode_fill_log(argv[2], argv[3], atoi(argv[4]));
+		return mode_fill_log(argv[2], argv[3], atoi(argv[4]),
+		    argc > 5 ? argv[5] : NULL);
 	if (argc >= 6 && strcmp(argv[1], "--watchers") == 0)
 		return mode_watchers(argv[2], atoi(argv[3]), argv[4], atoi(argv[5]));
 	if (argc < 2) {
