@@ -51,7 +51,8 @@ enum semc_error {
 	SEMC_E_INVALID = -7,
 	SEMC_E_EXHAUSTED = -8,
 	SEMC_E_CANCELLED = -9,
-	SEMC_E_UNAVAILABLE = -10,	/* daemon shutting down */
+	SEMC_E_UNAVAILABLE = -10,	/* daemon shutting down, or refusing
+					 * writes (its data disk full) */
 	SEMC_E_PROTOCOL = -11,
 	SEMC_E_INTERNAL = -12,
 	SEMC_E_SESSION_EXPIRED = -13,
@@ -202,7 +203,7 @@ struct semc_stats {
 
 /* What the daemon said in the handshake. */
 struct semc_session {
-	uint64_t session;
+	uint64_t session;	/* 0: none (the daemon's data disk was full) */
 	uint32_t lease_ms;	/* granted session lease (0: none) */
 	const char *principal;
 	const char *server;	/* "semd 0.2.0" */

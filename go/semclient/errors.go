@@ -73,7 +73,7 @@ const (
 	ErrInvalid          Code = C.SEMC_E_INVALID         // the daemon refused the arguments
 	ErrExhausted        Code = C.SEMC_E_EXHAUSTED       // a daemon limit was reached
 	ErrCancelled        Code = C.SEMC_E_CANCELLED       // cancelled (or force-released)
-	ErrUnavailable      Code = C.SEMC_E_UNAVAILABLE     // shutting down, or no leader
+	ErrUnavailable      Code = C.SEMC_E_UNAVAILABLE     // shutting down, no leader, or writes refused (a full disk)
 	ErrProtocol         Code = C.SEMC_E_PROTOCOL        // a malformed frame
 	ErrInternal         Code = C.SEMC_E_INTERNAL        // the daemon failed
 	ErrSessionExpired   Code = C.SEMC_E_SESSION_EXPIRED // the daemon ended the session
