@@ -119,7 +119,9 @@ static void conn_publish_locked(struct semc *c, struct semc_conn *k, const Semd_
 	c->session = hr->session;
 	c->link = hr->link;
 	c->secret_len = hr->secret.len <= sizeof c->secret ? hr->secret.len : 0;
-	memcpy(c->secret, hr->secret.data, c->secret_len);
+	/* none without a session (a daemon whose disk is full): data is NULL */
+	if (c->secret_len > 0)
+		memcpy(c->secret, hr->secret.data, c->secret_len);
 	c->granted_lease = hr->lease_ms;
 	c->max_lease = hr->max_lease_ms;
 	c->guard_ms = hr->guard_ms;
