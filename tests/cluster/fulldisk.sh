@@ -136,5 +136,12 @@ ok "... is ready" sh -c "curl -s -m 5 http://$(sed -n 's/^metrics://p' "$T/r3")/
 unfilling
 ok "... none of the log's writes was refused" has "^fill: no refusal" "$T/fill2.out"
 ok "every node up" sh -c "kill -0 $N1 && kill -0 $N2 && kill -0 $N3"
+for i in 1 2 3; do
+	eval "pid=\$N$i"
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+	ok "node $i stops cleanly (was $rc)" [ "$rc" = 0 ]
+done
 ok "... no crash" sh -c "! grep -qi 'double free\|segmentation\|abort\|sanitizer' '$T/n1.log' '$T/n2.log' '$T/n3.log'"
 t_done

@@ -140,4 +140,5 @@ ok "... and n and w" sh -c "'$SEMCTL' -s '$s2_TCP' info n && '$SEMCTL' -s '$s2_T
 ok "... and writes" "$SEMCTL" -s "$s2_TCP" down n --timeout 5s
 kill -TERM "$s2_PID"
 wait "$s2_PID"
+ok "... and stops cleanly" [ $? = 0 ]
 t_done
