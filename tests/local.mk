@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/: shared test helpers. Each area's tests live in tests/<area>.mk.
-EXTRA_DIST += tests/lib.sh tests/tap.sh tests/lsan.supp tests/callgraph.py
+EXTRA_DIST += tests/lib.sh tests/tap.sh tests/mountns.sh tests/lsan.supp tests/callgraph.py
 
 # tests/daemon/ tests wired here:
 # threads.sh: --threads: permit invariants under racing clients on one and on

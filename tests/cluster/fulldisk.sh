@@ -15,19 +15,9 @@
 #  - node 1 a follower (leadership handed to node 3), its disk full again:
 #    the leader commits with node 2, takes writes and refuses none (node 1
 #    stays behind: the test ends there).
-# Needs root (unshare -m, mount); otherwise skipped (77).
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: needs root (a private mount namespace and a tmpfs)"
-	exit 77
-fi
-for tool in unshare mount dd curl python3; do
-	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool is not installed"; exit 77; }
-done
-if [ -z "${SEMD_FULLDISK_NS:-}" ]; then
-	unshare -m --propagation private true 2>/dev/null ||
-		{ echo "SKIP: no private mount namespace here (unshare -m)"; exit 77; }
-	SEMD_FULLDISK_NS=1 exec unshare -m --propagation private "$0" "$@"
-fi
+# Needs root (unshare -m, mount: tests/mountns.sh); otherwise skipped (77).
+MOUNTNS_TOOLS="curl python3"
+. "$top_srcdir/tests/mountns.sh"
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
 unset SEMD_TEST_DURABLE SEMD_TEST_THREADS
@@ -81,6 +71,7 @@ t_cluster3 15 || exit 1
 for i in 1 2 3; do
 	dir=$T/d$i
 	[ "$i" = 1 ] && dir=$T/disk1/data
+	# shellcheck disable=SC2046 # t_peers is two words or none
 	t_start_node "$i" --data-dir "$dir" --node-id "$i" \
 		--peer-listen "tcp:127.0.0.1:$((base + i))" \
 		--listen "tcp:127.0.0.1:$((base + 10 + i))" \

@@ -15,19 +15,9 @@
 # command's status. Stopped on a full disk it stops cleanly; started on one
 # it says the disk is full (exit status 74, EX_IOERR), and with room again
 # it starts with every name it had. Never a crash.
-# Needs root (unshare -m, mount); otherwise skipped (77).
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: needs root (a private mount namespace and a tmpfs)"
-	exit 77
-fi
-for tool in unshare mount dd curl; do
-	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool is not installed"; exit 77; }
-done
-if [ -z "${SEMD_FULLDISK_NS:-}" ]; then
-	unshare -m --propagation private true 2>/dev/null ||
-		{ echo "SKIP: no private mount namespace here (unshare -m)"; exit 77; }
-	SEMD_FULLDISK_NS=1 exec unshare -m --propagation private "$0" "$@"
-fi
+# Needs root (unshare -m, mount: tests/mountns.sh); otherwise skipped (77).
+MOUNTNS_TOOLS="curl"
+. "$top_srcdir/tests/mountns.sh"
 . "$top_srcdir/tests/lib.sh"
 t_watchdog 120
 unset SEMD_TEST_DURABLE
