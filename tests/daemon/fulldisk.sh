@@ -11,8 +11,9 @@
 # Retry-After) - while reads are answered, on new connections too (a guest
 # without a session), and a holder's keepalives keep its session past its
 # lease; the log, the metrics and /readyz say so. With room again the same
-# daemon takes writes without a restart and the holder's run ends with its
-# command's status. Stopped on a full disk it stops cleanly; started on one
+# daemon takes writes without a restart, the holder's run ends with its
+# command's status, and a connection made while the disk was full (a
+# guest) is told to connect again. Stopped on a full disk it stops cleanly; started on one
 # it says the disk is full (exit status 74, EX_IOERR), and with room again
 # it starts with every name it had. Never a crash.
 # Needs root (unshare -m, mount: tests/mountns.sh); otherwise skipped (77).
@@ -79,6 +80,15 @@ rc=$?
 ok "full: a create is refused, exit 3 (was $rc)" [ "$rc" = 3 ]
 ok "... saying the disk is full" refused "$T/create.out"
 ok "full: a read on a new connection answered" sh -c "'$SEMCTL' -s '$s_TCP' info m | grep -q 'available 2'"
+# A connection made now, kept: a guest (no session), its write refused;
+# once there is room, its next write tells it to connect again.
+"$PROBE" "$s_TCP" hello "info m" "create g 1" "until $T/roomy" "create g 1" \
+	expect-eof >"$T/guest.out" 2>&1 &
+GUEST=$!
+ok "full: a new connection's Hello answered without a session" \
+	t_wait_for 10 has '^reply id=1 code=OK session=0 secret= lease=0' "$T/guest.out"
+ok "... its read answered" t_wait_for 10 has '^reply id=2 code=OK name=m limit=3 available=2' "$T/guest.out"
+ok "... its write refused" t_wait_for 10 has '^reply id=3 code=UNAVAILABLE.*disk is full' "$T/guest.out"
 ok "full: a list answered" sh -c "'$SEMCTL' -s '$s_TCP' list | grep -q '^n'"
 st=$(curl -s -m 5 -o "$T/http.out" -D "$T/http.head" -w '%{http_code}' -X POST "http://$H/v1/semaphores/m/permits")
 ok "full: over HTTP a down is 503 (was $st)" [ "$st" = 503 ]
@@ -103,6 +113,14 @@ ok "... the log says so" has "writes are taken again" "$T/s.log"
 expect_eq "... semd_log_writes_refused" 0 "$(metric semd_log_writes_refused)"
 expect_eq "... semd_log_disk_full" 0 "$(metric semd_log_disk_full)"
 ok "... /readyz ready" sh -c "curl -s -m 5 'http://$M/readyz' | grep -q '^ready: '"
+touch "$T/roomy"
+wait "$GUEST"
+ok "... the guest's next write: connect again, and closed" \
+	has '^reply id=4 code=UNAVAILABLE.*connect again' "$T/guest.out"
+ok "... (closed)" has '^eof' "$T/guest.out"
+ok "... the writes that waited in the log made nothing: m as it was" \
+	sh -c "'$SEMCTL' -s '$s_TCP' info m | grep -q 'available 2'"
+ok "... no name of the fill's tries left" sh -c "! '$SEMCTL' -s '$s_TCP' list | grep -q '^[b-p]ffff'"
 touch "$T/release"
 wait "$RUN"
 rc=$?
