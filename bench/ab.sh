@@ -37,7 +37,8 @@
 #   --tool T    loadgen (default) or sbm
 #   --instr     instead of timing: each daemon under callgrind, one run a cell of D
 #               seconds, instructions per round trip (repeatable whatever the load),
-#               and the functions that differ most (TOP, 15); KEEP=DIR keeps the dumps
+#               and the functions that differ most (TOP, 15); KEEP=DIR keeps the dumps,
+#               CG_ARGS more callgrind options (--dump-instr=yes: counts per instruction)
 #   --profile   perf record of each daemon in round 1 of each cell, the top
 #               symbols printed at the end (TOP, 15)
 # Needs: the anchors' sources (loadgen is theirs), gcc, libevent-dev; valgrind
@@ -136,7 +137,8 @@ start() {
 	local side=$1 bin=$2 w=$T/$1.run
 	shift 2
 	if [ "$INSTR" = 1 ]; then
-		printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=%s "%s" "$@"\n' \
+		# shellcheck disable=SC2016 # CG_ARGS: the wrapper's, at its start
+		printf '#!/bin/sh\nexec valgrind --tool=callgrind ${CG_ARGS:-} --instr-atstart=no --callgrind-out-file=%s "%s" "$@"\n' \
 			"$T/$side.cg" "$bin" >"$w"
 	else
 		printf '#!/bin/sh\nexec "%s" "$@"\n' "$bin" >"$w"

@@ -10,6 +10,8 @@ bin_PROGRAMS += semctl
 noinst_HEADERS += cli/semctl.h
 semctl_SOURCES = cli/semctl.c cli/tables.c cli/args.c cli/out.c cli/help.c cli/cmds.c \
 	cli/set.c cli/backup.c cli/watch.c cli/run.c
+semctl_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS)
+semctl_LDFLAGS = $(SAN_CFLAGS) $(LTO_LDFLAGS)
 semctl_LDADD = client/libsemclient.la
 
 # Its manual page and its bash and zsh completions.

@@ -28,8 +28,8 @@ client_libsemclient_la_SOURCES = \
 	client/api/cluster.c client/api/watch.c client/api/backup.c \
 	proto/frame.c
 nodist_client_libsemclient_la_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
-client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
-client_libsemclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 6:0:5 -no-undefined \
+client_libsemclient_la_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENSSL_CFLAGS)
+client_libsemclient_la_LDFLAGS = $(SAN_CFLAGS) $(LTO_LDFLAGS) -version-info 6:0:5 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/client/libsemclient.map
 EXTRA_client_libsemclient_la_DEPENDENCIES = client/libsemclient.map
 # security/libsemtls.la: the TLS module the daemon uses too (security/tls.c)

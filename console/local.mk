@@ -18,6 +18,7 @@ EXTRA_DIST += $(CONSOLE_FILES) console/embed.sh console/local.mk \
 semd_SOURCES += daemon/http/http_ui.c daemon/http/http_ui.h
 noinst_LIBRARIES += console/libsemui.a
 nodist_console_libsemui_a_SOURCES = console/ui_files.c
+console_libsemui_a_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS)
 semd_LDADD += console/libsemui.a
 console/ui_files.c: $(CONSOLE_FILES) console/embed.sh
 	$(AM_V_GEN)$(MKDIR_P) console && \

@@ -5,5 +5,5 @@
 # $(PTHREAD_LIBS).
 noinst_LIBRARIES += core/libsemcore.a
 core_libsemcore_a_SOURCES = core/semaphore.c
-core_libsemcore_a_CFLAGS = $(AM_CFLAGS) -fPIC
+core_libsemcore_a_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS) -fPIC
 noinst_HEADERS += core/semaphore.h core/list.h core/strcopy.h core/hexdigit.h

@@ -22,8 +22,9 @@ semd_SOURCES = daemon/main.c \
 	daemon/listen.c daemon/listen.h daemon/logging.c daemon/logging.h \
 	daemon/config.c daemon/config.h \
 	daemon/access.c daemon/access.h daemon/tlsconf.c daemon/tlsconf.h
-semd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS) \
+semd_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(RAFT_CFLAGS)
+semd_LDFLAGS = $(SAN_CFLAGS) $(LTO_LDFLAGS)
 semd_LDADD = daemon/log/libsemlog.a daemon/state/libsemstate.a \
 	security/libsemsec.a proto/libsemproto.a \
 	core/libsemcore.a \

@@ -94,9 +94,9 @@ static void xprt_unix_start(struct conn *c, uint32_t keepalive_s)
 static void xprt_unix_identify(const struct conn *c, const struct sockaddr *sa,
     bool names, struct acl_subject *s, char *peer, size_t peerlen)
 {
-	uid_t uid;
-	gid_t gid;
-	pid_t pid;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	pid_t pid = 0;
 
 	(void)sa;
 	if (peer_cred(c->fd, &uid, &gid, &pid) != 0) {

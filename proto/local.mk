@@ -4,7 +4,7 @@ noinst_LIBRARIES += proto/libsemproto.a
 proto_libsemproto_a_SOURCES = proto/frame.c proto/frame.h proto/pbwire.h \
 	proto/pbevent.c proto/pbevent.h
 nodist_proto_libsemproto_a_SOURCES = proto/semd.pb-c.c proto/semd.pb-c.h
-proto_libsemproto_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
+proto_libsemproto_a_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
 BUILT_SOURCES += proto/semd.pb-c.c proto/semd.pb-c.h
 CLEANFILES += proto/semd.pb-c.c proto/semd.pb-c.h
 EXTRA_DIST += proto/semd.proto

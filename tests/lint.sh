@@ -30,7 +30,8 @@ cd "$B"
 mkdir -p lint
 if [ ! -f Makefile ]; then
 	echo "lint: configuring $B"
-	"$TOP/configure" -q
+	# without GCC's LTO flags, which clang-tidy's clang would warn of
+	"$TOP/configure" -q --disable-lto
 fi
 
 # Record compile_commands.json; bear sees only what the compiler runs for, so

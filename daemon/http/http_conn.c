@@ -652,9 +652,9 @@ static int hconn_start(struct conn *c, struct acl_subject *who,
 	struct http_front *f = hw->f;
 	struct hconn *hc, *old;
 	size_t n;
-	uid_t uid;
-	gid_t gid;
-	pid_t pid;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	pid_t pid = 0;
 
 	if ((hc = calloc(1, sizeof *hc)) == NULL)
 		return -ENOMEM;

@@ -19,7 +19,7 @@ semd_LDADD += daemon/http/libsemhttp.a $(JANSSON_LIBS)
 noinst_LIBRARIES += daemon/http/libsemhttp.a
 daemon_http_libsemhttp_a_SOURCES = daemon/http/http_json.c daemon/http/http_json.h \
 	daemon/http/http_parse.c daemon/http/http_parse.h
-daemon_http_libsemhttp_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
+daemon_http_libsemhttp_a_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
 
 daemon/http/http_openapi.c: $(top_srcdir)/daemon/http/openapi.json
 	$(AM_V_GEN)$(MKDIR_P) daemon/http && { \

@@ -17,5 +17,5 @@ daemon_log_libsemlog_a_SOURCES = daemon/log/semlog.h \
 	daemon/log/thread.c daemon/log/datadir.c daemon/log/datadir.h \
 	daemon/log/peer_net.c daemon/log/peer_net.h \
 	daemon/log/peer_addr.c daemon/log/peer_addr.h
-daemon_log_libsemlog_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) \
+daemon_log_libsemlog_a_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS) $(PROTOBUF_C_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(RAFT_CFLAGS)

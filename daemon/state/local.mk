@@ -25,4 +25,4 @@ daemon_state_libsemstate_a_SOURCES = daemon/state/state.h daemon/state/sm-int.h 
 	daemon/state/sm_snap_read.c daemon/state/sm_snap_sections.c daemon/state/sm_check.c \
 	daemon/state/hmap.c daemon/state/hmap.h \
 	daemon/state/ordidx.c daemon/state/ordidx.h
-daemon_state_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC
+daemon_state_libsemstate_a_CFLAGS = $(AM_CFLAGS) $(LTO_CFLAGS) $(PROTOBUF_C_CFLAGS) -fPIC

@@ -137,8 +137,8 @@ evrec_write(uint8_t *p, const uint8_t *owner, size_t olen,
  * the record longer than EVREC_MAX is cut; one still too long empties the
  * history (no gap: a resume from before it is refused).
  */
-static void evrec_keep_fields(struct sm *sm, const uint8_t *owner, size_t olen,
-    struct evrec_fields *f, uint64_t rev)
+static __attribute__((noinline)) void evrec_keep_fields(struct sm *sm,
+    const uint8_t *owner, size_t olen, struct evrec_fields *f, uint64_t rev)
 {
 	const char *reason = f->s[4];
 	char cut[256];
@@ -160,6 +160,44 @@ static void evrec_keep_fields(struct sm *sm, const uint8_t *owner, size_t olen,
 	else
 		evring_resize(&sm->evring, sm->evring.size);
 	f->s[4] = reason;	/* cut goes with this frame */
+}
+
+/*
+ * evrec_keep_event() for an event too long for its straight path (an
+ * owner's name over 1024 bytes, a record over EVREC_MAX): through
+ * evrec_keep_fields(), which cuts or drops it. A call of its own, so that
+ * its fields and buffers stay out of the hot path's frame.
+ */
+static __attribute__((noinline)) void evrec_keep_long(struct sm *sm,
+    const struct sm_sem *sem, const struct sm_ident *ident,
+    const struct evrec_what *w, uint64_t rev, uint64_t time_ms,
+    int64_t available)
+{
+	const struct sm_rate *rt = sem->rate;
+	struct evrec_fields f = {
+		(unsigned int)w->kind, w->n, ident != NULL ? ident->pid : 0,
+		sem->nholders, sem->nwaiters, sem->limit, rt != NULL ? rt->rate : 0,
+		rt != NULL ? rt->period_ms : 0, rt != NULL ? rt->burst : 0,
+		sem->max_waiters, time_ms, w->permit_id, w->token, w->request_id,
+		available, { sem->name, "", "", "", w->reason != NULL ? w->reason : "" },
+		{ 0 }
+	};
+
+	f.l.name = sem->len;
+	if (ident != NULL) {
+		if (ident->pr != NULL) {
+			f.s[1] = ident->pr->name;
+			f.l.principal = ident->pr->len;
+		}
+		f.s[2] = ident->client_name;
+		f.l.client_name = ident->client_name_len;
+		f.s[3] = ident->host;
+		f.l.host = ident->host_len;
+	}
+	f.l.reason = strlen(f.s[4]);
+	evrec_keep_fields(sm, sem->owner != NULL ?
+	    (const uint8_t *)sem->owner->name : NULL,
+	    sem->owner != NULL ? sem->owner->len : 0, &f, rev);
 }
 
 /*
@@ -192,15 +230,7 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
 	}
 	l.reason = why[0] != '\0' ? strlen(why) : 0;
 	if (olen > 1024 || (n = evrec_size(olen, &l)) > EVREC_MAX) {
-		struct evrec_fields f = {
-			(unsigned int)w->kind, w->n, ident != NULL ? ident->pid : 0,
-			sem->nholders, sem->nwaiters, sem->limit, rt != NULL ? rt->rate : 0,
-			rt != NULL ? rt->period_ms : 0, rt != NULL ? rt->burst : 0,
-			sem->max_waiters, time_ms, w->permit_id, w->token, w->request_id,
-			available, { sem->name, pr, cn, host, why }, l
-		};
-
-		evrec_keep_fields(sm, owner, olen, &f, rev);
+		evrec_keep_long(sm, sem, ident, w, rev, time_ms, available);
 		return;
 	}
 	if ((p = evring_put(&sm->evring, rev, (uint32_t)n)) == NULL)

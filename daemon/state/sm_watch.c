@@ -127,32 +127,25 @@ static bool watch_notice(struct sm *sm, const struct sm_watch *x,
 }
 
 /*
- * An event of sem, what happened w (with ident: who did it), kept in the
- * history and sent to every watch that covers sem, on the node its client
- * is bound to. The free permits are sem's now plus freed (given back, not
- * yet handed on). The event is packed once for the watchers that may see
+ * Event rev of sem, what happened w (with ident: who did it) at time_ms
+ * with available permits free, sent to every watch that covers sem, on the
+ * node its client is bound to. The event is packed once for the watchers that may see
  * who did it and once for the others (a thousand watchers cost a thousand
  * copies, not a thousand packs).
  */
-static void watch_send(struct sm *sm, const struct sm_sem *sem,
-    const struct evrec_what *w, const struct sm_ident *ident, long freed)
+static __attribute__((noinline)) void watch_send_all(struct sm *sm,
+    const struct sm_sem *sem, const struct evrec_what *w,
+    const struct sm_ident *ident, uint64_t rev, uint64_t time_ms,
+    int64_t available)
 {
-	uint64_t rev = ++sm->ev_rev, time_ms = sm_wall(sm, sm->now);
-	Semd__WatchEvent ev;
+	Semd__WatchEvent ev = SEMD__WATCH_EVENT__INIT;
+	Semd__Reply r = SEMD__REPLY__INIT;
 	struct watch_packed pk[2];
 	struct list_head *pos;
 	struct sm_watch *x;
-	Semd__Reply r;
 	size_t skip;
 	bool sees;
 
-	if (sm->evring.size > 0)
-		evrec_keep_event(sm, sem, ident, w, rev, time_ms,
-		    sem->sem.count + freed);
-	if (list_empty(&sm->watches))
-		return;
-	ev = (Semd__WatchEvent)SEMD__WATCH_EVENT__INIT;
-	r = (Semd__Reply)SEMD__REPLY__INIT;
 	ev.kind = w->kind;
 	ev.n = w->n;
 	ev.permit_id = w->permit_id;
@@ -163,7 +156,7 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 	ev.time_ms = time_ms;
 	ev.holders = sem->nholders;
 	ev.waiters = sem->nwaiters;
-	ev.available = sem->sem.count + freed;
+	ev.available = available;
 	ev.limit = sem->limit;
 	ev.max_waiters = sem->max_waiters;
 	if (sem->rate != NULL) {
@@ -193,6 +186,24 @@ static void watch_send(struct sm *sm, const struct sm_sem *sem,
 		watch_who(&ev, sees ? ident : NULL);
 		sm->out.reply(sm->out.ctx, x->client->conn, &r);
 	}
+}
+
+/*
+ * An event of sem, what happened w (with ident: who did it), kept in the
+ * history and sent to its watches (watch_send_all: its two 4 KiB packing
+ * buffers stay out of the frame of every change of the state). The free
+ * permits are sem's now plus freed (given back, not yet handed on).
+ */
+static void watch_send(struct sm *sm, const struct sm_sem *sem,
+    const struct evrec_what *w, const struct sm_ident *ident, long freed)
+{
+	uint64_t rev = ++sm->ev_rev, time_ms = sm_wall(sm, sm->now);
+	int64_t available = sem->sem.count + freed;
+
+	if (sm->evring.size > 0)
+		evrec_keep_event(sm, sem, ident, w, rev, time_ms, available);
+	if (!list_empty(&sm->watches))
+		watch_send_all(sm, sem, w, ident, rev, time_ms, available);
 }
 
 /*

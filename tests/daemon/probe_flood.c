@@ -88,6 +88,8 @@ int mode_watch_flood(const char *addr, int conns, int w, int ms,
 
 	memset(&th, 0, sizeof th);
 	memset(&tw, 0, sizeof tw);
+	if (conns < 1)
+		return 2;
 	p_nofile(conns);
 	if ((cs = p_alloc_many(conns)) == NULL ||
 	    (pf = calloc((size_t)conns, sizeof *pf)) == NULL)
