@@ -511,8 +511,9 @@ static bool log_read_locked(struct conn *c, struct log_conn *lc,
  * (a write: the session is taken over) is refused like the rest, and the
  * connection, without a Hello, may try again. False: stop reading.
  */
-static bool log_refuse_locked(struct conn *c, struct log_conn *lc,
-    const Semd__Request *req, const char *why)
+static __attribute__((noinline, cold)) bool log_refuse_locked(
+    struct conn *c, struct log_conn *lc, const Semd__Request *req,
+    const char *why)
 {
 	if (req->op_case != SEMD__REQUEST__OP_HELLO ||
 	    req->hello->resume_session != 0) {
@@ -534,9 +535,9 @@ static bool log_refuse_locked(struct conn *c, struct log_conn *lc,
  * disk takes no writes, saying so; after, the connection has no session
  * to run it in, so the client is told to connect again, and closed.
  */
-static bool log_guest_locked(struct conn *c, struct log_conn *lc,
-    const Semd__Request *req, const struct sm_caller *who,
-    const uint8_t *data, size_t len)
+static __attribute__((noinline, cold)) bool log_guest_locked(
+    struct conn *c, struct log_conn *lc, const Semd__Request *req,
+    const struct sm_caller *who, const uint8_t *data, size_t len)
 {
 	struct server *srv = c->srv;
 	struct semlog *d = srv->feed_state->d;
