@@ -433,18 +433,18 @@ static void thread_arm(struct semlog *l, uint64_t due)
 /*
  * Has the data directory's file system room for another segment of the
  * log (raft_uv makes each whole before writing to it), and a file for it?
- * free: the bytes this process may still use there. Unknown: room.
+ * avail: the bytes this process may still use there. Unknown: room.
  */
-static bool thread_disk_room(const struct semlog *l, uint64_t *free)
+static bool thread_disk_room(const struct semlog *l, uint64_t *avail)
 {
 	struct statvfs sv;
 	bool root = geteuid() == 0;	/* the blocks and inodes kept for root */
 
-	*free = UINT64_MAX;
+	*avail = UINT64_MAX;
 	if (statvfs(l->data_dir, &sv) != 0)
 		return true;
-	*free = (uint64_t)(root ? sv.f_bfree : sv.f_bavail) * sv.f_frsize;
-	return *free >= SEMLOG_SEGMENT_SIZE &&
+	*avail = (uint64_t)(root ? sv.f_bfree : sv.f_bavail) * sv.f_frsize;
+	return *avail >= SEMLOG_SEGMENT_SIZE &&
 	    (sv.f_files == 0 || (root ? sv.f_ffree : sv.f_favail) > 0);
 }
 
@@ -464,7 +464,7 @@ static bool thread_disk_room(const struct semlog *l, uint64_t *free)
  */
 static void thread_disk_check(struct semlog *l)
 {
-	uint64_t waited = semlog_port_append_wait_us(l->port) / 1000, free = 0;
+	uint64_t waited = semlog_port_append_wait_us(l->port) / 1000, avail = 0;
 	uint64_t now = thread_now_ms(l);
 	raft_index commit = raft_commit_index(&l->raft);
 	enum semlog_disk disk = SEMLOG_DISK_OK;
@@ -472,7 +472,7 @@ static void thread_disk_check(struct semlog *l)
 
 	/* Full stays full until the write goes through (no second word). */
 	if (waited >= FULL_WAIT_MS && (l->disk == SEMLOG_DISK_FULL ||
-	    !thread_disk_room(l, &free)))
+	    !thread_disk_room(l, &avail)))
 		disk = SEMLOG_DISK_FULL;
 	else if (waited >= STALL_WARN_MS)
 		disk = SEMLOG_DISK_STALLED;
@@ -493,7 +493,7 @@ static void thread_disk_check(struct semlog *l)
 		log_warn("log: the data directory's disk is full (%llu kB free "
 		    "in %s, a segment of the log takes %u kB): a write has "
 		    "waited %llu ms, and is tried again every second",
-		    (unsigned long long)free / 1024, l->data_dir,
+		    (unsigned long long)avail / 1024, l->data_dir,
 		    SEMLOG_SEGMENT_SIZE / 1024, (unsigned long long)waited);
 	} else if (disk != l->disk && disk == SEMLOG_DISK_STALLED) {
 		thread_started(l, EX_IOERR, "the data directory's disk takes "
