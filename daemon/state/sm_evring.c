@@ -88,28 +88,30 @@ static void evring_pop(struct sm_evring *r)
  */
 uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
-	uint32_t need = EVR_HDR + len, phys = 2 * r->size, at;
+	uint32_t need = EVR_HDR + len, at;
 
-	if (r->size == 0)
-		return NULL;
-	if (need > r->size / 2 || (r->buf == NULL && (r->buf = malloc(phys)) == NULL)) {
-		evring_clear(r);
-		return NULL;
+	if (__builtin_expect(r->buf == NULL || need > r->size / 2, 0)) {
+		if (r->size == 0)
+			return NULL;
+		if (need > r->size / 2 ||
+		    (r->buf == NULL && (r->buf = malloc(2 * (size_t)r->size)) == NULL)) {
+			evring_clear(r);
+			return NULL;
+		}
 	}
+	/* no record left leaves head = tail = 0 (evring_pop) */
 	while (r->n > 0 && r->used + need > r->size)
 		evring_pop(r);
-	if (r->n == 0) {
-		r->head = r->tail = 0;
-	} else if (r->tail >= r->head && phys - r->tail < need) {
+	if (r->tail >= r->head && 2 * r->size - r->tail < need) {
 		/* no room at the end: from the beginning (room there) */
-		if (phys - r->tail >= 4)
+		if (2 * r->size - r->tail >= 4)
 			put32(r->buf + r->tail, 0);
 		r->tail = 0;
 	}
 	at = r->tail;
 	put32(r->buf + at, len);
 	memcpy(r->buf + at + 4, &rev, 8);
-	r->tail += need;
+	r->tail = at + need;
 	r->used += need;
 	r->n++;
 	return r->buf + at + EVR_HDR;
