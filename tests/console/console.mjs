@@ -426,7 +426,8 @@ async function main() {
 		await must('up', 'ops/deploy');
 		const r = await w.done;
 		const tok2 = r.out.trim();
-		check(r.code === 0 && /^\d+$/.test(tok2), 'the waiter was granted', r.out);
+		check(r.code === 0 && /^\d+$/.test(tok2), 'the waiter was granted',
+			`exit ${r.code}${r.signal ? ` (${r.signal})` : ''}: ${r.out}`);
 		await waitIn(alice, t => !document.querySelector('#queue tbody tr') &&
 			[...document.querySelectorAll('#holders [data-col="token"]')].some(td => td.textContent === t), tok2);
 		check(true, 'it moved from the queue to the holders');
