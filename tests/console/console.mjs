@@ -94,9 +94,21 @@ function start(cmd, args, opts = {}) {
 	p.stdout.on('data', d => out.push(d));
 	p.stderr.on('data', d => out.push(d));
 	children.add(p);
+	// 'exit' can come before the last of the output (Node's stdio streams
+	// may still be open then): the result waits for 'close', at most 2 s
+	// (a grandchild could hold the pipes open).
 	p.done = new Promise(resolve => p.on('exit', (code, signal) => {
-		children.delete(p);
-		resolve({code, signal, out: Buffer.concat(out).toString()});
+		let done = false;
+		const finish = () => {
+			if (done)
+				return;
+			done = true;
+			clearTimeout(timer);
+			children.delete(p);
+			resolve({code, signal, out: Buffer.concat(out).toString()});
+		};
+		const timer = setTimeout(finish, 2000);
+		p.once('close', finish);
 	}));
 	p.output = () => Buffer.concat(out).toString();
 	return p;
