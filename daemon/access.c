@@ -47,6 +47,8 @@ struct access_id {
 	/* Decided under the ACL numbered serial (redone after a reload): */
 	uint64_t		serial;
 	unsigned int		rights;		/* acl_default_rights() */
+	bool			uniform;	/* the same rights on every name: */
+	unsigned int		uniform_rights;	/* these (acl_rights_uniform()) */
 	uint64_t		limit[SM_NLIMITS];
 	/*
 	 * The last name checked (valid) and its rights, under the same serial:
@@ -190,6 +192,7 @@ static void access_refresh(struct access_id *id, const struct acl *acl)
 	id->last_len = 0;
 	id->subject.admin = acl_is_admin(acl, &id->subject, geteuid());
 	id->rights = acl_default_rights(&id->subject);
+	id->uniform = acl_rights_uniform(acl, &id->subject, &id->uniform_rights);
 	for (i = 0; i < SM_NLIMITS; i++)
 		id->limit[i] = acl_quota(acl, &id->subject, access_limit_kind[i]);
 	id->output = acl_quota(acl, &id->subject, ACL_QUOTA_OUTPUT);
@@ -505,8 +508,12 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 	if ((!c->hello && !sm_op_is_node(req->op_case)) ||
 	    !access_need(op, req, &name, &right, &verb, &after))
 		return 0;
-	len = strlen(name);
-	if (len > 0 && len == id->last_len && strcopy_same(name, id->last_name, len)) {
+	if (id->uniform) {
+		/* the same on every name: the name is looked at on a refusal only */
+		rights = id->uniform_rights;
+		len = 0;
+	} else if ((len = strlen(name)) > 0 && len == id->last_len &&
+	    strcopy_same(name, id->last_name, len)) {
 		rights = id->last_rights;
 	} else {
 		/* An invalid name gets the state machine's INVALID_ARGUMENT. */
@@ -522,6 +529,9 @@ static int access_check_locked(const struct conn *c, const Semd__Request *req,
 	}
 	who->privs = (rights & ACL_ADMIN) ? SM_PRIV_ADMIN : 0;
 	if ((rights & (unsigned)right) == (unsigned)right)
+		return 0;
+	/* An invalid name gets the state machine's INVALID_ARGUMENT. */
+	if (id->uniform && (len = strlen(name)) > 0 && !sm_name_valid(name, len))
 		return 0;
 	if (len > 0)
 		snprintf(msg, msglen, "%s may not %s %s%s", id->subject.principal,

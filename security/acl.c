@@ -708,6 +708,33 @@ unsigned acl_rights(const struct acl *acl, const struct acl_subject *who,
 	return acl_default_rights(who);
 }
 
+/*
+ * Are who's rights the same on every name? The first rule for who covers
+ * every name ("*"), or no rule is for who and no name is protected: then
+ * they are in *rights, and acl_rights() would say them for any name.
+ */
+bool acl_rights_uniform(const struct acl *acl, const struct acl_subject *who,
+    unsigned *rights)
+{
+	const struct acl_rule *r, *end;
+
+	if (acl != NULL) {
+		end = acl->rules + acl->nrules;
+		for (r = acl->rules; r < end; r++) {
+			if (!acl_principal_matches(&r->who, who))
+				continue;
+			if (r->pattern.kind != PATTERN_ALL)
+				return false;
+			*rights = r->rights;
+			return true;
+		}
+		if (acl->nprotect > 0)
+			return false;
+	}
+	*rights = acl_default_rights(who);
+	return true;
+}
+
 /* Decide whether who may exercise right on name. */
 bool acl_allows(const struct acl *acl, const struct acl_subject *who,
     const char *name, size_t name_len, enum acl_right right)

@@ -158,6 +158,9 @@ bool acl_allows(const struct acl *acl, const struct acl_subject *who,
 /* Every right who has on name (ACL_* bits), by the evaluation above. */
 unsigned acl_rights(const struct acl *acl, const struct acl_subject *who,
     const char *name, size_t name_len);
+/* Are who's rights the same on every name? Then *rights holds them. */
+bool acl_rights_uniform(const struct acl *acl, const struct acl_subject *who,
+    unsigned *rights);
 /*
  * Is who an administrator: uid 0, the daemon's own uid self_uid, or a
  * principal named by an admin line? The caller stores it in who->admin.

@@ -627,6 +627,63 @@ static void test_speed(void)
 	acl_free(acl);
 }
 
+/* Every name's rights are the uniform ones when acl_rights_uniform() says so. */
+static void check_uniform(const struct acl *acl, const struct acl_subject *s,
+    bool want, unsigned want_rights)
+{
+	static const char *const names[] = { "a", "jobs/a", "jobs/", "secret/x",
+	    "secret/public-1", "db/replica-3", "x", NULL };
+	const char *const *n;
+	unsigned rights = 0xdead;
+
+	CHECK_INT(acl_rights_uniform(acl, s, &rights), want);
+	if (!want)
+		return;
+	CHECK_INT(rights, want_rights);
+	for (n = names; *n != NULL; n++)
+		CHECK_INT(acl_rights(acl, s, *n, strlen(*n)), rights);
+}
+
+static void test_uniform(void)
+{
+	static const char *const everyone[] = { "acl anonymous * all", NULL };
+	static const char *const split[] = {
+		"acl uid:1000 * use",
+		"acl uid:1001 jobs/ inspect",
+		"acl uid:1001 * use,create",
+		"acl group:ops * all",
+		NULL,
+	};
+	static const char *const guarded[] = { "protect secret/", NULL };
+	static const char *const ops[] = { "ops", NULL };
+	struct acl_subject s;
+	struct acl *a;
+
+	TEST_START("rights the same on every name: no name is looked at");
+	acl_subject_init(&s);
+	check_uniform(NULL, &s, true, ACL_USE);
+	a = acl_of(everyone);
+	check_uniform(a, &s, true, ACL_RIGHTS_ALL);
+	subject_uid(&s, 1000, "alice", NULL);
+	check_uniform(a, &s, true, ACL_INSPECT | ACL_USE | ACL_CREATE);
+	acl_free(a);
+
+	a = acl_of(split);
+	check_uniform(a, &s, true, ACL_USE);		/* its first rule: "*" */
+	subject_uid(&s, 1001, "bob", NULL);
+	check_uniform(a, &s, false, 0);			/* jobs/ first */
+	subject_uid(&s, 1002, "carol", ops);
+	check_uniform(a, &s, true, ACL_RIGHTS_ALL);	/* by its group */
+	subject_uid(&s, 1003, "dave", NULL);
+	check_uniform(a, &s, true, ACL_INSPECT | ACL_USE | ACL_CREATE);
+	acl_free(a);
+
+	a = acl_of(guarded);
+	check_uniform(a, &s, false, 0);			/* secret/ has none */
+	acl_free(a);
+	acl_subject_clear(&s);
+}
+
 int main(void)
 {
 	test_parse_good();
@@ -636,6 +693,7 @@ int main(void)
 	test_principals();
 	test_rights();
 	test_admins();
+	test_uniform();
 	test_cn_escape();
 	test_names();
 	test_quotas();
