@@ -958,7 +958,18 @@ struct sm_wait *down_wait_new(struct sm *sm, struct sm_client *c, uint64_t id,
 void down_queued(struct sm *sm, struct sm_wait *w);
 
 /* sm_settle.c */
-void sm_settle(struct sm *sm);
+void sm_settle_all(struct sm *sm);
+
+/*
+ * After every call into the state machine: sm_settle_all() when an effect
+ * is queued (most requests queue none: then this is three loads).
+ */
+static inline void sm_settle(struct sm *sm)
+{
+	if (!list_empty(&sm->offers) || !list_empty(&sm->rate_touched) ||
+	    sm->dl_ncheck != 0)
+		sm_settle_all(sm);
+}
 
 /* sm_optab.c */
 sm_op_fn *sm_op_handler(int op_case);

@@ -22,11 +22,12 @@
 #include "daemon/state/sm-int.h"
 
 /*
- * After every call into the state machine: grant the offered requests that
- * are ready, set the timers of the token buckets that changed, and look for
- * deadlocks closed by the grants made, until there is nothing left to do.
+ * After a call into the state machine (sm_settle()): grant the offered
+ * requests that are ready, set the timers of the token buckets that
+ * changed, and look for deadlocks closed by the grants made, until there
+ * is nothing left to do.
  */
-void sm_settle(struct sm *sm)
+void sm_settle_all(struct sm *sm)
 {
 	struct sm_wait *w;
 	struct sm_sem *sem;
