@@ -533,7 +533,8 @@ int wire_put_down_in(struct wbuf *b, uint64_t id, const char *name, int64_t time
 		memcpy(tail + n, group, glen);
 		n += glen;
 	}
-	return put_hot(b, id, SEMD__REQUEST__OP_DOWN, name, NULL, 0, v, 2, tail, n);
+	return put_hot(b, id, SEMD__REQUEST__OP_DOWN, name, NULL, 0, v, 2,
+	    n > 0 ? tail : NULL, n);
 }
 
 /* Append Up of one permit. */
