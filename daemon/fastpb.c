@@ -28,6 +28,18 @@ static inline bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v
 		*p = q + 1;
 		return true;
 	}
+	/* two and three bytes (ids, tokens) without the loop's tests */
+	if (end - q >= 2 && q[1] < 0x80) {
+		*v = (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+		*p = q + 2;
+		return true;
+	}
+	if (end - q >= 3 && q[2] < 0x80) {
+		*v = (uint64_t)(q[0] & 0x7f) | (uint64_t)(q[1] & 0x7f) << 7 |
+		    (uint64_t)q[2] << 14;
+		*p = q + 3;
+		return true;
+	}
 	for (i = 0; i < 10 && q < end; i++, q++) {
 		x |= (uint64_t)(*q & 0x7f) << (7 * i);
 		if (!(*q & 0x80)) {
