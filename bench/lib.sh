@@ -96,7 +96,8 @@ bench_anchors() {
 # bench_loadgen DIR: the anchors' limitd and loadgen built in DIR from a
 # copy of their sources (the shared folder stays read-only, nothing of it
 # enters this tree), loadgen with our bench/drv_semd.c (its reserved
-# drivers[] entry enabled by a sed on the copy); LIMITD and LG are set.
+# drivers[] entry enabled by a sed on the copy; SEMD_DRV names another
+# drv_semd.c, an older tree's, to compare drivers); LIMITD and LG are set.
 bench_loadgen() {
 	local top
 	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -109,7 +110,7 @@ s|^\( *\)/\* *&lg_drv_semd,.*|\1\&lg_drv_semd,|' "$1/load/loadgen.c"
 	grep -q '^ *&lg_drv_semd,' "$1/load/loadgen.c" ||
 		{ echo "cannot enable the semd driver in loadgen.c" >&2; exit 1; }
 	${CC:-gcc} -O2 -Wall -Wextra -I"$1/load" -o "$1/load/loadgen" "$1/load/loadgen.c" \
-		"$1/load/drv_echo.c" "$1/load/drv_redis.c" "$top/bench/drv_semd.c"
+		"$1/load/drv_echo.c" "$1/load/drv_redis.c" "${SEMD_DRV:-$top/bench/drv_semd.c}"
 	# shellcheck disable=SC2034 # the caller's
 	LIMITD=$1/limit/limitd LG=$1/load/loadgen
 }
