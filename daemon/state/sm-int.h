@@ -316,6 +316,7 @@ struct sm_evring {
 	uint32_t	size;		/* watch-history; 0: none kept */
 	uint32_t	head;		/* the oldest record */
 	uint32_t	tail;		/* where the next goes */
+	uint32_t	end;		/* the skipped end ahead of head; none: UINT32_MAX */
 	uint32_t	n;		/* records */
 	uint32_t	used;
 };

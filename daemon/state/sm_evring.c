@@ -10,9 +10,10 @@
  *
  * A record is a u32 length, a u64 revision, then that many bytes; records
  * are never split at the end of the buffer: one that does not fit there
- * starts again at the beginning (a length of 0 marks the skipped end). The
- * oldest go to make room. The buffer (twice the size) is allocated once,
- * when the first event comes (no allocation per event).
+ * starts again at the beginning (end: where the records before that skipped
+ * end stop, until the oldest has passed it). The oldest go to make room.
+ * The buffer (twice the size) is allocated once, when the first event comes
+ * (no allocation per event).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "daemon/state/sm-int.h"
 
 #define EVR_HDR		12u	/* u32 length, u64 revision */
+#define EVR_NOEND	UINT32_MAX	/* end: no skipped end ahead of head */
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -38,6 +40,7 @@ static uint32_t get32(const uint8_t *p)
 static void evring_clear(struct sm_evring *r)
 {
 	r->head = r->tail = 0;
+	r->end = EVR_NOEND;
 	r->n = 0;
 	r->used = 0;
 }
@@ -57,22 +60,7 @@ void evring_free(struct sm_evring *r)
 {
 	free(r->buf);
 	memset(r, 0, sizeof *r);
-}
-
-/* Drop the oldest record. */
-static void evring_pop(struct sm_evring *r)
-{
-	uint32_t len;
-
-	if (r->n == 0)
-		return;
-	if (2 * r->size - r->head < EVR_HDR || get32(r->buf + r->head) == 0)
-		r->head = 0;	/* the skipped end */
-	len = get32(r->buf + r->head);
-	r->head += EVR_HDR + len;
-	r->used -= EVR_HDR + len;
-	if (--r->n == 0)
-		evring_clear(r);
+	r->end = EVR_NOEND;
 }
 
 /*
@@ -84,11 +72,12 @@ static void evring_pop(struct sm_evring *r)
  * the same records as the one it was taken from. NULL when there is no
  * history, the event is bigger than half of it, or out of memory: then the
  * history is emptied (a resume from before it is refused, never answered
- * with a gap).
+ * with a gap). This is every case; evring_put() the common one.
  */
-uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
+static __attribute__((noinline)) uint8_t *evring_put_slow(struct sm_evring *r,
+    uint64_t rev, uint32_t len)
 {
-	uint32_t need = EVR_HDR + len, at;
+	uint32_t need = EVR_HDR + len, at, head, used, n, k;
 
 	if (__builtin_expect(r->buf == NULL || need > r->size / 2, 0)) {
 		if (r->size == 0)
@@ -99,22 +88,78 @@ uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
 			return NULL;
 		}
 	}
-	/* no record left leaves head = tail = 0 (evring_pop) */
-	while (r->n > 0 && r->used + need > r->size)
-		evring_pop(r);
-	if (r->tail >= r->head && 2 * r->size - r->tail < need) {
-		/* no room at the end: from the beginning (room there) */
-		if (2 * r->size - r->tail >= 4)
-			put32(r->buf + r->tail, 0);
-		r->tail = 0;
+	if (r->used + need > r->size) {
+		/*
+		 * The oldest go (some are left while the records pass the
+		 * size: need <= size / 2); none left: head = tail = 0.
+		 */
+		head = r->head;
+		used = r->used;
+		n = r->n;
+		do {
+			if (head == r->end) {
+				head = 0;	/* the skipped end */
+				r->end = EVR_NOEND;
+			}
+			k = EVR_HDR + get32(r->buf + head);
+			head += k;
+			used -= k;
+			n--;
+		} while (used + need > r->size);
+		r->head = head;
+		r->used = used;
+		r->n = n;
+		if (n == 0)
+			evring_clear(r);
 	}
 	at = r->tail;
+	if (at >= r->head && 2 * r->size - at < need) {
+		/* no room at the end: from the beginning (room there) */
+		r->end = at;
+		at = 0;
+	}
 	put32(r->buf + at, len);
 	memcpy(r->buf + at + 4, &rev, 8);
 	r->tail = at + need;
 	r->used += need;
 	r->n++;
 	return r->buf + at + EVR_HDR;
+}
+
+/*
+ * Make room for event rev, len bytes, as evring_put_slow(): its common case
+ * on a short path (the buffer made, the record fits once the oldest, if one
+ * of several, went, and at the tail without a skipped end), the rest there.
+ */
+uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
+{
+	uint32_t need = EVR_HDR + len, size = r->size, head = r->head;
+	uint32_t at = r->tail, used = r->used, k;
+	uint8_t *buf = r->buf, *p;
+
+	if (__builtin_expect(buf == NULL || need > size / 2, 0))
+		return evring_put_slow(r, rev, len);
+	if (used + need > size) {
+		if (r->n <= 1 || head == r->end)
+			return evring_put_slow(r, rev, len);
+		k = EVR_HDR + get32(buf + head);
+		if (used - k + need > size)
+			return evring_put_slow(r, rev, len);
+		head += k;
+		used -= k;
+		r->head = head;
+		r->used = used;
+		r->n--;
+	}
+	if (at >= head && 2 * size - at < need)
+		return evring_put_slow(r, rev, len);
+	p = buf + at;
+	put32(p, len);
+	memcpy(p + 4, &rev, 8);
+	r->tail = at + need;
+	r->used = used + need;
+	r->n++;
+	return p + EVR_HDR;
 }
 
 /* Keep event rev, len bytes at p, as evring_put(); false when not kept. */
@@ -153,8 +198,8 @@ bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
 {
 	if (it->left == 0)
 		return false;
-	if (2 * r->size - it->off < EVR_HDR || get32(r->buf + it->off) == 0)
-		it->off = 0;
+	if (it->off == r->end)
+		it->off = 0;	/* the skipped end */
 	*len = get32(r->buf + it->off);
 	memcpy(rev, r->buf + it->off + 4, 8);
 	*p = r->buf + it->off + EVR_HDR;
