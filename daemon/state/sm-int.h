@@ -135,6 +135,8 @@ struct sm_ident {
 	char			*host;
 	uint16_t		client_name_len;	/* strlen(): for events */
 	uint16_t		host_len;
+	uint16_t		ev_len;
+	uint8_t			*ev;	/* its part of a history record (evrec_ident()) */
 };
 _Static_assert(SM_STR_MAX <= UINT16_MAX, "sm_ident's lengths hold a label's");
 

@@ -67,6 +67,8 @@ struct evrec_what {
 	uint64_t	request_id;
 	const char	*reason;	/* NULL: none */
 };
+bool evrec_ident(struct sm *sm, struct sm_ident *id);
+void evrec_ident_free(struct sm *sm, struct sm_ident *id);
 void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
     const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
     uint64_t time_ms, int64_t available);
