@@ -683,7 +683,7 @@ static void test_ring_kept(void)
 		memset(&m, 0, sizeof m);
 		for (rev = 1; rev <= 6000; rev++) {
 			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-			len = (uint32_t)(x >> 33) % (size / 2 - 11);
+			len = 1 + (uint32_t)(x >> 33) % (size / 2 - 12);
 			if ((x >> 20) % 97 == 0)
 				len = size / 2 - 11 + (uint32_t)(x >> 40) % 50;	/* too big */
 			if (m.first + m.n >= 4096) {
