@@ -319,8 +319,9 @@ struct sm_evring {
 	uint32_t	head;		/* the oldest record */
 	uint32_t	tail;		/* where the next goes */
 	uint32_t	end;		/* the skipped end ahead of head; none: UINT32_MAX */
-	uint32_t	n;		/* records */
-	uint32_t	used;
+	uint32_t	lim;		/* room up to it after tail: head or the end */
+	uint32_t	n;		/* records (with those no longer kept) */
+	uint32_t	used;		/* their bytes */
 };
 struct evring_it {
 	uint32_t	off;

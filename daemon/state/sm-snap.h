@@ -52,6 +52,7 @@ void evring_free(struct sm_evring *r);
 uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len);
 bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len);
 uint64_t evring_oldest(const struct sm_evring *r);
+uint32_t evring_count(const struct sm_evring *r);
 void evring_first(const struct sm_evring *r, struct evring_it *it);
 bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
     const uint8_t **p, uint32_t *len);

@@ -8,12 +8,24 @@
  * same events (they come from the same entries) and a snapshot carries
  * them (section "watch history", sm_snap_sections.c).
  *
- * A record is a u32 length, a u64 revision, then that many bytes; records
- * are never split at the end of the buffer: one that does not fit there
- * starts again at the beginning (end: where the records before that skipped
- * end stop, until the oldest has passed it). The oldest go to make room.
- * The buffer (twice the size) is allocated once, when the first event comes
- * (no allocation per event).
+ * Which are kept: the newest records (since the last event too big for the
+ * history, which empties it) whose bytes, 12 each beside theirs, fit the
+ * size - what dropping the oldest while the records pass the size at each
+ * event keeps. It depends on the records' sizes only, not on where they
+ * lie, so a history restored from a snapshot keeps the same records as the
+ * one it was taken from, ever after.
+ *
+ * Where: a record is a u32 length, a u64 revision, then that many bytes;
+ * records are never split at the end of the buffer: one that does not fit
+ * there starts again at the beginning (end: where the records before that
+ * skipped end stop, until the oldest has passed it). The buffer is twice
+ * the size, allocated once, when the first event comes (no allocation per
+ * event), and the oldest leave it in batches: while there is room in it for
+ * the next record, an event only adds its record (evring_put(): a few
+ * stores); when there is none, the ones that are no longer kept go all at
+ * once, which always leaves room (evring_put_slow()). The records ahead of
+ * the kept ones (head, n and used count them too) are skipped by
+ * evring_first(). head is never at end (it goes to 0 as it reaches it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +53,7 @@ static void evring_clear(struct sm_evring *r)
 {
 	r->head = r->tail = 0;
 	r->end = EVR_NOEND;
+	r->lim = r->buf != NULL ? 2 * r->size : 0;
 	r->n = 0;
 	r->used = 0;
 }
@@ -63,23 +76,33 @@ void evring_free(struct sm_evring *r)
 	r->end = EVR_NOEND;
 }
 
+/* Put the record of event rev, len bytes, at the tail (room there); its bytes. */
+static inline uint8_t *evring_add(struct sm_evring *r, uint64_t rev, uint32_t len)
+{
+	uint8_t *p = r->buf + r->tail;
+
+	put32(p, len);
+	memcpy(p + 4, &rev, 8);
+	r->tail += EVR_HDR + len;
+	r->used += EVR_HDR + len;
+	r->n++;
+	return p + EVR_HDR;
+}
+
 /*
- * Make room for event rev, len bytes, the oldest going while the records
- * would pass size bytes; returns where its bytes go (the caller writes
- * them). Which are kept depends on their sizes only, not on where they lie:
- * the buffer is twice the size, so a record that fits the size always finds
- * room (at the end, or from the beginning), and a restored history keeps
- * the same records as the one it was taken from. NULL when there is no
- * history, the event is bigger than half of it, or out of memory: then the
- * history is emptied (a resume from before it is refused, never answered
- * with a gap). This is every case; evring_put() the common one.
+ * Make room for event rev, len bytes where there is none at the tail (or
+ * no buffer yet, or an event too big); returns where its bytes go, as
+ * evring_put(). The records no longer kept go (the oldest while the records
+ * and this one would pass the size): then the buffer, twice the size,
+ * always has room for it, at the end or from the beginning.
  */
 static __attribute__((noinline)) uint8_t *evring_put_slow(struct sm_evring *r,
     uint64_t rev, uint32_t len)
 {
-	uint32_t need = EVR_HDR + len, at, head, used, n, k;
+	uint32_t need = EVR_HDR + len, head, used, n, k;
+	const uint8_t *buf;
 
-	if (__builtin_expect(r->buf == NULL || need > r->size / 2, 0)) {
+	if (r->buf == NULL || need > r->size / 2) {
 		if (r->size == 0)
 			return NULL;
 		if (need > r->size / 2 ||
@@ -87,79 +110,53 @@ static __attribute__((noinline)) uint8_t *evring_put_slow(struct sm_evring *r,
 			evring_clear(r);
 			return NULL;
 		}
+		evring_clear(r);	/* lim: the buffer's */
 	}
-	if (r->used + need > r->size) {
-		/*
-		 * The oldest go (some are left while the records pass the
-		 * size: need <= size / 2); none left: head = tail = 0.
-		 */
+	buf = r->buf;
+	if (r->tail + need > r->lim && (r->end != EVR_NOEND || need > r->head)) {
+		/* no room after the tail, nor (not wrapped) before head */
 		head = r->head;
 		used = r->used;
 		n = r->n;
-		do {
+		while (used + need > r->size) {
+			k = EVR_HDR + get32(buf + head);
+			head += k;
+			used -= k;
+			n--;
 			if (head == r->end) {
 				head = 0;	/* the skipped end */
 				r->end = EVR_NOEND;
 			}
-			k = EVR_HDR + get32(r->buf + head);
-			head += k;
-			used -= k;
-			n--;
-		} while (used + need > r->size);
+		}
 		r->head = head;
 		r->used = used;
 		r->n = n;
 		if (n == 0)
 			evring_clear(r);
+		r->lim = r->end != EVR_NOEND ? r->head : 2 * r->size;
 	}
-	at = r->tail;
-	if (at >= r->head && 2 * r->size - at < need) {
-		/* no room at the end: from the beginning (room there) */
-		r->end = at;
-		at = 0;
+	if (r->tail + need > r->lim) {
+		/* not wrapped, no room at the end: from the beginning (room there) */
+		r->end = r->tail;
+		r->tail = 0;
+		r->lim = r->head;
 	}
-	put32(r->buf + at, len);
-	memcpy(r->buf + at + 4, &rev, 8);
-	r->tail = at + need;
-	r->used += need;
-	r->n++;
-	return r->buf + at + EVR_HDR;
+	return evring_add(r, rev, len);
 }
 
 /*
- * Make room for event rev, len bytes, as evring_put_slow(): its common case
- * on a short path (the buffer made, the record fits once the oldest, if one
- * of several, went, and at the tail without a skipped end), the rest there.
+ * Keep event rev, len bytes: returns where its bytes go (the caller writes
+ * them). NULL when there is no history, the event is bigger than half of
+ * it, or out of memory: then the history is emptied (a resume from before
+ * it is refused, never answered with a gap). Its common case, room at the
+ * tail, is a few stores.
  */
 uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
-	uint32_t need = EVR_HDR + len, size = r->size, head = r->head;
-	uint32_t at = r->tail, used = r->used, k;
-	uint8_t *buf = r->buf, *p;
-
-	if (__builtin_expect(buf == NULL || need > size / 2, 0))
+	if (__builtin_expect(r->tail + EVR_HDR + len > r->lim ||
+	    EVR_HDR + len > r->size / 2, 0))
 		return evring_put_slow(r, rev, len);
-	if (used + need > size) {
-		if (r->n <= 1 || head == r->end)
-			return evring_put_slow(r, rev, len);
-		k = EVR_HDR + get32(buf + head);
-		if (used - k + need > size)
-			return evring_put_slow(r, rev, len);
-		head += k;
-		used -= k;
-		r->head = head;
-		r->used = used;
-		r->n--;
-	}
-	if (at >= head && 2 * size - at < need)
-		return evring_put_slow(r, rev, len);
-	p = buf + at;
-	put32(p, len);
-	memcpy(p + 4, &rev, 8);
-	r->tail = at + need;
-	r->used = used + need;
-	r->n++;
-	return p + EVR_HDR;
+	return evring_add(r, rev, len);
 }
 
 /* Keep event rev, len bytes at p, as evring_put(); false when not kept. */
@@ -185,11 +182,30 @@ uint64_t evring_oldest(const struct sm_evring *r)
 	return evring_next(r, &it, &rev, &p, &len) ? rev : 0;
 }
 
-/* Start walking the records, oldest first. */
+/* The records kept. */
+uint32_t evring_count(const struct sm_evring *r)
+{
+	struct evring_it it;
+
+	evring_first(r, &it);
+	return it.left;
+}
+
+/* Start walking the records kept, oldest first (past those not kept). */
 void evring_first(const struct sm_evring *r, struct evring_it *it)
 {
+	uint32_t used = r->used, k;
+
 	it->off = r->head;
 	it->left = r->n;
+	while (used > r->size) {
+		if (it->off == r->end)
+			it->off = 0;
+		k = EVR_HDR + get32(r->buf + it->off);
+		it->off += k;
+		used -= k;
+		it->left--;
+	}
 }
 
 /* The next record: its revision and bytes; false at the end. */

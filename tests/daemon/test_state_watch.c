@@ -647,7 +647,8 @@ static bool ring_same(const struct sm_evring *r, const struct ring_model *m)
 				return false;
 		i++;
 	}
-	return i == m->n && evring_oldest(r) == (m->n > 0 ? m->rev[m->first] : 0);
+	return i == m->n && evring_count(r) == m->n &&
+	    evring_oldest(r) == (m->n > 0 ? m->rev[m->first] : 0);
 }
 
 /* Keep event rev, len bytes, in r (bytes that say rev); false when not kept. */
