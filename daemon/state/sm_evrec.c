@@ -137,8 +137,8 @@ static inline uint8_t *put_str(uint8_t *p, const char *s, size_t n)
 /*
  * Make the identity's part of the records of its events (its pid, the
  * lengths and bytes of its principal, client_name and host) once, in
- * id->ev; none (NULL) when longer than a record: its events take the long
- * way. False when out of memory.
+ * id->ev; when longer than a record, none: evrec_nobody with a length that
+ * sends its events the long way. False when out of memory.
  */
 bool evrec_ident(struct sm *sm, struct sm_ident *id)
 {
@@ -146,8 +146,8 @@ bool evrec_ident(struct sm *sm, struct sm_ident *id)
 	size_t n = EVREC_WHO + pl + id->client_name_len + id->host_len;
 	uint8_t *p;
 
-	id->ev = NULL;
-	id->ev_len = 0;
+	id->ev = (uint8_t *)(uintptr_t)evrec_nobody;
+	id->ev_len = UINT16_MAX;
 	if (n > EVREC_MAX)
 		return true;
 	if ((p = sm_alloc(sm, EVREC_PAD(n))) == NULL)
@@ -168,7 +168,8 @@ bool evrec_ident(struct sm *sm, struct sm_ident *id)
 /* Free what evrec_ident() made. */
 void evrec_ident_free(struct sm *sm, struct sm_ident *id)
 {
-	sm_dealloc(sm, id->ev, EVREC_PAD(id->ev_len));
+	if (id->ev != evrec_nobody)
+		sm_dealloc(sm, id->ev, EVREC_PAD(id->ev_len));
 	id->ev = NULL;
 }
 
@@ -310,7 +311,7 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
 	if (w->reason != NULL)
 		rlen = strlen(w->reason);
 	n = wlen + sem->len + olen + rlen + EVREC_TAIL;
-	if (__builtin_expect(who == NULL || olen > 1024 || n > EVREC_MAX, 0)) {
+	if (__builtin_expect(n > EVREC_MAX || olen > 1024, 0)) {
 		evrec_keep_long(sm, sem, ident, w, rev, time_ms, available);
 		return;
 	}

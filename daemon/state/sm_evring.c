@@ -32,13 +32,7 @@
 
 #include "daemon/state/sm-int.h"
 
-#define EVR_HDR		12u	/* u32 length, u64 revision */
 #define EVR_NOEND	UINT32_MAX	/* end: no skipped end ahead of head */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -76,28 +70,15 @@ void evring_free(struct sm_evring *r)
 	r->end = EVR_NOEND;
 }
 
-/* Put the record of event rev, len bytes, at the tail (room there); its bytes. */
-static inline uint8_t *evring_add(struct sm_evring *r, uint64_t rev, uint32_t len)
-{
-	uint8_t *p = r->buf + r->tail;
-
-	put32(p, len);
-	memcpy(p + 4, &rev, 8);
-	r->tail += EVR_HDR + len;
-	r->used += EVR_HDR + len;
-	r->n++;
-	return p + EVR_HDR;
-}
-
 /*
  * Make room for event rev, len bytes where there is none at the tail (or
  * no buffer yet, or an event too big); returns where its bytes go, as
  * evring_put(). The records no longer kept go (the oldest while the records
  * and this one would pass the size): then the buffer, twice the size,
- * always has room for it, at the end or from the beginning.
+ * always has room for it, at the end or from the beginning. evring_put()
+ * (sm-snap.h) is the common case, inline.
  */
-static __attribute__((noinline)) uint8_t *evring_put_slow(struct sm_evring *r,
-    uint64_t rev, uint32_t len)
+uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
 	uint32_t need = EVR_HDR + len, head, used, n, k;
 	const uint8_t *buf;
@@ -141,21 +122,6 @@ static __attribute__((noinline)) uint8_t *evring_put_slow(struct sm_evring *r,
 		r->tail = 0;
 		r->lim = r->head;
 	}
-	return evring_add(r, rev, len);
-}
-
-/*
- * Keep event rev, len bytes: returns where its bytes go (the caller writes
- * them). NULL when there is no history, the event is bigger than half of
- * it, or out of memory: then the history is emptied (a resume from before
- * it is refused, never answered with a gap). Its common case, room at the
- * tail, is a few stores.
- */
-uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
-{
-	if (__builtin_expect(r->tail + EVR_HDR + len > r->lim ||
-	    EVR_HDR + len > r->size / 2, 0))
-		return evring_put_slow(r, rev, len);
 	return evring_add(r, rev, len);
 }
 
