@@ -319,7 +319,8 @@ struct sm_evring {
 	uint32_t	head;		/* the oldest record */
 	uint32_t	tail;		/* where the next goes */
 	uint32_t	end;		/* the skipped end ahead of head; none: UINT32_MAX */
-	uint32_t	lim;		/* room up to it after tail: head or the end */
+	uint32_t	lim;		/* room up to it after tail (head or the end)
+					 * for evring_put(); 0: a ring too small */
 	uint32_t	n;		/* records (with those no longer kept) */
 	uint32_t	used;		/* their bytes */
 };

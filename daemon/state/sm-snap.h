@@ -53,6 +53,7 @@ void evring_resize(struct sm_evring *r, uint32_t size);
 void evring_free(struct sm_evring *r);
 uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len);
 #define EVR_HDR		12u	/* a record's u32 length and u64 revision */
+#define EVR_FAST	(EVR_HDR + 4096u)	/* evring_put()'s biggest: EVREC_MAX's */
 
 /* Put the record (sm_evring.c) of event rev, len bytes, at the tail (room there); its bytes. */
 static inline uint8_t *evring_add(struct sm_evring *r, uint64_t rev, uint32_t len)
@@ -77,8 +78,8 @@ static inline uint8_t *evring_add(struct sm_evring *r, uint64_t rev, uint32_t le
  */
 static inline uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
-	if (__builtin_expect(r->tail + EVR_HDR + len > r->lim ||
-	    EVR_HDR + len > r->size / 2, 0))
+	if (__builtin_expect(len > EVR_FAST - EVR_HDR ||
+	    r->tail + EVR_HDR + len > r->lim, 0))
 		return evring_put_slow(r, rev, len);
 	return evring_add(r, rev, len);
 }
@@ -92,6 +93,7 @@ bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
 
 /* sm_evrec.c: a kept event as the history holds it, and as a snapshot does */
 #define EVREC_MAX	4096	/* a kept event's bytes, at most */
+_Static_assert(EVR_FAST == EVR_HDR + EVREC_MAX, "evring_put() takes an event's record");
 /* What an event says beside its name's counts and who (sm_watch.c). */
 struct evrec_what {
 	Semd__EventKind	kind;

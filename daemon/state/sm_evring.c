@@ -47,7 +47,7 @@ static void evring_clear(struct sm_evring *r)
 {
 	r->head = r->tail = 0;
 	r->end = EVR_NOEND;
-	r->lim = r->buf != NULL ? 2 * r->size : 0;
+	r->lim = r->buf != NULL && r->size / 2 >= EVR_FAST ? 2 * r->size : 0;
 	r->n = 0;
 	r->used = 0;
 }
@@ -80,7 +80,7 @@ void evring_free(struct sm_evring *r)
  */
 uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
-	uint32_t need = EVR_HDR + len, head, used, n, k;
+	uint32_t need = EVR_HDR + len, room, head, used, n, k;
 	const uint8_t *buf;
 
 	if (r->buf == NULL || need > r->size / 2) {
@@ -91,10 +91,11 @@ uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 			evring_clear(r);
 			return NULL;
 		}
-		evring_clear(r);	/* lim: the buffer's */
+		evring_clear(r);	/* its lim */
 	}
 	buf = r->buf;
-	if (r->tail + need > r->lim && (r->end != EVR_NOEND || need > r->head)) {
+	room = r->end != EVR_NOEND ? r->head : 2 * r->size;
+	if (r->tail + need > room && (r->end != EVR_NOEND || need > r->head)) {
 		/* no room after the tail, nor (not wrapped) before head */
 		head = r->head;
 		used = r->used;
@@ -114,14 +115,15 @@ uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 		r->n = n;
 		if (n == 0)
 			evring_clear(r);
-		r->lim = r->end != EVR_NOEND ? r->head : 2 * r->size;
+		room = r->end != EVR_NOEND ? r->head : 2 * r->size;
 	}
-	if (r->tail + need > r->lim) {
+	if (r->tail + need > room) {
 		/* not wrapped, no room at the end: from the beginning (room there) */
 		r->end = r->tail;
 		r->tail = 0;
-		r->lim = r->head;
+		room = r->head;
 	}
+	r->lim = r->size / 2 >= EVR_FAST ? room : 0;
 	return evring_add(r, rev, len);
 }
 
