@@ -321,12 +321,11 @@ struct sm_evring {
 	uint32_t	end;		/* the skipped end ahead of head; none: UINT32_MAX */
 	uint32_t	lim;		/* room up to it after tail (head or the end)
 					 * for evring_put(); 0: a ring too small */
-	uint32_t	n;		/* records (with those no longer kept) */
-	uint32_t	used;		/* their bytes */
+	uint32_t	used;		/* the records' bytes (with those no longer kept) */
 };
 struct evring_it {
 	uint32_t	off;
-	uint32_t	left;
+	uint32_t	left;		/* bytes */
 };
 
 /*

@@ -63,7 +63,6 @@ static inline uint8_t *evring_add(struct sm_evring *r, uint64_t rev, uint32_t le
 
 	r->tail = at + need;
 	r->used += need;
-	r->n++;
 	memcpy(p, &len, 4);
 	memcpy(p + 4, &rev, 8);
 	return p + EVR_HDR;

@@ -24,7 +24,7 @@
  * the next record, an event only adds its record (evring_put(): a few
  * stores); when there is none, the ones that are no longer kept go all at
  * once, which always leaves room (evring_put_slow()). The records ahead of
- * the kept ones (head, n and used count them too) are skipped by
+ * the kept ones (head and used count them too) are skipped by
  * evring_first(). head is never at end (it goes to 0 as it reaches it).
  */
 #include <stdlib.h>
@@ -48,7 +48,6 @@ static void evring_clear(struct sm_evring *r)
 	r->head = r->tail = 0;
 	r->end = EVR_NOEND;
 	r->lim = r->buf != NULL && r->size / 2 >= EVR_FAST ? 2 * r->size : 0;
-	r->n = 0;
 	r->used = 0;
 }
 
@@ -80,7 +79,7 @@ void evring_free(struct sm_evring *r)
  */
 uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
-	uint32_t need = EVR_HDR + len, room, head, used, n, k;
+	uint32_t need = EVR_HDR + len, room, head, used, k;
 	const uint8_t *buf;
 
 	if (r->buf == NULL || need > r->size / 2) {
@@ -99,12 +98,10 @@ uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 		/* no room after the tail, nor (not wrapped) before head */
 		head = r->head;
 		used = r->used;
-		n = r->n;
 		while (used + need > r->size) {
 			k = EVR_HDR + get32(buf + head);
 			head += k;
 			used -= k;
-			n--;
 			if (head == r->end) {
 				head = 0;	/* the skipped end */
 				r->end = EVR_NOEND;
@@ -112,8 +109,7 @@ uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 		}
 		r->head = head;
 		r->used = used;
-		r->n = n;
-		if (n == 0)
+		if (used == 0)
 			evring_clear(r);
 		room = r->end != EVR_NOEND ? r->head : 2 * r->size;
 	}
@@ -154,25 +150,29 @@ uint64_t evring_oldest(const struct sm_evring *r)
 uint32_t evring_count(const struct sm_evring *r)
 {
 	struct evring_it it;
+	const uint8_t *p;
+	uint32_t n = 0, len;
+	uint64_t rev;
 
 	evring_first(r, &it);
-	return it.left;
+	while (evring_next(r, &it, &rev, &p, &len))
+		n++;
+	return n;
 }
 
 /* Start walking the records kept, oldest first (past those not kept). */
 void evring_first(const struct sm_evring *r, struct evring_it *it)
 {
-	uint32_t used = r->used, k;
+	uint32_t k;
 
 	it->off = r->head;
-	it->left = r->n;
-	while (used > r->size) {
+	it->left = r->used;
+	while (it->left > r->size) {
 		if (it->off == r->end)
 			it->off = 0;
 		k = EVR_HDR + get32(r->buf + it->off);
 		it->off += k;
-		used -= k;
-		it->left--;
+		it->left -= k;
 	}
 }
 
@@ -188,6 +188,6 @@ bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
 	memcpy(rev, r->buf + it->off + 4, 8);
 	*p = r->buf + it->off + EVR_HDR;
 	it->off += EVR_HDR + *len;
-	it->left--;
+	it->left -= EVR_HDR + *len;
 	return true;
 }
