@@ -21,9 +21,9 @@
  * keeps as many events). Its parts come as the state holds them: the first
  * 10 bytes and the three strings are the identity's (made once with it,
  * evrec_ident(), and taken in one copy), the first four u32 of the tail are
- * sm_sem's, the three u64 after n evrec_what's. The tail is written last:
- * the copy of the identity's part may run up to 15 bytes past its end
- * (copy16()), into what is written after it.
+ * sm_sem's, n and the three u64 after it evrec_what's. The tail is written
+ * last: the copy of the identity's part may run up to 22 bytes past its
+ * end (copy16()), into what is written after it.
  *
  * A cluster event (EVENT_CLUSTER) has no name: its leader's id, its term,
  * its leader's address and its members are kept where a grant's permit id
@@ -48,7 +48,8 @@
 
 #define EVREC_WHO	10u	/* pid and the identity's three lengths */
 #define EVREC_TAIL	78u
-#define EVREC_PAD(n)	(((size_t)(n) + 15) & ~(size_t)15)	/* copy16()'s reach */
+/* copy16()'s reach: at least 32 bytes, whole 16s */
+#define EVREC_PAD(n)	((n) <= 32 ? (size_t)32 : ((size_t)(n) + 15) & ~(size_t)15)
 
 _Static_assert(SM_NAME_MAX <= UINT8_MAX, "a record's name length is a byte");
 _Static_assert(EVREC_MAX <= UINT16_MAX, "an identity's part's length is a u16");
@@ -59,12 +60,13 @@ _Static_assert(offsetof(struct sm_sem, nholders) == offsetof(struct sm_sem, limi
 _Static_assert(offsetof(struct sm_rate, period_ms) == offsetof(struct sm_rate, rate) + 4 &&
     offsetof(struct sm_rate, burst) == offsetof(struct sm_rate, rate) + 8,
     "the tail takes sm_rate's rate, period_ms, burst in one copy");
-_Static_assert(offsetof(struct evrec_what, token) == offsetof(struct evrec_what, permit_id) + 8 &&
-    offsetof(struct evrec_what, request_id) == offsetof(struct evrec_what, permit_id) + 16,
-    "the tail takes evrec_what's permit_id, token, request_id in one copy");
+_Static_assert(offsetof(struct evrec_what, permit_id) == offsetof(struct evrec_what, n) + 4 &&
+    offsetof(struct evrec_what, token) == offsetof(struct evrec_what, n) + 12 &&
+    offsetof(struct evrec_what, request_id) == offsetof(struct evrec_what, n) + 20,
+    "the tail takes evrec_what's n, permit_id, token, request_id in one copy");
 
 /* The identity's part of an event by nobody known (read 16 bytes at a time). */
-static const uint8_t evrec_nobody[16];
+static const uint8_t evrec_nobody[32];
 
 /* Store v at p in the host's byte order, 2, 4 or 8 bytes; load them. */
 static inline void put16(uint8_t *p, uint16_t v)
@@ -107,17 +109,17 @@ static inline uint64_t get64(const uint8_t *p)
 }
 
 /*
- * Copy n bytes from s, which has EVREC_PAD(n) bytes, to d, 16 at a time:
- * up to 15 bytes after d + n are written too.
+ * Copy n bytes (at least EVREC_WHO) from s, which has EVREC_PAD(n) bytes,
+ * to d, 32 and then 16 at a time: up to 22 bytes after d + n are written
+ * too.
  */
 static inline void copy16(uint8_t *d, const uint8_t *s, size_t n)
 {
-	size_t i = 0;
+	size_t i;
 
-	do {
+	memcpy(d, s, 32);
+	for (i = 32; i < n; i += 16)
 		memcpy(d + i, s + i, 16);
-		i += 16;
-	} while (i < n);
 }
 
 /* The bytes of the record of an event with strings of lengths l, owner olen. */
@@ -331,8 +333,7 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
 		memcpy(p + 16, &rt->rate, 12);
 	else
 		memset(p + 16, 0, 12);
-	put32(p + 28, w->n);
-	memcpy(p + 32, &w->permit_id, 24);
+	memcpy(p + 28, &w->n, 28);	/* n, permit_id, token, request_id */
 	put64(p + 56, time_ms);
 	put64(p + 64, (uint64_t)available);
 	p[72] = (uint8_t)w->kind;

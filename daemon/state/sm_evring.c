@@ -79,7 +79,7 @@ void evring_free(struct sm_evring *r)
  */
 uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
-	uint32_t need = EVR_HDR + len, room, head, used, k;
+	uint32_t need = EVR_HDR + len, room, head, used, end, k;
 	const uint8_t *buf;
 
 	if (r->buf == NULL || need > r->size / 2) {
@@ -98,17 +98,19 @@ uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len)
 		/* no room after the tail, nor (not wrapped) before head */
 		head = r->head;
 		used = r->used;
+		end = r->end;
 		while (used + need > r->size) {
 			k = EVR_HDR + get32(buf + head);
 			head += k;
 			used -= k;
-			if (head == r->end) {
+			if (head == end) {
 				head = 0;	/* the skipped end */
-				r->end = EVR_NOEND;
+				end = EVR_NOEND;
 			}
 		}
 		r->head = head;
 		r->used = used;
+		r->end = end;
 		if (used == 0)
 			evring_clear(r);
 		room = r->end != EVR_NOEND ? r->head : 2 * r->size;
