@@ -319,8 +319,7 @@ struct sm_evring {
 	uint32_t	head;		/* the oldest record */
 	uint32_t	tail;		/* where the next goes */
 	uint32_t	end;		/* the skipped end ahead of head; none: UINT32_MAX */
-	uint32_t	lim;		/* room up to it after tail (head or the end)
-					 * for evring_put(); 0: a ring too small */
+	uint32_t	lim;		/* evring_put()'s room after tail; 0: none */
 	uint32_t	used;		/* the records' bytes (with those no longer kept) */
 };
 struct evring_it {

@@ -55,7 +55,7 @@ uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len);
 #define EVR_HDR		12u	/* a record's u32 length and u64 revision */
 #define EVR_FAST	(EVR_HDR + 4096u)	/* evring_put()'s biggest: EVREC_MAX's */
 
-/* Put the record (sm_evring.c) of event rev, len bytes, at the tail (room there); its bytes. */
+/* Put event rev's record, len bytes, at the tail (room there); its bytes. */
 static inline uint8_t *evring_add(struct sm_evring *r, uint64_t rev, uint32_t len)
 {
 	uint32_t at = r->tail, need = EVR_HDR + len;
