@@ -135,6 +135,8 @@ struct sm_ident {
 	char			*host;
 	uint16_t		client_name_len;	/* strlen(): for events */
 	uint16_t		host_len;
+	uint16_t		ev_len;
+	uint8_t			*ev;	/* its part of a history record (evrec_ident()) */
 };
 _Static_assert(SM_STR_MAX <= UINT16_MAX, "sm_ident's lengths hold a label's");
 
@@ -316,12 +318,13 @@ struct sm_evring {
 	uint32_t	size;		/* watch-history; 0: none kept */
 	uint32_t	head;		/* the oldest record */
 	uint32_t	tail;		/* where the next goes */
-	uint32_t	n;		/* records */
-	uint32_t	used;
+	uint32_t	end;		/* the skipped end ahead of head; none: UINT32_MAX */
+	uint32_t	lim;		/* evring_put()'s room after tail; 0: none */
+	uint32_t	used;		/* the records' bytes (with those no longer kept) */
 };
 struct evring_it {
 	uint32_t	off;
-	uint32_t	left;
+	uint32_t	left;		/* bytes */
 };
 
 /*

@@ -8,6 +8,8 @@
 #ifndef SEMD_SM_SNAP_H
 #define SEMD_SM_SNAP_H
 
+#include <string.h>
+
 /* sm_snap_*.c: a snapshot starts with SNAP_MAGIC, then its version. */
 #define SNAP_MAGIC	"SEMDSNAP"
 #define SNAP_VERSION	3u
@@ -49,15 +51,48 @@ extern const struct snap_section snap_sections[];	/* ends with tag 0 */
 /* sm_evring.c: the watch history */
 void evring_resize(struct sm_evring *r, uint32_t size);
 void evring_free(struct sm_evring *r);
-uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len);
+uint8_t *evring_put_slow(struct sm_evring *r, uint64_t rev, uint32_t len);
+#define EVR_HDR		12u	/* a record's u32 length and u64 revision */
+#define EVR_FAST	(EVR_HDR + 4096u)	/* evring_put()'s biggest: EVREC_MAX's */
+
+/* Put event rev's record, len bytes, at the tail (room there); its bytes. */
+static inline uint8_t *evring_add(struct sm_evring *r, uint64_t rev, uint32_t len)
+{
+	uint32_t at = r->tail, need = EVR_HDR + len;
+	uint8_t *p = r->buf + at;
+
+	r->tail = at + need;
+	r->used += need;
+	memcpy(p, &len, 4);
+	memcpy(p + 4, &rev, 8);
+	return p + EVR_HDR;
+}
+
+/*
+ * Keep event rev, len bytes: returns where its bytes go (the caller writes
+ * them). NULL when there is no history, the event is bigger than half of
+ * it, or out of memory: then the history is emptied (a resume from before
+ * it is refused, never answered with a gap). Its common case, room at the
+ * tail, is a few stores, inline; the rest is evring_put_slow().
+ */
+static inline uint8_t *evring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
+{
+	if (__builtin_expect(len > EVR_FAST - EVR_HDR ||
+	    r->tail + EVR_HDR + len > r->lim, 0))
+		return evring_put_slow(r, rev, len);
+	return evring_add(r, rev, len);
+}
+
 bool evring_push(struct sm_evring *r, uint64_t rev, const uint8_t *p, uint32_t len);
 uint64_t evring_oldest(const struct sm_evring *r);
+uint32_t evring_count(const struct sm_evring *r);
 void evring_first(const struct sm_evring *r, struct evring_it *it);
 bool evring_next(const struct sm_evring *r, struct evring_it *it, uint64_t *rev,
     const uint8_t **p, uint32_t *len);
 
 /* sm_evrec.c: a kept event as the history holds it, and as a snapshot does */
 #define EVREC_MAX	4096	/* a kept event's bytes, at most */
+_Static_assert(EVR_FAST == EVR_HDR + EVREC_MAX, "evring_put() takes an event's record");
 /* What an event says beside its name's counts and who (sm_watch.c). */
 struct evrec_what {
 	Semd__EventKind	kind;
@@ -67,6 +102,8 @@ struct evrec_what {
 	uint64_t	request_id;
 	const char	*reason;	/* NULL: none */
 };
+bool evrec_ident(struct sm *sm, struct sm_ident *id);
+void evrec_ident_free(struct sm *sm, struct sm_ident *id);
 void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
     const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
     uint64_t time_ms, int64_t available);

@@ -1,17 +1,29 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * daemon/state/sm_evrec.c - a kept event as the watch history holds it
- * (sm_evring.c gives each its revision): the u16 length and the name of its
- * name's owner (who may see the identity, beside administrators and the
- * same principal), then the event in a fixed layout, little-endian whatever
- * the host's byte order (the same bytes on every replica):
+ * (sm_evring.c gives each its revision), in a fixed layout in the host's
+ * byte order (a record never leaves the process: a snapshot carries each
+ * as protobuf, and which are kept depends on their sizes only):
  *
- *   0  u8  kind                    1  u8  the name's length
- *   2  u16 the lengths of principal, client_name, host, reason
- *  10  u32 n, pid, holders, waiters, limit, rate, rate_period_ms, burst,
- *          max_waiters
- *  46  u64 time_ms, permit_id, token, request_id, available (two's complement)
- *  86  the five strings, in that order, without NUL
+ *   0  u32 pid, u16 the lengths of principal, client_name, host
+ *  10  principal, client_name, host, name, the name's owner (who may see
+ *      the identity, beside administrators and the same principal),
+ *      reason, without NUL
+ *      the tail (EVREC_TAIL bytes), at the record's length less 78:
+ *   0  u32 limit, holders, waiters, max_waiters
+ *  16  u32 rate, rate_period_ms, burst
+ *  28  u32 n
+ *  32  u64 permit_id, token, request_id
+ *  56  u64 time_ms, available (two's complement)
+ *  72  u8 kind, u8 the name's length, u16 the owner's and reason's lengths
+ *
+ * A record has as many bytes as it had in the layout of before (a history
+ * keeps as many events). Its parts come as the state holds them: the first
+ * 10 bytes and the three strings are the identity's (made once with it,
+ * evrec_ident(), and taken in one copy), the first four u32 of the tail are
+ * sm_sem's, n and the three u64 after it evrec_what's. The tail is written
+ * last: the copy of the identity's part may run up to 22 bytes past its
+ * end (copy16()), into what is written after it.
  *
  * A cluster event (EVENT_CLUSTER) has no name: its leader's id, its term,
  * its leader's address and its members are kept where a grant's permit id
@@ -25,6 +37,7 @@
  * each event as a WatchEvent's protobuf bytes (section 21) - so snapshots
  * of either kind load in either: evrec_to_pb() and evrec_from_pb().
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,45 +46,87 @@
 #include "daemon/state/sm-int.h"
 #include "proto/pbevent.h"
 
-#define EVREC_FIXED	86u
+#define EVREC_WHO	10u	/* pid and the identity's three lengths */
+#define EVREC_TAIL	78u
+/* copy16()'s reach: at least 32 bytes, whole 16s */
+#define EVREC_PAD(n)	((n) <= 32 ? (size_t)32 : ((size_t)(n) + 15) & ~(size_t)15)
 
 _Static_assert(SM_NAME_MAX <= UINT8_MAX, "a record's name length is a byte");
+_Static_assert(EVREC_MAX <= UINT16_MAX, "an identity's part's length is a u16");
+_Static_assert(offsetof(struct sm_sem, nholders) == offsetof(struct sm_sem, limit) + 4 &&
+    offsetof(struct sm_sem, nwaiters) == offsetof(struct sm_sem, limit) + 8 &&
+    offsetof(struct sm_sem, max_waiters) == offsetof(struct sm_sem, limit) + 12,
+    "the tail takes sm_sem's limit, holders, waiters, max_waiters in one copy");
+_Static_assert(offsetof(struct sm_rate, period_ms) == offsetof(struct sm_rate, rate) + 4 &&
+    offsetof(struct sm_rate, burst) == offsetof(struct sm_rate, rate) + 8,
+    "the tail takes sm_rate's rate, period_ms, burst in one copy");
+_Static_assert(offsetof(struct evrec_what, permit_id) == offsetof(struct evrec_what, n) + 4 &&
+    offsetof(struct evrec_what, token) == offsetof(struct evrec_what, n) + 12 &&
+    offsetof(struct evrec_what, request_id) == offsetof(struct evrec_what, n) + 20,
+    "the tail takes evrec_what's n, permit_id, token, request_id in one copy");
 
-/*
- * Store v's low size bytes at p, little-endian; load them. Inline with a
- * constant size: one move on a little-endian host.
- */
-static inline void le_put(uint8_t *p, uint64_t v, unsigned int size)
+/* The identity's part of an event by nobody known (read 16 bytes at a time). */
+static const uint8_t evrec_nobody[32];
+
+/* Store v at p in the host's byte order, 2, 4 or 8 bytes; load them. */
+static inline void put16(uint8_t *p, uint16_t v)
 {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy(p, &v, size);
-#else
-	unsigned int i;
-
-	for (i = 0; i < size; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-#endif
+	memcpy(p, &v, 2);
 }
 
-static inline uint64_t le_get(const uint8_t *p, unsigned int size)
+static inline void put32(uint8_t *p, uint32_t v)
 {
-	uint64_t v = 0;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy(&v, p, size);
-#else
-	unsigned int i;
+	memcpy(p, &v, 4);
+}
 
-	for (i = 0; i < size; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-#endif
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+static inline uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
 	return v;
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/*
+ * Copy n bytes (at least EVREC_WHO) from s, which has EVREC_PAD(n) bytes,
+ * to d, 32 and then 16 at a time: up to 22 bytes after d + n are written
+ * too.
+ */
+static inline void copy16(uint8_t *d, const uint8_t *s, size_t n)
+{
+	size_t i;
+
+	memcpy(d, s, 32);
+	for (i = 32; i < n; i += 16)
+		memcpy(d + i, s + i, 16);
 }
 
 /* The bytes of the record of an event with strings of lengths l, owner olen. */
 static inline size_t evrec_size(size_t olen, const struct pbevent_lens *l)
 {
-	return 2 + olen + EVREC_FIXED + l->name + l->principal + l->client_name +
-	    l->host + l->reason;
+	return EVREC_WHO + EVREC_TAIL + olen + l->name + l->principal +
+	    l->client_name + l->host + l->reason;
 }
 
 /* Copy n bytes of s to p; the byte after them. */
@@ -79,6 +134,45 @@ static inline uint8_t *put_str(uint8_t *p, const char *s, size_t n)
 {
 	(void)strcopy(p, s, n, true);
 	return p + n;
+}
+
+/*
+ * Make the identity's part of the records of its events (its pid, the
+ * lengths and bytes of its principal, client_name and host) once, in
+ * id->ev; when longer than a record, none: evrec_nobody with a length that
+ * sends its events the long way. False when out of memory.
+ */
+bool evrec_ident(struct sm *sm, struct sm_ident *id)
+{
+	size_t pl = id->pr != NULL ? id->pr->len : 0;
+	size_t n = EVREC_WHO + pl + id->client_name_len + id->host_len;
+	uint8_t *p;
+
+	id->ev = (uint8_t *)(uintptr_t)evrec_nobody;
+	id->ev_len = UINT16_MAX;
+	if (n > EVREC_MAX)
+		return true;
+	if ((p = sm_alloc(sm, EVREC_PAD(n))) == NULL)
+		return false;
+	put32(p, id->pid);
+	put16(p + 4, (uint16_t)pl);
+	put16(p + 6, id->client_name_len);
+	put16(p + 8, id->host_len);
+	if (pl > 0)
+		memcpy(p + EVREC_WHO, id->pr->name, pl);
+	memcpy(p + EVREC_WHO + pl, id->client_name, id->client_name_len);
+	memcpy(p + EVREC_WHO + pl + id->client_name_len, id->host, id->host_len);
+	id->ev = p;
+	id->ev_len = (uint16_t)n;
+	return true;
+}
+
+/* Free what evrec_ident() made. */
+void evrec_ident_free(struct sm *sm, struct sm_ident *id)
+{
+	if (id->ev != evrec_nobody)
+		sm_dealloc(sm, id->ev, EVREC_PAD(id->ev_len));
+	id->ev = NULL;
 }
 
 /* A record's fields, before they are written (evrec_write()). */
@@ -94,40 +188,37 @@ struct evrec_fields {
 /*
  * Write the record of f (a name of at most 255 bytes, the other strings of
  * at most 65535) with owner's olen bytes at p, which has evrec_size() bytes.
- * Inline: its callers' fields go straight to the record.
  */
-static inline __attribute__((always_inline)) void
-evrec_write(uint8_t *p, const uint8_t *owner, size_t olen,
+static void evrec_write(uint8_t *p, const uint8_t *owner, size_t olen,
     const struct evrec_fields *f)
 {
-	le_put(p, (uint16_t)olen, 2);
-	p = put_str(p + 2, (const char *)owner, olen);
-	p[0] = (uint8_t)f->kind;
-	p[1] = (uint8_t)f->l.name;
-	le_put(p + 2, (uint16_t)f->l.principal, 2);
-	le_put(p + 4, (uint16_t)f->l.client_name, 2);
-	le_put(p + 6, (uint16_t)f->l.host, 2);
-	le_put(p + 8, (uint16_t)f->l.reason, 2);
-	le_put(p + 10, f->n, 4);
-	le_put(p + 14, f->pid, 4);
-	le_put(p + 18, f->holders, 4);
-	le_put(p + 22, f->waiters, 4);
-	le_put(p + 26, f->limit, 4);
-	le_put(p + 30, f->rate, 4);
-	le_put(p + 34, f->period, 4);
-	le_put(p + 38, f->burst, 4);
-	le_put(p + 42, f->max_waiters, 4);
-	le_put(p + 46, f->time_ms, 8);
-	le_put(p + 54, f->permit_id, 8);
-	le_put(p + 62, f->token, 8);
-	le_put(p + 70, f->request_id, 8);
-	le_put(p + 78, (uint64_t)f->available, 8);
-	p += EVREC_FIXED;
-	p = put_str(p, f->s[0], f->l.name);
-	p = put_str(p, f->s[1], f->l.principal);
+	put32(p, f->pid);
+	put16(p + 4, (uint16_t)f->l.principal);
+	put16(p + 6, (uint16_t)f->l.client_name);
+	put16(p + 8, (uint16_t)f->l.host);
+	p = put_str(p + EVREC_WHO, f->s[1], f->l.principal);
 	p = put_str(p, f->s[2], f->l.client_name);
 	p = put_str(p, f->s[3], f->l.host);
-	(void)put_str(p, f->s[4], f->l.reason);
+	p = put_str(p, f->s[0], f->l.name);
+	p = put_str(p, (const char *)owner, olen);
+	p = put_str(p, f->s[4], f->l.reason);
+	put32(p, f->limit);
+	put32(p + 4, f->holders);
+	put32(p + 8, f->waiters);
+	put32(p + 12, f->max_waiters);
+	put32(p + 16, f->rate);
+	put32(p + 20, f->period);
+	put32(p + 24, f->burst);
+	put32(p + 28, f->n);
+	put64(p + 32, f->permit_id);
+	put64(p + 40, f->token);
+	put64(p + 48, f->request_id);
+	put64(p + 56, f->time_ms);
+	put64(p + 64, (uint64_t)f->available);
+	p[72] = (uint8_t)f->kind;
+	p[73] = (uint8_t)f->l.name;
+	put16(p + 74, (uint16_t)olen);
+	put16(p + 76, (uint16_t)f->l.reason);
 }
 
 /*
@@ -209,65 +300,46 @@ void evrec_keep_event(struct sm *sm, const struct sm_sem *sem,
     const struct sm_ident *ident, const struct evrec_what *w, uint64_t rev,
     uint64_t time_ms, int64_t available)
 {
-	const uint8_t *owner = sem->owner != NULL ? (const uint8_t *)sem->owner->name : NULL;
-	size_t olen = sem->owner != NULL ? sem->owner->len : 0, n;
+	const struct sm_principal *ow = sem->owner;
 	const struct sm_rate *rt = sem->rate;
-	struct pbevent_lens l = { 0 };
-	const char *pr = "", *cn = "", *host = "", *why = w->reason != NULL ? w->reason : "";
+	const uint8_t *who = evrec_nobody;
+	size_t wlen = EVREC_WHO, olen = ow != NULL ? ow->len : 0, rlen = 0, n;
 	uint8_t *p;
 
-	l.name = sem->len;
-	l.principal = l.client_name = l.host = 0;
 	if (ident != NULL) {
-		if (ident->pr != NULL) {
-			pr = ident->pr->name;
-			l.principal = ident->pr->len;
-		}
-		cn = ident->client_name;
-		l.client_name = ident->client_name_len;
-		host = ident->host;
-		l.host = ident->host_len;
+		who = ident->ev;
+		wlen = ident->ev_len;
 	}
-	l.reason = why[0] != '\0' ? strlen(why) : 0;
-	if (olen > 1024 || (n = evrec_size(olen, &l)) > EVREC_MAX) {
+	if (w->reason != NULL)
+		rlen = strlen(w->reason);
+	n = wlen + sem->len + olen + rlen + EVREC_TAIL;
+	if (__builtin_expect(n > EVREC_MAX || olen > 1024, 0)) {
 		evrec_keep_long(sm, sem, ident, w, rev, time_ms, available);
 		return;
 	}
 	if ((p = evring_put(&sm->evring, rev, (uint32_t)n)) == NULL)
 		return;
 	/* evrec_write()'s layout, straight from the state (the hot path) */
-	le_put(p, olen, 2);
-	p = put_str(p + 2, (const char *)owner, olen);
-	p[0] = (uint8_t)w->kind;
-	p[1] = (uint8_t)l.name;
-	le_put(p + 2, l.principal, 2);
-	le_put(p + 4, l.client_name, 2);
-	le_put(p + 6, l.host, 2);
-	le_put(p + 8, l.reason, 2);
-	le_put(p + 10, w->n, 4);
-	le_put(p + 14, ident != NULL ? ident->pid : 0, 4);
-	le_put(p + 18, sem->nholders, 4);
-	le_put(p + 22, sem->nwaiters, 4);
-	le_put(p + 26, sem->limit, 4);
-	if (rt != NULL) {
-		le_put(p + 30, rt->rate, 4);
-		le_put(p + 34, rt->period_ms, 4);
-		le_put(p + 38, rt->burst, 4);
-	} else {
-		memset(p + 30, 0, 12);
+	copy16(p, who, wlen);
+	p = put_str(p + wlen, sem->name, sem->len);
+	if (olen > 0)
+		p = put_str(p, ow->name, olen);
+	if (rlen > 0) {
+		memcpy(p, w->reason, rlen);
+		p += rlen;
 	}
-	le_put(p + 42, sem->max_waiters, 4);
-	le_put(p + 46, time_ms, 8);
-	le_put(p + 54, w->permit_id, 8);
-	le_put(p + 62, w->token, 8);
-	le_put(p + 70, w->request_id, 8);
-	le_put(p + 78, (uint64_t)available, 8);
-	p += EVREC_FIXED;
-	p = put_str(p, sem->name, l.name);
-	p = put_str(p, pr, l.principal);
-	p = put_str(p, cn, l.client_name);
-	p = put_str(p, host, l.host);
-	(void)put_str(p, why, l.reason);
+	memcpy(p, &sem->limit, 16);
+	if (rt != NULL)
+		memcpy(p + 16, &rt->rate, 12);
+	else
+		memset(p + 16, 0, 12);
+	memcpy(p + 28, &w->n, 28);	/* n, permit_id, token, request_id */
+	put64(p + 56, time_ms);
+	put64(p + 64, (uint64_t)available);
+	p[72] = (uint8_t)w->kind;
+	p[73] = sem->len;
+	put16(p + 74, (uint16_t)olen);
+	put16(p + 76, (uint16_t)rlen);
 }
 
 /* Keep cluster event rev (watch_cluster) in sm's history. */
@@ -309,43 +381,44 @@ bool evrec_get(const uint8_t *p, uint32_t len, uint64_t rev,
     Semd__WatchEvent *ev, char *strs, const uint8_t **owner, size_t *olen)
 {
 	struct pbevent_lens l = { 0 };
-	const uint8_t *q;
+	const uint8_t *q, *t;
 
-	if (len < 2 || (size_t)(uint16_t)le_get(p, 2) + 2 + EVREC_FIXED > len)
+	if (len < EVREC_WHO + EVREC_TAIL)
 		return false;
-	*olen = (uint16_t)le_get(p, 2);
-	*owner = p + 2;
-	q = p + 2 + *olen;
-	l.name = q[1];
-	l.principal = (uint16_t)le_get(q + 2, 2);
-	l.client_name = (uint16_t)le_get(q + 4, 2);
-	l.host = (uint16_t)le_get(q + 6, 2);
-	l.reason = (uint16_t)le_get(q + 8, 2);
+	t = p + len - EVREC_TAIL;
+	l.principal = get16(p + 4);
+	l.client_name = get16(p + 6);
+	l.host = get16(p + 8);
+	l.name = t[73];
+	*olen = get16(t + 74);
+	l.reason = get16(t + 76);
 	if (evrec_size(*olen, &l) != len)
 		return false;
 	semd__watch_event__init(ev);
-	ev->kind = (Semd__EventKind)q[0];
-	ev->n = (uint32_t)le_get(q + 10, 4);
-	ev->pid = (uint32_t)le_get(q + 14, 4);
-	ev->holders = (uint32_t)le_get(q + 18, 4);
-	ev->waiters = (uint32_t)le_get(q + 22, 4);
-	ev->limit = (uint32_t)le_get(q + 26, 4);
-	ev->rate = (uint32_t)le_get(q + 30, 4);
-	ev->rate_period_ms = (uint32_t)le_get(q + 34, 4);
-	ev->burst = (uint32_t)le_get(q + 38, 4);
-	ev->max_waiters = (uint32_t)le_get(q + 42, 4);
-	ev->time_ms = le_get(q + 46, 8);
-	ev->permit_id = le_get(q + 54, 8);
-	ev->token = le_get(q + 62, 8);
-	ev->request_id = le_get(q + 70, 8);
-	ev->available = (int64_t)le_get(q + 78, 8);
-	ev->revision = rev;
-	q += EVREC_FIXED;
-	ev->name = take_str(&q, l.name, &strs);
+	ev->pid = get32(p);
+	q = p + EVREC_WHO;
 	ev->principal = take_str(&q, l.principal, &strs);
 	ev->client_name = take_str(&q, l.client_name, &strs);
 	ev->host = take_str(&q, l.host, &strs);
+	ev->name = take_str(&q, l.name, &strs);
+	*owner = q;
+	q += *olen;
 	ev->reason = take_str(&q, l.reason, &strs);
+	ev->kind = (Semd__EventKind)t[72];
+	ev->limit = get32(t);
+	ev->holders = get32(t + 4);
+	ev->waiters = get32(t + 8);
+	ev->max_waiters = get32(t + 12);
+	ev->rate = get32(t + 16);
+	ev->rate_period_ms = get32(t + 20);
+	ev->burst = get32(t + 24);
+	ev->n = get32(t + 28);
+	ev->permit_id = get64(t + 32);
+	ev->token = get64(t + 40);
+	ev->request_id = get64(t + 48);
+	ev->time_ms = get64(t + 56);
+	ev->available = (int64_t)get64(t + 64);
+	ev->revision = rev;
 	if (ev->kind == SEMD__EVENT_KIND__EVENT_CLUSTER) {
 		ev->leader_id = ev->permit_id;
 		ev->term = ev->token;
@@ -372,7 +445,8 @@ size_t evrec_to_pb(const uint8_t *p, uint32_t len, uint64_t rev, uint8_t *out,
 
 	if (strs != NULL && evrec_get(p, len, rev, &ev, strs, &owner, &olen) &&
 	    cap >= 2 + olen) {
-		le_put(out, (uint16_t)olen, 2);
+		out[0] = (uint8_t)olen;	/* little-endian */
+		out[1] = (uint8_t)(olen >> 8);
 		memcpy(out + 2, owner, olen);
 		n = pbevent_pack(&ev, out + 2 + olen, cap - 2 - olen);
 		n = n > 0 ? 2 + olen + n : 0;
@@ -395,7 +469,7 @@ bool evrec_from_pb(struct sm *sm, uint64_t rev, const uint8_t *p, uint32_t len)
 	size_t olen;
 	bool cluster;
 
-	if (len < 2 || (olen = (uint16_t)le_get(p, 2)) + 2 > len ||
+	if (len < 2 || (olen = (size_t)p[0] | (size_t)p[1] << 8) + 2 > len ||
 	    (ev = semd__watch_event__unpack(NULL, len - 2 - olen, p + 2 + olen)) == NULL)
 		return false;
 	cluster = ev->kind == SEMD__EVENT_KIND__EVENT_CLUSTER;

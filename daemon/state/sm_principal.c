@@ -113,6 +113,7 @@ void ident_put(struct sm *sm, struct sm_ident *id)
 {
 	if (id == NULL || --id->refs > 0)
 		return;
+	evrec_ident_free(sm, id);
 	principal_put(sm, id->pr);
 	sm_strfree(sm, id->client_name);
 	sm_strfree(sm, id->host);
@@ -138,5 +139,9 @@ struct sm_ident *ident_new(struct sm *sm, struct sm_principal *pr,
 	}
 	id->client_name_len = (uint16_t)strlen(id->client_name);
 	id->host_len = (uint16_t)strlen(id->host);
+	if (!evrec_ident(sm, id)) {
+		ident_put(sm, id);
+		return NULL;
+	}
 	return id;
 }

@@ -56,8 +56,8 @@ static bool snap_evring_write(struct sm_batch *b, const struct sm *sm)
 
 	bytes_int(b, sm->ev_rev, 8);
 	bytes_int(b, sm->evring.size, 4);
-	bytes_int(b, sm->evring.n, 4);
-	if (sm->evring.n == 0)
+	bytes_int(b, evring_count(&sm->evring), 4);
+	if (evring_count(&sm->evring) == 0)
 		return true;
 	/* As protobuf a record takes at most its fixed part's worth more. */
 	if ((buf = malloc(2 * EVREC_MAX)) == NULL)

@@ -5,6 +5,7 @@
  * (sm_watch.c, sm_holds.c).
  */
 #include "tests/daemon/test_state.h"
+#include "daemon/state/sm-int.h"
 
 /* Renew. */
 static void t_renew(struct sm *sm, struct sm_client *c, uint64_t id,
@@ -621,8 +622,115 @@ static void test_replay_same(void)
 	t_end(sm);
 }
 
+/* The ring test's model: the kept records' revisions and lengths, oldest first. */
+struct ring_model {
+	uint64_t	rev[4096];
+	uint32_t	len[4096];
+	uint32_t	first, n;
+	uint64_t	used;
+};
+
+/* Does ring r keep what model m keeps, each record's bytes as written? */
+static bool ring_same(const struct sm_evring *r, const struct ring_model *m)
+{
+	struct evring_it it;
+	const uint8_t *p;
+	uint64_t rev;
+	uint32_t len, i = 0, j;
+
+	evring_first(r, &it);
+	while (evring_next(r, &it, &rev, &p, &len)) {
+		if (i >= m->n || rev != m->rev[m->first + i] || len != m->len[m->first + i])
+			return false;
+		for (j = 0; j < len; j++)
+			if (p[j] != (uint8_t)(rev * 7 + j))
+				return false;
+		i++;
+	}
+	return i == m->n && evring_count(r) == m->n &&
+	    evring_oldest(r) == (m->n > 0 ? m->rev[m->first] : 0);
+}
+
+/* Keep event rev, len bytes, in r (bytes that say rev); false when not kept. */
+static bool ring_put(struct sm_evring *r, uint64_t rev, uint32_t len)
+{
+	uint8_t *p = evring_put(r, rev, len);
+	uint32_t j;
+
+	for (j = 0; p != NULL && j < len; j++)
+		p[j] = (uint8_t)(rev * 7 + j);
+	return p != NULL;
+}
+
+/*
+ * The history's ring keeps, whatever the sizes of its records and however
+ * often it wraps, the newest records whose bytes (12 each beside theirs)
+ * fit its size, none after one bigger than half of it (no gap); and a ring
+ * refilled with what another keeps, as a snapshot's restore does, goes on
+ * keeping the same records as the one it was taken from.
+ */
+static void test_ring_kept(void)
+{
+	static struct ring_model m;
+	struct sm_evring a = { 0 }, b = { 0 };
+	struct evring_it it;
+	const uint8_t *p;
+	uint64_t rev, x = 12345, r2;
+	uint32_t size, len, l2, i, bad = 0, kept = 0;
+
+	for (size = 300; size <= 5000; size += 1175) {
+		evring_resize(&a, size);
+		evring_resize(&b, size);
+		memset(&m, 0, sizeof m);
+		for (rev = 1; rev <= 6000; rev++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			len = 1 + (uint32_t)(x >> 33) % (size / 2 - 12);
+			if ((x >> 20) % 97 == 0)
+				len = size / 2 - 11 + (uint32_t)(x >> 40) % 50;	/* too big */
+			if (m.first + m.n >= 4096) {
+				memmove(m.rev, m.rev + m.first, m.n * sizeof m.rev[0]);
+				memmove(m.len, m.len + m.first, m.n * sizeof m.len[0]);
+				m.first = 0;
+			}
+			if (12 + len > size / 2) {
+				m.n = m.first = 0;
+				m.used = 0;
+			} else {
+				m.rev[m.first + m.n] = rev;
+				m.len[m.first + m.n++] = len;
+				m.used += 12 + len;
+				while (m.used > size) {
+					m.used -= 12 + m.len[m.first++];
+					m.n--;
+				}
+			}
+			if (ring_put(&a, rev, len) != (12 + len <= size / 2) ||
+			    ring_put(&b, rev, len) != (12 + len <= size / 2) ||
+			    !ring_same(&a, &m) || !ring_same(&b, &m))
+				bad++;
+			kept += m.n;
+			if (rev % 37 != 0)
+				continue;
+			/* b restored from what a keeps */
+			evring_resize(&b, size);
+			evring_first(&a, &it);
+			while (evring_next(&a, &it, &r2, &p, &l2))
+				if (!evring_push(&b, r2, p, l2))
+					bad++;
+			if (!ring_same(&b, &m))
+				bad++;
+		}
+	}
+	if (bad > 0)
+		FAIL("%u puts left a ring that keeps other records than it should", bad);
+	EXPECT(kept > 6000);
+	for (i = 0; i < 2; i++)
+		evring_free(i == 0 ? &a : &b);
+}
+
 int main(void)
 {
+	test_ring_kept();
 	test_watch();
 	test_watch_quota();
 	test_old_request_entry();
