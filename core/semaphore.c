@@ -509,6 +509,19 @@ void sema_up_n(struct semaphore *sem, unsigned int n)
 	sema_wakeq_run(&q);
 }
 
+/* sema_up_n() of a semaphore its owner serializes: sem's lock not taken. */
+void sema_up_n_owned(struct semaphore *sem, unsigned int n)
+{
+	struct sema_wakeq q;
+
+	if (n == 0)
+		return;
+	sema_wakeq_init(&q);
+	sem->count = sema_add_sat(sem->count, (long)n);
+	do_wake_locked(sem, &q);
+	sema_wakeq_run(&q);
+}
+
 /* --- asynchronous API ------------------------------------------------------- */
 
 /*
@@ -654,21 +667,34 @@ void sema_requeue_tail(struct semaphore *sem, struct sema_waiter *w)
 	spin_unlock(&sem->lock);
 }
 
+/* Take n permits if free, whoever waits (sem's lock held, or not needed). */
+static bool do_take_locked(struct semaphore *sem, unsigned int n,
+    uint64_t *token)
+{
+	if (n == 0 || sem->count < (long)n)
+		return false;
+	sem->count -= (long)n;
+	++sem->token;
+	if (token != NULL)
+		*token = sem->token;
+	return true;
+}
+
 /* Take n permits now if they are free, whoever waits; true when taken. */
 bool sema_take_n(struct semaphore *sem, unsigned int n, uint64_t *token)
 {
-	bool took = false;
+	bool took;
 
 	spin_lock(&sem->lock);
-	if (n > 0 && sem->count >= (long)n) {
-		sem->count -= (long)n;
-		++sem->token;
-		if (token != NULL)
-			*token = sem->token;
-		took = true;
-	}
+	took = do_take_locked(sem, n, token);
 	spin_unlock(&sem->lock);
 	return took;
+}
+
+/* sema_take_n() of a semaphore its owner serializes: sem's lock not taken. */
+bool sema_take_n_owned(struct semaphore *sem, unsigned int n, uint64_t *token)
+{
+	return do_take_locked(sem, n, token);
 }
 
 /* Is w first in line (unparked) with its permits free? */

@@ -195,6 +195,17 @@ void sema_requeue_tail(struct semaphore *sem, struct sema_waiter *w);
 bool sema_take_n(struct semaphore *sem, unsigned int n, uint64_t *token) __must_check;
 
 /*
+ * For an owner that serializes every use of sem itself (one thread, or all
+ * of them under one lock of its own: the daemon's state): sema_take_n() and
+ * sema_up_n() without sem's spinlock. Its lock is a locked instruction,
+ * which after the stores of a change of the owner's state waits for all of
+ * them to drain; these are the calls of every acquire and release. The
+ * other calls may still be made (their lock is then simply never contended).
+ */
+bool sema_take_n_owned(struct semaphore *sem, unsigned int n, uint64_t *token) __must_check;
+void sema_up_n_owned(struct semaphore *sem, unsigned int n);
+
+/*
  * Is w the first unparked waiter, with its n permits free? (For a gated
  * waiter: would sema_grant() take them now.)
  */

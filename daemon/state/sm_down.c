@@ -69,7 +69,8 @@ bool down_take_all(struct sm *sm, const struct sm_want *wants, unsigned int k,
 		if (wants[i].sem->rate != NULL &&
 		    wants[i].sem->mode == SEMD__MODE__OWNED)
 			rate_take(wants[i].sem, wants[i].n);
-		took = sema_take_n(&wants[i].sem->sem, wants[i].n, &tokens[i]);
+		took = sema_take_n_owned(&wants[i].sem->sem, wants[i].n,
+		    &tokens[i]);
 		SM_ASSERT(took);	/* want_free() said so */
 		effect_rate(sm, wants[i].sem);
 	}

@@ -132,7 +132,7 @@ void op_up(struct sm *sm, struct sm_client *c, const Semd__Request *req)
 		if (h->session == NULL && hold_owned_by(h, s))
 			left = hold_give_back(sm, h, left);
 	}
-	sema_up_n(&sem->sem, n);
+	sema_up_n_owned(&sem->sem, n);
 	reply_released(sm, c, id, n);
 	sem_maybe_free(sm, sem);
 }

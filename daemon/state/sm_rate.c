@@ -176,7 +176,7 @@ void rate_refill(struct sm *sm, struct sm_sem *sem)
 		if (add > 0 && !list_empty(&sem->waiters))
 			effect_rate(sm, sem);
 	} else if (add > 0) {
-		sema_up_n(&sem->sem, (unsigned int)add);
+		sema_up_n_owned(&sem->sem, (unsigned int)add);
 	}
 }
 

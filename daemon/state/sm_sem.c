@@ -235,7 +235,7 @@ void hold_release(struct sm *sm, struct sm_hold *h, bool up, const char *why)
 	 */
 	watch_hold(sm, h, n, up || why == NULL, why);
 	if (up)
-		sema_up_n(&sem->sem, n);
+		sema_up_n_owned(&sem->sem, n);
 	ident_put(sm, h->ident);
 	sm_cache_put(sm, &sm->hold_cache, h, sizeof *h);
 }
@@ -282,7 +282,7 @@ void grant_deliver(struct sm *sm, struct sm_sem *sem, struct sm_session *s,
 	h = hold_new(sm, sem, s, request_id, n, token, lease_ms, now, 0);
 	if (h == NULL) {
 		/* Out of memory: the permits go back, the client hears why. */
-		sema_up_n(&sem->sem, n);
+		sema_up_n_owned(&sem->sem, n);
 		reply_err(sm, s->client, request_id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory recording the grant on %s", sem->name);
 		share_group_put(sm, sem, grp);
@@ -358,7 +358,7 @@ void multi_deliver(struct sm *sm, struct sm_session *s, uint64_t id,
 		while (i-- > 0)
 			hold_release(sm, h[i], false, "out of memory");
 		for (i = 0; i < k; i++)
-			sema_up_n(&sems[i]->sem, ns[i]);
+			sema_up_n_owned(&sems[i]->sem, ns[i]);
 		reply_err(sm, s->client, id, SEMD__CODE__RESOURCE_EXHAUSTED,
 		    "out of memory recording the grants");
 		sm->cur_op = op;

@@ -280,7 +280,7 @@ void wait_cancel(struct sm *sm, struct sm_wait *w, int code,
 		sems[i] = w->m[i].sem;
 		if (!sema_cancel(&w->m[i].sem->sem, &w->m[i].w)) {
 			/* Cannot happen with calls serialized; never lose the permits. */
-			sema_up_n(&w->m[i].sem->sem, w->m[i].n);
+			sema_up_n_owned(&w->m[i].sem->sem, w->m[i].n);
 		}
 	}
 	nm = w->nm;
@@ -344,7 +344,7 @@ void wait_grant(struct sm *sm, struct sm_wait *w)
 		for (i = 0; i < k; i++)
 			if (w->m[i].w.state == SEMA_GRANTED ||
 			    !sema_cancel(&sems[i]->sem, &w->m[i].w))
-				sema_up_n(&sems[i]->sem, ns[i]);
+				sema_up_n_owned(&sems[i]->sem, ns[i]);
 		wait_dealloc(sm, w);
 		share_group_put(sm, sems[0], grp);
 		reply_err(sm, s->client, id, SEMD__CODE__INTERNAL,

@@ -485,6 +485,37 @@ static void test_adjust(void)
 	T_EQ(sema_count(&s), LONG_MIN);
 }
 
+/* The _owned forms: what the locked ones do, FIFO hand-off and tokens. */
+static void test_owned(void)
+{
+	struct semaphore s;
+	struct rec r[3];
+	uint64_t token = 0;
+
+	TEST_START("sema_take_n_owned and sema_up_n_owned: the same as with the lock");
+	sema_init(&s, 3);
+	log_len = 0;
+	T_TRUE(sema_take_n_owned(&s, 2, &token));
+	T_U64_EQ(token, s.token);
+	T_EQ(sema_count(&s), 1);
+	T_FALSE(sema_take_n_owned(&s, 2, NULL));	/* 1 free */
+	T_FALSE(sema_take_n_owned(&s, 0, NULL));
+	rec_queue(&s, &r[0], 0, 2);
+	rec_queue(&s, &r[1], 1, 1);
+	rec_queue(&s, &r[2], 2, 1);
+	sema_up_n_owned(&s, 0);				/* nothing */
+	T_EQ(log_len, 0);
+	sema_up_n_owned(&s, 1);		/* 2 free: the head, then r[1] waits */
+	T_LOG(0);
+	T_U64_EQ(r[0].w.token, token + 1);
+	sema_up_n_owned(&s, 3);		/* FIFO: r[1], r[2], one left */
+	T_LOG(0, 1, 2);
+	T_EQ(sema_count(&s), 1);
+	T_EQ(sema_waiters(&s), 0);
+	T_TRUE(sema_take_n_owned(&s, 1, &token));
+	T_U64_EQ(token, r[2].w.token + 1);
+}
+
 int main(void)
 {
 	t_watchdog(300);
@@ -497,6 +528,7 @@ int main(void)
 	test_callback_reenter_free();
 	test_up_max();
 	test_adjust();
+	test_owned();
 	printf("test_sema: all passed\n");
 	return 0;
 }
