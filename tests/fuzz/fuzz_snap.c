@@ -23,6 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(copy != NULL);
 	if (size > 0)
 		memcpy(copy, data, size);
+	copy[size] = 0;		/* no byte of it unset (GCC's PGO build asks) */
 	sm = fsm_restore(copy, size);
 	free(copy);
 	if (sm != NULL)
