@@ -33,7 +33,11 @@ ok "a leader is elected" t_wait_for 10 t_cluster_has_leader
 L=$(t_cluster_field leader_id)
 F=$(( L % 3 + 1 ))
 eval "fu=\$H$F"
-hcurl "$T/c1" -L -X POST -d '{"limit":2,"lease_ms":30000}' "$fu/v1/semaphores/curl/permits"
+# The node that first knows the leader is not always the follower asked, nor
+# is the new leader always serving yet: until both, the answer is 503 with
+# Retry-After, which curl --retry honours; the key makes the retry safe.
+hcurl "$T/c1" -L --retry 10 --retry-max-time 20 -H 'Idempotency-Key: curl-1' \
+	-X POST -d '{"limit":2,"lease_ms":30000}' "$fu/v1/semaphores/curl/permits"
 expect_eq "curl -L through a follower: the POST follows the 307" 201 "$(st "$T/c1")"
 ok "HTTP on the cluster, the leader killed under a long-poll" python3 \
 	"$HTTP_PY/cluster.py" "http:127.0.0.1:$((base + 21)),http:127.0.0.1:$((base + 22)),http:127.0.0.1:$((base + 23))" \
