@@ -3,7 +3,9 @@
 # packaging/build-deb.sh OUTDIR - build semd's Debian packages and check them.
 # Copies the git-tracked files of the source tree (as they are in the working
 # tree) to a temporary directory, puts packaging/debian at debian/ there, runs
-# `dpkg-buildpackage -us -uc -b` (tests skipped: they run in `make check`),
+# `dpkg-buildpackage -us -uc -b` (tests skipped: they run in `make check`;
+# DEB_BUILD_OPTIONS is passed on, nopgo for a build without profile-guided
+# optimization),
 # checks that each .deb holds the files it must, runs lintian (errors fail,
 # warnings are shown), and copies the .deb files to OUTDIR.
 # Set SEMD_DEB_SOURCE=head to package the last commit instead.
@@ -39,7 +41,8 @@ rm -rf "$src/debian"
 cp -r "$top/packaging/debian" "$src/debian"
 
 echo "== dpkg-buildpackage -us -uc -b (log: $out/build.log)"
-if ! (cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=${JOBS:-2}" \
+opts="${DEB_BUILD_OPTIONS:-} nocheck parallel=${JOBS:-2}"
+if ! (cd "$src" && DEB_BUILD_OPTIONS=$opts \
 		dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1; then
 	tail -n 40 "$out/build.log" >&2
 	echo "$0: dpkg-buildpackage failed; the whole log is $out/build.log" >&2
@@ -97,6 +100,19 @@ if grep -q 'adduser --quiet --system --group' "$ctl/postinst" 2>/dev/null &&
 else
 	echo "not ok - semd's postinst does not create the user and enable semd.socket"; failed=1
 fi
+
+# Profile-guided optimization (debian/rules), unless DEB_BUILD_OPTIONS has
+# nopgo: the training ran, and the last build used its profile.
+case " $opts " in
+*" nopgo "*) echo "ok - built without profile-guided optimization (nopgo)";;
+*)	after=$(sed -n '/^pgo: 3\. the build with the profile/,$p' "$out/build.log")
+	if printf '%s\n' "$after" | grep -q -- '-fprofile-use.* -c -o daemon/semd-conn\.o' &&
+	   ! printf '%s\n' "$after" | grep -q -- '-fprofile-generate'; then
+		echo "ok - semd is built with profile-guided optimization"
+	else
+		echo "not ok - the profile-guided build did not run as debian/rules says"; failed=1
+	fi;;
+esac
 
 echo "== the packaged programs"
 x=$work/root
