@@ -81,7 +81,7 @@ static void hmap_rehash_step(struct hmap *m)
 }
 
 /* Insert a node; start or continue a rehash when the table is full. */
-void hmap_insert(struct hmap *m, struct hnode *n, uint64_t hash)
+void hmap_insert_slow(struct hmap *m, struct hnode *n, uint64_t hash)
 {
 	struct hnode **tab;
 	size_t b;
@@ -105,24 +105,6 @@ void hmap_insert(struct hmap *m, struct hnode *n, uint64_t hash)
 	n->next = tab[b];
 	tab[b] = n;
 	m->used++;
-}
-
-/* Find the node with this key, or NULL. */
-struct hnode *hmap_find(const struct hmap *m, uint64_t hash, hmap_eq_fn eq,
-    const void *key)
-{
-	struct hnode *n;
-	int t;
-
-	for (t = 0; t < 2; t++) {
-		if (m->tab[t] == NULL)
-			continue;
-		for (n = m->tab[t][hash & (m->size[t] - 1)]; n; n = n->next) {
-			if (n->hash == hash && eq(n, key))
-				return n;
-		}
-	}
-	return NULL;
 }
 
 /* Unlink a node that is in the table. */

@@ -38,10 +38,49 @@ typedef bool (*hmap_eq_fn)(const struct hnode *n, const void *key);
 
 int hmap_init(struct hmap *m, size_t buckets);
 void hmap_destroy(struct hmap *m);
-/* Insert n under hash; never fails (growth is skipped when out of memory). */
-void hmap_insert(struct hmap *m, struct hnode *n, uint64_t hash);
-struct hnode *hmap_find(const struct hmap *m, uint64_t hash, hmap_eq_fn eq,
-    const void *key);
+/* hmap_insert() when the table grows or is being rehashed. */
+void hmap_insert_slow(struct hmap *m, struct hnode *n, uint64_t hash);
+
+/*
+ * Insert n under hash; never fails (growth is skipped when out of memory).
+ * Inline: every grant inserts three nodes, almost always into a table with
+ * room and no rehash under way.
+ */
+static inline void hmap_insert(struct hmap *m, struct hnode *n, uint64_t hash)
+{
+	struct hnode **b;
+
+	if (__builtin_expect(m->tab[1] != NULL || m->used >= m->size[0], 0)) {
+		hmap_insert_slow(m, n, hash);
+		return;
+	}
+	n->hash = hash;
+	b = &m->tab[0][hash & (m->size[0] - 1)];
+	n->next = *b;
+	*b = n;
+	m->used++;
+}
+
+/*
+ * The node with this key, or NULL. Inline, so that each caller's eq is a
+ * direct call its compiler can inline too.
+ */
+static inline struct hnode *hmap_find(const struct hmap *m, uint64_t hash,
+    hmap_eq_fn eq, const void *key)
+{
+	struct hnode *n;
+	int t;
+
+	for (t = 0; t < 2; t++) {
+		if (m->tab[t] == NULL)
+			continue;
+		for (n = m->tab[t][hash & (m->size[t] - 1)]; n; n = n->next) {
+			if (n->hash == hash && eq(n, key))
+				return n;
+		}
+	}
+	return NULL;
+}
 void hmap_remove(struct hmap *m, struct hnode *n);
 size_t hmap_count(const struct hmap *m);
 size_t hmap_bytes(const struct hmap *m);
