@@ -321,6 +321,14 @@ static void conn_stage_locked(struct conn *c, struct out_frame *f)
 	if (f->r != NULL && c->wcap - c->wlen >= FASTPB_FRAME_ROOM &&
 	    (len = fastpb_reply_frame(f->r, c->wbuf + c->wlen)) != 0) {
 		c->wlen += len;
+		/*
+		 * A reply (never a notice) to a client that reads, already in
+		 * the flush queue: conn_check_output() would do nothing.
+		 */
+		if (conn_backlog_len(c) == 0 && !c->noticed &&
+		    c->flush_entry.next != NULL && !list_empty(&c->flush_entry) &&
+		    c->wlen <= SRV_LIVE(c->srv, max_output))
+			return;
 		conn_check_output(c, c->wbuf + c->wlen - len, len);
 		return;
 	}
