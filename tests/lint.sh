@@ -5,9 +5,9 @@
 # daemon/state/, its rooms calling one way (tests/callgraph.py, from gcc's call
 # graph). Exits non-zero on any finding.
 # Usage: tests/lint.sh BUILD_DIR
-# BUILD_DIR is configured if it has no Makefile; if it has no compile_commands.json,
-# it is cleaned and built again under bear to record one. LINT_JOBS (default 2)
-# clang-tidy processes run at once.
+# BUILD_DIR is configured if it has no Makefile or was configured with LTO; if
+# it has no compile_commands.json, it is cleaned and built again under bear to
+# record one. LINT_JOBS (default 2) clang-tidy processes run at once.
 set -eu
 if [ $# -ne 1 ]; then
 	echo "usage: $0 BUILD_DIR" >&2
@@ -28,10 +28,12 @@ done
 
 cd "$B"
 mkdir -p lint
-if [ ! -f Makefile ]; then
+# Without GCC's LTO flags, which clang-tidy's clang would warn of: a build
+# directory configured otherwise (by an older tests/lint.sh) is configured again.
+if [ ! -f Makefile ] || ! grep -q -- '--disable-lto' config.status 2>/dev/null; then
 	echo "lint: configuring $B"
-	# without GCC's LTO flags, which clang-tidy's clang would warn of
 	"$TOP/configure" -q --disable-lto
+	rm -f compile_commands.json
 fi
 
 # Record compile_commands.json; bear sees only what the compiler runs for, so
